@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Futures and wakers: Rust's poll model, in C.
+ *
+ * A future is a poll function over caller-owned state.  Polling it returns
+ * WEFT_READY when it has finished, or WEFT_PENDING after it has arranged for
+ * the waker in the context (weft_cx_waker()) to be woken when polling again
+ * can make progress.  A future that returns WEFT_PENDING without arranging a
+ * wake-up is never polled again (the probe reports it as a lost waker).
+ *
+ * A waker is a two-word value: a vtable and a data pointer.  Wakers may be
+ * cloned, woken and dropped from any thread.  Each clone must be dropped or
+ * consumed by weft_waker_wake() exactly once.
+ *
+ * Writing a future by hand is a small state machine; the WEFT_ASYNC_BEGIN /
+ * WEFT_AWAIT / WEFT_ASYNC_END macros turn a poll function into straight-line
+ * code over a state struct (a protothread-style switch on a saved line).
+ * Locals do not survive an await: keep everything that must live across one
+ * in the state struct.  Example:
+ *
+ *	struct pinger {
+ *		int weft_pc;           // must be zero before the first poll
+ *		weft_join_t *child;
+ *	};
+ *
+ *	static weft_poll_t pinger_poll(void *arg, weft_cx_t *cx)
+ *	{
+ *		struct pinger *p = arg;
+ *
+ *		WEFT_ASYNC_BEGIN(p);
+ *		weft_spawn(NULL, child_poll, &(struct child){ 0 }, &p->child);
+ *		WEFT_AWAIT(p, weft_join_poll(p->child, cx, NULL, NULL));
+ *		weft_join_drop(p->child);
+ *		WEFT_YIELD(p, cx);
+ *		WEFT_ASYNC_END(p);
+ *	}
+ */
+#ifndef WEFT_FUTURE_H
+#define WEFT_FUTURE_H
+
+#include "weft/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum weft_poll_e {
+	WEFT_PENDING = 0,
+	WEFT_READY = 1,
+} weft_poll_t;
+
+typedef struct weft_cx_s weft_cx_t;
+typedef struct weft_waker_s weft_waker_t;
+typedef struct weft_waker_vtable_s weft_waker_vtable_t;
+
+/* The poll function of a future; @state is the future's own state. */
+typedef weft_poll_t (*weft_poll_cb)(void *state, weft_cx_t *cx);
+/* Releases what a future's state owns; called once, when the state dies. */
+typedef void (*weft_drop_cb)(void *state);
+
+/*
+ * The waker vtable.  @clone returns a new waker for the same target;
+ * @wake wakes and consumes one reference; @wake_by_ref wakes without
+ * consuming; @drop releases one reference.  All four may be called from
+ * any thread, concurrently.
+ */
+struct weft_waker_vtable_s {
+	weft_waker_t (*clone)(const void *data);
+	void (*wake)(const void *data);
+	void (*wake_by_ref)(const void *data);
+	void (*drop)(const void *data);
+};
+
+/* A waker.  A zeroed waker (vtable NULL) is empty: waking it does nothing. */
+struct weft_waker_s {
+	const weft_waker_vtable_t *vtable;
+	const void *data;
+};
+
+#define WEFT_WAKER_EMPTY ((weft_waker_t){ NULL, NULL })
+
+static inline bool weft_waker_is_empty(const weft_waker_t *w)
+{
+	return w->vtable == NULL;
+}
+
+/* Returns a new reference to the same target (empty for an empty waker). */
+static inline weft_waker_t weft_waker_clone(const weft_waker_t *w)
+{
+	return w->vtable ? w->vtable->clone(w->data) : WEFT_WAKER_EMPTY;
+}
+
+/* Wakes the target and consumes @w, which is left empty. */
+static inline void weft_waker_wake(weft_waker_t *w)
+{
+	const weft_waker_vtable_t *vt = w->vtable;
+
+	if (vt) {
+		const void *data = w->data;
+
+		*w = WEFT_WAKER_EMPTY;
+		vt->wake(data);
+	}
+}
+
+/* Wakes the target; @w stays valid. */
+static inline void weft_waker_wake_by_ref(const weft_waker_t *w)
+{
+	if (w->vtable)
+		w->vtable->wake_by_ref(w->data);
+}
+
+/* Releases @w, which is left empty. */
+static inline void weft_waker_drop(weft_waker_t *w)
+{
+	const weft_waker_vtable_t *vt = w->vtable;
+
+	if (vt) {
+		const void *data = w->data;
+
+		*w = WEFT_WAKER_EMPTY;
+		vt->drop(data);
+	}
+}
+
+/* True when waking @a and @b has the same effect (same target). */
+static inline bool weft_waker_will_wake(const weft_waker_t *a,
+					const weft_waker_t *b)
+{
+	return a->vtable == b->vtable && a->data == b->data;
+}
+
+/*
+ * Stores a clone of @src into @slot unless @slot already wakes the same
+ * target; drops what @slot held before.
+ */
+static inline void weft_waker_set(weft_waker_t *slot, const weft_waker_t *src)
+{
+	if (!weft_waker_will_wake(slot, src)) {
+		weft_waker_drop(slot);
+		*slot = weft_waker_clone(src);
+	}
+}
+
+/**
+ * weft_cx_waker() - the waker of the task (or block_on call) being polled.
+ * @cx: the context passed to the poll function.
+ *
+ * Return: a borrowed waker, valid for the duration of this poll; clone it
+ * to keep it.
+ */
+WEFT_EXTERN const weft_waker_t *weft_cx_waker(weft_cx_t *cx);
+
+/**
+ * weft_cx_return() - set the output of the task being polled.
+ * @cx: the context passed to the poll function.
+ * @value: the value a join handle hands over once the task is READY.
+ */
+WEFT_EXTERN void weft_cx_return(weft_cx_t *cx, void *value);
+
+/**
+ * weft_cx_yield() - ask to be polled again after the other queued tasks.
+ * @cx: the context passed to the poll function.
+ *
+ * The caller must return WEFT_PENDING from this poll.  Inside a task the
+ * task goes to the back of its worker's queue (never the LIFO slot); under
+ * weft_block_on() the future is simply polled again.
+ */
+WEFT_EXTERN void weft_cx_yield(weft_cx_t *cx);
+
+/*
+ * yield_now as a future, for composition: the first poll yields, the
+ * second is READY.
+ */
+typedef struct weft_yield_s {
+	bool yielded; /* private */
+} weft_yield_t;
+
+static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
+{
+	if (y->yielded) {
+		y->yielded = false;
+		return WEFT_READY;
+	}
+	y->yielded = true;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+/*
+ * Stackless state-machine helpers.  The state struct needs an `int weft_pc`
+ * member that is zero before the first poll.  Only one WEFT_AWAIT or
+ * WEFT_YIELD per source line.
+ */
+#define WEFT_ASYNC_BEGIN(st)                                                   \
+	switch ((st)->weft_pc) {                                               \
+	case 0:
+
+/* Polls @expr (a weft_poll_t expression) until it is READY. */
+#define WEFT_AWAIT(st, expr)                                                   \
+	do {                                                                   \
+		(st)->weft_pc = __LINE__;                                      \
+		__attribute__((fallthrough));                                  \
+	case __LINE__:                                                         \
+		if ((expr) == WEFT_PENDING)                                    \
+			return WEFT_PENDING;                                   \
+	} while (0)
+
+/* Yields once to the scheduler (yield_now). */
+#define WEFT_YIELD(st, cx)                                                     \
+	do {                                                                   \
+		(st)->weft_pc = __LINE__;                                      \
+		weft_cx_yield(cx);                                             \
+		return WEFT_PENDING;                                           \
+	case __LINE__:;                                                        \
+	} while (0)
+
+/* Ends the state machine: READY; polling again stays READY. */
+#define WEFT_ASYNC_END(st)                                                     \
+	__attribute__((fallthrough));                                          \
+	default:                                                               \
+		break;                                                         \
+		}                                                              \
+	(st)->weft_pc = -1;                                                    \
+	return WEFT_READY
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_FUTURE_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runtime metrics: always-on counters, read without disturbing the workers.
+ *
+ * Each worker owns its counters and is their only writer; readers see each
+ * counter as a whole value (relaxed atomics, no tearing) but a snapshot of
+ * several counters is not taken at one instant.  Counters only grow.
+ */
+#ifndef WEFT_METRICS_H
+#define WEFT_METRICS_H
+
+#include "weft/common.h"
+#include "weft/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One worker's counters. */
+typedef struct weft_worker_metrics_s {
+	uint64_t polls;            /* task polls */
+	uint64_t steals;           /* tasks stolen from other workers */
+	uint64_t steal_ops;        /* successful steal operations */
+	uint64_t parks;            /* times the worker went to sleep */
+	uint64_t unparks;          /* times it woke up */
+	uint64_t noop_wakes;       /* wakes by this worker that changed nothing */
+	uint64_t local_schedules;  /* tasks pushed onto its own run queue */
+	uint64_t lifo_schedules;   /* tasks put in its LIFO slot */
+	uint64_t global_schedules; /* tasks taken from the global queue */
+	uint64_t remote_schedules; /* tasks it sent to the global queue */
+	uint64_t overflows;        /* times its run queue spilled to global */
+	uint64_t spawned;          /* tasks spawned from this worker */
+	uint64_t completed;        /* tasks that completed on this worker */
+	uint64_t busy_ns;          /* time spent not parked */
+	uint32_t local_queue_depth; /* run queue length (sampled) */
+} weft_worker_metrics_t;
+
+/* Runtime-wide figures. */
+typedef struct weft_runtime_metrics_s {
+	unsigned workers;
+	uint64_t live_tasks;        /* spawned and not yet completed */
+	uint64_t spawned_tasks;     /* since start */
+	uint64_t global_queue_depth;
+	uint64_t remote_spawns;     /* spawns from non-worker threads */
+	uint64_t remote_wakes;      /* wakes from non-worker threads */
+} weft_runtime_metrics_t;
+
+/**
+ * weft_runtime_metrics() - runtime-wide figures.
+ * Return: 0, or -EINVAL for a NULL argument.
+ */
+WEFT_EXTERN int weft_runtime_metrics(const weft_runtime_t *rt,
+				     weft_runtime_metrics_t *out);
+
+/**
+ * weft_worker_metrics() - the counters of worker @index.
+ * Return: 0; -EINVAL for a NULL argument; -ERANGE for a bad index.
+ */
+WEFT_EXTERN int weft_worker_metrics(const weft_runtime_t *rt, unsigned index,
+				    weft_worker_metrics_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_METRICS_H */

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime: N worker threads running tasks with work stealing, plus the
+ * calls that spawn tasks, join them and run a future from a plain thread.
+ *
+ * A task owns one allocation holding its future's state inline.  Tasks are
+ * spawned with a name and the source location of the spawn (captured by
+ * the weft_spawn() macros), run on whichever worker picks them up, and may
+ * move between workers whenever they return WEFT_PENDING.
+ *
+ * Threads: weft_spawn*() may be called from any thread; weft_block_on() and
+ * weft_join_wait() only from threads that are not workers of a runtime.
+ */
+#ifndef WEFT_RUNTIME_H
+#define WEFT_RUNTIME_H
+
+#include "weft/common.h"
+#include "weft/future.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_runtime_s weft_runtime_t;
+typedef struct weft_join_s weft_join_t;
+
+/* Runtime configuration; zero fields take the defaults. */
+typedef struct weft_config_s {
+	/* Worker threads.  Default: $WEFT_WORKERS, else the CPU count. */
+	unsigned workers;
+	/* Ticks between forced checks of the global queue.  Default 61. */
+	unsigned global_queue_interval;
+	/* Consecutive polls from the LIFO slot before it is demoted.  Default 3. */
+	unsigned max_lifo_polls;
+	/* Disable the LIFO slot altogether. */
+	bool disable_lifo;
+} weft_config_t;
+
+/**
+ * weft_runtime_create() - start a runtime and its worker threads.
+ * @config: the configuration, or NULL for the defaults.
+ * @out: receives the runtime.
+ *
+ * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included);
+ * -ENOMEM; -EAGAIN when a thread cannot be started.
+ */
+WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
+				    weft_runtime_t **out);
+
+/**
+ * weft_runtime_destroy() - shut down and free a runtime.
+ * @rt: the runtime; NULL is ignored.
+ *
+ * Stops the workers after their current poll, then cancels every task that
+ * has not completed: each future's drop callback runs once, and tasks waiting
+ * on a join handle see -ECANCELED.  Spawning after this has begun fails with
+ * -ESHUTDOWN.  Must not be called from a worker of @rt.
+ */
+WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
+
+/**
+ * weft_runtime_current() - the runtime whose worker (or block_on call) is
+ * running on this thread.
+ *
+ * Return: the runtime, or NULL.
+ */
+WEFT_EXTERN weft_runtime_t *weft_runtime_current(void);
+
+/** weft_runtime_workers() - the number of worker threads of @rt. */
+WEFT_EXTERN unsigned weft_runtime_workers(const weft_runtime_t *rt);
+
+/* What to spawn.  Fill with designated initialisers; see weft_spawn(). */
+typedef struct weft_spawn_s {
+	weft_poll_cb poll;     /* required */
+	weft_drop_cb drop;     /* optional: releases what the state owns */
+	const void *state;     /* copied into the task; NULL means zeroed */
+	size_t size;           /* bytes of state */
+	const char *name;      /* static string, or NULL */
+	const char *file;      /* spawn location (static string) */
+	int line;
+} weft_spawn_t;
+
+/**
+ * weft_spawn_with() - spawn a task.
+ * @rt: the runtime, or NULL for weft_runtime_current().
+ * @spec: the future; its state is copied into the task.
+ * @join: receives a join handle, or NULL to detach the task.
+ *
+ * From a worker the task is queued on that worker (its LIFO slot); from any
+ * other thread it goes to the global queue and a parked worker is woken.
+ *
+ * Return: 0; -EINVAL (no runtime, or no poll function); -ENOMEM;
+ * -ESHUTDOWN when @rt is shutting down.  On error nothing was spawned and
+ * the drop callback was not called.
+ */
+WEFT_EXTERN int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
+				weft_join_t **join);
+
+/*
+ * weft_spawn(rt, poll, state_ptr, join_out) copies *state_ptr (its size is
+ * taken from the pointer's type) and records the caller's file and line.
+ */
+#define weft_spawn(rt, poll_fn, state_ptr, join_out)                           \
+	weft_spawn_named((rt), NULL, poll_fn, state_ptr, join_out)
+
+#define weft_spawn_named(rt, task_name, poll_fn, state_ptr, join_out)          \
+	weft_spawn_with((rt),                                                  \
+			&(weft_spawn_t){ .poll = (poll_fn),                    \
+					 .state = (state_ptr),                 \
+					 .size = sizeof(*(state_ptr)),         \
+					 .name = (task_name),                  \
+					 .file = __FILE__,                     \
+					 .line = __LINE__ },                   \
+			(join_out))
+
+/**
+ * weft_join_poll() - await a task.
+ * @join: the join handle.
+ * @cx: the polling context.
+ * @status: receives 0, or -ECANCELED when the task was aborted or cancelled
+ * at shutdown (may be NULL).
+ * @out: receives the task's output (weft_cx_return()) (may be NULL).
+ *
+ * The handle stays valid after READY; release it with weft_join_drop().
+ *
+ * Return: WEFT_READY once the task has completed, else WEFT_PENDING.
+ */
+WEFT_EXTERN weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx,
+				       int *status, void **out);
+
+/**
+ * weft_join_wait() - block the calling (non-worker) thread until the task
+ * completes.
+ * @join: the join handle; stays valid.
+ * @out: receives the task's output (may be NULL).
+ *
+ * Return: 0; -ECANCELED when the task was aborted or cancelled;
+ * -EDEADLK when called from a worker thread.
+ */
+WEFT_EXTERN int weft_join_wait(weft_join_t *join, void **out);
+
+/** weft_join_is_finished() - true once the task has completed. */
+WEFT_EXTERN bool weft_join_is_finished(const weft_join_t *join);
+
+/**
+ * weft_join_abort() - cancel the task.
+ *
+ * A task that is not running is cancelled by the next worker that picks it
+ * up; a running task is cancelled after its current poll.  A completed task
+ * is unaffected.  Cancelling runs the future's drop callback.
+ */
+WEFT_EXTERN void weft_join_abort(weft_join_t *join);
+
+/** weft_join_id() - the task's id (unique within the process). */
+WEFT_EXTERN uint64_t weft_join_id(const weft_join_t *join);
+
+/**
+ * weft_join_drop() - release the handle; the task goes on, detached.
+ * @join: the handle; NULL is ignored.
+ */
+WEFT_EXTERN void weft_join_drop(weft_join_t *join);
+
+/**
+ * weft_join_all() - await several tasks in order, releasing each handle.
+ * @joins: the handles; each is released and set to NULL once complete.
+ * @n: the number of handles.
+ * @outs: receives each task's output (may be NULL).
+ * @cursor: progress, zero before the first call.
+ * @cx: the polling context.
+ *
+ * Return: WEFT_READY once every task has completed.
+ */
+WEFT_EXTERN weft_poll_t weft_join_all(weft_join_t **joins, size_t n,
+				      void **outs, size_t *cursor,
+				      weft_cx_t *cx);
+
+/**
+ * weft_block_on() - run a future to completion on the calling thread.
+ * @rt: the runtime to make current meanwhile (spawns go to it); may be NULL.
+ * @poll: the future's poll function.
+ * @state: the future's state (caller-owned; not copied).
+ * @out: receives the value passed to weft_cx_return() (may be NULL).
+ *
+ * The thread sleeps while the future is pending.
+ *
+ * Return: 0; -EDEADLK when called from a worker thread; -ENOMEM.
+ */
+WEFT_EXTERN int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll,
+			      void *state, void **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_RUNTIME_H */

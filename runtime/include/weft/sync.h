@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Synchronisation between tasks and threads: a oneshot channel and a
+ * countdown latch.
+ *
+ * oneshot: one value (a void *) from one sender to one receiver.  The
+ * sender and receiver halves may live on different threads; each is
+ * released exactly once (weft_oneshot_send() releases the sender).
+ *
+ * countdown: a counter that tasks or threads decrement; tasks await zero
+ * with weft_countdown_poll(), plain threads with weft_countdown_wait().
+ */
+#ifndef WEFT_SYNC_H
+#define WEFT_SYNC_H
+
+#include <pthread.h>
+
+#include "weft/common.h"
+#include "weft/future.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_oneshot_tx_s weft_oneshot_tx_t;
+typedef struct weft_oneshot_rx_s weft_oneshot_rx_t;
+
+/**
+ * weft_oneshot_create() - make a oneshot channel.
+ * @tx: receives the sending half.
+ * @rx: receives the receiving half.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+WEFT_EXTERN int weft_oneshot_create(weft_oneshot_tx_t **tx,
+				    weft_oneshot_rx_t **rx);
+
+/**
+ * weft_oneshot_send() - send the value and release the sender.
+ *
+ * Return: 0; -EPIPE when the receiver is gone (the value was not taken).
+ */
+WEFT_EXTERN int weft_oneshot_send(weft_oneshot_tx_t *tx, void *value);
+
+/** weft_oneshot_tx_drop() - release the sender without sending. */
+WEFT_EXTERN void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx);
+
+/**
+ * weft_oneshot_poll() - await the value.
+ * @status: receives 0, or -EPIPE when the sender was dropped unsent.
+ * @value: receives the value (may be NULL).
+ *
+ * Return: WEFT_READY once the value was sent or the sender dropped.
+ */
+WEFT_EXTERN weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
+					  int *status, void **value);
+
+/** weft_oneshot_rx_drop() - release the receiver. */
+WEFT_EXTERN void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx);
+
+/* A countdown latch.  Caller-allocated; fields are private. */
+typedef struct weft_countdown_s {
+	unsigned count;          /* private; accessed atomically */
+	unsigned nwakers;        /* private */
+	unsigned capwakers;      /* private */
+	weft_waker_t *wakers;    /* private */
+	pthread_mutex_t lock;    /* private; guards the wakers */
+} weft_countdown_t;
+
+/** weft_countdown_init() - start the count at @count. */
+WEFT_EXTERN void weft_countdown_init(weft_countdown_t *cd, unsigned count);
+
+/** weft_countdown_fini() - release what the latch holds (no waiters left). */
+WEFT_EXTERN void weft_countdown_fini(weft_countdown_t *cd);
+
+/** weft_countdown_add() - raise the count by @n (before it reached zero). */
+WEFT_EXTERN void weft_countdown_add(weft_countdown_t *cd, unsigned n);
+
+/**
+ * weft_countdown_done() - decrement; at zero, wake every waiter.
+ *
+ * Return: true for the call that took the count to zero.
+ */
+WEFT_EXTERN bool weft_countdown_done(weft_countdown_t *cd);
+
+/** weft_countdown_count() - the current count. */
+WEFT_EXTERN unsigned weft_countdown_count(const weft_countdown_t *cd);
+
+/** weft_countdown_poll() - READY once the count is zero. */
+WEFT_EXTERN weft_poll_t weft_countdown_poll(weft_countdown_t *cd,
+					    weft_cx_t *cx);
+
+/** weft_countdown_wait() - block the calling thread until the count is zero. */
+WEFT_EXTERN void weft_countdown_wait(weft_countdown_t *cd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_SYNC_H */

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* The whole public API of libweft. */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include "weft/common.h"
+#include "weft/future.h"
+#include "weft/runtime.h"
+#include "weft/sync.h"
+#include "weft/metrics.h"
+
+#endif /* WEFT_H */

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Idle bookkeeping: which workers are parked and how many are searching
+ * for work (Tokio's scheme).
+ *
+ * state packs num_searching (low 16 bits) and num_unparked (high 16 bits).
+ * At most half the workers search at once.  A producer that makes work
+ * visible (queue push) then calls weft__notify_parked(), which wakes a
+ * sleeper only if nobody is searching and someone sleeps: a searching
+ * worker will find the work.  When the last searcher stops searching it
+ * either found work (and wakes another searcher, since there may be more)
+ * or goes to park and then re-checks every queue (notify_if_work_pending).
+ *
+ * No lost wake-up: the producer's push and the parker's decrement of
+ * state are both followed by a seq_cst fence before reading the other's
+ * side (store-buffer pattern), so either the producer sees the worker still
+ * searching/unparked (and the worker, as last searcher, sees the work on
+ * its re-check), or the producer sees it parked and wakes a sleeper.
+ */
+#include <errno.h>
+
+#include "runtime_internal.h"
+
+#define UNPARK_SHIFT 16
+#define UNPARK_ONE ((uint32_t)1 << UNPARK_SHIFT)
+#define SEARCH_MASK (UNPARK_ONE - 1)
+
+static inline uint32_t num_searching(uint32_t s)
+{
+	return s & SEARCH_MASK;
+}
+
+static inline uint32_t num_unparked(uint32_t s)
+{
+	return s >> UNPARK_SHIFT;
+}
+
+int weft__idle_init(idle_t *idle, unsigned nworkers)
+{
+	idle->sleepers = calloc(nworkers, sizeof(*idle->sleepers));
+	if (!idle->sleepers)
+		return -ENOMEM;
+	pthread_mutex_init(&idle->lock, NULL);
+	idle->nsleepers = 0;
+	idle->nworkers = nworkers;
+	store_relaxed(&idle->state, nworkers << UNPARK_SHIFT);
+	return 0;
+}
+
+void weft__idle_fini(idle_t *idle)
+{
+	pthread_mutex_destroy(&idle->lock);
+	free(idle->sleepers);
+}
+
+bool weft__idle_to_searching(idle_t *idle)
+{
+	/*
+	 * Relaxed bound check (an estimate, as in Tokio: a race may let one
+	 * extra searcher in, which is harmless).
+	 */
+	uint32_t s = load_relaxed(&idle->state);
+
+	if (2 * num_searching(s) >= idle->nworkers)
+		return false;
+	/* seq_cst: part of the total order the lost-wake-up argument uses. */
+	fetch_add_seqcst(&idle->state, 1);
+	return true;
+}
+
+bool weft__idle_from_searching(idle_t *idle)
+{
+	/* seq_cst: as above.  Returns true for the last searcher. */
+	uint32_t prev = fetch_sub_seqcst(&idle->state, 1);
+
+	return num_searching(prev) == 1;
+}
+
+bool weft__idle_to_parked(idle_t *idle, unsigned index, bool searching)
+{
+	uint32_t dec = UNPARK_ONE + (searching ? 1 : 0);
+	uint32_t prev;
+
+	pthread_mutex_lock(&idle->lock);
+	/* seq_cst: the parker's side of the store-buffer pattern. */
+	prev = fetch_sub_seqcst(&idle->state, dec);
+	idle->sleepers[idle->nsleepers++] = index;
+	pthread_mutex_unlock(&idle->lock);
+	return searching && num_searching(prev) == 1;
+}
+
+bool weft__idle_is_parked(idle_t *idle, unsigned index)
+{
+	bool parked = false;
+
+	pthread_mutex_lock(&idle->lock);
+	for (unsigned i = 0; i < idle->nsleepers; i++) {
+		if (idle->sleepers[i] == index) {
+			parked = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&idle->lock);
+	return parked;
+}
+
+static bool should_wake(const idle_t *idle, uint32_t s)
+{
+	return num_searching(s) == 0 && num_unparked(s) < idle->nworkers;
+}
+
+int weft__idle_worker_to_notify(idle_t *idle)
+{
+	uint32_t s;
+	int index;
+
+	/*
+	 * seq_cst fence: orders the caller's queue push before this load;
+	 * pairs with the fence after the parker's decrement (see top).
+	 */
+	fence_seqcst();
+	s = load_seqcst(&idle->state);
+	if (!should_wake(idle, s))
+		return -1;
+
+	pthread_mutex_lock(&idle->lock);
+	s = load_relaxed(&idle->state);
+	if (!should_wake(idle, s) || idle->nsleepers == 0) {
+		pthread_mutex_unlock(&idle->lock);
+		return -1;
+	}
+	/* The woken worker starts out searching and unparked. */
+	fetch_add_seqcst(&idle->state, UNPARK_ONE + 1);
+	index = (int)idle->sleepers[--idle->nsleepers];
+	pthread_mutex_unlock(&idle->lock);
+	return index;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A oneshot channel: one void * from one sender to one receiver.
+ *
+ * state bits: SENT (value written), TX_GONE (sender dropped unsent),
+ * RX_GONE (receiver dropped), RX_WAKER (the receiver's waker is set and
+ * belongs to the sender side; while clear only the receiver writes it).
+ * Both halves hold a reference; the last one frees the channel (and drops
+ * the receiver's waker).
+ */
+#include <errno.h>
+
+#include "runtime_internal.h"
+
+#define OS_SENT 1u
+#define OS_TX_GONE 2u
+#define OS_RX_GONE 4u
+#define OS_RX_WAKER 8u
+
+typedef struct oneshot_s {
+	_Atomic uint32_t state;
+	_Atomic uint32_t refs;
+	void *value;
+	weft_waker_t rx_waker;
+} oneshot_t;
+
+int weft_oneshot_create(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx)
+{
+	oneshot_t *o = malloc(sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	store_relaxed(&o->state, 0);
+	store_relaxed(&o->refs, 2);
+	o->value = NULL;
+	o->rx_waker = WEFT_WAKER_EMPTY;
+	*tx = (weft_oneshot_tx_t *)o;
+	*rx = (weft_oneshot_rx_t *)o;
+	return 0;
+}
+
+static void oneshot_release(oneshot_t *o)
+{
+	/* acq_rel: the last reference frees (see task.c ref_dec_n). */
+	if (fetch_sub_acq_rel(&o->refs, 1) == 1) {
+		weft_waker_drop(&o->rx_waker);
+		free(o);
+	}
+}
+
+/* Marks the sender side done with @bit; wakes the receiver. */
+static uint32_t tx_finish(oneshot_t *o, uint32_t bit)
+{
+	/*
+	 * acq_rel: release publishes the value (pairs with the receiver's
+	 * acquire); acquire pairs with the receiver's release of RX_WAKER so
+	 * the waker is fully written before we use it.
+	 */
+	uint32_t prev = atomic_fetch_or_explicit(&o->state, bit,
+						 memory_order_acq_rel);
+
+	if ((prev & OS_RX_WAKER) && !(prev & OS_RX_GONE))
+		weft_waker_wake_by_ref(&o->rx_waker);
+	return prev;
+}
+
+int weft_oneshot_send(weft_oneshot_tx_t *tx, void *value)
+{
+	oneshot_t *o = (oneshot_t *)tx;
+	uint32_t prev;
+
+	o->value = value;
+	prev = tx_finish(o, OS_SENT);
+	oneshot_release(o);
+	return (prev & OS_RX_GONE) ? -EPIPE : 0;
+}
+
+void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx)
+{
+	oneshot_t *o = (oneshot_t *)tx;
+
+	tx_finish(o, OS_TX_GONE);
+	oneshot_release(o);
+}
+
+static weft_poll_t rx_ready(oneshot_t *o, uint32_t s, int *status,
+			    void **value)
+{
+	/* s was read with acquire (load or failed CAS). */
+	if (s & OS_SENT) {
+		if (status)
+			*status = 0;
+		if (value)
+			*value = o->value;
+	} else {
+		if (status)
+			*status = -EPIPE;
+		if (value)
+			*value = NULL;
+	}
+	return WEFT_READY;
+}
+
+weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
+			      int *status, void **value)
+{
+	oneshot_t *o = (oneshot_t *)rx;
+	const weft_waker_t *w = weft_cx_waker(cx);
+	/* Acquire: pairs with the release in tx_finish(). */
+	uint32_t s = load_acquire(&o->state);
+
+	if (s & (OS_SENT | OS_TX_GONE))
+		return rx_ready(o, s, status, value);
+	if (s & OS_RX_WAKER) {
+		if (weft_waker_will_wake(&o->rx_waker, w))
+			return WEFT_PENDING;
+		/* Take the field back: clear RX_WAKER unless done. */
+		do {
+			if (s & (OS_SENT | OS_TX_GONE))
+				return rx_ready(o, s, status, value);
+			/* acq_rel: acquire exclusive use of the field. */
+		} while (!cas_acq_rel(&o->state, &s, s & ~OS_RX_WAKER));
+	}
+	weft_waker_drop(&o->rx_waker);
+	o->rx_waker = weft_waker_clone(w);
+	s = load_relaxed(&o->state);
+	do {
+		if (s & (OS_SENT | OS_TX_GONE))
+			return rx_ready(o, s, status, value);
+		/* acq_rel: release publishes the waker to the sender. */
+	} while (!cas_acq_rel(&o->state, &s, s | OS_RX_WAKER));
+	return WEFT_PENDING;
+}
+
+void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx)
+{
+	oneshot_t *o = (oneshot_t *)rx;
+
+	/* acq_rel: tells the sender its value will not be taken. */
+	atomic_fetch_or_explicit(&o->state, OS_RX_GONE, memory_order_acq_rel);
+	oneshot_release(o);
+}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Runtime life cycle (create, destroy), block_on from plain threads, and
+ * the metrics readers.
+ *
+ * Shutdown order: raise the flag and unpark every worker; join them (each
+ * finishes its current poll and leaves); close the owned list and the
+ * global queue (spawns now fail, pushes drop their task); cancel every task
+ * still owned (its future's drop callback runs, its joiner sees
+ * -ECANCELED); finally drop the notifications still sitting in local
+ * queues and LIFO slots.  Tasks are freed when their last reference goes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime_internal.h"
+
+#define MAX_WORKERS 4096
+
+const char *weft_version_string(void)
+{
+	return "0.1.0";
+}
+
+void weft_panic(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("weft: panic: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+uint64_t weft__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int parse_workers_env(unsigned *out)
+{
+	const char *s = getenv("WEFT_WORKERS");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > MAX_WORKERS) {
+		fprintf(stderr,
+			"weft: WEFT_WORKERS=%s is not a number from 1 to %d\n",
+			s, MAX_WORKERS);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
+{
+	weft_config_t cfg = config ? *config : (weft_config_t){ 0 };
+	weft_runtime_t *rt;
+	unsigned started;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	if (cfg.workers == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		cfg.workers = n > 0 ? (unsigned)n : 1;
+		err = parse_workers_env(&cfg.workers);
+		if (err)
+			return err;
+	}
+	if (cfg.workers > MAX_WORKERS)
+		return -EINVAL;
+	if (cfg.global_queue_interval == 0)
+		cfg.global_queue_interval = 61;
+	if (cfg.max_lifo_polls == 0)
+		cfg.max_lifo_polls = 3;
+
+	rt = aligned_alloc(WEFT_CACHELINE, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	memset(rt, 0, sizeof(*rt));
+	rt->nworkers = cfg.workers;
+	rt->global_queue_interval = cfg.global_queue_interval;
+	rt->max_lifo_polls = cfg.max_lifo_polls;
+	rt->disable_lifo = cfg.disable_lifo;
+	store_relaxed(&rt->shutdown, false);
+	rt->workers = aligned_alloc(WEFT_CACHELINE,
+				    sizeof(weft_worker_t) * cfg.workers);
+	if (!rt->workers) {
+		err = -ENOMEM;
+		goto out_free_rt;
+	}
+	memset(rt->workers, 0, sizeof(weft_worker_t) * cfg.workers);
+	err = weft__idle_init(&rt->idle, cfg.workers);
+	if (err)
+		goto out_free_workers;
+	weft__inject_init(&rt->inject);
+	weft__owned_init(&rt->owned);
+
+	for (unsigned i = 0; i < cfg.workers; i++) {
+		weft_worker_t *w = &rt->workers[i];
+
+		weft__local_queue_init(&w->queue);
+		w->rt = rt;
+		w->index = i;
+		w->rand = 0x9E3779B97F4A7C15ULL * (i + 1);
+		weft__parker_init(&w->parker);
+	}
+	for (started = 0; started < cfg.workers; started++) {
+		weft_worker_t *w = &rt->workers[started];
+
+		if (pthread_create(&w->thread, NULL, weft__worker_main, w)) {
+			err = -EAGAIN;
+			goto out_stop_workers;
+		}
+	}
+	*out = rt;
+	return 0;
+
+out_stop_workers:
+	store_release(&rt->shutdown, true);
+	for (unsigned i = 0; i < started; i++)
+		weft__parker_unpark(&rt->workers[i].parker);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(rt->workers[i].thread, NULL);
+	weft__owned_fini(&rt->owned);
+	weft__inject_fini(&rt->inject);
+	weft__idle_fini(&rt->idle);
+out_free_workers:
+	free(rt->workers);
+out_free_rt:
+	free(rt);
+	return err;
+}
+
+void weft_runtime_destroy(weft_runtime_t *rt)
+{
+	weft_task_t *t;
+
+	if (!rt)
+		return;
+	if (weft__cur_worker && weft__cur_worker->rt == rt)
+		weft_panic("weft_runtime_destroy() called from its own worker");
+
+	/* Release: pairs with the workers' acquire loads of shutdown. */
+	store_release(&rt->shutdown, true);
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		weft__parker_unpark(&rt->workers[i].parker);
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		pthread_join(rt->workers[i].thread, NULL);
+
+	weft__owned_close(&rt->owned);
+	weft__inject_close(&rt->inject);
+	while ((t = weft__owned_pop(&rt->owned)) != NULL)
+		weft__task_cancel_at_shutdown(t);
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		weft_worker_t *w = &rt->workers[i];
+
+		if (w->lifo) {
+			weft__task_drop_notified(w->lifo);
+			w->lifo = NULL;
+		}
+		while ((t = weft__local_queue_pop(&w->queue)) != NULL)
+			weft__task_drop_notified(t);
+	}
+
+	weft__owned_fini(&rt->owned);
+	weft__inject_fini(&rt->inject);
+	weft__idle_fini(&rt->idle);
+	free(rt->workers);
+	free(rt);
+}
+
+weft_runtime_t *weft_runtime_current(void)
+{
+	return weft__cur_rt;
+}
+
+unsigned weft_runtime_workers(const weft_runtime_t *rt)
+{
+	return rt->nworkers;
+}
+
+/* ------------------------------------------------------------ block_on */
+
+/* A refcounted parker: the waker of a block_on call may outlive it. */
+typedef struct thread_waker_s {
+	parker_t parker;
+	_Atomic uint32_t refs;
+} thread_waker_t;
+
+static const weft_waker_vtable_t thread_waker_vtable;
+
+static void thread_waker_release(thread_waker_t *tw)
+{
+	/* acq_rel: the usual last-reference free; see ref_dec_n(). */
+	if (fetch_sub_acq_rel(&tw->refs, 1) == 1)
+		free(tw);
+}
+
+static weft_waker_t thread_waker_clone(const void *data)
+{
+	thread_waker_t *tw = (thread_waker_t *)data;
+
+	/* Relaxed: made from a live reference. */
+	fetch_add_relaxed(&tw->refs, 1);
+	return (weft_waker_t){ &thread_waker_vtable, tw };
+}
+
+static void thread_waker_wake_by_ref(const void *data)
+{
+	weft__parker_unpark(&((thread_waker_t *)data)->parker);
+}
+
+static void thread_waker_wake(const void *data)
+{
+	thread_waker_wake_by_ref(data);
+	thread_waker_release((thread_waker_t *)data);
+}
+
+static void thread_waker_drop(const void *data)
+{
+	thread_waker_release((thread_waker_t *)data);
+}
+
+static const weft_waker_vtable_t thread_waker_vtable = {
+	.clone = thread_waker_clone,
+	.wake = thread_waker_wake,
+	.wake_by_ref = thread_waker_wake_by_ref,
+	.drop = thread_waker_drop,
+};
+
+int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll, void *state,
+		  void **out)
+{
+	weft_runtime_t *saved = weft__cur_rt;
+	struct weft_cx_s cx;
+	thread_waker_t *tw;
+
+	if (weft__cur_worker)
+		return -EDEADLK;
+	if (!poll)
+		return -EINVAL;
+	tw = malloc(sizeof(*tw));
+	if (!tw)
+		return -ENOMEM;
+	weft__parker_init(&tw->parker);
+	store_relaxed(&tw->refs, 1);
+
+	if (rt)
+		weft__cur_rt = rt;
+	cx.waker = (weft_waker_t){ &thread_waker_vtable, tw };
+	cx.task = NULL;
+	cx.output = NULL;
+	while (poll(state, &cx) == WEFT_PENDING)
+		weft__parker_park(&tw->parker);
+	weft__cur_rt = saved;
+	thread_waker_release(tw);
+	if (out)
+		*out = cx.output;
+	return 0;
+}
+
+/* ------------------------------------------------------------- metrics */
+
+int weft_runtime_metrics(const weft_runtime_t *crt, weft_runtime_metrics_t *out)
+{
+	weft_runtime_t *rt = (weft_runtime_t *)crt;
+	uint64_t spawned;
+
+	if (!rt || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->workers = rt->nworkers;
+	out->live_tasks = weft__owned_count(&rt->owned);
+	out->global_queue_depth = weft__inject_len(&rt->inject);
+	/* Relaxed: statistics. */
+	out->remote_spawns = load_relaxed(&rt->remote_spawns);
+	out->remote_wakes = load_relaxed(&rt->remote_wakes);
+	spawned = out->remote_spawns;
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		spawned += load_relaxed(&rt->workers[i].c.spawned);
+	out->spawned_tasks = spawned;
+	return 0;
+}
+
+int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
+			weft_worker_metrics_t *out)
+{
+	weft_runtime_t *rt = (weft_runtime_t *)crt;
+	const worker_counters_t *c;
+
+	if (!rt || !out)
+		return -EINVAL;
+	if (index >= rt->nworkers)
+		return -ERANGE;
+	c = &rt->workers[index].c;
+	/* Relaxed loads: single-writer counters, whole values. */
+#define READ(f) out->f = load_relaxed((weft_counter_t *)&c->f)
+	READ(polls);
+	READ(steals);
+	READ(steal_ops);
+	READ(parks);
+	READ(unparks);
+	READ(noop_wakes);
+	READ(local_schedules);
+	READ(lifo_schedules);
+	READ(global_schedules);
+	READ(remote_schedules);
+	READ(overflows);
+	READ(spawned);
+	READ(completed);
+	READ(busy_ns);
+#undef READ
+	out->local_queue_depth =
+		weft__local_queue_len(&rt->workers[index].queue);
+	return 0;
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime's internal map: every structure shared between the runtime's
+ * source files, and their cross-file functions grouped by the file that
+ * defines them.
+ *
+ * Ownership in one paragraph: a task is owned by its references (the
+ * runtime's owned list, a queued notification or a running worker, the join
+ * handle, and each waker).  The state word says who may touch what: only the
+ * worker that set RUNNING polls the future; only the join handle writes the
+ * join waker while JOIN_WAKER is clear; the output and status are written
+ * before COMPLETE is published and read after it is observed.
+ */
+#ifndef WEFT_RUNTIME_INTERNAL_H
+#define WEFT_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "weft/weft.h"
+
+#include "atomic_internal.h"
+
+typedef struct weft_task_s weft_task_t;
+typedef struct weft_worker_s weft_worker_t;
+
+/* ------------------------------------------------------------------ task */
+
+/*
+ * The task state word.
+ *
+ *   RUNNING       a worker is polling the future (it holds one reference)
+ *   COMPLETE      the future finished or was cancelled; never polled again
+ *   NOTIFIED      a wake-up is pending: the task is, or is about to be, in
+ *                 a run queue (holding one reference), or, if RUNNING, it
+ *                 will be queued again when the poll returns PENDING
+ *   CANCELLED     abort requested; the next worker to run it cancels it
+ *   JOIN_INTEREST a join handle exists
+ *   JOIN_WAKER    the join waker field is set and belongs to the completer;
+ *                 while clear, only the join handle may write that field
+ *   refs          the reference count, in the bits above REF_SHIFT
+ *
+ * Transitions (all by CAS or fetch-op on the word, acq_rel):
+ *   spawn            -> NOTIFIED | JOIN_INTEREST? , refs = 2 (+1 with join)
+ *   to_running       NOTIFIED, !RUNNING, !COMPLETE -> RUNNING; the queue's
+ *                    reference becomes the running one.  RUNNING or COMPLETE
+ *                    instead: drop the queue's reference.
+ *   to_idle          RUNNING -> !RUNNING; if NOTIFIED the running reference
+ *                    becomes the queue's (requeued, as a yield); else dropped.
+ *                    CANCELLED instead: cancel now.
+ *   to_complete      RUNNING -> COMPLETE; wake the join waker if set.
+ *   notify_by_ref    idle -> NOTIFIED, +1 ref, submit; RUNNING -> NOTIFIED;
+ *                    NOTIFIED or COMPLETE: nothing (a no-op wake).
+ *   notify_by_val    the same but consumes the waker's reference.
+ *   notify_cancel    like notify_by_ref, also setting CANCELLED.
+ */
+#define TASK_RUNNING ((uint64_t)1 << 0)
+#define TASK_COMPLETE ((uint64_t)1 << 1)
+#define TASK_NOTIFIED ((uint64_t)1 << 2)
+#define TASK_CANCELLED ((uint64_t)1 << 3)
+#define TASK_JOIN_INTEREST ((uint64_t)1 << 4)
+#define TASK_JOIN_WAKER ((uint64_t)1 << 5)
+#define TASK_REF_SHIFT 6
+#define TASK_REF_ONE ((uint64_t)1 << TASK_REF_SHIFT)
+#define TASK_REF_MASK (~(TASK_REF_ONE - 1))
+
+static inline uint64_t task_refs(uint64_t s)
+{
+	return s >> TASK_REF_SHIFT;
+}
+
+struct weft_task_s {
+	/* Hot: touched by every transition. */
+	_Atomic uint64_t state;
+	/* Link in the global queue or a batch; owned by whoever holds it. */
+	weft_task_t *queue_next;
+	weft_poll_cb poll;
+	weft_drop_cb drop;
+	weft_runtime_t *rt;
+	uint64_t id;
+	/* Owned list links, guarded by the shard's lock. */
+	weft_task_t *owned_prev;
+	weft_task_t *owned_next;
+	/* Join: see JOIN_WAKER above. */
+	weft_waker_t join_waker;
+	void *output;
+	int status;
+	uint32_t state_size;
+	/* Cold: for the probe and the console. */
+	const char *name;
+	const char *file;
+	int line;
+	_Alignas(16) unsigned char future[];
+};
+
+/* The context of one poll. */
+struct weft_cx_s {
+	weft_waker_t waker;
+	weft_task_t *task;     /* NULL under block_on */
+	void *output;          /* block_on's output */
+};
+
+/* What a notify transition asks the caller to do. */
+enum task_action {
+	TASK_ACTION_NONE,
+	TASK_ACTION_SUBMIT,
+	TASK_ACTION_DEALLOC,
+};
+
+/* task.c */
+extern const weft_waker_vtable_t weft__task_waker_vtable;
+void weft__task_run(weft_worker_t *w, weft_task_t *t);
+void weft__task_cancel_at_shutdown(weft_task_t *t);
+void weft__task_drop_notified(weft_task_t *t);
+
+/* ---------------------------------------------------------- local queue */
+
+#define LOCAL_QUEUE_CAP 256u
+#define LOCAL_QUEUE_MASK (LOCAL_QUEUE_CAP - 1)
+
+/*
+ * A worker's bounded run queue (Tokio's design).  The owner pushes at the
+ * tail and pops at the head; one thief at a time steals half from the head.
+ * head packs two u32 indices: `steal` (high) and `real` (low).  When they
+ * differ a thief has claimed [steal, real) and is copying it out; the owner
+ * must not reuse those slots, so capacity is measured from `steal`.
+ */
+typedef struct local_queue_s {
+	weft__cacheline_aligned _Atomic uint64_t head;
+	weft__cacheline_aligned _Atomic uint32_t tail;
+	weft_task_t *buffer[LOCAL_QUEUE_CAP];
+} local_queue_t;
+
+/* local_queue.c */
+void weft__local_queue_init(local_queue_t *q);
+bool weft__local_queue_push(local_queue_t *q, weft_task_t *t,
+			    weft_runtime_t *rt, weft_worker_t *w);
+weft_task_t *weft__local_queue_pop(local_queue_t *q);
+weft_task_t *weft__local_queue_steal_into(local_queue_t *src,
+					  local_queue_t *dst,
+					  uint32_t *stolen);
+uint32_t weft__local_queue_len(const local_queue_t *q);
+bool weft__local_queue_is_empty(const local_queue_t *q);
+uint32_t weft__local_queue_free(const local_queue_t *q);
+void weft__local_queue_push_batch_unchecked(local_queue_t *q,
+					    weft_task_t *first, uint32_t n);
+bool weft__local_queue_is_consistent(const local_queue_t *q);
+
+/* ---------------------------------------------------------------- inject */
+
+/* The global (inject) queue: a locked intrusive list with a lock-free len. */
+typedef struct inject_s {
+	pthread_mutex_t lock;
+	weft_task_t *head;
+	weft_task_t *tail;
+	bool closed;
+	_Atomic size_t len;
+} inject_t;
+
+/* inject.c */
+void weft__inject_init(inject_t *q);
+void weft__inject_fini(inject_t *q);
+void weft__inject_push(inject_t *q, weft_task_t *t);
+void weft__inject_push_batch(inject_t *q, weft_task_t *first,
+			     weft_task_t *last, size_t n);
+weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n);
+void weft__inject_close(inject_t *q);
+bool weft__inject_is_empty(const inject_t *q);
+size_t weft__inject_len(const inject_t *q);
+
+/* ----------------------------------------------------------------- owned */
+
+#define OWNED_SHARDS 64u
+
+/* Every live task, for shutdown; sharded by task id. */
+typedef struct owned_shard_s {
+	weft__cacheline_aligned pthread_mutex_t lock;
+	weft_task_t *head;
+	uint64_t count;
+	bool closed;
+} owned_shard_t;
+
+typedef struct owned_s {
+	owned_shard_t shards[OWNED_SHARDS];
+} owned_t;
+
+/* owned.c */
+void weft__owned_init(owned_t *o);
+void weft__owned_fini(owned_t *o);
+bool weft__owned_insert(owned_t *o, weft_task_t *t);
+void weft__owned_remove(owned_t *o, weft_task_t *t);
+void weft__owned_close(owned_t *o);
+weft_task_t *weft__owned_pop(owned_t *o);
+uint64_t weft__owned_count(owned_t *o);
+
+/* ------------------------------------------------------------------ park */
+
+/* A one-waiter futex parker; an unpark before a park is not lost. */
+typedef struct parker_s {
+	_Atomic uint32_t state;
+} parker_t;
+
+/* park.c */
+void weft__parker_init(parker_t *p);
+void weft__parker_park(parker_t *p);
+void weft__parker_unpark(parker_t *p);
+
+/* ------------------------------------------------------------------ idle */
+
+/*
+ * Which workers sleep and how many search.  state packs num_searching (low
+ * 16 bits) and num_unparked (high 16 bits); the sleepers list is guarded by
+ * lock.  See idle.c for the no-lost-wake-up argument.
+ */
+typedef struct idle_s {
+	weft__cacheline_aligned _Atomic uint32_t state;
+	pthread_mutex_t lock;
+	unsigned *sleepers;
+	unsigned nsleepers;
+	unsigned nworkers;
+} idle_t;
+
+/* idle.c */
+int weft__idle_init(idle_t *idle, unsigned nworkers);
+void weft__idle_fini(idle_t *idle);
+bool weft__idle_to_searching(idle_t *idle);
+bool weft__idle_from_searching(idle_t *idle);
+bool weft__idle_to_parked(idle_t *idle, unsigned index, bool searching);
+bool weft__idle_is_parked(idle_t *idle, unsigned index);
+int weft__idle_worker_to_notify(idle_t *idle);
+
+/* ---------------------------------------------------------------- worker */
+
+/* A worker's counters: written by the worker only (counter_add). */
+typedef struct worker_counters_s {
+	weft_counter_t polls;
+	weft_counter_t steals;
+	weft_counter_t steal_ops;
+	weft_counter_t parks;
+	weft_counter_t unparks;
+	weft_counter_t noop_wakes;
+	weft_counter_t local_schedules;
+	weft_counter_t lifo_schedules;
+	weft_counter_t global_schedules;
+	weft_counter_t remote_schedules;
+	weft_counter_t overflows;
+	weft_counter_t spawned;
+	weft_counter_t completed;
+	weft_counter_t busy_ns;
+} worker_counters_t;
+
+struct weft_worker_s {
+	/* Shared with thieves. */
+	local_queue_t queue;
+	/* Owner only. */
+	weft__cacheline_aligned weft_runtime_t *rt;
+	weft_task_t *lifo;
+	unsigned index;
+	uint32_t tick;
+	bool searching;
+	uint64_t rand;
+	uint64_t id_next;
+	uint64_t id_end;
+	uint64_t busy_since;
+	pthread_t thread;
+	/* Written by unparkers. */
+	weft__cacheline_aligned parker_t parker;
+	/* Written by the owner, read by metrics readers. */
+	weft__cacheline_aligned worker_counters_t c;
+};
+
+struct weft_runtime_s {
+	weft_worker_t *workers;
+	unsigned nworkers;
+	unsigned global_queue_interval;
+	unsigned max_lifo_polls;
+	bool disable_lifo;
+	weft__cacheline_aligned _Atomic bool shutdown;
+	weft__cacheline_aligned inject_t inject;
+	idle_t idle;
+	owned_t owned;
+	/* Foreign-thread counters (atomic RMW: any thread). */
+	weft__cacheline_aligned _Atomic uint64_t remote_spawns;
+	_Atomic uint64_t remote_wakes;
+};
+
+/* This thread's worker, if it is one (set for the thread's lifetime). */
+extern _Thread_local weft_worker_t *weft__cur_worker;
+/* The runtime made current by a worker or a block_on call. */
+extern _Thread_local weft_runtime_t *weft__cur_rt;
+
+/* worker.c */
+void *weft__worker_main(void *arg);
+void weft__schedule(weft_task_t *t, bool is_yield);
+void weft__notify_parked(weft_runtime_t *rt);
+uint64_t weft__next_task_id(weft_worker_t *w);
+
+/* runtime.c */
+uint64_t weft__now_ns(void);
+_Noreturn void weft_panic(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+#endif /* WEFT_RUNTIME_INTERNAL_H */

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tasks: allocation, the state machine documented in runtime_internal.h,
+ * task wakers, join handles and spawning.
+ *
+ * References: the owned list holds one until the task completes; a queued
+ * notification (or the running worker) holds one; the join handle one;
+ * each waker clone one.  The last one out frees the task (and drops the
+ * join waker, if any, which is only ever read by the completer while
+ * JOIN_INTEREST and JOIN_WAKER are both set).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+_Static_assert(sizeof(weft_task_t) % 16 == 0, "task header keeps alignment");
+
+static weft_task_t *from_join(const weft_join_t *j)
+{
+	return (weft_task_t *)j;
+}
+
+static void task_dealloc(weft_task_t *t)
+{
+	weft_waker_drop(&t->join_waker);
+	free(t);
+}
+
+static void ref_inc(weft_task_t *t)
+{
+	/*
+	 * Relaxed: a new reference is made from an existing one, which keeps
+	 * the task alive meanwhile; nothing is published by it.
+	 */
+	uint64_t prev = fetch_add_relaxed(&t->state, TASK_REF_ONE);
+
+	if (task_refs(prev) == 0 || task_refs(prev) > ((uint64_t)1 << 56))
+		weft_panic("task %llu: reference count overflow",
+			   (unsigned long long)t->id);
+}
+
+static void ref_dec_n(weft_task_t *t, uint64_t n)
+{
+	/*
+	 * acq_rel: release orders our uses of the task before the free by
+	 * whoever drops the last reference; acquire (on that last drop)
+	 * makes everyone else's uses happen before our free.
+	 */
+	uint64_t prev = fetch_sub_acq_rel(&t->state, n * TASK_REF_ONE);
+
+	if (task_refs(prev) < n)
+		weft_panic("task %llu: reference count underflow",
+			   (unsigned long long)t->id);
+	if (task_refs(prev) == n)
+		task_dealloc(t);
+}
+
+void weft__task_drop_notified(weft_task_t *t)
+{
+	ref_dec_n(t, 1);
+}
+
+/* --------------------------------------------------------- notification */
+
+static void count_noop_wake(void)
+{
+	weft_worker_t *w = weft__cur_worker;
+
+	if (w)
+		counter_inc(&w->c.noop_wakes);
+}
+
+static enum task_action notify_by_ref(weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state), next;
+	enum task_action action;
+
+	do {
+		if (cur & (TASK_COMPLETE | TASK_NOTIFIED)) {
+			count_noop_wake();
+			return TASK_ACTION_NONE;
+		}
+		if (cur & TASK_RUNNING) {
+			next = cur | TASK_NOTIFIED;
+			action = TASK_ACTION_NONE;
+		} else {
+			next = (cur | TASK_NOTIFIED) + TASK_REF_ONE;
+			action = TASK_ACTION_SUBMIT;
+		}
+		/*
+		 * acq_rel: release orders what the waker wrote before the
+		 * wake (a sent value, a freed slot) before the poll that
+		 * follows, whose to_running acquires this word.
+		 */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	return action;
+}
+
+static enum task_action notify_by_val(weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state), next;
+	enum task_action action;
+
+	do {
+		if (cur & TASK_RUNNING) {
+			/* The running reference keeps it alive. */
+			next = (cur | TASK_NOTIFIED) - TASK_REF_ONE;
+			action = TASK_ACTION_NONE;
+		} else if (cur & (TASK_COMPLETE | TASK_NOTIFIED)) {
+			/* A no-op wake: just drop our reference. */
+			next = cur - TASK_REF_ONE;
+			action = task_refs(next) == 0 ? TASK_ACTION_DEALLOC
+						      : TASK_ACTION_NONE;
+		} else {
+			/* Our reference becomes the queue's. */
+			next = cur | TASK_NOTIFIED;
+			action = TASK_ACTION_SUBMIT;
+		}
+		/* acq_rel: as in notify_by_ref; acquire also for DEALLOC. */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	if (action == TASK_ACTION_DEALLOC ||
+	    (action == TASK_ACTION_NONE && !(cur & TASK_RUNNING)))
+		count_noop_wake();
+	return action;
+}
+
+static void count_remote_wake(weft_task_t *t)
+{
+	if (!weft__cur_worker || weft__cur_worker->rt != t->rt)
+		fetch_add_relaxed(&t->rt->remote_wakes, 1);
+}
+
+static weft_waker_t task_waker_clone(const void *data)
+{
+	weft_task_t *t = (weft_task_t *)data;
+
+	ref_inc(t);
+	return (weft_waker_t){ &weft__task_waker_vtable, t };
+}
+
+static void task_waker_wake(const void *data)
+{
+	weft_task_t *t = (weft_task_t *)data;
+
+	switch (notify_by_val(t)) {
+	case TASK_ACTION_SUBMIT:
+		count_remote_wake(t);
+		weft__schedule(t, false);
+		break;
+	case TASK_ACTION_DEALLOC:
+		task_dealloc(t);
+		break;
+	case TASK_ACTION_NONE:
+		break;
+	}
+}
+
+static void task_waker_wake_by_ref(const void *data)
+{
+	weft_task_t *t = (weft_task_t *)data;
+
+	if (notify_by_ref(t) == TASK_ACTION_SUBMIT) {
+		count_remote_wake(t);
+		weft__schedule(t, false);
+	}
+}
+
+static void task_waker_drop(const void *data)
+{
+	ref_dec_n((weft_task_t *)data, 1);
+}
+
+const weft_waker_vtable_t weft__task_waker_vtable = {
+	.clone = task_waker_clone,
+	.wake = task_waker_wake,
+	.wake_by_ref = task_waker_wake_by_ref,
+	.drop = task_waker_drop,
+};
+
+/* ------------------------------------------------------------ running */
+
+/*
+ * RUNNING -> COMPLETE.  The caller holds the running reference (or, at
+ * shutdown, the owned list's) and releases it afterwards.
+ */
+static void task_complete(weft_task_t *t, int status)
+{
+	uint64_t cur, next;
+
+	if (t->drop)
+		t->drop(t->future);
+	t->status = status;
+	cur = load_relaxed(&t->state);
+	do {
+		next = (cur & ~TASK_RUNNING) | TASK_COMPLETE;
+		/*
+		 * acq_rel: release publishes output and status to the join
+		 * handle (pairs with its acquire load); acquire pairs with
+		 * the join handle's release when it set JOIN_WAKER, so the
+		 * waker we are about to read is fully written.
+		 */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+
+	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER))
+		weft_waker_wake_by_ref(&t->join_waker);
+}
+
+void weft__task_run(weft_worker_t *w, weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state), next;
+	struct weft_cx_s cx;
+	weft_poll_t r;
+
+	/* to_running: the queue's reference becomes the running one. */
+	do {
+		if (!(cur & TASK_NOTIFIED))
+			weft_panic("task %llu queued without NOTIFIED",
+				   (unsigned long long)t->id);
+		if (cur & (TASK_RUNNING | TASK_COMPLETE)) {
+			weft__task_drop_notified(t);
+			return;
+		}
+		next = (cur | TASK_RUNNING) & ~TASK_NOTIFIED;
+		/*
+		 * acq_rel: acquire pairs with the release of the wake that
+		 * queued us and of the previous poll's to_idle, so the
+		 * future's state and what the waker published are visible.
+		 */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+
+	if (next & TASK_CANCELLED)
+		goto cancel;
+
+	cx.waker = (weft_waker_t){ &weft__task_waker_vtable, t };
+	cx.task = t;
+	cx.output = NULL;
+	counter_inc(&w->c.polls);
+	r = t->poll(t->future, &cx);
+
+	if (r == WEFT_READY) {
+		task_complete(t, 0);
+		goto release;
+	}
+
+	/* to_idle */
+	cur = load_relaxed(&t->state);
+	for (;;) {
+		if (cur & TASK_CANCELLED)
+			goto cancel;
+		next = cur & ~TASK_RUNNING;
+		if (!(cur & TASK_NOTIFIED))
+			next -= TASK_REF_ONE;
+		/*
+		 * acq_rel: release orders this poll's writes to the future
+		 * before the next poll on any worker (pairs with to_running).
+		 */
+		if (cas_acq_rel(&t->state, &cur, next))
+			break;
+	}
+	if (next & TASK_NOTIFIED) {
+		/* Woken during its poll (a yield): back of the queue. */
+		weft__schedule(t, true);
+	} else if (task_refs(next) == 0) {
+		task_dealloc(t);
+	}
+	return;
+
+cancel:
+	t->output = NULL;
+	task_complete(t, -ECANCELED);
+release:
+	counter_inc(&w->c.completed);
+	weft__owned_remove(&t->rt->owned, t);
+	/* The running reference and the owned list's. */
+	ref_dec_n(t, 2);
+}
+
+void weft__task_cancel_at_shutdown(weft_task_t *t)
+{
+	/* Called with the owned list's reference; no worker runs now. */
+	uint64_t cur = load_relaxed(&t->state), next;
+
+	do {
+		if (cur & TASK_COMPLETE)
+			goto out;
+		if (cur & TASK_RUNNING)
+			weft_panic("task %llu running at shutdown",
+				   (unsigned long long)t->id);
+		next = cur | TASK_RUNNING | TASK_CANCELLED;
+		/* acq_rel: acquire the last poll's writes to the future. */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	t->output = NULL;
+	task_complete(t, -ECANCELED);
+out:
+	ref_dec_n(t, 1);
+}
+
+/* ---------------------------------------------------------------- spawn */
+
+int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
+		    weft_join_t **join)
+{
+	weft_worker_t *w = weft__cur_worker;
+	size_t size;
+	weft_task_t *t;
+
+	if (!rt)
+		rt = weft__cur_rt;
+	if (!rt || !spec || !spec->poll)
+		return -EINVAL;
+	if (spec->size > UINT32_MAX)
+		return -EINVAL;
+	if (load_relaxed(&rt->shutdown))
+		return -ESHUTDOWN;
+
+	size = sizeof(*t) + ((spec->size + 15) & ~(size_t)15);
+	t = malloc(size);
+	if (!t)
+		return -ENOMEM;
+	/* Not yet shared: a relaxed store is enough. */
+	store_relaxed(&t->state, TASK_NOTIFIED | TASK_REF_ONE * (join ? 3 : 2) |
+					 (join ? TASK_JOIN_INTEREST : 0));
+	t->queue_next = NULL;
+	t->poll = spec->poll;
+	t->drop = spec->drop;
+	t->rt = rt;
+	if (w && w->rt == rt) {
+		t->id = weft__next_task_id(w);
+	} else {
+		t->id = weft__next_task_id(NULL);
+	}
+	t->join_waker = WEFT_WAKER_EMPTY;
+	t->output = NULL;
+	t->status = 0;
+	t->state_size = (uint32_t)spec->size;
+	t->name = spec->name;
+	t->file = spec->file;
+	t->line = spec->line;
+	if (spec->size) {
+		if (spec->state)
+			memcpy(t->future, spec->state, spec->size);
+		else
+			memset(t->future, 0, spec->size);
+	}
+
+	if (!weft__owned_insert(&rt->owned, t)) {
+		free(t);
+		return -ESHUTDOWN;
+	}
+	if (w && w->rt == rt)
+		counter_inc(&w->c.spawned);
+	else
+		fetch_add_relaxed(&rt->remote_spawns, 1);
+	if (join)
+		*join = (weft_join_t *)t;
+	weft__schedule(t, false);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- join */
+
+/* Reads the result; the caller observed COMPLETE with acquire. */
+static void join_read(weft_task_t *t, int *status, void **out)
+{
+	if (status)
+		*status = t->status;
+	if (out)
+		*out = t->output;
+}
+
+/*
+ * Sets JOIN_WAKER after writing the waker field (which we own while the
+ * bit is clear).  Returns false if the task completed meanwhile.
+ */
+static bool join_set_waker_bit(weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state);
+
+	do {
+		if (cur & TASK_COMPLETE)
+			return false;
+		/*
+		 * acq_rel: release publishes the waker field to the
+		 * completer (pairs with its acq_rel CAS to COMPLETE).
+		 */
+	} while (!cas_acq_rel(&t->state, &cur, cur | TASK_JOIN_WAKER));
+	return true;
+}
+
+/* Clears JOIN_WAKER to get the field back; false if completed. */
+static bool join_unset_waker_bit(weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state);
+
+	do {
+		if (cur & TASK_COMPLETE)
+			return false;
+		/* acq_rel: acquire our exclusive access to the field. */
+	} while (!cas_acq_rel(&t->state, &cur, cur & ~TASK_JOIN_WAKER));
+	return true;
+}
+
+weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx, int *status,
+			   void **out)
+{
+	weft_task_t *t = from_join(join);
+	/* Acquire: pairs with the release in task_complete(). */
+	uint64_t s = load_acquire(&t->state);
+	const weft_waker_t *w = weft_cx_waker(cx);
+
+	if (s & TASK_COMPLETE)
+		goto ready;
+	if (s & TASK_JOIN_WAKER) {
+		if (weft_waker_will_wake(&t->join_waker, w))
+			return WEFT_PENDING;
+		if (!join_unset_waker_bit(t))
+			goto ready;
+	}
+	/* JOIN_WAKER is clear: the field is ours. */
+	weft_waker_drop(&t->join_waker);
+	t->join_waker = weft_waker_clone(w);
+	if (!join_set_waker_bit(t))
+		goto ready;
+	return WEFT_PENDING;
+
+ready:
+	/* COMPLETE was seen by an acquire load or a failed acq_rel CAS. */
+	join_read(t, status, out);
+	return WEFT_READY;
+}
+
+struct join_wait_state {
+	weft_join_t *join;
+	int status;
+	void *out;
+};
+
+static weft_poll_t join_wait_poll(void *arg, weft_cx_t *cx)
+{
+	struct join_wait_state *s = arg;
+
+	return weft_join_poll(s->join, cx, &s->status, &s->out);
+}
+
+int weft_join_wait(weft_join_t *join, void **out)
+{
+	struct join_wait_state s = { .join = join };
+	int err;
+
+	err = weft_block_on(from_join(join)->rt, join_wait_poll, &s, NULL);
+	if (err)
+		return err;
+	if (out)
+		*out = s.out;
+	return s.status;
+}
+
+bool weft_join_is_finished(const weft_join_t *join)
+{
+	/* Acquire: a caller that sees true may read the result next. */
+	return load_acquire(&from_join(join)->state) & TASK_COMPLETE;
+}
+
+uint64_t weft_join_id(const weft_join_t *join)
+{
+	return from_join(join)->id;
+}
+
+void weft_join_abort(weft_join_t *join)
+{
+	weft_task_t *t = from_join(join);
+	uint64_t cur = load_relaxed(&t->state), next;
+	bool submit;
+
+	do {
+		if (cur & (TASK_COMPLETE | TASK_CANCELLED))
+			return;
+		submit = !(cur & (TASK_RUNNING | TASK_NOTIFIED));
+		next = cur | TASK_CANCELLED | TASK_NOTIFIED;
+		if (submit)
+			next += TASK_REF_ONE;
+		/* acq_rel: as in notify_by_ref. */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	if (submit)
+		weft__schedule(t, false);
+}
+
+void weft_join_drop(weft_join_t *join)
+{
+	weft_task_t *t = from_join(join);
+	uint64_t cur, next;
+
+	if (!join)
+		return;
+	cur = load_relaxed(&t->state);
+	do {
+		next = cur & ~TASK_JOIN_INTEREST;
+		/*
+		 * Before completion, clearing JOIN_WAKER too hands the field
+		 * back to us (the completer checks both bits).  After it, the
+		 * completer may still be reading the field: leave it to the
+		 * final free.
+		 */
+		if (!(cur & TASK_COMPLETE))
+			next &= ~TASK_JOIN_WAKER;
+		/* acq_rel: acquire ownership of the field (see above). */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	if (!(cur & TASK_COMPLETE))
+		weft_waker_drop(&t->join_waker);
+	ref_dec_n(t, 1);
+}
+
+weft_poll_t weft_join_all(weft_join_t **joins, size_t n, void **outs,
+			  size_t *cursor, weft_cx_t *cx)
+{
+	while (*cursor < n) {
+		size_t i = *cursor;
+
+		if (joins[i]) {
+			if (weft_join_poll(joins[i], cx, NULL,
+					   outs ? &outs[i] : NULL) ==
+			    WEFT_PENDING)
+				return WEFT_PENDING;
+			weft_join_drop(joins[i]);
+			joins[i] = NULL;
+		}
+		(*cursor)++;
+	}
+	return WEFT_READY;
+}
+
+/* ------------------------------------------------------------- context */
+
+const weft_waker_t *weft_cx_waker(weft_cx_t *cx)
+{
+	return &cx->waker;
+}
+
+void weft_cx_return(weft_cx_t *cx, void *value)
+{
+	if (cx->task)
+		cx->task->output = value;
+	else
+		cx->output = value;
+}
+
+void weft_cx_yield(weft_cx_t *cx)
+{
+	/*
+	 * In a task: RUNNING -> RUNNING|NOTIFIED, so to_idle requeues it at
+	 * the back (weft__schedule with is_yield).  Under block_on: the
+	 * parker is left NOTIFIED and the next park returns at once.
+	 */
+	weft_waker_wake_by_ref(&cx->waker);
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker loop and scheduling.
+ *
+ * Each worker runs: pick a task (every global_queue_interval ticks the
+ * global queue first, so it is never starved; else the LIFO slot, the local
+ * queue, then the global queue in a batch), else search (steal half of
+ * another worker's queue, at most half the workers searching at once), else
+ * park.  After each poll the LIFO slot is drained, at most max_lifo_polls
+ * times in a row, so a message-passing pair runs back to back without
+ * starving the queue.
+ *
+ * Scheduling: a task woken or spawned on one of this runtime's workers goes
+ * to that worker's LIFO slot (the slot's previous task moves to the back of
+ * the local queue) or, for a yield, to the back of the local queue.  Woken
+ * or spawned anywhere else, it goes to the global queue.  Whenever work is
+ * made visible to other workers, weft__notify_parked() may wake a sleeper
+ * (see idle.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+_Thread_local weft_worker_t *weft__cur_worker;
+_Thread_local weft_runtime_t *weft__cur_rt;
+
+/* Task ids: blocks handed out from one process-wide counter. */
+#define ID_BLOCK 1024
+static _Atomic uint64_t next_id_block = 1;
+
+uint64_t weft__next_task_id(weft_worker_t *w)
+{
+	/* Relaxed: ids only need to be unique. */
+	if (!w)
+		return fetch_add_relaxed(&next_id_block, 1);
+	if (w->id_next == w->id_end) {
+		w->id_next = fetch_add_relaxed(&next_id_block, ID_BLOCK);
+		w->id_end = w->id_next + ID_BLOCK;
+	}
+	return w->id_next++;
+}
+
+void weft__notify_parked(weft_runtime_t *rt)
+{
+	int index = weft__idle_worker_to_notify(&rt->idle);
+
+	if (index >= 0)
+		weft__parker_unpark(&rt->workers[index].parker);
+}
+
+static void schedule_remote(weft_runtime_t *rt, weft_task_t *t)
+{
+	weft_worker_t *w = weft__cur_worker;
+
+	if (w && w->rt == rt)
+		counter_inc(&w->c.remote_schedules);
+	weft__inject_push(&rt->inject, t);
+	weft__notify_parked(rt);
+}
+
+static void push_local(weft_worker_t *w, weft_task_t *t)
+{
+	counter_inc(&w->c.local_schedules);
+	weft__local_queue_push(&w->queue, t, w->rt, w);
+}
+
+void weft__schedule(weft_task_t *t, bool is_yield)
+{
+	weft_worker_t *w = weft__cur_worker;
+	weft_runtime_t *rt = t->rt;
+	bool notify;
+
+	if (!w || w->rt != rt || load_relaxed(&rt->shutdown)) {
+		schedule_remote(rt, t);
+		return;
+	}
+	if (is_yield || rt->disable_lifo) {
+		push_local(w, t);
+		notify = true;
+	} else {
+		weft_task_t *prev = w->lifo;
+
+		counter_inc(&w->c.lifo_schedules);
+		w->lifo = t;
+		notify = prev != NULL;
+		if (prev)
+			push_local(w, prev);
+	}
+	if (notify)
+		weft__notify_parked(rt);
+}
+
+/* Takes a batch from the global queue: runs one, queues the rest locally. */
+static weft_task_t *next_remote(weft_worker_t *w)
+{
+	weft_runtime_t *rt = w->rt;
+	size_t len, max, n;
+	uint32_t room;
+	weft_task_t *first;
+
+	if (weft__inject_is_empty(&rt->inject))
+		return NULL;
+	len = weft__inject_len(&rt->inject);
+	/* A fair share of the queue, bounded by our free room. */
+	max = len / rt->nworkers + 1;
+	room = weft__local_queue_free(&w->queue);
+	if (max > room + 1)
+		max = room + 1;
+	if (max > LOCAL_QUEUE_CAP / 2)
+		max = LOCAL_QUEUE_CAP / 2;
+	first = weft__inject_pop_batch(&rt->inject, max, &n);
+	if (!first)
+		return NULL;
+	counter_add(&w->c.global_schedules, n);
+	if (n > 1)
+		weft__local_queue_push_batch_unchecked(&w->queue,
+						       first->queue_next,
+						       (uint32_t)(n - 1));
+	first->queue_next = NULL;
+	return first;
+}
+
+static weft_task_t *next_task(weft_worker_t *w)
+{
+	weft_task_t *t;
+
+	if (w->tick % w->rt->global_queue_interval == 0) {
+		t = next_remote(w);
+		if (t)
+			return t;
+	}
+	if (w->lifo) {
+		t = w->lifo;
+		w->lifo = NULL;
+		return t;
+	}
+	t = weft__local_queue_pop(&w->queue);
+	if (t)
+		return t;
+	return next_remote(w);
+}
+
+static uint32_t fast_rand(weft_worker_t *w)
+{
+	/* xorshift64*: victim selection only. */
+	uint64_t x = w->rand;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	w->rand = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+static weft_task_t *steal_work(weft_worker_t *w)
+{
+	weft_runtime_t *rt = w->rt;
+	unsigned n = rt->nworkers;
+	unsigned start;
+
+	if (!w->searching) {
+		if (!weft__idle_to_searching(&rt->idle))
+			return NULL;
+		w->searching = true;
+	}
+	start = n > 1 ? fast_rand(w) % n : 0;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned v = (start + i) % n;
+		uint32_t stolen;
+		weft_task_t *t;
+
+		if (v == w->index)
+			continue;
+		t = weft__local_queue_steal_into(&rt->workers[v].queue,
+						 &w->queue, &stolen);
+		if (t) {
+			counter_add(&w->c.steals, stolen);
+			counter_inc(&w->c.steal_ops);
+			return t;
+		}
+	}
+	return next_remote(w);
+}
+
+static void stop_searching(weft_worker_t *w)
+{
+	if (!w->searching)
+		return;
+	w->searching = false;
+	/* The last searcher found work: there may be more, wake another. */
+	if (weft__idle_from_searching(&w->rt->idle))
+		weft__notify_parked(w->rt);
+}
+
+static void run_task(weft_worker_t *w, weft_task_t *t)
+{
+	weft_runtime_t *rt = w->rt;
+	unsigned lifo_polls = 0;
+
+	stop_searching(w);
+	weft__task_run(w, t);
+	while ((t = w->lifo) != NULL) {
+		w->lifo = NULL;
+		if (++lifo_polls > rt->max_lifo_polls ||
+		    load_relaxed(&rt->shutdown)) {
+			/* Demote: the queue gets its turn. */
+			push_local(w, t);
+			weft__notify_parked(rt);
+			return;
+		}
+		weft__task_run(w, t);
+	}
+}
+
+/* Wakes a worker if any queue holds work (the last searcher's re-check). */
+static void notify_if_work_pending(weft_runtime_t *rt)
+{
+	/*
+	 * seq_cst fence: orders our decrement of the idle state before these
+	 * loads (pairs with the fence in weft__idle_worker_to_notify()).
+	 */
+	fence_seqcst();
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		if (!weft__local_queue_is_empty(&rt->workers[i].queue)) {
+			weft__notify_parked(rt);
+			return;
+		}
+	}
+	if (!weft__inject_is_empty(&rt->inject))
+		weft__notify_parked(rt);
+}
+
+static void park(weft_worker_t *w)
+{
+	weft_runtime_t *rt = w->rt;
+	uint64_t now;
+
+	if (w->lifo || !weft__local_queue_is_empty(&w->queue))
+		return;
+	if (weft__idle_to_parked(&rt->idle, w->index, w->searching))
+		notify_if_work_pending(rt);
+	w->searching = false;
+
+	now = weft__now_ns();
+	counter_add(&w->c.busy_ns, now - w->busy_since);
+	counter_inc(&w->c.parks);
+	for (;;) {
+		weft__parker_park(&w->parker);
+		/* Acquire: pairs with the release store in destroy. */
+		if (load_acquire(&rt->shutdown))
+			break;
+		if (!weft__idle_is_parked(&rt->idle, w->index)) {
+			/* Woken by a notifier: we are counted as searching. */
+			w->searching = true;
+			break;
+		}
+		/* Spurious: still on the sleepers list. */
+	}
+	counter_inc(&w->c.unparks);
+	w->busy_since = weft__now_ns();
+}
+
+void *weft__worker_main(void *arg)
+{
+	weft_worker_t *w = arg;
+	weft_runtime_t *rt = w->rt;
+	char name[16];
+
+	snprintf(name, sizeof(name), "weft-w%u", w->index);
+	pthread_setname_np(pthread_self(), name);
+	weft__cur_worker = w;
+	weft__cur_rt = rt;
+	w->busy_since = weft__now_ns();
+
+	/* Acquire: pairs with the release store of shutdown in destroy. */
+	while (!load_acquire(&rt->shutdown)) {
+		weft_task_t *t;
+
+		w->tick++;
+		t = next_task(w);
+		if (!t)
+			t = steal_work(w);
+		if (t) {
+			run_task(w, t);
+			continue;
+		}
+		park(w);
+	}
+	counter_add(&w->c.busy_ns, weft__now_ns() - w->busy_since);
+	weft__cur_worker = NULL;
+	weft__cur_rt = NULL;
+	return NULL;
+}
