@@ -5,6 +5,11 @@
  * wakers under the mutex; the call that reaches zero takes the mutex after
  * the decrement, so a waiter either registered before (and is woken) or
  * re-checks the count under the mutex after (and sees zero).
+ *
+ * The latch may be freed as soon as a waiter returns, so the last done()
+ * does everything that touches the latch (the futex wake included) inside
+ * the mutex, and every waiter that saw zero passes through the mutex once
+ * before returning: by then done() has let go of the latch.
  */
 #include <errno.h>
 #include <limits.h>
@@ -57,9 +62,9 @@ bool weft_countdown_done(weft_countdown_t *cd)
 	 */
 	if (__atomic_sub_fetch(&cd->count, 1, __ATOMIC_ACQ_REL) != 0)
 		return false;
+	pthread_mutex_lock(&cd->lock);
 	syscall(SYS_futex, &cd->count, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
 		NULL, 0);
-	pthread_mutex_lock(&cd->lock);
 	wakers = cd->wakers;
 	n = cd->nwakers;
 	cd->wakers = NULL;
@@ -75,8 +80,6 @@ weft_poll_t weft_countdown_poll(weft_countdown_t *cd, weft_cx_t *cx)
 {
 	const weft_waker_t *w = weft_cx_waker(cx);
 
-	if (weft_countdown_count(cd) == 0)
-		return WEFT_READY;
 	pthread_mutex_lock(&cd->lock);
 	if (weft_countdown_count(cd) == 0) {
 		pthread_mutex_unlock(&cd->lock);
@@ -113,4 +116,7 @@ void weft_countdown_wait(weft_countdown_t *cd)
 	while ((c = weft_countdown_count(cd)) != 0)
 		syscall(SYS_futex, &cd->count, FUTEX_WAIT_PRIVATE, c, NULL,
 			NULL, 0);
+	/* Let the last done() finish with the latch (see the top). */
+	pthread_mutex_lock(&cd->lock);
+	pthread_mutex_unlock(&cd->lock);
 }

@@ -179,6 +179,8 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 			weft__task_drop_notified(t);
 	}
 
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		weft__worker_cache_fini(&rt->workers[i]);
 	weft__owned_fini(&rt->owned);
 	weft__inject_fini(&rt->inject);
 	weft__idle_fini(&rt->idle);

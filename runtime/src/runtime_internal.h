@@ -87,6 +87,7 @@ struct weft_task_s {
 	void *output;
 	int status;
 	uint32_t state_size;
+	uint8_t alloc_class; /* task_alloc.c */
 	/* Cold: for the probe and the console. */
 	const char *name;
 	const char *file;
@@ -113,6 +114,21 @@ extern const weft_waker_vtable_t weft__task_waker_vtable;
 void weft__task_run(weft_worker_t *w, weft_task_t *t);
 void weft__task_cancel_at_shutdown(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);
+
+/* ----------------------------------------------------------- task_alloc */
+
+#define TASK_ALLOC_CLASSES 4
+#define TASK_ALLOC_DIRECT 0xff
+
+typedef struct worker_cache_s {
+	void *head;
+	uint32_t n;
+} worker_cache_t;
+
+/* task_alloc.c */
+void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls);
+void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls);
+void weft__worker_cache_fini(weft_worker_t *w);
 
 /* ---------------------------------------------------------- local queue */
 
@@ -264,6 +280,7 @@ struct weft_worker_s {
 	uint64_t id_end;
 	uint64_t busy_since;
 	pthread_t thread;
+	worker_cache_t cache[TASK_ALLOC_CLASSES];
 	/* Written by unparkers. */
 	weft__cacheline_aligned parker_t parker;
 	/* Written by the owner, read by metrics readers. */

@@ -24,7 +24,7 @@ static weft_task_t *from_join(const weft_join_t *j)
 static void task_dealloc(weft_task_t *t)
 {
 	weft_waker_drop(&t->join_waker);
-	free(t);
+	weft__task_free(t->rt, t, t->alloc_class);
 }
 
 static void ref_inc(weft_task_t *t)
@@ -304,6 +304,7 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	weft_worker_t *w = weft__cur_worker;
 	size_t size;
 	weft_task_t *t;
+	uint8_t cls;
 
 	if (!rt)
 		rt = weft__cur_rt;
@@ -315,9 +316,10 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 		return -ESHUTDOWN;
 
 	size = sizeof(*t) + ((spec->size + 15) & ~(size_t)15);
-	t = malloc(size);
+	t = weft__task_alloc(rt, size, &cls);
 	if (!t)
 		return -ENOMEM;
+	t->alloc_class = cls;
 	/* Not yet shared: a relaxed store is enough. */
 	store_relaxed(&t->state, TASK_NOTIFIED | TASK_REF_ONE * (join ? 3 : 2) |
 					 (join ? TASK_JOIN_INTEREST : 0));
@@ -345,7 +347,7 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	}
 
 	if (!weft__owned_insert(&rt->owned, t)) {
-		free(t);
+		weft__task_free(rt, t, cls);
 		return -ESHUTDOWN;
 	}
 	if (w && w->rt == rt)

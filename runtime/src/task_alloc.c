@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Task memory: size-classed caches so that spawning does not go through
+ * malloc on every task.  glibc returns a freed arena top to the kernel and
+ * faults it back in on the next burst of spawns, which costs more than the
+ * spawn itself; recycling blocks avoids that, with bounded memory.
+ *
+ * Every block is an ordinary malloc() block of its class's size, so any
+ * block may always be handed back with free().  Each worker keeps a private
+ * free list per class (no atomics, no lock).  Past WORKER_MAX blocks it
+ * moves a chain of CHAIN blocks to the depot; an empty list refills with a
+ * chain from the depot, else from malloc.  The depot is process-wide (so a
+ * task that outlives its runtime can still be recycled), mutex-guarded,
+ * and keeps at most DEPOT_BYTES per class; beyond that blocks are freed.
+ * Threads that are not workers take and return single blocks there.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+
+#define WORKER_MAX 512u         /* blocks a worker keeps per class */
+#define CHAIN 256u              /* blocks moved to or from the depot at once */
+#define DEPOT_BYTES (4u << 20)  /* bytes the depot keeps per class */
+#define DEPOT_CHAINS 128u       /* chain slots per class */
+
+static const uint32_t class_size[TASK_ALLOC_CLASSES] = { 192, 256, 512, 1024 };
+
+typedef struct block_s {
+	struct block_s *next;
+} block_t;
+
+typedef struct chain_s {
+	block_t *head;
+	uint32_t n;
+} chain_t;
+
+typedef struct depot_class_s {
+	chain_t full[DEPOT_CHAINS]; /* chains of exactly CHAIN blocks */
+	uint32_t nfull;
+	chain_t partial;            /* fewer than CHAIN blocks */
+} depot_class_t;
+
+static struct {
+	pthread_mutex_t lock;
+	depot_class_t cls[TASK_ALLOC_CLASSES];
+} depot = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int class_of(size_t size)
+{
+	for (int c = 0; c < TASK_ALLOC_CLASSES; c++)
+		if (size <= class_size[c])
+			return c;
+	return TASK_ALLOC_DIRECT;
+}
+
+static bool depot_has_room(const depot_class_t *dc, int c, uint32_t n)
+{
+	uint64_t blocks = (uint64_t)dc->nfull * CHAIN + dc->partial.n + n;
+
+	return blocks * class_size[c] <= DEPOT_BYTES;
+}
+
+static void free_chain(block_t *b)
+{
+	while (b) {
+		block_t *next = b->next;
+
+		free(b);
+		b = next;
+	}
+}
+
+static block_t *depot_take_one(int c)
+{
+	depot_class_t *dc = &depot.cls[c];
+	block_t *b = NULL;
+
+	pthread_mutex_lock(&depot.lock);
+	if (!dc->partial.n && dc->nfull)
+		dc->partial = dc->full[--dc->nfull];
+	if (dc->partial.n) {
+		b = dc->partial.head;
+		dc->partial.head = b->next;
+		dc->partial.n--;
+	}
+	pthread_mutex_unlock(&depot.lock);
+	return b;
+}
+
+static void depot_put_one(int c, block_t *b)
+{
+	depot_class_t *dc = &depot.cls[c];
+
+	pthread_mutex_lock(&depot.lock);
+	if (!depot_has_room(dc, c, 1) ||
+	    (dc->partial.n == CHAIN - 1 && dc->nfull == DEPOT_CHAINS)) {
+		pthread_mutex_unlock(&depot.lock);
+		free(b);
+		return;
+	}
+	b->next = dc->partial.head;
+	dc->partial.head = b;
+	if (++dc->partial.n == CHAIN) {
+		dc->full[dc->nfull++] = dc->partial;
+		dc->partial = (chain_t){ NULL, 0 };
+	}
+	pthread_mutex_unlock(&depot.lock);
+}
+
+static bool depot_take_chain(int c, chain_t *out)
+{
+	depot_class_t *dc = &depot.cls[c];
+	bool got = true;
+
+	pthread_mutex_lock(&depot.lock);
+	if (dc->nfull) {
+		*out = dc->full[--dc->nfull];
+	} else if (dc->partial.n) {
+		*out = dc->partial;
+		dc->partial = (chain_t){ NULL, 0 };
+	} else {
+		got = false;
+	}
+	pthread_mutex_unlock(&depot.lock);
+	return got;
+}
+
+static void depot_put_chain(int c, block_t *head)
+{
+	depot_class_t *dc = &depot.cls[c];
+
+	pthread_mutex_lock(&depot.lock);
+	if (dc->nfull < DEPOT_CHAINS && depot_has_room(dc, c, CHAIN)) {
+		dc->full[dc->nfull++] = (chain_t){ head, CHAIN };
+		head = NULL;
+	}
+	pthread_mutex_unlock(&depot.lock);
+	free_chain(head);
+}
+
+void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
+{
+	weft_worker_t *w = weft__cur_worker;
+	int c = class_of(size);
+	block_t *b;
+
+	*cls = (uint8_t)c;
+	if (c == TASK_ALLOC_DIRECT)
+		return malloc(size);
+	if (w && w->rt == rt) {
+		worker_cache_t *wc = &w->cache[c];
+
+		if (!wc->head) {
+			chain_t ch;
+
+			if (!depot_take_chain(c, &ch))
+				return malloc(class_size[c]);
+			wc->head = ch.head;
+			wc->n = ch.n;
+		}
+		b = wc->head;
+		wc->head = b->next;
+		wc->n--;
+		return b;
+	}
+	b = depot_take_one(c);
+	return b ? (void *)b : malloc(class_size[c]);
+}
+
+void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)
+{
+	weft_worker_t *w = weft__cur_worker;
+	worker_cache_t *wc;
+	block_t *b = p, *last;
+
+	if (cls == TASK_ALLOC_DIRECT) {
+		free(p);
+		return;
+	}
+	/*
+	 * A worker caches blocks of its own runtime's tasks only (rt is
+	 * compared, never dereferenced: the task may outlive its runtime).
+	 */
+	if (!w || w->rt != rt) {
+		depot_put_one(cls, b);
+		return;
+	}
+	wc = &w->cache[cls];
+	b->next = wc->head;
+	wc->head = b;
+	if (++wc->n <= WORKER_MAX)
+		return;
+	/* Spill the newest CHAIN blocks to the depot. */
+	last = wc->head;
+	for (uint32_t i = 1; i < CHAIN; i++)
+		last = last->next;
+	b = wc->head;
+	wc->head = last->next;
+	last->next = NULL;
+	wc->n -= CHAIN;
+	depot_put_chain(cls, b);
+}
+
+void weft__worker_cache_fini(weft_worker_t *w)
+{
+	for (int c = 0; c < TASK_ALLOC_CLASSES; c++) {
+		free_chain(w->cache[c].head);
+		w->cache[c].head = NULL;
+		w->cache[c].n = 0;
+	}
+}
