@@ -104,6 +104,28 @@ bool weft__idle_is_parked(idle_t *idle, unsigned index)
 	return parked;
 }
 
+bool weft__idle_unpark_worker_by_id(idle_t *idle, unsigned index)
+{
+	bool found = false;
+
+	/*
+	 * A worker woken by the driver (not by a notifier) takes itself off
+	 * the sleepers list; it is unparked but not searching.
+	 */
+	pthread_mutex_lock(&idle->lock);
+	for (unsigned i = 0; i < idle->nsleepers; i++) {
+		if (idle->sleepers[i] == index) {
+			idle->sleepers[i] = idle->sleepers[--idle->nsleepers];
+			/* seq_cst: as in weft__idle_worker_to_notify(). */
+			fetch_add_seqcst(&idle->state, UNPARK_ONE);
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&idle->lock);
+	return found;
+}
+
 static bool should_wake(const idle_t *idle, uint32_t s)
 {
 	return num_searching(s) == 0 && num_unparked(s) < idle->nworkers;

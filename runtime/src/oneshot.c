@@ -86,6 +86,7 @@ void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx)
 static weft_poll_t rx_ready(oneshot_t *o, uint32_t s, int *status,
 			    void **value)
 {
+	weft__coop_progress();
 	/* s was read with acquire (load or failed CAS). */
 	if (s & OS_SENT) {
 		if (status)
@@ -109,6 +110,8 @@ weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
 	/* Acquire: pairs with the release in tx_finish(). */
 	uint32_t s = load_acquire(&o->state);
 
+	if (!weft__coop_poll(cx))
+		return WEFT_PENDING;
 	if (s & (OS_SENT | OS_TX_GONE))
 		return rx_ready(o, s, status, value);
 	if (s & OS_RX_WAKER) {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A parker: one thread sleeps on it, any thread wakes it.  A futex word
- * with three states: EMPTY, PARKED (a thread sleeps or is about to),
- * NOTIFIED (a wake-up is pending).  An unpark that comes before the park
- * leaves NOTIFIED, which the park consumes without sleeping, so no wake-up
- * is lost.  Spurious returns from futex_wait loop back.
+ * with four states: EMPTY, PARKED (a thread sleeps on the futex or is about
+ * to), PARKED_DRIVER (it sleeps inside the driver's turn), NOTIFIED (a
+ * wake-up is pending).  An unpark that comes before the park leaves
+ * NOTIFIED, which the park consumes without sleeping, so no wake-up is
+ * lost.  Unparking a PARKED_DRIVER thread writes the driver's eventfd.
+ * Spurious returns from futex_wait loop back.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,9 +14,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "driver_internal.h"
 #include "runtime_internal.h"
 
-enum { PARK_EMPTY = 0, PARK_PARKED = 1, PARK_NOTIFIED = 2 };
+enum {
+	PARK_EMPTY = 0,
+	PARK_PARKED = 1,
+	PARK_PARKED_DRIVER = 2,
+	PARK_NOTIFIED = 3,
+};
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
 {
@@ -28,9 +36,34 @@ static void futex_wake(_Atomic uint32_t *addr, int n)
 		0);
 }
 
-void weft__parker_init(parker_t *p)
+void weft__parker_init(parker_t *p, struct driver_s *driver)
 {
 	store_relaxed(&p->state, PARK_EMPTY);
+	p->driver = driver;
+}
+
+void weft__parker_park_driver(parker_t *p)
+{
+	uint32_t expect = PARK_NOTIFIED;
+
+	/* acq_rel: as in weft__parker_park(). */
+	if (atomic_compare_exchange_strong_explicit(&p->state, &expect,
+						    PARK_EMPTY,
+						    memory_order_acq_rel,
+						    memory_order_relaxed))
+		return;
+	expect = PARK_EMPTY;
+	if (!atomic_compare_exchange_strong_explicit(&p->state, &expect,
+						     PARK_PARKED_DRIVER,
+						     memory_order_acq_rel,
+						     memory_order_relaxed)) {
+		exchange_acq_rel(&p->state, PARK_EMPTY);
+		return;
+	}
+	/* Returns on an event, a timer, or an unpark's eventfd write. */
+	weft__driver_turn(p->driver, true);
+	/* Consumes a NOTIFIED that came meanwhile; acq_rel as above. */
+	exchange_acq_rel(&p->state, PARK_EMPTY);
 }
 
 void weft__parker_park(parker_t *p)
@@ -73,6 +106,12 @@ void weft__parker_unpark(parker_t *p)
 	 * Release: our prior writes happen before the parked thread's
 	 * return (pairs with the acquire in weft__parker_park()).
 	 */
-	if (exchange_acq_rel(&p->state, PARK_NOTIFIED) == PARK_PARKED)
+	switch (exchange_acq_rel(&p->state, PARK_NOTIFIED)) {
+	case PARK_PARKED:
 		futex_wake(&p->state, 1);
+		break;
+	case PARK_PARKED_DRIVER:
+		weft__driver_unpark(p->driver);
+		break;
+	}
 }

@@ -109,6 +109,9 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	err = weft__idle_init(&rt->idle, cfg.workers);
 	if (err)
 		goto out_free_workers;
+	err = weft__driver_init(&rt->driver);
+	if (err)
+		goto out_idle_fini;
 	weft__inject_init(&rt->inject);
 	weft__owned_init(&rt->owned);
 
@@ -119,7 +122,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 		w->rt = rt;
 		w->index = i;
 		w->rand = 0x9E3779B97F4A7C15ULL * (i + 1);
-		weft__parker_init(&w->parker);
+		weft__parker_init(&w->parker, &rt->driver);
 	}
 	for (started = 0; started < cfg.workers; started++) {
 		weft_worker_t *w = &rt->workers[started];
@@ -140,6 +143,8 @@ out_stop_workers:
 		pthread_join(rt->workers[i].thread, NULL);
 	weft__owned_fini(&rt->owned);
 	weft__inject_fini(&rt->inject);
+	weft__driver_fini(&rt->driver);
+out_idle_fini:
 	weft__idle_fini(&rt->idle);
 out_free_workers:
 	free(rt->workers);
@@ -183,6 +188,7 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 		weft__worker_cache_fini(&rt->workers[i]);
 	weft__owned_fini(&rt->owned);
 	weft__inject_fini(&rt->inject);
+	weft__driver_fini(&rt->driver);
 	weft__idle_fini(&rt->idle);
 	free(rt->workers);
 	free(rt);
@@ -261,7 +267,7 @@ int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll, void *state,
 	tw = malloc(sizeof(*tw));
 	if (!tw)
 		return -ENOMEM;
-	weft__parker_init(&tw->parker);
+	weft__parker_init(&tw->parker, NULL);
 	store_relaxed(&tw->refs, 1);
 
 	if (rt)
@@ -269,8 +275,12 @@ int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll, void *state,
 	cx.waker = (weft_waker_t){ &thread_waker_vtable, tw };
 	cx.task = NULL;
 	cx.output = NULL;
-	while (poll(state, &cx) == WEFT_PENDING)
+	for (;;) {
+		weft__coop_budget = WEFT_COOP_BUDGET;
+		if (poll(state, &cx) == WEFT_READY)
+			break;
 		weft__parker_park(&tw->parker);
+	}
 	weft__cur_rt = saved;
 	thread_waker_release(tw);
 	if (out)
@@ -328,6 +338,7 @@ int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
 	READ(spawned);
 	READ(completed);
 	READ(busy_ns);
+	READ(forced_yields);
 #undef READ
 	out->local_queue_depth =
 		weft__local_queue_len(&rt->workers[index].queue);

@@ -21,6 +21,7 @@
 #include "weft/weft.h"
 
 #include "atomic_internal.h"
+#include "driver_internal.h"
 
 typedef struct weft_task_s weft_task_t;
 typedef struct weft_worker_s weft_worker_t;
@@ -215,11 +216,13 @@ uint64_t weft__owned_count(owned_t *o);
 /* A one-waiter futex parker; an unpark before a park is not lost. */
 typedef struct parker_s {
 	_Atomic uint32_t state;
+	struct driver_s *driver; /* NULL: never parks in the driver */
 } parker_t;
 
 /* park.c */
-void weft__parker_init(parker_t *p);
+void weft__parker_init(parker_t *p, struct driver_s *driver);
 void weft__parker_park(parker_t *p);
+void weft__parker_park_driver(parker_t *p);
 void weft__parker_unpark(parker_t *p);
 
 /* ------------------------------------------------------------------ idle */
@@ -238,6 +241,7 @@ typedef struct idle_s {
 } idle_t;
 
 /* idle.c */
+bool weft__idle_unpark_worker_by_id(idle_t *idle, unsigned index);
 int weft__idle_init(idle_t *idle, unsigned nworkers);
 void weft__idle_fini(idle_t *idle);
 bool weft__idle_to_searching(idle_t *idle);
@@ -264,6 +268,7 @@ typedef struct worker_counters_s {
 	weft_counter_t spawned;
 	weft_counter_t completed;
 	weft_counter_t busy_ns;
+	weft_counter_t forced_yields;
 } worker_counters_t;
 
 struct weft_worker_s {
@@ -297,6 +302,7 @@ struct weft_runtime_s {
 	weft__cacheline_aligned inject_t inject;
 	idle_t idle;
 	owned_t owned;
+	driver_t driver;
 	/* Foreign-thread counters (atomic RMW: any thread). */
 	weft__cacheline_aligned _Atomic uint64_t remote_spawns;
 	_Atomic uint64_t remote_wakes;
@@ -306,6 +312,29 @@ struct weft_runtime_s {
 extern _Thread_local weft_worker_t *weft__cur_worker;
 /* The runtime made current by a worker or a block_on call. */
 extern _Thread_local weft_runtime_t *weft__cur_rt;
+
+/*
+ * Coop budget: each poll may complete WEFT_COOP_BUDGET operations on
+ * runtime resources (channels, sockets, timers, joins).  Past that, an
+ * operation returns PENDING after waking its task, so the task yields and
+ * the worker's queue gets its turn.  Resources call weft__coop_poll()
+ * before doing anything and weft__coop_progress() when they completed.
+ */
+#define WEFT_COOP_BUDGET 128
+extern _Thread_local uint32_t weft__coop_budget;
+
+bool weft__coop_poll_slow(weft_cx_t *cx);
+
+static inline bool weft__coop_poll(weft_cx_t *cx)
+{
+	return weft__coop_budget != 0 || weft__coop_poll_slow(cx);
+}
+
+static inline void weft__coop_progress(void)
+{
+	if (weft__coop_budget)
+		weft__coop_budget--;
+}
 
 /* worker.c */
 void *weft__worker_main(void *arg);

@@ -236,6 +236,7 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	cx.task = t;
 	cx.output = NULL;
 	counter_inc(&w->c.polls);
+	weft__coop_budget = WEFT_COOP_BUDGET;
 	r = t->poll(t->future, &cx);
 
 	if (r == WEFT_READY) {
@@ -411,6 +412,8 @@ weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx, int *status,
 	uint64_t s = load_acquire(&t->state);
 	const weft_waker_t *w = weft_cx_waker(cx);
 
+	if (!weft__coop_poll(cx))
+		return WEFT_PENDING;
 	if (s & TASK_COMPLETE)
 		goto ready;
 	if (s & TASK_JOIN_WAKER) {
@@ -428,6 +431,7 @@ weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx, int *status,
 
 ready:
 	/* COMPLETE was seen by an acquire load or a failed acq_rel CAS. */
+	weft__coop_progress();
 	join_read(t, status, out);
 	return WEFT_READY;
 }

@@ -24,6 +24,18 @@
 
 _Thread_local weft_worker_t *weft__cur_worker;
 _Thread_local weft_runtime_t *weft__cur_rt;
+_Thread_local uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
+
+bool weft__coop_poll_slow(weft_cx_t *cx)
+{
+	weft_worker_t *w = weft__cur_worker;
+
+	/* Out of budget: ask to be polled again after the queue. */
+	if (w)
+		counter_inc(&w->c.forced_yields);
+	weft_cx_yield(cx);
+	return false;
+}
 
 /* Task ids: blocks handed out from one process-wide counter. */
 #define ID_BLOCK 1024
@@ -250,19 +262,50 @@ static void park(weft_worker_t *w)
 	counter_add(&w->c.busy_ns, now - w->busy_since);
 	counter_inc(&w->c.parks);
 	for (;;) {
-		weft__parker_park(&w->parker);
+		/* Park inside the driver if nobody else holds it. */
+		if (weft__driver_try_lock(&rt->driver)) {
+			weft__parker_park_driver(&w->parker);
+			weft__driver_unlock(&rt->driver);
+		} else {
+			weft__parker_park(&w->parker);
+		}
 		/* Acquire: pairs with the release store in destroy. */
 		if (load_acquire(&rt->shutdown))
 			break;
+		if (w->lifo || !weft__local_queue_is_empty(&w->queue)) {
+			/*
+			 * The driver woke tasks onto this worker.  Still on
+			 * the sleepers list: take ourselves off, not
+			 * searching.  Already taken off by a notifier: we
+			 * were counted as searching.
+			 */
+			w->searching = !weft__idle_unpark_worker_by_id(
+				&rt->idle, w->index);
+			break;
+		}
 		if (!weft__idle_is_parked(&rt->idle, w->index)) {
 			/* Woken by a notifier: we are counted as searching. */
 			w->searching = true;
 			break;
 		}
-		/* Spurious: still on the sleepers list. */
+		/* Spurious, or events that woke no task: park again. */
 	}
 	counter_inc(&w->c.unparks);
 	w->busy_since = weft__now_ns();
+}
+
+/*
+ * A busy worker turns the driver now and then without blocking, so I/O
+ * and timers progress even when no worker parks.
+ */
+static void maintenance(weft_worker_t *w)
+{
+	driver_t *d = &w->rt->driver;
+
+	if (weft__driver_has_work(d) && weft__driver_try_lock(d)) {
+		weft__driver_turn(d, false);
+		weft__driver_unlock(d);
+	}
 }
 
 void *weft__worker_main(void *arg)
@@ -282,6 +325,8 @@ void *weft__worker_main(void *arg)
 		weft_task_t *t;
 
 		w->tick++;
+		if (w->tick % rt->global_queue_interval == 0)
+			maintenance(w);
 		t = next_task(w);
 		if (!t)
 			t = steal_work(w);

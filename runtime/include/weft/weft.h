@@ -7,6 +7,7 @@
 #include "weft/future.h"
 #include "weft/runtime.h"
 #include "weft/sync.h"
+#include "weft/time.h"
 #include "weft/metrics.h"
 
 #endif /* WEFT_H */
