@@ -6,10 +6,12 @@
  * the decrement, so a waiter either registered before (and is woken) or
  * re-checks the count under the mutex after (and sees zero).
  *
- * The latch may be freed as soon as a waiter returns, so the last done()
- * does everything that touches the latch (the futex wake included) inside
- * the mutex, and every waiter that saw zero passes through the mutex once
- * before returning: by then done() has let go of the latch.
+ * The latch may be freed as soon as a waiter has seen zero, so the count
+ * reaches zero only inside the mutex: decrements above one are a CAS, the
+ * last one is done under the lock together with everything else that
+ * touches the latch (the futex wake, taking the wakers).  A waiter that
+ * saw zero passes through the mutex once before returning, by which time
+ * the last done() has let go of the latch.
  */
 #include <errno.h>
 #include <limits.h>
@@ -56,13 +58,26 @@ bool weft_countdown_done(weft_countdown_t *cd)
 	weft_waker_t *wakers;
 	unsigned n;
 
+	unsigned c = __atomic_load_n(&cd->count, __ATOMIC_RELAXED);
+
 	/*
 	 * acq_rel: release orders our work before whoever sees zero; acquire
 	 * (for the last one) collects everyone else's.
 	 */
-	if (__atomic_sub_fetch(&cd->count, 1, __ATOMIC_ACQ_REL) != 0)
-		return false;
+	while (c > 1) {
+		if (__atomic_compare_exchange_n(&cd->count, &c, c - 1, true,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			return false;
+	}
 	pthread_mutex_lock(&cd->lock);
+	c = __atomic_sub_fetch(&cd->count, 1, __ATOMIC_ACQ_REL);
+	if (c == UINT_MAX)
+		weft_panic("countdown decremented below zero");
+	if (c != 0) {
+		pthread_mutex_unlock(&cd->lock);
+		return false;
+	}
 	syscall(SYS_futex, &cd->count, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
 		NULL, 0);
 	wakers = cd->wakers;
@@ -113,6 +128,9 @@ void weft_countdown_wait(weft_countdown_t *cd)
 {
 	unsigned c;
 
+	if (weft__cur_worker)
+		weft_panic("weft_countdown_wait() would block a worker thread; "
+			   "await weft_countdown_poll() instead");
 	while ((c = weft_countdown_count(cd)) != 0)
 		syscall(SYS_futex, &cd->count, FUTEX_WAIT_PRIVATE, c, NULL,
 			NULL, 0);

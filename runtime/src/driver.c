@@ -8,6 +8,9 @@
  * stored with release so a poll can see it without the lock (acquire).
  * Firing moves the waker out of the entry under the lock and wakes it
  * after, so an entry may be freed as soon as its owner sees FIRED.
+ *
+ * I/O registrations sit on the live list from weft__io_register() to
+ * weft__io_deregister(); fini detaches the ones left (driver_internal.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -77,9 +80,51 @@ static void release_regs(driver_t *d)
 	}
 }
 
+/*
+ * Shutdown: close the fd of every registration still live, wake its
+ * wakers and hand it to its owner (see driver_internal.h).  The workers
+ * are joined, so no turn runs concurrently.
+ */
+static void detach_regs(driver_t *d)
+{
+	io_reg_t *r;
+
+	pthread_mutex_lock(&d->release_lock);
+	r = d->live;
+	d->live = NULL;
+	pthread_mutex_unlock(&d->release_lock);
+	while (r) {
+		io_reg_t *next = r->live_next;
+		weft_waker_t wake[2];
+
+		pthread_mutex_lock(&r->lock);
+		wake[0] = r->waker[IO_DIR_READ];
+		wake[1] = r->waker[IO_DIR_WRITE];
+		r->waker[IO_DIR_READ] = WEFT_WAKER_EMPTY;
+		r->waker[IO_DIR_WRITE] = WEFT_WAKER_EMPTY;
+		pthread_mutex_unlock(&r->lock);
+		close(r->fd);
+		r->fd = -1;
+		r->driver = NULL;
+		r->live_prev = r->live_next = NULL;
+		/*
+		 * Release: orders the close and the field writes above before
+		 * the owner's acquire load that sees IO_SHUTDOWN (in
+		 * weft__io_poll_ready() or weft__io_deregister()); we do not
+		 * touch r after this, as the owner may free it.
+		 */
+		atomic_fetch_or_explicit(&r->readiness, IO_SHUTDOWN,
+					 memory_order_release);
+		weft_waker_wake(&wake[0]);
+		weft_waker_wake(&wake[1]);
+		r = next;
+	}
+}
+
 void weft__driver_fini(driver_t *d)
 {
 	release_regs(d);
+	detach_regs(d);
 	weft__io_backend_free(d->backend);
 	close(d->event_fd);
 	pthread_mutex_destroy(&d->time_lock);
@@ -351,37 +396,69 @@ int weft__io_register(driver_t *d, int fd, io_reg_t **out)
 		return err;
 	}
 	fetch_add_relaxed(&d->nregs, 1);
+	pthread_mutex_lock(&d->release_lock);
+	r->live_next = d->live;
+	if (d->live)
+		d->live->live_prev = r;
+	d->live = r;
+	pthread_mutex_unlock(&d->release_lock);
 	*out = r;
 	return 0;
 }
 
-void weft__io_deregister(io_reg_t *r)
+/*
+ * Return: 0, the caller closes the fd; -ESHUTDOWN when the driver detached
+ * @r at shutdown and already closed it (@r is freed here).
+ */
+int weft__io_deregister(io_reg_t *r)
 {
-	driver_t *d = r->driver;
+	driver_t *d;
 
+	/* Acquire: pairs with the release in detach_regs(). */
+	if (load_acquire(&r->readiness) & IO_SHUTDOWN) {
+		io_reg_free(r);
+		return -ESHUTDOWN;
+	}
+	d = r->driver;
 	weft__io_backend_del(d->backend, r->fd);
 	fetch_sub_relaxed(&d->nregs, 1);
 	pthread_mutex_lock(&d->release_lock);
+	if (r->live_prev)
+		r->live_prev->live_next = r->live_next;
+	else
+		d->live = r->live_next;
+	if (r->live_next)
+		r->live_next->live_prev = r->live_prev;
 	r->release_next = d->release_list;
 	d->release_list = r;
 	pthread_mutex_unlock(&d->release_lock);
+	return 0;
 }
 
 static uint32_t dir_mask(enum io_dir dir)
 {
-	return dir == IO_DIR_READ ? IO_READABLE | IO_READ_CLOSED | IO_ERROR
-				  : IO_WRITABLE | IO_WRITE_CLOSED | IO_ERROR;
+	return IO_SHUTDOWN |
+	       (dir == IO_DIR_READ ? IO_READABLE | IO_READ_CLOSED | IO_ERROR
+				   : IO_WRITABLE | IO_WRITE_CLOSED | IO_ERROR);
 }
 
 weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 				uint32_t *event)
 {
 	uint32_t mask = dir_mask(dir);
-	/* Acquire: pairs with the release in io_set_ready(). */
+	/*
+	 * Acquire: pairs with the release in io_set_ready() (and in
+	 * detach_regs() for IO_SHUTDOWN).
+	 */
 	uint32_t cur = load_acquire(&r->readiness);
 
+	/*
+	 * The event keeps the tick but only this direction's bits, so that
+	 * clearing it after EAGAIN never clears the other direction's
+	 * readiness under a concurrent reader or writer.
+	 */
 	if (cur & mask) {
-		*event = cur;
+		*event = cur & (mask | ~0xffu);
 		return WEFT_READY;
 	}
 	pthread_mutex_lock(&r->lock);
@@ -394,7 +471,7 @@ weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 	 */
 	cur = load_acquire(&r->readiness);
 	if (cur & mask) {
-		*event = cur;
+		*event = cur & (mask | ~0xffu);
 		return WEFT_READY;
 	}
 	return WEFT_PENDING;
@@ -403,7 +480,13 @@ weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 void weft__io_clear_ready(io_reg_t *r, uint32_t event)
 {
 	uint32_t cur = load_relaxed(&r->readiness), next;
-	uint32_t clear = event & (IO_READABLE | IO_WRITABLE);
+	/*
+	 * IO_ERROR goes too: an error the syscall did not report (it said
+	 * EAGAIN) was transient, e.g. an ICMP error on a UDP socket, and
+	 * keeping the bit would make every poll READY: a busy loop.  The
+	 * closed bits are final and stay.
+	 */
+	uint32_t clear = event & (IO_READABLE | IO_WRITABLE | IO_ERROR);
 
 	do {
 		/* A newer event arrived since @event was read: keep it. */

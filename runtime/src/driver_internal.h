@@ -17,6 +17,16 @@
  * turn, so an event returned by the backend never points to freed memory:
  * deregistration removes the fd from the backend first, and the events of
  * a turn are all handled before the next turn begins.
+ *
+ * Shutdown closes registered fds: the driver keeps every live registration
+ * on a list (under release_lock).  weft__driver_fini() detaches what is
+ * still on it: it sets IO_SHUTDOWN in the readiness word, wakes the wakers,
+ * closes the fd and hands the registration to its owner, who frees it in
+ * weft__io_deregister() (which then reports -ESHUTDOWN: do not close the
+ * fd again).  A detached registration never touches the driver again, so
+ * its owner may outlive the runtime.  Fini runs after the workers are
+ * joined and every task is cancelled; a registration must not be used from
+ * another thread while it runs.
  */
 #ifndef WEFT_DRIVER_INTERNAL_H
 #define WEFT_DRIVER_INTERNAL_H
@@ -35,6 +45,13 @@ typedef struct io_reg_s io_reg_t;
 enum io_dir { IO_DIR_READ = 0, IO_DIR_WRITE = 1 };
 
 /*
+ * Readiness bit set by weft__driver_fini() on a detached registration: the
+ * fd is closed, every poll is READY.  Never cleared; beside the backend's
+ * IO_* bits in the low byte.
+ */
+#define IO_SHUTDOWN 0x80u
+
+/*
  * One registered fd.  readiness packs the IO_* bits (low byte) and a tick
  * (bits 8..31) bumped by every event, so clearing readiness after EAGAIN
  * never erases an event that arrived in between.
@@ -46,6 +63,9 @@ struct io_reg_s {
 	pthread_mutex_t lock; /* guards waker[] */
 	weft_waker_t waker[2];
 	io_reg_t *release_next;
+	/* The driver's live list; release_lock. */
+	io_reg_t *live_prev;
+	io_reg_t *live_next;
 };
 
 #define IO_EVENTS_PER_TURN 256
@@ -67,6 +87,7 @@ struct driver_s {
 
 	pthread_mutex_t release_lock;
 	io_reg_t *release_list;
+	io_reg_t *live; /* registered, not deregistered; release_lock */
 };
 
 /* driver.c */
@@ -80,7 +101,7 @@ bool weft__driver_has_work(driver_t *d);
 driver_t *weft__driver_current(void);
 
 int weft__io_register(driver_t *d, int fd, io_reg_t **out);
-void weft__io_deregister(io_reg_t *r);
+int weft__io_deregister(io_reg_t *r);
 weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 				uint32_t *event);
 void weft__io_clear_ready(io_reg_t *r, uint32_t event);

@@ -33,15 +33,16 @@ static void drop_list(weft_task_t *t)
 	}
 }
 
-void weft__inject_push_batch(inject_t *q, weft_task_t *first,
+bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
 			     weft_task_t *last, size_t n)
 {
 	last->queue_next = NULL;
 	pthread_mutex_lock(&q->lock);
 	if (q->closed) {
 		pthread_mutex_unlock(&q->lock);
+		/* May free the runtime's shell, @q included: last. */
 		drop_list(first);
-		return;
+		return false;
 	}
 	if (q->tail)
 		q->tail->queue_next = first;
@@ -55,11 +56,12 @@ void weft__inject_push_batch(inject_t *q, weft_task_t *first,
 	 */
 	store_relaxed(&q->len, load_relaxed(&q->len) + n);
 	pthread_mutex_unlock(&q->lock);
+	return true;
 }
 
-void weft__inject_push(inject_t *q, weft_task_t *t)
+bool weft__inject_push(inject_t *q, weft_task_t *t)
 {
-	weft__inject_push_batch(q, t, t, 1);
+	return weft__inject_push_batch(q, t, t, 1);
 }
 
 weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)

@@ -43,10 +43,7 @@ void weft__local_queue_init(local_queue_t *q)
 
 uint32_t weft__local_queue_len(const local_queue_t *q)
 {
-	/*
-	 * Any thread.  Relaxed loads: an estimate; callers that must not miss
-	 * work (notify_if_work_pending) issue a seq_cst fence first.
-	 */
+	/* Any thread.  Relaxed loads: an estimate, for metrics. */
 	uint64_t h = load_relaxed((_Atomic uint64_t *)&q->head);
 	uint32_t t = load_relaxed((_Atomic uint32_t *)&q->tail);
 
@@ -165,7 +162,11 @@ void weft__local_queue_push_batch_unchecked(local_queue_t *q,
 
 weft_task_t *weft__local_queue_pop(local_queue_t *q)
 {
-	/* Acquire: see push; we may read slots a thief released. */
+	/*
+	 * Acquire: orders our slot read after any thief's claim and release
+	 * of neighbouring slots (thieves only read the victim's slots; the
+	 * slots we pop were written by us).
+	 */
 	uint64_t h = load_acquire(&q->head);
 
 	for (;;) {
@@ -211,7 +212,7 @@ static uint32_t steal_into2(local_queue_t *src, local_queue_t *dst,
 			return 0; /* another thief is copying */
 		n = tail - real;
 		n -= n / 2;
-		if (n == 0 || n > LOCAL_QUEUE_CAP / 2 + 1)
+		if (n == 0 || n > LOCAL_QUEUE_CAP / 2)
 			return 0; /* empty, or a stale snapshot */
 		next = head_pack(steal, real + n);
 		/* acq_rel: claims [real, real + n) against owner and thieves. */

@@ -126,7 +126,8 @@ weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
 	}
 	weft_waker_drop(&o->rx_waker);
 	o->rx_waker = weft_waker_clone(w);
-	s = load_relaxed(&o->state);
+	/* Acquire: SENT seen here means the value is read next. */
+	s = load_acquire(&o->state);
 	do {
 		if (s & (OS_SENT | OS_TX_GONE))
 			return rx_ready(o, s, status, value);

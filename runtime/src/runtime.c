@@ -9,6 +9,17 @@
  * still owned (its future's drop callback runs, its joiner sees
  * -ECANCELED); finally drop the notifications still sitting in local
  * queues and LIFO slots.  Tasks are freed when their last reference goes.
+ *
+ * The shell: a task may outlive its runtime (a thread that is not a worker
+ * may hold a waker or a join handle), and waking it reaches the global
+ * queue, the idle state and the parkers.  Those (the runtime struct and
+ * its workers array) are the shell, freed only when destroy is done and
+ * the last task is gone.  Counting costs the workers nothing: each counts
+ * its own allocations and frees in plain fields; other threads count in
+ * rt->task_balance.  Destroy, with the workers joined, adds the workers'
+ * net count plus SHELL_DYING plus one for itself; from then on every free
+ * elsewhere takes one off, and whoever brings it down to SHELL_DYING frees
+ * the shell.
  */
 #include <errno.h>
 #include <limits.h>
@@ -99,6 +110,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	rt->max_lifo_polls = cfg.max_lifo_polls;
 	rt->disable_lifo = cfg.disable_lifo;
 	store_relaxed(&rt->shutdown, false);
+	store_relaxed(&rt->task_balance, 0);
 	rt->workers = aligned_alloc(WEFT_CACHELINE,
 				    sizeof(weft_worker_t) * cfg.workers);
 	if (!rt->workers) {
@@ -153,8 +165,31 @@ out_free_rt:
 	return err;
 }
 
+static void shell_free(weft_runtime_t *rt)
+{
+	weft__owned_fini(&rt->owned);
+	weft__inject_fini(&rt->inject);
+	weft__idle_fini(&rt->idle);
+	free(rt->workers);
+	free(rt);
+}
+
+void weft__runtime_shell_release(weft_runtime_t *rt, int64_t n)
+{
+	/*
+	 * acq_rel: release orders our last use of the shell before its free;
+	 * acquire (for the one that frees) collects everyone else's.
+	 */
+	int64_t prev = atomic_fetch_sub_explicit(&rt->task_balance, n,
+						 memory_order_acq_rel);
+
+	if (prev == SHELL_DYING + n)
+		shell_free(rt);
+}
+
 void weft_runtime_destroy(weft_runtime_t *rt)
 {
+	int64_t live = 0;
 	weft_task_t *t;
 
 	if (!rt)
@@ -168,6 +203,14 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 		weft__parker_unpark(&rt->workers[i].parker);
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		pthread_join(rt->workers[i].thread, NULL);
+
+	/* The workers' counts are final now (pthread_join orders them). */
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		live += (int64_t)(rt->workers[i].task_allocs -
+				  rt->workers[i].task_frees);
+	/* Relaxed add: the release side is weft__runtime_shell_release(). */
+	atomic_fetch_add_explicit(&rt->task_balance, live + SHELL_DYING + 1,
+				  memory_order_relaxed);
 
 	weft__owned_close(&rt->owned);
 	weft__inject_close(&rt->inject);
@@ -186,12 +229,9 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__worker_cache_fini(&rt->workers[i]);
-	weft__owned_fini(&rt->owned);
-	weft__inject_fini(&rt->inject);
 	weft__driver_fini(&rt->driver);
-	weft__idle_fini(&rt->idle);
-	free(rt->workers);
-	free(rt);
+	/* Our own hold on the shell. */
+	weft__runtime_shell_release(rt, 1);
 }
 
 weft_runtime_t *weft_runtime_current(void)

@@ -178,8 +178,8 @@ typedef struct inject_s {
 /* inject.c */
 void weft__inject_init(inject_t *q);
 void weft__inject_fini(inject_t *q);
-void weft__inject_push(inject_t *q, weft_task_t *t);
-void weft__inject_push_batch(inject_t *q, weft_task_t *first,
+bool weft__inject_push(inject_t *q, weft_task_t *t);
+bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
 			     weft_task_t *last, size_t n);
 weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n);
 void weft__inject_close(inject_t *q);
@@ -284,6 +284,9 @@ struct weft_worker_s {
 	uint64_t id_next;
 	uint64_t id_end;
 	uint64_t busy_since;
+	/* Tasks of this runtime allocated and freed here (task_alloc.c). */
+	uint64_t task_allocs;
+	uint64_t task_frees;
 	pthread_t thread;
 	worker_cache_t cache[TASK_ALLOC_CLASSES];
 	/* Written by unparkers. */
@@ -306,7 +309,15 @@ struct weft_runtime_s {
 	/* Foreign-thread counters (atomic RMW: any thread). */
 	weft__cacheline_aligned _Atomic uint64_t remote_spawns;
 	_Atomic uint64_t remote_wakes;
+	/*
+	 * Tasks allocated minus freed on threads that are not our workers;
+	 * from destroy on, biased by SHELL_DYING plus every live task.  See
+	 * weft__runtime_shell_release().
+	 */
+	weft__cacheline_aligned _Atomic int64_t task_balance;
 };
+
+#define SHELL_DYING ((int64_t)1 << 60)
 
 /* This thread's worker, if it is one (set for the thread's lifetime). */
 extern _Thread_local weft_worker_t *weft__cur_worker;
@@ -343,6 +354,7 @@ void weft__notify_parked(weft_runtime_t *rt);
 uint64_t weft__next_task_id(weft_worker_t *w);
 
 /* runtime.c */
+void weft__runtime_shell_release(weft_runtime_t *rt, int64_t n);
 uint64_t weft__now_ns(void);
 _Noreturn void weft_panic(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));

@@ -91,7 +91,11 @@ static enum task_action notify_by_ref(weft_task_t *t)
 		/*
 		 * acq_rel: release orders what the waker wrote before the
 		 * wake (a sent value, a freed slot) before the poll that
-		 * follows, whose to_running acquires this word.
+		 * follows, whose to_running acquires this word.  A no-op
+		 * wake (already NOTIFIED or COMPLETE) stores nothing and so
+		 * orders nothing: resources must publish their data through
+		 * their own state (as oneshot and countdown do), never
+		 * through the wake alone.
 		 */
 	} while (!cas_acq_rel(&t->state, &cur, next));
 	return action;
@@ -378,7 +382,8 @@ static void join_read(weft_task_t *t, int *status, void **out)
  */
 static bool join_set_waker_bit(weft_task_t *t)
 {
-	uint64_t cur = load_relaxed(&t->state);
+	/* Acquire: if COMPLETE is seen here, the result is read next. */
+	uint64_t cur = load_acquire(&t->state);
 
 	do {
 		if (cur & TASK_COMPLETE)
@@ -394,7 +399,8 @@ static bool join_set_waker_bit(weft_task_t *t)
 /* Clears JOIN_WAKER to get the field back; false if completed. */
 static bool join_unset_waker_bit(weft_task_t *t)
 {
-	uint64_t cur = load_relaxed(&t->state);
+	/* Acquire: as in join_set_waker_bit(). */
+	uint64_t cur = load_acquire(&t->state);
 
 	do {
 		if (cur & TASK_COMPLETE)

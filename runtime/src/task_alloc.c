@@ -139,9 +139,23 @@ static void depot_put_chain(int c, block_t *head)
 	free_chain(head);
 }
 
-void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
+/*
+ * Counts a task of @rt coming into being: on our own worker in a plain
+ * field, elsewhere in rt->task_balance (see weft__runtime_shell_release()).
+ */
+static void count_alloc(weft_runtime_t *rt, weft_worker_t *w)
 {
-	weft_worker_t *w = weft__cur_worker;
+	if (w && w->rt == rt)
+		w->task_allocs++;
+	else
+		/* Relaxed: a count; destroy reads it after its own RMW. */
+		atomic_fetch_add_explicit(&rt->task_balance, 1,
+					  memory_order_relaxed);
+}
+
+static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
+			 uint8_t *cls)
+{
 	int c = class_of(size);
 	block_t *b;
 
@@ -168,9 +182,19 @@ void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
 	return b ? (void *)b : malloc(class_size[c]);
 }
 
-void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)
+void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
 {
 	weft_worker_t *w = weft__cur_worker;
+	void *p = alloc_block(rt, w, size, cls);
+
+	if (p)
+		count_alloc(rt, w);
+	return p;
+}
+
+static void free_block(weft_runtime_t *rt, weft_worker_t *w, void *p,
+		       uint8_t cls)
+{
 	worker_cache_t *wc;
 	block_t *b = p, *last;
 
@@ -178,10 +202,7 @@ void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)
 		free(p);
 		return;
 	}
-	/*
-	 * A worker caches blocks of its own runtime's tasks only (rt is
-	 * compared, never dereferenced: the task may outlive its runtime).
-	 */
+	/* A worker caches blocks of its own runtime's tasks only. */
 	if (!w || w->rt != rt) {
 		depot_put_one(cls, b);
 		return;
@@ -200,6 +221,22 @@ void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)
 	last->next = NULL;
 	wc->n -= CHAIN;
 	depot_put_chain(cls, b);
+}
+
+void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)
+{
+	weft_worker_t *w = weft__cur_worker;
+
+	free_block(rt, w, p, cls);
+	/*
+	 * Last: this may release the runtime's shell (when @rt is being or
+	 * has been destroyed, and this was its last task).  On our own
+	 * worker the runtime is alive; elsewhere the task kept it alive.
+	 */
+	if (w && w->rt == rt)
+		w->task_frees++;
+	else
+		weft__runtime_shell_release(rt, 1);
 }
 
 void weft__worker_cache_fini(weft_worker_t *w)

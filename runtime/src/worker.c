@@ -15,7 +15,9 @@
  * the local queue) or, for a yield, to the back of the local queue.  Woken
  * or spawned anywhere else, it goes to the global queue.  Whenever work is
  * made visible to other workers, weft__notify_parked() may wake a sleeper
- * (see idle.c).
+ * (see idle.c); the one exception is a task demoted from the LIFO slot,
+ * which this worker runs next itself.  The LIFO slot cannot be stolen: a
+ * task that blocks its worker's thread strands the task in its slot.
  */
 #include <errno.h>
 #include <string.h>
@@ -67,14 +69,19 @@ static void schedule_remote(weft_runtime_t *rt, weft_task_t *t)
 
 	if (w && w->rt == rt)
 		counter_inc(&w->c.remote_schedules);
-	weft__inject_push(&rt->inject, t);
-	weft__notify_parked(rt);
+	/*
+	 * A closed queue (shutdown) drops the task's reference, which may
+	 * free the task and with it the runtime's shell: touch nothing after.
+	 */
+	if (weft__inject_push(&rt->inject, t))
+		weft__notify_parked(rt);
 }
 
-static void push_local(weft_worker_t *w, weft_task_t *t)
+/* Returns false when the push overflowed into the global queue. */
+static bool push_local(weft_worker_t *w, weft_task_t *t)
 {
 	counter_inc(&w->c.local_schedules);
-	weft__local_queue_push(&w->queue, t, w->rt, w);
+	return weft__local_queue_push(&w->queue, t, w->rt, w);
 }
 
 void weft__schedule(weft_task_t *t, bool is_yield)
@@ -218,11 +225,13 @@ static void run_task(weft_worker_t *w, weft_task_t *t)
 		    load_relaxed(&rt->shutdown)) {
 			/*
 			 * Demote: the queue gets its turn.  No wake-up for
-			 * other workers: this task was ours to run next
+			 * other workers unless the push spilled tasks to the
+			 * global queue: this task was ours to run next
 			 * anyway, and handing a chain of spawns to another
 			 * core only adds a cache-line round trip per link.
 			 */
-			push_local(w, t);
+			if (!push_local(w, t))
+				weft__notify_parked(rt);
 			return;
 		}
 		weft__task_run(w, t);

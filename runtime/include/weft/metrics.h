@@ -44,6 +44,15 @@ typedef struct weft_runtime_metrics_s {
 	uint64_t global_queue_depth;
 	uint64_t remote_spawns;     /* spawns from non-worker threads */
 	uint64_t remote_wakes;      /* wakes from non-worker threads */
+	/* The blocking pool (weft/blocking.h), read under its lock: one
+	 * consistent snapshot of these six. */
+	uint64_t blocking_threads;      /* pool threads alive */
+	uint64_t blocking_threads_busy; /* ...running a job or about to */
+	uint64_t blocking_threads_idle; /* ...waiting for a job */
+	uint64_t blocking_threads_peak; /* most alive at once, since start */
+	uint64_t blocking_queue_depth;  /* jobs waiting for a thread */
+	uint64_t blocking_jobs;         /* jobs run to completion, since start */
+	uint64_t timers;                /* timers waiting in the wheel */
 } weft_runtime_metrics_t;
 
 /**

@@ -34,6 +34,11 @@ typedef struct weft_config_s {
 	unsigned max_lifo_polls;
 	/* Disable the LIFO slot altogether. */
 	bool disable_lifo;
+	/* Blocking pool threads at most (weft/blocking.h).  Default 512. */
+	unsigned max_blocking_threads;
+	/* How long an idle blocking pool thread waits for a job before it
+	 * exits, in nanoseconds.  Default 10 s. */
+	uint64_t blocking_keep_alive_ns;
 } weft_config_t;
 
 /**
@@ -55,6 +60,11 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * has not completed: each future's drop callback runs once, and tasks waiting
  * on a join handle see -ECANCELED.  Spawning after this has begun fails with
  * -ESHUTDOWN.  Must not be called from a worker of @rt.
+ *
+ * Wakers and join handles of @rt's tasks stay usable from any thread,
+ * during and after destroy (waking a task of a destroyed runtime does
+ * nothing; dropping the last reference frees it).  Calls that take @rt
+ * itself (spawn, block_on) must not race with or follow destroy.
  */
 WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
 

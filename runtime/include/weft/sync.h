@@ -70,7 +70,13 @@ typedef struct weft_countdown_s {
 /** weft_countdown_init() - start the count at @count. */
 WEFT_EXTERN void weft_countdown_init(weft_countdown_t *cd, unsigned count);
 
-/** weft_countdown_fini() - release what the latch holds (no waiters left). */
+/**
+ * weft_countdown_fini() - release what the latch holds.
+ *
+ * Safe once every waiter has returned from weft_countdown_wait() or seen
+ * weft_countdown_poll() READY (weft_countdown_count() == 0 alone is not
+ * enough: the last weft_countdown_done() may still be running).
+ */
 WEFT_EXTERN void weft_countdown_fini(weft_countdown_t *cd);
 
 /** weft_countdown_add() - raise the count by @n (before it reached zero). */
@@ -90,7 +96,12 @@ WEFT_EXTERN unsigned weft_countdown_count(const weft_countdown_t *cd);
 WEFT_EXTERN weft_poll_t weft_countdown_poll(weft_countdown_t *cd,
 					    weft_cx_t *cx);
 
-/** weft_countdown_wait() - block the calling thread until the count is zero. */
+/**
+ * weft_countdown_wait() - block the calling thread until the count is zero.
+ *
+ * Not from a worker thread (it would block the worker; panics): tasks
+ * await weft_countdown_poll().
+ */
 WEFT_EXTERN void weft_countdown_wait(weft_countdown_t *cd);
 
 #ifdef __cplusplus

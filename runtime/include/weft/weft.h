@@ -8,6 +8,9 @@
 #include "weft/runtime.h"
 #include "weft/sync.h"
 #include "weft/time.h"
+#include "weft/blocking.h"
+#include "weft/fs.h"
+#include "weft/fiber.h"
 #include "weft/metrics.h"
 
 #endif /* WEFT_H */

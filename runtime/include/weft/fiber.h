@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fiber tasks: a plain C function run as a task on its own stack, so that
+ * code that waits reads as straight-line code:
+ *
+ *	static void *handler(void *arg)
+ *	{
+ *		weft_stream_t *s = arg;
+ *		...
+ *		if (weft_fiber_sleep(WEFT_MSEC(10)))
+ *			return NULL;        // cancelled
+ *		...
+ *	}
+ *
+ *	weft_spawn_fiber(rt, "handler", handler, s, NULL);
+ *
+ * weft_await() polls any future from inside a fiber and suspends the fiber
+ * (not the worker) while it is pending.  The console and the probe see a
+ * fiber as an ordinary task: one poll per resumption.
+ *
+ * Stacks: default 64 KiB (weft_fiber_opts_t.stack_size), taken from a pool,
+ * with a PROT_NONE guard page below each.  Overflowing a fiber's stack
+ * kills the process with a message naming the fiber.
+ *
+ * Thread-local storage: a fiber may resume on a different worker thread
+ * after any weft_await() (or any call that awaits).  Never keep the address
+ * of a thread-local variable, or a value read from one (errno included),
+ * across an await; read it again afterwards.
+ *
+ * Cancellation: when a fiber task is aborted or the runtime shuts down, the
+ * fiber is resumed once more and every weft_await() from then on returns
+ * -ECANCELED at once; the function must then return (cleaning up as it
+ * goes, like any error path).
+ */
+#ifndef WEFT_FIBER_H
+#define WEFT_FIBER_H
+
+#include "weft/common.h"
+#include "weft/future.h"
+#include "weft/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void *(*weft_fiber_fn)(void *arg);
+
+typedef struct weft_fiber_opts_s {
+	size_t stack_size; /* usable bytes; 0: 64 KiB; rounded up to pages */
+	const char *name;
+	const char *file; /* spawn location */
+	int line;
+} weft_fiber_opts_t;
+
+#define WEFT_FIBER_STACK_DEFAULT (64u * 1024u)
+
+/**
+ * weft_spawn_fiber_with() - spawn @fn(@arg) as a fiber task.
+ * @rt: the runtime, or NULL for the current one.
+ * @opts: stack size, name and location (may be NULL).
+ * @join: receives a join handle (the output is fn's return value), or NULL.
+ *
+ * Return: 0; -EINVAL; -ENOMEM (no memory or no stack); -ESHUTDOWN.
+ */
+WEFT_EXTERN int weft_spawn_fiber_with(weft_runtime_t *rt,
+				      const weft_fiber_opts_t *opts,
+				      weft_fiber_fn fn, void *arg,
+				      weft_join_t **join);
+
+/* Spawns with a name, recording the caller's file and line. */
+#define weft_spawn_fiber(rt, task_name, fn, arg, join_out)                     \
+	weft_spawn_fiber_with((rt),                                            \
+			      &(weft_fiber_opts_t){ .name = (task_name),       \
+						    .file = __FILE__,          \
+						    .line = __LINE__ },        \
+			      (fn), (arg), (join_out))
+
+/**
+ * weft_await() - run a future to completion from inside a fiber.
+ * @poll: the future's poll function.
+ * @state: the future's state.
+ *
+ * Outside a fiber, on a plain thread, this is weft_block_on() with the
+ * current runtime.
+ *
+ * Return: 0 once the future is READY; -ECANCELED when the fiber is being
+ * cancelled (the future may not have finished: drop it); -EPERM when called
+ * from a task that is not a fiber.
+ */
+WEFT_EXTERN int weft_await(weft_poll_cb poll, void *state);
+
+/** weft_in_fiber() - true when running on a fiber's stack. */
+WEFT_EXTERN bool weft_in_fiber(void);
+
+/**
+ * weft_fiber_yield() - let the worker's other tasks run, then continue.
+ * Return: 0, -ECANCELED or -EPERM as weft_await().
+ */
+WEFT_EXTERN int weft_fiber_yield(void);
+
+/**
+ * weft_fiber_sleep() - sleep for @ns nanoseconds.
+ * Return: 0, -ECANCELED or -EPERM as weft_await().
+ */
+WEFT_EXTERN int weft_fiber_sleep(uint64_t ns);
+
+/**
+ * weft_fiber_join() - await a task; the handle stays valid.
+ * @status: receives the task's status (0 or -ECANCELED), may be NULL.
+ * @out: receives its output, may be NULL.
+ *
+ * Return: 0, -ECANCELED or -EPERM as weft_await().
+ */
+WEFT_EXTERN int weft_fiber_join(weft_join_t *join, int *status, void **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_FIBER_H */
