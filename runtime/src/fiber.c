@@ -150,7 +150,7 @@ static void san_in_fiber(fiber_t *f)
 
 /* ------------------------------------------------------------- stacks */
 
-#define POOL_MAX 256
+#define POOL_MAX 2048
 
 static struct {
 	pthread_mutex_t lock;
