@@ -214,6 +214,7 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 {
 	uint64_t cur = load_relaxed(&t->state), next;
 	struct weft_cx_s cx;
+	int status = 0;
 	weft_poll_t r;
 
 	/* to_running: the queue's reference becomes the running one. */
@@ -243,10 +244,8 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	r = t->poll(t->future, &cx);
 
-	if (r == WEFT_READY) {
-		task_complete(t, 0);
-		goto release;
-	}
+	if (r == WEFT_READY)
+		goto complete;
 
 	/* to_idle */
 	cur = load_relaxed(&t->state);
@@ -273,10 +272,15 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 
 cancel:
 	t->output = NULL;
-	task_complete(t, -ECANCELED);
-release:
-	counter_inc(&w->c.completed);
+	status = -ECANCELED;
+complete:
+	/*
+	 * Off the owned list before COMPLETE is published, so that a joiner
+	 * that sees it complete never counts it among the live tasks.
+	 */
 	weft__owned_remove(&t->rt->owned, t);
+	counter_inc(&w->c.completed);
+	task_complete(t, status);
 	/* The running reference and the owned list's. */
 	ref_dec_n(t, 2);
 }
