@@ -100,8 +100,7 @@ static weft_poll_t handle_ready(weft_blocking_t *h, void **result)
 	return WEFT_READY;
 }
 
-weft_poll_t weft_blocking_poll(weft_blocking_t *h, weft_cx_t *cx,
-			       void **result)
+weft_poll_t weft_blocking_poll(weft_blocking_t *h, weft_cx_t *cx, void **result)
 {
 	const weft_waker_t *w = weft_cx_waker(cx);
 	uint32_t s;
@@ -410,10 +409,10 @@ void weft__blocking_init(blocking_pool_t *p, weft_runtime_t *rt,
 	pthread_cond_init(&p->cond, &attr);
 	pthread_condattr_destroy(&attr);
 	p->rt = rt;
-	p->max_threads = max_threads ? max_threads
-				     : BLOCKING_DEFAULT_MAX_THREADS;
-	p->keep_alive_ns = keep_alive_ns ? keep_alive_ns
-					 : BLOCKING_DEFAULT_KEEP_ALIVE_NS;
+	p->max_threads = max_threads ? max_threads :
+				       BLOCKING_DEFAULT_MAX_THREADS;
+	p->keep_alive_ns = keep_alive_ns ? keep_alive_ns :
+					   BLOCKING_DEFAULT_KEEP_ALIVE_NS;
 }
 
 void weft__blocking_shutdown(blocking_pool_t *p)

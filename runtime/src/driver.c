@@ -213,6 +213,8 @@ static void process_timers(driver_t *d, uint64_t now)
 		/* Relaxed: a count for has_work(); see there. */
 		store_relaxed(&d->ntimers, d->wheel.count);
 		pthread_mutex_unlock(&d->time_lock);
+		if (n)
+			WEFT_PROBE_EVENT(TIMER_FIRE, 0, 0, (uint32_t)n);
 		for (size_t i = 0; i < n; i++)
 			weft_waker_wake(&wakers[i]);
 	} while (n == TIMERS_PER_BATCH);
@@ -268,6 +270,7 @@ static void io_set_ready(io_reg_t *r, uint32_t ready)
 void weft__driver_turn(driver_t *d, bool block)
 {
 	uint64_t now = weft_now_ns();
+	uint8_t saved_source = weft__wake_source;
 	int64_t timeout = 0;
 	int n;
 
@@ -281,6 +284,7 @@ void weft__driver_turn(driver_t *d, bool block)
 		d->sleeping_until = 0;
 		pthread_mutex_unlock(&d->time_lock);
 	}
+	weft__wake_source = WEFT_WAKE_IO;
 	for (int i = 0; i < n; i++) {
 		if (d->events[i].data == &d->event_fd) {
 			uint64_t v;
@@ -291,9 +295,13 @@ void weft__driver_turn(driver_t *d, bool block)
 				weft_panic("driver: eventfd read: %d", errno);
 			continue;
 		}
+		WEFT_PROBE_EVENT(IO_READY, 0, ((io_reg_t *)d->events[i].data)->fd,
+				 d->events[i].ready);
 		io_set_ready(d->events[i].data, d->events[i].ready);
 	}
+	weft__wake_source = WEFT_WAKE_TIMER;
 	process_timers(d, weft_now_ns());
+	weft__wake_source = saved_source;
 }
 
 /* ----------------------------------------------------------------- timers */

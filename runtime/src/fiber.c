@@ -442,7 +442,8 @@ int weft_spawn_fiber_with(weft_runtime_t *rt, const weft_fiber_opts_t *opts,
 					       .size = sizeof(st),
 					       .name = o.name,
 					       .file = o.file,
-					       .line = o.line },
+					       .line = o.line,
+					       .kind = 1 },
 			      join);
 	if (err)
 		goto out_free_stack;

@@ -23,8 +23,8 @@
 #define READ_CHUNK 4096u
 
 struct fs_req {
-	int err;     /* the outcome, 0 or -errno */
-	void *data;  /* read: the contents; write: the copy to write */
+	int err;    /* the outcome, 0 or -errno */
+	void *data; /* read: the contents; write: the copy to write */
 	size_t len;
 	char path[]; /* NUL-terminated */
 };
@@ -62,8 +62,8 @@ static void req_discard(void *result)
 }
 
 /* Queues @r on the current runtime.  Return: 0 or -errno. */
-static int req_spawn(struct fs_req *r, weft_blocking_cb fn,
-		     weft_blocking_t **h, const char *name)
+static int req_spawn(struct fs_req *r, weft_blocking_cb fn, weft_blocking_t **h,
+		     const char *name)
 {
 	weft_blocking_spec_t spec = {
 		.fn = fn,
@@ -208,8 +208,8 @@ weft_poll_t weft_fs_read_file_poll(weft_fs_read_file_t *op, weft_cx_t *cx,
 	struct fs_req *r;
 	int err;
 
-	if (op_poll(&op->job, &op->h, cx, read_job, "fs_read_file", &r,
-		    &err) == WEFT_PENDING)
+	if (op_poll(&op->job, &op->h, cx, read_job, "fs_read_file", &r, &err) ==
+	    WEFT_PENDING)
 		return WEFT_PENDING;
 	if (r) {
 		err = r->err;

@@ -102,6 +102,7 @@ static bool push_overflow(local_queue_t *q, weft_task_t *t, uint32_t head,
 	}
 	prev->queue_next = t;
 	t->queue_next = NULL;
+	WEFT_PROBE_EVENT(OVERFLOW, 0, 0, n + 1);
 	weft__inject_push_batch(&rt->inject, first, t, n + 1);
 	return true;
 }

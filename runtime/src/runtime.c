@@ -9,6 +9,9 @@
  * still owned (its future's drop callback runs, its joiner sees
  * -ECANCELED); finally drop the notifications still sitting in local
  * queues and LIFO slots.  Tasks are freed when their last reference goes.
+ * Before all that, the blocking pool stops taking jobs, runs those it has
+ * and joins its threads (blocking.c), while the workers can still run the
+ * tasks those jobs wake.
  *
  * The shell: a task may outlive its runtime (a thread that is not a worker
  * may hold a waker or a join handle), and waking it reaches the global
@@ -126,6 +129,8 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 		goto out_idle_fini;
 	weft__inject_init(&rt->inject);
 	weft__owned_init(&rt->owned);
+	weft__blocking_init(&rt->blocking, rt, cfg.max_blocking_threads,
+			    cfg.blocking_keep_alive_ns);
 
 	for (unsigned i = 0; i < cfg.workers; i++) {
 		weft_worker_t *w = &rt->workers[i];
@@ -144,6 +149,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 			goto out_stop_workers;
 		}
 	}
+	weft__probe_runtime_attach(rt);
 	*out = rt;
 	return 0;
 
@@ -153,6 +159,7 @@ out_stop_workers:
 		weft__parker_unpark(&rt->workers[i].parker);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(rt->workers[i].thread, NULL);
+	weft__blocking_fini(&rt->blocking);
 	weft__owned_fini(&rt->owned);
 	weft__inject_fini(&rt->inject);
 	weft__driver_fini(&rt->driver);
@@ -197,6 +204,13 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	if (weft__cur_worker && weft__cur_worker->rt == rt)
 		weft_panic("weft_runtime_destroy() called from its own worker");
 
+	/*
+	 * The blocking pool first, while the workers still run: its queued
+	 * and running jobs finish and may still wake tasks.
+	 */
+	weft__blocking_shutdown(&rt->blocking);
+
+	weft__probe_runtime_detach(rt);
 	/* Release: pairs with the workers' acquire loads of shutdown. */
 	store_release(&rt->shutdown, true);
 	for (unsigned i = 0; i < rt->nworkers; i++)
@@ -229,6 +243,7 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__worker_cache_fini(&rt->workers[i]);
+	weft__blocking_fini(&rt->blocking);
 	weft__driver_fini(&rt->driver);
 	/* Our own hold on the shell. */
 	weft__runtime_shell_release(rt, 1);
@@ -348,6 +363,8 @@ int weft_runtime_metrics(const weft_runtime_t *crt, weft_runtime_metrics_t *out)
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		spawned += load_relaxed(&rt->workers[i].c.spawned);
 	out->spawned_tasks = spawned;
+	out->timers = load_relaxed(&rt->driver.ntimers);
+	weft__blocking_metrics(&rt->blocking, out);
 	return 0;
 }
 

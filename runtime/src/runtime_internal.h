@@ -21,7 +21,9 @@
 #include "weft/weft.h"
 
 #include "atomic_internal.h"
+#include "blocking_internal.h"
 #include "driver_internal.h"
+#include "probe_internal.h"
 
 typedef struct weft_task_s weft_task_t;
 typedef struct weft_worker_s weft_worker_t;
@@ -293,6 +295,9 @@ struct weft_worker_s {
 	weft__cacheline_aligned parker_t parker;
 	/* Written by the owner, read by metrics readers. */
 	weft__cacheline_aligned worker_counters_t c;
+	/* The poll in progress, published while the probe listens. */
+	_Atomic uint64_t probe_task;
+	_Atomic uint64_t probe_poll_start;
 };
 
 struct weft_runtime_s {
@@ -306,6 +311,7 @@ struct weft_runtime_s {
 	idle_t idle;
 	owned_t owned;
 	driver_t driver;
+	blocking_pool_t blocking;
 	/* Foreign-thread counters (atomic RMW: any thread). */
 	weft__cacheline_aligned _Atomic uint64_t remote_spawns;
 	_Atomic uint64_t remote_wakes;
@@ -323,6 +329,10 @@ struct weft_runtime_s {
 extern _Thread_local weft_worker_t *weft__cur_worker;
 /* The runtime made current by a worker or a block_on call. */
 extern _Thread_local weft_runtime_t *weft__cur_rt;
+/* The id of the task being polled on this thread, 0 if none. */
+extern _Thread_local uint64_t weft__cur_task_id;
+/* What a wake on this thread comes from, outside a poll (probe). */
+extern _Thread_local uint8_t weft__wake_source;
 
 /*
  * Coop budget: each poll may complete WEFT_COOP_BUDGET operations on

@@ -135,11 +135,22 @@ static void count_remote_wake(weft_task_t *t)
 		fetch_add_relaxed(&t->rt->remote_wakes, 1);
 }
 
+/* Where a wake of @t comes from, for the probe. */
+static inline uint32_t wake_source(const weft_task_t *t)
+{
+	uint64_t cur = weft__cur_task_id;
+
+	if (cur)
+		return cur == t->id ? WEFT_WAKE_SELF : WEFT_WAKE_TASK;
+	return weft__wake_source;
+}
+
 static weft_waker_t task_waker_clone(const void *data)
 {
 	weft_task_t *t = (weft_task_t *)data;
 
 	ref_inc(t);
+	WEFT_PROBE_EVENT(WAKER_CLONE, t->id, 0, 0);
 	return (weft_waker_t){ &weft__task_waker_vtable, t };
 }
 
@@ -147,6 +158,8 @@ static void task_waker_wake(const void *data)
 {
 	weft_task_t *t = (weft_task_t *)data;
 
+	WEFT_PROBE_EVENT(WAKE, t->id, weft__cur_task_id,
+			 wake_source(t) | WEFT_WAKE_BY_VAL);
 	switch (notify_by_val(t)) {
 	case TASK_ACTION_SUBMIT:
 		count_remote_wake(t);
@@ -164,6 +177,7 @@ static void task_waker_wake_by_ref(const void *data)
 {
 	weft_task_t *t = (weft_task_t *)data;
 
+	WEFT_PROBE_EVENT(WAKE, t->id, weft__cur_task_id, wake_source(t));
 	if (notify_by_ref(t) == TASK_ACTION_SUBMIT) {
 		count_remote_wake(t);
 		weft__schedule(t, false);
@@ -172,7 +186,10 @@ static void task_waker_wake_by_ref(const void *data)
 
 static void task_waker_drop(const void *data)
 {
-	ref_dec_n((weft_task_t *)data, 1);
+	weft_task_t *t = (weft_task_t *)data;
+
+	WEFT_PROBE_EVENT(WAKER_DROP, t->id, 0, 0);
+	ref_dec_n(t, 1);
 }
 
 const weft_waker_vtable_t weft__task_waker_vtable = {
@@ -206,6 +223,7 @@ static void task_complete(weft_task_t *t, int status)
 		 */
 	} while (!cas_acq_rel(&t->state, &cur, next));
 
+	WEFT_PROBE_EVENT(COMPLETE, t->id, 0, (uint32_t)status);
 	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER))
 		weft_waker_wake_by_ref(&t->join_waker);
 }
@@ -242,7 +260,27 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	cx.output = NULL;
 	counter_inc(&w->c.polls);
 	weft__coop_budget = WEFT_COOP_BUDGET;
+	weft__cur_task_id = t->id;
+#if WEFT_PROBE
+	if (weft__probe_on()) {
+		uint64_t start = weft__probe_clock(), end;
+
+		/* Relaxed: a hint for the collector's never-yielded check. */
+		store_relaxed(&w->probe_poll_start, start);
+		store_relaxed(&w->probe_task, t->id);
+		r = t->poll(t->future, &cx);
+		end = weft__probe_clock();
+		store_relaxed(&w->probe_task, 0);
+		weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
+	} else {
+		r = t->poll(t->future, &cx);
+	}
+	if (r == WEFT_PENDING && weft__probe_locks_held())
+		weft__probe_locks_at_pending(t->id);
+#else
 	r = t->poll(t->future, &cx);
+#endif
+	weft__cur_task_id = 0;
 
 	if (r == WEFT_READY)
 		goto complete;
@@ -365,6 +403,18 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 		fetch_add_relaxed(&rt->remote_spawns, 1);
 	if (join)
 		*join = (weft_join_t *)t;
+#if WEFT_PROBE
+	if (weft__probe_on()) {
+		uint64_t ts = weft__probe_clock();
+
+		weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id,
+				    (uint32_t)spec->kind);
+		weft__probe_emit_at(ts, WEFT_EV_SPAWN_INFO, t->id,
+				    (uintptr_t)spec->name, t->state_size);
+		weft__probe_emit_at(ts, WEFT_EV_SPAWN_LOC, t->id,
+				    (uintptr_t)spec->file, (uint32_t)spec->line);
+	}
+#endif
 	weft__schedule(t, false);
 	return 0;
 }

@@ -13,6 +13,10 @@
  * task that outlives its runtime can still be recycled), mutex-guarded,
  * and keeps at most DEPOT_BYTES per class; beyond that blocks are freed.
  * Threads that are not workers take and return single blocks there.
+ *
+ * Recycling hides a use after free from ASan and valgrind, so ASan builds
+ * never cache, and WEFT_TASK_CACHE=0 turns caching off at run time (the
+ * test script's valgrind phase sets it).
  */
 #include <errno.h>
 #include <string.h>
@@ -45,6 +49,27 @@ static struct {
 	pthread_mutex_t lock;
 	depot_class_t cls[TASK_ALLOC_CLASSES];
 } depot = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* -1 unknown, 0 off, 1 on; decided once (any thread may race to it). */
+static _Atomic int cache_on = -1;
+
+static bool caching(void)
+{
+	/* Relaxed: every racer computes the same value. */
+	int on = load_relaxed(&cache_on);
+
+	if (on < 0) {
+#if defined(WEFT_ASAN)
+		on = 0;
+#else
+		const char *s = getenv("WEFT_TASK_CACHE");
+
+		on = !(s && s[0] == '0');
+#endif
+		store_relaxed(&cache_on, on);
+	}
+	return on;
+}
 
 static int class_of(size_t size)
 {
@@ -156,7 +181,7 @@ static void count_alloc(weft_runtime_t *rt, weft_worker_t *w)
 static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
 			 uint8_t *cls)
 {
-	int c = class_of(size);
+	int c = caching() ? class_of(size) : TASK_ALLOC_DIRECT;
 	block_t *b;
 
 	*cls = (uint8_t)c;

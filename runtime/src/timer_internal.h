@@ -23,6 +23,12 @@ typedef struct wheel_level_s {
 typedef struct timer_wheel_s {
 	uint64_t elapsed; /* the wheel's current tick */
 	size_t count;
+	/*
+	 * The due slot an advance ran out of room in, taken first by the
+	 * next one; resume_level == WHEEL_LEVELS: none.
+	 */
+	unsigned resume_level;
+	unsigned resume_slot;
 	wheel_level_t levels[WHEEL_LEVELS];
 } timer_wheel_t;
 

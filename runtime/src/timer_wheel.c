@@ -12,6 +12,14 @@
  * Never early: deadlines are rounded up to the next whole tick and a tick
  * expires only once the clock has passed its end (see weft__wheel_tick_*).
  *
+ * The batch limit: advance hands out at most @max timers.  When it runs
+ * out of room inside a slot, the rest of that slot's list stays where it
+ * is (O(1), the entries' level and slot stay true for remove) and the slot
+ * is remembered as `resume`, taken before any other by the next call; its
+ * due timers are the earliest in the wheel, since `elapsed` has not moved
+ * past them.  (Moving them one by one, as an earlier version did, cost
+ * O(slot length) per call: quadratic for a slot of thousands of timers.)
+ *
  * Not thread-safe by itself: the time driver guards it with its lock.
  */
 #include <string.h>
@@ -56,6 +64,7 @@ static unsigned slot_for(uint64_t when, unsigned level)
 void weft__wheel_init(timer_wheel_t *wh)
 {
 	memset(wh, 0, sizeof(*wh));
+	wh->resume_level = WHEEL_LEVELS;
 }
 
 static void slot_push(timer_wheel_t *wh, unsigned level, unsigned slot,
@@ -98,8 +107,11 @@ void weft__wheel_remove(timer_wheel_t *wh, weft_timer_entry_t *e)
 		lv->slots[e->slot] = e->next;
 	if (e->next)
 		e->next->prev = e->prev;
-	if (!lv->slots[e->slot])
+	if (!lv->slots[e->slot]) {
 		lv->occupied &= ~((uint64_t)1 << e->slot);
+		if (wh->resume_level == e->level && wh->resume_slot == e->slot)
+			wh->resume_level = WHEEL_LEVELS;
+	}
 	e->next = e->prev = NULL;
 	wh->count--;
 }
@@ -130,22 +142,46 @@ static uint64_t level_next(const timer_wheel_t *wh, unsigned level,
 	return deadline;
 }
 
-uint64_t weft__wheel_next_expiration(const timer_wheel_t *wh)
+static bool resume_pending(const timer_wheel_t *wh)
 {
-	unsigned slot;
+	return wh->resume_level < WHEEL_LEVELS &&
+	       (wh->levels[wh->resume_level].occupied &
+		((uint64_t)1 << wh->resume_slot));
+}
 
+/*
+ * The start tick of the slot to take next (its level and slot in @level
+ * and @slot), or UINT64_MAX when the wheel is empty.
+ */
+static uint64_t next_slot(const timer_wheel_t *wh, unsigned *level,
+			  unsigned *slot)
+{
+	/* Still due: `elapsed` never moves while it is pending. */
+	if (resume_pending(wh)) {
+		*level = wh->resume_level;
+		*slot = wh->resume_slot;
+		return wh->elapsed;
+	}
 	/*
 	 * The lowest occupied level holds the earliest timer: timers above
 	 * level L differ from `elapsed` in a higher group, so they lie past
 	 * the level-L range that contains `elapsed`.
 	 */
-	for (unsigned level = 0; level < WHEEL_LEVELS; level++) {
-		uint64_t d = level_next(wh, level, &slot);
+	for (*level = 0; *level < WHEEL_LEVELS; (*level)++) {
+		uint64_t d = level_next(wh, *level, slot);
 
 		if (d != UINT64_MAX)
-			return d < wh->elapsed ? wh->elapsed : d;
+			return d;
 	}
 	return UINT64_MAX;
+}
+
+uint64_t weft__wheel_next_expiration(const timer_wheel_t *wh)
+{
+	unsigned level, slot;
+	uint64_t d = next_slot(wh, &level, &slot);
+
+	return d < wh->elapsed ? wh->elapsed : d;
 }
 
 size_t weft__wheel_advance(timer_wheel_t *wh, uint64_t now,
@@ -154,43 +190,46 @@ size_t weft__wheel_advance(timer_wheel_t *wh, uint64_t now,
 	size_t n = 0;
 
 	while (n < max) {
-		unsigned level, slot = 0;
-		uint64_t deadline = UINT64_MAX;
+		unsigned level, slot;
+		uint64_t deadline = next_slot(wh, &level, &slot);
+		wheel_level_t *lv;
 		weft_timer_entry_t *e;
 
-		for (level = 0; level < WHEEL_LEVELS; level++) {
-			deadline = level_next(wh, level, &slot);
-			if (deadline != UINT64_MAX)
-				break;
-		}
 		if (deadline == UINT64_MAX || deadline > now)
 			break;
 		if (deadline > wh->elapsed)
 			wh->elapsed = deadline;
 
 		/* Take the slot; expire or re-file each timer. */
-		e = wh->levels[level].slots[slot];
-		wh->levels[level].slots[slot] = NULL;
-		wh->levels[level].occupied &= ~((uint64_t)1 << slot);
+		lv = &wh->levels[level];
+		e = lv->slots[slot];
+		lv->slots[slot] = NULL;
+		lv->occupied &= ~((uint64_t)1 << slot);
+		wh->resume_level = WHEEL_LEVELS;
 		while (e) {
 			weft_timer_entry_t *next = e->next;
 
+			if (n == max) {
+				/*
+				 * Out of room: the rest stay in this slot (no
+				 * re-filing above can have landed in it: they
+				 * go to lower levels, or for the horizon to
+				 * another top-level slot).
+				 */
+				e->prev = NULL;
+				lv->slots[slot] = e;
+				lv->occupied |= (uint64_t)1 << slot;
+				wh->resume_level = level;
+				wh->resume_slot = slot;
+				break;
+			}
 			wh->count--;
 			e->next = e->prev = NULL;
-			if (e->when <= wh->elapsed && n < max) {
+			if (e->when <= wh->elapsed)
 				fired[n++] = e;
-			} else {
-				/*
-				 * Later in this slot: re-file lower down.  Due
-				 * but no room in @fired: park it in the current
-				 * level-0 slot, taken first next time.
-				 */
-				if (!weft__wheel_insert(wh, e)) {
-					slot_push(wh, 0,
-						  slot_for(wh->elapsed, 0), e);
-					wh->count++;
-				}
-			}
+			else
+				/* Later in this slot: re-file lower down. */
+				weft__wheel_insert(wh, e);
 			e = next;
 		}
 	}

@@ -27,6 +27,8 @@
 _Thread_local weft_worker_t *weft__cur_worker;
 _Thread_local weft_runtime_t *weft__cur_rt;
 _Thread_local uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
+_Thread_local uint64_t weft__cur_task_id;
+_Thread_local uint8_t weft__wake_source = WEFT_WAKE_FOREIGN;
 
 bool weft__coop_poll_slow(weft_cx_t *cx)
 {
@@ -196,6 +198,7 @@ static weft_task_t *steal_work(weft_worker_t *w)
 		if (t) {
 			counter_add(&w->c.steals, stolen);
 			counter_inc(&w->c.steal_ops);
+			WEFT_PROBE_EVENT(STEAL, 0, v, stolen);
 			return t;
 		}
 	}
@@ -270,6 +273,7 @@ static void park(weft_worker_t *w)
 	now = weft__now_ns();
 	counter_add(&w->c.busy_ns, now - w->busy_since);
 	counter_inc(&w->c.parks);
+	WEFT_PROBE_EVENT(PARK, 0, 0, 0);
 	for (;;) {
 		/* Park inside the driver if nobody else holds it. */
 		if (weft__driver_try_lock(&rt->driver)) {
@@ -300,6 +304,7 @@ static void park(weft_worker_t *w)
 		/* Spurious, or events that woke no task: park again. */
 	}
 	counter_inc(&w->c.unparks);
+	WEFT_PROBE_EVENT(UNPARK, 0, 0, w->searching);
 	w->busy_since = weft__now_ns();
 }
 
@@ -327,6 +332,8 @@ void *weft__worker_main(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	weft__cur_worker = w;
 	weft__cur_rt = rt;
+	weft__wake_source = WEFT_WAKE_TASK;
+	weft__probe_thread_start((uint16_t)w->index);
 	w->busy_since = weft__now_ns();
 
 	/* Acquire: pairs with the release store of shutdown in destroy. */
@@ -346,6 +353,7 @@ void *weft__worker_main(void *arg)
 		park(w);
 	}
 	counter_add(&w->c.busy_ns, weft__now_ns() - w->busy_since);
+	weft__probe_thread_stop();
 	weft__cur_worker = NULL;
 	weft__cur_rt = NULL;
 	return NULL;

@@ -51,7 +51,7 @@ typedef struct weft_runtime_metrics_s {
 	uint64_t blocking_threads_idle; /* ...waiting for a job */
 	uint64_t blocking_threads_peak; /* most alive at once, since start */
 	uint64_t blocking_queue_depth;  /* jobs waiting for a thread */
-	uint64_t blocking_jobs;         /* jobs run to completion, since start */
+	uint64_t blocking_jobs;         /* jobs run and done with, since start */
 	uint64_t timers;                /* timers waiting in the wheel */
 } weft_runtime_metrics_t;
 

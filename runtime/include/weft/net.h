@@ -82,9 +82,8 @@ WEFT_EXTERN int weft_tcp_listen(const char *addr, int backlog,
 				weft_listener_t **out);
 
 /** weft_tcp_listen_addr() - weft_tcp_listen() with a struct sockaddr. */
-WEFT_EXTERN int weft_tcp_listen_addr(const struct sockaddr *addr,
-				     socklen_t len, int backlog,
-				     weft_listener_t **out);
+WEFT_EXTERN int weft_tcp_listen_addr(const struct sockaddr *addr, socklen_t len,
+				     int backlog, weft_listener_t **out);
 
 /**
  * weft_unix_listen() - bind a Unix stream listener on @path and listen.
@@ -111,8 +110,7 @@ WEFT_EXTERN int weft_unix_listen(const char *path, int backlog,
  *
  * Return: WEFT_READY with *status set, or WEFT_PENDING.
  */
-WEFT_EXTERN weft_poll_t weft_listener_accept(weft_listener_t *l,
-					     weft_cx_t *cx,
+WEFT_EXTERN weft_poll_t weft_listener_accept(weft_listener_t *l, weft_cx_t *cx,
 					     weft_stream_t **out, int *status);
 
 /**
@@ -250,10 +248,9 @@ WEFT_EXTERN weft_poll_t weft_stream_write(weft_stream_t *s, weft_cx_t *cx,
  *
  * Return: WEFT_READY with *status set, or WEFT_PENDING.
  */
-WEFT_EXTERN weft_poll_t weft_stream_write_all(weft_stream_t *s,
-					      weft_cx_t *cx, const void *buf,
-					      size_t len, size_t *done,
-					      int *status);
+WEFT_EXTERN weft_poll_t weft_stream_write_all(weft_stream_t *s, weft_cx_t *cx,
+					      const void *buf, size_t len,
+					      size_t *done, int *status);
 
 /**
  * weft_stream_shutdown() - shut down one or both halves of the connection.
@@ -337,8 +334,7 @@ WEFT_EXTERN int weft_udp_connect(weft_udp_t *u, const char *addr);
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_udp_send(weft_udp_t *u, weft_cx_t *cx,
-				      const void *buf, size_t len,
-				      ssize_t *n);
+				      const void *buf, size_t len, ssize_t *n);
 
 /**
  * weft_udp_recv() - receive one datagram (a future).

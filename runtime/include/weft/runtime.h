@@ -88,6 +88,7 @@ typedef struct weft_spawn_s {
 	const char *name;      /* static string, or NULL */
 	const char *file;      /* spawn location (static string) */
 	int line;
+	int kind;              /* 0 a future; 1 a fiber (weft_spawn_fiber) */
 } weft_spawn_t;
 
 /**

@@ -7,10 +7,12 @@
 #include "weft/future.h"
 #include "weft/runtime.h"
 #include "weft/sync.h"
+#include "weft/sync_async.h"
 #include "weft/time.h"
 #include "weft/blocking.h"
 #include "weft/fs.h"
 #include "weft/fiber.h"
+#include "weft/net.h"
 #include "weft/metrics.h"
 
 #endif /* WEFT_H */

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft_mutex_t: a blocking mutex (over pthread_mutex_t) that the probe
+ * watches.  Each lock records where it was taken and by which task; when a
+ * task's poll returns PENDING (or a fiber suspends) while the task holds
+ * one, the probe raises "lock held across await" naming the lock, where it
+ * was taken, the task and how long it has been held.
+ *
+ * This is the C form of holding a std::sync::MutexGuard across .await in
+ * Rust: the worker goes on to run other tasks while the lock stays taken,
+ * so any of them that wants it blocks the worker thread (or deadlocks).
+ * Hold a weft_mutex_t only for short critical sections that do not await;
+ * to hold a lock across an await, use the async mutex (sync_async.h).
+ */
+#ifndef WEFT_MUTEX_H
+#define WEFT_MUTEX_H
+
+#include <pthread.h>
+
+#include "weft/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_mutex_s {
+	pthread_mutex_t lock;           /* private */
+	const char *name;               /* private: static string */
+	const char *file;               /* private: where last taken */
+	int line;                       /* private */
+	uint64_t owner_task;            /* private */
+	uint64_t taken_at;              /* private: probe clock */
+	struct weft_mutex_s *held_next; /* private: the thread's held list */
+} weft_mutex_t;
+
+/** weft_mutex_init() - @name is a static string shown by the tools. */
+WEFT_EXTERN void weft_mutex_init(weft_mutex_t *m, const char *name);
+
+/** weft_mutex_fini() - destroy an unlocked mutex. */
+WEFT_EXTERN void weft_mutex_fini(weft_mutex_t *m);
+
+/** weft_mutex_lock_at() - lock, recording @file and @line. */
+WEFT_EXTERN void weft_mutex_lock_at(weft_mutex_t *m, const char *file,
+				    int line);
+
+/** weft_mutex_trylock_at() - true if taken. */
+WEFT_EXTERN bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file,
+				       int line);
+
+/** weft_mutex_unlock() - unlock (on the thread that locked). */
+WEFT_EXTERN void weft_mutex_unlock(weft_mutex_t *m);
+
+#define weft_mutex_lock(m) weft_mutex_lock_at((m), __FILE__, __LINE__)
+#define weft_mutex_trylock(m) weft_mutex_trylock_at((m), __FILE__, __LINE__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_MUTEX_H */

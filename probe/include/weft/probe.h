@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe: what the runtime did, as events and as the state a collector
+ * thread builds from them (tasks, workers, warnings), for the console, the
+ * recorder and tests.
+ *
+ * Subscribing starts the collector thread (the first subscriber) and, for
+ * a subscriber that asks for events, turns event emission on; the last
+ * unsubscribe turns it off and stops the collector.  Callbacks run on the
+ * collector thread, one at a time; they must not block for long (a slow
+ * subscriber delays the collector, never the runtime: the rings drop and
+ * count what does not fit).
+ *
+ * Timestamps in everything the probe hands out are CLOCK_MONOTONIC
+ * nanoseconds (weft_now_ns()).
+ */
+#ifndef WEFT_PROBE_H
+#define WEFT_PROBE_H
+
+#include "weft/common.h"
+#include "weft/metrics.h"
+#include "weft/probe_events.h"
+#include "weft/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Warning kinds, one X-macro list (names for tools and the protocol). */
+#define WEFT_WARNING_KINDS(X)                                                  \
+	X(LOCK_HELD_ACROSS_AWAIT, 1, "lock-held-across-await")                \
+	X(LONG_POLL, 2, "long-poll")                                          \
+	X(NEVER_YIELDED, 3, "never-yielded")                                  \
+	X(LOST_WAKER, 4, "lost-waker")                                        \
+	X(SELF_WAKES, 5, "self-wakes")                                        \
+	X(LARGE_FUTURE, 6, "large-future")                                    \
+	X(SCHEDULING_DELAY, 7, "scheduling-delay")                            \
+	X(STEAL_STORM, 8, "steal-storm")                                      \
+	X(EVENTS_DROPPED, 9, "events-dropped")                                \
+	X(TINY_TASKS, 10, "tiny-tasks")                                       \
+	X(OVERSUBSCRIBED, 11, "oversubscribed")
+
+typedef enum weft_warning_kind_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_WARN_##name = value,
+	WEFT_WARNING_KINDS(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+	WEFT_WARN_MAX
+} weft_warning_kind_t;
+
+/** weft_warning_kind_name() - "long-poll", ...; "?" if unknown. */
+WEFT_EXTERN const char *weft_warning_kind_name(unsigned kind);
+
+typedef enum weft_task_state_e {
+	WEFT_TASK_IDLE = 0,      /* pending, waiting for a wake */
+	WEFT_TASK_SCHEDULED = 1, /* woken, queued */
+	WEFT_TASK_RUNNING = 2,
+	WEFT_TASK_DONE = 3,
+} weft_task_state_t;
+
+/*
+ * A log-linear histogram of durations in ns: bucket 0 holds values under
+ * 64 ns, then two buckets per power of two up to 2^38 ns (~275 s); larger
+ * values count as outliers (and in max_ns).
+ */
+#define WEFT_HIST_BUCKETS 65
+typedef struct weft_hist_s {
+	uint32_t buckets[WEFT_HIST_BUCKETS];
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t max_ns;
+	uint64_t outliers; /* above the last bucket's range */
+} weft_hist_t;
+
+/** weft_hist_record() - add one value. */
+WEFT_EXTERN void weft_hist_record(weft_hist_t *h, uint64_t ns);
+/** weft_hist_percentile() - the value at @p (0..100), bucket-accurate. */
+WEFT_EXTERN uint64_t weft_hist_percentile(const weft_hist_t *h, double p);
+/** weft_hist_bucket_upper() - the upper bound (ns) of bucket @i. */
+WEFT_EXTERN uint64_t weft_hist_bucket_upper(unsigned i);
+
+/* What the collector knows of one task. */
+typedef struct weft_probe_task_s {
+	uint64_t id;
+	uint64_t parent;
+	const char *name;  /* static string or NULL */
+	const char *file;  /* spawn location (static string) or NULL */
+	uint32_t line;
+	uint32_t state_size;
+	uint8_t kind;      /* 0 future, 1 fiber */
+	uint8_t state;     /* weft_task_state_t */
+	uint16_t last_worker;
+	int32_t status;    /* when done */
+	uint64_t spawned_ns;
+	uint64_t finished_ns; /* 0 while live */
+	uint64_t polls;
+	uint64_t busy_ns;
+	uint64_t scheduled_ns; /* woken, waiting for a worker */
+	uint64_t idle_ns;      /* pending, waiting for a wake */
+	uint64_t wakes;
+	uint64_t self_wakes;
+	uint64_t waker_clones;
+	uint64_t waker_drops;
+	uint64_t max_poll_ns;
+	uint32_t warnings;     /* bit (1 << kind) per warning raised */
+	uint32_t locks_held;   /* weft_mutex_t held when the last poll ended */
+	/* NULL until the task has been polled twice (saves memory). */
+	const weft_hist_t *poll_hist;
+	const weft_hist_t *sched_hist;
+} weft_probe_task_t;
+
+/* What the collector knows of one worker (rates over the last window). */
+typedef struct weft_probe_worker_s {
+	uint16_t index;
+	uint8_t state;         /* 0 polling, 1 searching, 2 parked */
+	uint64_t current_task; /* being polled now, 0 if none */
+	uint64_t poll_started_ns;
+	weft_worker_metrics_t counters;
+	double polls_per_s;
+	double steals_per_s;
+	double steal_rate;     /* tasks stolen / polls, over the window */
+	double busy_ratio;     /* 0..1 over the window */
+	uint64_t mean_poll_ns;
+	uint64_t max_poll_ns;  /* over the window */
+	uint32_t queue_depth;
+	uint64_t stolen_from[64]; /* tasks this worker stole from worker i */
+} weft_probe_worker_t;
+
+typedef struct weft_probe_warning_s {
+	uint64_t seq;
+	uint8_t kind;          /* weft_warning_kind_t */
+	uint16_t worker;
+	uint64_t task;
+	const char *task_name;
+	const char *file;
+	uint32_t line;
+	uint64_t at_ns;
+	uint64_t value_ns;     /* how long (poll, hold, delay), where it applies */
+	char detail[160];      /* human text, e.g. the lock's name and where taken */
+} weft_probe_warning_t;
+
+/* Runtime-wide figures for one collector pass. */
+typedef struct weft_probe_stats_s {
+	uint64_t now_ns;
+	uint64_t start_ns;
+	uint32_t workers;
+	uint64_t live_tasks;
+	uint64_t spawned_tasks;
+	uint64_t global_queue_depth;
+	uint64_t events;        /* drained since start */
+	uint64_t events_dropped;
+	uint64_t warnings;
+	double events_per_s;
+	double polls_per_s;
+	double steals_per_s;
+	const char *clock;      /* how events are stamped */
+} weft_probe_stats_t;
+
+/* One collector pass, as handed to subscribers. */
+typedef struct weft_probe_update_s {
+	const weft_probe_stats_t *stats;
+	const weft_probe_task_t *const *tasks; /* changed (or all, first) */
+	size_t ntasks;
+	const weft_probe_worker_t *workers;
+	size_t nworkers;
+	const weft_probe_warning_t *warnings;  /* new since the last pass */
+	size_t nwarnings;
+	bool full;              /* tasks holds every known task */
+} weft_probe_update_t;
+
+typedef struct weft_probe_sub_s weft_probe_sub_t;
+
+typedef struct weft_probe_sub_opts_s {
+	/* Turn event emission on while subscribed. */
+	bool events;
+	/* Raw events as drained (timestamps already in ns), per ring. */
+	void (*on_events)(void *ctx, const weft_event_t *ev, size_t n);
+	/* After each pass. */
+	void (*on_update)(void *ctx, const weft_probe_update_t *u);
+	void *ctx;
+} weft_probe_sub_opts_t;
+
+/**
+ * weft_probe_subscribe() - listen to the probe.
+ * @opts: what to receive; copied.
+ * @out: receives the subscription.
+ *
+ * The first update a subscriber gets is full (every known task).
+ *
+ * Return: 0; -EINVAL; -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a
+ * build without the probe.
+ */
+WEFT_EXTERN int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
+				     weft_probe_sub_t **out);
+
+/**
+ * weft_probe_unsubscribe() - stop listening.  No callback of @sub runs
+ * after this returns.  Must not be called from one of its callbacks.
+ */
+WEFT_EXTERN void weft_probe_unsubscribe(weft_probe_sub_t *sub);
+
+/**
+ * weft_probe_mark() - emit an application event (kind "mark") into the
+ * trace, attributed to the task being polled, if anyone listens.  Costs
+ * one relaxed load when nobody does.
+ */
+WEFT_EXTERN void weft_probe_mark(uint64_t a1, uint32_t a2);
+
+/** weft_probe_listening() - true while events flow. */
+WEFT_EXTERN bool weft_probe_listening(void);
+
+/**
+ * weft_probe_flush() - make the collector drain and publish now, and wait
+ * until it has (tests use this instead of sleeping).
+ */
+WEFT_EXTERN void weft_probe_flush(void);
+
+/* Thresholds, read from the environment when the collector starts. */
+typedef struct weft_probe_config_s {
+	uint64_t long_poll_ns;        /* WEFT_LONG_POLL (ms), default 10 ms */
+	uint64_t sched_delay_ns;      /* WEFT_SCHED_DELAY (ms), default 50 ms */
+	uint64_t interval_ns;         /* collector pass, default 20 ms */
+	uint64_t retain_ns;           /* finished tasks kept, default 6 s */
+	size_t ring_capacity;         /* events per thread ring */
+	uint32_t large_future_bytes;  /* default 1024 */
+} weft_probe_config_t;
+
+/** weft_probe_config() - the thresholds in force. */
+WEFT_EXTERN void weft_probe_config(weft_probe_config_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_PROBE_H */

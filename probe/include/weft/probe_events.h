@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's event kinds, as one X-macro list: the C enum, the names the
+ * tools print and the wire protocol's mapping all come from here, so they
+ * cannot drift.  X(NAME, value, "label", "what the fields mean").
+ *
+ * Every event is one fixed-size record (weft_event_t): a timestamp, the
+ * task it concerns (0 if none), two kind-specific arguments and the
+ * emitting worker (0xffff for a thread that is not a worker).
+ */
+#ifndef WEFT_PROBE_EVENTS_H
+#define WEFT_PROBE_EVENTS_H
+
+#include <stdint.h>
+
+#include "weft/common.h"
+
+#define WEFT_EVENT_KINDS(X)                                                    \
+	X(SPAWN, 1, "spawn", "a1=parent task, a2=kind")                       \
+	X(SPAWN_INFO, 2, "spawn-info",                                        \
+	  "a1=name (static string), a2=state size; follows SPAWN")            \
+	X(SPAWN_LOC, 3, "spawn-loc",                                          \
+	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
+	X(POLL, 4, "poll", "ts=end, a1=duration, a2=result (1 READY)")      \
+	X(WAKE, 5, "wake",                                                    \
+	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")           \
+	X(WAKER_CLONE, 6, "waker-clone", "")                                  \
+	X(WAKER_DROP, 7, "waker-drop", "")                                    \
+	X(SCHEDULE, 8, "schedule", "a2=where the task went")                  \
+	X(STEAL, 9, "steal", "a1=victim worker, a2=tasks stolen")             \
+	X(PARK, 10, "park", "a2=where (futex or driver)")                     \
+	X(UNPARK, 11, "unpark", "a2=reason")                                  \
+	X(OVERFLOW, 12, "overflow", "a2=tasks moved to the global queue")     \
+	X(COMPLETE, 13, "complete", "a2=status")                              \
+	X(LOCK_ACQUIRE, 14, "lock-acquire",                                   \
+	  "a1=lock, a2=wait ns")                                              \
+	X(LOCK_RELEASE, 15, "lock-release", "a1=lock, a2=held ns")            \
+	X(LOCK_HELD_PENDING, 16, "lock-held-across-await",                    \
+	  "a1=lock, a2=held ns so far")                                       \
+	X(BLOCKING_START, 17, "blocking-start", "a1=job")                     \
+	X(BLOCKING_END, 18, "blocking-end", "a1=job, a2=duration ns")         \
+	X(TIMER_FIRE, 19, "timer-fire", "a2=timers fired")                    \
+	X(IO_READY, 20, "io-ready", "a1=fd, a2=readiness")                    \
+	X(GLOBAL_DEPTH, 21, "global-depth",                                   \
+	  "a2=global queue depth (sampled)")                                  \
+	X(LOCAL_DEPTH, 22, "local-depth",                                     \
+	  "a2=local queue depth (sampled)")                                   \
+	X(LOCK_SITE, 23, "lock-site",                                         \
+	  "a1=file where taken (static string), a2=line; follows a LOCK_*")   \
+	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own")
+
+typedef enum weft_event_kind_e {
+#define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
+	WEFT_EVENT_KINDS(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+	WEFT_EV_MAX
+} weft_event_kind_t;
+
+/* Sources of a wake (WEFT_EV_WAKE a2). */
+#define WEFT_WAKE_SOURCES(X)                                                   \
+	X(SELF, 0, "self")                                                    \
+	X(TASK, 1, "task")                                                    \
+	X(IO, 2, "io")                                                        \
+	X(TIMER, 3, "timer")                                                  \
+	X(FOREIGN, 4, "foreign")                                              \
+	X(BLOCKING, 5, "blocking")
+
+/* Set in a WAKE's a2 when the waker was consumed (wake, not wake_by_ref). */
+#define WEFT_WAKE_BY_VAL 0x100u
+
+typedef enum weft_wake_source_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_WAKE_##name = value,
+	WEFT_WAKE_SOURCES(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+} weft_wake_source_t;
+
+/* Where a scheduled task went (WEFT_EV_SCHEDULE a2). */
+#define WEFT_SCHED_WHERES(X)                                                   \
+	X(LIFO, 0, "lifo")                                                    \
+	X(LOCAL, 1, "local")                                                  \
+	X(YIELD, 2, "yield")                                                  \
+	X(GLOBAL, 3, "global")
+
+typedef enum weft_sched_where_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_SCHED_##name = value,
+	WEFT_SCHED_WHERES(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+} weft_sched_where_t;
+
+#define WEFT_EVENT_NO_WORKER 0xffffu
+
+/* One event: 32 bytes. */
+typedef struct weft_event_s {
+	uint64_t ts;      /* raw clock (TSC ticks or ns): see the collector */
+	uint64_t task;    /* task id, 0 for none */
+	uint64_t a1;
+	uint32_t a2;
+	uint16_t worker;  /* emitting worker, or WEFT_EVENT_NO_WORKER */
+	uint8_t kind;     /* weft_event_kind_t */
+	uint8_t flags;
+} weft_event_t;
+
+_Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
+
+/** weft_event_kind_name() - "poll", "wake", ...; "?" for an unknown kind. */
+WEFT_EXTERN const char *weft_event_kind_name(unsigned kind);
+
+#endif /* WEFT_PROBE_EVENTS_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's clock.  Where the CPU's TSC is invariant (CPUID
+ * 0x80000007 EDX bit 8: constant rate, runs through C-states) events are
+ * stamped with rdtsc, a few cycles; elsewhere with clock_gettime().
+ *
+ * Raw TSC values become CLOCK_MONOTONIC nanoseconds as
+ * base_ns + (raw - base_tsc) / ticks_per_ns.  The base pair is sampled at
+ * start-up and the rate is measured first over ~2 ms, then refined by the
+ * collector over an ever longer baseline (so it converges).  Only the
+ * collector thread converts or calibrates after start-up; init runs once
+ * under the probe's start lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "probe_internal.h"
+
+bool weft__probe_use_tsc;
+
+static uint64_t base_tsc;
+static uint64_t base_ns;
+static double ticks_per_ns = 1.0;
+static char describe[96] = "clock_gettime(CLOCK_MONOTONIC)";
+
+uint64_t weft__probe_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+static bool tsc_invariant(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
+		return false;
+	__get_cpuid(0x80000007, &a, &b, &c, &d);
+	return (d >> 8) & 1;
+}
+
+static uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+/* WEFT_PROBE_CLOCK=monotonic forces clock_gettime() (for comparison). */
+static bool getenv_tsc_disabled(void)
+{
+	const char *s = getenv("WEFT_PROBE_CLOCK");
+
+	return s && strcmp(s, "monotonic") == 0;
+}
+
+void weft__probe_clock_calibrate(void)
+{
+#if defined(__x86_64__)
+	uint64_t ns, tsc;
+
+	if (!weft__probe_use_tsc)
+		return;
+	ns = weft__probe_clock_ns();
+	tsc = rdtsc();
+	if (ns > base_ns + 1000000)
+		ticks_per_ns = (double)(tsc - base_tsc) / (double)(ns - base_ns);
+	snprintf(describe, sizeof(describe), "tsc %.3f GHz (invariant)",
+		 ticks_per_ns);
+#endif
+}
+
+void weft__probe_clock_init(void)
+{
+#if defined(__x86_64__)
+	if (getenv_tsc_disabled())
+		return;
+	if (!tsc_invariant())
+		return;
+	base_ns = weft__probe_clock_ns();
+	base_tsc = rdtsc();
+	/* A first rate over ~2 ms; the collector refines it. */
+	while (weft__probe_clock_ns() < base_ns + 2000000)
+		;
+	weft__probe_use_tsc = true;
+	weft__probe_clock_calibrate();
+#endif
+}
+
+uint64_t weft__probe_clock_to_ns(uint64_t raw)
+{
+	if (!weft__probe_use_tsc)
+		return raw;
+	if (raw >= base_tsc)
+		return base_ns + (uint64_t)((double)(raw - base_tsc) / ticks_per_ns);
+	return base_ns - (uint64_t)((double)(base_tsc - raw) / ticks_per_ns);
+}
+
+const char *weft__probe_clock_describe(void)
+{
+	return describe;
+}

@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's passes: drain every ring, order the events by time,
+ * fold them into per-task and per-worker state, raise warnings, and hand
+ * the changes to the subscribers.  Runs on the collector thread with
+ * probe.lock held (see probe.c).
+ *
+ * Task state from events.  POLL records are stamped at the end of the poll
+ * and carry its duration, so each ring is in time order and a k-way merge
+ * (here: a sort) orders the batch.  A WAKE that arrives while the task is
+ * already scheduled may have happened during its poll; if the poll then
+ * returns PENDING, the task stays scheduled from that wake on.
+ *
+ * Memory is bounded: finished tasks are dropped after retain_ns, warnings
+ * are a ring of WARN_KEEP, histograms are allocated for tasks polled more
+ * than once and have a fixed number of buckets.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector_internal.h"
+
+/* ------------------------------------------------------------ histogram */
+
+static unsigned hist_index(uint64_t ns)
+{
+	unsigned e;
+
+	if (ns < 64)
+		return 0;
+	e = 63 - (unsigned)__builtin_clzll(ns); /* 6 .. */
+	if (e >= 38)
+		return WEFT_HIST_BUCKETS; /* outlier */
+	return 1 + (e - 6) * 2 + (unsigned)((ns >> (e - 1)) & 1);
+}
+
+uint64_t weft_hist_bucket_upper(unsigned i)
+{
+	unsigned e;
+
+	if (i == 0)
+		return 64;
+	e = 6 + (i - 1) / 2;
+	return (i - 1) % 2 ? (1ull << (e + 1)) : (3ull << (e - 1));
+}
+
+void weft_hist_record(weft_hist_t *h, uint64_t ns)
+{
+	unsigned i = hist_index(ns);
+
+	if (i >= WEFT_HIST_BUCKETS)
+		h->outliers++;
+	else
+		h->buckets[i]++;
+	h->count++;
+	h->sum_ns += ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
+uint64_t weft_hist_percentile(const weft_hist_t *h, double p)
+{
+	uint64_t want, seen = 0;
+
+	if (!h->count)
+		return 0;
+	want = (uint64_t)((p / 100.0) * (double)h->count + 0.5);
+	if (want == 0)
+		want = 1;
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++) {
+		seen += h->buckets[i];
+		if (seen >= want) {
+			uint64_t up = weft_hist_bucket_upper(i);
+
+			return up < h->max_ns ? up : h->max_ns;
+		}
+	}
+	return h->max_ns;
+}
+
+/* ---------------------------------------------------------------- tasks */
+
+static size_t hash_of(const struct probe *p, uint64_t id)
+{
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) &
+	       (p->table_size - 1);
+}
+
+static void table_grow(struct probe *p)
+{
+	size_t nsize = p->table_size * 2;
+	task_rec_t **nt = calloc(nsize, sizeof(*nt));
+	size_t osize = p->table_size;
+	task_rec_t **ot = p->table;
+
+	if (!nt)
+		return; /* keep the longer chains */
+	p->table = nt;
+	p->table_size = nsize;
+	for (size_t i = 0; i < osize; i++) {
+		task_rec_t *t = ot[i];
+
+		while (t) {
+			task_rec_t *next = t->hnext;
+			size_t h = hash_of(p, t->pub.id);
+
+			t->hnext = nt[h];
+			nt[h] = t;
+			t = next;
+		}
+	}
+	free(ot);
+}
+
+static task_rec_t *task_find(struct probe *p, uint64_t id)
+{
+	task_rec_t *t = p->table[hash_of(p, id)];
+
+	while (t && t->pub.id != id)
+		t = t->hnext;
+	return t;
+}
+
+static task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
+{
+	task_rec_t *t = task_find(p, id);
+	size_t h;
+
+	if (t || id == 0)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->pub.id = id;
+	t->pub.spawned_ns = now;
+	t->pub.state = WEFT_TASK_IDLE;
+	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
+	t->idle_since = now;
+	if (p->ntasks >= p->table_size)
+		table_grow(p);
+	h = hash_of(p, id);
+	t->hnext = p->table[h];
+	p->table[h] = t;
+	p->ntasks++;
+	return t;
+}
+
+static void task_changed(struct probe *p, task_rec_t *t)
+{
+	if (!t->changed) {
+		t->changed = true;
+		t->cnext = p->changed;
+		p->changed = t;
+	}
+}
+
+static void task_free(struct probe *p, task_rec_t *t)
+{
+	task_rec_t **pp = &p->table[hash_of(p, t->pub.id)];
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = t->hnext;
+	p->ntasks--;
+	free(t->hist);
+	free(t);
+}
+
+static weft_hist_t *task_hist(task_rec_t *t)
+{
+	if (!t->hist) {
+		t->hist = calloc(2, sizeof(*t->hist));
+		if (t->hist) {
+			t->pub.poll_hist = &t->hist[0];
+			t->pub.sched_hist = &t->hist[1];
+		}
+	}
+	return t->hist;
+}
+
+/* ------------------------------------------------------------- warnings */
+
+static void warn(struct probe *p, uint8_t kind, const task_rec_t *t,
+		 uint16_t worker, uint64_t at, uint64_t value,
+		 const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static void warn(struct probe *p, uint8_t kind, const task_rec_t *t,
+		 uint16_t worker, uint64_t at, uint64_t value, const char *fmt,
+		 ...)
+{
+	weft_probe_warning_t *w = &p->warnings[p->warn_seq % WARN_KEEP];
+	va_list ap;
+
+	memset(w, 0, sizeof(*w));
+	w->seq = ++p->warn_seq;
+	w->kind = kind;
+	w->worker = worker;
+	w->at_ns = at;
+	w->value_ns = value;
+	if (t) {
+		w->task = t->pub.id;
+		w->task_name = t->pub.name;
+		w->file = t->pub.file;
+		w->line = t->pub.line;
+	}
+	va_start(ap, fmt);
+	vsnprintf(w->detail, sizeof(w->detail), fmt, ap);
+	va_end(ap);
+}
+
+static void warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
+		      uint16_t worker, uint64_t at, uint64_t value,
+		      const char *detail)
+{
+	t->pub.warnings |= 1u << kind;
+	task_changed(p, t);
+	warn(p, kind, t, worker, at, value, "%s", detail);
+}
+
+/* --------------------------------------------------------------- events */
+
+/* Pending lock-held records waiting for their LOCK_SITE. */
+struct lock_pending {
+	task_rec_t *t;
+	const char *name;
+	uint64_t held_ns;
+	uint64_t at;
+	uint16_t worker;
+	bool valid;
+};
+
+static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
+	weft_hist_t *h;
+
+	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
+	    start >= t->woken_at) {
+		uint64_t delay = start - t->woken_at;
+
+		t->pub.scheduled_ns += delay;
+		if (t->pub.polls >= 1 && (h = task_hist(t)))
+			weft_hist_record(&h[1], delay);
+		if (delay > p->config.sched_delay_ns &&
+		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
+			char d[96];
+
+			t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+			snprintf(d, sizeof(d),
+				 "woken, then waited %.1f ms for a worker",
+				 (double)delay / 1e6);
+			warn_task(p, WEFT_WARN_SCHEDULING_DELAY, t, ev->worker,
+				  start, delay, d);
+		}
+	}
+	t->pub.polls++;
+	t->pub.busy_ns += dur;
+	t->pub.last_worker = ev->worker;
+	if (dur > t->pub.max_poll_ns)
+		t->pub.max_poll_ns = dur;
+	if (t->pub.polls >= 2 && (h = task_hist(t)))
+		weft_hist_record(&h[0], dur);
+	if (ev->worker < MAX_PROBE_WORKERS &&
+	    dur > p->worker_max_poll[ev->worker])
+		p->worker_max_poll[ev->worker] = dur;
+
+	if (dur >= p->config.long_poll_ns &&
+	    ev->ts > t->last_long_warn + 1000000000u) {
+		char d[128];
+
+		t->last_long_warn = ev->ts;
+		snprintf(d, sizeof(d),
+			 "one poll ran %.1f ms and blocked worker %u",
+			 (double)dur / 1e6, ev->worker);
+		warn_task(p, WEFT_WARN_LONG_POLL, t, ev->worker, start, dur, d);
+	}
+
+	if (ev->a2 & 1) {
+		t->pub.state = WEFT_TASK_DONE;
+		if (dur < 2000 && t->pub.polls == 1)
+			p->tiny_count++;
+	} else if (t->wake_in_poll >= start) {
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = t->wake_in_poll;
+	} else {
+		t->pub.state = WEFT_TASK_IDLE;
+		t->idle_since = ev->ts;
+		t->lost_check_at = 0;
+	}
+	t->wake_in_poll = 0;
+	task_changed(p, t);
+}
+
+static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	(void)p;
+	t->pub.wakes++;
+	if (ev->a1 == t->pub.id)
+		t->pub.self_wakes++;
+	if (ev->a2 & WEFT_WAKE_BY_VAL)
+		t->outstanding--;
+	if (t->pub.state == WEFT_TASK_IDLE) {
+		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
+							  : 0;
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = ev->ts;
+	} else if (t->pub.state == WEFT_TASK_SCHEDULED) {
+		t->wake_in_poll = ev->ts;
+	}
+	if (t->pub.wakes >= 16 && t->pub.self_wakes * 2 > t->pub.wakes &&
+	    !(t->once & (1u << WEFT_WARN_SELF_WAKES))) {
+		char d[96];
+
+		t->once |= 1u << WEFT_WARN_SELF_WAKES;
+		snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
+			 (unsigned long long)t->pub.self_wakes,
+			 (unsigned long long)t->pub.wakes);
+		warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker, ev->ts, 0, d);
+	}
+	task_changed(p, t);
+}
+
+static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	t->pub.state = WEFT_TASK_DONE;
+	t->pub.status = (int32_t)ev->a2;
+	t->pub.finished_ns = ev->ts;
+	if (!t->in_done) {
+		t->in_done = true;
+		t->dnext = NULL;
+		if (p->done_tail)
+			p->done_tail->dnext = t;
+		else
+			p->done_head = t;
+		p->done_tail = t;
+	}
+	task_changed(p, t);
+}
+
+static void process(struct probe *p, const weft_event_t *ev,
+		    struct lock_pending *lp, task_rec_t **last_spawn)
+{
+	task_rec_t *t = NULL;
+
+	if (ev->task && ev->kind != WEFT_EV_STEAL)
+		t = task_get(p, ev->task, ev->ts);
+	switch (ev->kind) {
+	case WEFT_EV_SPAWN:
+		if (!t)
+			break;
+		t->seen_spawn = true;
+		t->pub.parent = ev->a1;
+		t->pub.kind = (uint8_t)ev->a2;
+		t->pub.spawned_ns = ev->ts;
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = ev->ts;
+		*last_spawn = t;
+		task_changed(p, t);
+		break;
+	case WEFT_EV_SPAWN_INFO:
+		if (!t)
+			break;
+		t->pub.name = (const char *)(uintptr_t)ev->a1;
+		t->pub.state_size = ev->a2;
+		if (ev->a2 >= p->config.large_future_bytes) {
+			char d[96];
+
+			snprintf(d, sizeof(d), "its future's state is %u bytes",
+				 ev->a2);
+			warn_task(p, WEFT_WARN_LARGE_FUTURE, t, ev->worker,
+				  ev->ts, 0, d);
+		}
+		break;
+	case WEFT_EV_SPAWN_LOC:
+		if (!t)
+			break;
+		t->pub.file = (const char *)(uintptr_t)ev->a1;
+		t->pub.line = ev->a2;
+		/* LARGE_FUTURE was raised before the location was known. */
+		if (t->pub.warnings & (1u << WEFT_WARN_LARGE_FUTURE)) {
+			weft_probe_warning_t *w =
+				&p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+
+			if (w->task == t->pub.id) {
+				w->file = t->pub.file;
+				w->line = t->pub.line;
+			}
+		}
+		break;
+	case WEFT_EV_POLL:
+		if (t)
+			on_poll(p, t, ev);
+		break;
+	case WEFT_EV_WAKE:
+		if (t)
+			on_wake(p, t, ev);
+		break;
+	case WEFT_EV_WAKER_CLONE:
+		if (t) {
+			t->pub.waker_clones++;
+			t->outstanding++;
+		}
+		break;
+	case WEFT_EV_WAKER_DROP:
+		if (t) {
+			t->pub.waker_drops++;
+			t->outstanding--;
+		}
+		break;
+	case WEFT_EV_COMPLETE:
+		if (t)
+			on_complete(p, t, ev);
+		break;
+	case WEFT_EV_STEAL:
+		if (ev->worker < MAX_PROBE_WORKERS && ev->a1 < 64)
+			p->workers[ev->worker].stolen_from[ev->a1] += ev->a2;
+		break;
+	case WEFT_EV_LOCK_HELD_PENDING:
+		if (!t)
+			break;
+		lp->valid = true;
+		lp->t = t;
+		lp->name = (const char *)(uintptr_t)ev->a1;
+		lp->held_ns = (uint64_t)ev->a2 * 1000u;
+		lp->at = ev->ts;
+		lp->worker = ev->worker;
+		t->pub.locks_held++;
+		break;
+	case WEFT_EV_LOCK_SITE:
+		if (lp->valid) {
+			char d[160];
+
+			snprintf(d, sizeof(d),
+				 "held lock \"%s\" (taken at %s:%u) across an "
+				 "await, %.2f ms so far",
+				 lp->name ? lp->name : "?",
+				 ev->a1 ? (const char *)(uintptr_t)ev->a1 : "?",
+				 ev->a2, (double)lp->held_ns / 1e6);
+			warn_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, lp->t,
+				  lp->worker, lp->at, lp->held_ns, d);
+			lp->valid = false;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const weft_event_t *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Drains every ring into p->batch; frees the rings of threads gone. */
+static size_t drain(struct probe *p)
+{
+	ring_entry_t **pp = &p->rings;
+	size_t n = 0;
+	unsigned segments = 0;
+
+	p->busy = false;
+	while (*pp) {
+		ring_entry_t *e = *pp;
+		/* Acquire: pairs with ring_orphan(); all its pushes are in. */
+		bool orphan = load_acquire(&e->orphan);
+		size_t cap = weft__ring_capacity(&e->ring), got;
+		uint64_t drops;
+
+		if (p->batch_cap < n + cap) {
+			size_t ncap = (n + cap) * 2;
+			weft_event_t *nb = realloc(p->batch, ncap * sizeof(*nb));
+
+			if (!nb)
+				break;
+			p->batch = nb;
+			p->batch_cap = ncap;
+		}
+		got = weft__ring_consume(&e->ring, p->batch + n, cap);
+		if (got > cap / 4)
+			p->busy = true;
+		if (got)
+			segments++;
+		n += got;
+		drops = weft__ring_drops(&e->ring);
+		p->drops_total += drops - e->drops_seen;
+		e->drops_seen = drops;
+		if (orphan) {
+			*pp = e->next;
+			weft__ring_fini(&e->ring);
+			free(e);
+			continue;
+		}
+		pp = &e->next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		weft_event_t *ev = &p->batch[i];
+		uint64_t end = weft__probe_clock_to_ns(ev->ts);
+
+		if (ev->kind == WEFT_EV_POLL || ev->kind == WEFT_EV_BLOCKING_END)
+			ev->a1 = end - weft__probe_clock_to_ns(ev->ts - ev->a1);
+		ev->ts = end;
+	}
+	if (segments > 1)
+		qsort(p->batch, n, sizeof(*p->batch), ev_cmp);
+	return n;
+}
+
+/* -------------------------------------------------------------- workers */
+
+static void sample_workers(struct probe *p, uint64_t now)
+{
+	weft_runtime_t *rt = p->rt;
+	unsigned n, pos, old;
+	double steal_mean = 0;
+
+	if (!rt) {
+		p->stats.workers = 0;
+		return;
+	}
+	n = weft_runtime_workers(rt);
+	if (n > MAX_PROBE_WORKERS)
+		n = MAX_PROBE_WORKERS;
+	p->stats.workers = n;
+	pos = p->window_pos;
+	old = p->window_fill < WINDOW ? 0 : (pos + 1) % WINDOW;
+	for (unsigned i = 0; i < n; i++) {
+		weft_probe_worker_t *w = &p->workers[i];
+		worker_window_t *cur = &p->window[i][pos];
+		worker_window_t *o = &p->window[i][old];
+		weft_worker_t *rw = &rt->workers[i];
+		double dt;
+		uint64_t polls, task, started;
+
+		weft_worker_metrics(rt, i, &cur->m);
+		cur->at_ns = now;
+		w->index = (uint16_t)i;
+		w->counters = cur->m;
+		w->queue_depth = cur->m.local_queue_depth;
+		dt = (double)(now - o->at_ns) / 1e9;
+		polls = cur->m.polls - o->m.polls;
+		if (p->window_fill > 0 && dt > 0) {
+			w->polls_per_s = (double)polls / dt;
+			w->steals_per_s = (double)(cur->m.steals - o->m.steals) /
+					  dt;
+			w->steal_rate = polls ? (double)(cur->m.steals -
+							 o->m.steals) /
+							(double)polls
+					      : 0;
+			w->busy_ratio = (double)(cur->m.busy_ns - o->m.busy_ns) /
+					(dt * 1e9);
+			if (w->busy_ratio > 1)
+				w->busy_ratio = 1;
+		}
+		w->max_poll_ns = p->worker_max_poll[i];
+		/* Relaxed: the worker's published current poll (a hint). */
+		task = load_relaxed(&rw->probe_task);
+		started = load_relaxed(&rw->probe_poll_start);
+		w->current_task = task;
+		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) : 0;
+		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;
+		if (task && w->poll_started_ns &&
+		    now > w->poll_started_ns + p->config.long_poll_ns &&
+		    p->worker_yield_warned[i] != started) {
+			task_rec_t *t = task_get(p, task, now);
+			char d[128];
+
+			p->worker_yield_warned[i] = started;
+			snprintf(d, sizeof(d),
+				 "still in one poll after %.1f ms: worker %u is "
+				 "blocked",
+				 (double)(now - w->poll_started_ns) / 1e6, i);
+			if (t)
+				warn_task(p, WEFT_WARN_NEVER_YIELDED, t,
+					  (uint16_t)i, w->poll_started_ns,
+					  now - w->poll_started_ns, d);
+		}
+		steal_mean += w->steal_rate;
+	}
+	steal_mean /= n ? n : 1;
+	for (unsigned i = 0; i < n && n > 1; i++) {
+		weft_probe_worker_t *w = &p->workers[i];
+
+		if (w->steals_per_s > 10000 && w->steal_rate > 0.2 &&
+		    w->steal_rate > 3 * steal_mean / n * n &&
+		    w->steal_rate > 2 * steal_mean &&
+		    now > p->worker_storm_warned[i] + 5000000000u) {
+			char d[128];
+
+			p->worker_storm_warned[i] = now;
+			snprintf(d, sizeof(d),
+				 "steal rate %.2f (mean %.2f), %.0f steals/s",
+				 w->steal_rate, steal_mean, w->steals_per_s);
+			warn(p, WEFT_WARN_STEAL_STORM, NULL, (uint16_t)i, now, 0,
+			     "%s", d);
+		}
+	}
+	if (!p->oversub_warned) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		p->oversub_warned = true;
+		if (cpus > 0 && n > (unsigned)cpus)
+			warn(p, WEFT_WARN_OVERSUBSCRIBED, NULL,
+			     WEFT_EVENT_NO_WORKER, now, 0,
+			     "%u workers on %ld CPUs: expect lower throughput",
+			     n, cpus);
+	}
+	p->window_pos = (pos + 1) % WINDOW;
+	if (p->window_fill < WINDOW)
+		p->window_fill++;
+}
+
+/* -------------------------------------------------------------- the pass */
+
+static void check_idle_tasks(struct probe *p, uint64_t now)
+{
+	for (size_t i = 0; i < p->table_size; i++) {
+		for (task_rec_t *t = p->table[i]; t; t = t->hnext) {
+			if (t->pub.state != WEFT_TASK_IDLE || !t->seen_spawn ||
+			    t->outstanding > 0 || t->pub.polls == 0 ||
+			    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
+				continue;
+			if (!t->lost_check_at) {
+				t->lost_check_at = now;
+				continue;
+			}
+			if (now - t->lost_check_at < 1000000000u)
+				continue;
+			t->once |= 1u << WEFT_WARN_LOST_WAKER;
+			warn_task(p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker,
+				  now, now - t->idle_since,
+				  "pending with no waker left: it will never be "
+				  "polled again");
+		}
+	}
+}
+
+static void retire(struct probe *p, uint64_t now)
+{
+	while (p->done_head &&
+	       p->done_head->pub.finished_ns + p->config.retain_ns < now) {
+		task_rec_t *t = p->done_head;
+
+		p->done_head = t->dnext;
+		if (!p->done_head)
+			p->done_tail = NULL;
+		if (t->changed)
+			continue; /* freed after publishing, next pass */
+		task_free(p, t);
+	}
+}
+
+static void publish(struct probe *p, uint64_t now)
+{
+	const weft_probe_task_t **changed = NULL, **all = NULL;
+	size_t nchanged = 0, nall = 0, nwarn;
+	const weft_probe_warning_t *warns;
+	weft_probe_warning_t *tmp = NULL;
+	bool need_all = false;
+
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
+		need_all |= s->need_full && s->opts.on_update;
+	for (task_rec_t *t = p->changed; t; t = t->cnext)
+		nchanged++;
+	changed = malloc((nchanged + 1) * sizeof(*changed));
+	nchanged = 0;
+	for (task_rec_t *t = p->changed; t && changed; t = t->cnext)
+		changed[nchanged++] = &t->pub;
+	if (need_all) {
+		all = malloc((p->ntasks + 1) * sizeof(*all));
+		for (size_t i = 0; all && i < p->table_size; i++)
+			for (task_rec_t *t = p->table[i]; t; t = t->hnext)
+				all[nall++] = &t->pub;
+	}
+
+	/* The warnings raised since the last publish, oldest first. */
+	nwarn = (size_t)(p->warn_seq - p->warn_seq_published);
+	if (nwarn > WARN_KEEP)
+		nwarn = WARN_KEEP;
+	tmp = nwarn ? malloc(nwarn * sizeof(*tmp)) : NULL;
+	for (size_t i = 0; tmp && i < nwarn; i++)
+		tmp[i] = p->warnings[(p->warn_seq - nwarn + i) % WARN_KEEP];
+	warns = tmp;
+	p->warn_seq_published = p->warn_seq;
+
+	p->stats.now_ns = now;
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next) {
+		weft_probe_update_t u = {
+			.stats = &p->stats,
+			.workers = p->workers,
+			.nworkers = p->stats.workers,
+			.warnings = warns,
+			.nwarnings = tmp ? nwarn : 0,
+		};
+
+		if (!s->opts.on_update)
+			continue;
+		if (s->need_full && all) {
+			u.tasks = all;
+			u.ntasks = nall;
+			u.full = true;
+			s->need_full = false;
+		} else {
+			u.tasks = changed;
+			u.ntasks = changed ? nchanged : 0;
+		}
+		s->opts.on_update(s->opts.ctx, &u);
+	}
+	free(tmp);
+	free(all);
+	free(changed);
+	while (p->changed) {
+		task_rec_t *t = p->changed;
+
+		p->changed = t->cnext;
+		t->changed = false;
+		t->cnext = NULL;
+		/* Finished and past retention while it waited to be sent. */
+		if (t->in_done && t->pub.finished_ns + p->config.retain_ns < now &&
+		    t != p->done_head && !t->dnext && t != p->done_tail)
+			task_free(p, t);
+	}
+}
+
+void weft__collector_pass(struct probe *p, uint64_t now)
+{
+	struct lock_pending lp = { 0 };
+	task_rec_t *last_spawn = NULL;
+	size_t n;
+	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
+	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
+
+	weft__probe_clock_calibrate();
+	n = drain(p);
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
+		if (s->opts.events && s->opts.on_events && n)
+			s->opts.on_events(s->opts.ctx, p->batch, n);
+	for (size_t i = 0; i < n; i++)
+		process(p, &p->batch[i], &lp, &last_spawn);
+	p->events_total += n;
+
+	for (unsigned i = 0; i < p->stats.workers; i++) {
+		polls0 += p->workers[i].counters.polls;
+		steals0 += p->workers[i].counters.steals;
+	}
+	sample_workers(p, now);
+	for (unsigned i = 0; i < p->stats.workers; i++) {
+		polls1 += p->workers[i].counters.polls;
+		steals1 += p->workers[i].counters.steals;
+	}
+	if (p->passes % 10 == 0)
+		check_idle_tasks(p, now);
+	if (p->drops_total > p->drops_warned_at &&
+	    now > p->stats.now_ns + 0) {
+		warn(p, WEFT_WARN_EVENTS_DROPPED, NULL, WEFT_EVENT_NO_WORKER,
+		     now, 0,
+		     "%llu events dropped so far: the collector fell behind",
+		     (unsigned long long)p->drops_total);
+		p->drops_warned_at = p->drops_total * 2;
+	}
+	if (p->tiny_count > 10000 && now > p->tiny_warned_at + 10000000000ull) {
+		p->tiny_warned_at = now;
+		warn(p, WEFT_WARN_TINY_TASKS, NULL, WEFT_EVENT_NO_WORKER, now,
+		     0,
+		     "%llu tasks ran one poll under 2 us: spawning costs more "
+		     "than their work; batch them",
+		     (unsigned long long)p->tiny_count);
+		p->tiny_count = 0;
+	}
+
+	if (p->rt) {
+		weft_runtime_metrics_t m;
+
+		weft_runtime_metrics(p->rt, &m);
+		p->stats.live_tasks = m.live_tasks;
+		p->stats.spawned_tasks = m.spawned_tasks;
+		p->stats.global_queue_depth = m.global_queue_depth;
+	}
+	p->stats.events = p->events_total;
+	p->stats.events_dropped = p->drops_total;
+	p->stats.warnings = p->warn_seq;
+	p->stats.clock = weft__probe_clock_describe();
+	if (dt_ns) {
+		double dt = (double)dt_ns / 1e9;
+
+		p->stats.events_per_s = (double)n / dt;
+		p->stats.polls_per_s = (double)(polls1 - polls0) / dt;
+		p->stats.steals_per_s = (double)(steals1 - steals0) / dt;
+	}
+	p->last_pass_ns = now;
+	retire(p, now);
+	publish(p, now);
+}
+
+uint64_t weft__collector_interval(struct probe *p)
+{
+	/* Drain sooner while rings fill fast. */
+	return p->busy ? p->config.interval_ns / 8 : p->config.interval_ns;
+}
+
+int weft__collector_start(struct probe *p)
+{
+	p->table_size = 1024;
+	p->table = calloc(p->table_size, sizeof(*p->table));
+	if (!p->table)
+		return -ENOMEM;
+	p->ntasks = 0;
+	p->stats.start_ns = weft__probe_clock_ns();
+	p->last_pass_ns = 0;
+	p->window_fill = 0;
+	p->window_pos = 0;
+	return 0;
+}
+
+void weft__collector_stop(struct probe *p)
+{
+	for (size_t i = 0; i < p->table_size; i++) {
+		task_rec_t *t = p->table[i];
+
+		while (t) {
+			task_rec_t *next = t->hnext;
+
+			free(t->hist);
+			free(t);
+			t = next;
+		}
+	}
+	free(p->table);
+	p->table = NULL;
+	p->table_size = 0;
+	p->ntasks = 0;
+	p->changed = NULL;
+	p->done_head = p->done_tail = NULL;
+	free(p->batch);
+	p->batch = NULL;
+	p->batch_cap = 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's state: shared by probe.c (plumbing, thread) and
+ * collector.c (the passes).  Everything here is guarded by probe.lock and
+ * touched only by the collector thread and by subscribe/unsubscribe.
+ */
+#ifndef WEFT_COLLECTOR_INTERNAL_H
+#define WEFT_COLLECTOR_INTERNAL_H
+
+#include <pthread.h>
+
+#include "weft/probe.h"
+
+#include "probe_internal.h"
+#include "runtime_internal.h"
+
+typedef struct ring_entry_s {
+	weft_ring_t ring;
+	uint16_t worker;
+	_Atomic bool orphan; /* the thread is gone: drain, then free */
+	uint64_t drops_seen;
+	struct ring_entry_s *next;
+} ring_entry_t;
+
+struct weft_probe_sub_s {
+	weft_probe_sub_opts_t opts;
+	bool need_full;
+	weft_probe_sub_t *next;
+};
+
+/* One task as the collector tracks it. */
+typedef struct task_rec_s {
+	weft_probe_task_t pub;
+	weft_hist_t *hist;        /* [0] polls, [1] scheduling delays */
+	uint64_t idle_since;      /* when its last poll returned PENDING */
+	uint64_t woken_at;        /* when it was woken (SCHEDULED) */
+	uint64_t wake_in_poll;    /* a wake seen while it may have run */
+	int64_t outstanding;      /* wakers held elsewhere (clones - drops) */
+	uint64_t lost_check_at;   /* idle with no waker since */
+	uint64_t last_long_warn;
+	bool seen_spawn;          /* spawned while we watched */
+	bool changed;
+	bool in_done;
+	uint32_t once;            /* warnings raised once per task */
+	struct task_rec_s *hnext; /* hash chain */
+	struct task_rec_s *cnext; /* changed list */
+	struct task_rec_s *dnext; /* finished, oldest first */
+} task_rec_t;
+
+typedef struct worker_window_s {
+	uint64_t at_ns;
+	weft_worker_metrics_t m;
+} worker_window_t;
+
+#define WINDOW 50           /* passes kept per worker (~1 s) */
+#define WARN_KEEP 1024      /* warnings kept */
+#define MAX_PROBE_WORKERS 64
+
+struct probe {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool running;
+	bool stop;
+	bool config_loaded;
+	uint64_t flush_ticket;
+	uint64_t flush_requested;
+	uint64_t flush_done;
+	uint64_t passes;
+	weft_probe_config_t config;
+	weft_probe_sub_t *subs;
+	ring_entry_t *rings;
+	weft_runtime_t *rt; /* the runtime whose workers we describe */
+
+	/* Collector state (collector.c). */
+	task_rec_t **table;
+	size_t table_size;
+	size_t ntasks;
+	task_rec_t *changed;
+	task_rec_t *done_head;
+	task_rec_t *done_tail;
+	weft_probe_worker_t workers[MAX_PROBE_WORKERS];
+	worker_window_t window[MAX_PROBE_WORKERS][WINDOW];
+	unsigned window_pos;
+	unsigned window_fill;
+	uint64_t worker_poll_started[MAX_PROBE_WORKERS];
+	uint64_t worker_yield_warned[MAX_PROBE_WORKERS];
+	uint64_t worker_storm_warned[MAX_PROBE_WORKERS];
+	uint64_t worker_max_poll[MAX_PROBE_WORKERS];
+	weft_probe_warning_t warnings[WARN_KEEP];
+	uint64_t warn_seq;
+	uint64_t warn_seq_published;
+	weft_event_t *batch;
+	size_t batch_cap;
+	weft_probe_stats_t stats;
+	uint64_t events_total;
+	uint64_t drops_total;
+	uint64_t drops_warned_at;
+	uint64_t last_pass_ns;
+	uint64_t tiny_count;
+	uint64_t tiny_warned_at;
+	bool oversub_warned;
+	bool busy;  /* the last pass found a ring filling up */
+};
+
+extern struct probe weft__probe;
+
+/* collector.c */
+int weft__collector_start(struct probe *p);
+void weft__collector_stop(struct probe *p);
+void weft__collector_pass(struct probe *p, uint64_t now);
+uint64_t weft__collector_interval(struct probe *p);
+
+#endif /* WEFT_COLLECTOR_INTERNAL_H */

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's plumbing: per-thread rings and their registry, the
+ * listening switch, subscriptions, and the collector thread's life.
+ *
+ * Locks (in this order): probe.lock guards the subscriber list, the ring
+ * registry and the collector's state; it is held for a whole collector
+ * pass, so unsubscribing waits for a pass in progress.  Producers never
+ * take it: a thread takes it once, to register its ring.
+ *
+ * A ring lives until the collector has drained it after its thread said
+ * goodbye (weft__probe_thread_stop(), or the TLS destructor of a foreign
+ * thread): the producer marks it orphaned, the collector frees it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector_internal.h"
+
+_Atomic uint32_t weft__probe_listening;
+_Thread_local weft_ring_t *weft__probe_ring;
+_Thread_local uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
+
+struct probe weft__probe = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ring_key;
+
+static void ring_orphan(void *p)
+{
+	ring_entry_t *e = p;
+
+	/* Release: our last pushes happen before the collector frees it. */
+	store_release(&e->orphan, true);
+}
+
+static void key_create(void)
+{
+	pthread_key_create(&ring_key, ring_orphan);
+}
+
+static uint64_t env_ms(const char *name, uint64_t def_ms)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return def_ms * 1000000u;
+	v = strtoull(s, &end, 10);
+	if (*end || v == 0) {
+		fprintf(stderr, "weft: %s=%s is not a number of ms; using %llu\n",
+			name, s, (unsigned long long)def_ms);
+		return def_ms * 1000000u;
+	}
+	return v * 1000000u;
+}
+
+/* Under probe.lock. */
+static void config_load(void)
+{
+	weft_probe_config_t *c = &weft__probe.config;
+	const char *s;
+
+	if (weft__probe.config_loaded)
+		return;
+	c->long_poll_ns = env_ms("WEFT_LONG_POLL", 10);
+	c->sched_delay_ns = env_ms("WEFT_SCHED_DELAY", 50);
+	c->interval_ns = 20u * 1000000u;
+	c->retain_ns = 6ull * 1000000000u;
+	c->large_future_bytes = 1024;
+	c->ring_capacity = 1u << 18;
+	s = getenv("WEFT_PROBE_RING");
+	if (s && *s) {
+		unsigned long v = strtoul(s, NULL, 10);
+
+		if (v >= 64 && v <= (1ul << 26))
+			c->ring_capacity = v;
+	}
+	weft__probe_clock_init();
+	weft__probe.config_loaded = true;
+}
+
+void weft_probe_config(weft_probe_config_t *out)
+{
+	pthread_mutex_lock(&weft__probe.lock);
+	config_load();
+	*out = weft__probe.config;
+	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+weft_ring_t *weft__probe_ring_register(void)
+{
+	ring_entry_t *e;
+	size_t cap;
+
+	/* Only while listening: no rings for threads that never emit. */
+	if (!weft__probe_on())
+		return NULL;
+	pthread_once(&key_once, key_create);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	pthread_mutex_lock(&weft__probe.lock);
+	config_load();
+	cap = weft__probe.config.ring_capacity;
+	pthread_mutex_unlock(&weft__probe.lock);
+	if (weft__ring_init(&e->ring, cap)) {
+		free(e);
+		return NULL;
+	}
+	e->worker = weft__probe_worker;
+	store_relaxed(&e->orphan, false);
+	pthread_mutex_lock(&weft__probe.lock);
+	e->next = weft__probe.rings;
+	weft__probe.rings = e;
+	pthread_mutex_unlock(&weft__probe.lock);
+	weft__probe_ring = &e->ring;
+	pthread_setspecific(ring_key, e);
+	return &e->ring;
+}
+
+void weft__probe_thread_start(uint16_t worker)
+{
+	weft__probe_worker = worker;
+}
+
+void weft__probe_thread_stop(void)
+{
+	ring_entry_t *e;
+
+	if (!weft__probe_ring)
+		return;
+	e = (ring_entry_t *)((char *)weft__probe_ring -
+			     offsetof(ring_entry_t, ring));
+	pthread_setspecific(ring_key, NULL);
+	weft__probe_ring = NULL;
+	ring_orphan(e);
+}
+
+/* -------------------------------------------------------- the collector */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *collector_main(void *arg)
+{
+	struct probe *p = &weft__probe;
+	uint64_t next = mono_ns();
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "weft-collector");
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		struct timespec until;
+		uint64_t now = mono_ns();
+
+		if (now >= next || p->flush_requested) {
+			uint64_t served = p->flush_requested;
+
+			weft__collector_pass(p, now);
+			p->passes++;
+			if (served) {
+				p->flush_requested = 0;
+				p->flush_done = served;
+				pthread_cond_broadcast(&p->cond);
+			}
+			next = now + weft__collector_interval(p);
+			continue;
+		}
+		until.tv_sec = (time_t)(next / 1000000000u);
+		until.tv_nsec = (long)(next % 1000000000u);
+		pthread_cond_timedwait(&p->cond, &p->lock, &until);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
+			 weft_probe_sub_t **out)
+{
+	struct probe *p = &weft__probe;
+	weft_probe_sub_t *s;
+	pthread_condattr_t ca;
+	int err = 0;
+
+	if (!opts || !out)
+		return -EINVAL;
+#if !WEFT_PROBE
+	return -ENOTSUP;
+#endif
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->opts = *opts;
+	s->need_full = true;
+
+	pthread_mutex_lock(&p->lock);
+	config_load();
+	if (!p->running) {
+		/* The collector waits on CLOCK_MONOTONIC. */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&p->cond);
+		pthread_cond_init(&p->cond, &ca);
+		pthread_condattr_destroy(&ca);
+		err = weft__collector_start(p);
+		if (!err) {
+			p->stop = false;
+			if (pthread_create(&p->thread, NULL, collector_main,
+					   NULL)) {
+				weft__collector_stop(p);
+				err = -EAGAIN;
+			} else {
+				p->running = true;
+			}
+		}
+	}
+	if (err) {
+		pthread_mutex_unlock(&p->lock);
+		free(s);
+		return err;
+	}
+	s->next = p->subs;
+	p->subs = s;
+	if (opts->events)
+		/* Relaxed: sites read it relaxed; see probe_internal.h. */
+		fetch_add_relaxed(&weft__probe_listening, 1);
+	pthread_mutex_unlock(&p->lock);
+	*out = s;
+	return 0;
+}
+
+void weft_probe_unsubscribe(weft_probe_sub_t *sub)
+{
+	struct probe *p = &weft__probe;
+	weft_probe_sub_t **pp;
+	bool last;
+	pthread_t thread;
+
+	if (!sub)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (pp = &p->subs; *pp; pp = &(*pp)->next) {
+		if (*pp == sub) {
+			*pp = sub->next;
+			break;
+		}
+	}
+	if (sub->opts.events)
+		fetch_sub_relaxed(&weft__probe_listening, 1);
+	last = p->subs == NULL && p->running;
+	if (last) {
+		p->stop = true;
+		pthread_cond_broadcast(&p->cond);
+	}
+	thread = p->thread;
+	pthread_mutex_unlock(&p->lock);
+	if (last) {
+		pthread_join(thread, NULL);
+		pthread_mutex_lock(&p->lock);
+		/* Someone may have subscribed again meanwhile. */
+		if (p->subs == NULL) {
+			weft__collector_stop(p);
+			p->running = false;
+		} else {
+			p->stop = false;
+			if (pthread_create(&p->thread, NULL, collector_main,
+					   NULL) == 0)
+				p->running = true;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	free(sub);
+}
+
+void weft_probe_flush(void)
+{
+	struct probe *p = &weft__probe;
+	uint64_t ticket;
+
+	pthread_mutex_lock(&p->lock);
+	if (!p->running) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	ticket = ++p->flush_ticket;
+	p->flush_requested = ticket;
+	pthread_cond_broadcast(&p->cond);
+	while (p->running && p->flush_done < ticket)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+const char *weft_event_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define WEFT_X_CASE(name, value, label, doc)                                   \
+	case value:                                                            \
+		return label;
+		WEFT_EVENT_KINDS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}
+
+const char *weft_warning_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define WEFT_X_CASE(name, value, label)                                        \
+	case value:                                                            \
+		return label;
+		WEFT_WARNING_KINDS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}
+
+void weft__probe_runtime_attach(weft_runtime_t *rt)
+{
+	pthread_mutex_lock(&weft__probe.lock);
+	if (!weft__probe.rt)
+		weft__probe.rt = rt;
+	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+void weft__probe_runtime_detach(weft_runtime_t *rt)
+{
+	pthread_mutex_lock(&weft__probe.lock);
+	if (weft__probe.rt == rt) {
+		weft__probe.rt = NULL;
+		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));
+		weft__probe.window_fill = 0;
+	}
+	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+void weft_probe_mark(uint64_t a1, uint32_t a2)
+{
+	WEFT_PROBE_EVENT(MARK, weft__cur_task_id, a1, a2);
+}
+
+bool weft_probe_listening(void)
+{
+	return weft__probe_on();
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's face inside libweft: what the runtime calls at each probe
+ * site, and the pieces of the probe shared between its files.
+ *
+ * Cost model.  Counters are always on and live in the runtime (plain
+ * per-worker fields).  Events flow only while someone listens (a console,
+ * a recorder, the flight recorder, a test): each site first does one
+ * relaxed load of weft__probe_listening and skips everything else when it
+ * is zero.  When listening, an event is a TLS load (the thread's ring), a
+ * clock read, a 32-byte store and a release store of the ring's tail.
+ * Built with WEFT_PROBE=OFF, every site compiles to nothing.
+ *
+ * Rings are per thread: a worker gets one when it starts; any other thread
+ * that emits (a waker woken from a plain thread, a blocking-pool thread)
+ * registers one lazily.  A thread that exits leaves its ring to the
+ * collector, which drains and frees it.
+ */
+#ifndef WEFT_PROBE_INTERNAL_H
+#define WEFT_PROBE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "weft/probe_events.h"
+
+#include "atomic_internal.h"
+#include "ring.h"
+
+struct weft_runtime_s;
+
+#ifndef WEFT_PROBE
+#define WEFT_PROBE 1
+#endif
+
+/* ---------------------------------------------------------------- clock */
+
+/*
+ * Event timestamps: the TSC where it is invariant (constant and nonstop),
+ * else CLOCK_MONOTONIC nanoseconds.  The collector converts to ns.
+ */
+extern bool weft__probe_use_tsc;
+
+/* clock.c */
+uint64_t weft__probe_clock_ns(void);
+void weft__probe_clock_init(void);
+/* Converts a raw event timestamp to CLOCK_MONOTONIC ns. */
+uint64_t weft__probe_clock_to_ns(uint64_t raw);
+/* Refines the TSC rate over a longer baseline (collector thread only). */
+void weft__probe_clock_calibrate(void);
+/* "tsc 2.09 GHz (invariant)" or "clock_gettime(CLOCK_MONOTONIC)". */
+const char *weft__probe_clock_describe(void);
+
+static inline uint64_t weft__probe_clock(void)
+{
+#if defined(__x86_64__)
+	if (weft__probe_use_tsc) {
+		uint32_t lo, hi;
+
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		return ((uint64_t)hi << 32) | lo;
+	}
+#endif
+	return weft__probe_clock_ns();
+}
+
+/* ---------------------------------------------------------------- emit */
+
+/* Non-zero while anyone listens; one relaxed load per probe site. */
+extern _Atomic uint32_t weft__probe_listening;
+/* This thread's ring, or NULL until it first emits. */
+extern _Thread_local weft_ring_t *weft__probe_ring;
+/* This thread's worker index, or WEFT_EVENT_NO_WORKER. */
+extern _Thread_local uint16_t weft__probe_worker;
+
+/* mutex.c */
+bool weft__probe_locks_held(void);
+unsigned weft__probe_locks_at_pending(uint64_t task);
+
+/* probe.c */
+weft_ring_t *weft__probe_ring_register(void);
+void weft__probe_runtime_attach(struct weft_runtime_s *rt);
+void weft__probe_runtime_detach(struct weft_runtime_s *rt);
+void weft__probe_thread_start(uint16_t worker);
+void weft__probe_thread_stop(void);
+
+static inline bool weft__probe_on(void)
+{
+	/*
+	 * Relaxed: a listener that starts a moment late misses a few
+	 * events, which is all it can expect.
+	 */
+	return load_relaxed(&weft__probe_listening) != 0;
+}
+
+static inline void weft__probe_emit_at(uint64_t ts, uint8_t kind,
+				       uint64_t task, uint64_t a1, uint32_t a2)
+{
+	weft_ring_t *r = weft__probe_ring;
+	weft_event_t ev;
+
+	if (__builtin_expect(r == NULL, 0)) {
+		r = weft__probe_ring_register();
+		if (!r)
+			return;
+	}
+	ev.ts = ts;
+	ev.task = task;
+	ev.a1 = a1;
+	ev.a2 = a2;
+	ev.worker = weft__probe_worker;
+	ev.kind = kind;
+	ev.flags = 0;
+	weft__ring_push_spsc(r, &ev);
+}
+
+static inline void weft__probe_emit(uint8_t kind, uint64_t task, uint64_t a1,
+				    uint32_t a2)
+{
+	weft__probe_emit_at(weft__probe_clock(), kind, task, a1, a2);
+}
+
+#if WEFT_PROBE
+#define WEFT_PROBE_ON() weft__probe_on()
+#define WEFT_PROBE_EVENT(kind, task, a1, a2)                                   \
+	do {                                                                   \
+		if (weft__probe_on())                                          \
+			weft__probe_emit(WEFT_EV_##kind, (task), (a1), (a2));  \
+	} while (0)
+#define WEFT_PROBE_CLOCK() weft__probe_clock()
+#else
+#define WEFT_PROBE_ON() false
+/* Not evaluated (sizeof), only type-checked: no unused warnings. */
+#define WEFT_PROBE_EVENT(kind, task, a1, a2)                                   \
+	((void)sizeof((task) + (a1) + (a2)))
+#define WEFT_PROBE_CLOCK() ((uint64_t)0)
+#endif
+
+#endif /* WEFT_PROBE_INTERNAL_H */

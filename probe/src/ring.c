@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/* The event ring: see ring.h for the model and the ordering argument. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring.h"
+
+int weft__ring_init(weft_ring_t *r, size_t capacity)
+{
+	size_t cap = 64;
+
+	while (cap < capacity)
+		cap <<= 1;
+	memset(r, 0, sizeof(*r));
+	r->buf = aligned_alloc(64, cap * sizeof(weft_event_t));
+	if (!r->buf)
+		return -ENOMEM;
+	r->mask = cap - 1;
+	return 0;
+}
+
+void weft__ring_fini(weft_ring_t *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max)
+{
+	/* Relaxed: only the consumer writes head. */
+	uint64_t h = load_relaxed(&r->head);
+	/* Acquire: pairs with the producer's release store of tail. */
+	uint64_t t = load_acquire(&r->tail);
+	size_t n = (size_t)(t - h);
+
+	if (n > max)
+		n = max;
+	for (size_t i = 0; i < n; i++)
+		out[i] = r->buf[(h + i) & r->mask];
+	/* Release: our slot reads happen before the producer reuses them. */
+	store_release(&r->head, h + n);
+	return n;
+}
+
+uint64_t weft__ring_drops(const weft_ring_t *r)
+{
+	uint64_t n = 0;
+
+	/* Relaxed: single-writer counters, read as statistics. */
+	for (int i = 0; i < RING_DROP_REASONS; i++)
+		n += load_relaxed((weft_counter_t *)&r->drops[i]);
+	return n;
+}
+
+size_t weft__ring_capacity(const weft_ring_t *r)
+{
+	return (size_t)r->mask + 1;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A single-producer single-consumer ring of fixed-size event records.
+ *
+ * The producer is the thread the ring belongs to (a worker, or a foreign
+ * thread that registered lazily); the consumer is the collector.  Indices
+ * are free-running u64s (they never wrap in practice) compared by
+ * difference; the capacity is a power of two.  tail is written only by the
+ * producer, head only by the consumer, each on its own cache line; the
+ * producer keeps a private copy of head and re-reads the shared one only
+ * when its copy says the ring is full.
+ *
+ * Progress: wait-free on both sides.  A full ring drops the new event and
+ * counts the drop (by reason) in a producer-owned counter: the producer
+ * never waits, allocates, locks or makes a system call.
+ */
+#ifndef WEFT_PROBE_RING_H
+#define WEFT_PROBE_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/probe_events.h"
+
+#include "atomic_internal.h"
+
+enum ring_drop_reason {
+	RING_DROP_FULL = 0,    /* the collector fell behind */
+	RING_DROP_REASONS
+};
+
+typedef struct weft_ring_s {
+	/* Producer side. */
+	weft__cacheline_aligned _Atomic uint64_t tail;
+	uint64_t head_cache;
+	weft_counter_t drops[RING_DROP_REASONS];
+	weft_counter_t pushed;
+	/* Consumer side. */
+	weft__cacheline_aligned _Atomic uint64_t head;
+	/* Fixed at creation. */
+	weft__cacheline_aligned weft_event_t *buf;
+	uint64_t mask;
+} weft_ring_t;
+
+/* ring.c */
+int weft__ring_init(weft_ring_t *r, size_t capacity);
+void weft__ring_fini(weft_ring_t *r);
+size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max);
+uint64_t weft__ring_drops(const weft_ring_t *r);
+size_t weft__ring_capacity(const weft_ring_t *r);
+
+/* Producer only.  Returns false (and counts a drop) when full. */
+static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
+{
+	/* Relaxed: only this thread writes tail. */
+	uint64_t t = load_relaxed(&r->tail);
+
+	if (t - r->head_cache > r->mask) {
+		/*
+		 * Acquire: pairs with the consumer's release store of head,
+		 * so its reads of the slots we are about to reuse are done.
+		 */
+		r->head_cache = load_acquire(&r->head);
+		if (t - r->head_cache > r->mask) {
+			counter_inc(&r->drops[RING_DROP_FULL]);
+			return false;
+		}
+	}
+	r->buf[t & r->mask] = *ev;
+	/* Release: the record is written before the consumer sees tail. */
+	store_release(&r->tail, t + 1);
+	return true;
+}
+
+#endif /* WEFT_PROBE_RING_H */

@@ -1,0 +1,804 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe: the event ring (exact counts across wrap-around and
+ * overflow, a concurrent producer and consumer), histograms, what the
+ * collector builds from a real runtime's events, each warning raised by a
+ * deliberately bad task and not by its good twin, counters, and switching
+ * events off.
+ *
+ * The collector runs on its own thread; tests subscribe, run a workload,
+ * call weft_probe_flush() (which returns after a full pass) and look at
+ * what the subscription received.  No test depends on timing beyond
+ * "a 25 ms spin is longer than the 10 ms long-poll threshold".
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_helpers.h"
+
+#include "weft/mutex.h"
+#include "weft/probe.h"
+
+#include "probe_internal.h"
+#include "ring.h"
+
+/* ------------------------------------------------------------- the sink */
+
+#define SINK_MAX_WARN 4096
+#define SINK_MAX_TASKS 4096
+
+struct sink {
+	pthread_mutex_t lock;
+	weft_probe_warning_t warn[SINK_MAX_WARN];
+	size_t nwarn;
+	weft_probe_task_t task[SINK_MAX_TASKS]; /* latest view, by id */
+	size_t ntask;
+	uint64_t events;
+	uint64_t updates;
+	uint64_t steals;
+};
+
+static void sink_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct sink *s = ctx;
+
+	pthread_mutex_lock(&s->lock);
+	s->updates++;
+	for (size_t i = 0; i < u->nwarnings && s->nwarn < SINK_MAX_WARN; i++)
+		s->warn[s->nwarn++] = u->warnings[i];
+	for (size_t i = 0; i < u->ntasks; i++) {
+		const weft_probe_task_t *t = u->tasks[i];
+		size_t j;
+
+		for (j = 0; j < s->ntask; j++)
+			if (s->task[j].id == t->id)
+				break;
+		if (j == s->ntask) {
+			if (s->ntask == SINK_MAX_TASKS)
+				continue;
+			s->ntask++;
+		}
+		s->task[j] = *t;
+		s->task[j].poll_hist = NULL;
+		s->task[j].sched_hist = NULL;
+	}
+	s->steals = 0;
+	for (size_t i = 0; i < u->nworkers; i++)
+		s->steals += u->workers[i].counters.steals;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	struct sink *s = ctx;
+
+	(void)ev;
+	pthread_mutex_lock(&s->lock);
+	s->events += n;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static struct sink *sink_new(bool events, weft_probe_sub_t **sub)
+{
+	struct sink *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	pthread_mutex_init(&s->lock, NULL);
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){
+					 .events = events,
+					 .on_events = sink_events,
+					 .on_update = sink_update,
+					 .ctx = s },
+				 sub),
+			 0);
+	return s;
+}
+
+static void sink_free(struct sink *s, weft_probe_sub_t *sub)
+{
+	weft_probe_unsubscribe(sub);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* Warnings of @kind about task @id. */
+static unsigned sink_count(struct sink *s, unsigned kind, uint64_t id)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++)
+		if (s->warn[i].kind == kind && (!id || s->warn[i].task == id))
+			n++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+static bool sink_find(struct sink *s, unsigned kind, uint64_t id,
+		      weft_probe_warning_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++) {
+		if (s->warn[i].kind == kind && s->warn[i].task == id) {
+			*out = s->warn[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+static bool sink_task(struct sink *s, uint64_t id, weft_probe_task_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->ntask; i++) {
+		if (s->task[i].id == id) {
+			*out = s->task[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+static weft_runtime_t *rt_new(unsigned workers)
+{
+	weft_runtime_t *rt = NULL;
+
+	assert_int_equal(weft_runtime_create(
+				 &(weft_config_t){ .workers = workers }, &rt),
+			 0);
+	return rt;
+}
+
+static void spin_ns(uint64_t ns)
+{
+	uint64_t t0 = weft_now_ns();
+
+	while (weft_now_ns() - t0 < ns)
+		;
+}
+
+/* Runs a task to completion from the test thread; returns its id. */
+static uint64_t run_task(weft_runtime_t *rt, const char *name,
+			 weft_poll_cb poll, void *state, size_t size)
+{
+	weft_join_t *j;
+	uint64_t id;
+
+	assert_int_equal(weft_spawn_with(rt,
+					 &(weft_spawn_t){ .poll = poll,
+							  .state = state,
+							  .size = size,
+							  .name = name,
+							  .file = __FILE__,
+							  .line = __LINE__ },
+					 &j),
+			 0);
+	id = weft_join_id(j);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	return id;
+}
+
+/* ----------------------------------------------------------------- ring */
+
+static void test_probe_ring_wraparound_and_overflow(void **state)
+{
+	weft_ring_t r;
+	weft_event_t ev = { 0 }, out[64];
+	uint64_t next = 0, seen = 0;
+
+	(void)state;
+	assert_int_equal(weft__ring_init(&r, 64), 0);
+	assert_int_equal(weft__ring_capacity(&r), 64);
+	/* Many laps of the 64 slots, with a full ring on each. */
+	for (int lap = 0; lap < 100; lap++) {
+		while (true) {
+			ev.task = next;
+			if (!weft__ring_push_spsc(&r, &ev))
+				break;
+			next++;
+		}
+		size_t n = weft__ring_consume(&r, out, 64);
+
+		assert_int_equal(n, 64);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(out[i].task, seen++);
+	}
+	assert_int_equal(weft__ring_drops(&r), 100);
+	assert_int_equal(seen, next);
+	weft__ring_fini(&r);
+}
+
+struct ring_run {
+	weft_ring_t ring;
+	uint64_t n;
+	atomic_bool done;
+};
+
+static void *ring_producer(void *arg)
+{
+	struct ring_run *rr = arg;
+	weft_event_t ev = { 0 };
+
+	for (uint64_t i = 0; i < rr->n; i++) {
+		ev.task = i;
+		weft__ring_push_spsc(&rr->ring, &ev);
+	}
+	atomic_store(&rr->done, true);
+	return NULL;
+}
+
+static void test_probe_ring_concurrent_exact(void **state)
+{
+	struct ring_run rr = { .n = scale_count(2000000) };
+	weft_event_t out[256];
+	uint64_t got = 0, last = 0;
+	bool first = true;
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(weft__ring_init(&rr.ring, 1024), 0);
+	assert_int_equal(pthread_create(&th, NULL, ring_producer, &rr), 0);
+	for (;;) {
+		bool done = atomic_load(&rr.done);
+		size_t n = weft__ring_consume(&rr.ring, out, 256);
+
+		for (size_t i = 0; i < n; i++) {
+			/* In order, never duplicated (drops leave gaps). */
+			if (!first)
+				assert_true(out[i].task > last);
+			last = out[i].task;
+			first = false;
+		}
+		got += n;
+		if (done && n == 0)
+			break;
+	}
+	pthread_join(th, NULL);
+	assert_int_equal(got + weft__ring_drops(&rr.ring), rr.n);
+	weft__ring_fini(&rr.ring);
+}
+
+/* ------------------------------------------------------------ histogram */
+
+static void test_probe_hist_percentiles(void **state)
+{
+	weft_hist_t h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	/* 1..1000 µs, uniform. */
+	for (uint64_t us = 1; us <= 1000; us++)
+		weft_hist_record(&h, us * 1000);
+	assert_int_equal(h.count, 1000);
+	assert_int_equal(h.max_ns, 1000000);
+	/* Buckets are two per power of two: at most 50% above. */
+	assert_in_range(weft_hist_percentile(&h, 50), 500000, 750000);
+	assert_in_range(weft_hist_percentile(&h, 90), 900000, 1000000);
+	assert_in_range(weft_hist_percentile(&h, 99), 990000, 1000000);
+	assert_int_equal(weft_hist_percentile(&h, 100), 1000000);
+	/* Outliers: beyond 2^38 ns. */
+	weft_hist_record(&h, (uint64_t)1 << 40);
+	assert_int_equal(h.outliers, 1);
+	assert_int_equal(h.max_ns, (uint64_t)1 << 40);
+	/* Under 64 ns: bucket 0. */
+	weft_hist_record(&h, 5);
+	assert_int_equal(h.buckets[0], 1);
+}
+
+/* -------------------------------------------------------- task tracking */
+
+struct quick {
+	int weft_pc;
+	int n;
+};
+
+static weft_poll_t quick_poll(void *arg, weft_cx_t *cx)
+{
+	struct quick *q = arg;
+
+	WEFT_ASYNC_BEGIN(q);
+	for (q->n = 0; q->n < 3; q->n++)
+		WEFT_YIELD(q, cx);
+	WEFT_ASYNC_END(q);
+}
+
+static void test_probe_tracks_tasks(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_task_t t = { 0 };
+	uint64_t id;
+
+	(void)state;
+	id = run_task(rt, "quick", quick_poll, &(struct quick){ 0 },
+		      sizeof(struct quick));
+	weft_probe_flush();
+	assert_true(sink_task(s, id, &t));
+	assert_string_equal(t.name, "quick");
+	assert_non_null(t.file);
+	assert_non_null(strstr(t.file, "test_probe.c"));
+	assert_true(t.line > 0);
+	assert_int_equal(t.polls, 4);
+	assert_int_equal(t.state, WEFT_TASK_DONE);
+	assert_int_equal(t.self_wakes, 3);
+	assert_int_equal(t.state_size, sizeof(struct quick));
+	assert_true(s->events > 0);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+/* ------------------------------------------------------------- warnings */
+
+/* Lock held across await: bad holds a weft_mutex_t over PENDING. */
+struct locker {
+	int weft_pc;
+	weft_mutex_t *m;
+	weft_yield_t y;
+};
+
+static weft_poll_t lock_bad_poll(void *arg, weft_cx_t *cx)
+{
+	struct locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_mutex_lock(l->m);
+	WEFT_YIELD(l, cx);
+	weft_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+static weft_poll_t lock_good_poll(void *arg, weft_cx_t *cx)
+{
+	struct locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_mutex_lock(l->m);
+	weft_mutex_unlock(l->m);
+	WEFT_YIELD(l, cx);
+	WEFT_ASYNC_END(l);
+}
+
+/* The async mutex held across an await: the fix, raises nothing. */
+struct async_locker {
+	int weft_pc;
+	weft_async_mutex_t *m;
+	weft_async_mutex_lock_t lk;
+};
+
+static weft_poll_t lock_async_poll(void *arg, weft_cx_t *cx)
+{
+	struct async_locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_async_mutex_lock_init(&l->lk, l->m);
+	WEFT_AWAIT(l, weft_async_mutex_lock_poll(&l->lk, cx));
+	weft_async_mutex_lock_fini(&l->lk);
+	WEFT_YIELD(l, cx);
+	weft_async_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+static void test_probe_warns_lock_held_across_await(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_async_mutex_t am;
+	weft_mutex_t m;
+	weft_probe_warning_t w = { 0 };
+	uint64_t bad, good, fixed;
+
+	(void)state;
+	weft_mutex_init(&m, "accounts");
+	weft_async_mutex_init(&am);
+	bad = run_task(rt, "lock-bad", lock_bad_poll,
+		       &(struct locker){ .m = &m }, sizeof(struct locker));
+	good = run_task(rt, "lock-good", lock_good_poll,
+			&(struct locker){ .m = &m }, sizeof(struct locker));
+	fixed = run_task(rt, "lock-async", lock_async_poll,
+			 &(struct async_locker){ .m = &am },
+			 sizeof(struct async_locker));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad),
+			 1);
+	assert_true(sink_find(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad, &w));
+	assert_non_null(strstr(w.detail, "accounts"));
+	assert_non_null(strstr(w.detail, "test_probe.c"));
+	assert_string_equal(w.task_name, "lock-bad");
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, good),
+			 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+				    fixed),
+			 0);
+	weft_runtime_destroy(rt);
+	weft_async_mutex_fini(&am);
+	weft_mutex_fini(&m);
+	sink_free(s, sub);
+}
+
+/* Long poll: bad spins in the poll, good hands the spin to the pool. */
+static weft_poll_t spin_bad_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	spin_ns(WEFT_MSEC(25));
+	return WEFT_READY;
+}
+
+static void *spin_job(void *arg)
+{
+	(void)arg;
+	spin_ns(WEFT_MSEC(25));
+	return NULL;
+}
+
+struct offload {
+	int weft_pc;
+	weft_blocking_t *h;
+};
+
+static weft_poll_t spin_good_poll(void *arg, weft_cx_t *cx)
+{
+	struct offload *o = arg;
+
+	WEFT_ASYNC_BEGIN(o);
+	if (weft_spawn_blocking(NULL, spin_job, NULL, &o->h))
+		return WEFT_READY;
+	WEFT_AWAIT(o, weft_blocking_poll(o->h, cx, NULL));
+	weft_blocking_drop(o->h);
+	WEFT_ASYNC_END(o);
+}
+
+static void test_probe_warns_long_poll(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	uint64_t bad, good;
+
+	(void)state;
+	bad = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
+	good = run_task(rt, "spin-offload", spin_good_poll,
+			&(struct offload){ 0 }, sizeof(struct offload));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+/* Never yielded: seen while the poll is still running. */
+struct blocker {
+	atomic_int *started;
+	atomic_int *release;
+};
+
+static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
+{
+	struct blocker *b = arg;
+
+	(void)cx;
+	atomic_store(b->started, 1);
+	while (!atomic_load(b->release))
+		usleep(1000);
+	return WEFT_READY;
+}
+
+struct ticker {
+	int weft_pc;
+	int i;
+	weft_sleep_t sl;
+};
+
+static weft_poll_t ticker_poll(void *arg, weft_cx_t *cx)
+{
+	struct ticker *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	for (t->i = 0; t->i < 40; t->i++) {
+		weft_sleep_init(&t->sl, WEFT_MSEC(1));
+		WEFT_AWAIT(t, weft_sleep_poll(&t->sl, cx));
+		weft_sleep_fini(&t->sl);
+	}
+	WEFT_ASYNC_END(t);
+}
+
+static void test_probe_warns_never_yielded(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int started = 0, release = 0;
+	struct blocker b = { &started, &release };
+	weft_join_t *j;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_int_equal(weft_spawn_named(rt, "stuck", blocker_poll, &b, &j),
+			 0);
+	bad = weft_join_id(j);
+	while (!atomic_load(&started))
+		usleep(1000);
+	usleep(30000); /* past the 10 ms threshold */
+	weft_probe_flush();
+	/* Raised while the poll is still running. */
+	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, bad), 1);
+	atomic_store(&release, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	good = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
+			sizeof(struct ticker));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, good), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, good), 0);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+/* Lost waker: PENDING with nothing holding a waker. */
+static weft_poll_t lost_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_PENDING; /* registers nothing: never woken */
+}
+
+struct waiter {
+	int weft_pc;
+	weft_oneshot_rx_t *rx;
+};
+
+static weft_poll_t waiter_poll(void *arg, weft_cx_t *cx)
+{
+	struct waiter *w = arg;
+
+	WEFT_ASYNC_BEGIN(w);
+	WEFT_AWAIT(w, weft_oneshot_poll(w->rx, cx, NULL, NULL));
+	weft_oneshot_rx_drop(w->rx);
+	WEFT_ASYNC_END(w);
+}
+
+static void test_probe_warns_lost_waker(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_join_t *jb, *jg;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_spawn_named(rt, "lost", lost_poll, (char *)NULL,
+					  &jb),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "waiting",
+					  waiter_poll, &(struct waiter){ .rx = rx },
+					  &jg),
+			 0);
+	bad = weft_join_id(jb);
+	good = weft_join_id(jg);
+	/* The check needs the task idle without a waker for a second. */
+	for (int i = 0; i < 150 && !sink_count(s, WEFT_WARN_LOST_WAKER, bad);
+	     i++) {
+		usleep(20000);
+		weft_probe_flush();
+	}
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, good), 0);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(jg, NULL), 0);
+	weft_join_drop(jg);
+	weft_join_drop(jb);
+	weft_runtime_destroy(rt); /* cancels the lost one */
+	sink_free(s, sub);
+}
+
+/* Self-wakes over half of wakes (a busy yield loop) and a large future. */
+struct yields {
+	int weft_pc;
+	int i;
+};
+
+static weft_poll_t yields_poll(void *arg, weft_cx_t *cx)
+{
+	struct yields *y = arg;
+
+	WEFT_ASYNC_BEGIN(y);
+	for (y->i = 0; y->i < 100; y->i++)
+		WEFT_YIELD(y, cx);
+	WEFT_ASYNC_END(y);
+}
+
+static weft_poll_t ready_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_READY;
+}
+
+static void test_probe_warns_self_wakes_and_large_future(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	static char big[2048], small[64];
+	uint64_t yb, yg, fb, fg;
+
+	(void)state;
+	yb = run_task(rt, "yielder", yields_poll, &(struct yields){ 0 },
+		      sizeof(struct yields));
+	yg = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
+		      sizeof(struct ticker));
+	fb = run_task(rt, "big", ready_poll, big, sizeof(big));
+	fg = run_task(rt, "small", ready_poll, small, sizeof(small));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yb), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yg), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fb), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fg), 0);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+/* Scheduling delay: woken while the only worker is stuck elsewhere. */
+struct delayed {
+	int weft_pc;
+	weft_oneshot_rx_t *rx;
+};
+
+static void test_probe_warns_scheduling_delay(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	atomic_int started = 0, release = 0;
+	struct blocker b = { &started, &release };
+	weft_oneshot_tx_t *tx, *tx2;
+	weft_oneshot_rx_t *rx, *rx2;
+	weft_join_t *jw, *jb, *jg;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_oneshot_create(&tx2, &rx2), 0);
+	assert_int_equal(weft_spawn_named(rt, "delayed", waiter_poll,
+					  &(struct waiter){ .rx = rx }, &jw),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "prompt", waiter_poll,
+					  &(struct waiter){ .rx = rx2 }, &jg),
+			 0);
+	bad = weft_join_id(jw);
+	good = weft_join_id(jg);
+	usleep(20000); /* both parked on their oneshot */
+	assert_int_equal(weft_oneshot_send(tx2, NULL), 0);
+	assert_int_equal(weft_join_wait(jg, NULL), 0);
+	/* Now hold the only worker and wake "delayed" meanwhile. */
+	assert_int_equal(weft_spawn_named(rt, "hog", blocker_poll, &b, &jb),
+			 0);
+	while (!atomic_load(&started))
+		usleep(1000);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	usleep(80000); /* over the 50 ms threshold */
+	atomic_store(&release, 1);
+	assert_int_equal(weft_join_wait(jw, NULL), 0);
+	assert_int_equal(weft_join_wait(jb, NULL), 0);
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, good), 0);
+	weft_join_drop(jw);
+	weft_join_drop(jb);
+	weft_join_drop(jg);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+/* ------------------------------------------------------------- counters */
+
+static weft_poll_t work_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	spin_ns(20000);
+	return WEFT_READY;
+}
+
+struct fan {
+	int weft_pc;
+	size_t cursor;
+	weft_join_t *j[2000];
+};
+
+static weft_poll_t fan_poll(void *arg, weft_cx_t *cx)
+{
+	struct fan *f = arg;
+
+	WEFT_ASYNC_BEGIN(f);
+	for (size_t i = 0; i < 2000; i++)
+		if (weft_spawn(NULL, work_poll, (char *)NULL, &f->j[i]))
+			return WEFT_READY;
+	WEFT_AWAIT(f, weft_join_all(f->j, 2000, NULL, &f->cursor, cx));
+	WEFT_ASYNC_END(f);
+}
+
+static void test_probe_counters_show_steals(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(false, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_worker_metrics_t m0, m1;
+	uint64_t steals, events;
+
+	(void)state;
+	/* One parent spawns all the work on its worker: the other steals. */
+	run_task(rt, "fan", fan_poll, NULL, sizeof(struct fan));
+	assert_int_equal(weft_worker_metrics(rt, 0, &m0), 0);
+	assert_int_equal(weft_worker_metrics(rt, 1, &m1), 0);
+	assert_true(m0.steals + m1.steals > 0);
+	assert_int_equal(m0.spawned + m1.spawned, 2000);
+	weft_probe_flush();
+	pthread_mutex_lock(&s->lock);
+	steals = s->steals;
+	events = s->events;
+	pthread_mutex_unlock(&s->lock);
+	assert_int_equal(steals, m0.steals + m1.steals);
+	/* Counters only: no events flowed. */
+	assert_int_equal(events, 0);
+	weft_runtime_destroy(rt);
+	sink_free(s, sub);
+}
+
+static void test_probe_events_switch_off(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+
+	(void)state;
+	assert_true(weft__probe_on());
+	run_task(rt, "quick", quick_poll, &(struct quick){ 0 },
+		 sizeof(struct quick));
+	weft_probe_flush();
+	assert_true(s->events > 0);
+	weft_probe_unsubscribe(sub);
+	/* Nobody listens: every site is one relaxed load, no event. */
+	assert_false(weft__probe_on());
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	weft_runtime_destroy(rt);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_probe_ring_wraparound_and_overflow),
+		cmocka_unit_test(test_probe_ring_concurrent_exact),
+		cmocka_unit_test(test_probe_hist_percentiles),
+		cmocka_unit_test(test_probe_tracks_tasks),
+		cmocka_unit_test(test_probe_warns_lock_held_across_await),
+		cmocka_unit_test(test_probe_warns_long_poll),
+		cmocka_unit_test(test_probe_warns_never_yielded),
+		cmocka_unit_test(test_probe_warns_lost_waker),
+		cmocka_unit_test(test_probe_warns_self_wakes_and_large_future),
+		cmocka_unit_test(test_probe_warns_scheduling_delay),
+		cmocka_unit_test(test_probe_counters_show_steals),
+		cmocka_unit_test(test_probe_events_switch_off),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's cost.  probe_event: 1,000,000 application marks
+ * (weft_probe_mark()) emitted from one thread, ns per event on the
+ * emitting thread.  With --probe=events a subscriber drains every event (a
+ * collector pass every 20 ms, sooner while the rings fill); with the
+ * default, nobody listens and the figure is the cost of a site that is
+ * off (one relaxed load and a call).
+ *
+ * --probe=events for any shape: the subscription below stays on for the
+ * whole run, so every shape pays for full event streaming; compare with
+ * the default (counters only) and a WEFT_PROBE=OFF build (probe-modes.sh
+ * runs all three side by side).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <weft/probe.h>
+
+#include "bench.h"
+
+#define MARKS 1000000
+
+static atomic_uint_fast64_t drained;
+
+static void on_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	(void)ctx;
+	(void)ev;
+	/* Relaxed: a statistic read after the run. */
+	atomic_fetch_add_explicit(&drained, n, memory_order_relaxed);
+}
+
+void bench_probe_start(struct bench *b, bool events)
+{
+	weft_probe_sub_t *sub = NULL;
+	int rc;
+
+	/* A counters-only subscription tells whether the probe is built in. */
+	rc = weft_probe_subscribe(&(weft_probe_sub_opts_t){ .events = events,
+							    .on_events =
+								    on_events },
+				  &sub);
+	if (rc == -ENOTSUP) {
+		b->probe_mode = 2;
+		return;
+	}
+	if (rc)
+		bench_die("weft_probe_subscribe", rc);
+	if (!events) {
+		/* Counters only: nobody listens, no collector either. */
+		weft_probe_unsubscribe(sub);
+		b->probe_mode = 0;
+		return;
+	}
+	b->probe_sub = sub;
+	b->probe_mode = 1;
+}
+
+void bench_probe_stop(struct bench *b)
+{
+	if (!b->probe_sub)
+		return;
+	weft_probe_flush();
+	fprintf(stderr, "weft-bench: probe drained %llu events\n",
+		(unsigned long long)atomic_load(&drained));
+	weft_probe_unsubscribe(b->probe_sub);
+	b->probe_sub = NULL;
+}
+
+const char *bench_probe_mode(const struct bench *b)
+{
+	static const char *const names[] = { "counters", "events",
+					     "compiled-out" };
+
+	return names[b->probe_mode];
+}
+
+static uint64_t probe_event(struct bench *b)
+{
+	uint64_t t0, el;
+
+	(void)b;
+	t0 = bench_now_ns();
+	for (uint32_t i = 0; i < MARKS; i++)
+		weft_probe_mark(i, i);
+	el = bench_now_ns() - t0;
+	/* Let the collector catch up between iterations (not timed). */
+	if (b->probe_sub)
+		weft_probe_flush();
+	return el;
+}
+
+const struct bench_shape shape_probe_event = {
+	.name = "probe_event",
+	.unit = "event",
+	.ops = MARKS,
+	.run = probe_event,
+};

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tools/test.sh [--quick | --phase PHASE]
+#
+# The full test suite (the README's test command, and what CI runs).  Runs
+# tools/setup.sh, then these phases in order, each in its own build
+# directory under build/, stopping at the first failure:
+#
+#   normal    build/test-normal, RelWithDebInfo, -Werror: every test
+#             (ctest -j2), the install_out_of_tree test included
+#   tsan      build/test-tsan, ThreadSanitizer: tests labelled concurrency
+#   asan      build/test-asan, ASan + UBSan: every test not labelled tsan-only
+#   valgrind  build/test-normal again, tests labelled valgrind run under
+#             valgrind memcheck (ctest -T memcheck)
+#   probe-off build/test-probe-off, WEFT_PROBE=OFF: the unit tests with
+#             every probe site compiled out
+#
+#   --quick         the normal phase only
+#   --phase PHASE   one phase: normal, tsan, asan, valgrind, probe-off, or install
+#                   (tools/install-test.sh on build/test-normal; the full
+#                   run covers it through the normal phase's ctest)
+#
+# A phase that selects no test fails (ctest --no-tests=error): a label that
+# nobody uses any more must not turn a phase silently green.  Warnings are
+# errors in the normal build only; gcc's sanitizer instrumentation can raise
+# warnings of its own that say nothing about the code.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+JOBS=2
+
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+# Valgrind for the valgrind phase.  Only definite leaks are errors: a
+# worker's thread-local caches may still be reachable at exit.
+VALGRIND_OPTIONS="--error-exitcode=1 --leak-check=full \
+--errors-for-leak-kinds=definite --show-leak-kinds=definite --num-callers=30"
+
+usage()
+{
+	sed -n '4,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+}
+
+phases=(normal tsan asan valgrind probe-off)
+case "${1:-}" in
+"") ;;
+--quick) phases=(normal) ;;
+--phase)
+	case "${2:-}" in
+	normal | tsan | asan | valgrind | probe-off | install) phases=("$2") ;;
+	*)
+		echo "tools/test.sh: --phase takes normal, tsan, asan, valgrind, probe-off or install" >&2
+		exit 2
+		;;
+	esac
+	shift
+	;;
+-h | --help)
+	usage
+	exit 0
+	;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
+if (($# > 1)); then
+	usage >&2
+	exit 2
+fi
+
+start=$SECONDS
+phase_start=$SECONDS
+current=""
+
+banner()
+{
+	printf '\n==== %s ====\n\n' "$*"
+}
+
+begin()
+{
+	current=$1
+	phase_start=$SECONDS
+	banner "phase $1: $2"
+}
+
+end()
+{
+	banner "phase $current passed in $((SECONDS - phase_start)) s"
+	current=""
+}
+
+on_exit()
+{
+	local rc=$?
+
+	if ((rc != 0)) && [[ -n "$current" ]]; then
+		banner "phase $current FAILED after $((SECONDS - phase_start)) s (exit $rc)"
+	fi
+}
+trap on_exit EXIT
+
+# configure_and_build DIR CMAKE_ARGS...
+configure_and_build()
+{
+	local dir=$1
+	shift
+
+	cmake -S "$root" -B "$dir" "$@"
+	cmake --build "$dir" -j "$JOBS"
+}
+
+run_ctest()
+{
+	local dir=$1
+	shift
+
+	ctest --test-dir "$dir" --output-on-failure --no-tests=error \
+		-j "$JOBS" "$@"
+}
+
+build_normal()
+{
+	configure_and_build build/test-normal -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DWEFT_WERROR=ON -DWEFT_SANITIZE=
+}
+
+phase_normal()
+{
+	begin normal "RelWithDebInfo, -Werror, every test (build/test-normal)"
+	build_normal
+	run_ctest build/test-normal
+	end
+}
+
+phase_tsan()
+{
+	begin tsan "ThreadSanitizer, tests labelled concurrency (build/test-tsan)"
+	configure_and_build build/test-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=thread
+	run_ctest build/test-tsan -L concurrency
+	end
+}
+
+phase_asan()
+{
+	begin asan "ASan + UBSan, tests not labelled tsan-only (build/test-asan)"
+	configure_and_build build/test-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=address
+	run_ctest build/test-asan -LE tsan-only
+	end
+}
+
+# Prints the valgrind log of each test that valgrind found errors in
+# (ctest -T memcheck keeps them apart from the test's own output).
+show_memcheck_errors()
+{
+	local log
+
+	for log in build/test-normal/Testing/Temporary/MemoryChecker.*.log; do
+		[[ -f "$log" ]] || continue
+		if grep -qE 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$log"; then
+			banner "valgrind: $log"
+			cat "$log"
+		fi
+	done
+}
+
+phase_valgrind()
+{
+	local dart=build/test-normal/DartConfiguration.tcl
+
+	begin valgrind "valgrind memcheck, tests labelled valgrind (build/test-normal)"
+	build_normal
+	# ctest -T memcheck reads its settings from DartConfiguration.tcl,
+	# which only include(CTest) writes; the project does not use CDash,
+	# so give ctest an empty one and the settings on the command line.
+	[[ -f "$dart" ]] || printf 'MemoryCheckType: Valgrind\n' >"$dart"
+	rm -f build/test-normal/Testing/Temporary/MemoryChecker.*.log
+	# Task memory recycling would hide a use after free from valgrind.
+	if ! WEFT_TASK_CACHE=0 run_ctest build/test-normal -L valgrind -T memcheck \
+		--overwrite MemoryCheckCommand="$(command -v valgrind)" \
+		--overwrite MemoryCheckCommandOptions="$VALGRIND_OPTIONS"; then
+		show_memcheck_errors
+		return 1
+	fi
+	end
+}
+
+phase_probe_off()
+{
+	begin probe-off "WEFT_PROBE=OFF: every probe site compiled out, unit tests (build/test-probe-off)"
+	configure_and_build build/test-probe-off -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DWEFT_WERROR=ON -DWEFT_PROBE=OFF -DWEFT_BUILD_TOOLS=OFF
+	run_ctest build/test-probe-off -L unit -LE probe
+	end
+}
+
+phase_install()
+{
+	begin install "install and use out of tree (tools/install-test.sh)"
+	build_normal
+	"$root/tools/install-test.sh" build/test-normal
+	end
+}
+
+banner "setup (tools/setup.sh)"
+bash "$root/tools/setup.sh"
+
+for phase in "${phases[@]}"; do
+	"phase_${phase//-/_}"
+done
+
+banner "all phases passed (${phases[*]}) in $((SECONDS - start)) s"
