@@ -470,6 +470,12 @@ static void test_probe_warns_long_poll(void **state)
 	uint64_t bad, good;
 
 	(void)state;
+	/*
+	 * Warm the pool first: starting its thread inside the good twin's
+	 * poll is slow enough under the sanitizers to look like a long poll.
+	 */
+	run_task(rt, "warm-up", spin_good_poll, &(struct offload){ 0 },
+		 sizeof(struct offload));
 	bad = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
 	good = run_task(rt, "spin-offload", spin_good_poll,
 			&(struct offload){ 0 }, sizeof(struct offload));
@@ -525,6 +531,7 @@ static void test_probe_warns_never_yielded(void **state)
 	struct blocker b = { &started, &release };
 	weft_join_t *j;
 	uint64_t bad, good;
+	unsigned n;
 
 	(void)state;
 	assert_int_equal(weft_spawn_named(rt, "stuck", blocker_poll, &b, &j),
@@ -532,13 +539,17 @@ static void test_probe_warns_never_yielded(void **state)
 	bad = weft_join_id(j);
 	while (!atomic_load(&started))
 		usleep(1000);
-	usleep(30000); /* past the 10 ms threshold */
-	weft_probe_flush();
-	/* Raised while the poll is still running. */
-	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, bad), 1);
+	/* Past the 10 ms threshold; raised while the poll still runs. */
+	for (int i = 0; i < 200 && !sink_count(s, WEFT_WARN_NEVER_YIELDED, bad);
+	     i++) {
+		usleep(10000);
+		weft_probe_flush();
+	}
+	n = sink_count(s, WEFT_WARN_NEVER_YIELDED, bad);
 	atomic_store(&release, 1);
 	assert_int_equal(weft_join_wait(j, NULL), 0);
 	weft_join_drop(j);
+	assert_int_equal(n, 1);
 	good = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
 			sizeof(struct ticker));
 	weft_probe_flush();

@@ -53,6 +53,25 @@ static uint64_t rdtsc(void)
 	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 }
+
+/*
+ * A (tsc, ns) pair read as close together as we can: the tightest of a
+ * few tries, so a preemption between the two reads cannot skew it.
+ */
+static void sample_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 8; i++) {
+		uint64_t t1 = rdtsc(), n = weft__probe_clock_ns(), t2 = rdtsc();
+
+		if (t2 - t1 < best) {
+			best = t2 - t1;
+			*tsc = t1 + (t2 - t1) / 2;
+			*ns = n;
+		}
+	}
+}
 #endif
 
 /* WEFT_PROBE_CLOCK=monotonic forces clock_gettime() (for comparison). */
@@ -70,8 +89,7 @@ void weft__probe_clock_calibrate(void)
 
 	if (!weft__probe_use_tsc)
 		return;
-	ns = weft__probe_clock_ns();
-	tsc = rdtsc();
+	sample_pair(&tsc, &ns);
 	if (ns > base_ns + 1000000)
 		ticks_per_ns = (double)(tsc - base_tsc) / (double)(ns - base_ns);
 	snprintf(describe, sizeof(describe), "tsc %.3f GHz (invariant)",
@@ -86,8 +104,7 @@ void weft__probe_clock_init(void)
 		return;
 	if (!tsc_invariant())
 		return;
-	base_ns = weft__probe_clock_ns();
-	base_tsc = rdtsc();
+	sample_pair(&base_tsc, &base_ns);
 	/* A first rate over ~2 ms; the collector refines it. */
 	while (weft__probe_clock_ns() < base_ns + 2000000)
 		;

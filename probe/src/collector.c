@@ -435,12 +435,22 @@ static void process(struct probe *p, const weft_event_t *ev,
 		if (lp->valid) {
 			char d[160];
 
+			char site[96];
+
+			if (ev->a2)
+				snprintf(site, sizeof(site), "%s:%u",
+					 ev->a1 ? (const char *)(uintptr_t)ev->a1
+						: "?",
+					 ev->a2);
+			else
+				snprintf(site, sizeof(site), "%s",
+					 ev->a1 ? (const char *)(uintptr_t)ev->a1
+						: "?");
 			snprintf(d, sizeof(d),
-				 "held lock \"%s\" (taken at %s:%u) across an "
+				 "held lock \"%s\" (taken at %s) across an "
 				 "await, %.2f ms so far",
-				 lp->name ? lp->name : "?",
-				 ev->a1 ? (const char *)(uintptr_t)ev->a1 : "?",
-				 ev->a2, (double)lp->held_ns / 1e6);
+				 lp->name ? lp->name : "?", site,
+				 (double)lp->held_ns / 1e6);
 			warn_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, lp->t,
 				  lp->worker, lp->at, lp->held_ns, d);
 			lp->valid = false;

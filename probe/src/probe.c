@@ -347,6 +347,32 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 	pthread_mutex_unlock(&weft__probe.lock);
 }
 
+weft_probe_raw_lock_hook weft__probe_raw_hook;
+
+void weft_probe_set_raw_lock_hook(weft_probe_raw_lock_hook hook)
+{
+	weft__probe_raw_hook = hook;
+}
+
+uint64_t weft_probe_current_task(void)
+{
+	return weft__cur_task_id;
+}
+
+void weft_probe_report_lock_held(uint64_t task, const char *name,
+				 const char *site, uint64_t held_ns)
+{
+	uint64_t now, us = held_ns / 1000;
+
+	if (!weft__probe_on())
+		return;
+	now = weft__probe_clock();
+	weft__probe_emit_at(now, WEFT_EV_LOCK_HELD_PENDING, task,
+			    (uintptr_t)name,
+			    us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
+	weft__probe_emit_at(now, WEFT_EV_LOCK_SITE, task, (uintptr_t)site, 0);
+}
+
 void weft_probe_mark(uint64_t a1, uint32_t a2)
 {
 	WEFT_PROBE_EVENT(MARK, weft__cur_task_id, a1, a2);

@@ -74,6 +74,9 @@ extern _Thread_local weft_ring_t *weft__probe_ring;
 /* This thread's worker index, or WEFT_EVENT_NO_WORKER. */
 extern _Thread_local uint16_t weft__probe_worker;
 
+/* probe.c: set by the preloadable shim for raw pthread mutexes. */
+extern void (*weft__probe_raw_hook)(uint64_t task);
+
 /* mutex.c */
 bool weft__probe_locks_held(void);
 unsigned weft__probe_locks_at_pending(uint64_t task);

@@ -275,8 +275,12 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	} else {
 		r = t->poll(t->future, &cx);
 	}
-	if (r == WEFT_PENDING && weft__probe_locks_held())
-		weft__probe_locks_at_pending(t->id);
+	if (r == WEFT_PENDING) {
+		if (weft__probe_locks_held())
+			weft__probe_locks_at_pending(t->id);
+		if (weft__probe_raw_hook)
+			weft__probe_raw_hook(t->id);
+	}
 #else
 	r = t->poll(t->future, &cx);
 #endif

@@ -18,7 +18,9 @@
  * the spec's discard callback, if any.
  *
  * Jobs run with the runtime current (weft_runtime_current()), so they may
- * spawn tasks and, being on plain threads, call weft_block_on().
+ * spawn tasks and, being on plain threads, call weft_block_on() or
+ * weft_blocking_wait() (beware: waiting for a job queued behind the caller
+ * deadlocks once every pool thread waits so).
  */
 #ifndef WEFT_BLOCKING_H
 #define WEFT_BLOCKING_H

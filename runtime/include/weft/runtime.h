@@ -56,10 +56,12 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * weft_runtime_destroy() - shut down and free a runtime.
  * @rt: the runtime; NULL is ignored.
  *
- * Stops the workers after their current poll, then cancels every task that
+ * First the blocking pool (weft/blocking.h) stops taking jobs (-ESHUTDOWN),
+ * runs every job it has queued or running, and joins its threads.  Then it
+ * stops the workers after their current poll, and cancels every task that
  * has not completed: each future's drop callback runs once, and tasks waiting
  * on a join handle see -ECANCELED.  Spawning after this has begun fails with
- * -ESHUTDOWN.  Must not be called from a worker of @rt.
+ * -ESHUTDOWN.  Must not be called from a worker or a blocking job of @rt.
  *
  * Wakers and join handles of @rt's tasks stay usable from any thread,
  * during and after destroy (waking a task of a destroyed runtime does

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# What the probe costs: every weft-bench shape in three modes, interleaved
+# in one session, with the ratios.
+#
+#   tools/bench/probe-modes.sh [SHAPES]
+#
+#   compiled-out  a build with -DWEFT_PROBE=OFF (build/bench-probe-off)
+#   counters      the normal build, nobody listening (the default in
+#                 production: counters on, each event site one relaxed load)
+#   events        the normal build with --probe=events: a subscriber drains
+#                 every event through the collector
+#
+# Knobs (environment): ROUNDS (3), ITERS (20), WARMUP (3).  Builds both
+# variants (Release) under build/ first, with progress on stderr.
+#
+# The table: per shape, the median over rounds of each mode's median ns/op,
+# and counters/compiled-out and events/compiled-out as ratios (1.00 = the
+# same; 1.05 = 5% slower).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+ROUNDS="${ROUNDS:-3}"
+ITERS="${ITERS:-20}"
+WARMUP="${WARMUP:-3}"
+SHAPES="${1:-spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn}"
+
+case "${1:-}" in
+-h | --help)
+	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+esac
+
+say() { printf 'probe-modes: %s\n' "$*" >&2; }
+
+build()
+{
+	local dir=$1
+	shift
+	say "building $dir"
+	cmake -S "$REPO" -B "$REPO/$dir" -DCMAKE_BUILD_TYPE=Release \
+		-DWEFT_BUILD_TESTS=OFF "$@" >/dev/null
+	cmake --build "$REPO/$dir" -j2 --target weft-bench >/dev/null
+}
+
+build build/bench-probe-on -DWEFT_PROBE=ON
+build build/bench-probe-off -DWEFT_PROBE=OFF
+ON="$REPO/build/bench-probe-on/tools/bench/weft-bench"
+OFF="$REPO/build/bench-probe-off/tools/bench/weft-bench"
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for ((r = 1; r <= ROUNDS; r++)); do
+	for shape in ${SHAPES//,/ }; do
+		say "round $r/$ROUNDS: $shape"
+		"$OFF" --shapes "$shape" --iters "$ITERS" --warmup "$WARMUP" >>"$log"
+		"$ON" --shapes "$shape" --iters "$ITERS" --warmup "$WARMUP" >>"$log"
+		"$ON" --shapes "$shape" --iters "$ITERS" --warmup "$WARMUP" \
+			--probe=events >>"$log" 2>/dev/null
+	done
+done
+
+awk '
+	{
+		shape = ""; med = ""; mode = ""
+		for (i = 1; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == "shape") shape = kv[2]
+			if (kv[1] == "median_ns_per_op") med = kv[2]
+			if (kv[1] == "probe") mode = kv[2]
+		}
+		if (shape == "" || mode == "") next
+		k = shape SUBSEP mode
+		n[k]++; v[k, n[k]] = med
+		if (!(shape in seen)) { seen[shape] = 1; order[++ns] = shape }
+	}
+	function median(k,    m, i, j, t, a) {
+		m = n[k]
+		for (i = 1; i <= m; i++) a[i] = v[k, i]
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}
+	END {
+		printf "| shape | compiled-out ns/op | counters ns/op | events ns/op | counters/off | events/off |\n"
+		printf "|---|---:|---:|---:|---:|---:|\n"
+		for (s = 1; s <= ns; s++) {
+			sh = order[s]
+			off = median(sh SUBSEP "compiled-out")
+			cnt = median(sh SUBSEP "counters")
+			ev = median(sh SUBSEP "events")
+			printf "| %s | %.1f | %.1f | %.1f | %.3f | %.3f |\n", sh, off, cnt, ev, cnt / off, ev / off
+		}
+	}' "$log"
