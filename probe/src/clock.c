@@ -58,8 +58,14 @@ static uint64_t rdtsc(void)
  * A (tsc, ns) pair read as close together as we can: the tightest of a
  * few tries, so a preemption between the two reads cannot skew it.
  */
-static void sample_pair(uint64_t *tsc, uint64_t *ns)
+struct pair {
+	uint64_t tsc;
+	uint64_t ns;
+};
+
+static struct pair sample_pair(void)
 {
+	struct pair p = { 0, 0 };
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 8; i++) {
@@ -67,10 +73,11 @@ static void sample_pair(uint64_t *tsc, uint64_t *ns)
 
 		if (t2 - t1 < best) {
 			best = t2 - t1;
-			*tsc = t1 + (t2 - t1) / 2;
-			*ns = n;
+			p.tsc = t1 + (t2 - t1) / 2;
+			p.ns = n;
 		}
 	}
+	return p;
 }
 #endif
 
@@ -85,13 +92,14 @@ static bool getenv_tsc_disabled(void)
 void weft__probe_clock_calibrate(void)
 {
 #if defined(__x86_64__)
-	uint64_t ns, tsc;
+	struct pair now;
 
 	if (!weft__probe_use_tsc)
 		return;
-	sample_pair(&tsc, &ns);
-	if (ns > base_ns + 1000000)
-		ticks_per_ns = (double)(tsc - base_tsc) / (double)(ns - base_ns);
+	now = sample_pair();
+	if (now.ns > base_ns + 1000000)
+		ticks_per_ns = (double)(now.tsc - base_tsc) /
+			       (double)(now.ns - base_ns);
 	snprintf(describe, sizeof(describe), "tsc %.3f GHz (invariant)",
 		 ticks_per_ns);
 #endif
@@ -104,7 +112,12 @@ void weft__probe_clock_init(void)
 		return;
 	if (!tsc_invariant())
 		return;
-	sample_pair(&base_tsc, &base_ns);
+	{
+		struct pair b = sample_pair();
+
+		base_tsc = b.tsc;
+		base_ns = b.ns;
+	}
 	/* A first rate over ~2 ms; the collector refines it. */
 	while (weft__probe_clock_ns() < base_ns + 2000000)
 		;

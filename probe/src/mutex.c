@@ -14,7 +14,7 @@
 #include "probe_internal.h"
 #include "runtime_internal.h"
 
-static _Thread_local weft_mutex_t *held;
+static WEFT_TLS weft_mutex_t *held;
 
 void weft_mutex_init(weft_mutex_t *m, const char *name)
 {

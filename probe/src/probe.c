@@ -22,8 +22,8 @@
 #include "collector_internal.h"
 
 _Atomic uint32_t weft__probe_listening;
-_Thread_local weft_ring_t *weft__probe_ring;
-_Thread_local uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
+WEFT_TLS weft_ring_t *weft__probe_ring;
+WEFT_TLS uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
 
 struct probe weft__probe = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,

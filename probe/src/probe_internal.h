@@ -70,9 +70,9 @@ static inline uint64_t weft__probe_clock(void)
 /* Non-zero while anyone listens; one relaxed load per probe site. */
 extern _Atomic uint32_t weft__probe_listening;
 /* This thread's ring, or NULL until it first emits. */
-extern _Thread_local weft_ring_t *weft__probe_ring;
+extern WEFT_TLS weft_ring_t *weft__probe_ring;
 /* This thread's worker index, or WEFT_EVENT_NO_WORKER. */
-extern _Thread_local uint16_t weft__probe_worker;
+extern WEFT_TLS uint16_t weft__probe_worker;
 
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
 extern void (*weft__probe_raw_hook)(uint64_t task);

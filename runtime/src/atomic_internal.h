@@ -10,6 +10,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/*
+ * Thread-locals on hot paths: initial-exec, so that libweft.so reaches them
+ * with one %fs-relative load instead of a call to __tls_get_addr.  (A
+ * library using initial-exec TLS must be loaded at start-up or fit in the
+ * static TLS surplus when dlopen()ed; ours are a few bytes.)
+ */
+#define WEFT_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
 #define WEFT_CACHELINE 64
 #define weft__cacheline_aligned _Alignas(WEFT_CACHELINE)
 

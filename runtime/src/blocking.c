@@ -51,7 +51,7 @@ struct weft_blocking_s {
 };
 
 /* The pool this thread belongs to, for the destroy-from-a-job check. */
-static _Thread_local blocking_pool_t *cur_pool;
+static WEFT_TLS blocking_pool_t *cur_pool;
 
 /* ------------------------------------------------------------- handles */
 

@@ -72,7 +72,7 @@ void weft__fiber_switch(fiber_ctx_t *from, fiber_ctx_t *to);
 void weft__fiber_start(void);
 _Noreturn void weft__fiber_main(fiber_t *f);
 
-static _Thread_local fiber_t *cur_fiber;
+static WEFT_TLS fiber_t *cur_fiber;
 
 /* Out of line: see the top comment. */
 __attribute__((noinline)) static fiber_t *current_fiber(void)
@@ -241,7 +241,7 @@ static struct sigaction prev_segv;
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t altstack_key;
-static _Thread_local bool altstack_ready;
+static WEFT_TLS bool altstack_ready;
 
 static void write_str(const char *s)
 {

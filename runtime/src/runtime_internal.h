@@ -326,13 +326,13 @@ struct weft_runtime_s {
 #define SHELL_DYING ((int64_t)1 << 60)
 
 /* This thread's worker, if it is one (set for the thread's lifetime). */
-extern _Thread_local weft_worker_t *weft__cur_worker;
+extern WEFT_TLS weft_worker_t *weft__cur_worker;
 /* The runtime made current by a worker or a block_on call. */
-extern _Thread_local weft_runtime_t *weft__cur_rt;
+extern WEFT_TLS weft_runtime_t *weft__cur_rt;
 /* The id of the task being polled on this thread, 0 if none. */
-extern _Thread_local uint64_t weft__cur_task_id;
+extern WEFT_TLS uint64_t weft__cur_task_id;
 /* What a wake on this thread comes from, outside a poll (probe). */
-extern _Thread_local uint8_t weft__wake_source;
+extern WEFT_TLS uint8_t weft__wake_source;
 
 /*
  * Coop budget: each poll may complete WEFT_COOP_BUDGET operations on
@@ -342,7 +342,7 @@ extern _Thread_local uint8_t weft__wake_source;
  * before doing anything and weft__coop_progress() when they completed.
  */
 #define WEFT_COOP_BUDGET 128
-extern _Thread_local uint32_t weft__coop_budget;
+extern WEFT_TLS uint32_t weft__coop_budget;
 
 bool weft__coop_poll_slow(weft_cx_t *cx);
 

@@ -24,11 +24,11 @@
 
 #include "runtime_internal.h"
 
-_Thread_local weft_worker_t *weft__cur_worker;
-_Thread_local weft_runtime_t *weft__cur_rt;
-_Thread_local uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
-_Thread_local uint64_t weft__cur_task_id;
-_Thread_local uint8_t weft__wake_source = WEFT_WAKE_FOREIGN;
+WEFT_TLS weft_worker_t *weft__cur_worker;
+WEFT_TLS weft_runtime_t *weft__cur_rt;
+WEFT_TLS uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
+WEFT_TLS uint64_t weft__cur_task_id;
+WEFT_TLS uint8_t weft__wake_source = WEFT_WAKE_FOREIGN;
 
 bool weft__coop_poll_slow(weft_cx_t *cx)
 {
