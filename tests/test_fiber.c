@@ -20,6 +20,21 @@
 
 #include <weft/weft.h>
 
+/*
+ * cmocka's assert_*() may only run on the test's thread; code on fibers
+ * (worker threads) counts what went wrong here, and main() fails on it.
+ */
+static atomic_int fiber_errors;
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n",           \
+				__FILE__, __LINE__, #cond);                    \
+			atomic_fetch_add(&fiber_errors, 1);                    \
+		}                                                              \
+	} while (0)
+#define CHECK_EQ(a, b) CHECK((a) == (b))
+
 static weft_runtime_t *rt_new(unsigned workers)
 {
 	weft_runtime_t *rt = NULL;
@@ -61,7 +76,7 @@ static void *yielder(void *arg)
 	struct yielder_arg *a = arg;
 
 	for (int i = 0; i < a->yields; i++) {
-		assert_int_equal(weft_fiber_yield(), 0);
+		CHECK_EQ(weft_fiber_yield(), 0);
 		atomic_fetch_add(a->total, 1);
 	}
 	return NULL;
@@ -95,9 +110,9 @@ static void *sleeper(void *arg)
 	uint64_t t0 = weft_now_ns();
 
 	(void)arg;
-	assert_int_equal(weft_fiber_sleep(WEFT_MSEC(20)), 0);
+	CHECK_EQ(weft_fiber_sleep(WEFT_MSEC(20)), 0);
 	/* Never early. */
-	assert_true(weft_now_ns() - t0 >= WEFT_MSEC(20));
+	CHECK(weft_now_ns() - t0 >= WEFT_MSEC(20));
 	return (void *)1;
 }
 
@@ -135,11 +150,11 @@ static void *ponger(void *arg)
 	struct pp *p = arg;
 	void *v;
 
-	assert_int_equal(weft_await(pp_recv, p), 0);
-	assert_int_equal(p->status, 0);
+	CHECK_EQ(weft_await(pp_recv, p), 0);
+	CHECK_EQ(p->status, 0);
 	v = p->value;
 	weft_oneshot_rx_drop(p->rx);
-	assert_int_equal(weft_oneshot_send(p->tx, (void *)((uintptr_t)v + 1)),
+	CHECK_EQ(weft_oneshot_send(p->tx, (void *)((uintptr_t)v + 1)),
 			 0);
 	return NULL;
 }
@@ -153,18 +168,18 @@ static void *pinger(void *arg)
 		weft_oneshot_rx_t *rx1, *rx2;
 		struct pp partner, mine;
 
-		assert_int_equal(weft_oneshot_create(&tx1, &rx1), 0);
-		assert_int_equal(weft_oneshot_create(&tx2, &rx2), 0);
+		CHECK_EQ(weft_oneshot_create(&tx1, &rx1), 0);
+		CHECK_EQ(weft_oneshot_create(&tx2, &rx2), 0);
 		partner = (struct pp){ .rx = rx1, .tx = tx2 };
 		/* partner lives on our stack until we have its answer. */
-		assert_int_equal(weft_spawn_fiber(NULL, "ponger", ponger,
+		CHECK_EQ(weft_spawn_fiber(NULL, "ponger", ponger,
 						  &partner, NULL),
 				 0);
-		assert_int_equal(weft_oneshot_send(tx1, (void *)i), 0);
+		CHECK_EQ(weft_oneshot_send(tx1, (void *)i), 0);
 		mine = (struct pp){ .rx = rx2 };
-		assert_int_equal(weft_await(pp_recv, &mine), 0);
-		assert_int_equal(mine.status, 0);
-		assert_int_equal((uintptr_t)mine.value, i + 1);
+		CHECK_EQ(weft_await(pp_recv, &mine), 0);
+		CHECK_EQ(mine.status, 0);
+		CHECK_EQ((uintptr_t)mine.value, i + 1);
 		weft_oneshot_rx_drop(rx2);
 	}
 	atomic_fetch_add(done, 1);
@@ -206,18 +221,18 @@ static void *joiner(void *arg)
 	int sa = -1, sb = -1;
 
 	(void)arg;
-	assert_int_equal(weft_spawn_with(NULL,
+	CHECK_EQ(weft_spawn_with(NULL,
 					 &(weft_spawn_t){ .poll = stackless_seven },
 					 &a),
 			 0);
-	assert_int_equal(weft_spawn_fiber(NULL, "add", add_one, (void *)9, &b),
+	CHECK_EQ(weft_spawn_fiber(NULL, "add", add_one, (void *)9, &b),
 			 0);
-	assert_int_equal(weft_fiber_join(a, &sa, &va), 0);
-	assert_int_equal(weft_fiber_join(b, &sb, &vb), 0);
+	CHECK_EQ(weft_fiber_join(a, &sa, &va), 0);
+	CHECK_EQ(weft_fiber_join(b, &sb, &vb), 0);
 	weft_join_drop(a);
 	weft_join_drop(b);
-	assert_int_equal(sa, 0);
-	assert_int_equal(sb, 0);
+	CHECK_EQ(sa, 0);
+	CHECK_EQ(sb, 0);
 	return (void *)((uintptr_t)va + (uintptr_t)vb);
 }
 
@@ -374,5 +389,12 @@ int main(void)
 		cmocka_unit_test(test_fiber_stack_overflow_hits_guard),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+	if (atomic_load(&fiber_errors)) {
+		fprintf(stderr, "%d checks failed on fibers\n",
+			atomic_load(&fiber_errors));
+		return 1;
+	}
+	return failed;
 }
