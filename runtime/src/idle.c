@@ -131,9 +131,10 @@ static bool should_wake(const idle_t *idle, uint32_t s)
 	return num_searching(s) == 0 && num_unparked(s) < idle->nworkers;
 }
 
-int weft__idle_worker_to_notify(idle_t *idle)
+int weft__idle_worker_to_notify(idle_t *idle, weft_runtime_t *rt)
 {
 	uint32_t s;
+	unsigned pick;
 	int index;
 
 	/*
@@ -153,7 +154,21 @@ int weft__idle_worker_to_notify(idle_t *idle)
 	}
 	/* The woken worker starts out searching and unparked. */
 	fetch_add_seqcst(&idle->state, UNPARK_ONE + 1);
-	index = (int)idle->sleepers[--idle->nsleepers];
+	/*
+	 * Prefer the most recent sleeper on a futex: the one parked in the
+	 * driver goes on watching I/O and timers, and waking it (an eventfd
+	 * write, then epoll_wait's return) is the slower wake-up.
+	 */
+	pick = idle->nsleepers - 1;
+	for (unsigned i = idle->nsleepers; i-- > 0;) {
+		if (!weft__parker_in_driver(
+			    &rt->workers[idle->sleepers[i]].parker)) {
+			pick = i;
+			break;
+		}
+	}
+	index = (int)idle->sleepers[pick];
+	idle->sleepers[pick] = idle->sleepers[--idle->nsleepers];
 	pthread_mutex_unlock(&idle->lock);
 	return index;
 }

@@ -100,6 +100,12 @@ void weft__parker_park(parker_t *p)
 	}
 }
 
+bool weft__parker_in_driver(parker_t *p)
+{
+	/* Relaxed: a preference when picking whom to wake, nothing more. */
+	return load_relaxed(&p->state) == PARK_PARKED_DRIVER;
+}
+
 void weft__parker_unpark(parker_t *p)
 {
 	/*

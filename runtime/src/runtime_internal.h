@@ -226,6 +226,7 @@ void weft__parker_init(parker_t *p, struct driver_s *driver);
 void weft__parker_park(parker_t *p);
 void weft__parker_park_driver(parker_t *p);
 void weft__parker_unpark(parker_t *p);
+bool weft__parker_in_driver(parker_t *p);
 
 /* ------------------------------------------------------------------ idle */
 
@@ -250,7 +251,7 @@ bool weft__idle_to_searching(idle_t *idle);
 bool weft__idle_from_searching(idle_t *idle);
 bool weft__idle_to_parked(idle_t *idle, unsigned index, bool searching);
 bool weft__idle_is_parked(idle_t *idle, unsigned index);
-int weft__idle_worker_to_notify(idle_t *idle);
+int weft__idle_worker_to_notify(idle_t *idle, weft_runtime_t *rt);
 
 /* ---------------------------------------------------------------- worker */
 

@@ -12,7 +12,7 @@
  * chain from the depot, else from malloc.  The depot is process-wide (so a
  * task that outlives its runtime can still be recycled), mutex-guarded,
  * and keeps at most DEPOT_BYTES per class; beyond that blocks are freed.
- * Threads that are not workers take and return single blocks there.
+ * Threads that are not workers keep a thread-local cache the same way.
  *
  * Recycling hides a use after free from ASan and valgrind, so ASan builds
  * never cache, and WEFT_TASK_CACHE=0 turns caching off at run time (the
@@ -96,43 +96,6 @@ static void free_chain(block_t *b)
 	}
 }
 
-static block_t *depot_take_one(int c)
-{
-	depot_class_t *dc = &depot.cls[c];
-	block_t *b = NULL;
-
-	pthread_mutex_lock(&depot.lock);
-	if (!dc->partial.n && dc->nfull)
-		dc->partial = dc->full[--dc->nfull];
-	if (dc->partial.n) {
-		b = dc->partial.head;
-		dc->partial.head = b->next;
-		dc->partial.n--;
-	}
-	pthread_mutex_unlock(&depot.lock);
-	return b;
-}
-
-static void depot_put_one(int c, block_t *b)
-{
-	depot_class_t *dc = &depot.cls[c];
-
-	pthread_mutex_lock(&depot.lock);
-	if (!depot_has_room(dc, c, 1) ||
-	    (dc->partial.n == CHAIN - 1 && dc->nfull == DEPOT_CHAINS)) {
-		pthread_mutex_unlock(&depot.lock);
-		free(b);
-		return;
-	}
-	b->next = dc->partial.head;
-	dc->partial.head = b;
-	if (++dc->partial.n == CHAIN) {
-		dc->full[dc->nfull++] = dc->partial;
-		dc->partial = (chain_t){ NULL, 0 };
-	}
-	pthread_mutex_unlock(&depot.lock);
-}
-
 static bool depot_take_chain(int c, chain_t *out)
 {
 	depot_class_t *dc = &depot.cls[c];
@@ -178,33 +141,91 @@ static void count_alloc(weft_runtime_t *rt, weft_worker_t *w)
 					  memory_order_relaxed);
 }
 
+/* A free list (a worker's, or a foreign thread's): refill from the depot. */
+static block_t *cache_pop(worker_cache_t *wc, int c)
+{
+	block_t *b;
+
+	if (!wc->head) {
+		chain_t ch;
+
+		if (!depot_take_chain(c, &ch))
+			return malloc(class_size[c]);
+		wc->head = ch.head;
+		wc->n = ch.n;
+	}
+	b = wc->head;
+	wc->head = b->next;
+	wc->n--;
+	return b;
+}
+
+/* Pushes @b; past WORKER_MAX, the newest CHAIN blocks go to the depot. */
+static void cache_push(worker_cache_t *wc, int c, block_t *b)
+{
+	block_t *last;
+
+	b->next = wc->head;
+	wc->head = b;
+	if (++wc->n <= WORKER_MAX)
+		return;
+	last = wc->head;
+	for (uint32_t i = 1; i < CHAIN; i++)
+		last = last->next;
+	b = wc->head;
+	wc->head = last->next;
+	last->next = NULL;
+	wc->n -= CHAIN;
+	depot_put_chain(c, b);
+}
+
+/*
+ * Threads that are not workers (a main thread spawning, or dropping join
+ * handles) keep a cache of their own too, handed back to the depot when
+ * the thread exits.
+ */
+static WEFT_TLS worker_cache_t foreign[TASK_ALLOC_CLASSES];
+static WEFT_TLS bool foreign_registered;
+static pthread_once_t foreign_once = PTHREAD_ONCE_INIT;
+static pthread_key_t foreign_key;
+
+static void foreign_exit(void *arg)
+{
+	(void)arg;
+	for (int c = 0; c < TASK_ALLOC_CLASSES; c++) {
+		free_chain(foreign[c].head);
+		foreign[c].head = NULL;
+		foreign[c].n = 0;
+	}
+}
+
+static void foreign_key_create(void)
+{
+	pthread_key_create(&foreign_key, foreign_exit);
+}
+
+static worker_cache_t *foreign_cache(int c)
+{
+	if (!foreign_registered) {
+		foreign_registered = true;
+		pthread_once(&foreign_once, foreign_key_create);
+		/* Any non-NULL value makes the destructor run at exit. */
+		pthread_setspecific(foreign_key, foreign);
+	}
+	return &foreign[c];
+}
+
 static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
 			 uint8_t *cls)
 {
 	int c = caching() ? class_of(size) : TASK_ALLOC_DIRECT;
-	block_t *b;
 
 	*cls = (uint8_t)c;
 	if (c == TASK_ALLOC_DIRECT)
 		return malloc(size);
-	if (w && w->rt == rt) {
-		worker_cache_t *wc = &w->cache[c];
-
-		if (!wc->head) {
-			chain_t ch;
-
-			if (!depot_take_chain(c, &ch))
-				return malloc(class_size[c]);
-			wc->head = ch.head;
-			wc->n = ch.n;
-		}
-		b = wc->head;
-		wc->head = b->next;
-		wc->n--;
-		return b;
-	}
-	b = depot_take_one(c);
-	return b ? (void *)b : malloc(class_size[c]);
+	if (w && w->rt == rt)
+		return cache_pop(&w->cache[c], c);
+	return cache_pop(foreign_cache(c), c);
 }
 
 void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
@@ -220,32 +241,15 @@ void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
 static void free_block(weft_runtime_t *rt, weft_worker_t *w, void *p,
 		       uint8_t cls)
 {
-	worker_cache_t *wc;
-	block_t *b = p, *last;
-
 	if (cls == TASK_ALLOC_DIRECT) {
 		free(p);
 		return;
 	}
 	/* A worker caches blocks of its own runtime's tasks only. */
-	if (!w || w->rt != rt) {
-		depot_put_one(cls, b);
-		return;
-	}
-	wc = &w->cache[cls];
-	b->next = wc->head;
-	wc->head = b;
-	if (++wc->n <= WORKER_MAX)
-		return;
-	/* Spill the newest CHAIN blocks to the depot. */
-	last = wc->head;
-	for (uint32_t i = 1; i < CHAIN; i++)
-		last = last->next;
-	b = wc->head;
-	wc->head = last->next;
-	last->next = NULL;
-	wc->n -= CHAIN;
-	depot_put_chain(cls, b);
+	if (w && w->rt == rt)
+		cache_push(&w->cache[cls], cls, p);
+	else
+		cache_push(foreign_cache(cls), cls, p);
 }
 
 void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls)

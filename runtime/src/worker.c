@@ -43,7 +43,8 @@ bool weft__coop_poll_slow(weft_cx_t *cx)
 
 /* Task ids: blocks handed out from one process-wide counter. */
 #define ID_BLOCK 1024
-static _Atomic uint64_t next_id_block = 1;
+/* On a line of its own: main threads spawning remotely hammer it. */
+static weft__cacheline_aligned _Atomic uint64_t next_id_block = 1;
 
 uint64_t weft__next_task_id(weft_worker_t *w)
 {
@@ -59,7 +60,7 @@ uint64_t weft__next_task_id(weft_worker_t *w)
 
 void weft__notify_parked(weft_runtime_t *rt)
 {
-	int index = weft__idle_worker_to_notify(&rt->idle);
+	int index = weft__idle_worker_to_notify(&rt->idle, rt);
 
 	if (index >= 0)
 		weft__parker_unpark(&rt->workers[index].parker);

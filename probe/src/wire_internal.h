@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire format (proto/weft.proto) in C: records, the streaming record
+ * decoder, event batches in column form, and the process's hello.
+ *
+ * A record is field 1 of weft.v1.Trace: the tag byte 0x0a, the Frame's
+ * length as a varint, then the Frame.  The same records make a socket
+ * stream and a trace file, so a whole file is one valid Trace message.
+ *
+ * Nothing here has threads or global state; every object belongs to its
+ * caller.  Decoders never trust a length: a record longer than the
+ * decoder's limit is refused when its header is read, before anything is
+ * allocated for it.
+ */
+#ifndef WEFT_WIRE_INTERNAL_H
+#define WEFT_WIRE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.pb-c.h"
+#include "weft/probe.h"
+
+#define WEFT_WIRE_PROTOCOL_VERSION 1u
+#define WEFT_TRACE_MAGIC "WEFTTRC1"
+#define WEFT_TRACE_FORMAT_VERSION 1u
+
+/* The largest Frame a decoder accepts by default (and an encoder writes). */
+#define WEFT_WIRE_MAX_RECORD (4u << 20)
+/* The tag byte of Trace.frame (field 1, length-delimited). */
+#define WEFT_WIRE_RECORD_TAG 0x0au
+/* Events per EventBatch at most: keeps a batch far below the record limit. */
+#define WEFT_WIRE_BATCH_MAX 8192u
+
+/* Results of weft__wire_decoder_feed(). */
+#define WEFT_WIRE_NEED_MORE 0 /* every byte taken, no whole frame yet */
+#define WEFT_WIRE_FRAME 1     /* *frame holds one whole frame */
+/* Errors (negative): the stream cannot go on.
+ *   -EMSGSIZE  the length prefix exceeds the limit
+ *   -EILSEQ    not a record tag, or a malformed (over-long) varint
+ *   -EBADMSG   the Frame does not decode
+ *   -ENOMEM    no memory for a record's bytes */
+
+/* A growable byte buffer (encoders append records to it). */
+typedef struct weft_wire_buf_s {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+} weft_wire_buf_t;
+
+/* The streaming decoder: caller-allocated, _init / _fini. */
+typedef struct weft_wire_decoder_s {
+	/* public, read-only */
+	uint64_t offset;        /* stream bytes consumed so far */
+	uint64_t record_offset; /* where the record being read starts */
+	uint64_t records;       /* whole frames returned */
+	/* private */
+	size_t max_record;
+	uint8_t hdr[11];
+	size_t hdr_len;
+	uint8_t *body;          /* the record being assembled */
+	size_t body_len;        /* its length (from the header) */
+	size_t body_have;
+	bool in_body;
+	int error;              /* sticky once set */
+} weft_wire_decoder_t;
+
+/* An event batch being encoded: the message and its column storage. */
+typedef struct weft_wire_batch_s {
+	Weft__V1__EventBatch msg; /* public, read-only */
+	/* private */
+	size_t cap;
+	uint32_t *head, *a2, *flag_index, *flag_value;
+	int64_t *ts_delta;
+	uint64_t *task, *a1;
+} weft_wire_batch_t;
+
+/* The hello of this process: the message and the strings it points to. */
+typedef struct weft_wire_hello_s {
+	Weft__V1__Hello msg; /* public, read-only */
+	/* private */
+	char name[64];
+	char host[256];
+	char clock[64];
+	char *cmdline;
+	char **argv;
+} weft_wire_hello_t;
+
+/* wire.c: buffers */
+void weft__wire_buf_fini(weft_wire_buf_t *b);
+int weft__wire_buf_reserve(weft_wire_buf_t *b, size_t more);
+
+/* wire.c: records */
+size_t weft__wire_varint_put(uint8_t *out, uint64_t v);
+int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
+int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out,
+			   size_t cap);
+size_t weft__wire_record_size(const Weft__V1__Frame *f);
+
+/* wire.c: the decoder */
+void weft__wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
+void weft__wire_decoder_fini(weft_wire_decoder_t *d);
+int weft__wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
+			    size_t len, size_t *used,
+			    Weft__V1__Frame **frame);
+bool weft__wire_decoder_mid_record(const weft_wire_decoder_t *d);
+void weft__wire_frame_free(Weft__V1__Frame *f);
+const char *weft__wire_strerror(int err);
+
+/* wire.c: event batches */
+void weft__wire_batch_init(weft_wire_batch_t *b);
+void weft__wire_batch_fini(weft_wire_batch_t *b);
+int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
+			    size_t n);
+int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
+			    size_t cap);
+
+/* wire.c: updates, hello, header */
+int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			     uint64_t prev_now_ns);
+int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
+			  const char *clock, uint64_t start_ns);
+void weft__wire_hello_fini(weft_wire_hello_t *h);
+int weft__wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
+			     uint32_t segment);
+
+#endif /* WEFT_WIRE_INTERNAL_H */
