@@ -127,7 +127,8 @@ weft_poll_t weft_blocking_poll(weft_blocking_t *h, weft_cx_t *cx, void **result)
 	}
 	weft_waker_drop(&h->waker);
 	h->waker = weft_waker_clone(w);
-	s = load_relaxed(&h->state);
+	/* Acquire: DONE seen here means the result is read next. */
+	s = load_acquire(&h->state);
 	do {
 		if (s & B_DONE)
 			return handle_ready(h, result);
