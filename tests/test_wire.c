@@ -72,11 +72,23 @@ static size_t decode_all(const uint8_t *buf, size_t len, size_t chunk,
 static weft_probe_task_t sample_task(weft_hist_t *h)
 {
 	weft_probe_task_t t = {
-		.id = 42, .parent = 7, .name = "acceptor", .file = "srv.c",
-		.line = 99, .state_size = 128, .kind = 1, .state = 3,
-		.last_worker = 2, .status = -5, .spawned_ns = 1000,
-		.finished_ns = 5000, .polls = 12, .busy_ns = 3000,
-		.max_poll_ns = 900, .warnings = 1u << 2, .locks_held = 1,
+		.id = 42,
+		.parent = 7,
+		.name = "acceptor",
+		.file = "srv.c",
+		.line = 99,
+		.state_size = 128,
+		.kind = 1,
+		.state = 3,
+		.last_worker = 2,
+		.status = -5,
+		.spawned_ns = 1000,
+		.finished_ns = 5000,
+		.polls = 12,
+		.busy_ns = 3000,
+		.max_poll_ns = 900,
+		.warnings = 1u << 2,
+		.locks_held = 1,
 	};
 
 	memset(h, 0, sizeof(*h));
@@ -97,19 +109,34 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	weft_probe_task_t t = sample_task(&h);
 	const weft_probe_task_t *tp[] = { &t };
 	weft_probe_worker_t w[2] = { { .index = 0 }, { .index = 1 } };
-	weft_probe_warning_t warn = { .seq = 1, .kind = WEFT_WARN_LONG_POLL,
-				      .task = 42, .task_name = "acceptor",
+	weft_probe_warning_t warn = { .seq = 1,
+				      .kind = WEFT_WARN_LONG_POLL,
+				      .task = 42,
+				      .task_name = "acceptor",
 				      .value_ns = 25000000 };
-	weft_probe_stats_t st = { .now_ns = 9000, .workers = 2,
+	weft_probe_stats_t st = { .now_ns = 9000,
+				  .workers = 2,
 				  .clock = "tsc" };
-	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 1,
-				  .workers = w, .nworkers = 2,
-				  .warnings = &warn, .nwarnings = 1 };
+	weft_probe_update_t u = { .stats = &st,
+				  .tasks = tp,
+				  .ntasks = 1,
+				  .workers = w,
+				  .nworkers = 2,
+				  .warnings = &warn,
+				  .nwarnings = 1 };
 	weft_event_t ev[3] = {
-		{ .ts = 100, .task = 42, .kind = WEFT_EV_POLL, .a1 = 50,
-		  .a2 = 1, .worker = 1 },
-		{ .ts = 150, .task = 43, .kind = WEFT_EV_WAKE, .a1 = 42,
-		  .a2 = 0x101, .worker = 1 },
+		{ .ts = 100,
+		  .task = 42,
+		  .kind = WEFT_EV_POLL,
+		  .a1 = 50,
+		  .a2 = 1,
+		  .worker = 1 },
+		{ .ts = 150,
+		  .task = 43,
+		  .kind = WEFT_EV_WAKE,
+		  .a1 = 42,
+		  .a2 = 0x101,
+		  .worker = 1 },
 		{ .ts = 170, .kind = WEFT_EV_PARK, .worker = 1, .flags = 3 },
 	};
 	weft_wire_batch_t batch;
@@ -163,7 +190,8 @@ static void test_wire_round_trip_every_frame_type(void **state)
 	append_all_types(&b, &hello);
 	/* Whole, then a byte at a time, then in odd chunks. */
 	for (size_t chunk = b.len; chunk; chunk = chunk == b.len ? 1 :
-						 chunk == 1 ? 7 : 0) {
+						  chunk == 1     ? 7 :
+								   0) {
 		n = decode_all(b.data, b.len, chunk, fr, 8);
 		assert_int_equal(n, 6);
 
@@ -237,8 +265,8 @@ static void test_wire_round_trip_every_frame_type(void **state)
 
 /* ------------------------------------------------------------ events */
 
-static void encode_events(weft_wire_buf_t *b, const weft_event_t *ev,
-			  size_t n, size_t *batches)
+static void encode_events(weft_wire_buf_t *b, const weft_event_t *ev, size_t n,
+			  size_t *batches)
 {
 	weft_wire_batch_t batch;
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
@@ -278,14 +306,14 @@ static void test_wire_events_round_trip_exactly(void **state)
 
 		e->worker = i && r % 5 ? ev[i - 1].worker :
 					 (uint16_t)(r % 4 == 0 ? 0xffff :
-							       rnd_below(8));
+								 rnd_below(8));
 		e->kind = (uint8_t)(r >> 8);
 		e->ts = r % 3 ? (i ? ev[i - 1].ts + rnd_below(10000) : 0) :
 				rnd();
 		e->task = r % 7 == 0 ? 0 :
-			  r % 7 == 1 ? (i ? ev[i - 1].task ^ (1ull << 63) :
-					    1) :
-			  r % 7 == 2 ? UINT64_MAX : rnd_below(1000) + rnd() % 2;
+			  r % 7 == 1 ? (i ? ev[i - 1].task ^ (1ull << 63) : 1) :
+			  r % 7 == 2 ? UINT64_MAX :
+				       rnd_below(1000) + rnd() % 2;
 		e->a1 = r % 11 < 3 ? 0 : r % 11 == 3 ? UINT64_MAX : rnd();
 		e->a2 = r % 13 < 5 ? 0 : (uint32_t)rnd();
 		e->flags = r % 17 == 0 ? (uint8_t)rnd() : 0;
@@ -301,8 +329,8 @@ static void test_wire_events_round_trip_exactly(void **state)
 	while (off < b.len) {
 		Weft__V1__Frame *f;
 		size_t used;
-		int rc = weft__wire_decoder_feed(&d, b.data + off,
-						 b.len - off, &used, &f);
+		int rc = weft__wire_decoder_feed(&d, b.data + off, b.len - off,
+						 &used, &f);
 
 		assert_int_equal(rc, WEFT_WIRE_FRAME);
 		off += used;
@@ -337,47 +365,58 @@ static size_t realistic_events(weft_event_t *ev, size_t cap, uint16_t worker)
 
 		ts += 100 + rnd_below(5000);
 		if (r < 10) {
-			ev[n++] = (weft_event_t){ .ts = ts, .task = next_id,
-						  .a1 = task, .kind =
-						  WEFT_EV_SPAWN,
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .task = next_id,
+						  .a1 = task,
+						  .kind = WEFT_EV_SPAWN,
 						  .worker = worker };
-			ev[n++] = (weft_event_t){ .ts = ts, .task = next_id,
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .task = next_id,
 						  .a1 = 0x55d0c0ffee00ull,
-						  .a2 = 256, .kind =
-						  WEFT_EV_SPAWN_INFO,
+						  .a2 = 256,
+						  .kind = WEFT_EV_SPAWN_INFO,
 						  .worker = worker };
-			ev[n++] = (weft_event_t){ .ts = ts, .task = next_id,
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .task = next_id,
 						  .a1 = 0x55d0c0ffe000ull,
-						  .a2 = 120, .kind =
-						  WEFT_EV_SPAWN_LOC,
+						  .a2 = 120,
+						  .kind = WEFT_EV_SPAWN_LOC,
 						  .worker = worker };
 			task = next_id++;
 		} else if (r < 14) {
-			ev[n++] = (weft_event_t){ .ts = ts, .a1 = rnd_below(4),
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .a1 = rnd_below(4),
 						  .a2 = 1 + rnd_below(16),
 						  .kind = WEFT_EV_STEAL,
 						  .worker = worker };
 		} else if (r < 17) {
-			ev[n++] = (weft_event_t){ .ts = ts, .kind =
-						  WEFT_EV_PARK,
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .kind = WEFT_EV_PARK,
 						  .worker = worker };
 			ts += 1000 + rnd_below(100000);
-			ev[n++] = (weft_event_t){ .ts = ts, .a2 = 1,
+			ev[n++] = (weft_event_t){ .ts = ts,
+						  .a2 = 1,
 						  .kind = WEFT_EV_UNPARK,
 						  .worker = worker };
 		}
 		ev[n++] = (weft_event_t){
-			.ts = ts, .task = task,
+			.ts = ts,
+			.task = task,
 			.a1 = rnd_below(2) ? task - rnd_below(3) : 0,
 			.a2 = (uint32_t)(rnd_below(3)) | WEFT_WAKE_BY_VAL,
-			.kind = WEFT_EV_WAKE, .worker = worker };
+			.kind = WEFT_EV_WAKE,
+			.worker = worker
+		};
 		ts += 50 + rnd_below(300);
-		ev[n++] = (weft_event_t){ .ts = ts, .task = task,
+		ev[n++] = (weft_event_t){ .ts = ts,
+					  .task = task,
 					  .a2 = (uint32_t)rnd_below(2),
 					  .kind = WEFT_EV_SCHEDULE,
 					  .worker = worker };
 		ts += 200 + rnd_below(3000) + dur;
-		ev[n++] = (weft_event_t){ .ts = ts, .task = task, .a1 = dur,
+		ev[n++] = (weft_event_t){ .ts = ts,
+					  .task = task,
+					  .a1 = dur,
 					  .a2 = rnd_below(8) == 0,
 					  .kind = WEFT_EV_POLL,
 					  .worker = worker };
@@ -399,7 +438,8 @@ static void test_wire_bytes_per_event_realistic(void **state)
 	encode_events(&b, ev, n, &batches);
 	per = (double)b.len / (double)n;
 	print_message("bytes/event: %.2f (%zu events, %zu bytes, %zu "
-		      "batch(es))\n", per, n, b.len, batches);
+		      "batch(es))\n",
+		      per, n, b.len, batches);
 	assert_true(per <= 8.0);
 	weft__wire_buf_fini(&b);
 	free(ev);
@@ -458,8 +498,8 @@ static void test_wire_truncated_needs_more(void **state)
 	assert_int_equal(weft__wire_header_append(&b, &hello.msg, 0), 0);
 	for (size_t cut = 0; cut < b.len; cut++) {
 		weft__wire_decoder_init(&d, 0);
-		assert_int_equal(weft__wire_decoder_feed(&d, b.data, cut,
-							 &used, &f),
+		assert_int_equal(weft__wire_decoder_feed(&d, b.data, cut, &used,
+							 &f),
 				 WEFT_WIRE_NEED_MORE);
 		assert_int_equal(used, cut);
 		assert_int_equal(weft__wire_decoder_mid_record(&d), cut > 0);
@@ -479,9 +519,9 @@ static void test_wire_truncated_needs_more(void **state)
 static void test_wire_garbage_rejected(void **state)
 {
 	static const uint8_t bad_tag[] = { 0x12, 0x00 };
-	static const uint8_t long_varint[] = { 0x0a, 0xff, 0xff, 0xff, 0xff,
-					       0xff, 0xff, 0xff, 0xff, 0xff,
-					       0xff, 0x01 };
+	static const uint8_t long_varint[] = { 0x0a, 0xff, 0xff, 0xff,
+					       0xff, 0xff, 0xff, 0xff,
+					       0xff, 0xff, 0xff, 0x01 };
 	static const uint8_t bad_body[] = { 0x0a, 0x03, 0xff, 0xff, 0xff };
 	/* Frame.events (field 5) claiming 100 bytes inside a 2-byte body. */
 	static const uint8_t bad_inner[] = { 0x0a, 0x02, 0x2a, 0x64 };
@@ -490,8 +530,7 @@ static void test_wire_garbage_rejected(void **state)
 
 	(void)state;
 	weft__wire_decoder_init(&d, 0);
-	assert_int_equal(feed_bytes(&d, bad_tag, sizeof(bad_tag), &f),
-			 -EILSEQ);
+	assert_int_equal(feed_bytes(&d, bad_tag, sizeof(bad_tag), &f), -EILSEQ);
 	weft__wire_decoder_fini(&d);
 	weft__wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, long_varint, sizeof(long_varint), &f),

@@ -13,3 +13,28 @@ add_test(NAME wire_protoc
           $<TARGET_FILE:test_wire> ${PROJECT_SOURCE_DIR}/proto)
 set_tests_properties(wire_protoc PROPERTIES
   TIMEOUT 60 LABELS unit SKIP_RETURN_CODE 77)
+
+# Recording needs the probe: labelled probe, the WEFT_PROBE=OFF phase
+# skips it.
+weft_add_test(NAME test_trace_file INTERNAL
+  SOURCES test_trace_file.c
+  LABELS unit concurrency probe
+  TIMEOUT 180)
+target_include_directories(test_trace_file PRIVATE ${WEFT_PROTO_GEN_DIR})
+
+if(TARGET weft-trace)
+  add_test(NAME trace_tools
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_tools.sh
+            $<TARGET_FILE:test_trace_file> $<TARGET_FILE:weft-trace>
+            ${PROJECT_SOURCE_DIR}/proto)
+  set_tests_properties(trace_tools PROPERTIES TIMEOUT 120
+    LABELS "unit;probe")
+endif()
+
+# libFuzzer smoke run (clang): the record decoder and the trace-file
+# reader, 20 s each, in parallel.  Longer runs: see tests/fuzz/run.sh.
+add_test(NAME fuzz_wire
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh
+          ${CMAKE_CURRENT_BINARY_DIR}/fuzz 20 $<TARGET_FILE:test_wire>)
+set_tests_properties(fuzz_wire PROPERTIES
+  TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77)

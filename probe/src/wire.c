@@ -210,8 +210,7 @@ static int body_unpack(weft_wire_decoder_t *d, const uint8_t *p, size_t n,
  * wire_internal.h), after which every call returns the same error.
  */
 int weft__wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
-			    size_t len, size_t *used,
-			    Weft__V1__Frame **frame)
+			    size_t len, size_t *used, Weft__V1__Frame **frame)
 {
 	const uint8_t *p = data;
 	size_t i = 0;
@@ -786,10 +785,10 @@ int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 	h->msg.clock = h->clock;
 	h->msg.start_ns = start_ns;
 	/* The realtime instant of start_ns, from one pair of readings. */
-	h->msg.start_realtime_ns =
-		(uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec -
-		((uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec -
-		 start_ns);
+	h->msg.start_realtime_ns = (uint64_t)real.tv_sec * 1000000000u +
+				   (uint64_t)real.tv_nsec -
+				   ((uint64_t)mono.tv_sec * 1000000000u +
+				    (uint64_t)mono.tv_nsec - start_ns);
 	h->msg.hostname = h->host;
 	return 0;
 }
@@ -803,9 +802,8 @@ void weft__wire_hello_fini(weft_wire_hello_t *h)
 }
 
 #define KIND_NAME(name, value, label, doc) [value] = label,
-static const char *const event_kind_names[WEFT_EV_MAX] = {
-	WEFT_EVENT_KINDS(KIND_NAME)
-};
+static const char *const event_kind_names[WEFT_EV_MAX] = { WEFT_EVENT_KINDS(
+	KIND_NAME) };
 #undef KIND_NAME
 #define WARN_NAME(name, value, label) [value] = label,
 static const char *const warning_kind_names[WEFT_WARN_MAX] = {

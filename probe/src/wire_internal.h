@@ -59,11 +59,11 @@ typedef struct weft_wire_decoder_s {
 	size_t max_record;
 	uint8_t hdr[11];
 	size_t hdr_len;
-	uint8_t *body;          /* the record being assembled */
-	size_t body_len;        /* its length (from the header) */
+	uint8_t *body;   /* the record being assembled */
+	size_t body_len; /* its length (from the header) */
 	size_t body_have;
 	bool in_body;
-	int error;              /* sticky once set */
+	int error; /* sticky once set */
 } weft_wire_decoder_t;
 
 /* An event batch being encoded: the message and its column storage. */
@@ -94,16 +94,14 @@ int weft__wire_buf_reserve(weft_wire_buf_t *b, size_t more);
 /* wire.c: records */
 size_t weft__wire_varint_put(uint8_t *out, uint64_t v);
 int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
-int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out,
-			   size_t cap);
+int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
 size_t weft__wire_record_size(const Weft__V1__Frame *f);
 
 /* wire.c: the decoder */
 void weft__wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
 void weft__wire_decoder_fini(weft_wire_decoder_t *d);
 int weft__wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
-			    size_t len, size_t *used,
-			    Weft__V1__Frame **frame);
+			    size_t len, size_t *used, Weft__V1__Frame **frame);
 bool weft__wire_decoder_mid_record(const weft_wire_decoder_t *d);
 void weft__wire_frame_free(Weft__V1__Frame *f);
 const char *weft__wire_strerror(int err);

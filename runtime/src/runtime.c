@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "runtime_internal.h"
+#include "recorder_internal.h"
 
 #define MAX_WORKERS 4096
 
@@ -150,6 +151,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 		}
 	}
 	weft__probe_runtime_attach(rt);
+	weft__trace_env_start(); /* WEFT_TRACE=path */
 	*out = rt;
 	return 0;
 

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Trace files: the recorder writes what the probe sees (raw events and
+ * collector updates) to a file of weft.v1 records (proto/weft.proto) that
+ * `weft-trace` reads and `protoc --decode=weft.v1.Trace` decodes.
+ *
+ * One recorder per process.  It is a probe subscriber: while it records,
+ * events flow (see weft/probe.h for the cost).  Records are buffered and
+ * written every flush interval from the probe's collector thread; a file
+ * cut short by a crash reads up to its last whole record.
+ *
+ * WEFT_TRACE=path in the environment records from the first
+ * weft_runtime_create() on (WEFT_TRACE_MAX_MB sets a size limit with
+ * rotation, WEFT_TRACE_FLIGHT_MB the flight-recorder mode instead).
+ */
+#ifndef WEFT_TRACE_H
+#define WEFT_TRACE_H
+
+#include "weft/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weft_trace_opts_s {
+	/* Start a new file (path.1, path.2, ...) once this many bytes are
+	 * written; 0 for no limit.  Every file starts with a header. */
+	uint64_t max_file_bytes;
+	/* Keep at most this many files, deleting the oldest; 0 keeps all. */
+	unsigned max_files;
+	/* How often buffered records reach the file; 0 for 250 ms. */
+	unsigned flush_ms;
+	/* Flight-recorder mode when nonzero: write nothing, keep the last
+	 * this-many bytes of records in memory for weft_trace_snapshot();
+	 * the path of weft_trace_start() is then unused and may be NULL. */
+	uint64_t flight_bytes;
+} weft_trace_opts_t;
+
+/**
+ * weft_trace_start() - start recording.
+ * @path: the trace file (truncated), or NULL in flight-recorder mode.
+ * @opts: NULL for the defaults; copied.
+ *
+ * Return: 0; -EINVAL (no path outside flight mode); -EBUSY (already
+ * recording); -ENOMEM; -ENOTSUP (built without the probe); a negative
+ * errno from open(2); -EAGAIN (the collector thread).
+ */
+WEFT_EXTERN int weft_trace_start(const char *path,
+				 const weft_trace_opts_t *opts);
+
+/**
+ * weft_trace_stop() - stop recording: drain the probe, write what is
+ * buffered and close the file.
+ *
+ * Return: 0; -ENOENT (not recording); a negative errno from write(2) or
+ * close(2), the first one met while recording (records were lost).
+ */
+WEFT_EXTERN int weft_trace_stop(void);
+
+/**
+ * weft_trace_snapshot() - write the flight recorder's records to @path:
+ * a header, the state of every known task, then the kept records, oldest
+ * first.  Recording goes on.
+ *
+ * Return: 0; -EINVAL (NULL path); -ENOENT (no flight recorder running);
+ * -ENOMEM; a negative errno from open(2) or write(2).
+ */
+WEFT_EXTERN int weft_trace_snapshot(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_TRACE_H */

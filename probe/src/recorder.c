@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recorder (weft/trace.h): a probe subscriber that turns each
+ * collector pass into records (one EventBatch per emitting thread, one
+ * Update) and writes them to a trace file, or keeps the last N bytes of
+ * them in memory (the flight recorder).
+ *
+ * Threads.  The callbacks run on the collector thread with probe.lock
+ * held; everything here is guarded by rec.lock.  Lock order: probe.lock,
+ * then rec.lock.  So start, stop and snapshot never call into the probe
+ * (subscribe, flush, unsubscribe) while holding rec.lock; the state
+ * field keeps a second start or stop out meanwhile.
+ *
+ * The file.  The first record is a FileHeader (magic, format version,
+ * hello); records are whole when they reach the file, so a crash leaves
+ * a file that reads up to its last whole record.  Writes happen on the
+ * collector thread every flush interval (or sooner when much is
+ * buffered): the runtime's threads never wait for the disk.  On rotation
+ * path.N starts with its own header.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/metrics.h"
+#include "weft/trace.h"
+
+#include "collector_internal.h"
+#include "probe_internal.h"
+#include "recorder_internal.h"
+#include "wire_internal.h"
+
+#define FLUSH_DEFAULT_MS 250u
+/* Write out before the interval once this much is buffered. */
+#define FLUSH_EARLY_BYTES (4u << 20)
+/* Flight-recorder memory comes in chunks of whole records. */
+#define FLIGHT_CHUNK (256u << 10)
+
+enum rec_state { REC_IDLE, REC_STARTING, REC_RUNNING, REC_STOPPING };
+
+struct chunk {
+	struct chunk *next;
+	weft_wire_buf_t buf;
+};
+
+static struct recorder {
+	pthread_mutex_t lock;
+	enum rec_state state;
+	weft_probe_sub_t *sub;
+	weft_trace_opts_t opts;
+	char *path;
+	int fd;
+	unsigned segment;
+	uint64_t file_bytes;
+	weft_wire_buf_t out; /* records not yet written */
+	uint64_t last_flush_ns;
+	uint64_t prev_now_ns; /* the last Update's time */
+	bool header_done;
+	bool hello_ready;
+	weft_wire_hello_t hello;
+	weft_wire_batch_t batch;
+	weft_event_t *scratch;
+	uint64_t *keys;
+	size_t scratch_cap;
+	int error;                 /* the first write error */
+	unsigned start_workers;    /* of the runtime known at start, if any */
+	struct chunk *head, *tail; /* flight recorder, oldest first */
+	uint64_t flight_total;
+} rec = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.fd = -1,
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool flight_mode(void)
+{
+	return rec.opts.flight_bytes != 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void note_error(int err)
+{
+	if (err && !rec.error)
+		rec.error = err;
+}
+
+/* The hello, once: called with rec.lock held (and probe.lock when on the
+ * collector thread, which makes weft__probe.rt safe to read). */
+static void hello_ready(bool probe_locked)
+{
+	weft_runtime_metrics_t m = { 0 };
+
+	if (rec.hello_ready)
+		return;
+	if (probe_locked && weft__probe.rt)
+		weft_runtime_metrics(weft__probe.rt, &m);
+	if (m.workers < rec.start_workers)
+		m.workers = rec.start_workers;
+	if (weft__wire_hello_init(
+		    &rec.hello, m.workers, weft__probe_clock_describe(),
+		    probe_locked ? weft__probe.stats.start_ns : mono_ns()))
+		note_error(-ENOMEM);
+	rec.hello_ready = true;
+}
+
+static char *segment_path(unsigned seg)
+{
+	size_t n = strlen(rec.path) + 16;
+	char *p = malloc(n);
+
+	if (!p)
+		return NULL;
+	if (seg)
+		snprintf(p, n, "%s.%u", rec.path, seg);
+	else
+		snprintf(p, n, "%s", rec.path);
+	return p;
+}
+
+/* Closes the current file and opens the next, headed. */
+static int rotate(void)
+{
+	weft_wire_buf_t hdr = { 0 };
+	char *path;
+	int err;
+
+	close(rec.fd);
+	rec.fd = -1;
+	rec.segment++;
+	if (rec.opts.max_files && rec.segment >= rec.opts.max_files) {
+		char *old = segment_path(rec.segment - rec.opts.max_files);
+
+		if (old)
+			unlink(old);
+		free(old);
+	}
+	path = segment_path(rec.segment);
+	if (!path)
+		return -ENOMEM;
+	rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	free(path);
+	if (rec.fd < 0)
+		return -errno;
+	rec.file_bytes = 0;
+	err = weft__wire_header_append(&hdr, &rec.hello.msg, rec.segment);
+	if (!err)
+		err = write_all(rec.fd, hdr.data, hdr.len);
+	rec.file_bytes += hdr.len;
+	weft__wire_buf_fini(&hdr);
+	return err;
+}
+
+static void flush_out(uint64_t now)
+{
+	rec.last_flush_ns = now;
+	if (rec.fd < 0 || !rec.out.len) {
+		rec.out.len = 0;
+		return;
+	}
+	if (rec.opts.max_file_bytes && rec.file_bytes > 0 &&
+	    rec.file_bytes + rec.out.len > rec.opts.max_file_bytes &&
+	    rec.header_done)
+		note_error(rotate());
+	if (rec.fd >= 0) {
+		note_error(write_all(rec.fd, rec.out.data, rec.out.len));
+		rec.file_bytes += rec.out.len;
+	}
+	rec.out.len = 0;
+}
+
+static void maybe_flush(void)
+{
+	uint64_t now = mono_ns();
+	uint64_t every = (uint64_t)(rec.opts.flush_ms ? rec.opts.flush_ms :
+							FLUSH_DEFAULT_MS) *
+			 1000000u;
+	uint64_t early = FLUSH_EARLY_BYTES;
+
+	if (rec.opts.max_file_bytes && rec.opts.max_file_bytes / 4 < early)
+		early = rec.opts.max_file_bytes / 4;
+	if (now - rec.last_flush_ns >= every || rec.out.len >= early)
+		flush_out(now);
+}
+
+/* Where records go: the file's buffer, or the flight recorder's tail. */
+static weft_wire_buf_t *sink(void)
+{
+	struct chunk *c;
+
+	if (!flight_mode())
+		return &rec.out;
+	if (rec.tail && rec.tail->buf.len < FLIGHT_CHUNK)
+		return &rec.tail->buf;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (rec.tail)
+		rec.tail->next = c;
+	else
+		rec.head = c;
+	rec.tail = c;
+	return &c->buf;
+}
+
+/* Forgets the oldest chunks beyond the flight recorder's budget. */
+static void flight_trim(void)
+{
+	uint64_t total = 0;
+
+	for (struct chunk *c = rec.head; c; c = c->next)
+		total += c->buf.len;
+	while (rec.head && rec.head != rec.tail &&
+	       total - rec.head->buf.len >= rec.opts.flight_bytes) {
+		struct chunk *c = rec.head;
+
+		total -= c->buf.len;
+		rec.head = c->next;
+		weft__wire_buf_fini(&c->buf);
+		free(c);
+	}
+	rec.flight_total = total;
+}
+
+static void ensure_header(bool probe_locked)
+{
+	if (rec.header_done)
+		return;
+	hello_ready(probe_locked);
+	if (!flight_mode())
+		note_error(
+			weft__wire_header_append(&rec.out, &rec.hello.msg, 0));
+	rec.header_done = true;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void encode_run(const weft_event_t *ev, size_t n)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+
+	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	f.events = &rec.batch.msg;
+	while (n) {
+		weft_wire_buf_t *b = sink();
+		int k = weft__wire_batch_encode(&rec.batch, ev, n);
+
+		if (k <= 0 || !b) {
+			note_error(-ENOMEM);
+			return;
+		}
+		note_error(weft__wire_record_append(b, &f));
+		ev += k;
+		n -= (size_t)k;
+	}
+}
+
+static void on_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	bool one_thread = true;
+
+	(void)ctx;
+	pthread_mutex_lock(&rec.lock);
+	if (rec.state == REC_IDLE)
+		goto out_unlock;
+	ensure_header(true);
+	for (size_t i = 1; i < n && one_thread; i++)
+		one_thread = ev[i].worker == ev[0].worker;
+	if (one_thread) {
+		encode_run(ev, n);
+		goto out_flush;
+	}
+	/* The batch is in time order across threads: regroup it per
+	 * emitting thread, keeping each thread's order (stable by index). */
+	if (n > rec.scratch_cap) {
+		weft_event_t *s = realloc(rec.scratch, n * sizeof(*s));
+		uint64_t *k = s ? realloc(rec.keys, n * sizeof(*k)) : NULL;
+
+		if (s)
+			rec.scratch = s;
+		if (!k) {
+			note_error(-ENOMEM);
+			goto out_unlock;
+		}
+		rec.keys = k;
+		rec.scratch_cap = n;
+	}
+	for (size_t i = 0; i < n; i++)
+		rec.keys[i] = (uint64_t)ev[i].worker << 40 | i;
+	qsort(rec.keys, n, sizeof(*rec.keys), key_cmp);
+	for (size_t i = 0; i < n; i++)
+		rec.scratch[i] = ev[rec.keys[i] & ((1ull << 40) - 1)];
+	encode_run(rec.scratch, n);
+out_flush:
+	if (flight_mode())
+		flight_trim();
+	else
+		maybe_flush();
+out_unlock:
+	pthread_mutex_unlock(&rec.lock);
+}
+
+static void on_update(void *ctx, const weft_probe_update_t *u)
+{
+	weft_wire_buf_t *b;
+
+	(void)ctx;
+	pthread_mutex_lock(&rec.lock);
+	if (rec.state == REC_IDLE)
+		goto out_unlock;
+	ensure_header(true);
+	b = sink();
+	if (!b)
+		note_error(-ENOMEM);
+	else
+		note_error(weft__wire_update_append(b, u, rec.prev_now_ns));
+	if (u->stats)
+		rec.prev_now_ns = u->stats->now_ns;
+	if (flight_mode())
+		flight_trim();
+	else
+		maybe_flush();
+out_unlock:
+	pthread_mutex_unlock(&rec.lock);
+}
+
+/* Frees what a recording holds; rec.lock held. */
+static void release(void)
+{
+	if (rec.fd >= 0)
+		close(rec.fd);
+	rec.fd = -1;
+	while (rec.head) {
+		struct chunk *c = rec.head;
+
+		rec.head = c->next;
+		weft__wire_buf_fini(&c->buf);
+		free(c);
+	}
+	rec.tail = NULL;
+	rec.flight_total = 0;
+	weft__wire_buf_fini(&rec.out);
+	weft__wire_batch_fini(&rec.batch);
+	free(rec.scratch);
+	free(rec.keys);
+	rec.scratch = NULL;
+	rec.keys = NULL;
+	rec.scratch_cap = 0;
+	if (rec.hello_ready)
+		weft__wire_hello_fini(&rec.hello);
+	rec.hello_ready = false;
+	rec.header_done = false;
+	free(rec.path);
+	rec.path = NULL;
+	rec.sub = NULL;
+}
+
+int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
+{
+	weft_probe_sub_opts_t so = {
+		.events = true,
+		.on_events = on_events,
+		.on_update = on_update,
+	};
+	weft_probe_sub_t *sub;
+	unsigned workers;
+	int err = 0;
+
+	if (!WEFT_PROBE)
+		return -ENOTSUP;
+	pthread_mutex_lock(&rec.lock);
+	if (rec.state != REC_IDLE) {
+		pthread_mutex_unlock(&rec.lock);
+		return -EBUSY;
+	}
+	memset(&rec.opts, 0, sizeof(rec.opts));
+	if (opts)
+		rec.opts = *opts;
+	if (!path && !flight_mode()) {
+		pthread_mutex_unlock(&rec.lock);
+		return -EINVAL;
+	}
+	rec.error = 0;
+	rec.start_workers = 0;
+	rec.segment = 0;
+	rec.file_bytes = 0;
+	rec.prev_now_ns = 0;
+	rec.last_flush_ns = mono_ns();
+	weft__wire_batch_init(&rec.batch);
+	if (path) {
+		rec.path = strdup(path);
+		if (!rec.path) {
+			err = -ENOMEM;
+			goto out_release;
+		}
+	}
+	if (!flight_mode()) {
+		rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			      0644);
+		if (rec.fd < 0) {
+			err = -errno;
+			goto out_release;
+		}
+	}
+	rec.state = REC_STARTING;
+	pthread_mutex_unlock(&rec.lock);
+
+	/* The hello's worker count, in case the first pass comes after the
+	 * runtime is gone (a short program).  Lock order: probe.lock alone. */
+	pthread_mutex_lock(&weft__probe.lock);
+	workers = weft__probe.rt ? weft_runtime_workers(weft__probe.rt) : 0;
+	pthread_mutex_unlock(&weft__probe.lock);
+	pthread_mutex_lock(&rec.lock);
+	rec.start_workers = workers;
+	pthread_mutex_unlock(&rec.lock);
+
+	/* Outside rec.lock: subscribing takes probe.lock (lock order). */
+	err = weft_probe_subscribe(&so, &sub);
+	pthread_mutex_lock(&rec.lock);
+	if (err)
+		goto out_release;
+	rec.sub = sub;
+	rec.state = REC_RUNNING;
+	pthread_mutex_unlock(&rec.lock);
+	return 0;
+
+out_release:
+	release();
+	rec.state = REC_IDLE;
+	pthread_mutex_unlock(&rec.lock);
+	return err;
+}
+
+int weft_trace_stop(void)
+{
+	weft_probe_sub_t *sub;
+	int err;
+
+	pthread_mutex_lock(&rec.lock);
+	if (rec.state != REC_RUNNING) {
+		pthread_mutex_unlock(&rec.lock);
+		return -ENOENT;
+	}
+	rec.state = REC_STOPPING;
+	sub = rec.sub;
+	pthread_mutex_unlock(&rec.lock);
+
+	/* One last pass for what the rings hold, then no more callbacks. */
+	weft_probe_flush();
+	weft_probe_unsubscribe(sub);
+
+	pthread_mutex_lock(&rec.lock);
+	ensure_header(false);
+	flush_out(mono_ns());
+	if (rec.fd >= 0 && close(rec.fd))
+		note_error(-errno);
+	rec.fd = -1;
+	err = rec.error;
+	release();
+	rec.state = REC_IDLE;
+	pthread_mutex_unlock(&rec.lock);
+	return err;
+}
+
+/* The snapshot's view of every known task: one full update. */
+struct capture {
+	weft_wire_buf_t buf;
+	bool done;
+	int err;
+};
+
+static void capture_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct capture *c = ctx;
+
+	if (c->done || !u->full)
+		return;
+	c->err = weft__wire_update_append(&c->buf, u, 0);
+	c->done = true;
+}
+
+int weft_trace_snapshot(const char *path)
+{
+	struct capture cap = { 0 };
+	weft_probe_sub_opts_t so = { .on_update = capture_update, .ctx = &cap };
+	weft_wire_buf_t hdr = { 0 };
+	weft_probe_sub_t *sub;
+	int fd, err;
+
+	if (!path)
+		return -EINVAL;
+	pthread_mutex_lock(&rec.lock);
+	err = rec.state == REC_RUNNING && flight_mode() ? 0 : -ENOENT;
+	pthread_mutex_unlock(&rec.lock);
+	if (err)
+		return err;
+
+	/* Outside rec.lock (lock order): a short-lived subscriber's first
+	 * update is full, so the snapshot names tasks whose spawn fell out
+	 * of the kept records. */
+	if (!weft_probe_subscribe(&so, &sub)) {
+		weft_probe_flush();
+		weft_probe_unsubscribe(sub);
+	}
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
+	}
+	pthread_mutex_lock(&rec.lock);
+	if (rec.state != REC_RUNNING) {
+		err = -ENOENT;
+		goto out_unlock;
+	}
+	hello_ready(false);
+	err = weft__wire_header_append(&hdr, &rec.hello.msg, 0);
+	if (!err)
+		err = write_all(fd, hdr.data, hdr.len);
+	if (!err && cap.done && !cap.err)
+		err = write_all(fd, cap.buf.data, cap.buf.len);
+	for (struct chunk *c = rec.head; c && !err; c = c->next)
+		err = write_all(fd, c->buf.data, c->buf.len);
+out_unlock:
+	pthread_mutex_unlock(&rec.lock);
+	if (close(fd) && !err)
+		err = -errno;
+out_free:
+	weft__wire_buf_fini(&hdr);
+	weft__wire_buf_fini(&cap.buf);
+	return err;
+}
+
+/* ------------------------------------------------------------ WEFT_TRACE */
+
+static uint64_t env_mb(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long mb;
+
+	if (!v || !*v)
+		return 0;
+	mb = strtoull(v, &end, 10);
+	if (*end || mb > (1ull << 40))
+		return 0;
+	return (uint64_t)mb << 20;
+}
+
+static void stop_at_exit(void)
+{
+	(void)weft_trace_stop();
+}
+
+static void env_start(void)
+{
+	const char *path = getenv("WEFT_TRACE");
+	weft_trace_opts_t o = { 0 };
+	int err;
+
+	if (!path || !*path)
+		return;
+	o.max_file_bytes = env_mb("WEFT_TRACE_MAX_MB");
+	o.flight_bytes = env_mb("WEFT_TRACE_FLIGHT_MB");
+	err = weft_trace_start(path, &o);
+	if (err) {
+		fprintf(stderr, "weft: WEFT_TRACE=%s: cannot record: %s\n",
+			path, strerror(-err));
+		return;
+	}
+	/* Stops (and writes out the buffer) at exit; a crash keeps what
+	 * was flushed. */
+	atexit(stop_at_exit);
+}
+
+void weft__trace_env_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, env_start);
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading trace files (weft-trace, tests, the fuzz target): frames one at
+ * a time from a file or a memory buffer, checking the header first.
+ *
+ * A file that ends inside a record (a crash, a copy taken while being
+ * written) reads cleanly up to its last whole record: the end is then
+ * reported with .truncated set, not as an error.
+ */
+#ifndef WEFT_TRACE_READER_INTERNAL_H
+#define WEFT_TRACE_READER_INTERNAL_H
+
+#include <stdio.h>
+
+#include "wire_internal.h"
+
+/* Caller-allocated; _open / _close. */
+typedef struct weft_trace_reader_s {
+	/* public, read-only */
+	const Weft__V1__FileHeader *header; /* the first record's, once read */
+	uint64_t frames;       /* whole frames returned (header included) */
+	bool truncated;        /* ended inside a record */
+	int error;             /* the error that ended reading, or 0 */
+	uint64_t error_offset; /* where that record starts */
+	/* private */
+	FILE *fp;
+	const uint8_t *mem;
+	size_t mem_len, mem_pos;
+	uint8_t buf[1 << 16];
+	size_t len, pos;
+	weft_wire_decoder_t dec;
+	Weft__V1__Frame *header_frame;
+} weft_trace_reader_t;
+
+/* Extra result of weft__trace_reader_next() for a file whose first record
+ * is not a FileHeader with the magic (not a weft trace). */
+#define WEFT_TRACE_E_NOT_TRACE (-EPROTO)
+
+/* trace_reader.c */
+int weft__trace_reader_open(weft_trace_reader_t *r, const char *path);
+void weft__trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
+				 size_t len);
+int weft__trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
+void weft__trace_reader_close(weft_trace_reader_t *r);
+const char *weft__trace_reader_strerror(int err);
+
+#endif /* WEFT_TRACE_READER_INTERNAL_H */

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tests/fuzz/run.sh OUT_DIR [SECONDS] [TEST_WIRE]
+#
+# Builds the libFuzzer targets with clang (ASan + UBSan) into OUT_DIR,
+# seeds their corpora, and runs each for SECONDS (default 20; both at
+# once).  Exits 77 (ctest SKIP_RETURN_CODE) without clang's libFuzzer.
+#   fuzz_record      the record decoder (wire.c), records split anywhere
+#   fuzz_trace_file  the trace-file reader (trace_reader.c)
+# Seeds: tests/fuzz/corpus/*, plus a sample trace from
+# `test_wire --write-sample` and its first records when TEST_WIRE is given.
+#
+# A longer run, kept corpus and all (from the source tree):
+#   tests/fuzz/run.sh /tmp/weft-fuzz 3600 /tmp/wire-build/tests/test_wire
+set -euo pipefail
+
+out=${1:?usage: run.sh OUT_DIR [SECONDS] [TEST_WIRE]}
+secs=${2:-20}
+test_wire=${3:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cc=${FUZZ_CC:-clang}
+
+if ! command -v "$cc" >/dev/null 2>&1 || ! command -v protoc-c >/dev/null 2>&1; then
+	echo "fuzz: $cc or protoc-c not found: skipped"
+	exit 77
+fi
+mkdir -p "$out/gen"
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)'\
+'{ (void)d; (void)n; return 0; }\n' >"$out/probe.c"
+if ! "$cc" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>/dev/null; then
+	echo "fuzz: $cc has no libFuzzer: skipped"
+	exit 77
+fi
+
+protoc-c --c_out="$out/gen" -I"$root/proto" "$root/proto/weft.proto"
+flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+	-D_GNU_SOURCE -I"$out/gen" -I"$root/probe/src" -I"$root/probe/include"
+	-I"$root/runtime/include" -I"$root/runtime/src")
+read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
+for t in fuzz_record fuzz_trace_file; do
+	"$cc" "${flags[@]}" "$here/$t.c" "$root/probe/src/wire.c" \
+		"$root/probe/src/trace_reader.c" "$out/gen/weft.pb-c.c" \
+		"${pc[@]}" -o "$out/$t"
+	mkdir -p "$out/corpus-$t"
+	cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
+done
+if [[ -n "$test_wire" ]]; then
+	"$test_wire" --write-sample "$out/sample.weft"
+	for n in 64 256 1024 4096; do
+		head -c "$n" "$out/sample.weft" >"$out/corpus-fuzz_trace_file/sample-$n"
+		{ printf '\x00'; head -c "$n" "$out/sample.weft"; } \
+			>"$out/corpus-fuzz_record/sample-$n"
+	done
+	cp "$out/sample.weft" "$out/corpus-fuzz_trace_file/sample"
+fi
+
+pids=()
+for t in fuzz_record fuzz_trace_file; do
+	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 \
+		-print_final_stats=1 "$out/corpus-$t" >"$out/$t.log" 2>&1 &
+	pids+=($!)
+done
+rc=0
+for i in 0 1; do
+	wait "${pids[$i]}" || rc=1
+done
+for t in fuzz_record fuzz_trace_file; do
+	grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
+		sed "s/^/fuzz: $t: /" || true
+	if grep -q 'ERROR: \|==ERROR\|SUMMARY: ' "$out/$t.log"; then
+		tail -40 "$out/$t.log" >&2
+		rc=1
+	fi
+done
+exit $rc

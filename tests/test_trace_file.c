@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Trace files (probe/src/recorder.c, trace_reader.c): a real workload
+ * recorded and read back (header first, events, task names in updates),
+ * a file cut at every byte offset reads cleanly up to its last whole
+ * record, rotation, the flight recorder's snapshot, and files that are
+ * not traces.
+ *
+ * `test_trace_file --workload` only runs the workload (for WEFT_TRACE=path
+ * from the environment: tests/trace_tools.sh).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_helpers.h"
+
+#include "weft/probe.h"
+#include "weft/trace.h"
+
+#include "trace_reader_internal.h"
+
+struct yielder {
+	int weft_pc;
+	int i;
+	int n;
+};
+
+static weft_poll_t yielder_poll(void *arg, weft_cx_t *cx)
+{
+	struct yielder *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < s->n; s->i++)
+		WEFT_YIELD(s, cx);
+	WEFT_ASYNC_END(s);
+}
+
+/* @tasks tasks named "yielder", each polled @polls times, on 2 workers. */
+static void workload(int tasks, int polls)
+{
+	weft_config_t cfg = { .workers = 2 };
+	weft_runtime_t *rt;
+	weft_join_t **j = calloc((size_t)tasks, sizeof(*j));
+
+	assert_non_null(j);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	for (int i = 0; i < tasks; i++) {
+		struct yielder y = { .n = polls };
+
+		assert_int_equal(weft_spawn_named(rt, "yielder", yielder_poll,
+						  &y, &j[i]),
+				 0);
+	}
+	for (int i = 0; i < tasks; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+	weft_runtime_destroy(rt);
+	free(j);
+}
+
+static char *tmp_path(const char *name)
+{
+	char *p = malloc(256);
+
+	assert_non_null(p);
+	snprintf(p, 256, "%s/weft-test-trace-%d-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(),
+		 name);
+	return p;
+}
+
+struct summary {
+	uint64_t frames, headers, updates, batches, events, polls;
+	bool named; /* an update named a task "yielder" with its file */
+	bool truncated;
+	int error;
+};
+
+static struct summary read_trace(weft_trace_reader_t *r)
+{
+	struct summary s = { 0 };
+	Weft__V1__Frame *f;
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	int rc;
+
+	assert_non_null(ev);
+	while ((rc = weft__trace_reader_next(r, &f)) == 1) {
+		s.frames++;
+		switch (f->body_case) {
+		case WEFT__V1__FRAME__BODY_HEADER:
+			s.headers++;
+			break;
+		case WEFT__V1__FRAME__BODY_UPDATE:
+			s.updates++;
+			for (size_t i = 0; i < f->update->n_tasks; i++) {
+				Weft__V1__Task *t = f->update->tasks[i];
+
+				if (!strcmp(t->name, "yielder") &&
+				    strstr(t->file, "test_trace_file.c"))
+					s.named = true;
+			}
+			break;
+		case WEFT__V1__FRAME__BODY_EVENTS: {
+			int n = weft__wire_batch_decode(f->events, ev,
+							WEFT_WIRE_BATCH_MAX);
+
+			assert_true(n >= 0);
+			s.batches++;
+			s.events += (uint64_t)n;
+			for (int i = 0; i < n; i++)
+				s.polls += ev[i].kind == WEFT_EV_POLL;
+			break;
+		}
+		default:
+			break;
+		}
+		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER ||
+		    s.headers > 1)
+			weft__wire_frame_free(f);
+	}
+	s.truncated = r->truncated;
+	s.error = rc < 0 ? rc : 0;
+	free(ev);
+	return s;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	assert_true(n >= 0);
+	rewind(fp);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*len = (size_t)n;
+	return buf;
+}
+
+static void test_trace_file_records_workload(void **state)
+{
+	char *path = tmp_path("work.weft");
+	weft_trace_reader_t r;
+	struct summary s;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	assert_int_equal(weft_trace_start(path, NULL), -EBUSY);
+	workload(50, 20);
+	assert_int_equal(weft_trace_stop(), 0);
+	assert_int_equal(weft_trace_stop(), -ENOENT);
+
+	assert_int_equal(weft__trace_reader_open(&r, path), 0);
+	s = read_trace(&r);
+	assert_int_equal(s.error, 0);
+	assert_false(s.truncated);
+	assert_int_equal(s.headers, 1);
+	assert_non_null(r.header);
+	assert_int_equal(r.header->hello->pid, getpid());
+	assert_true(s.updates >= 1);
+	assert_true(s.named);
+	/* 50 tasks x 21 polls, unless the rings dropped some. */
+	print_message("%llu frames, %llu events in %llu batches, %llu polls\n",
+		      (unsigned long long)s.frames,
+		      (unsigned long long)s.events,
+		      (unsigned long long)s.batches,
+		      (unsigned long long)s.polls);
+	assert_true(s.polls > 0);
+	weft__trace_reader_close(&r);
+	unlink(path);
+	free(path);
+}
+
+static void test_trace_file_truncated_at_every_offset(void **state)
+{
+	char *path = tmp_path("cut.weft");
+	weft_trace_reader_t r;
+	struct summary whole, s;
+	uint8_t *buf;
+	size_t len, keep = 0, nends = 0, e = 0;
+	static uint64_t ends[4096];
+	uint64_t prev_frames = 0;
+	Weft__V1__Frame *f;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	workload(4, 3);
+	assert_int_equal(weft_trace_stop(), 0);
+	buf = slurp(path, &len);
+
+	/* Keep the first records up to ~6 KiB (every cut costs a read), and
+	 * where each record ends. */
+	weft__trace_reader_open_mem(&r, buf, len);
+	while (weft__trace_reader_next(&r, &f) == 1) {
+		keep = r.dec.offset;
+		assert_true(nends < 4096);
+		ends[nends++] = keep;
+		if (r.frames > 1)
+			weft__wire_frame_free(f);
+		if (keep > 6144 && r.frames >= 2)
+			break;
+	}
+	weft__trace_reader_close(&r);
+	assert_true(keep > 0);
+
+	weft__trace_reader_open_mem(&r, buf, keep);
+	whole = read_trace(&r);
+	weft__trace_reader_close(&r);
+	assert_int_equal(whole.error, 0);
+	assert_false(whole.truncated);
+	assert_true(whole.frames >= 2);
+
+	for (size_t cut = 0; cut <= keep; cut++) {
+		weft__trace_reader_open_mem(&r, buf, cut);
+		s = read_trace(&r);
+		assert_int_equal(s.error, 0);
+		/* Frames only grow with the cut; all of them at the end. */
+		assert_true(s.frames >= prev_frames);
+		assert_true(s.frames <= whole.frames);
+		/* Cut short exactly when the cut is inside a record. */
+		while (e < nends && ends[e] < cut)
+			e++;
+		assert_int_equal(s.truncated,
+				 cut > 0 && !(e < nends && ends[e] == cut));
+		assert_int_equal(s.frames,
+				 e < nends && ends[e] == cut ? e + 1 : e);
+		prev_frames = s.frames;
+		weft__trace_reader_close(&r);
+	}
+	assert_int_equal(prev_frames, whole.frames);
+	free(buf);
+	unlink(path);
+	free(path);
+}
+
+static void test_trace_file_rotates(void **state)
+{
+	char *path = tmp_path("rot.weft");
+	char seg[300];
+	weft_trace_opts_t o = { .max_file_bytes = 16 << 10, .flush_ms = 1 };
+	weft_trace_reader_t r;
+	struct summary s;
+	struct stat st;
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, &o), 0);
+	workload(200, 30);
+	assert_int_equal(weft_trace_stop(), 0);
+	for (unsigned i = 0;; i++) {
+		if (i)
+			snprintf(seg, sizeof(seg), "%s.%u", path, i);
+		else
+			snprintf(seg, sizeof(seg), "%s", path);
+		if (stat(seg, &st))
+			break;
+		assert_int_equal(weft__trace_reader_open(&r, seg), 0);
+		s = read_trace(&r);
+		assert_int_equal(s.error, 0);
+		assert_int_equal(s.headers, 1);
+		assert_int_equal(r.header->segment, i);
+		weft__trace_reader_close(&r);
+		unlink(seg);
+		n++;
+	}
+	print_message("%u files\n", n);
+	assert_true(n >= 2);
+	free(path);
+}
+
+static void test_trace_file_flight_snapshot(void **state)
+{
+	char *path = tmp_path("flight.weft");
+	weft_trace_opts_t o = { .flight_bytes = 64 << 10 };
+	weft_trace_reader_t r;
+	struct summary s;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(weft_trace_snapshot(path), -ENOENT);
+	assert_int_equal(weft_trace_start(NULL, NULL), -EINVAL);
+	assert_int_equal(weft_trace_start(NULL, &o), 0);
+	workload(200, 30);
+	weft_probe_flush();
+	assert_int_equal(weft_trace_snapshot(path), 0);
+	assert_int_equal(weft_trace_stop(), 0);
+
+	assert_int_equal(stat(path, &st), 0);
+	/* The budget plus at most one chunk and the snapshot's own update. */
+	assert_true((uint64_t)st.st_size < (64u << 10) + (512u << 10));
+	assert_int_equal(weft__trace_reader_open(&r, path), 0);
+	s = read_trace(&r);
+	assert_int_equal(s.error, 0);
+	assert_int_equal(s.headers, 1);
+	assert_true(s.updates >= 1);
+	assert_true(s.events > 0);
+	weft__trace_reader_close(&r);
+	unlink(path);
+	free(path);
+}
+
+static void test_trace_file_not_a_trace(void **state)
+{
+	static const uint8_t junk[] = "hello, not a trace";
+	/* A valid record, but a Control frame first: not a trace. */
+	static const uint8_t control[] = { 0x0a, 0x04, 0x32, 0x02, 0x08, 0x01 };
+	weft_trace_reader_t r;
+	struct summary s;
+
+	(void)state;
+	weft__trace_reader_open_mem(&r, junk, sizeof(junk));
+	s = read_trace(&r);
+	assert_int_equal(s.error, -EILSEQ);
+	weft__trace_reader_close(&r);
+
+	weft__trace_reader_open_mem(&r, control, sizeof(control));
+	s = read_trace(&r);
+	assert_int_equal(s.error, WEFT_TRACE_E_NOT_TRACE);
+	assert_string_equal(weft__trace_reader_strerror(s.error),
+			    "not a weft trace (no file header)");
+	weft__trace_reader_close(&r);
+
+	weft__trace_reader_open_mem(&r, junk, 0);
+	s = read_trace(&r);
+	assert_int_equal(s.error, 0);
+	assert_int_equal(s.frames, 0);
+	weft__trace_reader_close(&r);
+
+	assert_int_equal(weft__trace_reader_open(&r, "/nonexistent/x.weft"),
+			 -ENOENT);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_trace_file_records_workload),
+		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
+		cmocka_unit_test(test_trace_file_rotates),
+		cmocka_unit_test(test_trace_file_flight_snapshot),
+		cmocka_unit_test(test_trace_file_not_a_trace),
+	};
+
+	if (argc == 2 && !strcmp(argv[1], "--workload")) {
+		workload(200, 50);
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tests/trace_tools.sh TEST_TRACE_FILE WEFT_TRACE PROTO_DIR
+#
+# Records a real workload through WEFT_TRACE=path (test_trace_file
+# --workload), then runs every weft-trace verb on the file: info, dump,
+# stats (task names and spawn locations come from the file), export
+# --chrome (the JSON parses and every poll slice has ts, dur, pid, tid);
+# --help on every verb; a one-line error and exit 2 on bad input; and
+# protoc --decode=weft.v1.Trace on the recorded file where protoc exists.
+set -euo pipefail
+
+workload=$1 tool=$2 proto=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-trace-tools.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trace=$tmp/run.weft
+
+fail()
+{
+	echo "trace_tools: FAIL: $*" >&2
+	exit 1
+}
+
+expect()
+{
+	local what=$1 pattern=$2 file=$3
+
+	grep -Eq -- "$pattern" "$file" || {
+		cat "$file" >&2
+		fail "$what: no match for '$pattern'"
+	}
+}
+
+WEFT_TRACE=$trace "$workload" --workload
+[[ -s "$trace" ]] || fail "WEFT_TRACE wrote nothing"
+
+"$tool" info "$trace" >"$tmp/info.txt"
+expect info '^format: +WEFTTRC1 version 1' "$tmp/info.txt"
+expect info '^workers: +2$' "$tmp/info.txt"
+expect info '^events: +[1-9][0-9]* ' "$tmp/info.txt"
+expect info '^bytes/event: ' "$tmp/info.txt"
+
+"$tool" dump "$trace" >"$tmp/dump.txt"
+expect dump '^[0-9.]+ [0-9]+ poll [0-9]+\(yielder\) dur=[0-9]+ns (ready|pending)$' \
+	"$tmp/dump.txt"
+expect dump ' spawn [0-9]+\(yielder\) parent=' "$tmp/dump.txt"
+
+"$tool" stats "$trace" >"$tmp/stats.txt"
+expect stats '^worker +polls +steals-in' "$tmp/stats.txt"
+expect stats '^[0-9]+ +[1-9]' "$tmp/stats.txt"
+expect stats 'yielder +[^ ]*test_trace_file\.c:[0-9]+$' "$tmp/stats.txt"
+
+"$tool" export --chrome "$trace" -o "$tmp/out.json"
+python3 - "$tmp/out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = [e for e in ev if e.get("ph") == "X"]
+assert x, "no poll slices"
+assert all(all(k in e for k in ("ts", "dur", "pid", "tid")) for e in x), \
+    "a poll slice lacks ts, dur, pid or tid"
+assert any(e.get("ph") == "M" and e.get("name") == "thread_name" for e in ev)
+starts = sorted(e["id"] for e in ev if e.get("ph") == "s")
+assert starts == sorted(e["id"] for e in ev if e.get("ph") == "f"), \
+    "wake -> poll flows do not pair up"
+print("trace_tools: %d trace events, %d poll slices" % (len(ev), len(x)))
+PY
+
+for verb in info dump stats export; do
+	"$tool" "$verb" --help >"$tmp/help.txt" || fail "$verb --help exited non-zero"
+	expect "$verb --help" "^usage: weft-trace $verb" "$tmp/help.txt"
+done
+"$tool" --help >/dev/null || fail "--help exited non-zero"
+
+# Bad input: exit 2, one line on stderr.
+bad()
+{
+	local what=$1 rc=0
+	shift
+
+	"$tool" "$@" >/dev/null 2>"$tmp/err.txt" || rc=$?
+	[[ $rc -eq 2 ]] || fail "$what: exit $rc, expected 2"
+	[[ $(wc -l <"$tmp/err.txt") -eq 1 ]] || {
+		cat "$tmp/err.txt" >&2
+		fail "$what: expected one line on stderr"
+	}
+	expect "$what" '^weft-trace: ' "$tmp/err.txt"
+}
+printf 'not a trace at all' >"$tmp/garbage"
+: >"$tmp/empty"
+head -c 7 "$trace" >"$tmp/short"
+bad "missing file" info "$tmp/nonexistent.weft"
+bad "garbage" info "$tmp/garbage"
+bad "empty file" stats "$tmp/empty"
+bad "cut inside the header" dump "$tmp/short"
+bad "unknown verb" frobnicate "$trace"
+bad "unknown option" info --bogus "$trace"
+bad "export without --chrome" export "$trace" -o "$tmp/x.json"
+bad "no arguments"
+
+# A file cut in the middle still reads, up to its last whole record.
+head -c $(($(stat -c %s "$trace") / 2)) "$trace" >"$tmp/half.weft"
+"$tool" info "$tmp/half.weft" >"$tmp/half.txt"
+expect "half file" 'cut short' "$tmp/half.txt"
+
+if command -v protoc >/dev/null 2>&1; then
+	protoc --decode=weft.v1.Trace -I"$proto" "$proto/weft.proto" \
+		<"$trace" >"$tmp/protoc.txt"
+	expect protoc 'magic: "WEFTTRC1"' "$tmp/protoc.txt"
+	expect protoc 'name: "yielder"' "$tmp/protoc.txt"
+fi
+echo "trace_tools: ok"

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-trace dump FILE: every event, one a line, in time order:
+ *   TIME(s, from the first event)  WORKER  KIND  TASK  FIELDS
+ * Fields are named per kind from the X-macro lists (weft/probe_events.h).
+ */
+#include <string.h>
+
+#include "trace_tool.h"
+
+static const char usage[] =
+	"usage: weft-trace dump [--abs] FILE\n"
+	"One event a line: time (s since the first event; --abs: monotonic\n"
+	"ns), worker (- for other threads), kind, task (name), fields.\n";
+
+#define WAKE_LABEL(name, value, label) [value] = label,
+static const char *const wake_sources[] = { WEFT_WAKE_SOURCES(WAKE_LABEL) };
+#undef WAKE_LABEL
+#define SCHED_LABEL(name, value, label) [value] = label,
+static const char *const sched_wheres[] = { WEFT_SCHED_WHERES(SCHED_LABEL) };
+#undef SCHED_LABEL
+
+static void fields(const weft_event_t *e, char *buf, size_t len)
+{
+	unsigned long long a1 = e->a1;
+	unsigned a2 = e->a2;
+
+	switch (e->kind) {
+	case WEFT_EV_POLL:
+		snprintf(buf, len, "dur=%lluns %s", a1,
+			 a2 == 1 ? "ready" : "pending");
+		break;
+	case WEFT_EV_WAKE: {
+		unsigned src = a2 & 0xff;
+
+		snprintf(buf, len, "by=%llu source=%s%s", a1,
+			 src < sizeof(wake_sources) / sizeof(*wake_sources) ?
+				 wake_sources[src] :
+				 "?",
+			 a2 & WEFT_WAKE_BY_VAL ? " by-value" : "");
+		break;
+	}
+	case WEFT_EV_SCHEDULE:
+		snprintf(buf, len, "where=%s",
+			 a2 < sizeof(sched_wheres) / sizeof(*sched_wheres) ?
+				 sched_wheres[a2] :
+				 "?");
+		break;
+	case WEFT_EV_SPAWN:
+		snprintf(buf, len, "parent=%llu kind=%s", a1,
+			 a2 ? "fiber" : "future");
+		break;
+	case WEFT_EV_STEAL:
+		snprintf(buf, len, "victim=%llu count=%u", a1, a2);
+		break;
+	case WEFT_EV_BLOCKING_END:
+	case WEFT_EV_LOCK_RELEASE:
+	case WEFT_EV_LOCK_ACQUIRE:
+	case WEFT_EV_LOCK_HELD_PENDING:
+		snprintf(buf, len, "a1=%#llx ns=%u", a1, a2);
+		break;
+	default:
+		if (a1 || a2)
+			snprintf(buf, len, "a1=%llu a2=%u", a1, a2);
+		else
+			buf[0] = '\0';
+		break;
+	}
+}
+
+int tt_verb_dump(int argc, char **argv)
+{
+	const char *path = NULL;
+	bool abs_time = false;
+	tt_trace_t t;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--abs")) {
+			abs_time = true;
+			continue;
+		}
+		if (argv[i][0] == '-' || path)
+			tt_die("dump: unexpected argument '%s'", argv[i]);
+		path = argv[i];
+	}
+	if (!path)
+		tt_die("dump: no FILE (weft-trace dump --help)");
+	tt_load(&t, path);
+	for (size_t i = 0; i < t.nev; i++) {
+		const weft_event_t *e = &t.ev[i];
+		char w[16], task[96], f[128], name[64];
+
+		if (e->worker == WEFT_EVENT_NO_WORKER)
+			snprintf(w, sizeof(w), "-");
+		else
+			snprintf(w, sizeof(w), "%u", e->worker);
+		if (e->task)
+			snprintf(task, sizeof(task), "%llu(%s)",
+				 (unsigned long long)e->task,
+				 tt_task_label(&t, e->task, name,
+					       sizeof(name)));
+		else
+			snprintf(task, sizeof(task), "-");
+		fields(e, f, sizeof(f));
+		if (abs_time)
+			printf("%llu", (unsigned long long)e->ts);
+		else
+			printf("%.9f", (double)(e->ts - t.ev[0].ts) / 1e9);
+		printf(" %s %s %s%s%s\n", w, weft_event_kind_name(e->kind),
+		       task, f[0] ? " " : "", f);
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		tt_free(&t);
+		return 1;
+	}
+	tt_free(&t);
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* weft-trace info FILE: what a trace holds, and how compactly. */
+#include <string.h>
+
+#include "trace_tool.h"
+
+static const char usage[] =
+	"usage: weft-trace info FILE\n"
+	"Prints the header (process, workers, clock, start), the duration,\n"
+	"frame and event counts and the bytes per event.\n";
+
+int tt_verb_info(int argc, char **argv)
+{
+	const char *path = NULL;
+	tt_trace_t t;
+	double dur = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		if (argv[i][0] == '-' || path)
+			tt_die("info: unexpected argument '%s'", argv[i]);
+		path = argv[i];
+	}
+	if (!path)
+		tt_die("info: no FILE (weft-trace info --help)");
+	tt_load(&t, path);
+	if (t.nev > 1)
+		dur = (double)(t.ev[t.nev - 1].ts - t.ev[0].ts) / 1e9;
+	printf("file:        %s%s\n", path,
+	       t.truncated ? " (cut short: read to its last whole record)" :
+			     "");
+	printf("format:      WEFTTRC1 version %u, segment %u\n",
+	       t.format_version, t.segment);
+	printf("process:     %s (pid %u) on %s\n", t.process ? t.process : "?",
+	       t.pid, t.host ? t.host : "?");
+	printf("command:     %s\n", t.cmdline ? t.cmdline : "");
+	printf("workers:     %u\n", t.workers);
+	printf("clock:       %s\n", t.clock ? t.clock : "?");
+	printf("start:       %.6f s (monotonic), %llu ns (realtime)\n",
+	       (double)t.start_ns / 1e9,
+	       (unsigned long long)t.start_realtime_ns);
+	printf("duration:    %.6f s\n", dur);
+	printf("frames:      %llu (%llu event batches, %llu updates, %llu "
+	       "other)\n",
+	       (unsigned long long)t.frames, (unsigned long long)t.batches,
+	       (unsigned long long)t.updates, (unsigned long long)t.others);
+	printf("events:      %zu (%llu dropped by the probe)\n", t.nev,
+	       (unsigned long long)t.events_dropped);
+	printf("tasks named: %zu\n", t.ntasks);
+	printf("warnings:    %zu\n", t.nwarnings);
+	printf("bytes:       %llu (%llu in event batches)\n",
+	       (unsigned long long)t.bytes, (unsigned long long)t.event_bytes);
+	if (t.nev)
+		printf("bytes/event: %.2f (event batches only), %.2f (whole "
+		       "file)\n",
+		       (double)t.event_bytes / (double)t.nev,
+		       (double)t.bytes / (double)t.nev);
+	tt_free(&t);
+	return 0;
+}
