@@ -40,7 +40,7 @@ struct weft_runtime_s;
  * Event timestamps: the TSC where it is invariant (constant and nonstop),
  * else CLOCK_MONOTONIC nanoseconds.  The collector converts to ns.
  */
-extern bool weft__probe_use_tsc;
+extern __attribute__((visibility("hidden"))) bool weft__probe_use_tsc;
 
 /* clock.c */
 uint64_t weft__probe_clock_ns(void);
@@ -68,14 +68,17 @@ static inline uint64_t weft__probe_clock(void)
 /* ---------------------------------------------------------------- emit */
 
 /* Non-zero while anyone listens; one relaxed load per probe site. */
-extern _Atomic uint32_t weft__probe_listening;
+/* Hidden: PC-relative in libweft.so, no GOT load at each site. */
+extern __attribute__((visibility("hidden"))) _Atomic uint32_t
+	weft__probe_listening;
 /* This thread's ring, or NULL until it first emits. */
 extern WEFT_TLS weft_ring_t *weft__probe_ring;
 /* This thread's worker index, or WEFT_EVENT_NO_WORKER. */
 extern WEFT_TLS uint16_t weft__probe_worker;
 
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
-extern void (*weft__probe_raw_hook)(uint64_t task);
+extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
+	uint64_t task);
 
 /* mutex.c */
 bool weft__probe_locks_held(void);
@@ -128,7 +131,7 @@ static inline void weft__probe_emit(uint8_t kind, uint64_t task, uint64_t a1,
 #define WEFT_PROBE_ON() weft__probe_on()
 #define WEFT_PROBE_EVENT(kind, task, a1, a2)                                   \
 	do {                                                                   \
-		if (weft__probe_on())                                          \
+		if (__builtin_expect(weft__probe_on(), 0))                     \
 			weft__probe_emit(WEFT_EV_##kind, (task), (a1), (a2));  \
 	} while (0)
 #define WEFT_PROBE_CLOCK() weft__probe_clock()

@@ -262,7 +262,7 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	weft__cur_task_id = t->id;
 #if WEFT_PROBE
-	if (weft__probe_on()) {
+	if (__builtin_expect(weft__probe_on(), 0)) {
 		uint64_t start = weft__probe_clock(), end;
 
 		/* Relaxed: a hint for the collector's never-yielded check. */
@@ -272,18 +272,18 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 		end = weft__probe_clock();
 		store_relaxed(&w->probe_task, 0);
 		weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
-	} else {
+		/* Locks held across the await: only worth a look if heard. */
+		if (r == WEFT_PENDING) {
+			if (weft__probe_locks_held())
+				weft__probe_locks_at_pending(t->id);
+			if (weft__probe_raw_hook)
+				weft__probe_raw_hook(t->id);
+		}
+	} else
+#endif
+	{
 		r = t->poll(t->future, &cx);
 	}
-	if (r == WEFT_PENDING) {
-		if (weft__probe_locks_held())
-			weft__probe_locks_at_pending(t->id);
-		if (weft__probe_raw_hook)
-			weft__probe_raw_hook(t->id);
-	}
-#else
-	r = t->poll(t->future, &cx);
-#endif
 	weft__cur_task_id = 0;
 
 	if (r == WEFT_READY)
