@@ -125,6 +125,18 @@ static task_rec_t *task_find(struct probe *p, uint64_t id)
 	return t;
 }
 
+/* weft__collector_task() - what the collector knows of task @id, or NULL;
+ * probe.lock held (the record is valid until it is released). */
+const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)
+{
+	task_rec_t *t;
+
+	if (!p->table || !p->table_size)
+		return NULL;
+	t = task_find(p, id);
+	return t ? &t->pub : NULL;
+}
+
 static task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
 {
 	task_rec_t *t = task_find(p, id);
@@ -461,11 +473,65 @@ static void process(struct probe *p, const weft_event_t *ev,
 	}
 }
 
-static int ev_cmp(const void *a, const void *b)
+/*
+ * Merges the rings' runs (each already in time order) into p->merged with
+ * a binary heap over the runs' heads: O(n log k), no allocation per pass.
+ */
+static void merge_runs(struct probe *p, size_t nsegs, size_t n)
 {
-	const weft_event_t *x = a, *y = b;
+	struct seg_s *h = p->segs;
+	size_t out = 0;
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+#define SEG_TS(s) (p->batch[(s).pos].ts)
+	/* Heapify. */
+	for (size_t i = nsegs / 2; i-- > 0;) {
+		size_t j = i;
+
+		for (;;) {
+			size_t l = 2 * j + 1, r = l + 1, m = j;
+
+			if (l < nsegs && SEG_TS(h[l]) < SEG_TS(h[m]))
+				m = l;
+			if (r < nsegs && SEG_TS(h[r]) < SEG_TS(h[m]))
+				m = r;
+			if (m == j)
+				break;
+			struct seg_s t = h[j];
+			h[j] = h[m];
+			h[m] = t;
+			j = m;
+		}
+	}
+	while (nsegs) {
+		size_t j = 0;
+
+		p->merged[out++] = p->batch[h[0].pos++];
+		if (h[0].pos == h[0].end)
+			h[0] = h[--nsegs];
+		for (;;) {
+			size_t l = 2 * j + 1, r = l + 1, m = j;
+
+			if (l < nsegs && SEG_TS(h[l]) < SEG_TS(h[m]))
+				m = l;
+			if (r < nsegs && SEG_TS(h[r]) < SEG_TS(h[m]))
+				m = r;
+			if (m == j)
+				break;
+			struct seg_s t = h[j];
+			h[j] = h[m];
+			h[m] = t;
+			j = m;
+		}
+	}
+#undef SEG_TS
+	(void)n;
+	/* The merged run becomes the batch. */
+	{
+		weft_event_t *t = p->batch;
+
+		p->batch = p->merged;
+		p->merged = t;
+	}
 }
 
 /* Drains every ring into p->batch; frees the rings of threads gone. */
@@ -486,17 +552,34 @@ static size_t drain(struct probe *p)
 		if (p->batch_cap < n + cap) {
 			size_t ncap = (n + cap) * 2;
 			weft_event_t *nb = realloc(p->batch, ncap * sizeof(*nb));
+			weft_event_t *nm;
 
 			if (!nb)
 				break;
 			p->batch = nb;
+			nm = realloc(p->merged, ncap * sizeof(*nm));
+			if (!nm)
+				break;
+			p->merged = nm;
 			p->batch_cap = ncap;
+		}
+		if (segments == p->segs_cap) {
+			size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
+			struct seg_s *ns = realloc(p->segs, ncap * sizeof(*ns));
+
+			if (!ns)
+				break;
+			p->segs = ns;
+			p->segs_cap = ncap;
 		}
 		got = weft__ring_consume(&e->ring, p->batch + n, cap);
 		if (got > cap / 4)
 			p->busy = true;
-		if (got)
+		if (got) {
+			p->segs[segments].pos = n;
+			p->segs[segments].end = n + got;
 			segments++;
+		}
 		n += got;
 		drops = weft__ring_drops(&e->ring);
 		p->drops_total += drops - e->drops_seen;
@@ -518,7 +601,7 @@ static size_t drain(struct probe *p)
 		ev->ts = end;
 	}
 	if (segments > 1)
-		qsort(p->batch, n, sizeof(*p->batch), ev_cmp);
+		merge_runs(p, segments, n);
 	return n;
 }
 
@@ -849,5 +932,10 @@ void weft__collector_stop(struct probe *p)
 	p->done_head = p->done_tail = NULL;
 	free(p->batch);
 	p->batch = NULL;
+	free(p->merged);
+	p->merged = NULL;
 	p->batch_cap = 0;
+	free(p->segs);
+	p->segs = NULL;
+	p->segs_cap = 0;
 }

@@ -91,7 +91,13 @@ struct probe {
 	uint64_t warn_seq;
 	uint64_t warn_seq_published;
 	weft_event_t *batch;
+	weft_event_t *merged;  /* the merge's output, batch_cap long */
 	size_t batch_cap;
+	struct seg_s {
+		size_t pos;
+		size_t end;
+	} *segs;               /* one sorted run per ring, for the merge */
+	size_t segs_cap;
 	weft_probe_stats_t stats;
 	uint64_t events_total;
 	uint64_t drops_total;
@@ -110,5 +116,6 @@ int weft__collector_start(struct probe *p);
 void weft__collector_stop(struct probe *p);
 void weft__collector_pass(struct probe *p, uint64_t now);
 uint64_t weft__collector_interval(struct probe *p);
+const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);
 
 #endif /* WEFT_COLLECTOR_INTERNAL_H */
