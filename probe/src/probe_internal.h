@@ -75,6 +75,14 @@ extern __attribute__((visibility("hidden"))) _Atomic uint32_t
 extern WEFT_TLS weft_ring_t *weft__probe_ring;
 /* This thread's worker index, or WEFT_EVENT_NO_WORKER. */
 extern WEFT_TLS uint16_t weft__probe_worker;
+/*
+ * While a worker polls with the probe listening: the poll's start stamp.
+ * Events emitted during the poll (wakes, waker clones and drops, spawns)
+ * take it instead of reading the clock again, which is most of an event's
+ * cost; they stay in order (after the previous poll's end, before this
+ * poll's own record, stamped at its end).
+ */
+extern WEFT_TLS uint64_t weft__probe_poll_ts;
 
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
 extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
@@ -124,7 +132,9 @@ static inline void weft__probe_emit_at(uint64_t ts, uint8_t kind,
 static inline void weft__probe_emit(uint8_t kind, uint64_t task, uint64_t a1,
 				    uint32_t a2)
 {
-	weft__probe_emit_at(weft__probe_clock(), kind, task, a1, a2);
+	uint64_t ts = weft__probe_poll_ts;
+
+	weft__probe_emit_at(ts ? ts : weft__probe_clock(), kind, task, a1, a2);
 }
 
 #if WEFT_PROBE

@@ -268,7 +268,9 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 		/* Relaxed: a hint for the collector's never-yielded check. */
 		store_relaxed(&w->probe_poll_start, start);
 		store_relaxed(&w->probe_task, t->id);
+		weft__probe_poll_ts = start;
 		r = t->poll(t->future, &cx);
+		weft__probe_poll_ts = 0;
 		end = weft__probe_clock();
 		store_relaxed(&w->probe_task, 0);
 		weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
@@ -409,7 +411,8 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 		*join = (weft_join_t *)t;
 #if WEFT_PROBE
 	if (weft__probe_on()) {
-		uint64_t ts = weft__probe_clock();
+		uint64_t ts = weft__probe_poll_ts ? weft__probe_poll_ts
+						  : weft__probe_clock();
 
 		weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id,
 				    (uint32_t)spec->kind);

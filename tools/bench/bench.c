@@ -48,6 +48,7 @@ static const struct bench_shape *const shapes[] = {
 	&shape_yield_many_fiber,
 	&shape_ping_pong_fiber,
 	&shape_probe_event,
+	&shape_probe_event_thread,
 };
 
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))

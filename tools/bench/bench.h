@@ -75,6 +75,7 @@ extern const struct bench_shape shape_timers_1k;
 
 /* shape_probe.c: the probe's own cost, and the --probe modes */
 extern const struct bench_shape shape_probe_event;
+extern const struct bench_shape shape_probe_event_thread;
 void bench_probe_start(struct bench *b, bool events);
 void bench_probe_stop(struct bench *b);
 const char *bench_probe_mode(const struct bench *b);
