@@ -228,6 +228,38 @@ static void task_complete(weft_task_t *t, int status)
 		weft_waker_wake_by_ref(&t->join_waker);
 }
 
+#if WEFT_PROBE
+/*
+ * A poll while the probe listens: timed, published for the never-yielded
+ * check, and followed by the lock checks.  Out of line so that the
+ * common path (nobody listening) stays small.
+ */
+__attribute__((noinline)) static weft_poll_t
+poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
+{
+	uint64_t start = weft__probe_clock(), end;
+	weft_poll_t r;
+
+	/* Relaxed: a hint for the collector's never-yielded check. */
+	store_relaxed(&w->probe_poll_start, start);
+	store_relaxed(&w->probe_task, t->id);
+	weft__probe_poll_ts = start;
+	r = t->poll(t->future, cx);
+	weft__probe_poll_ts = 0;
+	end = weft__probe_clock();
+	store_relaxed(&w->probe_task, 0);
+	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
+	/* Locks held across the await: only worth a look if heard. */
+	if (r == WEFT_PENDING) {
+		if (weft__probe_locks_held())
+			weft__probe_locks_at_pending(t->id);
+		if (weft__probe_raw_hook)
+			weft__probe_raw_hook(t->id);
+	}
+	return r;
+}
+#endif
+
 void weft__task_run(weft_worker_t *w, weft_task_t *t)
 {
 	uint64_t cur = load_relaxed(&t->state), next;
@@ -262,30 +294,11 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	weft__cur_task_id = t->id;
 #if WEFT_PROBE
-	if (__builtin_expect(weft__probe_on(), 0)) {
-		uint64_t start = weft__probe_clock(), end;
-
-		/* Relaxed: a hint for the collector's never-yielded check. */
-		store_relaxed(&w->probe_poll_start, start);
-		store_relaxed(&w->probe_task, t->id);
-		weft__probe_poll_ts = start;
-		r = t->poll(t->future, &cx);
-		weft__probe_poll_ts = 0;
-		end = weft__probe_clock();
-		store_relaxed(&w->probe_task, 0);
-		weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
-		/* Locks held across the await: only worth a look if heard. */
-		if (r == WEFT_PENDING) {
-			if (weft__probe_locks_held())
-				weft__probe_locks_at_pending(t->id);
-			if (weft__probe_raw_hook)
-				weft__probe_raw_hook(t->id);
-		}
-	} else
+	if (__builtin_expect(weft__probe_on(), 0))
+		r = poll_probed(w, t, &cx);
+	else
 #endif
-	{
 		r = t->poll(t->future, &cx);
-	}
 	weft__cur_task_id = 0;
 
 	if (r == WEFT_READY)
