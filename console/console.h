@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-console: the map of the program, prototypes grouped by the file
+ * that defines them.
+ *
+ * The shape (STYLE.md, "The console"): frames (from a trace file now, a
+ * socket later) feed the model (model.c), a state store that knows
+ * nothing of drawing.  Views (view_*.c, const vtables) render the model
+ * and the session's UI state into a plain text grid (grid.c); curses
+ * (tty.c) only blits that grid, and --once prints it, so every view can
+ * be checked without a terminal.  Keys go through one bindings table
+ * (keys.c) to actions that change the session or the model's sort and
+ * filter and return flags (REDRAW, RESORT, QUIT); they never draw.
+ * Drawing never changes the model.
+ *
+ * Everything here runs on the console's one thread.
+ */
+#ifndef WEFT_CONSOLE_H
+#define WEFT_CONSOLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <wchar.h>
+
+#include "weft.pb-c.h"
+#include "weft/probe.h"
+
+/* ------------------------------------------------------------- util.c */
+
+void *con_xmalloc(size_t n);
+void *con_xcalloc(size_t n, size_t size);
+void *con_xreallocarray(void *p, size_t n, size_t size);
+char *con_xstrdup(const char *s);
+void con_die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* "1.2ms", "35us", "2.0s": at most 7 characters. */
+const char *con_fmt_ns(char *buf, size_t len, uint64_t ns);
+/* "12.3k", "4.5M": at most 6 characters. */
+const char *con_fmt_count(char *buf, size_t len, double v);
+/* "2s", "500ms", "1.5s", "1m" into ns; -EINVAL when not a duration. */
+int con_parse_duration(const char *s, uint64_t *ns);
+
+/* ------------------------------------------------------------ model.c */
+
+/* Samples kept per worker for sparklines (one per update). */
+#define CON_HISTORY 120
+/* Timeline: per-worker busy time in buckets of this many ns. */
+#define CON_TL_BUCKET_NS (100ull * 1000 * 1000)
+#define CON_TL_BUCKETS 128
+/* The most workers the model keeps (extra indices are ignored). */
+#define CON_MAX_WORKERS 256
+/* Warnings kept (the oldest go first; counted). */
+#define CON_MAX_WARNINGS 4096
+/* Finished tasks stay listed this long by default. */
+#define CON_RETAIN_NS (6ull * 1000 * 1000 * 1000)
+
+typedef struct con_task_s {
+	uint64_t id;
+	uint64_t parent;
+	char *name; /* "" when unnamed */
+	char *file; /* "" when unknown */
+	uint32_t line;
+	uint32_t state_size;
+	uint8_t kind;  /* 0 future, 1 fiber */
+	uint8_t state; /* weft_task_state_t */
+	uint16_t last_worker;
+	int32_t status;
+	uint64_t spawned_ns;
+	uint64_t finished_ns; /* 0 while live */
+	uint64_t polls;
+	uint64_t busy_ns;
+	uint64_t scheduled_ns;
+	uint64_t idle_ns;
+	uint64_t wakes;
+	uint64_t self_wakes;
+	uint64_t waker_clones;
+	uint64_t waker_drops;
+	uint64_t max_poll_ns;
+	uint32_t warnings; /* bit (1 << kind) */
+	uint32_t locks_held;
+	bool has_hist;
+	weft_hist_t poll_hist;
+	weft_hist_t sched_hist;
+} con_task_t;
+
+typedef struct con_worker_s {
+	bool seen;
+	uint32_t index;
+	uint32_t state; /* 0 polling, 1 searching, 2 parked */
+	uint64_t current_task;
+	Weft__V1__WorkerCounters counters; /* copied; no pointers inside */
+	double polls_per_s;
+	double steals_per_s;
+	double steal_rate;
+	double busy_ratio;
+	uint64_t mean_poll_ns;
+	uint64_t max_poll_ns;
+	uint32_t queue_depth;
+	uint64_t stolen_by_others; /* tasks other workers stole from it */
+	/* Rings of CON_HISTORY samples, newest at (hist_next - 1). */
+	uint32_t depth_hist[CON_HISTORY];
+	float polls_hist[CON_HISTORY];
+	float busy_hist[CON_HISTORY];
+	/* Timeline: busy ns and the longest poll per CON_TL_BUCKET_NS. */
+	uint64_t tl_busy[CON_TL_BUCKETS];
+	uint64_t tl_max_poll[CON_TL_BUCKETS];
+} con_worker_t;
+
+typedef struct con_warning_s {
+	uint64_t seq;
+	uint32_t kind;
+	uint32_t worker;
+	uint64_t task;
+	char *task_name;
+	char *file;
+	uint32_t line;
+	uint64_t at_ns;
+	uint64_t value_ns;
+	char *detail;
+} con_warning_t;
+
+/* Task list columns, in display order (sortable by any). */
+#define CON_TASK_COLUMNS(X)                                                    \
+	X(ID, "ID")                                                           \
+	X(NAME, "NAME")                                                       \
+	X(STATE, "STATE")                                                     \
+	X(WORKER, "W")                                                        \
+	X(POLLS, "POLLS")                                                     \
+	X(BUSY, "BUSY")                                                       \
+	X(SCHED, "SCHED")                                                     \
+	X(IDLE, "IDLE")                                                       \
+	X(WAKES, "WAKES")                                                     \
+	X(MAXPOLL, "MAXPOLL")                                                 \
+	X(WARN, "WARN")                                                       \
+	X(LOCATION, "LOCATION")
+
+typedef enum con_task_col_e {
+#define CON_X(name, label) CON_COL_##name,
+	CON_TASK_COLUMNS(CON_X)
+#undef CON_X
+	CON_COL_MAX
+} con_task_col_t;
+
+typedef enum con_mode_e {
+	CON_MODE_LIVE,
+	CON_MODE_PAUSED,
+	CON_MODE_REPLAY,
+} con_mode_t;
+
+/* The header line's figures. */
+typedef struct con_header_s {
+	const char *target;
+	uint64_t uptime_ns;
+	uint32_t workers;
+	uint64_t live_tasks;
+	double polls_per_s;
+	double steals_per_s;
+	double steal_rate; /* steals / polls */
+	double events_per_s;
+	uint64_t dropped;
+	uint64_t warnings;
+	con_mode_t mode;
+} con_header_t;
+
+typedef struct con_model_s {
+	/* public, read-only */
+	char *target;  /* "replay: FILE" or the attach address */
+	char *process; /* from the hello */
+	uint32_t pid;
+	char *clock;
+	uint64_t start_ns;
+	uint32_t nworkers; /* from the hello, or the most seen */
+	con_mode_t mode;   /* set by the session */
+	Weft__V1__Stats stats; /* the latest; clock is NULL */
+	bool have_stats;
+	uint64_t now_ns;   /* the latest update's time */
+	uint64_t updates, batches, events, bad_frames;
+	uint64_t blocking_started, blocking_ended; /* from events */
+	uint64_t worker_steals; /* sum of the latest counters */
+
+	con_task_t **tasks; /* every known task, unordered */
+	size_t ntasks;
+	con_worker_t *workers; /* CON_MAX_WORKERS slots */
+	con_warning_t *warnings; /* oldest first */
+	size_t nwarnings;
+	uint64_t warnings_discarded;
+	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
+	uint64_t tl_last;  /* newest bucket number (0: none yet) */
+	uint64_t hist_next;    /* worker history samples taken */
+	uint64_t retain_ns;
+
+	/* The task list as the Tasks view shows it: sorted, filtered. */
+	const con_task_t **list;
+	size_t nlist;
+	con_task_col_t sort_col;
+	bool sort_invert;
+	char filter[64];
+	bool list_stale; /* tasks changed since the list was built */
+
+	/* private */
+	con_task_t **hash; /* open addressing by id */
+	size_t hash_cap;
+	size_t list_cap, tasks_cap, warnings_cap;
+} con_model_t;
+
+void con_model_init(con_model_t *m, const char *target);
+void con_model_fini(con_model_t *m);
+/* Feed one decoded frame; malformed content is ignored and counted. */
+void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
+void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
+void con_model_update(con_model_t *m, const Weft__V1__Update *u);
+void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
+const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
+const con_worker_t *con_model_worker(const con_model_t *m, uint32_t i);
+/* Drop finished tasks older than retain_ns (called by update). */
+void con_model_retain(con_model_t *m);
+/* Sort and filter settings; mark the list stale. */
+void con_model_set_sort(con_model_t *m, con_task_col_t col, bool invert);
+void con_model_set_filter(con_model_t *m, const char *filter);
+/* Rebuild list (sorted, filtered) if stale. */
+void con_model_resort(con_model_t *m);
+bool con_model_task_matches(const con_model_t *m, const con_task_t *t);
+void con_model_header(const con_model_t *m, con_header_t *h);
+const char *con_task_state_name(unsigned state);
+const char *con_worker_state_name(unsigned state);
+const char *con_task_col_label(con_task_col_t col);
+const char *con_mode_name(con_mode_t mode);
+/* The sample @back updates ago (0 the newest); 0 when none. */
+uint32_t con_worker_depth_at(const con_model_t *m, const con_worker_t *w,
+			     unsigned back);
+bool con_model_is_consistent(const con_model_t *m);
+
+/* ------------------------------------------------------------- grid.c */
+
+/* Semantic colour roles: one palette (tty.c maps them to curses pairs). */
+#define CON_ROLES(X)                                                           \
+	X(NORMAL)                                                             \
+	X(HEADER)                                                             \
+	X(TITLE)                                                              \
+	X(COLUMN)                                                             \
+	X(SELECTED)                                                           \
+	X(DIM)                                                                \
+	X(GOOD)                                                               \
+	X(WARN)                                                               \
+	X(BAD)                                                                \
+	X(SPARK)                                                              \
+	X(MODE)
+
+typedef enum con_role_e {
+#define CON_X(name) CON_ROLE_##name,
+	CON_ROLES(CON_X)
+#undef CON_X
+	CON_ROLE_MAX
+} con_role_t;
+
+typedef struct con_cell_s {
+	wchar_t ch;
+	uint8_t role;
+} con_cell_t;
+
+typedef struct con_grid_s {
+	int w, h;
+	con_cell_t *cells;
+	bool ascii; /* sparklines and bars in ASCII */
+} con_grid_t;
+
+void con_grid_init(con_grid_t *g, int w, int h, bool ascii);
+void con_grid_fini(con_grid_t *g);
+void con_grid_clear(con_grid_t *g);
+/* Write UTF-8 @s at (x, y), clipped; returns the column after it. */
+int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s);
+int con_grid_printf(con_grid_t *g, int x, int y, con_role_t role,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A row's role (cells not yet written keep theirs). */
+void con_grid_fill_row(con_grid_t *g, int y, con_role_t role);
+/* Sparkline of @n values scaled to @max (0: the values' max). */
+int con_grid_spark(con_grid_t *g, int x, int y, const double *v, int n,
+		   double max);
+/* A bar @width wide, filled to @frac (0..1). */
+int con_grid_bar(con_grid_t *g, int x, int y, int width, double frac,
+		 con_role_t role);
+/* Rows down to the last non-blank one, as UTF-8, trailing blanks cut. */
+void con_grid_print(const con_grid_t *g, FILE *out);
+
+/* ------------------------------------------------------------ views */
+
+typedef struct con_session_s con_session_t;
+
+/* Action flags (keys.c). */
+#define CON_REDRAW 0x1u /* the screen must be drawn again */
+#define CON_RESORT 0x2u /* the task list must be rebuilt first */
+#define CON_QUIT 0x4u
+#define CON_SEEK 0x8u   /* replay: the position changed */
+
+typedef enum con_view_id_e {
+	CON_VIEW_WORKERS,
+	CON_VIEW_TASKS,
+	CON_VIEW_WARNINGS,
+	CON_VIEW_DETAIL,
+	CON_VIEW_TIMELINE,
+	CON_VIEW_MAX
+} con_view_id_t;
+
+typedef struct con_view_s {
+	const char *name; /* --view NAME */
+	int letter;       /* the key that shows it */
+	const char *title;
+	/* Draw into rows [top, top + rows) of @g. */
+	void (*draw)(const con_session_t *s, con_grid_t *g, int top, int rows);
+	/* Rows that can be selected (for movement keys). */
+	size_t (*count)(const con_session_t *s);
+	/* Enter on the selected row. */
+	unsigned (*enter)(con_session_t *s);
+} con_view_t;
+
+struct con_session_s {
+	con_model_t *model;
+	con_view_id_t view;
+	con_view_id_t prev_view;
+	size_t sel[CON_VIEW_MAX];    /* selected row per view */
+	size_t scroll[CON_VIEW_MAX]; /* first row shown per view */
+	uint64_t detail_task;        /* the task detail shows */
+	bool help;                   /* the ? overlay */
+	bool paused;
+	bool replay;
+	bool at_end;       /* replay reached the end of the file */
+	double speed;      /* replay speed */
+	uint64_t seek_ns;  /* with CON_SEEK: where to go */
+	bool filter_edit;  /* typing a filter */
+	char filter_buf[64];
+	bool ascii;
+	bool color;
+	bool once; /* --once: no status line, no overlay */
+	struct con_replay_s *rp; /* replay source, or NULL */
+};
+
+extern const con_view_t con_view_workers;
+extern const con_view_t con_view_tasks;
+extern const con_view_t con_view_warnings;
+extern const con_view_t con_view_detail;
+extern const con_view_t con_view_timeline;
+
+/* view.c: the frame around the views */
+const con_view_t *con_view_get(con_view_id_t id);
+const con_view_t *con_view_by_name(const char *name);
+/* The whole screen: header, tabs, the view, the status line, help. */
+void con_screen_draw(const con_session_t *s, con_grid_t *g);
+/* Keep sel inside the view's rows and scroll so that sel shows. */
+void con_session_clamp(con_session_t *s, int rows);
+/* view_tasks.c: the selected task id (0 if none). */
+uint64_t con_tasks_selected(const con_session_t *s);
+/* view_warnings.c: the warning shown at row @i (newest first). */
+const con_warning_t *con_warnings_row(const con_model_t *m, size_t i);
+
+/* ------------------------------------------------------------- keys.c */
+
+/* Handle one key (curses key code or character); returns action flags. */
+unsigned con_keys_handle(con_session_t *s, int key);
+/* The help overlay's lines. */
+void con_keys_help(con_grid_t *g, int top, int rows);
+
+/* ----------------------------------------------------------- replay.c */
+
+typedef struct con_replay_s {
+	Weft__V1__Frame **frames;
+	uint64_t *at; /* each frame's time */
+	size_t n, next;
+	uint64_t first_ns, last_ns;
+	uint64_t pos_ns; /* the replay clock */
+	bool truncated;
+	char *error; /* why reading stopped early, or NULL */
+} con_replay_t;
+
+/* Load a whole file; returns 0 or a negative errno (message on stderr). */
+int con_replay_open(con_replay_t *r, const char *path);
+void con_replay_close(con_replay_t *r);
+/* Feed the model every frame up to @pos_ns (rebuilding it from the start
+ * when @pos_ns is before the current position). */
+void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
+/* The time of the next warning after the current position, or 0. */
+uint64_t con_replay_next_warning(const con_replay_t *r);
+
+/* -------------------------------------------------------------- tty.c */
+
+/* Run the interactive UI until q; returns the exit status. */
+int con_tty_run(con_session_t *s);
+
+#endif /* WEFT_CONSOLE_H */

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The text grid views draw into: w x h cells, each a wide character and
+ * a semantic role.  curses blits it (tty.c); --once prints it as UTF-8.
+ * Every write is clipped, so a view can never draw outside the screen.
+ * Wide (double-column) characters are not used: every glyph here is one
+ * column, which keeps clipping exact.
+ */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console.h"
+
+void con_grid_init(con_grid_t *g, int w, int h, bool ascii)
+{
+	if (w < 1)
+		w = 1;
+	if (h < 1)
+		h = 1;
+	g->w = w;
+	g->h = h;
+	g->ascii = ascii;
+	g->cells = con_xcalloc((size_t)w * (size_t)h, sizeof(*g->cells));
+	con_grid_clear(g);
+}
+
+void con_grid_fini(con_grid_t *g)
+{
+	free(g->cells);
+	g->cells = NULL;
+}
+
+void con_grid_clear(con_grid_t *g)
+{
+	for (int i = 0; i < g->w * g->h; i++)
+		g->cells[i] = (con_cell_t){ L' ', CON_ROLE_NORMAL };
+}
+
+static con_cell_t *cell(con_grid_t *g, int x, int y)
+{
+	if (x < 0 || y < 0 || x >= g->w || y >= g->h)
+		return NULL;
+	return &g->cells[y * g->w + x];
+}
+
+int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s)
+{
+	mbstate_t st;
+	size_t left = strlen(s);
+
+	memset(&st, 0, sizeof(st));
+	while (left) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, left, &st);
+		con_cell_t *c;
+
+		if (n == (size_t)-1 || n == (size_t)-2) {
+			/* Not UTF-8 (or no UTF-8 locale): one byte each. */
+			wc = (unsigned char)*s < 0x80 ? (wchar_t)*s : L'?';
+			n = 1;
+			memset(&st, 0, sizeof(st));
+		} else if (n == 0) {
+			break;
+		}
+		if (wc < 0x20 || wc == 0x7f)
+			wc = L'?';
+		c = cell(g, x, y);
+		if (c)
+			*c = (con_cell_t){ wc, (uint8_t)role };
+		x++;
+		s += n;
+		left -= n;
+	}
+	return x;
+}
+
+int con_grid_printf(con_grid_t *g, int x, int y, con_role_t role,
+		    const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return con_grid_put(g, x, y, role, buf);
+}
+
+void con_grid_fill_row(con_grid_t *g, int y, con_role_t role)
+{
+	for (int x = 0; x < g->w; x++) {
+		con_cell_t *c = cell(g, x, y);
+
+		if (c)
+			c->role = (uint8_t)role;
+	}
+}
+
+static void put_wc(con_grid_t *g, int x, int y, wchar_t wc, con_role_t role)
+{
+	con_cell_t *c = cell(g, x, y);
+
+	if (c)
+		*c = (con_cell_t){ wc, (uint8_t)role };
+}
+
+int con_grid_spark(con_grid_t *g, int x, int y, const double *v, int n,
+		   double max)
+{
+	static const wchar_t uni[] = L"▁▂▃▄▅▆▇█";
+	static const wchar_t asc[] = L"_.-~=+*#";
+
+	if (max <= 0)
+		for (int i = 0; i < n; i++)
+			if (v[i] > max)
+				max = v[i];
+	for (int i = 0; i < n; i++) {
+		int level = 0;
+
+		if (max > 0 && v[i] > 0) {
+			level = (int)(v[i] / max * 7.0 + 0.5);
+			if (level > 7)
+				level = 7;
+		}
+		if (v[i] <= 0)
+			put_wc(g, x + i, y, g->ascii ? L' ' : uni[0],
+			       CON_ROLE_DIM);
+		else
+			put_wc(g, x + i, y, g->ascii ? asc[level] : uni[level],
+			       CON_ROLE_SPARK);
+	}
+	return x + n;
+}
+
+int con_grid_bar(con_grid_t *g, int x, int y, int width, double frac,
+		 con_role_t role)
+{
+	static const wchar_t eighths[] = L" ▏▎▍▌▋▊▉█";
+	int units;
+
+	if (frac < 0)
+		frac = 0;
+	if (frac > 1)
+		frac = 1;
+	units = (int)(frac * width * 8 + 0.5);
+	for (int i = 0; i < width; i++) {
+		int u = units - i * 8;
+		wchar_t wc;
+
+		if (u <= 0)
+			wc = g->ascii ? L'.' : L'·';
+		else if (u >= 8)
+			wc = g->ascii ? L'#' : eighths[8];
+		else
+			wc = g->ascii ? (u >= 4 ? L'#' : L'.') : eighths[u];
+		put_wc(g, x + i, y, wc, u > 0 ? role : CON_ROLE_DIM);
+	}
+	return x + width;
+}
+
+void con_grid_print(const con_grid_t *g, FILE *out)
+{
+	int last = -1;
+
+	for (int y = 0; y < g->h; y++)
+		for (int x = 0; x < g->w; x++)
+			if (g->cells[y * g->w + x].ch != L' ')
+				last = y;
+	for (int y = 0; y <= last; y++) {
+		int end = g->w;
+
+		while (end > 0 && g->cells[y * g->w + end - 1].ch == L' ')
+			end--;
+		for (int x = 0; x < end; x++) {
+			char mb[MB_LEN_MAX];
+			mbstate_t st;
+			size_t n;
+
+			memset(&st, 0, sizeof(st));
+			n = wcrtomb(mb, g->cells[y * g->w + x].ch, &st);
+			if (n == (size_t)-1)
+				fputc('?', out);
+			else
+				fwrite(mb, 1, n, out);
+		}
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Key bindings: one table, each key an action.  Actions change the
+ * session (view, selection, pause, replay position) or the model's sort
+ * and filter, and return flags: CON_REDRAW, CON_RESORT (rebuild the task
+ * list first), CON_SEEK (move the replay to seek_ns), CON_QUIT.  They
+ * never draw.
+ *
+ * Letters pick views (w t x d l); j/k and the arrows move; h and l are
+ * not movement because l is the timeline's letter and h would be alone.
+ */
+#include <curses.h>
+#include <string.h>
+
+#include "console.h"
+
+#define SEEK_STEP_NS (1000ull * 1000 * 1000)
+#define CTRL(c) ((c) & 0x1f)
+
+typedef unsigned (*con_action_cb)(con_session_t *s, int key);
+
+static unsigned act_quit(con_session_t *s, int key)
+{
+	(void)s;
+	(void)key;
+	return CON_QUIT;
+}
+
+static unsigned act_help(con_session_t *s, int key)
+{
+	(void)key;
+	s->help = !s->help;
+	return CON_REDRAW;
+}
+
+static unsigned act_pause(con_session_t *s, int key)
+{
+	(void)key;
+	s->paused = !s->paused;
+	return CON_REDRAW;
+}
+
+static unsigned act_view(con_session_t *s, int key)
+{
+	for (int i = 0; i < CON_VIEW_MAX; i++)
+		if (con_view_get(i)->letter == key) {
+			if ((int)s->view != i)
+				s->prev_view = s->view;
+			s->view = i;
+			if (i == CON_VIEW_DETAIL && s->prev_view == CON_VIEW_TASKS)
+				s->detail_task = con_tasks_selected(s);
+		}
+	s->help = false;
+	return CON_REDRAW | CON_RESORT;
+}
+
+static unsigned act_move(con_session_t *s, int key)
+{
+	size_t *sel = &s->sel[s->view];
+
+	switch (key) {
+	case 'k':
+	case KEY_UP:
+		if (*sel)
+			(*sel)--;
+		break;
+	case 'j':
+	case KEY_DOWN:
+		(*sel)++;
+		break;
+	case KEY_PPAGE:
+		*sel = *sel > 20 ? *sel - 20 : 0;
+		break;
+	case KEY_NPAGE:
+		*sel += 20;
+		break;
+	case 'g':
+	case KEY_HOME:
+		*sel = 0;
+		break;
+	case 'G':
+	case KEY_END:
+		*sel = (size_t)-1 / 2; /* clamped to the last row */
+		break;
+	}
+	return CON_REDRAW;
+}
+
+static unsigned act_sort(con_session_t *s, int key)
+{
+	con_model_t *m = s->model;
+	int c = (int)m->sort_col + (key == '>' ? 1 : -1);
+
+	if (c < 0)
+		c = CON_COL_MAX - 1;
+	if (c >= CON_COL_MAX)
+		c = 0;
+	con_model_set_sort(m, (con_task_col_t)c, m->sort_invert);
+	return CON_REDRAW | CON_RESORT;
+}
+
+static unsigned act_invert(con_session_t *s, int key)
+{
+	(void)key;
+	con_model_set_sort(s->model, s->model->sort_col,
+			   !s->model->sort_invert);
+	return CON_REDRAW | CON_RESORT;
+}
+
+static unsigned act_filter(con_session_t *s, int key)
+{
+	(void)key;
+	s->filter_edit = true;
+	snprintf(s->filter_buf, sizeof(s->filter_buf), "%s",
+		 s->model->filter);
+	if (s->view != CON_VIEW_TASKS) {
+		s->prev_view = s->view;
+		s->view = CON_VIEW_TASKS;
+	}
+	return CON_REDRAW;
+}
+
+static unsigned act_enter(con_session_t *s, int key)
+{
+	const con_view_t *v = con_view_get(s->view);
+
+	(void)key;
+	return v->enter ? v->enter(s) | CON_RESORT : 0;
+}
+
+static unsigned act_escape(con_session_t *s, int key)
+{
+	(void)key;
+	if (s->help) {
+		s->help = false;
+		return CON_REDRAW;
+	}
+	if (s->view == CON_VIEW_DETAIL) {
+		s->view = s->prev_view == CON_VIEW_DETAIL ? CON_VIEW_TASKS :
+							     s->prev_view;
+		s->detail_task = 0;
+		return CON_REDRAW;
+	}
+	if (s->model->filter[0]) {
+		con_model_set_filter(s->model, "");
+		return CON_REDRAW | CON_RESORT;
+	}
+	return 0;
+}
+
+static unsigned act_redraw(con_session_t *s, int key)
+{
+	(void)s;
+	(void)key;
+	return CON_REDRAW;
+}
+
+/* Replay only: play/pause, speed, seek, next warning. */
+static unsigned act_replay(con_session_t *s, int key)
+{
+	con_replay_t *r = s->rp;
+
+	if (!s->replay || !r)
+		return 0;
+	switch (key) {
+	case 'p':
+		s->paused = !s->paused;
+		if (!s->paused && s->at_end) {
+			s->seek_ns = r->first_ns; /* play again */
+			return CON_SEEK | CON_REDRAW | CON_RESORT;
+		}
+		return CON_REDRAW;
+	case '+':
+	case '=':
+		if (s->speed < 64)
+			s->speed *= 2;
+		return CON_REDRAW;
+	case '-':
+		if (s->speed > 1.0 / 64)
+			s->speed /= 2;
+		return CON_REDRAW;
+	case '[':
+	case KEY_LEFT:
+		s->seek_ns = r->pos_ns > r->first_ns + SEEK_STEP_NS ?
+				     r->pos_ns - SEEK_STEP_NS :
+				     r->first_ns;
+		return CON_SEEK | CON_REDRAW | CON_RESORT;
+	case ']':
+	case KEY_RIGHT:
+		s->seek_ns = r->pos_ns + SEEK_STEP_NS;
+		return CON_SEEK | CON_REDRAW | CON_RESORT;
+	case 'n': {
+		uint64_t at = con_replay_next_warning(r);
+
+		if (!at)
+			return 0;
+		s->seek_ns = at;
+		s->paused = true;
+		s->view = CON_VIEW_WARNINGS;
+		s->sel[CON_VIEW_WARNINGS] = 0;
+		return CON_SEEK | CON_REDRAW | CON_RESORT;
+	}
+	}
+	return 0;
+}
+
+static const struct binding {
+	int key;
+	con_action_cb action;
+	const char *keys; /* for the help; NULL: listed with another */
+	const char *what;
+} bindings[] = {
+	{ 'q', act_quit, "q", "quit" },
+	{ '?', act_help, "?", "this help" },
+	{ ' ', act_pause, "space", "pause / resume the display" },
+	{ 'w', act_view, "w t x d l",
+	  "workers, tasks, warnings, task detail, timeline" },
+	{ 't', act_view, NULL, NULL },
+	{ 'x', act_view, NULL, NULL },
+	{ 'd', act_view, NULL, NULL },
+	{ 'l', act_view, NULL, NULL },
+	{ 'k', act_move, "j k, arrows", "move the selection" },
+	{ 'j', act_move, NULL, NULL },
+	{ KEY_UP, act_move, NULL, NULL },
+	{ KEY_DOWN, act_move, NULL, NULL },
+	{ KEY_PPAGE, act_move, "PgUp PgDn", "move a page" },
+	{ KEY_NPAGE, act_move, NULL, NULL },
+	{ 'g', act_move, "g G", "first, last row" },
+	{ 'G', act_move, NULL, NULL },
+	{ KEY_HOME, act_move, NULL, NULL },
+	{ KEY_END, act_move, NULL, NULL },
+	{ '<', act_sort, "< >", "sort the tasks by the previous/next column" },
+	{ '>', act_sort, NULL, NULL },
+	{ 'i', act_invert, "i", "invert the sort" },
+	{ '/', act_filter, "/", "filter the tasks (name, file, state, id)" },
+	{ '\n', act_enter, "Enter", "open the selected task" },
+	{ '\r', act_enter, NULL, NULL },
+	{ KEY_ENTER, act_enter, NULL, NULL },
+	{ 27, act_escape, "Esc", "back, close help, clear the filter" },
+	{ CTRL('l'), act_redraw, "^L", "redraw" },
+	{ 'p', act_replay, "p", "replay: play / pause" },
+	{ '+', act_replay, "+ -", "replay: faster, slower" },
+	{ '=', act_replay, NULL, NULL },
+	{ '-', act_replay, NULL, NULL },
+	{ '[', act_replay, "[ ] left right", "replay: seek 1 s back, forward" },
+	{ ']', act_replay, NULL, NULL },
+	{ KEY_LEFT, act_replay, NULL, NULL },
+	{ KEY_RIGHT, act_replay, NULL, NULL },
+	{ 'n', act_replay, "n", "replay: jump to the next warning" },
+};
+
+static unsigned filter_key(con_session_t *s, int key)
+{
+	size_t n = strlen(s->filter_buf);
+
+	if (key == 27) {
+		s->filter_edit = false;
+		return CON_REDRAW;
+	}
+	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+		s->filter_edit = false;
+		con_model_set_filter(s->model, s->filter_buf);
+		s->sel[CON_VIEW_TASKS] = 0;
+		return CON_REDRAW | CON_RESORT;
+	}
+	if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+		if (n)
+			s->filter_buf[n - 1] = '\0';
+	} else if (key >= 0x20 && key < 0x7f &&
+		   n + 1 < sizeof(s->filter_buf)) {
+		s->filter_buf[n] = (char)key;
+		s->filter_buf[n + 1] = '\0';
+	}
+	/* Filter as one types. */
+	con_model_set_filter(s->model, s->filter_buf);
+	return CON_REDRAW | CON_RESORT;
+}
+
+unsigned con_keys_handle(con_session_t *s, int key)
+{
+	if (s->filter_edit)
+		return filter_key(s, key);
+	if (s->help && key != '?' && key != 'q' && key != 27) {
+		s->help = false;
+		return CON_REDRAW;
+	}
+	for (size_t i = 0; i < sizeof(bindings) / sizeof(bindings[0]); i++)
+		if (bindings[i].key == key)
+			return bindings[i].action(s, key);
+	return 0;
+}
+
+void con_keys_help(con_grid_t *g, int top, int rows)
+{
+	int w = 64, x = (g->w - w) / 2, y = top + 1;
+
+	if (x < 0)
+		x = 0;
+	for (int r = top; r < top + rows && r < g->h; r++)
+		for (int c = x; c < x + w && c < g->w; c++)
+			g->cells[r * g->w + c] =
+				(con_cell_t){ L' ', CON_ROLE_HEADER };
+	con_grid_put(g, x + 2, y++, CON_ROLE_HEADER,
+		     "weft-console keys (any key closes)");
+	y++;
+	for (size_t i = 0; i < sizeof(bindings) / sizeof(bindings[0]) &&
+			   y < top + rows;
+	     i++) {
+		if (!bindings[i].keys)
+			continue;
+		con_grid_printf(g, x + 2, y++, CON_ROLE_HEADER, "%-16s %s",
+				bindings[i].keys, bindings[i].what);
+	}
+}

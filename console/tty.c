@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interactive console: ncursesw draws, libevent drives.  Three
+ * events: the keyboard (fd 0), SIGWINCH, and a redraw timer (10 Hz) that
+ * also moves the replay clock.  A pass is: keys -> actions (flags) ->
+ * seek / resort the model -> draw the grid -> blit.  The blit writes
+ * every cell into stdscr and lets curses send only what changed
+ * (wnoutrefresh + doupdate), so nothing flickers; a resize reallocates
+ * the grid and redraws everything.
+ */
+#include <event2/event.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef NCURSES_WIDECHAR
+#define NCURSES_WIDECHAR 1
+#endif
+#include <curses.h>
+
+#include "console.h"
+
+#define TICK_MS 100
+
+struct tty {
+	con_session_t *s;
+	struct event_base *base;
+	con_grid_t grid;
+	bool grid_ok;
+	uint64_t last_tick_ns;
+	int status;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The palette: a role's attributes (and colour pair when colour is on). */
+static attr_t role_attr(const con_session_t *s, con_role_t r, short *pair)
+{
+	static const struct {
+		short fg;
+		attr_t attr;
+	} pal[CON_ROLE_MAX] = {
+		[CON_ROLE_NORMAL] = { -1, A_NORMAL },
+		[CON_ROLE_HEADER] = { -1, A_REVERSE },
+		[CON_ROLE_TITLE] = { -1, A_BOLD },
+		[CON_ROLE_COLUMN] = { -1, A_BOLD | A_UNDERLINE },
+		[CON_ROLE_SELECTED] = { -1, A_REVERSE | A_BOLD },
+		[CON_ROLE_DIM] = { -1, A_DIM },
+		[CON_ROLE_GOOD] = { COLOR_GREEN, A_NORMAL },
+		[CON_ROLE_WARN] = { COLOR_YELLOW, A_BOLD },
+		[CON_ROLE_BAD] = { COLOR_RED, A_BOLD },
+		[CON_ROLE_SPARK] = { COLOR_CYAN, A_NORMAL },
+		[CON_ROLE_MODE] = { COLOR_MAGENTA, A_REVERSE | A_BOLD },
+	};
+
+	*pair = 0;
+	if (r >= CON_ROLE_MAX)
+		r = CON_ROLE_NORMAL;
+	if (s->color && pal[r].fg >= 0)
+		*pair = (short)(r + 1);
+	return pal[r].attr;
+}
+
+static void palette_init(con_session_t *s)
+{
+	if (!s->color || !has_colors()) {
+		s->color = false;
+		return;
+	}
+	start_color();
+	use_default_colors();
+	init_pair(CON_ROLE_GOOD + 1, COLOR_GREEN, -1);
+	init_pair(CON_ROLE_WARN + 1, COLOR_YELLOW, -1);
+	init_pair(CON_ROLE_BAD + 1, COLOR_RED, -1);
+	init_pair(CON_ROLE_SPARK + 1, COLOR_CYAN, -1);
+	init_pair(CON_ROLE_MODE + 1, COLOR_MAGENTA, -1);
+}
+
+static void blit(struct tty *t)
+{
+	con_grid_t *g = &t->grid;
+
+	for (int y = 0; y < g->h; y++)
+		for (int x = 0; x < g->w; x++) {
+			const con_cell_t *c = &g->cells[y * g->w + x];
+			wchar_t wc[2] = { c->ch, 0 };
+			cchar_t cc;
+			short pair;
+			attr_t a = role_attr(t->s, c->role, &pair);
+
+			setcchar(&cc, wc, a, pair, NULL);
+			/* The bottom-right cell returns ERR (the cursor
+			 * cannot move past it) but is written. */
+			(void)mvwadd_wch(stdscr, y, x, &cc);
+		}
+	wnoutrefresh(stdscr);
+	doupdate();
+}
+
+static void draw(struct tty *t)
+{
+	con_session_t *s = t->s;
+
+	if (!t->grid_ok || t->grid.w != COLS || t->grid.h != LINES) {
+		if (t->grid_ok)
+			con_grid_fini(&t->grid);
+		con_grid_init(&t->grid, COLS, LINES, s->ascii);
+		t->grid_ok = true;
+	}
+	con_model_resort(s->model);
+	con_session_clamp(s, LINES);
+	con_screen_draw(s, &t->grid);
+	blit(t);
+}
+
+static void apply(struct tty *t, unsigned flags)
+{
+	con_session_t *s = t->s;
+
+	if (flags & CON_QUIT) {
+		event_base_loopbreak(t->base);
+		return;
+	}
+	if ((flags & CON_SEEK) && s->rp) {
+		con_replay_seek(s->rp, s->model, s->seek_ns);
+		s->at_end = s->rp->pos_ns >= s->rp->last_ns;
+	}
+	if (flags & (CON_RESORT | CON_SEEK))
+		con_model_resort(s->model);
+	if (flags & (CON_REDRAW | CON_RESORT | CON_SEEK))
+		draw(t);
+}
+
+static void resize(struct tty *t)
+{
+	struct winsize ws;
+
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
+		resizeterm(ws.ws_row, ws.ws_col);
+	clearok(curscr, TRUE);
+	draw(t);
+}
+
+static void tty_input_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tty *t = arg;
+	unsigned flags = 0;
+	int key;
+
+	(void)fd;
+	(void)what;
+	while ((key = getch()) != ERR) {
+		if (key == KEY_RESIZE) {
+			/* resizeterm() (tty_winch_cb) queues this: only
+			 * redraw, or each resize would queue another. */
+			flags |= CON_REDRAW;
+			continue;
+		}
+		flags |= con_keys_handle(t->s, key);
+		if (flags & CON_QUIT)
+			break;
+		/* Seeks apply in order (n twice goes two warnings on). */
+		if (flags & CON_SEEK) {
+			apply(t, flags);
+			flags = 0;
+		}
+	}
+	apply(t, flags);
+}
+
+static void tty_winch_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	resize(arg);
+}
+
+static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tty *t = arg;
+	con_session_t *s = t->s;
+	uint64_t now = mono_ns(), dt = now - t->last_tick_ns;
+
+	(void)fd;
+	(void)what;
+	t->last_tick_ns = now;
+	if (s->replay && s->rp && !s->paused && !s->at_end) {
+		con_replay_t *r = s->rp;
+		uint64_t pos = r->pos_ns + (uint64_t)((double)dt * s->speed);
+
+		if (pos >= r->last_ns) {
+			pos = r->last_ns;
+			s->at_end = true;
+		}
+		con_replay_seek(r, s->model, pos);
+	}
+	if (!s->paused)
+		draw(t);
+}
+
+int con_tty_run(con_session_t *s)
+{
+	struct tty t = { .s = s };
+	struct event *ev_in, *ev_winch, *ev_tick;
+	struct timeval tick = { 0, TICK_MS * 1000 };
+
+	if (!isatty(0) || !isatty(1)) {
+		fprintf(stderr, "weft-console: not a terminal (use --once "
+				"for scripts)\n");
+		return 2;
+	}
+	t.base = event_base_new();
+	if (!t.base)
+		con_die("libevent: cannot create an event base");
+	initscr();
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	palette_init(s);
+
+	ev_in = event_new(t.base, 0, EV_READ | EV_PERSIST, tty_input_cb, &t);
+	ev_winch = evsignal_new(t.base, SIGWINCH, tty_winch_cb, &t);
+	ev_tick = event_new(t.base, -1, EV_PERSIST, tty_tick_cb, &t);
+	if (!ev_in || !ev_winch || !ev_tick)
+		con_die("libevent: cannot create events");
+	event_add(ev_in, NULL);
+	event_add(ev_winch, NULL);
+	event_add(ev_tick, &tick);
+	t.last_tick_ns = mono_ns();
+	draw(&t);
+	event_base_dispatch(t.base);
+
+	event_free(ev_in);
+	event_free(ev_winch);
+	event_free(ev_tick);
+	event_base_free(t.base);
+	endwin();
+	if (t.grid_ok)
+		con_grid_fini(&t.grid);
+	return t.status;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The frame around the views: the two header lines (con_model_header's
+ * figures), the tab line, the status line and the help overlay.  Reads
+ * the session and the model; changes neither (con_session_clamp, which
+ * moves the selection into range, is called by the loop before drawing).
+ */
+#include <string.h>
+
+#include "console.h"
+
+static const con_view_t *const views[CON_VIEW_MAX] = {
+	[CON_VIEW_WORKERS] = &con_view_workers,
+	[CON_VIEW_TASKS] = &con_view_tasks,
+	[CON_VIEW_WARNINGS] = &con_view_warnings,
+	[CON_VIEW_DETAIL] = &con_view_detail,
+	[CON_VIEW_TIMELINE] = &con_view_timeline,
+};
+
+const con_view_t *con_view_get(con_view_id_t id)
+{
+	return id < CON_VIEW_MAX ? views[id] : views[0];
+}
+
+const con_view_t *con_view_by_name(const char *name)
+{
+	for (int i = 0; i < CON_VIEW_MAX; i++)
+		if (!strcmp(views[i]->name, name))
+			return views[i];
+	return NULL;
+}
+
+/* Rows the view gets: everything but the header (2), tabs (1), status. */
+static int view_rows(const con_session_t *s, const con_grid_t *g)
+{
+	return g->h - 3 - (s->once ? 0 : 1);
+}
+
+void con_session_clamp(con_session_t *s, int screen_rows)
+{
+	const con_view_t *v = con_view_get(s->view);
+	size_t n = v->count ? v->count(s) : 0;
+	size_t *sel = &s->sel[s->view], *top = &s->scroll[s->view];
+	/* One row of the view is its column header. */
+	size_t rows = screen_rows > 5 ? (size_t)(screen_rows - 5) : 1;
+
+	if (*sel >= n)
+		*sel = n ? n - 1 : 0;
+	if (*sel < *top)
+		*top = *sel;
+	if (*sel >= *top + rows)
+		*top = *sel - rows + 1;
+}
+
+static void draw_header(const con_session_t *s, con_grid_t *g)
+{
+	const con_model_t *m = s->model;
+	con_header_t h;
+	char up[16], p[16], st[16], ev[16];
+	con_mode_t mode;
+	int x;
+
+	con_model_header(m, &h);
+	mode = s->paused ? CON_MODE_PAUSED : h.mode;
+	con_grid_fill_row(g, 0, CON_ROLE_HEADER);
+	x = con_grid_printf(g, 0, 0, CON_ROLE_HEADER, " weft-console  %s",
+			    h.target);
+	if (m->pid)
+		x = con_grid_printf(g, x, 0, CON_ROLE_HEADER, "  pid %u %s",
+				    m->pid, m->process);
+	x = con_grid_printf(g, x, 0, CON_ROLE_HEADER, "  up %s",
+			    con_fmt_ns(up, sizeof(up), h.uptime_ns));
+	if (s->replay && s->rp)
+		x = con_grid_printf(g, x, 0, CON_ROLE_HEADER, "  x%g%s",
+				    s->speed, s->at_end ? "  (end)" : "");
+	/* The mode always shows, over the end of a long target. */
+	(void)x;
+	con_grid_printf(g, g->w > 9 ? g->w - 9 : 0, 0, CON_ROLE_MODE,
+			" %-7s ", con_mode_name(mode));
+	con_grid_printf(g, 0, 1, CON_ROLE_NORMAL,
+			" workers %u  live tasks %llu  polls/s %s  steals/s %s"
+			" (rate %.1f%%)  events/s %s  dropped %llu",
+			h.workers, (unsigned long long)h.live_tasks,
+			con_fmt_count(p, sizeof(p), h.polls_per_s),
+			con_fmt_count(st, sizeof(st), h.steals_per_s),
+			h.steal_rate * 100.0,
+			con_fmt_count(ev, sizeof(ev), h.events_per_s),
+			(unsigned long long)h.dropped);
+	x = 0;
+	for (int i = 0; i < g->w; i++)
+		if (g->cells[g->w + i].ch != L' ')
+			x = i + 1;
+	con_grid_printf(g, x + 2, 1, h.warnings ? CON_ROLE_WARN : CON_ROLE_NORMAL,
+			"warnings %llu", (unsigned long long)h.warnings);
+}
+
+static void draw_tabs(const con_session_t *s, con_grid_t *g)
+{
+	int x = 1;
+
+	for (int i = 0; i < CON_VIEW_MAX; i++) {
+		const con_view_t *v = views[i];
+		con_role_t r = (int)s->view == i ? CON_ROLE_SELECTED :
+						  CON_ROLE_TITLE;
+
+		x = con_grid_printf(g, x, 2, r, " %c %s ", v->letter, v->title);
+		x++;
+	}
+}
+
+static void draw_status(const con_session_t *s, con_grid_t *g)
+{
+	int y = g->h - 1;
+
+	con_grid_fill_row(g, y, CON_ROLE_HEADER);
+	if (s->filter_edit) {
+		con_grid_printf(g, 0, y, CON_ROLE_HEADER,
+				" filter: %s_   (Enter apply, Esc cancel)",
+				s->filter_buf);
+		return;
+	}
+	if (s->replay && s->rp) {
+		const con_replay_t *r = s->rp;
+		char a[16], b[16];
+
+		con_grid_printf(g, 0, y, CON_ROLE_HEADER,
+				" %s / %s  p play/pause  +/- speed  [ ] seek"
+				"  n next warning  ? help  q quit",
+				con_fmt_ns(a, sizeof(a),
+					   r->pos_ns > r->first_ns ?
+						   r->pos_ns - r->first_ns :
+						   0),
+				con_fmt_ns(b, sizeof(b),
+					   r->last_ns - r->first_ns));
+		return;
+	}
+	con_grid_put(g, 0, y, CON_ROLE_HEADER,
+		     " ? help  q quit  space pause  / filter  < > sort"
+		     "  i invert  Enter detail  Esc back");
+}
+
+void con_screen_draw(const con_session_t *s, con_grid_t *g)
+{
+	const con_view_t *v = con_view_get(s->view);
+	int rows = view_rows(s, g);
+
+	con_grid_clear(g);
+	draw_header(s, g);
+	draw_tabs(s, g);
+	if (rows > 0)
+		v->draw(s, g, 3, rows);
+	if (!s->once) {
+		draw_status(s, g);
+		if (s->help)
+			con_keys_help(g, 3, rows);
+	}
+}

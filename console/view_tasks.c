@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tasks view: the model's sorted, filtered list (con_model_resort), one
+ * row per task; the sort column's label carries an arrow.  Enter opens
+ * the selected task's detail.
+ */
+#include <string.h>
+
+#include "console.h"
+
+static const struct {
+	int width; /* negative: left-aligned */
+} cols[CON_COL_MAX] = {
+	[CON_COL_ID] = { 7 },	   [CON_COL_NAME] = { -16 },
+	[CON_COL_STATE] = { -9 },  [CON_COL_WORKER] = { 3 },
+	[CON_COL_POLLS] = { 8 },   [CON_COL_BUSY] = { 8 },
+	[CON_COL_SCHED] = { 8 },   [CON_COL_IDLE] = { 8 },
+	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 8 },
+	[CON_COL_WARN] = { 5 },	   [CON_COL_LOCATION] = { -30 },
+};
+
+static size_t tasks_count(const con_session_t *s)
+{
+	return s->model->nlist;
+}
+
+uint64_t con_tasks_selected(const con_session_t *s)
+{
+	const con_model_t *m = s->model;
+	size_t i = s->sel[CON_VIEW_TASKS];
+
+	return i < m->nlist ? m->list[i]->id : 0;
+}
+
+static void cell_text(const con_task_t *t, con_task_col_t c, char *buf,
+		      size_t len)
+{
+	switch (c) {
+	case CON_COL_ID:
+		snprintf(buf, len, "%llu", (unsigned long long)t->id);
+		break;
+	case CON_COL_NAME:
+		snprintf(buf, len, "%s", t->name[0] ? t->name : "-");
+		break;
+	case CON_COL_STATE:
+		snprintf(buf, len, "%s", con_task_state_name(t->state));
+		break;
+	case CON_COL_WORKER:
+		snprintf(buf, len, "%u", t->last_worker);
+		break;
+	case CON_COL_POLLS:
+		snprintf(buf, len, "%llu", (unsigned long long)t->polls);
+		break;
+	case CON_COL_BUSY:
+		con_fmt_ns(buf, len, t->busy_ns);
+		break;
+	case CON_COL_SCHED:
+		con_fmt_ns(buf, len, t->scheduled_ns);
+		break;
+	case CON_COL_IDLE:
+		con_fmt_ns(buf, len, t->idle_ns);
+		break;
+	case CON_COL_WAKES:
+		snprintf(buf, len, "%llu", (unsigned long long)t->wakes);
+		break;
+	case CON_COL_MAXPOLL:
+		con_fmt_ns(buf, len, t->max_poll_ns);
+		break;
+	case CON_COL_WARN:
+		snprintf(buf, len, "%d", __builtin_popcount(t->warnings));
+		break;
+	case CON_COL_LOCATION:
+		if (t->file[0])
+			snprintf(buf, len, "%s:%u", t->file, t->line);
+		else
+			snprintf(buf, len, "-");
+		break;
+	default:
+		buf[0] = '\0';
+	}
+}
+
+/* Long strings keep their end (file names matter more than dirs). */
+static const char *fit(const char *s, int width, char *buf, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (width <= 0 || n <= (size_t)width)
+		return s;
+	snprintf(buf, len, "~%s", s + n - (size_t)width + 1);
+	return buf;
+}
+
+static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
+		       int rows)
+{
+	const con_model_t *m = s->model;
+	int x = 0, y = top;
+
+	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
+	for (int c = 0; c < CON_COL_MAX; c++) {
+		char label[32];
+		int w = cols[c].width < 0 ? -cols[c].width : cols[c].width;
+
+		int len;
+
+		/* The arrow is one column but three bytes: pad by hand. */
+		len = snprintf(label, sizeof(label), "%s%s",
+			       con_task_col_label(c),
+			       (int)m->sort_col != c ? "" :
+			       m->sort_invert ? (g->ascii ? "v" : "▼") :
+						(g->ascii ? "^" : "▲"));
+		if ((int)m->sort_col == c && !g->ascii)
+			len -= 2;
+		x++;
+		if (cols[c].width > 0 && len < w)
+			x += w - len;
+		x = con_grid_put(g, x, y, CON_ROLE_COLUMN, label);
+		if (cols[c].width < 0 && len < w)
+			x += w - len;
+	}
+	if (m->filter[0])
+		con_grid_printf(g, x + 2, y, CON_ROLE_WARN, "filter: %s",
+				m->filter);
+	y++;
+	for (size_t i = s->scroll[CON_VIEW_TASKS]; i < m->nlist && y < top + rows;
+	     i++, y++) {
+		const con_task_t *t = m->list[i];
+		bool sel = !s->once && i == s->sel[CON_VIEW_TASKS];
+		con_role_t r = sel                     ? CON_ROLE_SELECTED :
+			       t->warnings             ? CON_ROLE_WARN :
+			       t->state == WEFT_TASK_DONE ? CON_ROLE_DIM :
+							    CON_ROLE_NORMAL;
+
+		if (sel)
+			con_grid_fill_row(g, y, r);
+		x = 0;
+		for (int c = 0; c < CON_COL_MAX; c++) {
+			char buf[256], cut[256];
+			int w = cols[c].width < 0 ? -cols[c].width :
+						    cols[c].width;
+
+			cell_text(t, c, buf, sizeof(buf));
+			if (c == CON_COL_LOCATION)
+				w = g->w - x - 1;
+			x = con_grid_printf(g, x, y, r, " %*s",
+					    cols[c].width < 0 ? -w : w,
+					    fit(buf, w, cut, sizeof(cut)));
+		}
+	}
+	if (!m->nlist)
+		con_grid_put(g, 1, y, CON_ROLE_DIM,
+			     m->filter[0] ? "(no task matches the filter)" :
+					    "(no tasks yet)");
+}
+
+static unsigned tasks_enter(con_session_t *s)
+{
+	uint64_t id = con_tasks_selected(s);
+
+	if (!id)
+		return 0;
+	s->detail_task = id;
+	s->prev_view = s->view;
+	s->view = CON_VIEW_DETAIL;
+	return CON_REDRAW;
+}
+
+const con_view_t con_view_tasks = {
+	.name = "tasks",
+	.letter = 't',
+	.title = "Tasks",
+	.draw = tasks_draw,
+	.count = tasks_count,
+	.enter = tasks_enter,
+};

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Workers view: one row per worker (state, local queue depth now and as
+ * a sparkline of the last updates, polls/s, steals in and out, steal
+ * rate, parks, busy %, mean and max poll, overflows), then the global
+ * queue and the blocking pool.
+ */
+#include "console.h"
+
+#define SPARK_W 16
+
+static size_t workers_count(const con_session_t *s)
+{
+	return s->model->nworkers;
+}
+
+static void workers_draw(const con_session_t *s, con_grid_t *g, int top,
+			 int rows)
+{
+	const con_model_t *m = s->model;
+	size_t first = s->scroll[CON_VIEW_WORKERS];
+	int y = top;
+	char a[16], b[16], c[16];
+
+	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
+	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
+			" %-3s %-9s %5s %9s %-*s %7s %9s %10s %6s %5s %5s "
+			"%6s %6s %5s",
+			"W", "STATE", "QUEUE", "POLLS", SPARK_W, "QUEUE-HIST",
+			"POLLS/S", "STEALS-IN", "STEALS-OUT", "STEAL%",
+			"PARKS", "BUSY%", "MEAN", "MAX", "OVFL");
+	for (size_t i = first; i < m->nworkers && y < top + rows - 2; i++) {
+		const con_worker_t *w = &m->workers[i];
+		double hist[SPARK_W];
+		bool sel = !s->once && i == s->sel[CON_VIEW_WORKERS];
+		con_role_t r = sel ? CON_ROLE_SELECTED : CON_ROLE_NORMAL;
+		int x;
+
+		for (int k = 0; k < SPARK_W; k++)
+			hist[k] = con_worker_depth_at(m, w,
+						      (unsigned)(SPARK_W - 1 -
+								 k));
+		if (sel)
+			con_grid_fill_row(g, y, CON_ROLE_SELECTED);
+		x = con_grid_printf(g, 0, y, r, " %-3zu ", i);
+		x = con_grid_printf(g, x, y,
+				    sel ? r :
+				    w->state == 0 ? CON_ROLE_GOOD :
+						    CON_ROLE_DIM,
+				    "%-9s", w->seen ?
+						    con_worker_state_name(
+							    w->state) :
+						    "-");
+		x = con_grid_printf(g, x, y, r, " %5u %9llu ", w->queue_depth,
+				    (unsigned long long)w->counters.polls);
+		x = con_grid_spark(g, x, y, hist, SPARK_W, 0);
+		con_grid_printf(g, x, y, r,
+				" %7s %9llu %10llu %5.1f%% %5llu %4.0f%% "
+				"%6s %6s %5llu",
+				con_fmt_count(a, sizeof(a), w->polls_per_s),
+				(unsigned long long)w->counters.steals,
+				(unsigned long long)w->stolen_by_others,
+				w->steal_rate * 100.0,
+				(unsigned long long)w->counters.parks,
+				w->busy_ratio * 100.0,
+				con_fmt_ns(b, sizeof(b), w->mean_poll_ns),
+				con_fmt_ns(c, sizeof(c), w->max_poll_ns),
+				(unsigned long long)w->counters.overflows);
+		y++;
+	}
+	y++;
+	if (y < top + rows)
+		con_grid_printf(g, 0, y++, CON_ROLE_TITLE,
+				" global queue %llu   blocking pool: %llu "
+				"running (%llu jobs)   spawned %llu",
+				(unsigned long long)m->stats.global_queue_depth,
+				(unsigned long long)(m->blocking_started >
+							     m->blocking_ended ?
+						     m->blocking_started -
+							     m->blocking_ended :
+						     0),
+				(unsigned long long)m->blocking_started,
+				(unsigned long long)m->stats.spawned_tasks);
+}
+
+const con_view_t con_view_workers = {
+	.name = "workers",
+	.letter = 'w',
+	.title = "Workers",
+	.draw = workers_draw,
+	.count = workers_count,
+};

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: MIT
+#
+# The console (issue 6).  Included from tests/CMakeLists.txt after
+# weft_add_test() is defined; only where console/ was built.
+if(NOT TARGET weft_console)
+  return()
+endif()
+
+# The state store, the views rendered to text, the key actions.
+weft_add_test(NAME test_console_model
+  SOURCES test_console_model.c
+  LABELS unit valgrind
+  TIMEOUT 60)
+target_link_libraries(test_console_model PRIVATE weft_console)
+
+if(TARGET weft-console)
+  # What the end-to-end test records: a busy runtime and one task that
+  # holds a weft_mutex_t across an await.
+  add_executable(console_workload console_workload.c)
+  target_link_libraries(console_workload PRIVATE weft Threads::Threads)
+
+  # The real console in tmux (and --once) on a recorded trace; skips
+  # (77) where tmux is absent.
+  add_test(NAME console_tmux
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_tmux.sh
+            $<TARGET_FILE:console_workload> $<TARGET_FILE:weft-console>)
+  set_tests_properties(console_tmux PROPERTIES
+    TIMEOUT 120 LABELS "unit;probe" SKIP_RETURN_CODE 77)
+endif()

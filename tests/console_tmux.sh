@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tests/console_tmux.sh CONSOLE_WORKLOAD WEFT_CONSOLE
+#
+# End to end: record tests/console_workload.c through WEFT_TRACE (two
+# busy workers, a task "lock-bad" holding a weft_mutex_t across an
+# await), then check the real console on that file, first with --once
+# (no terminal), then interactive inside tmux (send-keys, capture-pane):
+# the workers view lists every worker with non-zero polls, the tasks view
+# shows the named task, the warnings view shows lock-held-across-await, a
+# resize redraws at the new size, and q exits 0.  Exits 77 (ctest
+# SKIP_RETURN_CODE) where tmux is absent.
+set -euo pipefail
+
+workload=$1 console=$2
+if ! command -v tmux >/dev/null 2>&1; then
+	echo "console_tmux: tmux not found: skipped"
+	exit 77
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-console-tmux.XXXXXX")
+sock=weft-console-$$
+cleanup()
+{
+	tmux -L "$sock" kill-server 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trace=$tmp/run.weft
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+
+fail()
+{
+	echo "console_tmux: FAIL: $*" >&2
+	exit 1
+}
+
+WEFT_TRACE=$trace "$workload"
+[[ -s "$trace" ]] || fail "WEFT_TRACE wrote nothing"
+
+# The workers shown in the header ("workers N"), and every worker row
+# (index, state, ..., POLLS column) with polls above zero.
+check_workers()
+{
+	local file=$1 n rows
+	n=$(sed -n 's/^ workers \([0-9]*\) .*/\1/p' "$file" | head -1)
+	[[ -n "$n" && "$n" -gt 0 ]] || { cat "$file" >&2; fail "$2: no worker count"; }
+	rows=$(awk '$1 ~ /^[0-9]+$/ && $2 ~ /^(polling|searching|parked)$/ \
+		    && $4 > 0 { c++ } END { print c + 0 }' "$file")
+	[[ "$rows" -eq "$n" ]] || {
+		cat "$file" >&2
+		fail "$2: $rows of $n workers listed with polls"
+	}
+}
+
+expect()
+{
+	grep -q -- "$2" "$3" || { cat "$3" >&2; fail "$1: no '$2'"; }
+}
+
+# --once: no terminal at all.
+"$console" --once --view workers --replay "$trace" </dev/null >"$tmp/w.txt"
+check_workers "$tmp/w.txt" "--once workers"
+"$console" --once --view tasks --replay "$trace" </dev/null >"$tmp/t.txt"
+expect "--once tasks" "lock-bad" "$tmp/t.txt"
+"$console" --once --view warnings --replay "$trace" </dev/null >"$tmp/x.txt"
+expect "--once warnings" "lock-held-across-await" "$tmp/x.txt"
+"$console" --once --view tasks --after 100ms --replay "$trace" >"$tmp/t1.txt"
+"$console" --once --view timeline --ascii --replay "$trace" >"$tmp/l.txt"
+expect "--once timeline" "busy per" "$tmp/l.txt"
+id=$(awk '$2 == "lock-bad" { print $1; exit }' "$tmp/t.txt")
+[[ -n "$id" ]] || fail "no id for lock-bad"
+"$console" --once --view "task:$id" --replay "$trace" >"$tmp/d.txt"
+expect "--once task detail" "poll time" "$tmp/d.txt"
+expect "--once task detail" "lock-held-across-await" "$tmp/d.txt"
+rc=0
+"$console" --once --view nosuch --replay "$trace" >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 2 ]] || fail "an unknown view exits $rc, not 2"
+
+# Interactive, in tmux.
+tm()
+{
+	tmux -L "$sock" "$@"
+}
+tm -f /dev/null new-session -d -s con -x 120 -y 40 \
+	"'$console' --replay '$trace' --speed 8; echo \$? >'$tmp/rc'; sleep 30"
+
+capture()
+{
+	tm capture-pane -p -t con >"$tmp/screen.txt"
+}
+
+# Wait (up to 10 s) until the screen shows @pattern.
+wait_for()
+{
+	local pattern=$1 what=$2
+	for _ in $(seq 100); do
+		capture
+		grep -q -- "$pattern" "$tmp/screen.txt" && return 0
+		sleep 0.1
+	done
+	cat "$tmp/screen.txt" >&2
+	fail "$what: no '$pattern' on screen"
+}
+
+wait_for "(end)" "replay to the end"
+tm send-keys -t con w
+wait_for "STEALS-IN" "workers view"
+check_workers "$tmp/screen.txt" "tmux workers"
+tm send-keys -t con t
+wait_for "LOCATION" "tasks view"
+expect "tmux tasks" "lock-bad" "$tmp/screen.txt"
+tm send-keys -t con x
+wait_for "DETAIL" "warnings view"
+expect "tmux warnings" "lock-held-across-await" "$tmp/screen.txt"
+tm send-keys -t con '?'
+wait_for "any key closes" "help overlay"
+tm send-keys -t con Escape
+tm send-keys -t con w
+wait_for "STEALS-IN" "workers view again"
+
+# Resize: the screen is drawn again at the new size.
+tm resize-window -t con -x 90 -y 24
+for _ in $(seq 50); do
+	capture
+	lines=$(wc -l <"$tmp/screen.txt")
+	last=$(tail -n 1 "$tmp/screen.txt")
+	[[ $lines -eq 24 && "$last" == *"q quit"* ]] && break
+	sleep 0.1
+done
+[[ $lines -eq 24 && "$last" == *"q quit"* ]] || {
+	cat "$tmp/screen.txt" >&2
+	fail "after a resize to 90x24 the status line is not on row 24"
+}
+grep -q "REPLAY" "$tmp/screen.txt" || { cat "$tmp/screen.txt" >&2; fail "no header after the resize"; }
+while IFS= read -r line; do # ${#line}: characters (UTF-8 locale)
+	[[ ${#line} -le 90 ]] || fail "a line is wider than the resized window"
+done <"$tmp/screen.txt"
+check_workers "$tmp/screen.txt" "workers after resize"
+
+tm send-keys -t con q
+for _ in $(seq 50); do
+	[[ -s "$tmp/rc" ]] && break
+	sleep 0.1
+done
+[[ -s "$tmp/rc" ]] || { capture; cat "$tmp/screen.txt" >&2; fail "q did not exit"; }
+[[ "$(cat "$tmp/rc")" == 0 ]] || fail "q exited $(cat "$tmp/rc")"
+echo "console_tmux: ok"
