@@ -67,7 +67,7 @@ assert starts == sorted(e["id"] for e in ev if e.get("ph") == "f"), \
 print("trace_tools: %d trace events, %d poll slices" % (len(ev), len(x)))
 PY
 
-for verb in info dump stats export; do
+for verb in info dump stats export list record snapshot; do
 	"$tool" "$verb" --help >"$tmp/help.txt" || fail "$verb --help exited non-zero"
 	expect "$verb --help" "^usage: weft-trace $verb" "$tmp/help.txt"
 done

@@ -63,10 +63,7 @@ static struct recorder {
 	bool header_done;
 	bool hello_ready;
 	weft_wire_hello_t hello;
-	weft_wire_batch_t batch;
-	weft_event_t *scratch;
-	uint64_t *keys;
-	size_t scratch_cap;
+	weft_wire_events_t enc;
 	int error;                 /* the first write error */
 	unsigned start_workers;    /* of the runtime known at start, if any */
 	struct chunk *head, *tail; /* flight recorder, oldest first */
@@ -259,22 +256,15 @@ static void ensure_header(bool probe_locked)
 	rec.header_done = true;
 }
 
-static int key_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void encode_run(const weft_event_t *ev, size_t n)
 {
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 
 	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
-	f.events = &rec.batch.msg;
+	f.events = &rec.enc.batch.msg;
 	while (n) {
 		weft_wire_buf_t *b = sink();
-		int k = weft__wire_batch_encode(&rec.batch, ev, n);
+		int k = weft__wire_batch_encode(&rec.enc.batch, ev, n);
 
 		if (k <= 0 || !b) {
 			note_error(-ENOMEM);
@@ -288,41 +278,21 @@ static void encode_run(const weft_event_t *ev, size_t n)
 
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
-	bool one_thread = true;
+	const weft_event_t *g;
 
 	(void)ctx;
 	pthread_mutex_lock(&rec.lock);
 	if (rec.state == REC_IDLE)
 		goto out_unlock;
 	ensure_header(true);
-	for (size_t i = 1; i < n && one_thread; i++)
-		one_thread = ev[i].worker == ev[0].worker;
-	if (one_thread) {
-		encode_run(ev, n);
-		goto out_flush;
+	/* The batch is in time order across threads: one run per emitting
+	 * thread, each in its order. */
+	g = weft__wire_events_group(&rec.enc, ev, n);
+	if (!g) {
+		note_error(-ENOMEM);
+		goto out_unlock;
 	}
-	/* The batch is in time order across threads: regroup it per
-	 * emitting thread, keeping each thread's order (stable by index). */
-	if (n > rec.scratch_cap) {
-		weft_event_t *s = realloc(rec.scratch, n * sizeof(*s));
-		uint64_t *k = s ? realloc(rec.keys, n * sizeof(*k)) : NULL;
-
-		if (s)
-			rec.scratch = s;
-		if (!k) {
-			note_error(-ENOMEM);
-			goto out_unlock;
-		}
-		rec.keys = k;
-		rec.scratch_cap = n;
-	}
-	for (size_t i = 0; i < n; i++)
-		rec.keys[i] = (uint64_t)ev[i].worker << 40 | i;
-	qsort(rec.keys, n, sizeof(*rec.keys), key_cmp);
-	for (size_t i = 0; i < n; i++)
-		rec.scratch[i] = ev[rec.keys[i] & ((1ull << 40) - 1)];
-	encode_run(rec.scratch, n);
-out_flush:
+	encode_run(g, n);
 	if (flight_mode())
 		flight_trim();
 	else
@@ -371,12 +341,7 @@ static void release(void)
 	rec.tail = NULL;
 	rec.flight_total = 0;
 	weft__wire_buf_fini(&rec.out);
-	weft__wire_batch_fini(&rec.batch);
-	free(rec.scratch);
-	free(rec.keys);
-	rec.scratch = NULL;
-	rec.keys = NULL;
-	rec.scratch_cap = 0;
+	weft__wire_events_fini(&rec.enc);
 	if (rec.hello_ready)
 		weft__wire_hello_fini(&rec.hello);
 	rec.hello_ready = false;
@@ -417,7 +382,7 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	rec.file_bytes = 0;
 	rec.prev_now_ns = 0;
 	rec.last_flush_ns = mono_ns();
-	weft__wire_batch_init(&rec.batch);
+	weft__wire_events_init(&rec.enc);
 	if (path) {
 		rec.path = strdup(path);
 		if (!rec.path) {
@@ -510,16 +475,13 @@ static void capture_update(void *ctx, const weft_probe_update_t *u)
 	c->done = true;
 }
 
-int weft_trace_snapshot(const char *path)
+int weft__trace_snapshot_append(weft_wire_buf_t *out)
 {
 	struct capture cap = { 0 };
 	weft_probe_sub_opts_t so = { .on_update = capture_update, .ctx = &cap };
-	weft_wire_buf_t hdr = { 0 };
 	weft_probe_sub_t *sub;
-	int fd, err;
+	int err;
 
-	if (!path)
-		return -EINVAL;
 	pthread_mutex_lock(&rec.lock);
 	err = rec.state == REC_RUNNING && flight_mode() ? 0 : -ENOENT;
 	pthread_mutex_unlock(&rec.lock);
@@ -534,31 +496,53 @@ int weft_trace_snapshot(const char *path)
 		weft_probe_unsubscribe(sub);
 	}
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto out_free;
-	}
 	pthread_mutex_lock(&rec.lock);
 	if (rec.state != REC_RUNNING) {
 		err = -ENOENT;
 		goto out_unlock;
 	}
 	hello_ready(false);
-	err = weft__wire_header_append(&hdr, &rec.hello.msg, 0);
-	if (!err)
-		err = write_all(fd, hdr.data, hdr.len);
-	if (!err && cap.done && !cap.err)
-		err = write_all(fd, cap.buf.data, cap.buf.len);
-	for (struct chunk *c = rec.head; c && !err; c = c->next)
-		err = write_all(fd, c->buf.data, c->buf.len);
+	err = weft__wire_header_append(out, &rec.hello.msg, 0);
+	if (!err && cap.done && !cap.err) {
+		err = weft__wire_buf_reserve(out, cap.buf.len);
+		if (!err) {
+			memcpy(out->data + out->len, cap.buf.data, cap.buf.len);
+			out->len += cap.buf.len;
+		}
+	}
+	for (struct chunk *c = rec.head; c && !err; c = c->next) {
+		err = weft__wire_buf_reserve(out, c->buf.len);
+		if (!err) {
+			memcpy(out->data + out->len, c->buf.data, c->buf.len);
+			out->len += c->buf.len;
+		}
+	}
 out_unlock:
 	pthread_mutex_unlock(&rec.lock);
+	weft__wire_buf_fini(&cap.buf);
+	return err;
+}
+
+int weft_trace_snapshot(const char *path)
+{
+	weft_wire_buf_t b = { 0 };
+	int fd, err;
+
+	if (!path)
+		return -EINVAL;
+	err = weft__trace_snapshot_append(&b);
+	if (err)
+		goto out_free;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
+	}
+	err = write_all(fd, b.data, b.len);
 	if (close(fd) && !err)
 		err = -errno;
 out_free:
-	weft__wire_buf_fini(&hdr);
-	weft__wire_buf_fini(&cap.buf);
+	weft__wire_buf_fini(&b);
 	return err;
 }
 

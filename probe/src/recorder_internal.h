@@ -9,4 +9,9 @@
  * (weft_runtime_create() calls it); a failure is reported on stderr. */
 void weft__trace_env_start(void);
 
+struct weft_wire_buf_s;
+/* recorder.c: the flight recorder's snapshot (what weft_trace_snapshot()
+ * writes) appended to @out.  Return: 0; -ENOENT; -ENOMEM. */
+int weft__trace_snapshot_append(struct weft_wire_buf_s *out);
+
 #endif /* WEFT_RECORDER_INTERNAL_H */

@@ -479,6 +479,98 @@ int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 	return (int)n;
 }
 
+/* ------------------------------------------------------------ a pass's events */
+
+void weft__wire_events_init(weft_wire_events_t *e)
+{
+	memset(e, 0, sizeof(*e));
+	weft__wire_batch_init(&e->batch);
+}
+
+void weft__wire_events_fini(weft_wire_events_t *e)
+{
+	weft__wire_batch_fini(&e->batch);
+	free(e->scratch);
+	free(e->keys);
+	weft__wire_events_init(e);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * weft__wire_events_group() - @ev regrouped per emitting thread, each
+ * thread's events in their order (a stable sort by worker).
+ *
+ * Return: @ev itself when it holds one thread's events, else @e's scratch
+ * copy (valid until the next call); NULL for no memory.
+ */
+const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
+					    const weft_event_t *ev, size_t n)
+{
+	bool one_thread = true;
+
+	for (size_t i = 1; i < n && one_thread; i++)
+		one_thread = ev[i].worker == ev[0].worker;
+	if (one_thread)
+		return ev;
+	if (n > e->cap) {
+		weft_event_t *s = realloc(e->scratch, n * sizeof(*s));
+		uint64_t *k;
+
+		if (!s)
+			return NULL;
+		e->scratch = s;
+		k = realloc(e->keys, n * sizeof(*k));
+		if (!k)
+			return NULL;
+		e->keys = k;
+		e->cap = n;
+	}
+	for (size_t i = 0; i < n; i++)
+		e->keys[i] = (uint64_t)ev[i].worker << 40 | i;
+	qsort(e->keys, n, sizeof(*e->keys), key_cmp);
+	for (size_t i = 0; i < n; i++)
+		e->scratch[i] = ev[e->keys[i] & ((1ull << 40) - 1)];
+	return e->scratch;
+}
+
+/*
+ * weft__wire_events_append() - a collector pass's events as EventBatch
+ * records, one run per emitting thread.
+ *
+ * Return: 0; -ENOMEM; -EMSGSIZE.  On error @b holds the whole records
+ * appended before it.
+ */
+int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
+			     const weft_event_t *ev, size_t n)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	const weft_event_t *g = weft__wire_events_group(e, ev, n);
+	int err;
+
+	if (!g)
+		return -ENOMEM;
+	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	f.events = &e->batch.msg;
+	while (n) {
+		int k = weft__wire_batch_encode(&e->batch, g, n);
+
+		if (k <= 0)
+			return -ENOMEM;
+		err = weft__wire_record_append(b, &f);
+		if (err)
+			return err;
+		g += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ updates */
 
 static char *str_or_empty(const char *s)
@@ -699,6 +791,75 @@ int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 out_free:
 	update_parts_free(&p);
 	return err;
+}
+
+/* Reads a varint at @p (at most @n bytes).  Return: its length, 0 if bad. */
+static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n && i < 10; i++) {
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80))
+			return i + 1;
+	}
+	return 0;
+}
+
+/*
+ * weft__wire_update_recount() - an Update record again, with one
+ * subscriber's updates_skipped and events_not_sent set.
+ * @rec, @len: one whole record from weft__wire_update_append().
+ *
+ * The fields are appended to the Update's bytes (protobuf keeps the last
+ * value of a repeated scalar field), so the record is re-framed, not
+ * re-encoded: the cost is a copy.
+ *
+ * Return: 0; -EINVAL (not an Update record); -ENOMEM (@b unchanged).
+ */
+int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
+			      size_t len, uint64_t skipped, uint64_t not_sent)
+{
+	uint8_t extra[2 * 11], hdr[2 * 11];
+	uint64_t flen, ulen;
+	size_t i = 1, k, nx = 0, nh = 0;
+	int err;
+
+	if (len < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
+		return -EINVAL;
+	k = varint_get(rec + i, len - i, &flen);
+	if (!k || flen != len - i - k)
+		return -EINVAL;
+	i += k;
+	/* Frame.update: field 4, length-delimited. */
+	if (i >= len || rec[i] != (4u << 3 | 2u))
+		return -EINVAL;
+	i++;
+	k = varint_get(rec + i, len - i, &ulen);
+	if (!k || ulen != len - i - k)
+		return -EINVAL;
+	i += k;
+	if (skipped) {
+		extra[nx++] = 8u << 3; /* Update.updates_skipped, varint */
+		nx += weft__wire_varint_put(extra + nx, skipped);
+	}
+	if (not_sent) {
+		extra[nx++] = 9u << 3; /* Update.events_not_sent, varint */
+		nx += weft__wire_varint_put(extra + nx, not_sent);
+	}
+	ulen += nx;
+	flen = 1 + varint_len(ulen) + ulen;
+	hdr[nh++] = WEFT_WIRE_RECORD_TAG;
+	nh += weft__wire_varint_put(hdr + nh, flen);
+	hdr[nh++] = 4u << 3 | 2u;
+	nh += weft__wire_varint_put(hdr + nh, ulen);
+	err = weft__wire_buf_reserve(b, nh + (len - i) + nx);
+	if (err)
+		return err;
+	memcpy(b->data + b->len, hdr, nh);
+	memcpy(b->data + b->len + nh, rec + i, len - i);
+	memcpy(b->data + b->len + nh + (len - i), extra, nx);
+	b->len += nh + (len - i) + nx;
+	return 0;
 }
 
 /* ------------------------------------------------------------ hello, header */

@@ -76,6 +76,19 @@ typedef struct weft_wire_batch_s {
 	uint64_t *task, *a1;
 } weft_wire_batch_t;
 
+/*
+ * An event encoder: a batch plus the room to regroup a collector pass's
+ * events (time-ordered across threads) into one run per emitting thread.
+ * Caller-allocated, _init / _fini; used by one thread at a time.
+ */
+typedef struct weft_wire_events_s {
+	weft_wire_batch_t batch; /* public: the last batch encoded */
+	/* private */
+	weft_event_t *scratch;
+	uint64_t *keys;
+	size_t cap;
+} weft_wire_events_t;
+
 /* The hello of this process: the message and the strings it points to. */
 typedef struct weft_wire_hello_s {
 	Weft__V1__Hello msg; /* public, read-only */
@@ -114,9 +127,19 @@ int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
 
+/* wire.c: a collector pass's events */
+void weft__wire_events_init(weft_wire_events_t *e);
+void weft__wire_events_fini(weft_wire_events_t *e);
+const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
+					    const weft_event_t *ev, size_t n);
+int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
+			     const weft_event_t *ev, size_t n);
+
 /* wire.c: updates, hello, header */
 int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns);
+int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
+			      size_t len, uint64_t skipped, uint64_t not_sent);
 int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns);
 void weft__wire_hello_fini(weft_wire_hello_t *h);

@@ -33,6 +33,7 @@
 
 #include "runtime_internal.h"
 #include "recorder_internal.h"
+#include "server_internal.h"
 
 #define MAX_WORKERS 4096
 
@@ -152,6 +153,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	}
 	weft__probe_runtime_attach(rt);
 	weft__trace_env_start(); /* WEFT_TRACE=path */
+	weft__server_env_start(rt); /* the console's socket, for the first */
 	*out = rt;
 	return 0;
 
@@ -212,6 +214,8 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	 */
 	weft__blocking_shutdown(&rt->blocking);
 
+	/* Its connections close and its socket goes, if it is ours. */
+	weft__server_env_stop(rt);
 	weft__probe_runtime_detach(rt);
 	/* Release: pairs with the workers' acquire loads of shutdown. */
 	store_release(&rt->shutdown, true);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft-trace: read weft trace files (.weft).  One verb per file
- * (verb_*.c); this one dispatches.
+ * weft-trace: read weft trace files (.weft), and record them from live
+ * processes (list, record, snapshot).  One verb per file (verb_*.c);
+ * this one dispatches.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,11 +18,14 @@ static const struct verb {
 	{ "dump", tt_verb_dump, "every event, one a line" },
 	{ "stats", tt_verb_stats, "per worker figures, long polls, warnings" },
 	{ "export", tt_verb_export, "Chrome trace-event JSON (--chrome)" },
+	{ "list", tt_verb_list, "live weft processes of this user" },
+	{ "record", tt_verb_record, "record a live process to a file" },
+	{ "snapshot", tt_verb_snapshot, "write a live flight recorder out" },
 };
 
 static void usage(FILE *out)
 {
-	fputs("usage: weft-trace VERB [options] FILE\n\nverbs:\n", out);
+	fputs("usage: weft-trace VERB [options] [FILE|TARGET]\n\nverbs:\n", out);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(out, "  %-8s %s\n", verbs[i].name, verbs[i].what);
 	fputs("\n`weft-trace VERB --help` for a verb's options.\n", out);

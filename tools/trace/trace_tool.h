@@ -84,5 +84,8 @@ int tt_verb_info(int argc, char **argv);
 int tt_verb_dump(int argc, char **argv);
 int tt_verb_stats(int argc, char **argv);
 int tt_verb_export(int argc, char **argv);
+int tt_verb_list(int argc, char **argv);
+int tt_verb_record(int argc, char **argv);
+int tt_verb_snapshot(int argc, char **argv);
 
 #endif /* WEFT_TRACE_TOOL_H */

@@ -1,0 +1,1078 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's server (server_internal.h has the protocol and the flow).
+ *
+ * Threads.  Everything about sockets and clients belongs to the server
+ * thread (libevent's loop).  The probe's collector thread runs
+ * srv_on_update() / srv_on_events(): they encode, then append to the
+ * queue under qlock and wake the loop with event_active() (libevent is
+ * set up for threads: evthread_use_pthreads() before the base exists).
+ * The server thread subscribes and unsubscribes (which take probe.lock
+ * and wait for a pass) holding no lock of ours; the callbacks run with
+ * probe.lock held and take qlock.  Lock order: probe.lock, then qlock,
+ * then libevent's base lock (event_active); stat_lock is a leaf.
+ *
+ * A subscription is swapped, not edited: the new one is made first (its
+ * first update is full, for a client that just subscribed or that
+ * skipped updates), then made the active one under qlock, then the old
+ * one is dropped; what the old one still encodes is discarded at push.
+ *
+ * Memory.  Per client: at most client_buf_max bytes queued for output (a
+ * record is added only if it fits), the decoder's one record (at most
+ * WEFT_WIRE_MAX_RECORD, refused before allocation when larger).  The
+ * queue from the collector holds at most queue_max_bytes.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+
+#include "collector_internal.h"
+#include "recorder_internal.h"
+#include "server_internal.h"
+#include "wire_internal.h"
+
+#define CLIENT_BUF_DEFAULT (8u << 20)
+#define SLOW_KICK_DEFAULT_MS 5000u
+#define QUEUE_DEFAULT (32u << 20)
+#define MAX_CLIENTS 64
+#define TICK_MS 100
+/* A client that skipped updates gets a full one again, at most this often. */
+#define RESYNC_EVERY_NS 1000000000ull
+
+enum item_kind { ITEM_UPDATE, ITEM_EVENTS };
+
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	bool full;
+	size_t nevents;
+	weft_wire_buf_t buf;
+};
+
+/* One probe subscription's encoder state: collector thread only. */
+struct sub_ctx {
+	weft_server_t *srv;
+	weft_wire_events_t enc;
+	uint64_t prev_now_ns;
+};
+
+struct client {
+	weft_server_t *srv;
+	struct client *next;
+	struct bufferevent *bev;
+	weft_wire_decoder_t dec;
+	char peer[64];
+	bool subscribed, want_updates, want_events, paused, need_full;
+	uint64_t updates_skipped;
+	uint64_t events_not_sent;
+	uint64_t behind_since; /* over the bound since, or 0 */
+};
+
+struct weft_server_s {
+	pthread_t thread;
+	struct event_base *base;
+	struct evconnlistener *unix_l, *tcp_l;
+	struct event *wake_ev, *stop_ev, *tick_ev;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int tcp_port;
+	size_t buf_max;
+	uint64_t kick_ns;
+	size_t queue_max;
+	weft_wire_buf_t header; /* the FileHeader record sent on connect */
+
+	/* Server thread only. */
+	struct client *clients;
+	unsigned nclients;
+	weft_probe_sub_t *sub;
+	struct sub_ctx *sub_ctx;
+	bool sub_events, sub_updates;
+	uint64_t last_resync;
+	uint64_t seen_drop_updates, seen_drop_events;
+
+	/* Guarded by qlock. */
+	pthread_mutex_t qlock;
+	struct sub_ctx *active;
+	struct item *qhead, *qtail;
+	size_t qbytes;
+	uint64_t drop_updates, drop_events; /* events, not records */
+
+	/* Guarded by stat_lock. */
+	pthread_mutex_t stat_lock;
+	weft_server_stats_t st;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void srv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void srv_log(const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "weft: console: %s\n", line);
+}
+
+/* ------------------------------------------------------------ the queue */
+
+static void item_free(struct item *it)
+{
+	weft__wire_buf_fini(&it->buf);
+	free(it);
+}
+
+/* Collector thread, probe.lock held: hand @it to the server thread. */
+static void push(struct sub_ctx *x, struct item *it)
+{
+	weft_server_t *s = x->srv;
+	bool wake = false;
+
+	pthread_mutex_lock(&s->qlock);
+	if (s->active != x) {
+		/* A swapped-out subscription: nobody wants it. */
+	} else if (s->qbytes + it->buf.len > s->queue_max) {
+		if (it->kind == ITEM_UPDATE)
+			s->drop_updates++;
+		else
+			s->drop_events += it->nevents;
+	} else {
+		if (s->qtail)
+			s->qtail->next = it;
+		else
+			s->qhead = it;
+		s->qtail = it;
+		s->qbytes += it->buf.len;
+		it = NULL;
+		wake = true;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (it)
+		item_free(it);
+	if (wake)
+		event_active(s->wake_ev, EV_READ, 0);
+}
+
+static void srv_on_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct sub_ctx *x = ctx;
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return;
+	it->kind = ITEM_UPDATE;
+	it->full = u->full;
+	if (weft__wire_update_append(&it->buf, u, x->prev_now_ns)) {
+		/* Too big or no memory: the clients see it as skipped. */
+		pthread_mutex_lock(&x->srv->qlock);
+		x->srv->drop_updates++;
+		pthread_mutex_unlock(&x->srv->qlock);
+		item_free(it);
+		return;
+	}
+	if (u->stats)
+		x->prev_now_ns = u->stats->now_ns;
+	push(x, it);
+}
+
+static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	struct sub_ctx *x = ctx;
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return;
+	it->kind = ITEM_EVENTS;
+	it->nevents = n;
+	/* On error the whole records before it still go out. */
+	(void)weft__wire_events_append(&x->enc, &it->buf, ev, n);
+	push(x, it);
+}
+
+/* ------------------------------------------------------------ subscription */
+
+static void sub_drop(weft_server_t *s)
+{
+	weft_probe_sub_t *old = s->sub;
+	struct sub_ctx *oldx = s->sub_ctx;
+
+	pthread_mutex_lock(&s->qlock);
+	s->active = NULL;
+	pthread_mutex_unlock(&s->qlock);
+	s->sub = NULL;
+	s->sub_ctx = NULL;
+	if (old)
+		weft_probe_unsubscribe(old);
+	if (oldx) {
+		weft__wire_events_fini(&oldx->enc);
+		free(oldx);
+	}
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.subscribed = 0;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+/*
+ * Subscribes to the probe for what the clients want, or not at all.
+ * @fresh: make a new subscription even if the current one fits (its first
+ * update is full).  Server thread; holds none of our locks.
+ */
+static void sub_reconcile(weft_server_t *s, bool fresh)
+{
+	weft_probe_sub_opts_t o = { 0 };
+	weft_probe_sub_t *nsub, *old;
+	struct sub_ctx *x, *oldx;
+	bool upd = false, ev = false;
+	int err;
+
+	for (struct client *c = s->clients; c; c = c->next) {
+		if (!c->subscribed)
+			continue;
+		upd |= c->want_updates;
+		ev |= c->want_events && !c->paused;
+	}
+	if (!upd && !ev) {
+		if (s->sub)
+			sub_drop(s);
+		return;
+	}
+	if (s->sub && !fresh && s->sub_events == ev && s->sub_updates == upd)
+		return;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return;
+	x->srv = s;
+	weft__wire_events_init(&x->enc);
+	o.events = ev;
+	o.on_events = ev ? srv_on_events : NULL;
+	/* Updates also carry the counters of an events-only client. */
+	o.on_update = srv_on_update;
+	o.ctx = x;
+	err = weft_probe_subscribe(&o, &nsub);
+	if (err) {
+		srv_log("cannot subscribe to the probe: %s", strerror(-err));
+		free(x);
+		return;
+	}
+	pthread_mutex_lock(&s->qlock);
+	s->active = x;
+	pthread_mutex_unlock(&s->qlock);
+	old = s->sub;
+	oldx = s->sub_ctx;
+	s->sub = nsub;
+	s->sub_ctx = x;
+	s->sub_events = ev;
+	s->sub_updates = upd;
+	s->last_resync = mono_ns();
+	if (old)
+		weft_probe_unsubscribe(old); /* no callback of it after this */
+	if (oldx) {
+		weft__wire_events_fini(&oldx->enc);
+		free(oldx);
+	}
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.subscribed = 1;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+/* ------------------------------------------------------------ clients */
+
+static void stat_buffered(weft_server_t *s, size_t have)
+{
+	pthread_mutex_lock(&s->stat_lock);
+	if (have > s->st.max_client_buffered)
+		s->st.max_client_buffered = have;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+static void client_close(struct client *c, const char *why, bool bad)
+{
+	weft_server_t *s = c->srv;
+	struct client **pp;
+
+	if (why)
+		srv_log("closing %s: %s", c->peer, why);
+	for (pp = &s->clients; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	s->nclients--;
+	bufferevent_free(c->bev);
+	weft__wire_decoder_fini(&c->dec);
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.clients = s->nclients;
+	if (bad)
+		s->st.closed_bad++;
+	pthread_mutex_unlock(&s->stat_lock);
+	free(c);
+	sub_reconcile(s, false);
+}
+
+/* Queues @data for @c if it fits its bound.  Return: true if queued. */
+static bool client_send(struct client *c, const void *data, size_t len,
+			bool bounded)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t have = evbuffer_get_length(out);
+
+	if (bounded && have + len > c->srv->buf_max) {
+		if (!c->behind_since)
+			c->behind_since = mono_ns();
+		return false;
+	}
+	if (evbuffer_add(out, data, len))
+		return false;
+	stat_buffered(c->srv, have + len);
+	return true;
+}
+
+static void client_send_update(struct client *c, const struct item *it)
+{
+	weft_wire_buf_t tmp = { 0 };
+	bool ok;
+
+	if (!c->want_updates || (c->need_full && !it->full))
+		return;
+	if (!c->updates_skipped && !c->events_not_sent) {
+		ok = client_send(c, it->buf.data, it->buf.len, true);
+	} else if (weft__wire_update_recount(&tmp, it->buf.data, it->buf.len,
+					     c->updates_skipped,
+					     c->events_not_sent)) {
+		ok = false;
+	} else {
+		ok = client_send(c, tmp.data, tmp.len, true);
+	}
+	weft__wire_buf_fini(&tmp);
+	if (ok) {
+		if (it->full)
+			c->need_full = false;
+		return;
+	}
+	/* Skipped: what changed in it is lost, so a full one is due. */
+	c->updates_skipped++;
+	c->need_full = true;
+	pthread_mutex_lock(&c->srv->stat_lock);
+	c->srv->st.updates_skipped++;
+	pthread_mutex_unlock(&c->srv->stat_lock);
+}
+
+static void deliver(weft_server_t *s)
+{
+	struct item *list;
+	uint64_t du, de;
+
+	pthread_mutex_lock(&s->qlock);
+	list = s->qhead;
+	s->qhead = s->qtail = NULL;
+	s->qbytes = 0;
+	du = s->drop_updates - s->seen_drop_updates;
+	de = s->drop_events - s->seen_drop_events;
+	s->seen_drop_updates = s->drop_updates;
+	s->seen_drop_events = s->drop_events;
+	pthread_mutex_unlock(&s->qlock);
+
+	if (du || de) {
+		pthread_mutex_lock(&s->stat_lock);
+		s->st.queue_dropped += du + de;
+		pthread_mutex_unlock(&s->stat_lock);
+		for (struct client *c = s->clients; c; c = c->next) {
+			if (!c->subscribed)
+				continue;
+			if (c->want_updates && du) {
+				c->updates_skipped += du;
+				c->need_full = true;
+			}
+			if (c->want_events && !c->paused)
+				c->events_not_sent += de;
+		}
+	}
+	while (list) {
+		struct item *it = list;
+
+		list = it->next;
+		for (struct client *c = s->clients; c; c = c->next) {
+			if (!c->subscribed)
+				continue;
+			if (it->kind == ITEM_UPDATE) {
+				client_send_update(c, it);
+			} else if (c->want_events && !c->paused &&
+				   !client_send(c, it->buf.data, it->buf.len,
+						true)) {
+				c->events_not_sent += it->nevents;
+			}
+		}
+		item_free(it);
+	}
+}
+
+static void srv_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	deliver(arg);
+}
+
+static void srv_stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	weft_server_t *s = arg;
+
+	(void)fd;
+	(void)what;
+	event_base_loopbreak(s->base);
+}
+
+static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	weft_server_t *s = arg;
+	uint64_t now = mono_ns();
+	bool resync = false;
+	struct client *c, *next;
+
+	(void)fd;
+	(void)what;
+	for (c = s->clients; c; c = next) {
+		size_t have =
+			evbuffer_get_length(bufferevent_get_output(c->bev));
+
+		next = c->next;
+		if (c->behind_since && have <= s->buf_max / 2)
+			c->behind_since = 0;
+		if (c->behind_since && now - c->behind_since > s->kick_ns) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.kicked++;
+			pthread_mutex_unlock(&s->stat_lock);
+			client_close(c, "too slow: behind for too long", false);
+			continue;
+		}
+		if (c->subscribed && c->want_updates && c->need_full &&
+		    have <= s->buf_max / 2)
+			resync = true;
+	}
+	if (resync && now - s->last_resync >= RESYNC_EVERY_NS)
+		sub_reconcile(s, true);
+}
+
+/* The reply to CONTROL_OP_TASK_DETAIL: an Update holding that task. */
+static void task_detail(struct client *c, uint64_t id)
+{
+	weft_wire_buf_t b = { 0 };
+	const weft_probe_task_t *tp[1];
+	weft_probe_update_t u = { .tasks = tp };
+	int err;
+
+	/* Lock order: probe.lock alone (we hold none of ours). */
+	pthread_mutex_lock(&weft__probe.lock);
+	tp[0] = weft__collector_task(&weft__probe, id);
+	u.ntasks = tp[0] ? 1 : 0;
+	err = weft__wire_update_append(&b, &u, 0);
+	pthread_mutex_unlock(&weft__probe.lock);
+	if (!err)
+		(void)client_send(c, b.data, b.len, false);
+	weft__wire_buf_fini(&b);
+}
+
+/*
+ * The reply to CONTROL_OP_SNAPSHOT: the flight recorder's records, then a
+ * Control SNAPSHOT frame that ends them.  A reply the client asked for is
+ * not held to the output bound.  The client writes the file: the server
+ * writes none on anyone's behalf.
+ */
+static void snapshot(struct client *c)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+	weft_wire_buf_t b = { 0 }, end = { 0 };
+	int err = weft__trace_snapshot_append(&b);
+
+	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT;
+	ctl.error = (char *)(err == -ENOENT ? "no flight recorder running "
+					      "(WEFT_TRACE_FLIGHT_MB)" :
+			     err            ? strerror(-err) :
+					      "");
+	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+	f.control = &ctl;
+	if (!err)
+		(void)client_send(c, b.data, b.len, false);
+	if (!weft__wire_record_append(&end, &f))
+		(void)client_send(c, end.data, end.len, false);
+	weft__wire_buf_fini(&b);
+	weft__wire_buf_fini(&end);
+}
+
+/* Return: 0, or the reason to close the connection. */
+static const char *client_frame(struct client *c, const Weft__V1__Frame *f)
+{
+	weft_server_t *s = c->srv;
+
+	switch (f->body_case) {
+	case WEFT__V1__FRAME__BODY_SUBSCRIBE:
+		c->subscribed = true;
+		c->want_updates = f->subscribe->updates;
+		c->want_events = f->subscribe->events;
+		c->need_full = c->want_updates;
+		sub_reconcile(s, c->want_updates);
+		return NULL;
+	case WEFT__V1__FRAME__BODY_CONTROL:
+		switch (f->control->op) {
+		case WEFT__V1__CONTROL_OP__CONTROL_OP_PAUSE_EVENTS:
+			c->paused = true;
+			sub_reconcile(s, false);
+			return NULL;
+		case WEFT__V1__CONTROL_OP__CONTROL_OP_RESUME_EVENTS:
+			c->paused = false;
+			sub_reconcile(s, false);
+			return NULL;
+		case WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL:
+			task_detail(c, f->control->task);
+			return NULL;
+		case WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT:
+			snapshot(c);
+			return NULL;
+		default:
+			return "unknown control operation";
+		}
+	default:
+		return "unexpected frame from a client";
+	}
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (evbuffer_get_length(in)) {
+		struct evbuffer_iovec v;
+		Weft__V1__Frame *f;
+		const char *why;
+		size_t used;
+		int rc;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		rc = weft__wire_decoder_feed(&c->dec, v.iov_base, v.iov_len,
+					     &used, &f);
+		evbuffer_drain(in, used);
+		if (rc < 0) {
+			char why_buf[128];
+
+			snprintf(why_buf, sizeof(why_buf),
+				 "bad record at offset %llu: %s",
+				 (unsigned long long)c->dec.record_offset,
+				 weft__wire_strerror(rc));
+			client_close(c, why_buf, true);
+			return;
+		}
+		if (rc == WEFT_WIRE_FRAME) {
+			why = client_frame(c, f);
+			weft__wire_frame_free(f);
+			if (why) {
+				client_close(c, why, true);
+				return;
+			}
+		}
+	}
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (weft__wire_decoder_mid_record(&c->dec))
+		client_close(c, "disconnected in the middle of a record", true);
+	else
+		client_close(c, NULL, false);
+}
+
+static void peer_name(char *buf, size_t len, const struct sockaddr *sa)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in->sin6_port));
+	} else {
+		snprintf(buf, len, "unix client");
+	}
+}
+
+static void srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+			  struct sockaddr *sa, int salen, void *arg)
+{
+	weft_server_t *s = arg;
+	struct client *c;
+
+	(void)l;
+	(void)salen;
+	if (s->nclients >= MAX_CLIENTS) {
+		srv_log("refusing a client: %d connected already", MAX_CLIENTS);
+		evutil_closesocket(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	peer_name(c->peer, sizeof(c->peer), sa);
+	if (sa && sa->sa_family != AF_UNIX) {
+		int one = 1;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	weft__wire_decoder_init(&c->dec, WEFT_WIRE_MAX_RECORD);
+	bufferevent_setcb(c->bev, client_read_cb, NULL, client_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->next = s->clients;
+	s->clients = c;
+	s->nclients++;
+	(void)client_send(c, s->header.data, s->header.len, false);
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.accepted++;
+	s->st.clients = s->nclients;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+static void *server_main(void *arg)
+{
+	weft_server_t *s = arg;
+
+	pthread_setname_np(pthread_self(), "weft-console");
+	event_base_dispatch(s->base);
+	while (s->clients)
+		client_close(s->clients, NULL, false);
+	if (s->sub)
+		sub_drop(s);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+/*
+ * weft__server_socket_dir() - the per-user socket directory:
+ * $XDG_RUNTIME_DIR/weft, else /tmp/weft-<uid>.
+ * @create: make it (mode 0700) if missing.
+ *
+ * Return: 0; -ENAMETOOLONG; -ENOTDIR; -EPERM (owned by someone else, or
+ * open to group or others: refused); a negative errno from mkdir(2) or
+ * lstat(2).
+ */
+int weft__server_socket_dir(char *buf, size_t len, int create)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (x && x[0] == '/')
+		n = snprintf(buf, len, "%s/weft", x);
+	else
+		n = snprintf(buf, len, "/tmp/weft-%u", (unsigned)getuid());
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (create) {
+		if (mkdir(buf, 0700) == 0) {
+			/* The umask may have taken bits away; never added. */
+			if (chmod(buf, 0700))
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+	}
+	if (lstat(buf, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid() || (st.st_mode & 077))
+		return -EPERM;
+	return 0;
+}
+
+static int listen_unix(weft_server_t *s, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	/* A socket named for our pid is a dead process's: ours now. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	s->unix_l = evconnlistener_new_bind(
+		s->base, srv_accept_cb, s,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 16,
+		(struct sockaddr *)&sun, (int)sizeof(sun));
+	if (!s->unix_l)
+		return errno ? -errno : -EADDRINUSE;
+	(void)chmod(path, 0600);
+	snprintf(s->unix_path, sizeof(s->unix_path), "%s", path);
+	return 0;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
+				      ->sin_addr.s_addr) >>
+			24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)(const void *)sa)
+				 ->sin6_addr);
+	return false;
+}
+
+/* "host:port", "[v6]:port", ":port" or "port" (loopback). */
+static int listen_tcp(weft_server_t *s, const char *bind)
+{
+	char host[256], port[16];
+	const char *colon = strrchr(bind, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV },
+			*res = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	size_t hl;
+	int err;
+
+	if (!colon) {
+		snprintf(host, sizeof(host), "127.0.0.1");
+		colon = bind - 1;
+	} else {
+		hl = (size_t)(colon - bind);
+		if (hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, bind, hl);
+		host[hl] = '\0';
+		if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+			memmove(host, host + 1, hl - 2);
+			host[hl - 2] = '\0';
+		}
+		if (!host[0])
+			snprintf(host, sizeof(host), "127.0.0.1");
+	}
+	if (strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof(port))
+		return -EINVAL;
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	if (getaddrinfo(host, port, &hints, &res) || !res)
+		return -EINVAL;
+	if (!is_loopback(res->ai_addr))
+		srv_log("WARNING: listening on %s, which is not loopback: "
+			"anyone who can reach it can watch this process",
+			bind);
+	s->tcp_l = evconnlistener_new_bind(
+		s->base, srv_accept_cb, s,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+			LEV_OPT_REUSEABLE,
+		16, res->ai_addr, (int)res->ai_addrlen);
+	err = s->tcp_l ? 0 : (errno ? -errno : -EADDRINUSE);
+	freeaddrinfo(res);
+	if (err)
+		return err;
+	if (getsockname(evconnlistener_get_fd(s->tcp_l), (void *)&ss, &sl) ==
+	    0) {
+		if (ss.ss_family == AF_INET)
+			s->tcp_port =
+				ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			s->tcp_port =
+				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ life */
+
+static void threads_once(void)
+{
+	evthread_use_pthreads();
+}
+
+static int header_build(weft_server_t *s, uint32_t workers)
+{
+	weft_wire_hello_t h;
+	char clock[96];
+	int err;
+
+	/* The clock's description changes under probe.lock (calibration). */
+	pthread_mutex_lock(&weft__probe.lock);
+	snprintf(clock, sizeof(clock), "%s", weft__probe_clock_describe());
+	pthread_mutex_unlock(&weft__probe.lock);
+	err = weft__wire_hello_init(&h, workers, clock, mono_ns());
+	if (!err)
+		err = weft__wire_header_append(&s->header, &h.msg, 0);
+	weft__wire_hello_fini(&h);
+	return err;
+}
+
+static void server_free(weft_server_t *s)
+{
+	if (s->unix_l)
+		evconnlistener_free(s->unix_l);
+	if (s->tcp_l)
+		evconnlistener_free(s->tcp_l);
+	if (s->wake_ev)
+		event_free(s->wake_ev);
+	if (s->stop_ev)
+		event_free(s->stop_ev);
+	if (s->tick_ev)
+		event_free(s->tick_ev);
+	if (s->base)
+		event_base_free(s->base);
+	if (s->unix_path[0])
+		unlink(s->unix_path);
+	while (s->qhead) {
+		struct item *it = s->qhead;
+
+		s->qhead = it->next;
+		item_free(it);
+	}
+	weft__wire_buf_fini(&s->header);
+	pthread_mutex_destroy(&s->qlock);
+	pthread_mutex_destroy(&s->stat_lock);
+	free(s);
+}
+
+/**
+ * weft__server_create() - start a server thread.
+ * @opts: where to listen and the bounds; copied.
+ *
+ * Return: 0; -ENOMEM; -EINVAL (a bad tcp_bind); -EPERM (the socket
+ * directory is someone else's or open to others); -ENAMETOOLONG; a
+ * negative errno from bind(2) or listen(2); -EAGAIN (the thread).
+ */
+int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct timeval tick = { 0, TICK_MS * 1000 };
+	sigset_t all, old;
+	weft_server_t *s;
+	char dir[sizeof(s->unix_path)], path[sizeof(s->unix_path) + 32];
+	int err;
+
+	pthread_once(&once, threads_once);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->qlock, NULL);
+	pthread_mutex_init(&s->stat_lock, NULL);
+	s->tcp_port = -1;
+	s->buf_max = opts->client_buf_max ? opts->client_buf_max :
+					    CLIENT_BUF_DEFAULT;
+	s->kick_ns = (uint64_t)(opts->slow_kick_ms ? opts->slow_kick_ms :
+						     SLOW_KICK_DEFAULT_MS) *
+		     1000000u;
+	s->queue_max = opts->queue_max_bytes ? opts->queue_max_bytes :
+					       QUEUE_DEFAULT;
+	s->st.client_buf_max = s->buf_max;
+	err = header_build(s, opts->workers);
+	if (err)
+		goto out_free;
+	s->base = event_base_new();
+	if (!s->base) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	s->wake_ev = event_new(s->base, -1, 0, srv_wake_cb, s);
+	s->stop_ev = event_new(s->base, -1, 0, srv_stop_cb, s);
+	s->tick_ev = event_new(s->base, -1, EV_PERSIST, srv_tick_cb, s);
+	if (!s->wake_ev || !s->stop_ev || !s->tick_ev ||
+	    event_add(s->tick_ev, &tick)) {
+		err = -ENOMEM;
+		goto out_free;
+	}
+	if (!opts->unix_path) {
+		err = weft__server_socket_dir(dir, sizeof(dir), 1);
+		if (err)
+			goto out_free;
+		snprintf(path, sizeof(path), "%s/%d.sock", dir, (int)getpid());
+		err = listen_unix(s, path);
+	} else if (opts->unix_path[0]) {
+		err = listen_unix(s, opts->unix_path);
+	}
+	if (err)
+		goto out_free;
+	if (opts->tcp_bind && opts->tcp_bind[0]) {
+		err = listen_tcp(s, opts->tcp_bind);
+		if (err)
+			goto out_free;
+	}
+	/*
+	 * The thread starts with every signal blocked: the application's
+	 * handlers run elsewhere, and a write to a client that has gone
+	 * fails with EPIPE instead of killing the process with SIGPIPE
+	 * (which, blocked, stays pending on this thread alone).
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&s->thread, NULL, server_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		err = -EAGAIN;
+		goto out_free;
+	}
+	*out = s;
+	return 0;
+
+out_free:
+	server_free(s);
+	return err;
+}
+
+/**
+ * weft__server_destroy() - close every connection, drop the probe
+ * subscription, stop the thread, remove the socket.
+ */
+void weft__server_destroy(weft_server_t *s)
+{
+	if (!s)
+		return;
+	event_active(s->stop_ev, EV_READ, 0);
+	pthread_join(s->thread, NULL);
+	server_free(s);
+}
+
+const char *weft__server_unix_path(const weft_server_t *s)
+{
+	return s->unix_path;
+}
+
+int weft__server_tcp_port(const weft_server_t *s)
+{
+	return s->tcp_port;
+}
+
+void weft__server_stats(weft_server_t *s, weft_server_stats_t *out)
+{
+	pthread_mutex_lock(&s->stat_lock);
+	*out = s->st;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+/* ------------------------------------------------------------ the default */
+
+static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_server_t *env_srv;
+static struct weft_runtime_s *env_rt;
+static char exit_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static pid_t exit_pid;
+
+static void remove_at_exit(void)
+{
+	pthread_mutex_lock(&env_lock);
+	/* Not in a forked child: the socket is its parent's. */
+	if (exit_path[0] && getpid() == exit_pid)
+		unlink(exit_path);
+	pthread_mutex_unlock(&env_lock);
+}
+
+static bool console_off(void)
+{
+	const char *v = getenv("WEFT_CONSOLE");
+
+	return v && (!strcmp(v, "off") || !strcmp(v, "0") ||
+		     !strcmp(v, "false") || !strcmp(v, "no"));
+}
+
+void weft__server_env_start(struct weft_runtime_s *rt)
+{
+	static bool atexit_done;
+	weft_server_opts_t o = { 0 };
+	weft_server_t *s;
+	int err;
+
+	if (console_off())
+		return;
+	pthread_mutex_lock(&env_lock);
+	if (env_srv)
+		goto out_unlock;
+	o.tcp_bind = getenv("WEFT_CONSOLE_BIND");
+	o.workers = weft_runtime_workers(rt);
+	err = weft__server_create(&o, &s);
+	if (err) {
+		srv_log("not started: %s", strerror(-err));
+		goto out_unlock;
+	}
+	env_srv = s;
+	env_rt = rt;
+	snprintf(exit_path, sizeof(exit_path), "%s", s->unix_path);
+	exit_pid = getpid();
+	if (!atexit_done) {
+		atexit(remove_at_exit);
+		atexit_done = true;
+	}
+out_unlock:
+	pthread_mutex_unlock(&env_lock);
+}
+
+void weft__server_env_stop(struct weft_runtime_s *rt)
+{
+	weft_server_t *s = NULL;
+
+	pthread_mutex_lock(&env_lock);
+	if (env_rt == rt && env_srv) {
+		s = env_srv;
+		env_srv = NULL;
+		env_rt = NULL;
+		exit_path[0] = '\0';
+	}
+	pthread_mutex_unlock(&env_lock);
+	/* Outside env_lock: the thread may be in the probe. */
+	weft__server_destroy(s);
+}
+
+weft_server_t *weft__server_default(void)
+{
+	weft_server_t *s;
+
+	pthread_mutex_lock(&env_lock);
+	s = env_srv;
+	pthread_mutex_unlock(&env_lock);
+	return s;
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's server (server.c): consoles and `weft-trace record` attach
+ * to a running process through it.  libevent, on its own thread; the
+ * runtime's workers never touch a socket.
+ *
+ * The protocol (proto/weft.proto).  On connect the server sends a
+ * FileHeader record (magic, version, the hello), so that a stream saved
+ * as it comes is a valid trace file.  The client sends Subscribe (updates
+ * and/or events); then Control frames: pause and resume its event stream,
+ * one task's details (reply: an Update holding that task, histograms
+ * included).  Any other frame, a malformed or oversized record, or a peer
+ * gone mid-record closes that connection with a logged reason.
+ *
+ * Flow.  The server is a probe subscriber only while some client wants
+ * something (events only while some unpaused client wants events).  The
+ * collector's callbacks encode each pass once and hand the records to the
+ * server thread through a bounded queue (full: dropped and counted, the
+ * collector never waits).  Each client has an output bound: an update
+ * that does not fit is skipped (counted, and the count is in the Update
+ * frames it does get), events that do not fit are counted as not sent; a
+ * client behind for longer than slow_kick_ms is disconnected.
+ *
+ * WEFT_CONSOLE=off turns the default server off; WEFT_CONSOLE_BIND=
+ * host:port adds a TCP listener (loopback unless the address says
+ * otherwise, with a warning for any other).
+ */
+#ifndef WEFT_SERVER_INTERNAL_H
+#define WEFT_SERVER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct weft_runtime_s;
+
+typedef struct weft_server_s weft_server_t;
+
+typedef struct weft_server_opts_s {
+	/* The unix socket (NULL: <socket dir>/<pid>.sock; "" for none). */
+	const char *unix_path;
+	/* "host:port" for a TCP listener too, or NULL. */
+	const char *tcp_bind;
+	uint32_t workers;       /* for the hello */
+	size_t client_buf_max;  /* output bound per client; 0: 8 MiB */
+	unsigned slow_kick_ms;  /* behind this long: dropped; 0: 5 s */
+	size_t queue_max_bytes; /* collector -> server; 0: 32 MiB */
+} weft_server_opts_t;
+
+typedef struct weft_server_stats_s {
+	unsigned clients; /* connected now */
+	uint64_t accepted;
+	uint64_t closed_bad;        /* for a protocol error */
+	uint64_t kicked;            /* for being slow */
+	uint64_t updates_skipped;   /* summed over clients */
+	uint64_t queue_dropped;     /* records the queue had no room for */
+	size_t max_client_buffered; /* high-water mark of any output buffer */
+	size_t client_buf_max;
+	unsigned subscribed; /* 1 while a probe subscriber */
+} weft_server_stats_t;
+
+/* server.c */
+int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out);
+void weft__server_destroy(weft_server_t *s);
+const char *weft__server_unix_path(const weft_server_t *s);
+int weft__server_tcp_port(const weft_server_t *s);
+void weft__server_stats(weft_server_t *s, weft_server_stats_t *out);
+int weft__server_socket_dir(char *buf, size_t len, int create);
+/* The default server, from the environment: started for the first
+ * runtime (weft_runtime_create()), stopped with it. */
+void weft__server_env_start(struct weft_runtime_s *rt);
+void weft__server_env_stop(struct weft_runtime_s *rt);
+weft_server_t *weft__server_default(void);
+
+#endif /* WEFT_SERVER_INTERNAL_H */

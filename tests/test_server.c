@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's server (probe/src/server.c): a real runtime with the
+ * default server on a unix socket in a temporary XDG_RUNTIME_DIR, several
+ * clients at once (hello, updates, events, a task's details), a client
+ * that never reads (the runtime goes on, the client skips updates and its
+ * output buffer stays under the bound), clients that send garbage, an
+ * oversized length prefix, a record that does not decode or a truncated
+ * one (each closed while the others go on), the socket directory's
+ * permissions, and `weft-trace record` against this process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_helpers.h"
+
+#include "weft/probe.h"
+#include "weft/trace.h"
+
+#include "server_internal.h"
+#include "trace_reader_internal.h"
+#include "wire_internal.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------ workload */
+
+struct yielder {
+	int weft_pc;
+	int i;
+	int n;
+};
+
+static weft_poll_t yielder_poll(void *arg, weft_cx_t *cx)
+{
+	struct yielder *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < s->n; s->i++)
+		WEFT_YIELD(s, cx);
+	WEFT_ASYNC_END(s);
+}
+
+/* @tasks yielders of @polls polls each; waits for them. */
+static void workload(weft_runtime_t *rt, int tasks, int polls)
+{
+	weft_join_t **j = calloc((size_t)tasks, sizeof(*j));
+
+	assert_non_null(j);
+	for (int i = 0; i < tasks; i++) {
+		struct yielder y = { .n = polls };
+
+		assert_int_equal(weft_spawn_named(rt, "yielder", yielder_poll,
+						  &y, &j[i]),
+				 0);
+	}
+	for (int i = 0; i < tasks; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+	free(j);
+}
+
+/* ------------------------------------------------------------ temp dirs */
+
+static char xdg[256];
+
+static void xdg_make(void)
+{
+	snprintf(xdg, sizeof(xdg), "%s/weft-test-server-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	assert_non_null(mkdtemp(xdg));
+	assert_int_equal(setenv("XDG_RUNTIME_DIR", xdg, 1), 0);
+}
+
+static void xdg_remove(void)
+{
+	char p[300];
+
+	snprintf(p, sizeof(p), "%s/weft", xdg);
+	(void)rmdir(p);
+	assert_int_equal(rmdir(xdg), 0);
+	unsetenv("XDG_RUNTIME_DIR");
+}
+
+static weft_runtime_t *rt_with_server(void)
+{
+	weft_config_t cfg = { .workers = 2 };
+	weft_runtime_t *rt;
+
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	assert_non_null(weft__server_default());
+	return rt;
+}
+
+/* ------------------------------------------------------------ a client */
+
+struct tclient {
+	int fd;
+	weft_wire_decoder_t dec;
+	uint8_t buf[1 << 16];
+	size_t len, pos;
+	bool eof;
+};
+
+static void tc_open(struct tclient *c, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	memset(c, 0, sizeof(*c));
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c->fd >= 0);
+	assert_int_equal(connect(c->fd, (void *)&sun, sizeof(sun)), 0);
+	weft__wire_decoder_init(&c->dec, 0);
+}
+
+static void tc_close(struct tclient *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	weft__wire_decoder_fini(&c->dec);
+}
+
+/* The next frame, or NULL at EOF or after @ms without one. */
+static Weft__V1__Frame *tc_next(struct tclient *c, int ms)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		Weft__V1__Frame *f = NULL;
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		struct timespec t1;
+		size_t used;
+		ssize_t n;
+		long left;
+		int rc;
+
+		while (c->pos < c->len) {
+			rc = weft__wire_decoder_feed(&c->dec, c->buf + c->pos,
+						     c->len - c->pos, &used,
+						     &f);
+			c->pos += used;
+			assert_true(rc >= 0);
+			if (rc == WEFT_WIRE_FRAME)
+				return f;
+		}
+		if (c->eof)
+			return NULL;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
+			     (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			return NULL;
+		n = read(c->fd, c->buf, sizeof(c->buf));
+		if (n <= 0) {
+			c->eof = true;
+			return NULL;
+		}
+		c->len = (size_t)n;
+		c->pos = 0;
+	}
+}
+
+static void tc_send_raw(struct tclient *c, const void *p, size_t n)
+{
+	assert_int_equal(write(c->fd, p, n), (ssize_t)n);
+}
+
+static void tc_send(struct tclient *c, const Weft__V1__Frame *f)
+{
+	weft_wire_buf_t b = { 0 };
+
+	assert_int_equal(weft__wire_record_append(&b, f), 0);
+	tc_send_raw(c, b.data, b.len);
+	weft__wire_buf_fini(&b);
+}
+
+static void tc_subscribe(struct tclient *c, bool updates, bool events)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Subscribe s = WEFT__V1__SUBSCRIBE__INIT;
+
+	s.updates = updates;
+	s.events = events;
+	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+	f.subscribe = &s;
+	tc_send(c, &f);
+}
+
+/* Reads the header the server sends first and checks its hello. */
+static void tc_expect_header(struct tclient *c)
+{
+	Weft__V1__Frame *f = tc_next(c, 10000);
+
+	assert_non_null(f);
+	assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_HEADER);
+	assert_string_equal(f->header->magic, WEFT_TRACE_MAGIC);
+	assert_non_null(f->header->hello);
+	assert_int_equal(f->header->hello->pid, (uint32_t)getpid());
+	assert_int_equal(f->header->hello->workers, 2);
+	weft__wire_frame_free(f);
+}
+
+/* Reads until the server closes; true if it did within @ms. */
+static bool tc_closed_by_server(struct tclient *c, int ms)
+{
+	struct timespec t0, t1;
+	Weft__V1__Frame *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((f = tc_next(c, ms)) != NULL) {
+		weft__wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > ms / 1000 + 1)
+			break; /* still streaming: not closed */
+	}
+	return c->eof;
+}
+
+struct seen {
+	unsigned updates, full, batches;
+	uint64_t a_task;
+	uint64_t skipped;
+};
+
+static void tc_count(struct tclient *c, struct seen *s, int ms,
+		     unsigned want_updates, unsigned want_batches)
+{
+	Weft__V1__Frame *f;
+
+	while ((s->updates < want_updates || s->batches < want_batches) &&
+	       (f = tc_next(c, ms)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE) {
+			s->updates++;
+			s->full += f->update->full;
+			if (f->update->updates_skipped > s->skipped)
+				s->skipped = f->update->updates_skipped;
+			for (size_t i = 0; i < f->update->n_tasks; i++)
+				if (!strcmp(f->update->tasks[i]->name,
+					    "yielder"))
+					s->a_task = f->update->tasks[i]->id;
+		} else if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
+			s->batches++;
+		}
+		weft__wire_frame_free(f);
+	}
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void test_server_socket_dir_modes(void **state)
+{
+	char dir[256], p[300];
+	struct stat st;
+	weft_config_t cfg = { .workers = 1 };
+	weft_runtime_t *rt;
+
+	(void)state;
+	xdg_make();
+	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 1), 0);
+	snprintf(p, sizeof(p), "%s/weft", xdg);
+	assert_string_equal(dir, p);
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(rmdir(dir), 0);
+
+	/* Open to others: refused, and the runtime runs without a server. */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 1), -EPERM);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	assert_null(weft__server_default());
+	weft_runtime_destroy(rt);
+	assert_int_equal(chmod(dir, 0750), 0);
+	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 0), -EPERM);
+
+	/* Mode 0700: the socket appears there and goes with the runtime. */
+	assert_int_equal(chmod(dir, 0700), 0);
+	rt = rt_with_server();
+	snprintf(p, sizeof(p), "%s/%d.sock", dir, (int)getpid());
+	assert_string_equal(weft__server_unix_path(weft__server_default()), p);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	weft_runtime_destroy(rt);
+	assert_int_equal(lstat(p, &st), -1);
+	xdg_remove();
+}
+
+static void test_server_off(void **state)
+{
+	weft_config_t cfg = { .workers = 1 };
+	weft_runtime_t *rt;
+
+	(void)state;
+	xdg_make();
+	setenv("WEFT_CONSOLE", "off", 1);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	assert_null(weft__server_default());
+	weft_runtime_destroy(rt);
+	unsetenv("WEFT_CONSOLE");
+	xdg_remove();
+}
+
+static void test_server_several_clients(void **state)
+{
+	enum { N = 3 };
+	struct tclient c[N];
+	struct seen s[N] = { 0 };
+	weft_runtime_t *rt;
+	const char *path;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	path = weft__server_unix_path(weft__server_default());
+	for (int i = 0; i < N; i++) {
+		tc_open(&c[i], path);
+		tc_expect_header(&c[i]);
+		tc_subscribe(&c[i], true, i != 0);
+	}
+	workload(rt, 8, (int)scale_count(2000));
+	for (int i = 0; i < N; i++) {
+		tc_count(&c[i], &s[i], 10000, 3, i ? 1 : 0);
+		assert_true(s[i].updates >= 3);
+		assert_true(s[i].full >= 1);
+		if (i)
+			assert_true(s[i].batches >= 1);
+	}
+
+	/* One task's details: an Update holding just that task. */
+	for (int tries = 0; !s[1].a_task && tries < 50; tries++) {
+		workload(rt, 1, 10);
+		tc_count(&c[1], &s[1], 200, s[1].updates + 1, 0);
+	}
+	assert_true(s[1].a_task != 0);
+	{
+		Weft__V1__Frame f = WEFT__V1__FRAME__INIT, *r;
+		Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+		bool got = false;
+
+		ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL;
+		ctl.task = s[1].a_task;
+		f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+		f.control = &ctl;
+		tc_send(&c[0], &f);
+		while (!got && (r = tc_next(&c[0], 10000)) != NULL) {
+			if (r->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+			    !r->update->stats && r->update->n_tasks == 1) {
+				assert_int_equal(r->update->tasks[0]->id,
+						 s[1].a_task);
+				assert_string_equal(r->update->tasks[0]->name,
+						    "yielder");
+				got = true;
+			}
+			weft__wire_frame_free(r);
+		}
+		assert_true(got);
+	}
+	for (int i = 0; i < N; i++)
+		tc_close(&c[i]);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+static void test_server_bad_clients(void **state)
+{
+	static const uint8_t garbage[] = "GET / HTTP/1.0\r\n\r\n";
+	/* A length prefix of 64 MiB: refused before anything is read. */
+	static const uint8_t oversized[] = { 0x0a, 0x80, 0x80, 0x80, 0x20 };
+	/* A whole record whose Frame does not decode. */
+	static const uint8_t undecodable[] = { 0x0a, 0x03, 0x0a, 0x7f, 0x00 };
+	/* 16 bytes announced, 3 sent, then the peer goes. */
+	static const uint8_t truncated[] = { 0x0a, 0x10, 0x1a, 0x02, 0x08 };
+	const struct {
+		const uint8_t *p;
+		size_t n;
+		bool hangup;
+	} bad[] = {
+		{ garbage, sizeof(garbage) - 1, false },
+		{ oversized, sizeof(oversized), false },
+		{ undecodable, sizeof(undecodable), false },
+		{ truncated, sizeof(truncated), true },
+	};
+	struct tclient good, b;
+	struct seen s = { 0 };
+	weft_server_stats_t st;
+	weft_runtime_t *rt;
+	const char *path;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	path = weft__server_unix_path(weft__server_default());
+	tc_open(&good, path);
+	tc_expect_header(&good);
+	tc_subscribe(&good, true, true);
+	tc_count(&good, &s, 10000, 1, 0);
+	assert_true(s.updates >= 1);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tc_open(&b, path);
+		tc_expect_header(&b);
+		tc_send_raw(&b, bad[i].p, bad[i].n);
+		if (bad[i].hangup) {
+			tc_close(&b);
+		} else {
+			assert_true(tc_closed_by_server(&b, 10000));
+			tc_close(&b);
+		}
+		/* The good client goes on receiving. */
+		s.updates = 0;
+		workload(rt, 2, 50);
+		tc_count(&good, &s, 10000, 2, 0);
+		assert_true(s.updates >= 2);
+	}
+	for (int tries = 0; tries < 500; tries++) {
+		weft__server_stats(weft__server_default(), &st);
+		if (st.closed_bad >= 4)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st.closed_bad, 4);
+	assert_int_equal(st.clients, 1);
+	tc_close(&good);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+/* Reads a client on its own thread, so that it is never behind. */
+struct reader {
+	struct tclient *c;
+	_Atomic bool stop;
+	_Atomic unsigned updates;
+	_Atomic bool eof;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	Weft__V1__Frame *f;
+
+	while (!atomic_load(&r->stop) && !r->c->eof) {
+		f = tc_next(r->c, 100);
+		if (!f)
+			continue;
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			atomic_fetch_add(&r->updates, 1);
+		weft__wire_frame_free(f);
+	}
+	atomic_store(&r->eof, r->c->eof);
+	return NULL;
+}
+
+/*
+ * A client that subscribes to everything and never reads: the runtime's
+ * work completes (no timing is asserted), the client's output buffer
+ * stays under its bound, it skips updates and is finally dropped, while
+ * a client that reads goes on.
+ */
+static void test_server_client_never_reads(void **state)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 64u << 10,
+				 .slow_kick_ms = 300 };
+	char path[300];
+	struct tclient lazy, good;
+	struct reader rd = { .c = &good };
+	weft_server_stats_t st;
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	pthread_t th;
+	int small = 4096;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	/* A server of its own, with a small bound and a short patience. */
+	snprintf(path, sizeof(path), "%s/own.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	tc_open(&lazy, path);
+	/* The smallest socket buffers, so the server's buffer fills. */
+	setsockopt(lazy.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_subscribe(&lazy, true, true);
+	tc_open(&good, path);
+	tc_expect_header(&good);
+	tc_subscribe(&good, true, true);
+	assert_int_equal(pthread_create(&th, NULL, reader_main, &rd), 0);
+
+	/* Work until the lazy client is dropped (60 s at most). */
+	for (int round = 0; round < 6000; round++) {
+		workload(rt, 8, (int)scale_count(2000));
+		weft__server_stats(srv, &st);
+		if (st.kicked)
+			break;
+		usleep(10000);
+	}
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.kicked, 1);
+	assert_true(st.updates_skipped > 0);
+	assert_true(st.max_client_buffered <= st.client_buf_max);
+	assert_true(tc_closed_by_server(&lazy, 10000));
+	/* The reading client was never behind, and goes on. */
+	for (int tries = 0; tries < 1000 && atomic_load(&rd.updates) < 3;
+	     tries++)
+		usleep(10000);
+	assert_true(atomic_load(&rd.updates) >= 3);
+	atomic_store(&rd.stop, true);
+	pthread_join(th, NULL);
+	assert_false(atomic_load(&rd.eof));
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.clients, 1);
+	tc_close(&lazy);
+	tc_close(&good);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+/* WEFT_CONSOLE_BIND's listener: loopback by default, any port. */
+static void test_server_tcp(void **state)
+{
+	weft_server_opts_t o = { .workers = 2, .unix_path = "" };
+	const char *binds[] = { "127.0.0.1:0", ":0", "0" };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct tclient c;
+	weft_server_t *srv;
+	Weft__V1__Frame *f;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
+		o.tcp_bind = binds[i];
+		assert_int_equal(weft__server_create(&o, &srv), 0);
+		assert_string_equal(weft__server_unix_path(srv), "");
+		assert_true(weft__server_tcp_port(srv) > 0);
+		memset(&c, 0, sizeof(c));
+		weft__wire_decoder_init(&c.dec, 0);
+		c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(c.fd >= 0);
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin.sin_port = htons((uint16_t)weft__server_tcp_port(srv));
+		assert_int_equal(connect(c.fd, (void *)&sin, sizeof(sin)), 0);
+		f = tc_next(&c, 10000);
+		assert_non_null(f);
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_HEADER);
+		weft__wire_frame_free(f);
+		tc_close(&c);
+		weft__server_destroy(srv);
+	}
+	o.tcp_bind = "not an address";
+	assert_int_equal(weft__server_create(&o, &srv), -EINVAL);
+}
+
+#ifdef WEFT_TRACE_TOOL
+static int run(char *const argv[])
+{
+	pid_t pid;
+	int status;
+
+	assert_int_equal(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ),
+			 0);
+	while (waitpid(pid, &status, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct bg_work {
+	weft_runtime_t *rt;
+	_Atomic bool stop;
+};
+
+static void *bg_main(void *arg)
+{
+	struct bg_work *w = arg;
+
+	while (!atomic_load(&w->stop))
+		workload(w->rt, 4, 200);
+	return NULL;
+}
+
+static void test_server_record_tool(void **state)
+{
+	char out[300], target[320];
+	struct bg_work w = { 0 };
+	weft_trace_reader_t r;
+	Weft__V1__Frame *f;
+	pthread_t th;
+	unsigned batches = 0;
+	int rc;
+
+	(void)state;
+	xdg_make();
+	w.rt = rt_with_server();
+	snprintf(out, sizeof(out), "%s/rec.weft", xdg);
+	snprintf(target, sizeof(target), "unix:%s",
+		 weft__server_unix_path(weft__server_default()));
+	assert_int_equal(pthread_create(&th, NULL, bg_main, &w), 0);
+	{
+		char *argv[] = { WEFT_TRACE_TOOL, "record", target, "-o", out,
+				 "--duration",    "1s",     NULL };
+
+		rc = run(argv);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(rc, 0);
+
+	assert_int_equal(weft__trace_reader_open(&r, out), 0);
+	while ((rc = weft__trace_reader_next(&r, &f)) == WEFT_WIRE_FRAME) {
+		batches += f->body_case == WEFT__V1__FRAME__BODY_EVENTS;
+		/* The reader keeps the header (r.header). */
+		if (r.frames > 1)
+			weft__wire_frame_free(f);
+	}
+	assert_int_equal(r.error, 0);
+	assert_non_null(r.header);
+	assert_int_equal(r.header->hello->pid, (uint32_t)getpid());
+	weft__trace_reader_close(&r);
+	assert_true(batches > 0);
+	{
+		char *argv[] = { WEFT_TRACE_TOOL, "info", out, NULL };
+		int fd = open("/dev/null", O_WRONLY);
+		int saved = dup(1);
+
+		dup2(fd, 1);
+		rc = run(argv);
+		dup2(saved, 1);
+		close(saved);
+		close(fd);
+	}
+	assert_int_equal(rc, 0);
+	{
+		char *argv[] = {
+			WEFT_TRACE_TOOL, "record", "nonsense:x", "-o", out, NULL
+		};
+
+		assert_int_equal(run(argv), 2);
+	}
+	unlink(out);
+	weft_runtime_destroy(w.rt);
+	xdg_remove();
+}
+
+/* Runs @argv with stdout to @out; returns the exit status. */
+static int run_to(char *const argv[], const char *out)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+	int status;
+
+	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
+	assert_int_equal(posix_spawn_file_actions_addopen(
+				 &fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC,
+				 0600),
+			 0);
+	assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ),
+			 0);
+	posix_spawn_file_actions_destroy(&fa);
+	while (waitpid(pid, &status, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* `weft-trace list` names this process; `weft-trace snapshot` writes
+ * its flight recorder out (and fails cleanly when there is none). */
+static void test_server_list_and_snapshot(void **state)
+{
+	weft_trace_opts_t o = { .flight_bytes = 1u << 20 };
+	char out[300], listing[300], target[320], pidname[32];
+	weft_trace_reader_t r;
+	Weft__V1__Frame *f;
+	weft_runtime_t *rt;
+	unsigned batches = 0;
+	FILE *fp;
+	char line[512];
+	bool found = false;
+	int rc;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(out, sizeof(out), "%s/snap.weft", xdg);
+	snprintf(listing, sizeof(listing), "%s/list.txt", xdg);
+	snprintf(target, sizeof(target), "unix:%s",
+		 weft__server_unix_path(weft__server_default()));
+
+	{
+		char *argv[] = { WEFT_TRACE_TOOL, "list", NULL };
+
+		assert_int_equal(run_to(argv, listing), 0);
+	}
+	fp = fopen(listing, "r");
+	assert_non_null(fp);
+	snprintf(pidname, sizeof(pidname), "%d ", (int)getpid());
+	while (fgets(line, sizeof(line), fp))
+		found |= !strncmp(line, pidname, strlen(pidname));
+	fclose(fp);
+	unlink(listing);
+	assert_true(found);
+
+	{
+		char *argv[] = {
+			WEFT_TRACE_TOOL, "snapshot", target, "-o", out, NULL
+		};
+
+		/* No flight recorder yet: exit 1, no file. */
+		assert_int_equal(run(argv), 1);
+		assert_int_equal(access(out, F_OK), -1);
+		assert_int_equal(weft_trace_start(NULL, &o), 0);
+		workload(rt, 4, 200);
+		weft_probe_flush();
+		rc = run(argv);
+		assert_int_equal(weft_trace_stop(), 0);
+		assert_int_equal(rc, 0);
+	}
+	assert_int_equal(weft__trace_reader_open(&r, out), 0);
+	while (weft__trace_reader_next(&r, &f) == WEFT_WIRE_FRAME) {
+		batches += f->body_case == WEFT__V1__FRAME__BODY_EVENTS;
+		if (r.frames > 1)
+			weft__wire_frame_free(f);
+	}
+	assert_int_equal(r.error, 0);
+	assert_non_null(r.header);
+	assert_int_equal(r.header->hello->pid, (uint32_t)getpid());
+	weft__trace_reader_close(&r);
+	assert_true(batches > 0);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+#endif
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_server_socket_dir_modes),
+		cmocka_unit_test(test_server_off),
+		cmocka_unit_test(test_server_several_clients),
+		cmocka_unit_test(test_server_bad_clients),
+		cmocka_unit_test(test_server_client_never_reads),
+		cmocka_unit_test(test_server_tcp),
+#ifdef WEFT_TRACE_TOOL
+		cmocka_unit_test(test_server_record_tool),
+		cmocka_unit_test(test_server_list_and_snapshot),
+#endif
+	};
+
+	unsetenv("WEFT_CONSOLE");
+	unsetenv("WEFT_CONSOLE_BIND");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
