@@ -62,6 +62,7 @@ struct probe {
 	pthread_t thread;
 	bool running;
 	bool stop;
+	bool cond_ready; /* cond set up on CLOCK_MONOTONIC */
 	bool config_loaded;
 	uint64_t flush_ticket;
 	uint64_t flush_requested;

@@ -34,10 +34,17 @@ struct probe weft__probe = {
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ring_key;
 
+/* On the ring's own thread (thread stop, or its TLS destructor). */
 static void ring_orphan(void *p)
 {
 	ring_entry_t *e = p;
 
+	/*
+	 * Forget it first: an event emitted later on this thread (another
+	 * destructor waking a waker) registers a new ring instead of
+	 * writing into one the collector may have freed.
+	 */
+	weft__probe_ring = NULL;
 	/* Release: our last pushes happen before the collector frees it. */
 	store_release(&e->orphan, true);
 }
@@ -185,6 +192,10 @@ static void *collector_main(void *arg)
 		until.tv_nsec = (long)(next % 1000000000u);
 		pthread_cond_timedwait(&p->cond, &p->lock, &until);
 	}
+	/* Stopping: release anyone waiting in weft_probe_flush(). */
+	p->flush_done = p->flush_requested ? p->flush_requested : p->flush_done;
+	p->flush_requested = 0;
+	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -211,12 +222,18 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	pthread_mutex_lock(&p->lock);
 	config_load();
 	if (!p->running) {
-		/* The collector waits on CLOCK_MONOTONIC. */
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_destroy(&p->cond);
-		pthread_cond_init(&p->cond, &ca);
-		pthread_condattr_destroy(&ca);
+		/*
+		 * The collector waits on CLOCK_MONOTONIC: set the condvar up
+		 * once (never re-created while a flusher might wait on it).
+		 */
+		if (!p->cond_ready) {
+			pthread_condattr_init(&ca);
+			pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+			pthread_cond_destroy(&p->cond);
+			pthread_cond_init(&p->cond, &ca);
+			pthread_condattr_destroy(&ca);
+			p->cond_ready = true;
+		}
 		err = weft__collector_start(p);
 		if (!err) {
 			p->stop = false;
@@ -279,9 +296,14 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 		} else {
 			p->stop = false;
 			if (pthread_create(&p->thread, NULL, collector_main,
-					   NULL) == 0)
-				p->running = true;
+					   NULL)) {
+				/* No collector: the subscribers hear nothing. */
+				weft__collector_stop(p);
+				p->running = false;
+			}
 		}
+		/* Flushers waiting on a collector that is gone: let go. */
+		pthread_cond_broadcast(&p->cond);
 		pthread_mutex_unlock(&p->lock);
 	}
 	free(sub);

@@ -35,7 +35,6 @@ typedef struct weft_ring_s {
 	weft__cacheline_aligned _Atomic uint64_t tail;
 	uint64_t head_cache;
 	weft_counter_t drops[RING_DROP_REASONS];
-	weft_counter_t pushed;
 	/* Consumer side. */
 	weft__cacheline_aligned _Atomic uint64_t head;
 	/* Fixed at creation. */

@@ -74,7 +74,6 @@ static void job_release(weft_blocking_t *j)
 /* Publishes the result and wakes the handle's waker, if it set one. */
 static void job_complete(weft_blocking_t *j)
 {
-	weft_waker_t w = WEFT_WAKER_EMPTY;
 	/*
 	 * acq_rel: release publishes the result (pairs with the acquire in
 	 * weft_blocking_poll()); acquire pairs with the handle's release of
@@ -83,12 +82,13 @@ static void job_complete(weft_blocking_t *j)
 	uint32_t prev = atomic_fetch_or_explicit(&j->state, B_DONE,
 						 memory_order_acq_rel);
 
-	if ((prev & B_WAKER) && !(prev & B_DROPPED)) {
-		/* Ours now: the handle never writes it once DONE is set. */
-		w = j->waker;
-		j->waker = WEFT_WAKER_EMPTY;
-	}
-	weft_waker_wake(&w);
+	/*
+	 * The handle never writes the field once DONE is set, but may still
+	 * read it (will_wake): wake by reference and leave the field to the
+	 * last reference's job_release() (as the oneshot does).
+	 */
+	if ((prev & B_WAKER) && !(prev & B_DROPPED))
+		weft_waker_wake_by_ref(&j->waker);
 }
 
 static weft_poll_t handle_ready(weft_blocking_t *h, void **result)

@@ -770,8 +770,17 @@ static void rx_unregister(mpsc_t *ch)
 						memory_order_relaxed);
 }
 
-static weft_poll_t recv_done(weft_mpsc_recv_t *r, int status)
+/*
+ * READY.  A future that registered gives RX_WAITING back now, so that
+ * finishing it later (recv_fini) cannot cancel a newer future's
+ * registration (found in review: the newer one's wake-up was lost).
+ */
+static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
 {
+	if (r->phase == R_REGISTERED) {
+		rx_unregister(ch);
+		r->phase = R_IDLE;
+	}
 	r->status = status;
 	weft__coop_progress();
 	return WEFT_READY;
@@ -785,7 +794,7 @@ weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
 	if (!weft__coop_poll(cx))
 		return WEFT_PENDING;
 	if (pop(ch, r->out))
-		return recv_done(r, 0);
+		return recv_done(ch, r, 0);
 	if (tx_closed(ch))
 		goto closed;
 	switch (rx_register(ch, cx, &prev)) {
@@ -794,24 +803,22 @@ weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
 	case REG_BUSY:
 		/* Published before the wake; a tombstone if not. */
 		if (pop(ch, r->out))
-			return recv_done(r, 0);
+			return recv_done(ch, r, 0);
 		weft_cx_yield(cx);
 		return WEFT_PENDING;
 	case REG_SET:
 		break;
 	}
 	r->phase = R_REGISTERED;
-	if (pop(ch, r->out)) {
-		rx_unregister(ch);
-		return recv_done(r, 0);
-	}
+	if (pop(ch, r->out))
+		return recv_done(ch, r, 0);
 	if (!(prev & TX_CLOSED))
 		return WEFT_PENDING;
 closed:
 	/* Every sender is gone: drain, then -EPIPE. */
 	if (pop(ch, r->out))
-		return recv_done(r, 0);
-	return recv_done(r, -EPIPE);
+		return recv_done(ch, r, 0);
+	return recv_done(ch, r, -EPIPE);
 }
 
 void weft_mpsc_recv_fini(weft_mpsc_recv_t *r)
