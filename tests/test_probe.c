@@ -82,6 +82,15 @@ static void sink_events(void *ctx, const weft_event_t *ev, size_t n)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/*
+ * What a test has open, so that a failed assertion (cmocka jumps out of
+ * the test) does not leave a runtime attached or a subscription behind
+ * for the next test: the group's teardown closes whatever is left.
+ */
+static weft_runtime_t *open_rt;
+static struct sink *open_sink;
+static weft_probe_sub_t *open_sub;
+
 static struct sink *sink_new(bool events, weft_probe_sub_t **sub)
 {
 	struct sink *s = calloc(1, sizeof(*s));
@@ -96,11 +105,15 @@ static struct sink *sink_new(bool events, weft_probe_sub_t **sub)
 					 .ctx = s },
 				 sub),
 			 0);
+	open_sink = s;
+	open_sub = *sub;
 	return s;
 }
 
 static void sink_free(struct sink *s, weft_probe_sub_t *sub)
 {
+	open_sink = NULL;
+	open_sub = NULL;
 	weft_probe_unsubscribe(sub);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -157,7 +170,24 @@ static weft_runtime_t *rt_new(unsigned workers)
 	assert_int_equal(weft_runtime_create(
 				 &(weft_config_t){ .workers = workers }, &rt),
 			 0);
+	open_rt = rt;
 	return rt;
+}
+
+static void rt_done(weft_runtime_t *rt)
+{
+	open_rt = NULL;
+	weft_runtime_destroy(rt);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (open_rt)
+		rt_done(open_rt);
+	if (open_sub)
+		sink_free(open_sink, open_sub);
+	return 0;
 }
 
 static void spin_ns(uint64_t ns)
@@ -336,7 +366,7 @@ static void test_probe_tracks_tasks(void **state)
 	assert_int_equal(t.self_wakes, 3);
 	assert_int_equal(t.state_size, sizeof(struct quick));
 	assert_true(s->events > 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -428,7 +458,7 @@ static void test_probe_warns_lock_held_across_await(void **state)
 	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
 				    fixed),
 			 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	weft_async_mutex_fini(&am);
 	weft_mutex_fini(&m);
 	sink_free(s, sub);
@@ -487,7 +517,7 @@ static void test_probe_warns_long_poll(void **state)
 	weft_probe_flush();
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -561,7 +591,7 @@ static void test_probe_warns_never_yielded(void **state)
 	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, good), 0);
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
 	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, good), 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -621,7 +651,7 @@ static void test_probe_warns_lost_waker(void **state)
 	assert_int_equal(weft_join_wait(jg, NULL), 0);
 	weft_join_drop(jg);
 	weft_join_drop(jb);
-	weft_runtime_destroy(rt); /* cancels the lost one */
+	rt_done(rt); /* cancels the lost one */
 	sink_free(s, sub);
 }
 
@@ -668,7 +698,7 @@ static void test_probe_warns_self_wakes_and_large_future(void **state)
 	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yg), 0);
 	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fb), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fg), 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -710,7 +740,7 @@ static void test_probe_warns_scheduling_delay(void **state)
 	while (!atomic_load(&started))
 		usleep(1000);
 	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
-	usleep(80000); /* over the 50 ms threshold */
+	usleep(400000); /* well over the threshold (WEFT_SCHED_DELAY, main) */
 	atomic_store(&release, 1);
 	assert_int_equal(weft_join_wait(jw, NULL), 0);
 	assert_int_equal(weft_join_wait(jb, NULL), 0);
@@ -720,7 +750,7 @@ static void test_probe_warns_scheduling_delay(void **state)
 	weft_join_drop(jw);
 	weft_join_drop(jb);
 	weft_join_drop(jg);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -775,7 +805,7 @@ static void test_probe_counters_show_steals(void **state)
 	assert_int_equal(steals, m0.steals + m1.steals);
 	/* Counters only: no events flowed. */
 	assert_int_equal(events, 0);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 	sink_free(s, sub);
 }
 
@@ -791,29 +821,32 @@ static void test_probe_events_switch_off(void **state)
 		 sizeof(struct quick));
 	weft_probe_flush();
 	assert_true(s->events > 0);
-	weft_probe_unsubscribe(sub);
+	sink_free(s, sub);
 	/* Nobody listens: every site is one relaxed load, no event. */
 	assert_false(weft__probe_on());
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	weft_runtime_destroy(rt);
+	rt_done(rt);
 }
 
 int main(void)
 {
+	/*
+	 * A scheduling-delay threshold no good twin reaches even under the
+	 * sanitizers' slow-down; the bad twin waits 400 ms.
+	 */
+	setenv("WEFT_SCHED_DELAY", "200", 1);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_probe_ring_wraparound_and_overflow),
-		cmocka_unit_test(test_probe_ring_concurrent_exact),
-		cmocka_unit_test(test_probe_hist_percentiles),
-		cmocka_unit_test(test_probe_tracks_tasks),
-		cmocka_unit_test(test_probe_warns_lock_held_across_await),
-		cmocka_unit_test(test_probe_warns_long_poll),
-		cmocka_unit_test(test_probe_warns_never_yielded),
-		cmocka_unit_test(test_probe_warns_lost_waker),
-		cmocka_unit_test(test_probe_warns_self_wakes_and_large_future),
-		cmocka_unit_test(test_probe_warns_scheduling_delay),
-		cmocka_unit_test(test_probe_counters_show_steals),
-		cmocka_unit_test(test_probe_events_switch_off),
+		cmocka_unit_test_teardown(test_probe_ring_wraparound_and_overflow, teardown),
+		cmocka_unit_test_teardown(test_probe_ring_concurrent_exact, teardown),
+		cmocka_unit_test_teardown(test_probe_hist_percentiles, teardown),
+		cmocka_unit_test_teardown(test_probe_tracks_tasks, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_lock_held_across_await, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_long_poll, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_never_yielded, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_lost_waker, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_self_wakes_and_large_future, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_scheduling_delay, teardown),
+		cmocka_unit_test_teardown(test_probe_counters_show_steals, teardown),
+		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

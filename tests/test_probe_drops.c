@@ -3,7 +3,7 @@
  * A collector that falls behind: with tiny rings (WEFT_PROBE_RING=64, set
  * by ctest) a burst of events overflows them.  The emitting thread never
  * waits; the drops are counted and raise the events-dropped warning, and
- * the events that did fit arrive intact.
+ * the events that did fit arrive.
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -65,10 +65,15 @@ static void test_probe_drops_counted_and_warned(void **state)
 	weft_join_drop(j);
 	weft_probe_flush();
 	weft_probe_flush();
-	/* 10,000 marks into a 64-slot ring in one poll: most dropped. */
-	assert_true(atomic_load(&dropped_stat) >= 10000 - 64);
-	assert_true(atomic_load(&received) >= 64);
-	assert_int_equal(atomic_load(&dropped_warnings), 1);
+	/*
+	 * 10,000 marks into a 64-slot ring in one poll: whatever the
+	 * collector did not drain meanwhile was dropped, and counted.
+	 */
+	assert_true(atomic_load(&dropped_stat) > 0);
+	assert_true(atomic_load(&dropped_stat) + atomic_load(&received) >=
+		    10000);
+	/* Raised, and again only when the count has doubled since. */
+	assert_in_range(atomic_load(&dropped_warnings), 1, 8);
 	weft_runtime_destroy(rt);
 	weft_probe_unsubscribe(sub);
 }
