@@ -26,6 +26,7 @@
 
 #include "weft.pb-c.h"
 #include "weft/probe.h"
+#include "wire_internal.h"
 
 /* ------------------------------------------------------------- util.c */
 
@@ -334,6 +335,7 @@ struct con_session_s {
 	bool color;
 	bool once; /* --once: no status line, no overlay */
 	struct con_replay_s *rp; /* replay source, or NULL */
+	struct con_live_s *live; /* live source, or NULL */
 };
 
 extern const con_view_t con_view_workers;
@@ -381,6 +383,44 @@ void con_replay_close(con_replay_t *r);
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
 /* The time of the next warning after the current position, or 0. */
 uint64_t con_replay_next_warning(const con_replay_t *r);
+
+/* ------------------------------------------------------------- live.c */
+
+typedef struct con_live_s {
+	/* public, read-only */
+	char *target;    /* PID, unix:PATH or tcp://HOST:PORT */
+	int fd;          /* -1 while not connected */
+	bool connected;
+	bool got_header; /* the first frame (a FileHeader) arrived */
+	uint64_t frames;   /* frames fed to the model, over all connections */
+	uint64_t attempts; /* connections tried */
+	char error[256];   /* why the last connection failed or ended */
+	/* private */
+	weft_wire_decoder_t dec;
+} con_live_t;
+
+/* A CLOCK_MONOTONIC time in ms. */
+uint64_t con_live_now_ms(void);
+/* Check @target's form (not its reachability); -EINVAL when bad. */
+int con_live_init(con_live_t *l, const char *target);
+void con_live_fini(con_live_t *l);
+/* Connect (blocking) and send a Subscribe; 0 or a negative errno (the
+ * reason in error). */
+int con_live_connect(con_live_t *l);
+/* Close the connection (if any), keeping @why (if not NULL) in error. */
+void con_live_close(con_live_t *l, const char *why);
+/* Decode stream bytes and feed each frame to @m; 0, or a negative
+ * error (a record that does not decode, no header first): the caller
+ * then closes. */
+int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
+		  size_t len);
+/* Read and feed until @until_ms (con_live_now_ms()): 0 at the deadline,
+ * a negative errno when the connection ended (it is then closed). */
+int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms);
+/* The live weft processes of this user: 0 with the only one's pid in
+ * @target; -ENOENT for none; -E2BIG for several (listed on @list);
+ * another negative errno when the socket directory is unusable. */
+int con_live_discover(char *target, size_t len, FILE *list);
 
 /* -------------------------------------------------------------- tty.c */
 

@@ -1,23 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-console: options, then either one view printed as text (--once:
- * no terminal needed) or the interactive UI (tty.c).
+ * no terminal needed) or the interactive UI (tty.c), of a trace file
+ * (replay.c) or of a live process (live.c).
  *
  * Exit status: 0; 1 when --once finds nothing to show (a task:ID that is
- * not known); 2 for bad usage or input.
+ * not known); 2 for bad usage or input, for --once when the target never
+ * answered, and with no target when several processes are live (listed).
  */
+#include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "console.h"
 
 static void usage(FILE *out)
 {
 	fputs("usage: weft-console [options] --replay FILE\n"
-	      "       weft-console [options] TARGET   (PID, unix:PATH, "
-	      "tcp://HOST:PORT: not yet)\n\n"
+	      "       weft-console [options] [TARGET]   (PID, unix:PATH, "
+	      "tcp://HOST:PORT;\n"
+	      "                    none: the only live weft process)\n\n"
 	      "options:\n"
 	      "  --replay FILE     replay a trace file (WEFT_TRACE=FILE)\n"
 	      "  --once            print one view as text and exit\n"
@@ -25,7 +30,9 @@ static void usage(FILE *out)
 	      "timeline, task:ID\n"
 	      "  --after D         --once: the state D into the replay "
 	      "(2s, 500ms);\n"
-	      "                    default: the end of the file\n"
+	      "                    default: the end of the file; live: "
+	      "D after\n"
+	      "                    attaching (default 1s)\n"
 	      "  --width N         --once: columns (default 120)\n"
 	      "  --sort COL        sort the tasks by COL (id, name, polls, "
 	      "busy, ...)\n"
@@ -73,6 +80,109 @@ static size_t once_rows(const con_session_t *s)
 	default:
 		return 60;
 	}
+}
+
+/* No target: the only live weft process, or the list of them (exit 2). */
+static const char *find_target(char *buf, size_t len)
+{
+	int err = con_live_discover(buf, len, stderr);
+
+	if (err == -E2BIG)
+		con_die("several live weft processes (above): name one");
+	if (err == -ENOENT)
+		con_die("no live weft process found; name a TARGET or use "
+			"--replay FILE (--help)");
+	if (err)
+		con_die("the socket directory: %s", strerror(-err));
+	return buf;
+}
+
+/* --once live: attach, read for @after_ns (retrying a refused connection
+ * every second meanwhile), print the view.  2 if nothing ever came. */
+static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
+		     int width)
+{
+	uint64_t until = con_live_now_ms() +
+			 (after_ns ? after_ns / 1000000u : 1000u);
+	con_grid_t g;
+	int status = 0;
+
+	uint64_t now, next_try = 0;
+
+	while ((now = con_live_now_ms()) < until) {
+		if (!l->connected) {
+			if (now < next_try) {
+				usleep(10000);
+				continue;
+			}
+			next_try = now + 1000;
+			if (con_live_connect(l))
+				continue;
+		}
+		(void)con_live_pump(l, s->model, until);
+	}
+	/* Connected but no update yet (the server's first can lag a fresh
+	 * subscriber): wait a little for one rather than print nothing. */
+	until = con_live_now_ms() + 5000;
+	while (l->connected && !s->model->updates &&
+	       con_live_now_ms() < until)
+		(void)con_live_pump(l, s->model,
+				    con_live_now_ms() + 50 < until ?
+					    con_live_now_ms() + 50 :
+					    until);
+	if (!l->frames) {
+		fprintf(stderr, "weft-console: %s: %s\n", l->target,
+			l->error[0] ? l->error : "nothing received");
+		return 2;
+	}
+	if (!l->connected && l->error[0])
+		fprintf(stderr, "weft-console: %s: %s\n", l->target, l->error);
+	con_model_resort(s->model);
+	con_grid_init(&g, width, (int)once_rows(s), s->ascii);
+	con_screen_draw(s, &g);
+	con_grid_print(&g, stdout);
+	con_grid_fini(&g);
+	if (s->view == CON_VIEW_DETAIL && s->detail_task &&
+	    !con_model_task(s->model, s->detail_task))
+		status = 1;
+	return status;
+}
+
+static int run_live(con_session_t *s, const char *target, int col,
+		    bool invert, const char *filter, bool once,
+		    uint64_t after_ns, int width)
+{
+	char found[32];
+	con_model_t m;
+	con_live_t l;
+	int status;
+
+	if (!target)
+		target = find_target(found, sizeof(found));
+	if (con_live_init(&l, target))
+		con_die("bad target '%s' (a pid, unix:PATH or "
+			"tcp://HOST:PORT)",
+			target);
+	con_model_init(&m, target);
+	m.mode = CON_MODE_LIVE;
+	con_model_set_sort(&m, col, invert);
+	if (filter)
+		con_model_set_filter(&m, filter);
+	s->model = &m;
+	s->live = &l;
+	if (once) {
+		s->once = true;
+		status = once_live(s, &l, after_ns, width);
+	} else {
+		/* A first attempt now: a wrong target shows at once. */
+		(void)con_live_connect(&l);
+		status = con_tty_run(s);
+	}
+	con_live_fini(&l);
+	con_model_fini(&m);
+	if (fflush(stdout))
+		status = 1;
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -143,14 +253,8 @@ int main(int argc, char **argv)
 	}
 	if (getenv("NO_COLOR"))
 		s.color = false;
-	if (!replay) {
-		if (target)
-			con_die("live attach (%s) is not available yet: the "
-				"server's protocol is still being written; "
-				"use --replay FILE",
-				target);
-		con_die("no target: use --replay FILE (--help)");
-	}
+	if (replay && target)
+		con_die("--replay FILE or a TARGET, not both (--help)");
 	if (!strncmp(view, "task:", 5)) {
 		char *end;
 
@@ -171,6 +275,9 @@ int main(int argc, char **argv)
 	}
 	s.prev_view = CON_VIEW_TASKS;
 
+	if (!replay)
+		return run_live(&s, target, col, invert, filter, once,
+				have_after ? after : 0, width);
 	if (con_replay_open(&rp, replay))
 		return 2;
 	snprintf(title, sizeof(title), "replay %s", replay);

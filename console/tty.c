@@ -7,7 +7,14 @@
  * every cell into stdscr and lets curses send only what changed
  * (wnoutrefresh + doupdate), so nothing flickers; a resize reallocates
  * the grid and redraws everything.
+ *
+ * Live (s->live): a bufferevent on the socket feeds the stream to the
+ * model (con_live_feed) as it arrives; the tick draws.  A lost or bad
+ * connection is dropped (the model, so the screen, keeps its last state)
+ * and the tick tries again once a second.
  */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +31,7 @@
 #include "console.h"
 
 #define TICK_MS 100
+#define RETRY_MS 1000
 
 struct tty {
 	con_session_t *s;
@@ -32,6 +40,8 @@ struct tty {
 	bool grid_ok;
 	uint64_t last_tick_ns;
 	int status;
+	struct bufferevent *bev; /* live: the connection's, or NULL */
+	uint64_t next_try_ms;    /* live: when to connect again */
 };
 
 static uint64_t mono_ns(void)
@@ -184,6 +194,71 @@ static void tty_winch_cb(evutil_socket_t sig, short what, void *arg)
 	resize(arg);
 }
 
+static void live_drop(struct tty *t, const char *why)
+{
+	if (t->bev)
+		bufferevent_free(t->bev);
+	t->bev = NULL;
+	con_live_close(t->s->live, why);
+	t->next_try_ms = con_live_now_ms() + RETRY_MS;
+}
+
+static void live_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct tty *t = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t buf[65536];
+	int n;
+
+	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0)
+		if (con_live_feed(t->s->live, t->s->model, buf, (size_t)n)) {
+			live_drop(t, NULL); /* the reason is in error */
+			return;
+		}
+}
+
+static void live_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct tty *t = arg;
+	char why[200];
+
+	(void)bev;
+	if (what & BEV_EVENT_EOF)
+		snprintf(why, sizeof(why),
+			 "connection lost: closed by the process");
+	else
+		snprintf(why, sizeof(why), "connection lost: %s",
+			 evutil_socket_error_to_string(
+				 evutil_socket_geterror(-1)));
+	live_drop(t, why);
+}
+
+/* Hand a fresh connection's socket to a bufferevent. */
+static void live_attach(struct tty *t)
+{
+	con_live_t *l = t->s->live;
+
+	if (evutil_make_socket_nonblocking(l->fd) ||
+	    !(t->bev = bufferevent_socket_new(t->base, l->fd, 0))) {
+		live_drop(t, "libevent: cannot watch the socket");
+		return;
+	}
+	bufferevent_setcb(t->bev, live_read_cb, NULL, live_event_cb, t);
+	bufferevent_enable(t->bev, EV_READ);
+}
+
+static void live_tick(struct tty *t)
+{
+	con_live_t *l = t->s->live;
+	uint64_t now = con_live_now_ms();
+
+	if (l->connected || now < t->next_try_ms)
+		return;
+	t->next_try_ms = now + RETRY_MS;
+	if (con_live_connect(l) == 0)
+		live_attach(t);
+}
+
 static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tty *t = arg;
@@ -203,6 +278,8 @@ static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		con_replay_seek(r, s->model, pos);
 	}
+	if (s->live)
+		live_tick(t);
 	if (!s->paused)
 		draw(t);
 }
@@ -240,8 +317,15 @@ int con_tty_run(con_session_t *s)
 	event_add(ev_winch, NULL);
 	event_add(ev_tick, &tick);
 	t.last_tick_ns = mono_ns();
+	if (s->live && s->live->connected)
+		live_attach(&t);
+	else if (s->live)
+		t.next_try_ms = con_live_now_ms() + RETRY_MS;
 	draw(&t);
 	event_base_dispatch(t.base);
+
+	if (t.bev)
+		bufferevent_free(t.bev);
 
 	event_free(ev_in);
 	event_free(ev_winch);

@@ -73,6 +73,8 @@ static void draw_header(const con_session_t *s, con_grid_t *g)
 	if (s->replay && s->rp)
 		x = con_grid_printf(g, x, 0, CON_ROLE_HEADER, "  x%g%s",
 				    s->speed, s->at_end ? "  (end)" : "");
+	if (s->live && !s->live->connected)
+		x = con_grid_printf(g, x, 0, CON_ROLE_BAD, "  DISCONNECTED");
 	/* The mode always shows, over the end of a long target. */
 	(void)x;
 	con_grid_printf(g, g->w > 9 ? g->w - 9 : 0, 0, CON_ROLE_MODE,
@@ -132,6 +134,15 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 						   0),
 				con_fmt_ns(b, sizeof(b),
 					   r->last_ns - r->first_ns));
+		return;
+	}
+	if (s->live && !s->live->connected) {
+		con_grid_printf(g, 0, y, CON_ROLE_BAD,
+				" %s: %s; retrying every second (the last "
+				"state stays)  q quit",
+				s->live->target,
+				s->live->error[0] ? s->live->error :
+						    "not connected");
 		return;
 	}
 	con_grid_put(g, 0, y, CON_ROLE_HEADER,

@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live attach: a connection to a running process's probe server
+ * (probe/src/server_internal.h has the protocol).  Connect, expect the
+ * FileHeader record first, send a Subscribe (updates and events), then
+ * feed every frame to the model as it arrives, exactly as a replay does.
+ *
+ * The bytes come from whoever owns the loop: tty.c reads them with a
+ * libevent bufferevent and hands them to con_live_feed(); --once and the
+ * discovery of live processes read with con_live_pump(), a blocking
+ * poll loop with a deadline.  Any failure (refused, closed, a record
+ * that does not decode, a first frame that is not a header) closes the
+ * connection with the reason in error; the caller retries.  The model
+ * is never reset, so the last state stays on screen while disconnected
+ * (the server's first update after a Subscribe is full).
+ *
+ * Targets: a pid (its socket in the per-user directory), unix:PATH,
+ * tcp://HOST:PORT.  The discovery (con_live_discover) is a small copy of
+ * weft-trace list's, which lives in the weft-trace program and exits on
+ * bad input.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "console.h"
+
+#include "server_internal.h"
+#include "wire_internal.h"
+
+uint64_t con_live_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void set_error(con_live_t *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_error(con_live_t *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(l->error, sizeof(l->error), fmt, ap);
+	va_end(ap);
+}
+
+int con_live_init(con_live_t *l, const char *target)
+{
+	char *end;
+	long pid;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	if (!strncmp(target, "unix:", 5)) {
+		if (!target[5])
+			return -EINVAL;
+	} else if (!strncmp(target, "tcp://", 6)) {
+		const char *colon = strrchr(target + 6, ':');
+
+		if (!colon || !colon[1])
+			return -EINVAL;
+	} else {
+		pid = strtol(target, &end, 10);
+		if (!*target || *end || pid <= 0)
+			return -EINVAL;
+	}
+	l->target = con_xstrdup(target);
+	return 0;
+}
+
+void con_live_fini(con_live_t *l)
+{
+	con_live_close(l, NULL);
+	free(l->target);
+	l->target = NULL;
+}
+
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int connect_tcp(const char *hostport)
+{
+	char host[256];
+	const char *colon = strrchr(hostport, ':');
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	size_t hl;
+	int fd = -ECONNREFUSED;
+
+	if (!colon || !colon[1])
+		return -EINVAL;
+	hl = (size_t)(colon - hostport);
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, hostport, hl);
+	host[hl] = '\0';
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	if (getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints, &res))
+		return -EHOSTUNREACH;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			fd = -errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		close(fd);
+		fd = -errno;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int send_subscribe(int fd)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+	weft_wire_buf_t b = { 0 };
+	int err;
+
+	sub.updates = true;
+	sub.events = true;
+	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+	f.subscribe = &sub;
+	err = weft__wire_record_append(&b, &f);
+	if (!err)
+		err = write_all(fd, b.data, b.len);
+	weft__wire_buf_fini(&b);
+	return err;
+}
+
+static int open_target(const char *target)
+{
+	char dir[256], path[300];
+	int err;
+
+	if (!strncmp(target, "unix:", 5))
+		return connect_unix(target + 5);
+	if (!strncmp(target, "tcp://", 6))
+		return connect_tcp(target + 6);
+	err = weft__server_socket_dir(dir, sizeof(dir), 0);
+	if (err)
+		return err;
+	snprintf(path, sizeof(path), "%s/%s.sock", dir, target);
+	return connect_unix(path);
+}
+
+static int live_open(con_live_t *l, bool subscribe)
+{
+	int fd, err;
+
+	con_live_close(l, NULL);
+	l->attempts++;
+	fd = open_target(l->target);
+	if (fd < 0) {
+		set_error(l, "cannot connect: %s", strerror(-fd));
+		return fd;
+	}
+	if (subscribe) {
+		err = send_subscribe(fd);
+		if (err) {
+			close(fd);
+			set_error(l, "cannot subscribe: %s", strerror(-err));
+			return err;
+		}
+	}
+	l->fd = fd;
+	l->connected = true;
+	l->got_header = false;
+	l->error[0] = '\0';
+	weft__wire_decoder_init(&l->dec, WEFT_WIRE_MAX_RECORD);
+	return 0;
+}
+
+int con_live_connect(con_live_t *l)
+{
+	return live_open(l, true);
+}
+
+void con_live_close(con_live_t *l, const char *why)
+{
+	if (why)
+		set_error(l, "%s", why);
+	if (!l->connected)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	l->connected = false;
+	weft__wire_decoder_fini(&l->dec);
+}
+
+int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
+		  size_t len)
+{
+	const uint8_t *p = data;
+
+	while (len) {
+		Weft__V1__Frame *f = NULL;
+		size_t used = 0;
+		int rc = weft__wire_decoder_feed(&l->dec, p, len, &used, &f);
+
+		p += used;
+		len -= used;
+		if (rc < 0) {
+			set_error(l, "bad record at byte %llu: %s",
+				  (unsigned long long)l->dec.record_offset,
+				  weft__wire_strerror(rc));
+			return rc;
+		}
+		if (rc != WEFT_WIRE_FRAME)
+			continue;
+		if (!l->got_header &&
+		    f->body_case != WEFT__V1__FRAME__BODY_HEADER) {
+			weft__wire_frame_free(f);
+			set_error(l, "the server did not start with a header");
+			return -EPROTO;
+		}
+		l->got_header = true;
+		l->frames++;
+		con_model_frame(m, f);
+		weft__wire_frame_free(f);
+	}
+	return 0;
+}
+
+int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
+{
+	uint8_t buf[65536];
+
+	while (l->connected) {
+		struct pollfd pfd = { .fd = l->fd, .events = POLLIN };
+		uint64_t now = con_live_now_ms();
+		ssize_t n;
+		int rc;
+
+		if (now >= until_ms)
+			return 0;
+		rc = poll(&pfd, 1, (int)(until_ms - now));
+		if (rc < 0 && errno != EINTR) {
+			rc = -errno;
+			con_live_close(l, "poll failed");
+			return rc;
+		}
+		if (rc <= 0)
+			continue;
+		n = read(l->fd, buf, sizeof(buf));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			set_error(l, "connection lost: %s", strerror(errno));
+			con_live_close(l, NULL);
+			return rc;
+		}
+		if (n == 0) {
+			con_live_close(l, "connection lost: closed by the "
+					  "process");
+			return -ECONNRESET;
+		}
+		rc = con_live_feed(l, m, buf, (size_t)n);
+		if (rc < 0) {
+			con_live_close(l, NULL);
+			return rc;
+		}
+	}
+	return -ENOTCONN;
+}
+
+/* A stale socket whose process is gone is removed (as weft-trace list). */
+static void forget_if_dead(const char *path, const char *name)
+{
+	char *end;
+	long pid = strtol(name, &end, 10);
+
+	if (pid > 0 && !strcmp(end, ".sock") && kill((pid_t)pid, 0) &&
+	    errno == ESRCH)
+		(void)unlink(path);
+}
+
+/* Return: true if @path answered with a header (its hello into @m). */
+static bool probe_socket(const char *path, con_model_t *m)
+{
+	char target[620];
+	con_live_t l;
+	uint64_t until = con_live_now_ms() + 1000;
+	bool ok;
+
+	snprintf(target, sizeof(target), "unix:%s", path);
+	if (con_live_init(&l, target))
+		return false;
+	if (live_open(&l, false)) {
+		con_live_fini(&l);
+		return false;
+	}
+	while (l.connected && !l.got_header && con_live_now_ms() < until)
+		if (con_live_pump(&l, m, until < con_live_now_ms() + 50 ?
+						 until :
+						 con_live_now_ms() + 50))
+			break;
+	ok = l.got_header && m->pid;
+	con_live_fini(&l);
+	return ok;
+}
+
+int con_live_discover(char *target, size_t len, FILE *list)
+{
+	char dir[256], path[600];
+	struct dirent *e;
+	size_t found = 0;
+	char *lines = NULL;
+	size_t lines_len = 0;
+	FILE *out;
+	DIR *d;
+	int err;
+
+	err = weft__server_socket_dir(dir, sizeof(dir), 0);
+	if (err == -ENOENT)
+		return -ENOENT;
+	if (err)
+		return err;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	out = open_memstream(&lines, &lines_len);
+	if (!out)
+		con_die("out of memory");
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+		con_model_t m;
+
+		if (n < 6 || strcmp(e->d_name + n - 5, ".sock"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		con_model_init(&m, path);
+		if (probe_socket(path, &m)) {
+			fprintf(out, "%-8u %-16s %7u  %s\n", m.pid, m.process,
+				m.nworkers, path);
+			if (!found)
+				snprintf(target, len, "%u", m.pid);
+			found++;
+		} else {
+			forget_if_dead(path, e->d_name);
+		}
+		con_model_fini(&m);
+	}
+	closedir(d);
+	fclose(out);
+	if (found > 1 && list) {
+		fprintf(list, "%-8s %-16s %7s  %s\n", "PID", "NAME", "WORKERS",
+			"SOCKET");
+		fputs(lines, list);
+	}
+	free(lines);
+	if (!found)
+		return -ENOENT;
+	return found == 1 ? 0 : -E2BIG;
+}
