@@ -521,8 +521,9 @@ static void test_server_client_never_reads(void **state)
 	weft__server_stats(srv, &st);
 	assert_true(st.max_client_buffered <= st.client_buf_max);
 	if (st.kicked) {
+		/* Dropped for being behind too long (skipping may not
+		 * have started yet: that depends on the same buffers). */
 		assert_int_equal(st.kicked, 1);
-		assert_true(st.updates_skipped > 0);
 		assert_true(tc_closed_by_server(&lazy, 10000));
 	} else {
 		fprintf(stderr, "test_server: the lazy client was never "

@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft_mutex_t (see mutex.h).  Each thread keeps the list of weft_mutex_t
- * it holds (pushed on lock, unlinked on unlock: a handful at most); the
- * worker checks it when a poll returns PENDING
- * (weft__probe_locks_at_pending()).  The fields besides the pthread mutex
- * are written by the owner while it holds the lock and read by the same
- * thread, so they need no atomics.
+ * weft_mutex_t (see mutex.h).  The task being polled keeps the list of
+ * weft_mutex_t it holds (t->held_locks: pushed on lock, unlinked on
+ * unlock); the worker checks it when the poll returns PENDING
+ * (weft__probe_locks_at_pending()).  The list lives in the task, not in
+ * the thread, because a task that holds one across an await (the very
+ * mistake being caught) may resume, and unlock, on another worker.  Only
+ * the thread running the task touches its list: the task state machine
+ * makes that exclusive, so no atomics are needed.  A lock taken outside a
+ * task (a plain thread) is not tracked.
+ *
+ * Unlocking from a task other than the one that locked (undefined for the
+ * pthread mutex underneath anyway) leaves the owner's list alone: its entry
+ * is skipped from then on (owner_task no longer matches) and must not
+ * outlive the mutex.
  */
 #include <string.h>
 
@@ -13,8 +21,6 @@
 
 #include "probe_internal.h"
 #include "runtime_internal.h"
-
-static WEFT_TLS weft_mutex_t *held;
 
 void weft_mutex_init(weft_mutex_t *m, const char *name)
 {
@@ -30,13 +36,18 @@ void weft_mutex_fini(weft_mutex_t *m)
 
 static void taken(weft_mutex_t *m, const char *file, int line)
 {
+	weft_task_t *t = weft__cur_task;
+
 	m->file = file;
 	m->line = line;
-	m->owner_task = weft__cur_task_id;
+	m->owner_task = t ? t->id : 0;
 	/* ns (not the TSC): the hold time is computed on this thread. */
 	m->taken_at = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
-	m->held_next = held;
-	held = m;
+	m->held_next = NULL;
+	if (t) {
+		m->held_next = t->held_locks;
+		t->held_locks = m;
+	}
 	WEFT_PROBE_EVENT(LOCK_ACQUIRE, m->owner_task, (uintptr_t)m->name, 0);
 }
 
@@ -56,29 +67,28 @@ bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file, int line)
 
 void weft_mutex_unlock(weft_mutex_t *m)
 {
-	weft_mutex_t **pp = &held;
+	weft_task_t *t = weft__cur_task;
 
-	while (*pp && *pp != m)
-		pp = &(*pp)->held_next;
-	if (*pp)
-		*pp = m->held_next;
+	if (t && m->owner_task == t->id) {
+		weft_mutex_t **pp = &t->held_locks;
+
+		while (*pp && *pp != m)
+			pp = &(*pp)->held_next;
+		if (*pp)
+			*pp = m->held_next;
+	}
 	m->held_next = NULL;
 	WEFT_PROBE_EVENT(LOCK_RELEASE, m->owner_task, (uintptr_t)m->name, 0);
 	m->owner_task = 0;
 	pthread_mutex_unlock(&m->lock);
 }
 
-bool weft__probe_locks_held(void)
-{
-	return held != NULL;
-}
-
-unsigned weft__probe_locks_at_pending(uint64_t task)
+unsigned weft__probe_locks_at_pending(weft_task_t *t)
 {
 	unsigned n = 0;
 
-	for (weft_mutex_t *m = held; m; m = m->held_next) {
-		if (m->owner_task != task)
+	for (weft_mutex_t *m = t->held_locks; m; m = m->held_next) {
+		if (m->owner_task != t->id)
 			continue;
 		n++;
 #if WEFT_PROBE
@@ -89,11 +99,11 @@ unsigned weft__probe_locks_at_pending(uint64_t task)
 				: 0;
 			uint64_t held_us = held_ns / 1000;
 
-			weft__probe_emit_at(now, WEFT_EV_LOCK_HELD_PENDING, task,
+			weft__probe_emit_at(now, WEFT_EV_LOCK_HELD_PENDING, t->id,
 					    (uintptr_t)m->name,
 					    held_us > UINT32_MAX ? UINT32_MAX
 								 : (uint32_t)held_us);
-			weft__probe_emit_at(now, WEFT_EV_LOCK_SITE, task,
+			weft__probe_emit_at(now, WEFT_EV_LOCK_SITE, t->id,
 					    (uintptr_t)m->file,
 					    (uint32_t)m->line);
 		}

@@ -89,8 +89,8 @@ extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
 	uint64_t task);
 
 /* mutex.c */
-bool weft__probe_locks_held(void);
-unsigned weft__probe_locks_at_pending(uint64_t task);
+struct weft_task_s;
+unsigned weft__probe_locks_at_pending(struct weft_task_s *t);
 
 /* probe.c */
 weft_ring_t *weft__probe_ring_register(void);

@@ -91,6 +91,8 @@ struct weft_task_s {
 	int status;
 	uint32_t state_size;
 	uint8_t alloc_class; /* task_alloc.c */
+	/* weft_mutex_t this task holds (mutex.c); its running thread only. */
+	struct weft_mutex_s *held_locks;
 	/* Cold: for the probe and the console. */
 	const char *name;
 	const char *file;
@@ -332,6 +334,8 @@ extern WEFT_TLS weft_worker_t *weft__cur_worker;
 extern WEFT_TLS weft_runtime_t *weft__cur_rt;
 /* The id of the task being polled on this thread, 0 if none. */
 extern WEFT_TLS uint64_t weft__cur_task_id;
+/* The task being polled on this thread, NULL if none. */
+extern WEFT_TLS weft_task_t *weft__cur_task;
 /* What a wake on this thread comes from, outside a poll (probe). */
 extern WEFT_TLS uint8_t weft__wake_source;
 

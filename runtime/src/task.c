@@ -251,8 +251,8 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
-		if (weft__probe_locks_held())
-			weft__probe_locks_at_pending(t->id);
+		if (t->held_locks)
+			weft__probe_locks_at_pending(t);
 		if (weft__probe_raw_hook)
 			weft__probe_raw_hook(t->id);
 	}
@@ -293,6 +293,7 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 	counter_inc(&w->c.polls);
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	weft__cur_task_id = t->id;
+	weft__cur_task = t;
 #if WEFT_PROBE
 	if (__builtin_expect(weft__probe_on(), 0))
 		r = poll_probed(w, t, &cx);
@@ -300,6 +301,7 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 #endif
 		r = t->poll(t->future, &cx);
 	weft__cur_task_id = 0;
+	weft__cur_task = NULL;
 
 	if (r == WEFT_READY)
 		goto complete;
@@ -401,6 +403,7 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	t->join_waker = WEFT_WAKER_EMPTY;
 	t->output = NULL;
 	t->status = 0;
+	t->held_locks = NULL;
 	t->state_size = (uint32_t)spec->size;
 	t->name = spec->name;
 	t->file = spec->file;

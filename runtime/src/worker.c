@@ -28,6 +28,7 @@ WEFT_TLS weft_worker_t *weft__cur_worker;
 WEFT_TLS weft_runtime_t *weft__cur_rt;
 WEFT_TLS uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
 WEFT_TLS uint64_t weft__cur_task_id;
+WEFT_TLS weft_task_t *weft__cur_task;
 WEFT_TLS uint8_t weft__wake_source = WEFT_WAKE_FOREIGN;
 
 bool weft__coop_poll_slow(weft_cx_t *cx)

@@ -1,0 +1,1097 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * weft-demo: an HTTP/1.1 keep-alive service whose endpoints reproduce the
+ * classic async mistakes beside their fixes, for the probe and the console
+ * to find:
+ *
+ *   /fast             cheap
+ *   /cpu?ms=N         spins N ms inside the task (blocks its worker)
+ *   /cpu-offload?ms=N the same spin on the blocking pool
+ *   /lock             holds the weft_mutex_t "demo-accounts" across a 5 ms
+ *                     sleep (the probe's lock-held-across-await warning)
+ *   /lock-async       the same with a weft_async_mutex_t
+ *   /sleep?ms=N       a timer
+ *   /file             read(2)s a file inside the task
+ *   /file-offload     the same read on the blocking pool
+ *
+ * Model: an acceptor task hands every connection to a connection task (a
+ * stackless state machine) that reads, parses and answers one request at a
+ * time, so pipelined requests are answered in order.  Each request that
+ * reaches an endpoint runs as its own task named "GET /cpu" and so on, so
+ * the probe attributes long polls and warnings to the endpoint; the
+ * connection awaits its join handle.  /fast, /cpu, /cpu-offload and /file
+ * are stackless state machines; /lock, /lock-async, /sleep and
+ * /file-offload are fibers.
+ *
+ * A request and its response live in a struct req shared by the connection
+ * and the handler task, reference-counted (2 at spawn), so either may go
+ * first when the runtime cancels both.
+ *
+ * Parser limits: request line 8 KiB (414), header section 16 KiB or 100
+ * fields (431), Content-Length body 1 MiB (413), anything malformed 400;
+ * Transfer-Encoding is not implemented (501).  Every error response closes
+ * the connection.
+ *
+ * Exit status: 1 when the runtime or the listener cannot be set up; 2 for
+ * a usage error.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "weft/weft.h"
+#include "weft/mutex.h"
+
+#define DEMO_DEFAULT_LISTEN "127.0.0.1:8080"
+#define DEMO_MAX_LINE 8192u             /* request line, without CRLF */
+#define DEMO_MAX_HEADERS (16u * 1024u)  /* header section, with CRLFs */
+#define DEMO_MAX_FIELDS 100u
+#define DEMO_MAX_BODY (1024u * 1024u)
+#define DEMO_CONN_BUF (DEMO_MAX_LINE + 2 + DEMO_MAX_HEADERS + 2)
+#define DEMO_DEFAULT_MS 10u
+#define DEMO_MAX_MS 10000u
+#define DEMO_LOCK_HOLD_MS 5u
+#define DEMO_FILE_CHUNK 65536u
+#define DEMO_FILE_MAX (4u * 1024u * 1024u) /* bytes read from --file */
+#define DEMO_BODY_MAX 256u
+
+static const char *file_path = "/proc/self/exe";
+static weft_mutex_t accounts;            /* "demo-accounts" */
+static weft_async_mutex_t accounts_async;
+static uint64_t balance;                 /* guarded by either lock */
+
+/* ------------------------------------------------------------ requests */
+
+enum endpoint {
+	EP_FAST,
+	EP_CPU,
+	EP_CPU_OFFLOAD,
+	EP_LOCK,
+	EP_LOCK_ASYNC,
+	EP_SLEEP,
+	EP_FILE,
+	EP_FILE_OFFLOAD,
+	EP_COUNT,
+};
+
+struct req {
+	atomic_int refs;
+	enum endpoint ep;
+	unsigned ms;
+	int status;              /* response status, set by the handler */
+	size_t body_len;
+	char body[DEMO_BODY_MAX];
+};
+
+static void req_release(struct req *r)
+{
+	if (r && atomic_fetch_sub(&r->refs, 1) == 1)
+		free(r);
+}
+
+__attribute__((format(printf, 3, 4))) static void
+req_reply(struct req *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(r->body, sizeof(r->body), fmt, ap);
+	va_end(ap);
+	r->status = status;
+	r->body_len = n < 0 ? 0 :
+		      (size_t)n >= sizeof(r->body) ? sizeof(r->body) - 1 :
+						     (size_t)n;
+}
+
+/* A CPU burn the optimiser cannot drop. */
+static uint64_t spin_ms(unsigned ms)
+{
+	uint64_t end = weft_now_ns() + WEFT_MSEC(ms);
+	uint64_t x = 88172645463325252ull;
+
+	do {
+		for (int i = 0; i < 1000; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+		}
+	} while (weft_now_ns() < end);
+	return x;
+}
+
+/* Reads --file with read(2): the blocking call of /file. */
+static void read_file(char *body, size_t cap, int *status)
+{
+	static char chunk[DEMO_FILE_CHUNK]; /* contents unused: shared */
+	uint32_t hash = 2166136261u;
+	size_t total = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(file_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*status = 500;
+		snprintf(body, cap, "open %s: %s\n", file_path,
+			 strerror(errno));
+		return;
+	}
+	while (total < DEMO_FILE_MAX &&
+	       (n = read(fd, chunk, sizeof(chunk))) > 0) {
+		total += (size_t)n;
+		hash = (hash ^ (uint32_t)n) * 16777619u;
+	}
+	close(fd);
+	*status = 200;
+	snprintf(body, cap, "read %zu bytes of %s (%08x)\n", total, file_path,
+		 hash);
+}
+
+/* ------------------------------------------- stackless-state handlers */
+
+struct sm_handler {
+	int weft_pc;
+	struct req *r;
+	weft_blocking_t *job;
+};
+
+static void sm_handler_drop(void *arg)
+{
+	struct sm_handler *h = arg;
+
+	weft_blocking_drop(h->job);
+	req_release(h->r);
+}
+
+static weft_poll_t fast_poll(void *arg, weft_cx_t *cx)
+{
+	struct sm_handler *h = arg;
+
+	(void)cx;
+	req_reply(h->r, 200, "fast\n");
+	return WEFT_READY;
+}
+
+/* The mistake: the spin runs on the worker, which polls nothing else. */
+static weft_poll_t cpu_poll(void *arg, weft_cx_t *cx)
+{
+	struct sm_handler *h = arg;
+	uint64_t x;
+
+	(void)cx;
+	x = spin_ms(h->r->ms);
+	req_reply(h->r, 200, "spun %u ms on a worker (%llx)\n", h->r->ms,
+		  (unsigned long long)(x & 0xffff));
+	return WEFT_READY;
+}
+
+static void *cpu_job(void *arg)
+{
+	spin_ms((unsigned)(uintptr_t)arg);
+	return NULL;
+}
+
+/* The fix: the same spin on the blocking pool; the task only awaits. */
+static weft_poll_t cpu_offload_poll(void *arg, weft_cx_t *cx)
+{
+	struct sm_handler *h = arg;
+	int err;
+
+	WEFT_ASYNC_BEGIN(h);
+	err = weft_spawn_blocking_with(
+		NULL,
+		&(weft_blocking_spec_t){ .fn = cpu_job,
+					 .arg = (void *)(uintptr_t)h->r->ms,
+					 .name = "cpu-offload" },
+		&h->job);
+	if (err) {
+		req_reply(h->r, 503, "spawn_blocking: %s\n", strerror(-err));
+		goto out;
+	}
+	WEFT_AWAIT(h, weft_blocking_poll(h->job, cx, NULL));
+	req_reply(h->r, 200, "spun %u ms on the blocking pool\n", h->r->ms);
+out:;
+	WEFT_ASYNC_END(h);
+}
+
+/* The mistake: read(2) on a worker. */
+static weft_poll_t file_poll(void *arg, weft_cx_t *cx)
+{
+	struct sm_handler *h = arg;
+
+	(void)cx;
+	read_file(h->r->body, sizeof(h->r->body), &h->r->status);
+	h->r->body_len = strlen(h->r->body);
+	return WEFT_READY;
+}
+
+/* ------------------------------------------------------ fiber handlers */
+
+static weft_poll_t async_lock_poll_cb(void *arg, weft_cx_t *cx)
+{
+	return weft_async_mutex_lock_poll(arg, cx);
+}
+
+struct blocking_await {
+	weft_blocking_t *job;
+	void *result;
+};
+
+static weft_poll_t blocking_poll_cb(void *arg, weft_cx_t *cx)
+{
+	struct blocking_await *b = arg;
+
+	return weft_blocking_poll(b->job, cx, &b->result);
+}
+
+/*
+ * The mistake: the blocking mutex stays locked across the sleep.  Taken
+ * with trylock and a yield rather than weft_mutex_lock(), so that a second
+ * /lock request yields instead of blocking its worker: with every worker
+ * blocked in pthread_mutex_lock the holder could never resume.
+ */
+static void *lock_fiber(void *arg)
+{
+	struct req *r = arg;
+	uint64_t seen;
+
+	while (!weft_mutex_trylock(&accounts)) {
+		if (weft_fiber_yield())
+			goto out;
+	}
+	seen = ++balance;
+	/* Held across an await: the probe warns here. */
+	weft_fiber_sleep(WEFT_MSEC(DEMO_LOCK_HOLD_MS));
+	weft_mutex_unlock(&accounts);
+	req_reply(r, 200, "locked demo-accounts across a %u ms sleep (%llu)\n",
+		  DEMO_LOCK_HOLD_MS, (unsigned long long)seen);
+out:
+	req_release(r);
+	return NULL;
+}
+
+/* The fix: the async mutex may be held across the sleep. */
+static void *lock_async_fiber(void *arg)
+{
+	struct req *r = arg;
+	weft_async_mutex_lock_t lk;
+	uint64_t seen;
+	int err;
+
+	weft_async_mutex_lock_init(&lk, &accounts_async);
+	err = weft_await(async_lock_poll_cb, &lk);
+	weft_async_mutex_lock_fini(&lk);
+	if (err)
+		goto out;
+	seen = ++balance;
+	err = weft_fiber_sleep(WEFT_MSEC(DEMO_LOCK_HOLD_MS));
+	weft_async_mutex_unlock(&accounts_async);
+	if (err)
+		goto out;
+	req_reply(r, 200,
+		  "locked the async mutex across a %u ms sleep (%llu)\n",
+		  DEMO_LOCK_HOLD_MS, (unsigned long long)seen);
+out:
+	req_release(r);
+	return NULL;
+}
+
+static void *sleep_fiber(void *arg)
+{
+	struct req *r = arg;
+
+	if (!weft_fiber_sleep(WEFT_MSEC(r->ms)))
+		req_reply(r, 200, "slept %u ms\n", r->ms);
+	req_release(r);
+	return NULL;
+}
+
+static void *file_job(void *arg)
+{
+	char *body = malloc(DEMO_BODY_MAX);
+	int status;
+
+	(void)arg;
+	if (body)
+		read_file(body, DEMO_BODY_MAX, &status);
+	return body;
+}
+
+/* The fix: the read runs on the blocking pool. */
+static void *file_offload_fiber(void *arg)
+{
+	struct req *r = arg;
+	struct blocking_await b = { 0 };
+	int err;
+
+	err = weft_spawn_blocking_with(
+		NULL,
+		&(weft_blocking_spec_t){ .fn = file_job,
+					 .discard = free,
+					 .name = "file-offload" },
+		&b.job);
+	if (err) {
+		req_reply(r, 503, "spawn_blocking: %s\n", strerror(-err));
+		goto out;
+	}
+	err = weft_await(blocking_poll_cb, &b);
+	weft_blocking_drop(b.job);
+	if (err)
+		goto out;
+	if (b.result)
+		req_reply(r, 200, "%s", (char *)b.result);
+	else
+		req_reply(r, 500, "out of memory\n");
+	free(b.result);
+out:
+	req_release(r);
+	return NULL;
+}
+
+/* ------------------------------------------------------------- routing */
+
+static const struct route {
+	const char *path;
+	const char *task_name;  /* static: the probe keeps the pointer */
+	bool takes_ms;
+	weft_poll_cb poll;      /* a state machine, or */
+	weft_fiber_fn fiber;    /* a fiber */
+} routes[EP_COUNT] = {
+	[EP_FAST] = { "/fast", "GET /fast", false, fast_poll, NULL },
+	[EP_CPU] = { "/cpu", "GET /cpu", true, cpu_poll, NULL },
+	[EP_CPU_OFFLOAD] = { "/cpu-offload", "GET /cpu-offload", true,
+			     cpu_offload_poll, NULL },
+	[EP_LOCK] = { "/lock", "GET /lock", false, NULL, lock_fiber },
+	[EP_LOCK_ASYNC] = { "/lock-async", "GET /lock-async", false, NULL,
+			    lock_async_fiber },
+	[EP_SLEEP] = { "/sleep", "GET /sleep", true, NULL, sleep_fiber },
+	[EP_FILE] = { "/file", "GET /file", false, file_poll, NULL },
+	[EP_FILE_OFFLOAD] = { "/file-offload", "GET /file-offload", false,
+			      NULL, file_offload_fiber },
+};
+
+/* Spawns @r's handler; on success the task holds one reference. */
+static int spawn_handler(struct req *r, weft_join_t **join)
+{
+	const struct route *rt = &routes[r->ep];
+	struct sm_handler h = { .r = r };
+	int err;
+
+	atomic_fetch_add(&r->refs, 1);
+	if (rt->fiber)
+		err = weft_spawn_fiber_with(
+			NULL,
+			&(weft_fiber_opts_t){ .name = rt->task_name,
+					      .file = __FILE__,
+					      .line = __LINE__ },
+			rt->fiber, r, join);
+	else
+		err = weft_spawn_with(NULL,
+				      &(weft_spawn_t){ .poll = rt->poll,
+						       .drop = sm_handler_drop,
+						       .state = &h,
+						       .size = sizeof(h),
+						       .name = rt->task_name,
+						       .file = __FILE__,
+						       .line = __LINE__ },
+				      join);
+	if (err)
+		atomic_fetch_sub(&r->refs, 1);
+	return err;
+}
+
+/* ---------------------------------------------------------------- parse */
+
+/* What the parser found at the start of the connection's buffer. */
+struct parsed {
+	size_t head_len;        /* request line + headers, with CRLFs */
+	size_t body_len;        /* Content-Length */
+	bool head;              /* HEAD */
+	bool close;             /* close after the response */
+	int error;              /* an error status, or 0 */
+	int route;              /* endpoint, or -1 (404), -2 (405) */
+	unsigned ms;
+};
+
+#define PARSE_MORE 0
+#define PARSE_DONE 1
+
+static bool is_tchar(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (ch >= '0' && ch <= '9') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static bool ieq(const char *a, size_t alen, const char *b)
+{
+	return alen == strlen(b) && !strncasecmp(a, b, alen);
+}
+
+/* True when the comma-separated list @v (@len bytes) has token @tok. */
+static bool has_token(const char *v, size_t len, const char *tok)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t s, e;
+
+		while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		s = i;
+		while (i < len && v[i] != ',')
+			i++;
+		e = i;
+		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e > s && ieq(v + s, e - s, tok))
+			return true;
+	}
+	return false;
+}
+
+/* Parses "ms=N" from the query; false when it is malformed. */
+static bool parse_ms(const char *q, size_t len, unsigned *ms)
+{
+	size_t i = 0;
+
+	*ms = DEMO_DEFAULT_MS;
+	while (i < len) {
+		size_t s = i;
+
+		while (i < len && q[i] != '&')
+			i++;
+		if (i - s > 3 && !memcmp(q + s, "ms=", 3)) {
+			unsigned long v = 0;
+
+			for (size_t k = s + 3; k < i; k++) {
+				if (q[k] < '0' || q[k] > '9')
+					return false;
+				v = v * 10 + (unsigned long)(q[k] - '0');
+				if (v > DEMO_MAX_MS)
+					return false;
+			}
+			*ms = (unsigned)v;
+		} else if (i - s == 3 && !memcmp(q + s, "ms=", 3)) {
+			return false;
+		}
+		i++;
+	}
+	return true;
+}
+
+static void parse_target(const char *t, size_t len, struct parsed *p)
+{
+	const char *q = memchr(t, '?', len);
+	size_t plen = q ? (size_t)(q - t) : len;
+
+	p->route = -1;
+	for (int i = 0; i < EP_COUNT; i++) {
+		if (plen != strlen(routes[i].path) ||
+		    memcmp(t, routes[i].path, plen))
+			continue;
+		p->route = i;
+		if (routes[i].takes_ms && q &&
+		    !parse_ms(q + 1, len - plen - 1, &p->ms))
+			p->error = 400;
+		else if (routes[i].takes_ms && !q)
+			p->ms = DEMO_DEFAULT_MS;
+		return;
+	}
+}
+
+/* Parses the request line "METHOD SP /target SP HTTP/1.x". */
+static int parse_request_line(const char *l, size_t len, struct parsed *p,
+			      bool *http10)
+{
+	size_t i = 0, ms, ts, te;
+
+	while (i < len && is_tchar((unsigned char)l[i]))
+		i++;
+	if (i == 0 || i >= len || l[i] != ' ')
+		return 400;
+	ms = i;
+	ts = ++i;
+	while (i < len && l[i] > ' ' && l[i] != 0x7f)
+		i++;
+	te = i;
+	if (te == ts || l[ts] != '/' || i >= len || l[i] != ' ')
+		return 400;
+	i++;
+	if (len - i != 8 || memcmp(l + i, "HTTP/1.", 7) ||
+	    (l[i + 7] != '0' && l[i + 7] != '1'))
+		return 400;
+	*http10 = l[i + 7] == '0';
+	p->head = ms == 4 && !memcmp(l, "HEAD", 4);
+	if (!p->head && !(ms == 3 && !memcmp(l, "GET", 3))) {
+		p->route = -2;
+		return 0;
+	}
+	parse_target(l + ts, te - ts, p);
+	return 0;
+}
+
+/*
+ * Looks for one complete request head at @buf.  Returns PARSE_MORE while
+ * it is incomplete and within the limits; PARSE_DONE with @p filled
+ * (p->error set for a bad request).
+ */
+static int parse_request(const char *buf, size_t filled, struct parsed *p)
+{
+	const char *nl;
+	size_t line_len, pos, fields = 0;
+	bool http10 = false, have_cl = false, ka = false;
+	unsigned long long cl = 0;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->route = -1;
+	nl = memchr(buf, '\n', filled < DEMO_MAX_LINE + 2 ? filled :
+							    DEMO_MAX_LINE + 2);
+	if (!nl) {
+		if (filled > DEMO_MAX_LINE + 1)
+			goto out_414;
+		return PARSE_MORE;
+	}
+	if (nl == buf || nl[-1] != '\r')
+		goto out_400;
+	line_len = (size_t)(nl - buf) - 1;
+	if (line_len > DEMO_MAX_LINE)
+		goto out_414;
+
+	/* The header fields, up to the empty line. */
+	pos = line_len + 2;
+	for (;;) {
+		const char *l = buf + pos, *colon, *v, *ve;
+		size_t len;
+
+		nl = memchr(l, '\n', filled - pos);
+		if (!nl) {
+			if (filled - (line_len + 2) > DEMO_MAX_HEADERS)
+				goto out_431;
+			return PARSE_MORE;
+		}
+		if ((size_t)(nl + 1 - buf) - (line_len + 2) > DEMO_MAX_HEADERS)
+			goto out_431;
+		if (nl == l || nl[-1] != '\r')
+			goto out_400;
+		len = (size_t)(nl - l) - 1;
+		pos = (size_t)(nl + 1 - buf);
+		if (len == 0)
+			break;
+		if (++fields > DEMO_MAX_FIELDS)
+			goto out_431;
+		colon = memchr(l, ':', len);
+		if (!colon || colon == l)
+			goto out_400; /* also obs-fold: no token before ':' */
+		for (const char *c = l; c < colon; c++)
+			if (!is_tchar((unsigned char)*c))
+				goto out_400;
+		v = colon + 1;
+		ve = l + len;
+		for (const char *c = v; c < ve; c++)
+			if (((unsigned char)*c < ' ' && *c != '\t') ||
+			    *c == 0x7f)
+				goto out_400;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		if (ieq(l, (size_t)(colon - l), "content-length")) {
+			unsigned long long n = 0;
+
+			if (v == ve)
+				goto out_400;
+			for (const char *c = v; c < ve; c++) {
+				if (*c < '0' || *c > '9')
+					goto out_400;
+				n = n * 10 + (unsigned)(*c - '0');
+				if (n > DEMO_MAX_BODY + 1ull)
+					n = DEMO_MAX_BODY + 1ull;
+			}
+			if (have_cl && n != cl)
+				goto out_400;
+			have_cl = true;
+			cl = n;
+		} else if (ieq(l, (size_t)(colon - l), "transfer-encoding")) {
+			p->error = 501;
+		} else if (ieq(l, (size_t)(colon - l), "connection")) {
+			if (has_token(v, (size_t)(ve - v), "close"))
+				p->close = true;
+			if (has_token(v, (size_t)(ve - v), "keep-alive"))
+				ka = true;
+		}
+	}
+	p->head_len = pos;
+	err = parse_request_line(buf, line_len, p, &http10);
+	if (err)
+		goto out_err;
+	if (http10 && !ka)
+		p->close = true;
+	if (p->error)
+		goto out_err_set;
+	if (cl > DEMO_MAX_BODY) {
+		err = 413;
+		goto out_err;
+	}
+	p->body_len = (size_t)cl;
+	return PARSE_DONE;
+
+out_414:
+	err = 414;
+	goto out_err;
+out_431:
+	err = 431;
+	goto out_err;
+out_400:
+	err = 400;
+out_err:
+	p->error = err;
+out_err_set:
+	p->close = true;
+	return PARSE_DONE;
+}
+
+/* ----------------------------------------------------------- responses */
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+/* Builds the response in a malloc'd buffer; NULL without memory. */
+static char *build_response(int status, const char *body, size_t body_len,
+			    bool head, bool close, size_t *out_len)
+{
+	size_t cap = 256 + body_len;
+	char *out = malloc(cap);
+	int n;
+
+	if (!out)
+		return NULL;
+	n = snprintf(out, cap,
+		     "HTTP/1.1 %d %s\r\n"
+		     "Content-Type: text/plain\r\n"
+		     "Content-Length: %zu\r\n"
+		     "%s%s"
+		     "\r\n",
+		     status, reason(status), body_len,
+		     status == 405 ? "Allow: GET, HEAD\r\n" : "",
+		     close ? "Connection: close\r\n" : "");
+	if (n < 0 || (size_t)n >= cap) {
+		free(out);
+		return NULL;
+	}
+	if (!head) {
+		memcpy(out + n, body, body_len);
+		n += (int)body_len;
+	}
+	*out_len = (size_t)n;
+	return out;
+}
+
+/* ---------------------------------------------------------- connection */
+
+struct conn {
+	int weft_pc;
+	weft_stream_t *s;
+	ssize_t n;
+	size_t filled;
+	size_t body_left;
+	struct parsed p;
+	struct req *r;
+	weft_join_t *join;
+	char *out;
+	size_t out_len;
+	size_t done;
+	int status;
+	char *buf; /* DEMO_CONN_BUF bytes: off the state, which the probe
+		    * flags as a large future above a few KiB */
+};
+
+/* Drops @take bytes from the front of the buffer. */
+static void conn_consume(struct conn *c, size_t take)
+{
+	memmove(c->buf, c->buf + take, c->filled - take);
+	c->filled -= take;
+}
+
+/* Sets c->out to the response to the request just handled. */
+static void conn_respond(struct conn *c, int status, const char *body,
+			 size_t body_len)
+{
+	c->out = build_response(status, body, body_len, c->p.head, c->p.close,
+				&c->out_len);
+	c->done = 0;
+}
+
+static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
+{
+	struct conn *c = arg;
+	int err;
+
+	WEFT_ASYNC_BEGIN(c);
+	for (;;) {
+		/* Blank lines before a request are ignored (RFC 9112 2.2). */
+		while (c->filled >= 2 && c->buf[0] == '\r' && c->buf[1] == '\n')
+			conn_consume(c, 2);
+		if (parse_request(c->buf, c->filled, &c->p) == PARSE_MORE) {
+			WEFT_AWAIT(c, weft_stream_read(
+					      c->s, cx, c->buf + c->filled,
+					      DEMO_CONN_BUF - c->filled,
+					      &c->n));
+			if (c->n <= 0)
+				break;
+			c->filled += (size_t)c->n;
+			continue;
+		}
+		if (c->p.error) {
+			char msg[64];
+			int len = snprintf(msg, sizeof(msg), "%d %s\n",
+					   c->p.error, reason(c->p.error));
+
+			conn_respond(c, c->p.error, msg, (size_t)len);
+			goto write;
+		}
+
+		/* The body is read and discarded. */
+		conn_consume(c, c->p.head_len);
+		c->body_left = c->p.body_len;
+		while (c->body_left > 0) {
+			if (c->filled == 0) {
+				WEFT_AWAIT(c, weft_stream_read(
+						      c->s, cx, c->buf,
+						      c->body_left <
+								      DEMO_CONN_BUF ?
+							      c->body_left :
+							      DEMO_CONN_BUF,
+						      &c->n));
+				if (c->n <= 0)
+					goto out;
+				c->filled = (size_t)c->n;
+			}
+			{
+				size_t take = c->filled < c->body_left ?
+						      c->filled :
+						      c->body_left;
+
+				conn_consume(c, take);
+				c->body_left -= take;
+			}
+		}
+
+		if (c->p.route < 0) {
+			int st = c->p.route == -2 ? 405 : 404;
+			const char *msg = st == 405 ? "405 Method Not Allowed\n" :
+						      "404 Not Found\n";
+
+			conn_respond(c, st, msg, strlen(msg));
+			goto write;
+		}
+
+		c->r = calloc(1, sizeof(*c->r));
+		if (!c->r)
+			goto out;
+		atomic_init(&c->r->refs, 1);
+		c->r->ep = (enum endpoint)c->p.route;
+		c->r->ms = c->p.ms;
+		c->r->status = 500;
+		err = spawn_handler(c->r, &c->join);
+		if (err) {
+			req_reply(c->r, 503, "spawn: %s\n", strerror(-err));
+		} else {
+			WEFT_AWAIT(c,
+				   weft_join_poll(c->join, cx, NULL, NULL));
+			weft_join_drop(c->join);
+			c->join = NULL;
+		}
+		conn_respond(c, c->r->status, c->r->body, c->r->body_len);
+		req_release(c->r);
+		c->r = NULL;
+
+write:
+		if (!c->out)
+			break;
+		WEFT_AWAIT(c, weft_stream_write_all(c->s, cx, c->out,
+						    c->out_len, &c->done,
+						    &c->status));
+		free(c->out);
+		c->out = NULL;
+		if (c->status || c->p.close)
+			break;
+	}
+out:;
+	WEFT_ASYNC_END(c);
+}
+
+static void conn_drop(void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->join) {
+		weft_join_abort(c->join);
+		weft_join_drop(c->join);
+	}
+	req_release(c->r);
+	free(c->out);
+	free(c->buf);
+	weft_stream_close(c->s);
+}
+
+/* ------------------------------------------------------------ acceptor */
+
+struct acceptor {
+	int weft_pc;
+	weft_listener_t *l;
+	weft_stream_t *s;
+	int status;
+	weft_sleep_t backoff;
+};
+
+static void spawn_conn(weft_stream_t *s)
+{
+	struct conn c = { .s = s };
+	int err;
+
+	c.buf = malloc(DEMO_CONN_BUF);
+	if (!c.buf) {
+		weft_stream_close(s);
+		return;
+	}
+	weft_stream_set_nodelay(s, true);
+	err = weft_spawn_with(NULL,
+			      &(weft_spawn_t){ .poll = conn_poll,
+					       .drop = conn_drop,
+					       .state = &c,
+					       .size = sizeof(c),
+					       .name = "http-conn",
+					       .file = __FILE__,
+					       .line = __LINE__ },
+			      NULL);
+	if (err) {
+		fprintf(stderr, "weft-demo: spawn: %s\n", strerror(-err));
+		free(c.buf);
+		weft_stream_close(s);
+	}
+}
+
+static weft_poll_t acceptor_poll(void *arg, weft_cx_t *cx)
+{
+	struct acceptor *a = arg;
+
+	WEFT_ASYNC_BEGIN(a);
+	for (;;) {
+		WEFT_AWAIT(a,
+			   weft_listener_accept(a->l, cx, &a->s, &a->status));
+		if (a->status == 0) {
+			spawn_conn(a->s);
+			a->s = NULL;
+			continue;
+		}
+		fprintf(stderr, "weft-demo: accept: %s\n",
+			strerror(-a->status));
+		if (a->status == -ESHUTDOWN)
+			break;
+		weft_sleep_init(&a->backoff, WEFT_MSEC(10));
+		WEFT_AWAIT(a, weft_sleep_poll(&a->backoff, cx));
+		weft_sleep_fini(&a->backoff);
+	}
+	WEFT_ASYNC_END(a);
+}
+
+static void acceptor_drop(void *arg)
+{
+	struct acceptor *a = arg;
+
+	weft_sleep_fini(&a->backoff);
+	weft_listener_close(a->l);
+}
+
+/* --------------------------------------------------------------- setup */
+
+struct listen_state {
+	const char *addr;
+	weft_listener_t *l;
+	int err;
+};
+
+/* Runs under weft_block_on() so that the listener binds to the runtime. */
+static weft_poll_t listen_poll(void *arg, weft_cx_t *cx)
+{
+	struct listen_state *ls = arg;
+
+	(void)cx;
+	ls->err = weft_tcp_listen(ls->addr, 0, &ls->l);
+	return WEFT_READY;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: weft-demo [--listen HOST:PORT] [--workers N] [--file PATH]\n"
+		"\n"
+		"An HTTP/1.1 keep-alive service whose endpoints show the classic\n"
+		"async mistakes beside their fixes (GET or HEAD):\n"
+		"  /fast              a cheap handler\n"
+		"  /cpu?ms=N          spins N ms inside the task (blocks its worker)\n"
+		"  /cpu-offload?ms=N  the same spin through the blocking pool\n"
+		"  /lock              holds the weft_mutex_t \"demo-accounts\" across a\n"
+		"                     %u ms sleep (the probe warns)\n"
+		"  /lock-async        the same with the async mutex\n"
+		"  /sleep?ms=N        a timer\n"
+		"  /file              read(2)s PATH inside the task\n"
+		"  /file-offload      the same read through the blocking pool\n"
+		"N is 0..%u (default %u).\n"
+		"\n"
+		"  --listen HOST:PORT  numeric address (default %s; port 0: any)\n"
+		"  --workers N         worker threads (default: $WEFT_WORKERS or CPUs)\n"
+		"  --file PATH         the file /file reads (default %s)\n"
+		"\n"
+		"Prints \"weft-demo listening on HOST:PORT\" on stdout once ready.\n"
+		"exit status: 1 when the runtime or the listener cannot be set up;\n"
+		"2 for a usage error\n",
+		DEMO_LOCK_HOLD_MS, DEMO_MAX_MS, DEMO_DEFAULT_MS,
+		DEMO_DEFAULT_LISTEN, file_path);
+}
+
+__attribute__((noreturn, format(printf, 1, 2))) static void
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("weft-demo: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see weft-demo --help)\n", stderr);
+	exit(2);
+}
+
+/* The value of option @name at argv[*i] ("--x V" or "--x=V"), or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (strncmp(argv[*i], name, len))
+		return NULL;
+	if (argv[*i][len] == '=')
+		return argv[*i] + len + 1;
+	if (argv[*i][len] != '\0')
+		return NULL;
+	if (++*i == argc)
+		usage_error("%s needs a value", name);
+	return argv[*i];
+}
+
+int main(int argc, char **argv)
+{
+	weft_config_t config = { 0 };
+	struct listen_state ls = { .addr = DEMO_DEFAULT_LISTEN };
+	struct acceptor a = { 0 };
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	weft_runtime_t *rt;
+	weft_join_t *join;
+	const char *v;
+	uint16_t port;
+	int i, err;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		} else if ((v = opt_value(argc, argv, &i, "--listen"))) {
+			if (weft_addr_parse(v, &ss, &sslen))
+				usage_error("bad --listen address '%s' (want HOST:PORT, numeric)",
+					    v);
+			ls.addr = v;
+		} else if ((v = opt_value(argc, argv, &i, "--workers"))) {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			if (*v < '0' || *v > '9' || errno || *end || n < 1 ||
+			    n > 1024)
+				usage_error("bad --workers '%s' (want 1..1024)", v);
+			config.workers = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i, "--file"))) {
+			if (!*v)
+				usage_error("--file needs a path");
+			file_path = v;
+		} else {
+			usage_error("unknown argument '%s'", argv[i]);
+		}
+	}
+
+	weft_mutex_init(&accounts, "demo-accounts");
+	weft_async_mutex_init(&accounts_async);
+	err = weft_runtime_create(&config, &rt);
+	if (err) {
+		fprintf(stderr, "weft-demo: runtime: %s\n", strerror(-err));
+		return 1;
+	}
+	err = weft_block_on(rt, listen_poll, &ls, NULL);
+	if (!err)
+		err = ls.err;
+	if (!err)
+		err = weft_listener_local_port(ls.l, &port);
+	if (err) {
+		fprintf(stderr, "weft-demo: listen on %s: %s\n", ls.addr,
+			strerror(-err));
+		weft_listener_close(ls.l);
+		weft_runtime_destroy(rt);
+		return 1;
+	}
+	{
+		/* Print the bound port (the address may say 0). */
+		const char *colon = strrchr(ls.addr, ':');
+
+		printf("weft-demo listening on %.*s:%u (%u workers)\n",
+		       (int)(colon - ls.addr), ls.addr, port,
+		       weft_runtime_workers(rt));
+		fflush(stdout);
+	}
+
+	a.l = ls.l;
+	err = weft_spawn_with(rt,
+			      &(weft_spawn_t){ .poll = acceptor_poll,
+					       .drop = acceptor_drop,
+					       .state = &a,
+					       .size = sizeof(a),
+					       .name = "acceptor",
+					       .file = __FILE__,
+					       .line = __LINE__ },
+			      &join);
+	if (err) {
+		fprintf(stderr, "weft-demo: spawn: %s\n", strerror(-err));
+		weft_listener_close(ls.l);
+		weft_runtime_destroy(rt);
+		return 1;
+	}
+	err = weft_join_wait(join, NULL);
+	weft_join_drop(join);
+	weft_runtime_destroy(rt);
+	weft_async_mutex_fini(&accounts_async);
+	weft_mutex_fini(&accounts);
+	return err ? 1 : 0;
+}
