@@ -91,6 +91,14 @@ try:
     while True:
         c, _ = s.accept()
         c.sendall(b"\xff" * 64 + os.urandom(4096))
+        # Stay open until the console hangs up, so it reads the garbage
+        # (closing at once could fail its Subscribe with EPIPE first).
+        c.settimeout(5)
+        try:
+            while c.recv(4096):
+                pass
+        except Exception:
+            pass
         c.close()
 except Exception:
     pass
