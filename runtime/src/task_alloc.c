@@ -42,7 +42,6 @@ typedef struct chain_s {
 typedef struct depot_class_s {
 	chain_t full[DEPOT_CHAINS]; /* chains of exactly CHAIN blocks */
 	uint32_t nfull;
-	chain_t partial;            /* fewer than CHAIN blocks */
 } depot_class_t;
 
 static struct {
@@ -81,7 +80,7 @@ static int class_of(size_t size)
 
 static bool depot_has_room(const depot_class_t *dc, int c, uint32_t n)
 {
-	uint64_t blocks = (uint64_t)dc->nfull * CHAIN + dc->partial.n + n;
+	uint64_t blocks = (uint64_t)dc->nfull * CHAIN + n;
 
 	return blocks * class_size[c] <= DEPOT_BYTES;
 }
@@ -99,16 +98,12 @@ static void free_chain(block_t *b)
 static bool depot_take_chain(int c, chain_t *out)
 {
 	depot_class_t *dc = &depot.cls[c];
-	bool got = true;
+	bool got = false;
 
 	pthread_mutex_lock(&depot.lock);
 	if (dc->nfull) {
 		*out = dc->full[--dc->nfull];
-	} else if (dc->partial.n) {
-		*out = dc->partial;
-		dc->partial = (chain_t){ NULL, 0 };
-	} else {
-		got = false;
+		got = true;
 	}
 	pthread_mutex_unlock(&depot.lock);
 	return got;
