@@ -104,6 +104,12 @@ void weft_probe_config(weft_probe_config_t *out)
 	pthread_mutex_unlock(&weft__probe.lock);
 }
 
+void weft__probe_emit_slow(uint8_t kind, uint64_t task, uint64_t a1,
+			   uint32_t a2)
+{
+	weft__probe_emit(kind, task, a1, a2);
+}
+
 weft_ring_t *weft__probe_ring_register(void)
 {
 	ring_entry_t *e;
@@ -365,6 +371,13 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 	if (weft__probe.rt == rt) {
 		weft__probe.rt = NULL;
 		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));
+		/* Per-worker memory of the last runtime's warnings and maxima. */
+		memset(weft__probe.worker_yield_warned, 0,
+		       sizeof(weft__probe.worker_yield_warned));
+		memset(weft__probe.worker_storm_warned, 0,
+		       sizeof(weft__probe.worker_storm_warned));
+		memset(weft__probe.worker_max_poll, 0,
+		       sizeof(weft__probe.worker_max_poll));
 		weft__probe.window_fill = 0;
 	}
 	pthread_mutex_unlock(&weft__probe.lock);

@@ -137,12 +137,26 @@ static inline void weft__probe_emit(uint8_t kind, uint64_t task, uint64_t a1,
 	weft__probe_emit_at(ts ? ts : weft__probe_clock(), kind, task, a1, a2);
 }
 
+/*
+ * weft__probe_emit() out of line, for the sites in the runtime's hot
+ * paths.  Inlined there, the emit's clock read and ring push need
+ * registers that the compiler then saves on entry to the whole function,
+ * listening or not (8-11 instructions a call in task_waker_wake_by_ref and
+ * the local queue's push, counted with callgrind); behind a call, the
+ * site is a load, a test and a branch.
+ */
+__attribute__((noinline, cold)) void weft__probe_emit_slow(uint8_t kind,
+							   uint64_t task,
+							   uint64_t a1,
+							   uint32_t a2);
+
 #if WEFT_PROBE
 #define WEFT_PROBE_ON() weft__probe_on()
 #define WEFT_PROBE_EVENT(kind, task, a1, a2)                                   \
 	do {                                                                   \
 		if (__builtin_expect(weft__probe_on(), 0))                     \
-			weft__probe_emit(WEFT_EV_##kind, (task), (a1), (a2));  \
+			weft__probe_emit_slow(WEFT_EV_##kind, (task), (a1),    \
+					      (a2));                           \
 	} while (0)
 #define WEFT_PROBE_CLOCK() weft__probe_clock()
 #else

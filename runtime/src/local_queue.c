@@ -107,26 +107,25 @@ static bool push_overflow(local_queue_t *q, weft_task_t *t, uint32_t head,
 	return true;
 }
 
-bool weft__local_queue_push(local_queue_t *q, weft_task_t *t,
-			    weft_runtime_t *rt, weft_worker_t *w)
+/*
+ * A full queue: the loop of weft__local_queue_push() from its first check
+ * on, out of line so that the common case saves no registers (with this
+ * path inlined GCC saved four on every push and laid the overflow out as
+ * the fall-through; 20 → 14 instructions a push, counted with callgrind).
+ */
+__attribute__((noinline)) static bool
+push_full(local_queue_t *q, weft_task_t *t, weft_runtime_t *rt,
+	  weft_worker_t *w)
 {
 	for (;;) {
-		/*
-		 * Acquire: pairs with the release CAS in steal_into() that
-		 * ends a thief's copy, so its reads of the slots we may now
-		 * overwrite happened before.
-		 */
+		/* Acquire and relaxed: as in weft__local_queue_push(). */
 		uint64_t h = load_acquire(&q->head);
 		uint32_t steal = head_steal(h), real = head_real(h);
-		/* Relaxed: only this thread writes tail. */
 		uint32_t tail = load_relaxed(&q->tail);
 
 		if (tail - steal < LOCAL_QUEUE_CAP) {
 			q->buffer[tail & LOCAL_QUEUE_MASK] = t;
-			/*
-			 * Release: the slot write above happens before any
-			 * consumer that reads this tail (pop, steal_into).
-			 */
+			/* Release: as in weft__local_queue_push(). */
 			store_release(&q->tail, tail + 1);
 			return true;
 		}
@@ -145,6 +144,29 @@ bool weft__local_queue_push(local_queue_t *q, weft_task_t *t,
 		}
 		/* Lost a race with a thief; retry. */
 	}
+}
+
+bool weft__local_queue_push(local_queue_t *q, weft_task_t *t,
+			    weft_runtime_t *rt, weft_worker_t *w)
+{
+	/*
+	 * Acquire: pairs with the release CAS in steal_into() that ends a
+	 * thief's copy, so its reads of the slots we may now overwrite
+	 * happened before.
+	 */
+	uint64_t h = load_acquire(&q->head);
+	/* Relaxed: only this thread writes tail. */
+	uint32_t tail = load_relaxed(&q->tail);
+
+	if (__builtin_expect(tail - head_steal(h) >= LOCAL_QUEUE_CAP, 0))
+		return push_full(q, t, rt, w);
+	q->buffer[tail & LOCAL_QUEUE_MASK] = t;
+	/*
+	 * Release: the slot write above happens before any consumer that
+	 * reads this tail (pop, steal_into).
+	 */
+	store_release(&q->tail, tail + 1);
+	return true;
 }
 
 void weft__local_queue_push_batch_unchecked(local_queue_t *q,
