@@ -23,6 +23,7 @@
 #include "weft/mutex.h"
 #include "weft/probe.h"
 
+#include "collector_internal.h"
 #include "probe_internal.h"
 #include "ring.h"
 
@@ -815,6 +816,132 @@ static void test_probe_counters_show_steals(void **state)
 	sink_free(s, sub);
 }
 
+/* ---------------------------------------------------------- steal storm */
+
+static void test_probe_steal_storm_rule(void **state)
+{
+	double rate[4] = { 0.9, 0.05, 0.1, 0.0 };
+	double per_s[4] = { 20000, 500, 900, 0 };
+
+	(void)state;
+	/* Far above the others' mean (0.05), at a rate that matters. */
+	assert_true(weft__probe_steal_storm(rate, per_s, 4, 0));
+	assert_false(weft__probe_steal_storm(rate, per_s, 4, 1));
+	assert_false(weft__probe_steal_storm(rate, per_s, 4, 3));
+	/* Two workers: the thief against the other one, not the mean. */
+	assert_true(weft__probe_steal_storm((double[]){ 0, 1.0 },
+					    (double[]){ 0, 5000 }, 2, 1));
+	/* Too few steals a second, however lopsided. */
+	assert_false(weft__probe_steal_storm((double[]){ 0, 1.0 },
+					     (double[]){ 0, 999 }, 2, 1));
+	/* Everyone steals alike: balancing, not a storm. */
+	assert_false(weft__probe_steal_storm((double[]){ 0.6, 0.5 },
+					     (double[]){ 8000, 8000 }, 2, 0));
+	/* Under a quarter of the polls. */
+	assert_false(weft__probe_steal_storm((double[]){ 0.2, 0.01 },
+					     (double[]){ 9000, 100 }, 2, 0));
+	/* One worker: nobody to steal from. */
+	assert_false(weft__probe_steal_storm((double[]){ 1.0 },
+					     (double[]){ 9000 }, 1, 0));
+}
+
+static weft_poll_t unit_poll(void *arg, weft_cx_t *cx)
+{
+	(void)cx;
+	atomic_fetch_add_explicit((atomic_uint *)*(atomic_uint **)arg, 1,
+				  memory_order_relaxed);
+	return WEFT_READY;
+}
+
+/*
+ * The bad feeder holds its worker in one long poll, spawning a few tiny
+ * tasks every 5 ms: the other worker gets every one of them by stealing
+ * (its steal rate near 1, the blocked worker's 0), the storm of a worker
+ * blocked by a busy handler.  Its good twin does the same units inline
+ * (batched): nothing to steal.  (A feeder that yields between batches
+ * is no good for the test: stolen itself, it bounces between the
+ * workers, and on a loaded machine both end up stealing alike.)
+ */
+struct feeder {
+	bool spawn;
+	const atomic_int *stop;
+	atomic_uint *done;
+};
+
+static weft_poll_t feeder_poll(void *arg, weft_cx_t *cx)
+{
+	struct feeder *f = arg;
+
+	(void)cx;
+	while (!atomic_load(f->stop)) {
+		for (unsigned i = 0; i < 20; i++) {
+			if (!f->spawn)
+				atomic_fetch_add_explicit(f->done, 1,
+							  memory_order_relaxed);
+			else if (weft_spawn(NULL, unit_poll, &f->done, NULL))
+				return WEFT_READY;
+		}
+		spin_ns(5000000);
+	}
+	return WEFT_READY;
+}
+
+static unsigned storm_run(bool spawn)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(false, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int stop = 0;
+	atomic_uint done = 0;
+	struct feeder f = { .spawn = spawn, .stop = &stop, .done = &done };
+	weft_join_t *j;
+	unsigned storms = 0;
+
+	assert_int_equal(weft_spawn_named(rt, "feeder", feeder_poll, &f, &j),
+			 0);
+	/*
+	 * The bad feeder: until the warning (the window is about a second;
+	 * 30 s is for sanitizers on a busy machine).  The good one: three
+	 * seconds, three windows' worth.
+	 */
+	for (int ms = 0; ms < (spawn ? 30000 : 3000); ms += 50) {
+		usleep(50000);
+		weft_probe_flush();
+		storms = sink_count(s, WEFT_WARN_STEAL_STORM, 0);
+		if (storms)
+			break;
+	}
+	atomic_store(&stop, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_true(atomic_load(&done) > 0);
+	if (storms) {
+		weft_probe_warning_t w;
+		bool found = false;
+
+		pthread_mutex_lock(&s->lock);
+		for (size_t i = 0; i < s->nwarn; i++)
+			if (s->warn[i].kind == WEFT_WARN_STEAL_STORM) {
+				w = s->warn[i];
+				found = true;
+			}
+		pthread_mutex_unlock(&s->lock);
+		assert_true(found);
+		assert_true(w.worker < 2);
+		assert_non_null(strstr(w.detail, "stolen"));
+	}
+	rt_done(rt);
+	sink_free(s, sub);
+	return storms;
+}
+
+static void test_probe_warns_steal_storm(void **state)
+{
+	(void)state;
+	assert_true(storm_run(true) > 0);
+	assert_int_equal(storm_run(false), 0);
+}
+
 static void test_probe_events_switch_off(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -852,6 +979,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_warns_self_wakes_and_large_future, teardown),
 		cmocka_unit_test_teardown(test_probe_warns_scheduling_delay, teardown),
 		cmocka_unit_test_teardown(test_probe_counters_show_steals, teardown),
+		cmocka_unit_test_teardown(test_probe_steal_storm_rule, teardown),
+		cmocka_unit_test_teardown(test_probe_warns_steal_storm, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

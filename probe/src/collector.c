@@ -607,11 +607,33 @@ static size_t drain(struct probe *p)
 
 /* -------------------------------------------------------------- workers */
 
+/*
+ * A steal storm: worker @i's steal rate (tasks stolen per poll over the
+ * window) far above the other workers' mean, at a rate that matters.  The
+ * others' mean, not the mean of all: with two workers the thief is half
+ * of the mean and could never stand far above it.
+ */
+bool weft__probe_steal_storm(const double *rate, const double *per_s,
+			     unsigned n, unsigned i)
+{
+	double others = 0;
+
+	if (n < 2 || i >= n)
+		return false;
+	for (unsigned j = 0; j < n; j++)
+		if (j != i)
+			others += rate[j];
+	others /= n - 1;
+	return per_s[i] >= STEAL_STORM_PER_S &&
+	       rate[i] >= STEAL_STORM_RATE &&
+	       rate[i] > STEAL_STORM_FACTOR * others;
+}
+
 static void sample_workers(struct probe *p, uint64_t now)
 {
 	weft_runtime_t *rt = p->rt;
 	unsigned n, pos, old;
-	double steal_mean = 0;
+	double rate[MAX_PROBE_WORKERS], per_s[MAX_PROBE_WORKERS];
 
 	if (!rt) {
 		p->stats.workers = 0;
@@ -674,22 +696,39 @@ static void sample_workers(struct probe *p, uint64_t now)
 					  (uint16_t)i, w->poll_started_ns,
 					  now - w->poll_started_ns, d);
 		}
-		steal_mean += w->steal_rate;
+		rate[i] = w->steal_rate;
+		per_s[i] = w->steals_per_s;
 	}
-	steal_mean /= n ? n : 1;
 	for (unsigned i = 0; i < n && n > 1; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
+		double others = 0;
 
-		if (w->steals_per_s > 10000 && w->steal_rate > 0.2 &&
-		    w->steal_rate > 3 * steal_mean / n * n &&
-		    w->steal_rate > 2 * steal_mean &&
-		    now > p->worker_storm_warned[i] + 5000000000u) {
-			char d[128];
+		if (now <= p->worker_storm_warned[i] + 5000000000u)
+			continue;
+		for (unsigned j = 0; j < n; j++)
+			if (j != i)
+				others += rate[j];
+		if (weft__probe_steal_storm(rate, per_s, n, i)) {
+			char d[160];
+			unsigned victim = 0;
+			uint64_t most = 0;
 
+			for (unsigned j = 0; j < n && j < 64; j++)
+				if (w->stolen_from[j] > most) {
+					most = w->stolen_from[j];
+					victim = j;
+				}
 			p->worker_storm_warned[i] = now;
+			/* stolen_from counts STEAL events: empty without. */
 			snprintf(d, sizeof(d),
-				 "steal rate %.2f (mean %.2f), %.0f steals/s",
-				 w->steal_rate, steal_mean, w->steals_per_s);
+				 "worker %u: %.0f%% of its polls are stolen "
+				 "tasks (others %.0f%%), %.0f steals/s%s",
+				 i, w->steal_rate * 100,
+				 others / (n - 1) * 100, w->steals_per_s,
+				 most ? ", most from worker " : "");
+			if (most)
+				snprintf(d + strlen(d), sizeof(d) - strlen(d),
+					 "%u", victim);
 			warn(p, WEFT_WARN_STEAL_STORM, NULL, (uint16_t)i, now, 0,
 			     "%s", d);
 		}

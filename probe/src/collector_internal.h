@@ -56,6 +56,17 @@ typedef struct worker_window_s {
 #define WARN_KEEP 1024      /* warnings kept */
 #define MAX_PROBE_WORKERS 64
 
+/*
+ * Steal storm: a worker whose polls are mostly tasks it stole (at least
+ * a quarter of them, four times the others' mean) at 1,000 or more
+ * stolen tasks a second.
+ */
+#define STEAL_STORM_PER_S 1000.0
+#define STEAL_STORM_RATE 0.25
+#define STEAL_STORM_FACTOR 4.0
+bool weft__probe_steal_storm(const double *rate, const double *per_s,
+			     unsigned n, unsigned i);
+
 struct probe {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
