@@ -26,6 +26,7 @@
 #define MARKS 100000 /* well under a ring (256 Ki events): none dropped */
 
 static atomic_uint_fast64_t drained;
+static atomic_uint_fast64_t dropped; /* the probe's total, last pass */
 
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
@@ -33,6 +34,14 @@ static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 	(void)ev;
 	/* Relaxed: a statistic read after the run. */
 	atomic_fetch_add_explicit(&drained, n, memory_order_relaxed);
+}
+
+static void on_update(void *ctx, const weft_probe_update_t *u)
+{
+	(void)ctx;
+	/* Relaxed: a statistic read after the run. */
+	atomic_store_explicit(&dropped, u->stats->events_dropped,
+			      memory_order_relaxed);
 }
 
 void bench_probe_start(struct bench *b, bool events)
@@ -43,7 +52,9 @@ void bench_probe_start(struct bench *b, bool events)
 	/* A counters-only subscription tells whether the probe is built in. */
 	rc = weft_probe_subscribe(&(weft_probe_sub_opts_t){ .events = events,
 							    .on_events =
-								    on_events },
+								    on_events,
+							    .on_update =
+								    on_update },
 				  &sub);
 	if (rc == -ENOTSUP) {
 		b->probe_mode = 2;
@@ -66,8 +77,10 @@ void bench_probe_stop(struct bench *b)
 	if (!b->probe_sub)
 		return;
 	weft_probe_flush();
-	fprintf(stderr, "weft-bench: probe drained %llu events\n",
-		(unsigned long long)atomic_load(&drained));
+	fprintf(stderr,
+		"weft-bench: probe drained %llu events, dropped %llu\n",
+		(unsigned long long)atomic_load(&drained),
+		(unsigned long long)atomic_load(&dropped));
 	weft_probe_unsubscribe(b->probe_sub);
 	b->probe_sub = NULL;
 }
