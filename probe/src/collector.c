@@ -48,7 +48,8 @@ uint64_t weft_hist_bucket_upper(unsigned i)
 	return (i - 1) % 2 ? (1ull << (e + 1)) : (3ull << (e - 1));
 }
 
-void weft_hist_record(weft_hist_t *h, uint64_t ns)
+/* weft_hist_record(), inlined into the collector's per-event paths. */
+static inline void hist_add(weft_hist_t *h, uint64_t ns)
 {
 	unsigned i = hist_index(ns);
 
@@ -60,6 +61,11 @@ void weft_hist_record(weft_hist_t *h, uint64_t ns)
 	h->sum_ns += ns;
 	if (ns > h->max_ns)
 		h->max_ns = ns;
+}
+
+void weft_hist_record(weft_hist_t *h, uint64_t ns)
+{
+	hist_add(h, ns);
 }
 
 uint64_t weft_hist_percentile(const weft_hist_t *h, double p)
@@ -116,12 +122,18 @@ static void table_grow(struct probe *p)
 	free(ot);
 }
 
-static task_rec_t *task_find(struct probe *p, uint64_t id)
+static inline task_rec_t *task_find(struct probe *p, uint64_t id)
 {
-	task_rec_t *t = p->table[hash_of(p, id)];
+	task_rec_t *t = p->last_found;
 
+	/* A task's events come in runs (a wake, then its poll). */
+	if (t && t->pub.id == id)
+		return t;
+	t = p->table[hash_of(p, id)];
 	while (t && t->pub.id != id)
 		t = t->hnext;
+	if (t)
+		p->last_found = t;
 	return t;
 }
 
@@ -137,14 +149,13 @@ const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)
 	return t ? &t->pub : NULL;
 }
 
-static task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
+/* A task first heard of: out of line, so that finding one saves nothing. */
+__attribute__((noinline)) static task_rec_t *task_new(struct probe *p,
+						      uint64_t id, uint64_t now)
 {
-	task_rec_t *t = task_find(p, id);
+	task_rec_t *t = calloc(1, sizeof(*t));
 	size_t h;
 
-	if (t || id == 0)
-		return t;
-	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->pub.id = id;
@@ -161,6 +172,15 @@ static task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
 	return t;
 }
 
+static inline task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
+{
+	task_rec_t *t = task_find(p, id);
+
+	if (t || id == 0)
+		return t;
+	return task_new(p, id, now);
+}
+
 static void task_changed(struct probe *p, task_rec_t *t)
 {
 	if (!t->changed) {
@@ -172,6 +192,8 @@ static void task_changed(struct probe *p, task_rec_t *t)
 
 static void task_free(struct probe *p, task_rec_t *t)
 {
+	if (p->last_found == t)
+		p->last_found = NULL;
 	task_rec_t **pp = &p->table[hash_of(p, t->pub.id)];
 
 	while (*pp && *pp != t)
@@ -257,7 +279,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 
 		t->pub.scheduled_ns += delay;
 		if (t->pub.polls >= 1 && (h = task_hist(t)))
-			weft_hist_record(&h[1], delay);
+			hist_add(&h[1], delay);
 		if (delay > p->config.sched_delay_ns &&
 		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
 			char d[96];
@@ -276,7 +298,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
 	if (t->pub.polls >= 2 && (h = task_hist(t)))
-		weft_hist_record(&h[0], dur);
+		hist_add(&h[0], dur);
 	if (ev->worker < MAX_PROBE_WORKERS &&
 	    dur > p->worker_max_poll[ev->worker])
 		p->worker_max_poll[ev->worker] = dur;
@@ -943,6 +965,7 @@ int weft__collector_start(struct probe *p)
 	if (!p->table)
 		return -ENOMEM;
 	p->ntasks = 0;
+	p->last_found = NULL;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;
 	p->window_fill = 0;
@@ -967,6 +990,7 @@ void weft__collector_stop(struct probe *p)
 	p->table = NULL;
 	p->table_size = 0;
 	p->ntasks = 0;
+	p->last_found = NULL;
 	p->changed = NULL;
 	p->done_head = p->done_tail = NULL;
 	free(p->batch);

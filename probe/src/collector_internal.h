@@ -88,6 +88,7 @@ struct probe {
 	task_rec_t **table;
 	size_t table_size;
 	size_t ntasks;
+	task_rec_t *last_found; /* task_find's one-entry cache */
 	task_rec_t *changed;
 	task_rec_t *done_head;
 	task_rec_t *done_tail;

@@ -104,6 +104,14 @@ void weft_probe_config(weft_probe_config_t *out)
 	pthread_mutex_unlock(&weft__probe.lock);
 }
 
+void weft__probe_emit_first(uint64_t ts, uint8_t kind, uint64_t task,
+			    uint64_t a1, uint32_t a2)
+{
+	/* Registers the ring (NULL when nobody listens any more). */
+	if (weft__probe_ring_register())
+		weft__probe_emit_at(ts, kind, task, a1, a2);
+}
+
 void weft__probe_emit_slow(uint8_t kind, uint64_t task, uint64_t a1,
 			   uint32_t a2)
 {
