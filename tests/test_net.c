@@ -515,6 +515,13 @@ static void test_net_tcp_echo_200_clients(void **state)
 	assert_true(port != 0);
 	tcp_addr(t.addr, sizeof(t.addr), port);
 	run_echo(rt, l, &t, ECHO_CLIENTS);
+	{
+		weft_runtime_metrics_t m;
+
+		/* 200 clients' connects and reads went through the driver. */
+		assert_int_equal(weft_runtime_metrics(rt, &m), 0);
+		assert_true(m.io_events >= ECHO_CLIENTS);
+	}
 	weft_runtime_destroy(rt);
 }
 

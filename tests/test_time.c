@@ -496,6 +496,16 @@ static void test_time_many_timers(void **state)
 	join_all(rt, joins, n);
 	check_lateness("many", late, n);
 	assert_int_equal(timers_in_wheel(rt), 0);
+	{
+		weft_runtime_metrics_t m;
+
+		/*
+		 * Each sleep fired from the wheel at most once; one whose
+		 * first poll came after its deadline never went in.
+		 */
+		assert_int_equal(weft_runtime_metrics(rt, &m), 0);
+		assert_in_range(m.timers_fired, 1, n);
+	}
 	weft_runtime_destroy(rt);
 	free(joins);
 	free(late);

@@ -213,8 +213,10 @@ static void process_timers(driver_t *d, uint64_t now)
 		/* Relaxed: a count for has_work(); see there. */
 		store_relaxed(&d->ntimers, d->wheel.count);
 		pthread_mutex_unlock(&d->time_lock);
-		if (n)
+		if (n) {
+			fetch_add_relaxed(&d->timers_fired, n);
 			WEFT_PROBE_EVENT(TIMER_FIRE, 0, 0, (uint32_t)n);
+		}
 		for (size_t i = 0; i < n; i++)
 			weft_waker_wake(&wakers[i]);
 	} while (n == TIMERS_PER_BATCH);
@@ -285,6 +287,8 @@ void weft__driver_turn(driver_t *d, bool block)
 		pthread_mutex_unlock(&d->time_lock);
 	}
 	weft__wake_source = WEFT_WAKE_IO;
+	if (n > 0)
+		fetch_add_relaxed(&d->io_events, (uint64_t)n);
 	for (int i = 0; i < n; i++) {
 		if (d->events[i].data == &d->event_fd) {
 			uint64_t v;

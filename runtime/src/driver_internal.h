@@ -84,6 +84,13 @@ struct driver_s {
 	/* Tick the parked holder sleeps until; 0 if none.  time_lock. */
 	uint64_t sleeping_until;
 	_Atomic uint64_t ntimers;
+	/*
+	 * Counters for weft_runtime_metrics(): added once a turn by the
+	 * thread turning the driver (one at a time, but not always the
+	 * same), so relaxed atomics; read relaxed.
+	 */
+	_Atomic uint64_t io_events;    /* readiness events dispatched */
+	_Atomic uint64_t timers_fired;
 
 	pthread_mutex_t release_lock;
 	io_reg_t *release_list;

@@ -366,10 +366,15 @@ int weft_runtime_metrics(const weft_runtime_t *crt, weft_runtime_metrics_t *out)
 	out->remote_spawns = load_relaxed(&rt->remote_spawns);
 	out->remote_wakes = load_relaxed(&rt->remote_wakes);
 	spawned = out->remote_spawns;
-	for (unsigned i = 0; i < rt->nworkers; i++)
+	for (unsigned i = 0; i < rt->nworkers; i++) {
 		spawned += load_relaxed(&rt->workers[i].c.spawned);
+		out->forced_yields +=
+			load_relaxed(&rt->workers[i].c.forced_yields);
+	}
 	out->spawned_tasks = spawned;
 	out->timers = load_relaxed(&rt->driver.ntimers);
+	out->timers_fired = load_relaxed(&rt->driver.timers_fired);
+	out->io_events = load_relaxed(&rt->driver.io_events);
 	weft__blocking_metrics(&rt->blocking, out);
 	return 0;
 }

@@ -53,6 +53,9 @@ typedef struct weft_runtime_metrics_s {
 	uint64_t blocking_queue_depth;  /* jobs waiting for a thread */
 	uint64_t blocking_jobs;         /* jobs run and done with, since start */
 	uint64_t timers;                /* timers waiting in the wheel */
+	uint64_t timers_fired;          /* since start */
+	uint64_t io_events;             /* readiness events, since start */
+	uint64_t forced_yields;         /* the workers' sum (coop budget) */
 } weft_runtime_metrics_t;
 
 /**
