@@ -41,6 +41,7 @@ struct sink {
 	uint64_t events;
 	uint64_t updates;
 	uint64_t steals;
+	double max_polls_per_s; /* over every update's workers */
 };
 
 static void sink_update(void *ctx, const weft_probe_update_t *u)
@@ -68,8 +69,11 @@ static void sink_update(void *ctx, const weft_probe_update_t *u)
 		s->task[j].sched_hist = NULL;
 	}
 	s->steals = 0;
-	for (size_t i = 0; i < u->nworkers; i++)
+	for (size_t i = 0; i < u->nworkers; i++) {
 		s->steals += u->workers[i].counters.steals;
+		if (u->workers[i].polls_per_s > s->max_polls_per_s)
+			s->max_polls_per_s = u->workers[i].polls_per_s;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -942,6 +946,66 @@ static void test_probe_warns_steal_storm(void **state)
 	assert_int_equal(storm_run(false), 0);
 }
 
+/*
+ * One subscription across two runtimes: the second one's rates are taken
+ * against its own counters (the window restarts at slot 0 on detach; it
+ * once kept its position and took the first runtime's samples as the
+ * oldest, ~1e19 polls/s).
+ */
+struct spinner {
+	const atomic_int *stop;
+};
+
+static weft_poll_t spinner_poll(void *arg, weft_cx_t *cx)
+{
+	struct spinner *sp = arg;
+
+	if (atomic_load(sp->stop))
+		return WEFT_READY;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+static void test_probe_rates_across_runtimes(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(false, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int stop = 0;
+	struct spinner sp = { &stop };
+	weft_join_t *j;
+	double max;
+
+	(void)state;
+	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp, &j),
+			 0);
+	/* Past a whole window (50 passes), then a few more: slot 0 is late. */
+	for (int i = 0; i < 57; i++) {
+		usleep(10000);
+		weft_probe_flush();
+	}
+	atomic_store(&stop, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	rt_done(rt);
+
+	rt = rt_new(2);
+	pthread_mutex_lock(&s->lock);
+	s->max_polls_per_s = 0;
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < 5; i++) {
+		usleep(20000);
+		weft_probe_flush();
+	}
+	pthread_mutex_lock(&s->lock);
+	max = s->max_polls_per_s;
+	pthread_mutex_unlock(&s->lock);
+	/* An idle runtime: next to nothing, and never a wrapped count. */
+	assert_true(max < 1e6);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_events_switch_off(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -981,6 +1045,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_counters_show_steals, teardown),
 		cmocka_unit_test_teardown(test_probe_steal_storm_rule, teardown),
 		cmocka_unit_test_teardown(test_probe_warns_steal_storm, teardown),
+		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

@@ -386,7 +386,14 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 		       sizeof(weft__probe.worker_storm_warned));
 		memset(weft__probe.worker_max_poll, 0,
 		       sizeof(weft__probe.worker_max_poll));
+		/*
+		 * Both: sample_workers() takes slot 0 as the oldest while the
+		 * window fills, so the next runtime's series starts there
+		 * (with the old position, its rates were taken against this
+		 * runtime's counters and wrapped to ~1e19 a second).
+		 */
 		weft__probe.window_fill = 0;
+		weft__probe.window_pos = 0;
 	}
 	pthread_mutex_unlock(&weft__probe.lock);
 }

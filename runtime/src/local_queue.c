@@ -111,7 +111,7 @@ static bool push_overflow(local_queue_t *q, weft_task_t *t, uint32_t head,
  * A full queue: the loop of weft__local_queue_push() from its first check
  * on, out of line so that the common case saves no registers (with this
  * path inlined GCC saved four on every push and laid the overflow out as
- * the fall-through; 20 → 14 instructions a push, counted with callgrind).
+ * the fall-through; 20 → 13 instructions a push, counted with callgrind).
  */
 __attribute__((noinline)) static bool
 push_full(local_queue_t *q, weft_task_t *t, weft_runtime_t *rt,
