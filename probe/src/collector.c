@@ -741,13 +741,16 @@ static void sample_workers(struct probe *p, uint64_t now)
 					victim = j;
 				}
 			p->worker_storm_warned[i] = now;
-			/* stolen_from counts STEAL events: empty without. */
+			/*
+			 * stolen_from counts STEAL events since start (not
+			 * windowed; empty in counters-only mode).
+			 */
 			snprintf(d, sizeof(d),
 				 "worker %u: %.0f%% of its polls are stolen "
 				 "tasks (others %.0f%%), %.0f steals/s%s",
 				 i, w->steal_rate * 100,
 				 others / (n - 1) * 100, w->steals_per_s,
-				 most ? ", most from worker " : "");
+				 most ? ", since start mostly from worker " : "");
 			if (most)
 				snprintf(d + strlen(d), sizeof(d) - strlen(d),
 					 "%u", victim);
