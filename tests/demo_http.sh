@@ -46,6 +46,8 @@ for bad in --bogus "--listen nope" "--workers 0" "--listen"; do
 done
 "$demo" --help | grep -q -- '--listen' || fail "--help"
 
+# Created first: sed must not race the background job's redirection.
+: >"$tmp/out"
 WEFT_CONSOLE=off "$demo" --listen 127.0.0.1:0 --workers 2 \
 	>"$tmp/out" 2>"$tmp/err" &
 pid=$!

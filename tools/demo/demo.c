@@ -17,7 +17,8 @@
  * Model: an acceptor task hands every connection to a connection task (a
  * stackless state machine) that reads, parses and answers one request at a
  * time, so pipelined requests are answered in order.  Each request that
- * reaches an endpoint runs as its own task named "GET /cpu" and so on, so
+ * reaches an endpoint runs as its own task named "GET /cpu" and so on,
+ * spawned with its route's own location (its line in the route table), so
  * the probe attributes long polls and warnings to the endpoint; the
  * connection awaits its join handle.  /fast, /cpu, /cpu-offload and /file
  * are stackless state machines; /lock, /lock-async, /sleep and
@@ -27,35 +28,41 @@
  * and the handler task, reference-counted (2 at spawn), so either may go
  * first when the runtime cancels both.
  *
- * Parser limits: request line 8 KiB (414), header section 16 KiB or 100
- * fields (431), Content-Length body 1 MiB (413), anything malformed 400;
+ * The parser (http_parse.c, fuzzed by tests/fuzz/fuzz_http.c) has limits:
+ * request line 8 KiB (414), header section 16 KiB or 100 fields (431),
+ * Content-Length body 1 MiB (413), anything malformed 400;
  * Transfer-Encoding is not implemented (501).  Every error response closes
  * the connection.
  *
- * Exit status: 1 when the runtime or the listener cannot be set up; 2 for
- * a usage error.
+ * Shutdown: SIGINT, SIGTERM and SIGHUP are blocked in every thread (the
+ * mask is set before the runtime starts its threads, which inherit it) and
+ * taken by one thread in sigwait(2), which aborts the acceptor: the
+ * listener closes, main's join returns, and weft_runtime_destroy() cancels
+ * the connections and removes the probe's socket.  Blocked signals are
+ * queued even when their disposition is SIG_IGN (as for a job that a
+ * script starts with &), so this works there too.
+ *
+ * Exit status: 0 after SIGINT, SIGTERM or SIGHUP; 1 when the runtime or
+ * the listener cannot be set up; 2 for a usage error.
  */
-#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "weft/weft.h"
 #include "weft/mutex.h"
 
+#include "http_parse.h"
+
 #define DEMO_DEFAULT_LISTEN "127.0.0.1:8080"
-#define DEMO_MAX_LINE 8192u             /* request line, without CRLF */
-#define DEMO_MAX_HEADERS (16u * 1024u)  /* header section, with CRLFs */
-#define DEMO_MAX_FIELDS 100u
-#define DEMO_MAX_BODY (1024u * 1024u)
-#define DEMO_CONN_BUF (DEMO_MAX_LINE + 2 + DEMO_MAX_HEADERS + 2)
 #define DEMO_DEFAULT_MS 10u
 #define DEMO_MAX_MS 10000u
 #define DEMO_LOCK_HOLD_MS 5u
@@ -358,25 +365,40 @@ out:
 
 /* ------------------------------------------------------------- routing */
 
-static const struct route {
+/*
+ * The routes.  Each entry records its own file and line, and every handler
+ * task is spawned with them: the console's tasks view and weft-trace show
+ * "GET /cpu" at this table's /cpu line, not one shared spawn site.  The
+ * task name is a string literal (the probe keeps the pointer).
+ */
+struct route {
 	const char *path;
-	const char *task_name;  /* static: the probe keeps the pointer */
+	const char *task_name;
 	bool takes_ms;
 	weft_poll_cb poll;      /* a state machine, or */
 	weft_fiber_fn fiber;    /* a fiber */
-} routes[EP_COUNT] = {
-	[EP_FAST] = { "/fast", "GET /fast", false, fast_poll, NULL },
-	[EP_CPU] = { "/cpu", "GET /cpu", true, cpu_poll, NULL },
-	[EP_CPU_OFFLOAD] = { "/cpu-offload", "GET /cpu-offload", true,
-			     cpu_offload_poll, NULL },
-	[EP_LOCK] = { "/lock", "GET /lock", false, NULL, lock_fiber },
-	[EP_LOCK_ASYNC] = { "/lock-async", "GET /lock-async", false, NULL,
-			    lock_async_fiber },
-	[EP_SLEEP] = { "/sleep", "GET /sleep", true, NULL, sleep_fiber },
-	[EP_FILE] = { "/file", "GET /file", false, file_poll, NULL },
-	[EP_FILE_OFFLOAD] = { "/file-offload", "GET /file-offload", false,
-			      NULL, file_offload_fiber },
+	const char *file;       /* the route's spawn location */
+	int line;
 };
+
+#define ROUTE(p, ms, poll_fn, fiber_fn)                                        \
+	{ .path = p, .task_name = "GET " p, .takes_ms = ms,                    \
+	  .poll = poll_fn, .fiber = fiber_fn, .file = __FILE__,                \
+	  .line = __LINE__ }
+
+static const struct route routes[EP_COUNT] = {
+	[EP_FAST] = ROUTE("/fast", false, fast_poll, NULL),
+	[EP_CPU] = ROUTE("/cpu", true, cpu_poll, NULL),
+	[EP_CPU_OFFLOAD] = ROUTE("/cpu-offload", true, cpu_offload_poll, NULL),
+	[EP_LOCK] = ROUTE("/lock", false, NULL, lock_fiber),
+	[EP_LOCK_ASYNC] = ROUTE("/lock-async", false, NULL, lock_async_fiber),
+	[EP_SLEEP] = ROUTE("/sleep", true, NULL, sleep_fiber),
+	[EP_FILE] = ROUTE("/file", false, file_poll, NULL),
+	[EP_FILE_OFFLOAD] = ROUTE("/file-offload", false, NULL,
+				  file_offload_fiber),
+};
+
+#undef ROUTE
 
 /* Spawns @r's handler; on success the task holds one reference. */
 static int spawn_handler(struct req *r, weft_join_t **join)
@@ -390,8 +412,8 @@ static int spawn_handler(struct req *r, weft_join_t **join)
 		err = weft_spawn_fiber_with(
 			NULL,
 			&(weft_fiber_opts_t){ .name = rt->task_name,
-					      .file = __FILE__,
-					      .line = __LINE__ },
+					      .file = rt->file,
+					      .line = rt->line },
 			rt->fiber, r, join);
 	else
 		err = weft_spawn_with(NULL,
@@ -400,283 +422,40 @@ static int spawn_handler(struct req *r, weft_join_t **join)
 						       .state = &h,
 						       .size = sizeof(h),
 						       .name = rt->task_name,
-						       .file = __FILE__,
-						       .line = __LINE__ },
+						       .file = rt->file,
+						       .line = rt->line },
 				      join);
 	if (err)
 		atomic_fetch_sub(&r->refs, 1);
 	return err;
 }
 
-/* ---------------------------------------------------------------- parse */
-
-/* What the parser found at the start of the connection's buffer. */
-struct parsed {
-	size_t head_len;        /* request line + headers, with CRLFs */
-	size_t body_len;        /* Content-Length */
-	bool head;              /* HEAD */
-	bool close;             /* close after the response */
-	int error;              /* an error status, or 0 */
-	int route;              /* endpoint, or -1 (404), -2 (405) */
-	unsigned ms;
-};
-
-#define PARSE_MORE 0
-#define PARSE_DONE 1
-
-static bool is_tchar(unsigned char ch)
+/*
+ * Routes a parsed GET or HEAD: the endpoint, or -1 (404); sets @ms for
+ * the endpoints that take one.  Returns false for a malformed ms (400).
+ */
+static bool route_find(const http_request_t *hr, int *ep, unsigned *ms)
 {
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (ch >= '0' && ch <= '9') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
-}
+	const char *q = memchr(hr->target, '?', hr->target_len);
+	size_t plen = q ? (size_t)(q - hr->target) : hr->target_len;
 
-static bool ieq(const char *a, size_t alen, const char *b)
-{
-	return alen == strlen(b) && !strncasecmp(a, b, alen);
-}
-
-/* True when the comma-separated list @v (@len bytes) has token @tok. */
-static bool has_token(const char *v, size_t len, const char *tok)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		size_t s, e;
-
-		while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-			i++;
-		s = i;
-		while (i < len && v[i] != ',')
-			i++;
-		e = i;
-		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (e > s && ieq(v + s, e - s, tok))
-			return true;
-	}
-	return false;
-}
-
-/* Parses "ms=N" from the query; false when it is malformed. */
-static bool parse_ms(const char *q, size_t len, unsigned *ms)
-{
-	size_t i = 0;
-
+	*ep = -1;
 	*ms = DEMO_DEFAULT_MS;
-	while (i < len) {
-		size_t s = i;
-
-		while (i < len && q[i] != '&')
-			i++;
-		if (i - s > 3 && !memcmp(q + s, "ms=", 3)) {
-			unsigned long v = 0;
-
-			for (size_t k = s + 3; k < i; k++) {
-				if (q[k] < '0' || q[k] > '9')
-					return false;
-				v = v * 10 + (unsigned long)(q[k] - '0');
-				if (v > DEMO_MAX_MS)
-					return false;
-			}
-			*ms = (unsigned)v;
-		} else if (i - s == 3 && !memcmp(q + s, "ms=", 3)) {
-			return false;
-		}
-		i++;
+	for (int i = 0; i < EP_COUNT; i++) {
+		if (plen != strlen(routes[i].path) ||
+		    memcmp(hr->target, routes[i].path, plen))
+			continue;
+		*ep = i;
+		if (routes[i].takes_ms && q)
+			return http_parse_query_uint(q + 1,
+						     hr->target_len - plen - 1,
+						     "ms", DEMO_MAX_MS, ms);
+		return true;
 	}
 	return true;
 }
 
-static void parse_target(const char *t, size_t len, struct parsed *p)
-{
-	const char *q = memchr(t, '?', len);
-	size_t plen = q ? (size_t)(q - t) : len;
-
-	p->route = -1;
-	for (int i = 0; i < EP_COUNT; i++) {
-		if (plen != strlen(routes[i].path) ||
-		    memcmp(t, routes[i].path, plen))
-			continue;
-		p->route = i;
-		if (routes[i].takes_ms && q &&
-		    !parse_ms(q + 1, len - plen - 1, &p->ms))
-			p->error = 400;
-		else if (routes[i].takes_ms && !q)
-			p->ms = DEMO_DEFAULT_MS;
-		return;
-	}
-}
-
-/* Parses the request line "METHOD SP /target SP HTTP/1.x". */
-static int parse_request_line(const char *l, size_t len, struct parsed *p,
-			      bool *http10)
-{
-	size_t i = 0, ms, ts, te;
-
-	while (i < len && is_tchar((unsigned char)l[i]))
-		i++;
-	if (i == 0 || i >= len || l[i] != ' ')
-		return 400;
-	ms = i;
-	ts = ++i;
-	while (i < len && l[i] > ' ' && l[i] != 0x7f)
-		i++;
-	te = i;
-	if (te == ts || l[ts] != '/' || i >= len || l[i] != ' ')
-		return 400;
-	i++;
-	if (len - i != 8 || memcmp(l + i, "HTTP/1.", 7) ||
-	    (l[i + 7] != '0' && l[i + 7] != '1'))
-		return 400;
-	*http10 = l[i + 7] == '0';
-	p->head = ms == 4 && !memcmp(l, "HEAD", 4);
-	if (!p->head && !(ms == 3 && !memcmp(l, "GET", 3))) {
-		p->route = -2;
-		return 0;
-	}
-	parse_target(l + ts, te - ts, p);
-	return 0;
-}
-
-/*
- * Looks for one complete request head at @buf.  Returns PARSE_MORE while
- * it is incomplete and within the limits; PARSE_DONE with @p filled
- * (p->error set for a bad request).
- */
-static int parse_request(const char *buf, size_t filled, struct parsed *p)
-{
-	const char *nl;
-	size_t line_len, pos, fields = 0;
-	bool http10 = false, have_cl = false, ka = false;
-	unsigned long long cl = 0;
-	int err;
-
-	memset(p, 0, sizeof(*p));
-	p->route = -1;
-	nl = memchr(buf, '\n', filled < DEMO_MAX_LINE + 2 ? filled :
-							    DEMO_MAX_LINE + 2);
-	if (!nl) {
-		if (filled > DEMO_MAX_LINE + 1)
-			goto out_414;
-		return PARSE_MORE;
-	}
-	if (nl == buf || nl[-1] != '\r')
-		goto out_400;
-	line_len = (size_t)(nl - buf) - 1;
-	if (line_len > DEMO_MAX_LINE)
-		goto out_414;
-
-	/* The header fields, up to the empty line. */
-	pos = line_len + 2;
-	for (;;) {
-		const char *l = buf + pos, *colon, *v, *ve;
-		size_t len;
-
-		nl = memchr(l, '\n', filled - pos);
-		if (!nl) {
-			if (filled - (line_len + 2) > DEMO_MAX_HEADERS)
-				goto out_431;
-			return PARSE_MORE;
-		}
-		if ((size_t)(nl + 1 - buf) - (line_len + 2) > DEMO_MAX_HEADERS)
-			goto out_431;
-		if (nl == l || nl[-1] != '\r')
-			goto out_400;
-		len = (size_t)(nl - l) - 1;
-		pos = (size_t)(nl + 1 - buf);
-		if (len == 0)
-			break;
-		if (++fields > DEMO_MAX_FIELDS)
-			goto out_431;
-		colon = memchr(l, ':', len);
-		if (!colon || colon == l)
-			goto out_400; /* also obs-fold: no token before ':' */
-		for (const char *c = l; c < colon; c++)
-			if (!is_tchar((unsigned char)*c))
-				goto out_400;
-		v = colon + 1;
-		ve = l + len;
-		for (const char *c = v; c < ve; c++)
-			if (((unsigned char)*c < ' ' && *c != '\t') ||
-			    *c == 0x7f)
-				goto out_400;
-		while (v < ve && (*v == ' ' || *v == '\t'))
-			v++;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		if (ieq(l, (size_t)(colon - l), "content-length")) {
-			unsigned long long n = 0;
-
-			if (v == ve)
-				goto out_400;
-			for (const char *c = v; c < ve; c++) {
-				if (*c < '0' || *c > '9')
-					goto out_400;
-				n = n * 10 + (unsigned)(*c - '0');
-				if (n > DEMO_MAX_BODY + 1ull)
-					n = DEMO_MAX_BODY + 1ull;
-			}
-			if (have_cl && n != cl)
-				goto out_400;
-			have_cl = true;
-			cl = n;
-		} else if (ieq(l, (size_t)(colon - l), "transfer-encoding")) {
-			p->error = 501;
-		} else if (ieq(l, (size_t)(colon - l), "connection")) {
-			if (has_token(v, (size_t)(ve - v), "close"))
-				p->close = true;
-			if (has_token(v, (size_t)(ve - v), "keep-alive"))
-				ka = true;
-		}
-	}
-	p->head_len = pos;
-	err = parse_request_line(buf, line_len, p, &http10);
-	if (err)
-		goto out_err;
-	if (http10 && !ka)
-		p->close = true;
-	if (p->error)
-		goto out_err_set;
-	if (cl > DEMO_MAX_BODY) {
-		err = 413;
-		goto out_err;
-	}
-	p->body_len = (size_t)cl;
-	return PARSE_DONE;
-
-out_414:
-	err = 414;
-	goto out_err;
-out_431:
-	err = 431;
-	goto out_err;
-out_400:
-	err = 400;
-out_err:
-	p->error = err;
-out_err_set:
-	p->close = true;
-	return PARSE_DONE;
-}
-
 /* ----------------------------------------------------------- responses */
-
-static const char *reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	default: return "Unknown";
-	}
-}
 
 /* Builds the response in a malloc'd buffer; NULL without memory. */
 static char *build_response(int status, const char *body, size_t body_len,
@@ -694,7 +473,7 @@ static char *build_response(int status, const char *body, size_t body_len,
 		     "Content-Length: %zu\r\n"
 		     "%s%s"
 		     "\r\n",
-		     status, reason(status), body_len,
+		     status, http_parse_reason(status), body_len,
 		     status == 405 ? "Allow: GET, HEAD\r\n" : "",
 		     close ? "Connection: close\r\n" : "");
 	if (n < 0 || (size_t)n >= cap) {
@@ -717,14 +496,16 @@ struct conn {
 	ssize_t n;
 	size_t filled;
 	size_t body_left;
-	struct parsed p;
+	http_request_t p;       /* p.target points into buf until consumed */
+	int route;              /* endpoint; -1 404, -2 405 */
+	unsigned ms;
 	struct req *r;
 	weft_join_t *join;
 	char *out;
 	size_t out_len;
 	size_t done;
 	int status;
-	char *buf; /* DEMO_CONN_BUF bytes: off the state, which the probe
+	char *buf; /* HTTP_CONN_BUF bytes: off the state, which the probe
 		    * flags as a large future above a few KiB */
 };
 
@@ -739,7 +520,8 @@ static void conn_consume(struct conn *c, size_t take)
 static void conn_respond(struct conn *c, int status, const char *body,
 			 size_t body_len)
 {
-	c->out = build_response(status, body, body_len, c->p.head, c->p.close,
+	c->out = build_response(status, body, body_len,
+				c->p.method == HTTP_HEAD, c->p.close,
 				&c->out_len);
 	c->done = 0;
 }
@@ -754,20 +536,29 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 		/* Blank lines before a request are ignored (RFC 9112 2.2). */
 		while (c->filled >= 2 && c->buf[0] == '\r' && c->buf[1] == '\n')
 			conn_consume(c, 2);
-		if (parse_request(c->buf, c->filled, &c->p) == PARSE_MORE) {
+		if (http_parse_request(c->buf, c->filled, &c->p) ==
+		    HTTP_PARSE_MORE) {
 			WEFT_AWAIT(c, weft_stream_read(
 					      c->s, cx, c->buf + c->filled,
-					      DEMO_CONN_BUF - c->filled,
+					      HTTP_CONN_BUF - c->filled,
 					      &c->n));
 			if (c->n <= 0)
 				break;
 			c->filled += (size_t)c->n;
 			continue;
 		}
+		/* Routed now: the target goes with the head below. */
+		c->route = -2;
+		if (!c->p.error && c->p.method != HTTP_OTHER &&
+		    !route_find(&c->p, &c->route, &c->ms)) {
+			c->p.error = 400;
+			c->p.close = true;
+		}
 		if (c->p.error) {
 			char msg[64];
 			int len = snprintf(msg, sizeof(msg), "%d %s\n",
-					   c->p.error, reason(c->p.error));
+					   c->p.error,
+					   http_parse_reason(c->p.error));
 
 			conn_respond(c, c->p.error, msg, (size_t)len);
 			goto write;
@@ -781,9 +572,9 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 				WEFT_AWAIT(c, weft_stream_read(
 						      c->s, cx, c->buf,
 						      c->body_left <
-								      DEMO_CONN_BUF ?
+								      HTTP_CONN_BUF ?
 							      c->body_left :
-							      DEMO_CONN_BUF,
+							      HTTP_CONN_BUF,
 						      &c->n));
 				if (c->n <= 0)
 					goto out;
@@ -799,8 +590,8 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 			}
 		}
 
-		if (c->p.route < 0) {
-			int st = c->p.route == -2 ? 405 : 404;
+		if (c->route < 0) {
+			int st = c->route == -2 ? 405 : 404;
 			const char *msg = st == 405 ? "405 Method Not Allowed\n" :
 						      "404 Not Found\n";
 
@@ -812,8 +603,8 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 		if (!c->r)
 			goto out;
 		atomic_init(&c->r->refs, 1);
-		c->r->ep = (enum endpoint)c->p.route;
-		c->r->ms = c->p.ms;
+		c->r->ep = (enum endpoint)c->route;
+		c->r->ms = c->ms;
 		c->r->status = 500;
 		err = spawn_handler(c->r, &c->join);
 		if (err) {
@@ -872,7 +663,7 @@ static void spawn_conn(weft_stream_t *s)
 	struct conn c = { .s = s };
 	int err;
 
-	c.buf = malloc(DEMO_CONN_BUF);
+	c.buf = malloc(HTTP_CONN_BUF);
 	if (!c.buf) {
 		weft_stream_close(s);
 		return;
@@ -948,6 +739,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: weft-demo [--listen HOST:PORT] [--workers N] [--file PATH]\n"
+		"       weft-demo --routes\n"
 		"\n"
 		"An HTTP/1.1 keep-alive service whose endpoints show the classic\n"
 		"async mistakes beside their fixes (GET or HEAD):\n"
@@ -966,9 +758,12 @@ static void usage(FILE *f)
 		"  --workers N         worker threads (default: $WEFT_WORKERS or CPUs)\n"
 		"  --file PATH         the file /file reads (default %s)\n"
 		"\n"
-		"Prints \"weft-demo listening on HOST:PORT\" on stdout once ready.\n"
-		"exit status: 1 when the runtime or the listener cannot be set up;\n"
-		"2 for a usage error\n",
+		"  --routes            list the routes: task name, style, spawn location\n"
+		"\n"
+		"Prints \"weft-demo listening on HOST:PORT\" on stdout once ready;\n"
+		"SIGINT, SIGTERM or SIGHUP shuts it down.\n"
+		"exit status: 0 after SIGINT, SIGTERM or SIGHUP; 1 when the runtime\n"
+		"or the listener cannot be set up; 2 for a usage error\n",
 		DEMO_LOCK_HOLD_MS, DEMO_MAX_MS, DEMO_DEFAULT_MS,
 		DEMO_DEFAULT_LISTEN, file_path);
 }
@@ -1002,15 +797,42 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name)
 	return argv[*i];
 }
 
+/* The thread that takes the signals (see the top of the file). */
+struct sig_waiter {
+	sigset_t set;
+	weft_join_t *acceptor;
+	int sig; /* the signal taken; read by main after pthread_join() */
+};
+
+static void *sig_waiter_main(void *arg)
+{
+	struct sig_waiter *w = arg;
+	int sig;
+
+	if (sigwait(&w->set, &sig) == 0)
+		w->sig = sig;
+	weft_join_abort(w->acceptor);
+	return NULL;
+}
+
+static void print_routes(void)
+{
+	for (int i = 0; i < EP_COUNT; i++)
+		printf("%-20s %-10s %s:%d\n", routes[i].task_name,
+		       routes[i].fiber ? "fiber" : "stackless", routes[i].file,
+		       routes[i].line);
+}
+
 int main(int argc, char **argv)
 {
 	weft_config_t config = { 0 };
 	struct listen_state ls = { .addr = DEMO_DEFAULT_LISTEN };
 	struct acceptor a = { 0 };
+	struct sig_waiter sw = { 0 };
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	pthread_t sig_thread;
 	weft_runtime_t *rt;
-	weft_join_t *join;
 	const char *v;
 	uint16_t port;
 	int i, err;
@@ -1018,6 +840,9 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--routes")) {
+			print_routes();
 			return 0;
 		} else if ((v = opt_value(argc, argv, &i, "--listen"))) {
 			if (weft_addr_parse(v, &ss, &sslen))
@@ -1043,6 +868,17 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* Before any thread exists, so that every thread inherits it. */
+	sigemptyset(&sw.set);
+	sigaddset(&sw.set, SIGINT);
+	sigaddset(&sw.set, SIGTERM);
+	sigaddset(&sw.set, SIGHUP);
+	err = pthread_sigmask(SIG_BLOCK, &sw.set, NULL);
+	if (err) {
+		fprintf(stderr, "weft-demo: sigmask: %s\n", strerror(err));
+		return 1;
+	}
+
 	weft_mutex_init(&accounts, "demo-accounts");
 	weft_async_mutex_init(&accounts_async);
 	err = weft_runtime_create(&config, &rt);
@@ -1058,18 +894,7 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "weft-demo: listen on %s: %s\n", ls.addr,
 			strerror(-err));
-		weft_listener_close(ls.l);
-		weft_runtime_destroy(rt);
-		return 1;
-	}
-	{
-		/* Print the bound port (the address may say 0). */
-		const char *colon = strrchr(ls.addr, ':');
-
-		printf("weft-demo listening on %.*s:%u (%u workers)\n",
-		       (int)(colon - ls.addr), ls.addr, port,
-		       weft_runtime_workers(rt));
-		fflush(stdout);
+		goto out_close_listener;
 	}
 
 	a.l = ls.l;
@@ -1081,17 +906,51 @@ int main(int argc, char **argv)
 					       .name = "acceptor",
 					       .file = __FILE__,
 					       .line = __LINE__ },
-			      &join);
+			      &sw.acceptor);
 	if (err) {
 		fprintf(stderr, "weft-demo: spawn: %s\n", strerror(-err));
-		weft_listener_close(ls.l);
-		weft_runtime_destroy(rt);
-		return 1;
+		goto out_close_listener;
 	}
-	err = weft_join_wait(join, NULL);
-	weft_join_drop(join);
+	err = pthread_create(&sig_thread, NULL, sig_waiter_main, &sw);
+	if (err) {
+		fprintf(stderr, "weft-demo: signal thread: %s\n",
+			strerror(err));
+		weft_join_abort(sw.acceptor); /* its drop closes the listener */
+		weft_join_drop(sw.acceptor);
+		goto out_destroy;
+	}
+	{
+		/* Print the bound port (the address may say 0). */
+		const char *colon = strrchr(ls.addr, ':');
+
+		printf("weft-demo listening on %.*s:%u (%u workers)\n",
+		       (int)(colon - ls.addr), ls.addr, port,
+		       weft_runtime_workers(rt));
+		fflush(stdout);
+	}
+
+	/*
+	 * -ECANCELED when the signal thread aborted the acceptor; 0 if it
+	 * ended by itself, and then the signal thread is woken to finish.
+	 */
+	err = weft_join_wait(sw.acceptor, NULL);
+	if (err != -ECANCELED)
+		pthread_kill(sig_thread, SIGTERM);
+	pthread_join(sig_thread, NULL);
+	weft_join_drop(sw.acceptor);
+	if (err == -ECANCELED)
+		fprintf(stderr, "weft-demo: %s: shutting down\n",
+			sw.sig == SIGINT    ? "SIGINT" :
+			sw.sig == SIGHUP    ? "SIGHUP" :
+					      "SIGTERM");
 	weft_runtime_destroy(rt);
 	weft_async_mutex_fini(&accounts_async);
 	weft_mutex_fini(&accounts);
-	return err ? 1 : 0;
+	return err == -ECANCELED ? 0 : 1;
+
+out_close_listener:
+	weft_listener_close(ls.l);
+out_destroy:
+	weft_runtime_destroy(rt);
+	return 1;
 }
