@@ -3,8 +3,8 @@
  * weft-console: the map of the program, prototypes grouped by the file
  * that defines them.
  *
- * The shape (STYLE.md, "The console"): frames (from a trace file now, a
- * socket later) feed the model (model.c), a state store that knows
+ * The shape (STYLE.md, "The console"): frames (from a trace file or a
+ * live target's socket) feed the model (model.c), a state store that knows
  * nothing of drawing.  Views (view_*.c, const vtables) render the model
  * and the session's UI state into a plain text grid (grid.c); curses
  * (tty.c) only blits that grid, and --once prints it, so every view can
@@ -50,10 +50,16 @@ int con_parse_duration(const char *s, uint64_t *ns);
 /* Timeline: per-worker busy time in buckets of this many ns. */
 #define CON_TL_BUCKET_NS (100ull * 1000 * 1000)
 #define CON_TL_BUCKETS 128
+/* Per timeline bucket, the longest polls kept (for "select a spike"). */
+#define CON_TL_TOP 32
 /* The most workers the model keeps (extra indices are ignored). */
 #define CON_MAX_WORKERS 256
 /* Warnings kept (the oldest go first; counted). */
 #define CON_MAX_WARNINGS 4096
+/* Every task's latest events (for a detail opened later), and the
+ * watched task's (the one the detail shows). */
+#define CON_RECENT_EVENTS 65536
+#define CON_WATCH_EVENTS 256
 /* Finished tasks stay listed this long by default. */
 #define CON_RETAIN_NS (6ull * 1000 * 1000 * 1000)
 
@@ -81,9 +87,13 @@ typedef struct con_task_s {
 	uint64_t max_poll_ns;
 	uint32_t warnings; /* bit (1 << kind) */
 	uint32_t locks_held;
-	bool has_hist;
-	weft_hist_t poll_hist;
-	weft_hist_t sched_hist;
+	/* [0] poll time, [1] scheduled time; NULL until an update carries
+	 * one (most tasks of a big process never get them). */
+	weft_hist_t *hist;
+	/* private: the model's bookkeeping */
+	bool dirty;  /* in the model's dirty vector */
+	bool listed; /* in the model's list */
+	bool doomed; /* being retired (con_model_retain) */
 } con_task_t;
 
 typedef struct con_worker_s {
@@ -108,6 +118,22 @@ typedef struct con_worker_s {
 	uint64_t tl_busy[CON_TL_BUCKETS];
 	uint64_t tl_max_poll[CON_TL_BUCKETS];
 } con_worker_t;
+
+/* One poll of a timeline bucket. */
+typedef struct con_poll_s {
+	uint64_t end_ns;
+	uint64_t dur_ns;
+	uint64_t task;
+	uint32_t worker;
+} con_poll_t;
+
+/* A timeline bucket's longest polls (unordered) and how many it had. */
+typedef struct con_tl_top_s {
+	con_poll_t top[CON_TL_TOP];
+	uint32_t ntop;
+	uint64_t min_dur; /* the shortest kept, once ntop == CON_TL_TOP */
+	uint64_t polls;   /* polls that ran in the bucket */
+} con_tl_top_t;
 
 typedef struct con_warning_s {
 	uint64_t seq;
@@ -189,8 +215,14 @@ typedef struct con_model_s {
 	uint64_t warnings_discarded;
 	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
 	uint64_t tl_last;  /* newest bucket number (0: none yet) */
+	con_tl_top_t *tl_top;  /* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS */
 	uint64_t hist_next;    /* worker history samples taken */
 	uint64_t retain_ns;
+	/* The watched task (con_model_watch): its events, oldest first in a
+	 * ring of CON_WATCH_EVENTS, nwatch put in it. */
+	uint64_t watch_task;
+	weft_event_t *watch;
+	uint64_t nwatch;
 
 	/* The task list as the Tasks view shows it: sorted, filtered. */
 	const con_task_t **list;
@@ -204,6 +236,14 @@ typedef struct con_model_s {
 	con_task_t **hash; /* open addressing by id */
 	size_t hash_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
+	bool list_rebuild;  /* sort or filter changed: sort everything */
+	con_task_t **dirty; /* changed since the list was built */
+	size_t ndirty, dirty_cap;
+	const con_task_t **list_tmp; /* the merge's output, list_cap long */
+	uint64_t oldest_finished_ns; /* of the finished tasks kept (0: none) */
+	uint32_t stolen_hi;   /* workers[] with stolen_by_others written */
+	weft_event_t *recent; /* CON_RECENT_EVENTS ring, NULL until events */
+	uint64_t nrecent;     /* events put in it */
 } con_model_t;
 
 void con_model_init(con_model_t *m, const char *target);
@@ -214,13 +254,30 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
 void con_model_update(con_model_t *m, const Weft__V1__Update *u);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
+/* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);
+ * returns how many (0 when @b is not on the strip); *@polls gets the
+ * bucket's poll count when not NULL. */
+size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
+		       uint64_t *polls);
+/* The bucket on the strip holding the longest poll (0: none). */
+uint64_t con_model_worst_bucket(const con_model_t *m);
+/* Keep @id's events from now on, starting with those still in the
+ * recent ring (nothing when @id is already watched; 0: none). */
+void con_model_watch(con_model_t *m, uint64_t id);
+/* Replace the watched task's events with @n events, oldest first. */
+void con_model_watch_fill(con_model_t *m, const weft_event_t *ev, size_t n);
+/* The watched task's event @back places from the newest (0: the
+ * newest); NULL past the oldest kept. */
+const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back);
 const con_worker_t *con_model_worker(const con_model_t *m, uint32_t i);
 /* Drop finished tasks older than retain_ns (called by update). */
 void con_model_retain(con_model_t *m);
 /* Sort and filter settings; mark the list stale. */
 void con_model_set_sort(con_model_t *m, con_task_col_t col, bool invert);
 void con_model_set_filter(con_model_t *m, const char *filter);
-/* Rebuild list (sorted, filtered) if stale. */
+/* Bring list (sorted, filtered) up to date if stale: a full sort after
+ * the sort or filter changed, else only the tasks changed since, merged
+ * in (O(n + k log k) for k changed tasks). */
 void con_model_resort(con_model_t *m);
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t);
 void con_model_header(const con_model_t *m, con_header_t *h);
@@ -301,12 +358,13 @@ typedef enum con_view_id_e {
 	CON_VIEW_WARNINGS,
 	CON_VIEW_DETAIL,
 	CON_VIEW_TIMELINE,
+	CON_VIEW_SPIKE, /* the polls of a timeline bucket (no tab) */
 	CON_VIEW_MAX
 } con_view_id_t;
 
 typedef struct con_view_s {
 	const char *name; /* --view NAME */
-	int letter;       /* the key that shows it */
+	int letter;       /* the key that shows it (0: no tab, no key) */
 	const char *title;
 	/* Draw into rows [top, top + rows) of @g. */
 	void (*draw)(const con_session_t *s, con_grid_t *g, int top, int rows);
@@ -323,6 +381,11 @@ struct con_session_s {
 	size_t sel[CON_VIEW_MAX];    /* selected row per view */
 	size_t scroll[CON_VIEW_MAX]; /* first row shown per view */
 	uint64_t detail_task;        /* the task detail shows */
+	uint64_t asked_task;         /* live: the detail last asked for */
+	/* Timeline: the bucket under the cursor (0: the newest, followed). */
+	uint64_t tl_cursor;
+	/* The bucket the spike view lists (0: the one with the longest poll). */
+	uint64_t spike_bucket;
 	bool help;                   /* the ? overlay */
 	bool paused;
 	bool replay;
@@ -334,6 +397,9 @@ struct con_session_s {
 	bool ascii;
 	bool color;
 	bool once; /* --once: no status line, no overlay */
+	unsigned fps;            /* redraws per second (default 10) */
+	uint64_t exit_after_ns;  /* --exit-after: quit by itself, or 0 */
+	const char *stats_path;  /* --stats: figures written at exit */
 	struct con_replay_s *rp; /* replay source, or NULL */
 	struct con_live_s *live; /* live source, or NULL */
 };
@@ -343,6 +409,7 @@ extern const con_view_t con_view_tasks;
 extern const con_view_t con_view_warnings;
 extern const con_view_t con_view_detail;
 extern const con_view_t con_view_timeline;
+extern const con_view_t con_view_spike;
 
 /* view.c: the frame around the views */
 const con_view_t *con_view_get(con_view_id_t id);
@@ -351,8 +418,16 @@ const con_view_t *con_view_by_name(const char *name);
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
 /* Keep sel inside the view's rows and scroll so that sel shows. */
 void con_session_clamp(con_session_t *s, int rows);
+/* Before drawing: make the model watch the task the detail shows (its
+ * recent events), filled from the replay's file or, live, asking the
+ * target for the task's details once. */
+void con_session_watch(con_session_t *s);
 /* view_tasks.c: the selected task id (0 if none). */
 uint64_t con_tasks_selected(const con_session_t *s);
+/* view_timeline.c: the bucket under the cursor (0 when none yet). */
+uint64_t con_timeline_cursor(const con_session_t *s);
+/* view_spike.c: the bucket the spike view shows (0 when none). */
+uint64_t con_spike_bucket(const con_session_t *s);
 /* view_warnings.c: the warning shown at row @i (newest first). */
 const con_warning_t *con_warnings_row(const con_model_t *m, size_t i);
 
@@ -383,6 +458,10 @@ void con_replay_close(con_replay_t *r);
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
 /* The time of the next warning after the current position, or 0. */
 uint64_t con_replay_next_warning(const con_replay_t *r);
+/* Up to @max of task @id's events before the current position, newest
+ * last, into @out (from the file's event batches); returns how many. */
+size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
+			      weft_event_t *out, size_t max);
 
 /* ------------------------------------------------------------- live.c */
 
@@ -407,6 +486,10 @@ void con_live_fini(con_live_t *l);
 /* Connect (blocking) and send a Subscribe; 0 or a negative errno (the
  * reason in error). */
 int con_live_connect(con_live_t *l);
+/* Ask for task @id's details (CONTROL_OP_TASK_DETAIL; the reply is an
+ * Update holding that task, histograms included); 0 or a negative
+ * errno (-ENOTCONN when not connected). */
+int con_live_request_task(con_live_t *l, uint64_t id);
 /* Close the connection (if any), keeping @why (if not NULL) in error. */
 void con_live_close(con_live_t *l, const char *why);
 /* Decode stream bytes and feed each frame to @m; 0, or a negative

@@ -6,8 +6,10 @@
  * list first), CON_SEEK (move the replay to seek_ns), CON_QUIT.  They
  * never draw.
  *
- * Letters pick views (w t x d l); j/k and the arrows move; h and l are
- * not movement because l is the timeline's letter and h would be alone.
+ * Letters pick views (w t x d m); j k and the up/down arrows move the
+ * selection; h l and the left/right arrows move the timeline's cursor
+ * (in a replay, the arrows seek in the other views).  No view letter is
+ * one of hjkl.
  */
 #include <curses.h>
 #include <string.h>
@@ -18,6 +20,8 @@
 #define CTRL(c) ((c) & 0x1f)
 
 typedef unsigned (*con_action_cb)(con_session_t *s, int key);
+
+static unsigned act_replay(con_session_t *s, int key);
 
 static unsigned act_quit(con_session_t *s, int key)
 {
@@ -43,7 +47,7 @@ static unsigned act_pause(con_session_t *s, int key)
 static unsigned act_view(con_session_t *s, int key)
 {
 	for (int i = 0; i < CON_VIEW_MAX; i++)
-		if (con_view_get(i)->letter == key) {
+		if (con_view_get(i)->letter && con_view_get(i)->letter == key) {
 			if ((int)s->view != i)
 				s->prev_view = s->view;
 			s->view = i;
@@ -82,6 +86,32 @@ static unsigned act_move(con_session_t *s, int key)
 	case KEY_END:
 		*sel = (size_t)-1 / 2; /* clamped to the last row */
 		break;
+	}
+	return CON_REDRAW;
+}
+
+/* h l, left right: the timeline's cursor; elsewhere a replay's seek. */
+static unsigned act_horiz(con_session_t *s, int key)
+{
+	const con_model_t *m = s->model;
+	bool left = key == 'h' || key == KEY_LEFT;
+	uint64_t b;
+
+	if (s->view != CON_VIEW_TIMELINE) {
+		if (key == KEY_LEFT || key == KEY_RIGHT)
+			return act_replay(s, key);
+		return 0;
+	}
+	b = con_timeline_cursor(s);
+	if (!b)
+		return 0;
+	if (left) {
+		if (b > m->tl_first && b + CON_TL_BUCKETS > m->tl_last + 1)
+			b--;
+		s->tl_cursor = b;
+	} else {
+		/* Onto the newest: follow it again. */
+		s->tl_cursor = b + 1 >= m->tl_last ? 0 : b + 1;
 	}
 	return CON_REDRAW;
 }
@@ -139,6 +169,10 @@ static unsigned act_escape(con_session_t *s, int key)
 		s->view = s->prev_view == CON_VIEW_DETAIL ? CON_VIEW_TASKS :
 							     s->prev_view;
 		s->detail_task = 0;
+		return CON_REDRAW;
+	}
+	if (s->view == CON_VIEW_SPIKE) {
+		s->view = CON_VIEW_TIMELINE;
 		return CON_REDRAW;
 	}
 	if (s->model->filter[0]) {
@@ -213,13 +247,13 @@ static const struct binding {
 	{ 'q', act_quit, "q", "quit" },
 	{ '?', act_help, "?", "this help" },
 	{ ' ', act_pause, "space", "pause / resume the display" },
-	{ 'w', act_view, "w t x d l",
+	{ 'w', act_view, "w t x d m",
 	  "workers, tasks, warnings, task detail, timeline" },
 	{ 't', act_view, NULL, NULL },
 	{ 'x', act_view, NULL, NULL },
 	{ 'd', act_view, NULL, NULL },
-	{ 'l', act_view, NULL, NULL },
-	{ 'k', act_move, "j k, arrows", "move the selection" },
+	{ 'm', act_view, NULL, NULL },
+	{ 'k', act_move, "j k, up down", "move the selection" },
 	{ 'j', act_move, NULL, NULL },
 	{ KEY_UP, act_move, NULL, NULL },
 	{ KEY_DOWN, act_move, NULL, NULL },
@@ -231,9 +265,15 @@ static const struct binding {
 	{ KEY_END, act_move, NULL, NULL },
 	{ '<', act_sort, "< >", "sort the tasks by the previous/next column" },
 	{ '>', act_sort, NULL, NULL },
+	{ 'h', act_horiz, "h l, left right",
+	  "timeline: move the cursor over time" },
+	{ 'l', act_horiz, NULL, NULL },
+	{ KEY_LEFT, act_horiz, NULL, NULL },
+	{ KEY_RIGHT, act_horiz, NULL, NULL },
 	{ 'i', act_invert, "i", "invert the sort" },
 	{ '/', act_filter, "/", "filter the tasks (name, file, state, id)" },
-	{ '\n', act_enter, "Enter", "open the selected task" },
+	{ '\n', act_enter, "Enter",
+	  "open the selected task; timeline: list the spike's polls" },
 	{ '\r', act_enter, NULL, NULL },
 	{ KEY_ENTER, act_enter, NULL, NULL },
 	{ 27, act_escape, "Esc", "back, close help, clear the filter" },
@@ -242,10 +282,9 @@ static const struct binding {
 	{ '+', act_replay, "+ -", "replay: faster, slower" },
 	{ '=', act_replay, NULL, NULL },
 	{ '-', act_replay, NULL, NULL },
-	{ '[', act_replay, "[ ] left right", "replay: seek 1 s back, forward" },
+	{ '[', act_replay, "[ ] left right",
+	  "replay: seek 1 s back, forward (arrows: not in the timeline)" },
 	{ ']', act_replay, NULL, NULL },
-	{ KEY_LEFT, act_replay, NULL, NULL },
-	{ KEY_RIGHT, act_replay, NULL, NULL },
 	{ 'n', act_replay, "n", "replay: jump to the next warning" },
 };
 
@@ -292,7 +331,7 @@ unsigned con_keys_handle(con_session_t *s, int key)
 
 void con_keys_help(con_grid_t *g, int top, int rows)
 {
-	int w = 64, x = (g->w - w) / 2, y = top + 1;
+	int w = 84, x = (g->w - w) / 2, y = top + 1;
 
 	if (x < 0)
 		x = 0;

@@ -177,6 +177,26 @@ static int send_subscribe(int fd)
 	return err;
 }
 
+int con_live_request_task(con_live_t *l, uint64_t id)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+	weft_wire_buf_t b = { 0 };
+	int err;
+
+	if (!l->connected)
+		return -ENOTCONN;
+	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL;
+	ctl.task = id;
+	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+	f.control = &ctl;
+	err = weft__wire_record_append(&b, &f);
+	if (!err)
+		err = write_all(l->fd, b.data, b.len);
+	weft__wire_buf_fini(&b);
+	return err;
+}
+
 static int open_target(const char *target)
 {
 	char dir[256], path[300];

@@ -27,7 +27,9 @@ static void usage(FILE *out)
 	      "  --replay FILE     replay a trace file (WEFT_TRACE=FILE)\n"
 	      "  --once            print one view as text and exit\n"
 	      "  --view V          workers, tasks, warnings, detail, "
-	      "timeline, task:ID\n"
+	      "timeline, task:ID,\n"
+	      "                    spike (the polls of the timeline's "
+	      "worst bucket)\n"
 	      "  --after D         --once: the state D into the replay "
 	      "(2s, 500ms);\n"
 	      "                    default: the end of the file; live: "
@@ -40,6 +42,10 @@ static void usage(FILE *out)
 	      "  --filter TEXT     show the tasks matching TEXT\n"
 	      "  --speed X         replay speed (default 1)\n"
 	      "  --paused          start the replay paused\n"
+	      "  --fps N           redraws per second (default 10)\n"
+	      "  --exit-after D    quit by itself after D (benchmarks)\n"
+	      "  --stats FILE      at exit, write figures (redraws, CPU, "
+	      "RSS) to FILE\n"
 	      "  --ascii           ASCII sparklines and bars\n"
 	      "  --no-color        no colours\n"
 	      "  -h, --help        this help\n",
@@ -109,6 +115,9 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 
 	uint64_t now, next_try = 0;
 
+	/* task:ID: its events from the start, and its details asked for. */
+	if (s->view == CON_VIEW_DETAIL && s->detail_task)
+		con_model_watch(s->model, s->detail_task);
 	while ((now = con_live_now_ms()) < until) {
 		if (!l->connected) {
 			if (now < next_try) {
@@ -118,6 +127,9 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 			next_try = now + 1000;
 			if (con_live_connect(l))
 				continue;
+			if (s->model->watch_task)
+				(void)con_live_request_task(
+					l, s->model->watch_task);
 		}
 		(void)con_live_pump(l, s->model, until);
 	}
@@ -138,6 +150,7 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 	if (!l->connected && l->error[0])
 		fprintf(stderr, "weft-console: %s: %s\n", l->target, l->error);
 	con_model_resort(s->model);
+	con_session_watch(s);
 	con_grid_init(&g, width, (int)once_rows(s), s->ascii);
 	con_screen_draw(s, &g);
 	con_grid_print(&g, stdout);
@@ -237,6 +250,20 @@ int main(int argc, char **argv)
 			s.speed = atof(need(argc, argv, &i));
 			if (!(s.speed > 0 && s.speed <= 1000))
 				con_die("--speed: a number above 0");
+		} else if (!strcmp(a, "--fps")) {
+			int fps = atoi(need(argc, argv, &i));
+
+			if (fps < 1 || fps > 100)
+				con_die("--fps: 1 to 100");
+			s.fps = (unsigned)fps;
+		} else if (!strcmp(a, "--exit-after")) {
+			if (con_parse_duration(need(argc, argv, &i),
+					       &s.exit_after_ns) ||
+			    !s.exit_after_ns)
+				con_die("--exit-after: not a duration: %s",
+					argv[i]);
+		} else if (!strcmp(a, "--stats")) {
+			s.stats_path = need(argc, argv, &i);
 		} else if (!strcmp(a, "--paused")) {
 			s.paused = true;
 		} else if (!strcmp(a, "--ascii")) {
@@ -267,7 +294,7 @@ int main(int argc, char **argv)
 
 		if (!v)
 			con_die("unknown view '%s' (workers, tasks, warnings, "
-				"detail, timeline, task:ID)",
+				"detail, timeline, spike, task:ID)",
 				view);
 		for (int i = 0; i < CON_VIEW_MAX; i++)
 			if (con_view_get(i) == v)
@@ -297,6 +324,7 @@ int main(int argc, char **argv)
 		s.once = true;
 		con_replay_seek(&rp, &m, pos);
 		con_model_resort(&m);
+		con_session_watch(&s);
 		if (rp.error)
 			fprintf(stderr, "weft-console: %s: %s\n", replay,
 				rp.error);

@@ -15,7 +15,15 @@
  *
  * Tasks live in a vector of pointers (the order is arbitrary) with an
  * open-addressing index by id; the Tasks view reads "list", the sorted
- * and filtered vector that con_model_resort() rebuilds when stale.
+ * and filtered vector that con_model_resort() brings up to date.  A big
+ * process has 100,000 tasks and only a few hundred change per update,
+ * so the work follows the changes, not the task count: a task an update
+ * names goes into a dirty vector, and resorting takes the dirty ones
+ * out of the list, sorts them and merges them back in (a full sort only
+ * after the sort or the filter changed); retention scans the tasks only
+ * once the oldest finished one is due, and unlinks from the index
+ * without rebuilding it.  Histograms are allocated only for the tasks
+ * that have them.
  *
  * Nothing from a frame is trusted: indices are range-checked, strings
  * may be NULL, histograms may have any number of buckets.
@@ -36,17 +44,20 @@ void con_model_init(con_model_t *m, const char *target)
 	m->process = con_xstrdup("");
 	m->clock = con_xstrdup("");
 	m->workers = con_xcalloc(CON_MAX_WORKERS, sizeof(*m->workers));
+	m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
 	m->hash_cap = 1024;
 	m->hash = con_xcalloc(m->hash_cap, sizeof(*m->hash));
 	m->retain_ns = CON_RETAIN_NS;
 	m->sort_col = CON_COL_ID;
 	m->list_stale = true;
+	m->list_rebuild = true;
 }
 
 static void task_free(con_task_t *t)
 {
 	free(t->name);
 	free(t->file);
+	free(t->hist);
 	free(t);
 }
 
@@ -66,8 +77,13 @@ void con_model_fini(con_model_t *m)
 	free(m->tasks);
 	free(m->warnings);
 	free(m->workers);
+	free(m->tl_top);
 	free(m->hash);
 	free(m->list);
+	free(m->list_tmp);
+	free(m->dirty);
+	free(m->recent);
+	free(m->watch);
 	free(m->target);
 	free(m->process);
 	free(m->clock);
@@ -106,6 +122,36 @@ static void hash_rebuild(con_model_t *m)
 	}
 	for (size_t i = 0; i < m->ntasks; i++)
 		hash_put(m->hash, m->hash_cap, m->tasks[i]);
+}
+
+/* Backward-shift deletion: no tombstones, lookups stay short. */
+static void hash_remove(con_model_t *m, const con_task_t *t)
+{
+	size_t mask = m->hash_cap - 1, i = slot_of(t->id, m->hash_cap), j;
+
+	while (m->hash[i] != t) {
+		if (!m->hash[i])
+			return;
+		i = (i + 1) & mask;
+	}
+	j = i;
+	for (;;) {
+		size_t k;
+
+		m->hash[i] = NULL;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!m->hash[j])
+				return;
+			k = slot_of(m->hash[j]->id, m->hash_cap);
+			/* Stays when its home slot k is cyclically in (i, j]. */
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		m->hash[i] = m->hash[j];
+		i = j;
+	}
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -148,6 +194,21 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	else
 		hash_put(m->hash, m->hash_cap, t);
 	return t;
+}
+
+/* The task changed: the list must take it again (con_model_resort). */
+static void mark_dirty(con_model_t *m, con_task_t *t)
+{
+	m->list_stale = true;
+	if (t->dirty)
+		return;
+	if (m->ndirty == m->dirty_cap) {
+		m->dirty_cap = m->dirty_cap ? 2 * m->dirty_cap : 256;
+		m->dirty = con_xreallocarray(m->dirty, m->dirty_cap,
+					     sizeof(*m->dirty));
+	}
+	m->dirty[m->ndirty++] = t;
+	t->dirty = true;
 }
 
 /* ------------------------------------------------------------ frames */
@@ -221,14 +282,16 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->max_poll_ns = x->max_poll_ns;
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
-	if (x->poll_hist) {
-		hist_set(&t->poll_hist, x->poll_hist);
-		t->has_hist = true;
-	}
-	if (x->sched_hist) {
-		hist_set(&t->sched_hist, x->sched_hist);
-		t->has_hist = true;
-	}
+	if ((x->poll_hist || x->sched_hist) && !t->hist)
+		t->hist = con_xcalloc(2, sizeof(*t->hist));
+	if (x->poll_hist)
+		hist_set(&t->hist[0], x->poll_hist);
+	if (x->sched_hist)
+		hist_set(&t->hist[1], x->sched_hist);
+	if (t->finished_ns &&
+	    (!m->oldest_finished_ns || t->finished_ns < m->oldest_finished_ns))
+		m->oldest_finished_ns = t->finished_ns;
+	mark_dirty(m, t);
 }
 
 static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
@@ -256,8 +319,11 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	w->max_poll_ns = x->max_poll_ns;
 	w->queue_depth = x->queue_depth;
 	for (size_t v = 0; v < x->n_stolen_from && v < CON_MAX_WORKERS; v++)
-		if (v != x->index)
+		if (v != x->index && x->stolen_from[v]) {
 			m->workers[v].stolen_by_others += x->stolen_from[v];
+			if (v + 1 > m->stolen_hi)
+				m->stolen_hi = (uint32_t)v + 1;
+		}
 	if (x->index + 1 > m->nworkers)
 		m->nworkers = x->index + 1;
 }
@@ -316,27 +382,31 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_set(m, u->tasks[i]);
 	if (u->n_workers) {
-		for (uint32_t i = 0; i < CON_MAX_WORKERS; i++)
+		/* Only those ever written: the others' pages stay
+		 * untouched (256 workers are 1 MB). */
+		for (uint32_t i = 0; i < m->stolen_hi; i++)
 			m->workers[i].stolen_by_others = 0;
 		m->worker_steals = 0;
 	}
 	for (size_t i = 0; i < u->n_workers; i++)
 		worker_set(m, u->workers[i]);
-	/* One history sample per update for every worker. */
-	k = m->hist_next % CON_HISTORY;
-	for (uint32_t i = 0; i < m->nworkers; i++) {
-		con_worker_t *w = &m->workers[i];
+	/* One history sample per update for every worker; not for an
+	 * update without stats (a task-detail reply holds one task). */
+	if (u->stats || u->n_workers) {
+		k = m->hist_next % CON_HISTORY;
+		for (uint32_t i = 0; i < m->nworkers; i++) {
+			con_worker_t *w = &m->workers[i];
 
-		w->depth_hist[k] = w->queue_depth;
-		w->polls_hist[k] = (float)w->polls_per_s;
-		w->busy_hist[k] = (float)w->busy_ratio;
-		m->worker_steals += w->counters.steals;
+			w->depth_hist[k] = w->queue_depth;
+			w->polls_hist[k] = (float)w->polls_per_s;
+			w->busy_hist[k] = (float)w->busy_ratio;
+			m->worker_steals += w->counters.steals;
+		}
+		m->hist_next++;
 	}
-	m->hist_next++;
 	for (size_t i = 0; i < u->n_warnings; i++)
 		warning_add(m, u->warnings[i]);
 	con_model_retain(m);
-	m->list_stale = true;
 }
 
 /* Make bucket number @b the newest, clearing the ones that reappear. */
@@ -346,16 +416,95 @@ static void tl_advance(con_model_t *m, uint64_t b)
 
 	if (b - from >= CON_TL_BUCKETS)
 		from = b - (CON_TL_BUCKETS - 1);
-	for (uint64_t x = from; x <= b; x++)
+	for (uint64_t x = from; x <= b; x++) {
 		for (uint32_t i = 0; i < m->nworkers; i++) {
 			m->workers[i].tl_busy[x % CON_TL_BUCKETS] = 0;
 			m->workers[i].tl_max_poll[x % CON_TL_BUCKETS] = 0;
 		}
+		memset(&m->tl_top[x % CON_TL_BUCKETS], 0, sizeof(*m->tl_top));
+	}
 	m->tl_last = b;
 	if (b + 1 >= CON_TL_BUCKETS && b + 1 - CON_TL_BUCKETS > m->tl_first)
 		m->tl_first = b + 1 - CON_TL_BUCKETS;
 	if (!m->tl_first)
 		m->tl_first = b;
+}
+
+/* Keep @e among the bucket's CON_TL_TOP longest polls.  The common case
+ * (full, and shorter than the shortest kept) is one comparison. */
+static void tl_top_add(con_tl_top_t *t, const weft_event_t *e)
+{
+	con_poll_t p = { .end_ns = e->ts,
+			 .dur_ns = e->a1,
+			 .task = e->task,
+			 .worker = e->worker };
+	size_t min = 0;
+
+	t->polls++;
+	if (t->ntop < CON_TL_TOP) {
+		t->top[t->ntop++] = p;
+		if (t->ntop < CON_TL_TOP)
+			return;
+	} else {
+		if (p.dur_ns <= t->min_dur)
+			return;
+		for (size_t i = 1; i < CON_TL_TOP; i++)
+			if (t->top[i].dur_ns < t->top[min].dur_ns)
+				min = i;
+		t->top[min] = p;
+	}
+	min = 0;
+	for (size_t i = 1; i < CON_TL_TOP; i++)
+		if (t->top[i].dur_ns < t->top[min].dur_ns)
+			min = i;
+	t->min_dur = t->top[min].dur_ns;
+}
+
+static int poll_cmp_longest(const void *a, const void *b)
+{
+	const con_poll_t *x = a, *y = b;
+
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns > y->dur_ns ? -1 : 1;
+	return x->end_ns < y->end_ns ? -1 : x->end_ns > y->end_ns;
+}
+
+size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
+		       uint64_t *polls)
+{
+	const con_tl_top_t *t;
+
+	if (polls)
+		*polls = 0;
+	if (!m->tl_last || b > m->tl_last || b < m->tl_first ||
+	    b + CON_TL_BUCKETS <= m->tl_last)
+		return 0;
+	t = &m->tl_top[b % CON_TL_BUCKETS];
+	memcpy(out, t->top, t->ntop * sizeof(*out));
+	qsort(out, t->ntop, sizeof(*out), poll_cmp_longest);
+	if (polls)
+		*polls = t->polls;
+	return t->ntop;
+}
+
+uint64_t con_model_worst_bucket(const con_model_t *m)
+{
+	uint64_t best = 0, best_dur = 0;
+
+	if (!m->tl_last)
+		return 0;
+	for (uint64_t b = m->tl_last;
+	     b >= m->tl_first && b > 0 && b + CON_TL_BUCKETS > m->tl_last;
+	     b--) {
+		const con_tl_top_t *t = &m->tl_top[b % CON_TL_BUCKETS];
+
+		for (uint32_t i = 0; i < t->ntop; i++)
+			if (t->top[i].dur_ns > best_dur) {
+				best_dur = t->top[i].dur_ns;
+				best = b;
+			}
+	}
+	return best;
 }
 
 static void tl_poll(con_model_t *m, const weft_event_t *e)
@@ -381,12 +530,63 @@ static void tl_poll(con_model_t *m, const weft_event_t *e)
 		w->tl_busy[b % CON_TL_BUCKETS] += x - s;
 		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
 			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
+		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);
 	}
+}
+
+static void watch_put(con_model_t *m, const weft_event_t *e)
+{
+	if (!m->watch)
+		m->watch = con_xcalloc(CON_WATCH_EVENTS, sizeof(*m->watch));
+	m->watch[m->nwatch++ % CON_WATCH_EVENTS] = *e;
+}
+
+void con_model_watch(con_model_t *m, uint64_t id)
+{
+	uint64_t from;
+
+	if (id == m->watch_task)
+		return;
+	m->watch_task = id;
+	m->nwatch = 0;
+	if (!id || !m->recent)
+		return;
+	from = m->nrecent > CON_RECENT_EVENTS ? m->nrecent - CON_RECENT_EVENTS :
+						0;
+	for (uint64_t i = from; i < m->nrecent; i++) {
+		const weft_event_t *e = &m->recent[i % CON_RECENT_EVENTS];
+
+		if (e->task == id)
+			watch_put(m, e);
+	}
+}
+
+void con_model_watch_fill(con_model_t *m, const weft_event_t *ev, size_t n)
+{
+	m->nwatch = 0;
+	for (size_t i = 0; i < n; i++)
+		watch_put(m, &ev[i]);
+}
+
+const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back)
+{
+	if (!m->watch_task || back >= m->nwatch || back >= CON_WATCH_EVENTS)
+		return NULL;
+	return &m->watch[(m->nwatch - 1 - back) % CON_WATCH_EVENTS];
 }
 
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 {
 	m->events += n;
+	/* Not zeroed: only the nrecent written are read. */
+	if (n && !m->recent)
+		m->recent = con_xreallocarray(NULL, CON_RECENT_EVENTS,
+					      sizeof(*m->recent));
+	for (size_t i = 0; i < n; i++) {
+		m->recent[m->nrecent++ % CON_RECENT_EVENTS] = ev[i];
+		if (m->watch_task && ev[i].task == m->watch_task)
+			watch_put(m, &ev[i]);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (ev[i].kind == WEFT_EV_POLL)
 			tl_poll(m, &ev[i]);
@@ -438,25 +638,52 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
 
 void con_model_retain(con_model_t *m)
 {
-	size_t kept = 0;
+	uint64_t oldest = 0;
+	size_t kept = 0, doomed = 0;
 
+	/* Nothing finished, or nothing finished long enough ago: no scan
+	 * (a big process has 100,000 tasks and an update every 20 ms). */
+	if (!m->oldest_finished_ns || m->now_ns <= m->oldest_finished_ns ||
+	    m->now_ns - m->oldest_finished_ns <= m->retain_ns)
+		return;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		con_task_t *t = m->tasks[i];
 
-		if (t->finished_ns && m->now_ns > t->finished_ns &&
+		if (!t->finished_ns)
+			continue;
+		if (m->now_ns > t->finished_ns &&
 		    m->now_ns - t->finished_ns > m->retain_ns) {
+			t->doomed = true;
+			doomed++;
+		} else if (!oldest || t->finished_ns < oldest) {
+			oldest = t->finished_ns;
+		}
+	}
+	m->oldest_finished_ns = oldest;
+	if (!doomed)
+		return;
+	/* Out of the list and the dirty vector first: they point at it. */
+	for (size_t i = 0; i < m->nlist; i++)
+		if (!m->list[i]->doomed)
+			m->list[kept++] = m->list[i];
+	m->nlist = kept;
+	kept = 0;
+	for (size_t i = 0; i < m->ndirty; i++)
+		if (!m->dirty[i]->doomed)
+			m->dirty[kept++] = m->dirty[i];
+	m->ndirty = kept;
+	kept = 0;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		con_task_t *t = m->tasks[i];
+
+		if (t->doomed) {
+			hash_remove(m, t);
 			task_free(t);
 			continue;
 		}
 		m->tasks[kept++] = t;
 	}
-	if (kept == m->ntasks)
-		return;
 	m->ntasks = kept;
-	/* The list may point at freed tasks: empty it until rebuilt. */
-	m->nlist = 0;
-	m->list_stale = true;
-	hash_rebuild(m);
 }
 
 /* ------------------------------------------------------ sort, filter */
@@ -468,12 +695,14 @@ void con_model_set_sort(con_model_t *m, con_task_col_t col, bool invert)
 	m->sort_col = col;
 	m->sort_invert = invert;
 	m->list_stale = true;
+	m->list_rebuild = true;
 }
 
 void con_model_set_filter(con_model_t *m, const char *filter)
 {
 	snprintf(m->filter, sizeof(m->filter), "%s", filter ? filter : "");
 	m->list_stale = true;
+	m->list_rebuild = true;
 }
 
 static bool contains_ci(const char *hay, const char *needle)
@@ -561,6 +790,78 @@ static int task_cmp(const void *pa, const void *pb, void *arg)
 	return m->sort_invert ? -c : c;
 }
 
+/* Everything: filter every task, sort them all. */
+static void list_rebuild(con_model_t *m)
+{
+	m->nlist = 0;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		con_task_t *t = m->tasks[i];
+
+		t->listed = con_model_task_matches(m, t);
+		if (t->listed)
+			m->list[m->nlist++] = t;
+	}
+	if (m->nlist > 1)
+		qsort_r(m->list, m->nlist, sizeof(*m->list), task_cmp, m);
+}
+
+/*
+ * Only what changed: take the dirty tasks out of the (sorted) list, sort
+ * those of them that match, and merge the two runs.  The order is total
+ * (ties go by id), so this gives exactly what a full sort would.
+ */
+static void list_merge(con_model_t *m)
+{
+	size_t n = 0, k = 0, a = 0, b = 0, out = 0;
+
+	for (size_t i = 0; i < m->nlist; i++) {
+		con_task_t *t = (con_task_t *)m->list[i];
+
+		if (t->dirty)
+			t->listed = false;
+		else
+			m->list[n++] = t;
+	}
+	for (size_t i = 0; i < m->ndirty; i++) {
+		con_task_t *t = m->dirty[i];
+
+		t->dirty = false;
+		if (con_model_task_matches(m, t))
+			m->dirty[k++] = t;
+	}
+	if (k > 1)
+		qsort_r(m->dirty, k, sizeof(*m->dirty), task_cmp, m);
+	/* Each changed task's place by binary search, the runs between
+	 * copied whole: k log n comparisons, not n + k. */
+	for (b = 0; b < k; b++) {
+		size_t lo = a, hi = n;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (task_cmp(&m->list[mid], &m->dirty[b], m) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		memcpy(m->list_tmp + out, m->list + a,
+		       (lo - a) * sizeof(*m->list));
+		out += lo - a;
+		a = lo;
+		m->dirty[b]->listed = true;
+		m->list_tmp[out++] = m->dirty[b];
+	}
+	memcpy(m->list_tmp + out, m->list + a, (n - a) * sizeof(*m->list));
+	out += n - a;
+	{
+		const con_task_t **x = m->list;
+
+		m->list = m->list_tmp;
+		m->list_tmp = x;
+	}
+	m->nlist = out;
+}
+
 void con_model_resort(con_model_t *m)
 {
 	if (!m->list_stale)
@@ -569,13 +870,18 @@ void con_model_resort(con_model_t *m)
 		m->list_cap = m->ntasks * 2;
 		m->list = con_xreallocarray(m->list, m->list_cap,
 					    sizeof(*m->list));
+		m->list_tmp = con_xreallocarray(m->list_tmp, m->list_cap,
+						sizeof(*m->list_tmp));
 	}
-	m->nlist = 0;
-	for (size_t i = 0; i < m->ntasks; i++)
-		if (con_model_task_matches(m, m->tasks[i]))
-			m->list[m->nlist++] = m->tasks[i];
-	if (m->nlist > 1)
-		qsort_r(m->list, m->nlist, sizeof(*m->list), task_cmp, m);
+	if (m->list_rebuild) {
+		for (size_t i = 0; i < m->ndirty; i++)
+			m->dirty[i]->dirty = false;
+		list_rebuild(m);
+	} else {
+		list_merge(m);
+	}
+	m->ndirty = 0;
+	m->list_rebuild = false;
 	m->list_stale = false;
 }
 
@@ -668,9 +974,18 @@ bool con_model_is_consistent(const con_model_t *m)
 		if (con_model_task(m, m->tasks[i]->id) != m->tasks[i])
 			return false;
 	if (!m->list_stale)
-		for (size_t i = 0; i < m->nlist; i++)
-			if (con_model_task(m, m->list[i]->id) != m->list[i])
+		for (size_t i = 0; i < m->nlist; i++) {
+			if (con_model_task(m, m->list[i]->id) != m->list[i] ||
+			    !m->list[i]->listed)
 				return false;
+			if (i && task_cmp(&m->list[i - 1], &m->list[i],
+					  (void *)m) >= 0)
+				return false;
+		}
+	for (size_t i = 0; i < m->ndirty; i++)
+		if (!m->dirty[i]->dirty ||
+		    con_model_task(m, m->dirty[i]->id) != m->dirty[i])
+			return false;
 	return m->nwarnings <= CON_MAX_WARNINGS &&
 	       m->nworkers <= CON_MAX_WORKERS;
 }

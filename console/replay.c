@@ -146,3 +146,55 @@ uint64_t con_replay_next_warning(const con_replay_t *r)
 	}
 	return 0;
 }
+
+static int ev_cmp_ts(const void *a, const void *b)
+{
+	const weft_event_t *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * Walks back from the current position through the event batches until
+ * @max events of the task are found (batches of different threads
+ * overlap in time, so a few more are gathered, then sorted) or the file's
+ * start, or 4096 batches back (a detail opened on a quiet task of a big
+ * file costs a bounded time).  Malformed batches are skipped.
+ */
+size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
+			      weft_event_t *out, size_t max)
+{
+	static weft_event_t ev[WEFT_WIRE_BATCH_MAX];
+	size_t cap = 2 * max + 64, n = 0, batches = 0, scanned = 0;
+	weft_event_t *got;
+
+	if (!id || !max)
+		return 0;
+	got = con_xcalloc(cap, sizeof(*got));
+	for (size_t i = r->next; i-- > 0 && batches < 64 && scanned < 4096;) {
+		const Weft__V1__Frame *f = r->frames[i];
+		int k;
+
+		if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
+		    f->events->count > WEFT_WIRE_BATCH_MAX)
+			continue;
+		scanned++;
+		k = weft__wire_batch_decode(f->events, ev, f->events->count);
+		for (int j = k - 1; j >= 0 && n < cap; j--)
+			if (ev[j].task == id)
+				got[n++] = ev[j];
+		/* Once enough are found, a few more batches for the overlap. */
+		if (n >= max)
+			batches++;
+		if (n == cap)
+			break;
+	}
+	qsort(got, n, sizeof(*got), ev_cmp_ts);
+	if (n > max) {
+		memmove(got, got + (n - max), max * sizeof(*got));
+		n = max;
+	}
+	memcpy(out, got, n * sizeof(*out));
+	free(got);
+	return n;
+}

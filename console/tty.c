@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The interactive console: ncursesw draws, libevent drives.  Three
- * events: the keyboard (fd 0), SIGWINCH, and a redraw timer (10 Hz) that
- * also moves the replay clock.  A pass is: keys -> actions (flags) ->
+ * events: the keyboard (fd 0), SIGWINCH, and a redraw timer (10 Hz, or
+ * --fps) that also moves the replay clock.  A pass is: keys -> actions (flags) ->
  * seek / resort the model -> draw the grid -> blit.  The blit writes
  * every cell into stdscr and lets curses send only what changed
  * (wnoutrefresh + doupdate), so nothing flickers; a resize reallocates
@@ -16,10 +16,12 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +32,6 @@
 
 #include "console.h"
 
-#define TICK_MS 100
 #define RETRY_MS 1000
 
 struct tty {
@@ -39,9 +40,16 @@ struct tty {
 	con_grid_t grid;
 	bool grid_ok;
 	uint64_t last_tick_ns;
+	struct event *ev_tick;
+	uint64_t tick_ns;      /* the redraw period */
+	uint64_t next_tick_ns; /* the next tick's deadline */
 	int status;
 	struct bufferevent *bev; /* live: the connection's, or NULL */
 	uint64_t next_try_ms;    /* live: when to connect again */
+	/* For --stats (what the console benchmark reads). */
+	uint64_t start_ns;
+	uint64_t redraws, draw_ns, draw_max_ns;
+	uint64_t feed_ns, bytes_in;
 };
 
 static uint64_t mono_ns(void)
@@ -119,6 +127,7 @@ static void blit(struct tty *t)
 static void draw(struct tty *t)
 {
 	con_session_t *s = t->s;
+	uint64_t t0 = mono_ns(), dt;
 
 	if (!t->grid_ok || t->grid.w != COLS || t->grid.h != LINES) {
 		if (t->grid_ok)
@@ -128,8 +137,14 @@ static void draw(struct tty *t)
 	}
 	con_model_resort(s->model);
 	con_session_clamp(s, LINES);
+	con_session_watch(s);
 	con_screen_draw(s, &t->grid);
 	blit(t);
+	dt = mono_ns() - t0;
+	t->redraws++;
+	t->draw_ns += dt;
+	if (dt > t->draw_max_ns)
+		t->draw_max_ns = dt;
 }
 
 static void apply(struct tty *t, unsigned flags)
@@ -208,13 +223,17 @@ static void live_read_cb(struct bufferevent *bev, void *arg)
 	struct tty *t = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	uint8_t buf[65536];
+	uint64_t t0 = mono_ns();
 	int n;
 
-	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0)
+	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
+		t->bytes_in += (uint64_t)n;
 		if (con_live_feed(t->s->live, t->s->model, buf, (size_t)n)) {
 			live_drop(t, NULL); /* the reason is in error */
-			return;
+			break;
 		}
+	}
+	t->feed_ns += mono_ns() - t0;
 }
 
 static void live_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -244,6 +263,7 @@ static void live_attach(struct tty *t)
 		return;
 	}
 	bufferevent_setcb(t->bev, live_read_cb, NULL, live_event_cb, t);
+	t->s->asked_task = 0; /* a new connection: ask again */
 	bufferevent_enable(t->bev, EV_READ);
 }
 
@@ -259,6 +279,27 @@ static void live_tick(struct tty *t)
 		live_attach(t);
 }
 
+/*
+ * The next tick on a fixed grid of deadlines (start + k * period), not
+ * "period after this one": a tick that runs late (a busy machine) does
+ * not push every later one back, so the rate stays at --fps unless a
+ * redraw takes longer than a period (then the missed ticks are skipped).
+ */
+static void arm_tick(struct tty *t, uint64_t now)
+{
+	uint64_t wait;
+	struct timeval tv;
+
+	t->next_tick_ns += t->tick_ns;
+	if (t->next_tick_ns <= now)
+		t->next_tick_ns +=
+			((now - t->next_tick_ns) / t->tick_ns + 1) * t->tick_ns;
+	wait = t->next_tick_ns - now;
+	tv.tv_sec = (time_t)(wait / 1000000000u);
+	tv.tv_usec = (suseconds_t)(wait % 1000000000u / 1000u);
+	evtimer_add(t->ev_tick, &tv);
+}
+
 static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tty *t = arg;
@@ -268,6 +309,11 @@ static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	t->last_tick_ns = now;
+	arm_tick(t, now);
+	if (s->exit_after_ns && now - t->start_ns >= s->exit_after_ns) {
+		event_base_loopbreak(t->base);
+		return;
+	}
 	if (s->replay && s->rp && !s->paused && !s->at_end) {
 		con_replay_t *r = s->rp;
 		uint64_t pos = r->pos_ns + (uint64_t)((double)dt * s->speed);
@@ -284,11 +330,54 @@ static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 		draw(t);
 }
 
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* --stats FILE: one line of key=value figures about this run. */
+static void write_stats(const struct tty *t)
+{
+	const con_session_t *s = t->s;
+	const con_model_t *m = s->model;
+	double secs = (double)(mono_ns() - t->start_ns) / 1e9;
+	struct rusage ru;
+	FILE *f;
+
+	if (!s->stats_path)
+		return;
+	f = fopen(s->stats_path, "w");
+	if (!f) {
+		fprintf(stderr, "weft-console: %s: %s\n", s->stats_path,
+			strerror(errno));
+		return;
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(f,
+		"seconds=%.3f redraws=%llu redraws_per_s=%.2f "
+		"draw_ms_mean=%.3f draw_ms_max=%.3f feed_s=%.3f "
+		"cpu_s=%.3f maxrss_kb=%ld bytes_in=%llu frames=%llu "
+		"updates=%llu batches=%llu events=%llu bad_frames=%llu "
+		"tasks=%zu target_events_per_s=%.0f target_live_tasks=%llu\n",
+		secs, (unsigned long long)t->redraws,
+		secs > 0 ? (double)t->redraws / secs : 0,
+		t->redraws ? (double)t->draw_ns / (double)t->redraws / 1e6 : 0,
+		(double)t->draw_max_ns / 1e6, (double)t->feed_ns / 1e9,
+		tv_s(ru.ru_utime) + tv_s(ru.ru_stime), ru.ru_maxrss,
+		(unsigned long long)t->bytes_in,
+		(unsigned long long)(s->live ? s->live->frames : 0),
+		(unsigned long long)m->updates, (unsigned long long)m->batches,
+		(unsigned long long)m->events,
+		(unsigned long long)m->bad_frames, m->ntasks,
+		m->stats.events_per_s, (unsigned long long)m->stats.live_tasks);
+	fclose(f);
+}
+
 int con_tty_run(con_session_t *s)
 {
 	struct tty t = { .s = s };
 	struct event *ev_in, *ev_winch, *ev_tick;
-	struct timeval tick = { 0, TICK_MS * 1000 };
+	unsigned fps = s->fps ? s->fps : 10;
 
 	if (!isatty(0) || !isatty(1)) {
 		fprintf(stderr, "weft-console: not a terminal (use --once "
@@ -310,19 +399,22 @@ int con_tty_run(con_session_t *s)
 
 	ev_in = event_new(t.base, 0, EV_READ | EV_PERSIST, tty_input_cb, &t);
 	ev_winch = evsignal_new(t.base, SIGWINCH, tty_winch_cb, &t);
-	ev_tick = event_new(t.base, -1, EV_PERSIST, tty_tick_cb, &t);
+	ev_tick = evtimer_new(t.base, tty_tick_cb, &t);
 	if (!ev_in || !ev_winch || !ev_tick)
 		con_die("libevent: cannot create events");
 	event_add(ev_in, NULL);
 	event_add(ev_winch, NULL);
-	event_add(ev_tick, &tick);
-	t.last_tick_ns = mono_ns();
+	t.ev_tick = ev_tick;
+	t.tick_ns = 1000000000u / fps;
+	t.last_tick_ns = t.start_ns = t.next_tick_ns = mono_ns();
+	arm_tick(&t, t.start_ns);
 	if (s->live && s->live->connected)
 		live_attach(&t);
 	else if (s->live)
 		t.next_try_ms = con_live_now_ms() + RETRY_MS;
 	draw(&t);
 	event_base_dispatch(t.base);
+	write_stats(&t);
 
 	if (t.bev)
 		bufferevent_free(t.bev);

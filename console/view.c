@@ -3,7 +3,9 @@
  * The frame around the views: the two header lines (con_model_header's
  * figures), the tab line, the status line and the help overlay.  Reads
  * the session and the model; changes neither (con_session_clamp, which
- * moves the selection into range, is called by the loop before drawing).
+ * moves the selection into range, and con_session_watch, which points
+ * the model at the task the detail shows, are called by the loop before
+ * drawing).
  */
 #include <string.h>
 
@@ -15,6 +17,7 @@ static const con_view_t *const views[CON_VIEW_MAX] = {
 	[CON_VIEW_WARNINGS] = &con_view_warnings,
 	[CON_VIEW_DETAIL] = &con_view_detail,
 	[CON_VIEW_TIMELINE] = &con_view_timeline,
+	[CON_VIEW_SPIKE] = &con_view_spike,
 };
 
 const con_view_t *con_view_get(con_view_id_t id)
@@ -50,6 +53,28 @@ void con_session_clamp(con_session_t *s, int screen_rows)
 		*top = *sel;
 	if (*sel >= *top + rows)
 		*top = *sel - rows + 1;
+}
+
+void con_session_watch(con_session_t *s)
+{
+	con_model_t *m = s->model;
+	uint64_t id = 0;
+
+	if (s->view == CON_VIEW_DETAIL)
+		id = s->detail_task ? s->detail_task : con_tasks_selected(s);
+	if (id != m->watch_task) {
+		con_model_watch(m, id);
+		if (id && s->rp) {
+			weft_event_t ev[CON_WATCH_EVENTS];
+			size_t n = con_replay_task_events(s->rp, id, ev,
+							  CON_WATCH_EVENTS);
+
+			con_model_watch_fill(m, ev, n);
+		}
+	}
+	if (id && s->live && s->live->connected && s->asked_task != id &&
+	    con_live_request_task(s->live, id) == 0)
+		s->asked_task = id;
 }
 
 static void draw_header(const con_session_t *s, con_grid_t *g)
@@ -105,6 +130,13 @@ static void draw_tabs(const con_session_t *s, con_grid_t *g)
 		con_role_t r = (int)s->view == i ? CON_ROLE_SELECTED :
 						  CON_ROLE_TITLE;
 
+		if (!v->letter) {
+			if ((int)s->view == i)
+				x = con_grid_printf(g, x, 2, r, " %s ",
+						    v->title) +
+				    1;
+			continue;
+		}
 		x = con_grid_printf(g, x, 2, r, " %c %s ", v->letter, v->title);
 		x++;
 	}

@@ -2,11 +2,23 @@
 /*
  * Task detail: one task's identity and figures, its poll-time and
  * scheduled-time histograms (non-empty buckets as bars, with p50, p90,
- * p99 and max), waker counts, locks held and the warnings it raised.
+ * p99 and max), waker counts, the warnings it raised, the locks it held
+ * across an await (name, where taken, how long) and its recent events.
  * The task is the session's detail_task, else the Tasks view's
  * selection.
+ *
+ * Locks: the probe reports a weft_mutex_t held when a poll returns
+ * PENDING as a lock-held-across-await warning whose detail names the
+ * lock and where it was taken (the events carry only the addresses of
+ * those strings), so the lines come from the task's warnings, newest
+ * first, one per lock and site.  Events: the model's watched task
+ * (con_session_watch), newest first.
  */
+#include <string.h>
+
 #include "console.h"
+
+#define LOCK_ROWS 4
 
 static uint64_t detail_id(const con_session_t *s)
 {
@@ -58,6 +70,279 @@ static int hist_draw(con_grid_t *g, int x, int y, int rows, int width,
 	return used;
 }
 
+/*
+ * "held lock \"NAME\" (taken at SITE) across an await, ..." (collector.c):
+ * NAME and SITE into @name and @site.  Return: false when @d is not in
+ * that form.
+ */
+static bool lock_parse(const char *d, char *name, size_t nlen, char *site,
+		       size_t slen)
+{
+	static const char pre[] = "held lock \"", mid[] = "\" (taken at ",
+			  post[] = ") across an await";
+	const char *n, *m, *e;
+
+	if (strncmp(d, pre, sizeof(pre) - 1))
+		return false;
+	n = d + sizeof(pre) - 1;
+	m = strstr(n, mid);
+	if (!m)
+		return false;
+	e = strstr(m + sizeof(mid) - 1, post);
+	if (!e)
+		return false;
+	snprintf(name, nlen, "%.*s", (int)(m - n), n);
+	m += sizeof(mid) - 1;
+	snprintf(site, slen, "%.*s", (int)(e - m), m);
+	return true;
+}
+
+/*
+ * The name and site of lock @lock (the address the events carry): a
+ * LOCK_HELD_PENDING event of the task for that lock at the very time of
+ * one of its lock warnings ties the address to the warning's text.
+ */
+static bool lock_name(const con_model_t *m, const con_task_t *t, uint64_t lock,
+		      char *name, size_t nlen, char *site, size_t slen)
+{
+	int tries = 0;
+
+	for (size_t i = 0; tries < 16; i++) {
+		const weft_event_t *e = con_model_watch_event(m, i);
+
+		if (!e)
+			return false;
+		if (e->kind != WEFT_EV_LOCK_HELD_PENDING || e->a1 != lock)
+			continue;
+		tries++; /* bounded: each try reads every warning kept */
+		for (size_t k = 0; k < m->nwarnings; k++) {
+			const con_warning_t *w = &m->warnings[k];
+
+			if (w->task == t->id && w->at_ns == e->ts &&
+			    w->kind == WEFT_WARN_LOCK_HELD_ACROSS_AWAIT &&
+			    lock_parse(w->detail, name, nlen, site, slen))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Locks the task holds now, by its recent events: taken and not yet
+ * released (only what the watched events still show).  Returns the rows
+ * used.
+ */
+static int held_now_draw(const con_model_t *m, const con_task_t *t,
+			 con_grid_t *g, int y, int rows)
+{
+	struct {
+		uint64_t lock, since;
+	} held[8];
+	int nheld = 0, used = 0;
+
+	for (size_t i = CON_WATCH_EVENTS; i-- > 0;) {
+		const weft_event_t *e = con_model_watch_event(m, i);
+
+		if (!e || e->task != t->id)
+			continue;
+		if (e->kind == WEFT_EV_LOCK_ACQUIRE && nheld < 8) {
+			held[nheld].lock = e->a1;
+			held[nheld++].since = e->ts;
+		} else if (e->kind == WEFT_EV_LOCK_RELEASE) {
+			for (int k = nheld - 1; k >= 0; k--)
+				if (held[k].lock == e->a1) {
+					held[k] = held[--nheld];
+					break;
+				}
+		}
+	}
+	for (int k = 0; k < nheld && used < rows; k++) {
+		char name[96], site[96], dur[16];
+		uint64_t now = m->now_ns > held[k].since ? m->now_ns :
+							   held[k].since;
+
+		con_fmt_ns(dur, sizeof(dur), now - held[k].since);
+		if (lock_name(m, t, held[k].lock, name, sizeof(name), site,
+			      sizeof(site)))
+			con_grid_printf(g, 3, y + used++, CON_ROLE_WARN,
+					"held now: \"%s\"  taken at %s  for %s",
+					name, site, dur);
+		else
+			con_grid_printf(g, 3, y + used++, CON_ROLE_WARN,
+					"held now: lock %#llx  for %s",
+					(unsigned long long)held[k].lock, dur);
+	}
+	return used;
+}
+
+/* Up to @rows lock lines at @y; returns the rows used. */
+static int locks_draw(const con_model_t *m, const con_task_t *t, con_grid_t *g,
+		      int y, int rows)
+{
+	char seen[LOCK_ROWS][192];
+	int used = 0, nseen = 0;
+	size_t more = 0;
+
+	con_grid_printf(g, 1, y + used++, CON_ROLE_TITLE,
+			"locks held across an await: %u", t->locks_held);
+	for (size_t i = 0; i < m->nwarnings; i++) {
+		const con_warning_t *w = con_warnings_row(m, i);
+		char name[96], site[96], key[192], held[16], ago[16];
+		bool dup = false;
+
+		if (w->task != t->id ||
+		    w->kind != WEFT_WARN_LOCK_HELD_ACROSS_AWAIT)
+			continue;
+		if (!lock_parse(w->detail, name, sizeof(name), site,
+				sizeof(site))) {
+			snprintf(name, sizeof(name), "?");
+			snprintf(site, sizeof(site), "%s", w->detail);
+		}
+		snprintf(key, sizeof(key), "%s@%s", name, site);
+		for (int k = 0; k < nseen; k++)
+			dup |= !strcmp(seen[k], key);
+		if (dup)
+			continue;
+		if (nseen == LOCK_ROWS || used >= rows) {
+			more++;
+			continue;
+		}
+		snprintf(seen[nseen++], sizeof(seen[0]), "%s", key);
+		con_grid_printf(
+			g, 3, y + used++, CON_ROLE_BAD,
+			"\"%s\"  taken at %s  held %s  (%s ago)", name, site,
+			con_fmt_ns(held, sizeof(held), w->value_ns),
+			con_fmt_ns(ago, sizeof(ago),
+				   m->now_ns > w->at_ns ? m->now_ns - w->at_ns :
+							  0));
+	}
+	if (more && used < rows)
+		con_grid_printf(g, 3, y + used++, CON_ROLE_DIM,
+				"(and %zu more)", more);
+	else if (!nseen && t->locks_held && used < rows)
+		con_grid_put(g, 3, y + used++, CON_ROLE_DIM,
+			     "(the warnings naming them are no longer kept)");
+	used += held_now_draw(m, t, g, y + used, rows - used);
+	return used;
+}
+
+/* One event of the task, as text. */
+static void event_text(const weft_event_t *e, char *buf, size_t len)
+{
+	char a[16];
+
+	switch (e->kind) {
+	case WEFT_EV_POLL:
+		snprintf(buf, len, "polled %s -> %s",
+			 con_fmt_ns(a, sizeof(a), e->a1),
+			 e->a2 & 1 ? "ready" : "pending");
+		break;
+	case WEFT_EV_WAKE: {
+		static const char *const src[] = { "self",    "task",
+						   "io",      "timer",
+						   "foreign", "blocking" };
+		unsigned w = e->a2 & 0xff;
+
+		snprintf(buf, len, "woken by %s%s%.0llu%s",
+			 w < 6 ? src[w] : "?", e->a1 ? " " : "",
+			 (unsigned long long)e->a1,
+			 e->a2 & WEFT_WAKE_BY_VAL ? "" : " (by ref)");
+		break;
+	}
+	case WEFT_EV_SCHEDULE: {
+		static const char *const where[] = { "lifo", "local", "yield",
+						     "global" };
+
+		snprintf(buf, len, "scheduled (%s)",
+			 e->a2 < 4 ? where[e->a2] : "?");
+		break;
+	}
+	case WEFT_EV_SPAWN:
+		snprintf(buf, len, "spawned by task %llu",
+			 (unsigned long long)e->a1);
+		break;
+	case WEFT_EV_COMPLETE:
+		snprintf(buf, len, "completed, status %d", (int32_t)e->a2);
+		break;
+	case WEFT_EV_LOCK_ACQUIRE:
+	case WEFT_EV_LOCK_RELEASE:
+		snprintf(buf, len, "%s lock %#llx",
+			 e->kind == WEFT_EV_LOCK_ACQUIRE ? "took" : "released",
+			 (unsigned long long)e->a1);
+		break;
+	case WEFT_EV_SPAWN_INFO:
+		snprintf(buf, len, "state %u bytes", e->a2);
+		break;
+	case WEFT_EV_SPAWN_LOC:
+		snprintf(buf, len, "spawned at line %u", e->a2);
+		break;
+	case WEFT_EV_LOCK_SITE:
+		snprintf(buf, len, "the lock was taken at line %u", e->a2);
+		break;
+	case WEFT_EV_LOCK_HELD_PENDING:
+		snprintf(buf, len, "returned pending holding lock %#llx (%s)",
+			 (unsigned long long)e->a1,
+			 con_fmt_ns(a, sizeof(a), (uint64_t)e->a2 * 1000));
+		break;
+	default:
+		snprintf(buf, len, "%s  a1=%llu a2=%u",
+			 weft_event_kind_name(e->kind),
+			 (unsigned long long)e->a1, e->a2);
+	}
+}
+
+/* The newest events that fit in @rows at @y. */
+static void events_draw(const con_model_t *m, con_grid_t *g, int y, int rows)
+{
+	const weft_event_t *first = con_model_watch_event(m, 0);
+	int used = 0;
+
+	con_grid_printf(g, 1, y + used++, CON_ROLE_TITLE,
+			"recent events (newest first, %llu seen; s since "
+			"start, worker, kind)",
+			(unsigned long long)m->nwatch);
+	if (!first) {
+		con_grid_put(g, 3, y + used, CON_ROLE_DIM,
+			     "(none yet: events show while the detail is "
+			     "open)");
+		return;
+	}
+	for (size_t i = 0; used < rows; i++) {
+		const weft_event_t *e = con_model_watch_event(m, i);
+		char wk[8], what[160];
+
+		if (!e)
+			break;
+		event_text(e, what, sizeof(what));
+		if (e->worker == WEFT_EVENT_NO_WORKER)
+			snprintf(wk, sizeof(wk), "-");
+		else
+			snprintf(wk, sizeof(wk), "%u", e->worker);
+		con_grid_printf(
+			g, 3, y + used++,
+			e->kind == WEFT_EV_LOCK_HELD_PENDING ? CON_ROLE_BAD :
+							       CON_ROLE_NORMAL,
+			"%11.6f  w%-3s %-12s %s",
+			(double)(e->ts > m->start_ns ? e->ts - m->start_ns :
+						       0) /
+				1e9,
+			wk, weft_event_kind_name(e->kind), what);
+	}
+}
+
+/* Whether the task's recent events take a lock. */
+static bool takes_locks(const con_model_t *m, const con_task_t *t)
+{
+	for (size_t i = 0;; i++) {
+		const weft_event_t *e = con_model_watch_event(m, i);
+
+		if (!e)
+			return false;
+		if (e->task == t->id && e->kind == WEFT_EV_LOCK_ACQUIRE)
+			return true;
+	}
+}
+
 static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			int rows)
 {
@@ -65,7 +350,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	uint64_t id = detail_id(s);
 	const con_task_t *t = id ? con_model_task(m, id) : NULL;
 	char a[16], b[16], c[16], d[16];
-	int y = top, x, half = rows > 14 ? (rows - 12) / 2 : 3;
+	int y = top, x, half, left;
 
 	if (!t) {
 		con_grid_put(g, 1, y, CON_ROLE_DIM,
@@ -109,14 +394,26 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			x = con_grid_printf(g, x + 1, y, CON_ROLE_BAD, "%s",
 					    weft_warning_kind_name(k));
 	y += 2;
-	if (!t->has_hist) {
+	if (t->locks_held || takes_locks(m, t)) {
+		y += locks_draw(m, t, g, y, LOCK_ROWS + 2);
+		y++;
+	}
+	left = top + rows - y;
+	/* Histograms take about half of what is left, events the rest. */
+	half = left > 16 ? (left - 6) / 4 : 2;
+	if (!t->hist) {
 		con_grid_put(g, 1, y, CON_ROLE_DIM,
 			     "(no histograms yet: polled fewer than twice)");
-		return;
+		y += 2;
+	} else {
+		y += hist_draw(g, 1, y, half, 40, "poll time", &t->hist[0]);
+		y++;
+		y += hist_draw(g, 1, y, half, 40, "scheduled time",
+			       &t->hist[1]);
+		y++;
 	}
-	y += hist_draw(g, 1, y, half, 40, "poll time", &t->poll_hist);
-	y++;
-	hist_draw(g, 1, y, half, 40, "scheduled time", &t->sched_hist);
+	if (y < top + rows - 1)
+		events_draw(m, g, y, top + rows - y);
 }
 
 const con_view_t con_view_detail = {

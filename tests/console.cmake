@@ -35,5 +35,15 @@ if(TARGET weft-console)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_live.sh
             $<TARGET_FILE:console_live_workload> $<TARGET_FILE:weft-console>)
   set_tests_properties(console_live PROPERTIES
-    TIMEOUT 120 LABELS "unit;probe")
+    TIMEOUT 180 LABELS "unit;probe")
+
+  # libFuzzer on the model's frame input (bytes -> record decoder ->
+  # model -> every view rendered), 20 s, seeded with a recorded trace.
+  # Skips (77) without clang's libFuzzer.  Longer runs: tests/fuzz/console.sh.
+  add_test(NAME fuzz_console
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/console.sh
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz-console 20
+            $<TARGET_FILE:console_workload>)
+  set_tests_properties(fuzz_console PROPERTIES
+    TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77)
 endif()

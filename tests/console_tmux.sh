@@ -8,7 +8,9 @@
 # await), then check the real console on that file, first with --once
 # (no terminal), then interactive inside tmux (send-keys, capture-pane):
 # the workers view lists every worker with non-zero polls, the tasks view
-# shows the named task, the warnings view shows lock-held-across-await, a
+# shows the named task, the warnings view shows lock-held-across-await,
+# the task detail names the lock and lists the task's events, the
+# timeline's cursor picks a bucket whose polls list and lead to a task, a
 # resize redraws at the new size, and q exits 0.  Exits 77 (ctest
 # SKIP_RETURN_CODE) where tmux is absent.
 set -euo pipefail
@@ -73,6 +75,17 @@ id=$(awk '$2 == "lock-bad" { print $1; exit }' "$tmp/t.txt")
 "$console" --once --view "task:$id" --replay "$trace" >"$tmp/d.txt"
 expect "--once task detail" "poll time" "$tmp/d.txt"
 expect "--once task detail" "lock-held-across-await" "$tmp/d.txt"
+# The lock it held (name, where taken, how long) and its recent events.
+expect "--once task detail" "locks held across an await: 1" "$tmp/d.txt"
+expect "--once task detail" '"accounts"  taken at .*console_workload.c:[0-9]*  held ' "$tmp/d.txt"
+expect "--once task detail" "recent events" "$tmp/d.txt"
+expect "--once task detail" "lock-acquire" "$tmp/d.txt"
+expect "--once task detail" "polled .* -> ready" "$tmp/d.txt"
+# The spike with the longest poll: its polls, longest first.
+"$console" --once --view spike --replay "$trace" >"$tmp/s.txt"
+expect "--once spike" "polls in the 100ms at" "$tmp/s.txt"
+awk '/^ +POLL +TASK/ { on = 1; next } on && NF >= 6 { print $1 }' "$tmp/s.txt" >"$tmp/s.col"
+[[ -s "$tmp/s.col" ]] || { cat "$tmp/s.txt" >&2; fail "--once spike: no polls listed"; }
 rc=0
 "$console" --once --view nosuch --replay "$trace" >/dev/null 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "an unknown view exits $rc, not 2"
@@ -113,8 +126,30 @@ expect "tmux tasks" "lock-bad" "$tmp/screen.txt"
 tm send-keys -t con x
 wait_for "DETAIL" "warnings view"
 expect "tmux warnings" "lock-held-across-await" "$tmp/screen.txt"
+# Timeline: the cursor leaves the newest bucket, Enter lists the polls
+# of the bucket under it, Enter opens a poll's task, Esc twice goes back.
+tm send-keys -t con m
+wait_for "busy per" "timeline view"
+wait_for "(newest)" "the cursor on the newest bucket"
+tm send-keys -t con h h
+for _ in $(seq 100); do
+	capture
+	grep -q "cursor: " "$tmp/screen.txt" && ! grep -q "(newest)" "$tmp/screen.txt" && break
+	sleep 0.1
+done
+grep -q "(newest)" "$tmp/screen.txt" && { cat "$tmp/screen.txt" >&2; fail "h did not move the cursor"; }
+tm send-keys -t con Enter
+wait_for "polls in the 100ms" "spike list"
+wait_for "ticker" "a poll of the spike"
+tm send-keys -t con Enter
+wait_for "spawned at" "task detail from the spike"
+tm send-keys -t con Escape
+wait_for "polls in the 100ms" "back to the spike list"
+tm send-keys -t con Escape
+wait_for "busy per" "back to the timeline"
 tm send-keys -t con '?'
 wait_for "any key closes" "help overlay"
+expect "help" "h l, left right" "$tmp/screen.txt"
 tm send-keys -t con Escape
 tm send-keys -t con w
 wait_for "STEALS-IN" "workers view again"

@@ -3,8 +3,10 @@
  * The console's state store (console/model.c) fed with hand-built
  * frames: updates applied and merged, retention of finished tasks, sort
  * and filter of the task list, warnings newest first, worker history and
- * the timeline from POLL events, malformed content ignored; then the
- * views rendered to text and the key actions, all without a terminal.
+ * the timeline from POLL events, malformed content ignored; the task
+ * list kept sorted incrementally, the watched task's events, a timeline
+ * bucket's longest polls; then the views rendered to text and the key
+ * actions, all without a terminal.
  */
 #include <curses.h>
 #include <string.h>
@@ -353,7 +355,7 @@ static void test_console_model_malformed_ignored(void **state)
 	feed(&m, 2 * SEC, ts, 2, ws, 1, NULL, 0);
 	assert_int_equal(m.bad_frames, 1);
 	assert_int_equal(m.ntasks, 1); /* id 0 is no task */
-	assert_true(con_model_task(&m, 5)->has_hist);
+	assert_non_null(con_model_task(&m, 5)->hist);
 	assert_int_equal(con_model_task(&m, 5)->state, 0);
 	con_model_events(&m, &bad, 1);
 	con_model_frame(&m, NULL);
@@ -484,6 +486,333 @@ static void test_console_keys_actions(void **state)
 	con_model_fini(&m);
 }
 
+/* ------------------------------------------------------- incremental */
+
+/* A list built from scratch, for comparison with the incremental one. */
+static void full_order(con_model_t *m, const con_task_t **out, size_t *n)
+{
+	con_model_set_sort(m, m->sort_col, m->sort_invert); /* full */
+	con_model_resort(m);
+	memcpy(out, m->list, m->nlist * sizeof(*out));
+	*n = m->nlist;
+}
+
+/*
+ * Many rounds of random changes (new tasks, changed figures, finished
+ * tasks retired) under every sort column and with a filter: the list
+ * that resorting keeps up to date by merging only the changed tasks is
+ * the list a full sort gives, and the model stays consistent.
+ */
+static void test_console_model_incremental_resort(void **state)
+{
+	enum { ROUNDS = 60, PER = 40, IDS = 600 };
+	static const con_task_t *want[IDS + 1];
+	static const char *const names[] = { "alpha", "beta", "gamma",
+					     "delta" };
+	con_model_t m;
+	uint32_t seed = 12345;
+	uint64_t now = 2 * SEC;
+
+	(void)state;
+	con_model_init(&m, "test");
+	m.retain_ns = 3 * SEC / 10;
+	for (int r = 0; r < ROUNDS; r++) {
+		Weft__V1__Task *ts[PER];
+		size_t nwant;
+
+		for (int i = 0; i < PER; i++) {
+			seed = seed * 1103515245u + 12345u;
+			ts[i] = task_msg(1 + (seed >> 8) % IDS,
+					 names[(seed >> 4) % 4],
+					 (seed >> 12) % 50);
+			ts[i]->max_poll_ns = (seed >> 3) % 7;
+			ts[i]->state = (seed >> 20) % 3;
+			if ((seed >> 24) % 9 == 0) {
+				ts[i]->state = WEFT_TASK_DONE;
+				ts[i]->finished_ns = now;
+			}
+		}
+		now += SEC / 10;
+		feed(&m, now, ts, PER, NULL, 0, NULL, 0);
+		if (r % 10 == 3)
+			con_model_set_filter(&m, r % 20 == 3 ? "a" : "");
+		con_model_set_sort(&m, (con_task_col_t)(r / 6 % CON_COL_MAX),
+				   r % 2);
+		con_model_resort(&m); /* full, after the sort changed */
+		for (int k = 0; k < 3; k++) {
+			Weft__V1__Task *more[PER];
+
+			for (int i = 0; i < PER; i++) {
+				seed = seed * 1103515245u + 12345u;
+				more[i] = task_msg(1 + (seed >> 8) % IDS,
+						   names[(seed >> 4) % 4],
+						   (seed >> 12) % 50);
+			}
+			now += SEC / 50;
+			feed(&m, now, more, PER, NULL, 0, NULL, 0);
+			con_model_resort(&m); /* incremental */
+			assert_true(con_model_is_consistent(&m));
+			{
+				size_t n = m.nlist;
+				const con_task_t **got =
+					malloc((n + 1) * sizeof(*got));
+
+				assert_non_null(got);
+				memcpy(got, m.list, n * sizeof(*got));
+				full_order(&m, want, &nwant);
+				assert_int_equal(n, nwant);
+				assert_memory_equal(got, want,
+						    n * sizeof(*got));
+				free(got);
+			}
+		}
+	}
+	assert_true(m.ntasks > 0);
+	con_model_fini(&m);
+}
+
+/* ------------------------------------------------------------ watch */
+
+static void test_console_model_watch_events(void **state)
+{
+	con_model_t m;
+	weft_event_t ev[6];
+	const weft_event_t *e;
+
+	(void)state;
+	con_model_init(&m, "test");
+	for (int i = 0; i < 6; i++)
+		ev[i] = (weft_event_t){ .ts = 100 + (uint64_t)i,
+					.task = i % 2 ? 7 : 8,
+					.kind = WEFT_EV_WAKE };
+	con_model_events(&m, ev, 3); /* 8, 7, 8 */
+	assert_null(con_model_watch_event(&m, 0));
+	con_model_watch(&m, 7); /* from the recent ring: one */
+	e = con_model_watch_event(&m, 0);
+	assert_non_null(e);
+	assert_int_equal(e->ts, 101);
+	assert_null(con_model_watch_event(&m, 1));
+	con_model_events(&m, ev + 3, 3); /* 7, 8, 7 */
+	assert_int_equal(m.nwatch, 3);
+	assert_int_equal(con_model_watch_event(&m, 0)->ts, 105);
+	assert_int_equal(con_model_watch_event(&m, 1)->ts, 103);
+	assert_int_equal(con_model_watch_event(&m, 2)->ts, 101);
+	/* More than the ring holds: the newest stay. */
+	for (int i = 0; i < CON_WATCH_EVENTS + 10; i++) {
+		weft_event_t x = { .ts = 1000 + (uint64_t)i,
+				   .task = 7,
+				   .kind = WEFT_EV_POLL,
+				   .a1 = 5 };
+
+		con_model_events(&m, &x, 1);
+	}
+	assert_int_equal(con_model_watch_event(&m, 0)->ts,
+			 1000 + CON_WATCH_EVENTS + 9);
+	assert_non_null(con_model_watch_event(&m, CON_WATCH_EVENTS - 1));
+	assert_null(con_model_watch_event(&m, CON_WATCH_EVENTS));
+	con_model_watch_fill(&m, ev, 2);
+	assert_int_equal(con_model_watch_event(&m, 0)->ts, 101);
+	con_model_watch(&m, 0);
+	assert_null(con_model_watch_event(&m, 0));
+	con_model_fini(&m);
+}
+
+/* ------------------------------------------------------------ spike */
+
+static void test_console_model_spike(void **state)
+{
+	con_model_t m;
+	con_poll_t top[CON_TL_TOP];
+	uint64_t b = 20, polls;
+	size_t n;
+
+	(void)state;
+	con_model_init(&m, "test");
+	/* 100 short polls in bucket 20, then a 30 ms one in bucket 21
+	 * (ending in it: it spans 20 and 21), one of 5 ms in 20. */
+	for (uint64_t i = 0; i < 100; i++) {
+		weft_event_t e = { .ts = b * CON_TL_BUCKET_NS + 1000 + i * 100,
+				   .a1 = 10 + i,
+				   .task = 1000 + i,
+				   .worker = (uint16_t)(i % 2),
+				   .kind = WEFT_EV_POLL };
+
+		con_model_events(&m, &e, 1);
+	}
+	{
+		weft_event_t e[2] = {
+			{ .ts = b * CON_TL_BUCKET_NS + 90 * MS,
+			  .a1 = 5 * MS,
+			  .task = 2,
+			  .worker = 1,
+			  .kind = WEFT_EV_POLL },
+			{ .ts = (b + 1) * CON_TL_BUCKET_NS + 10 * MS,
+			  .a1 = 30 * MS,
+			  .task = 3,
+			  .worker = 0,
+			  .kind = WEFT_EV_POLL },
+		};
+
+		con_model_events(&m, e, 2);
+	}
+	n = con_model_spike(&m, b, top, &polls);
+	assert_int_equal(polls, 102);
+	assert_int_equal(n, CON_TL_TOP);
+	assert_int_equal(top[0].task, 3); /* longest first */
+	assert_int_equal(top[0].dur_ns, 30 * MS);
+	assert_int_equal(top[1].task, 2);
+	assert_int_equal(top[2].dur_ns, 10 + 99);
+	for (size_t i = 1; i < n; i++)
+		assert_true(top[i - 1].dur_ns >= top[i].dur_ns);
+	/* The shortest kept is the 30th longest of the short ones. */
+	assert_int_equal(top[n - 1].dur_ns, 10 + 100 - (CON_TL_TOP - 2));
+	n = con_model_spike(&m, b + 1, top, &polls);
+	assert_int_equal(n, 1);
+	assert_int_equal(polls, 1);
+	assert_int_equal(con_model_worst_bucket(&m), b + 1);
+	assert_int_equal(con_model_spike(&m, b + 2, top, NULL), 0);
+	assert_int_equal(con_model_spike(&m, 3, top, NULL), 0);
+	/* The strip moves on: bucket b leaves it and is forgotten. */
+	{
+		weft_event_t e = { .ts = (b + CON_TL_BUCKETS + 1) *
+					 CON_TL_BUCKET_NS,
+				   .a1 = 1,
+				   .task = 9,
+				   .kind = WEFT_EV_POLL };
+
+		con_model_events(&m, &e, 1);
+	}
+	assert_int_equal(con_model_spike(&m, b, top, NULL), 0);
+	con_model_fini(&m);
+}
+
+/* Timeline cursor, spike list, detail and back, with the keys. */
+static void test_console_keys_timeline(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	weft_event_t e[2] = {
+		{ .ts = 5 * SEC + 50 * MS,
+		  .a1 = 20 * MS,
+		  .task = 2,
+		  .worker = 1,
+		  .kind = WEFT_EV_POLL },
+		{ .ts = 5 * SEC + 150 * MS,
+		  .a1 = 1000,
+		  .task = 1,
+		  .worker = 0,
+		  .kind = WEFT_EV_POLL },
+	};
+	uint64_t newest = (5 * SEC + 150 * MS) / CON_TL_BUCKET_NS;
+	char *out;
+
+	(void)state;
+	populated(&m);
+	con_model_events(&m, e, 2);
+	assert_int_equal(con_keys_handle(&s, 'm') & CON_REDRAW, CON_REDRAW);
+	assert_int_equal(s.view, CON_VIEW_TIMELINE);
+	assert_int_equal(con_timeline_cursor(&s), newest);
+	con_keys_handle(&s, 'l'); /* already the newest: stays */
+	assert_int_equal(con_timeline_cursor(&s), newest);
+	con_keys_handle(&s, 'h');
+	assert_int_equal(con_timeline_cursor(&s), newest - 1);
+	con_keys_handle(&s, KEY_LEFT); /* the oldest bucket: stays */
+	assert_int_equal(con_timeline_cursor(&s), newest - 1);
+	con_keys_handle(&s, KEY_RIGHT); /* the newest: follows it */
+	assert_int_equal(con_timeline_cursor(&s), newest);
+	assert_int_equal(s.tl_cursor, 0);
+	con_keys_handle(&s, KEY_LEFT);
+	assert_int_equal(con_timeline_cursor(&s), newest - 1);
+	out = render(&s, 120, 20);
+	assert_non_null(strstr(out, "longest 20ms by task 2 lock-bad"));
+	free(out);
+	con_keys_handle(&s, '\n');
+	assert_int_equal(s.view, CON_VIEW_SPIKE);
+	assert_int_equal(s.spike_bucket, newest - 1);
+	out = render(&s, 120, 20);
+	assert_non_null(strstr(out, "lock-bad"));
+	assert_non_null(strstr(out, "    20ms       2 lock-bad"));
+	free(out);
+	con_keys_handle(&s, '\n'); /* the poll's task */
+	assert_int_equal(s.view, CON_VIEW_DETAIL);
+	assert_int_equal(s.detail_task, 2);
+	con_keys_handle(&s, 27);
+	assert_int_equal(s.view, CON_VIEW_SPIKE);
+	con_keys_handle(&s, 27);
+	assert_int_equal(s.view, CON_VIEW_TIMELINE);
+	/* h and l are not view letters any more; 0 picks no view. */
+	con_keys_handle(&s, 0);
+	assert_int_equal(s.view, CON_VIEW_TIMELINE);
+	con_model_fini(&m);
+}
+
+/* The detail: the lock named by a warning, and the task's events. */
+static void test_console_views_detail(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_DETAIL,
+			    .detail_task = 2 };
+	Weft__V1__Task *ts[] = { task_msg(2, "lock-bad", 3) };
+	Weft__V1__Warning *x =
+		warning_msg(9, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 2);
+	weft_event_t ev[] = {
+		{ .ts = 2 * SEC,
+		  .task = 2,
+		  .a1 = 0x1234,
+		  .kind = WEFT_EV_LOCK_ACQUIRE },
+		/* At the warning's time: ties 0x1234 to "accounts". */
+		{ .ts = 2 * SEC + 9,
+		  .task = 2,
+		  .a1 = 0x1234,
+		  .a2 = 1,
+		  .kind = WEFT_EV_LOCK_HELD_PENDING },
+		{ .ts = 2 * SEC + 10,
+		  .task = 2,
+		  .a1 = 4000,
+		  .a2 = 0,
+		  .kind = WEFT_EV_POLL },
+		{ .ts = 2 * SEC + 11,
+		  .task = 2,
+		  .a1 = 0x99,
+		  .kind = WEFT_EV_LOCK_ACQUIRE },
+		{ .ts = 2 * SEC + 12,
+		  .task = 2,
+		  .a1 = 0x99,
+		  .kind = WEFT_EV_LOCK_RELEASE },
+		{ .ts = 2 * SEC + 20, .task = 3, .kind = WEFT_EV_POLL },
+	};
+	char *out;
+
+	(void)state;
+	x->detail = "held lock \"accounts\" (taken at app.c:42) across an "
+		    "await, 1.50 ms so far";
+	x->value_ns = 1500 * 1000;
+	ts[0]->locks_held = 1;
+	populated(&m);
+	con_model_events(&m, ev, sizeof(ev) / sizeof(ev[0]));
+	feed(&m, 3 * SEC, ts, 1, NULL, 0, &x, 1);
+	free(x);
+	con_session_watch(&s);
+	assert_int_equal(m.watch_task, 2);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "locks held across an await: 1"));
+	assert_non_null(strstr(out, "\"accounts\"  taken at app.c:42  held "
+				    "1.5ms"));
+	assert_non_null(strstr(out, "recent events (newest first, 5 seen"));
+	/* Taken, not released: held now, named through the warning. */
+	assert_non_null(strstr(out, "held now: \"accounts\"  taken at "
+				    "app.c:42  for 1.00s"));
+	/* Taken and released: not held. */
+	assert_null(strstr(out, "held now: lock 0x99"));
+	assert_non_null(strstr(out, "took lock 0x1234"));
+	assert_non_null(strstr(out, "polled 4.0us -> pending"));
+	free(out);
+	con_model_fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +827,11 @@ int main(void)
 		cmocka_unit_test(test_console_model_malformed_ignored),
 		cmocka_unit_test(test_console_views_render),
 		cmocka_unit_test(test_console_keys_actions),
+		cmocka_unit_test(test_console_model_incremental_resort),
+		cmocka_unit_test(test_console_model_watch_events),
+		cmocka_unit_test(test_console_model_spike),
+		cmocka_unit_test(test_console_keys_timeline),
+		cmocka_unit_test(test_console_views_detail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

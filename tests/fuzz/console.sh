@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tests/fuzz/console.sh OUT_DIR [SECONDS] [CONSOLE_WORKLOAD]
+#
+# Builds the console's libFuzzer target with clang (ASan + UBSan) into
+# OUT_DIR, seeds its corpus and runs it for SECONDS (default 20).  Exits
+# 77 (ctest SKIP_RETURN_CODE) without clang's libFuzzer, protoc-c or
+# ncursesw's headers.
+#   fuzz_console_model  bytes -> record decoder -> the console's model,
+#                       the views rendered (console/*.c, probe/src/wire.c)
+# Seeds: tests/fuzz/corpus/*, plus a trace recorded from
+# CONSOLE_WORKLOAD (WEFT_TRACE) cut at a few lengths, when given.
+#
+# A longer run, corpus kept (from the source tree):
+#   tests/fuzz/console.sh /tmp/weft-fuzz-console 3600 build/tests/console_workload
+set -euo pipefail
+
+out=${1:?usage: console.sh OUT_DIR [SECONDS] [CONSOLE_WORKLOAD]}
+secs=${2:-20}
+workload=${3:-}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cc=${FUZZ_CC:-clang}
+t=fuzz_console_model
+
+if ! command -v "$cc" >/dev/null 2>&1 || ! command -v protoc-c >/dev/null 2>&1 ||
+	! pkg-config --exists ncursesw libprotobuf-c 2>/dev/null; then
+	echo "fuzz: $cc, protoc-c, ncursesw or libprotobuf-c not found: skipped"
+	exit 77
+fi
+mkdir -p "$out/gen"
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)'\
+'{ (void)d; (void)n; return 0; }\n' >"$out/probe.c"
+if ! "$cc" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>/dev/null; then
+	echo "fuzz: $cc has no libFuzzer: skipped"
+	exit 77
+fi
+
+protoc-c --c_out="$out/gen" -I"$root/proto" "$root/proto/weft.proto"
+flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+	-D_GNU_SOURCE -I"$out/gen" -I"$root/console" -I"$root/probe/src"
+	-I"$root/probe/include" -I"$root/runtime/include" -I"$root/runtime/src")
+read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
+read -ra nc <<<"$(pkg-config --cflags ncursesw)"
+srcs=()
+for f in grid keys live model replay util view view_detail view_spike \
+	view_tasks view_timeline view_warnings view_workers; do
+	srcs+=("$root/console/$f.c")
+done
+"$cc" "${flags[@]}" "${nc[@]}" "$here/$t.c" "${srcs[@]}" \
+	"$root/probe/src/wire.c" "$root/probe/src/trace_reader.c" \
+	"$out/gen/weft.pb-c.c" "${pc[@]}" -o "$out/$t"
+mkdir -p "$out/corpus-$t"
+cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
+if [[ -n "$workload" ]]; then
+	WEFT_TRACE="$out/sample.weft" "$workload" >/dev/null
+	for n in 256 1024 4096 16383; do
+		{ printf '\x00'; head -c "$n" "$out/sample.weft"; } \
+			>"$out/corpus-$t/sample-$n"
+		{ printf '\x85'; head -c "$n" "$out/sample.weft"; } \
+			>"$out/corpus-$t/sample-sorted-$n"
+	done
+fi
+
+rc=0
+"$out/$t" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=1024 \
+	-print_final_stats=1 "$out/corpus-$t" >"$out/$t.log" 2>&1 || rc=1
+grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
+	sed "s/^/fuzz: $t: /" || true
+if [[ $rc -ne 0 ]] || grep -q 'ERROR: \|==ERROR\|SUMMARY: ' "$out/$t.log"; then
+	tail -40 "$out/$t.log" >&2
+	rc=1
+fi
+exit $rc
