@@ -1006,6 +1006,54 @@ static void test_probe_rates_across_runtimes(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * A task spawned and gone idle before anyone listened is named (with its
+ * location) on the first pass after a subscriber arrives: a console
+ * attached late sees the connection that waits for its next request.
+ */
+static void test_probe_names_tasks_spawned_before_listening(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_probe_task_t seen;
+	weft_join_t *j;
+	uint64_t id;
+	bool found;
+
+	(void)state;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_spawn_with(rt,
+					 &(weft_spawn_t){
+						 .poll = waiter_poll,
+						 .state = &(struct waiter){
+							 .rx = rx },
+						 .size = sizeof(struct waiter),
+						 .name = "early-waiter",
+						 .file = "early.c",
+						 .line = 42 },
+					 &j),
+			 0);
+	id = weft_join_id(j);
+	usleep(20000); /* polled once, now idle on its oneshot */
+	s = sink_new(false, &sub);
+	weft_probe_flush();
+	found = sink_task(s, id, &seen);
+	assert_true(found);
+	assert_non_null(seen.name);
+	assert_string_equal(seen.name, "early-waiter");
+	assert_string_equal(seen.file, "early.c");
+	assert_int_equal(seen.line, 42);
+	assert_int_equal(seen.state_size, sizeof(struct waiter));
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_events_switch_off(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1046,6 +1094,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_steal_storm_rule, teardown),
 		cmocka_unit_test_teardown(test_probe_warns_steal_storm, teardown),
 		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
+		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

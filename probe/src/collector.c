@@ -885,6 +885,51 @@ static void publish(struct probe *p, uint64_t now)
 	}
 }
 
+/*
+ * Tasks spawned before anyone listened.  The collector learns of a task
+ * from its events, so one idle since before the first listener (a
+ * connection waiting for its next request) would never show, or show
+ * without a name.  On the first pass after a listener or a runtime
+ * arrives, the runtime's owned list names every live task.  Such a task's
+ * state and counts start here (it is not known to have been spawned
+ * while we watched: no lost-waker check).
+ */
+static void seed_tasks(struct probe *p, uint64_t now)
+{
+	weft__task_info_t *buf = NULL;
+	size_t cap = 0;
+
+	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+		size_t n;
+
+		while ((n = weft__owned_shard_info(&p->rt->owned, i, buf,
+						   cap)) > cap) {
+			weft__task_info_t *nb;
+
+			cap = n + n / 2 + 16;
+			nb = realloc(buf, cap * sizeof(*buf));
+			if (!nb) {
+				free(buf);
+				return;
+			}
+			buf = nb;
+		}
+		for (size_t j = 0; j < n; j++) {
+			task_rec_t *t = task_get(p, buf[j].id, now);
+
+			if (!t || t->pub.name || t->pub.file)
+				continue;
+			t->pub.name = buf[j].name;
+			t->pub.file = buf[j].file;
+			t->pub.line = (uint32_t)buf[j].line;
+			t->pub.state_size = buf[j].state_size;
+			t->pub.kind = buf[j].kind;
+			task_changed(p, t);
+		}
+	}
+	free(buf);
+}
+
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
@@ -894,6 +939,10 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
 
 	weft__probe_clock_calibrate();
+	if (p->need_seed && p->rt) {
+		p->need_seed = false;
+		seed_tasks(p, now);
+	}
 	n = drain(p);
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
 		if (s->opts.events && s->opts.on_events && n)
@@ -969,6 +1018,7 @@ int weft__collector_start(struct probe *p)
 		return -ENOMEM;
 	p->ntasks = 0;
 	p->last_found = NULL;
+	p->need_seed = true;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;
 	p->window_fill = 0;

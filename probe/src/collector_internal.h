@@ -72,6 +72,7 @@ struct probe {
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool running;
+	bool need_seed;       /* name the runtime's live tasks next pass */
 	bool stop;
 	bool cond_ready; /* cond set up on CLOCK_MONOTONIC */
 	bool config_loaded;

@@ -368,8 +368,10 @@ const char *weft_warning_kind_name(unsigned kind)
 void weft__probe_runtime_attach(weft_runtime_t *rt)
 {
 	pthread_mutex_lock(&weft__probe.lock);
-	if (!weft__probe.rt)
+	if (!weft__probe.rt) {
 		weft__probe.rt = rt;
+		weft__probe.need_seed = true;
+	}
 	pthread_mutex_unlock(&weft__probe.lock);
 }
 

@@ -111,3 +111,33 @@ uint64_t weft__owned_count(owned_t *o)
 	}
 	return n;
 }
+
+/*
+ * Copies what the probe shows of shard @shard's tasks into @out (at most
+ * @cap of them) and returns how many the shard holds, which may be more
+ * than @cap (the caller grows its buffer and asks again).  A copy under
+ * the lock, a few nanoseconds a task, so that spawns on this shard wait
+ * as little as they can: a listener's first pass, not the runtime, pays.
+ */
+size_t weft__owned_shard_info(owned_t *o, unsigned shard,
+			      weft__task_info_t *out, size_t cap)
+{
+	owned_shard_t *s = &o->shards[shard % OWNED_SHARDS];
+	size_t n = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->count <= cap) {
+		for (weft_task_t *t = s->head; t; t = t->owned_next, n++) {
+			out[n].id = t->id;
+			out[n].name = t->name;
+			out[n].file = t->file;
+			out[n].line = t->line;
+			out[n].state_size = t->state_size;
+			out[n].kind = t->kind;
+		}
+	} else {
+		n = s->count;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}

@@ -91,6 +91,7 @@ struct weft_task_s {
 	int status;
 	uint32_t state_size;
 	uint8_t alloc_class; /* task_alloc.c */
+	uint8_t kind;        /* weft_spawn_t.kind, for the probe */
 	/* weft_mutex_t this task holds (mutex.c); its running thread only. */
 	struct weft_mutex_s *held_locks;
 	/* Cold: for the probe and the console. */
@@ -213,6 +214,18 @@ bool weft__owned_insert(owned_t *o, weft_task_t *t);
 void weft__owned_remove(owned_t *o, weft_task_t *t);
 void weft__owned_close(owned_t *o);
 weft_task_t *weft__owned_pop(owned_t *o);
+
+/* What the probe learns of a live task when it starts listening late. */
+typedef struct weft__task_info_s {
+	uint64_t id;
+	const char *name;
+	const char *file;
+	int line;
+	uint32_t state_size;
+	uint8_t kind;
+} weft__task_info_t;
+size_t weft__owned_shard_info(owned_t *o, unsigned shard,
+			      weft__task_info_t *out, size_t cap);
 uint64_t weft__owned_count(owned_t *o);
 
 /* ------------------------------------------------------------------ park */

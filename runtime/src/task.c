@@ -490,6 +490,7 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	t->name = spec->name;
 	t->file = spec->file;
 	t->line = spec->line;
+	t->kind = (uint8_t)spec->kind;
 	if (spec->size) {
 		if (spec->state)
 			memcpy(t->future, spec->state, spec->size);
