@@ -192,16 +192,24 @@ static void tc_send(struct tclient *c, const Weft__V1__Frame *f)
 	weft__wire_buf_fini(&b);
 }
 
-static void tc_subscribe(struct tclient *c, bool updates, bool events)
+static void tc_subscribe_ex(struct tclient *c, bool updates, bool events,
+			    uint32_t interval_ms, Weft__V1__Filter *filter)
 {
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 	Weft__V1__Subscribe s = WEFT__V1__SUBSCRIBE__INIT;
 
 	s.updates = updates;
 	s.events = events;
+	s.interval_ms = interval_ms;
+	s.filter = filter;
 	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
 	f.subscribe = &s;
 	tc_send(c, &f);
+}
+
+static void tc_subscribe(struct tclient *c, bool updates, bool events)
+{
+	tc_subscribe_ex(c, updates, events, 0, NULL);
 }
 
 /* Reads the header the server sends first and checks its hello. */
@@ -519,7 +527,10 @@ static void test_server_client_never_reads(void **state)
 		usleep(10000);
 	}
 	weft__server_stats(srv, &st);
-	assert_true(st.max_client_buffered <= st.client_buf_max);
+	/* The bound, or one full update larger than the bound alone (sent
+	 * into an empty buffer: the only way it can go out at all). */
+	assert_true(st.max_client_buffered <= st.client_buf_max ||
+		    st.max_client_buffered == st.max_full_over_bound);
 	if (st.kicked) {
 		/* Dropped for being behind too long (skipping may not
 		 * have started yet: that depends on the same buffers). */
@@ -541,6 +552,228 @@ static void test_server_client_never_reads(void **state)
 	assert_int_equal(st.clients, st.kicked ? 1 : 2);
 	tc_close(&lazy);
 	tc_close(&good);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+/*
+ * A fresh process (no collector running yet): the first update a new
+ * subscriber gets is the full one of its subscription, not one made by a
+ * resync a second later (the first pass used to run before the server
+ * took the subscription as its own, and its full update was discarded).
+ */
+static void test_server_first_update_is_the_first_full(void **state)
+{
+	weft_server_stats_t st;
+
+	(void)state;
+	xdg_make();
+	for (int round = 0; round < 5; round++) {
+		weft_runtime_t *rt = rt_with_server();
+		const char *path =
+			weft__server_unix_path(weft__server_default());
+		struct tclient idle, c;
+		Weft__V1__Frame *f = NULL;
+
+		/* A client that never subscribes, then one that does. */
+		tc_open(&idle, path);
+		tc_open(&c, path);
+		tc_expect_header(&c);
+		tc_subscribe(&c, true, false);
+		while ((f = tc_next(&c, 10000)) != NULL &&
+		       f->body_case != WEFT__V1__FRAME__BODY_UPDATE)
+			weft__wire_frame_free(f);
+		assert_non_null(f);
+		assert_true(f->update->full);
+		weft__wire_frame_free(f);
+		weft__server_stats(weft__server_default(), &st);
+		assert_int_equal(st.resyncs, 0);
+		tc_close(&c);
+		tc_close(&idle);
+		weft_runtime_destroy(rt);
+	}
+	xdg_remove();
+}
+
+/* Runs the workload on its own thread until told to stop. */
+struct bg_load {
+	weft_runtime_t *rt;
+	_Atomic bool stop;
+};
+
+static void *bg_load_main(void *arg)
+{
+	struct bg_load *w = arg;
+
+	while (!atomic_load(&w->stop))
+		workload(w->rt, 4, 200);
+	return NULL;
+}
+
+/*
+ * A Subscribe's publish interval and filter: a client with a 300 ms
+ * interval gets no update (but a full one) sooner than 300 ms after the
+ * one before, by the process's own clock; a client filtering on POLL
+ * events of worker 0 gets only those, and only worker 0's record; a bad
+ * filter closes the connection.
+ */
+static void test_server_interval_and_filter(void **state)
+{
+	uint32_t kinds[] = { WEFT_EV_POLL }, workers[] = { 0 }, bad[] = { 99 };
+	Weft__V1__Filter flt = WEFT__V1__FILTER__INIT;
+	struct bg_load w = { 0 };
+	struct tclient slow, polls, b;
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	unsigned updates = 0, batches = 0, wupdates = 0;
+	uint64_t prev = 0;
+	Weft__V1__Frame *f;
+	const char *path;
+	pthread_t th;
+
+	(void)state;
+	assert_non_null(ev);
+	xdg_make();
+	w.rt = rt_with_server();
+	path = weft__server_unix_path(weft__server_default());
+	tc_open(&slow, path);
+	tc_expect_header(&slow);
+	tc_subscribe_ex(&slow, true, false, 300, NULL);
+	flt.n_kinds = 1;
+	flt.kinds = kinds;
+	flt.n_workers = 1;
+	flt.workers = workers;
+	tc_open(&polls, path);
+	tc_expect_header(&polls);
+	tc_subscribe_ex(&polls, true, true, 20, &flt);
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
+
+	while (updates < 6 && (f = tc_next(&slow, 10000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+		    f->update->stats) {
+			uint64_t now = f->update->stats->now_ns;
+
+			if (prev && !f->update->full)
+				assert_true(now - prev >= 300000000u);
+			prev = now;
+			updates++;
+		}
+		weft__wire_frame_free(f);
+	}
+	assert_int_equal(updates, 6);
+
+	while ((batches < 3 || wupdates < 3) &&
+	       (f = tc_next(&polls, 10000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
+			int n = weft__wire_batch_decode(f->events, ev,
+							WEFT_WIRE_BATCH_MAX);
+
+			assert_true(n > 0);
+			for (int i = 0; i < n; i++) {
+				assert_int_equal(ev[i].kind, WEFT_EV_POLL);
+				assert_int_equal(ev[i].worker, 0);
+			}
+			batches++;
+		} else if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+			   f->update->n_workers) {
+			assert_int_equal(f->update->n_workers, 1);
+			assert_int_equal(f->update->workers[0]->index, 0);
+			wupdates++;
+		}
+		weft__wire_frame_free(f);
+	}
+	assert_true(batches >= 3);
+	assert_true(wupdates >= 3);
+
+	/* Worker 99 does not exist (nor can it: at most 64). */
+	flt.workers = bad;
+	tc_open(&b, path);
+	tc_expect_header(&b);
+	tc_subscribe_ex(&b, true, true, 0, &flt);
+	assert_true(tc_closed_by_server(&b, 10000));
+	tc_close(&b);
+
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	tc_close(&slow);
+	tc_close(&polls);
+	free(ev);
+	weft_runtime_destroy(w.rt);
+	xdg_remove();
+}
+
+/*
+ * A client joining a process with more tasks than one record holds (the
+ * limit lowered to 8 KiB here) gets its full update in several records,
+ * each under the limit, together naming every task.
+ */
+static void test_server_full_update_split(void **state)
+{
+	enum { CAP = 8 << 10, TASKS = 300 };
+	weft_server_opts_t o = { .workers = 2, .max_record = CAP };
+	struct tclient first, late;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	bool in_full = false, done = false;
+	unsigned records = 0;
+	size_t named = 0;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/split.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	/* Someone listens, so that the collector learns of the tasks
+	 * (finished ones are kept for a while). */
+	tc_open(&first, path);
+	tc_expect_header(&first);
+	tc_subscribe(&first, true, true);
+	{
+		struct seen s1 = { 0 };
+
+		/* Subscribed once an update comes. */
+		tc_count(&first, &s1, 10000, 1, 0);
+		assert_true(s1.updates >= 1);
+	}
+	workload(rt, TASKS, 2);
+	weft_probe_flush();
+
+	/* The limit is checked by the decoder: a bigger record fails. */
+	memset(&late, 0, sizeof(late));
+	tc_open(&late, path);
+	weft__wire_decoder_fini(&late.dec);
+	weft__wire_decoder_init(&late.dec, CAP);
+	tc_expect_header(&late);
+	tc_subscribe(&late, true, false);
+	while (!done && (f = tc_next(&late, 10000)) != NULL) {
+		const Weft__V1__Update *u = f->update;
+
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		if (u->full) {
+			in_full = true;
+			named = 0;
+			records = 0;
+		} else if (in_full && u->stats) {
+			done = true; /* the next pass's update */
+		}
+		if (in_full && !done) {
+			records++;
+			for (size_t i = 0; i < u->n_tasks; i++)
+				named += !strcmp(u->tasks[i]->name, "yielder");
+		}
+		weft__wire_frame_free(f);
+	}
+	print_message("full update: %zu yielders in %u records\n", named,
+		      records);
+	assert_true(done);
+	assert_true(records >= 2);
+	assert_true(named >= TASKS);
+	tc_close(&late);
+	tc_close(&first);
 	weft__server_destroy(srv);
 	weft_runtime_destroy(rt);
 	xdg_remove();
@@ -768,6 +1001,9 @@ int main(void)
 		cmocka_unit_test(test_server_bad_clients),
 		cmocka_unit_test(test_server_client_never_reads),
 		cmocka_unit_test(test_server_tcp),
+		cmocka_unit_test(test_server_first_update_is_the_first_full),
+		cmocka_unit_test(test_server_interval_and_filter),
+		cmocka_unit_test(test_server_full_update_split),
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
@@ -776,5 +1012,8 @@ int main(void)
 
 	unsetenv("WEFT_CONSOLE");
 	unsetenv("WEFT_CONSOLE_BIND");
+	/* TEST_FILTER=test_server_tcp runs one case (by hand). */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

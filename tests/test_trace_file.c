@@ -310,6 +310,72 @@ static void test_trace_file_flight_snapshot(void **state)
 	free(path);
 }
 
+/* MARK events with this a1 in a trace file. */
+static unsigned marks_with(const char *path, uint64_t a1)
+{
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	weft_trace_reader_t r;
+	Weft__V1__Frame *f;
+	unsigned n = 0;
+
+	assert_non_null(ev);
+	assert_int_equal(weft__trace_reader_open(&r, path), 0);
+	while (weft__trace_reader_next(&r, &f) == 1) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
+			int k = weft__wire_batch_decode(f->events, ev,
+							WEFT_WIRE_BATCH_MAX);
+
+			assert_true(k >= 0);
+			for (int i = 0; i < k; i++)
+				n += ev[i].kind == WEFT_EV_MARK &&
+				     ev[i].a1 == a1;
+		}
+		if (r.frames > 1)
+			weft__wire_frame_free(f);
+	}
+	assert_int_equal(r.error, 0);
+	weft__trace_reader_close(&r);
+	free(ev);
+	return n;
+}
+
+/*
+ * The flight recorder by time: marks made long before the snapshot
+ * (more than flight_ms) are gone from it, the recent ones are there,
+ * however few bytes they all take.
+ */
+static void test_trace_file_flight_by_seconds(void **state)
+{
+	char *path = tmp_path("flight-s.weft");
+	weft_trace_opts_t o = { .flight_ms = 300 };
+
+	(void)state;
+	assert_int_equal(weft_trace_start(NULL, &o), 0);
+	for (uint32_t i = 0; i < 1000; i++)
+		weft_probe_mark(1, i + 1);
+	weft_probe_flush();
+	/* Well past flight_ms, in passes (each one trims). */
+	for (int i = 0; i < 40; i++) {
+		usleep(25000);
+		weft_probe_flush();
+	}
+	for (uint32_t i = 0; i < 1000; i++)
+		weft_probe_mark(2, i + 1);
+	weft_probe_flush();
+	assert_int_equal(weft_trace_snapshot(path), 0);
+	assert_int_equal(weft_trace_stop(), 0);
+	assert_int_equal(marks_with(path, 1), 0);
+	assert_int_equal(marks_with(path, 2), 1000);
+	unlink(path);
+
+	/* WEFT_TRACE_FLIGHT_S: seconds from the environment are taken by
+	 * weft_runtime_create(); here, the option itself: 0 ms and 0
+	 * bytes is no flight recorder (a path is needed). */
+	o.flight_ms = 0;
+	assert_int_equal(weft_trace_start(NULL, &o), -EINVAL);
+	free(path);
+}
+
 static void test_trace_file_not_a_trace(void **state)
 {
 	static const uint8_t junk[] = "hello, not a trace";
@@ -348,6 +414,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_rotates),
 		cmocka_unit_test(test_trace_file_flight_snapshot),
+		cmocka_unit_test(test_trace_file_flight_by_seconds),
 		cmocka_unit_test(test_trace_file_not_a_trace),
 	};
 

@@ -8,6 +8,12 @@ weft_add_test(NAME test_wire INTERNAL
   TIMEOUT 120)
 target_include_directories(test_wire PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+weft_add_test(NAME test_delta INTERNAL
+  SOURCES test_delta.c
+  LABELS unit valgrind
+  TIMEOUT 120)
+target_include_directories(test_delta PRIVATE ${WEFT_PROTO_GEN_DIR})
+
 add_test(NAME wire_protoc
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/wire_protoc.sh
           $<TARGET_FILE:test_wire> ${PROJECT_SOURCE_DIR}/proto)
@@ -37,4 +43,13 @@ add_test(NAME fuzz_wire
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh
           ${CMAKE_CURRENT_BINARY_DIR}/fuzz 20 $<TARGET_FILE:test_wire>)
 set_tests_properties(fuzz_wire PROPERTIES
-  TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77)
+  TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUZZ_TARGETS=fuzz_record fuzz_trace_file")
+
+# The server's input path (a client's bytes up to dispatch), 20 s.
+add_test(NAME fuzz_server
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh
+          ${CMAKE_CURRENT_BINARY_DIR}/fuzz-server 20)
+set_tests_properties(fuzz_server PROPERTIES
+  TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUZZ_TARGETS=fuzz_server_input")

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The recorder (weft/trace.h): a probe subscriber that turns each
- * collector pass into records (one EventBatch per emitting thread, one
- * Update) and writes them to a trace file, or keeps the last N bytes of
+ * collector pass into records (one EventBatch per emitting thread; an
+ * Update every update_ms, through a delta stream: delta_internal.h) and
+ * writes them to a trace file, or keeps the last N bytes or seconds of
  * them in memory (the flight recorder).
  *
  * Threads.  The callbacks run on the collector thread with probe.lock
@@ -31,6 +32,7 @@
 #include "weft/trace.h"
 
 #include "collector_internal.h"
+#include "delta_internal.h"
 #include "probe_internal.h"
 #include "recorder_internal.h"
 #include "wire_internal.h"
@@ -40,11 +42,17 @@
 #define FLUSH_EARLY_BYTES (4u << 20)
 /* Flight-recorder memory comes in chunks of whole records. */
 #define FLIGHT_CHUNK (256u << 10)
+/* A flight recorder bounded by time alone keeps at most this much. */
+#define FLIGHT_TIME_ONLY_CAP (512ull << 20)
+/* Update records at most this often unless the options say otherwise. */
+#define UPDATE_DEFAULT_MS 100u
 
 enum rec_state { REC_IDLE, REC_STARTING, REC_RUNNING, REC_STOPPING };
 
 struct chunk {
 	struct chunk *next;
+	uint64_t first_ns; /* when its oldest record was added */
+	uint64_t last_ns;  /* when its newest record was added */
 	weft_wire_buf_t buf;
 };
 
@@ -59,7 +67,7 @@ static struct recorder {
 	uint64_t file_bytes;
 	weft_wire_buf_t out; /* records not yet written */
 	uint64_t last_flush_ns;
-	uint64_t prev_now_ns; /* the last Update's time */
+	weft_delta_t delta; /* the Update records: interval, thinning */
 	bool header_done;
 	bool hello_ready;
 	weft_wire_hello_t hello;
@@ -83,7 +91,7 @@ static uint64_t mono_ns(void)
 
 static bool flight_mode(void)
 {
-	return rec.opts.flight_bytes != 0;
+	return rec.opts.flight_bytes != 0 || rec.opts.flight_ms != 0;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -166,6 +174,8 @@ static int rotate(void)
 	if (rec.fd < 0)
 		return -errno;
 	rec.file_bytes = 0;
+	/* Names and files again in the records still to come. */
+	weft__delta_forget(&rec.delta);
 	err = weft__wire_header_append(&hdr, &rec.hello.msg, rec.segment);
 	if (!err)
 		err = write_all(rec.fd, hdr.data, hdr.len);
@@ -209,15 +219,23 @@ static void maybe_flush(void)
 /* Where records go: the file's buffer, or the flight recorder's tail. */
 static weft_wire_buf_t *sink(void)
 {
+	uint64_t now, span = (uint64_t)rec.opts.flight_ms * 1000000u / 8;
 	struct chunk *c;
 
 	if (!flight_mode())
 		return &rec.out;
-	if (rec.tail && rec.tail->buf.len < FLIGHT_CHUNK)
+	now = mono_ns();
+	/* A chunk spans at most an eighth of flight_ms, so that time-based
+	 * trimming keeps about what it should. */
+	if (rec.tail && rec.tail->buf.len < FLIGHT_CHUNK &&
+	    (!span || now - rec.tail->first_ns < span)) {
+		rec.tail->last_ns = now;
 		return &rec.tail->buf;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->first_ns = c->last_ns = now;
 	if (rec.tail)
 		rec.tail->next = c;
 	else
@@ -226,15 +244,24 @@ static weft_wire_buf_t *sink(void)
 	return &c->buf;
 }
 
-/* Forgets the oldest chunks beyond the flight recorder's budget. */
+/*
+ * Forgets the oldest chunks beyond the flight recorder's budget: the
+ * chunks that hold flight_bytes without them, and those whose newest
+ * record is older than flight_ms (chunks go whole, so a little more than
+ * the budget stays).
+ */
 static void flight_trim(void)
 {
-	uint64_t total = 0;
+	uint64_t total = 0, bytes = rec.opts.flight_bytes, now = mono_ns();
+	uint64_t keep_ns = (uint64_t)rec.opts.flight_ms * 1000000u;
 
+	if (!bytes)
+		bytes = FLIGHT_TIME_ONLY_CAP;
 	for (struct chunk *c = rec.head; c; c = c->next)
 		total += c->buf.len;
 	while (rec.head && rec.head != rec.tail &&
-	       total - rec.head->buf.len >= rec.opts.flight_bytes) {
+	       (total - rec.head->buf.len >= bytes ||
+		(keep_ns && rec.head->last_ns + keep_ns < now))) {
 		struct chunk *c = rec.head;
 
 		total -= c->buf.len;
@@ -301,9 +328,17 @@ out_unlock:
 	pthread_mutex_unlock(&rec.lock);
 }
 
+static const weft_probe_task_t *rec_lookup(uint64_t id)
+{
+	/* In the collector's callbacks: probe.lock is held. */
+	return weft__collector_task(&weft__probe, id);
+}
+
 static void on_update(void *ctx, const weft_probe_update_t *u)
 {
 	weft_wire_buf_t *b;
+	bool full;
+	int rc;
 
 	(void)ctx;
 	pthread_mutex_lock(&rec.lock);
@@ -311,12 +346,13 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		goto out_unlock;
 	ensure_header(true);
 	b = sink();
-	if (!b)
+	if (!b) {
 		note_error(-ENOMEM);
-	else
-		note_error(weft__wire_update_append(b, u, rec.prev_now_ns));
-	if (u->stats)
-		rec.prev_now_ns = u->stats->now_ns;
+	} else {
+		rc = weft__delta_pass(&rec.delta, u, b, &full);
+		if (rc < 0)
+			note_error(rc);
+	}
 	if (flight_mode())
 		flight_trim();
 	else
@@ -342,6 +378,7 @@ static void release(void)
 	rec.flight_total = 0;
 	weft__wire_buf_fini(&rec.out);
 	weft__wire_events_fini(&rec.enc);
+	weft__delta_fini(&rec.delta);
 	if (rec.hello_ready)
 		weft__wire_hello_fini(&rec.hello);
 	rec.hello_ready = false;
@@ -380,9 +417,14 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	rec.start_workers = 0;
 	rec.segment = 0;
 	rec.file_bytes = 0;
-	rec.prev_now_ns = 0;
 	rec.last_flush_ns = mono_ns();
 	weft__wire_events_init(&rec.enc);
+	weft__delta_init(&rec.delta);
+	rec.delta.interval_ns = (uint64_t)(rec.opts.update_ms ?
+						   rec.opts.update_ms :
+						   UPDATE_DEFAULT_MS) *
+				1000000u;
+	rec.delta.lookup = rec_lookup;
 	if (path) {
 		rec.path = strdup(path);
 		if (!rec.path) {
@@ -439,6 +481,8 @@ int weft_trace_stop(void)
 	}
 	rec.state = REC_STOPPING;
 	sub = rec.sub;
+	/* The last pass writes the tasks' last state, due or not. */
+	rec.delta.final = true;
 	pthread_mutex_unlock(&rec.lock);
 
 	/* One last pass for what the rings hold, then no more callbacks. */
@@ -471,7 +515,7 @@ static void capture_update(void *ctx, const weft_probe_update_t *u)
 
 	if (c->done || !u->full)
 		return;
-	c->err = weft__wire_update_append(&c->buf, u, 0);
+	c->err = weft__wire_update_append_split(&c->buf, u, 0, 0);
 	c->done = true;
 }
 
@@ -511,6 +555,8 @@ int weft__trace_snapshot_append(weft_wire_buf_t *out)
 		}
 	}
 	for (struct chunk *c = rec.head; c && !err; c = c->next) {
+		if (!c->buf.len)
+			continue; /* made for an update that was not due */
 		err = weft__wire_buf_reserve(out, c->buf.len);
 		if (!err) {
 			memcpy(out->data + out->len, c->buf.data, c->buf.len);
@@ -562,6 +608,21 @@ static uint64_t env_mb(const char *name)
 	return (uint64_t)mb << 20;
 }
 
+/* $name as whole seconds, in ms; 0 if unset or not a number. */
+static unsigned env_seconds_ms(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long s;
+
+	if (!v || !*v)
+		return 0;
+	s = strtoull(v, &end, 10);
+	if (*end || s > 24 * 3600)
+		return 0;
+	return (unsigned)s * 1000u;
+}
+
 static void stop_at_exit(void)
 {
 	(void)weft_trace_stop();
@@ -577,6 +638,7 @@ static void env_start(void)
 		return;
 	o.max_file_bytes = env_mb("WEFT_TRACE_MAX_MB");
 	o.flight_bytes = env_mb("WEFT_TRACE_FLIGHT_MB");
+	o.flight_ms = env_seconds_ms("WEFT_TRACE_FLIGHT_S");
 	err = weft_trace_start(path, &o);
 	if (err) {
 		fprintf(stderr, "weft: WEFT_TRACE=%s: cannot record: %s\n",

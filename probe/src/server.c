@@ -12,10 +12,13 @@
  * probe.lock held and take qlock.  Lock order: probe.lock, then qlock,
  * then libevent's base lock (event_active); stat_lock is a leaf.
  *
- * A subscription is swapped, not edited: the new one is made first (its
- * first update is full, for a client that just subscribed or that
- * skipped updates), then made the active one under qlock, then the old
- * one is dropped; what the old one still encodes is discarded at push.
+ * A subscription is swapped, not edited: a new context (one stream per
+ * distinct interval and filter) is made and becomes the active one under
+ * qlock (what the old one queued is delivered first, to the clients as
+ * they were mapped), the clients are mapped to its streams, then it
+ * subscribes (its first update is full, for a client that just
+ * subscribed or that skipped updates), then the old one is dropped; what
+ * the old one still encodes is discarded at push.
  *
  * Memory.  Per client: at most client_buf_max bytes queued for output (a
  * record is added only if it fits), the decoder's one record (at most
@@ -47,6 +50,7 @@
 #include <event2/thread.h>
 
 #include "collector_internal.h"
+#include "delta_internal.h"
 #include "recorder_internal.h"
 #include "server_internal.h"
 #include "wire_internal.h"
@@ -55,6 +59,8 @@
 #define SLOW_KICK_DEFAULT_MS 5000u
 #define QUEUE_DEFAULT (32u << 20)
 #define MAX_CLIENTS 64
+/* Distinct (interval, filter) pairs among the clients at once. */
+#define MAX_STREAMS 8
 #define TICK_MS 100
 /* A client that skipped updates gets a full one again, at most this often. */
 #define RESYNC_EVERY_NS 1000000000ull
@@ -65,15 +71,28 @@ struct item {
 	struct item *next;
 	enum item_kind kind;
 	bool full;
+	unsigned stream; /* index in the sub_ctx that made it */
 	size_t nevents;
 	weft_wire_buf_t buf;
 };
 
-/* One probe subscription's encoder state: collector thread only. */
+/*
+ * What one group of clients gets: those with the same publish interval
+ * and filter share a stream, encoded once per pass.
+ */
+struct stream {
+	uint32_t interval_ms;
+	bool updates, events;
+	weft_delta_t delta; /* its filter is the group's */
+	weft_wire_events_t enc;
+};
+
+/* One probe subscription's encoder state: collector thread only (made
+ * and freed by the server thread while it is not subscribed). */
 struct sub_ctx {
 	weft_server_t *srv;
-	weft_wire_events_t enc;
-	uint64_t prev_now_ns;
+	unsigned nstreams;
+	struct stream st[MAX_STREAMS];
 };
 
 struct client {
@@ -83,6 +102,9 @@ struct client {
 	weft_wire_decoder_t dec;
 	char peer[64];
 	bool subscribed, want_updates, want_events, paused, need_full;
+	uint32_t interval_ms; /* clamped */
+	weft_delta_filter_t filter;
+	int stream; /* in the active sub_ctx, -1 for none */
 	uint64_t updates_skipped;
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
@@ -98,6 +120,7 @@ struct weft_server_s {
 	size_t buf_max;
 	uint64_t kick_ns;
 	size_t queue_max;
+	size_t max_record;
 	weft_wire_buf_t header; /* the FileHeader record sent on connect */
 
 	/* Server thread only. */
@@ -105,13 +128,13 @@ struct weft_server_s {
 	unsigned nclients;
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
-	bool sub_events, sub_updates;
 	uint64_t last_resync;
 	uint64_t seen_drop_updates, seen_drop_events;
 
 	/* Guarded by qlock. */
 	pthread_mutex_t qlock;
 	struct sub_ctx *active;
+	struct sub_ctx *retiring; /* the one active before (compared only) */
 	struct item *qhead, *qtail;
 	size_t qbytes;
 	uint64_t drop_updates, drop_events; /* events, not records */
@@ -158,8 +181,16 @@ static void push(struct sub_ctx *x, struct item *it)
 
 	pthread_mutex_lock(&s->qlock);
 	if (s->active != x) {
-		/* A swapped-out subscription: nobody wants it. */
-	} else if (s->qbytes + it->buf.len > s->queue_max) {
+		/*
+		 * A swapped-out subscription: nobody wants it.  Its events
+		 * from passes before the new one subscribed are lost: counted
+		 * (its updates are not: the new one starts with a full one).
+		 */
+		if (x == s->retiring && it->kind == ITEM_EVENTS)
+			s->drop_events += it->nevents;
+	} else if (s->qbytes + it->buf.len > s->queue_max &&
+		   !(it->full && s->qbytes == 0)) {
+		/* (A full update larger than the queue goes alone.) */
 		if (it->kind == ITEM_UPDATE)
 			s->drop_updates++;
 		else
@@ -181,123 +212,253 @@ static void push(struct sub_ctx *x, struct item *it)
 		event_active(s->wake_ev, EV_READ, 0);
 }
 
+static const weft_probe_task_t *srv_lookup(uint64_t id)
+{
+	/* In the collector's callbacks: probe.lock is held. */
+	return weft__collector_task(&weft__probe, id);
+}
+
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct sub_ctx *x = ctx;
-	struct item *it = calloc(1, sizeof(*it));
 
-	if (!it)
-		return;
-	it->kind = ITEM_UPDATE;
-	it->full = u->full;
-	if (weft__wire_update_append(&it->buf, u, x->prev_now_ns)) {
-		/* Too big or no memory: the clients see it as skipped. */
-		pthread_mutex_lock(&x->srv->qlock);
-		x->srv->drop_updates++;
-		pthread_mutex_unlock(&x->srv->qlock);
-		item_free(it);
-		return;
+	for (unsigned k = 0; k < x->nstreams; k++) {
+		struct stream *st = &x->st[k];
+		struct item *it;
+		bool full;
+		int rc;
+
+		if (!st->updates)
+			continue;
+		it = calloc(1, sizeof(*it));
+		if (!it)
+			return;
+		it->kind = ITEM_UPDATE;
+		it->stream = k;
+		rc = weft__delta_pass(&st->delta, u, &it->buf, &full);
+		if (rc < 0) {
+			/* No memory, or too big: the clients see it as
+			 * skipped. */
+			pthread_mutex_lock(&x->srv->qlock);
+			x->srv->drop_updates++;
+			pthread_mutex_unlock(&x->srv->qlock);
+		}
+		if (rc <= 0) {
+			item_free(it);
+			continue;
+		}
+		it->full = full;
+		push(x, it);
 	}
-	if (u->stats)
-		x->prev_now_ns = u->stats->now_ns;
-	push(x, it);
 }
 
 static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
 	struct sub_ctx *x = ctx;
-	struct item *it = calloc(1, sizeof(*it));
 
-	if (!it)
-		return;
-	it->kind = ITEM_EVENTS;
-	it->nevents = n;
-	/* On error the whole records before it still go out. */
-	(void)weft__wire_events_append(&x->enc, &it->buf, ev, n);
-	push(x, it);
+	for (unsigned k = 0; k < x->nstreams; k++) {
+		struct stream *st = &x->st[k];
+		const weft_event_t *g;
+		struct item *it;
+		size_t m = n;
+
+		if (!st->events)
+			continue;
+		g = weft__delta_events(&st->delta, ev, &m);
+		if (!g || !m)
+			continue;
+		it = calloc(1, sizeof(*it));
+		if (!it)
+			return;
+		it->kind = ITEM_EVENTS;
+		it->stream = k;
+		it->nevents = m;
+		/* On error the whole records before it still go out. */
+		(void)weft__wire_events_append(&st->enc, &it->buf, g, m);
+		push(x, it);
+	}
 }
 
 /* ------------------------------------------------------------ subscription */
+
+static void sub_ctx_free(struct sub_ctx *x)
+{
+	if (!x)
+		return;
+	for (unsigned k = 0; k < x->nstreams; k++) {
+		weft__delta_fini(&x->st[k].delta);
+		weft__wire_events_fini(&x->st[k].enc);
+	}
+	free(x);
+}
+
+static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
+			 uint64_t de);
+
+/*
+ * Makes @x the active subscription context (NULL: none) and delivers
+ * what the old one had queued, to the clients as they are mapped now.
+ */
+static void sub_activate(weft_server_t *s, struct sub_ctx *x)
+{
+	struct item *list;
+
+	pthread_mutex_lock(&s->qlock);
+	s->retiring = s->active;
+	s->active = x;
+	list = s->qhead;
+	s->qhead = s->qtail = NULL;
+	s->qbytes = 0;
+	pthread_mutex_unlock(&s->qlock);
+	deliver_list(s, list, 0, 0);
+}
 
 static void sub_drop(weft_server_t *s)
 {
 	weft_probe_sub_t *old = s->sub;
 	struct sub_ctx *oldx = s->sub_ctx;
 
-	pthread_mutex_lock(&s->qlock);
-	s->active = NULL;
-	pthread_mutex_unlock(&s->qlock);
+	sub_activate(s, NULL);
 	s->sub = NULL;
 	s->sub_ctx = NULL;
+	for (struct client *c = s->clients; c; c = c->next)
+		c->stream = -1;
 	if (old)
 		weft_probe_unsubscribe(old);
-	if (oldx) {
-		weft__wire_events_fini(&oldx->enc);
-		free(oldx);
-	}
+	sub_ctx_free(oldx);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.subscribed = 0;
 	pthread_mutex_unlock(&s->stat_lock);
 }
 
+static bool client_active(const struct client *c)
+{
+	return c->subscribed &&
+	       (c->want_updates || (c->want_events && !c->paused));
+}
+
+/* The stream of @plan that @c belongs in, or -1. */
+static int plan_find(const struct stream *plan, unsigned n,
+		     const struct client *c)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (plan[k].interval_ms == c->interval_ms &&
+		    weft__delta_filter_equal(&plan[k].delta.filter, &c->filter))
+			return (int)k;
+	return -1;
+}
+
 /*
- * Subscribes to the probe for what the clients want, or not at all.
- * @fresh: make a new subscription even if the current one fits (its first
- * update is full).  Server thread; holds none of our locks.
+ * Subscribes to the probe for what the clients want, or not at all: one
+ * stream per distinct (interval, filter) among them.  @fresh: make a new
+ * subscription even if the current one fits (its first update is full).
+ * Server thread; holds none of our locks.
  */
 static void sub_reconcile(weft_server_t *s, bool fresh)
 {
 	weft_probe_sub_opts_t o = { 0 };
 	weft_probe_sub_t *nsub, *old;
-	struct sub_ctx *x, *oldx;
-	bool upd = false, ev = false;
+	struct sub_ctx *x, *oldx = s->sub_ctx;
+	struct stream plan[MAX_STREAMS];
+	unsigned n = 0;
+	bool ev = false, same;
 	int err;
 
+	memset(plan, 0, sizeof(plan));
 	for (struct client *c = s->clients; c; c = c->next) {
-		if (!c->subscribed)
+		int k;
+
+		if (!client_active(c))
 			continue;
-		upd |= c->want_updates;
-		ev |= c->want_events && !c->paused;
+		k = plan_find(plan, n, c);
+		if (k < 0) {
+			if (n == MAX_STREAMS)
+				continue; /* refused at subscribe */
+			k = (int)n++;
+			plan[k].interval_ms = c->interval_ms;
+			plan[k].delta.filter = c->filter; /* borrowed */
+		}
+		plan[k].updates |= c->want_updates;
+		plan[k].events |= c->want_events && !c->paused;
+		ev |= plan[k].events;
 	}
-	if (!upd && !ev) {
+	if (!n) {
 		if (s->sub)
 			sub_drop(s);
 		return;
 	}
-	if (s->sub && !fresh && s->sub_events == ev && s->sub_updates == upd)
+	same = s->sub && !fresh && oldx->nstreams == n;
+	for (unsigned k = 0; same && k < n; k++) {
+		const struct stream *cur = &oldx->st[k];
+
+		same = cur->interval_ms == plan[k].interval_ms &&
+		       cur->updates == plan[k].updates &&
+		       cur->events == plan[k].events &&
+		       weft__delta_filter_equal(&cur->delta.filter,
+						&plan[k].delta.filter);
+	}
+	if (same) {
+		/* A client may have joined a stream that exists. */
+		for (struct client *c = s->clients; c; c = c->next)
+			c->stream = client_active(c) ?
+					    plan_find(oldx->st, n, c) :
+					    -1;
 		return;
+	}
+
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return;
 	x->srv = s;
-	weft__wire_events_init(&x->enc);
+	for (unsigned k = 0; k < n; k++) {
+		struct stream *st = &x->st[k];
+
+		weft__delta_init(&st->delta);
+		weft__wire_events_init(&st->enc);
+		x->nstreams = k + 1;
+		st->interval_ms = plan[k].interval_ms;
+		st->updates = plan[k].updates;
+		st->events = plan[k].events;
+		st->delta.interval_ns = (uint64_t)st->interval_ms * 1000000u;
+		st->delta.max_record = s->max_record;
+		st->delta.lookup = srv_lookup;
+		if (weft__delta_filter_copy(&st->delta.filter,
+					    &plan[k].delta.filter)) {
+			sub_ctx_free(x);
+			return;
+		}
+	}
 	o.events = ev;
 	o.on_events = ev ? srv_on_events : NULL;
-	/* Updates also carry the counters of an events-only client. */
 	o.on_update = srv_on_update;
 	o.ctx = x;
+	/*
+	 * Active before it subscribes: its first pass (the full update)
+	 * may come at once and must not be discarded at push.  What the
+	 * old context queued goes out under the old mapping first.
+	 */
+	sub_activate(s, x);
+	for (struct client *c = s->clients; c; c = c->next)
+		c->stream = client_active(c) ? plan_find(x->st, n, c) : -1;
 	err = weft_probe_subscribe(&o, &nsub);
 	if (err) {
 		srv_log("cannot subscribe to the probe: %s", strerror(-err));
-		free(x);
+		sub_activate(s, oldx);
+		for (struct client *c = s->clients; c; c = c->next)
+			c->stream =
+				oldx && client_active(c) ?
+					plan_find(oldx->st, oldx->nstreams, c) :
+					-1;
+		sub_ctx_free(x);
 		return;
 	}
-	pthread_mutex_lock(&s->qlock);
-	s->active = x;
-	pthread_mutex_unlock(&s->qlock);
 	old = s->sub;
-	oldx = s->sub_ctx;
 	s->sub = nsub;
 	s->sub_ctx = x;
-	s->sub_events = ev;
-	s->sub_updates = upd;
 	s->last_resync = mono_ns();
 	if (old)
 		weft_probe_unsubscribe(old); /* no callback of it after this */
-	if (oldx) {
-		weft__wire_events_fini(&oldx->enc);
-		free(oldx);
-	}
+	sub_ctx_free(oldx);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.subscribed = 1;
 	pthread_mutex_unlock(&s->stat_lock);
@@ -328,6 +489,7 @@ static void client_close(struct client *c, const char *why, bool bad)
 	s->nclients--;
 	bufferevent_free(c->bev);
 	weft__wire_decoder_fini(&c->dec);
+	weft__delta_filter_fini(&c->filter);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.clients = s->nclients;
 	if (bad)
@@ -337,22 +499,43 @@ static void client_close(struct client *c, const char *why, bool bad)
 	sub_reconcile(s, false);
 }
 
-/* Queues @data for @c if it fits its bound.  Return: true if queued. */
-static bool client_send(struct client *c, const void *data, size_t len,
-			bool bounded)
+/*
+ * Queues @data for @c if it fits its bound.  A full update larger than
+ * the bound itself goes into an empty buffer (otherwise a client of a
+ * process with very many tasks could never get one): the bound is then
+ * that one update.  Return: true if queued.
+ */
+static bool client_send_ex(struct client *c, const void *data, size_t len,
+			   bool bounded, bool full)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	size_t have = evbuffer_get_length(out);
+	bool over = false;
 
 	if (bounded && have + len > c->srv->buf_max) {
-		if (!c->behind_since)
-			c->behind_since = mono_ns();
-		return false;
+		over = full && !have && len > c->srv->buf_max;
+		if (!over) {
+			if (!c->behind_since)
+				c->behind_since = mono_ns();
+			return false;
+		}
 	}
 	if (evbuffer_add(out, data, len))
 		return false;
 	stat_buffered(c->srv, have + len);
+	if (over) {
+		pthread_mutex_lock(&c->srv->stat_lock);
+		if (len > c->srv->st.max_full_over_bound)
+			c->srv->st.max_full_over_bound = len;
+		pthread_mutex_unlock(&c->srv->stat_lock);
+	}
 	return true;
+}
+
+static bool client_send(struct client *c, const void *data, size_t len,
+			bool bounded)
+{
+	return client_send_ex(c, data, len, bounded, false);
 }
 
 static void client_send_update(struct client *c, const struct item *it)
@@ -363,13 +546,14 @@ static void client_send_update(struct client *c, const struct item *it)
 	if (!c->want_updates || (c->need_full && !it->full))
 		return;
 	if (!c->updates_skipped && !c->events_not_sent) {
-		ok = client_send(c, it->buf.data, it->buf.len, true);
+		ok = client_send_ex(c, it->buf.data, it->buf.len, true,
+				    it->full);
 	} else if (weft__wire_update_recount(&tmp, it->buf.data, it->buf.len,
 					     c->updates_skipped,
 					     c->events_not_sent)) {
 		ok = false;
 	} else {
-		ok = client_send(c, tmp.data, tmp.len, true);
+		ok = client_send_ex(c, tmp.data, tmp.len, true, it->full);
 	}
 	weft__wire_buf_fini(&tmp);
 	if (ok) {
@@ -385,21 +569,9 @@ static void client_send_update(struct client *c, const struct item *it)
 	pthread_mutex_unlock(&c->srv->stat_lock);
 }
 
-static void deliver(weft_server_t *s)
+static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
+			 uint64_t de)
 {
-	struct item *list;
-	uint64_t du, de;
-
-	pthread_mutex_lock(&s->qlock);
-	list = s->qhead;
-	s->qhead = s->qtail = NULL;
-	s->qbytes = 0;
-	du = s->drop_updates - s->seen_drop_updates;
-	de = s->drop_events - s->seen_drop_events;
-	s->seen_drop_updates = s->drop_updates;
-	s->seen_drop_events = s->drop_events;
-	pthread_mutex_unlock(&s->qlock);
-
 	if (du || de) {
 		pthread_mutex_lock(&s->stat_lock);
 		s->st.queue_dropped += du + de;
@@ -420,7 +592,7 @@ static void deliver(weft_server_t *s)
 
 		list = it->next;
 		for (struct client *c = s->clients; c; c = c->next) {
-			if (!c->subscribed)
+			if (!c->subscribed || c->stream != (int)it->stream)
 				continue;
 			if (it->kind == ITEM_UPDATE) {
 				client_send_update(c, it);
@@ -432,6 +604,23 @@ static void deliver(weft_server_t *s)
 		}
 		item_free(it);
 	}
+}
+
+static void deliver(weft_server_t *s)
+{
+	struct item *list;
+	uint64_t du, de;
+
+	pthread_mutex_lock(&s->qlock);
+	list = s->qhead;
+	s->qhead = s->qtail = NULL;
+	s->qbytes = 0;
+	du = s->drop_updates - s->seen_drop_updates;
+	de = s->drop_events - s->seen_drop_events;
+	s->seen_drop_updates = s->drop_updates;
+	s->seen_drop_events = s->drop_events;
+	pthread_mutex_unlock(&s->qlock);
+	deliver_list(s, list, du, de);
 }
 
 static void srv_wake_cb(evutil_socket_t fd, short what, void *arg)
@@ -477,8 +666,12 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 		    have <= s->buf_max / 2)
 			resync = true;
 	}
-	if (resync && now - s->last_resync >= RESYNC_EVERY_NS)
+	if (resync && now - s->last_resync >= RESYNC_EVERY_NS) {
+		pthread_mutex_lock(&s->stat_lock);
+		s->st.resyncs++;
+		pthread_mutex_unlock(&s->stat_lock);
 		sub_reconcile(s, true);
+	}
 }
 
 /* The reply to CONTROL_OP_TASK_DETAIL: an Update holding that task. */
@@ -515,7 +708,7 @@ static void snapshot(struct client *c)
 
 	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT;
 	ctl.error = (char *)(err == -ENOENT ? "no flight recorder running "
-					      "(WEFT_TRACE_FLIGHT_MB)" :
+					      "(WEFT_TRACE_FLIGHT_MB or _S)" :
 			     err            ? strerror(-err) :
 					      "");
 	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
@@ -528,41 +721,72 @@ static void snapshot(struct client *c)
 	weft__wire_buf_fini(&end);
 }
 
-/* Return: 0, or the reason to close the connection. */
-static const char *client_frame(struct client *c, const Weft__V1__Frame *f)
+/*
+ * A Subscribe (again, possibly: the last one counts).  Clients with the
+ * same interval and filter share a stream; a client that would make more
+ * than MAX_STREAMS distinct ones is refused.
+ * Return: 0, or the reason to close the connection.
+ */
+static const char *client_subscribe(struct client *c, weft_server_request_t *m)
 {
 	weft_server_t *s = c->srv;
+	weft_delta_filter_t flt = m->filter;
+	struct stream plan[MAX_STREAMS];
+	uint32_t ival = m->interval_ms;
+	unsigned n = 0;
+	bool fits = false;
 
-	switch (f->body_case) {
-	case WEFT__V1__FRAME__BODY_SUBSCRIBE:
-		c->subscribed = true;
-		c->want_updates = f->subscribe->updates;
-		c->want_events = f->subscribe->events;
-		c->need_full = c->want_updates;
-		sub_reconcile(s, c->want_updates);
-		return NULL;
-	case WEFT__V1__FRAME__BODY_CONTROL:
-		switch (f->control->op) {
-		case WEFT__V1__CONTROL_OP__CONTROL_OP_PAUSE_EVENTS:
-			c->paused = true;
-			sub_reconcile(s, false);
-			return NULL;
-		case WEFT__V1__CONTROL_OP__CONTROL_OP_RESUME_EVENTS:
-			c->paused = false;
-			sub_reconcile(s, false);
-			return NULL;
-		case WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL:
-			task_detail(c, f->control->task);
-			return NULL;
-		case WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT:
-			snapshot(c);
-			return NULL;
-		default:
-			return "unknown control operation";
-		}
-	default:
-		return "unexpected frame from a client";
+	/* Distinct streams among the others, and whether ours is one. */
+	memset(plan, 0, sizeof(plan));
+	for (struct client *o = s->clients; o; o = o->next) {
+		if (o == c || !client_active(o) || plan_find(plan, n, o) >= 0)
+			continue;
+		plan[n].interval_ms = o->interval_ms;
+		plan[n].delta.filter = o->filter;
+		n++;
+		fits |= o->interval_ms == ival &&
+			weft__delta_filter_equal(&o->filter, &flt);
 	}
+	if (!fits && n >= MAX_STREAMS && (m->updates || m->events))
+		return "too many different subscriptions (interval, filter)";
+	/* The filter is ours now. */
+	weft__delta_filter_fini(&c->filter);
+	c->filter = flt;
+	memset(&m->filter, 0, sizeof(m->filter));
+	c->interval_ms = ival;
+	c->subscribed = true;
+	c->want_updates = m->updates;
+	c->want_events = m->events;
+	c->need_full = c->want_updates;
+	sub_reconcile(s, c->want_updates);
+	return NULL;
+}
+
+/* Return: 0, or the reason to close the connection. */
+static const char *client_request(void *ctx, weft_server_request_t *r)
+{
+	struct client *c = ctx;
+	weft_server_t *s = c->srv;
+
+	switch (r->op) {
+	case WEFT_SERVER_REQ_SUBSCRIBE:
+		return client_subscribe(c, r);
+	case WEFT_SERVER_REQ_PAUSE:
+		c->paused = true;
+		sub_reconcile(s, false);
+		return NULL;
+	case WEFT_SERVER_REQ_RESUME:
+		c->paused = false;
+		sub_reconcile(s, false);
+		return NULL;
+	case WEFT_SERVER_REQ_TASK_DETAIL:
+		task_detail(c, r->task);
+		return NULL;
+	case WEFT_SERVER_REQ_SNAPSHOT:
+		snapshot(c);
+		return NULL;
+	}
+	return "unknown request";
 }
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
@@ -572,34 +796,20 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 
 	while (evbuffer_get_length(in)) {
 		struct evbuffer_iovec v;
-		Weft__V1__Frame *f;
 		const char *why;
+		char why_buf[128];
 		size_t used;
-		int rc;
 
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
-		rc = weft__wire_decoder_feed(&c->dec, v.iov_base, v.iov_len,
-					     &used, &f);
-		evbuffer_drain(in, used);
-		if (rc < 0) {
-			char why_buf[128];
-
-			snprintf(why_buf, sizeof(why_buf),
-				 "bad record at offset %llu: %s",
-				 (unsigned long long)c->dec.record_offset,
-				 weft__wire_strerror(rc));
-			client_close(c, why_buf, true);
+		why = weft__server_input_feed(&c->dec, v.iov_base, v.iov_len,
+					      &used, client_request, c, why_buf,
+					      sizeof(why_buf));
+		if (why) {
+			client_close(c, why, true);
 			return;
 		}
-		if (rc == WEFT_WIRE_FRAME) {
-			why = client_frame(c, f);
-			weft__wire_frame_free(f);
-			if (why) {
-				client_close(c, why, true);
-				return;
-			}
-		}
+		evbuffer_drain(in, used);
 	}
 }
 
@@ -654,6 +864,7 @@ static void srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	c->srv = s;
+	c->stream = -1;
 	peer_name(c->peer, sizeof(c->peer), sa);
 	if (sa && sa->sa_family != AF_UNIX) {
 		int one = 1;
@@ -910,6 +1121,7 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 		     1000000u;
 	s->queue_max = opts->queue_max_bytes ? opts->queue_max_bytes :
 					       QUEUE_DEFAULT;
+	s->max_record = opts->max_record;
 	s->st.client_buf_max = s->buf_max;
 	err = header_build(s, opts->workers);
 	if (err)

@@ -7,18 +7,25 @@
  * The protocol (proto/weft.proto).  On connect the server sends a
  * FileHeader record (magic, version, the hello), so that a stream saved
  * as it comes is a valid trace file.  The client sends Subscribe (updates
- * and/or events); then Control frames: pause and resume its event stream,
- * one task's details (reply: an Update holding that task, histograms
- * included).  Any other frame, a malformed or oversized record, or a peer
- * gone mid-record closes that connection with a logged reason.
+ * and/or events, a publish interval, a filter); then Control frames:
+ * pause and resume its event stream, one task's details (reply: an
+ * Update holding that task, histograms included).  Any other frame, a
+ * bad filter, a malformed or oversized record, or a peer gone mid-record
+ * closes that connection with a logged reason (server_input.c turns
+ * bytes into requests; server.c carries them out).
  *
  * Flow.  The server is a probe subscriber only while some client wants
- * something (events only while some unpaused client wants events).  The
- * collector's callbacks encode each pass once and hand the records to the
- * server thread through a bounded queue (full: dropped and counted, the
+ * something (events only while some unpaused client wants events).
+ * Clients with the same interval and filter share a stream (at most
+ * MAX_STREAMS): the collector's callbacks fold each pass into every
+ * stream (delta_internal.h: changes accumulate until the interval has
+ * passed, records are thin, full updates split under the record limit),
+ * encode what is due once per stream and hand the records to the server
+ * thread through a bounded queue (full: dropped and counted, the
  * collector never waits).  Each client has an output bound: an update
  * that does not fit is skipped (counted, and the count is in the Update
  * frames it does get), events that do not fit are counted as not sent; a
+ * full update larger than the bound alone goes into an empty buffer; a
  * client behind for longer than slow_kick_ms is disconnected.
  *
  * WEFT_CONSOLE=off turns the default server off; WEFT_CONSOLE_BIND=
@@ -28,8 +35,12 @@
 #ifndef WEFT_SERVER_INTERNAL_H
 #define WEFT_SERVER_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "delta_internal.h"
+#include "wire_internal.h"
 
 struct weft_runtime_s;
 
@@ -44,19 +55,57 @@ typedef struct weft_server_opts_s {
 	size_t client_buf_max;  /* output bound per client; 0: 8 MiB */
 	unsigned slow_kick_ms;  /* behind this long: dropped; 0: 5 s */
 	size_t queue_max_bytes; /* collector -> server; 0: 32 MiB */
+	/* Updates are split into records of at most this many bytes; 0:
+	 * WEFT_WIRE_MAX_RECORD (tests lower it). */
+	size_t max_record;
 } weft_server_opts_t;
 
 typedef struct weft_server_stats_s {
 	unsigned clients; /* connected now */
 	uint64_t accepted;
-	uint64_t closed_bad;        /* for a protocol error */
-	uint64_t kicked;            /* for being slow */
-	uint64_t updates_skipped;   /* summed over clients */
-	uint64_t queue_dropped;     /* records the queue had no room for */
+	uint64_t closed_bad;      /* for a protocol error */
+	uint64_t kicked;          /* for being slow */
+	uint64_t updates_skipped; /* summed over clients */
+	uint64_t queue_dropped;   /* records the queue had no room for */
+	uint64_t resyncs; /* new subscriptions for a client owed a full update */
 	size_t max_client_buffered; /* high-water mark of any output buffer */
 	size_t client_buf_max;
+	/* The largest full update queued alone because it is larger than
+	 * client_buf_max (0 if none was). */
+	size_t max_full_over_bound;
 	unsigned subscribed; /* 1 while a probe subscriber */
 } weft_server_stats_t;
+
+/* What a client asked for, from one frame (server_input.c). */
+typedef enum weft_server_req_op_e {
+	WEFT_SERVER_REQ_SUBSCRIBE,
+	WEFT_SERVER_REQ_PAUSE,
+	WEFT_SERVER_REQ_RESUME,
+	WEFT_SERVER_REQ_TASK_DETAIL,
+	WEFT_SERVER_REQ_SNAPSHOT,
+} weft_server_req_op_t;
+
+typedef struct weft_server_request_s {
+	weft_server_req_op_t op;
+	bool updates, events;       /* SUBSCRIBE */
+	uint32_t interval_ms;       /* SUBSCRIBE, clamped */
+	weft_delta_filter_t filter; /* SUBSCRIBE; a handler may take it */
+	uint64_t task;              /* TASK_DETAIL */
+} weft_server_request_t;
+
+/* Carries out @r for a client.  Return: NULL, or why to close it. */
+typedef const char *(*weft_server_input_cb)(void *ctx,
+					    weft_server_request_t *r);
+
+/* server_input.c */
+uint32_t weft__server_interval_clamp(uint32_t ms);
+const char *weft__server_request_parse(const Weft__V1__Frame *f,
+				       weft_server_request_t *r);
+void weft__server_request_fini(weft_server_request_t *r);
+const char *weft__server_input_feed(weft_wire_decoder_t *d, const void *data,
+				    size_t n, size_t *used,
+				    weft_server_input_cb handle, void *ctx,
+				    char *why, size_t len);
 
 /* server.c */
 int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out);

@@ -707,6 +707,104 @@ static void warning_set(Weft__V1__Warning *m, const weft_probe_warning_t *w)
 	m->detail = (char *)w->detail;
 }
 
+/* Appends one Update record for @m; restores @b's length on error. */
+static int update_record(weft_wire_buf_t *b, Weft__V1__Update *m,
+			 size_t max_record)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	size_t len;
+
+	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+	f.update = m;
+	len = protobuf_c_message_get_packed_size(&f.base);
+	if (len > max_record)
+		return -EMSGSIZE;
+	return weft__wire_record_append(b, &f);
+}
+
+/* Room kept free in each part for weft__wire_update_recount()'s two
+ * varint fields and the frame's own tag and length. */
+#define PART_SLACK 64u
+
+/*
+ * Splits @m (whose task list makes it larger than @max_record) into
+ * several records: the first carries everything but the tasks that do
+ * not fit (full stays as it was), the others only tasks, with full unset.
+ */
+static int update_split(weft_wire_buf_t *b, Weft__V1__Update *m,
+			size_t max_record)
+{
+	Weft__V1__Task **tasks = m->tasks;
+	uint64_t *new_ids = m->new_tasks, *fin_ids = m->finished_tasks;
+	size_t nt = m->n_tasks, nnew = m->n_new_tasks,
+	       nfin = m->n_finished_tasks;
+	size_t start = b->len, i = 0, inew = 0, ifin = 0, base;
+	bool first = true;
+	int err = 0;
+
+	if (max_record <= 2 * PART_SLACK)
+		return -EMSGSIZE;
+	m->n_tasks = m->n_new_tasks = m->n_finished_tasks = 0;
+	base = protobuf_c_message_get_packed_size(&m->base);
+	while (!err && (first || i < nt)) {
+		size_t used = (first ? base : 0) + PART_SLACK, k = i;
+		size_t n0 = inew, f0 = ifin;
+
+		while (k < nt) {
+			size_t sz = protobuf_c_message_get_packed_size(
+				&tasks[k]->base);
+			size_t cost = 1 + varint_len(sz) + sz;
+
+			/* Its ids in new_tasks / finished_tasks, if any
+			 * (those lists follow the task order). */
+			if (inew < nnew && new_ids[inew] == tasks[k]->id)
+				cost += 11;
+			if (ifin < nfin && fin_ids[ifin] == tasks[k]->id)
+				cost += 11;
+			if (used + cost > max_record)
+				break;
+			used += cost;
+			if (inew < nnew && new_ids[inew] == tasks[k]->id)
+				inew++;
+			if (ifin < nfin && fin_ids[ifin] == tasks[k]->id)
+				ifin++;
+			k++;
+		}
+		if (k == i && !first) {
+			err = -EMSGSIZE; /* one task alone is too big */
+			break;
+		}
+		if (first && base + PART_SLACK > max_record) {
+			err = -EMSGSIZE; /* too big without any task */
+			break;
+		}
+		{
+			Weft__V1__Update part = WEFT__V1__UPDATE__INIT;
+
+			if (first)
+				part = *m;
+			part.tasks = tasks + i;
+			part.n_tasks = k - i;
+			part.new_tasks = new_ids + n0;
+			part.n_new_tasks = inew - n0;
+			part.finished_tasks = fin_ids + f0;
+			part.n_finished_tasks = ifin - f0;
+			err = update_record(b, &part, max_record);
+		}
+		i = k;
+		first = false;
+	}
+	m->tasks = tasks;
+	m->n_tasks = nt;
+	m->new_tasks = new_ids;
+	m->n_new_tasks = nnew;
+	m->finished_tasks = fin_ids;
+	m->n_finished_tasks = nfin;
+	if (err)
+		b->len = start;
+	return err;
+}
+
 /*
  * weft__wire_update_append() - one collector pass as an Update record.
  * @prev_now_ns: the previous update's time: tasks spawned after it are
@@ -717,13 +815,32 @@ static void warning_set(Weft__V1__Warning *m, const weft_probe_warning_t *w)
 int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns)
 {
-	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	return weft__wire_update_append_split(b, u, prev_now_ns, 0);
+}
+
+/*
+ * weft__wire_update_append_split() - weft__wire_update_append() that
+ * splits an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD)
+ * into several records, appended back to back: the first carries the
+ * stats, workers, warnings, the full flag and the tasks that fit; each
+ * of the others only more tasks (full unset).  A reader applies them in
+ * order, as one update.
+ *
+ * Return: 0; -ENOMEM; -EMSGSIZE (one task alone, or everything but the
+ * tasks, exceeds @max_record); @b unchanged on error.
+ */
+int weft__wire_update_append_split(weft_wire_buf_t *b,
+				   const weft_probe_update_t *u,
+				   uint64_t prev_now_ns, size_t max_record)
+{
 	Weft__V1__Update m = WEFT__V1__UPDATE__INIT;
 	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
 	struct update_parts p = { 0 };
 	size_t nt = u->ntasks, nw = u->nworkers, nx = u->nwarnings;
 	int err = -ENOMEM;
 
+	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
+		max_record = WEFT_WIRE_MAX_RECORD;
 	p.tasks = calloc(nt + 1, sizeof(*p.tasks));
 	p.task_ptrs = calloc(nt + 1, sizeof(*p.task_ptrs));
 	p.hists = calloc(2 * nt + 1, sizeof(*p.hists));
@@ -785,9 +902,9 @@ int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	m.warnings = p.warning_ptrs;
 	m.full = u->full;
 
-	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
-	f.update = &m;
-	err = weft__wire_record_append(b, &f);
+	err = update_record(b, &m, max_record);
+	if (err == -EMSGSIZE && nt)
+		err = update_split(b, &m, max_record);
 out_free:
 	update_parts_free(&p);
 	return err;
@@ -806,9 +923,10 @@ static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
 }
 
 /*
- * weft__wire_update_recount() - an Update record again, with one
- * subscriber's updates_skipped and events_not_sent set.
- * @rec, @len: one whole record from weft__wire_update_append().
+ * weft__wire_update_recount() - Update records again, with one
+ * subscriber's updates_skipped and events_not_sent set in the first.
+ * @rec, @len: whole records from weft__wire_update_append_split(); the
+ * first is an Update, the others are copied as they are.
  *
  * The fields are appended to the Update's bytes (protobuf keeps the last
  * value of a repeated scalar field), so the record is re-framed, not
@@ -821,21 +939,23 @@ int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 {
 	uint8_t extra[2 * 11], hdr[2 * 11];
 	uint64_t flen, ulen;
-	size_t i = 1, k, nx = 0, nh = 0;
+	size_t i = 1, k, nx = 0, nh = 0, end, rest;
 	int err;
 
 	if (len < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
 		return -EINVAL;
 	k = varint_get(rec + i, len - i, &flen);
-	if (!k || flen != len - i - k)
+	if (!k || flen > len - i - k)
 		return -EINVAL;
 	i += k;
+	end = i + (size_t)flen; /* the first record's end */
+	rest = len - end;
 	/* Frame.update: field 4, length-delimited. */
-	if (i >= len || rec[i] != (4u << 3 | 2u))
+	if (i >= end || rec[i] != (4u << 3 | 2u))
 		return -EINVAL;
 	i++;
-	k = varint_get(rec + i, len - i, &ulen);
-	if (!k || ulen != len - i - k)
+	k = varint_get(rec + i, end - i, &ulen);
+	if (!k || ulen != end - i - k)
 		return -EINVAL;
 	i += k;
 	if (skipped) {
@@ -852,13 +972,14 @@ int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 	nh += weft__wire_varint_put(hdr + nh, flen);
 	hdr[nh++] = 4u << 3 | 2u;
 	nh += weft__wire_varint_put(hdr + nh, ulen);
-	err = weft__wire_buf_reserve(b, nh + (len - i) + nx);
+	err = weft__wire_buf_reserve(b, nh + (end - i) + nx + rest);
 	if (err)
 		return err;
 	memcpy(b->data + b->len, hdr, nh);
-	memcpy(b->data + b->len + nh, rec + i, len - i);
-	memcpy(b->data + b->len + nh + (len - i), extra, nx);
-	b->len += nh + (len - i) + nx;
+	memcpy(b->data + b->len + nh, rec + i, end - i);
+	memcpy(b->data + b->len + nh + (end - i), extra, nx);
+	memcpy(b->data + b->len + nh + (end - i) + nx, rec + end, rest);
+	b->len += nh + (end - i) + nx + rest;
 	return 0;
 }
 

@@ -138,6 +138,9 @@ int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 /* wire.c: updates, hello, header */
 int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns);
+int weft__wire_update_append_split(weft_wire_buf_t *b,
+				   const weft_probe_update_t *u,
+				   uint64_t prev_now_ns, size_t max_record);
 int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 			      size_t len, uint64_t skipped, uint64_t not_sent);
 int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,

@@ -4,12 +4,17 @@
 # usage: tests/fuzz/run.sh OUT_DIR [SECONDS] [TEST_WIRE]
 #
 # Builds the libFuzzer targets with clang (ASan + UBSan) into OUT_DIR,
-# seeds their corpora, and runs each for SECONDS (default 20; both at
+# seeds their corpora, and runs each for SECONDS (default 20; all at
 # once).  Exits 77 (ctest SKIP_RETURN_CODE) without clang's libFuzzer.
-#   fuzz_record      the record decoder (wire.c), records split anywhere
-#   fuzz_trace_file  the trace-file reader (trace_reader.c)
-# Seeds: tests/fuzz/corpus/*, plus a sample trace from
-# `test_wire --write-sample` and its first records when TEST_WIRE is given.
+#   fuzz_record        the record decoder (wire.c), records split anywhere
+#   fuzz_trace_file    the trace-file reader (trace_reader.c)
+#   fuzz_server_input  a client's bytes to the server: framing, decoding,
+#                      requests and their dispatch (server_input.c,
+#                      delta.c's filters)
+# FUZZ_TARGETS="a b" picks some (default: all three).
+# Seeds: tests/fuzz/corpus/* (and corpus_server/* for the server's), plus
+# a sample trace from `test_wire --write-sample` and its first records
+# when TEST_WIRE is given.
 #
 # A longer run, kept corpus and all (from the source tree):
 #   tests/fuzz/run.sh /tmp/weft-fuzz 3600 /tmp/wire-build/tests/test_wire
@@ -39,14 +44,20 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	-D_GNU_SOURCE -I"$out/gen" -I"$root/probe/src" -I"$root/probe/include"
 	-I"$root/runtime/include" -I"$root/runtime/src")
 read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
-for t in fuzz_record fuzz_trace_file; do
+read -ra targets <<<"${FUZZ_TARGETS:-fuzz_record fuzz_trace_file fuzz_server_input}"
+for t in "${targets[@]}"; do
 	"$cc" "${flags[@]}" "$here/$t.c" "$root/probe/src/wire.c" \
-		"$root/probe/src/trace_reader.c" "$out/gen/weft.pb-c.c" \
+		"$root/probe/src/trace_reader.c" "$root/probe/src/delta.c" \
+		"$root/probe/src/server_input.c" "$out/gen/weft.pb-c.c" \
 		"${pc[@]}" -o "$out/$t"
 	mkdir -p "$out/corpus-$t"
 	cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
 done
-if [[ -n "$test_wire" ]]; then
+if [[ -d "$out/corpus-fuzz_server_input" ]]; then
+	cp "$here"/corpus_server/* "$out/corpus-fuzz_server_input/"
+fi
+if [[ -n "$test_wire" && -d "$out/corpus-fuzz_record" &&
+	-d "$out/corpus-fuzz_trace_file" ]]; then
 	"$test_wire" --write-sample "$out/sample.weft"
 	for n in 64 256 1024 4096; do
 		head -c "$n" "$out/sample.weft" >"$out/corpus-fuzz_trace_file/sample-$n"
@@ -57,16 +68,16 @@ if [[ -n "$test_wire" ]]; then
 fi
 
 pids=()
-for t in fuzz_record fuzz_trace_file; do
+for t in "${targets[@]}"; do
 	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 \
 		-print_final_stats=1 "$out/corpus-$t" >"$out/$t.log" 2>&1 &
 	pids+=($!)
 done
 rc=0
-for i in 0 1; do
-	wait "${pids[$i]}" || rc=1
+for p in "${pids[@]}"; do
+	wait "$p" || rc=1
 done
-for t in fuzz_record fuzz_trace_file; do
+for t in "${targets[@]}"; do
 	grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
 		sed "s/^/fuzz: $t: /" || true
 	if grep -q 'ERROR: \|==ERROR\|SUMMARY: ' "$out/$t.log"; then

@@ -49,6 +49,7 @@ static const struct bench_shape *const shapes[] = {
 	&shape_ping_pong_fiber,
 	&shape_probe_event,
 	&shape_probe_event_thread,
+	&shape_record_throughput,
 };
 
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))

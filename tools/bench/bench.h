@@ -80,6 +80,9 @@ void bench_probe_start(struct bench *b, bool events);
 void bench_probe_stop(struct bench *b);
 const char *bench_probe_mode(const struct bench *b);
 
+/* shape_record.c: the recorder's throughput (own result lines) */
+extern const struct bench_shape shape_record_throughput;
+
 /* shape_fiber.c: the stackful variants */
 extern const struct bench_shape shape_yield_many_fiber;
 extern const struct bench_shape shape_ping_pong_fiber;

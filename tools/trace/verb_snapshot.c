@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-trace snapshot TARGET -o FILE: ask a live process's flight
- * recorder (WEFT_TRACE_FLIGHT_MB) for what it keeps, through a Control
- * frame, and write it to a trace file.  The server sends the records
+ * recorder (WEFT_TRACE_FLIGHT_MB or WEFT_TRACE_FLIGHT_S) for what it
+ * keeps, through a Control frame, and write it to a trace file.  The server sends the records
  * then a Control SNAPSHOT frame that ends them (with an error, if any).
  */
 #include <errno.h>
@@ -16,8 +16,9 @@
 static const char usage[] =
 	"usage: weft-trace snapshot TARGET -o FILE\n"
 	"Writes the flight recorder of a live process (started with\n"
-	"WEFT_TRACE_FLIGHT_MB=N) to FILE: a header, every known task, then\n"
-	"the kept records.  TARGET is a pid, unix:PATH or tcp://HOST:PORT.\n";
+	"WEFT_TRACE_FLIGHT_MB=N and/or WEFT_TRACE_FLIGHT_S=SECONDS) to FILE:\n"
+	"a header, every known task, then the kept records.  TARGET is a\n"
+	"pid, unix:PATH or tcp://HOST:PORT.\n";
 
 int tt_verb_snapshot(int argc, char **argv)
 {

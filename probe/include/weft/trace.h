@@ -11,7 +11,9 @@
  *
  * WEFT_TRACE=path in the environment records from the first
  * weft_runtime_create() on (WEFT_TRACE_MAX_MB sets a size limit with
- * rotation, WEFT_TRACE_FLIGHT_MB the flight-recorder mode instead).
+ * rotation; WEFT_TRACE_FLIGHT_MB and/or WEFT_TRACE_FLIGHT_S the
+ * flight-recorder mode instead, keeping the last that many MiB and/or
+ * seconds).
  */
 #ifndef WEFT_TRACE_H
 #define WEFT_TRACE_H
@@ -32,8 +34,17 @@ typedef struct weft_trace_opts_s {
 	unsigned flush_ms;
 	/* Flight-recorder mode when nonzero: write nothing, keep the last
 	 * this-many bytes of records in memory for weft_trace_snapshot();
-	 * the path of weft_trace_start() is then unused and may be NULL. */
+	 * the path of weft_trace_start() is then unused and may be NULL
+	 * (flight_ms below is the same mode, by time). */
 	uint64_t flight_bytes;
+	/* Flight-recorder mode too when nonzero: keep the records of the
+	 * last this-many ms (whole chunks of 256 KiB, so a little more).
+	 * With flight_bytes as well, whichever limit is reached first
+	 * applies; alone, memory is still capped at 512 MiB. */
+	unsigned flight_ms;
+	/* Update records (task and worker state) at most this often; 0
+	 * for 100 ms.  Events are written as they are drained. */
+	unsigned update_ms;
 } weft_trace_opts_t;
 
 /**

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Delta streams: Update records at a consumer's own interval, filtered
+ * and thinned (delta_internal.h has the model).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "delta_internal.h"
+
+/* Warnings kept between two records of a stream (the oldest go first). */
+#define WARN_CAP 1024u
+
+/* ------------------------------------------------------------ id sets */
+
+static size_t id_hash(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+bool weft__idset_has(const weft_idset_t *s, uint64_t id)
+{
+	if (!s->cap || !id)
+		return false;
+	for (size_t i = id_hash(id, s->cap);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == id)
+			return true;
+		if (!s->slot[i])
+			return false;
+	}
+}
+
+static int idset_grow(weft_idset_t *s)
+{
+	size_t ncap = s->cap ? 2 * s->cap : 64;
+	uint64_t *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++) {
+		uint64_t id = s->slot[i];
+		size_t j;
+
+		if (!id)
+			continue;
+		for (j = id_hash(id, ncap); ns[j]; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = id;
+	}
+	free(s->slot);
+	s->slot = ns;
+	s->cap = ncap;
+	return 0;
+}
+
+/* Return: 0 (added or there already); -ENOMEM. */
+int weft__idset_add(weft_idset_t *s, uint64_t id)
+{
+	size_t i;
+
+	if (!id)
+		return 0;
+	/* At most half full: probes stay short. */
+	if (2 * (s->n + 1) > s->cap && idset_grow(s))
+		return -ENOMEM;
+	for (i = id_hash(id, s->cap); s->slot[i]; i = (i + 1) & (s->cap - 1))
+		if (s->slot[i] == id)
+			return 0;
+	s->slot[i] = id;
+	s->n++;
+	return 0;
+}
+
+/* Removes @id: backward-shift deletion keeps every probe chain whole. */
+void weft__idset_remove(weft_idset_t *s, uint64_t id)
+{
+	size_t i, j, mask = s->cap - 1;
+
+	if (!s->cap || !id)
+		return;
+	for (i = id_hash(id, s->cap); s->slot[i] != id; i = (i + 1) & mask)
+		if (!s->slot[i])
+			return;
+	s->slot[i] = 0;
+	s->n--;
+	for (j = (i + 1) & mask; s->slot[j]; j = (j + 1) & mask) {
+		size_t home = id_hash(s->slot[j], s->cap);
+
+		/* Move slot j into the hole at i unless its home lies
+		 * cyclically in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			s->slot[i] = s->slot[j];
+			s->slot[j] = 0;
+			i = j;
+		}
+	}
+}
+
+void weft__idset_clear(weft_idset_t *s)
+{
+	if (s->cap)
+		memset(s->slot, 0, s->cap * sizeof(*s->slot));
+	s->n = 0;
+}
+
+void weft__idset_fini(weft_idset_t *s)
+{
+	free(s->slot);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ------------------------------------------------------------ filters */
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * weft__delta_filter_set() - @f from a Subscribe's Filter (NULL: none).
+ * Return: 0; -EINVAL (a worker that is neither < 64 nor 65535, a kind
+ * >= 32, more than WEFT_DELTA_FILTER_MAX_TASKS tasks); -ENOMEM.  @f is
+ * empty on error.
+ */
+int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m)
+{
+	size_t n = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!m)
+		return 0;
+	if (m->n_tasks > WEFT_DELTA_FILTER_MAX_TASKS)
+		return -EINVAL;
+	for (size_t i = 0; i < m->n_workers; i++) {
+		if (m->workers[i] == WEFT_EVENT_NO_WORKER)
+			f->other_threads = true;
+		else if (m->workers[i] < 64)
+			f->workers |= 1ull << m->workers[i];
+		else
+			goto out_inval;
+	}
+	for (size_t i = 0; i < m->n_kinds; i++) {
+		if (m->kinds[i] >= 32)
+			goto out_inval;
+		f->kinds |= 1u << m->kinds[i];
+	}
+	if (m->n_tasks) {
+		f->tasks = malloc(m->n_tasks * sizeof(*f->tasks));
+		if (!f->tasks) {
+			memset(f, 0, sizeof(*f));
+			return -ENOMEM;
+		}
+		memcpy(f->tasks, m->tasks, m->n_tasks * sizeof(*f->tasks));
+		qsort(f->tasks, m->n_tasks, sizeof(*f->tasks), u64_cmp);
+		for (size_t i = 0; i < m->n_tasks; i++)
+			if (!n || f->tasks[n - 1] != f->tasks[i])
+				f->tasks[n++] = f->tasks[i];
+		f->ntasks = n;
+	}
+	return 0;
+
+out_inval:
+	memset(f, 0, sizeof(*f));
+	return -EINVAL;
+}
+
+void weft__delta_filter_fini(weft_delta_filter_t *f)
+{
+	free(f->tasks);
+	memset(f, 0, sizeof(*f));
+}
+
+bool weft__delta_filter_equal(const weft_delta_filter_t *a,
+			      const weft_delta_filter_t *b)
+{
+	return a->workers == b->workers &&
+	       a->other_threads == b->other_threads && a->kinds == b->kinds &&
+	       a->ntasks == b->ntasks &&
+	       (!a->ntasks ||
+		!memcmp(a->tasks, b->tasks, a->ntasks * sizeof(*a->tasks)));
+}
+
+/* Return: 0; -ENOMEM (@dst empty). */
+int weft__delta_filter_copy(weft_delta_filter_t *dst,
+			    const weft_delta_filter_t *src)
+{
+	*dst = *src;
+	dst->tasks = NULL;
+	if (!src->ntasks)
+		return 0;
+	dst->tasks = malloc(src->ntasks * sizeof(*dst->tasks));
+	if (!dst->tasks) {
+		memset(dst, 0, sizeof(*dst));
+		return -ENOMEM;
+	}
+	memcpy(dst->tasks, src->tasks, src->ntasks * sizeof(*dst->tasks));
+	return 0;
+}
+
+static bool filter_task(const weft_delta_filter_t *f, uint64_t id)
+{
+	return !f->ntasks ||
+	       bsearch(&id, f->tasks, f->ntasks, sizeof(id), u64_cmp);
+}
+
+static bool filter_worker(const weft_delta_filter_t *f, uint32_t w)
+{
+	if (!f->workers && !f->other_threads)
+		return true;
+	if (w == WEFT_EVENT_NO_WORKER)
+		return f->other_threads;
+	return w < 64 && (f->workers >> w & 1);
+}
+
+bool weft__delta_filter_event(const weft_delta_filter_t *f,
+			      const weft_event_t *ev)
+{
+	if (f->kinds && (ev->kind >= 32 || !(f->kinds >> ev->kind & 1)))
+		return false;
+	return filter_worker(f, ev->worker) && filter_task(f, ev->task);
+}
+
+/*
+ * weft__delta_events() - the events of @ev the stream's filter lets
+ * through: @ev itself when it has no filter, else a scratch copy (valid
+ * until the next call).  *@n is updated; NULL for no memory.
+ */
+const weft_event_t *weft__delta_events(weft_delta_t *d, const weft_event_t *ev,
+				       size_t *n)
+{
+	const weft_delta_filter_t *f = &d->filter;
+	size_t k = 0;
+
+	if (!f->ntasks && !f->workers && !f->other_threads && !f->kinds)
+		return ev;
+	if (*n > d->events_cap) {
+		weft_event_t *e = realloc(d->events, *n * sizeof(*e));
+
+		if (!e)
+			return NULL;
+		d->events = e;
+		d->events_cap = *n;
+	}
+	for (size_t i = 0; i < *n; i++)
+		if (weft__delta_filter_event(f, &ev[i]))
+			d->events[k++] = ev[i];
+	*n = k;
+	return d->events;
+}
+
+/* ------------------------------------------------------------ streams */
+
+void weft__delta_init(weft_delta_t *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+void weft__delta_fini(weft_delta_t *d)
+{
+	weft__idset_fini(&d->dirty);
+	weft__idset_fini(&d->known);
+	weft__delta_filter_fini(&d->filter);
+	free(d->warn);
+	free(d->tasks);
+	free(d->copies);
+	free(d->workers);
+	free(d->events);
+	weft__delta_init(d);
+}
+
+/* weft__delta_forget() - send names and files again (a new file). */
+void weft__delta_forget(weft_delta_t *d)
+{
+	weft__idset_clear(&d->known);
+}
+
+static bool filter_warning(const weft_delta_filter_t *f,
+			   const weft_probe_warning_t *w)
+{
+	if (f->ntasks && !filter_task(f, w->task))
+		return false;
+	return w->worker == WEFT_EVENT_NO_WORKER || filter_worker(f, w->worker);
+}
+
+static int warn_keep(weft_delta_t *d, const weft_probe_warning_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!filter_warning(&d->filter, &w[i]))
+			continue;
+		if (d->nwarn == WARN_CAP) {
+			memmove(d->warn, d->warn + 1,
+				(WARN_CAP - 1) * sizeof(*d->warn));
+			d->nwarn--;
+		}
+		if (d->nwarn == d->warn_cap) {
+			size_t cap = d->warn_cap ? 2 * d->warn_cap : 16;
+			weft_probe_warning_t *x =
+				realloc(d->warn, cap * sizeof(*x));
+
+			if (!x)
+				return -ENOMEM;
+			d->warn = x;
+			d->warn_cap = cap;
+		}
+		d->warn[d->nwarn++] = w[i];
+	}
+	return 0;
+}
+
+static int scratch_tasks(weft_delta_t *d, size_t n)
+{
+	const weft_probe_task_t **t;
+	weft_probe_task_t *c;
+
+	if (n <= d->tasks_cap)
+		return 0;
+	t = realloc(d->tasks, n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	d->tasks = t;
+	c = realloc(d->copies, n * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	d->copies = c;
+	d->tasks_cap = n;
+	return 0;
+}
+
+/* Adds the thinned copy of @t to the record being built. */
+static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
+		      bool full, bool hists)
+{
+	weft_probe_task_t *c = &d->copies[*n];
+
+	*c = *t;
+	if (!full && weft__idset_has(&d->known, t->id)) {
+		c->name = NULL;
+		c->file = NULL;
+		c->line = 0;
+	} else if (!t->finished_ns && (t->name || t->file)) {
+		/* Known once a name or file went out (a task the collector
+		 * cannot name yet is sent again when it can).  No memory:
+		 * the name goes out again next time. */
+		(void)weft__idset_add(&d->known, t->id);
+	}
+	/* Its last record: the reader keeps it until it retires it. */
+	if (t->finished_ns)
+		weft__idset_remove(&d->known, t->id);
+	if (!full && !hists && !t->finished_ns && !d->final) {
+		c->poll_hist = NULL;
+		c->sched_hist = NULL;
+	}
+	d->tasks[(*n)++] = c;
+}
+
+/*
+ * weft__delta_pass() - fold one collector pass into @d; when the interval
+ * has passed (or the pass is full), append its Update record(s) to @out.
+ * @full: set when what was appended is a full update.
+ *
+ * Return: 1 (records appended), 0 (not due yet), -ENOMEM (nothing
+ * appended; what changed is kept for the next try), -EMSGSIZE (the
+ * update could not be split under max_record: it is lost).
+ */
+int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
+		     weft_wire_buf_t *out, bool *full)
+{
+	weft_probe_update_t r = *u;
+	uint64_t now = u->stats ? u->stats->now_ns : 0;
+	size_t n = 0, nw = 0;
+	bool hists;
+	int err;
+
+	*full = false;
+	err = warn_keep(d, u->warnings, u->nwarnings);
+	if (err)
+		return err;
+	if (u->full) {
+		weft__idset_clear(&d->dirty);
+		weft__idset_clear(&d->known);
+		err = scratch_tasks(d, u->ntasks);
+		if (err)
+			return err;
+		for (size_t i = 0; i < u->ntasks; i++)
+			if (filter_task(&d->filter, u->tasks[i]->id))
+				task_take(d, &n, u->tasks[i], true, true);
+		hists = true;
+	} else {
+		for (size_t i = 0; i < u->ntasks; i++) {
+			if (!filter_task(&d->filter, u->tasks[i]->id))
+				continue;
+			err = weft__idset_add(&d->dirty, u->tasks[i]->id);
+			if (err)
+				return err;
+		}
+		if (d->emitted && !d->final &&
+		    now - d->last_emit_ns < d->interval_ns)
+			return 0;
+		err = scratch_tasks(d, d->dirty.n);
+		if (err)
+			return err;
+		hists = now - d->last_hist_ns >= WEFT_DELTA_HIST_EVERY_NS;
+		for (size_t i = 0; i < d->dirty.cap; i++) {
+			const weft_probe_task_t *t;
+
+			if (!d->dirty.slot[i])
+				continue;
+			/* Gone: finished long ago and forgotten. */
+			t = d->lookup ? d->lookup(d->dirty.slot[i]) : NULL;
+			if (t)
+				task_take(d, &n, t, false, hists);
+		}
+	}
+	if (d->filter.workers || d->filter.other_threads) {
+		if (!d->workers) {
+			d->workers = malloc(64 * sizeof(*d->workers));
+			if (!d->workers)
+				return -ENOMEM;
+		}
+		for (size_t i = 0; i < u->nworkers && i < 64; i++)
+			if (filter_worker(&d->filter, u->workers[i].index))
+				d->workers[nw++] = u->workers[i];
+		r.workers = d->workers;
+		r.nworkers = nw;
+	}
+	r.tasks = d->tasks;
+	r.ntasks = n;
+	r.warnings = d->warn;
+	r.nwarnings = d->nwarn;
+	err = weft__wire_update_append_split(out, &r, d->prev_now_ns,
+					     d->max_record);
+	if (err == -ENOMEM)
+		return err;
+	weft__idset_clear(&d->dirty);
+	d->nwarn = 0;
+	d->emitted = true;
+	d->last_emit_ns = now;
+	d->prev_now_ns = now;
+	if (hists)
+		d->last_hist_ns = now;
+	if (err)
+		return err;
+	*full = u->full;
+	return 1;
+}

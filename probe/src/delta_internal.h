@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A delta stream (delta.c): the Update records one consumer (a group of
+ * the server's clients, the recorder) gets, at its own interval, with
+ * its own filter, carrying only what changed.
+ *
+ * The collector publishes every pass (20 ms, sooner while busy).  A
+ * stream folds passes in: the ids of changed tasks and the new warnings
+ * accumulate until the interval has passed, then one Update goes out with
+ * the tasks' state as the collector knows it then (looked up by id with
+ * probe.lock held), the latest stats and workers, and the warnings
+ * gathered.  A full pass goes out at once, whatever the interval.
+ *
+ * Thin records: a task's name, file and line go out once per stream (in
+ * a full update, or the first time the stream sends that task with a
+ * name or file: the collector may learn them late); its
+ * histograms go out in full updates and at most once a second otherwise
+ * (a reader keeps what it was sent last; CONTROL_OP_TASK_DETAIL asks for
+ * one task's histograms any time), and in a task's last record (once it
+ * has finished).  Every other field always goes out.
+ *
+ * Updates larger than max_record are split into several records
+ * (weft__wire_update_append_split()).
+ *
+ * Threads: a stream belongs to the thread that calls weft__delta_pass()
+ * (the collector's, in the subscribers' callbacks, probe.lock held);
+ * set-up and teardown happen before and after.
+ */
+#ifndef WEFT_DELTA_INTERNAL_H
+#define WEFT_DELTA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/probe.h"
+
+#include "wire_internal.h"
+
+/* Publish intervals a stream accepts (a Subscribe's interval_ms is
+ * clamped to them); the upper bound stays under the collector's
+ * retention of finished tasks (6 s), so a finished task's last state is
+ * sent before the collector forgets it. */
+#define WEFT_DELTA_INTERVAL_MIN_MS 10u
+#define WEFT_DELTA_INTERVAL_MAX_MS 5000u
+#define WEFT_DELTA_INTERVAL_DEFAULT_MS 100u
+/* Histograms in non-full updates at most this often. */
+#define WEFT_DELTA_HIST_EVERY_NS 1000000000ull
+/* Limits of a filter (a Subscribe asking for more is refused). */
+#define WEFT_DELTA_FILTER_MAX_TASKS 4096u
+
+/* A set of task ids (open addressing, linear probing). */
+typedef struct weft_idset_s {
+	uint64_t *slot; /* 0: empty (task ids are never 0) */
+	size_t cap;     /* power of two, or 0 */
+	size_t n;
+} weft_idset_t;
+
+/* What a consumer wants.  Empty lists mean everything. */
+typedef struct weft_delta_filter_s {
+	uint64_t *tasks; /* sorted, owned */
+	size_t ntasks;
+	uint64_t workers;   /* bit i: worker i; 0: every worker */
+	bool other_threads; /* events of threads that are not workers */
+	uint32_t kinds;     /* bit k: event kind k; 0: every kind */
+} weft_delta_filter_t;
+
+typedef struct weft_delta_s {
+	/* public, set before the first pass */
+	uint64_t interval_ns; /* 0: every pass */
+	size_t max_record;    /* 0: WEFT_WIRE_MAX_RECORD */
+	weft_delta_filter_t filter;
+	/* The last pass (a recording stops): due whatever the interval,
+	 * every task with its histograms. */
+	bool final;
+	/* The collector's record of task @id now, or NULL (called in
+	 * weft__delta_pass(), probe.lock held). */
+	const weft_probe_task_t *(*lookup)(uint64_t id);
+	/* private */
+	weft_idset_t dirty; /* changed since the last record */
+	weft_idset_t known; /* name and file already sent */
+	weft_probe_warning_t *warn;
+	size_t nwarn, warn_cap;
+	uint64_t last_emit_ns, last_hist_ns, prev_now_ns;
+	bool emitted;
+	const weft_probe_task_t **tasks; /* scratch */
+	weft_probe_task_t *copies;       /* scratch: the thinned tasks */
+	size_t tasks_cap;
+	weft_probe_worker_t *workers; /* scratch */
+	weft_event_t *events;         /* scratch: filtered events */
+	size_t events_cap;
+} weft_delta_t;
+
+/* delta.c: sets of ids */
+bool weft__idset_has(const weft_idset_t *s, uint64_t id);
+int weft__idset_add(weft_idset_t *s, uint64_t id);
+void weft__idset_remove(weft_idset_t *s, uint64_t id);
+void weft__idset_clear(weft_idset_t *s);
+void weft__idset_fini(weft_idset_t *s);
+
+/* delta.c: filters */
+int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m);
+void weft__delta_filter_fini(weft_delta_filter_t *f);
+bool weft__delta_filter_equal(const weft_delta_filter_t *a,
+			      const weft_delta_filter_t *b);
+int weft__delta_filter_copy(weft_delta_filter_t *dst,
+			    const weft_delta_filter_t *src);
+bool weft__delta_filter_event(const weft_delta_filter_t *f,
+			      const weft_event_t *ev);
+
+/* delta.c: streams */
+void weft__delta_init(weft_delta_t *d);
+void weft__delta_fini(weft_delta_t *d);
+int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
+		     weft_wire_buf_t *out, bool *full);
+void weft__delta_forget(weft_delta_t *d);
+const weft_event_t *weft__delta_events(weft_delta_t *d, const weft_event_t *ev,
+				       size_t *n);
+
+#endif /* WEFT_DELTA_INTERNAL_H */

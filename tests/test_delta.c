@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Delta streams and split updates (probe/src/delta.c, wire.c): id sets
+ * against a model, filters from a Subscribe, a stream's interval (changes
+ * accumulate until it is due), thin task records (names once, histograms
+ * at most once a second or at the end), and a full update larger than
+ * the record limit split into records that each fit and together hold
+ * every task.  No runtime: the collector is played by the test.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_helpers.h"
+
+#include "delta_internal.h"
+#include "wire_internal.h"
+
+/* ------------------------------------------------------------ id sets */
+
+static void test_delta_idset_matches_model(void **state)
+{
+	enum { RANGE = 4096 };
+	static bool model[RANGE];
+	weft_idset_t s = { 0 };
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	size_t n = 0;
+
+	(void)state;
+	memset(model, 0, sizeof(model));
+	/* Adds and removes at random (a third removals), so chains wrap
+	 * and backward shifts run. */
+	for (int i = 0; i < 50000; i++) {
+		uint64_t id;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		id = 1 + (x >> 8) % (RANGE - 1);
+		if (x % 3 == 0) {
+			weft__idset_remove(&s, id);
+			if (model[id]) {
+				model[id] = false;
+				n--;
+			}
+		} else {
+			assert_int_equal(weft__idset_add(&s, id), 0);
+			if (!model[id]) {
+				model[id] = true;
+				n++;
+			}
+		}
+		assert_int_equal(s.n, n);
+		if (i % 5000 == 0)
+			for (uint64_t k = 1; k < RANGE; k++)
+				assert_int_equal(weft__idset_has(&s, k),
+						 model[k]);
+	}
+	for (uint64_t id = 1; id < RANGE; id++)
+		assert_int_equal(weft__idset_has(&s, id), model[id]);
+	assert_false(weft__idset_has(&s, 0));
+	weft__idset_clear(&s);
+	assert_int_equal(s.n, 0);
+	for (uint64_t id = 1; id < RANGE; id++)
+		assert_false(weft__idset_has(&s, id));
+	weft__idset_fini(&s);
+}
+
+/* ------------------------------------------------------------ filters */
+
+static void test_delta_filter_from_subscribe(void **state)
+{
+	Weft__V1__Filter m = WEFT__V1__FILTER__INIT;
+	uint64_t tasks[] = { 9, 3, 9, 5 };
+	uint32_t workers[] = { 1, 65535 }, kinds[] = { WEFT_EV_POLL };
+	uint32_t bad_worker[] = { 64 }, bad_kind[] = { 32 };
+	weft_delta_filter_t f, g;
+	weft_event_t ev = { .task = 3, .worker = 1, .kind = WEFT_EV_POLL };
+
+	(void)state;
+	assert_int_equal(weft__delta_filter_set(&f, NULL), 0);
+	assert_true(weft__delta_filter_event(&f, &ev));
+	weft__delta_filter_fini(&f);
+
+	m.n_tasks = 4;
+	m.tasks = tasks;
+	m.n_workers = 2;
+	m.workers = workers;
+	m.n_kinds = 1;
+	m.kinds = kinds;
+	assert_int_equal(weft__delta_filter_set(&f, &m), 0);
+	assert_int_equal(f.ntasks, 3); /* sorted, duplicates gone */
+	assert_true(f.other_threads);
+	assert_int_equal(f.workers, 1u << 1);
+	assert_true(weft__delta_filter_event(&f, &ev));
+	ev.worker = WEFT_EVENT_NO_WORKER;
+	assert_true(weft__delta_filter_event(&f, &ev));
+	ev.worker = 0;
+	assert_false(weft__delta_filter_event(&f, &ev));
+	ev.worker = 1;
+	ev.kind = WEFT_EV_WAKE;
+	assert_false(weft__delta_filter_event(&f, &ev));
+	ev.kind = WEFT_EV_POLL;
+	ev.task = 4;
+	assert_false(weft__delta_filter_event(&f, &ev));
+
+	assert_int_equal(weft__delta_filter_copy(&g, &f), 0);
+	assert_true(weft__delta_filter_equal(&f, &g));
+	g.kinds = 0;
+	assert_false(weft__delta_filter_equal(&f, &g));
+	weft__delta_filter_fini(&g);
+	weft__delta_filter_fini(&f);
+
+	m.n_workers = 1;
+	m.workers = bad_worker;
+	assert_int_equal(weft__delta_filter_set(&f, &m), -EINVAL);
+	m.workers = workers;
+	m.kinds = bad_kind;
+	assert_int_equal(weft__delta_filter_set(&f, &m), -EINVAL);
+	m.kinds = kinds;
+	m.n_tasks = WEFT_DELTA_FILTER_MAX_TASKS + 1;
+	assert_int_equal(weft__delta_filter_set(&f, &m), -EINVAL);
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* The "collector": tasks 1..NT, looked up by id. */
+enum { NT = 600 };
+static weft_probe_task_t tasks[NT + 1];
+static weft_hist_t hist[2];
+
+static const weft_probe_task_t *lookup(uint64_t id)
+{
+	return id >= 1 && id <= NT ? &tasks[id] : NULL;
+}
+
+static void tasks_make(void)
+{
+	memset(tasks, 0, sizeof(tasks));
+	hist[0].count = hist[1].count = 3;
+	hist[0].buckets[5] = 3;
+	for (uint64_t i = 1; i <= NT; i++) {
+		tasks[i].id = i;
+		tasks[i].name = "a-task-with-a-rather-long-name";
+		tasks[i].file = "tests/test_delta.c";
+		tasks[i].line = 100;
+		tasks[i].polls = i;
+		tasks[i].spawned_ns = 1;
+		tasks[i].poll_hist = &hist[0];
+		tasks[i].sched_hist = &hist[1];
+	}
+}
+
+/* Decodes every record in @b; calls @fn on each Update. */
+static size_t updates_in(const weft_wire_buf_t *b, size_t max_record,
+			 void (*fn)(const Weft__V1__Update *u, void *ctx),
+			 void *ctx)
+{
+	weft_wire_decoder_t d;
+	size_t off = 0, n = 0;
+
+	weft__wire_decoder_init(&d, 0);
+	while (off < b->len) {
+		Weft__V1__Frame *f;
+		size_t used;
+		uint64_t start = d.offset;
+		int rc = weft__wire_decoder_feed(&d, b->data + off,
+						 b->len - off, &used, &f);
+
+		off += used;
+		assert_true(rc >= 0);
+		if (rc != WEFT_WIRE_FRAME)
+			continue;
+		/* The Frame's bytes (after the tag and length) fit. */
+		assert_true(d.offset - start <= max_record + 6);
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		fn(f->update, ctx);
+		weft__wire_frame_free(f);
+		n++;
+	}
+	weft__wire_decoder_fini(&d);
+	return n;
+}
+
+struct tally {
+	size_t tasks, named, hists, full, stats;
+	bool seen[NT + 1];
+};
+
+static void tally_fn(const Weft__V1__Update *u, void *ctx)
+{
+	struct tally *t = ctx;
+
+	t->full += u->full;
+	t->stats += u->stats != NULL;
+	for (size_t i = 0; i < u->n_tasks; i++) {
+		const Weft__V1__Task *x = u->tasks[i];
+
+		assert_true(x->id >= 1 && x->id <= NT);
+		/* Every field but the thin ones is always there. */
+		assert_int_equal(x->polls, x->id);
+		t->seen[x->id] = true;
+		t->tasks++;
+		t->named += x->name[0] != '\0';
+		t->hists += x->poll_hist != NULL;
+	}
+}
+
+static weft_probe_update_t pass(weft_probe_stats_t *st, uint64_t now,
+				const weft_probe_task_t **changed, size_t n,
+				bool full)
+{
+	weft_probe_update_t u = {
+		.stats = st, .tasks = changed, .ntasks = n, .full = full
+	};
+
+	st->now_ns = now;
+	return u;
+}
+
+static void test_delta_interval_and_thin_records(void **state)
+{
+	weft_probe_stats_t st = { 0 };
+	const weft_probe_task_t *ch[NT];
+	weft_wire_buf_t b = { 0 };
+	weft_delta_t d;
+	weft_probe_update_t u;
+	struct tally t;
+	bool full;
+
+	(void)state;
+	tasks_make();
+	weft__delta_init(&d);
+	d.interval_ns = 100000000; /* 100 ms */
+	d.lookup = lookup;
+	for (size_t i = 0; i < NT; i++)
+		ch[i] = &tasks[i + 1];
+
+	/* A full pass goes out at once, names and histograms in. */
+	u = pass(&st, 1000000000, ch, 10, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_true(full);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t);
+	assert_int_equal(t.tasks, 10);
+	assert_int_equal(t.named, 10);
+	assert_int_equal(t.hists, 10);
+	b.len = 0;
+
+	/* Passes every 20 ms: nothing until 100 ms have passed; then the
+	 * tasks changed in any of them, once each. */
+	u = pass(&st, 1020000000, ch + 5, 10, false); /* tasks 6..15 */
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	u = pass(&st, 1040000000, ch + 10, 10, false); /* 11..20 */
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	assert_int_equal(b.len, 0);
+	u = pass(&st, 1100000000, ch, 1, false); /* 1 */
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_false(full);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t), 1);
+	assert_int_equal(t.tasks, 16); /* 1 and 6..20 */
+	assert_true(t.seen[1] && t.seen[6] && t.seen[20] && !t.seen[2]);
+	/* Names only for the tasks this stream never named (11..20). */
+	assert_int_equal(t.named, 10);
+	/* Histograms: not a second after the last ones. */
+	assert_int_equal(t.hists, 0);
+	b.len = 0;
+
+	/* A task sent before the collector could name it is named when
+	 * it can be. */
+	tasks[30].name = NULL;
+	tasks[30].file = NULL;
+	u = pass(&st, 1200000000, ch + 29, 1, false); /* 30 */
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	tasks[30].name = "a-task-with-a-rather-long-name";
+	tasks[30].file = "tests/test_delta.c";
+	u = pass(&st, 1300000000, ch + 29, 1, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t), 2);
+	assert_int_equal(t.tasks, 2);
+	assert_int_equal(t.named, 1);
+	b.len = 0;
+
+	/* A second on: histograms again, names still not. */
+	u = pass(&st, 2100000000, ch, 3, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t);
+	assert_int_equal(t.tasks, 3);
+	assert_int_equal(t.named, 0);
+	assert_int_equal(t.hists, 3);
+	b.len = 0;
+
+	/* A finished task's last record has its histograms; the final
+	 * pass goes out whatever the interval. */
+	tasks[2].finished_ns = 2110000000;
+	u = pass(&st, 2120000000, ch + 1, 2, false); /* 2, 3 */
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	d.final = true;
+	u = pass(&st, 2130000000, ch, 0, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t);
+	assert_int_equal(t.tasks, 2);
+	assert_int_equal(t.hists, 2);
+	b.len = 0;
+
+	/* A filter: only tasks 2 and 4 (the others are not even kept). */
+	weft__delta_fini(&d);
+	weft__delta_init(&d);
+	d.lookup = lookup;
+	{
+		Weft__V1__Filter m = WEFT__V1__FILTER__INIT;
+		uint64_t want[] = { 4, 2 };
+
+		m.n_tasks = 2;
+		m.tasks = want;
+		assert_int_equal(weft__delta_filter_set(&d.filter, &m), 0);
+	}
+	u = pass(&st, 3000000000, ch, 10, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t);
+	assert_int_equal(t.tasks, 2);
+	assert_true(t.seen[2] && t.seen[4]);
+	weft__delta_fini(&d);
+	weft__wire_buf_fini(&b);
+}
+
+/* A full update of NT tasks under a 16 KiB limit: several records, each
+ * under it; the first full with the stats, the others neither. */
+static void test_delta_full_update_split(void **state)
+{
+	enum { CAP = 16 << 10 };
+	weft_probe_stats_t st = { .now_ns = 5 };
+	const weft_probe_task_t *ch[NT];
+	weft_probe_update_t u = {
+		.stats = &st, .tasks = ch, .ntasks = NT, .full = true
+	};
+	weft_wire_buf_t b = { 0 }, rc = { 0 };
+	struct tally t = { 0 };
+	size_t n;
+
+	(void)state;
+	tasks_make();
+	for (size_t i = 0; i < NT; i++)
+		ch[i] = &tasks[i + 1];
+	/* Whole, it would not fit. */
+	assert_int_equal(weft__wire_update_append(&b, &u, 0), 0);
+	assert_true(b.len > CAP);
+	assert_int_equal(updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t), 1);
+	memset(&t, 0, sizeof(t));
+	b.len = 0;
+	assert_int_equal(weft__wire_update_append_split(&b, &u, 0, CAP), 0);
+	assert_true(b.len > CAP);
+	n = updates_in(&b, CAP, tally_fn, &t);
+	print_message("%zu tasks in %zu records of at most %d bytes\n", t.tasks,
+		      n, CAP);
+	assert_true(n >= 2);
+	assert_int_equal(t.full, 1);
+	assert_int_equal(t.stats, 1);
+	assert_int_equal(t.tasks, NT);
+	for (size_t i = 1; i <= NT; i++)
+		assert_true(t.seen[i]);
+
+	/* A slow client's counts go into the first record; the others
+	 * follow unchanged. */
+	assert_int_equal(weft__wire_update_recount(&rc, b.data, b.len, 7, 9),
+			 0);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(updates_in(&rc, CAP + 16, tally_fn, &t), n);
+	assert_int_equal(t.tasks, NT);
+
+	/* A limit no record can meet. */
+	b.len = 0;
+	assert_int_equal(weft__wire_update_append_split(&b, &u, 0, 100),
+			 -EMSGSIZE);
+	assert_int_equal(b.len, 0);
+	weft__wire_buf_fini(&b);
+	weft__wire_buf_fini(&rc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_delta_idset_matches_model),
+		cmocka_unit_test(test_delta_filter_from_subscribe),
+		cmocka_unit_test(test_delta_interval_and_thin_records),
+		cmocka_unit_test(test_delta_full_update_split),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
