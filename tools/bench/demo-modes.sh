@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# weft-demo's /fast under wrk in the probe's three modes, beside
+# weft-bench's http-server and Tokio's HTTP hello server, interleaved
+# round by round in one session (issue 7's figure).
+#
+#   tools/bench/demo-modes.sh [ROUNDS] [SECONDS]
+#
+#   off       weft-demo from a -DWEFT_PROBE=OFF build
+#   counters  the normal build, nobody listening (the default in production)
+#   events    the normal build recording to a file (WEFT_TRACE) with a
+#             console attached for the whole run (weft-console --once
+#             --after, a real subscriber streaming every update and event)
+#   bench     weft-bench http-server (the same build as counters)
+#   tokio     tokio-bench http-server from ../shared/anchors, when built
+#             (BUILD_ONLY=1 /tmp/anchors/run.sh; ANCHORS=dir to override)
+#
+# wrk -t1 -c64 -dSECONDS (default 10 s, 5 rounds; 1 s of warm-up each),
+# the servers with 2 workers.  Prints each round's req/s and then the
+# median per mode with the ratio to `off`.  Progress on stderr.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+ROUNDS="${1:-5}"
+SECS="${2:-10}"
+ANCHORS="${ANCHORS:-/tmp/anchors/build}"
+
+case "${1:-}" in
+-h | --help)
+	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+esac
+
+say() { printf 'demo-modes: %s\n' "$*" >&2; }
+die() { printf 'demo-modes: %s\n' "$*" >&2; exit 1; }
+command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
+
+build()
+{
+	local dir=$1
+	shift
+	say "building $dir"
+	cmake -S "$REPO" -B "$REPO/$dir" -DCMAKE_BUILD_TYPE=Release \
+		-DWEFT_BUILD_TESTS=OFF "$@" >/dev/null
+	cmake --build "$REPO/$dir" -j2 --target weft-demo weft-bench \
+		weft-console >/dev/null
+}
+
+build build/bench-probe-on -DWEFT_PROBE=ON
+build build/bench-probe-off -DWEFT_PROBE=OFF
+on=$REPO/build/bench-probe-on
+off=$REPO/build/bench-probe-off
+tokio=$ANCHORS/cargo-target/release/tokio-bench
+modes="off counters events bench"
+[ -x "$tokio" ] && modes="$modes tokio" || say "no $tokio: tokio skipped"
+
+tmp=$(mktemp -d)
+pids=()
+cleanup()
+{
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port()
+{
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: until something accepts there (10 s at most).
+wait_port()
+{
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	die "nothing listens on port $1"
+}
+
+# run MODE -> req/s on stdout
+run()
+{
+	local mode=$1 port pid cpid= rps
+	port=$(free_port)
+	case $mode in
+	off)
+		WEFT_CONSOLE=off "$off/tools/demo/weft-demo" \
+			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
+		;;
+	counters)
+		"$on/tools/demo/weft-demo" \
+			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
+		;;
+	events)
+		WEFT_TRACE="$tmp/run.weft" "$on/tools/demo/weft-demo" \
+			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
+		;;
+	bench)
+		"$on/tools/bench/weft-bench" http-server "$port" --workers 2 \
+			>/dev/null 2>&1 &
+		;;
+	tokio)
+		"$tokio" http-server "$port" >/dev/null 2>&1 &
+		;;
+	esac
+	pid=$!
+	pids+=("$pid")
+	wait_port "$port"
+	if [ "$mode" = events ]; then
+		"$on/console/weft-console" --once --view tasks \
+			--after "$((SECS + 3))s" "$pid" >"$tmp/console" 2>&1 &
+		cpid=$!
+		sleep 0.5
+	fi
+	wrk -t1 -c64 -d1s "http://127.0.0.1:$port/fast" >/dev/null 2>&1 || true
+	rps=$(wrk -t1 -c64 -d"${SECS}s" "http://127.0.0.1:$port/fast" |
+		sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+	if [ -n "$cpid" ]; then
+		wait "$cpid" || die "the console failed: $(tail -1 "$tmp/console")"
+		grep -q 'LIVE' "$tmp/console" ||
+			die "the console saw no live target"
+	fi
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	if [ "$mode" = events ]; then
+		[ -s "$tmp/run.weft" ] || die "the recorder wrote nothing"
+		rm -f "$tmp/run.weft"
+	fi
+	echo "${rps:-0}"
+}
+
+declare -A all=()
+for r in $(seq "$ROUNDS"); do
+	line="round $r:"
+	for m in $modes; do
+		say "round $r/$ROUNDS: $m"
+		v=$(run "$m")
+		all[$m]="${all[$m]:-} $v"
+		line="$line $m=$v"
+	done
+	echo "$line"
+done
+
+median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+base=$(echo "${all[off]}" | median)
+printf '\n%-10s %12s %10s   %s\n' mode "req/s" "vs off" "rounds"
+for m in $modes; do
+	med=$(echo "${all[$m]}" | median)
+	awk -v m="$m" -v v="$med" -v b="$base" -v r="${all[$m]}" \
+		'BEGIN { printf "%-10s %12.0f %10.3f  %s\n", m, v, v / b, r }'
+done
