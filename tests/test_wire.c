@@ -626,6 +626,50 @@ static int write_sample(const char *path)
 	return 0;
 }
 
+/*
+ * A pass's events regrouped per emitting thread: every event once, each
+ * thread's in their order, threads in ascending id order; both with a
+ * few threads (the counting sort) and with more ids than it keeps (the
+ * sort it falls back to).
+ */
+static void check_grouping(unsigned ids, size_t n)
+{
+	weft_wire_events_t e;
+	weft_event_t *ev = calloc(n, sizeof(*ev));
+	const weft_event_t *g;
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	uint64_t sum = 0;
+
+	assert_non_null(ev);
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		ev[i].worker = (uint16_t)(x % ids == ids - 1 ? 65535
+							      : x % ids * 3);
+		ev[i].ts = i; /* the original position */
+		ev[i].kind = 4;
+	}
+	weft__wire_events_init(&e);
+	g = weft__wire_events_group(&e, ev, n);
+	assert_non_null(g);
+	for (size_t i = 1; i < n; i++) {
+		assert_true(g[i - 1].worker <= g[i].worker);
+		if (g[i - 1].worker == g[i].worker)
+			assert_true(g[i - 1].ts < g[i].ts);
+	}
+	for (size_t i = 0; i < n; i++)
+		sum += g[i].ts;
+	assert_int_equal(sum, (uint64_t)n * (n - 1) / 2);
+	weft__wire_events_fini(&e);
+	free(ev);
+}
+
+static void test_wire_events_grouped_per_thread(void **state)
+{
+	(void)state;
+	check_grouping(5, 10000);
+	check_grouping(300, 20000);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -636,6 +680,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_truncated_needs_more),
 		cmocka_unit_test(test_wire_garbage_rejected),
 		cmocka_unit_test(test_wire_batch_inconsistent_rejected),
+		cmocka_unit_test(test_wire_events_grouped_per_thread),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--write-sample"))
