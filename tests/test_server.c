@@ -558,6 +558,70 @@ static void test_server_client_never_reads(void **state)
 }
 
 /*
+ * Replies a client asks for (task details, snapshots) are not held to the
+ * output bound; a client that keeps asking without reading is closed once
+ * the server holds more than the bound for it (it once grew the server's
+ * memory by a snapshot's size per request, without end).
+ */
+static void test_server_requests_not_read(void **state)
+{
+	weft_server_opts_t o = { .workers = 2, .client_buf_max = 64u << 10 };
+	char path[300];
+	struct tclient greedy, good;
+	struct seen s = { 0 };
+	weft_server_stats_t st;
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	int small = 4096;
+	uint8_t req[64];
+	size_t len;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/own.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	{
+		Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+		Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+		weft_wire_buf_t b = { 0 };
+
+		/* A task nobody has: each reply is an empty Update. */
+		ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL;
+		ctl.task = 1u << 30;
+		f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+		f.control = &ctl;
+		assert_int_equal(weft__wire_record_append(&b, &f), 0);
+		assert_true(b.len <= sizeof(req));
+		memcpy(req, b.data, b.len);
+		len = b.len;
+		weft__wire_buf_fini(&b);
+	}
+	tc_open(&greedy, path);
+	setsockopt(greedy.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_open(&good, path);
+	tc_expect_header(&good);
+	tc_subscribe(&good, true, false);
+	/* Ask until the server hangs up (it stops reading us then). */
+	for (int i = 0; i < 2000000; i++)
+		if (send(greedy.fd, req, len, MSG_NOSIGNAL) < 0)
+			break;
+	assert_true(tc_closed_by_server(&greedy, 10000));
+	weft__server_stats(srv, &st);
+	assert_true(st.closed_bad >= 1);
+	/* The other client goes on. */
+	workload(rt, 2, 50);
+	tc_count(&good, &s, 10000, 2, 0);
+	assert_true(s.updates >= 2);
+	tc_close(&greedy);
+	tc_close(&good);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+/*
  * A fresh process (no collector running yet): the first update a new
  * subscriber gets is the full one of its subscription, not one made by a
  * resync a second later (the first pass used to run before the server
@@ -1007,6 +1071,7 @@ int main(void)
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
+		cmocka_unit_test(test_server_requests_not_read),
 #endif
 	};
 

@@ -412,6 +412,9 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 			t = d->lookup ? d->lookup(d->dirty.slot[i]) : NULL;
 			if (t)
 				task_take(d, &n, t, false, hists);
+			else
+				weft__idset_remove(&d->known,
+						   d->dirty.slot[i]);
 		}
 	}
 	if (d->filter.workers || d->filter.other_threads) {

@@ -501,9 +501,10 @@ static void client_close(struct client *c, const char *why, bool bad)
 
 /*
  * Queues @data for @c if it fits its bound.  A full update larger than
- * the bound itself goes into an empty buffer (otherwise a client of a
- * process with very many tasks could never get one): the bound is then
- * that one update.  Return: true if queued.
+ * the bound itself goes in while at most half the bound is queued
+ * (otherwise a client of a process with very many tasks could never get
+ * one): the bound is then that one update and half the bound.
+ * Return: true if queued.
  */
 static bool client_send_ex(struct client *c, const void *data, size_t len,
 			   bool bounded, bool full)
@@ -513,7 +514,13 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 	bool over = false;
 
 	if (bounded && have + len > c->srv->buf_max) {
-		over = full && !have && len > c->srv->buf_max;
+		/*
+		 * Not "into an empty buffer" only: the pass's events go out
+		 * before its update, so a client that wants both rarely has
+		 * an empty one when its full update comes.
+		 */
+		over = full && have <= c->srv->buf_max / 2 &&
+		       len > c->srv->buf_max;
 		if (!over) {
 			if (!c->behind_since)
 				c->behind_since = mono_ns();
@@ -762,6 +769,36 @@ static const char *client_subscribe(struct client *c, weft_server_request_t *m)
 	return NULL;
 }
 
+/*
+ * Whether a paused client's stream, once it resumes, is one of the others'
+ * or a new one within MAX_STREAMS (a paused client does not count, and
+ * others may have taken the last streams meanwhile).
+ */
+static bool resume_fits(struct client *c)
+{
+	struct stream plan[MAX_STREAMS];
+	unsigned n = 0;
+
+	if (!c->subscribed || (!c->want_updates && !c->want_events))
+		return true;
+	for (struct client *o = c->srv->clients; o; o = o->next)
+		if (o != c && client_active(o) &&
+		    o->interval_ms == c->interval_ms &&
+		    weft__delta_filter_equal(&o->filter, &c->filter))
+			return true;
+	memset(plan, 0, sizeof(plan));
+	for (struct client *o = c->srv->clients; o; o = o->next) {
+		if (o == c || !client_active(o) || plan_find(plan, n, o) >= 0)
+			continue;
+		if (n == MAX_STREAMS)
+			return false;
+		plan[n].interval_ms = o->interval_ms;
+		plan[n].delta.filter = o->filter;
+		n++;
+	}
+	return n < MAX_STREAMS;
+}
+
 /* Return: 0, or the reason to close the connection. */
 static const char *client_request(void *ctx, weft_server_request_t *r)
 {
@@ -776,14 +813,26 @@ static const char *client_request(void *ctx, weft_server_request_t *r)
 		sub_reconcile(s, false);
 		return NULL;
 	case WEFT_SERVER_REQ_RESUME:
+		if (c->paused && !resume_fits(c))
+			return "too many different subscriptions (interval, "
+			       "filter)";
 		c->paused = false;
 		sub_reconcile(s, false);
 		return NULL;
 	case WEFT_SERVER_REQ_TASK_DETAIL:
-		task_detail(c, r->task);
-		return NULL;
 	case WEFT_SERVER_REQ_SNAPSHOT:
-		snapshot(c);
+		/*
+		 * Replies the client asked for are not held to the output
+		 * bound, so asking is: one that asks while over it is not
+		 * reading them, and would grow our memory without end.
+		 */
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
+		    s->buf_max)
+			return "asks for replies it does not read";
+		if (r->op == WEFT_SERVER_REQ_TASK_DETAIL)
+			task_detail(c, r->task);
+		else
+			snapshot(c);
 		return NULL;
 	}
 	return "unknown request";

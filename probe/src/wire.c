@@ -966,7 +966,13 @@ int weft__wire_update_append_split(weft_wire_buf_t *b,
 	m.warnings = p.warning_ptrs;
 	m.full = u->full;
 
-	err = update_record(b, &m, max_record);
+	/*
+	 * Whole, it keeps the parts' slack too: weft__wire_update_recount()
+	 * may add to it, and readers hold every record to the cap.
+	 */
+	err = update_record(b, &m,
+			    max_record > 2 * PART_SLACK ? max_record - PART_SLACK
+							: max_record);
 	if (err == -EMSGSIZE && nt)
 		err = update_split(b, &m, max_record);
 out_free:
