@@ -9,13 +9,15 @@
 #
 #   off       weft-demo from a -DWEFT_PROBE=OFF build
 #   counters  the normal build, nobody listening (the default in production)
-#   events    the normal build recording to a file (WEFT_TRACE) with a
-#             console attached for the whole run (weft-console --once
-#             --after, a real subscriber streaming every update and event)
+#   record    the normal build recording to a file (WEFT_TRACE)
+#   events    the same with a console attached for the whole run too
+#             (weft-console --once --after, a real subscriber streaming
+#             every update and event)
 #   bench     weft-bench http-server (the same build as counters)
 #   tokio     tokio-bench http-server from ../shared/anchors, when built
 #             (BUILD_ONLY=1 /tmp/anchors/run.sh; ANCHORS=dir to override)
 #
+# MODES="off record" picks some.
 # wrk -t1 -c64 -dSECONDS (default 10 s, 5 rounds; 1 s of warm-up each),
 # the servers with 2 workers.  Prints each round's req/s and then the
 # median per mode with the ratio to `off`.  Progress on stderr.
@@ -29,7 +31,7 @@ ANCHORS="${ANCHORS:-/tmp/anchors/build}"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -54,8 +56,10 @@ build build/bench-probe-off -DWEFT_PROBE=OFF
 on=$REPO/build/bench-probe-on
 off=$REPO/build/bench-probe-off
 tokio=$ANCHORS/cargo-target/release/tokio-bench
-modes="off counters events bench"
-[ -x "$tokio" ] && modes="$modes tokio" || say "no $tokio: tokio skipped"
+modes="${MODES:-off counters record events bench}"
+if [ -z "${MODES:-}" ]; then
+	[ -x "$tokio" ] && modes="$modes tokio" || say "no $tokio: tokio skipped"
+fi
 
 tmp=$(mktemp -d)
 pids=()
@@ -96,7 +100,7 @@ run()
 		"$on/tools/demo/weft-demo" \
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
-	events)
+	record | events)
 		WEFT_TRACE="$tmp/run.weft" "$on/tools/demo/weft-demo" \
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
@@ -127,7 +131,7 @@ run()
 	fi
 	kill -TERM "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
-	if [ "$mode" = events ]; then
+	if [ "$mode" = events ] || [ "$mode" = record ]; then
 		[ -s "$tmp/run.weft" ] || die "the recorder wrote nothing"
 		rm -f "$tmp/run.weft"
 	fi
