@@ -149,15 +149,24 @@ const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)
 	return t ? &t->pub : NULL;
 }
 
+#define REC_FREE_MAX 16384
+
 /* A task first heard of: out of line, so that finding one saves nothing. */
 __attribute__((noinline)) static task_rec_t *task_new(struct probe *p,
 						      uint64_t id, uint64_t now)
 {
-	task_rec_t *t = calloc(1, sizeof(*t));
+	task_rec_t *t = p->rec_free;
 	size_t h;
 
-	if (!t)
-		return NULL;
+	if (t) {
+		p->rec_free = t->hnext;
+		p->nrec_free--;
+		memset(t, 0, sizeof(*t));
+	} else {
+		t = calloc(1, sizeof(*t));
+		if (!t)
+			return NULL;
+	}
 	t->pub.id = id;
 	t->pub.spawned_ns = now;
 	t->pub.state = WEFT_TASK_IDLE;
@@ -202,6 +211,18 @@ static void task_free(struct probe *p, task_rec_t *t)
 		*pp = t->hnext;
 	p->ntasks--;
 	free(t->hist);
+	/*
+	 * Kept for the next task_new(), up to a bound: a service that spawns
+	 * a task per request makes and retires tens of thousands a second,
+	 * and malloc gave their memory back and faulted it in again (a
+	 * sixth of the collector's time, perf).
+	 */
+	if (p->nrec_free < REC_FREE_MAX) {
+		t->hnext = p->rec_free;
+		p->rec_free = t;
+		p->nrec_free++;
+		return;
+	}
 	free(t);
 }
 
@@ -1044,6 +1065,13 @@ void weft__collector_stop(struct probe *p)
 	p->table_size = 0;
 	p->ntasks = 0;
 	p->last_found = NULL;
+	while (p->rec_free) {
+		task_rec_t *t = p->rec_free;
+
+		p->rec_free = t->hnext;
+		free(t);
+	}
+	p->nrec_free = 0;
 	p->changed = NULL;
 	p->done_head = p->done_tail = NULL;
 	free(p->batch);

@@ -90,6 +90,8 @@ struct probe {
 	size_t table_size;
 	size_t ntasks;
 	task_rec_t *last_found; /* task_find's one-entry cache */
+	task_rec_t *rec_free;   /* freed records kept for reuse (hnext) */
+	size_t nrec_free;
 	task_rec_t *changed;
 	task_rec_t *done_head;
 	task_rec_t *done_tail;

@@ -10,6 +10,7 @@
  * be short, long or inconsistent and is then refused whole (-EBADMSG).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,6 +681,84 @@ static void update_parts_free(struct update_parts *p)
 	free(p->finished_ids);
 }
 
+/*
+ * The message arrays of an Update, kept per thread and grown, never
+ * shrunk, between calls: calloc'ed and freed for every Update they were
+ * megabytes that the collector's arena gave back to the kernel and faulted
+ * in again, a fifth of its time under a busy service (perf).  Every
+ * element used is initialised by task_set() and the like, so no zeroing.
+ * Freed when the thread exits.
+ */
+struct update_parts_cache {
+	struct update_parts p;
+	size_t nt, nw, nx;
+};
+
+static pthread_key_t parts_key;
+static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct update_parts_cache parts_tls;
+
+static void parts_cache_free(void *arg)
+{
+	struct update_parts_cache *c = arg;
+
+	update_parts_free(&c->p);
+	memset(c, 0, sizeof(*c));
+}
+
+static void parts_key_create(void)
+{
+	(void)pthread_key_create(&parts_key, parts_cache_free);
+}
+
+static struct update_parts_cache *parts_cache(void)
+{
+	pthread_once(&parts_once, parts_key_create);
+	if (!pthread_getspecific(parts_key) &&
+	    pthread_setspecific(parts_key, &parts_tls))
+		return NULL;
+	return &parts_tls;
+}
+
+#define PARTS_GROW(field, n)                                                   \
+	do {                                                                   \
+		void *np_ = realloc(c->p.field, (n) * sizeof(*c->p.field));    \
+		if (!np_)                                                      \
+			return -ENOMEM;                                        \
+		c->p.field = np_;                                              \
+	} while (0)
+
+static int parts_reserve(struct update_parts_cache *c, size_t nt, size_t nw,
+			 size_t nx)
+{
+	if (nt + 1 > c->nt) {
+		size_t n = nt + 1 + nt / 2;
+
+		PARTS_GROW(tasks, n);
+		PARTS_GROW(task_ptrs, n);
+		PARTS_GROW(hists, 2 * n);
+		PARTS_GROW(new_ids, n);
+		PARTS_GROW(finished_ids, n);
+		c->nt = n;
+	}
+	if (nw + 1 > c->nw) {
+		size_t n = nw + 1;
+
+		PARTS_GROW(workers, n);
+		PARTS_GROW(worker_ptrs, n);
+		PARTS_GROW(counters, n);
+		c->nw = n;
+	}
+	if (nx + 1 > c->nx) {
+		size_t n = nx + 1 + nx / 2;
+
+		PARTS_GROW(warnings, n);
+		PARTS_GROW(warning_ptrs, n);
+		c->nx = n;
+	}
+	return 0;
+}
+
 static void task_set(Weft__V1__Task *m, Weft__V1__Histogram *hists,
 		     const weft_probe_task_t *t)
 {
@@ -899,26 +978,16 @@ int weft__wire_update_append_split(weft_wire_buf_t *b,
 {
 	Weft__V1__Update m = WEFT__V1__UPDATE__INIT;
 	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
-	struct update_parts p = { 0 };
+	struct update_parts_cache *c = parts_cache();
 	size_t nt = u->ntasks, nw = u->nworkers, nx = u->nwarnings;
+	struct update_parts p;
 	int err = -ENOMEM;
 
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
-	p.tasks = calloc(nt + 1, sizeof(*p.tasks));
-	p.task_ptrs = calloc(nt + 1, sizeof(*p.task_ptrs));
-	p.hists = calloc(2 * nt + 1, sizeof(*p.hists));
-	p.new_ids = calloc(nt + 1, sizeof(*p.new_ids));
-	p.finished_ids = calloc(nt + 1, sizeof(*p.finished_ids));
-	p.workers = calloc(nw + 1, sizeof(*p.workers));
-	p.worker_ptrs = calloc(nw + 1, sizeof(*p.worker_ptrs));
-	p.counters = calloc(nw + 1, sizeof(*p.counters));
-	p.warnings = calloc(nx + 1, sizeof(*p.warnings));
-	p.warning_ptrs = calloc(nx + 1, sizeof(*p.warning_ptrs));
-	if (!p.tasks || !p.task_ptrs || !p.hists || !p.new_ids ||
-	    !p.finished_ids || !p.workers || !p.worker_ptrs || !p.counters ||
-	    !p.warnings || !p.warning_ptrs)
-		goto out_free;
+	if (!c || parts_reserve(c, nt, nw, nx))
+		return -ENOMEM;
+	p = c->p;
 
 	if (u->stats) {
 		const weft_probe_stats_t *s = u->stats;
@@ -975,8 +1044,6 @@ int weft__wire_update_append_split(weft_wire_buf_t *b,
 							: max_record);
 	if (err == -EMSGSIZE && nt)
 		err = update_split(b, &m, max_record);
-out_free:
-	update_parts_free(&p);
 	return err;
 }
 
