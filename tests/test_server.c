@@ -1068,10 +1068,10 @@ int main(void)
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
+		cmocka_unit_test(test_server_requests_not_read),
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
-		cmocka_unit_test(test_server_requests_not_read),
 #endif
 	};
 
