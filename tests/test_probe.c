@@ -1054,6 +1054,58 @@ static void test_probe_names_tasks_spawned_before_listening(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * A thread's first event registers its ring without probe.lock, which
+ * the collector holds through a pass (a recorder's file writes
+ * included): here the test holds it, and a new thread's first events
+ * still go through at once, and reach the subscriber afterwards.
+ */
+struct marker {
+	atomic_int done;
+};
+
+static void *marker_main(void *arg)
+{
+	struct marker *m = arg;
+
+	for (int i = 0; i < 10; i++)
+		weft_probe_mark(7, (uint32_t)i);
+	atomic_store(&m->done, 1);
+	return NULL;
+}
+
+static void test_probe_first_event_needs_no_lock(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	struct marker m = { 0 };
+	pthread_t th;
+	uint64_t before, after;
+	int waited = 0;
+
+	(void)state;
+	weft_probe_flush();
+	pthread_mutex_lock(&s->lock);
+	before = s->events;
+	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&weft__probe.lock);
+	assert_int_equal(pthread_create(&th, NULL, marker_main, &m), 0);
+	/* 10 s: a thread that waits for the lock never gets there. */
+	while (!atomic_load(&m.done) && waited < 10000) {
+		usleep(1000);
+		waited++;
+	}
+	pthread_mutex_unlock(&weft__probe.lock);
+	pthread_join(th, NULL);
+	assert_true(waited < 10000);
+	weft_probe_flush();
+	pthread_mutex_lock(&s->lock);
+	after = s->events;
+	pthread_mutex_unlock(&s->lock);
+	assert_true(after - before >= 10);
+	sink_free(s, sub);
+}
+
 static void test_probe_events_switch_off(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1095,6 +1147,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_warns_steal_storm, teardown),
 		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
+		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

@@ -581,9 +581,23 @@ static void merge_runs(struct probe *p, size_t nsegs, size_t n)
 static size_t drain(struct probe *p)
 {
 	ring_entry_t **pp = &p->rings;
+	/*
+	 * Acquire: pairs with the release push in weft__probe_ring_register:
+	 * each new entry and its ring are whole.
+	 */
+	ring_entry_t *fresh = atomic_exchange_explicit(&weft__probe_new_rings,
+						       NULL,
+						       memory_order_acquire);
 	size_t n = 0;
 	unsigned segments = 0;
 
+	while (fresh) {
+		ring_entry_t *next = fresh->next;
+
+		fresh->next = p->rings;
+		p->rings = fresh;
+		fresh = next;
+	}
 	p->busy = false;
 	while (*pp) {
 		ring_entry_t *e = *pp;

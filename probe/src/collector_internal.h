@@ -22,6 +22,9 @@ typedef struct ring_entry_s {
 	struct ring_entry_s *next;
 } ring_entry_t;
 
+/* Rings registered since the last drain (probe.c; drain() takes them). */
+extern _Atomic(ring_entry_t *) weft__probe_new_rings;
+
 struct weft_probe_sub_s {
 	weft_probe_sub_opts_t opts;
 	bool need_full;

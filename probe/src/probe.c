@@ -34,6 +34,16 @@ struct probe weft__probe = {
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ring_key;
 
+/*
+ * Rings registered since the collector's last drain: a lock-free stack,
+ * pushed by any thread and taken whole by the collector, so that a
+ * thread's first event never waits for probe.lock, which the collector
+ * holds through a pass (a recorder's file writes included).
+ */
+_Atomic(ring_entry_t *) weft__probe_new_rings;
+/* The configured ring capacity once loaded (0 before): read lock-free. */
+static _Atomic size_t ring_cap_loaded;
+
 /* On the ring's own thread (thread stop, or its TLS destructor). */
 static void ring_orphan(void *p)
 {
@@ -94,6 +104,8 @@ static void config_load(void)
 	}
 	weft__probe_clock_init();
 	weft__probe.config_loaded = true;
+	/* Relaxed: a hint; a thread that reads 0 takes the lock instead. */
+	store_relaxed(&ring_cap_loaded, c->ring_capacity);
 }
 
 void weft_probe_config(weft_probe_config_t *out)
@@ -130,20 +142,29 @@ weft_ring_t *weft__probe_ring_register(void)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	pthread_mutex_lock(&weft__probe.lock);
-	config_load();
-	cap = weft__probe.config.ring_capacity;
-	pthread_mutex_unlock(&weft__probe.lock);
+	cap = load_relaxed(&ring_cap_loaded);
+	if (!cap) {
+		pthread_mutex_lock(&weft__probe.lock);
+		config_load();
+		cap = weft__probe.config.ring_capacity;
+		pthread_mutex_unlock(&weft__probe.lock);
+	}
 	if (weft__ring_init(&e->ring, cap)) {
 		free(e);
 		return NULL;
 	}
 	e->worker = weft__probe_worker;
 	store_relaxed(&e->orphan, false);
-	pthread_mutex_lock(&weft__probe.lock);
-	e->next = weft__probe.rings;
-	weft__probe.rings = e;
-	pthread_mutex_unlock(&weft__probe.lock);
+	e->next = load_relaxed(&weft__probe_new_rings);
+	/*
+	 * Release: the entry and its ring are written before the collector,
+	 * which takes the stack with an acquire exchange, reads them.  A
+	 * push-only stack emptied whole by its one consumer: no ABA.
+	 */
+	while (!atomic_compare_exchange_weak_explicit(
+		&weft__probe_new_rings, &e->next, e, memory_order_release,
+		memory_order_relaxed))
+		;
 	weft__probe_ring = &e->ring;
 	pthread_setspecific(ring_key, e);
 	return &e->ring;
