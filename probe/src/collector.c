@@ -670,20 +670,24 @@ static size_t drain(struct probe *p)
  * others' mean, not the mean of all: with two workers the thief is half
  * of the mean and could never stand far above it.
  */
+static double others_mean(const double *rate, unsigned n, unsigned i)
+{
+	double sum = 0;
+
+	for (unsigned j = 0; j < n; j++)
+		if (j != i)
+			sum += rate[j];
+	return n > 1 ? sum / (n - 1) : 0;
+}
+
 bool weft__probe_steal_storm(const double *rate, const double *per_s,
 			     unsigned n, unsigned i)
 {
-	double others = 0;
-
 	if (n < 2 || i >= n)
 		return false;
-	for (unsigned j = 0; j < n; j++)
-		if (j != i)
-			others += rate[j];
-	others /= n - 1;
 	return per_s[i] >= STEAL_STORM_PER_S &&
 	       rate[i] >= STEAL_STORM_RATE &&
-	       rate[i] > STEAL_STORM_FACTOR * others;
+	       rate[i] > STEAL_STORM_FACTOR * others_mean(rate, n, i);
 }
 
 static void sample_workers(struct probe *p, uint64_t now)
@@ -758,13 +762,9 @@ static void sample_workers(struct probe *p, uint64_t now)
 	}
 	for (unsigned i = 0; i < n && n > 1; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
-		double others = 0;
 
 		if (now <= p->worker_storm_warned[i] + 5000000000u)
 			continue;
-		for (unsigned j = 0; j < n; j++)
-			if (j != i)
-				others += rate[j];
 		if (weft__probe_steal_storm(rate, per_s, n, i)) {
 			char d[160];
 			unsigned victim = 0;
@@ -784,7 +784,7 @@ static void sample_workers(struct probe *p, uint64_t now)
 				 "worker %u: %.0f%% of its polls are stolen "
 				 "tasks (others %.0f%%), %.0f steals/s%s",
 				 i, w->steal_rate * 100,
-				 others / (n - 1) * 100, w->steals_per_s,
+				 others_mean(rate, n, i) * 100, w->steals_per_s,
 				 most ? ", since start mostly from worker " : "");
 			if (most)
 				snprintf(d + strlen(d), sizeof(d) - strlen(d),
