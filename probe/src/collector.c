@@ -581,24 +581,12 @@ static void merge_runs(struct probe *p, size_t nsegs, size_t n)
 static size_t drain(struct probe *p)
 {
 	ring_entry_t **pp = &p->rings;
-	/*
-	 * Acquire: pairs with the release push in weft__probe_ring_register:
-	 * each new entry and its ring are whole.
-	 */
-	ring_entry_t *fresh = atomic_exchange_explicit(&weft__probe_new_rings,
-						       NULL,
-						       memory_order_acquire);
 	size_t n = 0;
 	unsigned segments = 0;
+	bool nomem = false;
 
-	while (fresh) {
-		ring_entry_t *next = fresh->next;
-
-		fresh->next = p->rings;
-		p->rings = fresh;
-		fresh = next;
-	}
 	p->busy = false;
+again:
 	while (*pp) {
 		ring_entry_t *e = *pp;
 		/* Acquire: pairs with ring_orphan(); all its pushes are in. */
@@ -611,12 +599,16 @@ static size_t drain(struct probe *p)
 			weft_event_t *nb = realloc(p->batch, ncap * sizeof(*nb));
 			weft_event_t *nm;
 
-			if (!nb)
+			if (!nb) {
+				nomem = true;
 				break;
+			}
 			p->batch = nb;
 			nm = realloc(p->merged, ncap * sizeof(*nm));
-			if (!nm)
+			if (!nm) {
+				nomem = true;
 				break;
+			}
 			p->merged = nm;
 			p->batch_cap = ncap;
 		}
@@ -624,8 +616,10 @@ static size_t drain(struct probe *p)
 			size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
 			struct seg_s *ns = realloc(p->segs, ncap * sizeof(*ns));
 
-			if (!ns)
+			if (!ns) {
+				nomem = true;
 				break;
+			}
 			p->segs = ns;
 			p->segs_cap = ncap;
 		}
@@ -648,6 +642,32 @@ static size_t drain(struct probe *p)
 			continue;
 		}
 		pp = &e->next;
+	}
+	/*
+	 * Rings registered since the last pass, taken only now, after the
+	 * known rings were drained, and drained in turn: an event drained
+	 * above that followed (through a task handed over, a lock) one in a
+	 * new ring makes that ring's push happen before our exchange, so its
+	 * event is drained in this pass too.  Taken first, a ring pushed
+	 * meanwhile would miss this pass while what followed its first event
+	 * made it (a task's COMPLETE before its SPAWN).  Acquire: pairs with
+	 * the release push in weft__probe_ring_register; each entry and its
+	 * ring are whole.
+	 */
+	if (!nomem) {
+		ring_entry_t *fresh = atomic_exchange_explicit(
+			&weft__probe_new_rings, NULL, memory_order_acquire);
+
+		if (fresh) {
+			while (fresh) {
+				ring_entry_t *next = fresh->next;
+
+				fresh->next = *pp;
+				*pp = fresh;
+				fresh = next;
+			}
+			goto again;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		weft_event_t *ev = &p->batch[i];
