@@ -29,11 +29,9 @@ if(TARGET weft-console)
 
   # Live attach: the console on a running process (by pid, unix:PATH,
   # no target), a garbage server, nobody listening.  No terminal.
-  add_executable(console_live_workload console_live_workload.c)
-  target_link_libraries(console_live_workload PRIVATE weft Threads::Threads)
   add_test(NAME console_live
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_live.sh
-            $<TARGET_FILE:console_live_workload> $<TARGET_FILE:weft-console>)
+            $<TARGET_FILE:console_workload> $<TARGET_FILE:weft-console>)
   set_tests_properties(console_live PROPERTIES
     TIMEOUT 180 LABELS "unit;probe")
 

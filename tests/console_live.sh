@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# usage: tests/console_live.sh CONSOLE_LIVE_WORKLOAD WEFT_CONSOLE
+# usage: tests/console_live.sh CONSOLE_WORKLOAD WEFT_CONSOLE
 #
-# Live attach end to end, no terminal: start the workload (two busy
+# Live attach end to end, no terminal: start the workload with --live (two busy
 # workers, a task "lock-bad" holding a weft_mutex_t across an await, in
 # rounds) in the background with a private socket directory, then
 # `weft-console --once --after 2s` by pid, by unix:PATH and with no
@@ -193,7 +193,7 @@ interactive()
 	kill -0 "$pid" 2>/dev/null || fail "the workload died when the console quit"
 }
 
-"$workload" 60 >"$tmp/workload.out" &
+"$workload" --live 60 >"$tmp/workload.out" &
 pid=$!
 sock=$XDG_RUNTIME_DIR/weft/$pid.sock
 for _ in $(seq 100); do
@@ -302,7 +302,7 @@ PY
 fi
 
 # A second live process: no target lists both and exits 2.
-"$workload" 10 >/dev/null &
+"$workload" --live 10 >/dev/null &
 pid2=$!
 for _ in $(seq 100); do
 	[[ -S "$XDG_RUNTIME_DIR/weft/$pid2.sock" ]] && break

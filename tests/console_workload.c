@@ -1,19 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The workload the console's end-to-end test records (WEFT_TRACE=path
- * console_workload): two workers kept busy for about a second and a half
- * by tasks named "ticker" (yield, sleep 1 ms, repeat), plus one task
- * named "lock-bad" that holds a weft_mutex_t across an await, which the
- * probe reports as lock-held-across-await.
+ * The workload of the console's end-to-end tests.
+ *
+ * console_workload: what console_tmux.sh records (WEFT_TRACE=path): two
+ * workers kept busy for about a second and a half by 16 tasks named
+ * "ticker" (yield, sleep 1 ms, repeat), plus one task named "lock-bad"
+ * that holds a weft_mutex_t across an await, which the probe reports as
+ * lock-held-across-await.
+ *
+ * console_workload --live SECS: what console_live.sh attaches to: prints
+ * "ready", then the same in shorter rounds (8 tickers) until SECS have
+ * passed, so a lost test cannot leave it running.  A subscriber sees
+ * only the warnings raised after it subscribed, so the warning must come
+ * again and again.
  *
  * The bad task unlocks only on the thread that locked (a pthread mutex
- * must be): when a wake moves it to the other worker it yields again
- * until it is back.  Each such PENDING is one more warning; at least one
- * is certain.
+ * must be).  When a wake has moved it to the other worker it sleeps 1 ms
+ * and looks again: each such PENDING is one more warning (at least one
+ * is certain), but a sleep, unlike a yield, keeps their number small, so
+ * the task's lock-acquire stays among the console's recent events.  (A
+ * yield loop once made 1,733 polls before a steal brought it back.)
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "weft/mutex.h"
 #include "weft/weft.h"
@@ -43,6 +56,7 @@ struct locker {
 	int tries;
 	weft_mutex_t *m;
 	pthread_t owner;
+	weft_sleep_t sl;
 };
 
 static weft_poll_t lock_bad_poll(void *arg, weft_cx_t *cx)
@@ -53,43 +67,64 @@ static weft_poll_t lock_bad_poll(void *arg, weft_cx_t *cx)
 	weft_mutex_lock(l->m);
 	l->owner = pthread_self();
 	WEFT_YIELD(l, cx);
-	while (!pthread_equal(l->owner, pthread_self()) && l->tries++ < 100000)
-		WEFT_YIELD(l, cx);
+	while (!pthread_equal(l->owner, pthread_self()) && l->tries++ < 10000) {
+		weft_sleep_init(&l->sl, WEFT_MSEC(1));
+		WEFT_AWAIT(l, weft_sleep_poll(&l->sl, cx));
+	}
 	weft_mutex_unlock(l->m);
 	WEFT_ASYNC_END(l);
 }
 
-int main(void)
+/* One round: @tickers tickers of @n rounds each and one lock-bad task. */
+static int run_round(weft_runtime_t *rt, weft_mutex_t *m, int tickers, int n)
+{
+	struct ticker t[16];
+	struct locker l = { .m = m };
+	weft_join_t *j[16 + 1];
+
+	for (int i = 0; i < tickers; i++) {
+		t[i] = (struct ticker){ .n = n };
+		if (weft_spawn_named(rt, "ticker", ticker_poll, &t[i], &j[i]))
+			return -1;
+	}
+	if (weft_spawn_named(rt, "lock-bad", lock_bad_poll, &l, &j[tickers]))
+		return -1;
+	for (int i = 0; i <= tickers; i++) {
+		weft_join_wait(j[i], NULL);
+		weft_join_drop(j[i]);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	weft_config_t cfg = { .workers = 2 };
-	enum { TICKERS = 16 };
-	weft_join_t *j[TICKERS + 1];
+	bool live = argc == 3 && !strcmp(argv[1], "--live");
+	time_t end = live ? time(NULL) + atoi(argv[2]) : 0;
 	weft_runtime_t *rt;
 	weft_mutex_t m;
+	int rc = 0;
 
+	if (argc != 1 && !live) {
+		fputs("usage: console_workload [--live SECS]\n", stderr);
+		return 2;
+	}
 	weft_mutex_init(&m, "accounts");
 	if (weft_runtime_create(&cfg, &rt)) {
 		fputs("console_workload: cannot create the runtime\n", stderr);
 		return 1;
 	}
-	for (int i = 0; i < TICKERS; i++) {
-		struct ticker t = { .n = 600 };
-
-		if (weft_spawn_named(rt, "ticker", ticker_poll, &t, &j[i]))
-			return 1;
+	if (!live) {
+		rc = run_round(rt, &m, 16, 600);
+	} else {
+		printf("ready\n");
+		fflush(stdout);
+		while (!rc && time(NULL) < end)
+			rc = run_round(rt, &m, 8, 100);
 	}
-	{
-		struct locker l = { .m = &m };
-
-		if (weft_spawn_named(rt, "lock-bad", lock_bad_poll, &l,
-				     &j[TICKERS]))
-			return 1;
-	}
-	for (int i = 0; i <= TICKERS; i++) {
-		weft_join_wait(j[i], NULL);
-		weft_join_drop(j[i]);
-	}
+	if (rc)
+		fputs("console_workload: cannot spawn\n", stderr);
 	weft_runtime_destroy(rt);
 	weft_mutex_fini(&m);
-	return 0;
+	return rc ? 1 : 0;
 }
