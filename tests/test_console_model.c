@@ -163,7 +163,10 @@ static void test_console_model_retention(void **state)
 	feed(&m, 3 * SEC, none, 0, NULL, 0, NULL, 0);
 	assert_non_null(con_model_task(&m, 2)); /* 1 s after: kept */
 	feed(&m, 4 * SEC + 1, none, 0, NULL, 0, NULL, 0);
-	assert_null(con_model_task(&m, 2)); /* over 2 s: gone */
+	/* Over 2 s, but a batch waits until an eighth more is due. */
+	assert_non_null(con_model_task(&m, 2));
+	feed(&m, 4 * SEC + SEC / 4 + 1, none, 0, NULL, 0, NULL, 0);
+	assert_null(con_model_task(&m, 2)); /* gone */
 	assert_non_null(con_model_task(&m, 1));
 	assert_int_equal(m.ntasks, 1);
 	con_model_resort(&m);
@@ -192,12 +195,37 @@ static void test_console_model_many_tasks(void **state)
 	}
 	feed(&m, 1 * SEC, ts, N, NULL, 0, NULL, 0);
 	assert_int_equal(m.ntasks, N);
+	/* One copy of "t" and one of "app.c" for all of them. */
+	assert_int_equal(m.nstrs, 2);
+	assert_ptr_equal(con_model_task(&m, 1)->name,
+			 con_model_task(&m, N)->name);
 	feed(&m, 2 * SEC, ts, 0, NULL, 0, NULL, 0);
 	assert_int_equal(m.ntasks, N / 2);
+	assert_int_equal(m.nstrs, 2);
 	for (int i = 0; i < N; i++)
 		assert_true((con_model_task(&m, (uint64_t)i + 1) != NULL) ==
 			    (i % 2 == 0));
 	assert_true(con_model_is_consistent(&m));
+	/* Renamed, each its own name: "t" goes with its last reference;
+	 * finished and retired, so do the rest. */
+	{
+		static char names[N / 2][16];
+
+		for (int i = 0; i < N / 2; i++) {
+			snprintf(names[i], sizeof(names[i]), "n%d", i);
+			ts[i] = task_msg(2 * (uint64_t)i + 1, names[i], 2);
+			ts[i]->finished_ns = 3 * SEC;
+			ts[i]->state = WEFT_TASK_DONE;
+		}
+		feed(&m, 3 * SEC, ts, N / 2, NULL, 0, NULL, 0);
+		assert_int_equal(m.nstrs, N / 2 + 1);
+		assert_string_equal(con_model_task(&m, 7)->name, "n3");
+		assert_true(con_model_is_consistent(&m));
+		feed(&m, 4 * SEC, ts, 0, NULL, 0, NULL, 0);
+		assert_int_equal(m.ntasks, 0);
+		assert_int_equal(m.nstrs, 0);
+		assert_true(con_model_is_consistent(&m));
+	}
 	con_model_fini(&m);
 	free(ts);
 }
