@@ -121,7 +121,7 @@ def one(raw, want, closes=False):
 def get(path, want=200):
     return one(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode(), want)
 
-for path in ["/fast", "/cpu?ms=5", "/cpu-offload?ms=5", "/lock",
+for path in ["/fast", "/fast-task", "/cpu?ms=5", "/cpu-offload?ms=5", "/lock",
              "/lock-async", "/sleep?ms=5", "/sleep", "/file",
              "/file-offload"]:
     body = get(path)

@@ -17,7 +17,8 @@
 #   tokio     tokio-bench http-server from ../shared/anchors, when built
 #             (BUILD_ONLY=1 /tmp/anchors/run.sh; ANCHORS=dir to override)
 #
-# MODES="off record" picks some.
+# MODES="off record" picks some.  URL_PATH=/fast-task asks weft-demo for
+# /fast-task instead (a task per request; the other servers keep /fast).
 # wrk -t1 -c64 -dSECONDS (default 10 s, 5 rounds; 1 s of warm-up each),
 # the servers with 2 workers.  Prints each round's req/s and then the
 # median per mode with the ratio to `off`.  Progress on stderr.
@@ -31,7 +32,7 @@ ANCHORS="${ANCHORS:-/tmp/anchors/build}"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -89,7 +90,7 @@ wait_port()
 # run MODE -> req/s on stdout
 run()
 {
-	local mode=$1 port pid cpid= rps
+	local mode=$1 port pid cpid= rps path=${URL_PATH:-/fast}
 	port=$(free_port)
 	case $mode in
 	off)
@@ -105,10 +106,12 @@ run()
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
 	bench)
+		path=/fast
 		"$on/tools/bench/weft-bench" http-server "$port" --workers 2 \
 			>/dev/null 2>&1 &
 		;;
 	tokio)
+		path=/fast
 		"$tokio" http-server "$port" >/dev/null 2>&1 &
 		;;
 	esac
@@ -121,8 +124,8 @@ run()
 		cpid=$!
 		sleep 0.5
 	fi
-	wrk -t1 -c64 -d1s "http://127.0.0.1:$port/fast" >/dev/null 2>&1 || true
-	rps=$(wrk -t1 -c64 -d"${SECS}s" "http://127.0.0.1:$port/fast" |
+	wrk -t1 -c64 -d1s "http://127.0.0.1:$port$path" >/dev/null 2>&1 || true
+	rps=$(wrk -t1 -c64 -d"${SECS}s" "http://127.0.0.1:$port$path" |
 		sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
 	if [ -n "$cpid" ]; then
 		wait "$cpid" || die "the console failed: $(tail -1 "$tmp/console")"
