@@ -22,6 +22,13 @@
 # wrk -t1 -c64 -dSECONDS (default 10 s, 5 rounds; 1 s of warm-up each),
 # the servers with 2 workers.  Prints each round's req/s and then the
 # median per mode with the ratio to `off`.  Progress on stderr.
+#
+# Also the CPU time a request costs: the server process's user + system
+# time over the timed run (with the console's, in mode events) divided by
+# the requests answered.  On two vCPUs that wrk shares, req/s swings +-20%
+# from round to round; CPU per request is steadier, and it is what the
+# probe adds: a machine with a core to spare loses no req/s to it, a
+# saturated one loses what the probe burns.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,7 +39,7 @@ ANCHORS="${ANCHORS:-/tmp/anchors/build}"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -87,10 +94,25 @@ wait_port()
 	die "nothing listens on port $1"
 }
 
-# run MODE -> req/s on stdout
+# cpu_ticks PID... -> their user + system clock ticks, summed
+cpu_ticks()
+{
+	local sum=0 p f
+	for p in "$@"; do
+		# Fields 14 and 15, counted after the ")" closing the name.
+		f=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || continue
+		set -- $f
+		sum=$((sum + ${12} + ${13}))
+	done
+	echo "$sum"
+}
+hz=$(getconf CLK_TCK)
+
+# run MODE -> "req/s cpu-us-per-request" on stdout
 run()
 {
 	local mode=$1 port pid cpid= rps path=${URL_PATH:-/fast}
+	local t0 t1 out reqs
 	port=$(free_port)
 	case $mode in
 	off)
@@ -125,8 +147,11 @@ run()
 		sleep 0.5
 	fi
 	wrk -t1 -c64 -d1s "http://127.0.0.1:$port$path" >/dev/null 2>&1 || true
-	rps=$(wrk -t1 -c64 -d"${SECS}s" "http://127.0.0.1:$port$path" |
-		sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+	t0=$(cpu_ticks "$pid" $cpid)
+	out=$(wrk -t1 -c64 -d"${SECS}s" "http://127.0.0.1:$port$path")
+	t1=$(cpu_ticks "$pid" $cpid)
+	rps=$(echo "$out" | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
+	reqs=$(echo "$out" | sed -n 's/^ *\([0-9]*\) requests in.*/\1/p')
 	if [ -n "$cpid" ]; then
 		wait "$cpid" || die "the console failed: $(tail -1 "$tmp/console")"
 		grep -q 'LIVE' "$tmp/console" ||
@@ -138,26 +163,34 @@ run()
 		[ -s "$tmp/run.weft" ] || die "the recorder wrote nothing"
 		rm -f "$tmp/run.weft"
 	fi
-	echo "${rps:-0}"
+	awk -v r="${rps:-0}" -v n="${reqs:-0}" -v t=$((t1 - t0)) -v hz="$hz" \
+		'BEGIN { printf "%s %.2f\n", r, (n > 0 ? t * 1e6 / hz / n : 0) }'
 }
 
-declare -A all=()
+declare -A all=() cpu=()
 for r in $(seq "$ROUNDS"); do
 	line="round $r:"
 	for m in $modes; do
 		say "round $r/$ROUNDS: $m"
-		v=$(run "$m")
+		read -r v c < <(run "$m")
 		all[$m]="${all[$m]:-} $v"
-		line="$line $m=$v"
+		cpu[$m]="${cpu[$m]:-} $c"
+		line="$line $m=$v (${c} us/req)"
 	done
 	echo "$line"
 done
 
 median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-base=$(echo "${all[off]}" | median)
-printf '\n%-10s %12s %10s   %s\n' mode "req/s" "vs off" "rounds"
+first=${modes%% *}
+base=$(echo "${all[off]:-${all[$first]}}" | median)
+cbase=$(echo "${cpu[off]:-${cpu[$first]}}" | median)
+printf '\n%-10s %10s %8s %12s %8s   %s\n' mode "req/s" "vs off" \
+	"cpu us/req" "vs off" "rounds (req/s)"
 for m in $modes; do
 	med=$(echo "${all[$m]}" | median)
-	awk -v m="$m" -v v="$med" -v b="$base" -v r="${all[$m]}" \
-		'BEGIN { printf "%-10s %12.0f %10.3f  %s\n", m, v, v / b, r }'
+	cmed=$(echo "${cpu[$m]}" | median)
+	awk -v m="$m" -v v="$med" -v b="$base" -v c="$cmed" -v cb="$cbase" \
+		-v r="${all[$m]}" 'BEGIN {
+		printf "%-10s %10.0f %8.3f %12.2f %8.3f  %s\n", m, v, v / b,
+			c, (cb > 0 ? c / cb : 0), r }'
 done
