@@ -330,6 +330,90 @@ static void test_delta_interval_and_thin_records(void **state)
 	weft__wire_buf_fini(&b);
 }
 
+/* The warnings a record carries: the newest 1024 (delta.c's WARN_CAP)
+ * of those raised since the stream's last record, oldest first. */
+#define WARN_CAP 1024u
+
+struct warn_seqs {
+	uint64_t first, last;
+	size_t n;
+	bool ordered;
+};
+
+static void warn_seqs_fn(const Weft__V1__Update *u, void *ctx)
+{
+	struct warn_seqs *w = ctx;
+
+	w->ordered = true;
+	w->n = u->n_warnings;
+	for (size_t i = 0; i < u->n_warnings; i++)
+		if (i && u->warnings[i]->seq != u->warnings[i - 1]->seq + 1)
+			w->ordered = false;
+	if (u->n_warnings) {
+		w->first = u->warnings[0]->seq;
+		w->last = u->warnings[u->n_warnings - 1]->seq;
+	}
+}
+
+static void test_delta_warnings_keep_the_newest(void **state)
+{
+	static weft_probe_warning_t w[3000];
+	static const size_t per_pass[][3] = {
+		{ 10, 20, 0 },      /* under the cap: all */
+		{ 700, 700, 0 },    /* over it across passes */
+		{ 1500, 0, 0 },     /* over it in one pass */
+		{ 1000, 30, 2000 }, /* both */
+	};
+	weft_probe_stats_t st = { 0 };
+	weft_wire_buf_t b = { 0 };
+	weft_delta_t d;
+	uint64_t seq = 0, now = 1000000000;
+	bool full;
+
+	(void)state;
+	weft__delta_init(&d);
+	d.interval_ns = 100000000;
+	d.lookup = lookup;
+	/* A stream's first pass goes out at once: out of the way. */
+	{
+		weft_probe_update_t u = pass(&st, now, NULL, 0, false);
+
+		assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+		b.len = 0;
+	}
+	for (size_t c = 0; c < sizeof(per_pass) / sizeof(per_pass[0]); c++) {
+		struct warn_seqs got = { 0 };
+		uint64_t first = seq + 1;
+		size_t total = 0;
+
+		for (size_t k = 0; k < 3; k++) {
+			weft_probe_update_t u = pass(&st, now, NULL, 0, false);
+
+			for (size_t i = 0; i < per_pass[c][k]; i++) {
+				memset(&w[i], 0, sizeof(w[i]));
+				w[i].seq = ++seq;
+				w[i].worker = WEFT_EVENT_NO_WORKER;
+			}
+			u.warnings = w;
+			u.nwarnings = per_pass[c][k];
+			total += per_pass[c][k];
+			/* Due on the last pass of each case only. */
+			now += k < 2 ? 10000000 : 100000000;
+			st.now_ns = now;
+			assert_true(weft__delta_pass(&d, &u, &b, &full) >= 0);
+		}
+		updates_in(&b, WEFT_WIRE_MAX_RECORD, warn_seqs_fn, &got);
+		b.len = 0;
+		assert_true(got.ordered);
+		assert_int_equal(got.n, total < WARN_CAP ? total : WARN_CAP);
+		assert_int_equal(got.last, seq);
+		assert_int_equal(got.first,
+				 total < WARN_CAP ? first : seq - WARN_CAP + 1);
+	}
+	weft__delta_fini(&d);
+	weft__wire_buf_fini(&b);
+}
+
 /* A full update of NT tasks under a 16 KiB limit: several records, each
  * under it; the first full with the stats, the others neither. */
 static void test_delta_full_update_split(void **state)
@@ -390,6 +474,7 @@ int main(void)
 		cmocka_unit_test(test_delta_filter_from_subscribe),
 		cmocka_unit_test(test_delta_interval_and_thin_records),
 		cmocka_unit_test(test_delta_full_update_split),
+		cmocka_unit_test(test_delta_warnings_keep_the_newest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -670,6 +670,578 @@ static void test_wire_events_grouped_per_thread(void **state)
 	check_grouping(300, 20000);
 }
 
+/* ------------------------------------------------------------ hand encoders */
+
+/*
+ * Updates and event batches are encoded by hand (wire.c); protobuf-c's
+ * packer is the reference.  The probe structures go into the generated
+ * messages the way wire.c put them there before it encoded by hand, and
+ * both encodings of each random update or batch must be the same bytes.
+ */
+
+/* Values at the edges of varint lengths, and zeros (fields left out). */
+static uint64_t rnd_u64(void)
+{
+	/* 2^b and 2^b - 1 for b = 0, 7, ..., 63, 70 (0 and UINT64_MAX)
+	 * and 32. */
+	unsigned b = rnd_below(12) == 0 ? 32 : 7 * (unsigned)rnd_below(11);
+	uint64_t edge = b < 64 ? 1ull << b : 0;
+
+	switch (rnd_below(4)) {
+	case 0:
+		return 0;
+	case 1:
+		return rnd_below(2) ? edge : edge - 1;
+	case 2:
+		return rnd_below(300);
+	default:
+		return rnd() >> rnd_below(64);
+	}
+}
+
+static uint32_t rnd_u32(void)
+{
+	return (uint32_t)rnd_u64();
+}
+
+static double rnd_double(void)
+{
+	static const double v[] = { 0.0, -0.0, 1.5, -3e300, 1e-310, 0.25 };
+
+	if (rnd_below(8) == 0)
+		return __builtin_nan("");
+	return v[rnd_below(sizeof(v) / sizeof(v[0]))];
+}
+
+/* NULL, empty, short, or long enough for a two-byte length. */
+static const char *rnd_str(void)
+{
+	static const char *const s[] = { NULL, "", "GET /fast", "x" };
+	static char long_str[301];
+
+	if (!long_str[0])
+		memset(long_str, 'a', sizeof(long_str) - 1);
+	if (rnd_below(5) == 0)
+		return long_str + rnd_below(200);
+	return s[rnd_below(4)];
+}
+
+static void rnd_hist(weft_hist_t *h)
+{
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		h->buckets[i] = rnd_below(3) ? 0 : rnd_u32();
+	h->count = rnd_u64();
+	h->sum_ns = rnd_u64();
+	h->max_ns = rnd_u64();
+	h->outliers = rnd_u64();
+}
+
+static void rnd_task(weft_probe_task_t *t, weft_hist_t *h)
+{
+	static const int32_t status[] = { 0, -1, 1, -5, INT32_MIN, INT32_MAX };
+
+	memset(t, 0, sizeof(*t));
+	t->id = rnd_u64() | 1;
+	t->parent = rnd_u64();
+	t->name = rnd_str();
+	t->file = rnd_str();
+	t->line = rnd_u32();
+	t->state_size = rnd_u32();
+	t->kind = (uint8_t)rnd_below(2);
+	t->state = (uint8_t)rnd_below(4);
+	t->last_worker = (uint16_t)rnd_u64();
+	t->status = status[rnd_below(6)];
+	t->spawned_ns = rnd_u64();
+	t->finished_ns = rnd_u64();
+	t->polls = rnd_u64();
+	t->busy_ns = rnd_u64();
+	t->scheduled_ns = rnd_u64();
+	t->idle_ns = rnd_u64();
+	t->wakes = rnd_u64();
+	t->self_wakes = rnd_u64();
+	t->waker_clones = rnd_u64();
+	t->waker_drops = rnd_u64();
+	t->max_poll_ns = rnd_u64();
+	t->warnings = rnd_u32();
+	t->locks_held = rnd_u32();
+	if (rnd_below(2)) {
+		rnd_hist(&h[0]);
+		t->poll_hist = &h[0];
+	}
+	if (rnd_below(2)) {
+		rnd_hist(&h[1]);
+		t->sched_hist = &h[1];
+	}
+}
+
+static void rnd_worker(weft_probe_worker_t *w)
+{
+	weft_worker_metrics_t *k = &w->counters;
+
+	memset(w, 0, sizeof(*w));
+	w->index = (uint16_t)rnd_u64();
+	w->state = (uint8_t)rnd_below(3);
+	w->current_task = rnd_u64();
+	w->poll_started_ns = rnd_u64();
+	k->polls = rnd_u64();
+	k->steals = rnd_u64();
+	k->steal_ops = rnd_u64();
+	k->parks = rnd_u64();
+	k->unparks = rnd_u64();
+	k->noop_wakes = rnd_u64();
+	k->local_schedules = rnd_u64();
+	k->lifo_schedules = rnd_u64();
+	k->global_schedules = rnd_u64();
+	k->remote_schedules = rnd_u64();
+	k->overflows = rnd_u64();
+	k->spawned = rnd_u64();
+	k->completed = rnd_u64();
+	k->busy_ns = rnd_u64();
+	k->forced_yields = rnd_u64();
+	k->local_queue_depth = rnd_u32();
+	w->polls_per_s = rnd_double();
+	w->steals_per_s = rnd_double();
+	w->steal_rate = rnd_double();
+	w->busy_ratio = rnd_double();
+	w->mean_poll_ns = rnd_u64();
+	w->max_poll_ns = rnd_u64();
+	w->queue_depth = rnd_u32();
+	for (unsigned i = 0; i < 64; i++)
+		w->stolen_from[i] = rnd_below(2) ? 0 : rnd_u64();
+}
+
+static void rnd_warning(weft_probe_warning_t *w)
+{
+	size_t n = rnd_below(sizeof(w->detail));
+
+	memset(w, 0, sizeof(*w));
+	w->seq = rnd_u64();
+	w->kind = (uint8_t)rnd_u64();
+	w->worker = (uint16_t)rnd_u64();
+	w->task = rnd_u64();
+	w->task_name = rnd_str();
+	w->file = rnd_str();
+	w->line = rnd_u32();
+	w->at_ns = rnd_u64();
+	w->value_ns = rnd_u64();
+	for (size_t i = 0; i < n; i++)
+		w->detail[i] = (char)('a' + rnd_below(26));
+}
+
+static void rnd_stats(weft_probe_stats_t *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->now_ns = rnd_u64();
+	s->start_ns = rnd_u64();
+	s->workers = rnd_u32();
+	s->live_tasks = rnd_u64();
+	s->spawned_tasks = rnd_u64();
+	s->global_queue_depth = rnd_u64();
+	s->events = rnd_u64();
+	s->events_dropped = rnd_u64();
+	s->warnings = rnd_u64();
+	s->events_per_s = rnd_double();
+	s->polls_per_s = rnd_double();
+	s->steals_per_s = rnd_double();
+	s->clock = rnd_str();
+}
+
+static char *ref_str(const char *s)
+{
+	return (char *)(s ? s : "");
+}
+
+static void ref_hist(Weft__V1__Histogram *m, const weft_hist_t *h)
+{
+	weft__v1__histogram__init(m);
+	m->n_buckets = WEFT_HIST_BUCKETS;
+	m->buckets = (uint32_t *)h->buckets;
+	m->count = h->count;
+	m->sum_ns = h->sum_ns;
+	m->max_ns = h->max_ns;
+	m->outliers = h->outliers;
+}
+
+static void ref_task(Weft__V1__Task *m, Weft__V1__Histogram *h,
+		     const weft_probe_task_t *t)
+{
+	weft__v1__task__init(m);
+	m->id = t->id;
+	m->parent = t->parent;
+	m->name = ref_str(t->name);
+	m->file = ref_str(t->file);
+	m->line = t->line;
+	m->state_size = t->state_size;
+	m->kind = t->kind;
+	m->state = t->state;
+	m->last_worker = t->last_worker;
+	m->status = t->status;
+	m->spawned_ns = t->spawned_ns;
+	m->finished_ns = t->finished_ns;
+	m->polls = t->polls;
+	m->busy_ns = t->busy_ns;
+	m->scheduled_ns = t->scheduled_ns;
+	m->idle_ns = t->idle_ns;
+	m->wakes = t->wakes;
+	m->self_wakes = t->self_wakes;
+	m->waker_clones = t->waker_clones;
+	m->waker_drops = t->waker_drops;
+	m->max_poll_ns = t->max_poll_ns;
+	m->warnings = t->warnings;
+	m->locks_held = t->locks_held;
+	if (t->poll_hist) {
+		ref_hist(&h[0], t->poll_hist);
+		m->poll_hist = &h[0];
+	}
+	if (t->sched_hist) {
+		ref_hist(&h[1], t->sched_hist);
+		m->sched_hist = &h[1];
+	}
+}
+
+static void ref_worker(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
+		       const weft_probe_worker_t *w, size_t nworkers)
+{
+	const weft_worker_metrics_t *k = &w->counters;
+
+	weft__v1__worker__init(m);
+	weft__v1__worker_counters__init(c);
+	m->index = w->index;
+	m->state = w->state;
+	m->current_task = w->current_task;
+	m->poll_started_ns = w->poll_started_ns;
+	c->polls = k->polls;
+	c->steals = k->steals;
+	c->steal_ops = k->steal_ops;
+	c->parks = k->parks;
+	c->unparks = k->unparks;
+	c->noop_wakes = k->noop_wakes;
+	c->local_schedules = k->local_schedules;
+	c->lifo_schedules = k->lifo_schedules;
+	c->global_schedules = k->global_schedules;
+	c->remote_schedules = k->remote_schedules;
+	c->overflows = k->overflows;
+	c->spawned = k->spawned;
+	c->completed = k->completed;
+	c->busy_ns = k->busy_ns;
+	c->forced_yields = k->forced_yields;
+	c->local_queue_depth = k->local_queue_depth;
+	m->counters = c;
+	m->polls_per_s = w->polls_per_s;
+	m->steals_per_s = w->steals_per_s;
+	m->steal_rate = w->steal_rate;
+	m->busy_ratio = w->busy_ratio;
+	m->mean_poll_ns = w->mean_poll_ns;
+	m->max_poll_ns = w->max_poll_ns;
+	m->queue_depth = w->queue_depth;
+	m->n_stolen_from = nworkers < 64 ? nworkers : 64;
+	m->stolen_from = (uint64_t *)w->stolen_from;
+}
+
+static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)
+{
+	weft__v1__warning__init(m);
+	m->seq = w->seq;
+	m->kind = w->kind;
+	m->worker = w->worker;
+	m->task = w->task;
+	m->task_name = ref_str(w->task_name);
+	m->file = ref_str(w->file);
+	m->line = w->line;
+	m->at_ns = w->at_ns;
+	m->value_ns = w->value_ns;
+	m->detail = (char *)w->detail;
+}
+
+#define REF_TASKS 40
+#define REF_WORKERS 66
+#define REF_WARNINGS 4
+
+/* @u's Update record packed by protobuf-c, appended to @b. */
+static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			      uint64_t prev_now_ns)
+{
+	static Weft__V1__Task tasks[REF_TASKS];
+	static Weft__V1__Task *task_ptrs[REF_TASKS];
+	static Weft__V1__Histogram hists[2 * REF_TASKS];
+	static Weft__V1__Worker workers[REF_WORKERS];
+	static Weft__V1__Worker *worker_ptrs[REF_WORKERS];
+	static Weft__V1__WorkerCounters counters[REF_WORKERS];
+	static Weft__V1__Warning warnings[REF_WARNINGS];
+	static Weft__V1__Warning *warning_ptrs[REF_WARNINGS];
+	static uint64_t new_ids[REF_TASKS], fin_ids[REF_TASKS];
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Update m = WEFT__V1__UPDATE__INIT;
+	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
+
+	if (u->stats) {
+		const weft_probe_stats_t *s = u->stats;
+
+		st.now_ns = s->now_ns;
+		st.start_ns = s->start_ns;
+		st.workers = s->workers;
+		st.live_tasks = s->live_tasks;
+		st.spawned_tasks = s->spawned_tasks;
+		st.global_queue_depth = s->global_queue_depth;
+		st.events = s->events;
+		st.events_dropped = s->events_dropped;
+		st.warnings = s->warnings;
+		st.events_per_s = s->events_per_s;
+		st.polls_per_s = s->polls_per_s;
+		st.steals_per_s = s->steals_per_s;
+		st.clock = ref_str(s->clock);
+		m.stats = &st;
+	}
+	for (size_t i = 0; i < u->ntasks; i++) {
+		const weft_probe_task_t *t = u->tasks[i];
+
+		ref_task(&tasks[i], &hists[2 * i], t);
+		task_ptrs[i] = &tasks[i];
+		if (prev_now_ns && t->spawned_ns > prev_now_ns)
+			new_ids[m.n_new_tasks++] = t->id;
+		if (t->finished_ns && t->finished_ns > prev_now_ns)
+			fin_ids[m.n_finished_tasks++] = t->id;
+	}
+	m.n_tasks = u->ntasks;
+	m.tasks = task_ptrs;
+	m.new_tasks = new_ids;
+	m.finished_tasks = fin_ids;
+	for (size_t i = 0; i < u->nworkers; i++) {
+		ref_worker(&workers[i], &counters[i], &u->workers[i],
+			   u->nworkers);
+		worker_ptrs[i] = &workers[i];
+	}
+	m.n_workers = u->nworkers;
+	m.workers = worker_ptrs;
+	for (size_t i = 0; i < u->nwarnings; i++) {
+		ref_warning(&warnings[i], &u->warnings[i]);
+		warning_ptrs[i] = &warnings[i];
+	}
+	m.n_warnings = u->nwarnings;
+	m.warnings = warning_ptrs;
+	m.full = u->full;
+	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+	f.update = &m;
+	assert_int_equal(weft__wire_record_append(b, &f), 0);
+}
+
+static void assert_same_bytes(const weft_wire_buf_t *a,
+			      const weft_wire_buf_t *b)
+{
+	assert_int_equal(a->len, b->len);
+	assert_memory_equal(a->data, b->data, a->len);
+}
+
+static void test_wire_update_hand_encoded_as_protobuf_c(void **state)
+{
+	static weft_probe_task_t tasks[REF_TASKS];
+	static const weft_probe_task_t *tp[REF_TASKS];
+	static weft_hist_t hists[2 * REF_TASKS];
+	static weft_probe_worker_t workers[REF_WORKERS];
+	static weft_probe_warning_t warnings[REF_WARNINGS];
+	weft_probe_stats_t st;
+
+	(void)state;
+	for (unsigned round = 0; round < scale_count(2000); round++) {
+		weft_probe_update_t u = { 0 };
+		weft_wire_buf_t hand = { 0 }, ref = { 0 };
+		uint64_t prev = rnd_below(3) ? rnd_u64() : 0;
+
+		/* Empty updates too: no stats, tasks, workers or warnings. */
+		if (round % 7) {
+			rnd_stats(&st);
+			u.stats = &st;
+		}
+		u.ntasks = round % 5 ? rnd_below(REF_TASKS + 1) : 0;
+		for (size_t i = 0; i < u.ntasks; i++) {
+			rnd_task(&tasks[i], &hists[2 * i]);
+			tp[i] = &tasks[i];
+		}
+		u.tasks = tp;
+		u.nworkers = rnd_below(4) ? rnd_below(5) :
+					    rnd_below(REF_WORKERS + 1);
+		for (size_t i = 0; i < u.nworkers; i++)
+			rnd_worker(&workers[i]);
+		u.workers = workers;
+		u.nwarnings = rnd_below(REF_WARNINGS + 1);
+		for (size_t i = 0; i < u.nwarnings; i++)
+			rnd_warning(&warnings[i]);
+		u.warnings = warnings;
+		u.full = rnd_below(2);
+
+		assert_int_equal(weft__wire_update_append(&hand, &u, prev), 0);
+		ref_update_append(&ref, &u, prev);
+		assert_same_bytes(&hand, &ref);
+		weft__wire_buf_fini(&hand);
+		weft__wire_buf_fini(&ref);
+	}
+}
+
+/*
+ * Split updates: every record is what protobuf-c writes for the message it
+ * decodes to, no Frame exceeds the cap, and the parts hold the tasks in
+ * order with their new and finished ids.
+ */
+static void test_wire_update_split_hand_encoded(void **state)
+{
+	static weft_probe_task_t tasks[REF_TASKS];
+	static const weft_probe_task_t *tp[REF_TASKS];
+	static weft_hist_t hists[2 * REF_TASKS];
+	static weft_probe_worker_t workers[2];
+	weft_probe_stats_t st;
+	Weft__V1__Frame *f[REF_TASKS + 1];
+
+	(void)state;
+	for (unsigned round = 0; round < scale_count(200); round++) {
+		weft_probe_update_t u = { .stats = &st,
+					  .tasks = tp,
+					  .ntasks = REF_TASKS,
+					  .workers = workers,
+					  .nworkers = 2,
+					  .full = true };
+		weft_wire_buf_t b = { 0 }, whole = { 0 };
+		size_t cap, n, k = 0, off = 0, nnew = 0, nfin = 0;
+		uint64_t prev = 1000;
+
+		rnd_stats(&st);
+		st.clock = NULL;
+		for (size_t i = 0; i < REF_TASKS; i++) {
+			rnd_task(&tasks[i], &hists[2 * i]);
+			tasks[i].name = "t";
+			tasks[i].file = NULL;
+			tp[i] = &tasks[i];
+			nnew += tasks[i].spawned_ns > prev;
+			nfin += tasks[i].finished_ns > prev;
+		}
+		rnd_worker(&workers[0]);
+		rnd_worker(&workers[1]);
+		/* A cap a third to a half of the whole (a task is at most
+		 * about 1.5 KB, the rest about 2 KB). */
+		assert_int_equal(weft__wire_update_append(&whole, &u, prev), 0);
+		cap = 4096 + whole.len / 3 + rnd_below(whole.len / 6);
+		assert_int_equal(
+			weft__wire_update_append_split(&b, &u, prev, cap), 0);
+		n = decode_all(b.data, b.len, b.len, f, REF_TASKS + 1);
+		/* Whole when its Frame (the record less 3 bytes) fits the cap
+		 * less the slack. */
+		assert_true(n > 1 || whole.len - 3 <= cap - 64);
+		weft__wire_buf_fini(&whole);
+		for (size_t i = 0; i < n; i++) {
+			Weft__V1__Update *m = f[i]->update;
+			size_t len = weft__wire_record_size(f[i]);
+			uint8_t *re = malloc(len);
+
+			assert_non_null(m);
+			assert_true(len - 1 - (len > 129 ? 2 : 1) <= cap);
+			assert_int_equal(weft__wire_record_pack(f[i], re, len),
+					 (int)len);
+			assert_memory_equal(re, b.data + off, len);
+			off += len;
+			free(re);
+			assert_int_equal(m->full, i == 0);
+			assert_int_equal(m->stats != NULL, i == 0);
+			assert_int_equal(m->n_workers, i == 0 ? 2 : 0);
+			for (size_t j = 0; j < m->n_tasks; j++, k++)
+				assert_int_equal(m->tasks[j]->id, tasks[k].id);
+			nnew -= m->n_new_tasks;
+			nfin -= m->n_finished_tasks;
+			weft__wire_frame_free(f[i]);
+		}
+		assert_int_equal(off, b.len);
+		assert_int_equal(k, REF_TASKS);
+		assert_int_equal(nnew, 0);
+		assert_int_equal(nfin, 0);
+		weft__wire_buf_fini(&b);
+	}
+}
+
+static void rnd_col32(uint32_t *v, size_t *n, size_t max)
+{
+	*n = rnd_below(4) ? rnd_below(max + 1) : 0;
+	for (size_t i = 0; i < *n; i++)
+		v[i] = rnd_u32();
+}
+
+static void rnd_col64(uint64_t *v, size_t *n, size_t max)
+{
+	*n = rnd_below(4) ? rnd_below(max + 1) : 0;
+	for (size_t i = 0; i < *n; i++)
+		v[i] = rnd_u64();
+}
+
+static void test_wire_batch_hand_encoded_as_protobuf_c(void **state)
+{
+	enum { COL = 300 };
+	static uint32_t head[COL], a2[COL], fi[COL], fv[COL];
+	static uint64_t task[COL], a1[COL];
+	static int64_t ts[COL];
+
+	(void)state;
+	for (unsigned round = 0; round < scale_count(3000); round++) {
+		Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+		Weft__V1__EventBatch m = WEFT__V1__EVENT_BATCH__INIT;
+		weft_wire_buf_t hand = { 0 }, ref = { 0 };
+
+		m.worker = rnd_u32();
+		m.count = rnd_u32();
+		m.base_ts = rnd_u64();
+		m.base_task = rnd_u64();
+		rnd_col32(head, &m.n_head, COL);
+		m.head = head;
+		rnd_col64((uint64_t *)ts, &m.n_ts_delta, COL);
+		for (size_t i = 0; i < m.n_ts_delta; i++)
+			if (rnd_below(2))
+				ts[i] = (int64_t)(0 - (uint64_t)ts[i]);
+		m.ts_delta = ts;
+		rnd_col64(task, &m.n_task, COL);
+		m.task = task;
+		rnd_col64(a1, &m.n_a1, COL);
+		m.a1 = a1;
+		rnd_col32(a2, &m.n_a2, COL);
+		m.a2 = a2;
+		rnd_col32(fi, &m.n_flag_index, COL);
+		m.flag_index = fi;
+		rnd_col32(fv, &m.n_flag_value, COL);
+		m.flag_value = fv;
+		f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+		f.events = &m;
+
+		assert_int_equal(weft__wire_batch_append(&hand, &m), 0);
+		assert_int_equal(weft__wire_record_append(&ref, &f), 0);
+		assert_same_bytes(&hand, &ref);
+		weft__wire_buf_fini(&hand);
+		weft__wire_buf_fini(&ref);
+	}
+}
+
+/* weft__wire_record_len(): whole records from their headers, 0 for
+ * anything else. */
+static void test_wire_record_len(void **state)
+{
+	weft_wire_buf_t b = { 0 };
+	weft_wire_hello_t hello;
+	size_t off = 0, n = 0, k;
+
+	(void)state;
+	append_all_types(&b, &hello);
+	while (off < b.len) {
+		k = weft__wire_record_len(b.data + off, b.len - off);
+		assert_true(k > 2);
+		/* Cut short by a byte, or with a bad tag: not a record. */
+		assert_int_equal(weft__wire_record_len(b.data + off, k - 1), 0);
+		b.data[off] ^= 1;
+		assert_int_equal(weft__wire_record_len(b.data + off, k), 0);
+		b.data[off] ^= 1;
+		off += k;
+		n++;
+	}
+	assert_int_equal(off, b.len);
+	assert_int_equal(n, 6);
+	assert_int_equal(weft__wire_record_len(b.data, 1), 0);
+	weft__wire_hello_fini(&hello);
+	weft__wire_buf_fini(&b);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -681,6 +1253,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_garbage_rejected),
 		cmocka_unit_test(test_wire_batch_inconsistent_rejected),
 		cmocka_unit_test(test_wire_events_grouped_per_thread),
+		cmocka_unit_test(test_wire_update_hand_encoded_as_protobuf_c),
+		cmocka_unit_test(test_wire_update_split_hand_encoded),
+		cmocka_unit_test(test_wire_batch_hand_encoded_as_protobuf_c),
+		cmocka_unit_test(test_wire_record_len),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--write-sample"))

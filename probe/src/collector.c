@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "collector_internal.h"
+#include "wire_internal.h"
 
 /* ------------------------------------------------------------ histogram */
 
@@ -90,10 +91,20 @@ uint64_t weft_hist_percentile(const weft_hist_t *h, double p)
 
 /* ---------------------------------------------------------------- tasks */
 
+/*
+ * The id's low bits, not a mixing hash: the runtime hands ids out in
+ * blocks from one counter (weft__next_task_id()), so the tasks the table
+ * holds (the live ones and six seconds of finished ones) are nearly one
+ * run of consecutive ids, which the table (at least as large) spreads
+ * one to a bucket.  And the buckets used together sit together: a new
+ * task's is next to the one before.  A mixing hash made each a cache
+ * miss: finding tasks for events, retiring them and looking them up for
+ * the streams were a third of the collector's time under a service that
+ * spawns a task per request (perf).
+ */
 static size_t hash_of(const struct probe *p, uint64_t id)
 {
-	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 20) &
-	       (p->table_size - 1);
+	return (size_t)id & (p->table_size - 1);
 }
 
 static void table_grow(struct probe *p)
@@ -149,6 +160,26 @@ const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)
 	return t ? &t->pub : NULL;
 }
 
+static void live_add(struct probe *p, task_rec_t *t)
+{
+	t->lprev = NULL;
+	t->lnext = p->live;
+	if (p->live)
+		p->live->lprev = t;
+	p->live = t;
+}
+
+static void live_remove(struct probe *p, task_rec_t *t)
+{
+	if (t->lprev)
+		t->lprev->lnext = t->lnext;
+	else
+		p->live = t->lnext;
+	if (t->lnext)
+		t->lnext->lprev = t->lprev;
+	t->lnext = t->lprev = NULL;
+}
+
 #define REC_FREE_MAX 16384
 
 /* A task first heard of: out of line, so that finding one saves nothing. */
@@ -178,6 +209,7 @@ __attribute__((noinline)) static task_rec_t *task_new(struct probe *p,
 	t->hnext = p->table[h];
 	p->table[h] = t;
 	p->ntasks++;
+	live_add(p, t);
 	return t;
 }
 
@@ -210,6 +242,8 @@ static void task_free(struct probe *p, task_rec_t *t)
 	if (*pp)
 		*pp = t->hnext;
 	p->ntasks--;
+	if (!t->in_done)
+		live_remove(p, t);
 	free(t->hist);
 	/*
 	 * Kept for the next task_new(), up to a bound: a service that spawns
@@ -386,6 +420,7 @@ static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->pub.status = (int32_t)ev->a2;
 	t->pub.finished_ns = ev->ts;
 	if (!t->in_done) {
+		live_remove(p, t);
 		t->in_done = true;
 		t->dnext = NULL;
 		if (p->done_tail)
@@ -830,26 +865,25 @@ static void sample_workers(struct probe *p, uint64_t now)
 
 /* -------------------------------------------------------------- the pass */
 
+/* Finished tasks are never idle: only the live list needs a look. */
 static void check_idle_tasks(struct probe *p, uint64_t now)
 {
-	for (size_t i = 0; i < p->table_size; i++) {
-		for (task_rec_t *t = p->table[i]; t; t = t->hnext) {
-			if (t->pub.state != WEFT_TASK_IDLE || !t->seen_spawn ||
-			    t->outstanding > 0 || t->pub.polls == 0 ||
-			    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
-				continue;
-			if (!t->lost_check_at) {
-				t->lost_check_at = now;
-				continue;
-			}
-			if (now - t->lost_check_at < 1000000000u)
-				continue;
-			t->once |= 1u << WEFT_WARN_LOST_WAKER;
-			warn_task(p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker,
-				  now, now - t->idle_since,
-				  "pending with no waker left: it will never be "
-				  "polled again");
+	for (task_rec_t *t = p->live; t; t = t->lnext) {
+		if (t->pub.state != WEFT_TASK_IDLE || !t->seen_spawn ||
+		    t->outstanding > 0 || t->pub.polls == 0 ||
+		    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
+			continue;
+		if (!t->lost_check_at) {
+			t->lost_check_at = now;
+			continue;
 		}
+		if (now - t->lost_check_at < 1000000000u)
+			continue;
+		t->once |= 1u << WEFT_WARN_LOST_WAKER;
+		warn_task(p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker, now,
+			  now - t->idle_since,
+			  "pending with no waker left: it will never be "
+			  "polled again");
 	}
 }
 
@@ -880,7 +914,17 @@ static void publish(struct probe *p, uint64_t now)
 		need_all |= s->need_full && s->opts.on_update;
 	for (task_rec_t *t = p->changed; t; t = t->cnext)
 		nchanged++;
-	changed = malloc((nchanged + 1) * sizeof(*changed));
+	/* Kept from pass to pass (a pass's worth is the same again). */
+	if (nchanged + 1 > p->pub_cap) {
+		size_t cap = nchanged + 1 + nchanged / 2;
+
+		changed = realloc(p->pub_changed, cap * sizeof(*changed));
+		if (changed) {
+			p->pub_changed = changed;
+			p->pub_cap = cap;
+		}
+	}
+	changed = nchanged + 1 <= p->pub_cap ? p->pub_changed : NULL;
 	nchanged = 0;
 	for (task_rec_t *t = p->changed; t && changed; t = t->cnext)
 		changed[nchanged++] = &t->pub;
@@ -926,7 +970,6 @@ static void publish(struct probe *p, uint64_t now)
 	}
 	free(tmp);
 	free(all);
-	free(changed);
 	while (p->changed) {
 		task_rec_t *t = p->changed;
 
@@ -985,6 +1028,70 @@ static void seed_tasks(struct probe *p, uint64_t now)
 	free(buf);
 }
 
+/* ------------------------------------------------------- event records */
+
+/* The pass's events, encoded once (weft__collector_event_records()). */
+struct pass_records {
+	const weft_event_t *ev; /* the batch handed to on_events, and its */
+	size_t n;               /* length; NULL outside the callbacks */
+	bool encoded;
+	int err;
+	weft_wire_events_t enc;
+	weft_wire_buf_t buf; /* kept, with its capacity, from pass to pass */
+};
+
+/*
+ * weft__collector_event_records() - the pass's events as EventBatch
+ * records (weft__wire_events_append()), encoded by the first subscriber
+ * that asks and copied by the others: a recorder and a console that both
+ * take every event wrote the same bytes twice.  Called from on_events
+ * (probe.lock held) with what it was handed.
+ *
+ * Return: 0 with *@rec, *@len set (valid until the callback returns);
+ * -EINVAL when @ev is not the pass's whole batch (a filtered copy: the
+ * caller encodes it); -ENOMEM or -EMSGSIZE, *@rec and *@len then holding
+ * the whole records encoded before the error.
+ */
+int weft__collector_event_records(struct probe *p, const weft_event_t *ev,
+				  size_t n, const uint8_t **rec, size_t *len)
+{
+	struct pass_records *r = p->records;
+
+	if (!r || !r->ev || ev != r->ev || n != r->n)
+		return -EINVAL;
+	if (!r->encoded) {
+		r->buf.len = 0;
+		r->err = weft__wire_events_append(&r->enc, &r->buf, ev, n);
+		r->encoded = true;
+	}
+	*rec = r->buf.data;
+	*len = r->buf.len;
+	return r->err;
+}
+
+static void pass_events(struct probe *p, size_t n)
+{
+	struct pass_records *r = p->records;
+
+	/* Made on the first pass with events; without it (no memory) each
+	 * subscriber encodes its own. */
+	if (!r) {
+		r = p->records = calloc(1, sizeof(*r));
+		if (r)
+			weft__wire_events_init(&r->enc);
+	}
+	if (r) {
+		r->ev = p->batch;
+		r->n = n;
+		r->encoded = false;
+	}
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
+		if (s->opts.events && s->opts.on_events)
+			s->opts.on_events(s->opts.ctx, p->batch, n);
+	if (r)
+		r->ev = NULL;
+}
+
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
@@ -999,9 +1106,8 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		seed_tasks(p, now);
 	}
 	n = drain(p);
-	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
-		if (s->opts.events && s->opts.on_events && n)
-			s->opts.on_events(s->opts.ctx, p->batch, n);
+	if (n)
+		pass_events(p, n);
 	for (size_t i = 0; i < n; i++)
 		process(p, &p->batch[i], &lp, &last_spawn);
 	p->events_total += n;
@@ -1073,6 +1179,7 @@ int weft__collector_start(struct probe *p)
 		return -ENOMEM;
 	p->ntasks = 0;
 	p->last_found = NULL;
+	p->live = NULL;
 	p->need_seed = true;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;
@@ -1107,6 +1214,7 @@ void weft__collector_stop(struct probe *p)
 	}
 	p->nrec_free = 0;
 	p->changed = NULL;
+	p->live = NULL;
 	p->done_head = p->done_tail = NULL;
 	free(p->batch);
 	p->batch = NULL;
@@ -1116,4 +1224,13 @@ void weft__collector_stop(struct probe *p)
 	free(p->segs);
 	p->segs = NULL;
 	p->segs_cap = 0;
+	free(p->pub_changed);
+	p->pub_changed = NULL;
+	p->pub_cap = 0;
+	if (p->records) {
+		weft__wire_events_fini(&p->records->enc);
+		weft__wire_buf_fini(&p->records->buf);
+		free(p->records);
+		p->records = NULL;
+	}
 }

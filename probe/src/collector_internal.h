@@ -48,6 +48,10 @@ typedef struct task_rec_s {
 	struct task_rec_s *hnext; /* hash chain */
 	struct task_rec_s *cnext; /* changed list */
 	struct task_rec_s *dnext; /* finished, oldest first */
+	/* The live list (tasks not finished): check_idle_tasks() walks it,
+	 * not the table, where the finished tasks kept for retain_ns (six
+	 * seconds of a service's requests) outnumber them by thousands. */
+	struct task_rec_s *lnext, *lprev;
 } task_rec_t;
 
 typedef struct worker_window_s {
@@ -96,6 +100,7 @@ struct probe {
 	task_rec_t *rec_free;   /* freed records kept for reuse (hnext) */
 	size_t nrec_free;
 	task_rec_t *changed;
+	task_rec_t *live; /* not finished (in_done unset), newest first */
 	task_rec_t *done_head;
 	task_rec_t *done_tail;
 	weft_probe_worker_t workers[MAX_PROBE_WORKERS];
@@ -117,6 +122,11 @@ struct probe {
 		size_t end;
 	} *segs;               /* one sorted run per ring, for the merge */
 	size_t segs_cap;
+	const weft_probe_task_t **pub_changed; /* publish()'s, kept */
+	size_t pub_cap;
+	/* The pass's events as records, for every subscriber that takes
+	 * them all (weft__collector_event_records()); NULL until needed. */
+	struct pass_records *records;
 	weft_probe_stats_t stats;
 	uint64_t events_total;
 	uint64_t drops_total;
@@ -136,5 +146,7 @@ void weft__collector_stop(struct probe *p);
 void weft__collector_pass(struct probe *p, uint64_t now);
 uint64_t weft__collector_interval(struct probe *p);
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);
+int weft__collector_event_records(struct probe *p, const weft_event_t *ev,
+				  size_t n, const uint8_t **rec, size_t *len);
 
 #endif /* WEFT_COLLECTOR_INTERNAL_H */

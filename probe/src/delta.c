@@ -285,29 +285,76 @@ static bool filter_warning(const weft_delta_filter_t *f,
 	return w->worker == WEFT_EVENT_NO_WORKER || filter_worker(f, w->worker);
 }
 
+/*
+ * Keeps the warnings of @w the filter passes: the last WARN_CAP of those
+ * kept and those, the oldest going first.  One move for the lot (a move
+ * of the whole list per warning was a quarter megabyte each once a task
+ * per request raised one).  Return: 0; -ENOMEM (@d unchanged).
+ */
 static int warn_keep(weft_delta_t *d, const weft_probe_warning_t *w, size_t n)
 {
+	size_t m = 0, skip, drop, need, cap = d->warn_cap;
+
+	for (size_t i = 0; i < n; i++)
+		m += filter_warning(&d->filter, &w[i]);
+	if (!m)
+		return 0;
+	skip = m > WARN_CAP ? m - WARN_CAP : 0; /* new ones never kept */
+	need = d->nwarn + (m - skip);
+	drop = need > WARN_CAP ? need - WARN_CAP : 0; /* kept ones that go */
+	need -= drop;
+	while (cap < need)
+		cap = cap ? 2 * cap : 16;
+	if (cap != d->warn_cap) {
+		weft_probe_warning_t *x = realloc(d->warn, cap * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		d->warn = x;
+		d->warn_cap = cap;
+	}
+	if (drop) {
+		memmove(d->warn, d->warn + drop,
+			(d->nwarn - drop) * sizeof(*d->warn));
+		d->nwarn -= drop;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!filter_warning(&d->filter, &w[i]))
 			continue;
-		if (d->nwarn == WARN_CAP) {
-			memmove(d->warn, d->warn + 1,
-				(WARN_CAP - 1) * sizeof(*d->warn));
-			d->nwarn--;
-		}
-		if (d->nwarn == d->warn_cap) {
-			size_t cap = d->warn_cap ? 2 * d->warn_cap : 16;
-			weft_probe_warning_t *x =
-				realloc(d->warn, cap * sizeof(*x));
-
-			if (!x)
-				return -ENOMEM;
-			d->warn = x;
-			d->warn_cap = cap;
+		if (skip) {
+			skip--;
+			continue;
 		}
 		d->warn[d->nwarn++] = w[i];
 	}
 	return 0;
+}
+
+/*
+ * Empties @s after a record, and gives most of its memory back when it
+ * held (@used) far less than it has room for: after a burst of changes
+ * every later clear and scan would be at the burst's size.
+ */
+static void idset_reset(weft_idset_t *s, size_t used)
+{
+	size_t want = 64;
+	uint64_t *slot;
+
+	while (want < 4 * used)
+		want *= 2;
+	if (s->cap <= 8 * want) {
+		weft__idset_clear(s);
+		return;
+	}
+	slot = calloc(want, sizeof(*slot));
+	if (!slot) {
+		weft__idset_clear(s);
+		return;
+	}
+	free(s->slot);
+	s->slot = slot;
+	s->cap = want;
+	s->n = 0;
 }
 
 static int scratch_tasks(weft_delta_t *d, size_t n)
@@ -437,7 +484,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 					     d->max_record);
 	if (err == -ENOMEM)
 		return err;
-	weft__idset_clear(&d->dirty);
+	idset_reset(&d->dirty, d->dirty.n);
 	d->nwarn = 0;
 	d->emitted = true;
 	d->last_emit_ns = now;

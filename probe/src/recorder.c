@@ -285,10 +285,6 @@ static void ensure_header(bool probe_locked)
 
 static void encode_run(const weft_event_t *ev, size_t n)
 {
-	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
-
-	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
-	f.events = &rec.enc.batch.msg;
 	while (n) {
 		weft_wire_buf_t *b = sink();
 		int k = weft__wire_batch_encode(&rec.enc.batch, ev, n);
@@ -297,21 +293,53 @@ static void encode_run(const weft_event_t *ev, size_t n)
 			note_error(-ENOMEM);
 			return;
 		}
-		note_error(weft__wire_record_append(b, &f));
+		note_error(weft__wire_batch_append(b, &rec.enc.batch.msg));
 		ev += k;
 		n -= (size_t)k;
+	}
+}
+
+/* Copies whole records (the pass's events, encoded once for every
+ * subscriber), each where sink() says: a flight chunk holds whole ones. */
+static void copy_records(const uint8_t *r, size_t len)
+{
+	while (len) {
+		size_t k = flight_mode() ? weft__wire_record_len(r, len) : len;
+		weft_wire_buf_t *b = sink();
+
+		if (!k) {
+			note_error(-EBADMSG); /* not whole records: a bug */
+			return;
+		}
+		if (!b || weft__wire_buf_reserve(b, k)) {
+			note_error(-ENOMEM);
+			return;
+		}
+		memcpy(b->data + b->len, r, k);
+		b->len += k;
+		r += k;
+		len -= k;
 	}
 }
 
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
 	const weft_event_t *g;
+	const uint8_t *r;
+	size_t len;
+	int err;
 
 	(void)ctx;
 	pthread_mutex_lock(&rec.lock);
 	if (rec.state == REC_IDLE)
 		goto out_unlock;
 	ensure_header(true);
+	err = weft__collector_event_records(&weft__probe, ev, n, &r, &len);
+	if (err != -EINVAL) {
+		note_error(err);
+		copy_records(r, len);
+		goto out_trim;
+	}
 	/* The batch is in time order across threads: one run per emitting
 	 * thread, each in its order. */
 	g = weft__wire_events_group(&rec.enc, ev, n);
@@ -320,6 +348,7 @@ static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 		goto out_unlock;
 	}
 	encode_run(g, n);
+out_trim:
 	if (flight_mode())
 		flight_trim();
 	else

@@ -259,8 +259,10 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
 		const weft_event_t *g;
+		const uint8_t *rec;
 		struct item *it;
-		size_t m = n;
+		size_t m = n, len;
+		int err;
 
 		if (!st->events)
 			continue;
@@ -273,8 +275,18 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		it->kind = ITEM_EVENTS;
 		it->stream = k;
 		it->nevents = m;
-		/* On error the whole records before it still go out. */
-		(void)weft__wire_events_append(&st->enc, &it->buf, g, m);
+		/* Unfiltered, they are the records the collector encoded once
+		 * for every subscriber.  On error the whole records before it
+		 * still go out. */
+		err = weft__collector_event_records(&weft__probe, g, m, &rec,
+						    &len);
+		if (err == -EINVAL) {
+			(void)weft__wire_events_append(&st->enc, &it->buf, g,
+						       m);
+		} else if (len && !weft__wire_buf_reserve(&it->buf, len)) {
+			memcpy(it->buf.data, rec, len);
+			it->buf.len = len;
+		}
 		push(x, it);
 	}
 }

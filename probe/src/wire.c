@@ -3,6 +3,11 @@
  * Records, the streaming record decoder and event batches (wire_internal.h
  * has the model).
  *
+ * The records of every collector pass (EventBatch, Update) are encoded
+ * here by hand, byte for byte what protobuf-c writes (test_wire checks);
+ * protobuf-c decodes everything, and encodes the rare frames (hello,
+ * header, subscribe, control).
+ *
  * Event batches are columns of varints, one batch per emitting thread, so
  * that what repeats from one event to the next (the task, a zero argument,
  * a few microseconds of time) costs about a byte.  Decoding checks every
@@ -49,27 +54,140 @@ int weft__wire_buf_reserve(weft_wire_buf_t *b, size_t more)
 
 /* ------------------------------------------------------------ records */
 
-size_t weft__wire_varint_put(uint8_t *out, uint64_t v)
+/*
+ * Bytes of @v as a varint: one per started group of seven bits, that is
+ * 1 + lg / 7 for lg the index of its top bit; (lg * 9 + 73) / 64 is the
+ * same for lg < 64, without the division (a multiply and a shift).
+ */
+static inline size_t varint_len(uint64_t v)
 {
-	size_t n = 0;
+	unsigned lg = 63 - (unsigned)__builtin_clzll(v | 1);
 
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
+	return (lg * 9 + 73) >> 6;
 }
 
-static size_t varint_len(uint64_t v)
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
-	size_t n = 1;
-
 	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;
-		n++;
 	}
-	return n;
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+size_t weft__wire_varint_put(uint8_t *out, uint64_t v)
+{
+	return (size_t)(put_varint(out, v) - out);
+}
+
+/*
+ * Hand encoding (event batches, updates: the records of every pass).  The
+ * helpers write what protobuf-c writes for a proto3 field: nothing for 0
+ * or an empty string, the field's tag then its value otherwise.
+ */
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2 };
+
+/* Our field numbers are below 2048: a tag is one or two bytes. */
+static inline size_t tag_len(unsigned field)
+{
+	return field < 16 ? 1 : 2;
+}
+
+static inline uint8_t *put_tag(uint8_t *p, unsigned field, unsigned wt)
+{
+	return put_varint(p, (uint64_t)field << 3 | wt);
+}
+
+/* A varint field (uint32, uint64; bool as 0 or 1): absent when 0. */
+static inline size_t uint_len(unsigned field, uint64_t v)
+{
+	return v ? tag_len(field) + varint_len(v) : 0;
+}
+
+static inline uint8_t *put_uint(uint8_t *p, unsigned field, uint64_t v)
+{
+	if (v) {
+		p = put_tag(p, field, WT_VARINT);
+		p = put_varint(p, v);
+	}
+	return p;
+}
+
+/* sint32: zigzag, as 32 bits. */
+static inline uint32_t zigzag32(int32_t v)
+{
+	return (uint32_t)v << 1 ^ (uint32_t)(v >> 31);
+}
+
+/* A double: absent when it compares equal to 0 (so -0.0 too). */
+static inline size_t double_len(unsigned field, double v)
+{
+	return v != 0 ? tag_len(field) + 8 : 0;
+}
+
+static inline uint8_t *put_double(uint8_t *p, unsigned field, double v)
+{
+	uint64_t bits;
+
+	if (v == 0)
+		return p;
+	memcpy(&bits, &v, sizeof(bits));
+	p = put_tag(p, field, WT_I64);
+	for (unsigned i = 0; i < 8; i++)
+		*p++ = (uint8_t)(bits >> (8 * i));
+	return p;
+}
+
+/*
+ * The sizes and the writes are two codings of one message: a record
+ * written longer than it was sized has run past the room reserved for
+ * it.  A broken invariant, so abort (not weft_panic(): the fuzzers build
+ * this file without the runtime).
+ */
+static void check_written(const char *what, const uint8_t *start,
+			  const uint8_t *end, size_t sized)
+{
+	if ((size_t)(end - start) != sized) {
+		fprintf(stderr, "weft: wire: %s sized %zu bytes, written %zu\n",
+			what, sized, (size_t)(end - start));
+		abort();
+	}
+}
+
+/* A string (of @len bytes): absent when empty. */
+static inline size_t str_len(unsigned field, size_t len)
+{
+	return len ? tag_len(field) + varint_len(len) + len : 0;
+}
+
+static inline uint8_t *put_str(uint8_t *p, unsigned field, const char *s,
+			       size_t len)
+{
+	if (len) {
+		p = put_tag(p, field, WT_LEN);
+		p = put_varint(p, len);
+		memcpy(p, s, len);
+		p += len;
+	}
+	return p;
+}
+
+/* A submessage (or a packed list) whose body is @len bytes. */
+static inline size_t sub_len(unsigned field, size_t len)
+{
+	return tag_len(field) + varint_len(len) + len;
+}
+
+static inline uint8_t *put_sub(uint8_t *p, unsigned field, size_t len)
+{
+	p = put_tag(p, field, WT_LEN);
+	return put_varint(p, len);
+}
+
+static size_t cstr_len(const char *s)
+{
+	return s ? strlen(s) : 0;
 }
 
 size_t weft__wire_record_size(const Weft__V1__Frame *f)
@@ -480,6 +598,135 @@ int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 	return (int)n;
 }
 
+/*
+ * Packed columns are written in one pass, not sized first: the values go
+ * where the longest length prefix would leave them (the room for @max
+ * payload bytes), then the actual length goes in front and the values
+ * slide back over the room they did not need, a memmove of bytes still
+ * in the cache.  The same for the whole batch behind its two prefixes.
+ */
+static uint8_t *col_open(uint8_t *p, unsigned field, size_t max)
+{
+	return p + tag_len(field) + varint_len(max);
+}
+
+static uint8_t *col_close(uint8_t *p, unsigned field, const uint8_t *payload,
+			  const uint8_t *end)
+{
+	size_t len = (size_t)(end - payload);
+
+	p = put_sub(p, field, len);
+	if (p != payload)
+		memmove(p, payload, len);
+	return p + len;
+}
+
+static uint8_t *put_col32(uint8_t *p, unsigned field, const uint32_t *v,
+			  size_t n)
+{
+	uint8_t *at, *q;
+
+	if (!n)
+		return p;
+	at = q = col_open(p, field, 5 * n);
+	for (size_t i = 0; i < n; i++)
+		q = put_varint(q, v[i]);
+	return col_close(p, field, at, q);
+}
+
+static uint8_t *put_col64(uint8_t *p, unsigned field, const uint64_t *v,
+			  size_t n)
+{
+	uint8_t *at, *q;
+
+	if (!n)
+		return p;
+	at = q = col_open(p, field, 10 * n);
+	for (size_t i = 0; i < n; i++)
+		q = put_varint(q, v[i]);
+	return col_close(p, field, at, q);
+}
+
+/* sint64: zigzag. */
+static uint8_t *put_colz(uint8_t *p, unsigned field, const int64_t *v, size_t n)
+{
+	uint8_t *at, *q;
+
+	if (!n)
+		return p;
+	at = q = col_open(p, field, 10 * n);
+	for (size_t i = 0; i < n; i++)
+		q = put_varint(q, zigzag(v[i]));
+	return col_close(p, field, at, q);
+}
+
+/* A column's bytes at most: tag, the longest prefix, @max payload. */
+static size_t col_max(unsigned field, size_t n, size_t max)
+{
+	return n ? tag_len(field) + varint_len(max) + max : 0;
+}
+
+/*
+ * weft__wire_batch_append() - @m as one EventBatch record, encoded by hand
+ * (the same bytes as weft__wire_record_append() of the Frame, without
+ * protobuf-c's three passes over every column: two sizing, one writing).
+ *
+ * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
+ */
+int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
+{
+	size_t max, blen, flen, hlen;
+	uint8_t *p, *body, *start;
+	int err;
+
+	/* A value is a byte at least: longer columns cannot fit, and the
+	 * bounds below stay far from overflowing. */
+	if (m->n_head > WEFT_WIRE_MAX_RECORD ||
+	    m->n_ts_delta > WEFT_WIRE_MAX_RECORD ||
+	    m->n_task > WEFT_WIRE_MAX_RECORD ||
+	    m->n_a1 > WEFT_WIRE_MAX_RECORD || m->n_a2 > WEFT_WIRE_MAX_RECORD ||
+	    m->n_flag_index > WEFT_WIRE_MAX_RECORD ||
+	    m->n_flag_value > WEFT_WIRE_MAX_RECORD)
+		return -EMSGSIZE;
+	max = 4 * 11 + col_max(5, m->n_head, 5 * m->n_head) +
+	      col_max(6, m->n_ts_delta, 10 * m->n_ts_delta) +
+	      col_max(7, m->n_task, 10 * m->n_task) +
+	      col_max(8, m->n_a1, 10 * m->n_a1) +
+	      col_max(9, m->n_a2, 5 * m->n_a2) +
+	      col_max(10, m->n_flag_index, 5 * m->n_flag_index) +
+	      col_max(11, m->n_flag_value, 5 * m->n_flag_value);
+	/* Record tag, Frame length, Frame.events tag, EventBatch length. */
+	hlen = 1 + varint_len(sub_len(5, max)) + tag_len(5) + varint_len(max);
+	err = weft__wire_buf_reserve(b, hlen + max);
+	if (err)
+		return err;
+	start = b->data + b->len;
+	p = body = start + hlen;
+	p = put_uint(p, 1, m->worker);
+	p = put_uint(p, 2, m->count);
+	p = put_uint(p, 3, m->base_ts);
+	p = put_uint(p, 4, m->base_task);
+	p = put_col32(p, 5, m->head, m->n_head);
+	p = put_colz(p, 6, m->ts_delta, m->n_ts_delta);
+	p = put_col64(p, 7, m->task, m->n_task);
+	p = put_col64(p, 8, m->a1, m->n_a1);
+	p = put_col32(p, 9, m->a2, m->n_a2);
+	p = put_col32(p, 10, m->flag_index, m->n_flag_index);
+	p = put_col32(p, 11, m->flag_value, m->n_flag_value);
+	blen = (size_t)(p - body);
+	flen = sub_len(5, blen); /* Frame.events */
+	if (flen > WEFT_WIRE_MAX_RECORD)
+		return -EMSGSIZE;
+	p = start;
+	*p++ = WEFT_WIRE_RECORD_TAG;
+	p = put_varint(p, flen);
+	p = put_sub(p, 5, blen);
+	if (p != body)
+		memmove(p, body, blen);
+	b->len += (size_t)(p - start) + blen;
+	return 0;
+}
+
 /* ------------------------------------------------------------ a pass's events */
 
 void weft__wire_events_init(weft_wire_events_t *e)
@@ -614,20 +861,17 @@ const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
 int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			     const weft_event_t *ev, size_t n)
 {
-	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 	const weft_event_t *g = weft__wire_events_group(e, ev, n);
 	int err;
 
 	if (!g)
 		return -ENOMEM;
-	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
-	f.events = &e->batch.msg;
 	while (n) {
 		int k = weft__wire_batch_encode(&e->batch, g, n);
 
 		if (k <= 0)
 			return -ENOMEM;
-		err = weft__wire_record_append(b, &f);
+		err = weft__wire_batch_append(b, &e->batch.msg);
 		if (err)
 			return err;
 		g += k;
@@ -638,231 +882,401 @@ int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 
 /* ------------------------------------------------------------ updates */
 
-static char *str_or_empty(const char *s)
-{
-	return (char *)(s ? s : "");
-}
-
-static void hist_set(Weft__V1__Histogram *m, const weft_hist_t *h)
-{
-	weft__v1__histogram__init(m);
-	m->n_buckets = WEFT_HIST_BUCKETS;
-	m->buckets = (uint32_t *)h->buckets;
-	m->count = h->count;
-	m->sum_ns = h->sum_ns;
-	m->max_ns = h->max_ns;
-	m->outliers = h->outliers;
-}
-
-/* Everything one Update message points to, freed in one go. */
-struct update_parts {
-	Weft__V1__Task *tasks;
-	Weft__V1__Task **task_ptrs;
-	Weft__V1__Histogram *hists;
-	Weft__V1__Worker *workers;
-	Weft__V1__Worker **worker_ptrs;
-	Weft__V1__WorkerCounters *counters;
-	Weft__V1__Warning *warnings;
-	Weft__V1__Warning **warning_ptrs;
-	uint64_t *new_ids, *finished_ids;
-};
-
-static void update_parts_free(struct update_parts *p)
-{
-	free(p->tasks);
-	free(p->task_ptrs);
-	free(p->hists);
-	free(p->workers);
-	free(p->worker_ptrs);
-	free(p->counters);
-	free(p->warnings);
-	free(p->warning_ptrs);
-	free(p->new_ids);
-	free(p->finished_ids);
-}
-
 /*
- * The message arrays of an Update, kept per thread and grown, never
- * shrunk, between calls: calloc'ed and freed for every Update they were
- * megabytes that the collector's arena gave back to the kernel and faulted
- * in again, a fifth of its time under a busy service (perf).  Every
- * element used is initialised by task_set() and the like, so no zeroing.
- * Freed when the thread exits.
+ * Update records are encoded by hand, from the probe's own structures:
+ * protobuf-c's packer walks the descriptors field by field, sizes the whole
+ * message once (get_packed_size) and then every submessage again at each
+ * level it nests at (an Update's Task's Histogram thrice), and needed the
+ * task copied into its message first.  With a task per request in every
+ * update of every stream, protobuf-c (these and the event batches) was
+ * half the collector's time (perf).
+ *
+ * The bytes are the ones protobuf-c 1.4 writes for the same message (the
+ * decoders stay protobuf-c's, and a file stays the same file): fields in
+ * number order, proto3 zeros, empty strings and empty lists left out,
+ * repeated scalars packed, a submessage written whenever it is set, even
+ * empty.  test_wire packs varied updates both ways and compares the bytes.
+ *
+ * Sizes come first, once per task: a length-delimited field needs its
+ * length before its bytes.  They are kept in a per-thread scratch array
+ * from one update to the next (calloc'ed and freed per Update, the message
+ * arrays of before were megabytes faulted in again each time).
  */
-struct update_parts_cache {
-	struct update_parts p;
-	size_t nt, nw, nx;
+
+/* Histogram */
+
+static size_t hist_len(const weft_hist_t *h)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		n += varint_len(h->buckets[i]);
+	return sub_len(1, n) + uint_len(2, h->count) + uint_len(3, h->sum_ns) +
+	       uint_len(4, h->max_ns) + uint_len(5, h->outliers);
+}
+
+static uint8_t *put_hist(uint8_t *p, const weft_hist_t *h)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		n += varint_len(h->buckets[i]);
+	p = put_sub(p, 1, n);
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		p = put_varint(p, h->buckets[i]);
+	p = put_uint(p, 2, h->count);
+	p = put_uint(p, 3, h->sum_ns);
+	p = put_uint(p, 4, h->max_ns);
+	return put_uint(p, 5, h->outliers);
+}
+
+/* Task */
+
+/* A task's sizes, from the size pass to the write. */
+struct task_size {
+	size_t body;       /* the Task message */
+	size_t name, file; /* string lengths */
+	size_t hist[2];    /* poll_hist, sched_hist bodies */
+	bool is_new, is_finished;
 };
 
-static pthread_key_t parts_key;
-static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct update_parts_cache parts_tls;
-
-static void parts_cache_free(void *arg)
+static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 {
-	struct update_parts_cache *c = arg;
+	size_t n;
 
-	update_parts_free(&c->p);
-	memset(c, 0, sizeof(*c));
-}
-
-static void parts_key_create(void)
-{
-	(void)pthread_key_create(&parts_key, parts_cache_free);
-}
-
-static struct update_parts_cache *parts_cache(void)
-{
-	pthread_once(&parts_once, parts_key_create);
-	if (!pthread_getspecific(parts_key) &&
-	    pthread_setspecific(parts_key, &parts_tls))
-		return NULL;
-	return &parts_tls;
-}
-
-#define PARTS_GROW(field, n)                                                   \
-	do {                                                                   \
-		void *np_ = realloc(c->p.field, (n) * sizeof(*c->p.field));    \
-		if (!np_)                                                      \
-			return -ENOMEM;                                        \
-		c->p.field = np_;                                              \
-	} while (0)
-
-static int parts_reserve(struct update_parts_cache *c, size_t nt, size_t nw,
-			 size_t nx)
-{
-	if (nt + 1 > c->nt) {
-		size_t n = nt + 1 + nt / 2;
-
-		PARTS_GROW(tasks, n);
-		PARTS_GROW(task_ptrs, n);
-		PARTS_GROW(hists, 2 * n);
-		PARTS_GROW(new_ids, n);
-		PARTS_GROW(finished_ids, n);
-		c->nt = n;
-	}
-	if (nw + 1 > c->nw) {
-		size_t n = nw + 1;
-
-		PARTS_GROW(workers, n);
-		PARTS_GROW(worker_ptrs, n);
-		PARTS_GROW(counters, n);
-		c->nw = n;
-	}
-	if (nx + 1 > c->nx) {
-		size_t n = nx + 1 + nx / 2;
-
-		PARTS_GROW(warnings, n);
-		PARTS_GROW(warning_ptrs, n);
-		c->nx = n;
-	}
-	return 0;
-}
-
-static void task_set(Weft__V1__Task *m, Weft__V1__Histogram *hists,
-		     const weft_probe_task_t *t)
-{
-	weft__v1__task__init(m);
-	m->id = t->id;
-	m->parent = t->parent;
-	m->name = str_or_empty(t->name);
-	m->file = str_or_empty(t->file);
-	m->line = t->line;
-	m->state_size = t->state_size;
-	m->kind = t->kind;
-	m->state = t->state;
-	m->last_worker = t->last_worker;
-	m->status = t->status;
-	m->spawned_ns = t->spawned_ns;
-	m->finished_ns = t->finished_ns;
-	m->polls = t->polls;
-	m->busy_ns = t->busy_ns;
-	m->scheduled_ns = t->scheduled_ns;
-	m->idle_ns = t->idle_ns;
-	m->wakes = t->wakes;
-	m->self_wakes = t->self_wakes;
-	m->waker_clones = t->waker_clones;
-	m->waker_drops = t->waker_drops;
-	m->max_poll_ns = t->max_poll_ns;
-	m->warnings = t->warnings;
-	m->locks_held = t->locks_held;
+	s->name = cstr_len(t->name);
+	s->file = cstr_len(t->file);
+	n = uint_len(1, t->id) + uint_len(2, t->parent) + str_len(3, s->name) +
+	    str_len(4, s->file) + uint_len(5, t->line) +
+	    uint_len(6, t->state_size) + uint_len(7, t->kind) +
+	    uint_len(8, t->state) + uint_len(9, t->last_worker) +
+	    uint_len(10, zigzag32(t->status)) + uint_len(11, t->spawned_ns) +
+	    uint_len(12, t->finished_ns) + uint_len(13, t->polls) +
+	    uint_len(14, t->busy_ns) + uint_len(15, t->scheduled_ns) +
+	    uint_len(16, t->idle_ns) + uint_len(17, t->wakes) +
+	    uint_len(18, t->self_wakes) + uint_len(19, t->waker_clones) +
+	    uint_len(20, t->waker_drops) + uint_len(21, t->max_poll_ns) +
+	    uint_len(22, t->warnings) + uint_len(23, t->locks_held);
 	if (t->poll_hist) {
-		hist_set(&hists[0], t->poll_hist);
-		m->poll_hist = &hists[0];
+		s->hist[0] = hist_len(t->poll_hist);
+		n += sub_len(24, s->hist[0]);
 	}
 	if (t->sched_hist) {
-		hist_set(&hists[1], t->sched_hist);
-		m->sched_hist = &hists[1];
+		s->hist[1] = hist_len(t->sched_hist);
+		n += sub_len(25, s->hist[1]);
 	}
+	return s->body = n;
 }
 
-static void worker_set(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
-		       const weft_probe_worker_t *w, size_t nworkers)
+static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
+			 const struct task_size *s)
+{
+	p = put_sub(p, 2, s->body); /* Update.tasks */
+	p = put_uint(p, 1, t->id);
+	p = put_uint(p, 2, t->parent);
+	p = put_str(p, 3, t->name, s->name);
+	p = put_str(p, 4, t->file, s->file);
+	p = put_uint(p, 5, t->line);
+	p = put_uint(p, 6, t->state_size);
+	p = put_uint(p, 7, t->kind);
+	p = put_uint(p, 8, t->state);
+	p = put_uint(p, 9, t->last_worker);
+	p = put_uint(p, 10, zigzag32(t->status));
+	p = put_uint(p, 11, t->spawned_ns);
+	p = put_uint(p, 12, t->finished_ns);
+	p = put_uint(p, 13, t->polls);
+	p = put_uint(p, 14, t->busy_ns);
+	p = put_uint(p, 15, t->scheduled_ns);
+	p = put_uint(p, 16, t->idle_ns);
+	p = put_uint(p, 17, t->wakes);
+	p = put_uint(p, 18, t->self_wakes);
+	p = put_uint(p, 19, t->waker_clones);
+	p = put_uint(p, 20, t->waker_drops);
+	p = put_uint(p, 21, t->max_poll_ns);
+	p = put_uint(p, 22, t->warnings);
+	p = put_uint(p, 23, t->locks_held);
+	if (t->poll_hist) {
+		p = put_sub(p, 24, s->hist[0]);
+		p = put_hist(p, t->poll_hist);
+	}
+	if (t->sched_hist) {
+		p = put_sub(p, 25, s->hist[1]);
+		p = put_hist(p, t->sched_hist);
+	}
+	return p;
+}
+
+/* Worker, WorkerCounters */
+
+static size_t counters_len(const weft_worker_metrics_t *k)
+{
+	return uint_len(1, k->polls) + uint_len(2, k->steals) +
+	       uint_len(3, k->steal_ops) + uint_len(4, k->parks) +
+	       uint_len(5, k->unparks) + uint_len(6, k->noop_wakes) +
+	       uint_len(7, k->local_schedules) +
+	       uint_len(8, k->lifo_schedules) +
+	       uint_len(9, k->global_schedules) +
+	       uint_len(10, k->remote_schedules) + uint_len(11, k->overflows) +
+	       uint_len(12, k->spawned) + uint_len(13, k->completed) +
+	       uint_len(14, k->busy_ns) + uint_len(15, k->forced_yields) +
+	       uint_len(16, k->local_queue_depth);
+}
+
+/* stolen_from: one count per worker of the update, at most 64. */
+static size_t stolen_len(const weft_probe_worker_t *w, size_t n)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		len += varint_len(w->stolen_from[i]);
+	return len;
+}
+
+static size_t worker_len(const weft_probe_worker_t *w, size_t nstolen)
+{
+	size_t n =
+		uint_len(1, w->index) + uint_len(2, w->state) +
+		uint_len(3, w->current_task) + uint_len(4, w->poll_started_ns) +
+		sub_len(5, counters_len(&w->counters)) +
+		double_len(6, w->polls_per_s) + double_len(7, w->steals_per_s) +
+		double_len(8, w->steal_rate) + double_len(9, w->busy_ratio) +
+		uint_len(10, w->mean_poll_ns) + uint_len(11, w->max_poll_ns) +
+		uint_len(12, w->queue_depth);
+
+	if (nstolen)
+		n += sub_len(13, stolen_len(w, nstolen));
+	return n;
+}
+
+static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
+			   size_t nstolen)
 {
 	const weft_worker_metrics_t *k = &w->counters;
 
-	weft__v1__worker__init(m);
-	weft__v1__worker_counters__init(c);
-	m->index = w->index;
-	m->state = w->state;
-	m->current_task = w->current_task;
-	m->poll_started_ns = w->poll_started_ns;
-	c->polls = k->polls;
-	c->steals = k->steals;
-	c->steal_ops = k->steal_ops;
-	c->parks = k->parks;
-	c->unparks = k->unparks;
-	c->noop_wakes = k->noop_wakes;
-	c->local_schedules = k->local_schedules;
-	c->lifo_schedules = k->lifo_schedules;
-	c->global_schedules = k->global_schedules;
-	c->remote_schedules = k->remote_schedules;
-	c->overflows = k->overflows;
-	c->spawned = k->spawned;
-	c->completed = k->completed;
-	c->busy_ns = k->busy_ns;
-	c->forced_yields = k->forced_yields;
-	c->local_queue_depth = k->local_queue_depth;
-	m->counters = c;
-	m->polls_per_s = w->polls_per_s;
-	m->steals_per_s = w->steals_per_s;
-	m->steal_rate = w->steal_rate;
-	m->busy_ratio = w->busy_ratio;
-	m->mean_poll_ns = w->mean_poll_ns;
-	m->max_poll_ns = w->max_poll_ns;
-	m->queue_depth = w->queue_depth;
-	m->n_stolen_from = nworkers < 64 ? nworkers : 64;
-	m->stolen_from = (uint64_t *)w->stolen_from;
+	p = put_sub(p, 3, worker_len(w, nstolen)); /* Update.workers */
+	p = put_uint(p, 1, w->index);
+	p = put_uint(p, 2, w->state);
+	p = put_uint(p, 3, w->current_task);
+	p = put_uint(p, 4, w->poll_started_ns);
+	p = put_sub(p, 5, counters_len(k));
+	p = put_uint(p, 1, k->polls);
+	p = put_uint(p, 2, k->steals);
+	p = put_uint(p, 3, k->steal_ops);
+	p = put_uint(p, 4, k->parks);
+	p = put_uint(p, 5, k->unparks);
+	p = put_uint(p, 6, k->noop_wakes);
+	p = put_uint(p, 7, k->local_schedules);
+	p = put_uint(p, 8, k->lifo_schedules);
+	p = put_uint(p, 9, k->global_schedules);
+	p = put_uint(p, 10, k->remote_schedules);
+	p = put_uint(p, 11, k->overflows);
+	p = put_uint(p, 12, k->spawned);
+	p = put_uint(p, 13, k->completed);
+	p = put_uint(p, 14, k->busy_ns);
+	p = put_uint(p, 15, k->forced_yields);
+	p = put_uint(p, 16, k->local_queue_depth);
+	p = put_double(p, 6, w->polls_per_s);
+	p = put_double(p, 7, w->steals_per_s);
+	p = put_double(p, 8, w->steal_rate);
+	p = put_double(p, 9, w->busy_ratio);
+	p = put_uint(p, 10, w->mean_poll_ns);
+	p = put_uint(p, 11, w->max_poll_ns);
+	p = put_uint(p, 12, w->queue_depth);
+	if (nstolen) {
+		p = put_sub(p, 13, stolen_len(w, nstolen));
+		for (size_t i = 0; i < nstolen; i++)
+			p = put_varint(p, w->stolen_from[i]);
+	}
+	return p;
 }
 
-static void warning_set(Weft__V1__Warning *m, const weft_probe_warning_t *w)
+/* Warning (detail is a char array: bounded by it, not trusted to end). */
+
+static size_t warning_len(const weft_probe_warning_t *w)
 {
-	weft__v1__warning__init(m);
-	m->seq = w->seq;
-	m->kind = w->kind;
-	m->worker = w->worker;
-	m->task = w->task;
-	m->task_name = str_or_empty(w->task_name);
-	m->file = str_or_empty(w->file);
-	m->line = w->line;
-	m->at_ns = w->at_ns;
-	m->value_ns = w->value_ns;
-	m->detail = (char *)w->detail;
+	return uint_len(1, w->seq) + uint_len(2, w->kind) +
+	       uint_len(3, w->worker) + uint_len(4, w->task) +
+	       str_len(5, cstr_len(w->task_name)) +
+	       str_len(6, cstr_len(w->file)) + uint_len(7, w->line) +
+	       uint_len(8, w->at_ns) + uint_len(9, w->value_ns) +
+	       str_len(10, strnlen(w->detail, sizeof(w->detail)));
 }
 
-/* Appends one Update record for @m; restores @b's length on error. */
-static int update_record(weft_wire_buf_t *b, Weft__V1__Update *m,
-			 size_t max_record)
+static uint8_t *put_warning(uint8_t *p, const weft_probe_warning_t *w)
 {
-	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
-	size_t len;
+	p = put_sub(p, 4, warning_len(w)); /* Update.warnings */
+	p = put_uint(p, 1, w->seq);
+	p = put_uint(p, 2, w->kind);
+	p = put_uint(p, 3, w->worker);
+	p = put_uint(p, 4, w->task);
+	p = put_str(p, 5, w->task_name, cstr_len(w->task_name));
+	p = put_str(p, 6, w->file, cstr_len(w->file));
+	p = put_uint(p, 7, w->line);
+	p = put_uint(p, 8, w->at_ns);
+	p = put_uint(p, 9, w->value_ns);
+	return put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
+}
 
-	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
-	f.update = m;
-	len = protobuf_c_message_get_packed_size(&f.base);
-	if (len > max_record)
+/* Stats */
+
+static size_t stats_len(const weft_probe_stats_t *s)
+{
+	return uint_len(1, s->now_ns) + uint_len(2, s->start_ns) +
+	       uint_len(3, s->workers) + uint_len(4, s->live_tasks) +
+	       uint_len(5, s->spawned_tasks) +
+	       uint_len(6, s->global_queue_depth) + uint_len(7, s->events) +
+	       uint_len(8, s->events_dropped) + uint_len(9, s->warnings) +
+	       double_len(10, s->events_per_s) +
+	       double_len(11, s->polls_per_s) +
+	       double_len(12, s->steals_per_s) +
+	       str_len(13, cstr_len(s->clock));
+}
+
+static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
+{
+	p = put_sub(p, 1, stats_len(s)); /* Update.stats */
+	p = put_uint(p, 1, s->now_ns);
+	p = put_uint(p, 2, s->start_ns);
+	p = put_uint(p, 3, s->workers);
+	p = put_uint(p, 4, s->live_tasks);
+	p = put_uint(p, 5, s->spawned_tasks);
+	p = put_uint(p, 6, s->global_queue_depth);
+	p = put_uint(p, 7, s->events);
+	p = put_uint(p, 8, s->events_dropped);
+	p = put_uint(p, 9, s->warnings);
+	p = put_double(p, 10, s->events_per_s);
+	p = put_double(p, 11, s->polls_per_s);
+	p = put_double(p, 12, s->steals_per_s);
+	return put_str(p, 13, s->clock, cstr_len(s->clock));
+}
+
+/* The per-thread scratch: one task_size per task of the update. */
+struct update_scratch {
+	struct task_size *sizes;
+	size_t cap;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct update_scratch scratch_tls;
+
+static void scratch_free(void *arg)
+{
+	struct update_scratch *s = arg;
+
+	free(s->sizes);
+	memset(s, 0, sizeof(*s));
+}
+
+static void scratch_key_create(void)
+{
+	(void)pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* Return: room for @n task sizes (freed when the thread exits), or NULL. */
+static struct task_size *scratch_sizes(size_t n)
+{
+	struct update_scratch *s = &scratch_tls;
+
+	pthread_once(&scratch_once, scratch_key_create);
+	if (!pthread_getspecific(scratch_key) &&
+	    pthread_setspecific(scratch_key, s))
+		return NULL;
+	/* Grown as needed; shrunk when far larger (a full update of every
+	 * task kept, then thousands of times less each pass). */
+	if (n + 1 > s->cap || (s->cap > 65536 && s->cap / 8 > n + 1)) {
+		size_t cap = n + 1 + n / 2;
+		struct task_size *z = realloc(s->sizes, cap * sizeof(*z));
+
+		if (!z && n + 1 > s->cap)
+			return NULL;
+		if (z) {
+			s->sizes = z;
+			s->cap = cap;
+		}
+	}
+	return s->sizes;
+}
+
+/* An update being encoded: what update_part() needs besides the range. */
+struct update_enc {
+	const weft_probe_update_t *u;
+	const struct task_size *sz;
+	size_t base; /* stats, workers, warnings and full: the first part's */
+	size_t nstolen;
+};
+
+/* Update.new_tasks or finished_tasks over tasks [@i, @k): payload bytes. */
+static size_t ids_len(const struct update_enc *e, size_t i, size_t k,
+		      bool finished)
+{
+	size_t n = 0;
+
+	for (; i < k; i++)
+		if (finished ? e->sz[i].is_finished : e->sz[i].is_new)
+			n += varint_len(e->u->tasks[i]->id);
+	return n;
+}
+
+/* Writes what ids_len() sized (@n payload bytes). */
+static uint8_t *put_ids(uint8_t *p, const struct update_enc *e, size_t i,
+			size_t k, bool finished, size_t n)
+{
+	if (!n)
+		return p;
+	p = put_sub(p, finished ? 7 : 6, n);
+	for (; i < k; i++)
+		if (finished ? e->sz[i].is_finished : e->sz[i].is_new)
+			p = put_varint(p, e->u->tasks[i]->id);
+	return p;
+}
+
+/*
+ * Appends one Update record holding tasks [@i, @k) (and, when @first,
+ * the stats, workers, warnings and full flag).  Return: 0; -ENOMEM;
+ * -EMSGSIZE (the Frame would exceed @max); @b unchanged on error.
+ */
+static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
+		       size_t k, bool first, size_t max)
+{
+	const weft_probe_update_t *u = e->u;
+	size_t nnew = ids_len(e, i, k, false), nfin = ids_len(e, i, k, true);
+	size_t ulen = first ? e->base : 0, flen;
+	uint8_t *p, *start;
+	int err;
+
+	for (size_t j = i; j < k; j++)
+		ulen += sub_len(2, e->sz[j].body);
+	if (nnew)
+		ulen += sub_len(6, nnew);
+	if (nfin)
+		ulen += sub_len(7, nfin);
+	flen = sub_len(4, ulen); /* Frame.update */
+	if (flen > max)
 		return -EMSGSIZE;
-	return weft__wire_record_append(b, &f);
+	err = weft__wire_buf_reserve(b, 1 + varint_len(flen) + flen);
+	if (err)
+		return err;
+	p = start = b->data + b->len;
+	*p++ = WEFT_WIRE_RECORD_TAG;
+	p = put_varint(p, flen);
+	p = put_sub(p, 4, ulen);
+	if (first && u->stats)
+		p = put_stats(p, u->stats);
+	for (size_t j = i; j < k; j++)
+		p = put_task(p, u->tasks[j], &e->sz[j]);
+	if (first) {
+		for (size_t j = 0; j < u->nworkers; j++)
+			p = put_worker(p, &u->workers[j], e->nstolen);
+		for (size_t j = 0; j < u->nwarnings; j++)
+			p = put_warning(p, &u->warnings[j]);
+		p = put_uint(p, 5, u->full);
+	}
+	p = put_ids(p, e, i, k, false, nnew);
+	p = put_ids(p, e, i, k, true, nfin);
+	check_written("Update", start, p, 1 + varint_len(flen) + flen);
+	b->len += (size_t)(p - start);
+	return 0;
 }
 
 /* Room kept free in each part for weft__wire_update_recount()'s two
@@ -870,79 +1284,48 @@ static int update_record(weft_wire_buf_t *b, Weft__V1__Update *m,
 #define PART_SLACK 64u
 
 /*
- * Splits @m (whose task list makes it larger than @max_record) into
- * several records: the first carries everything but the tasks that do
- * not fit (full stays as it was), the others only tasks, with full unset.
+ * Splits an update (whose task list makes it larger than @max_record)
+ * into several records: the first carries everything but the tasks that
+ * do not fit (full stays as it was), the others only tasks, with full
+ * unset.
  */
-static int update_split(weft_wire_buf_t *b, Weft__V1__Update *m,
+static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
 			size_t max_record)
 {
-	Weft__V1__Task **tasks = m->tasks;
-	uint64_t *new_ids = m->new_tasks, *fin_ids = m->finished_tasks;
-	size_t nt = m->n_tasks, nnew = m->n_new_tasks,
-	       nfin = m->n_finished_tasks;
-	size_t start = b->len, i = 0, inew = 0, ifin = 0, base;
+	size_t nt = e->u->ntasks, start = b->len, i = 0;
 	bool first = true;
 	int err = 0;
 
 	if (max_record <= 2 * PART_SLACK)
 		return -EMSGSIZE;
-	m->n_tasks = m->n_new_tasks = m->n_finished_tasks = 0;
-	base = protobuf_c_message_get_packed_size(&m->base);
 	while (!err && (first || i < nt)) {
-		size_t used = (first ? base : 0) + PART_SLACK, k = i;
-		size_t n0 = inew, f0 = ifin;
+		size_t used = (first ? e->base : 0) + PART_SLACK, k = i;
 
 		while (k < nt) {
-			size_t sz = protobuf_c_message_get_packed_size(
-				&tasks[k]->base);
-			size_t cost = 1 + varint_len(sz) + sz;
+			size_t cost = sub_len(2, e->sz[k].body);
 
-			/* Its ids in new_tasks / finished_tasks, if any
-			 * (those lists follow the task order). */
-			if (inew < nnew && new_ids[inew] == tasks[k]->id)
+			/* Its id in new_tasks / finished_tasks, if any. */
+			if (e->sz[k].is_new)
 				cost += 11;
-			if (ifin < nfin && fin_ids[ifin] == tasks[k]->id)
+			if (e->sz[k].is_finished)
 				cost += 11;
 			if (used + cost > max_record)
 				break;
 			used += cost;
-			if (inew < nnew && new_ids[inew] == tasks[k]->id)
-				inew++;
-			if (ifin < nfin && fin_ids[ifin] == tasks[k]->id)
-				ifin++;
 			k++;
 		}
 		if (k == i && !first) {
 			err = -EMSGSIZE; /* one task alone is too big */
 			break;
 		}
-		if (first && base + PART_SLACK > max_record) {
+		if (first && e->base + PART_SLACK > max_record) {
 			err = -EMSGSIZE; /* too big without any task */
 			break;
 		}
-		{
-			Weft__V1__Update part = WEFT__V1__UPDATE__INIT;
-
-			if (first)
-				part = *m;
-			part.tasks = tasks + i;
-			part.n_tasks = k - i;
-			part.new_tasks = new_ids + n0;
-			part.n_new_tasks = inew - n0;
-			part.finished_tasks = fin_ids + f0;
-			part.n_finished_tasks = ifin - f0;
-			err = update_record(b, &part, max_record);
-		}
+		err = update_part(b, e, i, k, first, max_record);
 		i = k;
 		first = false;
 	}
-	m->tasks = tasks;
-	m->n_tasks = nt;
-	m->new_tasks = new_ids;
-	m->n_new_tasks = nnew;
-	m->finished_tasks = fin_ids;
-	m->n_finished_tasks = nfin;
 	if (err)
 		b->len = start;
 	return err;
@@ -976,74 +1359,43 @@ int weft__wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
-	Weft__V1__Update m = WEFT__V1__UPDATE__INIT;
-	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
-	struct update_parts_cache *c = parts_cache();
-	size_t nt = u->ntasks, nw = u->nworkers, nx = u->nwarnings;
-	struct update_parts p;
-	int err = -ENOMEM;
+	struct update_enc e = { .u = u };
+	struct task_size *sz = scratch_sizes(u->ntasks);
+	size_t nt = u->ntasks;
+	int err;
 
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
-	if (!c || parts_reserve(c, nt, nw, nx))
+	if (!sz)
 		return -ENOMEM;
-	p = c->p;
-
-	if (u->stats) {
-		const weft_probe_stats_t *s = u->stats;
-
-		st.now_ns = s->now_ns;
-		st.start_ns = s->start_ns;
-		st.workers = s->workers;
-		st.live_tasks = s->live_tasks;
-		st.spawned_tasks = s->spawned_tasks;
-		st.global_queue_depth = s->global_queue_depth;
-		st.events = s->events;
-		st.events_dropped = s->events_dropped;
-		st.warnings = s->warnings;
-		st.events_per_s = s->events_per_s;
-		st.polls_per_s = s->polls_per_s;
-		st.steals_per_s = s->steals_per_s;
-		st.clock = str_or_empty(s->clock);
-		m.stats = &st;
-	}
 	for (size_t i = 0; i < nt; i++) {
 		const weft_probe_task_t *t = u->tasks[i];
 
-		task_set(&p.tasks[i], &p.hists[2 * i], t);
-		p.task_ptrs[i] = &p.tasks[i];
-		if (prev_now_ns && t->spawned_ns > prev_now_ns)
-			p.new_ids[m.n_new_tasks++] = t->id;
-		if (t->finished_ns && t->finished_ns > prev_now_ns)
-			p.finished_ids[m.n_finished_tasks++] = t->id;
+		task_len(t, &sz[i]);
+		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
+		sz[i].is_finished = t->finished_ns &&
+				    t->finished_ns > prev_now_ns;
 	}
-	m.n_tasks = nt;
-	m.tasks = p.task_ptrs;
-	m.new_tasks = p.new_ids;
-	m.finished_tasks = p.finished_ids;
-	for (size_t i = 0; i < nw; i++) {
-		worker_set(&p.workers[i], &p.counters[i], &u->workers[i], nw);
-		p.worker_ptrs[i] = &p.workers[i];
-	}
-	m.n_workers = nw;
-	m.workers = p.worker_ptrs;
-	for (size_t i = 0; i < nx; i++) {
-		warning_set(&p.warnings[i], &u->warnings[i]);
-		p.warning_ptrs[i] = &p.warnings[i];
-	}
-	m.n_warnings = nx;
-	m.warnings = p.warning_ptrs;
-	m.full = u->full;
+	e.sz = sz;
+	e.nstolen = u->nworkers < 64 ? u->nworkers : 64;
+	if (u->stats)
+		e.base += sub_len(1, stats_len(u->stats));
+	for (size_t i = 0; i < u->nworkers; i++)
+		e.base += sub_len(3, worker_len(&u->workers[i], e.nstolen));
+	for (size_t i = 0; i < u->nwarnings; i++)
+		e.base += sub_len(4, warning_len(&u->warnings[i]));
+	e.base += uint_len(5, u->full);
 
 	/*
 	 * Whole, it keeps the parts' slack too: weft__wire_update_recount()
 	 * may add to it, and readers hold every record to the cap.
 	 */
-	err = update_record(b, &m,
-			    max_record > 2 * PART_SLACK ? max_record - PART_SLACK
-							: max_record);
+	err = update_part(b, &e, 0, nt, true,
+			  max_record > 2 * PART_SLACK ?
+				  max_record - PART_SLACK :
+				  max_record);
 	if (err == -EMSGSIZE && nt)
-		err = update_split(b, &m, max_record);
+		err = update_split(b, &e, max_record);
 	return err;
 }
 
@@ -1057,6 +1409,24 @@ static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
 			return i + 1;
 	}
 	return 0;
+}
+
+/*
+ * weft__wire_record_len() - the length of the whole record @rec starts
+ * with (its header and its Frame), from the header; 0 when @n bytes do
+ * not hold one (not a record tag, a bad length, or cut short).
+ */
+size_t weft__wire_record_len(const uint8_t *rec, size_t n)
+{
+	uint64_t len;
+	size_t k;
+
+	if (n < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
+		return 0;
+	k = varint_get(rec + 1, n - 1, &len);
+	if (!k || len > n - 1 - k)
+		return 0;
+	return 1 + k + (size_t)len;
 }
 
 /*
@@ -1218,6 +1588,11 @@ void weft__wire_hello_fini(weft_wire_hello_t *h)
 	free(h->cmdline);
 	h->argv = NULL;
 	h->cmdline = NULL;
+}
+
+static char *str_or_empty(const char *s)
+{
+	return (char *)(s ? s : "");
 }
 
 #define KIND_NAME(name, value, label, doc) [value] = label,

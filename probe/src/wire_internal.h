@@ -109,6 +109,7 @@ size_t weft__wire_varint_put(uint8_t *out, uint64_t v);
 int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
 int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
 size_t weft__wire_record_size(const Weft__V1__Frame *f);
+size_t weft__wire_record_len(const uint8_t *rec, size_t n);
 
 /* wire.c: the decoder */
 void weft__wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
@@ -126,6 +127,7 @@ int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 			    size_t n);
 int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
+int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m);
 
 /* wire.c: a collector pass's events */
 void weft__wire_events_init(weft_wire_events_t *e);
