@@ -237,6 +237,8 @@ typedef struct con_model_s {
 	/* private */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
 	size_t strs_cap, nstrs;
+	con_task_t **spare; /* retired tasks kept for reuse */
+	size_t nspare;
 	con_task_t **hash; /* open addressing by id */
 	size_t hash_cap;
 	size_t list_cap, tasks_cap, warnings_cap;

@@ -23,10 +23,10 @@
  * names goes into a dirty vector, and resorting takes the dirty ones
  * out of the list, sorts them and merges them back in (a full sort only
  * after the sort or the filter changed); retention scans the tasks only
- * once the oldest finished one is due, and unlinks from the index
- * without rebuilding it.  Histograms are allocated only for the tasks
- * that have them.  Names and files are interned (a refcounted string
- * table): a task costs no string allocation when its name was seen.
+ * once the oldest finished one is due, and then rebuilds the index once.
+ * Histograms are allocated only for the tasks that have them.  Names and
+ * files are interned (a refcounted string table): a task costs no string
+ * allocation when its name was seen, and retired tasks are kept for reuse.
  *
  * Nothing from a frame is trusted: indices are range-checked, strings
  * may be NULL, histograms may have any number of buckets.
@@ -153,11 +153,20 @@ static void str_set(con_model_t *m, const char **dst, const char *src)
 	*dst = str_ref(m, src);
 }
 
+/* Retired tasks kept for reuse: churn costs no malloc and free. */
+#define CON_TASK_SPARE 4096
+
 static void task_free(con_model_t *m, con_task_t *t)
 {
 	str_unref(m, t->name);
 	str_unref(m, t->file);
 	free(t->hist);
+	if (!m->spare)
+		m->spare = malloc(CON_TASK_SPARE * sizeof(*m->spare));
+	if (m->spare && m->nspare < CON_TASK_SPARE) {
+		m->spare[m->nspare++] = t;
+		return;
+	}
 	free(t);
 }
 
@@ -178,6 +187,9 @@ void con_model_fini(con_model_t *m)
 	free(m->warnings);
 	free(m->workers);
 	free(m->tl_top);
+	while (m->nspare)
+		free(m->spare[--m->nspare]);
+	free(m->spare);
 	free(m->strs); /* empty: every task let go of its strings */
 	free(m->hash);
 	free(m->list);
@@ -193,9 +205,17 @@ void con_model_fini(con_model_t *m)
 
 /* ------------------------------------------------------------- index */
 
+/*
+ * Ids come in dense runs (the runtime hands them out in blocks), so the
+ * low bits spread them best: neighbouring tasks land in neighbouring
+ * slots, one cache line for eight, where a multiplicative hash scattered
+ * every lookup over the whole table (the console's hottest loop at 40,000
+ * new tasks a second).  The higher bits are folded in so that ids a
+ * multiple of the capacity apart do not all collide.
+ */
 static size_t slot_of(uint64_t id, size_t cap)
 {
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+	return (size_t)(id ^ (id >> 17) ^ (id >> 34) ^ (id >> 51)) & (cap - 1);
 }
 
 static void hash_put(con_task_t **hash, size_t cap, con_task_t *t)
@@ -223,36 +243,6 @@ static void hash_rebuild(con_model_t *m)
 	}
 	for (size_t i = 0; i < m->ntasks; i++)
 		hash_put(m->hash, m->hash_cap, m->tasks[i]);
-}
-
-/* Backward-shift deletion: no tombstones, lookups stay short. */
-static void hash_remove(con_model_t *m, const con_task_t *t)
-{
-	size_t mask = m->hash_cap - 1, i = slot_of(t->id, m->hash_cap), j;
-
-	while (m->hash[i] != t) {
-		if (!m->hash[i])
-			return;
-		i = (i + 1) & mask;
-	}
-	j = i;
-	for (;;) {
-		size_t k;
-
-		m->hash[i] = NULL;
-		for (;;) {
-			j = (j + 1) & mask;
-			if (!m->hash[j])
-				return;
-			k = slot_of(m->hash[j]->id, m->hash_cap);
-			/* Stays when its home slot k is cyclically in (i, j]. */
-			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-				continue;
-			break;
-		}
-		m->hash[i] = m->hash[j];
-		i = j;
-	}
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -285,7 +275,12 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 		m->tasks = con_xreallocarray(m->tasks, m->tasks_cap,
 					     sizeof(*m->tasks));
 	}
-	t = con_xcalloc(1, sizeof(*t));
+	if (m->nspare) {
+		t = m->spare[--m->nspare];
+		memset(t, 0, sizeof(*t));
+	} else {
+		t = con_xcalloc(1, sizeof(*t));
+	}
 	t->id = id;
 	t->name = con_empty;
 	t->file = con_empty;
@@ -780,13 +775,16 @@ void con_model_retain(con_model_t *m)
 		con_task_t *t = m->tasks[i];
 
 		if (t->doomed) {
-			hash_remove(m, t);
 			task_free(m, t);
 			continue;
 		}
 		m->tasks[kept++] = t;
 	}
 	m->ntasks = kept;
+	/* Rebuilt, not unlinked one by one: the ids are dense, so the
+	 * table holds long runs, and a backward-shift deletion walks to the
+	 * end of its run (quadratic over a batch of thousands). */
+	hash_rebuild(m);
 }
 
 /* ------------------------------------------------------ sort, filter */
