@@ -135,8 +135,7 @@ static void str_unref(con_model_t *m, const char *s)
 					 offsetof(struct con_str_s, s));
 	if (--e->refs)
 		return;
-	for (pp = &m->strs[e->hash & (m->strs_cap - 1)]; *pp;
-	     pp = &(*pp)->next)
+	for (pp = &m->strs[e->hash & (m->strs_cap - 1)]; *pp; pp = &(*pp)->next)
 		if (*pp == e) {
 			*pp = e->next;
 			break;
@@ -742,7 +741,8 @@ void con_model_retain(con_model_t *m)
 	 * Due means an eighth of retain_ns late, so that steady churn
 	 * brings a scan every retain_ns / 8, not one per update. */
 	if (!m->oldest_finished_ns || m->now_ns <= m->oldest_finished_ns ||
-	    m->now_ns - m->oldest_finished_ns <= m->retain_ns + m->retain_ns / 8)
+	    m->now_ns - m->oldest_finished_ns <=
+		    m->retain_ns + m->retain_ns / 8)
 		return;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		con_task_t *t = m->tasks[i];
