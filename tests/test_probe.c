@@ -1074,6 +1074,62 @@ static void *marker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A waker can outlive its task by any time.  Kept past the task's
+ * retention and dropped then, it must not bring the task's record back:
+ * nothing would ever finish or retire it (one leaked record per task).
+ */
+static weft_waker_t late_waker = WEFT_WAKER_EMPTY;
+
+static weft_poll_t keep_waker_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	late_waker = weft_waker_clone(weft_cx_waker(cx));
+	return WEFT_READY;
+}
+
+static bool collector_knows(uint64_t id)
+{
+	bool known;
+
+	pthread_mutex_lock(&weft__probe.lock);
+	known = weft__collector_task(&weft__probe, id) != NULL;
+	pthread_mutex_unlock(&weft__probe.lock);
+	return known;
+}
+
+static void test_probe_late_waker_revives_nothing(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	uint64_t id, retain;
+	int unused = 0;
+
+	(void)state;
+	pthread_mutex_lock(&weft__probe.lock);
+	retain = weft__probe.config.retain_ns;
+	weft__probe.config.retain_ns = 20 * 1000 * 1000;
+	pthread_mutex_unlock(&weft__probe.lock);
+	id = run_task(rt, "keeps-waker", keep_waker_poll, &unused,
+		      sizeof(unused));
+	weft_probe_flush();
+	assert_true(collector_knows(id));
+	usleep(60 * 1000);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_false(collector_knows(id)); /* retired */
+	weft_waker_drop(&late_waker);      /* a late WAKER_DROP */
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_false(collector_knows(id));
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.config.retain_ns = retain;
+	pthread_mutex_unlock(&weft__probe.lock);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_first_event_needs_no_lock(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1148,6 +1204,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
+		cmocka_unit_test_teardown(test_probe_late_waker_revives_nothing, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

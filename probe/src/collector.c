@@ -432,13 +432,36 @@ static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	task_changed(p, t);
 }
 
+/*
+ * Whether an event of @kind may create the record of a task not known:
+ * those the task makes while it exists (its spawn, its polls, its locks,
+ * its end).  A waker can outlive its task by any time (in a waiter list,
+ * a timer), so a wake, clone or drop arriving after the task was retired
+ * must not bring it back: the record would never finish nor expire.
+ */
+static bool creates_task(uint8_t kind)
+{
+	switch (kind) {
+	case WEFT_EV_WAKE:
+	case WEFT_EV_WAKER_CLONE:
+	case WEFT_EV_WAKER_DROP:
+	case WEFT_EV_SCHEDULE:
+	case WEFT_EV_STEAL:
+		return false;
+	default:
+		return true;
+	}
+}
+
 static void process(struct probe *p, const weft_event_t *ev,
 		    struct lock_pending *lp, task_rec_t **last_spawn)
 {
 	task_rec_t *t = NULL;
 
-	if (ev->task && ev->kind != WEFT_EV_STEAL)
-		t = task_get(p, ev->task, ev->ts);
+	if (ev->task)
+		t = creates_task(ev->kind) ? task_get(p, ev->task, ev->ts) :
+		    ev->kind != WEFT_EV_STEAL ? task_find(p, ev->task) :
+						NULL;
 	switch (ev->kind) {
 	case WEFT_EV_SPAWN:
 		if (!t)
@@ -896,6 +919,8 @@ static void retire(struct probe *p, uint64_t now)
 		p->done_head = t->dnext;
 		if (!p->done_head)
 			p->done_tail = NULL;
+		/* Off the list: publish() frees a changed one only then. */
+		t->dnext = NULL;
 		if (t->changed)
 			continue; /* freed after publishing, next pass */
 		task_free(p, t);
