@@ -459,7 +459,7 @@ static void process(struct probe *p, const weft_event_t *ev,
 	task_rec_t *t = NULL;
 
 	if (ev->task)
-		t = creates_task(ev->kind) ? task_get(p, ev->task, ev->ts) :
+		t = creates_task(ev->kind)    ? task_get(p, ev->task, ev->ts) :
 		    ev->kind != WEFT_EV_STEAL ? task_find(p, ev->task) :
 						NULL;
 	switch (ev->kind) {
