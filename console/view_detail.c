@@ -233,9 +233,10 @@ static void event_text(const weft_event_t *e, char *buf, size_t len)
 
 	switch (e->kind) {
 	case WEFT_EV_POLL:
-		snprintf(buf, len, "polled %s -> %s",
+		snprintf(buf, len, "polled %s -> %s%s",
 			 con_fmt_ns(a, sizeof(a), e->a1),
-			 e->a2 & 1 ? "ready" : "pending");
+			 e->a2 & WEFT_POLL_READY ? "ready" : "pending",
+			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "");
 		break;
 	case WEFT_EV_WAKE: {
 		static const char *const src[] = { "self",    "task",
@@ -278,6 +279,13 @@ static void event_text(const weft_event_t *e, char *buf, size_t len)
 		break;
 	case WEFT_EV_LOCK_SITE:
 		snprintf(buf, len, "the lock was taken at line %u", e->a2);
+		break;
+	case WEFT_EV_BLOCKING_START:
+		snprintf(buf, len, "a blocking job it spawned started");
+		break;
+	case WEFT_EV_BLOCKING_END:
+		snprintf(buf, len, "a blocking job it spawned ran %s",
+			 con_fmt_ns(a, sizeof(a), e->a1));
 		break;
 	case WEFT_EV_LOCK_HELD_PENDING:
 		snprintf(buf, len, "returned pending holding lock %#llx (%s)",

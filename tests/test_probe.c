@@ -39,6 +39,9 @@ struct sink {
 	weft_probe_task_t task[SINK_MAX_TASKS]; /* latest view, by id */
 	size_t ntask;
 	uint64_t events;
+	/* The first records of the kinds notable() keeps. */
+	weft_event_t kept[SINK_MAX_TASKS];
+	size_t nkept;
 	uint64_t updates;
 	uint64_t steals;
 	double max_polls_per_s; /* over every update's workers */
@@ -77,13 +80,31 @@ static void sink_update(void *ctx, const weft_probe_update_t *u)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Yields, self-wakes and blocking jobs: what the tests look for. */
+static bool notable(const weft_event_t *e)
+{
+	switch (e->kind) {
+	case WEFT_EV_POLL:
+		return e->a2 & WEFT_POLL_YIELDED;
+	case WEFT_EV_WAKE:
+		return e->task && e->a1 == e->task;
+	case WEFT_EV_BLOCKING_START:
+	case WEFT_EV_BLOCKING_END:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void sink_events(void *ctx, const weft_event_t *ev, size_t n)
 {
 	struct sink *s = ctx;
 
-	(void)ev;
 	pthread_mutex_lock(&s->lock);
 	s->events += n;
+	for (size_t i = 0; i < n; i++)
+		if (notable(&ev[i]) && s->nkept < SINK_MAX_TASKS)
+			s->kept[s->nkept++] = ev[i];
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -349,6 +370,26 @@ static weft_poll_t quick_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(q);
 }
 
+/*
+ * How many kept records of @kind concern task @id; the last one's a1 in
+ * @a1 (if not NULL).
+ */
+static size_t count_of(struct sink *s, uint8_t kind, uint64_t id,
+		       uint64_t *a1)
+{
+	size_t c = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nkept; i++)
+		if (s->kept[i].kind == kind && s->kept[i].task == id) {
+			c++;
+			if (a1)
+				*a1 = s->kept[i].a1;
+		}
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
 static void test_probe_tracks_tasks(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -368,7 +409,11 @@ static void test_probe_tracks_tasks(void **state)
 	assert_true(t.line > 0);
 	assert_int_equal(t.polls, 4);
 	assert_int_equal(t.state, WEFT_TASK_DONE);
+	assert_int_equal(t.wakes, 3);
 	assert_int_equal(t.self_wakes, 3);
+	/* Each yield is a flag on its poll's record, not a WAKE of its own. */
+	assert_int_equal(count_of(s, WEFT_EV_POLL, id, NULL), 3);
+	assert_int_equal(count_of(s, WEFT_EV_WAKE, id, NULL), 0);
 	assert_int_equal(t.state_size, sizeof(struct quick));
 	assert_true(s->events > 0);
 	rt_done(rt);
@@ -507,7 +552,7 @@ static void test_probe_warns_long_poll(void **state)
 	weft_probe_sub_t *sub;
 	struct sink *s = sink_new(true, &sub);
 	weft_runtime_t *rt = rt_new(2);
-	uint64_t bad, good;
+	uint64_t bad, good, ran = 0;
 
 	(void)state;
 	/*
@@ -522,6 +567,11 @@ static void test_probe_warns_long_poll(void **state)
 	weft_probe_flush();
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	/* The pool's job shows as a start and an end, named by its task. */
+	assert_int_equal(count_of(s, WEFT_EV_BLOCKING_START, good, NULL), 1);
+	assert_int_equal(count_of(s, WEFT_EV_BLOCKING_END, good, &ran), 1);
+	/* 25 ms spun; the TSC's rate is known to a few parts per million. */
+	assert_true(ran >= WEFT_MSEC(24));
 	rt_done(rt);
 	sink_free(s, sub);
 }

@@ -150,6 +150,25 @@ uint64_t weft__probe_clock_to_ns(uint64_t raw)
 	return base_ns - scale(base_tsc - raw);
 }
 
+void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n)
+{
+	__extension__ typedef unsigned __int128 u128;
+	const uint64_t bt = base_tsc, bn = base_ns, q = ns_per_tick_q32;
+
+	if (!weft__probe_use_tsc)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t raw = ev[i].ts;
+
+		ev[i].ts = raw >= bt ? bn + (uint64_t)(((u128)(raw - bt) * q) >> 32)
+				     : bn - (uint64_t)(((u128)(bt - raw) * q) >> 32);
+		/* A duration scales alone (within 1 ns of end - start). */
+		if (ev[i].kind == WEFT_EV_POLL ||
+		    ev[i].kind == WEFT_EV_BLOCKING_END)
+			ev[i].a1 = (uint64_t)(((u128)ev[i].a1 * q) >> 32);
+	}
+}
+
 const char *weft__probe_clock_describe(void)
 {
 	return describe;

@@ -323,6 +323,30 @@ struct lock_pending {
 	bool valid;
 };
 
+/* Self-wakes above half of a task's wakes: say so once. */
+static void check_self_wakes(struct probe *p, task_rec_t *t,
+			     const weft_event_t *ev)
+{
+	if (t->pub.wakes >= 16 && t->pub.self_wakes * 2 > t->pub.wakes &&
+	    !(t->once & (1u << WEFT_WARN_SELF_WAKES))) {
+		char d[96];
+
+		t->once |= 1u << WEFT_WARN_SELF_WAKES;
+		snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
+			 (unsigned long long)t->pub.self_wakes,
+			 (unsigned long long)t->pub.wakes);
+		warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker, ev->ts, 0, d);
+	}
+}
+
+/* A yield, told by its poll's record (WEFT_POLL_YIELDED): a self-wake. */
+static void self_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	t->pub.wakes++;
+	t->pub.self_wakes++;
+	check_self_wakes(p, t, ev);
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -369,10 +393,18 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		warn_task(p, WEFT_WARN_LONG_POLL, t, ev->worker, start, dur, d);
 	}
 
-	if (ev->a2 & 1) {
+	if (ev->a2 & WEFT_POLL_YIELDED)
+		self_wake(p, t, ev);
+	if (ev->a2 & WEFT_POLL_READY) {
 		t->pub.state = WEFT_TASK_DONE;
 		if (dur < 2000 && t->pub.polls == 1)
 			p->tiny_count++;
+	} else if (ev->a2 & WEFT_POLL_YIELDED) {
+		/* Back in a queue from the poll's end (a wake in the poll
+		 * came first, and counts from when it came). */
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll
+						       : ev->ts;
 	} else if (t->wake_in_poll >= start) {
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->woken_at = t->wake_in_poll;
@@ -401,16 +433,7 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	} else if (t->pub.state == WEFT_TASK_SCHEDULED) {
 		t->wake_in_poll = ev->ts;
 	}
-	if (t->pub.wakes >= 16 && t->pub.self_wakes * 2 > t->pub.wakes &&
-	    !(t->once & (1u << WEFT_WARN_SELF_WAKES))) {
-		char d[96];
-
-		t->once |= 1u << WEFT_WARN_SELF_WAKES;
-		snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
-			 (unsigned long long)t->pub.self_wakes,
-			 (unsigned long long)t->pub.wakes);
-		warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker, ev->ts, 0, d);
-	}
+	check_self_wakes(p, t, ev);
 	task_changed(p, t);
 }
 
@@ -447,6 +470,9 @@ static bool creates_task(uint8_t kind)
 	case WEFT_EV_WAKER_DROP:
 	case WEFT_EV_SCHEDULE:
 	case WEFT_EV_STEAL:
+	/* A blocking job can outlive the task that spawned it. */
+	case WEFT_EV_BLOCKING_START:
+	case WEFT_EV_BLOCKING_END:
 		return false;
 	default:
 		return true;
@@ -727,14 +753,7 @@ again:
 			goto again;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		weft_event_t *ev = &p->batch[i];
-		uint64_t end = weft__probe_clock_to_ns(ev->ts);
-
-		if (ev->kind == WEFT_EV_POLL || ev->kind == WEFT_EV_BLOCKING_END)
-			ev->a1 = end - weft__probe_clock_to_ns(ev->ts - ev->a1);
-		ev->ts = end;
-	}
+	weft__probe_clock_events_to_ns(p->batch, n);
 	if (segments > 1)
 		merge_runs(p, segments, n);
 	return n;

@@ -25,6 +25,7 @@ _Atomic uint32_t weft__probe_listening;
 WEFT_TLS weft_ring_t *weft__probe_ring;
 WEFT_TLS uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
 WEFT_TLS uint64_t weft__probe_poll_ts;
+WEFT_TLS uint32_t weft__probe_poll_flags;
 
 struct probe weft__probe = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,

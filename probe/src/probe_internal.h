@@ -47,6 +47,11 @@ uint64_t weft__probe_clock_ns(void);
 void weft__probe_clock_init(void);
 /* Converts a raw event timestamp to CLOCK_MONOTONIC ns. */
 uint64_t weft__probe_clock_to_ns(uint64_t raw);
+/*
+ * Converts @n events' raw timestamps (and the durations of POLL and
+ * BLOCKING_END) to CLOCK_MONOTONIC ns, in place (collector thread only).
+ */
+void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n);
 /* Refines the TSC rate over a longer baseline (collector thread only). */
 void weft__probe_clock_calibrate(void);
 /* "tsc 2.09 GHz (invariant)" or "clock_gettime(CLOCK_MONOTONIC)". */
@@ -83,6 +88,11 @@ extern WEFT_TLS uint16_t weft__probe_worker;
  * poll's own record, stamped at its end).
  */
 extern WEFT_TLS uint64_t weft__probe_poll_ts;
+/*
+ * Flags for the POLL record of the poll in progress (WEFT_POLL_YIELDED):
+ * what the poll did that its record says instead of an event of its own.
+ */
+extern WEFT_TLS uint32_t weft__probe_poll_flags;
 
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
 extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(

@@ -43,6 +43,7 @@ struct weft_blocking_s {
 	void *arg;
 	weft_blocking_discard_cb discard;
 	const char *name;
+	uint64_t task; /* the task that spawned the job, 0 for none (probe) */
 	void *result; /* written before DONE is published */
 	weft_waker_t waker;
 	_Atomic uint32_t state;
@@ -211,9 +212,28 @@ static weft_blocking_t *queue_pop(blocking_pool_t *p)
 	return j;
 }
 
+#if WEFT_PROBE
+/* A job while the probe listens: timed, between a start and an end event. */
+__attribute__((noinline)) static void run_job_probed(weft_blocking_t *j)
+{
+	uint64_t start = weft__probe_clock(), end;
+
+	weft__probe_emit_at(start, WEFT_EV_BLOCKING_START, j->task, 0, 0);
+	j->result = j->fn(j->arg);
+	end = weft__probe_clock();
+	weft__probe_emit_at(end, WEFT_EV_BLOCKING_END, j->task, end - start,
+			    0);
+}
+#endif
+
 static void run_job(weft_blocking_t *j)
 {
-	j->result = j->fn(j->arg);
+#if WEFT_PROBE
+	if (__builtin_expect(weft__probe_on(), 0))
+		run_job_probed(j);
+	else
+#endif
+		j->result = j->fn(j->arg);
 	job_complete(j);
 	job_release(j);
 }
@@ -348,6 +368,7 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 	j->arg = spec->arg;
 	j->discard = spec->discard;
 	j->name = spec->name;
+	j->task = weft__cur_task_id;
 	j->result = NULL;
 	j->waker = WEFT_WAKER_EMPTY;
 	j->taken = false;

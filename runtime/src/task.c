@@ -309,11 +309,13 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_poll_start, start);
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
+	weft__probe_poll_flags = 0;
 	r = t->poll(t->future, cx);
 	weft__probe_poll_ts = 0;
 	end = weft__probe_clock();
 	store_relaxed(&w->probe_task, 0);
-	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, r);
+	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start,
+			    (uint32_t)r | weft__probe_poll_flags);
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
 		if (t->held_locks)
@@ -716,9 +718,17 @@ static inline void self_notify(weft_task_t *t)
 }
 
 #if WEFT_PROBE
+/*
+ * In a timed poll the yield is a flag on the poll's record (one event a
+ * yield, not two); a poll that began before anyone listened has no
+ * record coming, so the wake gets its own.
+ */
 __attribute__((noinline, cold)) static void yield_probed(weft_task_t *t)
 {
-	weft__probe_emit(WEFT_EV_WAKE, t->id, t->id, WEFT_WAKE_SELF);
+	if (weft__probe_poll_ts)
+		weft__probe_poll_flags = WEFT_POLL_YIELDED;
+	else
+		weft__probe_emit(WEFT_EV_WAKE, t->id, t->id, WEFT_WAKE_SELF);
 	self_notify(t);
 }
 #endif

@@ -27,8 +27,9 @@ static void fields(const weft_event_t *e, char *buf, size_t len)
 
 	switch (e->kind) {
 	case WEFT_EV_POLL:
-		snprintf(buf, len, "dur=%lluns %s", a1,
-			 a2 == 1 ? "ready" : "pending");
+		snprintf(buf, len, "dur=%lluns %s%s", a1,
+			 a2 & WEFT_POLL_READY ? "ready" : "pending",
+			 a2 & WEFT_POLL_YIELDED ? " yielded" : "");
 		break;
 	case WEFT_EV_WAKE: {
 		unsigned src = a2 & 0xff;
@@ -54,6 +55,8 @@ static void fields(const weft_event_t *e, char *buf, size_t len)
 		snprintf(buf, len, "victim=%llu count=%u", a1, a2);
 		break;
 	case WEFT_EV_BLOCKING_END:
+		snprintf(buf, len, "dur=%lluns", a1);
+		break;
 	case WEFT_EV_LOCK_RELEASE:
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_HELD_PENDING:

@@ -185,7 +185,16 @@ static void export_chrome(const tt_trace_t *t, FILE *out)
 				"\"result\":\"%s\"}}",
 				us(t, start), (double)(e->ts - start) / 1e3,
 				t->pid, tid, (unsigned long long)e->task,
-				e->a2 == 1 ? "ready" : "pending");
+				e->a2 & WEFT_POLL_READY ? "ready" : "pending");
+			if ((e->a2 & WEFT_POLL_YIELDED) && e->task) {
+				/* A yield: a self-wake at the poll's end. */
+				struct pending_wake *y =
+					wake_slot(&wakes, e->task);
+
+				y->ts = e->ts;
+				y->tid = tid;
+				y->live = true;
+			}
 			break;
 		}
 		case WEFT_EV_STEAL:

@@ -21,7 +21,8 @@
 	  "a1=name (static string), a2=state size; follows SPAWN")            \
 	X(SPAWN_LOC, 3, "spawn-loc",                                          \
 	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
-	X(POLL, 4, "poll", "ts=end, a1=duration, a2=result (1 READY)")      \
+	X(POLL, 4, "poll",                                                    \
+	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED")      \
 	X(WAKE, 5, "wake",                                                    \
 	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")           \
 	X(WAKER_CLONE, 6, "waker-clone", "")                                  \
@@ -37,8 +38,10 @@
 	X(LOCK_RELEASE, 15, "lock-release", "a1=lock, a2=held ns")            \
 	X(LOCK_HELD_PENDING, 16, "lock-held-across-await",                    \
 	  "a1=lock, a2=held ns so far")                                       \
-	X(BLOCKING_START, 17, "blocking-start", "a1=job")                     \
-	X(BLOCKING_END, 18, "blocking-end", "a1=job, a2=duration ns")         \
+	X(BLOCKING_START, 17, "blocking-start",                               \
+	  "task=spawner (0: none)")                                           \
+	X(BLOCKING_END, 18, "blocking-end",                                   \
+	  "task=spawner (0: none), ts=end, a1=duration")                      \
 	X(TIMER_FIRE, 19, "timer-fire", "a2=timers fired")                    \
 	X(IO_READY, 20, "io-ready", "a1=fd, a2=readiness")                    \
 	X(GLOBAL_DEPTH, 21, "global-depth",                                   \
@@ -64,6 +67,15 @@ typedef enum weft_event_kind_e {
 	X(TIMER, 3, "timer")                                                  \
 	X(FOREIGN, 4, "foreign")                                              \
 	X(BLOCKING, 5, "blocking")
+
+/* POLL a2: the poll returned READY. */
+#define WEFT_POLL_READY 0x1u
+/*
+ * POLL a2: the task woke itself during the poll with weft_cx_yield (a
+ * yield).  That self-wake has no WAKE record of its own: it is this
+ * poll's, at the poll's end, when the task went back to the queue.
+ */
+#define WEFT_POLL_YIELDED 0x2u
 
 /* Set in a WAKE's a2 when the waker was consumed (wake, not wake_by_ref). */
 #define WEFT_WAKE_BY_VAL 0x100u
