@@ -255,7 +255,7 @@ static void test_probe_ring_wraparound_and_overflow(void **state)
 	uint64_t next = 0, seen = 0;
 
 	(void)state;
-	assert_int_equal(weft__ring_init(&r, 64), 0);
+	assert_int_equal(weft__ring_init(&r, 64, false), 0);
 	assert_int_equal(weft__ring_capacity(&r), 64);
 	/* Many laps of the 64 slots, with a full ring on each. */
 	for (int lap = 0; lap < 100; lap++) {
@@ -304,7 +304,7 @@ static void test_probe_ring_concurrent_exact(void **state)
 	pthread_t th;
 
 	(void)state;
-	assert_int_equal(weft__ring_init(&rr.ring, 1024), 0);
+	assert_int_equal(weft__ring_init(&rr.ring, 1024, true), 0);
 	assert_int_equal(pthread_create(&th, NULL, ring_producer, &rr), 0);
 	for (;;) {
 		bool done = atomic_load(&rr.done);

@@ -150,7 +150,13 @@ weft_ring_t *weft__probe_ring_register(void)
 		cap = weft__probe.config.ring_capacity;
 		pthread_mutex_unlock(&weft__probe.lock);
 	}
-	if (weft__ring_init(&e->ring, cap)) {
+	/*
+	 * A worker's ring is populated now: it emits on every poll.  Other
+	 * threads (the blocking pool's, the application's) emit a few events
+	 * and fault in what they use.
+	 */
+	if (weft__ring_init(&e->ring, cap,
+			    weft__probe_worker != WEFT_EVENT_NO_WORKER)) {
 		free(e);
 		return NULL;
 	}

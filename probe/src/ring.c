@@ -7,7 +7,7 @@
 
 #include "ring.h"
 
-int weft__ring_init(weft_ring_t *r, size_t capacity)
+int weft__ring_init(weft_ring_t *r, size_t capacity, bool populate)
 {
 	size_t cap = 64, bytes;
 	void *buf;
@@ -17,15 +17,17 @@ int weft__ring_init(weft_ring_t *r, size_t capacity)
 	memset(r, 0, sizeof(*r));
 	bytes = cap * sizeof(weft_event_t);
 	/*
-	 * Populated up front, in one system call on this (registering)
-	 * thread: otherwise the producer takes a page fault every 128 events
-	 * on its first trip round the ring, on its fast path (a worker's
-	 * first 8 MiB of events ran 3-10x slower in chained_spawn).  About
-	 * 1 ms for the default 8 MiB, once in a thread's life.  mmap's pages
-	 * are page-aligned, which covers the 64 the slots want.
+	 * @populate: filled in up front, in one system call on this
+	 * (registering) thread; otherwise the producer takes a page fault
+	 * every 128 events on its first trip round the ring, on its fast
+	 * path (a worker's first 8 MiB of events ran 3-10x slower in
+	 * chained_spawn).  About 1 ms for the default 8 MiB, once in a
+	 * thread's life.  mmap's pages are page-aligned, which covers the 64
+	 * the slots want.
 	 */
 	buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		   MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
+		   -1, 0);
 	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	r->buf = buf;

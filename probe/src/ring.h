@@ -43,7 +43,8 @@ typedef struct weft_ring_s {
 } weft_ring_t;
 
 /* ring.c */
-int weft__ring_init(weft_ring_t *r, size_t capacity);
+/* @populate: fault the whole buffer in now (see ring.c). */
+int weft__ring_init(weft_ring_t *r, size_t capacity, bool populate);
 void weft__ring_fini(weft_ring_t *r);
 size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max);
 uint64_t weft__ring_drops(const weft_ring_t *r);
