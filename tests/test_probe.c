@@ -1185,6 +1185,44 @@ static void test_probe_late_waker_revives_nothing(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * Finished tasks are kept for retain_ns, and no more than retain_max of
+ * them: the oldest go first, whatever their age.
+ */
+static void test_probe_retains_at_most_retain_max(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	uint64_t first = 0, last = 0;
+	size_t max, done;
+	int unused = 0;
+
+	(void)state;
+	pthread_mutex_lock(&weft__probe.lock);
+	max = weft__probe.config.retain_max;
+	weft__probe.config.retain_max = 100;
+	pthread_mutex_unlock(&weft__probe.lock);
+	for (int i = 0; i < 1000; i++) {
+		last = run_task(rt, "short-lived", keep_waker_poll, &unused,
+				sizeof(unused));
+		weft_waker_drop(&late_waker);
+		if (!first)
+			first = last;
+	}
+	weft_probe_flush();
+	weft_probe_flush();
+	pthread_mutex_lock(&weft__probe.lock);
+	done = weft__probe.ndone;
+	weft__probe.config.retain_max = max;
+	pthread_mutex_unlock(&weft__probe.lock);
+	assert_true(done <= 100);
+	assert_false(collector_knows(first)); /* the oldest went */
+	assert_true(collector_knows(last));   /* well within 6 s */
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_first_event_needs_no_lock(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1260,6 +1298,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_late_waker_revives_nothing, teardown),
+		cmocka_unit_test_teardown(test_probe_retains_at_most_retain_max, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

@@ -451,6 +451,7 @@ static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		else
 			p->done_head = t;
 		p->done_tail = t;
+		p->ndone++;
 	}
 	task_changed(p, t);
 }
@@ -931,15 +932,22 @@ static void check_idle_tasks(struct probe *p, uint64_t now)
 
 static void retire(struct probe *p, uint64_t now)
 {
+	/*
+	 * By age, and by count: a service spawning a million tasks a second
+	 * would otherwise keep six million records (gigabytes) in here.
+	 */
 	while (p->done_head &&
-	       p->done_head->pub.finished_ns + p->config.retain_ns < now) {
+	       (p->done_head->pub.finished_ns + p->config.retain_ns < now ||
+		p->ndone > p->config.retain_max)) {
 		task_rec_t *t = p->done_head;
 
 		p->done_head = t->dnext;
 		if (!p->done_head)
 			p->done_tail = NULL;
+		p->ndone--;
 		/* Off the list: publish() frees a changed one only then. */
 		t->dnext = NULL;
+		t->retired = true;
 		if (t->changed)
 			continue; /* freed after publishing, next pass */
 		task_free(p, t);
@@ -1020,9 +1028,8 @@ static void publish(struct probe *p, uint64_t now)
 		p->changed = t->cnext;
 		t->changed = false;
 		t->cnext = NULL;
-		/* Finished and past retention while it waited to be sent. */
-		if (t->in_done && t->pub.finished_ns + p->config.retain_ns < now &&
-		    t != p->done_head && !t->dnext && t != p->done_tail)
+		/* Retired while it waited to be sent. */
+		if (t->retired)
 			task_free(p, t);
 	}
 }
@@ -1260,6 +1267,7 @@ void weft__collector_stop(struct probe *p)
 	p->changed = NULL;
 	p->live = NULL;
 	p->done_head = p->done_tail = NULL;
+	p->ndone = 0;
 	free(p->batch);
 	p->batch = NULL;
 	free(p->merged);

@@ -44,6 +44,7 @@ typedef struct task_rec_s {
 	bool seen_spawn;          /* spawned while we watched */
 	bool changed;
 	bool in_done;
+	bool retired;             /* off the done list, freed once published */
 	uint32_t once;            /* warnings raised once per task */
 	struct task_rec_s *hnext; /* hash chain */
 	struct task_rec_s *cnext; /* changed list */
@@ -103,6 +104,7 @@ struct probe {
 	task_rec_t *live; /* not finished (in_done unset), newest first */
 	task_rec_t *done_head;
 	task_rec_t *done_tail;
+	size_t ndone; /* on the done list */
 	weft_probe_worker_t workers[MAX_PROBE_WORKERS];
 	worker_window_t window[MAX_PROBE_WORKERS][WINDOW];
 	unsigned window_pos;

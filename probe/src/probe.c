@@ -94,6 +94,7 @@ static void config_load(void)
 	c->sched_delay_ns = env_ms("WEFT_SCHED_DELAY", 50);
 	c->interval_ns = 20u * 1000000u;
 	c->retain_ns = 6ull * 1000000000u;
+	c->retain_max = 100000;
 	c->large_future_bytes = 1024;
 	c->ring_capacity = 1u << 18;
 	s = getenv("WEFT_PROBE_RING");
