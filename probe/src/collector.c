@@ -323,20 +323,28 @@ struct lock_pending {
 	bool valid;
 };
 
-/* Self-wakes above half of a task's wakes: say so once. */
-static void check_self_wakes(struct probe *p, task_rec_t *t,
-			     const weft_event_t *ev)
+__attribute__((noinline, cold)) static void
+warn_self_wakes(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
-	if (t->pub.wakes >= 16 && t->pub.self_wakes * 2 > t->pub.wakes &&
-	    !(t->once & (1u << WEFT_WARN_SELF_WAKES))) {
-		char d[96];
+	char d[96];
 
-		t->once |= 1u << WEFT_WARN_SELF_WAKES;
-		snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
-			 (unsigned long long)t->pub.self_wakes,
-			 (unsigned long long)t->pub.wakes);
-		warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker, ev->ts, 0, d);
-	}
+	t->once |= 1u << WEFT_WARN_SELF_WAKES;
+	snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
+		 (unsigned long long)t->pub.self_wakes,
+		 (unsigned long long)t->pub.wakes);
+	warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker, ev->ts, 0, d);
+}
+
+/*
+ * Self-wakes above half of a task's wakes: say so once.  The once bit
+ * first: a task that yields in a loop comes here on every poll.
+ */
+static inline void check_self_wakes(struct probe *p, task_rec_t *t,
+				    const weft_event_t *ev)
+{
+	if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)) && t->pub.wakes >= 16 &&
+	    t->pub.self_wakes * 2 > t->pub.wakes)
+		warn_self_wakes(p, t, ev);
 }
 
 /* A yield, told by its poll's record (WEFT_POLL_YIELDED): a self-wake. */
