@@ -83,6 +83,9 @@ static size_t once_rows(const con_session_t *s)
 	case CON_VIEW_WORKERS:
 	case CON_VIEW_TIMELINE:
 		return m->nworkers + 10;
+	case CON_VIEW_DETAIL:
+		/* Room for every recent event of the task, as text wants. */
+		return 60 + CON_WATCH_EVENTS;
 	default:
 		return 60;
 	}
