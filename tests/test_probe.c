@@ -1223,6 +1223,42 @@ static void test_probe_retains_at_most_retain_max(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * A task that wakes itself through its waker (not a yield) is in a queue
+ * between its polls, never idle: its wake is stamped with the poll's
+ * start, and the collector must count it as inside that poll (a 1 ns
+ * rounding once put the poll's start after it, in about half the polls).
+ */
+static weft_poll_t self_waker_poll(void *arg, weft_cx_t *cx)
+{
+	int *n = arg;
+
+	if (++*n > 200)
+		return WEFT_READY;
+	weft_waker_wake_by_ref(weft_cx_waker(cx));
+	return WEFT_PENDING;
+}
+
+static void test_probe_self_waker_never_idle(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	weft_probe_task_t t = { 0 };
+	uint64_t id;
+	int n = 0;
+
+	(void)state;
+	id = run_task(rt, "self-waker", self_waker_poll, &n, sizeof(n));
+	weft_probe_flush();
+	assert_true(sink_task(s, id, &t));
+	assert_int_equal(t.polls, 201);
+	assert_int_equal(t.self_wakes, 200);
+	assert_int_equal(t.idle_ns, 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_first_event_needs_no_lock(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1299,6 +1335,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_late_waker_revives_nothing, teardown),
 		cmocka_unit_test_teardown(test_probe_retains_at_most_retain_max, teardown),
+		cmocka_unit_test_teardown(test_probe_self_waker_never_idle, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

@@ -157,16 +157,24 @@ void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n)
 
 	if (!weft__probe_use_tsc)
 		return;
+#define CONV(raw)                                                              \
+	((raw) >= bt ? bn + (uint64_t)(((u128)((raw)-bt) * q) >> 32) :         \
+		       bn - (uint64_t)(((u128)(bt - (raw)) * q) >> 32))
 	for (size_t i = 0; i < n; i++) {
 		uint64_t raw = ev[i].ts;
 
-		ev[i].ts = raw >= bt ? bn + (uint64_t)(((u128)(raw - bt) * q) >> 32)
-				     : bn - (uint64_t)(((u128)(bt - raw) * q) >> 32);
-		/* A duration scales alone (within 1 ns of end - start). */
+		ev[i].ts = CONV(raw);
+		/*
+		 * A duration becomes end - start, both converted: scaled
+		 * alone it rounds apart from them by 1 ns, and the
+		 * collector's ts - a1 then lands after a wake stamped with
+		 * the poll's start, which it must count as in the poll.
+		 */
 		if (ev[i].kind == WEFT_EV_POLL ||
 		    ev[i].kind == WEFT_EV_BLOCKING_END)
-			ev[i].a1 = (uint64_t)(((u128)ev[i].a1 * q) >> 32);
+			ev[i].a1 = ev[i].ts - CONV(raw - ev[i].a1);
 	}
+#undef CONV
 }
 
 const char *weft__probe_clock_describe(void)

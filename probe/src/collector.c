@@ -438,6 +438,12 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 							  : 0;
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->woken_at = ev->ts;
+		/*
+		 * It may be in a poll we have not seen end (a task taken for
+		 * idle by a misjudged poll): if so, that poll's record ends
+		 * it SCHEDULED, not IDLE, as any wake in a poll does.
+		 */
+		t->wake_in_poll = ev->ts;
 	} else if (t->pub.state == WEFT_TASK_SCHEDULED) {
 		t->wake_in_poll = ev->ts;
 	}
@@ -957,7 +963,7 @@ static void retire(struct probe *p, uint64_t now)
 		t->dnext = NULL;
 		t->retired = true;
 		if (t->changed)
-			continue; /* freed after publishing, next pass */
+			continue; /* publish() frees it, after sending it */
 		task_free(p, t);
 	}
 }

@@ -121,9 +121,15 @@ void weft_probe_config(weft_probe_config_t *out)
 void weft__probe_emit_first(uint64_t ts, uint8_t kind, uint64_t task,
 			    uint64_t a1, uint32_t a2)
 {
+	uint64_t poll_ts = weft__probe_poll_ts;
+
 	/* Registers the ring (NULL when nobody listens any more). */
-	if (weft__probe_ring_register())
-		weft__probe_emit_at(ts, kind, task, a1, a2);
+	if (!weft__probe_ring_register())
+		return;
+	/* Stamped with the poll's start, which registering moved on. */
+	if (poll_ts && ts == poll_ts)
+		ts = weft__probe_poll_ts;
+	weft__probe_emit_at(ts, kind, task, a1, a2);
 }
 
 void weft__probe_emit_slow(uint8_t kind, uint64_t task, uint64_t a1,
@@ -175,6 +181,14 @@ weft_ring_t *weft__probe_ring_register(void)
 		;
 	weft__probe_ring = &e->ring;
 	pthread_setspecific(ring_key, e);
+	/*
+	 * Made inside a timed poll (a console attached while the worker
+	 * ran): the ring's populating (about 2 ms for 8 MiB) is not the
+	 * task's.  The poll now starts here, and so does the event that
+	 * made the ring (weft__probe_emit_first).
+	 */
+	if (weft__probe_poll_ts)
+		weft__probe_poll_ts = weft__probe_clock();
 	return &e->ring;
 }
 

@@ -311,6 +311,8 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	weft__probe_poll_ts = start;
 	weft__probe_poll_flags = 0;
 	r = t->poll(t->future, cx);
+	/* Moved on if the poll's first event made this thread's ring. */
+	start = weft__probe_poll_ts;
 	weft__probe_poll_ts = 0;
 	end = weft__probe_clock();
 	store_relaxed(&w->probe_task, 0);
@@ -443,6 +445,9 @@ spawn_probed(const weft_task_t *t, const weft_spawn_t *spec)
 
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id,
 			    (uint32_t)spec->kind);
+	/* A first event moves a poll's start on (weft__probe_emit_first). */
+	if (weft__probe_poll_ts)
+		ts = weft__probe_poll_ts;
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_INFO, t->id,
 			    (uintptr_t)spec->name, t->state_size);
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_LOC, t->id,
