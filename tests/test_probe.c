@@ -11,7 +11,10 @@
  * what the subscription received.  No test depends on timing beyond
  * "a 25 ms spin is longer than the 10 ms long-poll threshold".
  */
+#include <dirent.h>
 #include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -1363,6 +1366,75 @@ static void test_probe_order_across_rings(void **state)
 	sink_free(s, sub);
 }
 
+/* The collector thread's nice value, read from /proc; -100 if not found. */
+static int collector_nice_now(void)
+{
+	char path[300], buf[512];
+	int nice = -100;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+
+	assert_non_null(d);
+	while (nice == -100 && (de = readdir(d))) {
+		FILE *f;
+		char *rp;
+		int field = 3;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f) ||
+		    strncmp(buf, "weft-collector", 14)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')'))) {
+			/* After "pid (comm)": state is field 3, nice 19. */
+			for (char *tok = strtok(rp + 1, " "); tok;
+			     tok = strtok(NULL, " "), field++)
+				if (field == 19)
+					nice = atoi(tok);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return nice;
+}
+
+static void test_probe_collector_nice(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	int base;
+
+	(void)state;
+	/* Unset, it inherits ours (the suite may itself run niced). */
+	errno = 0;
+	base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	assert_int_equal(errno, 0);
+	s = sink_new(true, &sub);
+	weft_probe_flush();
+	assert_int_equal(collector_nice_now(), base);
+	sink_free(s, sub);
+
+	setenv("WEFT_COLLECTOR_NICE", "19", 1);
+	s = sink_new(true, &sub);
+	weft_probe_flush();
+	assert_int_equal(collector_nice_now(), 19);
+	sink_free(s, sub);
+	unsetenv("WEFT_COLLECTOR_NICE");
+}
+
 static void test_probe_first_event_needs_no_lock(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1441,6 +1513,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_retains_at_most_retain_max, teardown),
 		cmocka_unit_test_teardown(test_probe_self_waker_never_idle, teardown),
 		cmocka_unit_test_teardown(test_probe_order_across_rings, teardown),
+		cmocka_unit_test_teardown(test_probe_collector_nice, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
 

@@ -13,6 +13,8 @@
  * thread): the producer marks it orphaned, the collector frees it.
  */
 #include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +222,35 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * WEFT_COLLECTOR_NICE=N (1..19): the collector thread runs at that nice
+ * value.  On a machine whose cores the workers keep busy, a collector at
+ * the workers' priority takes its CPU from them; niced, it gets what they
+ * leave, and when that is not enough the rings fill and events are
+ * dropped (counted, and warned about) instead.  Off by default: a trace
+ * that loses events under load is the worse surprise for most users.
+ */
+static void collector_nice(void)
+{
+	const char *s = getenv("WEFT_COLLECTOR_NICE");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return;
+	v = strtol(s, &end, 10);
+	if (*end || v < 1 || v > 19) {
+		fprintf(stderr,
+			"weft: WEFT_COLLECTOR_NICE=%s is not 1..19; ignored\n",
+			s);
+		return;
+	}
+	/* Linux: a thread's nice value is its own, set through its tid. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)v))
+		fprintf(stderr, "weft: WEFT_COLLECTOR_NICE: %s\n",
+			strerror(errno));
+}
+
 static void *collector_main(void *arg)
 {
 	struct probe *p = &weft__probe;
@@ -227,6 +258,7 @@ static void *collector_main(void *arg)
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "weft-collector");
+	collector_nice();
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
 		struct timespec until;

@@ -11,6 +11,8 @@
 #                 production: counters on, each event site one relaxed load)
 #   events        the normal build with --probe=events: a subscriber drains
 #                 every event through the collector
+#   events-niced  the same with WEFT_COLLECTOR_NICE=19: the collector gets
+#                 the CPU the workers leave, and drops what it cannot take
 #
 # Knobs (environment): ROUNDS (3), ITERS (20), WARMUP (3).  Builds both
 # variants (Release) under build/ first, with progress on stderr.
@@ -29,7 +31,7 @@ SHAPES="${1:-spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spa
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -60,6 +62,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		"$ON" --shapes "$shape" --iters "$ITERS" --warmup "$WARMUP" >>"$log"
 		"$ON" --shapes "$shape" --iters "$ITERS" --warmup "$WARMUP" \
 			--probe=events >>"$log" 2>/dev/null
+		WEFT_COLLECTOR_NICE=19 "$ON" --shapes "$shape" \
+			--iters "$ITERS" --warmup "$WARMUP" --probe=events \
+			2>/dev/null | sed 's/probe=events/probe=events-niced/' \
+			>>"$log"
 	done
 done
 
@@ -85,13 +91,14 @@ awk '
 		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 	}
 	END {
-		printf "| shape | compiled-out ns/op | counters ns/op | events ns/op | counters/off | events/off |\n"
-		printf "|---|---:|---:|---:|---:|---:|\n"
+		printf "| shape | compiled-out ns/op | counters ns/op | events ns/op | niced ns/op | counters/off | events/off | niced/off |\n"
+		printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 		for (s = 1; s <= ns; s++) {
 			sh = order[s]
 			off = median(sh SUBSEP "compiled-out")
 			cnt = median(sh SUBSEP "counters")
 			ev = median(sh SUBSEP "events")
-			printf "| %s | %.1f | %.1f | %.1f | %.3f | %.3f |\n", sh, off, cnt, ev, cnt / off, ev / off
+			ni = median(sh SUBSEP "events-niced")
+			printf "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.3f | %.3f |\n", sh, off, cnt, ev, ni, cnt / off, ev / off, ni / off
 		}
 	}' "$log"
