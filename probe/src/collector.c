@@ -676,112 +676,15 @@ static void merge_runs(struct probe *p, size_t nsegs, size_t n)
 	}
 }
 
-void (*weft__collector_ring_drained)(const weft_ring_t *r);
-
-/* Room for @n events in p->batch and p->merged; false without memory. */
-static bool batch_reserve(struct probe *p, size_t n)
-{
-	size_t ncap = n * 2;
-	weft_event_t *nb, *nm;
-
-	if (p->batch_cap >= n)
-		return true;
-	nb = realloc(p->batch, ncap * sizeof(*nb));
-	if (!nb)
-		return false;
-	p->batch = nb;
-	nm = realloc(p->merged, ncap * sizeof(*nm));
-	if (!nm)
-		return false;
-	p->merged = nm;
-	p->batch_cap = ncap;
-	return true;
-}
-
-/* Room for segment @i in p->segs. */
-static bool segs_reserve(struct probe *p, size_t i)
-{
-	size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
-	struct seg_s *ns;
-
-	if (i < p->segs_cap)
-		return true;
-	ns = realloc(p->segs, ncap * sizeof(*ns));
-	if (!ns)
-		return false;
-	p->segs = ns;
-	p->segs_cap = ncap;
-	return true;
-}
-
-/*
- * Takes a ring's run, p->batch[@n, @n + @got), up to the pass's @cut: the
- * events stamped after it go to p->carry for the next pass.  Returns how
- * many stay.  A run is in time order but for a rare straggler, so the
- * scan from its end stops at the first event at or before the cut.
- */
-static size_t hold_back(struct probe *p, size_t n, size_t got, uint64_t cut)
-{
-	size_t keep = got, late;
-
-	while (keep && p->batch[n + keep - 1].ts > cut)
-		keep--;
-	late = got - keep;
-	if (!late)
-		return got;
-	if (p->carry_cap < p->ncarry + late) {
-		size_t ncap = (p->ncarry + late) * 2;
-		weft_event_t *nc = realloc(p->carry, ncap * sizeof(*nc));
-
-		/* No memory: process them now, out of order at worst. */
-		if (!nc)
-			return got;
-		p->carry = nc;
-		p->carry_cap = ncap;
-	}
-	memcpy(p->carry + p->ncarry, p->batch + n + keep,
-	       late * sizeof(*p->carry));
-	p->ncarry += late;
-	return keep;
-}
-
-/*
- * Drains every ring into p->batch; frees the rings of threads gone.
- *
- * The order across rings.  The rings are drained one after another, so a
- * ring drained early can take, after its turn, an event that happened
- * before one in a ring drained later (a SPAWN pushed just after its ring
- * was drained; the task's first WAKE on a worker whose ring comes later).
- * Processed in the same pass, the later event would meet a task not known
- * yet and be lost.  So the pass reads the clock first (@cut) and holds
- * back every event stamped after it until the next pass.  An event pushed
- * after its ring's turn was pushed after the cut, and whatever it caused
- * was stamped later still, so it is held back too; the next pass merges
- * both in time order.  An event pushed before weft_probe_flush() was
- * called was stamped before the cut of the pass that serves it.
- */
+/* Drains every ring into p->batch; frees the rings of threads gone. */
 static size_t drain(struct probe *p)
 {
 	ring_entry_t **pp = &p->rings;
 	size_t n = 0;
 	unsigned segments = 0;
 	bool nomem = false;
-	uint64_t cut = weft__probe_clock();
-	void (*hook)(const weft_ring_t *) = weft__collector_ring_drained;
 
 	p->busy = false;
-	/* Last pass's held-back events first: one more sorted run. */
-	if (p->ncarry) {
-		/* No memory: they wait for a pass that has some. */
-		if (!batch_reserve(p, p->ncarry) || !segs_reserve(p, 0))
-			return 0;
-		memcpy(p->batch, p->carry, p->ncarry * sizeof(*p->batch));
-		p->segs[0].pos = 0;
-		p->segs[0].end = p->ncarry;
-		segments = 1;
-		n = p->ncarry;
-		p->ncarry = 0;
-	}
 again:
 	while (*pp) {
 		ring_entry_t *e = *pp;
@@ -790,16 +693,38 @@ again:
 		size_t cap = weft__ring_capacity(&e->ring), got;
 		uint64_t drops;
 
-		if (!batch_reserve(p, n + cap) || !segs_reserve(p, segments)) {
-			nomem = true;
-			break;
+		if (p->batch_cap < n + cap) {
+			size_t ncap = (n + cap) * 2;
+			weft_event_t *nb = realloc(p->batch, ncap * sizeof(*nb));
+			weft_event_t *nm;
+
+			if (!nb) {
+				nomem = true;
+				break;
+			}
+			p->batch = nb;
+			nm = realloc(p->merged, ncap * sizeof(*nm));
+			if (!nm) {
+				nomem = true;
+				break;
+			}
+			p->merged = nm;
+			p->batch_cap = ncap;
+		}
+		if (segments == p->segs_cap) {
+			size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
+			struct seg_s *ns = realloc(p->segs, ncap * sizeof(*ns));
+
+			if (!ns) {
+				nomem = true;
+				break;
+			}
+			p->segs = ns;
+			p->segs_cap = ncap;
 		}
 		got = weft__ring_consume(&e->ring, p->batch + n, cap);
-		if (hook)
-			hook(&e->ring);
 		if (got > cap / 4)
 			p->busy = true;
-		got = hold_back(p, n, got, cut);
 		if (got) {
 			p->segs[segments].pos = n;
 			p->segs[segments].end = n + got;
@@ -1365,9 +1290,6 @@ void weft__collector_stop(struct probe *p)
 	free(p->segs);
 	p->segs = NULL;
 	p->segs_cap = 0;
-	free(p->carry);
-	p->carry = NULL;
-	p->ncarry = p->carry_cap = 0;
 	free(p->pub_changed);
 	p->pub_changed = NULL;
 	p->pub_cap = 0;

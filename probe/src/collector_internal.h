@@ -124,10 +124,6 @@ struct probe {
 		size_t end;
 	} *segs;               /* one sorted run per ring, for the merge */
 	size_t segs_cap;
-	/* Events stamped after a pass's cut, held for the next (drain()). */
-	weft_event_t *carry;
-	size_t ncarry;
-	size_t carry_cap;
 	const weft_probe_task_t **pub_changed; /* publish()'s, kept */
 	size_t pub_cap;
 	/* The pass's events as records, for every subscriber that takes
@@ -150,11 +146,6 @@ extern struct probe weft__probe;
 int weft__collector_start(struct probe *p);
 void weft__collector_stop(struct probe *p);
 void weft__collector_pass(struct probe *p, uint64_t now);
-/*
- * Tests only: called by the collector after it drains each ring, with
- * probe.lock held.  Set and cleared under probe.lock.
- */
-extern void (*weft__collector_ring_drained)(const weft_ring_t *r);
 uint64_t weft__collector_interval(struct probe *p);
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);
 int weft__collector_event_records(struct probe *p, const weft_event_t *ev,
