@@ -7,7 +7,7 @@
  *
  * Task state from events.  POLL records are stamped at the end of the poll
  * and carry its duration, so each ring is in time order and a k-way merge
- * (here: a sort) orders the batch.  A WAKE that arrives while the task is
+ * (take_chunk(), over the rings themselves) orders the batch.  A WAKE that arrives while the task is
  * already scheduled may have happened during its poll; if the poll then
  * returns PENDING, the task stays scheduled from that wake on.
  *
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collector_internal.h"
@@ -180,24 +181,98 @@ static void live_remove(struct probe *p, task_rec_t *t)
 	t->lnext = t->lprev = NULL;
 }
 
-#define REC_FREE_MAX 16384
+/*
+ * Task records and histograms come from pools of 256 KiB blocks.  Taken one
+ * calloc() at a time, a service spawning tens of thousands of tasks a
+ * second had the collector's malloc arena growing a page per mprotect()
+ * and faulting each page in: most of the collector's time in
+ * chained_spawn (perf: sysmalloc and the page-fault path, 45%).  Freed
+ * items go back on the pool's list; blocks go back to malloc only when the
+ * collector stops, so the pools hold the peak of what was tracked at once
+ * (live tasks plus at most retain_max finished ones).
+ */
+#define POOL_BLOCK_BYTES (256u * 1024u)
+
+/* Under ASan, an item given back is poisoned until taken again. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POOL_POISON(p, n) ((void)(p), (void)(n))
+#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+static void *pool_get(struct pool *pl, size_t size)
+{
+	void *it = pl->free;
+
+	if (it) {
+		POOL_UNPOISON(it, size);
+		pl->free = *(void **)it;
+	} else {
+		if (!pl->left) {
+			size_t n = (POOL_BLOCK_BYTES - sizeof(void *)) / size;
+			/*
+			 * Faulted in with the mapping, in one system call:
+			 * touched a page at a time, a block cost 64 page
+			 * faults, the collector's main cost in chained_spawn
+			 * even from a pool (perf: task_new and the fault
+			 * path, 45%; faults are dear in a VM).
+			 */
+			char *b = mmap(
+				NULL, POOL_BLOCK_BYTES, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+				0);
+
+			if (b == MAP_FAILED)
+				return NULL;
+			/* A mapping where an unmapped block was may still
+			 * carry its poison. */
+			POOL_UNPOISON(b, POOL_BLOCK_BYTES);
+			/* The block's first word chains the blocks. */
+			*(void **)b = pl->blocks;
+			pl->blocks = b;
+			pl->next = b + sizeof(void *);
+			pl->left = n;
+		}
+		it = pl->next;
+		pl->next += size;
+		pl->left--;
+	}
+	memset(it, 0, size);
+	return it;
+}
+
+static void pool_put(struct pool *pl, void *it, size_t size)
+{
+	*(void **)it = pl->free;
+	pl->free = it;
+	/* The link word stays readable: pool_get() takes it. */
+	POOL_POISON((char *)it + sizeof(void *), size - sizeof(void *));
+}
+
+static void pool_fini(struct pool *pl)
+{
+	while (pl->blocks) {
+		void *b = pl->blocks;
+
+		pl->blocks = *(void **)b;
+		POOL_UNPOISON(b, POOL_BLOCK_BYTES);
+		munmap(b, POOL_BLOCK_BYTES);
+	}
+	memset(pl, 0, sizeof(*pl));
+}
 
 /* A task first heard of: out of line, so that finding one saves nothing. */
 __attribute__((noinline)) static task_rec_t *task_new(struct probe *p,
 						      uint64_t id, uint64_t now)
 {
-	task_rec_t *t = p->rec_free;
+	task_rec_t *t = pool_get(&p->rec_pool, sizeof(*t));
 	size_t h;
 
-	if (t) {
-		p->rec_free = t->hnext;
-		p->nrec_free--;
-		memset(t, 0, sizeof(*t));
-	} else {
-		t = calloc(1, sizeof(*t));
-		if (!t)
-			return NULL;
-	}
+	if (!t)
+		return NULL;
 	t->pub.id = id;
 	t->pub.spawned_ns = now;
 	t->pub.state = WEFT_TASK_IDLE;
@@ -244,26 +319,15 @@ static void task_free(struct probe *p, task_rec_t *t)
 	p->ntasks--;
 	if (!t->in_done)
 		live_remove(p, t);
-	free(t->hist);
-	/*
-	 * Kept for the next task_new(), up to a bound: a service that spawns
-	 * a task per request makes and retires tens of thousands a second,
-	 * and malloc gave their memory back and faulted it in again (a
-	 * sixth of the collector's time, perf).
-	 */
-	if (p->nrec_free < REC_FREE_MAX) {
-		t->hnext = p->rec_free;
-		p->rec_free = t;
-		p->nrec_free++;
-		return;
-	}
-	free(t);
+	if (t->hist)
+		pool_put(&p->hist_pool, t->hist, 2 * sizeof(*t->hist));
+	pool_put(&p->rec_pool, t, sizeof(*t));
 }
 
-static weft_hist_t *task_hist(task_rec_t *t)
+static weft_hist_t *task_hist(struct probe *p, task_rec_t *t)
 {
 	if (!t->hist) {
-		t->hist = calloc(2, sizeof(*t->hist));
+		t->hist = pool_get(&p->hist_pool, 2 * sizeof(*t->hist));
 		if (t->hist) {
 			t->pub.poll_hist = &t->hist[0];
 			t->pub.sched_hist = &t->hist[1];
@@ -365,7 +429,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		uint64_t delay = start - t->woken_at;
 
 		t->pub.scheduled_ns += delay;
-		if (t->pub.polls >= 1 && (h = task_hist(t)))
+		if (t->pub.polls >= 1 && (h = task_hist(p, t)))
 			hist_add(&h[1], delay);
 		if (delay > p->config.sched_delay_ns &&
 		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
@@ -384,7 +448,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->pub.last_worker = ev->worker;
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
-	if (t->pub.polls >= 2 && (h = task_hist(t)))
+	if (t->pub.polls >= 2 && (h = task_hist(p, t)))
 		hist_add(&h[0], dur);
 	if (ev->worker < MAX_PROBE_WORKERS &&
 	    dur > p->worker_max_poll[ev->worker])
@@ -616,144 +680,110 @@ static void process(struct probe *p, const weft_event_t *ev,
 }
 
 /*
- * Merges the rings' runs (each already in time order) into p->merged with
- * a binary heap over the runs' heads: O(n log k), no allocation per pass.
+ * Events folded in per chunk: 4,096 of 32 bytes, 128 KiB, which stays in
+ * the collector's cache from the merge through process() and the
+ * subscribers.  (Copying whole passes out first, up to 8 MiB a ring,
+ * then converting, merging and folding them in one sweep each, went
+ * through memory four times an event.)
  */
-static void merge_runs(struct probe *p, size_t nsegs, size_t n)
+#define CHUNK_EVENTS 1024
+
+/* A run's head stamp, cached: the heap compares it O(log k) a run. */
+static inline void seg_head(struct seg_s *s)
 {
-	struct seg_s *h = p->segs;
-	size_t out = 0;
+	const weft_ring_t *r = &s->e->ring;
 
-#define SEG_TS(s) (p->batch[(s).pos].ts)
-	/* Heapify. */
-	for (size_t i = nsegs / 2; i-- > 0;) {
-		size_t j = i;
+	s->ts = r->buf[s->pos & r->mask].ts;
+}
 
-		for (;;) {
-			size_t l = 2 * j + 1, r = l + 1, m = j;
+static void heap_down(struct seg_s **h, size_t n, size_t j)
+{
+	for (;;) {
+		size_t l = 2 * j + 1, r = l + 1, m = j;
 
-			if (l < nsegs && SEG_TS(h[l]) < SEG_TS(h[m]))
-				m = l;
-			if (r < nsegs && SEG_TS(h[r]) < SEG_TS(h[m]))
-				m = r;
-			if (m == j)
-				break;
-			struct seg_s t = h[j];
-			h[j] = h[m];
-			h[m] = t;
-			j = m;
-		}
-	}
-	while (nsegs) {
-		size_t j = 0;
-
-		p->merged[out++] = p->batch[h[0].pos++];
-		if (h[0].pos == h[0].end)
-			h[0] = h[--nsegs];
-		for (;;) {
-			size_t l = 2 * j + 1, r = l + 1, m = j;
-
-			if (l < nsegs && SEG_TS(h[l]) < SEG_TS(h[m]))
-				m = l;
-			if (r < nsegs && SEG_TS(h[r]) < SEG_TS(h[m]))
-				m = r;
-			if (m == j)
-				break;
-			struct seg_s t = h[j];
-			h[j] = h[m];
-			h[m] = t;
-			j = m;
-		}
-	}
-#undef SEG_TS
-	(void)n;
-	/* The merged run becomes the batch. */
-	{
-		weft_event_t *t = p->batch;
-
-		p->batch = p->merged;
-		p->merged = t;
+		if (l < n && h[l]->ts < h[m]->ts)
+			m = l;
+		if (r < n && h[r]->ts < h[m]->ts)
+			m = r;
+		if (m == j)
+			return;
+		struct seg_s *t = h[j];
+		h[j] = h[m];
+		h[m] = t;
+		j = m;
 	}
 }
 
-/* Drains every ring into p->batch; frees the rings of threads gone. */
-static size_t drain(struct probe *p)
+/*
+ * Snapshots every ring: one run per ring from its head to the tail it has
+ * now (p->segs, p->heap).  Rings of threads gone are flagged (e->last) to
+ * be freed once their run is taken.  Returns the number of runs, or 0
+ * without memory for them (the events wait for the next pass).
+ */
+static size_t snapshot(struct probe *p)
 {
 	ring_entry_t **pp = &p->rings;
-	size_t n = 0;
-	unsigned segments = 0;
-	bool nomem = false;
+	size_t nsegs = 0;
 
-	p->busy = false;
+	p->fill = 0;
 again:
-	while (*pp) {
+	for (; *pp; pp = &(*pp)->next) {
 		ring_entry_t *e = *pp;
 		/* Acquire: pairs with ring_orphan(); all its pushes are in. */
 		bool orphan = load_acquire(&e->orphan);
-		size_t cap = weft__ring_capacity(&e->ring), got;
+		size_t cap = weft__ring_capacity(&e->ring);
+		/* Relaxed: only the collector writes head. */
+		uint64_t head = load_relaxed(&e->ring.head);
+		/*
+		 * Acquire: pairs with the producer's release store of tail;
+		 * every slot before it is written and ours to read.
+		 */
+		uint64_t tail = load_acquire(&e->ring.tail);
 		uint64_t drops;
 
-		if (p->batch_cap < n + cap) {
-			size_t ncap = (n + cap) * 2;
-			weft_event_t *nb = realloc(p->batch, ncap * sizeof(*nb));
-			weft_event_t *nm;
-
-			if (!nb) {
-				nomem = true;
-				break;
-			}
-			p->batch = nb;
-			nm = realloc(p->merged, ncap * sizeof(*nm));
-			if (!nm) {
-				nomem = true;
-				break;
-			}
-			p->merged = nm;
-			p->batch_cap = ncap;
-		}
-		if (segments == p->segs_cap) {
+		if (nsegs == p->segs_cap) {
 			size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
-			struct seg_s *ns = realloc(p->segs, ncap * sizeof(*ns));
+			struct seg_s *ns = malloc(ncap * sizeof(*ns));
+			struct seg_s **nh = malloc(ncap * sizeof(*nh));
 
-			if (!ns) {
-				nomem = true;
-				break;
+			if (!ns || !nh) {
+				free(ns);
+				free(nh);
+				return 0;
 			}
+			free(p->segs);
+			free(p->heap);
 			p->segs = ns;
+			p->heap = nh;
 			p->segs_cap = ncap;
+			/* A new array: start over (nothing taken yet). */
+			pp = &p->rings;
+			nsegs = 0;
+			p->fill = 0;
+			goto again;
 		}
-		got = weft__ring_consume(&e->ring, p->batch + n, cap);
-		if (got > cap / 4)
-			p->busy = true;
-		if (got) {
-			p->segs[segments].pos = n;
-			p->segs[segments].end = n + got;
-			segments++;
-		}
-		n += got;
+		if ((double)(tail - head) / (double)cap > p->fill)
+			p->fill = (double)(tail - head) / (double)cap;
+		if (tail != head)
+			p->segs[nsegs++] = (struct seg_s){ e, head, tail, 0 };
 		drops = weft__ring_drops(&e->ring);
 		p->drops_total += drops - e->drops_seen;
 		e->drops_seen = drops;
-		if (orphan) {
-			*pp = e->next;
-			weft__ring_fini(&e->ring);
-			free(e);
-			continue;
-		}
-		pp = &e->next;
+		e->last = orphan;
 	}
 	/*
 	 * Rings registered since the last pass, taken only now, after the
-	 * known rings were drained, and drained in turn: an event drained
+	 * known rings' tails were read, and read in turn: an event seen
 	 * above that followed (through a task handed over, a lock) one in a
 	 * new ring makes that ring's push happen before our exchange, so its
-	 * event is drained in this pass too.  Taken first, a ring pushed
-	 * meanwhile would miss this pass while what followed its first event
-	 * made it (a task's COMPLETE before its SPAWN).  Acquire: pairs with
-	 * the release push in weft__probe_ring_register; each entry and its
-	 * ring are whole.
+	 * event is in this pass too.  Taken first, a ring pushed meanwhile
+	 * would miss this pass while what followed its first event made it
+	 * (a task's COMPLETE before its SPAWN).  Acquire: pairs with the
+	 * release push in weft__probe_ring_register; each entry and its ring
+	 * are whole.  Appended at *pp, the end of the list, so that the
+	 * loop above goes on with them.
 	 */
-	if (!nomem) {
+	{
 		ring_entry_t *fresh = atomic_exchange_explicit(
 			&weft__probe_new_rings, NULL, memory_order_acquire);
 
@@ -768,10 +798,81 @@ again:
 			goto again;
 		}
 	}
-	weft__probe_clock_events_to_ns(p->batch, n);
-	if (segments > 1)
-		merge_runs(p, segments, n);
-	return n;
+	for (size_t i = 0; i < nsegs; i++) {
+		p->heap[i] = &p->segs[i];
+		seg_head(&p->segs[i]);
+	}
+	for (size_t i = nsegs / 2; i-- > 0;)
+		heap_down(p->heap, nsegs, i);
+	return nsegs;
+}
+
+/*
+ * Takes the next chunk of the pass's events, earliest first, into
+ * p->chunk: a k-way merge over the runs' heads (each ring is in time
+ * order), O(log k) an event, read straight from the rings.  Gives the
+ * slots taken back to their producers.  Returns how many (0: the pass's
+ * events are all taken).  @nheap: the runs left, updated.
+ */
+static size_t take_chunk(struct probe *p, size_t *nheap)
+{
+	struct seg_s **h = p->heap;
+	size_t n = *nheap, out = 0;
+
+	/*
+	 * The earliest run gives events up to the next run's head (runs of
+	 * a ring tend to come in stretches: a busy worker's while another
+	 * idles), then goes back into the heap.
+	 */
+	while (n && out < CHUNK_EVENTS) {
+		struct seg_s *s = h[0];
+		const weft_ring_t *r = &s->e->ring;
+		uint64_t bound = UINT64_MAX, k = s->end - s->pos;
+
+		if (n > 1)
+			bound = h[1]->ts;
+		if (n > 2 && h[2]->ts < bound)
+			bound = h[2]->ts;
+		if (k > CHUNK_EVENTS - out)
+			k = CHUNK_EVENTS - out;
+		do {
+			p->chunk[out++] = r->buf[s->pos++ & r->mask];
+		} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		if (s->pos == s->end)
+			h[0] = h[--n];
+		else
+			seg_head(s);
+		heap_down(h, n, 0);
+	}
+	*nheap = n;
+	/*
+	 * Release: our reads of the slots taken happen before the producer
+	 * sees them free (pairs with its acquire load of head on a full
+	 * ring).  Every run's, taken from this chunk or not: a store of the
+	 * same value is harmless, and the runs are few.
+	 */
+	for (size_t i = 0; i < p->nsegs_pass; i++)
+		store_release(&p->segs[i].e->ring.head, p->segs[i].pos);
+	weft__probe_clock_events_to_ns(p->chunk, out);
+	return out;
+}
+
+/* Frees the rings of threads gone, whose last events were just taken. */
+static void free_orphans(struct probe *p)
+{
+	ring_entry_t **pp = &p->rings;
+
+	while (*pp) {
+		ring_entry_t *e = *pp;
+
+		if (e->last) {
+			*pp = e->next;
+			weft__ring_fini(&e->ring);
+			free(e);
+			continue;
+		}
+		pp = &e->next;
+	}
 }
 
 /* -------------------------------------------------------------- workers */
@@ -1146,13 +1247,13 @@ static void pass_events(struct probe *p, size_t n)
 			weft__wire_events_init(&r->enc);
 	}
 	if (r) {
-		r->ev = p->batch;
+		r->ev = p->chunk;
 		r->n = n;
 		r->encoded = false;
 	}
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
 		if (s->opts.events && s->opts.on_events)
-			s->opts.on_events(s->opts.ctx, p->batch, n);
+			s->opts.on_events(s->opts.ctx, p->chunk, n);
 	if (r)
 		r->ev = NULL;
 }
@@ -1161,7 +1262,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
 	task_rec_t *last_spawn = NULL;
-	size_t n;
+	size_t n = 0, got, nheap;
 	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
 
@@ -1170,11 +1271,14 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		p->need_seed = false;
 		seed_tasks(p, now);
 	}
-	n = drain(p);
-	if (n)
-		pass_events(p, n);
-	for (size_t i = 0; i < n; i++)
-		process(p, &p->batch[i], &lp, &last_spawn);
+	nheap = p->nsegs_pass = snapshot(p);
+	while ((got = take_chunk(p, &nheap)) > 0) {
+		pass_events(p, got);
+		for (size_t i = 0; i < got; i++)
+			process(p, &p->chunk[i], &lp, &last_spawn);
+		n += got;
+	}
+	free_orphans(p);
 	p->events_total += n;
 
 	for (unsigned i = 0; i < p->stats.workers; i++) {
@@ -1226,22 +1330,40 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		p->stats.steals_per_s = (double)(steals1 - steals0) / dt;
 	}
 	p->last_pass_ns = now;
+	p->last_dt_ns = dt_ns;
 	retire(p, now);
 	publish(p, now);
 }
 
 uint64_t weft__collector_interval(struct probe *p)
 {
-	/* Drain sooner while rings fill fast. */
-	return p->busy ? p->config.interval_ns / 8 : p->config.interval_ns;
+	uint64_t i = p->config.interval_ns, min = i / 8, next;
+
+	/*
+	 * Drain sooner while rings fill fast: the next pass when the
+	 * fullest ring, at the rate it filled since the last pass, would be
+	 * an eighth full.  Well short of dropping, and an eighth of the
+	 * default 8 MiB is a megabyte a ring, which the collector reads
+	 * while the cache still holds it.
+	 */
+	if (p->fill <= 0.125 || !p->last_dt_ns)
+		return i;
+	next = (uint64_t)((double)p->last_dt_ns * 0.125 / p->fill);
+	return next < min ? min : next > i ? i : next;
 }
 
 int weft__collector_start(struct probe *p)
 {
 	p->table_size = 1024;
 	p->table = calloc(p->table_size, sizeof(*p->table));
-	if (!p->table)
+	p->chunk = malloc(CHUNK_EVENTS * sizeof(*p->chunk));
+	if (!p->table || !p->chunk) {
+		free(p->table);
+		free(p->chunk);
+		p->table = NULL;
+		p->chunk = NULL;
 		return -ENOMEM;
+	}
 	p->ntasks = 0;
 	p->last_found = NULL;
 	p->live = NULL;
@@ -1255,40 +1377,23 @@ int weft__collector_start(struct probe *p)
 
 void weft__collector_stop(struct probe *p)
 {
-	for (size_t i = 0; i < p->table_size; i++) {
-		task_rec_t *t = p->table[i];
-
-		while (t) {
-			task_rec_t *next = t->hnext;
-
-			free(t->hist);
-			free(t);
-			t = next;
-		}
-	}
 	free(p->table);
 	p->table = NULL;
 	p->table_size = 0;
 	p->ntasks = 0;
 	p->last_found = NULL;
-	while (p->rec_free) {
-		task_rec_t *t = p->rec_free;
-
-		p->rec_free = t->hnext;
-		free(t);
-	}
-	p->nrec_free = 0;
+	pool_fini(&p->rec_pool);
+	pool_fini(&p->hist_pool);
 	p->changed = NULL;
 	p->live = NULL;
 	p->done_head = p->done_tail = NULL;
 	p->ndone = 0;
-	free(p->batch);
-	p->batch = NULL;
-	free(p->merged);
-	p->merged = NULL;
-	p->batch_cap = 0;
+	free(p->chunk);
+	p->chunk = NULL;
 	free(p->segs);
 	p->segs = NULL;
+	free(p->heap);
+	p->heap = NULL;
 	p->segs_cap = 0;
 	free(p->pub_changed);
 	p->pub_changed = NULL;

@@ -18,6 +18,7 @@ typedef struct ring_entry_s {
 	weft_ring_t ring;
 	uint16_t worker;
 	_Atomic bool orphan; /* the thread is gone: drain, then free */
+	bool last;           /* orphaned before this pass's snapshot */
 	uint64_t drops_seen;
 	struct ring_entry_s *next;
 } ring_entry_t;
@@ -98,8 +99,12 @@ struct probe {
 	size_t table_size;
 	size_t ntasks;
 	task_rec_t *last_found; /* task_find's one-entry cache */
-	task_rec_t *rec_free;   /* freed records kept for reuse (hnext) */
-	size_t nrec_free;
+	struct pool {
+		void *free;   /* items given back, chained by first word */
+		void *blocks; /* every block, chained by first word */
+		char *next;   /* the current block's unused rest */
+		size_t left;  /* items there */
+	} rec_pool, hist_pool;
 	task_rec_t *changed;
 	task_rec_t *live; /* not finished (in_done unset), newest first */
 	task_rec_t *done_head;
@@ -116,14 +121,21 @@ struct probe {
 	weft_probe_warning_t warnings[WARN_KEEP];
 	uint64_t warn_seq;
 	uint64_t warn_seq_published;
-	weft_event_t *batch;
-	weft_event_t *merged;  /* the merge's output, batch_cap long */
-	size_t batch_cap;
+	/*
+	 * A pass's events: each ring's run (head to the tail seen at the
+	 * pass's start) merged by time a chunk at a time into @chunk, small
+	 * enough to stay in cache while it is folded in and handed on.
+	 */
+	weft_event_t *chunk; /* CHUNK_EVENTS long */
 	struct seg_s {
-		size_t pos;
-		size_t end;
-	} *segs;               /* one sorted run per ring, for the merge */
+		ring_entry_t *e;
+		uint64_t pos; /* next slot to take */
+		uint64_t end; /* the tail seen at the pass's start */
+		uint64_t ts;  /* the stamp at pos (while pos < end) */
+	} * segs;             /* one run per ring with events */
+	struct seg_s **heap;  /* the runs not yet taken, earliest head first */
 	size_t segs_cap;
+	size_t nsegs_pass; /* runs in this pass's snapshot */
 	const weft_probe_task_t **pub_changed; /* publish()'s, kept */
 	size_t pub_cap;
 	/* The pass's events as records, for every subscriber that takes
@@ -137,7 +149,8 @@ struct probe {
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;
 	bool oversub_warned;
-	bool busy;  /* the last pass found a ring filling up */
+	double fill;         /* the fullest ring at the last snapshot, 0..1 */
+	uint64_t last_dt_ns; /* from the pass before the last to the last */
 };
 
 extern struct probe weft__probe;
