@@ -189,6 +189,7 @@ typedef struct con_header_s {
 	double steal_rate; /* steals / polls */
 	double events_per_s;
 	uint64_t dropped;
+	double collector_cpu; /* the probe's collector, share of one CPU */
 	uint64_t warnings;
 	con_mode_t mode;
 } con_header_t;

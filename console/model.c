@@ -1007,6 +1007,7 @@ void con_model_header(const con_model_t *m, con_header_t *h)
 				0;
 	h->events_per_s = m->stats.events_per_s;
 	h->dropped = m->stats.events_dropped;
+	h->collector_cpu = m->stats.collector_cpu;
 	if (m->stats.warnings > h->warnings)
 		h->warnings = m->stats.warnings;
 }

@@ -106,13 +106,14 @@ static void draw_header(const con_session_t *s, con_grid_t *g)
 			" %-7s ", con_mode_name(mode));
 	con_grid_printf(g, 0, 1, CON_ROLE_NORMAL,
 			" workers %u  live tasks %llu  polls/s %s  steals/s %s"
-			" (rate %.1f%%)  events/s %s  dropped %llu",
+			" (rate %.1f%%)  events/s %s  dropped %llu"
+			"  probe cpu %.1f%%",
 			h.workers, (unsigned long long)h.live_tasks,
 			con_fmt_count(p, sizeof(p), h.polls_per_s),
 			con_fmt_count(st, sizeof(st), h.steals_per_s),
 			h.steal_rate * 100.0,
 			con_fmt_count(ev, sizeof(ev), h.events_per_s),
-			(unsigned long long)h.dropped);
+			(unsigned long long)h.dropped, h.collector_cpu * 100.0);
 	x = 0;
 	for (int i = 0; i < g->w; i++)
 		if (g->cells[g->w + i].ch != L' ')

@@ -49,6 +49,7 @@ struct sink {
 	uint64_t updates;
 	uint64_t steals;
 	double max_polls_per_s; /* over every update's workers */
+	weft_probe_stats_t stats; /* the latest update's (clock unset) */
 };
 
 static void sink_update(void *ctx, const weft_probe_update_t *u)
@@ -75,6 +76,8 @@ static void sink_update(void *ctx, const weft_probe_update_t *u)
 		s->task[j].poll_hist = NULL;
 		s->task[j].sched_hist = NULL;
 	}
+	s->stats = *u->stats;
+	s->stats.clock = NULL;
 	s->steals = 0;
 	for (size_t i = 0; i < u->nworkers; i++) {
 		s->steals += u->workers[i].counters.steals;
@@ -1341,6 +1344,98 @@ static void test_probe_collector_nice(void **state)
 	unsetenv("WEFT_COLLECTOR_NICE");
 }
 
+/*
+ * The collector thread's CPU time as the kernel counts it
+ * (/proc/self/task/TID/schedstat, ns on the CPU), or 0 if not found.
+ */
+static uint64_t collector_schedstat_ns(void)
+{
+	char path[300], buf[512];
+	uint64_t ns = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+
+	assert_non_null(d);
+	while (!ns && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f) ||
+		    strncmp(buf, "weft-collector", 14)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (f) {
+			unsigned long long v;
+
+			if (fscanf(f, "%llu", &v) == 1)
+				ns = v;
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return ns;
+}
+
+struct yield_for {
+	int weft_pc;
+	uint64_t until;
+};
+
+static weft_poll_t yield_for_poll(void *arg, weft_cx_t *cx)
+{
+	struct yield_for *y = arg;
+
+	WEFT_ASYNC_BEGIN(y);
+	while (weft_now_ns() < y->until)
+		WEFT_YIELD(y, cx);
+	WEFT_ASYNC_END(y);
+}
+
+/*
+ * The probe reports its own cost: the collector's CPU time, which the
+ * kernel's count for the thread bounds, and its share of a CPU once a
+ * window of a second has passed with events flowing.
+ */
+static void test_probe_reports_collector_cpu(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub;
+	weft_probe_stats_t st;
+	uint64_t kernel;
+	struct sink *s;
+
+	(void)state;
+	s = sink_new(true, &sub);
+	run_task(rt, "yield-for", yield_for_poll,
+		 &(struct yield_for){ 0, weft_now_ns() + 1200000000ull },
+		 sizeof(struct yield_for));
+	weft_probe_flush();
+	kernel = collector_schedstat_ns();
+	pthread_mutex_lock(&s->lock);
+	st = s->stats;
+	pthread_mutex_unlock(&s->lock);
+	assert_true(st.events > 10000);
+	assert_true(st.collector_cpu_ns > 0);
+	/* Read at the end of the last pass; the kernel's, a moment later. */
+	assert_true(kernel > 0);
+	assert_true(st.collector_cpu_ns <= kernel);
+	assert_true(st.collector_cpu > 0);
+	assert_true(st.collector_cpu <= 1.05);
+	sink_free(s, sub);
+	rt_done(rt);
+}
+
 static void test_probe_first_event_needs_no_lock(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1398,6 +1493,8 @@ int main(void)
 	 * sanitizers' slow-down; the bad twin waits 400 ms.
 	 */
 	setenv("WEFT_SCHED_DELAY", "200", 1);
+	/* One test a line. */
+	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_probe_ring_wraparound_and_overflow, teardown),
 		cmocka_unit_test_teardown(test_probe_ring_concurrent_exact, teardown),
@@ -1419,8 +1516,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_retains_at_most_retain_max, teardown),
 		cmocka_unit_test_teardown(test_probe_self_waker_never_idle, teardown),
 		cmocka_unit_test_teardown(test_probe_collector_nice, teardown),
+		cmocka_unit_test_teardown(test_probe_reports_collector_cpu, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 	};
+	/* clang-format on */
+
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -844,6 +844,8 @@ static void rnd_stats(weft_probe_stats_t *s)
 	s->polls_per_s = rnd_double();
 	s->steals_per_s = rnd_double();
 	s->clock = rnd_str();
+	s->collector_cpu_ns = rnd_u64();
+	s->collector_cpu = rnd_double();
 }
 
 static char *ref_str(const char *s)
@@ -990,6 +992,8 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 		st.polls_per_s = s->polls_per_s;
 		st.steals_per_s = s->steals_per_s;
 		st.clock = ref_str(s->clock);
+		st.collector_cpu_ns = s->collector_cpu_ns;
+		st.collector_cpu = s->collector_cpu;
 		m.stats = &st;
 	}
 	for (size_t i = 0; i < u->ntasks; i++) {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector_internal.h"
@@ -1258,6 +1259,40 @@ static void pass_events(struct probe *p, size_t n)
 		r->ev = NULL;
 }
 
+/* The CPU time this thread has used: the collector's, on its thread. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The probe's own cost, for the stats: the collector thread's CPU time
+ * (everything it did: passes, subscribers' callbacks, the wake-ups in
+ * between), and its share of one CPU over windows of about a second.
+ */
+static void account_cpu(struct probe *p, uint64_t now)
+{
+	uint64_t cpu = thread_cpu_ns();
+
+	if (!p->cpu_base_set) {
+		p->cpu_base_set = true;
+		p->cpu_base = cpu;
+		p->cpu_win_at = now;
+		p->cpu_win_cpu = cpu;
+	}
+	p->stats.collector_cpu_ns = cpu - p->cpu_base;
+	if (now >= p->cpu_win_at + 1000000000u) {
+		p->stats.collector_cpu = (double)(cpu - p->cpu_win_cpu) /
+					 (double)(now - p->cpu_win_at);
+		p->cpu_win_at = now;
+		p->cpu_win_cpu = cpu;
+	}
+}
+
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
@@ -1331,6 +1366,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	p->last_pass_ns = now;
 	p->last_dt_ns = dt_ns;
+	account_cpu(p, now);
 	retire(p, now);
 	publish(p, now);
 }
@@ -1372,6 +1408,9 @@ int weft__collector_start(struct probe *p)
 	p->last_pass_ns = 0;
 	p->window_fill = 0;
 	p->window_pos = 0;
+	p->cpu_base_set = false;
+	p->stats.collector_cpu = 0;
+	p->stats.collector_cpu_ns = 0;
 	return 0;
 }
 

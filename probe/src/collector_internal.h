@@ -151,6 +151,12 @@ struct probe {
 	bool oversub_warned;
 	double fill;         /* the fullest ring at the last snapshot, 0..1 */
 	uint64_t last_dt_ns; /* from the pass before the last to the last */
+	/* account_cpu(): the thread's CPU time at the collector's start and
+	 * at the start of the current window (at cpu_win_at). */
+	bool cpu_base_set;
+	uint64_t cpu_base;
+	uint64_t cpu_win_at;
+	uint64_t cpu_win_cpu;
 };
 
 extern struct probe weft__probe;

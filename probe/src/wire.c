@@ -1129,7 +1129,9 @@ static size_t stats_len(const weft_probe_stats_t *s)
 	       double_len(10, s->events_per_s) +
 	       double_len(11, s->polls_per_s) +
 	       double_len(12, s->steals_per_s) +
-	       str_len(13, cstr_len(s->clock));
+	       str_len(13, cstr_len(s->clock)) +
+	       uint_len(14, s->collector_cpu_ns) +
+	       double_len(15, s->collector_cpu);
 }
 
 static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
@@ -1147,7 +1149,9 @@ static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
 	p = put_double(p, 10, s->events_per_s);
 	p = put_double(p, 11, s->polls_per_s);
 	p = put_double(p, 12, s->steals_per_s);
-	return put_str(p, 13, s->clock, cstr_len(s->clock));
+	p = put_str(p, 13, s->clock, cstr_len(s->clock));
+	p = put_uint(p, 14, s->collector_cpu_ns);
+	return put_double(p, 15, s->collector_cpu);
 }
 
 /* The per-thread scratch: one task_size per task of the update. */

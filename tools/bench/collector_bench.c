@@ -11,7 +11,7 @@
  * timed alone.  The rings' slots come from the producers' cores, as they
  * do in a service.
  *
- *   weft-bench-collector [--rounds N] [--fill N]
+ *   weft-bench-collector [--rounds N] [--fill N] [--stream S]
  *
  * Prints one line: collector_ns_per_event=<median over passes> and the
  * p10 and p90.  Fails (exit 1) unless every event pushed was handed to a
@@ -67,12 +67,36 @@ static void push(struct producer *pr, uint8_t kind, uint64_t task, uint64_t a1,
 	pr->ts += 40;
 }
 
+static bool chained; /* --stream chained_spawn */
+
+/* chained_spawn's stream: each task spawned, polled once, completed. */
+static void produce_chained(struct producer *pr)
+{
+	size_t n = 0;
+
+	while (n < pr->fill) {
+		uint64_t id = pr->next_id;
+
+		pr->next_id += RINGS;
+		push(pr, WEFT_EV_SPAWN, id, id > RINGS ? id - RINGS : 0, 0);
+		push(pr, WEFT_EV_SPAWN_INFO, id, (uintptr_t) "link", 64);
+		push(pr, WEFT_EV_SPAWN_LOC, id, (uintptr_t)__FILE__, __LINE__);
+		push(pr, WEFT_EV_POLL, id, 80, WEFT_POLL_READY);
+		push(pr, WEFT_EV_COMPLETE, id, 0, 0);
+		n += 5;
+	}
+}
+
 /* yield_many's stream on one worker: spawns, polls in turn, completions. */
 static void *produce(void *arg)
 {
 	struct producer *pr = arg;
 	size_t n = 0;
 
+	if (chained) {
+		produce_chained(pr);
+		return NULL;
+	}
 	while (n < pr->fill) {
 		unsigned k = pr->cursor;
 
@@ -129,7 +153,8 @@ static int cmp_double(const void *a, const void *b)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: weft-bench-collector [--rounds N] [--fill N]\n"
+	fprintf(f, "usage: weft-bench-collector [--rounds N] [--fill N] "
+		   "[--stream S]\n"
 		   "\n"
 		   "Times the probe's collector folding in yield_many's event\n"
 		   "stream (two rings filled by two threads, then one pass on\n"
@@ -138,7 +163,9 @@ static void usage(FILE *f)
 		   "p10=<x> p90=<x>\n"
 		   "\n"
 		   "  --rounds N  passes timed (default 200)\n"
-		   "  --fill N    events a ring per pass (default 32768)\n");
+		   "  --fill N    events a ring per pass (default 32768)\n"
+		   "  --stream S  yield_many (default) or chained_spawn (each\n"
+		   "              task spawned, polled once, completed)\n");
 }
 
 int main(int argc, char **argv)
@@ -156,6 +183,17 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			rounds = (unsigned)strtoul(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--stream") && i + 1 < argc) {
+			i++;
+			if (!strcmp(argv[i], "chained_spawn")) {
+				chained = true;
+			} else if (strcmp(argv[i], "yield_many")) {
+				fprintf(stderr,
+					"weft-bench-collector: --stream "
+					"takes yield_many or "
+					"chained_spawn\n");
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--fill") && i + 1 < argc) {
 			fill = strtoul(argv[++i], NULL, 10);
 		} else {
@@ -244,10 +282,10 @@ int main(int argc, char **argv)
 		}
 	}
 	qsort(per, rounds, sizeof(*per), cmp_double);
-	printf("shape=collector_pass collector_ns_per_event=%.1f p10=%.1f "
-	       "p90=%.1f passes=%u fill=%zu rings=%d tasks=%d\n",
-	       per[rounds / 2], per[rounds / 10], per[rounds * 9 / 10], rounds,
-	       fill, RINGS, TASKS);
+	printf("shape=collector_pass stream=%s collector_ns_per_event=%.1f "
+	       "p10=%.1f p90=%.1f passes=%u fill=%zu rings=%d\n",
+	       chained ? "chained_spawn" : "yield_many", per[rounds / 2],
+	       per[rounds / 10], per[rounds * 9 / 10], rounds, fill, RINGS);
 	pthread_mutex_unlock(&p->lock);
 	free(per);
 	return 0;

@@ -27,6 +27,7 @@
 
 static atomic_uint_fast64_t drained;
 static atomic_uint_fast64_t dropped; /* the probe's total, last pass */
+static atomic_uint_fast64_t collector_ns; /* its CPU time, last pass */
 
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
@@ -41,6 +42,8 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 	(void)ctx;
 	/* Relaxed: a statistic read after the run. */
 	atomic_store_explicit(&dropped, u->stats->events_dropped,
+			      memory_order_relaxed);
+	atomic_store_explicit(&collector_ns, u->stats->collector_cpu_ns,
 			      memory_order_relaxed);
 }
 
@@ -74,13 +77,20 @@ void bench_probe_start(struct bench *b, bool events)
 
 void bench_probe_stop(struct bench *b)
 {
+	uint64_t n, cpu;
+
 	if (!b->probe_sub)
 		return;
 	weft_probe_flush();
+	n = atomic_load(&drained);
+	cpu = atomic_load(&collector_ns);
+
 	fprintf(stderr,
-		"weft-bench: probe drained %llu events, dropped %llu\n",
-		(unsigned long long)atomic_load(&drained),
-		(unsigned long long)atomic_load(&dropped));
+		"weft-bench: probe drained %llu events, dropped %llu; "
+		"collector %.1f ms cpu, %.1f ns an event\n",
+		(unsigned long long)n,
+		(unsigned long long)atomic_load(&dropped), (double)cpu / 1e6,
+		n ? (double)cpu / (double)n : 0.0);
 	weft_probe_unsubscribe(b->probe_sub);
 	b->probe_sub = NULL;
 }

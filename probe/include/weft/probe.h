@@ -153,6 +153,14 @@ typedef struct weft_probe_stats_s {
 	double polls_per_s;
 	double steals_per_s;
 	const char *clock;      /* how events are stamped */
+	/*
+	 * What the probe itself costs: the CPU time the collector's passes
+	 * took (draining, folding in, and the subscribers' callbacks: the
+	 * server's encoding, the recorder's writes), since start and as a
+	 * share of one CPU over about the last second.
+	 */
+	uint64_t collector_cpu_ns;
+	double collector_cpu;
 } weft_probe_stats_t;
 
 /* One collector pass, as handed to subscribers. */
