@@ -687,7 +687,7 @@ static void process(struct probe *p, const weft_event_t *ev,
  * then converting, merging and folding them in one sweep each, went
  * through memory four times an event.)
  */
-#define CHUNK_EVENTS 1024
+#define CHUNK_EVENTS 4096
 
 /* A run's head stamp, cached: the heap compares it O(log k) a run. */
 static inline void seg_head(struct seg_s *s)
@@ -750,6 +750,9 @@ again:
 			if (!ns || !nh) {
 				free(ns);
 				free(nh);
+				/* No pass: no ring is drained, none freed. */
+				for (ring_entry_t *r = p->rings; r; r = r->next)
+					r->last = false;
 				return 0;
 			}
 			free(p->segs);
@@ -1197,7 +1200,7 @@ static void seed_tasks(struct probe *p, uint64_t now)
 
 /* ------------------------------------------------------- event records */
 
-/* The pass's events, encoded once (weft__collector_event_records()). */
+/* A chunk's events, encoded once (weft__collector_event_records()). */
 struct pass_records {
 	const weft_event_t *ev; /* the batch handed to on_events, and its */
 	size_t n;               /* length; NULL outside the callbacks */
@@ -1208,14 +1211,14 @@ struct pass_records {
 };
 
 /*
- * weft__collector_event_records() - the pass's events as EventBatch
+ * weft__collector_event_records() - the chunk of events as EventBatch
  * records (weft__wire_events_append()), encoded by the first subscriber
  * that asks and copied by the others: a recorder and a console that both
  * take every event wrote the same bytes twice.  Called from on_events
  * (probe.lock held) with what it was handed.
  *
  * Return: 0 with *@rec, *@len set (valid until the callback returns);
- * -EINVAL when @ev is not the pass's whole batch (a filtered copy: the
+ * -EINVAL when @ev is not the chunk handed on whole (a filtered copy: the
  * caller encodes it); -ENOMEM or -EMSGSIZE, *@rec and *@len then holding
  * the whole records encoded before the error.
  */
@@ -1373,7 +1376,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 
 uint64_t weft__collector_interval(struct probe *p)
 {
-	uint64_t i = p->config.interval_ns, min = i / 8, next;
+	uint64_t i = p->config.interval_ns, min = i / 20, next;
 
 	/*
 	 * Drain sooner while rings fill fast: the next pass when the

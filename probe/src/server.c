@@ -196,6 +196,14 @@ static void push(struct sub_ctx *x, struct item *it)
 		else
 			s->drop_events += it->nevents;
 	} else {
+		/*
+		 * The loop is woken for the first item only: deliver() takes
+		 * the whole queue under qlock, so an item queued behind
+		 * others goes with them, on the wake the first one made (a
+		 * pass hands over its events a chunk at a time: a wake a
+		 * chunk was an event_active() and its locks each).
+		 */
+		wake = !s->qhead;
 		if (s->qtail)
 			s->qtail->next = it;
 		else
@@ -203,7 +211,6 @@ static void push(struct sub_ctx *x, struct item *it)
 		s->qtail = it;
 		s->qbytes += it->buf.len;
 		it = NULL;
-		wake = true;
 	}
 	pthread_mutex_unlock(&s->qlock);
 	if (it)

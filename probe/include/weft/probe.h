@@ -180,7 +180,10 @@ typedef struct weft_probe_sub_s weft_probe_sub_t;
 typedef struct weft_probe_sub_opts_s {
 	/* Turn event emission on while subscribed. */
 	bool events;
-	/* Raw events as drained (timestamps already in ns), per ring. */
+	/*
+	 * Raw events as drained (timestamps already in ns): each pass's in
+	 * time order, in several calls of up to a few thousand.
+	 */
 	void (*on_events)(void *ctx, const weft_event_t *ev, size_t n);
 	/* After each pass. */
 	void (*on_update)(void *ctx, const weft_probe_update_t *u);
