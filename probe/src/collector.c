@@ -445,6 +445,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		}
 	}
 	t->pub.polls++;
+	t->last_poll_start = start;
 	t->pub.busy_ns += dur;
 	t->pub.last_worker = ev->worker;
 	if (dur > t->pub.max_poll_ns)
@@ -498,6 +499,18 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.self_wakes++;
 	if (ev->a2 & WEFT_WAKE_BY_VAL)
 		t->outstanding--;
+	if (t->pub.polls && ev->ts < t->last_poll_start) {
+		/*
+		 * A wake from before the last poll we folded in, come late
+		 * (its ring taken in a later pass than the poller's): that
+		 * poll ran on it.  Counted, but it queues nothing now; taken
+		 * as news, an idle task would show as waiting for a worker
+		 * since the wake, and its next poll as that long delayed.
+		 */
+		check_self_wakes(p, t, ev);
+		task_changed(p, t);
+		return;
+	}
 	if (t->pub.state == WEFT_TASK_IDLE) {
 		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
 							  : 0;
@@ -576,8 +589,17 @@ static void process(struct probe *p, const weft_event_t *ev,
 		t->pub.parent = ev->a1;
 		t->pub.kind = (uint8_t)ev->a2;
 		t->pub.spawned_ns = ev->ts;
-		t->pub.state = WEFT_TASK_SCHEDULED;
-		t->woken_at = ev->ts;
+		/*
+		 * Queued from its spawn, unless its polls came first: a pass
+		 * takes each ring up to the tail it saw, and a ring read
+		 * early can leave the spawn to the next pass while the ring
+		 * of the worker that stole and ran the task, read a moment
+		 * later, had its polls (and its end).
+		 */
+		if (!t->pub.polls && !t->in_done) {
+			t->pub.state = WEFT_TASK_SCHEDULED;
+			t->woken_at = ev->ts;
+		}
 		*last_spawn = t;
 		task_changed(p, t);
 		break;

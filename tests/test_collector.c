@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector folding in event streams built by hand: two rings, events
+ * pushed in a chosen order, passes run on this thread (no collector
+ * thread, no runtime).  For what a live run makes rarely: a ring taken in
+ * one pass holding what happened after events that another ring hands
+ * over only in the next pass.
+ */
+#include <stdlib.h>
+
+#include "test_helpers.h"
+
+#include "collector_internal.h"
+
+#define TICK 1000 /* stamps apart, in clock units */
+
+static struct probe *p = &weft__probe;
+static ring_entry_t *ring_a, *ring_b;
+static uint64_t base, now_ns = 1;
+
+static ring_entry_t *ring_add(uint16_t worker)
+{
+	ring_entry_t *e = calloc(1, sizeof(*e));
+
+	assert_non_null(e);
+	assert_int_equal(weft__ring_init(&e->ring, 1024, false), 0);
+	e->worker = worker;
+	e->next = p->rings;
+	p->rings = e;
+	return e;
+}
+
+static int setup(void **state)
+{
+	weft_probe_config_t cfg;
+
+	(void)state;
+	weft_probe_config(&cfg);
+	pthread_mutex_lock(&p->lock);
+	assert_int_equal(weft__collector_start(p), 0);
+	ring_a = ring_add(0);
+	ring_b = ring_add(1);
+	pthread_mutex_unlock(&p->lock);
+	base = weft__probe_clock();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	/* Orphaned, the rings go with the next pass. */
+	for (ring_entry_t *e = p->rings; e; e = e->next)
+		atomic_store(&e->orphan, true);
+	weft__collector_pass(p, now_ns += 1000000);
+	assert_null(p->rings);
+	weft__collector_stop(p);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+/* Event @kind at tick @at on @e's ring (a1, a2 as the kind says). */
+static void ev(ring_entry_t *e, unsigned at, uint8_t kind, uint64_t task,
+	       uint64_t a1, uint32_t a2)
+{
+	weft_event_t x = { .ts = base + (uint64_t)at * TICK,
+			   .task = task,
+			   .a1 = a1,
+			   .a2 = a2,
+			   .worker = e->worker,
+			   .kind = kind };
+
+	assert_true(weft__ring_push_spsc(&e->ring, &x));
+}
+
+/* A poll of @task from tick @from to tick @to, with @flags. */
+static void poll(ring_entry_t *e, unsigned from, unsigned to, uint64_t task,
+		 uint32_t flags)
+{
+	ev(e, to, WEFT_EV_POLL, task, (uint64_t)(to - from) * TICK, flags);
+}
+
+static void pass(void)
+{
+	pthread_mutex_lock(&p->lock);
+	weft__collector_pass(p, now_ns += 1000000);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static weft_probe_task_t task(uint64_t id)
+{
+	const weft_probe_task_t *t;
+	weft_probe_task_t out;
+
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, id);
+	assert_non_null(t);
+	out = *t;
+	pthread_mutex_unlock(&p->lock);
+	return out;
+}
+
+/* In order, a wake after a pending poll queues the task. */
+static void test_wake_after_poll_queues(void **state)
+{
+	(void)state;
+	ev(ring_b, 1, WEFT_EV_SPAWN, 10, 0, 0);
+	poll(ring_b, 2, 3, 10, 0);
+	pass();
+	assert_int_equal(task(10).state, WEFT_TASK_IDLE);
+	ev(ring_a, 5, WEFT_EV_WAKE, 10, 0, 0);
+	pass();
+	assert_int_equal(task(10).state, WEFT_TASK_SCHEDULED);
+	assert_int_equal(task(10).wakes, 1);
+}
+
+/*
+ * A wake from before the task's last poll, handed over a pass late: the
+ * poll ran on it, and the task stays idle (it queued nothing, and the
+ * next poll's scheduling delay must not count from it).
+ */
+static void test_late_wake_before_poll_queues_nothing(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	ev(ring_b, 1, WEFT_EV_SPAWN, 11, 0, 0);
+	poll(ring_b, 2, 3, 11, 0);
+	poll(ring_b, 6, 7, 11, 0); /* woken at 4 (below), polled at 6 */
+	pass();
+	ev(ring_a, 4, WEFT_EV_WAKE, 11, 0, 0);
+	pass();
+	t = task(11);
+	assert_int_equal(t.state, WEFT_TASK_IDLE);
+	assert_int_equal(t.wakes, 1);
+	assert_int_equal(t.polls, 2);
+	/* The next wake, in order, counts from itself. */
+	ev(ring_a, 20, WEFT_EV_WAKE, 11, 0, 0);
+	poll(ring_b, 21, 22, 11, 0);
+	pass();
+	t = task(11);
+	assert_int_equal(t.state, WEFT_TASK_IDLE);
+	assert_int_equal(t.wakes, 2);
+	assert_true(t.scheduled_ns <= 2 * TICK * 2);
+}
+
+/* A wake during the last poll, late: the task goes back in a queue. */
+static void test_late_wake_in_poll_queues(void **state)
+{
+	(void)state;
+	ev(ring_b, 1, WEFT_EV_SPAWN, 12, 0, 0);
+	poll(ring_b, 2, 6, 12, 0);
+	pass();
+	assert_int_equal(task(12).state, WEFT_TASK_IDLE);
+	ev(ring_a, 4, WEFT_EV_WAKE, 12, 0, 0);
+	pass();
+	assert_int_equal(task(12).state, WEFT_TASK_SCHEDULED);
+}
+
+/* A spawn handed over after the task's polls and end: it stays done. */
+static void test_late_spawn_keeps_task_done(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	poll(ring_b, 2, 3, 13, WEFT_POLL_READY);
+	ev(ring_b, 3, WEFT_EV_COMPLETE, 13, 0, 0);
+	pass();
+	assert_int_equal(task(13).state, WEFT_TASK_DONE);
+	ev(ring_a, 1, WEFT_EV_SPAWN, 13, 7, 0);
+	pass();
+	t = task(13);
+	assert_int_equal(t.state, WEFT_TASK_DONE);
+	assert_int_equal(t.parent, 7);
+	assert_int_equal(t.polls, 1);
+}
+
+/* A spawn handed over after a pending poll: the task stays idle. */
+static void test_late_spawn_keeps_task_idle(void **state)
+{
+	(void)state;
+	poll(ring_b, 2, 3, 14, 0);
+	pass();
+	ev(ring_a, 1, WEFT_EV_SPAWN, 14, 0, 0);
+	pass();
+	assert_int_equal(task(14).state, WEFT_TASK_IDLE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_late_wake_before_poll_queues_nothing, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_late_wake_in_poll_queues,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_spawn_keeps_task_done,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_spawn_keeps_task_idle,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
