@@ -77,6 +77,7 @@ static char *tmp_path(const char *name)
 struct summary {
 	uint64_t frames, headers, updates, batches, events, polls;
 	bool named; /* an update named a task "yielder" with its file */
+	bool sleeper; /* an update named a task "sleeper" */
 	bool truncated;
 	int error;
 };
@@ -103,6 +104,8 @@ static struct summary read_trace(weft_trace_reader_t *r)
 				if (!strcmp(t->name, "yielder") &&
 				    strstr(t->file, "test_trace_file.c"))
 					s.named = true;
+				if (!strcmp(t->name, "sleeper"))
+					s.sleeper = true;
 			}
 			break;
 		case WEFT__V1__FRAME__BODY_EVENTS: {
@@ -244,20 +247,53 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 	free(path);
 }
 
+static weft_poll_t sleeper_poll(void *arg, weft_cx_t *cx)
+{
+	return weft_sleep_poll(arg, cx);
+}
+
+static void sleeper_drop(void *arg)
+{
+	weft_sleep_fini(arg);
+}
+
+/*
+ * Segments rotate at 16 KiB; each reads alone: one header, its segment
+ * number, and the name of a task that sleeps unchanged through all of
+ * them, in the full update that follows each rotation.  (A segment whose
+ * events fill it before the next pass's update has no update at all.)
+ */
 static void test_trace_file_rotates(void **state)
 {
 	char *path = tmp_path("rot.weft");
 	char seg[300];
-	weft_trace_opts_t o = { .max_file_bytes = 16 << 10, .flush_ms = 1 };
+	weft_trace_opts_t o = { .max_file_bytes = 16 << 10,
+				.flush_ms = 1,
+				.update_ms = 1 };
+	weft_config_t cfg = { .workers = 1 };
 	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	weft_sleep_t sl;
 	struct summary s;
 	struct stat st;
-	unsigned n = 0;
+	unsigned n = 0, with_updates = 0;
 
 	(void)state;
 	assert_int_equal(weft_trace_start(path, &o), 0);
-	workload(200, 30);
+	/* Polled once while recording, then idle for the rest of it. */
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	weft_sleep_init(&sl, 3600ull * 1000000000u);
+	assert_int_equal(weft_spawn_with(rt,
+					 &(weft_spawn_t){ .poll = sleeper_poll,
+							  .drop = sleeper_drop,
+							  .state = &sl,
+							  .size = sizeof(sl),
+							  .name = "sleeper" },
+					 NULL),
+			 0);
+	workload(200, 300);
 	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
 	for (unsigned i = 0;; i++) {
 		if (i)
 			snprintf(seg, sizeof(seg), "%s.%u", path, i);
@@ -270,12 +306,24 @@ static void test_trace_file_rotates(void **state)
 		assert_int_equal(s.error, 0);
 		assert_int_equal(s.headers, 1);
 		assert_int_equal(r.header->segment, i);
+		/* The first segment has it only if its first update made
+		 * it in before the rotation. */
+		if (i && s.updates) {
+			if (!s.sleeper)
+				print_message("segment %u: %llu updates, no "
+					      "sleeper\n",
+					      i, (unsigned long long)s.updates);
+			assert_true(s.sleeper);
+			with_updates++;
+		}
 		weft__trace_reader_close(&r);
 		unlink(seg);
 		n++;
 	}
-	print_message("%u files\n", n);
+	print_message("%u files, %u after the first with updates\n", n,
+		      with_updates);
 	assert_true(n >= 2);
+	assert_true(with_updates >= 2);
 	free(path);
 }
 

@@ -70,6 +70,7 @@ static struct recorder {
 	weft_delta_t delta; /* the Update records: interval, thinning */
 	bool header_done;
 	bool hello_ready;
+	bool want_full; /* a new segment: ask the collector for every task */
 	weft_wire_hello_t hello;
 	weft_wire_events_t enc;
 	int error;                 /* the first write error */
@@ -174,8 +175,13 @@ static int rotate(void)
 	if (rec.fd < 0)
 		return -errno;
 	rec.file_bytes = 0;
-	/* Names and files again in the records still to come. */
+	/*
+	 * Names and files again in the records still to come, and every
+	 * task in the next update (rec_want_full()): a segment read alone
+	 * names the tasks that wait all along as well as those that change.
+	 */
 	weft__delta_forget(&rec.delta);
+	rec.want_full = true;
 	err = weft__wire_header_append(&hdr, &rec.hello.msg, rec.segment);
 	if (!err)
 		err = write_all(rec.fd, hdr.data, hdr.len);
@@ -322,6 +328,20 @@ static void copy_records(const uint8_t *r, size_t len)
 	}
 }
 
+/*
+ * After a rotation: the recorder's next update is a full one.  In the
+ * callbacks only (probe.lock and rec.lock held), which is where the
+ * subscription's flag may be written; the update comes with the next
+ * pass at the latest.
+ */
+static void rec_want_full(void)
+{
+	if (rec.want_full && rec.sub) {
+		rec.sub->need_full = true;
+		rec.want_full = false;
+	}
+}
+
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
 	const weft_event_t *g;
@@ -353,6 +373,7 @@ out_trim:
 		flight_trim();
 	else
 		maybe_flush();
+	rec_want_full();
 out_unlock:
 	pthread_mutex_unlock(&rec.lock);
 }
@@ -386,6 +407,7 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		flight_trim();
 	else
 		maybe_flush();
+	rec_want_full();
 out_unlock:
 	pthread_mutex_unlock(&rec.lock);
 }
@@ -412,6 +434,7 @@ static void release(void)
 		weft__wire_hello_fini(&rec.hello);
 	rec.hello_ready = false;
 	rec.header_done = false;
+	rec.want_full = false;
 	free(rec.path);
 	rec.path = NULL;
 	rec.sub = NULL;
