@@ -60,8 +60,10 @@ int con_parse_duration(const char *s, uint64_t *ns);
  * watched task's (the one the detail shows). */
 #define CON_RECENT_EVENTS 65536
 #define CON_WATCH_EVENTS 256
-/* Finished tasks stay listed this long by default. */
+/* Finished tasks stay listed this long by default, and at most this many
+ * (the probe's own default bound, weft_probe_config_t.retain_max). */
 #define CON_RETAIN_NS (6ull * 1000 * 1000 * 1000)
+#define CON_RETAIN_MAX 100000
 
 typedef struct con_task_s {
 	uint64_t id;
@@ -221,6 +223,8 @@ typedef struct con_model_s {
 	con_tl_top_t *tl_top;  /* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS */
 	uint64_t hist_next;    /* worker history samples taken */
 	uint64_t retain_ns;
+	size_t retain_max; /* finished tasks kept at most (the oldest go) */
+	size_t nfinished;  /* finished tasks kept */
 	/* The watched task (con_model_watch): its events, oldest first in a
 	 * ring of CON_WATCH_EVENTS, nwatch put in it. */
 	uint64_t watch_task;

@@ -51,6 +51,7 @@ void con_model_init(con_model_t *m, const char *target)
 	m->hash_cap = 1024;
 	m->hash = con_xcalloc(m->hash_cap, sizeof(*m->hash));
 	m->retain_ns = CON_RETAIN_NS;
+	m->retain_max = CON_RETAIN_MAX;
 	m->sort_col = CON_COL_ID;
 	m->list_stale = true;
 	m->list_rebuild = true;
@@ -347,10 +348,12 @@ static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
 static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
 	con_task_t *t;
+	bool was_finished;
 
 	if (!x || !x->id)
 		return;
 	t = task_get(m, x->id);
+	was_finished = t->finished_ns != 0;
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
 	if (x->name && x->name[0])
@@ -386,6 +389,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	if (t->finished_ns &&
 	    (!m->oldest_finished_ns || t->finished_ns < m->oldest_finished_ns))
 		m->oldest_finished_ns = t->finished_ns;
+	m->nfinished += (t->finished_ns != 0) - was_finished;
 	mark_dirty(m, t);
 }
 
@@ -731,32 +735,72 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
 
 /* --------------------------------------------------------- retention */
 
+static int cmp_finished(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The finish time at and before which the oldest @excess finished tasks
+ * lie (a sort of their finish times: the scan is due only once an eighth
+ * of retain_max is over, so it comes every retain_max / 8 finishes).
+ */
+static uint64_t finished_cut(const con_model_t *m, size_t excess)
+{
+	uint64_t *at = malloc(m->nfinished * sizeof(*at)), cut;
+	size_t n = 0;
+
+	if (!at)
+		return 0;
+	for (size_t i = 0; i < m->ntasks && n < m->nfinished; i++)
+		if (m->tasks[i]->finished_ns)
+			at[n++] = m->tasks[i]->finished_ns;
+	if (excess > n)
+		excess = n;
+	qsort(at, n, sizeof(*at), cmp_finished);
+	cut = excess ? at[excess - 1] : 0;
+	free(at);
+	return cut;
+}
+
 void con_model_retain(con_model_t *m)
 {
-	uint64_t oldest = 0;
-	size_t kept = 0, doomed = 0;
+	uint64_t oldest = 0, cut = 0;
+	size_t kept = 0, doomed = 0, excess = 0;
+	bool by_age;
 
 	/* Nothing finished, or nothing finished long enough ago: no scan
 	 * (a big process has 100,000 tasks and an update every 20 ms).
 	 * Due means an eighth of retain_ns late, so that steady churn
-	 * brings a scan every retain_ns / 8, not one per update. */
-	if (!m->oldest_finished_ns || m->now_ns <= m->oldest_finished_ns ||
-	    m->now_ns - m->oldest_finished_ns <=
-		    m->retain_ns + m->retain_ns / 8)
+	 * brings a scan every retain_ns / 8, not one per update.  Likewise
+	 * for the count: an eighth of retain_max over (a process finishing
+	 * 200,000 tasks a second would keep 1.2 million for six seconds). */
+	by_age = m->oldest_finished_ns && m->now_ns > m->oldest_finished_ns &&
+		 m->now_ns - m->oldest_finished_ns >
+			 m->retain_ns + m->retain_ns / 8;
+	if (m->retain_max && m->nfinished > m->retain_max + m->retain_max / 8) {
+		excess = m->nfinished - m->retain_max;
+		cut = finished_cut(m, excess);
+	}
+	if (!by_age && !cut)
 		return;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		con_task_t *t = m->tasks[i];
 
 		if (!t->finished_ns)
 			continue;
-		if (m->now_ns > t->finished_ns &&
-		    m->now_ns - t->finished_ns > m->retain_ns) {
+		if ((m->now_ns > t->finished_ns &&
+		     m->now_ns - t->finished_ns > m->retain_ns) ||
+		    (doomed < excess && t->finished_ns <= cut)) {
 			t->doomed = true;
 			doomed++;
 		} else if (!oldest || t->finished_ns < oldest) {
 			oldest = t->finished_ns;
 		}
 	}
+	m->nfinished -= doomed;
 	m->oldest_finished_ns = oldest;
 	if (!doomed)
 		return;
@@ -1072,9 +1116,17 @@ bool con_model_is_consistent(const con_model_t *m)
 		}
 	if (inhash != m->ntasks || 2 * m->ntasks + 2 > m->hash_cap * 2)
 		return false;
-	for (size_t i = 0; i < m->ntasks; i++)
-		if (con_model_task(m, m->tasks[i]->id) != m->tasks[i])
+	{
+		size_t finished = 0;
+
+		for (size_t i = 0; i < m->ntasks; i++) {
+			if (con_model_task(m, m->tasks[i]->id) != m->tasks[i])
+				return false;
+			finished += m->tasks[i]->finished_ns != 0;
+		}
+		if (finished != m->nfinished)
 			return false;
+	}
 	if (!m->list_stale)
 		for (size_t i = 0; i < m->nlist; i++) {
 			if (con_model_task(m, m->list[i]->id) != m->list[i] ||

@@ -230,6 +230,54 @@ static void test_console_model_many_tasks(void **state)
 	free(ts);
 }
 
+/*
+ * At most retain_max finished tasks stay, however young: the oldest go
+ * once an eighth over; live tasks stay whatever their number.
+ */
+static void test_console_model_retains_at_most_retain_max(void **state)
+{
+	con_model_t m;
+	enum { MAX = 1000, FINISHED = 3000, LIVE = 2000 };
+	Weft__V1__Task **ts = calloc(FINISHED + LIVE, sizeof(*ts));
+
+	(void)state;
+	assert_non_null(ts);
+	con_model_init(&m, "test");
+	m.retain_max = MAX;
+	/* Just under the trigger (an eighth over): nothing goes. */
+	for (int i = 0; i < MAX + MAX / 8; i++) {
+		ts[i] = task_msg((uint64_t)i + 1, "done", 1);
+		ts[i]->finished_ns = 1 * SEC + (uint64_t)i * 1000;
+		ts[i]->state = WEFT_TASK_DONE;
+	}
+	feed(&m, 2 * SEC, ts, MAX + MAX / 8, NULL, 0, NULL, 0);
+	assert_int_equal(m.ntasks, MAX + MAX / 8);
+	assert_int_equal(m.nfinished, MAX + MAX / 8);
+	/* The rest, finished later, and tasks still running. */
+	for (int i = MAX + MAX / 8; i < FINISHED; i++) {
+		ts[i - (MAX + MAX / 8)] = task_msg((uint64_t)i + 1, "done", 1);
+		ts[i - (MAX + MAX / 8)]->finished_ns =
+			1 * SEC + (uint64_t)i * 1000;
+		ts[i - (MAX + MAX / 8)]->state = WEFT_TASK_DONE;
+	}
+	for (int i = 0; i < LIVE; i++)
+		ts[FINISHED - (MAX + MAX / 8) + i] =
+			task_msg(1000000 + (uint64_t)i, "live", 1);
+	feed(&m, 2 * SEC, ts, FINISHED - (MAX + MAX / 8) + LIVE, NULL, 0, NULL,
+	     0);
+	assert_int_equal(m.nfinished, MAX);
+	assert_int_equal(m.ntasks, MAX + LIVE);
+	/* The newest MAX finished ones are those kept. */
+	for (int i = 0; i < FINISHED; i++)
+		assert_true((con_model_task(&m, (uint64_t)i + 1) != NULL) ==
+			    (i >= FINISHED - MAX));
+	for (int i = 0; i < LIVE; i++)
+		assert_non_null(con_model_task(&m, 1000000 + (uint64_t)i));
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+	free(ts);
+}
+
 static void test_console_model_sort(void **state)
 {
 	con_model_t m;
@@ -856,6 +904,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_render),
 		cmocka_unit_test(test_console_keys_actions),
 		cmocka_unit_test(test_console_model_incremental_resort),
+		cmocka_unit_test(test_console_model_retains_at_most_retain_max),
 		cmocka_unit_test(test_console_model_watch_events),
 		cmocka_unit_test(test_console_model_spike),
 		cmocka_unit_test(test_console_keys_timeline),
