@@ -69,18 +69,34 @@ static void workers_draw(const con_session_t *s, con_grid_t *g, int top,
 		y++;
 	}
 	y++;
-	if (y < top + rows)
-		con_grid_printf(g, 0, y++, CON_ROLE_TITLE,
-				" global queue %llu   blocking pool: %llu "
-				"running (%llu jobs)   spawned %llu",
-				(unsigned long long)m->stats.global_queue_depth,
-				(unsigned long long)(m->blocking_started >
-							     m->blocking_ended ?
-						     m->blocking_started -
-							     m->blocking_ended :
-						     0),
-				(unsigned long long)m->blocking_started,
-				(unsigned long long)m->stats.spawned_tasks);
+	if (y < top + rows) {
+		/*
+		 * The pool's own counts when the stats carry them: jobs that
+		 * began before anyone listened have no start event, so the
+		 * events undercount what runs (a trace from before them
+		 * carries none: the events then).
+		 */
+		uint64_t running = m->blocking_started > m->blocking_ended ?
+					   m->blocking_started -
+						   m->blocking_ended :
+					   0,
+			 jobs = m->blocking_started, queued = 0;
+
+		if (m->stats.blocking_jobs || m->stats.blocking_busy ||
+		    m->stats.blocking_queued) {
+			running = m->stats.blocking_busy;
+			jobs = m->stats.blocking_jobs;
+			queued = m->stats.blocking_queued;
+		}
+		con_grid_printf(
+			g, 0, y++, CON_ROLE_TITLE,
+			" global queue %llu   blocking pool: %llu "
+			"running, %llu queued (%llu jobs)   spawned %llu",
+			(unsigned long long)m->stats.global_queue_depth,
+			(unsigned long long)running, (unsigned long long)queued,
+			(unsigned long long)jobs,
+			(unsigned long long)m->stats.spawned_tasks);
+	}
 }
 
 const con_view_t con_view_workers = {

@@ -36,6 +36,10 @@ static Weft__V1__Task *task_msg(uint64_t id, const char *name,
 }
 
 /* An update at @now with @n tasks (freed here after feeding). */
+/* The blocking pool's figures feed() puts in its stats (busy, queued,
+ * jobs). */
+static uint64_t feed_blocking[3];
+
 static void feed(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
 		 size_t n, Weft__V1__Worker **workers, size_t nw,
 		 Weft__V1__Warning **warnings, size_t nx)
@@ -52,6 +56,9 @@ static void feed(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
 	st.steals_per_s = 10;
 	st.events_per_s = 5000;
 	st.events_dropped = 3;
+	st.blocking_busy = feed_blocking[0];
+	st.blocking_queued = feed_blocking[1];
+	st.blocking_jobs = feed_blocking[2];
 	u.stats = &st;
 	u.tasks = tasks;
 	u.n_tasks = n;
@@ -478,6 +485,47 @@ static void populated(con_model_t *m)
 	con_model_init(m, "replay t.weft");
 	feed(m, 2 * SEC, ts, 2, ws, 2, x, 1);
 	free(x[0]);
+}
+
+/*
+ * The blocking pool's line: from the stats when they carry the pool's
+ * counts (jobs begun before anyone listened have no start event), from
+ * the events otherwise (a trace from before the stats had them).
+ */
+static void test_console_views_blocking_pool(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_WORKERS };
+	weft_event_t ev[] = {
+		{ .ts = 2 * SEC, .kind = WEFT_EV_BLOCKING_END },
+		{ .ts = 2 * SEC, .kind = WEFT_EV_BLOCKING_END },
+		{ .ts = 2 * SEC, .kind = WEFT_EV_BLOCKING_START },
+		{ .ts = 2 * SEC, .kind = WEFT_EV_BLOCKING_START },
+		{ .ts = 2 * SEC, .kind = WEFT_EV_BLOCKING_START },
+	};
+	char *out;
+
+	(void)state;
+	populated(&m);
+	con_model_events(&m, ev, sizeof(ev) / sizeof(ev[0]));
+	out = render(&s, 120, 20);
+	/* Events alone: three started, two ended (begun before). */
+	assert_non_null(strstr(out, "blocking pool: 1 running, 0 queued "
+				    "(3 jobs)"));
+	free(out);
+	feed_blocking[0] = 3;
+	feed_blocking[1] = 2;
+	feed_blocking[2] = 7;
+	feed(&m, 3 * SEC, NULL, 0, NULL, 0, NULL, 0);
+	memset(feed_blocking, 0, sizeof(feed_blocking));
+	out = render(&s, 120, 20);
+	assert_non_null(strstr(out, "blocking pool: 3 running, 2 queued "
+				    "(7 jobs)"));
+	free(out);
+	con_model_fini(&m);
 }
 
 static void test_console_views_render(void **state)
@@ -909,6 +957,7 @@ int main(void)
 		cmocka_unit_test(test_console_model_spike),
 		cmocka_unit_test(test_console_keys_timeline),
 		cmocka_unit_test(test_console_views_detail),
+		cmocka_unit_test(test_console_views_blocking_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

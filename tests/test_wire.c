@@ -846,6 +846,9 @@ static void rnd_stats(weft_probe_stats_t *s)
 	s->clock = rnd_str();
 	s->collector_cpu_ns = rnd_u64();
 	s->collector_cpu = rnd_double();
+	s->blocking_busy = rnd_u64();
+	s->blocking_queued = rnd_u64();
+	s->blocking_jobs = rnd_u64();
 }
 
 static char *ref_str(const char *s)
@@ -994,6 +997,9 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 		st.clock = ref_str(s->clock);
 		st.collector_cpu_ns = s->collector_cpu_ns;
 		st.collector_cpu = s->collector_cpu;
+		st.blocking_busy = s->blocking_busy;
+		st.blocking_queued = s->blocking_queued;
+		st.blocking_jobs = s->blocking_jobs;
 		m.stats = &st;
 	}
 	for (size_t i = 0; i < u->ntasks; i++) {

@@ -1377,6 +1377,9 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		p->stats.live_tasks = m.live_tasks;
 		p->stats.spawned_tasks = m.spawned_tasks;
 		p->stats.global_queue_depth = m.global_queue_depth;
+		p->stats.blocking_busy = m.blocking_threads_busy;
+		p->stats.blocking_queued = m.blocking_queue_depth;
+		p->stats.blocking_jobs = m.blocking_jobs;
 	}
 	p->stats.events = p->events_total;
 	p->stats.events_dropped = p->drops_total;

@@ -1131,7 +1131,10 @@ static size_t stats_len(const weft_probe_stats_t *s)
 	       double_len(12, s->steals_per_s) +
 	       str_len(13, cstr_len(s->clock)) +
 	       uint_len(14, s->collector_cpu_ns) +
-	       double_len(15, s->collector_cpu);
+	       double_len(15, s->collector_cpu) +
+	       uint_len(16, s->blocking_busy) +
+	       uint_len(17, s->blocking_queued) +
+	       uint_len(18, s->blocking_jobs);
 }
 
 static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
@@ -1151,7 +1154,10 @@ static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
 	p = put_double(p, 12, s->steals_per_s);
 	p = put_str(p, 13, s->clock, cstr_len(s->clock));
 	p = put_uint(p, 14, s->collector_cpu_ns);
-	return put_double(p, 15, s->collector_cpu);
+	p = put_double(p, 15, s->collector_cpu);
+	p = put_uint(p, 16, s->blocking_busy);
+	p = put_uint(p, 17, s->blocking_queued);
+	return put_uint(p, 18, s->blocking_jobs);
 }
 
 /* The per-thread scratch: one task_size per task of the update. */

@@ -161,6 +161,11 @@ typedef struct weft_probe_stats_s {
 	 */
 	uint64_t collector_cpu_ns;
 	double collector_cpu;
+	/* The blocking pool, from weft_runtime_metrics(): threads running a
+	 * job, jobs waiting for a thread, jobs done since start. */
+	uint64_t blocking_busy;
+	uint64_t blocking_queued;
+	uint64_t blocking_jobs;
 } weft_probe_stats_t;
 
 /* One collector pass, as handed to subscribers. */
