@@ -445,7 +445,6 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		}
 	}
 	t->pub.polls++;
-	t->last_poll_start = start;
 	t->pub.busy_ns += dur;
 	t->pub.last_worker = ev->worker;
 	if (dur > t->pub.max_poll_ns)
@@ -499,18 +498,13 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.self_wakes++;
 	if (ev->a2 & WEFT_WAKE_BY_VAL)
 		t->outstanding--;
-	if (t->pub.polls && ev->ts < t->last_poll_start) {
-		/*
-		 * A wake from before the last poll we folded in, come late
-		 * (its ring taken in a later pass than the poller's): that
-		 * poll ran on it.  Counted, but it queues nothing now; taken
-		 * as news, an idle task would show as waiting for a worker
-		 * since the wake, and its next poll as that long delayed.
-		 */
-		check_self_wakes(p, t, ev);
-		task_changed(p, t);
-		return;
-	}
+	/*
+	 * A wake handed over a pass late, stamped before the last poll we
+	 * folded in, is taken as news: the task shows queued from it.  It
+	 * may be stale (the poll ran on it), but it may as well be real: a
+	 * wake made in a poll carries that poll's start, which can be long
+	 * before it happened.  Telling them apart needs a stamp of its own.
+	 */
 	if (t->pub.state == WEFT_TASK_IDLE) {
 		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
 							  : 0;

@@ -39,7 +39,6 @@ typedef struct task_rec_s {
 	uint64_t idle_since;      /* when its last poll returned PENDING */
 	uint64_t woken_at;        /* when it was woken (SCHEDULED) */
 	uint64_t wake_in_poll;    /* a wake seen while it may have run */
-	uint64_t last_poll_start; /* of the last poll folded in */
 	int64_t outstanding;      /* wakers held elsewhere (clones - drops) */
 	uint64_t lost_check_at;   /* idle with no waker since */
 	uint64_t last_long_warn;
