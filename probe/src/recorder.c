@@ -17,7 +17,10 @@
  * a file that reads up to its last whole record.  Writes happen on the
  * collector thread every flush interval (or sooner when much is
  * buffered): the runtime's threads never wait for the disk.  On rotation
- * path.N starts with its own header.
+ * (once a file has max_file_bytes) path.N starts with its own header,
+ * names again the tasks it mentions, and gets an update with every task
+ * (while such an update is under a quarter of a file): read alone, it
+ * names the tasks that wait unchanged through it too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +74,7 @@ static struct recorder {
 	bool header_done;
 	bool hello_ready;
 	bool want_full; /* a new segment: ask the collector for every task */
+	size_t last_full_bytes; /* the last full update's records */
 	weft_wire_hello_t hello;
 	weft_wire_events_t enc;
 	int error;                 /* the first write error */
@@ -197,15 +201,23 @@ static void flush_out(uint64_t now)
 		rec.out.len = 0;
 		return;
 	}
-	if (rec.opts.max_file_bytes && rec.file_bytes > 0 &&
-	    rec.file_bytes + rec.out.len > rec.opts.max_file_bytes &&
-	    rec.header_done)
-		note_error(rotate());
 	if (rec.fd >= 0) {
 		note_error(write_all(rec.fd, rec.out.data, rec.out.len));
 		rec.file_bytes += rec.out.len;
 	}
 	rec.out.len = 0;
+	/*
+	 * The next file once this one has max_file_bytes, after the write:
+	 * what was encoded for this file (updates that leave out the names
+	 * it already has) stays in it, and the next one gets records encoded
+	 * for it.  A file passes the limit by at most a flush (an early one
+	 * comes at a quarter of the limit).  Not while stopping: the last
+	 * records go with the others, and no empty file follows them.
+	 */
+	if (rec.opts.max_file_bytes &&
+	    rec.file_bytes >= rec.opts.max_file_bytes && rec.header_done &&
+	    rec.state != REC_STOPPING)
+		note_error(rotate());
 }
 
 static void maybe_flush(void)
@@ -337,7 +349,15 @@ static void copy_records(const uint8_t *r, size_t len)
 static void rec_want_full(void)
 {
 	if (rec.want_full && rec.sub) {
-		rec.sub->need_full = true;
+		/*
+		 * Only while a full update is small beside a file: one that
+		 * filled a file would start the next, which would ask for
+		 * another, and so on, a file a pass (every task, finished
+		 * ones too, can make megabytes).  Larger, the new file names
+		 * the tasks that change in it, as before.
+		 */
+		if (rec.last_full_bytes <= rec.opts.max_file_bytes / 4)
+			rec.sub->need_full = true;
 		rec.want_full = false;
 	}
 }
@@ -399,9 +419,13 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 	if (!b) {
 		note_error(-ENOMEM);
 	} else {
+		size_t before = b->len;
+
 		rc = weft__delta_pass(&rec.delta, u, b, &full);
 		if (rc < 0)
 			note_error(rc);
+		else if (rc > 0 && full)
+			rec.last_full_bytes = b->len - before;
 	}
 	if (flight_mode())
 		flight_trim();
@@ -435,6 +459,7 @@ static void release(void)
 	rec.hello_ready = false;
 	rec.header_done = false;
 	rec.want_full = false;
+	rec.last_full_bytes = 0;
 	free(rec.path);
 	rec.path = NULL;
 	rec.sub = NULL;
