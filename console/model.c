@@ -735,23 +735,55 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
 
 /* --------------------------------------------------------- retention */
 
-static int cmp_finished(const void *a, const void *b)
+/*
+ * The @k-th smallest of @a (0-based): a quickselect, O(n) on average, the
+ * array reordered.  Median of three for the pivot: finish times come
+ * nearly sorted (tasks are named in the order they finish).
+ */
+static uint64_t select_kth(uint64_t *a, size_t n, size_t k)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	size_t lo = 0, hi = n - 1;
 
-	return x < y ? -1 : x > y;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+		uint64_t x = a[lo], y = a[mid], z = a[hi], pivot, t;
+
+		pivot = x < y ? (y < z ? y : (x < z ? z : x)) :
+				(x < z ? x : (y < z ? z : y));
+		/* Hoare partition: [lo, j] <= pivot <= [i, hi]. */
+		for (;;) {
+			while (a[i] < pivot)
+				i++;
+			while (a[j] > pivot)
+				j--;
+			if (i >= j)
+				break;
+			t = a[i];
+			a[i] = a[j];
+			a[j] = t;
+			i++;
+			j--;
+		}
+		if (k <= j)
+			hi = j;
+		else
+			lo = j + 1;
+	}
+	return a[k];
 }
 
 /*
  * The finish time at and before which the oldest @excess finished tasks
- * lie (a sort of their finish times: the scan is due only once an eighth
- * of retain_max is over, so it comes every retain_max / 8 finishes).
+ * lie, and in *@ties how many of them finished at it (the others, before
+ * it): the scan is due only once an eighth of retain_max is over, so it
+ * comes every retain_max / 8 finishes, and costs a pass over the tasks.
  */
-static uint64_t finished_cut(const con_model_t *m, size_t excess)
+static uint64_t finished_cut(const con_model_t *m, size_t excess, size_t *ties)
 {
 	uint64_t *at = malloc(m->nfinished * sizeof(*at)), cut;
-	size_t n = 0;
+	size_t n = 0, before = 0;
 
+	*ties = 0;
 	if (!at)
 		return 0;
 	for (size_t i = 0; i < m->ntasks && n < m->nfinished; i++)
@@ -759,8 +791,10 @@ static uint64_t finished_cut(const con_model_t *m, size_t excess)
 			at[n++] = m->tasks[i]->finished_ns;
 	if (excess > n)
 		excess = n;
-	qsort(at, n, sizeof(*at), cmp_finished);
-	cut = excess ? at[excess - 1] : 0;
+	cut = excess ? select_kth(at, n, excess - 1) : 0;
+	for (size_t i = 0; cut && i < n; i++)
+		before += at[i] < cut;
+	*ties = excess - before;
 	free(at);
 	return cut;
 }
@@ -768,7 +802,7 @@ static uint64_t finished_cut(const con_model_t *m, size_t excess)
 void con_model_retain(con_model_t *m)
 {
 	uint64_t oldest = 0, cut = 0;
-	size_t kept = 0, doomed = 0, excess = 0;
+	size_t kept = 0, doomed = 0, ties = 0;
 	bool by_age;
 
 	/* Nothing finished, or nothing finished long enough ago: no scan
@@ -781,8 +815,7 @@ void con_model_retain(con_model_t *m)
 		 m->now_ns - m->oldest_finished_ns >
 			 m->retain_ns + m->retain_ns / 8;
 	if (m->retain_max && m->nfinished > m->retain_max + m->retain_max / 8) {
-		excess = m->nfinished - m->retain_max;
-		cut = finished_cut(m, excess);
+		cut = finished_cut(m, m->nfinished - m->retain_max, &ties);
 	}
 	if (!by_age && !cut)
 		return;
@@ -791,9 +824,13 @@ void con_model_retain(con_model_t *m)
 
 		if (!t->finished_ns)
 			continue;
+		/* Too old, or among the oldest over the count: those that
+		 * finished before the cut, and as many at it as make up the
+		 * number. */
 		if ((m->now_ns > t->finished_ns &&
 		     m->now_ns - t->finished_ns > m->retain_ns) ||
-		    (doomed < excess && t->finished_ns <= cut)) {
+		    t->finished_ns < cut ||
+		    (t->finished_ns == cut && ties && ties--)) {
 			t->doomed = true;
 			doomed++;
 		} else if (!oldest || t->finished_ns < oldest) {

@@ -113,6 +113,7 @@ static void model_reset(con_model_t *m)
 	char filter[sizeof(m->filter)];
 	con_mode_t mode = m->mode;
 	uint64_t retain = m->retain_ns;
+	size_t retain_max = m->retain_max;
 
 	memcpy(filter, m->filter, sizeof(filter));
 	con_model_fini(m);
@@ -122,6 +123,7 @@ static void model_reset(con_model_t *m)
 	con_model_set_filter(m, filter);
 	m->mode = mode;
 	m->retain_ns = retain;
+	m->retain_max = retain_max;
 }
 
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)

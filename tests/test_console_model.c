@@ -285,6 +285,51 @@ static void test_console_model_retains_at_most_retain_max(void **state)
 	free(ts);
 }
 
+/* The same in any finish order, ties included: the newest stay. */
+static void test_console_model_retains_newest_in_any_order(void **state)
+{
+	enum { MAX = 500, N = 2000 };
+	Weft__V1__Task **ts = calloc(N, sizeof(*ts));
+	unsigned seed = 12345;
+
+	(void)state;
+	assert_non_null(ts);
+	for (int trial = 0; trial < 20; trial++) {
+		con_model_t m;
+		uint64_t at[N];
+		size_t kept = 0;
+
+		con_model_init(&m, "test");
+		m.retain_max = MAX;
+		for (int i = 0; i < N; i++) {
+			/* Trial 0 all tied; then a few values, then many. */
+			seed = seed * 1103515245u + 12345u;
+			at[i] = 1 * SEC +
+				(trial ? (seed >> 8) % (trial * 97u) : 0);
+			ts[i] = task_msg((uint64_t)i + 1, "done", 1);
+			ts[i]->finished_ns = at[i];
+			ts[i]->state = WEFT_TASK_DONE;
+		}
+		feed(&m, 2 * SEC, ts, N, NULL, 0, NULL, 0);
+		assert_int_equal(m.nfinished, MAX);
+		assert_int_equal(m.ntasks, MAX);
+		/* None kept older than one dropped. */
+		for (int i = 0; i < N; i++) {
+			const con_task_t *t =
+				con_model_task(&m, (uint64_t)i + 1);
+
+			for (int j = 0; t && j < N; j++)
+				if (!con_model_task(&m, (uint64_t)j + 1))
+					assert_true(at[j] <= at[i]);
+			kept += t != NULL;
+		}
+		assert_int_equal(kept, MAX);
+		assert_true(con_model_is_consistent(&m));
+		con_model_fini(&m);
+	}
+	free(ts);
+}
+
 static void test_console_model_sort(void **state)
 {
 	con_model_t m;
@@ -953,6 +998,8 @@ int main(void)
 		cmocka_unit_test(test_console_keys_actions),
 		cmocka_unit_test(test_console_model_incremental_resort),
 		cmocka_unit_test(test_console_model_retains_at_most_retain_max),
+		cmocka_unit_test(
+			test_console_model_retains_newest_in_any_order),
 		cmocka_unit_test(test_console_model_watch_events),
 		cmocka_unit_test(test_console_model_spike),
 		cmocka_unit_test(test_console_keys_timeline),
