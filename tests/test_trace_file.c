@@ -21,6 +21,7 @@
 #include "weft/probe.h"
 #include "weft/trace.h"
 
+#include "collector_internal.h"
 #include "trace_reader_internal.h"
 
 struct yielder {
@@ -257,13 +258,23 @@ static void sleeper_drop(void *arg)
 	weft_sleep_fini(arg);
 }
 
+static weft_poll_t ready_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_READY;
+}
+
 /*
  * Segments rotate at 256 KiB; each reads alone: one header, its segment
  * number, and, in each after the first that holds an update, the name of
  * a task that sleeps unchanged through all of them (from the update with
- * every task that follows a rotation).
+ * every task that follows a rotation).  @burst: first, that many short
+ * tasks, then a wait until the collector has let them go (an update with
+ * every task was too big for a rotation to ask while they were kept; it
+ * is small again after).
  */
-static void test_trace_file_rotates(void **state)
+static void rotates(int burst)
 {
 	char *path = tmp_path("rot.weft");
 	char seg[300];
@@ -277,8 +288,8 @@ static void test_trace_file_rotates(void **state)
 	struct summary s;
 	struct stat st;
 	unsigned n = 0, with_updates = 0;
+	bool last_named = false;
 
-	(void)state;
 	/* Asleep before the recording starts, and all through it. */
 	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
 	weft_sleep_init(&sl, 3600ull * 1000000000u);
@@ -291,6 +302,37 @@ static void test_trace_file_rotates(void **state)
 					 NULL),
 			 0);
 	assert_int_equal(weft_trace_start(path, &o), 0);
+	if (burst) {
+		uint64_t retain;
+
+		for (int i = 0; i < burst; i++)
+			assert_int_equal(
+				weft_spawn_with(
+					rt,
+					&(weft_spawn_t){ .poll = ready_poll,
+							 .name = "burst" },
+					NULL),
+				0);
+		weft_probe_flush();
+		pthread_mutex_lock(&weft__probe.lock);
+		retain = weft__probe.config.retain_ns;
+		weft__probe.config.retain_ns = 100 * 1000 * 1000;
+		pthread_mutex_unlock(&weft__probe.lock);
+		for (int i = 0; i < 5000; i++) {
+			size_t known;
+
+			usleep(1000);
+			weft_probe_flush();
+			pthread_mutex_lock(&weft__probe.lock);
+			known = weft__probe.ntasks;
+			pthread_mutex_unlock(&weft__probe.lock);
+			if (known < 100)
+				break;
+		}
+		pthread_mutex_lock(&weft__probe.lock);
+		weft__probe.config.retain_ns = retain;
+		pthread_mutex_unlock(&weft__probe.lock);
+	}
 	/* Few tasks, many events: an update with every task stays well
 	 * under a quarter of a segment, as rotation asks for one. */
 	workload(20, 20000);
@@ -313,8 +355,12 @@ static void test_trace_file_rotates(void **state)
 				print_message("segment %u: %llu updates, no "
 					      "sleeper\n",
 					      i, (unsigned long long)s.updates);
-			assert_true(s.sleeper);
+			/* While the burst's tasks were kept, a rotation
+			 * asked for no update with every task. */
+			if (!burst)
+				assert_true(s.sleeper);
 			with_updates++;
+			last_named = s.sleeper;
 		}
 		weft__trace_reader_close(&r);
 		unlink(seg);
@@ -324,7 +370,21 @@ static void test_trace_file_rotates(void **state)
 		      with_updates);
 	assert_true(n >= 2);
 	assert_true(with_updates >= 1);
+	/* After the burst, named again. */
+	assert_true(last_named);
 	free(path);
+}
+
+static void test_trace_file_rotates(void **state)
+{
+	(void)state;
+	rotates(0);
+}
+
+static void test_trace_file_rotates_after_burst(void **state)
+{
+	(void)state;
+	rotates(10000);
 }
 
 /*
@@ -373,7 +433,8 @@ static void test_trace_file_rotation_bounded(void **state)
 		n++;
 	}
 	print_message("%u files\n", n);
-	assert_true(n >= 1 && n <= 3);
+	/* At least one rotation (the first update fills a file). */
+	assert_true(n >= 2 && n <= 3);
 	free(path);
 }
 
@@ -511,6 +572,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_file_records_workload),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_rotates),
+		cmocka_unit_test(test_trace_file_rotates_after_burst),
 		cmocka_unit_test(test_trace_file_rotation_bounded),
 		cmocka_unit_test(test_trace_file_flight_snapshot),
 		cmocka_unit_test(test_trace_file_flight_by_seconds),

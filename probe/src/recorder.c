@@ -74,7 +74,10 @@ static struct recorder {
 	bool header_done;
 	bool hello_ready;
 	bool want_full; /* a new segment: ask the collector for every task */
-	size_t last_full_bytes; /* the last full update's records */
+	/* The last full update: its records' size and its task count, for
+	 * an estimate of the next one's (rec_want_full()). */
+	size_t last_full_bytes;
+	size_t last_full_tasks;
 	weft_wire_hello_t hello;
 	weft_wire_events_t enc;
 	int error;                 /* the first write error */
@@ -194,7 +197,8 @@ static int rotate(void)
 	return err;
 }
 
-static void flush_out(uint64_t now)
+/* @last: the recording's last write (no file after it). */
+static void flush_out(uint64_t now, bool last)
 {
 	rec.last_flush_ns = now;
 	if (rec.fd < 0 || !rec.out.len) {
@@ -210,13 +214,13 @@ static void flush_out(uint64_t now)
 	 * The next file once this one has max_file_bytes, after the write:
 	 * what was encoded for this file (updates that leave out the names
 	 * it already has) stays in it, and the next one gets records encoded
-	 * for it.  A file passes the limit by at most a flush (an early one
-	 * comes at a quarter of the limit).  Not while stopping: the last
-	 * records go with the others, and no empty file follows them.
+	 * for it.  A file passes the limit by what one flush wrote: a
+	 * quarter of the limit at most when flushed early, or one
+	 * callback's records (a big update goes whole).  Not after the last
+	 * write: no empty file follows it.
 	 */
-	if (rec.opts.max_file_bytes &&
-	    rec.file_bytes >= rec.opts.max_file_bytes && rec.header_done &&
-	    rec.state != REC_STOPPING)
+	if (!last && rec.opts.max_file_bytes &&
+	    rec.file_bytes >= rec.opts.max_file_bytes && rec.header_done)
 		note_error(rotate());
 }
 
@@ -231,7 +235,7 @@ static void maybe_flush(void)
 	if (rec.opts.max_file_bytes && rec.opts.max_file_bytes / 4 < early)
 		early = rec.opts.max_file_bytes / 4;
 	if (now - rec.last_flush_ns >= every || rec.out.len >= early)
-		flush_out(now);
+		flush_out(now, false);
 }
 
 /* Where records go: the file's buffer, or the flight recorder's tail. */
@@ -346,6 +350,19 @@ static void copy_records(const uint8_t *r, size_t len)
  * subscription's flag may be written; the update comes with the next
  * pass at the latest.
  */
+/*
+ * What a full update would take now: the last one's size a task, times
+ * the tasks the collector holds now (probe.lock held).  Not the last
+ * one's size alone: one made in a burst of tasks would then stop every
+ * later request, though the burst's tasks are long gone.
+ */
+static size_t full_estimate(void)
+{
+	if (!rec.last_full_tasks)
+		return rec.last_full_bytes;
+	return rec.last_full_bytes / rec.last_full_tasks * weft__probe.ntasks;
+}
+
 static void rec_want_full(void)
 {
 	if (rec.want_full && rec.sub) {
@@ -356,7 +373,7 @@ static void rec_want_full(void)
 		 * ones too, can make megabytes).  Larger, the new file names
 		 * the tasks that change in it, as before.
 		 */
-		if (rec.last_full_bytes <= rec.opts.max_file_bytes / 4)
+		if (full_estimate() <= rec.opts.max_file_bytes / 4)
 			rec.sub->need_full = true;
 		rec.want_full = false;
 	}
@@ -424,8 +441,10 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		rc = weft__delta_pass(&rec.delta, u, b, &full);
 		if (rc < 0)
 			note_error(rc);
-		else if (rc > 0 && full)
+		else if (rc > 0 && full) {
 			rec.last_full_bytes = b->len - before;
+			rec.last_full_tasks = u->ntasks;
+		}
 	}
 	if (flight_mode())
 		flight_trim();
@@ -460,6 +479,7 @@ static void release(void)
 	rec.header_done = false;
 	rec.want_full = false;
 	rec.last_full_bytes = 0;
+	rec.last_full_tasks = 0;
 	free(rec.path);
 	rec.path = NULL;
 	rec.sub = NULL;
@@ -568,7 +588,7 @@ int weft_trace_stop(void)
 
 	pthread_mutex_lock(&rec.lock);
 	ensure_header(false);
-	flush_out(mono_ns());
+	flush_out(mono_ns(), true);
 	if (rec.fd >= 0 && close(rec.fd))
 		note_error(-errno);
 	rec.fd = -1;

@@ -26,7 +26,9 @@ extern "C" {
 
 typedef struct weft_trace_opts_s {
 	/* Start a new file (path.1, path.2, ...) once this many bytes are
-	 * written; 0 for no limit.  Every file starts with a header. */
+	 * written (a file passes it by what one flush wrote); 0 for no
+	 * limit.  Every file starts with a header, and names the tasks it
+	 * mentions. */
 	uint64_t max_file_bytes;
 	/* Keep at most this many files, deleting the oldest; 0 keeps all. */
 	unsigned max_files;
