@@ -591,10 +591,18 @@ static void test_server_client_never_reads(void **state)
 	assert_true(atomic_load(&rd.updates) >= 3);
 	assert_false(atomic_load(&rd.eof));
 	weft__server_stats(srv, &st);
-	/* The bound, or one full update larger than the bound alone (sent
-	 * into an empty buffer: the only way it can go out at all). */
+	/* The bound, or one full update larger than the bound alone, sent
+	 * while at most half the bound was queued (the only way it can go
+	 * out at all; the pass's events often went just before it). */
+	if (st.max_client_buffered > st.client_buf_max)
+		print_message("buffered %llu, bound %llu, full update %llu\n",
+			      (unsigned long long)st.max_client_buffered,
+			      (unsigned long long)st.client_buf_max,
+			      (unsigned long long)st.max_full_over_bound);
 	assert_true(st.max_client_buffered <= st.client_buf_max ||
-		    st.max_client_buffered == st.max_full_over_bound);
+		    (st.max_full_over_bound &&
+		     st.max_client_buffered <=
+			     st.client_buf_max / 2 + st.max_full_over_bound));
 	if (st.kicked) {
 		/* Dropped for being behind too long (skipping may not
 		 * have started yet: that depends on the same buffers). */

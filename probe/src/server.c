@@ -21,7 +21,8 @@
  * the old one still encodes is discarded at push.
  *
  * Memory.  Per client: at most client_buf_max bytes queued for output (a
- * record is added only if it fits), the decoder's one record (at most
+ * record is added only if it fits; a full update larger than the bound
+ * goes in while at most half of it is queued), the decoder's one record (at most
  * WEFT_WIRE_MAX_RECORD, refused before allocation when larger).  The
  * queue from the collector holds at most queue_max_bytes.
  */
