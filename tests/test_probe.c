@@ -1293,19 +1293,21 @@ static void test_probe_self_waker_never_idle(void **state)
 	sink_free(s, sub);
 }
 
-/* The collector thread's nice value, read from /proc; -100 if not found. */
-static int collector_nice_now(void)
+/*
+ * Opens /proc/self/task/TID/@name of the collector thread (found by its
+ * name), or returns NULL if there is none.
+ */
+static FILE *collector_proc_open(const char *name)
 {
-	char path[300], buf[512];
-	int nice = -100;
+	char path[300], buf[64];
+	FILE *out = NULL;
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *de;
 
 	assert_non_null(d);
-	while (nice == -100 && (de = readdir(d))) {
+	while (!out && (de = readdir(d))) {
 		FILE *f;
-		char *rp;
-		int field = 3;
+		bool found;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -1314,27 +1316,36 @@ static int collector_nice_now(void)
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (!fgets(buf, sizeof(buf), f) ||
-		    strncmp(buf, "weft-collector", 14)) {
-			fclose(f);
-			continue;
-		}
+		found = fgets(buf, sizeof(buf), f) &&
+			!strncmp(buf, "weft-collector", 14);
 		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (!f)
+		if (!found)
 			continue;
-		if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')'))) {
-			/* After "pid (comm)": state is field 3, nice 19. */
-			for (char *tok = strtok(rp + 1, " "); tok;
-			     tok = strtok(NULL, " "), field++)
-				if (field == 19)
-					nice = atoi(tok);
-		}
-		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/%s",
+			 de->d_name, name);
+		out = fopen(path, "r");
 	}
 	closedir(d);
+	return out;
+}
+
+/* The collector thread's nice value, read from /proc; -100 if not found. */
+static int collector_nice_now(void)
+{
+	char buf[512], *rp;
+	int nice = -100, field = 3;
+	FILE *f = collector_proc_open("stat");
+
+	if (!f)
+		return nice;
+	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')'))) {
+		/* After "pid (comm)": state is field 3, nice 19. */
+		for (char *tok = strtok(rp + 1, " "); tok;
+		     tok = strtok(NULL, " "), field++)
+			if (field == 19)
+				nice = atoi(tok);
+	}
+	fclose(f);
 	return nice;
 }
 
@@ -1368,41 +1379,15 @@ static void test_probe_collector_nice(void **state)
  */
 static uint64_t collector_schedstat_ns(void)
 {
-	char path[300], buf[512];
-	uint64_t ns = 0;
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
+	unsigned long long v = 0;
+	FILE *f = collector_proc_open("schedstat");
 
-	assert_non_null(d);
-	while (!ns && (de = readdir(d))) {
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(buf, sizeof(buf), f) ||
-		    strncmp(buf, "weft-collector", 14)) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (f) {
-			unsigned long long v;
-
-			if (fscanf(f, "%llu", &v) == 1)
-				ns = v;
-			fclose(f);
-		}
-	}
-	closedir(d);
-	return ns;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
 }
 
 struct yield_for {

@@ -258,6 +258,37 @@ static void sleeper_drop(void *arg)
 	weft_sleep_fini(arg);
 }
 
+/* @n tasks named "sleeper", each asleep for an hour. */
+static void spawn_sleepers(weft_runtime_t *rt, int n)
+{
+	weft_sleep_t sl;
+
+	weft_sleep_init(&sl, 3600ull * 1000000000u);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){ .poll = sleeper_poll,
+							 .drop = sleeper_drop,
+							 .state = &sl,
+							 .size = sizeof(sl),
+							 .name = "sleeper" },
+					NULL),
+			0);
+}
+
+/* Segment @i of the trace at @path (path, path.1, ...) in @buf: whether
+ * it exists. */
+static bool segment(char *buf, size_t size, const char *path, unsigned i)
+{
+	struct stat st;
+
+	if (i)
+		snprintf(buf, size, "%s.%u", path, i);
+	else
+		snprintf(buf, size, "%s", path);
+	return !stat(buf, &st);
+}
+
 static weft_poll_t ready_poll(void *arg, weft_cx_t *cx)
 {
 	(void)arg;
@@ -284,23 +315,13 @@ static void rotates(int burst)
 	weft_config_t cfg = { .workers = 1 };
 	weft_trace_reader_t r;
 	weft_runtime_t *rt;
-	weft_sleep_t sl;
 	struct summary s;
-	struct stat st;
 	unsigned n = 0, with_updates = 0;
 	bool last_named = false;
 
 	/* Asleep before the recording starts, and all through it. */
 	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
-	weft_sleep_init(&sl, 3600ull * 1000000000u);
-	assert_int_equal(weft_spawn_with(rt,
-					 &(weft_spawn_t){ .poll = sleeper_poll,
-							  .drop = sleeper_drop,
-							  .state = &sl,
-							  .size = sizeof(sl),
-							  .name = "sleeper" },
-					 NULL),
-			 0);
+	spawn_sleepers(rt, 1);
 	assert_int_equal(weft_trace_start(path, &o), 0);
 	if (burst) {
 		uint64_t retain;
@@ -338,13 +359,7 @@ static void rotates(int burst)
 	workload(20, 20000);
 	assert_int_equal(weft_trace_stop(), 0);
 	weft_runtime_destroy(rt);
-	for (unsigned i = 0;; i++) {
-		if (i)
-			snprintf(seg, sizeof(seg), "%s.%u", path, i);
-		else
-			snprintf(seg, sizeof(seg), "%s", path);
-		if (stat(seg, &st))
-			break;
+	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
 		assert_int_equal(weft__trace_reader_open(&r, seg), 0);
 		s = read_trace(&r);
 		assert_int_equal(s.error, 0);
@@ -401,34 +416,16 @@ static void test_trace_file_rotation_bounded(void **state)
 	weft_trace_opts_t o = { .max_file_bytes = 64 << 10, .flush_ms = 1 };
 	weft_config_t cfg = { .workers = 1 };
 	weft_runtime_t *rt;
-	weft_sleep_t sl;
-	struct stat st;
 	unsigned n = 0;
 
 	(void)state;
 	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
-	weft_sleep_init(&sl, 3600ull * 1000000000u);
-	for (int i = 0; i < SLEEPERS; i++)
-		assert_int_equal(
-			weft_spawn_with(rt,
-					&(weft_spawn_t){ .poll = sleeper_poll,
-							 .drop = sleeper_drop,
-							 .state = &sl,
-							 .size = sizeof(sl),
-							 .name = "sleeper" },
-					NULL),
-			0);
+	spawn_sleepers(rt, SLEEPERS);
 	assert_int_equal(weft_trace_start(path, &o), 0);
 	usleep(300 * 1000);
 	assert_int_equal(weft_trace_stop(), 0);
 	weft_runtime_destroy(rt);
-	for (unsigned i = 0;; i++) {
-		if (i)
-			snprintf(seg, sizeof(seg), "%s.%u", path, i);
-		else
-			snprintf(seg, sizeof(seg), "%s", path);
-		if (stat(seg, &st))
-			break;
+	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
 		unlink(seg);
 		n++;
 	}
