@@ -1489,6 +1489,89 @@ static void test_probe_events_switch_off(void **state)
 	rt_done(rt);
 }
 
+/*
+ * A worker kept busy by a task that yields without end never parks: the
+ * loop it runs while nobody listens (no poll site) must still give way
+ * to the timed one when a listener comes, and back when it goes, and
+ * again for the next.  Each listener sees the spinner's yields.
+ */
+struct busy_yielder {
+	atomic_int *stop;
+	atomic_long *polls;
+};
+
+static weft_poll_t busy_yielder_poll(void *arg, weft_cx_t *cx)
+{
+	struct busy_yielder *sp = arg;
+
+	atomic_fetch_add(sp->polls, 1);
+	if (atomic_load(sp->stop))
+		return WEFT_READY;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+/* Waits (10 s at most) for a yielded poll of task @id in @s's events. */
+static bool sink_saw_yield(struct sink *s, uint64_t id)
+{
+	for (int i = 0; i < 1000; i++) {
+		bool seen = false;
+
+		weft_probe_flush();
+		pthread_mutex_lock(&s->lock);
+		for (size_t k = 0; k < s->nkept && !seen; k++)
+			seen = s->kept[k].kind == WEFT_EV_POLL &&
+			       s->kept[k].task == id;
+		pthread_mutex_unlock(&s->lock);
+		if (seen)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+static void test_probe_listening_reaches_busy_worker(void **state)
+{
+	atomic_int stop = 0;
+	atomic_long polls = 0;
+	weft_runtime_t *rt = rt_new(1);
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_join_t *j;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(
+		weft_spawn_with(
+			rt,
+			&(weft_spawn_t){
+				.poll = busy_yielder_poll,
+				.state = &(struct busy_yielder){ &stop, &polls },
+				.size = sizeof(struct busy_yielder),
+				.name = "spinner" },
+			&j),
+		0);
+	id = weft_join_id(j);
+	/* Well into its quiet loop: polled many times, never parked. */
+	while (atomic_load(&polls) < 10000)
+		usleep(1000);
+	for (int round = 0; round < 3; round++) {
+		long before;
+
+		s = sink_new(true, &sub);
+		assert_true(sink_saw_yield(s, id));
+		sink_free(s, sub);
+		/* Still running, now with nobody listening. */
+		before = atomic_load(&polls);
+		while (atomic_load(&polls) < before + 1000)
+			usleep(1000);
+	}
+	atomic_store(&stop, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	rt_done(rt);
+}
+
 int main(void)
 {
 	/*
@@ -1521,6 +1604,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_collector_nice, teardown),
 		cmocka_unit_test_teardown(test_probe_reports_collector_cpu, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
+		cmocka_unit_test_teardown(test_probe_listening_reaches_busy_worker, teardown),
 	};
 	/* clang-format on */
 

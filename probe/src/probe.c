@@ -27,7 +27,6 @@ _Atomic uint32_t weft__probe_listening;
 WEFT_TLS weft_ring_t *weft__probe_ring;
 WEFT_TLS uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
 WEFT_TLS uint64_t weft__probe_poll_ts;
-WEFT_TLS uint32_t weft__probe_poll_flags;
 
 struct probe weft__probe = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -342,9 +341,12 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	}
 	s->next = p->subs;
 	p->subs = s;
-	if (opts->events)
+	if (opts->events) {
 		/* Relaxed: sites read it relaxed; see probe_internal.h. */
 		fetch_add_relaxed(&weft__probe_listening, 1);
+		/* The workers' loops switch to timing their polls. */
+		weft__loop_restart();
+	}
 	pthread_mutex_unlock(&p->lock);
 	*out = s;
 	return 0;
@@ -366,8 +368,10 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 			break;
 		}
 	}
-	if (sub->opts.events)
+	if (sub->opts.events) {
 		fetch_sub_relaxed(&weft__probe_listening, 1);
+		weft__loop_restart();
+	}
 	last = p->subs == NULL && p->running;
 	if (last) {
 		p->stop = true;

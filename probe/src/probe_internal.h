@@ -88,11 +88,6 @@ extern WEFT_TLS uint16_t weft__probe_worker;
  * poll's own record, stamped at its end).
  */
 extern WEFT_TLS uint64_t weft__probe_poll_ts;
-/*
- * Flags for the POLL record of the poll in progress (WEFT_POLL_YIELDED):
- * what the poll did that its record says instead of an event of its own.
- */
-extern WEFT_TLS uint32_t weft__probe_poll_flags;
 
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
 extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
@@ -109,13 +104,32 @@ void weft__probe_runtime_detach(struct weft_runtime_s *rt);
 void weft__probe_thread_start(uint16_t worker);
 void weft__probe_thread_stop(void);
 
-static inline bool weft__probe_on(void)
+static inline __attribute__((always_inline)) bool weft__probe_on(void)
 {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(WEFT_NO_ASM_GOTO)
+	/*
+	 * A compare with memory and a branch: two instructions a site, where
+	 * the compiler makes three of an atomic load (it never folds one
+	 * into the compare), and a site nobody listens to is most of what
+	 * the probe costs a yield (callgrind).  An aligned 32-bit load is
+	 * atomic on x86-64 and the asm is volatile, re-read at every site:
+	 * the same relaxed load as below, in fewer instructions.
+	 */
+	__asm__ goto("cmpl $0, %0\n\tjne %l[on]"
+		     :
+		     : "m"(*(const uint32_t *)&weft__probe_listening)
+		     : "cc"
+		     : on);
+	return false;
+on:
+	return true;
+#else
 	/*
 	 * Relaxed: a listener that starts a moment late misses a few
 	 * events, which is all it can expect.
 	 */
 	return load_relaxed(&weft__probe_listening) != 0;
+#endif
 }
 
 /*

@@ -159,6 +159,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 
 out_stop_workers:
 	store_release(&rt->shutdown, true);
+	weft__loop_restart(); /* a probe build's workers read the epoch */
 	for (unsigned i = 0; i < started; i++)
 		weft__parker_unpark(&rt->workers[i].parker);
 	for (unsigned i = 0; i < started; i++)
@@ -219,6 +220,7 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	weft__probe_runtime_detach(rt);
 	/* Release: pairs with the workers' acquire loads of shutdown. */
 	store_release(&rt->shutdown, true);
+	weft__loop_restart(); /* a probe build's workers read the epoch */
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__parker_unpark(&rt->workers[i].parker);
 	for (unsigned i = 0; i < rt->nworkers; i++)

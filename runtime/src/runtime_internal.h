@@ -104,8 +104,17 @@ struct weft_task_s {
 /* The context of one poll. */
 struct weft_cx_s {
 	weft_waker_t waker;
-	weft_task_t *task;     /* NULL under block_on */
-	void *output;          /* block_on's output */
+	weft_task_t *task; /* NULL under block_on */
+	union {
+		void *output; /* block_on's output */
+		/*
+		 * A task's poll (its output goes to the task): non-zero once
+		 * the poll called weft_cx_yield(), for the probe's record of
+		 * the poll.  A store in the yield, where a probe site would
+		 * be a compare and a branch.
+		 */
+		uintptr_t yielded;
+	};
 };
 
 /* What a notify transition asks the caller to do. */
@@ -118,6 +127,16 @@ enum task_action {
 /* task.c */
 extern const weft_waker_vtable_t weft__task_waker_vtable;
 void weft__task_run(weft_worker_t *w, weft_task_t *t);
+/* The same without the probe's poll site, for a worker's quiet loop. */
+void weft__task_run_quiet(weft_worker_t *w, weft_task_t *t);
+/*
+ * Bumped (release) when a worker's loop must look again at what it runs
+ * in: the probe's listening changed, or a runtime shuts down.  A probe
+ * build's worker loop reads it each turn instead of its runtime's
+ * shutdown flag (see worker_loop()).
+ */
+extern __attribute__((visibility("hidden"))) _Atomic uint32_t weft__loop_epoch;
+void weft__loop_restart(void);
 void weft__task_cancel_at_shutdown(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);
 

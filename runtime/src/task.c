@@ -309,7 +309,6 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_poll_start, start);
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
-	weft__probe_poll_flags = 0;
 	r = t->poll(t->future, cx);
 	/* Moved on if the poll's first event made this thread's ring. */
 	start = weft__probe_poll_ts;
@@ -317,7 +316,8 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	end = weft__probe_clock();
 	store_relaxed(&w->probe_task, 0);
 	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start,
-			    (uint32_t)r | weft__probe_poll_flags);
+			    (uint32_t)r |
+				    (cx->yielded ? WEFT_POLL_YIELDED : 0));
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
 		if (t->held_locks)
@@ -329,7 +329,16 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 }
 #endif
 
-void weft__task_run(weft_worker_t *w, weft_task_t *t)
+/*
+ * Runs one poll of @t.  @timed: with the probe's poll site, which times
+ * the poll when someone listens.  Made twice (weft__task_run and, in a
+ * probe build, weft__task_run_quiet without the site) so that a worker
+ * whose loop runs while nobody listens pays nothing a poll for it: the
+ * worker switches between them when listening starts or stops (see
+ * worker_loop()).
+ */
+static inline __attribute__((always_inline)) void
+task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 {
 	uint64_t cur = load_relaxed(&t->state), next;
 	struct weft_cx_s cx;
@@ -358,15 +367,17 @@ void weft__task_run(weft_worker_t *w, weft_task_t *t)
 
 	cx.waker = (weft_waker_t){ &weft__task_waker_vtable, t };
 	cx.task = t;
-	cx.output = NULL;
+	cx.yielded = 0;
 	counter_inc(&w->c.polls);
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	weft__cur_task_id = t->id;
 	weft__cur_task = t;
 #if WEFT_PROBE
-	if (__builtin_expect(weft__probe_on(), 0))
+	if (timed && __builtin_expect(weft__probe_on(), 0))
 		r = poll_probed(w, t, &cx);
 	else
+#else
+	(void)timed;
 #endif
 		r = t->poll(t->future, &cx);
 	weft__cur_task_id = 0;
@@ -412,6 +423,18 @@ complete:
 	/* The running reference and the owned list's. */
 	ref_dec_n(t, 2);
 }
+
+void weft__task_run(weft_worker_t *w, weft_task_t *t)
+{
+	task_run(w, t, true);
+}
+
+#if WEFT_PROBE
+void weft__task_run_quiet(weft_worker_t *w, weft_task_t *t)
+{
+	task_run(w, t, false);
+}
+#endif
 
 void weft__task_cancel_at_shutdown(weft_task_t *t)
 {
@@ -722,22 +745,6 @@ static inline void self_notify(weft_task_t *t)
 		count_noop_wake();
 }
 
-#if WEFT_PROBE
-/*
- * In a timed poll the yield is a flag on the poll's record (one event a
- * yield, not two); a poll that began before anyone listened has no
- * record coming, so the wake gets its own.
- */
-__attribute__((noinline, cold)) static void yield_probed(weft_task_t *t)
-{
-	if (weft__probe_poll_ts)
-		weft__probe_poll_flags = WEFT_POLL_YIELDED;
-	else
-		weft__probe_emit(WEFT_EV_WAKE, t->id, t->id, WEFT_WAKE_SELF);
-	self_notify(t);
-}
-#endif
-
 void weft_cx_yield(weft_cx_t *cx)
 {
 	weft_task_t *t = cx->task;
@@ -756,7 +763,14 @@ void weft_cx_yield(weft_cx_t *cx)
 	 */
 	if (t && cx->waker.vtable == &weft__task_waker_vtable &&
 	    cx->waker.data == t) {
-		PROBE_DIVERT(yield_probed(t));
+#if WEFT_PROBE
+		/*
+		 * A timed poll's record says it yielded (one event a yield,
+		 * not two); an untimed one (the probe off, or switched on
+		 * mid-poll) has no record and drops it.
+		 */
+		cx->yielded = 1;
+#endif
 		self_notify(t);
 		return;
 	}

@@ -217,13 +217,28 @@ static void stop_searching(weft_worker_t *w)
 		weft__notify_parked(w->rt);
 }
 
-static void run_task(weft_worker_t *w, weft_task_t *t)
+/* One poll; @quiet: without the probe's poll site (see worker_loop()). */
+static inline __attribute__((always_inline)) void
+run_one(weft_worker_t *w, weft_task_t *t, bool quiet)
+{
+#if WEFT_PROBE
+	if (quiet) {
+		weft__task_run_quiet(w, t);
+		return;
+	}
+#endif
+	(void)quiet;
+	weft__task_run(w, t);
+}
+
+static inline __attribute__((always_inline)) void
+run_task(weft_worker_t *w, weft_task_t *t, bool quiet)
 {
 	weft_runtime_t *rt = w->rt;
 	unsigned lifo_polls = 0;
 
 	stop_searching(w);
-	weft__task_run(w, t);
+	run_one(w, t, quiet);
 	while ((t = w->lifo) != NULL) {
 		w->lifo = NULL;
 		if (++lifo_polls > rt->max_lifo_polls ||
@@ -239,7 +254,7 @@ static void run_task(weft_worker_t *w, weft_task_t *t)
 				weft__notify_parked(rt);
 			return;
 		}
-		weft__task_run(w, t);
+		run_one(w, t, quiet);
 	}
 }
 
@@ -324,6 +339,61 @@ static void maintenance(weft_worker_t *w)
 	}
 }
 
+/* Defined in every build: the probe's API calls it, built in or not. */
+weft__cacheline_aligned _Atomic uint32_t weft__loop_epoch;
+
+void weft__loop_restart(void)
+{
+	/*
+	 * acq_rel, for its release half: what changed before the bump (the
+	 * listening count, a runtime's shutdown flag) is seen by a worker
+	 * whose acquire load of the epoch sees this bump or a later one
+	 * (later ones continue the release sequence, being RMWs).
+	 */
+	fetch_add_acq_rel(&weft__loop_epoch, 1);
+}
+
+/*
+ * A worker's turns, until its runtime shuts down or, in a probe build,
+ * until the loop epoch moves on from @epoch.  Made twice in a probe
+ * build: @quiet, while nobody listens, polls without the probe's poll
+ * site; the other with it.  Listening starting or stopping bumps the
+ * epoch, and the worker comes back to choose again: the turn's check of
+ * the epoch replaces the check of the shutdown flag, a load and a
+ * compare either way, so the quiet loop costs what a build without the
+ * probe does.  A worker in a poll or a chain of LIFO polls when the
+ * epoch moves finishes it first, as a poll that began before anyone
+ * listened was never timed.
+ */
+static inline __attribute__((always_inline)) void
+worker_loop(weft_worker_t *w, uint32_t epoch, bool quiet)
+{
+	weft_runtime_t *rt = w->rt;
+
+#if WEFT_PROBE
+	/* Acquire: pairs with weft__loop_restart(). */
+	while (load_acquire(&weft__loop_epoch) == epoch) {
+#else
+	(void)epoch;
+	/* Acquire: pairs with the release store of shutdown in destroy. */
+	while (!load_acquire(&rt->shutdown)) {
+#endif
+		weft_task_t *t;
+
+		w->tick++;
+		if (w->tick % rt->global_queue_interval == 0)
+			maintenance(w);
+		t = next_task(w);
+		if (!t)
+			t = steal_work(w);
+		if (t) {
+			run_task(w, t, quiet);
+			continue;
+		}
+		park(w);
+	}
+}
+
 void *weft__worker_main(void *arg)
 {
 	weft_worker_t *w = arg;
@@ -338,22 +408,25 @@ void *weft__worker_main(void *arg)
 	weft__probe_thread_start((uint16_t)w->index);
 	w->busy_since = weft__now_ns();
 
-	/* Acquire: pairs with the release store of shutdown in destroy. */
-	while (!load_acquire(&rt->shutdown)) {
-		weft_task_t *t;
+#if WEFT_PROBE
+	for (;;) {
+		/*
+		 * Acquire, both: the epoch first, so that a shutdown that
+		 * bumped it before we read it is seen here, not missed by a
+		 * loop that would wait for the next bump.
+		 */
+		uint32_t epoch = load_acquire(&weft__loop_epoch);
 
-		w->tick++;
-		if (w->tick % rt->global_queue_interval == 0)
-			maintenance(w);
-		t = next_task(w);
-		if (!t)
-			t = steal_work(w);
-		if (t) {
-			run_task(w, t);
-			continue;
-		}
-		park(w);
+		if (load_acquire(&rt->shutdown))
+			break;
+		if (weft__probe_on())
+			worker_loop(w, epoch, false);
+		else
+			worker_loop(w, epoch, true);
 	}
+#else
+	worker_loop(w, 0, true);
+#endif
 	counter_add(&w->c.busy_ns, weft__now_ns() - w->busy_since);
 	weft__probe_thread_stop();
 	weft__cur_worker = NULL;
