@@ -152,29 +152,21 @@ uint64_t weft__probe_clock_to_ns(uint64_t raw)
 
 void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n)
 {
-	__extension__ typedef unsigned __int128 u128;
-	const uint64_t bt = base_tsc, bn = base_ns, q = ns_per_tick_q32;
+	struct weft__probe_clock_conv c;
 
-	if (!weft__probe_use_tsc)
+	weft__probe_clock_conv_get(&c);
+	if (!c.tsc)
 		return;
-#define CONV(raw)                                                              \
-	((raw) >= bt ? bn + (uint64_t)(((u128)((raw)-bt) * q) >> 32) :         \
-		       bn - (uint64_t)(((u128)(bt - (raw)) * q) >> 32))
-	for (size_t i = 0; i < n; i++) {
-		uint64_t raw = ev[i].ts;
+	for (size_t i = 0; i < n; i++)
+		weft__probe_clock_conv_event(&c, &ev[i]);
+}
 
-		ev[i].ts = CONV(raw);
-		/*
-		 * A duration becomes end - start, both converted: scaled
-		 * alone it rounds apart from them by 1 ns, and the
-		 * collector's ts - a1 then lands after a wake stamped with
-		 * the poll's start, which it must count as in the poll.
-		 */
-		if (ev[i].kind == WEFT_EV_POLL ||
-		    ev[i].kind == WEFT_EV_BLOCKING_END)
-			ev[i].a1 = ev[i].ts - CONV(raw - ev[i].a1);
-	}
-#undef CONV
+void weft__probe_clock_conv_get(struct weft__probe_clock_conv *c)
+{
+	c->tsc = weft__probe_use_tsc;
+	c->base_tsc = base_tsc;
+	c->base_ns = base_ns;
+	c->ns_per_tick_q32 = ns_per_tick_q32;
 }
 
 const char *weft__probe_clock_describe(void)

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,9 @@ static unsigned hist_index(uint64_t ns)
 	e = 63 - (unsigned)__builtin_clzll(ns); /* 6 .. */
 	if (e >= 38)
 		return WEFT_HIST_BUCKETS; /* outlier */
-	return 1 + (e - 6) * 2 + (unsigned)((ns >> (e - 1)) & 1);
+	/* 1 + (e - 6) * 2 + the bit below the top one: ns >> (e - 1) is
+	 * the top two bits, 2 or 3, so no mask is needed. */
+	return 2 * e - 13 + (unsigned)(ns >> (e - 1));
 }
 
 uint64_t weft_hist_bucket_upper(unsigned i)
@@ -211,6 +214,15 @@ static void *pool_get(struct pool *pl, size_t size)
 	if (it) {
 		POOL_UNPOISON(it, size);
 		pl->free = *(void **)it;
+		/*
+		 * The next item given back, fetched now for the next call:
+		 * it was freed a pass ago and is out of cache, and the
+		 * memset below waited on each line of this one (perf,
+		 * chained_spawn: the most of task_new's time).
+		 */
+		if (pl->free)
+			for (size_t o = 0; o < size; o += 64)
+				__builtin_prefetch((char *)pl->free + o, 1);
 	} else {
 		if (!pl->left) {
 			size_t n = (POOL_BLOCK_BYTES - sizeof(void *)) / size;
@@ -298,12 +310,29 @@ static inline task_rec_t *task_get(struct probe *p, uint64_t id, uint64_t now)
 	return task_new(p, id, now);
 }
 
+/* The record of a task's published part. */
+static task_rec_t *rec_of(const weft_probe_task_t *pub)
+{
+	return (task_rec_t *)((char *)(uintptr_t)pub -
+			      offsetof(task_rec_t, pub));
+}
+
 static void task_changed(struct probe *p, task_rec_t *t)
 {
 	if (!t->changed) {
 		t->changed = true;
 		t->cnext = p->changed;
 		p->changed = t;
+		/*
+		 * Noted in publish()'s array too, as it comes: publish() then
+		 * neither counts the list nor walks it to fill the array, two
+		 * chases of a pointer a task through records that are out of
+		 * cache when a pass makes thousands of tasks (perf,
+		 * chained_spawn).
+		 */
+		if (p->nchanged < p->pub_cap)
+			p->pub_changed[p->nchanged] = &t->pub;
+		p->nchanged++;
 	}
 }
 
@@ -423,14 +452,15 @@ static void self_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
-	weft_hist_t *h;
+	/* Both histograms count from the task's second poll: found once. */
+	weft_hist_t *h = t->pub.polls ? task_hist(p, t) : NULL;
 
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
 		uint64_t delay = start - t->woken_at;
 
 		t->pub.scheduled_ns += delay;
-		if (t->pub.polls >= 1 && (h = task_hist(p, t)))
+		if (h)
 			hist_add(&h[1], delay);
 		if (delay > p->config.sched_delay_ns &&
 		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
@@ -449,7 +479,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->pub.last_worker = ev->worker;
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
-	if (t->pub.polls >= 2 && (h = task_hist(p, t)))
+	if (h)
 		hist_add(&h[0], dur);
 	if (ev->worker < MAX_PROBE_WORKERS &&
 	    dur > p->worker_max_poll[ev->worker])
@@ -571,6 +601,21 @@ static void process(struct probe *p, const weft_event_t *ev,
 {
 	task_rec_t *t = NULL;
 
+	/*
+	 * Polls and wakes first, each with the lookup its kind needs: they
+	 * are nearly every event, and going through creates_task() and then
+	 * the switch cost them two dispatches an event (callgrind).
+	 */
+	if (ev->kind == WEFT_EV_POLL) {
+		if (ev->task && (t = task_get(p, ev->task, ev->ts)))
+			on_poll(p, t, ev);
+		return;
+	}
+	if (ev->kind == WEFT_EV_WAKE) {
+		if (ev->task && (t = task_find(p, ev->task)))
+			on_wake(p, t, ev);
+		return;
+	}
 	if (ev->task)
 		t = creates_task(ev->kind)    ? task_get(p, ev->task, ev->ts) :
 		    ev->kind != WEFT_EV_STEAL ? task_find(p, ev->task) :
@@ -626,14 +671,6 @@ static void process(struct probe *p, const weft_event_t *ev,
 				w->line = t->pub.line;
 			}
 		}
-		break;
-	case WEFT_EV_POLL:
-		if (t)
-			on_poll(p, t, ev);
-		break;
-	case WEFT_EV_WAKE:
-		if (t)
-			on_wake(p, t, ev);
 		break;
 	case WEFT_EV_WAKER_CLONE:
 		if (t) {
@@ -832,12 +869,24 @@ again:
  * p->chunk: a k-way merge over the runs' heads (each ring is in time
  * order), O(log k) an event, read straight from the rings.  Gives the
  * slots taken back to their producers.  Returns how many (0: the pass's
- * events are all taken).  @nheap: the runs left, updated.
+ * events are all taken).  @nheap: the runs left, updated.  Out of line:
+ * it runs once a chunk, and inlined into the pass its loop lost the
+ * clock's constants to the stack (callgrind).
  */
-static size_t take_chunk(struct probe *p, size_t *nheap)
+__attribute__((noinline)) static size_t take_chunk(struct probe *p,
+						   size_t *nheap)
 {
 	struct seg_s **h = p->heap;
 	size_t n = *nheap, out = 0;
+	struct weft__probe_clock_conv cv;
+
+	/*
+	 * Each event is converted to ns as it is copied, while its slot is
+	 * in L1: a sweep of its own over the chunk afterwards went through
+	 * the chunk (larger than L1) once more.  The merge
+	 * compares the raw stamps, in the rings and in the heap alike.
+	 */
+	weft__probe_clock_conv_get(&cv);
 
 	/*
 	 * The earliest run gives events up to the next run's head (runs of
@@ -855,9 +904,18 @@ static size_t take_chunk(struct probe *p, size_t *nheap)
 			bound = h[2]->ts;
 		if (k > CHUNK_EVENTS - out)
 			k = CHUNK_EVENTS - out;
-		do {
-			p->chunk[out++] = r->buf[s->pos++ & r->mask];
-		} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		if (cv.tsc) {
+			do {
+				weft_event_t *d = &p->chunk[out++];
+
+				*d = r->buf[s->pos++ & r->mask];
+				weft__probe_clock_conv_event(&cv, d);
+			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		} else {
+			do {
+				p->chunk[out++] = r->buf[s->pos++ & r->mask];
+			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		}
 		if (s->pos == s->end)
 			h[0] = h[--n];
 		else
@@ -873,7 +931,6 @@ static size_t take_chunk(struct probe *p, size_t *nheap)
 	 */
 	for (size_t i = 0; i < p->nsegs_pass; i++)
 		store_release(&p->segs[i].e->ring.head, p->segs[i].pos);
-	weft__probe_clock_events_to_ns(p->chunk, out);
 	return out;
 }
 
@@ -1077,6 +1134,11 @@ static void retire(struct probe *p, uint64_t now)
 		task_rec_t *t = p->done_head;
 
 		p->done_head = t->dnext;
+		/* The next one's fields, while this one is freed. */
+		if (p->done_head) {
+			__builtin_prefetch(&p->done_head->pub.finished_ns);
+			__builtin_prefetch(&p->done_head->dnext, 1);
+		}
 		if (!p->done_head)
 			p->done_tail = NULL;
 		p->ndone--;
@@ -1099,10 +1161,21 @@ static void publish(struct probe *p, uint64_t now)
 
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
 		need_all |= s->need_full && s->opts.on_update;
-	for (task_rec_t *t = p->changed; t; t = t->cnext)
-		nchanged++;
-	/* Kept from pass to pass (a pass's worth is the same again). */
-	if (nchanged + 1 > p->pub_cap) {
+	nchanged = p->nchanged;
+	if (nchanged + 1 <= p->pub_cap) {
+		/* All in the array, oldest first: sent newest first, as the
+		 * list has them. */
+		changed = p->pub_changed;
+		for (size_t i = 0, j = nchanged; i + 1 < j; i++, j--) {
+			const weft_probe_task_t *x = changed[i];
+
+			changed[i] = changed[j - 1];
+			changed[j - 1] = x;
+		}
+	} else {
+		/* More than ever before: a larger array, filled from the
+		 * list (kept from pass to pass: a pass's worth is the same
+		 * again). */
 		size_t cap = nchanged + 1 + nchanged / 2;
 
 		changed = realloc(p->pub_changed, cap * sizeof(*changed));
@@ -1110,11 +1183,11 @@ static void publish(struct probe *p, uint64_t now)
 			p->pub_changed = changed;
 			p->pub_cap = cap;
 		}
+		changed = nchanged + 1 <= p->pub_cap ? p->pub_changed : NULL;
+		nchanged = 0;
+		for (task_rec_t *t = p->changed; t && changed; t = t->cnext)
+			changed[nchanged++] = &t->pub;
 	}
-	changed = nchanged + 1 <= p->pub_cap ? p->pub_changed : NULL;
-	nchanged = 0;
-	for (task_rec_t *t = p->changed; t && changed; t = t->cnext)
-		changed[nchanged++] = &t->pub;
 	if (need_all) {
 		all = malloc((p->ntasks + 1) * sizeof(*all));
 		for (size_t i = 0; all && i < p->table_size; i++)
@@ -1157,6 +1230,23 @@ static void publish(struct probe *p, uint64_t now)
 	}
 	free(tmp);
 	free(all);
+	/*
+	 * From the array where it holds them all (nothing was changed in
+	 * the callbacks): its loads do not wait on each other as the
+	 * list's do.
+	 */
+	if (changed && nchanged == p->nchanged) {
+		for (size_t i = 0; i < nchanged; i++) {
+			task_rec_t *t = rec_of(changed[i]);
+
+			t->changed = false;
+			t->cnext = NULL;
+			/* Retired while it waited to be sent. */
+			if (t->retired)
+				task_free(p, t);
+		}
+		p->changed = NULL;
+	}
 	while (p->changed) {
 		task_rec_t *t = p->changed;
 
@@ -1167,6 +1257,7 @@ static void publish(struct probe *p, uint64_t now)
 		if (t->retired)
 			task_free(p, t);
 	}
+	p->nchanged = 0;
 }
 
 /*
@@ -1446,6 +1537,7 @@ void weft__collector_stop(struct probe *p)
 	pool_fini(&p->rec_pool);
 	pool_fini(&p->hist_pool);
 	p->changed = NULL;
+	p->nchanged = 0;
 	p->live = NULL;
 	p->done_head = p->done_tail = NULL;
 	p->ndone = 0;

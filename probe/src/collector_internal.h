@@ -106,6 +106,7 @@ struct probe {
 		size_t left;  /* items there */
 	} rec_pool, hist_pool;
 	task_rec_t *changed;
+	size_t nchanged;  /* on the changed list */
 	task_rec_t *live; /* not finished (in_done unset), newest first */
 	task_rec_t *done_head;
 	task_rec_t *done_tail;
@@ -136,7 +137,9 @@ struct probe {
 	struct seg_s **heap;  /* the runs not yet taken, earliest head first */
 	size_t segs_cap;
 	size_t nsegs_pass; /* runs in this pass's snapshot */
-	const weft_probe_task_t **pub_changed; /* publish()'s, kept */
+	/* The changed tasks, oldest first, as task_changed() adds them while
+	 * there is room (publish()'s, kept from pass to pass). */
+	const weft_probe_task_t **pub_changed;
 	size_t pub_cap;
 	/* The pass's events as records, for every subscriber that takes
 	 * them all (weft__collector_event_records()); NULL until needed. */

@@ -52,6 +52,52 @@ uint64_t weft__probe_clock_to_ns(uint64_t raw);
  * BLOCKING_END) to CLOCK_MONOTONIC ns, in place (collector thread only).
  */
 void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n);
+
+/*
+ * The conversion's constants, for a caller that converts events as it
+ * copies them (the collector's merge) rather than in a sweep of its own.
+ * tsc false: the stamps are ns already.
+ */
+struct weft__probe_clock_conv {
+	bool tsc;
+	uint64_t base_tsc;
+	uint64_t base_ns;
+	uint64_t ns_per_tick_q32;
+};
+void weft__probe_clock_conv_get(struct weft__probe_clock_conv *c);
+
+static inline uint64_t
+weft__probe_clock_conv_ts(const struct weft__probe_clock_conv *c, uint64_t raw)
+{
+	__extension__ typedef unsigned __int128 u128;
+
+	if (raw >= c->base_tsc)
+		return c->base_ns + (uint64_t)(((u128)(raw - c->base_tsc) *
+						c->ns_per_tick_q32) >>
+					       32);
+	return c->base_ns -
+	       (uint64_t)(((u128)(c->base_tsc - raw) * c->ns_per_tick_q32) >>
+			  32);
+}
+
+/* One event's stamp (and a POLL's or BLOCKING_END's duration) to ns;
+ * @c->tsc is the caller's to check. */
+static inline void
+weft__probe_clock_conv_event(const struct weft__probe_clock_conv *c,
+			     weft_event_t *ev)
+{
+	uint64_t raw = ev->ts;
+
+	ev->ts = weft__probe_clock_conv_ts(c, raw);
+	/*
+	 * A duration becomes end - start, both converted: scaled alone it
+	 * rounds apart from them by 1 ns, and the collector's ts - a1 then
+	 * lands after a wake stamped with the poll's start, which it must
+	 * count as in the poll.
+	 */
+	if (ev->kind == WEFT_EV_POLL || ev->kind == WEFT_EV_BLOCKING_END)
+		ev->a1 = ev->ts - weft__probe_clock_conv_ts(c, raw - ev->a1);
+}
 /* Refines the TSC rate over a longer baseline (collector thread only). */
 void weft__probe_clock_calibrate(void);
 /* "tsc 2.09 GHz (invariant)" or "clock_gettime(CLOCK_MONOTONIC)". */
