@@ -135,7 +135,11 @@ void weft__task_run_quiet(weft_worker_t *w, weft_task_t *t);
  * build's worker loop reads it each turn instead of its runtime's
  * shutdown flag (see worker_loop()).
  */
-extern __attribute__((visibility("hidden"))) _Atomic uint32_t weft__loop_epoch;
+struct weft__loop_epoch_s {
+	weft__cacheline_aligned _Atomic uint32_t v;
+};
+extern __attribute__((
+	visibility("hidden"))) struct weft__loop_epoch_s weft__loop_epoch;
 void weft__loop_restart(void);
 void weft__task_cancel_at_shutdown(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);

@@ -756,7 +756,7 @@ void weft_cx_yield(weft_cx_t *cx)
 	 *
 	 * The common case, a task polled with its own waker, skips the
 	 * vtable: the task is RUNNING on this thread (cx->task is set only
-	 * by weft__task_run for the poll in progress), so the wake can only
+	 * by task_run() for the poll in progress), so the wake can only
 	 * set NOTIFIED (notify_by_ref's RUNNING branch; COMPLETE is set by
 	 * this thread alone, after the poll).  acq_rel as in notify_by_ref,
 	 * though only this thread's to_idle reads the bit.
@@ -766,8 +766,9 @@ void weft_cx_yield(weft_cx_t *cx)
 #if WEFT_PROBE
 		/*
 		 * A timed poll's record says it yielded (one event a yield,
-		 * not two); an untimed one (the probe off, or switched on
-		 * mid-poll) has no record and drops it.
+		 * not two).  An untimed one has no record, and its yield
+		 * goes unseen: the probe off, or a listener come during the
+		 * poll (the worker's loop times the next one).
 		 */
 		cx->yielded = 1;
 #endif

@@ -231,8 +231,27 @@ run_one(weft_worker_t *w, weft_task_t *t, bool quiet)
 	weft__task_run(w, t);
 }
 
+/* Whether a chain of LIFO polls must stop: at shutdown, or (in a probe
+ * build) when the loop epoch moves on from @epoch, which it does at
+ * shutdown too. */
+static inline bool chain_stops(weft_runtime_t *rt, uint32_t epoch)
+{
+#if WEFT_PROBE
+	(void)rt;
+	/*
+	 * Relaxed: the loop's own acquire load follows.  A quiet loop's
+	 * chain thus ends at the next link once someone listens, and the
+	 * next poll is timed.
+	 */
+	return load_relaxed(&weft__loop_epoch.v) != epoch;
+#else
+	(void)epoch;
+	return load_relaxed(&rt->shutdown);
+#endif
+}
+
 static inline __attribute__((always_inline)) void
-run_task(weft_worker_t *w, weft_task_t *t, bool quiet)
+run_task(weft_worker_t *w, weft_task_t *t, uint32_t epoch, bool quiet)
 {
 	weft_runtime_t *rt = w->rt;
 	unsigned lifo_polls = 0;
@@ -242,7 +261,7 @@ run_task(weft_worker_t *w, weft_task_t *t, bool quiet)
 	while ((t = w->lifo) != NULL) {
 		w->lifo = NULL;
 		if (++lifo_polls > rt->max_lifo_polls ||
-		    load_relaxed(&rt->shutdown)) {
+		    chain_stops(rt, epoch)) {
 			/*
 			 * Demote: the queue gets its turn.  No wake-up for
 			 * other workers unless the push spilled tasks to the
@@ -276,13 +295,19 @@ static void notify_if_work_pending(weft_runtime_t *rt)
 		weft__notify_parked(rt);
 }
 
-static void park(weft_worker_t *w)
+/*
+ * Parks until there is work or shutdown.  Returns true if it saw
+ * shutdown: the worker is still on the sleepers list then, and must not
+ * take another turn (a second park would push it there twice).
+ */
+static bool park(weft_worker_t *w)
 {
 	weft_runtime_t *rt = w->rt;
+	bool shutdown = false;
 	uint64_t now;
 
 	if (w->lifo || !weft__local_queue_is_empty(&w->queue))
-		return;
+		return false;
 	if (weft__idle_to_parked(&rt->idle, w->index, w->searching))
 		notify_if_work_pending(rt);
 	w->searching = false;
@@ -300,8 +325,10 @@ static void park(weft_worker_t *w)
 			weft__parker_park(&w->parker);
 		}
 		/* Acquire: pairs with the release store in destroy. */
-		if (load_acquire(&rt->shutdown))
+		if (load_acquire(&rt->shutdown)) {
+			shutdown = true;
 			break;
+		}
 		if (w->lifo || !weft__local_queue_is_empty(&w->queue)) {
 			/*
 			 * The driver woke tasks onto this worker.  Still on
@@ -323,6 +350,7 @@ static void park(weft_worker_t *w)
 	counter_inc(&w->c.unparks);
 	WEFT_PROBE_EVENT(UNPARK, 0, 0, w->searching);
 	w->busy_since = weft__now_ns();
+	return shutdown;
 }
 
 /*
@@ -339,8 +367,12 @@ static void maintenance(weft_worker_t *w)
 	}
 }
 
-/* Defined in every build: the probe's API calls it, built in or not. */
-weft__cacheline_aligned _Atomic uint32_t weft__loop_epoch;
+/*
+ * Defined in every build: the probe's API calls it, built in or not.  A
+ * line of its own (the struct's alignment pads it), read by every worker
+ * each turn and written only at a toggle or a shutdown.
+ */
+struct weft__loop_epoch_s weft__loop_epoch;
 
 void weft__loop_restart(void)
 {
@@ -350,20 +382,21 @@ void weft__loop_restart(void)
 	 * whose acquire load of the epoch sees this bump or a later one
 	 * (later ones continue the release sequence, being RMWs).
 	 */
-	fetch_add_acq_rel(&weft__loop_epoch, 1);
+	fetch_add_acq_rel(&weft__loop_epoch.v, 1);
 }
 
 /*
- * A worker's turns, until its runtime shuts down or, in a probe build,
- * until the loop epoch moves on from @epoch.  Made twice in a probe
- * build: @quiet, while nobody listens, polls without the probe's poll
- * site; the other with it.  Listening starting or stopping bumps the
- * epoch, and the worker comes back to choose again: the turn's check of
- * the epoch replaces the check of the shutdown flag, a load and a
- * compare either way, so the quiet loop costs what a build without the
- * probe does.  A worker in a poll or a chain of LIFO polls when the
- * epoch moves finishes it first, as a poll that began before anyone
- * listened was never timed.
+ * A worker's turns.  Without the probe built in: until its runtime shuts
+ * down.  With it: until the loop epoch moves on from @epoch (listening
+ * started or stopped, or a runtime shuts down) or a park saw shutdown;
+ * the caller then chooses again.  Made twice in a probe build: @quiet,
+ * while nobody listens, polls without the probe's poll site; the other
+ * with it.  The turn's check of the epoch replaces the check of the
+ * shutdown flag, a load and a compare either way, so the quiet loop
+ * costs what a build without the probe does.  A worker in a poll when
+ * the epoch moves finishes it untimed, as a poll that began before
+ * anyone listened always was; a chain of LIFO polls stops at the next
+ * link (chain_stops()).
  */
 static inline __attribute__((always_inline)) void
 worker_loop(weft_worker_t *w, uint32_t epoch, bool quiet)
@@ -372,7 +405,7 @@ worker_loop(weft_worker_t *w, uint32_t epoch, bool quiet)
 
 #if WEFT_PROBE
 	/* Acquire: pairs with weft__loop_restart(). */
-	while (load_acquire(&weft__loop_epoch) == epoch) {
+	while (load_acquire(&weft__loop_epoch.v) == epoch) {
 #else
 	(void)epoch;
 	/* Acquire: pairs with the release store of shutdown in destroy. */
@@ -387,10 +420,11 @@ worker_loop(weft_worker_t *w, uint32_t epoch, bool quiet)
 		if (!t)
 			t = steal_work(w);
 		if (t) {
-			run_task(w, t, quiet);
+			run_task(w, t, epoch, quiet);
 			continue;
 		}
-		park(w);
+		if (park(w))
+			return;
 	}
 }
 
@@ -415,11 +449,16 @@ void *weft__worker_main(void *arg)
 		 * bumped it before we read it is seen here, not missed by a
 		 * loop that would wait for the next bump.
 		 */
-		uint32_t epoch = load_acquire(&weft__loop_epoch);
+		uint32_t epoch = load_acquire(&weft__loop_epoch.v);
 
 		if (load_acquire(&rt->shutdown))
 			break;
-		if (weft__probe_on())
+		/*
+		 * Relaxed, as a probe site's load, but a C11 one, not
+		 * weft__probe_on()'s asm: ordered after the epoch's acquire
+		 * by the memory model, not by the compiler's habits.
+		 */
+		if (load_relaxed(&weft__probe_listening) != 0)
 			worker_loop(w, epoch, false);
 		else
 			worker_loop(w, epoch, true);
