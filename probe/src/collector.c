@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "collector_internal.h"
+#include "pages_internal.h"
 #include "wire_internal.h"
 
 /* ------------------------------------------------------------ histogram */
@@ -186,7 +187,7 @@ static void live_remove(struct probe *p, task_rec_t *t)
 }
 
 /*
- * Task records and histograms come from pools of 256 KiB blocks.  Taken one
+ * Task records and histograms come from pools of 2 MiB blocks.  Taken one
  * calloc() at a time, a service spawning tens of thousands of tasks a
  * second had the collector's malloc arena growing a page per mprotect()
  * and faulting each page in: most of the collector's time in
@@ -195,7 +196,7 @@ static void live_remove(struct probe *p, task_rec_t *t)
  * collector stops, so the pools hold the peak of what was tracked at once
  * (live tasks plus at most retain_max finished ones).
  */
-#define POOL_BLOCK_BYTES (256u * 1024u)
+#define POOL_BLOCK_BYTES (2u * 1024u * 1024u) /* a huge page (pages.c) */
 
 /* Under ASan, an item given back is poisoned until taken again. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -227,18 +228,15 @@ static void *pool_get(struct pool *pl, size_t size)
 		if (!pl->left) {
 			size_t n = (POOL_BLOCK_BYTES - sizeof(void *)) / size;
 			/*
-			 * Faulted in with the mapping, in one system call:
-			 * touched a page at a time, a block cost 64 page
-			 * faults, the collector's main cost in chained_spawn
-			 * even from a pool (perf: task_new and the fault
-			 * path, 45%; faults are dear in a VM).
+			 * Faulted in with the mapping, up front: touched a
+			 * page at a time, a block's faults were the
+			 * collector's main cost in chained_spawn even from a
+			 * pool (perf: task_new and the fault path, 45%;
+			 * faults are dear in a VM, see pages.c).
 			 */
-			char *b = mmap(
-				NULL, POOL_BLOCK_BYTES, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
-				0);
+			char *b = weft__pages_map(POOL_BLOCK_BYTES, true);
 
-			if (b == MAP_FAILED)
+			if (!b)
 				return NULL;
 			/* A mapping where an unmapped block was may still
 			 * carry its poison. */
@@ -272,7 +270,7 @@ static void pool_fini(struct pool *pl)
 
 		pl->blocks = *(void **)b;
 		POOL_UNPOISON(b, POOL_BLOCK_BYTES);
-		munmap(b, POOL_BLOCK_BYTES);
+		weft__pages_unmap(b, POOL_BLOCK_BYTES);
 	}
 	memset(pl, 0, sizeof(*pl));
 }

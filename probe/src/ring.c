@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "pages_internal.h"
 #include "ring.h"
 
 int weft__ring_init(weft_ring_t *r, size_t capacity, bool populate)
@@ -17,18 +18,16 @@ int weft__ring_init(weft_ring_t *r, size_t capacity, bool populate)
 	memset(r, 0, sizeof(*r));
 	bytes = cap * sizeof(weft_event_t);
 	/*
-	 * @populate: filled in up front, in one system call on this
-	 * (registering) thread; otherwise the producer takes a page fault
-	 * every 128 events on its first trip round the ring, on its fast
-	 * path (a worker's first 8 MiB of events ran 3-10x slower in
-	 * chained_spawn).  About 1 ms for the default 8 MiB, once in a
-	 * thread's life.  mmap's pages are page-aligned, which covers the 64
-	 * the slots want.
+	 * @populate: its pages in place up front, on this (registering)
+	 * thread; otherwise the producer takes a fault every 128 events on
+	 * its first trip round the ring, on its fast path (a worker's first
+	 * 8 MiB of events ran 3-10x slower in chained_spawn).  See pages.c
+	 * for how, and what it costs: well under 1 ms for the default 8 MiB
+	 * with huge pages, once in a thread's life.  The mapping is page
+	 * aligned, which covers the 64 the slots want.
 	 */
-	buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
-		   -1, 0);
-	if (buf == MAP_FAILED)
+	buf = weft__pages_map(bytes, populate);
+	if (!buf)
 		return -ENOMEM;
 	r->buf = buf;
 	r->mask = cap - 1;
@@ -38,7 +37,8 @@ int weft__ring_init(weft_ring_t *r, size_t capacity, bool populate)
 void weft__ring_fini(weft_ring_t *r)
 {
 	if (r->buf)
-		munmap(r->buf, weft__ring_capacity(r) * sizeof(weft_event_t));
+		weft__pages_unmap(r->buf, weft__ring_capacity(r) *
+						  sizeof(weft_event_t));
 	r->buf = NULL;
 }
 
