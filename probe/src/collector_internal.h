@@ -137,6 +137,7 @@ struct probe {
 	struct seg_s **heap;  /* the runs not yet taken, earliest head first */
 	size_t segs_cap;
 	size_t nsegs_pass; /* runs in this pass's snapshot */
+	bool flush_rings;  /* give the lines taken back (take_chunk()) */
 	/* The changed tasks, oldest first, as task_changed() adds them while
 	 * there is room (publish()'s, kept from pass to pass). */
 	const weft_probe_task_t **pub_changed;
