@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__)
@@ -190,16 +189,22 @@ static void live_remove(struct probe *p, task_rec_t *t)
 }
 
 /*
- * Task records and histograms come from pools of 2 MiB blocks.  Taken one
- * calloc() at a time, a service spawning tens of thousands of tasks a
- * second had the collector's malloc arena growing a page per mprotect()
- * and faulting each page in: most of the collector's time in
- * chained_spawn (perf: sysmalloc and the page-fault path, 45%).  Freed
- * items go back on the pool's list; blocks go back to malloc only when the
- * collector stops, so the pools hold the peak of what was tracked at once
- * (live tasks plus at most retain_max finished ones).
+ * Task records and histograms come from pools of blocks: a huge page (2
+ * MiB) where the kernel offers them, else 256 KiB.  Taken one calloc() at
+ * a time, a service spawning tens of thousands of tasks a second had the
+ * collector's malloc arena growing a page per mprotect() and faulting
+ * each page in: most of the collector's time in chained_spawn (perf:
+ * sysmalloc and the page-fault path, 45%).  Freed items go back on the
+ * pool's list; blocks are unmapped only when the collector stops, so the
+ * pools hold the peak of what was tracked at once (live tasks plus at
+ * most retain_max finished ones).
  */
-#define POOL_BLOCK_BYTES (2u * 1024u * 1024u) /* a huge page (pages.c) */
+static size_t pool_block_bytes(void)
+{
+	size_t huge = weft__pages_huge();
+
+	return huge ? huge : 256u * 1024u;
+}
 
 /* Under ASan, an item given back is poisoned until taken again. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -229,7 +234,8 @@ static void *pool_get(struct pool *pl, size_t size)
 				__builtin_prefetch((char *)pl->free + o, 1);
 	} else {
 		if (!pl->left) {
-			size_t n = (POOL_BLOCK_BYTES - sizeof(void *)) / size;
+			size_t bytes = pool_block_bytes();
+			size_t n = (bytes - sizeof(void *)) / size;
 			/*
 			 * Faulted in with the mapping, up front: touched a
 			 * page at a time, a block's faults were the
@@ -237,13 +243,13 @@ static void *pool_get(struct pool *pl, size_t size)
 			 * pool (perf: task_new and the fault path, 45%;
 			 * faults are dear in a VM, see pages.c).
 			 */
-			char *b = weft__pages_map(POOL_BLOCK_BYTES, true);
+			char *b = weft__pages_map(bytes, true);
 
 			if (!b)
 				return NULL;
 			/* A mapping where an unmapped block was may still
 			 * carry its poison. */
-			POOL_UNPOISON(b, POOL_BLOCK_BYTES);
+			POOL_UNPOISON(b, bytes);
 			/* The block's first word chains the blocks. */
 			*(void **)b = pl->blocks;
 			pl->blocks = b;
@@ -272,8 +278,8 @@ static void pool_fini(struct pool *pl)
 		void *b = pl->blocks;
 
 		pl->blocks = *(void **)b;
-		POOL_UNPOISON(b, POOL_BLOCK_BYTES);
-		weft__pages_unmap(b, POOL_BLOCK_BYTES);
+		POOL_UNPOISON(b, pool_block_bytes());
+		weft__pages_unmap(b, pool_block_bytes());
 	}
 	memset(pl, 0, sizeof(*pl));
 }
@@ -870,11 +876,12 @@ again:
  * so that it writes them again, a lap later, from memory rather than from
  * the collector's core.  On this project's CI guests a line fetched back
  * from the other vCPU is dear (the c2c probe: 100-670 ns), and sequential
- * misses to memory are what a core's prefetchers hide best: probe_event,
- * marks written while the collector drained on the other vCPU, ran 10-18
- * ns an event in about half the runs against 3.4-3.8 with the flush in
- * every run; yield_many with events 45.5-50.3 -> 40.1-42.6 ns an op, for
- * about 2.5 ns an event more on the collector.  Whole lines only (one
+ * misses to memory are what a core's prefetchers hide best.  Measured
+ * (tools/bench/README.md, session 7): probe_event, marks written while the
+ * collector drained on the other vCPU, ran 8.2-17.8 ns an event in half
+ * the runs and 3.4-3.8 with the flush in every run; yield_many with
+ * events, median 48.3 -> 42.5 ns an op, for about 2.2 ns an event more on
+ * the collector.  Whole lines only (one
  * half taken waits for the next run).  clflushopt keeps a line coherent
  * whoever writes it next: a hint to the caches, no part of the ring's
  * protocol.  WEFT_PROBE_RING_FLUSH=0 turns it off.
@@ -890,16 +897,20 @@ static bool flush_offered(void)
 	/* CPUID.(7,0):EBX[23] (valgrind's CPU says no, and means it). */
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
 		return false;
-	return (b >> 23) & 1;
+	return (b & bit_CLFLUSHOPT) != 0;
 }
 
 static void flush_taken(const weft_ring_t *r, uint64_t from, uint64_t to)
 {
+	/* Locals: the asm's char operand may alias them, and they would be
+	 * loaded again each line. */
+	weft_event_t *buf = r->buf;
+	uint64_t mask = r->mask;
+
 	/* Two 32-byte slots a 64-byte line; the buffer is page aligned. */
 	for (uint64_t q = from & ~(uint64_t)1; q + 2 <= to; q += 2)
-		__asm__ volatile(
-			"clflushopt %0"
-			: "+m"(*(volatile char *)&r->buf[q & r->mask]));
+		__asm__ volatile("clflushopt %0"
+				 : "+m"(*(volatile char *)&buf[q & mask]));
 }
 #else
 static bool flush_offered(void)
@@ -1586,7 +1597,6 @@ void weft__collector_stop(struct probe *p)
 	free(p->table);
 	p->table = NULL;
 	p->table_size = 0;
-	p->flush_rings = flush_offered();
 	p->ntasks = 0;
 	p->last_found = NULL;
 	pool_fini(&p->rec_pool);

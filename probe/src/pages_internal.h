@@ -14,5 +14,8 @@
  */
 void *weft__pages_map(size_t bytes, bool prefault);
 void weft__pages_unmap(void *p, size_t bytes);
+/* The huge page size weft__pages_map() uses (2 MiB), or 0 if the kernel
+ * offers none. */
+size_t weft__pages_huge(void);
 
 #endif /* WEFT_PAGES_INTERNAL_H */

@@ -184,9 +184,10 @@ weft_ring_t *weft__probe_ring_register(void)
 	pthread_setspecific(ring_key, e);
 	/*
 	 * Made inside a timed poll (a console attached while the worker
-	 * ran): the ring's populating (about 2 ms for 8 MiB) is not the
-	 * task's.  The poll now starts here, and so does the event that
-	 * made the ring (weft__probe_emit_first).
+	 * ran): the ring's populating (under 1 ms for 8 MiB on huge pages,
+	 * more without: pages.c) is not the task's.  The poll now starts
+	 * here, and so does the event that made the ring
+	 * (weft__probe_emit_first).
 	 */
 	if (weft__probe_poll_ts)
 		weft__probe_poll_ts = weft__probe_clock();
