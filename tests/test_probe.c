@@ -1540,7 +1540,7 @@ static void test_probe_events_switch_off(void **state)
 	weft_probe_flush();
 	assert_true(s->events > 0);
 	sink_free(s, sub);
-	/* Nobody listens: every site is one relaxed load, no event. */
+	/* Nobody listens: every site is a compare and a branch, no event. */
 	assert_false(weft__probe_on());
 	rt_done(rt);
 }

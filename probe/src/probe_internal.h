@@ -5,10 +5,13 @@
  *
  * Cost model.  Counters are always on and live in the runtime (plain
  * per-worker fields).  Events flow only while someone listens (a console,
- * a recorder, the flight recorder, a test): each site first does one
- * relaxed load of weft__probe_listening and skips everything else when it
- * is zero.  When listening, an event is a TLS load (the thread's ring), a
- * clock read, a 32-byte store and a release store of the ring's tail.
+ * a recorder, the flight recorder, a test): each site first reads
+ * weft__probe_listening (a compare with memory and a branch) and skips
+ * everything else when it is zero.  A poll has no site at all while
+ * nobody listens: the worker runs a quiet copy of its loop then
+ * (worker.c, worker_loop()).  When listening, an event is a TLS load (the
+ * thread's ring), a clock read, a 32-byte store and a release store of
+ * the ring's tail.
  * Built with WEFT_PROBE=OFF, every site compiles to nothing.
  *
  * Rings are per thread: a worker gets one when it starts; any other thread
@@ -118,7 +121,7 @@ static inline uint64_t weft__probe_clock(void)
 
 /* ---------------------------------------------------------------- emit */
 
-/* Non-zero while anyone listens; one relaxed load per probe site. */
+/* Non-zero while anyone listens; read (relaxed) at each probe site. */
 /* Hidden: PC-relative in libweft.so, no GOT load at each site. */
 extern __attribute__((visibility("hidden"))) _Atomic uint32_t
 	weft__probe_listening;

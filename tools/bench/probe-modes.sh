@@ -8,7 +8,8 @@
 #
 #   compiled-out  a build with -DWEFT_PROBE=OFF (build/bench-probe-off)
 #   counters      the normal build, nobody listening (the default in
-#                 production: counters on, each event site one relaxed load)
+#                 production: counters on, polls without a probe site,
+#                 each other event site a compare and a branch)
 #   events        the normal build with --probe=events: a subscriber drains
 #                 every event through the collector
 #   events-niced  the same with WEFT_COLLECTOR_NICE=19: the collector gets
