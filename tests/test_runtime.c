@@ -591,6 +591,76 @@ static void *sd_joiner_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A worker woken while destroy has stored shutdown but not yet bumped the
+ * loop epoch (a timer due in between) must leave, not park again: its
+ * park saw shutdown and left it on the sleepers list, and a second park
+ * would push it there twice (past the array's end with every worker
+ * asleep: ASan's heap-buffer-overflow, as a review of the epoch found).
+ * The window is widened here with the test hook, 3 ms, while a task's
+ * 1 ms sleeps come due.
+ */
+struct napper {
+	weft_sleep_t s;
+	bool armed;
+	tcount_t *naps;
+};
+
+static weft_poll_t napper_poll(void *arg, weft_cx_t *cx)
+{
+	struct napper *n = arg;
+
+	for (;;) {
+		if (!n->armed) {
+			weft_sleep_init(&n->s, 1000000);
+			n->armed = true;
+		}
+		if (weft_sleep_poll(&n->s, cx) == WEFT_PENDING)
+			return WEFT_PENDING;
+		weft_sleep_fini(&n->s);
+		n->armed = false;
+		tcount_add(n->naps, 1);
+	}
+}
+
+static void napper_drop(void *arg)
+{
+	struct napper *n = arg;
+
+	if (n->armed)
+		weft_sleep_fini(&n->s);
+}
+
+static void shutdown_gap(void)
+{
+	usleep(3000);
+}
+
+static void test_runtime_wake_between_shutdown_and_epoch(void **state)
+{
+	tcount_t naps;
+
+	(void)state;
+	tcount_init(&naps);
+	weft__shutdown_gap_hook = shutdown_gap;
+	for (unsigned i = 0; i < 10; i++) {
+		weft_runtime_t *rt = rt_create(1);
+		weft_spawn_t spec = { .poll = napper_poll,
+				      .drop = napper_drop,
+				      .state =
+					      &(struct napper){ .naps = &naps },
+				      .size = sizeof(struct napper),
+				      .name = "napper" };
+
+		assert_int_equal(weft_spawn_with(rt, &spec, NULL), 0);
+		/* Asleep in the driver between naps. */
+		tcount_wait(&naps, i + 1);
+		weft_runtime_destroy(rt);
+	}
+	weft__shutdown_gap_hook = NULL;
+	tcount_fini(&naps);
+}
+
 static void test_runtime_shutdown_with_pending_tasks(void **state)
 {
 	enum { NJOINS = 10 };
@@ -873,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_block_on),
 		cmocka_unit_test(test_runtime_block_on_in_worker_fails),
 		cmocka_unit_test(test_runtime_shutdown_with_pending_tasks),
+		cmocka_unit_test(test_runtime_wake_between_shutdown_and_epoch),
 		cmocka_unit_test(test_runtime_metrics_counts),
 		cmocka_unit_test(test_runtime_live_tasks_exclude_finished),
 	};

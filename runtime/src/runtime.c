@@ -199,6 +199,10 @@ void weft__runtime_shell_release(weft_runtime_t *rt, int64_t n)
 		shell_free(rt);
 }
 
+/* Tests only (test_runtime): run between destroy's store of shutdown and
+ * its bump of the loop epoch, to widen that window.  NULL otherwise. */
+void (*weft__shutdown_gap_hook)(void);
+
 void weft_runtime_destroy(weft_runtime_t *rt)
 {
 	int64_t live = 0;
@@ -220,6 +224,8 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	weft__probe_runtime_detach(rt);
 	/* Release: pairs with the workers' acquire loads of shutdown. */
 	store_release(&rt->shutdown, true);
+	if (weft__shutdown_gap_hook)
+		weft__shutdown_gap_hook();
 	weft__loop_restart(); /* a probe build's workers read the epoch */
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__parker_unpark(&rt->workers[i].parker);

@@ -141,6 +141,10 @@ struct weft__loop_epoch_s {
 extern __attribute__((
 	visibility("hidden"))) struct weft__loop_epoch_s weft__loop_epoch;
 void weft__loop_restart(void);
+/* runtime.c: called, if set, between destroy's store of shutdown and its
+ * bump of the loop epoch.  For tests that widen that window. */
+extern __attribute__((visibility("hidden"))) void (*weft__shutdown_gap_hook)(
+	void);
 void weft__task_cancel_at_shutdown(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);
 

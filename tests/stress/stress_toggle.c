@@ -15,8 +15,7 @@
  * drop is counted, exactly once each, and destroy must return (ctest's
  * timeout catches a hang).  (The narrow window a review found, a worker
  * woken between shutdown's store and the epoch's bump parking twice, is
- * too narrow to hit here: 5,000 rounds under ASan with the fix taken out
- * passed.  Its fix is argued in park().)
+ * too narrow to hit here; test_runtime widens it with a hook.)
  *
  * WEFT_STRESS_ITERS sets the number of rounds.
  */
