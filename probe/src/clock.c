@@ -150,17 +150,6 @@ uint64_t weft__probe_clock_to_ns(uint64_t raw)
 	return base_ns - scale(base_tsc - raw);
 }
 
-void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n)
-{
-	struct weft__probe_clock_conv c;
-
-	weft__probe_clock_conv_get(&c);
-	if (!c.tsc)
-		return;
-	for (size_t i = 0; i < n; i++)
-		weft__probe_clock_conv_event(&c, &ev[i]);
-}
-
 void weft__probe_clock_conv_get(struct weft__probe_clock_conv *c)
 {
 	c->tsc = weft__probe_use_tsc;

@@ -51,14 +51,9 @@ void weft__probe_clock_init(void);
 /* Converts a raw event timestamp to CLOCK_MONOTONIC ns. */
 uint64_t weft__probe_clock_to_ns(uint64_t raw);
 /*
- * Converts @n events' raw timestamps (and the durations of POLL and
- * BLOCKING_END) to CLOCK_MONOTONIC ns, in place (collector thread only).
- */
-void weft__probe_clock_events_to_ns(weft_event_t *ev, size_t n);
-
-/*
- * The conversion's constants, for a caller that converts events as it
- * copies them (the collector's merge) rather than in a sweep of its own.
+ * The conversion's constants, for the collector's merge, which converts
+ * each event's stamp (and a POLL's or BLOCKING_END's duration) to
+ * CLOCK_MONOTONIC ns as it copies it.
  * tsc false: the stamps are ns already.
  */
 struct weft__probe_clock_conv {
