@@ -13,6 +13,7 @@
  * thread): the producer marks it orphaned, the collector frees it.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -43,6 +44,16 @@ static pthread_key_t ring_key;
  * holds through a pass (a recorder's file writes included).
  */
 _Atomic(ring_entry_t *) weft__probe_new_rings;
+/*
+ * The collector's sleep, which a producer can end without probe.lock
+ * (weft__ring_half_full()): a futex word bumped by every waker, and a
+ * flag that asks for a pass now.
+ */
+static struct {
+	weft__cacheline_aligned _Atomic uint32_t seq;
+	_Atomic uint32_t poked;
+} collector_wake;
+
 /* The configured ring capacity once loaded (0 before): read lock-free. */
 static _Atomic size_t ring_cap_loaded;
 
@@ -93,7 +104,8 @@ static void config_load(void)
 		return;
 	c->long_poll_ns = env_ms("WEFT_LONG_POLL", 10);
 	c->sched_delay_ns = env_ms("WEFT_SCHED_DELAY", 50);
-	c->interval_ns = 20u * 1000000u;
+	/* At most every 20 ms; sooner while rings fill (collector.c). */
+	c->interval_ns = env_ms("WEFT_PROBE_INTERVAL", 20);
 	c->retain_ns = 6ull * 1000000000u;
 	c->retain_max = 100000;
 	c->large_future_bytes = 1024;
@@ -251,6 +263,59 @@ static void collector_nice(void)
 			strerror(errno));
 }
 
+/*
+ * Ends the collector's sleep.  Lost-wake argument: the collector reads seq
+ * before it last looks at what it would wake for (stop, flush, poked),
+ * and FUTEX_WAIT sleeps only while seq still holds what it read; a waker
+ * changes that first or after it (its change is seen), then bumps seq.
+ * The bump releases (acq_rel): a collector whose acquire load of seq
+ * sees it also sees what the waker set before.
+ */
+static void collector_wake_up(void)
+{
+	fetch_add_acq_rel(&collector_wake.seq, 1);
+	syscall(SYS_futex, (uint32_t *)&collector_wake.seq, FUTEX_WAKE_PRIVATE,
+		1, NULL, NULL, 0);
+}
+
+/*
+ * A producer's ring is half full: ask for a pass now.  Once until the
+ * collector takes the request, so a burst costs one system call a pass
+ * however many rings fill.  Any thread, without a lock.
+ */
+void weft__ring_half_full(void)
+{
+	/* Relaxed: a hint; the exchange below decides. */
+	if (load_relaxed(&collector_wake.poked))
+		return;
+	/*
+	 * Acq_rel: releases this ring's pushes to the collector that takes
+	 * the request with its own acq_rel exchange; so the pass it starts
+	 * sees the tail that asked for it.
+	 */
+	if (!exchange_acq_rel(&collector_wake.poked, 1))
+		collector_wake_up();
+}
+
+/* With probe.lock held: sleeps until @until_ns or a wake; drops the lock
+ * while asleep. */
+static void collector_sleep(struct probe *p, uint64_t now, uint64_t until_ns)
+{
+	/* Acquire: pairs with collector_wake_up()'s release bump. */
+	uint32_t seq = load_acquire(&collector_wake.seq);
+	struct timespec rel;
+
+	if (p->stop || p->flush_requested ||
+	    load_relaxed(&collector_wake.poked))
+		return;
+	rel.tv_sec = (time_t)((until_ns - now) / 1000000000u);
+	rel.tv_nsec = (long)((until_ns - now) % 1000000000u);
+	pthread_mutex_unlock(&p->lock);
+	syscall(SYS_futex, (uint32_t *)&collector_wake.seq, FUTEX_WAIT_PRIVATE,
+		seq, &rel, NULL, 0);
+	pthread_mutex_lock(&p->lock);
+}
+
 static void *collector_main(void *arg)
 {
 	struct probe *p = &weft__probe;
@@ -261,10 +326,15 @@ static void *collector_main(void *arg)
 	collector_nice();
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		struct timespec until;
 		uint64_t now = mono_ns();
 
-		if (now >= next || p->flush_requested) {
+		/*
+		 * A poke is taken (acq_rel, pairs with the producer's) before
+		 * the pass reads the rings; one that comes after asks again.
+		 */
+		if (now >= next || p->flush_requested ||
+		    (load_relaxed(&collector_wake.poked) &&
+		     exchange_acq_rel(&collector_wake.poked, 0))) {
 			uint64_t served = p->flush_requested;
 
 			weft__collector_pass(p, now);
@@ -277,9 +347,7 @@ static void *collector_main(void *arg)
 			next = now + weft__collector_interval(p);
 			continue;
 		}
-		until.tv_sec = (time_t)(next / 1000000000u);
-		until.tv_nsec = (long)(next % 1000000000u);
-		pthread_cond_timedwait(&p->cond, &p->lock, &until);
+		collector_sleep(p, now, next);
 	}
 	/* Stopping: release anyone waiting in weft_probe_flush(). */
 	p->flush_done = p->flush_requested ? p->flush_requested : p->flush_done;
@@ -376,7 +444,7 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 	last = p->subs == NULL && p->running;
 	if (last) {
 		p->stop = true;
-		pthread_cond_broadcast(&p->cond);
+		collector_wake_up();
 	}
 	thread = p->thread;
 	pthread_mutex_unlock(&p->lock);
@@ -415,7 +483,7 @@ void weft_probe_flush(void)
 	}
 	ticket = ++p->flush_ticket;
 	p->flush_requested = ticket;
-	pthread_cond_broadcast(&p->cond);
+	collector_wake_up();
 	while (p->running && p->flush_done < ticket)
 		pthread_cond_wait(&p->cond, &p->lock);
 	pthread_mutex_unlock(&p->lock);

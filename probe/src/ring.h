@@ -33,7 +33,7 @@ enum ring_drop_reason {
 typedef struct weft_ring_s {
 	/* Producer side. */
 	weft__cacheline_aligned _Atomic uint64_t tail;
-	uint64_t head_cache;
+	uint64_t check_at; /* look at head again when tail gets here */
 	weft_counter_t drops[RING_DROP_REASONS];
 	/* Consumer side. */
 	weft__cacheline_aligned _Atomic uint64_t head;
@@ -49,6 +49,9 @@ void weft__ring_fini(weft_ring_t *r);
 size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max);
 uint64_t weft__ring_drops(const weft_ring_t *r);
 size_t weft__ring_capacity(const weft_ring_t *r);
+bool weft__ring_check(weft_ring_t *r, uint64_t t);
+/* Defined by the ring's consumer (probe.c): a ring is half full. */
+void weft__ring_half_full(void);
 
 /* Producer only.  Returns false (and counts a drop) when full. */
 static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
@@ -56,17 +59,9 @@ static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
 	/* Relaxed: only this thread writes tail. */
 	uint64_t t = load_relaxed(&r->tail);
 
-	if (t - r->head_cache > r->mask) {
-		/*
-		 * Acquire: pairs with the consumer's release store of head,
-		 * so its reads of the slots we are about to reuse are done.
-		 */
-		r->head_cache = load_acquire(&r->head);
-		if (t - r->head_cache > r->mask) {
-			counter_inc(&r->drops[RING_DROP_FULL]);
-			return false;
-		}
-	}
+	/* check_at <= the head last seen + capacity: never past full. */
+	if (__builtin_expect(t >= r->check_at, 0) && !weft__ring_check(r, t))
+		return false;
 	r->buf[t & r->mask] = *ev;
 	/* Release: the record is written before the consumer sees tail. */
 	store_release(&r->tail, t + 1);
