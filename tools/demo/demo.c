@@ -82,7 +82,8 @@
 static const char *file_path = "/proc/self/exe";
 static weft_mutex_t accounts;            /* "demo-accounts" */
 static weft_async_mutex_t accounts_async;
-static uint64_t balance;                 /* guarded by either lock */
+static uint64_t balance;                 /* guarded by accounts */
+static uint64_t balance_async;           /* guarded by accounts_async */
 
 /* ------------------------------------------------------------ requests */
 
@@ -313,7 +314,7 @@ static void *lock_async_fiber(void *arg)
 	weft_async_mutex_lock_fini(&lk);
 	if (err)
 		goto out;
-	seen = ++balance;
+	seen = ++balance_async;
 	err = weft_fiber_sleep(WEFT_MSEC(DEMO_LOCK_HOLD_MS));
 	weft_async_mutex_unlock(&accounts_async);
 	if (err)
