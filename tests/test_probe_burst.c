@@ -5,7 +5,8 @@
  * events (WEFT_PROBE_RING=4096), yet ten rings' worth of events, paced at
  * well under what the collector takes, arrive with none dropped: a ring
  * half full wakes the collector at once.  Without that wake the ring
- * overflows in under 40 ms, long before the next pass.
+ * overflows in under 40 ms, long before the next pass.  And a flush or
+ * the last unsubscribe wakes a collector asleep for its second.
  */
 #include <stdatomic.h>
 #include <time.h>
@@ -64,10 +65,48 @@ static void test_probe_burst_drained_before_full(void **state)
 	weft_probe_unsubscribe(sub);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * Not a speed check: a collector that missed the wake would answer at its
+ * interval's end, a second on; under half of that is a wake.
+ */
+static void test_probe_flush_and_stop_wake_the_collector(void **state)
+{
+	struct timespec quiet = { 0, 50000000 };
+	weft_probe_sub_t *sub;
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){ .events = true,
+							   .on_update = on_update },
+				 &sub),
+			 0);
+	for (int i = 0; i < 3; i++) {
+		/* The collector made its first pass and sleeps. */
+		nanosleep(&quiet, NULL);
+		t0 = mono_ms();
+		weft_probe_flush();
+		assert_true(mono_ms() - t0 < 500);
+	}
+	nanosleep(&quiet, NULL);
+	t0 = mono_ms();
+	weft_probe_unsubscribe(sub);
+	assert_true(mono_ms() - t0 < 500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_burst_drained_before_full),
+		cmocka_unit_test(test_probe_flush_and_stop_wake_the_collector),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

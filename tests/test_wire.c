@@ -849,6 +849,7 @@ static void rnd_stats(weft_probe_stats_t *s)
 	s->blocking_busy = rnd_u64();
 	s->blocking_queued = rnd_u64();
 	s->blocking_jobs = rnd_u64();
+	s->tasks_end_unseen = rnd_u64();
 }
 
 static char *ref_str(const char *s)
@@ -1000,6 +1001,7 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 		st.blocking_busy = s->blocking_busy;
 		st.blocking_queued = s->blocking_queued;
 		st.blocking_jobs = s->blocking_jobs;
+		st.tasks_end_unseen = s->tasks_end_unseen;
 		m.stats = &st;
 	}
 	for (size_t i = 0; i < u->ntasks; i++) {

@@ -505,7 +505,14 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 
 	if (ev->a2 & WEFT_POLL_YIELDED)
 		self_wake(p, t, ev);
-	if (ev->a2 & WEFT_POLL_READY) {
+	if (t->in_done) {
+		/*
+		 * Finished already: a poll folded in after the task's end,
+		 * which reconcile() took for finished (the poll pushed after
+		 * that pass's snapshot), or whose end came from another ring
+		 * read first.  It stays DONE.
+		 */
+	} else if (ev->a2 & WEFT_POLL_READY) {
 		t->pub.state = WEFT_TASK_DONE;
 		if (dur < 2000 && t->pub.polls == 1)
 			p->tiny_count++;
@@ -562,6 +569,12 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 
 static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
+	if (t->end_unseen) {
+		/* Late, not lost (reconcile()). */
+		t->end_unseen = false;
+		t->pub.warnings &= ~(1u << WEFT_WARN_EVENTS_DROPPED);
+		p->stats.tasks_end_unseen--;
+	}
 	t->pub.state = WEFT_TASK_DONE;
 	t->pub.status = (int32_t)ev->a2;
 	t->pub.finished_ns = ev->ts;
@@ -1369,6 +1382,65 @@ static void seed_tasks(struct probe *p, uint64_t now)
 	free(buf);
 }
 
+/*
+ * Tasks whose end was dropped.  A record learns that its task finished
+ * from the COMPLETE event; where a full ring dropped it, the record would
+ * stay live, on the console and in memory, as long as the collector runs.
+ * So after drops (at most once a second) the runtime's owned list settles
+ * it.  A task is on that list from before its first event until before its
+ * COMPLETE (task.c: insert, then the spawn's events; remove, then
+ * COMPLETE), and every event this pass folded in was pushed before the
+ * pass read its ring's tail (release, acquire), which was before the list
+ * is read here under the shards' locks.  So a task of a live record that
+ * is not on the list now has completed.  Its record is finished at @now,
+ * its status unknown (0), with the events-dropped bit among its warnings.
+ * A COMPLETE that was only late (pushed after this pass's snapshot) still
+ * sets the time and status when it comes, and takes the bit back.  Only with
+ * one runtime: the list is p->rt's, and another's tasks are not on it.
+ */
+static void reconcile(struct probe *p, uint64_t now)
+{
+	weft__task_info_t *buf = NULL;
+	size_t cap = 0;
+	task_rec_t *t, *next;
+
+	for (t = p->live; t; t = t->lnext)
+		t->in_owned = false;
+	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+		size_t n;
+
+		while ((n = weft__owned_shard_info(&p->rt->owned, i, buf,
+						   cap)) > cap) {
+			weft__task_info_t *nb;
+
+			cap = n + n / 2 + 16;
+			nb = realloc(buf, cap * sizeof(*buf));
+			if (!nb) {
+				/* Nothing settled: none is finished. */
+				free(buf);
+				return;
+			}
+			buf = nb;
+		}
+		for (size_t j = 0; j < n; j++)
+			if ((t = task_find(p, buf[j].id)))
+				t->in_owned = true;
+	}
+	free(buf);
+	for (t = p->live; t; t = next) {
+		weft_event_t end = { .ts = now, .task = t->pub.id,
+				     .kind = WEFT_EV_COMPLETE };
+
+		next = t->lnext;
+		if (t->in_owned)
+			continue;
+		on_complete(p, t, &end);
+		t->end_unseen = true;
+		t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
+		p->stats.tasks_end_unseen++;
+	}
+}
+
 /* ------------------------------------------------------- event records */
 
 /* A chunk's events, encoded once (weft__collector_event_records()). */
@@ -1501,6 +1573,12 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->passes % 10 == 0)
 		check_idle_tasks(p, now);
+	if (p->drops_total > p->drops_reconciled && p->rt &&
+	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
+		p->drops_reconciled = p->drops_total;
+		p->reconciled_at = now;
+		reconcile(p, now);
+	}
 	if (p->drops_total > p->drops_warned_at &&
 	    now > p->stats.now_ns + 0) {
 		warn(p, WEFT_WARN_EVENTS_DROPPED, NULL, WEFT_EVENT_NO_WORKER,

@@ -46,7 +46,9 @@ typedef struct task_rec_s {
 	bool changed;
 	bool in_done;
 	bool retired;             /* off the done list, freed once published */
-	uint32_t once;            /* warnings raised once per task */
+	bool in_owned;            /* on the runtime's list (reconcile()) */
+	bool end_unseen;          /* finished by reconcile() */
+	uint16_t once;            /* warnings raised once per task */
 	struct task_rec_s *hnext; /* hash chain */
 	struct task_rec_s *cnext; /* changed list */
 	struct task_rec_s *dnext; /* finished, oldest first */
@@ -78,12 +80,12 @@ bool weft__probe_steal_storm(const double *rate, const double *per_s,
 
 struct probe {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* flushers wait here (the collector on a futex) */
 	pthread_t thread;
 	bool running;
 	bool need_seed;       /* name the runtime's live tasks next pass */
 	bool stop;
-	bool cond_ready; /* cond set up on CLOCK_MONOTONIC */
+	bool joining; /* an unsubscribe is joining the collector thread */
 	bool config_loaded;
 	uint64_t flush_ticket;
 	uint64_t flush_requested;
@@ -149,6 +151,9 @@ struct probe {
 	uint64_t events_total;
 	uint64_t drops_total;
 	uint64_t drops_warned_at;
+	uint64_t drops_reconciled; /* drops_total at the last reconcile() */
+	uint64_t reconciled_at;
+	unsigned nruntimes;        /* alive (attached or not) */
 	uint64_t last_pass_ns;
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;

@@ -332,9 +332,10 @@ static void *collector_main(void *arg)
 		 * A poke is taken (acq_rel, pairs with the producer's) before
 		 * the pass reads the rings; one that comes after asks again.
 		 */
-		if (now >= next || p->flush_requested ||
-		    (load_relaxed(&collector_wake.poked) &&
-		     exchange_acq_rel(&collector_wake.poked, 0))) {
+		bool poked = load_relaxed(&collector_wake.poked) &&
+			     exchange_acq_rel(&collector_wake.poked, 0);
+
+		if (now >= next || p->flush_requested || poked) {
 			uint64_t served = p->flush_requested;
 
 			weft__collector_pass(p, now);
@@ -362,7 +363,6 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 {
 	struct probe *p = &weft__probe;
 	weft_probe_sub_t *s;
-	pthread_condattr_t ca;
 	int err = 0;
 
 	if (!opts || !out)
@@ -379,18 +379,6 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	pthread_mutex_lock(&p->lock);
 	config_load();
 	if (!p->running) {
-		/*
-		 * The collector waits on CLOCK_MONOTONIC: set the condvar up
-		 * once (never re-created while a flusher might wait on it).
-		 */
-		if (!p->cond_ready) {
-			pthread_condattr_init(&ca);
-			pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-			pthread_cond_destroy(&p->cond);
-			pthread_cond_init(&p->cond, &ca);
-			pthread_condattr_destroy(&ca);
-			p->cond_ready = true;
-		}
 		err = weft__collector_start(p);
 		if (!err) {
 			p->stop = false;
@@ -441,9 +429,15 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 		fetch_sub_relaxed(&weft__probe_listening, 1);
 		weft__loop_restart();
 	}
-	last = p->subs == NULL && p->running;
+	/*
+	 * The last one out stops the collector and joins it, unless another
+	 * unsubscribe is joining it already (a subscriber came and went
+	 * meanwhile): that one sees the list empty, or not, when it is done.
+	 */
+	last = p->subs == NULL && p->running && !p->joining;
 	if (last) {
 		p->stop = true;
+		p->joining = true;
 		collector_wake_up();
 	}
 	thread = p->thread;
@@ -451,6 +445,7 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 	if (last) {
 		pthread_join(thread, NULL);
 		pthread_mutex_lock(&p->lock);
+		p->joining = false;
 		/* Someone may have subscribed again meanwhile. */
 		if (p->subs == NULL) {
 			weft__collector_stop(p);
@@ -516,6 +511,7 @@ const char *weft_warning_kind_name(unsigned kind)
 void weft__probe_runtime_attach(weft_runtime_t *rt)
 {
 	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.nruntimes++;
 	if (!weft__probe.rt) {
 		weft__probe.rt = rt;
 		weft__probe.need_seed = true;
@@ -526,6 +522,7 @@ void weft__probe_runtime_attach(weft_runtime_t *rt)
 void weft__probe_runtime_detach(weft_runtime_t *rt)
 {
 	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.nruntimes--;
 	if (weft__probe.rt == rt) {
 		weft__probe.rt = NULL;
 		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));

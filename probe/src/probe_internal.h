@@ -178,7 +178,8 @@ on:
 
 /*
  * The first event of a thread: registers its ring, then emits.  Out of
- * line so that the emit itself makes no call (and saves no registers).
+ * line so that the emit itself makes no call but, past half a ring, the
+ * one in tail position that asks for a drain (ring.h).
  */
 __attribute__((noinline, cold)) void
 weft__probe_emit_first(uint64_t ts, uint8_t kind, uint64_t task, uint64_t a1,

@@ -58,31 +58,24 @@ size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max)
 	return n;
 }
 
-/*
- * The producer's slow path: its tail @t reached check_at.  Returns false
- * (the push drops, counted) when the ring is full.
- */
-bool weft__ring_check(weft_ring_t *r, uint64_t t)
-{
-	uint64_t cap = r->mask + 1, half = cap / 2, step = cap / 16;
-	/*
-	 * Acquire: pairs with the consumer's release store of head, so its
-	 * reads of the slots we are about to reuse are done.
-	 */
-	uint64_t head = load_acquire(&r->head), used = t - head;
 
-	if (used > r->mask) {
-		/* Full: look again on the next push. */
-		r->check_at = t;
-		counter_inc(&r->drops[RING_DROP_FULL]);
-		return false;
-	}
-	if (used < half) {
-		r->check_at = head + half;
-		return true;
-	}
+/*
+ * The end of a push that found the ring half full or more: asks the
+ * consumer for a drain, and sets the next mark a sixteenth of the ring on
+ * (at most at full).  Returns true, the push's result.
+ */
+bool weft__ring_ask(weft_ring_t *r)
+{
+	/* Relaxed: only this thread writes tail. */
+	uint64_t t = load_relaxed(&r->tail), cap = r->mask + 1;
+	/*
+	 * Acquire, as in the push; any head at least as new as the one the
+	 * push saw keeps the mark at or before full.
+	 */
+	uint64_t head = load_acquire(&r->head);
+
 	weft__ring_half_full();
-	r->check_at = t + step < head + cap ? t + step : head + cap;
+	r->check_at = t + cap / 16 < head + cap ? t + cap / 16 : head + cap;
 	return true;
 }
 

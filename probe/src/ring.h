@@ -6,13 +6,21 @@
  * thread that registered lazily); the consumer is the collector.  Indices
  * are free-running u64s (they never wrap in practice) compared by
  * difference; the capacity is a power of two.  tail is written only by the
- * producer, head only by the consumer, each on its own cache line; the
- * producer keeps a private copy of head and re-reads the shared one only
- * when its copy says the ring is full.
+ * producer, head only by the consumer, each on its own cache line.  The
+ * producer re-reads head only when its tail reaches a private mark
+ * (check_at): half the ring past the head it last saw; past half, every
+ * sixteenth of the ring, and at full.
+ *
+ * Half full or more, the push ends by asking the consumer for a drain
+ * (weft__ring_ask(), weft__ring_half_full(): the collector's pass comes
+ * now, not at its interval), so a burst after a quiet spell, when the
+ * collector has stretched its interval, is drained before it overflows.
+ * That is the one system call a producer makes: a futex wake, once until
+ * the collector takes the request, at most every sixteenth of the ring.
  *
  * Progress: wait-free on both sides.  A full ring drops the new event and
  * counts the drop (by reason) in a producer-owned counter: the producer
- * never waits, allocates, locks or makes a system call.
+ * never waits, allocates or locks.
  */
 #ifndef WEFT_PROBE_RING_H
 #define WEFT_PROBE_RING_H
@@ -49,7 +57,7 @@ void weft__ring_fini(weft_ring_t *r);
 size_t weft__ring_consume(weft_ring_t *r, weft_event_t *out, size_t max);
 uint64_t weft__ring_drops(const weft_ring_t *r);
 size_t weft__ring_capacity(const weft_ring_t *r);
-bool weft__ring_check(weft_ring_t *r, uint64_t t);
+bool weft__ring_ask(weft_ring_t *r);
 /* Defined by the ring's consumer (probe.c): a ring is half full. */
 void weft__ring_half_full(void);
 
@@ -57,14 +65,36 @@ void weft__ring_half_full(void);
 static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
 {
 	/* Relaxed: only this thread writes tail. */
-	uint64_t t = load_relaxed(&r->tail);
+	uint64_t t = load_relaxed(&r->tail), head;
+	bool ask = false;
 
-	/* check_at <= the head last seen + capacity: never past full. */
-	if (__builtin_expect(t >= r->check_at, 0) && !weft__ring_check(r, t))
-		return false;
+	/* Invariant: check_at <= the head last seen + capacity. */
+	if (__builtin_expect(t >= r->check_at, 0)) {
+		/*
+		 * Acquire: pairs with the consumer's release store of head,
+		 * so its reads of the slots we are about to reuse are done.
+		 */
+		head = load_acquire(&r->head);
+		if (t - head > r->mask) {
+			/* Full: look again on the next push. */
+			r->check_at = t;
+			counter_inc(&r->drops[RING_DROP_FULL]);
+			return false;
+		}
+		/* Half full or more: weft__ring_ask() sets the mark. */
+		ask = t - head >= (r->mask + 1) / 2;
+		r->check_at = head + (r->mask + 1) / 2;
+	}
 	r->buf[t & r->mask] = *ev;
 	/* Release: the record is written before the consumer sees tail. */
 	store_release(&r->tail, t + 1);
+	/*
+	 * Last, with nothing left to do: a call here saves no registers on
+	 * the fast path (a call before the write kept the whole event live
+	 * across it, and cost every push a frame).
+	 */
+	if (__builtin_expect(ask, 0))
+		return weft__ring_ask(r);
 	return true;
 }
 

@@ -1134,7 +1134,8 @@ static size_t stats_len(const weft_probe_stats_t *s)
 	       double_len(15, s->collector_cpu) +
 	       uint_len(16, s->blocking_busy) +
 	       uint_len(17, s->blocking_queued) +
-	       uint_len(18, s->blocking_jobs);
+	       uint_len(18, s->blocking_jobs) +
+	       uint_len(19, s->tasks_end_unseen);
 }
 
 static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
@@ -1157,7 +1158,8 @@ static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
 	p = put_double(p, 15, s->collector_cpu);
 	p = put_uint(p, 16, s->blocking_busy);
 	p = put_uint(p, 17, s->blocking_queued);
-	return put_uint(p, 18, s->blocking_jobs);
+	p = put_uint(p, 18, s->blocking_jobs);
+	return put_uint(p, 19, s->tasks_end_unseen);
 }
 
 /* The per-thread scratch: one task_size per task of the update. */

@@ -4,8 +4,10 @@
  *
  * A worker runs a quiet copy of its loop while nobody listens and a timed
  * one while someone does, and comes back to choose whenever the loop
- * epoch moves: at every subscribe, unsubscribe and shutdown.  Here a
- * thread subscribes and unsubscribes without pause through each round:
+ * epoch moves: at every subscribe, unsubscribe and shutdown.  Here two
+ * threads subscribe and unsubscribe without pause through each round
+ * (so one's unsubscribe can find the collector stopping at the other's:
+ * one of them, only, joins it), and a third flushes:
  * while the workers run tasks that yield, tasks that sleep (so the
  * workers park and are woken by the timer driver) and chains of spawns
  * (LIFO links), and on through the runtime's destroy, so that shutdown
@@ -165,6 +167,14 @@ static void *toggler_main(void *arg)
 	return NULL;
 }
 
+static void *flusher_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_toggling))
+		weft_probe_flush();
+	return NULL;
+}
+
 static void spawn_detached(weft_runtime_t *rt, weft_poll_cb poll,
 			   weft_drop_cb drop, const void *state, size_t size,
 			   const char *name, struct shared *sh)
@@ -183,11 +193,15 @@ static void test_toggle_while_running(void **state)
 	unsigned rounds = stress_iters(200);
 	const unsigned long per_round =
 		YIELDERS + SLEEPERS + CHAINS * (CHAIN_LEN + 1);
-	pthread_t toggler;
+	pthread_t toggler[2], flusher;
 
 	(void)state;
 	atomic_store(&stop_toggling, false);
-	assert_int_equal(pthread_create(&toggler, NULL, toggler_main, NULL), 0);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&toggler[i], NULL,
+						toggler_main, NULL),
+				 0);
+	assert_int_equal(pthread_create(&flusher, NULL, flusher_main, NULL), 0);
 	for (unsigned r = 0; r < rounds; r++) {
 		struct shared sh = { .spawned = 0, .errors = 0 };
 		weft_runtime_t *rt = rt_create(2);
@@ -228,7 +242,9 @@ static void test_toggle_while_running(void **state)
 		tcount_fini(&sh.done);
 	}
 	atomic_store(&stop_toggling, true);
-	assert_int_equal(pthread_join(toggler, NULL), 0);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(toggler[i], NULL), 0);
+	assert_int_equal(pthread_join(flusher, NULL), 0);
 	/* The toggles ran through the rounds, not only before them. */
 	assert_true(atomic_load(&toggles) >= rounds);
 	print_message("%u rounds, %lu subscribe/unsubscribe pairs\n", rounds,

@@ -145,6 +145,7 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 		task_note(t, u->tasks[i]);
 	if (u->stats) {
 		t->events_dropped = u->stats->events_dropped;
+		t->tasks_end_unseen = u->stats->tasks_end_unseen;
 		if (u->stats->workers > t->workers)
 			t->workers = u->stats->workers;
 	}

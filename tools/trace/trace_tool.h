@@ -56,6 +56,7 @@ typedef struct tt_trace_s {
 	uint64_t event_bytes; /* of which EventBatch records */
 	bool truncated;
 	uint64_t events_dropped; /* the last update's count */
+	uint64_t tasks_end_unseen; /* the same: tasks whose end was dropped */
 	/* Events, ordered by time (stable). */
 	weft_event_t *ev;
 	size_t nev;

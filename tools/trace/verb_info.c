@@ -49,6 +49,10 @@ int tt_verb_info(int argc, char **argv)
 	       (unsigned long long)t.updates, (unsigned long long)t.others);
 	printf("events:      %zu (%llu dropped by the probe)\n", t.nev,
 	       (unsigned long long)t.events_dropped);
+	if (t.tasks_end_unseen)
+		printf("             %llu tasks' ends among them (found "
+		       "finished later)\n",
+		       (unsigned long long)t.tasks_end_unseen);
 	printf("tasks named: %zu\n", t.ntasks);
 	printf("warnings:    %zu\n", t.nwarnings);
 	printf("bytes:       %llu (%llu in event batches)\n",

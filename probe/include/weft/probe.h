@@ -166,6 +166,9 @@ typedef struct weft_probe_stats_s {
 	uint64_t blocking_busy;
 	uint64_t blocking_queued;
 	uint64_t blocking_jobs;
+	/* Tasks taken for finished without their COMPLETE event (dropped):
+	 * found gone from the runtime's task list after drops. */
+	uint64_t tasks_end_unseen;
 } weft_probe_stats_t;
 
 /* One collector pass, as handed to subscribers. */
