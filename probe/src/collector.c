@@ -1395,10 +1395,19 @@ static void seed_tasks(struct probe *p, uint64_t now)
  * is not on the list now has completed.  Its record is finished at @now,
  * its status unknown (0), with the events-dropped bit among its warnings.
  * A COMPLETE that was only late (pushed after this pass's snapshot) still
- * sets the time and status when it comes, and takes the bit back.  Only with
- * one runtime: the list is p->rt's, and another's tasks are not on it.
+ * sets the time and status when it comes, and takes the bit back.  Only
+ * with one runtime: the list is p->rt's, and another's tasks are not on
+ * it.  Returns false, with nothing settled, without memory.
+ *
+ * Which drops: those counted before this pass's snapshot (@drops_before
+ * in weft__collector_pass()).  A drop counted during the snapshot can be
+ * the end of a task whose first event sits in a ring read before it, left
+ * to the next pass; the record that event makes would then wait for the
+ * next drop to be settled.  A drop read with acquire in one pass (its
+ * count is stored with release, after the producer saw the task's
+ * earlier events) has that task's events in the next pass's snapshot.
  */
-static void reconcile(struct probe *p, uint64_t now)
+static bool reconcile(struct probe *p, uint64_t now)
 {
 	weft__task_info_t *buf = NULL;
 	size_t cap = 0;
@@ -1418,7 +1427,7 @@ static void reconcile(struct probe *p, uint64_t now)
 			if (!nb) {
 				/* Nothing settled: none is finished. */
 				free(buf);
-				return;
+				return false;
 			}
 			buf = nb;
 		}
@@ -1439,6 +1448,7 @@ static void reconcile(struct probe *p, uint64_t now)
 		t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
 		p->stats.tasks_end_unseen++;
 	}
+	return true;
 }
 
 /* ------------------------------------------------------- event records */
@@ -1546,6 +1556,8 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	size_t n = 0, got, nheap;
 	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
+	/* Settled by reconcile() this pass: see there. */
+	uint64_t drops_before = p->drops_total;
 
 	weft__probe_clock_calibrate();
 	if (p->need_seed && p->rt) {
@@ -1573,11 +1585,11 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->passes % 10 == 0)
 		check_idle_tasks(p, now);
-	if (p->drops_total > p->drops_reconciled && p->rt &&
+	if (drops_before > p->drops_reconciled && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
-		p->drops_reconciled = p->drops_total;
 		p->reconciled_at = now;
-		reconcile(p, now);
+		if (reconcile(p, now))
+			p->drops_reconciled = drops_before;
 	}
 	if (p->drops_total > p->drops_warned_at &&
 	    now > p->stats.now_ns + 0) {

@@ -153,7 +153,7 @@ struct probe {
 	uint64_t drops_warned_at;
 	uint64_t drops_reconciled; /* drops_total at the last reconcile() */
 	uint64_t reconciled_at;
-	unsigned nruntimes;        /* alive (attached or not) */
+	unsigned nruntimes;        /* made and not yet destroyed, attached or not */
 	uint64_t last_pass_ns;
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;

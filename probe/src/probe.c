@@ -519,10 +519,22 @@ void weft__probe_runtime_attach(weft_runtime_t *rt)
 	pthread_mutex_unlock(&weft__probe.lock);
 }
 
-void weft__probe_runtime_detach(weft_runtime_t *rt)
+/*
+ * A runtime's destroy is done: its tasks are all completed or cancelled
+ * (their end events pushed).  Counted only now, not at detach, which
+ * comes first: reconcile() (collector.c) must not take the tasks of a
+ * runtime still being torn down for another's.
+ */
+void weft__probe_runtime_gone(void)
 {
 	pthread_mutex_lock(&weft__probe.lock);
 	weft__probe.nruntimes--;
+	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+void weft__probe_runtime_detach(weft_runtime_t *rt)
+{
+	pthread_mutex_lock(&weft__probe.lock);
 	if (weft__probe.rt == rt) {
 		weft__probe.rt = NULL;
 		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));

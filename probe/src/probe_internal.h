@@ -145,6 +145,7 @@ unsigned weft__probe_locks_at_pending(struct weft_task_s *t);
 weft_ring_t *weft__probe_ring_register(void);
 void weft__probe_runtime_attach(struct weft_runtime_s *rt);
 void weft__probe_runtime_detach(struct weft_runtime_s *rt);
+void weft__probe_runtime_gone(void);
 void weft__probe_thread_start(uint16_t worker);
 void weft__probe_thread_stop(void);
 

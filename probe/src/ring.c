@@ -83,9 +83,9 @@ uint64_t weft__ring_drops(const weft_ring_t *r)
 {
 	uint64_t n = 0;
 
-	/* Relaxed: single-writer counters, read as statistics. */
+	/* Acquire: pairs with the producer's release (ring.h). */
 	for (int i = 0; i < RING_DROP_REASONS; i++)
-		n += load_relaxed((weft_counter_t *)&r->drops[i]);
+		n += load_acquire((weft_counter_t *)&r->drops[i]);
 	return n;
 }
 

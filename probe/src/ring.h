@@ -78,7 +78,16 @@ static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
 		if (t - head > r->mask) {
 			/* Full: look again on the next push. */
 			r->check_at = t;
-			counter_inc(&r->drops[RING_DROP_FULL]);
+			/*
+			 * Release: what this thread pushed, and what it saw
+			 * pushed (a spawn's events before the task ran here),
+			 * is seen by the collector that reads the count with
+			 * acquire (weft__ring_drops(); collector.c's
+			 * reconcile() relies on it).
+			 */
+			store_release(&r->drops[RING_DROP_FULL],
+				      load_relaxed(&r->drops[RING_DROP_FULL]) +
+					      1);
 			return false;
 		}
 		/* Half full or more: weft__ring_ask() sets the mark. */

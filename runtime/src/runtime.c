@@ -254,6 +254,7 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 		while ((t = weft__local_queue_pop(&w->queue)) != NULL)
 			weft__task_drop_notified(t);
 	}
+	weft__probe_runtime_gone();
 
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__worker_cache_fini(&rt->workers[i]);
