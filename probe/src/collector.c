@@ -1338,6 +1338,29 @@ static void publish(struct probe *p, uint64_t now)
 }
 
 /*
+ * The runtime's live tasks of owned-list shard @i, into *@buf (grown as
+ * needed; the caller frees it).  Returns how many, or SIZE_MAX without
+ * memory.
+ */
+static size_t owned_shard(struct probe *p, unsigned i, weft__task_info_t **buf,
+			  size_t *cap)
+{
+	size_t n;
+
+	while ((n = weft__owned_shard_info(&p->rt->owned, i, *buf, *cap)) >
+	       *cap) {
+		size_t ncap = n + n / 2 + 16;
+		weft__task_info_t *nb = realloc(*buf, ncap * sizeof(**buf));
+
+		if (!nb)
+			return SIZE_MAX;
+		*buf = nb;
+		*cap = ncap;
+	}
+	return n;
+}
+
+/*
  * Tasks spawned before anyone listened.  The collector learns of a task
  * from its events, so one idle since before the first listener (a
  * connection waiting for its next request) would never show, or show
@@ -1352,20 +1375,10 @@ static void seed_tasks(struct probe *p, uint64_t now)
 	size_t cap = 0;
 
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
-		size_t n;
+		size_t n = owned_shard(p, i, &buf, &cap);
 
-		while ((n = weft__owned_shard_info(&p->rt->owned, i, buf,
-						   cap)) > cap) {
-			weft__task_info_t *nb;
-
-			cap = n + n / 2 + 16;
-			nb = realloc(buf, cap * sizeof(*buf));
-			if (!nb) {
-				free(buf);
-				return;
-			}
-			buf = nb;
-		}
+		if (n == SIZE_MAX)
+			break;
 		for (size_t j = 0; j < n; j++) {
 			task_rec_t *t = task_get(p, buf[j].id, now);
 
@@ -1416,20 +1429,12 @@ static bool reconcile(struct probe *p, uint64_t now)
 	for (t = p->live; t; t = t->lnext)
 		t->in_owned = false;
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
-		size_t n;
+		size_t n = owned_shard(p, i, &buf, &cap);
 
-		while ((n = weft__owned_shard_info(&p->rt->owned, i, buf,
-						   cap)) > cap) {
-			weft__task_info_t *nb;
-
-			cap = n + n / 2 + 16;
-			nb = realloc(buf, cap * sizeof(*buf));
-			if (!nb) {
-				/* Nothing settled: none is finished. */
-				free(buf);
-				return false;
-			}
-			buf = nb;
+		if (n == SIZE_MAX) {
+			/* Nothing settled: none is finished. */
+			free(buf);
+			return false;
 		}
 		for (size_t j = 0; j < n; j++)
 			if ((t = task_find(p, buf[j].id)))
