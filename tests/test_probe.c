@@ -1186,6 +1186,69 @@ static void test_probe_names_tasks_spawned_before_listening(void **state)
 }
 
 /*
+ * Two runtimes: the probe describes the first one made.  When it is
+ * destroyed, the other is described next: its workers, and its live
+ * tasks named, one spawned before anyone listened included.
+ */
+static void test_probe_describes_next_runtime(void **state)
+{
+	weft_runtime_t *rt1 = rt_new(1), *rt2;
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_probe_task_t seen;
+	weft_join_t *j;
+	unsigned workers;
+	uint64_t id;
+	bool found;
+
+	(void)state;
+	assert_int_equal(weft_runtime_create(&(weft_config_t){ .workers = 3 },
+					     &rt2),
+			 0);
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_spawn_with(rt2,
+					 &(weft_spawn_t){
+						 .poll = waiter_poll,
+						 .state = &(struct waiter){
+							 .rx = rx },
+						 .size = sizeof(struct waiter),
+						 .name = "second-waiter" },
+					 &j),
+			 0);
+	id = weft_join_id(j);
+	usleep(20000); /* polled once, now idle on its oneshot */
+	s = sink_new(false, &sub);
+	weft_probe_flush();
+	pthread_mutex_lock(&s->lock);
+	workers = s->stats.workers;
+	pthread_mutex_unlock(&s->lock);
+	assert_int_equal(workers, 1);
+	/* Not rt1's: not named from rt1's list. */
+	assert_false(sink_task(s, id, &seen));
+
+	rt_done(rt1);
+	open_rt = rt2;
+	weft_probe_flush();
+	weft_probe_flush();
+	pthread_mutex_lock(&s->lock);
+	workers = s->stats.workers;
+	pthread_mutex_unlock(&s->lock);
+	assert_int_equal(workers, 3);
+	found = sink_task(s, id, &seen);
+	assert_true(found);
+	assert_non_null(seen.name);
+	assert_string_equal(seen.name, "second-waiter");
+
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	rt_done(rt2);
+	sink_free(s, sub);
+}
+
+/*
  * A thread's first event registers its ring without probe.lock, which
  * the collector holds through a pass (a recorder's file writes
  * included): here the test holds it, and a new thread's first events
@@ -1653,6 +1716,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_steal_storm_rule, teardown),
 		cmocka_unit_test_teardown(test_probe_warns_steal_storm, teardown),
 		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
+		cmocka_unit_test_teardown(test_probe_describes_next_runtime,
+					  teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_late_waker_revives_nothing, teardown),

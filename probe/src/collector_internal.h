@@ -95,6 +95,7 @@ struct probe {
 	weft_probe_sub_t *subs;
 	ring_entry_t *rings;
 	weft_runtime_t *rt; /* the runtime whose workers we describe */
+	weft_runtime_t *runtimes; /* every attached one, oldest first */
 
 	/* Collector state (collector.c). */
 	task_rec_t **table;

@@ -510,8 +510,14 @@ const char *weft_warning_kind_name(unsigned kind)
 
 void weft__probe_runtime_attach(weft_runtime_t *rt)
 {
+	weft_runtime_t **pp = &weft__probe.runtimes;
+
 	pthread_mutex_lock(&weft__probe.lock);
 	weft__probe.nruntimes++;
+	while (*pp)
+		pp = &(*pp)->probe_next;
+	rt->probe_next = NULL;
+	*pp = rt;
 	if (!weft__probe.rt) {
 		weft__probe.rt = rt;
 		weft__probe.need_seed = true;
@@ -534,9 +540,20 @@ void weft__probe_runtime_gone(void)
 
 void weft__probe_runtime_detach(weft_runtime_t *rt)
 {
+	weft_runtime_t **pp = &weft__probe.runtimes;
+
 	pthread_mutex_lock(&weft__probe.lock);
+	while (*pp && *pp != rt)
+		pp = &(*pp)->probe_next;
+	if (*pp)
+		*pp = rt->probe_next;
 	if (weft__probe.rt == rt) {
-		weft__probe.rt = NULL;
+		/*
+		 * The oldest runtime left is described next (its live tasks
+		 * named on the next pass), or none until one is made.
+		 */
+		weft__probe.rt = weft__probe.runtimes;
+		weft__probe.need_seed = weft__probe.rt != NULL;
 		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));
 		/* Per-worker memory of the last runtime's warnings and maxima. */
 		memset(weft__probe.worker_yield_warned, 0,

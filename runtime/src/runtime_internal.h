@@ -364,6 +364,8 @@ struct weft_runtime_s {
 	 * weft__runtime_shell_release().
 	 */
 	weft__cacheline_aligned _Atomic int64_t task_balance;
+	/* The probe's list of runtimes, oldest first (probe.lock). */
+	struct weft_runtime_s *probe_next;
 };
 
 #define SHELL_DYING ((int64_t)1 << 60)
