@@ -1292,6 +1292,66 @@ static bool collector_knows(uint64_t id)
 	return known;
 }
 
+/*
+ * The same for a weft_mutex_t its task took and never released: the
+ * release, later and elsewhere, names the task, and must not bring back
+ * its record either.
+ */
+static weft_mutex_t left_locked;
+
+static weft_poll_t lock_and_leave_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	weft_mutex_lock(&left_locked);
+	return WEFT_READY;
+}
+
+/* On the same (only) worker: pthread wants the locking thread. */
+static weft_poll_t unlock_left_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	weft_mutex_unlock(&left_locked);
+	return WEFT_READY;
+}
+
+static void test_probe_late_release_revives_nothing(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	uint64_t id, retain;
+	int unused = 0;
+
+	(void)state;
+	weft_mutex_init(&left_locked, "left-locked");
+	id = run_task(rt, "leaves-locked", lock_and_leave_poll, &unused,
+		      sizeof(unused));
+	weft_probe_flush();
+	assert_true(collector_knows(id));
+	pthread_mutex_lock(&weft__probe.lock);
+	retain = weft__probe.config.retain_ns;
+	weft__probe.config.retain_ns = 20 * 1000 * 1000;
+	pthread_mutex_unlock(&weft__probe.lock);
+	usleep(60 * 1000);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_false(collector_knows(id)); /* retired */
+	/* A late LOCK_RELEASE, naming the task gone. */
+	(void)run_task(rt, "unlocks", unlock_left_poll, &unused,
+		       sizeof(unused));
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_false(collector_knows(id));
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.config.retain_ns = retain;
+	pthread_mutex_unlock(&weft__probe.lock);
+	weft_mutex_fini(&left_locked);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_probe_late_waker_revives_nothing(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -1720,6 +1780,8 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
+		cmocka_unit_test_teardown(test_probe_late_release_revives_nothing,
+					  teardown),
 		cmocka_unit_test_teardown(test_probe_late_waker_revives_nothing, teardown),
 		cmocka_unit_test_teardown(test_probe_retains_at_most_retain_max, teardown),
 		cmocka_unit_test_teardown(test_probe_self_waker_never_idle, teardown),

@@ -594,25 +594,26 @@ static void on_complete(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 
 /*
  * Whether an event of @kind may create the record of a task not known:
- * those the task makes while it exists (its spawn, its polls, its locks,
- * its end).  A waker can outlive its task by any time (in a waiter list,
- * a timer), so a wake, clone or drop arriving after the task was retired
- * must not bring it back: the record would never finish nor expire.
+ * only those the task makes while it exists and that say something of it
+ * (its spawn, its polls, a lock held across its await, its end).  A waker
+ * can outlive its task by any time (in a waiter list, a timer), so can a
+ * blocking job, and so can a weft_mutex_t it took and never released
+ * (released later, anywhere, the release names it): a wake, a release or
+ * a job's end arriving after the task was retired must not bring it back,
+ * as a record that would never finish nor expire.
  */
 static bool creates_task(uint8_t kind)
 {
 	switch (kind) {
-	case WEFT_EV_WAKE:
-	case WEFT_EV_WAKER_CLONE:
-	case WEFT_EV_WAKER_DROP:
-	case WEFT_EV_SCHEDULE:
-	case WEFT_EV_STEAL:
-	/* A blocking job can outlive the task that spawned it. */
-	case WEFT_EV_BLOCKING_START:
-	case WEFT_EV_BLOCKING_END:
-		return false;
-	default:
+	case WEFT_EV_SPAWN:
+	case WEFT_EV_SPAWN_INFO:
+	case WEFT_EV_SPAWN_LOC:
+	case WEFT_EV_POLL:
+	case WEFT_EV_COMPLETE:
+	case WEFT_EV_LOCK_HELD_PENDING:
 		return true;
+	default:
+		return false;
 	}
 }
 
