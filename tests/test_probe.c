@@ -1316,53 +1316,15 @@ static weft_poll_t unlock_left_poll(void *arg, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
-static void test_probe_late_release_revives_nothing(void **state)
+/*
+ * Task @id, finished and known, is retired (retention cut to 20 ms for the
+ * while), then @late makes its late event: the record must stay gone.
+ */
+static void late_event_revives_nothing(uint64_t id, void (*late)(void *),
+				       void *arg)
 {
-	weft_probe_sub_t *sub;
-	struct sink *s = sink_new(true, &sub);
-	weft_runtime_t *rt = rt_new(1);
-	uint64_t id, retain;
-	int unused = 0;
+	uint64_t retain;
 
-	(void)state;
-	weft_mutex_init(&left_locked, "left-locked");
-	id = run_task(rt, "leaves-locked", lock_and_leave_poll, &unused,
-		      sizeof(unused));
-	weft_probe_flush();
-	assert_true(collector_knows(id));
-	pthread_mutex_lock(&weft__probe.lock);
-	retain = weft__probe.config.retain_ns;
-	weft__probe.config.retain_ns = 20 * 1000 * 1000;
-	pthread_mutex_unlock(&weft__probe.lock);
-	usleep(60 * 1000);
-	weft_probe_flush();
-	weft_probe_flush();
-	assert_false(collector_knows(id)); /* retired */
-	/* A late LOCK_RELEASE, naming the task gone. */
-	(void)run_task(rt, "unlocks", unlock_left_poll, &unused,
-		       sizeof(unused));
-	weft_probe_flush();
-	weft_probe_flush();
-	assert_false(collector_knows(id));
-	pthread_mutex_lock(&weft__probe.lock);
-	weft__probe.config.retain_ns = retain;
-	pthread_mutex_unlock(&weft__probe.lock);
-	weft_mutex_fini(&left_locked);
-	rt_done(rt);
-	sink_free(s, sub);
-}
-
-static void test_probe_late_waker_revives_nothing(void **state)
-{
-	weft_probe_sub_t *sub;
-	struct sink *s = sink_new(true, &sub);
-	weft_runtime_t *rt = rt_new(1);
-	uint64_t id, retain;
-	int unused = 0;
-
-	(void)state;
-	id = run_task(rt, "keeps-waker", keep_waker_poll, &unused,
-		      sizeof(unused));
 	weft_probe_flush();
 	assert_true(collector_knows(id)); /* kept: retention is 6 s */
 	/*
@@ -1378,13 +1340,61 @@ static void test_probe_late_waker_revives_nothing(void **state)
 	weft_probe_flush();
 	weft_probe_flush();
 	assert_false(collector_knows(id)); /* retired */
-	weft_waker_drop(&late_waker);      /* a late WAKER_DROP */
+	late(arg);
 	weft_probe_flush();
 	weft_probe_flush();
 	assert_false(collector_knows(id));
 	pthread_mutex_lock(&weft__probe.lock);
 	weft__probe.config.retain_ns = retain;
 	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+/* A late LOCK_RELEASE, naming the task gone. */
+static void release_late(void *arg)
+{
+	int unused = 0;
+
+	(void)run_task(arg, "unlocks", unlock_left_poll, &unused,
+		       sizeof(unused));
+}
+
+static void test_probe_late_release_revives_nothing(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	int unused = 0;
+
+	(void)state;
+	weft_mutex_init(&left_locked, "left-locked");
+	late_event_revives_nothing(run_task(rt, "leaves-locked",
+					    lock_and_leave_poll, &unused,
+					    sizeof(unused)),
+				   release_late, rt);
+	weft_mutex_fini(&left_locked);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* A late WAKER_DROP. */
+static void drop_late(void *arg)
+{
+	(void)arg;
+	weft_waker_drop(&late_waker);
+}
+
+static void test_probe_late_waker_revives_nothing(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	int unused = 0;
+
+	(void)state;
+	late_event_revives_nothing(run_task(rt, "keeps-waker",
+					    keep_waker_poll, &unused,
+					    sizeof(unused)),
+				   drop_late, NULL);
 	rt_done(rt);
 	sink_free(s, sub);
 }
