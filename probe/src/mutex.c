@@ -36,7 +36,7 @@ void weft_mutex_fini(weft_mutex_t *m)
 
 static void taken(weft_mutex_t *m, const char *file, int line)
 {
-	weft_task_t *t = weft__cur_task;
+	weft_task_t *t = weft__current_task();
 
 	m->file = file;
 	m->line = line;
@@ -67,7 +67,7 @@ bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file, int line)
 
 void weft_mutex_unlock(weft_mutex_t *m)
 {
-	weft_task_t *t = weft__cur_task;
+	weft_task_t *t = weft__current_task();
 
 	if (t && m->owner_task == t->id) {
 		weft_mutex_t **pp = &t->held_locks;

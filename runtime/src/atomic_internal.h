@@ -69,6 +69,17 @@
 
 #define fence_seqcst() atomic_thread_fence(memory_order_seq_cst)
 #define fence_acquire() atomic_thread_fence(memory_order_acquire)
+/*
+ * A full barrier right after a locked RMW: none is needed on x86, where
+ * the RMW (lock cmpxchg, xchg, lock xadd) already is one; a seq_cst
+ * fence elsewhere.  Only for store-buffer patterns where the RMW is on a
+ * third location: state the RMW it follows at each use.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+#define fence_after_rmw() atomic_signal_fence(memory_order_seq_cst)
+#else
+#define fence_after_rmw() fence_seqcst()
+#endif
 
 /*
  * A counter with a single writer: a relaxed load and a relaxed store, no

@@ -287,6 +287,8 @@ void weft__driver_turn(driver_t *d, bool block)
 		pthread_mutex_unlock(&d->time_lock);
 	}
 	weft__wake_source = WEFT_WAKE_IO;
+	/* Only the holder writes it: a load and a store. */
+	store_relaxed(&d->turns, load_relaxed(&d->turns) + 1);
 	if (n > 0)
 		fetch_add_relaxed(&d->io_events, (uint64_t)n);
 	for (int i = 0; i < n; i++) {

@@ -90,6 +90,7 @@ struct driver_s {
 	 * same), so relaxed atomics; read relaxed.
 	 */
 	_Atomic uint64_t io_events;    /* readiness events dispatched */
+	_Atomic uint64_t turns;        /* for the monitor: turned lately? */
 	_Atomic uint64_t timers_fired;
 
 	pthread_mutex_t release_lock;

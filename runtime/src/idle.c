@@ -104,6 +104,12 @@ bool weft__idle_is_parked(idle_t *idle, unsigned index)
 	return parked;
 }
 
+bool weft__idle_all_parked(idle_t *idle)
+{
+	/* seq_cst: the monitor's side of weft__monitor_kick()'s pattern. */
+	return num_unparked(load_seqcst(&idle->state)) == 0;
+}
+
 bool weft__idle_unpark_worker_by_id(idle_t *idle, unsigned index)
 {
 	bool found = false;

@@ -151,6 +151,9 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 			goto out_stop_workers;
 		}
 	}
+	err = weft__monitor_start(rt);
+	if (err)
+		goto out_stop_workers;
 	weft__probe_runtime_attach(rt);
 	weft__trace_env_start(); /* WEFT_TRACE=path */
 	weft__server_env_start(rt); /* the console's socket, for the first */
@@ -231,6 +234,8 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 		weft__parker_unpark(&rt->workers[i].parker);
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		pthread_join(rt->workers[i].thread, NULL);
+	/* After the workers: it turns the driver for one stuck meanwhile. */
+	weft__monitor_stop(rt);
 
 	/* The workers' counts are final now (pthread_join orders them). */
 	for (unsigned i = 0; i < rt->nworkers; i++)
@@ -247,9 +252,10 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	for (unsigned i = 0; i < rt->nworkers; i++) {
 		weft_worker_t *w = &rt->workers[i];
 
-		if (w->lifo) {
-			weft__task_drop_notified(w->lifo);
-			w->lifo = NULL;
+		t = load_relaxed(&w->lifo); /* the workers are joined */
+		if (t) {
+			weft__task_drop_notified(t);
+			store_relaxed(&w->lifo, NULL);
 		}
 		while ((t = weft__local_queue_pop(&w->queue)) != NULL)
 			weft__task_drop_notified(t);

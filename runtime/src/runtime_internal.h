@@ -293,6 +293,7 @@ bool weft__idle_to_searching(idle_t *idle);
 bool weft__idle_from_searching(idle_t *idle);
 bool weft__idle_to_parked(idle_t *idle, unsigned index, bool searching);
 bool weft__idle_is_parked(idle_t *idle, unsigned index);
+bool weft__idle_all_parked(idle_t *idle);
 int weft__idle_worker_to_notify(idle_t *idle, weft_runtime_t *rt);
 
 /* ---------------------------------------------------------------- worker */
@@ -319,9 +320,10 @@ typedef struct worker_counters_s {
 struct weft_worker_s {
 	/* Shared with thieves. */
 	local_queue_t queue;
-	/* Owner only. */
+	/* Owner's, but for the monitor's steal_lifo() (monitor.c). */
 	weft__cacheline_aligned weft_runtime_t *rt;
-	weft_task_t *lifo;
+	_Atomic(weft_task_t *) lifo;
+	_Atomic bool lifo_watch; /* written by the monitor only */
 	unsigned index;
 	uint32_t tick;
 	bool searching;
@@ -336,12 +338,49 @@ struct weft_worker_s {
 	worker_cache_t cache[TASK_ALLOC_CLASSES];
 	/* Written by unparkers. */
 	weft__cacheline_aligned parker_t parker;
-	/* Written by the owner, read by metrics readers. */
-	weft__cacheline_aligned worker_counters_t c;
+	/*
+	 * Written by the owner, read by metrics readers and the monitor:
+	 * the task being polled (NULL between polls) and the counters, the
+	 * poll count on the same line.
+	 */
+	weft__cacheline_aligned _Atomic(weft_task_t *) cur;
+	worker_counters_t c;
 	/* The poll in progress, published while the probe listens. */
 	_Atomic uint64_t probe_task;
 	_Atomic uint64_t probe_poll_start;
 };
+
+/* ---------------------------------------------------------------- monitor */
+
+/* What the monitor last saw of one worker. */
+typedef struct monitor_seen_s {
+	weft_task_t *cur; /* compared, never dereferenced */
+	uint64_t polls;
+	uint64_t since; /* when this poll began, as estimated */
+	bool acted;
+} monitor_seen_t;
+
+typedef struct monitor_s {
+	/* MON_RUNNING, MON_SLEEPING or MON_STOP (monitor.c); a futex word. */
+	weft__cacheline_aligned _Atomic uint32_t state;
+	bool started;
+	pthread_t thread;
+	uint64_t stall_ns;
+	uint64_t interval_ns; /* between looks: half of stall_ns */
+	uint64_t last_sample;
+	monitor_seen_t *seen; /* one a worker; the monitor's own */
+	uint64_t driver_turns_seen;
+	uint64_t driver_seen_at;
+	/* What it did, for tests and the tools (relaxed). */
+	_Atomic uint64_t stalls;      /* polls seen past the threshold */
+	_Atomic uint64_t lifo_steals; /* LIFO tasks handed to the others */
+	_Atomic uint64_t driver_turns; /* turns of an unattended driver */
+} monitor_t;
+
+/* monitor.c */
+int weft__monitor_start(weft_runtime_t *rt);
+void weft__monitor_stop(weft_runtime_t *rt);
+void weft__monitor_wake(monitor_t *m);
 
 struct weft_runtime_s {
 	weft_worker_t *workers;
@@ -355,6 +394,7 @@ struct weft_runtime_s {
 	owned_t owned;
 	driver_t driver;
 	blocking_pool_t blocking;
+	monitor_t monitor;
 	/* Foreign-thread counters (atomic RMW: any thread). */
 	weft__cacheline_aligned _Atomic uint64_t remote_spawns;
 	_Atomic uint64_t remote_wakes;
@@ -377,7 +417,13 @@ extern WEFT_TLS weft_runtime_t *weft__cur_rt;
 /* The id of the task being polled on this thread, 0 if none. */
 extern WEFT_TLS uint64_t weft__cur_task_id;
 /* The task being polled on this thread, NULL if none. */
-extern WEFT_TLS weft_task_t *weft__cur_task;
+static inline weft_task_t *weft__current_task(void)
+{
+	weft_worker_t *w = weft__cur_worker;
+
+	/* Relaxed: our own store. */
+	return w ? load_relaxed(&w->cur) : NULL;
+}
 /* What a wake on this thread comes from, outside a poll (probe). */
 extern WEFT_TLS uint8_t weft__wake_source;
 
@@ -402,6 +448,22 @@ static inline void weft__coop_progress(void)
 {
 	if (weft__coop_budget)
 		weft__coop_budget--;
+}
+
+/*
+ * A worker leaving its park wakes the monitor if it sleeps (it sleeps
+ * only while every worker is parked).  Store buffering: the monitor
+ * raises MON_SLEEPING, then reads the idle state (both seq_cst); the
+ * worker was marked unparked in the idle state (a seq_cst RMW, by its
+ * notifier or itself, that happens before this), then fences and reads
+ * the monitor's state.  Either the monitor sees a worker unparked and
+ * does not sleep, or we see it sleeping and wake it.
+ */
+static inline void weft__monitor_kick(weft_runtime_t *rt)
+{
+	fence_seqcst();
+	if (load_relaxed(&rt->monitor.state) == 1 /* MON_SLEEPING */)
+		weft__monitor_wake(&rt->monitor);
 }
 
 /* worker.c */

@@ -371,7 +371,13 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	counter_inc(&w->c.polls);
 	weft__coop_budget = WEFT_COOP_BUDGET;
 	weft__cur_task_id = t->id;
-	weft__cur_task = t;
+	/*
+	 * Release, after the poll count: a monitor that reads this (acquire)
+	 * sees the count and our emptying of the LIFO slot before the poll
+	 * (monitor.c, steal_lifo()).  A plain store on x86, as the
+	 * thread-local it replaces was.
+	 */
+	store_release(&w->cur, t);
 #if WEFT_PROBE
 	if (timed && __builtin_expect(weft__probe_on(), 0))
 		r = poll_probed(w, t, &cx);
@@ -381,7 +387,12 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 #endif
 		r = t->poll(t->future, &cx);
 	weft__cur_task_id = 0;
-	weft__cur_task = NULL;
+	/*
+	 * Relaxed: ordered before the worker's next look at its LIFO slot by
+	 * the task-state CAS that ends every poll (to_idle or complete) and
+	 * fence_after_rmw() in run_task() (worker.c).
+	 */
+	store_relaxed(&w->cur, NULL);
 
 	if (r == WEFT_READY)
 		goto complete;

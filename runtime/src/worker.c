@@ -28,7 +28,6 @@ WEFT_TLS weft_worker_t *weft__cur_worker;
 WEFT_TLS weft_runtime_t *weft__cur_rt;
 WEFT_TLS uint32_t weft__coop_budget = WEFT_COOP_BUDGET;
 WEFT_TLS uint64_t weft__cur_task_id;
-WEFT_TLS weft_task_t *weft__cur_task;
 WEFT_TLS uint8_t weft__wake_source = WEFT_WAKE_FOREIGN;
 
 bool weft__coop_poll_slow(weft_cx_t *cx)
@@ -102,10 +101,19 @@ void weft__schedule(weft_task_t *t, bool is_yield)
 		push_local(w, t);
 		notify = true;
 	} else {
-		weft_task_t *prev = w->lifo;
+		/* Relaxed: our own slot; see steal_lifo() (monitor.c). */
+		weft_task_t *prev = load_relaxed(&w->lifo);
 
 		counter_inc(&w->c.lifo_schedules);
-		w->lifo = t;
+		/*
+		 * Empty: a plain store; the monitor's exchange cannot take a
+		 * task we also demote.  Full: exchange, as the monitor may
+		 * have taken prev meanwhile.
+		 */
+		if (!prev)
+			store_relaxed(&w->lifo, t);
+		else
+			prev = exchange_acq_rel(&w->lifo, t);
 		notify = prev != NULL;
 		if (prev)
 			push_local(w, prev);
@@ -144,6 +152,24 @@ static weft_task_t *next_remote(weft_worker_t *w)
 	return first;
 }
 
+/*
+ * Empties the LIFO slot: a plain load and store, or an exchange while the
+ * monitor may be taking the task (steal_lifo() in monitor.c has the
+ * argument).  Relaxed loads: the slot is ours and lifo_watch a hint whose
+ * ordering the fence before our caller's look provides.
+ */
+static inline weft_task_t *lifo_take(weft_worker_t *w)
+{
+	weft_task_t *t = load_relaxed(&w->lifo);
+
+	if (!t)
+		return NULL;
+	if (__builtin_expect(load_relaxed(&w->lifo_watch), 0))
+		return exchange_acq_rel(&w->lifo, NULL);
+	store_relaxed(&w->lifo, NULL);
+	return t;
+}
+
 static weft_task_t *next_task(weft_worker_t *w)
 {
 	weft_task_t *t;
@@ -153,11 +179,9 @@ static weft_task_t *next_task(weft_worker_t *w)
 		if (t)
 			return t;
 	}
-	if (w->lifo) {
-		t = w->lifo;
-		w->lifo = NULL;
+	t = lifo_take(w);
+	if (t)
 		return t;
-	}
 	t = weft__local_queue_pop(&w->queue);
 	if (t)
 		return t;
@@ -258,8 +282,12 @@ run_task(weft_worker_t *w, weft_task_t *t, uint32_t epoch, bool quiet)
 
 	stop_searching(w);
 	run_one(w, t, quiet);
-	while ((t = w->lifo) != NULL) {
-		w->lifo = NULL;
+	/*
+	 * Between the poll's clearing of w->cur and the look at the slot:
+	 * the task-state CAS that ended the poll is the barrier on x86.
+	 */
+	fence_after_rmw();
+	while ((t = lifo_take(w)) != NULL) {
 		if (++lifo_polls > rt->max_lifo_polls ||
 		    chain_stops(rt, epoch)) {
 			/*
@@ -274,7 +302,57 @@ run_task(weft_worker_t *w, weft_task_t *t, uint32_t epoch, bool quiet)
 			return;
 		}
 		run_one(w, t, quiet);
+		fence_after_rmw();
 	}
+}
+
+void weft_block_in_place(void (*fn)(void *arg), void *arg)
+{
+	weft_worker_t *w = weft__cur_worker;
+	weft_task_t *first = NULL, *last = NULL, *t;
+	weft_runtime_t *rt;
+	size_t n = 0;
+
+	/* Relaxed: our own field. */
+	if (!w || !load_relaxed(&w->cur)) {
+		fn(arg);
+		return;
+	}
+	rt = w->rt;
+	/*
+	 * Exchange: we are inside a poll, where the monitor may take the
+	 * slot (steal_lifo() in monitor.c).
+	 */
+	t = exchange_acq_rel(&w->lifo, NULL);
+	if (t) {
+		t->queue_next = NULL;
+		first = last = t;
+		n++;
+	}
+	while ((t = weft__local_queue_pop(&w->queue)) != NULL) {
+		t->queue_next = NULL;
+		if (last)
+			last->queue_next = t;
+		else
+			first = t;
+		last = t;
+		n++;
+	}
+	if (n) {
+		/* A closed queue (shutdown) drops them. */
+		if (weft__inject_push_batch(&rt->inject, first, last, n))
+			weft__notify_parked(rt);
+	} else if (!load_relaxed(&rt->driver.locked) &&
+		   weft__driver_has_work(&rt->driver)) {
+		weft__notify_parked(rt); /* someone to park in the driver */
+	}
+	/*
+	 * Not a worker meanwhile: what @fn wakes or spawns is scheduled as
+	 * from any other thread, to the global queue.
+	 */
+	weft__cur_worker = NULL;
+	fn(arg);
+	weft__cur_worker = w;
 }
 
 /* Wakes a worker if any queue holds work (the last searcher's re-check). */
@@ -306,7 +384,7 @@ static bool park(weft_worker_t *w)
 	bool shutdown = false;
 	uint64_t now;
 
-	if (w->lifo || !weft__local_queue_is_empty(&w->queue))
+	if (load_relaxed(&w->lifo) || !weft__local_queue_is_empty(&w->queue))
 		return false;
 	if (weft__idle_to_parked(&rt->idle, w->index, w->searching))
 		notify_if_work_pending(rt);
@@ -329,7 +407,8 @@ static bool park(weft_worker_t *w)
 			shutdown = true;
 			break;
 		}
-		if (w->lifo || !weft__local_queue_is_empty(&w->queue)) {
+		if (load_relaxed(&w->lifo) ||
+		    !weft__local_queue_is_empty(&w->queue)) {
 			/*
 			 * The driver woke tasks onto this worker.  Still on
 			 * the sleepers list: take ourselves off, not
@@ -348,6 +427,7 @@ static bool park(weft_worker_t *w)
 		/* Spurious, or events that woke no task: park again. */
 	}
 	counter_inc(&w->c.unparks);
+	weft__monitor_kick(rt);
 	WEFT_PROBE_EVENT(UNPARK, 0, 0, w->searching);
 	w->busy_since = weft__now_ns();
 	return shutdown;

@@ -78,6 +78,27 @@ WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
  */
 WEFT_EXTERN weft_runtime_t *weft_runtime_current(void);
 
+/**
+ * weft_block_in_place() - run a blocking call from inside a poll.
+ * @fn: the blocking call.
+ * @arg: its argument.
+ *
+ * For a task that knows it is about to block its worker (a blocking
+ * syscall, a library without an async API, a long computation) and cannot
+ * move the work to the blocking pool (weft/blocking.h).  First the worker
+ * hands on what it holds: the task in its LIFO slot and its local queue go
+ * to the global queue, and a parked worker is woken to take them (and the
+ * driver, if nobody turns it).  Then @fn(@arg) runs on this thread; tasks
+ * it wakes or spawns go to the global queue, not behind the blocking call.
+ * The runtime has one worker fewer until @fn returns.  Outside a task's
+ * poll on a worker it just calls @fn(@arg).
+ *
+ * Without it, a worker stuck in one poll for more than the stall
+ * threshold (WEFT_STALL_US, 1 ms) is found by the runtime's monitor, which
+ * hands the same work on then: this call only spares that millisecond.
+ */
+WEFT_EXTERN void weft_block_in_place(void (*fn)(void *arg), void *arg);
+
 /** weft_runtime_workers() - the number of worker threads of @rt. */
 WEFT_EXTERN unsigned weft_runtime_workers(const weft_runtime_t *rt);
 

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime monitor (Go's sysmon, in small): one thread per runtime that
+ * looks at every worker every half stall threshold (500 us by default) and makes sure a worker stuck
+ * inside one poll (a blocking call, a long computation) stalls only
+ * itself.
+ *
+ * What it reads costs the workers nothing new: each worker already counts
+ * its polls (c.polls, bumped as a poll starts) and publishes the task it
+ * polls (w->cur, set before the poll and cleared after, where a
+ * thread-local used to be).  A worker whose (cur, polls) pair has not
+ * changed across samples spanning the stall threshold (WEFT_STALL_US,
+ * default 1000) has been in one poll at least that long.  Then:
+ *
+ *   - the task in its LIFO slot (woken by that poll, and unstealable) is
+ *     taken out and pushed to the global queue, which wakes a parked
+ *     worker (steal_lifo() below has the protocol);
+ *   - if its local queue holds tasks, a parked worker is woken to steal
+ *     them (steal-half, as ever);
+ *
+ * and, whoever is stuck: when nobody has turned the driver for as long
+ * (no worker is parked in it, and none turned it in passing) while it has
+ * timers or I/O registered, the monitor turns it once without blocking
+ * and wakes a parked worker, which on parking again takes the driver.
+ * So a worker that left the driver to run a task that then blocked does
+ * not stop every timer of the runtime.
+ *
+ * It sleeps while every worker is parked: a worker leaving its park kicks
+ * it (weft__monitor_kick(); see there for why no kick is lost).  Its
+ * ticks are futex waits with a timeout, so destroy stops it at once.
+ *
+ * WEFT_MONITOR=0 turns it off (for measuring what it costs: tools/bench).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime_internal.h"
+
+enum { MON_RUNNING = 0, MON_SLEEPING = 1, MON_STOP = 2 };
+
+#define cas_strong_seqcst(p, expected, desired)                                \
+	atomic_compare_exchange_strong_explicit((p), (expected), (desired),    \
+						memory_order_seq_cst,          \
+						memory_order_seq_cst)
+
+#define STALL_NS_DEFAULT 1000000ull
+#define STALL_NS_MIN 100000ull
+#define STALL_NS_MAX 1000000000ull
+
+static void futex_wait_ns(_Atomic uint32_t *addr, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val,
+		ns ? &ts : NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr)
+{
+	syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
+/* WEFT_MONITOR and WEFT_STALL_US; a bad value is said once and ignored. */
+static int parse_env(uint64_t *stall_ns)
+{
+	const char *on = getenv("WEFT_MONITOR");
+	const char *s = getenv("WEFT_STALL_US");
+
+	*stall_ns = STALL_NS_DEFAULT;
+	if (s && *s) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || *end || v * 1000 < STALL_NS_MIN ||
+		    v * 1000 > STALL_NS_MAX)
+			fprintf(stderr,
+				"weft: WEFT_STALL_US=%s is not a number of "
+				"microseconds from %llu to %llu; using %llu\n",
+				s, STALL_NS_MIN / 1000, STALL_NS_MAX / 1000,
+				STALL_NS_DEFAULT / 1000);
+		else
+			*stall_ns = v * 1000;
+	}
+	if (!on || !*on || strcmp(on, "1") == 0 || strcmp(on, "on") == 0)
+		return 1;
+	if (strcmp(on, "0") == 0 || strcmp(on, "off") == 0)
+		return 0;
+	fprintf(stderr, "weft: WEFT_MONITOR=%s is not 0, 1, on or off; on\n",
+		on);
+	return 1;
+}
+
+/*
+ * Takes the task out of @w's LIFO slot while @w is in the poll the
+ * monitor saw (@cur, @polls), and queues it globally.
+ *
+ * The slot is the owner's: it fills it with a plain store when it finds
+ * it empty (weft__schedule()), and empties it with a plain load and store
+ * between polls (lifo_take() in worker.c).  Against an exchange here:
+ *
+ *  - A fill that found the slot empty cannot lose to us: our exchange
+ *    takes either nothing or the task it stored, never one it also
+ *    handles.  A fill that found it full exchanges (the previous task is
+ *    either its to demote or already ours).
+ *  - An emptying must exchange too if it may race with us.  We raise
+ *    lifo_watch, then (seq_cst fence) check that the worker is still in
+ *    the same poll; the worker clears cur after the poll and reads
+ *    lifo_watch before it empties the slot, with a full barrier between
+ *    (the task-state CAS that ends every poll: fence_after_rmw()).  Store
+ *    buffering with fences both sides: either we see cur cleared (and
+ *    back off without touching the slot), or the worker's emptying after
+ *    this poll sees lifo_watch and exchanges.  An emptying from an earlier
+ *    gap is over before cur was set again (cur's release store, our
+ *    acquire load).
+ *
+ * lifo_watch is ours alone to write; lowering it after the attempt is
+ * safe: an emptying that read it raised exchanges anyway, and one that
+ * reads it lowered comes after our exchange.
+ */
+static bool steal_lifo(weft_runtime_t *rt, weft_worker_t *w, weft_task_t *cur,
+		       uint64_t polls)
+{
+	weft_task_t *t = NULL;
+
+	store_relaxed(&w->lifo_watch, true);
+	/* seq_cst: our side of the store-buffer pattern above. */
+	fence_seqcst();
+	/* Acquire: pairs with the release store of cur (see above). */
+	if (load_acquire(&w->cur) == cur &&
+	    load_relaxed(&w->c.polls) == polls)
+		t = exchange_acq_rel(&w->lifo, NULL);
+	store_release(&w->lifo_watch, false);
+	if (!t)
+		return false;
+	/*
+	 * The slot's reference is ours now.  A closed queue (shutdown)
+	 * drops it; the push wakes a parked worker otherwise.
+	 */
+	if (weft__inject_push(&rt->inject, t))
+		weft__notify_parked(rt);
+	return true;
+}
+
+static void worker_stuck(monitor_t *m, weft_worker_t *w, weft_task_t *cur,
+			 uint64_t polls, bool first)
+{
+	weft_runtime_t *rt = w->rt;
+
+	if (first)
+		fetch_add_relaxed(&m->stalls, 1);
+	/* Relaxed: a hint; steal_lifo() decides. */
+	if (load_relaxed(&w->lifo) && steal_lifo(rt, w, cur, polls))
+		fetch_add_relaxed(&m->lifo_steals, 1);
+	if (!weft__local_queue_is_empty(&w->queue))
+		weft__notify_parked(rt);
+}
+
+/*
+ * The driver unattended: not locked (nobody is parked in it or turning
+ * it) and not turned for a stall's length, with something registered.
+ */
+static void watch_driver(monitor_t *m, weft_runtime_t *rt, uint64_t now)
+{
+	driver_t *d = &rt->driver;
+	uint64_t turns = load_relaxed(&d->turns);
+
+	if (turns != m->driver_turns_seen || load_relaxed(&d->locked) ||
+	    !weft__driver_has_work(d)) {
+		m->driver_turns_seen = turns;
+		m->driver_seen_at = now;
+		return;
+	}
+	if (now - m->driver_seen_at < m->stall_ns)
+		return;
+	if (weft__driver_try_lock(d)) {
+		/* Woken tasks go to the global queue (no worker here). */
+		weft__driver_turn(d, false);
+		weft__driver_unlock(d);
+		fetch_add_relaxed(&m->driver_turns, 1);
+	}
+	/* A parked worker wakes and, parking again, takes the driver. */
+	weft__notify_parked(rt);
+	m->driver_seen_at = now;
+}
+
+/*
+ * One look at every worker; returns when the next look is due.  A poll
+ * first seen now began after the previous look: its start is taken as
+ * halfway between, and it is acted on once that estimate is the stall
+ * threshold old, at a look made for it (so between 3/4 and 5/4 of the
+ * threshold after it really began, at the default ticks).
+ */
+static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
+{
+	bool shutdown = load_relaxed(&rt->shutdown);
+	uint64_t next = now + m->interval_ns;
+
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		weft_worker_t *w = &rt->workers[i];
+		monitor_seen_t *s = &m->seen[i];
+		/* Acquire: see steal_lifo(). */
+		weft_task_t *cur = load_acquire(&w->cur);
+		uint64_t polls = load_relaxed(&w->c.polls);
+
+		if (!cur || cur != s->cur || polls != s->polls) {
+			s->cur = cur;
+			s->polls = polls;
+			s->since = m->last_sample + (now - m->last_sample) / 2;
+			s->acted = false;
+		}
+		if (!cur || shutdown)
+			continue;
+		if (now - s->since < m->stall_ns) {
+			if (s->since + m->stall_ns < next)
+				next = s->since + m->stall_ns;
+			continue;
+		}
+		worker_stuck(m, w, cur, polls, !s->acted);
+		s->acted = true;
+	}
+	watch_driver(m, rt, now);
+	m->last_sample = now;
+	return next;
+}
+
+/* Every worker parked: nothing can get stuck, sleep until a kick. */
+static void sleep_while_parked(monitor_t *m, weft_runtime_t *rt)
+{
+	uint32_t expect = MON_RUNNING;
+
+	if (!cas_strong_seqcst(&m->state, &expect, MON_SLEEPING))
+		return; /* MON_STOP */
+	/*
+	 * seq_cst (the CAS above and this load): our side of the store
+	 * buffering against weft__monitor_kick(); see there.
+	 */
+	if (!weft__idle_all_parked(&rt->idle)) {
+		expect = MON_SLEEPING;
+		cas_strong_seqcst(&m->state, &expect, MON_RUNNING);
+		return;
+	}
+	while (load_acquire(&m->state) == MON_SLEEPING)
+		futex_wait_ns(&m->state, MON_SLEEPING, 0);
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		m->seen[i].cur = NULL;
+	/* What runs now began after the kick. */
+	m->last_sample = weft__now_ns();
+}
+
+static void *monitor_main(void *arg)
+{
+	weft_runtime_t *rt = arg;
+	monitor_t *m = &rt->monitor;
+	uint64_t next = weft__now_ns() + m->interval_ns, now;
+
+	pthread_setname_np(pthread_self(), "weft-mon");
+	m->last_sample = weft__now_ns();
+	/* Acquire: pairs with the release stores of destroy and kicks. */
+	while (load_acquire(&m->state) != MON_STOP) {
+		if (weft__idle_all_parked(&rt->idle) &&
+		    !load_relaxed(&rt->shutdown)) {
+			sleep_while_parked(m, rt);
+			next = weft__now_ns() + m->interval_ns;
+			continue;
+		}
+		now = weft__now_ns();
+		if (next > now) {
+			futex_wait_ns(&m->state, MON_RUNNING, next - now);
+			if (load_acquire(&m->state) == MON_STOP)
+				break;
+			now = weft__now_ns();
+		}
+		next = sample(m, rt, now);
+	}
+	return NULL;
+}
+
+int weft__monitor_start(weft_runtime_t *rt)
+{
+	monitor_t *m = &rt->monitor;
+
+	store_relaxed(&m->state, MON_RUNNING);
+	if (!parse_env(&m->stall_ns)) {
+		m->started = false;
+		return 0;
+	}
+	m->interval_ns = m->stall_ns / 2;
+	m->seen = calloc(rt->nworkers, sizeof(*m->seen));
+	if (!m->seen)
+		return -ENOMEM;
+	m->driver_seen_at = weft__now_ns();
+	if (pthread_create(&m->thread, NULL, monitor_main, rt)) {
+		free(m->seen);
+		m->seen = NULL;
+		return -EAGAIN;
+	}
+	m->started = true;
+	return 0;
+}
+
+void weft__monitor_stop(weft_runtime_t *rt)
+{
+	monitor_t *m = &rt->monitor;
+
+	if (!m->started)
+		return;
+	/* Release: pairs with the monitor's acquire loads of state. */
+	exchange_seqcst(&m->state, MON_STOP);
+	futex_wake_all(&m->state);
+	pthread_join(m->thread, NULL);
+	free(m->seen);
+	m->seen = NULL;
+	m->started = false;
+}
+
+void weft__monitor_wake(monitor_t *m)
+{
+	uint32_t expect = MON_SLEEPING;
+
+	if (cas_strong_seqcst(&m->state, &expect, MON_RUNNING))
+		futex_wake_all(&m->state);
+}
