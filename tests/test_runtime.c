@@ -9,6 +9,7 @@
  * context with a waker of the test's own (to look at the metrics at the
  * instant a task's completion is published).
  */
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -934,6 +935,109 @@ static void test_runtime_live_tasks_exclude_finished(void **state)
 	tcount_fini(&entered);
 }
 
+/* ------------------------------------------- destroy with a blocked poll */
+
+/*
+ * An idle task holds what a polled task blocks on (here a semaphore its
+ * drop posts, as a lock its drop releases would be): destroy cancels the
+ * idle task before it waits for the polls, so the blocked worker is let go
+ * and destroy returns 0.  Cancelling only after the join hung for good.
+ */
+typedef struct holder_idle_s {
+	sem_t *sem;
+	tcount_t *polled;
+} holder_idle_t;
+
+static weft_poll_t holder_idle_poll(void *p, weft_cx_t *cx)
+{
+	(void)cx;
+	tcount_add(((holder_idle_t *)p)->polled, 1);
+	return WEFT_PENDING; /* never woken: idle until cancelled */
+}
+
+static void holder_idle_drop(void *p)
+{
+	sem_post(((holder_idle_t *)p)->sem);
+}
+
+typedef struct sem_waiter_s {
+	sem_t *sem;
+	tcount_t *started;
+} sem_waiter_t;
+
+static weft_poll_t sem_waiter_poll(void *p, weft_cx_t *cx)
+{
+	sem_waiter_t *st = p;
+
+	(void)cx;
+	tcount_add(st->started, 1);
+	while (sem_wait(st->sem) != 0) /* blocks its worker */
+		;
+	return WEFT_READY;
+}
+
+static void test_runtime_destroy_frees_worker_blocked_on_idle_task(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	sem_t sem;
+	tcount_t polled, started;
+	holder_idle_t h = { .sem = &sem, .polled = &polled };
+	sem_waiter_t wt = { .sem = &sem, .started = &started };
+
+	(void)state;
+	sem_init(&sem, 0, 0);
+	tcount_init(&polled);
+	tcount_init(&started);
+	spawn_ok(rt, holder_idle_poll, holder_idle_drop, &h, sizeof(h), false);
+	tcount_wait(&polled, 1);
+	spawn_ok(rt, sem_waiter_poll, NULL, &wt, sizeof(wt), false);
+	tcount_wait(&started, 1);
+	assert_int_equal(weft_runtime_destroy_timeout(rt, 60ull * 1000000000u),
+			 0);
+	tcount_fini(&polled);
+	tcount_fini(&started);
+	sem_destroy(&sem);
+}
+
+/*
+ * A poll that never returns by the deadline: destroy gives up on its
+ * worker with -ETIMEDOUT and keeps the runtime's memory, so that the poll
+ * can still return (here once the test posts) and its worker exit.
+ */
+static sem_t left_sem;
+static tcount_t left_done;
+
+static weft_poll_t left_behind_poll(void *p, weft_cx_t *cx)
+{
+	(void)cx;
+	tcount_add(*(tcount_t **)p, 1);
+	while (sem_wait(&left_sem) != 0)
+		;
+	tcount_add(&left_done, 1);
+	return WEFT_READY;
+}
+
+static void test_runtime_destroy_leaves_endless_poll_behind(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	tcount_t started;
+	tcount_t *sp = &started;
+
+	(void)state;
+	sem_init(&left_sem, 0, 0);
+	tcount_init(&started);
+	tcount_init(&left_done);
+	spawn_ok(rt, left_behind_poll, NULL, &sp, sizeof(sp), false);
+	tcount_wait(&started, 1);
+	assert_int_equal(weft_runtime_destroy_timeout(rt, 50 * 1000000ull),
+			 -ETIMEDOUT);
+	/* The poll returns into a runtime that is still there. */
+	sem_post(&left_sem);
+	tcount_wait(&left_done, 1);
+	usleep(20000); /* the worker leaves its loop and exits */
+	tcount_fini(&started);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -946,6 +1050,9 @@ int main(void)
 		cmocka_unit_test(test_runtime_wake_between_shutdown_and_epoch),
 		cmocka_unit_test(test_runtime_metrics_counts),
 		cmocka_unit_test(test_runtime_live_tasks_exclude_finished),
+		cmocka_unit_test(
+			test_runtime_destroy_frees_worker_blocked_on_idle_task),
+		cmocka_unit_test(test_runtime_destroy_leaves_endless_poll_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

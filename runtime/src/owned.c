@@ -98,6 +98,35 @@ weft_task_t *weft__owned_pop(owned_t *o)
 	return NULL;
 }
 
+/*
+ * Shutdown, with workers still finishing their polls: takes off the list
+ * every task that weft__task_claim_idle() claims (under the shard's lock,
+ * so that no worker completes it meanwhile: a worker holds RUNNING before
+ * it removes a task) and returns them linked through owned_next.  Tasks
+ * being polled stay on the list.
+ */
+weft_task_t *weft__owned_take_idle(owned_t *o)
+{
+	weft_task_t *taken = NULL;
+
+	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+		owned_shard_t *s = &o->shards[i];
+		weft_task_t *t, *next;
+
+		pthread_mutex_lock(&s->lock);
+		for (t = s->head; t; t = next) {
+			next = t->owned_next;
+			if (!weft__task_claim_idle(t))
+				continue;
+			unlink_locked(s, t);
+			t->owned_next = taken;
+			taken = t;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return taken;
+}
+
 uint64_t weft__owned_count(owned_t *o)
 {
 	uint64_t n = 0;

@@ -3,12 +3,14 @@
  * Runtime life cycle (create, destroy), block_on from plain threads, and
  * the metrics readers.
  *
- * Shutdown order: raise the flag and unpark every worker; join them (each
- * finishes its current poll and leaves); close the owned list and the
- * global queue (spawns now fail, pushes drop their task); cancel every task
- * still owned (its future's drop callback runs, its joiner sees
- * -ECANCELED); finally drop the notifications still sitting in local
- * queues and LIFO slots.  Tasks are freed when their last reference goes.
+ * Shutdown order: raise the flag and unpark every worker; close the owned
+ * list (spawns now fail) and cancel every task not being polled (so that
+ * a worker blocked on what such a task holds is let go); join the workers
+ * (each finishes its current poll and leaves), each by the deadline, else
+ * leave it and the whole runtime behind (see weft_runtime_destroy_timeout
+ * in runtime.h); close the global queue (pushes drop their task); cancel
+ * the tasks that were being polled; finally drop the notifications still
+ * sitting in local queues and LIFO slots.  Tasks are freed when their last reference goes.
  * Before all that, the blocking pool stops taking jobs, runs those it has
  * and joins its threads (blocking.c), while the workers can still run the
  * tasks those jobs wake.
@@ -206,15 +208,61 @@ void weft__runtime_shell_release(weft_runtime_t *rt, int64_t n)
  * its bump of the loop epoch, to widen that window.  NULL otherwise. */
 void (*weft__shutdown_gap_hook)(void);
 
+/*
+ * Runtimes a destroy left behind (a worker still in a poll at its
+ * deadline), kept reachable: their memory must outlive that poll.
+ */
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_runtime_t *abandoned;
+
+#define DESTROY_WAIT_NS (5ull * 1000000000u)
+
+/* Joins @w's thread by @deadline (CLOCK_REALTIME); false if still busy. */
+static bool join_worker(weft_worker_t *w, const struct timespec *deadline)
+{
+	weft_task_t *t;
+
+	if (pthread_timedjoin_np(w->thread, NULL, deadline) == 0)
+		return true;
+	/* Relaxed: what it was polling, for the message; RUNNING keeps the
+	 * task alive. */
+	t = load_relaxed(&w->cur);
+	fprintf(stderr,
+		"weft: destroy: worker %u is still in a poll of task %llu "
+		"(\"%s\", spawned at %s:%d); leaving it behind, and the "
+		"runtime's memory with it\n",
+		w->index, t ? (unsigned long long)t->id : 0ull,
+		t && t->name ? t->name : "?", t && t->file ? t->file : "?",
+		t ? t->line : 0);
+	pthread_detach(w->thread);
+	return false;
+}
+
 void weft_runtime_destroy(weft_runtime_t *rt)
 {
+	weft_runtime_destroy_timeout(rt, DESTROY_WAIT_NS);
+}
+
+int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
+{
+	struct timespec deadline;
+	unsigned left = 0;
 	int64_t live = 0;
 	weft_task_t *t;
 
 	if (!rt)
-		return;
+		return 0;
 	if (weft__cur_worker && weft__cur_worker->rt == rt)
 		weft_panic("weft_runtime_destroy() called from its own worker");
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	if (timeout_ns > (uint64_t)INT32_MAX * 1000000000u)
+		timeout_ns = (uint64_t)INT32_MAX * 1000000000u;
+	deadline.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	deadline.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
 
 	/*
 	 * The blocking pool first, while the workers still run: its queued
@@ -232,10 +280,35 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	weft__loop_restart(); /* a probe build's workers read the epoch */
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		weft__parker_unpark(&rt->workers[i].parker);
+	/*
+	 * Spawns fail from here on.  Every task not being polled is
+	 * cancelled now, while the workers finish their last polls: a worker
+	 * blocked on what an idle task holds (a lock its drop releases) is
+	 * let go instead of hanging the join.
+	 */
+	weft__owned_close(&rt->owned);
+	for (t = weft__owned_take_idle(&rt->owned); t;) {
+		weft_task_t *next = t->owned_next;
+
+		weft__task_cancel_claimed(t);
+		t = next;
+	}
 	for (unsigned i = 0; i < rt->nworkers; i++)
-		pthread_join(rt->workers[i].thread, NULL);
+		left += !join_worker(&rt->workers[i], &deadline);
 	/* After the workers: it turns the driver for one stuck meanwhile. */
 	weft__monitor_stop(rt);
+	if (left) {
+		/*
+		 * A poll still running may touch anything of the runtime
+		 * when it returns: keep it all, reachable.
+		 */
+		pthread_mutex_lock(&abandoned_lock);
+		rt->abandoned_next = abandoned;
+		abandoned = rt;
+		pthread_mutex_unlock(&abandoned_lock);
+		weft__probe_runtime_gone();
+		return -ETIMEDOUT;
+	}
 
 	/* The workers' counts are final now (pthread_join orders them). */
 	for (unsigned i = 0; i < rt->nworkers; i++)
@@ -245,7 +318,6 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	atomic_fetch_add_explicit(&rt->task_balance, live + SHELL_DYING + 1,
 				  memory_order_relaxed);
 
-	weft__owned_close(&rt->owned);
 	weft__inject_close(&rt->inject);
 	while ((t = weft__owned_pop(&rt->owned)) != NULL)
 		weft__task_cancel_at_shutdown(t);
@@ -268,6 +340,7 @@ void weft_runtime_destroy(weft_runtime_t *rt)
 	weft__driver_fini(&rt->driver);
 	/* Our own hold on the shell. */
 	weft__runtime_shell_release(rt, 1);
+	return 0;
 }
 
 weft_runtime_t *weft_runtime_current(void)

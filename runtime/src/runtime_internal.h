@@ -146,6 +146,14 @@ void weft__loop_restart(void);
 extern __attribute__((visibility("hidden"))) void (*weft__shutdown_gap_hook)(
 	void);
 void weft__task_cancel_at_shutdown(weft_task_t *t);
+/*
+ * Shutdown, while workers may still poll: idle (neither RUNNING nor
+ * COMPLETE) -> RUNNING | CANCELLED, else false.  A claimed task is then
+ * cancelled with weft__task_cancel_claimed(), which drops the owned
+ * list's reference (the claimer took it off the list).
+ */
+bool weft__task_claim_idle(weft_task_t *t);
+void weft__task_cancel_claimed(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);
 
 /* ----------------------------------------------------------- task_alloc */
@@ -241,6 +249,7 @@ bool weft__owned_insert(owned_t *o, weft_task_t *t);
 void weft__owned_remove(owned_t *o, weft_task_t *t);
 void weft__owned_close(owned_t *o);
 weft_task_t *weft__owned_pop(owned_t *o);
+weft_task_t *weft__owned_take_idle(owned_t *o);
 
 /* What the probe learns of a live task when it starts listening late. */
 typedef struct weft__task_info_s {
@@ -406,6 +415,8 @@ struct weft_runtime_s {
 	weft__cacheline_aligned _Atomic int64_t task_balance;
 	/* The probe's list of runtimes, oldest first (probe.lock). */
 	struct weft_runtime_s *probe_next;
+	/* Runtimes whose destroy left a worker behind (runtime.c). */
+	struct weft_runtime_s *abandoned_next;
 };
 
 #define SHELL_DYING ((int64_t)1 << 60)

@@ -447,6 +447,30 @@ void weft__task_run_quiet(weft_worker_t *w, weft_task_t *t)
 }
 #endif
 
+bool weft__task_claim_idle(weft_task_t *t)
+{
+	uint64_t cur = load_relaxed(&t->state), next;
+
+	do {
+		if (cur & (TASK_RUNNING | TASK_COMPLETE))
+			return false;
+		/*
+		 * NOTIFIED stays: the queued notification finds the task
+		 * RUNNING, then COMPLETE, and drops its reference.
+		 */
+		next = cur | TASK_RUNNING | TASK_CANCELLED;
+		/* acq_rel: acquire the last poll's writes to the future. */
+	} while (!cas_acq_rel(&t->state, &cur, next));
+	return true;
+}
+
+void weft__task_cancel_claimed(weft_task_t *t)
+{
+	t->output = NULL;
+	task_complete(t, -ECANCELED);
+	ref_dec_n(t, 1); /* the owned list's */
+}
+
 void weft__task_cancel_at_shutdown(weft_task_t *t)
 {
 	/* Called with the owned list's reference; no worker runs now. */

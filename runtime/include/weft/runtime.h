@@ -60,8 +60,14 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * runs every job it has queued or running, and joins its threads.  Then it
  * stops the workers after their current poll, and cancels every task that
  * has not completed: each future's drop callback runs once, and tasks waiting
- * on a join handle see -ECANCELED.  Spawning after this has begun fails with
- * -ESHUTDOWN.  Must not be called from a worker or a blocking job of @rt.
+ * on a join handle see -ECANCELED.  Tasks not being polled are cancelled
+ * first, while the workers finish their last polls, so a poll blocked on
+ * something such a task holds (a lock its drop releases) is let go.
+ * Spawning after this has begun fails with -ESHUTDOWN.  Must not be called
+ * from a worker or a blocking job of @rt.
+ *
+ * It waits at most 5 s for the workers' last polls: past that it is
+ * weft_runtime_destroy_timeout() giving up (below).
  *
  * Wakers and join handles of @rt's tasks stay usable from any thread,
  * during and after destroy (waking a task of a destroyed runtime does
@@ -69,6 +75,22 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * itself (spawn, block_on) must not race with or follow destroy.
  */
 WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
+
+/**
+ * weft_runtime_destroy_timeout() - weft_runtime_destroy(), waiting at most
+ * @timeout_ns for the workers' last polls.
+ *
+ * A worker still in a poll at the deadline (a blocking call that never
+ * returns, an endless loop) is left behind: its thread is detached, one
+ * line on stderr names it and the task it polls, and the runtime's memory
+ * is kept for good (the poll may touch it when it returns; the worker then
+ * exits).  The tasks that were cancelled stay cancelled; the rest, and the
+ * driver's sockets and timers, are neither cancelled nor freed.
+ *
+ * Return: 0; -ETIMEDOUT when a worker was left behind.
+ */
+WEFT_EXTERN int weft_runtime_destroy_timeout(weft_runtime_t *rt,
+					     uint64_t timeout_ns);
 
 /**
  * weft_runtime_current() - the runtime whose worker (or block_on call) is
