@@ -25,13 +25,14 @@
  * So a worker that left the driver to run a task that then blocked does
  * not stop every timer of the runtime.
  *
- * It sleeps while every worker is parked: a worker leaving its park kicks
- * it (weft__monitor_kick(); see there for why no kick is lost).  Its
+ * It sleeps once every worker has been parked for a few looks: a worker
+ * leaving its park kicks it (weft__monitor_kick(); see there for why no kick is lost).  Its
  * ticks are futex waits with a timeout, so destroy stops it at once.
  *
  * WEFT_MONITOR=0 turns it off (for measuring what it costs: tools/bench).
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <string.h>
@@ -49,6 +50,9 @@ enum { MON_RUNNING = 0, MON_SLEEPING = 1, MON_STOP = 2 };
 						memory_order_seq_cst)
 
 #define STALL_NS_DEFAULT 1000000ull
+/* Looks (half a stall threshold apart) with every worker parked before
+ * the monitor sleeps: 4 ms at the default. */
+#define IDLE_LOOKS_BEFORE_SLEEP 8
 #define STALL_NS_MIN 100000ull
 #define STALL_NS_MAX 1000000000ull
 
@@ -261,13 +265,32 @@ static void *monitor_main(void *arg)
 	weft_runtime_t *rt = arg;
 	monitor_t *m = &rt->monitor;
 	uint64_t next = weft__now_ns() + m->interval_ns, now;
+	unsigned idle_looks = 0;
 
 	pthread_setname_np(pthread_self(), "weft-mon");
+	/*
+	 * Nice 19: its looks are a few microseconds, but at normal weight
+	 * each of its wake-ups preempted a worker or the thread feeding
+	 * them (spawn_many_remote 1.2-1.4x slower on two vCPUs, none at nice
+	 * 19; tools/bench/README.md).  The CPU it needs is there when it
+	 * matters: a worker blocked in the kernel leaves its CPU free.
+	 */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	m->last_sample = weft__now_ns();
 	/* Acquire: pairs with the release stores of destroy and kicks. */
 	while (load_acquire(&m->state) != MON_STOP) {
-		if (weft__idle_all_parked(&rt->idle) &&
-		    !load_relaxed(&rt->shutdown)) {
+		/*
+		 * Asleep only after every worker has been parked at a few
+		 * looks in a row: workers that park between bursts (a
+		 * ping-pong across workers parks at every message) would
+		 * otherwise wake it, a futex wake each, many times a
+		 * millisecond.
+		 */
+		if (!weft__idle_all_parked(&rt->idle) ||
+		    load_relaxed(&rt->shutdown))
+			idle_looks = 0;
+		else if (++idle_looks > IDLE_LOOKS_BEFORE_SLEEP) {
+			idle_looks = 0;
 			sleep_while_parked(m, rt);
 			next = weft__now_ns() + m->interval_ns;
 			continue;

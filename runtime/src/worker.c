@@ -16,8 +16,10 @@
  * or spawned anywhere else, it goes to the global queue.  Whenever work is
  * made visible to other workers, weft__notify_parked() may wake a sleeper
  * (see idle.c); the one exception is a task demoted from the LIFO slot,
- * which this worker runs next itself.  The LIFO slot cannot be stolen: a
- * task that blocks its worker's thread strands the task in its slot.
+ * which this worker runs next itself.  Other workers never steal the LIFO
+ * slot; the monitor takes its task when the worker has been in one poll
+ * past the stall threshold (monitor.c), and weft_block_in_place() hands
+ * it on at once.
  */
 #include <errno.h>
 #include <string.h>
