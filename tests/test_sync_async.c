@@ -16,6 +16,8 @@
  */
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test_helpers.h"
 
@@ -1174,6 +1176,286 @@ static void test_sync_async_mpsc_sum(void **state)
 	run_mpsc_sum(1024, 2);
 }
 
+/*
+ * A consumer task fed by a plain thread at about 1 kHz.  Each send from
+ * the thread wakes the consumer, which then waits for the next one: the
+ * consumer must be polled about once per message.  It was polled thousands
+ * of times per message when it found the sender still inside its wake and
+ * yielded until the sender was done (issue 15).  Polls are counted in the
+ * task's poll function; the bound leaves room for the odd extra wake.
+ */
+struct paced_task {
+	int weft_pc;
+	weft_mpsc_rx_t *rx;
+	weft_mpsc_recv_t recv;
+	uint64_t v, got;
+	_Atomic uint64_t *polls;
+	_Atomic unsigned *errors;
+};
+
+static weft_poll_t paced_task_poll(void *arg, weft_cx_t *cx)
+{
+	struct paced_task *st = arg;
+
+	atomic_fetch_add(st->polls, 1);
+	WEFT_ASYNC_BEGIN(st);
+	weft_mpsc_recv_init(&st->recv, st->rx, &st->v);
+	for (;;) {
+		WEFT_AWAIT(st, weft_mpsc_recv_poll(&st->recv, cx));
+		if (st->recv.status)
+			break;
+		/* One sender: in order, from 1. */
+		if (st->v != st->got + 1)
+			atomic_fetch_add(st->errors, 1);
+		st->got++;
+	}
+	if (st->recv.status != -EPIPE)
+		atomic_fetch_add(st->errors, 1);
+	weft_mpsc_recv_fini(&st->recv);
+	weft_mpsc_rx_drop(st->rx);
+	st->rx = NULL;
+	weft_cx_return(cx, (void *)(uintptr_t)st->got);
+	WEFT_ASYNC_END(st);
+}
+
+static void paced_task_drop(void *arg)
+{
+	struct paced_task *st = arg;
+
+	weft_mpsc_recv_fini(&st->recv);
+	weft_mpsc_rx_drop(st->rx);
+}
+
+static void test_sync_async_mpsc_paced_thread(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	_Atomic uint64_t polls = 0;
+	_Atomic unsigned errors = 0;
+	uint64_t n = scale_count(200), p;
+	weft_mpsc_tx_t *tx;
+	weft_mpsc_rx_t *rx;
+	weft_join_t *j;
+	void *out = NULL;
+
+	(void)state;
+	assert_int_equal(weft_mpsc_create(16, sizeof(uint64_t), NULL, &tx, &rx),
+			 0);
+	{
+		struct paced_task st = {
+			.rx = rx,
+			.polls = &polls,
+			.errors = &errors,
+		};
+
+		j = spawn_ok(rt, paced_task_poll, paced_task_drop, &st,
+			     sizeof(st), true);
+	}
+	for (uint64_t i = 1; i <= n; i++) {
+		while (weft_mpsc_try_send(tx, &i) == -EAGAIN)
+			sched_yield();
+		usleep(1000);
+	}
+	weft_mpsc_tx_drop(tx);
+	assert_int_equal(join_wait_drop(j, &out), 0);
+	assert_int_equal((uint64_t)(uintptr_t)out, n);
+	assert_int_equal(atomic_load(&errors), 0);
+	p = atomic_load(&polls);
+	if (p > 3 * n + 8)
+		fprintf(stderr,
+			"paced consumer: %llu polls for %llu messages\n",
+			(unsigned long long)p, (unsigned long long)n);
+	assert_true(p <= 3 * n + 8);
+	weft_runtime_destroy(rt);
+}
+
+/*
+ * Plain threads send to a consumer that moves from task to task: every few
+ * messages the consumer task spawns its successor, hands it the receiver
+ * and ends, so the successor often waits while a sender is still waking
+ * its predecessor (its waker is then handed over to that sender rather
+ * than written into the channel).  Half the senders try and back off,
+ * half wait in weft_block_on() on a send future (queued senders).  Every
+ * message is received exactly once, each sender's in order.
+ */
+#define RELAY_SENDERS 4
+
+struct relay_shared {
+	_Atomic unsigned errors;
+	/* The consumer tasks', one at a time; read after done. */
+	uint64_t count, sum, hops;
+	uint64_t last[RELAY_SENDERS];
+	tcount_t done;
+};
+
+struct relay_task {
+	int weft_pc;
+	weft_mpsc_rx_t *rx;
+	weft_mpsc_recv_t recv;
+	uint64_t v;
+	unsigned left; /* messages before handing on */
+	struct relay_shared *sh;
+};
+
+static weft_poll_t relay_task_poll(void *arg, weft_cx_t *cx);
+
+static void relay_task_drop(void *arg)
+{
+	struct relay_task *st = arg;
+
+	weft_mpsc_recv_fini(&st->recv);
+	weft_mpsc_rx_drop(st->rx);
+}
+
+/* Hands the receiver to a new task; false if that failed. */
+static bool relay_hand_on(struct relay_task *st)
+{
+	struct relay_shared *sh = st->sh;
+	struct relay_task next = {
+		.rx = st->rx,
+		.left = 1 + (unsigned)(sh->hops % 7),
+		.sh = sh,
+	};
+	weft_spawn_t spec = {
+		.poll = relay_task_poll,
+		.drop = relay_task_drop,
+		.state = &next,
+		.size = sizeof(next),
+		.name = "relay",
+		.file = __FILE__,
+		.line = __LINE__,
+	};
+
+	sh->hops++;
+	if (weft_spawn_with(NULL, &spec, NULL))
+		return false;
+	st->rx = NULL;
+	return true;
+}
+
+static weft_poll_t relay_task_poll(void *arg, weft_cx_t *cx)
+{
+	struct relay_task *st = arg;
+	struct relay_shared *sh = st->sh;
+	uint64_t id, seq;
+
+	WEFT_ASYNC_BEGIN(st);
+	weft_mpsc_recv_init(&st->recv, st->rx, &st->v);
+	while (st->left) {
+		WEFT_AWAIT(st, weft_mpsc_recv_poll(&st->recv, cx));
+		if (st->recv.status)
+			break;
+		id = st->v >> 32;
+		seq = st->v & 0xffffffffu;
+		if (id >= RELAY_SENDERS || seq != sh->last[id] + 1)
+			atomic_fetch_add(&sh->errors, 1);
+		else
+			sh->last[id] = seq;
+		sh->sum += st->v;
+		sh->count++;
+		st->left--;
+	}
+	weft_mpsc_recv_fini(&st->recv);
+	if (st->left == 0 && relay_hand_on(st))
+		return WEFT_READY;
+	/* The end: every sender gone and the channel drained. */
+	if (st->left == 0 || st->recv.status != -EPIPE)
+		atomic_fetch_add(&sh->errors, 1);
+	weft_mpsc_rx_drop(st->rx);
+	st->rx = NULL;
+	tcount_add(&sh->done, 1);
+	WEFT_ASYNC_END(st);
+}
+
+struct relay_sender {
+	pthread_t thread;
+	weft_mpsc_tx_t *tx;
+	uint64_t id, n;
+	struct relay_shared *sh;
+};
+
+static weft_poll_t relay_send_poll(void *arg, weft_cx_t *cx)
+{
+	return weft_mpsc_send_poll(arg, cx);
+}
+
+static void *relay_sender_main(void *arg)
+{
+	struct relay_sender *s = arg;
+
+	for (uint64_t i = 1; i <= s->n; i++) {
+		uint64_t v = s->id << 32 | i;
+		int err;
+
+		if (s->id % 2) {
+			weft_mpsc_send_t snd;
+
+			weft_mpsc_send_init(&snd, s->tx, &v);
+			err = weft_block_on(NULL, relay_send_poll, &snd, NULL);
+			if (!err)
+				err = snd.status;
+			weft_mpsc_send_fini(&snd);
+		} else {
+			while ((err = weft_mpsc_try_send(s->tx, &v)) == -EAGAIN)
+				sched_yield();
+		}
+		if (err)
+			atomic_fetch_add(&s->sh->errors, 1);
+		/* Pauses, so that the consumer often waits and is woken. */
+		if (i % 8 == 0)
+			sched_yield();
+		if (i % 128 == 0)
+			usleep(50);
+	}
+	weft_mpsc_tx_drop(s->tx);
+	return NULL;
+}
+
+static void test_sync_async_mpsc_threads(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct relay_shared sh = { 0 };
+	struct relay_sender senders[RELAY_SENDERS];
+	uint64_t n = scale_count(20000), want = 0;
+	weft_mpsc_tx_t *tx;
+	weft_mpsc_rx_t *rx;
+
+	(void)state;
+	tcount_init(&sh.done);
+	assert_int_equal(weft_mpsc_create(8, sizeof(uint64_t), NULL, &tx, &rx),
+			 0);
+	{
+		struct relay_task st = { .rx = rx, .left = 1, .sh = &sh };
+
+		spawn_ok(rt, relay_task_poll, relay_task_drop, &st, sizeof(st),
+			 false);
+	}
+	for (uint64_t p = 0; p < RELAY_SENDERS; p++) {
+		senders[p] = (struct relay_sender){
+			.tx = p ? weft_mpsc_tx_clone(tx) : tx,
+			.id = p,
+			.n = n,
+			.sh = &sh,
+		};
+		for (uint64_t i = 1; i <= n; i++)
+			want += p << 32 | i;
+	}
+	for (unsigned p = 0; p < RELAY_SENDERS; p++)
+		assert_int_equal(pthread_create(&senders[p].thread, NULL,
+						relay_sender_main, &senders[p]),
+				 0);
+	for (unsigned p = 0; p < RELAY_SENDERS; p++)
+		assert_int_equal(pthread_join(senders[p].thread, NULL), 0);
+	tcount_wait(&sh.done, 1);
+	assert_int_equal(atomic_load(&sh.errors), 0);
+	assert_int_equal(sh.count, n * RELAY_SENDERS);
+	assert_int_equal(sh.sum, want);
+	for (unsigned p = 0; p < RELAY_SENDERS; p++)
+		assert_int_equal(sh.last[p], n);
+	assert_true(sh.hops > 1);
+	weft_runtime_destroy(rt);
+	tcount_fini(&sh.done);
+}
+
 /* ------------------------------------------------------- select / join */
 
 static weft_poll_t lock_branch(void *arg, weft_cx_t *cx)
@@ -1476,6 +1758,8 @@ int main(void)
 		cmocka_unit_test(test_sync_async_mpsc_close),
 		cmocka_unit_test(test_sync_async_mpsc_cancel),
 		cmocka_unit_test(test_sync_async_mpsc_sum),
+		cmocka_unit_test(test_sync_async_mpsc_paced_thread),
+		cmocka_unit_test(test_sync_async_mpsc_threads),
 		cmocka_unit_test(test_sync_async_select_cancel),
 		cmocka_unit_test(test_sync_async_join_cancel),
 		cmocka_unit_test(test_sync_async_select_threaded),

@@ -22,11 +22,25 @@
  * then looks at the ring again; a producer publishes and then looks at
  * RX_WAITING, with a full fence on each side between the store and the
  * load, so one of them sees the other.  Only a producer that finds
- * RX_WAITING set wakes, and the first to take it (RX_WAITING -> RX_WAKING)
- * is the only one: a consumer that is already scheduled or running costs a
- * producer one fence and one load of a line that stays shared.  RX_WAKING
- * lends the waker field to that producer; the consumer writes the field
- * only while both bits are clear.
+ * RX_WAITING set wakes, and the first to take it (clearing RX_WAITING and
+ * adding itself to the count of wakers in rx_state) is the only one: a
+ * consumer that is already scheduled or running costs a producer one fence
+ * and one load of a line that stays shared.  A producer in the count reads
+ * the waker field; the consumer writes it only while RX_WAITING is clear
+ * and the count is zero.
+ *
+ * The consumer never waits by yielding.  Woken by a producer that is still
+ * inside its wake (a plain thread in a futex wake, or preempted there), it
+ * may find nothing new and need to wait again while the count is not zero.
+ * If the field already wakes it, it sets RX_WAITING again without writing
+ * the field (the same fence and re-check as above); producers that take
+ * it join the count, and reading the field concurrently is fine.  If the
+ * field wakes someone else (the receiver moved to another task), it leaves
+ * its waker in rx_next under the lock and sets RX_SWAP; the last producer
+ * out of the count installs it and wakes it (rx_wake_done()), and the
+ * consumer, polled again by that wake, looks at the ring then.  (It yielded
+ * instead until issue 15, and a consumer fed from a plain thread was polled
+ * thousands of times per message while the sender's wake finished.)
  *
  * Waiting senders.  A sender that finds no room queues (FIFO, under the
  * lock) and sets T_SENDERS in the tail word, which stops the lock-free
@@ -62,10 +76,15 @@
 #define T_SHIFT 2
 #define T_ONE ((uint64_t)1 << T_SHIFT)
 
-/* rx_state bits. */
+/*
+ * rx_state: RX_WAITING | RX_SWAP | TX_CLOSED, and above them the number of
+ * producers waking the consumer (reading rx_waker).
+ */
 #define RX_WAITING 1u
-#define RX_WAKING 2u
+#define RX_SWAP 2u
 #define TX_CLOSED 4u
+#define RX_WAKER_SHIFT 3
+#define RX_WAKER_ONE (1u << RX_WAKER_SHIFT)
 
 /* A slot's sequence number for position @pos, published or skipped. */
 #define SEQ_FULL(pos) (((pos) + 1) << 1)
@@ -102,6 +121,7 @@ typedef struct mpsc_s {
 	/* Waking the consumer (see the top). */
 	weft__cacheline_aligned _Atomic uint32_t rx_state;
 	weft_waker_t rx_waker;
+	weft_waker_t rx_next; /* under the lock; see RX_SWAP */
 
 	/* Queued senders. */
 	weft__cacheline_aligned _Atomic uint32_t senders_queued;
@@ -113,6 +133,11 @@ typedef struct mpsc_s {
 	weft__cacheline_aligned _Atomic uint32_t refs;
 	_Atomic uint32_t tx_count;
 } mpsc_t;
+
+static uint32_t rx_wakers(uint32_t s)
+{
+	return s >> RX_WAKER_SHIFT;
+}
 
 static mpsc_t *from_tx(weft_mpsc_tx_t *tx)
 {
@@ -169,6 +194,7 @@ int weft_mpsc_create(size_t capacity, size_t elem_size, weft_drop_cb elem_drop,
 	ch->slots = mem;
 	pthread_mutex_init(&ch->lock, NULL);
 	ch->rx_waker = WEFT_WAKER_EMPTY;
+	ch->rx_next = WEFT_WAKER_EMPTY;
 	/* Not yet shared: relaxed stores. */
 	store_relaxed(&ch->refs, 2);
 	store_relaxed(&ch->tx_count, 1);
@@ -214,12 +240,86 @@ static void mpsc_release(mpsc_t *ch)
 		return;
 	drop_elems(ch, false);
 	weft_waker_drop(&ch->rx_waker);
+	weft_waker_drop(&ch->rx_next);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->slots);
 	free(ch);
 }
 
 /* -------------------------------------------------------- waking the rx */
+
+/*
+ * The last producer out of the count, with RX_SWAP set: install the
+ * consumer's new waker and wake it.  Called holding our place in the count
+ * with RX_WAITING clear, so no other producer reads rx_waker meanwhile.
+ */
+static void rx_install(mpsc_t *ch)
+{
+	weft_waker_t old;
+
+	pthread_mutex_lock(&ch->lock);
+	old = ch->rx_waker;
+	ch->rx_waker = ch->rx_next;
+	ch->rx_next = WEFT_WAKER_EMPTY;
+	/*
+	 * Release: our write of rx_waker happens before the consumer reads
+	 * it again, which it does only once RX_SWAP is clear (pairs with
+	 * the acquire loads in rx_register()).
+	 */
+	atomic_fetch_and_explicit(&ch->rx_state, ~RX_SWAP,
+				  memory_order_release);
+	pthread_mutex_unlock(&ch->lock);
+	weft_waker_drop(&old);
+	/*
+	 * The consumer did not look at the ring again after leaving its
+	 * waker: it counts on this wake.  We are still in the count, so the
+	 * field stays as it is while we read it.
+	 */
+	weft_waker_wake_by_ref(&ch->rx_waker);
+}
+
+/* A producer's wake is over: leave the count (installing, if asked). */
+static void rx_wake_done(mpsc_t *ch)
+{
+	/*
+	 * Acquire, here and wherever @s is read below: if we turn out to be
+	 * the last one out and install, the reads of rx_waker by the
+	 * producers who left before us happen before our write of it
+	 * (pairs with the release of their leaving CAS).
+	 */
+	uint32_t s = load_acquire(&ch->rx_state);
+
+	for (;;) {
+		if ((s & RX_SWAP) && rx_wakers(s) == 1) {
+			/*
+			 * Last one out, and the consumer left a new waker.
+			 * Take RX_WAITING back first (it was set for the old
+			 * waker, and the consumer does not set it while RX_SWAP
+			 * is), so that no producer joins the count to read the
+			 * field we are about to write.  Acquire as above; the
+			 * consumer's rx_next comes to us through the lock.
+			 */
+			if ((s & RX_WAITING) &&
+			    !atomic_compare_exchange_weak_explicit(
+				    &ch->rx_state, &s, s & ~RX_WAITING,
+				    memory_order_acquire, memory_order_acquire))
+				continue;
+			rx_install(ch);
+			s = load_acquire(&ch->rx_state);
+			continue;
+		}
+		/*
+		 * Release: our read of rx_waker happens before the consumer
+		 * (or the producer that installs) writes it again; pairs
+		 * with the acquire loads in rx_register(),
+		 * weft_mpsc_recv_fini() and above.
+		 */
+		if (atomic_compare_exchange_weak_explicit(
+			    &ch->rx_state, &s, s - RX_WAKER_ONE,
+			    memory_order_release, memory_order_acquire))
+			return;
+	}
+}
 
 /* Wakes the consumer if it set RX_WAITING (@s: a recent rx_state). */
 static void rx_wake_slow(mpsc_t *ch, uint32_t s)
@@ -228,20 +328,17 @@ static void rx_wake_slow(mpsc_t *ch, uint32_t s)
 		if (!(s & RX_WAITING))
 			return;
 		/*
-		 * Acquire: the consumer's store of rx_waker happens before
-		 * our read of it (pairs with its seq_cst fetch_or of
-		 * RX_WAITING in rx_register()).
+		 * Acquire: the last write of rx_waker happens before our read
+		 * of it (pairs with the consumer's seq_cst RMW setting
+		 * RX_WAITING in rx_register(), which comes after its own
+		 * write of the field or after its acquire of the one
+		 * rx_install() made).
 		 */
 	} while (!atomic_compare_exchange_weak_explicit(
-		&ch->rx_state, &s, (s & ~RX_WAITING) | RX_WAKING,
+		&ch->rx_state, &s, (s & ~RX_WAITING) + RX_WAKER_ONE,
 		memory_order_acquire, memory_order_relaxed));
 	weft_waker_wake_by_ref(&ch->rx_waker);
-	/*
-	 * Release: our read of rx_waker happens before the consumer writes
-	 * it again (pairs with the acquire load in rx_register()).
-	 */
-	atomic_fetch_and_explicit(&ch->rx_state, ~RX_WAKING,
-				  memory_order_release);
+	rx_wake_done(ch);
 }
 
 /* After publishing a slot: wake the consumer if it is waiting. */
@@ -706,27 +803,100 @@ void weft_mpsc_recv_init(weft_mpsc_recv_t *r, weft_mpsc_rx_t *rx, void *out)
 	r->status = 0;
 }
 
-enum reg { REG_SET, REG_ALREADY, REG_BUSY };
+enum reg { REG_SET, REG_ALREADY, REG_HANDED, REG_RETRY };
+
+/*
+ * Producers are in their wake and the field wakes someone else (or the
+ * consumer already left a waker for them): leave @w in rx_next for the
+ * last of them to install and wake.  REG_HANDED: done, that wake will
+ * come.  REG_RETRY: they all left meanwhile; register as usual.
+ */
+static enum reg rx_hand_over(mpsc_t *ch, const weft_waker_t *w)
+{
+	weft_waker_t old = WEFT_WAKER_EMPTY;
+	enum reg ret = REG_HANDED;
+	uint32_t s;
+
+	pthread_mutex_lock(&ch->lock);
+	/*
+	 * Relaxed: RX_SWAP changes only under the lock, and the CAS below
+	 * re-checks the count.
+	 */
+	s = load_relaxed(&ch->rx_state);
+	if (s & RX_SWAP) {
+		/* Not installed yet: replace what we left. */
+		old = waker_replace(&ch->rx_next, w);
+		goto out;
+	}
+	/* Empty while RX_SWAP is clear. */
+	ch->rx_next = weft_waker_clone(w);
+	for (;;) {
+		if (!rx_wakers(s)) {
+			old = ch->rx_next;
+			ch->rx_next = WEFT_WAKER_EMPTY;
+			ret = REG_RETRY;
+			break;
+		}
+		/*
+		 * Relaxed: the installer sees RX_SWAP, then reads rx_next
+		 * under the lock we hold, which orders our write of it.
+		 */
+		if (atomic_compare_exchange_weak_explicit(
+			    &ch->rx_state, &s, s | RX_SWAP,
+			    memory_order_relaxed, memory_order_relaxed))
+			break;
+	}
+out:
+	pthread_mutex_unlock(&ch->lock);
+	weft_waker_drop(&old);
+	return ret;
+}
 
 /*
  * Makes the consumer wakeable by @cx's waker.  REG_SET: RX_WAITING was
  * just set (*@prev: rx_state before), look at the ring again.
- * REG_ALREADY: it was already set for this waker.  REG_BUSY: a producer is
- * waking the registered waker right now (so something was published).
+ * REG_ALREADY: it was already set for this waker.  REG_HANDED: the waker
+ * was left for the producers now waking (rx_hand_over()), whose last one
+ * wakes it.
  */
 static enum reg rx_register(mpsc_t *ch, weft_cx_t *cx, uint32_t *prev)
 {
 	const weft_waker_t *w = weft_cx_waker(cx);
 	/*
-	 * Acquire: a producer that lent itself the waker (RX_WAKING) is
-	 * done reading it; pairs with the release in rx_wake_slow().
+	 * Acquire: the producers that read the waker field are done with
+	 * it (pairs with the release in rx_wake_done()), and a waker that
+	 * rx_install() wrote there is visible (pairs with its release of
+	 * RX_SWAP).
 	 */
 	uint32_t s = load_acquire(&ch->rx_state);
 	weft_waker_t old;
+	enum reg r;
 
 	for (;;) {
-		if (s & RX_WAKING)
-			return REG_BUSY;
+		if (s & RX_SWAP)
+			goto hand_over;
+		if (rx_wakers(s)) {
+			/* Producers read the field: it stays as it is. */
+			if (!weft_waker_will_wake(&ch->rx_waker, w))
+				goto hand_over;
+			if (s & RX_WAITING)
+				return REG_ALREADY;
+			/*
+			 * The field wakes us: arm it again, for the producers
+			 * after the ones now waking.  seq_cst as the fetch_or
+			 * below (and the fence after it); acquire on failure,
+			 * for the field, as on the first load.
+			 */
+			if (atomic_compare_exchange_weak_explicit(
+				    &ch->rx_state, &s, s | RX_WAITING,
+				    memory_order_seq_cst,
+				    memory_order_acquire)) {
+				*prev = s;
+				fence_seqcst();
+				return REG_SET;
+			}
+			continue;
+		}
 		if (!(s & RX_WAITING))
 			break;
 		if (weft_waker_will_wake(&ch->rx_waker, w))
@@ -736,8 +906,14 @@ static enum reg rx_register(mpsc_t *ch, weft_cx_t *cx, uint32_t *prev)
 			    &ch->rx_state, &s, s & ~RX_WAITING,
 			    memory_order_acquire, memory_order_acquire))
 			break;
+		continue;
+hand_over:
+		r = rx_hand_over(ch, w);
+		if (r != REG_RETRY)
+			return r;
+		s = load_acquire(&ch->rx_state); /* acquire as above */
 	}
-	/* Neither bit set: the field is ours. */
+	/* Neither RX_WAITING nor producers in the count: the field is ours. */
 	old = waker_replace(&ch->rx_waker, w);
 	weft_waker_drop(&old);
 	/*
@@ -758,16 +934,12 @@ static enum reg rx_register(mpsc_t *ch, weft_cx_t *cx, uint32_t *prev)
 /* Registered, but something arrived after all: take RX_WAITING back. */
 static void rx_unregister(mpsc_t *ch)
 {
-	uint32_t s = RX_WAITING | (load_relaxed(&ch->rx_state) & TX_CLOSED);
-
 	/*
-	 * Relaxed: if a producer already turned it into RX_WAKING, it wakes
-	 * us once more, harmlessly; the waker stays ours either way.
+	 * Relaxed: a producer that already took it wakes us once more,
+	 * harmlessly; the field is not touched here.
 	 */
-	atomic_compare_exchange_strong_explicit(&ch->rx_state, &s,
-						s & ~RX_WAITING,
-						memory_order_relaxed,
-						memory_order_relaxed);
+	atomic_fetch_and_explicit(&ch->rx_state, ~RX_WAITING,
+				  memory_order_relaxed);
 }
 
 /*
@@ -800,13 +972,11 @@ weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
 	switch (rx_register(ch, cx, &prev)) {
 	case REG_ALREADY:
 		return WEFT_PENDING;
-	case REG_BUSY:
-		/* Published before the wake; a tombstone if not. */
-		if (pop(ch, r->out))
-			return recv_done(ch, r, 0);
-		weft_cx_yield(cx);
+	case REG_HANDED:
+		/* The last producer out wakes us; we look again then. */
+		r->phase = R_REGISTERED;
 		return WEFT_PENDING;
-	case REG_SET:
+	default:
 		break;
 	}
 	r->phase = R_REGISTERED;
@@ -833,15 +1003,20 @@ void weft_mpsc_recv_fini(weft_mpsc_recv_t *r)
 	while (s & RX_WAITING) {
 		/*
 		 * Acquire: as in rx_register(); once RX_WAITING is ours
-		 * again no producer will read the waker.
+		 * again, with nobody in the count, no producer reads the
+		 * waker.
 		 */
 		if (atomic_compare_exchange_weak_explicit(
 			    &ch->rx_state, &s, s & ~RX_WAITING,
 			    memory_order_acquire, memory_order_relaxed)) {
 			/* Release the task reference now, not at teardown. */
-			weft_waker_drop(&ch->rx_waker);
+			if (!rx_wakers(s))
+				weft_waker_drop(&ch->rx_waker);
 			return;
 		}
 	}
-	/* RX_WAKING: a producer holds the waker; teardown drops it. */
+	/*
+	 * Producers in the count hold the waker (and maybe a waker left in
+	 * rx_next): teardown drops them.
+	 */
 }
