@@ -71,7 +71,8 @@ static void futex_wake_all(_Atomic uint32_t *addr)
 		NULL, NULL, 0);
 }
 
-/* WEFT_MONITOR and WEFT_STALL_US; a bad value is said once and ignored. */
+/* WEFT_MONITOR and WEFT_STALL_US; a bad value is said (at each runtime's
+ * creation) and ignored. */
 static int parse_env(uint64_t *stall_ns)
 {
 	const char *on = getenv("WEFT_MONITOR");
@@ -84,8 +85,8 @@ static int parse_env(uint64_t *stall_ns)
 
 		errno = 0;
 		v = strtoull(s, &end, 10);
-		if (errno || *end || v * 1000 < STALL_NS_MIN ||
-		    v * 1000 > STALL_NS_MAX)
+		if (errno || *end || v > STALL_NS_MAX / 1000 ||
+		    v * 1000 < STALL_NS_MIN)
 			fprintf(stderr,
 				"weft: WEFT_STALL_US=%s is not a number of "
 				"microseconds from %llu to %llu; using %llu\n",
@@ -127,8 +128,14 @@ static int parse_env(uint64_t *stall_ns)
  *    acquire load).
  *
  * lifo_watch is ours alone to write; lowering it after the attempt is
- * safe: an emptying that read it raised exchanges anyway, and one that
- * reads it lowered comes after our exchange.
+ * safe because the owner reads it before the slot (lifo_take()): an
+ * emptying that read it raised exchanges anyway, and one that reads it
+ * lowered (release here, acquire there) sees our exchange's NULL.
+ *
+ * On x86 the owner's barrier is the locked CAS on another location, with
+ * only a compiler barrier after it: that is x86's memory model (a locked
+ * instruction drains the store buffer), not C11's, and ThreadSanitizer
+ * cannot check it.  Elsewhere fence_after_rmw() is a seq_cst fence.
  */
 static bool steal_lifo(weft_runtime_t *rt, weft_worker_t *w, weft_task_t *cur,
 		       uint64_t polls)

@@ -127,6 +127,36 @@ weft_task_t *weft__owned_take_idle(owned_t *o)
 	return taken;
 }
 
+/*
+ * What @t is, if it is still on the list: a pointer that may be freed any
+ * moment (a poll that ends completes it) is compared, never dereferenced,
+ * until found under the shard's lock, where the list's reference keeps
+ * it (completion takes it off under the same lock).
+ */
+bool weft__owned_describe(owned_t *o, const weft_task_t *t,
+			  weft__task_info_t *out)
+{
+	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+		owned_shard_t *s = &o->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		for (weft_task_t *c = s->head; c; c = c->owned_next) {
+			if (c != t)
+				continue;
+			out->id = c->id;
+			out->name = c->name;
+			out->file = c->file;
+			out->line = c->line;
+			out->state_size = c->state_size;
+			out->kind = c->kind;
+			pthread_mutex_unlock(&s->lock);
+			return true;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return false;
+}
+
 uint64_t weft__owned_count(owned_t *o)
 {
 	uint64_t n = 0;

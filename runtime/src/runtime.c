@@ -220,20 +220,31 @@ static weft_runtime_t *abandoned;
 /* Joins @w's thread by @deadline (CLOCK_REALTIME); false if still busy. */
 static bool join_worker(weft_worker_t *w, const struct timespec *deadline)
 {
-	weft_task_t *t;
+	weft__task_info_t info;
+	bool named;
 
 	if (pthread_timedjoin_np(w->thread, NULL, deadline) == 0)
 		return true;
-	/* Relaxed: what it was polling, for the message; RUNNING keeps the
-	 * task alive. */
-	t = load_relaxed(&w->cur);
-	fprintf(stderr,
-		"weft: destroy: worker %u is still in a poll of task %llu "
-		"(\"%s\", spawned at %s:%d); leaving it behind, and the "
-		"runtime's memory with it\n",
-		w->index, t ? (unsigned long long)t->id : 0ull,
-		t && t->name ? t->name : "?", t && t->file ? t->file : "?",
-		t ? t->line : 0);
+	/*
+	 * Relaxed: what it was polling, for the message.  The poll may end
+	 * (and free the task) any moment: looked up on the owned list, not
+	 * dereferenced here.
+	 */
+	named = weft__owned_describe(&w->rt->owned, load_relaxed(&w->cur),
+				     &info);
+	if (named)
+		fprintf(stderr,
+			"weft: destroy: worker %u is still in a poll of task "
+			"%llu (\"%s\", spawned at %s:%d); leaving it behind, "
+			"and the runtime's memory with it\n",
+			w->index, (unsigned long long)info.id,
+			info.name ? info.name : "?",
+			info.file ? info.file : "?", info.line);
+	else
+		fprintf(stderr,
+			"weft: destroy: worker %u is still running; leaving "
+			"it behind, and the runtime's memory with it\n",
+			w->index);
 	pthread_detach(w->thread);
 	return false;
 }

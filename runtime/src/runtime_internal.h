@@ -262,6 +262,8 @@ typedef struct weft__task_info_s {
 } weft__task_info_t;
 size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 			      weft__task_info_t *out, size_t cap);
+bool weft__owned_describe(owned_t *o, const weft_task_t *t,
+			  weft__task_info_t *out);
 uint64_t weft__owned_count(owned_t *o);
 
 /* ------------------------------------------------------------------ park */
@@ -333,6 +335,7 @@ struct weft_worker_s {
 	weft__cacheline_aligned weft_runtime_t *rt;
 	_Atomic(weft_task_t *) lifo;
 	_Atomic bool lifo_watch; /* written by the monitor only */
+	bool in_place; /* inside weft_block_in_place() */
 	unsigned index;
 	uint32_t tick;
 	bool searching;

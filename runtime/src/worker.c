@@ -95,7 +95,7 @@ void weft__schedule(weft_task_t *t, bool is_yield)
 	weft_runtime_t *rt = t->rt;
 	bool notify;
 
-	if (!w || w->rt != rt || load_relaxed(&rt->shutdown)) {
+	if (!w || w->rt != rt || w->in_place || load_relaxed(&rt->shutdown)) {
 		schedule_remote(rt, t);
 		return;
 	}
@@ -157,16 +157,22 @@ static weft_task_t *next_remote(weft_worker_t *w)
 /*
  * Empties the LIFO slot: a plain load and store, or an exchange while the
  * monitor may be taking the task (steal_lifo() in monitor.c has the
- * argument).  Relaxed loads: the slot is ours and lifo_watch a hint whose
- * ordering the fence before our caller's look provides.
+ * argument).  lifo_watch first, then the slot: read the other way round,
+ * the slot could be read before the monitor's exchange and the flag after
+ * its lowering, and both would run the task.  Acquire: a lowering we read
+ * comes after the monitor's exchange, which our load of the slot then
+ * sees.  A flag from before the monitor raised it is the store-buffer
+ * case, where the monitor sees w->cur cleared and backs off.
  */
 static inline weft_task_t *lifo_take(weft_worker_t *w)
 {
+	bool watch = load_acquire(&w->lifo_watch);
+	/* Relaxed: our own slot. */
 	weft_task_t *t = load_relaxed(&w->lifo);
 
 	if (!t)
 		return NULL;
-	if (__builtin_expect(load_relaxed(&w->lifo_watch), 0))
+	if (__builtin_expect(watch, 0))
 		return exchange_acq_rel(&w->lifo, NULL);
 	store_relaxed(&w->lifo, NULL);
 	return t;
@@ -349,12 +355,13 @@ void weft_block_in_place(void (*fn)(void *arg), void *arg)
 		weft__notify_parked(rt); /* someone to park in the driver */
 	}
 	/*
-	 * Not a worker meanwhile: what @fn wakes or spawns is scheduled as
-	 * from any other thread, to the global queue.
+	 * What @fn wakes or spawns is scheduled as from any other thread, to
+	 * the global queue (weft__schedule()); the thread stays this
+	 * worker's, and the poll this task's (weft__current_task()).
 	 */
-	weft__cur_worker = NULL;
+	w->in_place = true;
 	fn(arg);
-	weft__cur_worker = w;
+	w->in_place = false;
 }
 
 /* Wakes a worker if any queue holds work (the last searcher's re-check). */
