@@ -1742,6 +1742,176 @@ static void test_sync_async_select_threaded(void **state)
 	weft_runtime_destroy(rt);
 }
 
+/* ------------------------------------------------------- notify fini */
+
+/*
+ * weft_notify_fini() with futures on it: queued ones complete with -EPIPE,
+ * one already handed a notification with 0, and none touches the notify
+ * afterwards (it is freed at once, for ASan to see any touch).
+ */
+static void notify_fini_script(weft_cx_t *cx, void *arg)
+{
+	weft_notify_t *n = malloc(sizeof(*n));
+	weft_notified_t a, b, c, d;
+
+	(void)arg;
+	assert_non_null(n);
+	weft_notify_init(n);
+	weft_notified_init(&a, n);
+	weft_notified_init(&b, n);
+	weft_notified_init(&c, n);
+	weft_notified_init(&d, n); /* never polled */
+	assert_pending(weft_notified_poll(&a, cx));
+	assert_pending(weft_notified_poll(&b, cx));
+	assert_pending(weft_notified_poll(&c, cx));
+	weft_notify_one(n); /* a is handed it */
+	weft_notify_fini(n);
+	free(n);
+	assert_ready(weft_notified_poll(&a, cx));
+	assert_int_equal(a.status, 0);
+	assert_ready(weft_notified_poll(&b, cx));
+	assert_int_equal(b.status, -EPIPE);
+	assert_ready(weft_notified_poll(&b, cx)); /* READY stays READY */
+	assert_int_equal(b.status, -EPIPE);
+	weft_notified_fini(&a);
+	weft_notified_fini(&b);
+	weft_notified_fini(&c); /* queued, never polled again */
+	weft_notified_fini(&d);
+
+	/* Handed and dropped unseen after fini: nothing is passed on. */
+	n = malloc(sizeof(*n));
+	assert_non_null(n);
+	weft_notify_init(n);
+	weft_notified_init(&a, n);
+	assert_pending(weft_notified_poll(&a, cx));
+	weft_notify_one(n);
+	weft_notify_fini(n);
+	free(n);
+	weft_notified_fini(&a);
+}
+
+/*
+ * Tasks wait on a notify with a select against a yield (or, for every
+ * other task, a short sleep), so the queued notified future is polled again
+ * and again, and often is mid-poll, while the test thread finishes the
+ * notify and frees it.
+ */
+struct nf_shared {
+	weft_notify_t *n;
+	tcount_t queued;
+	_Atomic unsigned closed, errors;
+};
+
+struct nf_task {
+	int weft_pc;
+	struct nf_shared *sh;
+	weft_notified_t nd;
+	weft_sleep_t sleep;
+	weft_yield_t y;
+	weft_branch_t br[2];
+	size_t index;
+	bool use_sleep, signalled, sleeping;
+};
+
+static weft_poll_t yield_branch(void *arg, weft_cx_t *cx)
+{
+	return weft_yield_poll(arg, cx);
+}
+
+static weft_poll_t nf_select(struct nf_task *st, weft_cx_t *cx)
+{
+	weft_poll_t r = weft_select_poll(st->br, 2, cx, &st->index);
+
+	if (r == WEFT_PENDING && !st->signalled) {
+		st->signalled = true;
+		tcount_add(&st->sh->queued, 1);
+	}
+	return r;
+}
+
+static weft_poll_t nf_task_poll(void *arg, weft_cx_t *cx)
+{
+	struct nf_task *st = arg;
+
+	WEFT_ASYNC_BEGIN(st);
+	weft_notified_init(&st->nd, st->sh->n);
+	for (;;) {
+		st->br[0] = (weft_branch_t){ .poll = notified_branch,
+					     .state = &st->nd };
+		if (st->use_sleep) {
+			weft_sleep_init(&st->sleep, WEFT_USEC(20));
+			st->sleeping = true;
+			st->br[1] = (weft_branch_t){ .poll = sleep_branch,
+						     .state = &st->sleep };
+		} else {
+			st->y = (weft_yield_t){ 0 };
+			st->br[1] = (weft_branch_t){ .poll = yield_branch,
+						     .state = &st->y };
+		}
+		WEFT_AWAIT(st, nf_select(st, cx));
+		if (st->sleeping)
+			weft_sleep_fini(&st->sleep);
+		st->sleeping = false;
+		if (st->index == 0)
+			break;
+	}
+	if (st->nd.status == -EPIPE)
+		atomic_fetch_add(&st->sh->closed, 1);
+	else
+		atomic_fetch_add(&st->sh->errors, 1);
+	weft_notified_fini(&st->nd);
+	WEFT_ASYNC_END(st);
+}
+
+static void nf_task_drop(void *arg)
+{
+	struct nf_task *st = arg;
+
+	if (st->sleeping)
+		weft_sleep_fini(&st->sleep);
+	weft_notified_fini(&st->nd);
+}
+
+static void notify_fini_threaded(weft_runtime_t *rt)
+{
+	enum { WAITERS = 4 };
+	struct nf_shared sh = { .n = malloc(sizeof(weft_notify_t)) };
+	weft_join_t *joins[WAITERS];
+
+	assert_non_null(sh.n);
+	weft_notify_init(sh.n);
+	tcount_init(&sh.queued);
+	for (unsigned t = 0; t < WAITERS; t++) {
+		struct nf_task st = { .sh = &sh, .use_sleep = t % 2 };
+
+		joins[t] = spawn_ok(rt, nf_task_poll, nf_task_drop, &st,
+				    sizeof(st), true);
+	}
+	/* Every task queued (its first poll done) before the fini. */
+	tcount_wait(&sh.queued, WAITERS);
+	usleep(200);
+	weft_notify_fini(sh.n);
+	free(sh.n);
+	for (unsigned t = 0; t < WAITERS; t++)
+		assert_int_equal(join_wait_drop(joins[t], NULL), 0);
+	assert_int_equal(atomic_load(&sh.closed), WAITERS);
+	assert_int_equal(atomic_load(&sh.errors), 0);
+	tcount_fini(&sh.queued);
+}
+
+static void test_sync_async_notify_fini(void **state)
+{
+	weft_runtime_t *rt;
+	unsigned rounds = scale_count(50);
+
+	(void)state;
+	run_script(NULL, notify_fini_script, NULL);
+	rt = rt_create(2);
+	for (unsigned i = 0; i < rounds; i++)
+		notify_fini_threaded(rt);
+	weft_runtime_destroy(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1763,6 +1933,7 @@ int main(void)
 		cmocka_unit_test(test_sync_async_select_cancel),
 		cmocka_unit_test(test_sync_async_join_cancel),
 		cmocka_unit_test(test_sync_async_select_threaded),
+		cmocka_unit_test(test_sync_async_notify_fini),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,10 +19,26 @@
  *
  * A waiter woken by notify_one() owns that notification until its future
  * sees it; dropped before that, the future forwards it (to the next waiter
- * or the permit), so cancelling never loses a notification.
+ * or the permit), so cancelling never loses a notification.  Until then
+ * it stays linked, on the handed list.
+ *
+ * Finishing the notify with futures still on it.  weft_notify_fini() takes
+ * every waiter off both lists and sets its state to CLOSED (queued: its
+ * future completes with -EPIPE, and is woken) or NOTIFIED_ALL (handed: the
+ * notification stands); a future that reads either state no longer
+ * touches the notify, so its memory may be reused as soon as fini returns.
+ * A waiter's state is read without the lock for that reason, and set with
+ * release by whoever unlinks it (the last touch).  A future that has to
+ * lock the notify (to store a new waker, to unlink itself) first marks its
+ * waiter W_BUSY, and clears the mark once it has unlocked; fini leaves a
+ * busy waiter linked and comes back for it after letting the lock go, so
+ * it never destroys the lock under a future that is about to take it.
  *
  * Lock order: n->lock is a leaf; wakers are woken and dropped after it.
  */
+#include <errno.h>
+#include <sched.h>
+
 #include "sync_internal.h"
 
 #define N_EMPTY ((uint64_t)0)
@@ -35,8 +51,14 @@
 /* The future's phase (owner only). */
 enum { NT_INIT, NT_QUEUED, NT_DONE };
 
-/* A queued waiter's state (under the lock); its value is its generation. */
-enum { W_WAITING = 1, W_NOTIFIED_ONE, W_NOTIFIED_ALL };
+/*
+ * A waiter's state (changed under the lock, read without it; see the
+ * top); its value is its generation.  Linked: WAITING (queue), NOTIFIED_ONE
+ * (handed list).  Unlinked: NOTIFIED_ALL, CLOSED.  W_BUSY: its future is
+ * about to lock the notify, or has just unlocked it.
+ */
+enum { W_WAITING = 1, W_NOTIFIED_ONE, W_NOTIFIED_ALL, W_CLOSED };
+#define W_BUSY 0x100u
 
 static uint64_t gen_of(uint64_t s)
 {
@@ -49,12 +71,146 @@ void weft_notify_init(weft_notify_t *n)
 	__atomic_store_n(&n->state, N_EMPTY, __ATOMIC_RELAXED);
 	pthread_mutex_init(&n->lock, NULL);
 	n->head = n->tail = NULL;
+	n->handed_head = n->handed_tail = NULL;
+}
+
+/* ------------------------------------------------------ waiter states */
+
+/*
+ * Under the lock: the waiter's new state, keeping W_BUSY (its future may
+ * set it, or clear it, without the lock).  For an unlinked state this is
+ * the last touch: the future may return, and free the waiter, once it
+ * reads the state.
+ */
+static void waiter_set(weft_waiter_t *w, uint32_t state)
+{
+	uint32_t s = __atomic_load_n(&w->state, __ATOMIC_RELAXED);
+
+	/*
+	 * Release: our writes (and the notifier's before its call) happen
+	 * before the future that reads the state returns; pairs with the
+	 * acquire in waiter_enter().
+	 */
+	while (!__atomic_compare_exchange_n(&w->state, &s, state | (s & W_BUSY),
+					    true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+/*
+ * A queued future about to lock the notify.  Return: its waiter's state.
+ * Still linked (WAITING, NOTIFIED_ONE): the waiter is now marked W_BUSY;
+ * lock, then waiter_leave() after unlocking.  Unlinked (NOTIFIED_ALL,
+ * CLOSED): nothing is marked and the notify must not be touched.
+ */
+static uint32_t waiter_enter(weft_waiter_t *w)
+{
+	/*
+	 * Acquire: whoever unlinked us did so before we return (pairs with
+	 * the release in waiter_set() and in close_list_locked()).
+	 */
+	uint32_t s = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		if (s == W_NOTIFIED_ALL || s == W_CLOSED)
+			return s;
+		/* Acquire on failure as above: the state may be one of those. */
+		if (__atomic_compare_exchange_n(&w->state, &s, s | W_BUSY, true,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_ACQUIRE))
+			return s;
+	}
+}
+
+/* After unlocking: the notify is no longer ours to touch. */
+static void waiter_leave(weft_waiter_t *w)
+{
+	/*
+	 * Release: our unlock, the last touch of the notify, happens before
+	 * weft_notify_fini() destroys it (pairs with the acquire of its CAS
+	 * in close_list_locked()).
+	 */
+	__atomic_fetch_and(&w->state, ~W_BUSY, __ATOMIC_RELEASE);
+}
+
+/*
+ * Under the lock, in weft_notify_fini(): unlinks every waiter of a list
+ * that is not busy, setting @state (the wakers of queued ones go to @wl).
+ * Return: how many were left because busy or because @wl filled up.
+ */
+static unsigned close_list_locked(weft_waiter_t **head, weft_waiter_t **tail,
+				  uint32_t state, wake_list_t *wl)
+{
+	weft_waiter_t *w, *next, *prev;
+	unsigned left = 0;
+	weft_waker_t waker;
+	uint32_t s;
+
+	for (w = *head; w; w = next) {
+		/* Read before the state: after it, @w is not ours. */
+		next = w->next;
+		prev = w->prev;
+		/* Relaxed: the CAS below decides. */
+		s = __atomic_load_n(&w->state, __ATOMIC_RELAXED);
+		if ((s & W_BUSY) || wake_list_full(wl)) {
+			left++;
+			continue;
+		}
+		waker = w->waker;
+		w->waker = WEFT_WAKER_EMPTY;
+		/*
+		 * Fails only if the future marked it busy meanwhile (other
+		 * changes need the lock).  Acquire: a future that was busy
+		 * before is done with the notify (pairs with the release in
+		 * waiter_leave()).  Release: as in waiter_set().
+		 */
+		if (!__atomic_compare_exchange_n(&w->state, &s, state, false,
+						 __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED)) {
+			/* It waits for our lock: as if we never looked. */
+			w->waker = waker;
+			left++;
+			continue;
+		}
+		/* Unlink without touching @w. */
+		if (prev)
+			prev->next = next;
+		else
+			*head = next;
+		if (next)
+			next->prev = prev;
+		else
+			*tail = prev;
+		wake_list_take(wl, &waker);
+	}
+	return left;
 }
 
 void weft_notify_fini(weft_notify_t *n)
 {
-	if (n->head)
-		weft_panic("notify destroyed with waiters queued");
+	wake_list_t wl;
+	unsigned left;
+
+	wake_list_init(&wl);
+	pthread_mutex_lock(&n->lock);
+	for (;;) {
+		/* Queued: woken, -EPIPE.  Handed: the notification stands. */
+		left = close_list_locked(&n->head, &n->tail, W_CLOSED, &wl);
+		left += close_list_locked(&n->handed_head, &n->handed_tail,
+					  W_NOTIFIED_ALL, &wl);
+		if (!left)
+			break;
+		/*
+		 * A full batch, or futures about to take the lock: let them
+		 * have it, then look again.
+		 */
+		pthread_mutex_unlock(&n->lock);
+		wake_list_wake(&wl);
+		sched_yield();
+		pthread_mutex_lock(&n->lock);
+	}
+	pthread_mutex_unlock(&n->lock);
+	wake_list_wake(&wl);
 	pthread_mutex_destroy(&n->lock);
 }
 
@@ -91,8 +247,9 @@ static void notify_one_locked(weft_notify_t *n, wake_list_t *wl)
 	}
 	w = waitq_pop_front(&n->head, &n->tail);
 	wake_list_take(wl, &w->waker);
-	/* Last touch: its future may free it once we unlock. */
-	w->state = W_NOTIFIED_ONE;
+	/* Linked until its future sees the notification (or fini runs). */
+	waitq_push_back(&n->handed_head, &n->handed_tail, w);
+	waiter_set(w, W_NOTIFIED_ONE);
 	if (!n->head)
 		clear_waiting_locked(n);
 }
@@ -139,7 +296,8 @@ void weft_notify_waiters(weft_notify_t *n)
 	while ((w = n->head) && w->value < gen) {
 		waitq_pop_front(&n->head, &n->tail);
 		wake_list_take(&wl, &w->waker);
-		w->state = W_NOTIFIED_ALL;
+		/* Last touch: its future may free it once it sees this. */
+		waiter_set(w, W_NOTIFIED_ALL);
 		if (!n->head)
 			clear_waiting_locked(n);
 		if (wake_list_full(&wl)) {
@@ -159,6 +317,7 @@ void weft_notified_init(weft_notified_t *nd, weft_notify_t *n)
 	nd->waiter = (weft_waiter_t){ 0 };
 	nd->notify = n;
 	nd->phase = NT_INIT;
+	nd->status = 0;
 	/*
 	 * Acquire: a generation bumped before this snapshot comes with the
 	 * notifier's writes (pairs with the release in
@@ -168,9 +327,10 @@ void weft_notified_init(weft_notified_t *nd, weft_notify_t *n)
 	nd->waiter.value = gen_of(__atomic_load_n(&n->state, __ATOMIC_ACQUIRE));
 }
 
-static weft_poll_t notified_done(weft_notified_t *nd)
+static weft_poll_t notified_done(weft_notified_t *nd, int status)
 {
 	nd->phase = NT_DONE;
+	nd->status = status;
 	weft__coop_progress();
 	return WEFT_READY;
 }
@@ -203,13 +363,13 @@ static weft_poll_t notified_first(weft_notified_t *nd, weft_cx_t *cx)
 	uint64_t cur = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
 
 	if (take_permit(nd, &cur) != 0)
-		return notified_done(nd);
+		return notified_done(nd, 0);
 	pthread_mutex_lock(&n->lock);
 	cur = __atomic_load_n(&n->state, __ATOMIC_ACQUIRE);
 	for (;;) {
 		if (take_permit(nd, &cur) != 0) {
 			pthread_mutex_unlock(&n->lock);
-			return notified_done(nd);
+			return notified_done(nd, 0);
 		}
 		/*
 		 * EMPTY or WAITING -> WAITING.  The lock orders the queue;
@@ -222,7 +382,8 @@ static weft_poll_t notified_first(weft_notified_t *nd, weft_cx_t *cx)
 			    __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
 			break;
 	}
-	nd->waiter.state = W_WAITING;
+	/* Relaxed: nobody else sees the waiter before we link it. */
+	__atomic_store_n(&nd->waiter.state, W_WAITING, __ATOMIC_RELAXED);
 	nd->waiter.waker = weft_waker_clone(weft_cx_waker(cx));
 	waitq_push_back(&n->head, &n->tail, &nd->waiter);
 	nd->phase = NT_QUEUED;
@@ -233,18 +394,28 @@ static weft_poll_t notified_first(weft_notified_t *nd, weft_cx_t *cx)
 static weft_poll_t notified_queued(weft_notified_t *nd, weft_cx_t *cx)
 {
 	weft_notify_t *n = nd->notify;
-	weft_waker_t old;
+	weft_waiter_t *w = &nd->waiter;
+	weft_waker_t old = WEFT_WAKER_EMPTY;
+	uint32_t state = waiter_enter(w);
 
+	if (state == W_CLOSED)
+		return notified_done(nd, -EPIPE);
+	if (state == W_NOTIFIED_ALL)
+		return notified_done(nd, 0);
 	pthread_mutex_lock(&n->lock);
-	if (nd->waiter.state == W_WAITING) {
-		old = waker_replace(&nd->waiter.waker, weft_cx_waker(cx));
-		pthread_mutex_unlock(&n->lock);
-		weft_waker_drop(&old);
-		return WEFT_PENDING;
-	}
-	/* Notified under the lock, which orders the notifier's writes. */
+	/* Relaxed: under the lock only W_BUSY changes, and it is ours. */
+	state = __atomic_load_n(&w->state, __ATOMIC_RELAXED) & ~W_BUSY;
+	if (state == W_WAITING)
+		old = waker_replace(&w->waker, weft_cx_waker(cx));
+	else if (state == W_NOTIFIED_ONE)
+		waitq_remove(&n->handed_head, &n->handed_tail, w);
 	pthread_mutex_unlock(&n->lock);
-	return notified_done(nd);
+	waiter_leave(w);
+	weft_waker_drop(&old);
+	if (state == W_WAITING)
+		return WEFT_PENDING;
+	/* Notified under the lock, which orders the notifier's writes. */
+	return notified_done(nd, 0);
 }
 
 weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx)
@@ -261,23 +432,31 @@ weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx)
 void weft_notified_fini(weft_notified_t *nd)
 {
 	weft_notify_t *n = nd->notify;
+	weft_waiter_t *w = &nd->waiter;
 	weft_waker_t old = WEFT_WAKER_EMPTY;
 	wake_list_t wl;
+	uint32_t state;
 
 	if (nd->phase != NT_QUEUED)
 		goto out;
+	state = waiter_enter(w);
+	if (state == W_CLOSED || state == W_NOTIFIED_ALL)
+		goto out; /* unlinked: the notify is not ours to touch */
 	wake_list_init(&wl);
 	pthread_mutex_lock(&n->lock);
-	switch (nd->waiter.state) {
+	/* Relaxed: as in notified_queued(). */
+	state = __atomic_load_n(&w->state, __ATOMIC_RELAXED) & ~W_BUSY;
+	switch (state) {
 	case W_WAITING:
-		waitq_remove(&n->head, &n->tail, &nd->waiter);
+		waitq_remove(&n->head, &n->tail, w);
 		if (!n->head)
 			clear_waiting_locked(n);
-		old = nd->waiter.waker;
-		nd->waiter.waker = WEFT_WAKER_EMPTY;
+		old = w->waker;
+		w->waker = WEFT_WAKER_EMPTY;
 		break;
 	case W_NOTIFIED_ONE:
 		/* A notification we will never see: pass it on. */
+		waitq_remove(&n->handed_head, &n->handed_tail, w);
 		notify_one_locked(n, &wl);
 		break;
 	default:
@@ -285,6 +464,7 @@ void weft_notified_fini(weft_notified_t *nd)
 		break;
 	}
 	pthread_mutex_unlock(&n->lock);
+	waiter_leave(w);
 	wake_list_wake(&wl);
 	weft_waker_drop(&old);
 out:

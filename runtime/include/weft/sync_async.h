@@ -28,7 +28,8 @@
  * The primitives themselves are caller-allocated (_init/_fini) except the
  * channel, whose two halves share one allocation.  A primitive's _fini may
  * run only when no future is queued on it and no call on it is in
- * progress.
+ * progress; weft_notify_fini() alone also takes futures still queued, and
+ * completes them with -EPIPE (see there).
  *
  * "Closed" is -EPIPE throughout.
  */
@@ -247,15 +248,31 @@ WEFT_EXTERN void weft_async_mutex_lock_fini(weft_async_mutex_lock_t *lk);
  */
 typedef struct weft_notify_s {
 	uint64_t state;       /* generation << 2 | EMPTY/WAITING/NOTIFIED */
-	pthread_mutex_t lock; /* guards the queue */
-	weft_waiter_t *head;
+	pthread_mutex_t lock; /* guards the lists */
+	weft_waiter_t *head;  /* waiting */
 	weft_waiter_t *tail;
+	weft_waiter_t *handed_head; /* woken by notify_one, not yet seen */
+	weft_waiter_t *handed_tail;
 } weft_notify_t;
 
 /** weft_notify_init() - a notify with no permit stored. */
 WEFT_EXTERN void weft_notify_init(weft_notify_t *n);
 
-/** weft_notify_fini() - release it (no notified future queued). */
+/**
+ * weft_notify_fini() - release the notify, even with futures waiting on it.
+ * @n: the notify.
+ *
+ * Notified futures still waiting are woken and complete with status
+ * -EPIPE; one already woken by weft_notify_one() but not yet polled
+ * completes with 0 (its notification stands).  Once this returns, the
+ * polls and _fini of every future that was queued on @n no longer touch
+ * it, so @n's memory may be reused at once.  Waits, briefly, for a future
+ * that is being polled or finished on another thread at that moment.
+ *
+ * As for any primitive, no other call on @n (notify, or the first poll of
+ * a notified future) may be in progress or come after: a notified future
+ * initialised on @n but never polled may still be finished, not polled.
+ */
 WEFT_EXTERN void weft_notify_fini(weft_notify_t *n);
 
 /**
@@ -275,11 +292,12 @@ WEFT_EXTERN void weft_notify_one(weft_notify_t *n);
  */
 WEFT_EXTERN void weft_notify_waiters(weft_notify_t *n);
 
-/* Waiting for a notification: a future.  All fields private. */
+/* Waiting for a notification: a future.  Fields private except @status. */
 typedef struct weft_notified_s {
 	weft_waiter_t waiter;
 	weft_notify_t *notify;
 	uint8_t phase;
+	int status; /* read-only once READY: 0 or -EPIPE */
 } weft_notified_t;
 
 /**
@@ -298,7 +316,10 @@ WEFT_EXTERN void weft_notified_init(weft_notified_t *nd, weft_notify_t *n);
  * @nd: the future.
  * @cx: the polling context.
  *
- * Return: WEFT_READY once notified (or a stored permit was taken).
+ * On READY, @nd->status is 0 (notified, or a stored permit was taken) or
+ * -EPIPE (weft_notify_fini() ran while it waited: @nd->notify is gone).
+ *
+ * Return: WEFT_READY once notified, or closed.
  */
 WEFT_EXTERN weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx);
 
