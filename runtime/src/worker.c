@@ -109,11 +109,13 @@ void weft__schedule(weft_task_t *t, bool is_yield)
 		counter_inc(&w->c.lifo_schedules);
 		/*
 		 * Empty: a plain store; the monitor's exchange cannot take a
-		 * task we also demote.  Full: exchange, as the monitor may
-		 * have taken prev meanwhile.
+		 * task we also demote.  Release: the task's fields (a new
+		 * task's, all of them) are the monitor's once it takes it.
+		 * Full: exchange, as the monitor may have taken prev
+		 * meanwhile.
 		 */
 		if (!prev)
-			store_relaxed(&w->lifo, t);
+			store_release(&w->lifo, t);
 		else
 			prev = exchange_acq_rel(&w->lifo, t);
 		notify = prev != NULL;
