@@ -8,7 +8,8 @@
  * on the other worker.
  *
  * The bounds are the issue's (a tick at most 4 ms late, a woken task run
- * within 2 ms), but one tick in a hundred, or a few rounds, may miss them,
+ * within 2 ms), in one of three tries; one tick in a hundred, or a few
+ * rounds, may miss them,
  * never by more than a hard bound: on the shared VMs we run on, a plain
  * 1 ms nanosleep() was measured up to 4 ms late, and the monitor runs at
  * nice 19, behind whatever else keeps the CPUs busy.  Without the
@@ -109,7 +110,7 @@ static void blocker_drop(void *p)
 	weft_sleep_fini(&((blocker_t *)p)->sleep);
 }
 
-static void test_ticker_beside_blocker(void **state)
+static bool ticker_beside_blocker(void)
 {
 	weft_runtime_t *rt = rt_create(2);
 	_Atomic uint64_t worst = 0;
@@ -121,7 +122,6 @@ static void test_ticker_beside_blocker(void **state)
 	blocker_t bl = { .stop = &stop };
 	weft_join_t *jt, *jb;
 
-	(void)state;
 	jb = spawn_ok(rt, blocker_poll, blocker_drop, &bl, sizeof(bl), true);
 	jt = spawn_ok(rt, ticker_poll, ticker_drop, &tk, sizeof(tk), true);
 	assert_int_equal(join_wait_drop(jt, NULL), 0);
@@ -131,8 +131,25 @@ static void test_ticker_beside_blocker(void **state)
 	print_message("ticker: %u ticks, worst %.2f ms late, %u over %.0f ms\n",
 		      n, (double)atomic_load(&worst) / MS, atomic_load(&late),
 		      (double)tk.bound / MS);
-	assert_true(atomic_load(&late) <= n / 100);
-	assert_true(atomic_load(&worst) < 7 * MS * slowdown());
+	return atomic_load(&late) <= n / 100 &&
+	       atomic_load(&worst) < 7 * MS * slowdown();
+}
+
+/*
+ * A latency measurement on a shared host: up to three tries, one of which
+ * must hold.  Without the monitor every try misses by the blocking call's
+ * length, so the retries hide noise, not the fault.
+ */
+#define TRIES 3
+
+static void test_ticker_beside_blocker(void **state)
+{
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < TRIES && !ticker_beside_blocker(); i++)
+		;
+	assert_true(i < TRIES);
 }
 
 /* ---------------------------------------------- woken, then waker blocks */
@@ -196,13 +213,12 @@ static weft_poll_t waker_task_poll(void *p, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
-static void test_woken_task_not_trapped(void **state)
+static bool woken_task_not_trapped(void)
 {
 	weft_runtime_t *rt = rt_create(2);
 	unsigned rounds = scale_count(20), over = 0;
 	uint64_t bound = 2 * MS * slowdown(), worst = 0;
 
-	(void)state;
 	for (unsigned i = 0; i < rounds; i++) {
 		trap_t tr;
 		sleeper_t sl = { .trap = &tr };
@@ -236,8 +252,18 @@ static void test_woken_task_not_trapped(void **state)
 	print_message("woken before a 10 ms block: worst %.2f ms in %u rounds, "
 		      "%u over %.0f ms\n",
 		      (double)worst / MS, rounds, over, (double)bound / MS);
-	assert_true(over <= rounds / 2); /* the median within the bound */
-	assert_true(worst < 5 * MS * slowdown());
+	/* The median within the bound, the worst not far off. */
+	return over <= rounds / 2 && worst < 5 * MS * slowdown();
+}
+
+static void test_woken_task_not_trapped(void **state)
+{
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < TRIES && !woken_task_not_trapped(); i++)
+		;
+	assert_true(i < TRIES);
 }
 
 /* --------------------------------------- weft_mutex_t held across a sleep */
