@@ -26,7 +26,7 @@
 
 #include "weft.pb-c.h"
 #include "weft/probe.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* ------------------------------------------------------------- util.c */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Live attach: a connection to a running process's probe server
- * (probe/src/server_internal.h has the protocol).  Connect, expect the
+ * (proto/weft.proto has the protocol).  Connect, expect the
  * FileHeader record first, send a Subscribe (updates and events), then
  * feed every frame to the model as it arrives, exactly as a replay does.
  *
@@ -34,8 +34,8 @@
 
 #include "console.h"
 
-#include "server_internal.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
+#include "weft/wire.h"
 
 uint64_t con_live_now_ms(void)
 {
@@ -170,10 +170,10 @@ static int send_subscribe(int fd)
 	sub.events = true;
 	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
 	f.subscribe = &sub;
-	err = weft__wire_record_append(&b, &f);
+	err = weft_wire_record_append(&b, &f);
 	if (!err)
 		err = write_all(fd, b.data, b.len);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 	return err;
 }
 
@@ -190,10 +190,10 @@ int con_live_request_task(con_live_t *l, uint64_t id)
 	ctl.task = id;
 	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
 	f.control = &ctl;
-	err = weft__wire_record_append(&b, &f);
+	err = weft_wire_record_append(&b, &f);
 	if (!err)
 		err = write_all(l->fd, b.data, b.len);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 	return err;
 }
 
@@ -206,7 +206,7 @@ static int open_target(const char *target)
 		return connect_unix(target + 5);
 	if (!strncmp(target, "tcp://", 6))
 		return connect_tcp(target + 6);
-	err = weft__server_socket_dir(dir, sizeof(dir), 0);
+	err = weft_wire_socket_dir(dir, sizeof(dir), 0);
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "%s/%s.sock", dir, target);
@@ -236,7 +236,7 @@ static int live_open(con_live_t *l, bool subscribe)
 	l->connected = true;
 	l->got_header = false;
 	l->error[0] = '\0';
-	weft__wire_decoder_init(&l->dec, WEFT_WIRE_MAX_RECORD);
+	weft_wire_decoder_init(&l->dec, WEFT_WIRE_MAX_RECORD);
 	return 0;
 }
 
@@ -255,7 +255,7 @@ void con_live_close(con_live_t *l, const char *why)
 		close(l->fd);
 	l->fd = -1;
 	l->connected = false;
-	weft__wire_decoder_fini(&l->dec);
+	weft_wire_decoder_fini(&l->dec);
 }
 
 int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
@@ -266,28 +266,28 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
 	while (len) {
 		Weft__V1__Frame *f = NULL;
 		size_t used = 0;
-		int rc = weft__wire_decoder_feed(&l->dec, p, len, &used, &f);
+		int rc = weft_wire_decoder_feed(&l->dec, p, len, &used, &f);
 
 		p += used;
 		len -= used;
 		if (rc < 0) {
 			set_error(l, "bad record at byte %llu: %s",
 				  (unsigned long long)l->dec.record_offset,
-				  weft__wire_strerror(rc));
+				  weft_wire_strerror(rc));
 			return rc;
 		}
 		if (rc != WEFT_WIRE_FRAME)
 			continue;
 		if (!l->got_header &&
 		    f->body_case != WEFT__V1__FRAME__BODY_HEADER) {
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 			set_error(l, "the server did not start with a header");
 			return -EPROTO;
 		}
 		l->got_header = true;
 		l->frames++;
 		con_model_frame(m, f);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	return 0;
 }
@@ -382,7 +382,7 @@ int con_live_discover(char *target, size_t len, FILE *list)
 	DIR *d;
 	int err;
 
-	err = weft__server_socket_dir(dir, sizeof(dir), 0);
+	err = weft_wire_socket_dir(dir, sizeof(dir), 0);
 	if (err == -ENOENT)
 		return -ENOENT;
 	if (err)

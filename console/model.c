@@ -38,7 +38,7 @@
 
 #include "console.h"
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 void con_model_init(con_model_t *m, const char *target)
 {
@@ -720,7 +720,7 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
 			m->bad_frames++;
 			break;
 		}
-		got = n ? weft__wire_batch_decode(f->events, ev, n) : 0;
+		got = n ? weft_wire_batch_decode(f->events, ev, n) : 0;
 		if (got < 0) {
 			m->bad_frames++;
 			break;

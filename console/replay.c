@@ -16,7 +16,7 @@
 
 #include "console.h"
 
-#include "trace_reader_internal.h"
+#include "weft/trace_reader.h"
 
 static uint64_t frame_time(const Weft__V1__Frame *f)
 {
@@ -38,12 +38,12 @@ int con_replay_open(con_replay_t *r, const char *path)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = weft__trace_reader_open(&rd, path);
+	rc = weft_trace_reader_open(&rd, path);
 	if (rc) {
 		fprintf(stderr, "weft-console: %s: %s\n", path, strerror(-rc));
 		return rc;
 	}
-	while ((rc = weft__trace_reader_next(&rd, &f)) == 1) {
+	while ((rc = weft_trace_reader_next(&rd, &f)) == 1) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_HEADER) {
 			/* The reader owns the header frame: keep a hello. */
 			Weft__V1__Frame *h;
@@ -75,17 +75,17 @@ int con_replay_open(con_replay_t *r, const char *path)
 		char msg[256];
 
 		snprintf(msg, sizeof(msg), "%s (record at byte %llu)",
-			 weft__trace_reader_strerror(rc),
+			 weft_trace_reader_strerror(rc),
 			 (unsigned long long)rd.error_offset);
 		r->error = con_xstrdup(msg);
 		if (!r->n) {
 			fprintf(stderr, "weft-console: %s: %s\n", path, msg);
-			weft__trace_reader_close(&rd);
+			weft_trace_reader_close(&rd);
 			return rc;
 		}
 	}
 	r->truncated = rd.truncated;
-	weft__trace_reader_close(&rd);
+	weft_trace_reader_close(&rd);
 	if (!r->n) {
 		fprintf(stderr, "weft-console: %s: empty file\n", path);
 		return -ENODATA;
@@ -98,7 +98,7 @@ int con_replay_open(con_replay_t *r, const char *path)
 void con_replay_close(con_replay_t *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		weft__wire_frame_free(r->frames[i]);
+		weft_wire_frame_free(r->frames[i]);
 	free(r->frames);
 	free(r->at);
 	free(r->error);
@@ -181,7 +181,7 @@ size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
 		    f->events->count > WEFT_WIRE_BATCH_MAX)
 			continue;
 		scanned++;
-		k = weft__wire_batch_decode(f->events, ev, f->events->count);
+		k = weft_wire_batch_decode(f->events, ev, f->events->count);
 		for (int j = k - 1; j >= 0 && n < cap; j--)
 			if (ev[j].task == id)
 				got[n++] = ev[j];

@@ -15,7 +15,7 @@
 #include "test_helpers.h"
 
 #include "delta_internal.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* ------------------------------------------------------------ id sets */
 
@@ -160,12 +160,12 @@ static size_t updates_in(const weft_wire_buf_t *b, size_t max_record,
 	weft_wire_decoder_t d;
 	size_t off = 0, n = 0;
 
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_init(&d, 0);
 	while (off < b->len) {
 		Weft__V1__Frame *f;
 		size_t used;
 		uint64_t start = d.offset;
-		int rc = weft__wire_decoder_feed(&d, b->data + off,
+		int rc = weft_wire_decoder_feed(&d, b->data + off,
 						 b->len - off, &used, &f);
 
 		off += used;
@@ -176,10 +176,10 @@ static size_t updates_in(const weft_wire_buf_t *b, size_t max_record,
 		assert_true(d.offset - start <= max_record + 6);
 		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
 		fn(f->update, ctx);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		n++;
 	}
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	return n;
 }
 
@@ -327,7 +327,7 @@ static void test_delta_interval_and_thin_records(void **state)
 	assert_int_equal(t.tasks, 2);
 	assert_true(t.seen[2] && t.seen[4]);
 	weft__delta_fini(&d);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 }
 
 /* The warnings a record carries: the newest 1024 (delta.c's WARN_CAP)
@@ -411,7 +411,7 @@ static void test_delta_warnings_keep_the_newest(void **state)
 				 total < WARN_CAP ? first : seq - WARN_CAP + 1);
 	}
 	weft__delta_fini(&d);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 }
 
 /* A full update of NT tasks under a 16 KiB limit: several records, each
@@ -433,12 +433,12 @@ static void test_delta_full_update_split(void **state)
 	for (size_t i = 0; i < NT; i++)
 		ch[i] = &tasks[i + 1];
 	/* Whole, it would not fit. */
-	assert_int_equal(weft__wire_update_append(&b, &u, 0), 0);
+	assert_int_equal(weft_wire_update_append(&b, &u, 0), 0);
 	assert_true(b.len > CAP);
 	assert_int_equal(updates_in(&b, WEFT_WIRE_MAX_RECORD, tally_fn, &t), 1);
 	memset(&t, 0, sizeof(t));
 	b.len = 0;
-	assert_int_equal(weft__wire_update_append_split(&b, &u, 0, CAP), 0);
+	assert_int_equal(weft_wire_update_append_split(&b, &u, 0, CAP), 0);
 	assert_true(b.len > CAP);
 	n = updates_in(&b, CAP, tally_fn, &t);
 	print_message("%zu tasks in %zu records of at most %d bytes\n", t.tasks,
@@ -452,7 +452,7 @@ static void test_delta_full_update_split(void **state)
 
 	/* A slow client's counts go into the first record; the others
 	 * follow unchanged. */
-	assert_int_equal(weft__wire_update_recount(&rc, b.data, b.len, 7, 9),
+	assert_int_equal(weft_wire_update_recount(&rc, b.data, b.len, 7, 9),
 			 0);
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(updates_in(&rc, CAP + 16, tally_fn, &t), n);
@@ -460,11 +460,11 @@ static void test_delta_full_update_split(void **state)
 
 	/* A limit no record can meet. */
 	b.len = 0;
-	assert_int_equal(weft__wire_update_append_split(&b, &u, 0, 100),
+	assert_int_equal(weft_wire_update_append_split(&b, &u, 0, 100),
 			 -EMSGSIZE);
 	assert_int_equal(b.len, 0);
-	weft__wire_buf_fini(&b);
-	weft__wire_buf_fini(&rc);
+	weft_wire_buf_fini(&b);
+	weft_wire_buf_fini(&rc);
 }
 
 int main(void)

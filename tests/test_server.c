@@ -32,8 +32,8 @@
 #include "weft/trace.h"
 
 #include "server_internal.h"
-#include "trace_reader_internal.h"
-#include "wire_internal.h"
+#include "weft/trace_reader.h"
+#include "weft/wire.h"
 
 extern char **environ;
 
@@ -126,7 +126,7 @@ static void tc_open(struct tclient *c, const char *path)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(c->fd >= 0);
 	assert_int_equal(connect(c->fd, (void *)&sun, sizeof(sun)), 0);
-	weft__wire_decoder_init(&c->dec, 0);
+	weft_wire_decoder_init(&c->dec, 0);
 }
 
 static void tc_close(struct tclient *c)
@@ -134,7 +134,7 @@ static void tc_close(struct tclient *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	weft__wire_decoder_fini(&c->dec);
+	weft_wire_decoder_fini(&c->dec);
 }
 
 /* The next frame, or NULL at EOF or after @ms without one. */
@@ -153,7 +153,7 @@ static Weft__V1__Frame *tc_next(struct tclient *c, int ms)
 		int rc;
 
 		while (c->pos < c->len) {
-			rc = weft__wire_decoder_feed(&c->dec, c->buf + c->pos,
+			rc = weft_wire_decoder_feed(&c->dec, c->buf + c->pos,
 						     c->len - c->pos, &used,
 						     &f);
 			c->pos += used;
@@ -187,9 +187,9 @@ static void tc_send(struct tclient *c, const Weft__V1__Frame *f)
 {
 	weft_wire_buf_t b = { 0 };
 
-	assert_int_equal(weft__wire_record_append(&b, f), 0);
+	assert_int_equal(weft_wire_record_append(&b, f), 0);
 	tc_send_raw(c, b.data, b.len);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 }
 
 static void tc_subscribe_ex(struct tclient *c, bool updates, bool events,
@@ -223,7 +223,7 @@ static void tc_expect_header(struct tclient *c)
 	assert_non_null(f->header->hello);
 	assert_int_equal(f->header->hello->pid, (uint32_t)getpid());
 	assert_int_equal(f->header->hello->workers, 2);
-	weft__wire_frame_free(f);
+	weft_wire_frame_free(f);
 }
 
 /* Reads until the server closes; true if it did within @ms. */
@@ -234,7 +234,7 @@ static bool tc_closed_by_server(struct tclient *c, int ms)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while ((f = tc_next(c, ms)) != NULL) {
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (t1.tv_sec - t0.tv_sec > ms / 1000 + 1)
 			break; /* still streaming: not closed */
@@ -275,7 +275,7 @@ static void tc_count(struct tclient *c, struct seen *s, int ms,
 		} else if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
 			s->batches++;
 		}
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
 			     (t1.tv_nsec - t0.tv_nsec) / 1000000);
@@ -293,7 +293,7 @@ static void test_server_socket_dir_modes(void **state)
 
 	(void)state;
 	xdg_make();
-	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 1), 0);
+	assert_int_equal(weft_wire_socket_dir(dir, sizeof(dir), 1), 0);
 	snprintf(p, sizeof(p), "%s/weft", xdg);
 	assert_string_equal(dir, p);
 	assert_int_equal(lstat(dir, &st), 0);
@@ -303,12 +303,12 @@ static void test_server_socket_dir_modes(void **state)
 	/* Open to others: refused, and the runtime runs without a server. */
 	assert_int_equal(mkdir(dir, 0700), 0);
 	assert_int_equal(chmod(dir, 0777), 0);
-	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 1), -EPERM);
+	assert_int_equal(weft_wire_socket_dir(dir, sizeof(dir), 1), -EPERM);
 	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
 	assert_null(weft__server_default());
 	weft_runtime_destroy(rt);
 	assert_int_equal(chmod(dir, 0750), 0);
-	assert_int_equal(weft__server_socket_dir(dir, sizeof(dir), 0), -EPERM);
+	assert_int_equal(weft_wire_socket_dir(dir, sizeof(dir), 0), -EPERM);
 
 	/* Mode 0700: the socket appears there and goes with the runtime. */
 	assert_int_equal(chmod(dir, 0700), 0);
@@ -421,7 +421,7 @@ static void test_server_several_clients(void **state)
 						"yielder");
 					got = true;
 				}
-				weft__wire_frame_free(r);
+				weft_wire_frame_free(r);
 				clock_gettime(CLOCK_MONOTONIC, &t1);
 				left = 2000 -
 				       ((t1.tv_sec - t0.tv_sec) * 1000 +
@@ -519,7 +519,7 @@ static void *reader_main(void *arg)
 			continue;
 		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
 			atomic_fetch_add(&r->updates, 1);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	atomic_store(&r->eof, r->c->eof);
 	return NULL;
@@ -655,11 +655,11 @@ static void test_server_requests_not_read(void **state)
 		ctl.task = 1u << 30;
 		f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
 		f.control = &ctl;
-		assert_int_equal(weft__wire_record_append(&b, &f), 0);
+		assert_int_equal(weft_wire_record_append(&b, &f), 0);
 		assert_true(b.len <= sizeof(req));
 		memcpy(req, b.data, b.len);
 		len = b.len;
-		weft__wire_buf_fini(&b);
+		weft_wire_buf_fini(&b);
 	}
 	tc_open(&greedy, path);
 	setsockopt(greedy.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
@@ -710,10 +710,10 @@ static void test_server_first_update_is_the_first_full(void **state)
 		tc_subscribe(&c, true, false);
 		while ((f = tc_next(&c, 10000)) != NULL &&
 		       f->body_case != WEFT__V1__FRAME__BODY_UPDATE)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 		assert_non_null(f);
 		assert_true(f->update->full);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		weft__server_stats(weft__server_default(), &st);
 		assert_int_equal(st.resyncs, 0);
 		tc_close(&c);
@@ -785,14 +785,14 @@ static void test_server_interval_and_filter(void **state)
 			prev = now;
 			updates++;
 		}
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	assert_int_equal(updates, 6);
 
 	while ((batches < 3 || wupdates < 3) &&
 	       (f = tc_next(&polls, 10000)) != NULL) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
-			int n = weft__wire_batch_decode(f->events, ev,
+			int n = weft_wire_batch_decode(f->events, ev,
 							WEFT_WIRE_BATCH_MAX);
 
 			assert_true(n > 0);
@@ -807,7 +807,7 @@ static void test_server_interval_and_filter(void **state)
 			assert_int_equal(f->update->workers[0]->index, 0);
 			wupdates++;
 		}
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	assert_true(batches >= 3);
 	assert_true(wupdates >= 3);
@@ -872,8 +872,8 @@ static void test_server_full_update_split(void **state)
 	/* The limit is checked by the decoder: a bigger record fails. */
 	memset(&late, 0, sizeof(late));
 	tc_open(&late, path);
-	weft__wire_decoder_fini(&late.dec);
-	weft__wire_decoder_init(&late.dec, CAP);
+	weft_wire_decoder_fini(&late.dec);
+	weft_wire_decoder_init(&late.dec, CAP);
 	tc_expect_header(&late);
 	tc_subscribe(&late, true, false);
 	while (!done && (f = tc_next(&late, 10000)) != NULL) {
@@ -892,7 +892,7 @@ static void test_server_full_update_split(void **state)
 			for (size_t i = 0; i < u->n_tasks; i++)
 				named += !strcmp(u->tasks[i]->name, "yielder");
 		}
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	print_message("full update: %zu yielders in %u records\n", named,
 		      records);
@@ -923,7 +923,7 @@ static void test_server_tcp(void **state)
 		assert_string_equal(weft__server_unix_path(srv), "");
 		assert_true(weft__server_tcp_port(srv) > 0);
 		memset(&c, 0, sizeof(c));
-		weft__wire_decoder_init(&c.dec, 0);
+		weft_wire_decoder_init(&c.dec, 0);
 		c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		assert_true(c.fd >= 0);
 		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -932,7 +932,7 @@ static void test_server_tcp(void **state)
 		f = tc_next(&c, 10000);
 		assert_non_null(f);
 		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_HEADER);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		tc_close(&c);
 		weft__server_destroy(srv);
 	}
@@ -994,17 +994,17 @@ static void test_server_record_tool(void **state)
 	pthread_join(th, NULL);
 	assert_int_equal(rc, 0);
 
-	assert_int_equal(weft__trace_reader_open(&r, out), 0);
-	while ((rc = weft__trace_reader_next(&r, &f)) == WEFT_WIRE_FRAME) {
+	assert_int_equal(weft_trace_reader_open(&r, out), 0);
+	while ((rc = weft_trace_reader_next(&r, &f)) == WEFT_WIRE_FRAME) {
 		batches += f->body_case == WEFT__V1__FRAME__BODY_EVENTS;
 		/* The reader keeps the header (r.header). */
 		if (r.frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
 	assert_int_equal(r.error, 0);
 	assert_non_null(r.header);
 	assert_int_equal(r.header->hello->pid, (uint32_t)getpid());
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	assert_true(batches > 0);
 	{
 		char *argv[] = { WEFT_TRACE_TOOL, "info", out, NULL };
@@ -1102,16 +1102,16 @@ static void test_server_list_and_snapshot(void **state)
 		assert_int_equal(weft_trace_stop(), 0);
 		assert_int_equal(rc, 0);
 	}
-	assert_int_equal(weft__trace_reader_open(&r, out), 0);
-	while (weft__trace_reader_next(&r, &f) == WEFT_WIRE_FRAME) {
+	assert_int_equal(weft_trace_reader_open(&r, out), 0);
+	while (weft_trace_reader_next(&r, &f) == WEFT_WIRE_FRAME) {
 		batches += f->body_case == WEFT__V1__FRAME__BODY_EVENTS;
 		if (r.frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
 	assert_int_equal(r.error, 0);
 	assert_non_null(r.header);
 	assert_int_equal(r.header->hello->pid, (uint32_t)getpid());
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	assert_true(batches > 0);
 	unlink(out);
 	weft_runtime_destroy(rt);

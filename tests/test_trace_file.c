@@ -22,7 +22,7 @@
 #include "weft/trace.h"
 
 #include "collector_internal.h"
-#include "trace_reader_internal.h"
+#include "weft/trace_reader.h"
 
 struct yielder {
 	int weft_pc;
@@ -91,7 +91,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 	int rc;
 
 	assert_non_null(ev);
-	while ((rc = weft__trace_reader_next(r, &f)) == 1) {
+	while ((rc = weft_trace_reader_next(r, &f)) == 1) {
 		s.frames++;
 		switch (f->body_case) {
 		case WEFT__V1__FRAME__BODY_HEADER:
@@ -110,7 +110,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 			}
 			break;
 		case WEFT__V1__FRAME__BODY_EVENTS: {
-			int n = weft__wire_batch_decode(f->events, ev,
+			int n = weft_wire_batch_decode(f->events, ev,
 							WEFT_WIRE_BATCH_MAX);
 
 			assert_true(n >= 0);
@@ -125,7 +125,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 		}
 		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER ||
 		    s.headers > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
 	s.truncated = r->truncated;
 	s.error = rc < 0 ? rc : 0;
@@ -165,7 +165,7 @@ static void test_trace_file_records_workload(void **state)
 	assert_int_equal(weft_trace_stop(), 0);
 	assert_int_equal(weft_trace_stop(), -ENOENT);
 
-	assert_int_equal(weft__trace_reader_open(&r, path), 0);
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
 	s = read_trace(&r);
 	assert_int_equal(s.error, 0);
 	assert_false(s.truncated);
@@ -181,7 +181,7 @@ static void test_trace_file_records_workload(void **state)
 		      (unsigned long long)s.batches,
 		      (unsigned long long)s.polls);
 	assert_true(s.polls > 0);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	unlink(path);
 	free(path);
 }
@@ -205,28 +205,28 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 
 	/* Keep the first records up to ~6 KiB (every cut costs a read), and
 	 * where each record ends. */
-	weft__trace_reader_open_mem(&r, buf, len);
-	while (weft__trace_reader_next(&r, &f) == 1) {
+	weft_trace_reader_open_mem(&r, buf, len);
+	while (weft_trace_reader_next(&r, &f) == 1) {
 		keep = r.dec.offset;
 		assert_true(nends < 4096);
 		ends[nends++] = keep;
 		if (r.frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 		if (keep > 6144 && r.frames >= 2)
 			break;
 	}
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	assert_true(keep > 0);
 
-	weft__trace_reader_open_mem(&r, buf, keep);
+	weft_trace_reader_open_mem(&r, buf, keep);
 	whole = read_trace(&r);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	assert_int_equal(whole.error, 0);
 	assert_false(whole.truncated);
 	assert_true(whole.frames >= 2);
 
 	for (size_t cut = 0; cut <= keep; cut++) {
-		weft__trace_reader_open_mem(&r, buf, cut);
+		weft_trace_reader_open_mem(&r, buf, cut);
 		s = read_trace(&r);
 		assert_int_equal(s.error, 0);
 		/* Frames only grow with the cut; all of them at the end. */
@@ -240,7 +240,7 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 		assert_int_equal(s.frames,
 				 e < nends && ends[e] == cut ? e + 1 : e);
 		prev_frames = s.frames;
-		weft__trace_reader_close(&r);
+		weft_trace_reader_close(&r);
 	}
 	assert_int_equal(prev_frames, whole.frames);
 	free(buf);
@@ -360,7 +360,7 @@ static void rotates(int burst)
 	assert_int_equal(weft_trace_stop(), 0);
 	weft_runtime_destroy(rt);
 	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
-		assert_int_equal(weft__trace_reader_open(&r, seg), 0);
+		assert_int_equal(weft_trace_reader_open(&r, seg), 0);
 		s = read_trace(&r);
 		assert_int_equal(s.error, 0);
 		assert_int_equal(s.headers, 1);
@@ -377,7 +377,7 @@ static void rotates(int burst)
 			with_updates++;
 			last_named = s.sleeper;
 		}
-		weft__trace_reader_close(&r);
+		weft_trace_reader_close(&r);
 		unlink(seg);
 		n++;
 	}
@@ -455,13 +455,13 @@ static void test_trace_file_flight_snapshot(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	/* The budget plus at most one chunk and the snapshot's own update. */
 	assert_true((uint64_t)st.st_size < (64u << 10) + (512u << 10));
-	assert_int_equal(weft__trace_reader_open(&r, path), 0);
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
 	s = read_trace(&r);
 	assert_int_equal(s.error, 0);
 	assert_int_equal(s.headers, 1);
 	assert_true(s.updates >= 1);
 	assert_true(s.events > 0);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	unlink(path);
 	free(path);
 }
@@ -475,10 +475,10 @@ static unsigned marks_with(const char *path, uint64_t a1)
 	unsigned n = 0;
 
 	assert_non_null(ev);
-	assert_int_equal(weft__trace_reader_open(&r, path), 0);
-	while (weft__trace_reader_next(&r, &f) == 1) {
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while (weft_trace_reader_next(&r, &f) == 1) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
-			int k = weft__wire_batch_decode(f->events, ev,
+			int k = weft_wire_batch_decode(f->events, ev,
 							WEFT_WIRE_BATCH_MAX);
 
 			assert_true(k >= 0);
@@ -487,10 +487,10 @@ static unsigned marks_with(const char *path, uint64_t a1)
 				     ev[i].a1 == a1;
 		}
 		if (r.frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
 	assert_int_equal(r.error, 0);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	free(ev);
 	return n;
 }
@@ -541,25 +541,25 @@ static void test_trace_file_not_a_trace(void **state)
 	struct summary s;
 
 	(void)state;
-	weft__trace_reader_open_mem(&r, junk, sizeof(junk));
+	weft_trace_reader_open_mem(&r, junk, sizeof(junk));
 	s = read_trace(&r);
 	assert_int_equal(s.error, -EILSEQ);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 
-	weft__trace_reader_open_mem(&r, control, sizeof(control));
+	weft_trace_reader_open_mem(&r, control, sizeof(control));
 	s = read_trace(&r);
 	assert_int_equal(s.error, WEFT_TRACE_E_NOT_TRACE);
-	assert_string_equal(weft__trace_reader_strerror(s.error),
+	assert_string_equal(weft_trace_reader_strerror(s.error),
 			    "not a weft trace (no file header)");
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 
-	weft__trace_reader_open_mem(&r, junk, 0);
+	weft_trace_reader_open_mem(&r, junk, 0);
 	s = read_trace(&r);
 	assert_int_equal(s.error, 0);
 	assert_int_equal(s.frames, 0);
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 
-	assert_int_equal(weft__trace_reader_open(&r, "/nonexistent/x.weft"),
+	assert_int_equal(weft_trace_reader_open(&r, "/nonexistent/x.weft"),
 			 -ENOENT);
 }
 

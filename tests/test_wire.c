@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wire format (probe/src/wire.c): every frame type through a record
+ * The wire format (proto/src/wire.c): every frame type through a record
  * and back, events through column batches and back bit for bit, the size
  * of a realistic batch, and the record decoder against oversized, short
  * and garbage input.
@@ -18,7 +18,7 @@
 
 #include "weft/probe.h"
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* A small deterministic generator (xorshift64*). */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -43,13 +43,13 @@ static size_t decode_all(const uint8_t *buf, size_t len, size_t chunk,
 	weft_wire_decoder_t d;
 	size_t n = 0, off = 0;
 
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_init(&d, 0);
 	while (off < len) {
 		size_t take = len - off < chunk ? len - off : chunk, used;
 
 		while (take) {
 			Weft__V1__Frame *f;
-			int rc = weft__wire_decoder_feed(&d, buf + off, take,
+			int rc = weft_wire_decoder_feed(&d, buf + off, take,
 							 &used, &f);
 
 			assert_true(rc >= 0);
@@ -61,9 +61,9 @@ static size_t decode_all(const uint8_t *buf, size_t len, size_t chunk,
 			}
 		}
 	}
-	assert_false(weft__wire_decoder_mid_record(&d));
+	assert_false(weft_wire_decoder_mid_record(&d));
 	assert_int_equal(d.offset, len);
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	return n;
 }
 
@@ -144,13 +144,13 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	w[1].counters.polls = 77;
 	w[1].stolen_from[0] = 5;
 	snprintf(warn.detail, sizeof(warn.detail), "long poll");
-	assert_int_equal(weft__wire_hello_init(hello, 2, "tsc", 1234), 0);
-	assert_int_equal(weft__wire_header_append(b, &hello->msg, 0), 0);
+	assert_int_equal(weft_wire_hello_init(hello, 2, "tsc", 1234), 0);
+	assert_int_equal(weft_wire_header_append(b, &hello->msg, 0), 0);
 
 	weft__v1__frame__init(&f);
 	f.body_case = WEFT__V1__FRAME__BODY_HELLO;
 	f.hello = &hello->msg;
-	assert_int_equal(weft__wire_record_append(b, &f), 0);
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
 
 	filt.n_tasks = 2;
 	filt.tasks = tasks;
@@ -160,22 +160,22 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	sub.filter = &filt;
 	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
 	f.subscribe = &sub;
-	assert_int_equal(weft__wire_record_append(b, &f), 0);
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
 
-	assert_int_equal(weft__wire_update_append(b, &u, 500), 0);
+	assert_int_equal(weft_wire_update_append(b, &u, 500), 0);
 
-	weft__wire_batch_init(&batch);
-	assert_int_equal(weft__wire_batch_encode(&batch, ev, 3), 3);
+	weft_wire_batch_init(&batch);
+	assert_int_equal(weft_wire_batch_encode(&batch, ev, 3), 3);
 	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
 	f.events = &batch.msg;
-	assert_int_equal(weft__wire_record_append(b, &f), 0);
-	weft__wire_batch_fini(&batch);
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
+	weft_wire_batch_fini(&batch);
 
 	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_TASK_DETAIL;
 	ctl.task = 42;
 	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
 	f.control = &ctl;
-	assert_int_equal(weft__wire_record_append(b, &f), 0);
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
 }
 
 static void test_wire_round_trip_every_frame_type(void **state)
@@ -246,7 +246,7 @@ static void test_wire_round_trip_every_frame_type(void **state)
 
 		assert_int_equal(fr[4]->body_case,
 				 WEFT__V1__FRAME__BODY_EVENTS);
-		assert_int_equal(weft__wire_batch_decode(fr[4]->events, ev, 3),
+		assert_int_equal(weft_wire_batch_decode(fr[4]->events, ev, 3),
 				 3);
 		assert_int_equal(ev[1].a1, 42);
 		assert_int_equal(ev[1].a2, 0x101);
@@ -257,10 +257,10 @@ static void test_wire_round_trip_every_frame_type(void **state)
 				 WEFT__V1__FRAME__BODY_CONTROL);
 		assert_int_equal(fr[5]->control->task, 42);
 		for (size_t i = 0; i < n; i++)
-			weft__wire_frame_free(fr[i]);
+			weft_wire_frame_free(fr[i]);
 	}
-	weft__wire_hello_fini(&hello);
-	weft__wire_buf_fini(&b);
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
 }
 
 /* ------------------------------------------------------------ events */
@@ -271,19 +271,19 @@ static void encode_events(weft_wire_buf_t *b, const weft_event_t *ev, size_t n,
 	weft_wire_batch_t batch;
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 
-	weft__wire_batch_init(&batch);
+	weft_wire_batch_init(&batch);
 	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
 	f.events = &batch.msg;
 	while (n) {
-		int k = weft__wire_batch_encode(&batch, ev, n);
+		int k = weft_wire_batch_encode(&batch, ev, n);
 
 		assert_true(k > 0);
-		assert_int_equal(weft__wire_record_append(b, &f), 0);
+		assert_int_equal(weft_wire_record_append(b, &f), 0);
 		ev += k;
 		n -= (size_t)k;
 		(*batches)++;
 	}
-	weft__wire_batch_fini(&batch);
+	weft_wire_batch_fini(&batch);
 }
 
 static void test_wire_events_round_trip_exactly(void **state)
@@ -325,24 +325,24 @@ static void test_wire_events_round_trip_exactly(void **state)
 	encode_events(&b, ev, N, &batches);
 	assert_true(batches > 100);
 
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_init(&d, 0);
 	while (off < b.len) {
 		Weft__V1__Frame *f;
 		size_t used;
-		int rc = weft__wire_decoder_feed(&d, b.data + off, b.len - off,
+		int rc = weft_wire_decoder_feed(&d, b.data + off, b.len - off,
 						 &used, &f);
 
 		assert_int_equal(rc, WEFT_WIRE_FRAME);
 		off += used;
-		rc = weft__wire_batch_decode(f->events, back + got, N - got);
+		rc = weft_wire_batch_decode(f->events, back + got, N - got);
 		assert_true(rc > 0);
 		got += (size_t)rc;
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	assert_int_equal(got, N);
 	assert_memory_equal(ev, back, N * sizeof(*ev));
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 	free(ev);
 	free(back);
 }
@@ -441,7 +441,7 @@ static void test_wire_bytes_per_event_realistic(void **state)
 		      "batch(es))\n",
 		      per, n, b.len, batches);
 	assert_true(per <= 8.0);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 	free(ev);
 }
 
@@ -452,37 +452,37 @@ static int feed_bytes(weft_wire_decoder_t *d, const uint8_t *p, size_t n,
 {
 	size_t used;
 
-	return weft__wire_decoder_feed(d, p, n, &used, f);
+	return weft_wire_decoder_feed(d, p, n, &used, f);
 }
 
 static void test_wire_oversized_length_rejected(void **state)
 {
 	uint8_t rec[16] = { WEFT_WIRE_RECORD_TAG };
-	size_t n = 1 + weft__wire_varint_put(rec + 1, WEFT_WIRE_MAX_RECORD + 1);
+	size_t n = 1 + weft_wire_varint_put(rec + 1, WEFT_WIRE_MAX_RECORD + 1);
 	weft_wire_decoder_t d;
 	Weft__V1__Frame *f;
 
 	(void)state;
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, rec, n, &f), -EMSGSIZE);
 	assert_null(d.body); /* refused before any allocation */
 	assert_null(f);
 	/* Sticky. */
 	assert_int_equal(feed_bytes(&d, rec, 1, &f), -EMSGSIZE);
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 
 	/* A small limit applies the same way. */
-	weft__wire_decoder_init(&d, 100);
-	n = 1 + weft__wire_varint_put(rec + 1, 101);
+	weft_wire_decoder_init(&d, 100);
+	n = 1 + weft_wire_varint_put(rec + 1, 101);
 	assert_int_equal(feed_bytes(&d, rec, n, &f), -EMSGSIZE);
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 
 	/* Exactly the limit is accepted (and waits for its bytes). */
-	weft__wire_decoder_init(&d, 0);
-	n = 1 + weft__wire_varint_put(rec + 1, WEFT_WIRE_MAX_RECORD);
+	weft_wire_decoder_init(&d, 0);
+	n = 1 + weft_wire_varint_put(rec + 1, WEFT_WIRE_MAX_RECORD);
 	assert_int_equal(feed_bytes(&d, rec, n, &f), WEFT_WIRE_NEED_MORE);
-	assert_true(weft__wire_decoder_mid_record(&d));
-	weft__wire_decoder_fini(&d);
+	assert_true(weft_wire_decoder_mid_record(&d));
+	weft_wire_decoder_fini(&d);
 }
 
 static void test_wire_truncated_needs_more(void **state)
@@ -494,26 +494,26 @@ static void test_wire_truncated_needs_more(void **state)
 	size_t used;
 
 	(void)state;
-	assert_int_equal(weft__wire_hello_init(&hello, 4, "vdso", 1), 0);
-	assert_int_equal(weft__wire_header_append(&b, &hello.msg, 0), 0);
+	assert_int_equal(weft_wire_hello_init(&hello, 4, "vdso", 1), 0);
+	assert_int_equal(weft_wire_header_append(&b, &hello.msg, 0), 0);
 	for (size_t cut = 0; cut < b.len; cut++) {
-		weft__wire_decoder_init(&d, 0);
-		assert_int_equal(weft__wire_decoder_feed(&d, b.data, cut, &used,
+		weft_wire_decoder_init(&d, 0);
+		assert_int_equal(weft_wire_decoder_feed(&d, b.data, cut, &used,
 							 &f),
 				 WEFT_WIRE_NEED_MORE);
 		assert_int_equal(used, cut);
-		assert_int_equal(weft__wire_decoder_mid_record(&d), cut > 0);
-		assert_int_equal(weft__wire_decoder_feed(&d, b.data + cut,
+		assert_int_equal(weft_wire_decoder_mid_record(&d), cut > 0);
+		assert_int_equal(weft_wire_decoder_feed(&d, b.data + cut,
 							 b.len - cut, &used,
 							 &f),
 				 WEFT_WIRE_FRAME);
 		assert_int_equal(used, b.len - cut);
 		assert_string_equal(f->header->magic, WEFT_TRACE_MAGIC);
-		weft__wire_frame_free(f);
-		weft__wire_decoder_fini(&d);
+		weft_wire_frame_free(f);
+		weft_wire_decoder_fini(&d);
 	}
-	weft__wire_hello_fini(&hello);
-	weft__wire_buf_fini(&b);
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
 }
 
 static void test_wire_garbage_rejected(void **state)
@@ -529,22 +529,22 @@ static void test_wire_garbage_rejected(void **state)
 	Weft__V1__Frame *f;
 
 	(void)state;
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, bad_tag, sizeof(bad_tag), &f), -EILSEQ);
-	weft__wire_decoder_fini(&d);
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_fini(&d);
+	weft_wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, long_varint, sizeof(long_varint), &f),
 			 -EILSEQ);
-	weft__wire_decoder_fini(&d);
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_fini(&d);
+	weft_wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, bad_body, sizeof(bad_body), &f),
 			 -EBADMSG);
-	weft__wire_decoder_fini(&d);
-	weft__wire_decoder_init(&d, 0);
+	weft_wire_decoder_fini(&d);
+	weft_wire_decoder_init(&d, 0);
 	assert_int_equal(feed_bytes(&d, bad_inner, sizeof(bad_inner), &f),
 			 -EBADMSG);
-	weft__wire_decoder_fini(&d);
-	assert_string_equal(weft__wire_strerror(-EMSGSIZE),
+	weft_wire_decoder_fini(&d);
+	assert_string_equal(weft_wire_strerror(-EMSGSIZE),
 			    "record longer than the limit");
 
 	/* Random bytes never crash the decoder or the batch decoder. */
@@ -559,18 +559,18 @@ static void test_wire_garbage_rejected(void **state)
 			buf[0] = WEFT_WIRE_RECORD_TAG;
 		if (round % 4 == 1)
 			buf[1] = (uint8_t)(len - 2 < 0x7f ? len - 2 : 0);
-		weft__wire_decoder_init(&d, 0);
-		rc = weft__wire_decoder_feed(&d, buf, len, &used, &f);
+		weft_wire_decoder_init(&d, 0);
+		rc = weft_wire_decoder_feed(&d, buf, len, &used, &f);
 		if (rc == WEFT_WIRE_FRAME) {
 			if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
 				weft_event_t ev[64];
 
-				(void)weft__wire_batch_decode(f->events, ev,
+				(void)weft_wire_batch_decode(f->events, ev,
 							      64);
 			}
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 		}
-		weft__wire_decoder_fini(&d);
+		weft_wire_decoder_fini(&d);
 	}
 }
 
@@ -583,24 +583,24 @@ static void test_wire_batch_inconsistent_rejected(void **state)
 	weft_wire_batch_t b;
 
 	(void)state;
-	weft__wire_batch_init(&b);
-	assert_int_equal(weft__wire_batch_encode(&b, ev, 2), 2);
-	assert_int_equal(weft__wire_batch_decode(&b.msg, out, 1), -ENOSPC);
+	weft_wire_batch_init(&b);
+	assert_int_equal(weft_wire_batch_encode(&b, ev, 2), 2);
+	assert_int_equal(weft_wire_batch_decode(&b.msg, out, 1), -ENOSPC);
 	b.msg.n_a1 = 0;
-	assert_int_equal(weft__wire_batch_decode(&b.msg, out, 2), -EBADMSG);
+	assert_int_equal(weft_wire_batch_decode(&b.msg, out, 2), -EBADMSG);
 	b.msg.n_a1 = 1;
 	b.msg.count = 3;
-	assert_int_equal(weft__wire_batch_decode(&b.msg, out, 2), -EBADMSG);
+	assert_int_equal(weft_wire_batch_decode(&b.msg, out, 2), -EBADMSG);
 	b.msg.count = 2;
 	b.msg.n_a2 = 0;
-	assert_int_equal(weft__wire_batch_decode(&b.msg, out, 2), -EBADMSG);
+	assert_int_equal(weft_wire_batch_decode(&b.msg, out, 2), -EBADMSG);
 	b.msg.n_a2 = 1;
-	assert_int_equal(weft__wire_batch_decode(&b.msg, out, 2), 2);
+	assert_int_equal(weft_wire_batch_decode(&b.msg, out, 2), 2);
 	assert_memory_equal(ev, out, sizeof(ev));
 	/* A worker split ends a batch. */
 	ev[1].worker = 1;
-	assert_int_equal(weft__wire_batch_encode(&b, ev, 2), 1);
-	weft__wire_batch_fini(&b);
+	assert_int_equal(weft_wire_batch_encode(&b, ev, 2), 1);
+	weft_wire_batch_fini(&b);
 }
 
 /* ------------------------------------------------------------ the sample */
@@ -621,8 +621,8 @@ static int write_sample(const char *path)
 		perror(path);
 		return 1;
 	}
-	weft__wire_hello_fini(&hello);
-	weft__wire_buf_fini(&b);
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
 	return 0;
 }
 
@@ -648,8 +648,8 @@ static void check_grouping(unsigned ids, size_t n)
 		ev[i].ts = i; /* the original position */
 		ev[i].kind = 4;
 	}
-	weft__wire_events_init(&e);
-	g = weft__wire_events_group(&e, ev, n);
+	weft_wire_events_init(&e);
+	g = weft_wire_events_group(&e, ev, n);
 	assert_non_null(g);
 	for (size_t i = 1; i < n; i++) {
 		assert_true(g[i - 1].worker <= g[i].worker);
@@ -659,7 +659,7 @@ static void check_grouping(unsigned ids, size_t n)
 	for (size_t i = 0; i < n; i++)
 		sum += g[i].ts;
 	assert_int_equal(sum, (uint64_t)n * (n - 1) / 2);
-	weft__wire_events_fini(&e);
+	weft_wire_events_fini(&e);
 	free(ev);
 }
 
@@ -1034,7 +1034,7 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	m.full = u->full;
 	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
 	f.update = &m;
-	assert_int_equal(weft__wire_record_append(b, &f), 0);
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
 }
 
 static void assert_same_bytes(const weft_wire_buf_t *a,
@@ -1081,11 +1081,11 @@ static void test_wire_update_hand_encoded_as_protobuf_c(void **state)
 		u.warnings = warnings;
 		u.full = rnd_below(2);
 
-		assert_int_equal(weft__wire_update_append(&hand, &u, prev), 0);
+		assert_int_equal(weft_wire_update_append(&hand, &u, prev), 0);
 		ref_update_append(&ref, &u, prev);
 		assert_same_bytes(&hand, &ref);
-		weft__wire_buf_fini(&hand);
-		weft__wire_buf_fini(&ref);
+		weft_wire_buf_fini(&hand);
+		weft_wire_buf_fini(&ref);
 	}
 }
 
@@ -1129,23 +1129,23 @@ static void test_wire_update_split_hand_encoded(void **state)
 		rnd_worker(&workers[1]);
 		/* A cap a third to a half of the whole (a task is at most
 		 * about 1.5 KB, the rest about 2 KB). */
-		assert_int_equal(weft__wire_update_append(&whole, &u, prev), 0);
+		assert_int_equal(weft_wire_update_append(&whole, &u, prev), 0);
 		cap = 4096 + whole.len / 3 + rnd_below(whole.len / 6);
 		assert_int_equal(
-			weft__wire_update_append_split(&b, &u, prev, cap), 0);
+			weft_wire_update_append_split(&b, &u, prev, cap), 0);
 		n = decode_all(b.data, b.len, b.len, f, REF_TASKS + 1);
 		/* Whole when its Frame (the record less 3 bytes) fits the cap
 		 * less the slack. */
 		assert_true(n > 1 || whole.len - 3 <= cap - 64);
-		weft__wire_buf_fini(&whole);
+		weft_wire_buf_fini(&whole);
 		for (size_t i = 0; i < n; i++) {
 			Weft__V1__Update *m = f[i]->update;
-			size_t len = weft__wire_record_size(f[i]);
+			size_t len = weft_wire_record_size(f[i]);
 			uint8_t *re = malloc(len);
 
 			assert_non_null(m);
 			assert_true(len - 1 - (len > 129 ? 2 : 1) <= cap);
-			assert_int_equal(weft__wire_record_pack(f[i], re, len),
+			assert_int_equal(weft_wire_record_pack(f[i], re, len),
 					 (int)len);
 			assert_memory_equal(re, b.data + off, len);
 			off += len;
@@ -1157,13 +1157,13 @@ static void test_wire_update_split_hand_encoded(void **state)
 				assert_int_equal(m->tasks[j]->id, tasks[k].id);
 			nnew -= m->n_new_tasks;
 			nfin -= m->n_finished_tasks;
-			weft__wire_frame_free(f[i]);
+			weft_wire_frame_free(f[i]);
 		}
 		assert_int_equal(off, b.len);
 		assert_int_equal(k, REF_TASKS);
 		assert_int_equal(nnew, 0);
 		assert_int_equal(nfin, 0);
-		weft__wire_buf_fini(&b);
+		weft_wire_buf_fini(&b);
 	}
 }
 
@@ -1218,15 +1218,15 @@ static void test_wire_batch_hand_encoded_as_protobuf_c(void **state)
 		f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
 		f.events = &m;
 
-		assert_int_equal(weft__wire_batch_append(&hand, &m), 0);
-		assert_int_equal(weft__wire_record_append(&ref, &f), 0);
+		assert_int_equal(weft_wire_batch_append(&hand, &m), 0);
+		assert_int_equal(weft_wire_record_append(&ref, &f), 0);
 		assert_same_bytes(&hand, &ref);
-		weft__wire_buf_fini(&hand);
-		weft__wire_buf_fini(&ref);
+		weft_wire_buf_fini(&hand);
+		weft_wire_buf_fini(&ref);
 	}
 }
 
-/* weft__wire_record_len(): whole records from their headers, 0 for
+/* weft_wire_record_len(): whole records from their headers, 0 for
  * anything else. */
 static void test_wire_record_len(void **state)
 {
@@ -1237,21 +1237,21 @@ static void test_wire_record_len(void **state)
 	(void)state;
 	append_all_types(&b, &hello);
 	while (off < b.len) {
-		k = weft__wire_record_len(b.data + off, b.len - off);
+		k = weft_wire_record_len(b.data + off, b.len - off);
 		assert_true(k > 2);
 		/* Cut short by a byte, or with a bad tag: not a record. */
-		assert_int_equal(weft__wire_record_len(b.data + off, k - 1), 0);
+		assert_int_equal(weft_wire_record_len(b.data + off, k - 1), 0);
 		b.data[off] ^= 1;
-		assert_int_equal(weft__wire_record_len(b.data + off, k), 0);
+		assert_int_equal(weft_wire_record_len(b.data + off, k), 0);
 		b.data[off] ^= 1;
 		off += k;
 		n++;
 	}
 	assert_int_equal(off, b.len);
 	assert_int_equal(n, 6);
-	assert_int_equal(weft__wire_record_len(b.data, 1), 0);
-	weft__wire_hello_fini(&hello);
-	weft__wire_buf_fini(&b);
+	assert_int_equal(weft_wire_record_len(b.data, 1), 0);
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
 }
 
 int main(int argc, char **argv)

@@ -14,6 +14,8 @@
 #                        -DWEFT_STATIC; must not need libweft.so at all
 #   find_package, shared tests/install/CMakeLists.txt with weft::weft
 #   find_package, static the same with weft::weft_static
+# and tests/install/wire_client.c against libweft-wire alone (pkg-config
+# weft-wire), which must neither need libweft nor carry the runtime.
 # Registered with ctest as install_out_of_tree (tests/install/register.cmake).
 set -euo pipefail
 
@@ -139,4 +141,17 @@ for kind in shared static; do
 	run_hello "find_package $kind" "$dir/hello"
 done
 
-say "4 of 4 builds print ok"
+# (c) a protocol client against libweft-wire alone
+read -ra wflags <<<"$(pkg-config --cflags --libs weft-wire)"
+say "pkg-config weft-wire: $cc wire_client.c ${wflags[*]}"
+"$cc" "$root/tests/install/wire_client.c" -o "$tmp/wire-client" "${wflags[@]}" ||
+	fail "weft-wire: the client does not build"
+if readelf -d "$tmp/wire-client" | grep -q 'NEEDED.*libweft'; then
+	fail "weft-wire: the client needs libweft"
+fi
+if nm "$tmp/wire-client" | grep -qE ' T (weft_runtime_create|weft_spawn_with)$'; then
+	fail "weft-wire: the client carries the runtime"
+fi
+run_hello "weft-wire client" "$tmp/wire-client"
+
+say "5 of 5 builds print ok"

@@ -29,73 +29,7 @@
 
 #include "collector_internal.h"
 #include "pages_internal.h"
-#include "wire_internal.h"
-
-/* ------------------------------------------------------------ histogram */
-
-static unsigned hist_index(uint64_t ns)
-{
-	unsigned e;
-
-	if (ns < 64)
-		return 0;
-	e = 63 - (unsigned)__builtin_clzll(ns); /* 6 .. */
-	if (e >= 38)
-		return WEFT_HIST_BUCKETS; /* outlier */
-	/* 1 + (e - 6) * 2 + the bit below the top one: ns >> (e - 1) is
-	 * the top two bits, 2 or 3, so no mask is needed. */
-	return 2 * e - 13 + (unsigned)(ns >> (e - 1));
-}
-
-uint64_t weft_hist_bucket_upper(unsigned i)
-{
-	unsigned e;
-
-	if (i == 0)
-		return 64;
-	e = 6 + (i - 1) / 2;
-	return (i - 1) % 2 ? (1ull << (e + 1)) : (3ull << (e - 1));
-}
-
-/* weft_hist_record(), inlined into the collector's per-event paths. */
-static inline void hist_add(weft_hist_t *h, uint64_t ns)
-{
-	unsigned i = hist_index(ns);
-
-	if (i >= WEFT_HIST_BUCKETS)
-		h->outliers++;
-	else
-		h->buckets[i]++;
-	h->count++;
-	h->sum_ns += ns;
-	if (ns > h->max_ns)
-		h->max_ns = ns;
-}
-
-void weft_hist_record(weft_hist_t *h, uint64_t ns)
-{
-	hist_add(h, ns);
-}
-
-uint64_t weft_hist_percentile(const weft_hist_t *h, double p)
-{
-	uint64_t want, seen = 0;
-
-	if (!h->count)
-		return 0;
-	want = (uint64_t)((p / 100.0) * (double)h->count + 0.5);
-	if (want == 0)
-		want = 1;
-	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++) {
-		seen += h->buckets[i];
-		if (seen >= want) {
-			uint64_t up = weft_hist_bucket_upper(i);
-
-			return up < h->max_ns ? up : h->max_ns;
-		}
-	}
-	return h->max_ns;
-}
+#include "weft/wire.h"
 
 /* ---------------------------------------------------------------- tasks */
 
@@ -468,7 +402,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 
 		t->pub.scheduled_ns += delay;
 		if (h)
-			hist_add(&h[1], delay);
+			weft_hist_add(&h[1], delay);
 		if (delay > p->config.sched_delay_ns &&
 		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
 			char d[96];
@@ -487,7 +421,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
 	if (h)
-		hist_add(&h[0], dur);
+		weft_hist_add(&h[0], dur);
 	if (ev->worker < MAX_PROBE_WORKERS &&
 	    dur > p->worker_max_poll[ev->worker])
 		p->worker_max_poll[ev->worker] = dur;
@@ -1471,7 +1405,7 @@ struct pass_records {
 
 /*
  * weft__collector_event_records() - the chunk of events as EventBatch
- * records (weft__wire_events_append()), encoded by the first subscriber
+ * records (weft_wire_events_append()), encoded by the first subscriber
  * that asks and copied by the others: a recorder and a console that both
  * take every event wrote the same bytes twice.  Called from on_events
  * (probe.lock held) with what it was handed.
@@ -1490,7 +1424,7 @@ int weft__collector_event_records(struct probe *p, const weft_event_t *ev,
 		return -EINVAL;
 	if (!r->encoded) {
 		r->buf.len = 0;
-		r->err = weft__wire_events_append(&r->enc, &r->buf, ev, n);
+		r->err = weft_wire_events_append(&r->enc, &r->buf, ev, n);
 		r->encoded = true;
 	}
 	*rec = r->buf.data;
@@ -1507,7 +1441,7 @@ static void pass_events(struct probe *p, size_t n)
 	if (!r) {
 		r = p->records = calloc(1, sizeof(*r));
 		if (r)
-			weft__wire_events_init(&r->enc);
+			weft_wire_events_init(&r->enc);
 	}
 	if (r) {
 		r->ev = p->chunk;
@@ -1713,8 +1647,8 @@ void weft__collector_stop(struct probe *p)
 	p->pub_changed = NULL;
 	p->pub_cap = 0;
 	if (p->records) {
-		weft__wire_events_fini(&p->records->enc);
-		weft__wire_buf_fini(&p->records->buf);
+		weft_wire_events_fini(&p->records->enc);
+		weft_wire_buf_fini(&p->records->buf);
 		free(p->records);
 		p->records = NULL;
 	}

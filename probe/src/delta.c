@@ -480,7 +480,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	r.ntasks = n;
 	r.warnings = d->warn;
 	r.nwarnings = d->nwarn;
-	err = weft__wire_update_append_split(out, &r, d->prev_now_ns,
+	err = weft_wire_update_append_split(out, &r, d->prev_now_ns,
 					     d->max_record);
 	if (err == -ENOMEM)
 		return err;

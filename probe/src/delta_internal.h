@@ -20,7 +20,7 @@
  * has finished).  Every other field always goes out.
  *
  * Updates larger than max_record are split into several records
- * (weft__wire_update_append_split()).
+ * (weft_wire_update_append_split()).
  *
  * Threads: a stream belongs to the thread that calls weft__delta_pass()
  * (the collector's, in the subscribers' callbacks, probe.lock held);
@@ -35,7 +35,7 @@
 
 #include "weft/probe.h"
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* Publish intervals a stream accepts (a Subscribe's interval_ms is
  * clamped to them); the upper bound stays under the collector's

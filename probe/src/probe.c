@@ -484,30 +484,6 @@ void weft_probe_flush(void)
 	pthread_mutex_unlock(&p->lock);
 }
 
-const char *weft_event_kind_name(unsigned kind)
-{
-	switch (kind) {
-#define WEFT_X_CASE(name, value, label, doc)                                   \
-	case value:                                                            \
-		return label;
-		WEFT_EVENT_KINDS(WEFT_X_CASE)
-#undef WEFT_X_CASE
-	}
-	return "?";
-}
-
-const char *weft_warning_kind_name(unsigned kind)
-{
-	switch (kind) {
-#define WEFT_X_CASE(name, value, label)                                        \
-	case value:                                                            \
-		return label;
-		WEFT_WARNING_KINDS(WEFT_X_CASE)
-#undef WEFT_X_CASE
-	}
-	return "?";
-}
-
 void weft__probe_runtime_attach(weft_runtime_t *rt)
 {
 	weft_runtime_t **pp = &weft__probe.runtimes;

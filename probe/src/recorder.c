@@ -38,7 +38,7 @@
 #include "delta_internal.h"
 #include "probe_internal.h"
 #include "recorder_internal.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 #define FLUSH_DEFAULT_MS 250u
 /* Write out before the interval once this much is buffered. */
@@ -136,7 +136,7 @@ static void hello_ready(bool probe_locked)
 		weft_runtime_metrics(weft__probe.rt, &m);
 	if (m.workers < rec.start_workers)
 		m.workers = rec.start_workers;
-	if (weft__wire_hello_init(
+	if (weft_wire_hello_init(
 		    &rec.hello, m.workers, weft__probe_clock_describe(),
 		    probe_locked ? weft__probe.stats.start_ns : mono_ns()))
 		note_error(-ENOMEM);
@@ -189,11 +189,11 @@ static int rotate(void)
 	 */
 	weft__delta_forget(&rec.delta);
 	rec.want_full = true;
-	err = weft__wire_header_append(&hdr, &rec.hello.msg, rec.segment);
+	err = weft_wire_header_append(&hdr, &rec.hello.msg, rec.segment);
 	if (!err)
 		err = write_all(rec.fd, hdr.data, hdr.len);
 	rec.file_bytes += hdr.len;
-	weft__wire_buf_fini(&hdr);
+	weft_wire_buf_fini(&hdr);
 	return err;
 }
 
@@ -288,7 +288,7 @@ static void flight_trim(void)
 
 		total -= c->buf.len;
 		rec.head = c->next;
-		weft__wire_buf_fini(&c->buf);
+		weft_wire_buf_fini(&c->buf);
 		free(c);
 	}
 	rec.flight_total = total;
@@ -301,7 +301,7 @@ static void ensure_header(bool probe_locked)
 	hello_ready(probe_locked);
 	if (!flight_mode())
 		note_error(
-			weft__wire_header_append(&rec.out, &rec.hello.msg, 0));
+			weft_wire_header_append(&rec.out, &rec.hello.msg, 0));
 	rec.header_done = true;
 }
 
@@ -309,13 +309,13 @@ static void encode_run(const weft_event_t *ev, size_t n)
 {
 	while (n) {
 		weft_wire_buf_t *b = sink();
-		int k = weft__wire_batch_encode(&rec.enc.batch, ev, n);
+		int k = weft_wire_batch_encode(&rec.enc.batch, ev, n);
 
 		if (k <= 0 || !b) {
 			note_error(-ENOMEM);
 			return;
 		}
-		note_error(weft__wire_batch_append(b, &rec.enc.batch.msg));
+		note_error(weft_wire_batch_append(b, &rec.enc.batch.msg));
 		ev += k;
 		n -= (size_t)k;
 	}
@@ -326,14 +326,14 @@ static void encode_run(const weft_event_t *ev, size_t n)
 static void copy_records(const uint8_t *r, size_t len)
 {
 	while (len) {
-		size_t k = flight_mode() ? weft__wire_record_len(r, len) : len;
+		size_t k = flight_mode() ? weft_wire_record_len(r, len) : len;
 		weft_wire_buf_t *b = sink();
 
 		if (!k) {
 			note_error(-EBADMSG); /* not whole records: a bug */
 			return;
 		}
-		if (!b || weft__wire_buf_reserve(b, k)) {
+		if (!b || weft_wire_buf_reserve(b, k)) {
 			note_error(-ENOMEM);
 			return;
 		}
@@ -399,7 +399,7 @@ static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 	}
 	/* The batch is in time order across threads: one run per emitting
 	 * thread, each in its order. */
-	g = weft__wire_events_group(&rec.enc, ev, n);
+	g = weft_wire_events_group(&rec.enc, ev, n);
 	if (!g) {
 		note_error(-ENOMEM);
 		goto out_unlock;
@@ -465,16 +465,16 @@ static void release(void)
 		struct chunk *c = rec.head;
 
 		rec.head = c->next;
-		weft__wire_buf_fini(&c->buf);
+		weft_wire_buf_fini(&c->buf);
 		free(c);
 	}
 	rec.tail = NULL;
 	rec.flight_total = 0;
-	weft__wire_buf_fini(&rec.out);
-	weft__wire_events_fini(&rec.enc);
+	weft_wire_buf_fini(&rec.out);
+	weft_wire_events_fini(&rec.enc);
 	weft__delta_fini(&rec.delta);
 	if (rec.hello_ready)
-		weft__wire_hello_fini(&rec.hello);
+		weft_wire_hello_fini(&rec.hello);
 	rec.hello_ready = false;
 	rec.header_done = false;
 	rec.want_full = false;
@@ -515,7 +515,7 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	rec.segment = 0;
 	rec.file_bytes = 0;
 	rec.last_flush_ns = mono_ns();
-	weft__wire_events_init(&rec.enc);
+	weft_wire_events_init(&rec.enc);
 	weft__delta_init(&rec.delta);
 	rec.delta.interval_ns = (uint64_t)(rec.opts.update_ms ?
 						   rec.opts.update_ms :
@@ -612,7 +612,7 @@ static void capture_update(void *ctx, const weft_probe_update_t *u)
 
 	if (c->done || !u->full)
 		return;
-	c->err = weft__wire_update_append_split(&c->buf, u, 0, 0);
+	c->err = weft_wire_update_append_split(&c->buf, u, 0, 0);
 	c->done = true;
 }
 
@@ -643,9 +643,9 @@ int weft__trace_snapshot_append(weft_wire_buf_t *out)
 		goto out_unlock;
 	}
 	hello_ready(false);
-	err = weft__wire_header_append(out, &rec.hello.msg, 0);
+	err = weft_wire_header_append(out, &rec.hello.msg, 0);
 	if (!err && cap.done && !cap.err) {
-		err = weft__wire_buf_reserve(out, cap.buf.len);
+		err = weft_wire_buf_reserve(out, cap.buf.len);
 		if (!err) {
 			memcpy(out->data + out->len, cap.buf.data, cap.buf.len);
 			out->len += cap.buf.len;
@@ -654,7 +654,7 @@ int weft__trace_snapshot_append(weft_wire_buf_t *out)
 	for (struct chunk *c = rec.head; c && !err; c = c->next) {
 		if (!c->buf.len)
 			continue; /* made for an update that was not due */
-		err = weft__wire_buf_reserve(out, c->buf.len);
+		err = weft_wire_buf_reserve(out, c->buf.len);
 		if (!err) {
 			memcpy(out->data + out->len, c->buf.data, c->buf.len);
 			out->len += c->buf.len;
@@ -662,7 +662,7 @@ int weft__trace_snapshot_append(weft_wire_buf_t *out)
 	}
 out_unlock:
 	pthread_mutex_unlock(&rec.lock);
-	weft__wire_buf_fini(&cap.buf);
+	weft_wire_buf_fini(&cap.buf);
 	return err;
 }
 
@@ -685,7 +685,7 @@ int weft_trace_snapshot(const char *path)
 	if (close(fd) && !err)
 		err = -errno;
 out_free:
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 	return err;
 }
 

@@ -54,7 +54,7 @@
 #include "delta_internal.h"
 #include "recorder_internal.h"
 #include "server_internal.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 #define CLIENT_BUF_DEFAULT (8u << 20)
 #define SLOW_KICK_DEFAULT_MS 5000u
@@ -170,7 +170,7 @@ static void srv_log(const char *fmt, ...)
 
 static void item_free(struct item *it)
 {
-	weft__wire_buf_fini(&it->buf);
+	weft_wire_buf_fini(&it->buf);
 	free(it);
 }
 
@@ -289,9 +289,9 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		err = weft__collector_event_records(&weft__probe, g, m, &rec,
 						    &len);
 		if (err == -EINVAL) {
-			(void)weft__wire_events_append(&st->enc, &it->buf, g,
+			(void)weft_wire_events_append(&st->enc, &it->buf, g,
 						       m);
-		} else if (len && !weft__wire_buf_reserve(&it->buf, len)) {
+		} else if (len && !weft_wire_buf_reserve(&it->buf, len)) {
 			memcpy(it->buf.data, rec, len);
 			it->buf.len = len;
 		}
@@ -307,7 +307,7 @@ static void sub_ctx_free(struct sub_ctx *x)
 		return;
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		weft__delta_fini(&x->st[k].delta);
-		weft__wire_events_fini(&x->st[k].enc);
+		weft_wire_events_fini(&x->st[k].enc);
 	}
 	free(x);
 }
@@ -434,7 +434,7 @@ static void sub_reconcile(weft_server_t *s, bool fresh)
 		struct stream *st = &x->st[k];
 
 		weft__delta_init(&st->delta);
-		weft__wire_events_init(&st->enc);
+		weft_wire_events_init(&st->enc);
 		x->nstreams = k + 1;
 		st->interval_ms = plan[k].interval_ms;
 		st->updates = plan[k].updates;
@@ -508,7 +508,7 @@ static void client_close(struct client *c, const char *why, bool bad)
 		}
 	s->nclients--;
 	bufferevent_free(c->bev);
-	weft__wire_decoder_fini(&c->dec);
+	weft_wire_decoder_fini(&c->dec);
 	weft__delta_filter_fini(&c->filter);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.clients = s->nclients;
@@ -575,14 +575,14 @@ static void client_send_update(struct client *c, const struct item *it)
 	if (!c->updates_skipped && !c->events_not_sent) {
 		ok = client_send_ex(c, it->buf.data, it->buf.len, true,
 				    it->full);
-	} else if (weft__wire_update_recount(&tmp, it->buf.data, it->buf.len,
+	} else if (weft_wire_update_recount(&tmp, it->buf.data, it->buf.len,
 					     c->updates_skipped,
 					     c->events_not_sent)) {
 		ok = false;
 	} else {
 		ok = client_send_ex(c, tmp.data, tmp.len, true, it->full);
 	}
-	weft__wire_buf_fini(&tmp);
+	weft_wire_buf_fini(&tmp);
 	if (ok) {
 		if (it->full)
 			c->need_full = false;
@@ -713,11 +713,11 @@ static void task_detail(struct client *c, uint64_t id)
 	pthread_mutex_lock(&weft__probe.lock);
 	tp[0] = weft__collector_task(&weft__probe, id);
 	u.ntasks = tp[0] ? 1 : 0;
-	err = weft__wire_update_append(&b, &u, 0);
+	err = weft_wire_update_append(&b, &u, 0);
 	pthread_mutex_unlock(&weft__probe.lock);
 	if (!err)
 		(void)client_send(c, b.data, b.len, false);
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 }
 
 /*
@@ -742,10 +742,10 @@ static void snapshot(struct client *c)
 	f.control = &ctl;
 	if (!err)
 		(void)client_send(c, b.data, b.len, false);
-	if (!weft__wire_record_append(&end, &f))
+	if (!weft_wire_record_append(&end, &f))
 		(void)client_send(c, end.data, end.len, false);
-	weft__wire_buf_fini(&b);
-	weft__wire_buf_fini(&end);
+	weft_wire_buf_fini(&b);
+	weft_wire_buf_fini(&end);
 }
 
 /*
@@ -889,7 +889,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
-	if (weft__wire_decoder_mid_record(&c->dec))
+	if (weft_wire_decoder_mid_record(&c->dec))
 		client_close(c, "disconnected in the middle of a record", true);
 	else
 		client_close(c, NULL, false);
@@ -946,7 +946,7 @@ static void srv_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		free(c);
 		return;
 	}
-	weft__wire_decoder_init(&c->dec, WEFT_WIRE_MAX_RECORD);
+	weft_wire_decoder_init(&c->dec, WEFT_WIRE_MAX_RECORD);
 	bufferevent_setcb(c->bev, client_read_cb, NULL, client_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->next = s->clients;
@@ -973,45 +973,6 @@ static void *server_main(void *arg)
 }
 
 /* ------------------------------------------------------------ endpoints */
-
-/*
- * weft__server_socket_dir() - the per-user socket directory:
- * $XDG_RUNTIME_DIR/weft, else /tmp/weft-<uid>.
- * @create: make it (mode 0700) if missing.
- *
- * Return: 0; -ENAMETOOLONG; -ENOTDIR; -EPERM (owned by someone else, or
- * open to group or others: refused); a negative errno from mkdir(2) or
- * lstat(2).
- */
-int weft__server_socket_dir(char *buf, size_t len, int create)
-{
-	const char *x = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
-	int n;
-
-	if (x && x[0] == '/')
-		n = snprintf(buf, len, "%s/weft", x);
-	else
-		n = snprintf(buf, len, "/tmp/weft-%u", (unsigned)getuid());
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	if (create) {
-		if (mkdir(buf, 0700) == 0) {
-			/* The umask may have taken bits away; never added. */
-			if (chmod(buf, 0700))
-				return -errno;
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
-	}
-	if (lstat(buf, &st))
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_uid != geteuid() || (st.st_mode & 077))
-		return -EPERM;
-	return 0;
-}
 
 static int listen_unix(weft_server_t *s, const char *path)
 {
@@ -1124,10 +1085,10 @@ static int header_build(weft_server_t *s, uint32_t workers)
 	pthread_mutex_lock(&weft__probe.lock);
 	snprintf(clock, sizeof(clock), "%s", weft__probe_clock_describe());
 	pthread_mutex_unlock(&weft__probe.lock);
-	err = weft__wire_hello_init(&h, workers, clock, mono_ns());
+	err = weft_wire_hello_init(&h, workers, clock, mono_ns());
 	if (!err)
-		err = weft__wire_header_append(&s->header, &h.msg, 0);
-	weft__wire_hello_fini(&h);
+		err = weft_wire_header_append(&s->header, &h.msg, 0);
+	weft_wire_hello_fini(&h);
 	return err;
 }
 
@@ -1153,7 +1114,7 @@ static void server_free(weft_server_t *s)
 		s->qhead = it->next;
 		item_free(it);
 	}
-	weft__wire_buf_fini(&s->header);
+	weft_wire_buf_fini(&s->header);
 	pthread_mutex_destroy(&s->qlock);
 	pthread_mutex_destroy(&s->stat_lock);
 	free(s);
@@ -1209,7 +1170,7 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 		goto out_free;
 	}
 	if (!opts->unix_path) {
-		err = weft__server_socket_dir(dir, sizeof(dir), 1);
+		err = weft_wire_socket_dir(dir, sizeof(dir), 1);
 		if (err)
 			goto out_free;
 		snprintf(path, sizeof(path), "%s/%d.sock", dir, (int)getpid());

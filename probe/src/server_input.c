@@ -103,19 +103,19 @@ const char *weft__server_input_feed(weft_wire_decoder_t *d, const void *data,
 		size_t k;
 		int rc;
 
-		rc = weft__wire_decoder_feed(d, p + off, n - off, &k, &f);
+		rc = weft_wire_decoder_feed(d, p + off, n - off, &k, &f);
 		off += k;
 		*used = off;
 		if (rc < 0) {
 			snprintf(why, len, "bad record at offset %llu: %s",
 				 (unsigned long long)d->record_offset,
-				 weft__wire_strerror(rc));
+				 weft_wire_strerror(rc));
 			return why;
 		}
 		if (rc != WEFT_WIRE_FRAME)
 			continue;
 		bad = weft__server_request_parse(f, &r);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		if (bad)
 			return bad;
 		bad = handle(ctx, &r);

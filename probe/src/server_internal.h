@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #include "delta_internal.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 struct weft_runtime_s;
 
@@ -113,7 +113,6 @@ void weft__server_destroy(weft_server_t *s);
 const char *weft__server_unix_path(const weft_server_t *s);
 int weft__server_tcp_port(const weft_server_t *s);
 void weft__server_stats(weft_server_t *s, weft_server_stats_t *out);
-int weft__server_socket_dir(char *buf, size_t len, int create);
 /* The default server, from the environment: started for the first
  * runtime (weft_runtime_create()), stopped with it. */
 void weft__server_env_start(struct weft_runtime_s *rt);

@@ -8,7 +8,7 @@
 # 77 (ctest SKIP_RETURN_CODE) without clang's libFuzzer, protoc-c or
 # ncursesw's headers.
 #   fuzz_console_model  bytes -> record decoder -> the console's model,
-#                       the views rendered (console/*.c, probe/src/wire.c)
+#                       the views rendered (console/*.c, proto/src/*.c)
 # Seeds: tests/fuzz/corpus/*, plus a trace recorded from
 # CONSOLE_WORKLOAD (WEFT_TRACE) cut at a few lengths, when given.
 #
@@ -39,8 +39,8 @@ fi
 
 protoc-c --c_out="$out/gen" -I"$root/proto" "$root/proto/weft.proto"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-D_GNU_SOURCE -I"$out/gen" -I"$root/console" -I"$root/probe/src"
-	-I"$root/probe/include" -I"$root/runtime/include" -I"$root/runtime/src")
+	-D_GNU_SOURCE -I"$out/gen" -I"$root/console" -I"$root/proto/include"
+	-I"$root/probe/include" -I"$root/runtime/include")
 read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
 read -ra nc <<<"$(pkg-config --cflags ncursesw)"
 srcs=()
@@ -49,8 +49,7 @@ for f in grid keys live model replay util view view_detail view_spike \
 	srcs+=("$root/console/$f.c")
 done
 "$cc" "${flags[@]}" "${nc[@]}" "$here/$t.c" "${srcs[@]}" \
-	"$root/probe/src/wire.c" "$root/probe/src/trace_reader.c" \
-	"$out/gen/weft.pb-c.c" "${pc[@]}" -o "$out/$t"
+	"$root"/proto/src/*.c "$out/gen/weft.pb-c.c" "${pc[@]}" -o "$out/$t"
 mkdir -p "$out/corpus-$t"
 cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
 if [[ -n "$workload" ]]; then

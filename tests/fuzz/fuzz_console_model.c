@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the console's model (console/model.c) fed with bytes
  * from outside, as a target's socket (or a trace file) would deliver
- * them: the record decoder (probe/src/wire.c) splits them into frames,
+ * them: the record decoder (proto/src/wire.c) splits them into frames,
  * each frame is applied to the model, and every 32 frames the model is
  * resorted and every view is rendered into a text grid, with the detail
  * on a task the input named and the timeline's cursor and spike list on
@@ -14,42 +14,12 @@
  * probe.c, which pull in the runtime; small stand-ins below keep this
  * target to the console and the wire code.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "console.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
-
-/* Stand-ins for the probe's (same contracts, simpler answers). */
-const char *weft_event_kind_name(unsigned kind)
-{
-	return kind < WEFT_EV_MAX ? "kind" : "?";
-}
-
-const char *weft_warning_kind_name(unsigned kind)
-{
-	return kind < WEFT_WARN_MAX ? "warning" : "?";
-}
-
-uint64_t weft_hist_bucket_upper(unsigned i)
-{
-	return i < 64 ? 64ull << (i / 2) : UINT64_MAX;
-}
-
-uint64_t weft_hist_percentile(const weft_hist_t *h, double p)
-{
-	return (uint64_t)((double)h->max_ns * p / 100.0);
-}
-
-int weft__server_socket_dir(char *buf, size_t len, int create)
-{
-	(void)buf;
-	(void)len;
-	(void)create;
-	return -ENOENT;
-}
 
 static void render_all(con_session_t *s, con_grid_t *g)
 {
@@ -99,11 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		con_model_set_filter(&m, "a");
 	s.model = &m;
 	con_grid_init(&g, 100, 30, true);
-	weft__wire_decoder_init(&d, 64 << 10);
+	weft_wire_decoder_init(&d, 64 << 10);
 	while (off < len) {
 		size_t take = len - off < chunk ? len - off : chunk, used;
 		Weft__V1__Frame *f;
-		int rc = weft__wire_decoder_feed(&d, data + off, take, &used,
+		int rc = weft_wire_decoder_feed(&d, data + off, take, &used,
 						 &f);
 
 		off += used;
@@ -112,12 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (rc != WEFT_WIRE_FRAME)
 			continue;
 		con_model_frame(&m, f);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 		if (++frames % 32 == 0)
 			render_all(&s, &g);
 	}
 	render_all(&s, &g);
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	con_grid_fini(&g);
 	con_model_fini(&m);
 	return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the record decoder (probe/src/wire.c) on bytes from
+ * libFuzzer target: the record decoder (proto/src/wire.c) on bytes from
  * outside, as a socket would deliver them.  The first byte picks a chunk
  * size, so records also arrive split at every boundary; every frame that
  * decodes is encoded again and its event batches rebuilt.
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
@@ -21,11 +21,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (len < 1)
 		return 0;
 	chunk = (size_t)data[0] + 1;
-	weft__wire_decoder_init(&d, 64 << 10);
+	weft_wire_decoder_init(&d, 64 << 10);
 	while (off < len) {
 		size_t take = len - off < chunk ? len - off : chunk, used;
 		Weft__V1__Frame *f;
-		int rc = weft__wire_decoder_feed(&d, data + off, take, &used,
+		int rc = weft_wire_decoder_feed(&d, data + off, take, &used,
 						 &f);
 
 		off += used;
@@ -34,17 +34,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (rc != WEFT_WIRE_FRAME)
 			continue;
 		/* Whatever decodes also encodes again. */
-		uint8_t *buf = malloc(weft__wire_record_size(f));
+		uint8_t *buf = malloc(weft_wire_record_size(f));
 
 		if (buf)
-			(void)weft__wire_record_pack(f, buf,
-						     weft__wire_record_size(f));
+			(void)weft_wire_record_pack(f, buf,
+						     weft_wire_record_size(f));
 		free(buf);
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
-			(void)weft__wire_batch_decode(f->events, ev,
+			(void)weft_wire_batch_decode(f->events, ev,
 						      WEFT_WIRE_BATCH_MAX);
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	return 0;
 }

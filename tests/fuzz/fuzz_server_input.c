@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	memset(&m, 0, sizeof(m));
 	weft__delta_init(&m.delta);
 	chunk = (size_t)data[0] + 1;
-	weft__wire_decoder_init(&d, 64 << 10);
+	weft_wire_decoder_init(&d, 64 << 10);
 	while (off < len) {
 		size_t take = len - off < chunk ? len - off : chunk, used;
 		const char *bad = weft__server_input_feed(&d, data + off, take,
@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		if (bad)
 			break; /* the server closes the connection */
 	}
-	weft__wire_decoder_fini(&d);
+	weft_wire_decoder_fini(&d);
 	weft__delta_filter_fini(&m.filter);
 	for (unsigned k = 0; k < m.nplan; k++)
 		weft__delta_filter_fini(&m.plan[k].filter);

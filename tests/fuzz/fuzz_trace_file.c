@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the trace-file reader (probe/src/trace_reader.c) on a
+ * libFuzzer target: the trace-file reader (proto/src/trace_reader.c) on a
  * whole file, as weft-trace reads it: the header check, every frame, the
  * event batches.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "trace_reader_internal.h"
+#include "weft/trace_reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
@@ -17,14 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	weft_trace_reader_t r;
 	Weft__V1__Frame *f;
 
-	weft__trace_reader_open_mem(&r, data, len);
-	while (weft__trace_reader_next(&r, &f) == 1) {
+	weft_trace_reader_open_mem(&r, data, len);
+	while (weft_trace_reader_next(&r, &f) == 1) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
-			(void)weft__wire_batch_decode(f->events, ev,
+			(void)weft_wire_batch_decode(f->events, ev,
 						      WEFT_WIRE_BATCH_MAX);
 		if (r.frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 	return 0;
 }

@@ -41,13 +41,13 @@ fi
 
 protoc-c --c_out="$out/gen" -I"$root/proto" "$root/proto/weft.proto"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-D_GNU_SOURCE -I"$out/gen" -I"$root/probe/src" -I"$root/probe/include"
-	-I"$root/runtime/include" -I"$root/runtime/src")
+	-D_GNU_SOURCE -I"$out/gen" -I"$root/proto/include" -I"$root/probe/src"
+	-I"$root/probe/include" -I"$root/runtime/include" -I"$root/runtime/src")
 read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
 read -ra targets <<<"${FUZZ_TARGETS:-fuzz_record fuzz_trace_file fuzz_server_input}"
 for t in "${targets[@]}"; do
-	"$cc" "${flags[@]}" "$here/$t.c" "$root/probe/src/wire.c" \
-		"$root/probe/src/trace_reader.c" "$root/probe/src/delta.c" \
+	"$cc" "${flags[@]}" "$here/$t.c" "$root"/proto/src/*.c \
+		"$root/probe/src/delta.c" \
 		"$root/probe/src/server_input.c" "$out/gen/weft.pb-c.c" \
 		"${pc[@]}" -o "$out/$t"
 	mkdir -p "$out/corpus-$t"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "live.h"
-#include "server_internal.h"
+#include "weft/wire.h"
 
 uint64_t tt_now_ms(void)
 {
@@ -52,7 +52,7 @@ static void live_init(tt_live_t *l, const char *what)
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
 	snprintf(l->what, sizeof(l->what), "%s", what);
-	weft__wire_decoder_init(&l->dec, 0);
+	weft_wire_decoder_init(&l->dec, 0);
 }
 
 /* Return: 0, or a negative errno (@l is then closed). */
@@ -138,7 +138,7 @@ int tt_live_connect(tt_live_t *l, const char *target, bool die)
 			tt_die("bad target '%s' (a pid, unix:PATH or "
 			       "tcp://HOST:PORT)",
 			       target);
-		err = weft__server_socket_dir(dir, sizeof(dir), 0);
+		err = weft_wire_socket_dir(dir, sizeof(dir), 0);
 		if (!err) {
 			snprintf(path, sizeof(path), "%s/%ld.sock", dir, pid);
 			err = tt_live_connect_unix(l, path);
@@ -154,7 +154,7 @@ void tt_live_close(tt_live_t *l)
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
-	weft__wire_decoder_fini(&l->dec);
+	weft_wire_decoder_fini(&l->dec);
 	free(l->buf);
 	l->buf = NULL;
 }
@@ -164,7 +164,7 @@ static void compact(tt_live_t *l)
 {
 	size_t keep_from = l->feed;
 
-	if (weft__wire_decoder_mid_record(&l->dec))
+	if (weft_wire_decoder_mid_record(&l->dec))
 		keep_from = (size_t)(l->dec.record_offset - l->base);
 	if (!keep_from)
 		return;
@@ -196,7 +196,7 @@ int tt_live_next(tt_live_t *l, int ms, Weft__V1__Frame **f)
 		int rc;
 
 		while (l->feed < l->len) {
-			rc = weft__wire_decoder_feed(&l->dec, l->buf + l->feed,
+			rc = weft_wire_decoder_feed(&l->dec, l->buf + l->feed,
 						     l->len - l->feed, &used,
 						     f);
 			l->feed += used;
@@ -204,7 +204,7 @@ int tt_live_next(tt_live_t *l, int ms, Weft__V1__Frame **f)
 				tt_die("%s: bad record at offset %llu: %s",
 				       l->what,
 				       (unsigned long long)l->dec.record_offset,
-				       weft__wire_strerror(rc));
+				       weft_wire_strerror(rc));
 			if (rc == WEFT_WIRE_FRAME) {
 				l->rec = l->buf +
 					 (l->dec.record_offset - l->base);
@@ -248,7 +248,7 @@ void tt_live_send(tt_live_t *l, const Weft__V1__Frame *f)
 	weft_wire_buf_t b = { 0 };
 	size_t off = 0;
 
-	if (weft__wire_record_append(&b, f))
+	if (weft_wire_record_append(&b, f))
 		tt_die("out of memory");
 	while (off < b.len) {
 		ssize_t n = write(l->fd, b.data + off, b.len - off);
@@ -259,5 +259,5 @@ void tt_live_send(tt_live_t *l, const Weft__V1__Frame *f)
 			tt_die("%s: write: %s", l->what, strerror(errno));
 		off += (size_t)n;
 	}
-	weft__wire_buf_fini(&b);
+	weft_wire_buf_fini(&b);
 }

@@ -10,7 +10,7 @@
 #define WEFT_TRACE_LIVE_H
 
 #include "trace_tool.h"
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 typedef struct tt_live_s {
 	int fd;

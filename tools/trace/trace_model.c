@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_reader_internal.h"
+#include "weft/trace_reader.h"
 #include "trace_tool.h"
 
 void tt_die(const char *fmt, ...)
@@ -193,10 +193,10 @@ void tt_load(tt_trace_t *t, const char *path)
 	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
 	if (!t->tasks)
 		tt_die("out of memory");
-	rc = weft__trace_reader_open(&r, path);
+	rc = weft_trace_reader_open(&r, path);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
-	while ((rc = weft__trace_reader_next(&r, &f)) == 1) {
+	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
 		uint64_t before = t->bytes;
 
 		t->frames++;
@@ -221,7 +221,7 @@ void tt_load(tt_trace_t *t, const char *path)
 				t->ev = tt_xrealloc(t->ev,
 						    cap * sizeof(*t->ev));
 			}
-			got = n ? weft__wire_batch_decode(f->events,
+			got = n ? weft_wire_batch_decode(f->events,
 							  t->ev + t->nev, n) :
 				  0;
 			if (got < 0)
@@ -236,16 +236,16 @@ void tt_load(tt_trace_t *t, const char *path)
 			break;
 		}
 		if (t->frames > 1)
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 	}
 	if (rc < 0)
 		tt_die("%s: %s (record at byte %llu)", path,
-		       weft__trace_reader_strerror(rc),
+		       weft_trace_reader_strerror(rc),
 		       (unsigned long long)r.error_offset);
 	if (!t->frames)
 		tt_die("%s: empty file, not a weft trace", path);
 	t->truncated = r.truncated;
-	weft__trace_reader_close(&r);
+	weft_trace_reader_close(&r);
 
 	/* Stable time order: qsort is not stable, so sort (ts, index). */
 	if (t->nev > 1) {

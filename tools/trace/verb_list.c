@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "live.h"
-#include "server_internal.h"
+#include "weft/wire.h"
 
 static const char usage[] =
 	"usage: weft-trace list\n"
@@ -52,7 +52,7 @@ static bool show(const char *path)
 			ok = true;
 		}
 	}
-	weft__wire_frame_free(f);
+	weft_wire_frame_free(f);
 	tt_live_close(&l);
 	return ok;
 }
@@ -71,7 +71,7 @@ int tt_verb_list(int argc, char **argv)
 		}
 		tt_die("list: unexpected argument '%s'", argv[i]);
 	}
-	err = weft__server_socket_dir(dir, sizeof(dir), 0);
+	err = weft_wire_socket_dir(dir, sizeof(dir), 0);
 	if (err == -ENOENT) {
 		printf("%-8s %-16s %7s  %s\n", "PID", "NAME", "WORKERS",
 		       "SOCKET");

@@ -94,7 +94,7 @@ int tt_verb_record(int argc, char **argv)
 		tt_die("record: %s: %s", out, strerror(errno));
 	write_all(fd, l.rec, l.rec_len, out);
 	bytes += l.rec_len;
-	weft__wire_frame_free(f);
+	weft_wire_frame_free(f);
 
 	sub.updates = true;
 	sub.events = true;
@@ -124,7 +124,7 @@ int tt_verb_record(int argc, char **argv)
 			write_all(fd, l.rec, l.rec_len, out);
 			bytes += l.rec_len;
 			frames++;
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 		}
 		now = tt_now_ms();
 		if (!quiet && now - last >= 1000) {

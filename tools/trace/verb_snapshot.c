@@ -49,7 +49,7 @@ int tt_verb_snapshot(int argc, char **argv)
 	rc = tt_live_next(&l, 5000, &f);
 	if (rc != 1 || f->body_case != WEFT__V1__FRAME__BODY_HEADER)
 		tt_die("snapshot: %s: no header from the server", target);
-	weft__wire_frame_free(f);
+	weft_wire_frame_free(f);
 
 	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT;
 	req.body_case = WEFT__V1__FRAME__BODY_CONTROL;
@@ -69,7 +69,7 @@ int tt_verb_snapshot(int argc, char **argv)
 					target, f->control->error);
 				exit(1);
 			}
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 			break;
 		}
 		if (fd < 0) {
@@ -93,7 +93,7 @@ int tt_verb_snapshot(int argc, char **argv)
 			off += (size_t)w;
 		}
 		bytes += l.rec_len;
-		weft__wire_frame_free(f);
+		weft_wire_frame_free(f);
 	}
 	tt_live_close(&l);
 	if (fd >= 0 && close(fd)) {

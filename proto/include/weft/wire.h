@@ -12,8 +12,8 @@
  * decoder's limit is refused when its header is read, before anything is
  * allocated for it.
  */
-#ifndef WEFT_WIRE_INTERNAL_H
-#define WEFT_WIRE_INTERNAL_H
+#ifndef WEFT_WIRE_H
+#define WEFT_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,7 +33,7 @@
 /* Events per EventBatch at most: keeps a batch far below the record limit. */
 #define WEFT_WIRE_BATCH_MAX 8192u
 
-/* Results of weft__wire_decoder_feed(). */
+/* Results of weft_wire_decoder_feed(). */
 #define WEFT_WIRE_NEED_MORE 0 /* every byte taken, no whole frame yet */
 #define WEFT_WIRE_FRAME 1     /* *frame holds one whole frame */
 /* Errors (negative): the stream cannot go on.
@@ -100,55 +100,96 @@ typedef struct weft_wire_hello_s {
 	char **argv;
 } weft_wire_hello_t;
 
+/* The bucket of @ns in a weft_hist_t; WEFT_HIST_BUCKETS for an outlier. */
+static inline unsigned weft_hist_index(uint64_t ns)
+{
+	unsigned e;
+
+	if (ns < 64)
+		return 0;
+	e = 63 - (unsigned)__builtin_clzll(ns); /* 6 .. */
+	if (e >= 38)
+		return WEFT_HIST_BUCKETS; /* outlier */
+	/* 1 + (e - 6) * 2 + the bit below the top one: ns >> (e - 1) is
+	 * the top two bits, 2 or 3, so no mask is needed. */
+	return 2 * e - 13 + (unsigned)(ns >> (e - 1));
+}
+
+/* weft_hist_record(), inline for the collector's per-event paths. */
+static inline void weft_hist_add(weft_hist_t *h, uint64_t ns)
+{
+	unsigned i = weft_hist_index(ns);
+
+	if (i >= WEFT_HIST_BUCKETS)
+		h->outliers++;
+	else
+		h->buckets[i]++;
+	h->count++;
+	h->sum_ns += ns;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
 /* wire.c: buffers */
-void weft__wire_buf_fini(weft_wire_buf_t *b);
-int weft__wire_buf_reserve(weft_wire_buf_t *b, size_t more);
+void weft_wire_buf_fini(weft_wire_buf_t *b);
+int weft_wire_buf_reserve(weft_wire_buf_t *b, size_t more);
 
 /* wire.c: records */
-size_t weft__wire_varint_put(uint8_t *out, uint64_t v);
-int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
-int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
-size_t weft__wire_record_size(const Weft__V1__Frame *f);
-size_t weft__wire_record_len(const uint8_t *rec, size_t n);
+size_t weft_wire_varint_put(uint8_t *out, uint64_t v);
+int weft_wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
+int weft_wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
+size_t weft_wire_record_size(const Weft__V1__Frame *f);
+size_t weft_wire_record_len(const uint8_t *rec, size_t n);
 
 /* wire.c: the decoder */
-void weft__wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
-void weft__wire_decoder_fini(weft_wire_decoder_t *d);
-int weft__wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
+void weft_wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
+void weft_wire_decoder_fini(weft_wire_decoder_t *d);
+int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 			    size_t len, size_t *used, Weft__V1__Frame **frame);
-bool weft__wire_decoder_mid_record(const weft_wire_decoder_t *d);
-void weft__wire_frame_free(Weft__V1__Frame *f);
-const char *weft__wire_strerror(int err);
+bool weft_wire_decoder_mid_record(const weft_wire_decoder_t *d);
+void weft_wire_frame_free(Weft__V1__Frame *f);
+const char *weft_wire_strerror(int err);
 
 /* wire.c: event batches */
-void weft__wire_batch_init(weft_wire_batch_t *b);
-void weft__wire_batch_fini(weft_wire_batch_t *b);
-int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
+void weft_wire_batch_init(weft_wire_batch_t *b);
+void weft_wire_batch_fini(weft_wire_batch_t *b);
+int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 			    size_t n);
-int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
+int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
-int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m);
+int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m);
 
 /* wire.c: a collector pass's events */
-void weft__wire_events_init(weft_wire_events_t *e);
-void weft__wire_events_fini(weft_wire_events_t *e);
-const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
+void weft_wire_events_init(weft_wire_events_t *e);
+void weft_wire_events_fini(weft_wire_events_t *e);
+const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
 					    const weft_event_t *ev, size_t n);
-int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
+int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			     const weft_event_t *ev, size_t n);
 
 /* wire.c: updates, hello, header */
-int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns);
-int weft__wire_update_append_split(weft_wire_buf_t *b,
+int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record);
-int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
+int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 			      size_t len, uint64_t skipped, uint64_t not_sent);
-int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
+int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns);
-void weft__wire_hello_fini(weft_wire_hello_t *h);
-int weft__wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
+void weft_wire_hello_fini(weft_wire_hello_t *h);
+int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
 			     uint32_t segment);
 
-#endif /* WEFT_WIRE_INTERNAL_H */
+/*
+ * client.c: weft_wire_socket_dir() - the per-user socket directory:
+ * $XDG_RUNTIME_DIR/weft, else /tmp/weft-<uid>.
+ * @create: make it (mode 0700) if missing.
+ *
+ * Return: 0; -ENAMETOOLONG; -ENOTDIR; -EPERM (owned by someone else, or
+ * open to group or others: refused); a negative errno from mkdir(2) or
+ * lstat(2).
+ */
+int weft_wire_socket_dir(char *buf, size_t len, int create);
+
+#endif /* WEFT_WIRE_H */

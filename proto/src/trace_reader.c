@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Trace-file reading (trace_reader_internal.h has the model): the record
+ * Trace-file reading (weft/trace_reader.h has the model): the record
  * decoder fed from a file in 64 KiB reads, or from memory.  The first
  * frame must be the FileHeader; the reader keeps it (header) and returns
  * it too, so a tool sees every frame.
@@ -9,45 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_reader_internal.h"
+#include "weft/trace_reader.h"
 
-int weft__trace_reader_open(weft_trace_reader_t *r, const char *path)
+int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 {
 	memset(r, 0, sizeof(*r));
 	r->fp = fopen(path, "rb");
 	if (!r->fp)
 		return -errno;
-	weft__wire_decoder_init(&r->dec, 0);
+	weft_wire_decoder_init(&r->dec, 0);
 	return 0;
 }
 
-void weft__trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
+void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
 				 size_t len)
 {
 	memset(r, 0, sizeof(*r));
 	r->mem = data;
 	r->mem_len = len;
-	weft__wire_decoder_init(&r->dec, 0);
+	weft_wire_decoder_init(&r->dec, 0);
 }
 
-void weft__trace_reader_close(weft_trace_reader_t *r)
+void weft_trace_reader_close(weft_trace_reader_t *r)
 {
 	if (r->fp)
 		fclose(r->fp);
 	r->fp = NULL;
-	weft__wire_decoder_fini(&r->dec);
-	weft__wire_frame_free(r->header_frame);
+	weft_wire_decoder_fini(&r->dec);
+	weft_wire_frame_free(r->header_frame);
 	r->header_frame = NULL;
 	r->header = NULL;
 }
 
-const char *weft__trace_reader_strerror(int err)
+const char *weft_trace_reader_strerror(int err)
 {
 	if (err == WEFT_TRACE_E_NOT_TRACE)
 		return "not a weft trace (no file header)";
 	if (err == -EIO)
 		return "read error";
-	return weft__wire_strerror(err);
+	return weft_wire_strerror(err);
 }
 
 /* More bytes into buf; false at the end. */
@@ -79,16 +79,16 @@ static bool is_header(const Weft__V1__Frame *f)
 }
 
 /*
- * weft__trace_reader_next() - the next frame.
- * @frame: receives it; the caller frees it with weft__wire_frame_free()
+ * weft_trace_reader_next() - the next frame.
+ * @frame: receives it; the caller frees it with weft_wire_frame_free()
  * unless it is the header (r->header's frame, which the reader owns and
  * frees on close).
  *
  * Return: 1 with a frame; 0 at the end (r->truncated when the file ends
  * inside a record); a negative error (also in r->error): see
- * wire_internal.h, WEFT_TRACE_E_NOT_TRACE, -EIO.
+ * weft/wire.h, WEFT_TRACE_E_NOT_TRACE, -EIO.
  */
-int weft__trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
+int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 {
 	*frame = NULL;
 	if (r->error)
@@ -101,10 +101,10 @@ int weft__trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 		if (r->pos == r->len && !refill(r)) {
 			if (r->error)
 				return r->error;
-			r->truncated = weft__wire_decoder_mid_record(&r->dec);
+			r->truncated = weft_wire_decoder_mid_record(&r->dec);
 			return 0;
 		}
-		rc = weft__wire_decoder_feed(&r->dec, r->buf + r->pos,
+		rc = weft_wire_decoder_feed(&r->dec, r->buf + r->pos,
 					     r->len - r->pos, &used, &f);
 		r->pos += used;
 		if (rc < 0) {
@@ -114,7 +114,7 @@ int weft__trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 		if (rc == WEFT_WIRE_NEED_MORE)
 			continue;
 		if (!r->frames && !is_header(f)) {
-			weft__wire_frame_free(f);
+			weft_wire_frame_free(f);
 			r->error_offset = 0;
 			return r->error = WEFT_TRACE_E_NOT_TRACE;
 		}

@@ -7,12 +7,12 @@
  * written) reads cleanly up to its last whole record: the end is then
  * reported with .truncated set, not as an error.
  */
-#ifndef WEFT_TRACE_READER_INTERNAL_H
-#define WEFT_TRACE_READER_INTERNAL_H
+#ifndef WEFT_TRACE_READER_H
+#define WEFT_TRACE_READER_H
 
 #include <stdio.h>
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* Caller-allocated; _open / _close. */
 typedef struct weft_trace_reader_s {
@@ -32,16 +32,16 @@ typedef struct weft_trace_reader_s {
 	Weft__V1__Frame *header_frame;
 } weft_trace_reader_t;
 
-/* Extra result of weft__trace_reader_next() for a file whose first record
+/* Extra result of weft_trace_reader_next() for a file whose first record
  * is not a FileHeader with the magic (not a weft trace). */
 #define WEFT_TRACE_E_NOT_TRACE (-EPROTO)
 
 /* trace_reader.c */
-int weft__trace_reader_open(weft_trace_reader_t *r, const char *path);
-void weft__trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
+int weft_trace_reader_open(weft_trace_reader_t *r, const char *path);
+void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
 				 size_t len);
-int weft__trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
-void weft__trace_reader_close(weft_trace_reader_t *r);
-const char *weft__trace_reader_strerror(int err);
+int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
+void weft_trace_reader_close(weft_trace_reader_t *r);
+const char *weft_trace_reader_strerror(int err);
 
-#endif /* WEFT_TRACE_READER_INTERNAL_H */
+#endif /* WEFT_TRACE_READER_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Records, the streaming record decoder and event batches (wire_internal.h
+ * Records, the streaming record decoder and event batches (weft/wire.h
  * has the model).
  *
  * The records of every collector pass (EventBatch, Update) are encoded
@@ -22,18 +22,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "wire_internal.h"
+#include "weft/wire.h"
 
 /* ------------------------------------------------------------ buffers */
 
-void weft__wire_buf_fini(weft_wire_buf_t *b)
+void weft_wire_buf_fini(weft_wire_buf_t *b)
 {
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
 }
 
-int weft__wire_buf_reserve(weft_wire_buf_t *b, size_t more)
+int weft_wire_buf_reserve(weft_wire_buf_t *b, size_t more)
 {
 	size_t cap = b->cap ? b->cap : 4096;
 	uint8_t *p;
@@ -76,7 +76,7 @@ static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
-size_t weft__wire_varint_put(uint8_t *out, uint64_t v)
+size_t weft_wire_varint_put(uint8_t *out, uint64_t v)
 {
 	return (size_t)(put_varint(out, v) - out);
 }
@@ -190,7 +190,7 @@ static size_t cstr_len(const char *s)
 	return s ? strlen(s) : 0;
 }
 
-size_t weft__wire_record_size(const Weft__V1__Frame *f)
+size_t weft_wire_record_size(const Weft__V1__Frame *f)
 {
 	size_t len = protobuf_c_message_get_packed_size(&f->base);
 
@@ -198,11 +198,11 @@ size_t weft__wire_record_size(const Weft__V1__Frame *f)
 }
 
 /*
- * weft__wire_record_pack() - one record into @out.
+ * weft_wire_record_pack() - one record into @out.
  * Return: bytes written; -ENOSPC if @cap is too small; -EMSGSIZE if the
  * frame exceeds WEFT_WIRE_MAX_RECORD.
  */
-int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap)
+int weft_wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap)
 {
 	size_t len = protobuf_c_message_get_packed_size(&f->base), n;
 
@@ -211,13 +211,13 @@ int weft__wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap)
 	if (1 + varint_len(len) + len > cap)
 		return -ENOSPC;
 	out[0] = WEFT_WIRE_RECORD_TAG;
-	n = 1 + weft__wire_varint_put(out + 1, len);
+	n = 1 + weft_wire_varint_put(out + 1, len);
 	n += protobuf_c_message_pack(&f->base, out + n);
 	return (int)n;
 }
 
 /* Return: 0; -ENOMEM; -EMSGSIZE (buffer unchanged either way). */
-int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f)
+int weft_wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f)
 {
 	size_t len = protobuf_c_message_get_packed_size(&f->base);
 	size_t need = 1 + varint_len(len) + len;
@@ -225,10 +225,10 @@ int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f)
 
 	if (len > WEFT_WIRE_MAX_RECORD)
 		return -EMSGSIZE;
-	err = weft__wire_buf_reserve(b, need);
+	err = weft_wire_buf_reserve(b, need);
 	if (err)
 		return err;
-	err = weft__wire_record_pack(f, b->data + b->len, need);
+	err = weft_wire_record_pack(f, b->data + b->len, need);
 	if (err < 0)
 		return err;
 	b->len += (size_t)err;
@@ -237,30 +237,30 @@ int weft__wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f)
 
 /* ------------------------------------------------------------ decoder */
 
-void weft__wire_decoder_init(weft_wire_decoder_t *d, size_t max_record)
+void weft_wire_decoder_init(weft_wire_decoder_t *d, size_t max_record)
 {
 	memset(d, 0, sizeof(*d));
 	d->max_record = max_record ? max_record : WEFT_WIRE_MAX_RECORD;
 }
 
-void weft__wire_decoder_fini(weft_wire_decoder_t *d)
+void weft_wire_decoder_fini(weft_wire_decoder_t *d)
 {
 	free(d->body);
 	d->body = NULL;
 }
 
-void weft__wire_frame_free(Weft__V1__Frame *f)
+void weft_wire_frame_free(Weft__V1__Frame *f)
 {
 	if (f)
 		weft__v1__frame__free_unpacked(f, NULL);
 }
 
-bool weft__wire_decoder_mid_record(const weft_wire_decoder_t *d)
+bool weft_wire_decoder_mid_record(const weft_wire_decoder_t *d)
 {
 	return d->in_body || d->hdr_len;
 }
 
-const char *weft__wire_strerror(int err)
+const char *weft_wire_strerror(int err)
 {
 	switch (err) {
 	case -EMSGSIZE:
@@ -317,18 +317,18 @@ static int body_unpack(weft_wire_decoder_t *d, const uint8_t *p, size_t n,
 }
 
 /*
- * weft__wire_decoder_feed() - give the decoder stream bytes.
+ * weft_wire_decoder_feed() - give the decoder stream bytes.
  * @data, @len: the bytes; @used: how many it took (all, unless a frame
  * ended first); @frame: receives a whole frame (free it with
- * weft__wire_frame_free()).
+ * weft_wire_frame_free()).
  *
  * Takes no bytes past the end of a frame, so the caller feeds the rest
  * next.  A record whose bytes are all in @data is decoded in place.
  *
  * Return: WEFT_WIRE_FRAME, WEFT_WIRE_NEED_MORE, or an error (see
- * wire_internal.h), after which every call returns the same error.
+ * weft/wire.h), after which every call returns the same error.
  */
-int weft__wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
+int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 			    size_t len, size_t *used, Weft__V1__Frame **frame)
 {
 	const uint8_t *p = data;
@@ -411,13 +411,13 @@ static bool a1_is_task(unsigned kind)
 	return kind == WEFT_EV_SPAWN || kind == WEFT_EV_WAKE;
 }
 
-void weft__wire_batch_init(weft_wire_batch_t *b)
+void weft_wire_batch_init(weft_wire_batch_t *b)
 {
 	memset(b, 0, sizeof(*b));
 	weft__v1__event_batch__init(&b->msg);
 }
 
-void weft__wire_batch_fini(weft_wire_batch_t *b)
+void weft_wire_batch_fini(weft_wire_batch_t *b)
 {
 	free(b->head);
 	free(b->a2);
@@ -426,7 +426,7 @@ void weft__wire_batch_fini(weft_wire_batch_t *b)
 	free(b->ts_delta);
 	free(b->task);
 	free(b->a1);
-	weft__wire_batch_init(b);
+	weft_wire_batch_init(b);
 }
 
 static int batch_grow(weft_wire_batch_t *b, size_t n)
@@ -455,7 +455,7 @@ static int batch_grow(weft_wire_batch_t *b, size_t n)
 }
 
 /*
- * weft__wire_batch_encode() - put the first events of @ev into @b->msg.
+ * weft_wire_batch_encode() - put the first events of @ev into @b->msg.
  *
  * Takes the leading run of events from one emitting thread (one worker
  * value), at most WEFT_WIRE_BATCH_MAX; the caller loops on the rest.  A
@@ -464,7 +464,7 @@ static int batch_grow(weft_wire_batch_t *b, size_t n)
  *
  * Return: events taken (>= 1 when @n > 0); 0 when @n is 0; -ENOMEM.
  */
-int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
+int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 			    size_t n)
 {
 	Weft__V1__EventBatch *m = &b->msg;
@@ -536,13 +536,13 @@ int weft__wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 }
 
 /*
- * weft__wire_batch_decode() - rebuild the events of one batch.
+ * weft_wire_batch_decode() - rebuild the events of one batch.
  * @out, @cap: room for at least @m->count events.
  *
  * Return: the number of events; -ENOSPC if @cap is too small; -EBADMSG
  * if the columns do not agree with each other.
  */
-int weft__wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
+int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap)
 {
 	size_t n = m->count, ia1 = 0, ia2 = 0, ifl = 0;
@@ -667,13 +667,13 @@ static size_t col_max(unsigned field, size_t n, size_t max)
 }
 
 /*
- * weft__wire_batch_append() - @m as one EventBatch record, encoded by hand
- * (the same bytes as weft__wire_record_append() of the Frame, without
+ * weft_wire_batch_append() - @m as one EventBatch record, encoded by hand
+ * (the same bytes as weft_wire_record_append() of the Frame, without
  * protobuf-c's three passes over every column: two sizing, one writing).
  *
  * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
  */
-int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
+int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
 {
 	size_t max, blen, flen, hlen;
 	uint8_t *p, *body, *start;
@@ -697,7 +697,7 @@ int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
 	      col_max(11, m->n_flag_value, 5 * m->n_flag_value);
 	/* Record tag, Frame length, Frame.events tag, EventBatch length. */
 	hlen = 1 + varint_len(sub_len(5, max)) + tag_len(5) + varint_len(max);
-	err = weft__wire_buf_reserve(b, hlen + max);
+	err = weft_wire_buf_reserve(b, hlen + max);
 	if (err)
 		return err;
 	start = b->data + b->len;
@@ -729,18 +729,18 @@ int weft__wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
 
 /* ------------------------------------------------------------ a pass's events */
 
-void weft__wire_events_init(weft_wire_events_t *e)
+void weft_wire_events_init(weft_wire_events_t *e)
 {
 	memset(e, 0, sizeof(*e));
-	weft__wire_batch_init(&e->batch);
+	weft_wire_batch_init(&e->batch);
 }
 
-void weft__wire_events_fini(weft_wire_events_t *e)
+void weft_wire_events_fini(weft_wire_events_t *e)
 {
-	weft__wire_batch_fini(&e->batch);
+	weft_wire_batch_fini(&e->batch);
 	free(e->scratch);
 	free(e->keys);
-	weft__wire_events_init(e);
+	weft_wire_events_init(e);
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -813,13 +813,13 @@ static bool group_by_count(weft_event_t *out, const weft_event_t *ev, size_t n)
 }
 
 /*
- * weft__wire_events_group() - @ev regrouped per emitting thread, each
+ * weft_wire_events_group() - @ev regrouped per emitting thread, each
  * thread's events in their order (a stable sort by worker).
  *
  * Return: @ev itself when it holds one thread's events, else @e's scratch
  * copy (valid until the next call); NULL for no memory.
  */
-const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
+const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
 					    const weft_event_t *ev, size_t n)
 {
 	bool one_thread = true;
@@ -852,26 +852,26 @@ const weft_event_t *weft__wire_events_group(weft_wire_events_t *e,
 }
 
 /*
- * weft__wire_events_append() - a collector pass's events as EventBatch
+ * weft_wire_events_append() - a collector pass's events as EventBatch
  * records, one run per emitting thread.
  *
  * Return: 0; -ENOMEM; -EMSGSIZE.  On error @b holds the whole records
  * appended before it.
  */
-int weft__wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
+int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			     const weft_event_t *ev, size_t n)
 {
-	const weft_event_t *g = weft__wire_events_group(e, ev, n);
+	const weft_event_t *g = weft_wire_events_group(e, ev, n);
 	int err;
 
 	if (!g)
 		return -ENOMEM;
 	while (n) {
-		int k = weft__wire_batch_encode(&e->batch, g, n);
+		int k = weft_wire_batch_encode(&e->batch, g, n);
 
 		if (k <= 0)
 			return -ENOMEM;
-		err = weft__wire_batch_append(b, &e->batch.msg);
+		err = weft_wire_batch_append(b, &e->batch.msg);
 		if (err)
 			return err;
 		g += k;
@@ -1266,7 +1266,7 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	flen = sub_len(4, ulen); /* Frame.update */
 	if (flen > max)
 		return -EMSGSIZE;
-	err = weft__wire_buf_reserve(b, 1 + varint_len(flen) + flen);
+	err = weft_wire_buf_reserve(b, 1 + varint_len(flen) + flen);
 	if (err)
 		return err;
 	p = start = b->data + b->len;
@@ -1291,7 +1291,7 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	return 0;
 }
 
-/* Room kept free in each part for weft__wire_update_recount()'s two
+/* Room kept free in each part for weft_wire_update_recount()'s two
  * varint fields and the frame's own tag and length. */
 #define PART_SLACK 64u
 
@@ -1344,20 +1344,20 @@ static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
 }
 
 /*
- * weft__wire_update_append() - one collector pass as an Update record.
+ * weft_wire_update_append() - one collector pass as an Update record.
  * @prev_now_ns: the previous update's time: tasks spawned after it are
  * listed as new (0: none are).
  *
  * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
  */
-int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns)
 {
-	return weft__wire_update_append_split(b, u, prev_now_ns, 0);
+	return weft_wire_update_append_split(b, u, prev_now_ns, 0);
 }
 
 /*
- * weft__wire_update_append_split() - weft__wire_update_append() that
+ * weft_wire_update_append_split() - weft_wire_update_append() that
  * splits an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD)
  * into several records, appended back to back: the first carries the
  * stats, workers, warnings, the full flag and the tasks that fit; each
@@ -1367,7 +1367,7 @@ int weft__wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
  * Return: 0; -ENOMEM; -EMSGSIZE (one task alone, or everything but the
  * tasks, exceeds @max_record); @b unchanged on error.
  */
-int weft__wire_update_append_split(weft_wire_buf_t *b,
+int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
@@ -1399,7 +1399,7 @@ int weft__wire_update_append_split(weft_wire_buf_t *b,
 	e.base += uint_len(5, u->full);
 
 	/*
-	 * Whole, it keeps the parts' slack too: weft__wire_update_recount()
+	 * Whole, it keeps the parts' slack too: weft_wire_update_recount()
 	 * may add to it, and readers hold every record to the cap.
 	 */
 	err = update_part(b, &e, 0, nt, true,
@@ -1424,11 +1424,11 @@ static size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
 }
 
 /*
- * weft__wire_record_len() - the length of the whole record @rec starts
+ * weft_wire_record_len() - the length of the whole record @rec starts
  * with (its header and its Frame), from the header; 0 when @n bytes do
  * not hold one (not a record tag, a bad length, or cut short).
  */
-size_t weft__wire_record_len(const uint8_t *rec, size_t n)
+size_t weft_wire_record_len(const uint8_t *rec, size_t n)
 {
 	uint64_t len;
 	size_t k;
@@ -1442,9 +1442,9 @@ size_t weft__wire_record_len(const uint8_t *rec, size_t n)
 }
 
 /*
- * weft__wire_update_recount() - Update records again, with one
+ * weft_wire_update_recount() - Update records again, with one
  * subscriber's updates_skipped and events_not_sent set in the first.
- * @rec, @len: whole records from weft__wire_update_append_split(); the
+ * @rec, @len: whole records from weft_wire_update_append_split(); the
  * first is an Update, the others are copied as they are.
  *
  * The fields are appended to the Update's bytes (protobuf keeps the last
@@ -1453,7 +1453,7 @@ size_t weft__wire_record_len(const uint8_t *rec, size_t n)
  *
  * Return: 0; -EINVAL (not an Update record); -ENOMEM (@b unchanged).
  */
-int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
+int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 			      size_t len, uint64_t skipped, uint64_t not_sent)
 {
 	uint8_t extra[2 * 11], hdr[2 * 11];
@@ -1479,19 +1479,19 @@ int weft__wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 	i += k;
 	if (skipped) {
 		extra[nx++] = 8u << 3; /* Update.updates_skipped, varint */
-		nx += weft__wire_varint_put(extra + nx, skipped);
+		nx += weft_wire_varint_put(extra + nx, skipped);
 	}
 	if (not_sent) {
 		extra[nx++] = 9u << 3; /* Update.events_not_sent, varint */
-		nx += weft__wire_varint_put(extra + nx, not_sent);
+		nx += weft_wire_varint_put(extra + nx, not_sent);
 	}
 	ulen += nx;
 	flen = 1 + varint_len(ulen) + ulen;
 	hdr[nh++] = WEFT_WIRE_RECORD_TAG;
-	nh += weft__wire_varint_put(hdr + nh, flen);
+	nh += weft_wire_varint_put(hdr + nh, flen);
 	hdr[nh++] = 4u << 3 | 2u;
-	nh += weft__wire_varint_put(hdr + nh, ulen);
-	err = weft__wire_buf_reserve(b, nh + (end - i) + nx + rest);
+	nh += weft_wire_varint_put(hdr + nh, ulen);
+	err = weft_wire_buf_reserve(b, nh + (end - i) + nx + rest);
 	if (err)
 		return err;
 	memcpy(b->data + b->len, hdr, nh);
@@ -1538,10 +1538,10 @@ static char *read_file_all(const char *path, size_t *len)
 }
 
 /*
- * weft__wire_hello_init() - this process's hello.
+ * weft_wire_hello_init() - this process's hello.
  * Return: 0; -ENOMEM.
  */
-int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
+int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns)
 {
 	struct timespec mono, real;
@@ -1594,7 +1594,7 @@ int weft__wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 	return 0;
 }
 
-void weft__wire_hello_fini(weft_wire_hello_t *h)
+void weft_wire_hello_fini(weft_wire_hello_t *h)
 {
 	free(h->argv);
 	free(h->cmdline);
@@ -1618,10 +1618,10 @@ static const char *const warning_kind_names[WEFT_WARN_MAX] = {
 #undef WARN_NAME
 
 /*
- * weft__wire_header_append() - a trace file's first record.
+ * weft_wire_header_append() - a trace file's first record.
  * Return: 0; -ENOMEM.
  */
-int weft__wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
+int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
 			     uint32_t segment)
 {
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
@@ -1642,5 +1642,5 @@ int weft__wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
 	h.warning_kinds = wn;
 	f.body_case = WEFT__V1__FRAME__BODY_HEADER;
 	f.header = &h;
-	return weft__wire_record_append(b, &f);
+	return weft_wire_record_append(b, &f);
 }

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The names of the event and warning kinds (weft/probe_events.h,
+ * weft/probe.h), as the tools print them.
+ */
+#include "weft/wire.h"
+
+const char *weft_event_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define WEFT_X_CASE(name, value, label, doc)                                   \
+	case value:                                                            \
+		return label;
+		WEFT_EVENT_KINDS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}
+
+const char *weft_warning_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define WEFT_X_CASE(name, value, label)                                        \
+	case value:                                                            \
+		return label;
+		WEFT_WARNING_KINDS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}
