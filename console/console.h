@@ -516,6 +516,27 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms);
  * another negative errno when the socket directory is unusable. */
 int con_live_discover(char *target, size_t len, FILE *list);
 
+/* ------------------------------------------------------ main.c, run.c */
+
+/* What the command line asked for, beside the session's settings. */
+typedef struct con_opts_s {
+	const char *replay; /* --replay FILE; NULL: a live process */
+	const char *target; /* PID, unix:PATH, tcp://...; NULL: the only one */
+	const char *filter; /* --filter, or NULL */
+	uint64_t after_ns;  /* --after */
+	bool have_after;
+	bool once;   /* --once: one view as text */
+	bool invert; /* --invert */
+	int width;   /* --width */
+	int col;     /* --sort */
+} con_opts_t;
+
+/* run.c: attach to o->target (or the only live process); the exit
+ * status. */
+int con_run_live(con_session_t *s, const con_opts_t *o);
+/* run.c: replay the file o->replay; the exit status. */
+int con_run_replay(con_session_t *s, const con_opts_t *o);
+
 /* -------------------------------------------------------------- tty.c */
 
 /* Run the interactive UI until q; returns the exit status. */

@@ -30,6 +30,11 @@
  *
  * Nothing from a frame is trusted: indices are range-checked, strings
  * may be NULL, histograms may have any number of buckets.
+ *
+ * This file: the store, its string table and index, the frames folded
+ * in, the figures the views read.  Beside it: model_timeline.c (the
+ * timeline and its longest polls), model_sort.c (sort and filter: the
+ * list), model_retain.c (retention of finished tasks).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +42,7 @@
 #include <string.h>
 
 #include "console.h"
+#include "model_internal.h"
 
 #include "weft/wire.h"
 
@@ -156,7 +162,7 @@ static void str_set(con_model_t *m, const char **dst, const char *src)
 /* Retired tasks kept for reuse: churn costs no malloc and free. */
 #define CON_TASK_SPARE 4096
 
-static void task_free(con_model_t *m, con_task_t *t)
+void con_model_task_free(con_model_t *m, con_task_t *t)
 {
 	str_unref(m, t->name);
 	str_unref(m, t->file);
@@ -180,7 +186,7 @@ static void warning_free(con_warning_t *w)
 void con_model_fini(con_model_t *m)
 {
 	for (size_t i = 0; i < m->ntasks; i++)
-		task_free(m, m->tasks[i]);
+		con_model_task_free(m, m->tasks[i]);
 	for (size_t i = 0; i < m->nwarnings; i++)
 		warning_free(&m->warnings[i]);
 	free(m->tasks);
@@ -228,7 +234,7 @@ static void hash_put(con_task_t **hash, size_t cap, con_task_t *t)
 }
 
 /* Rebuild the index for ntasks at a load of at most a half. */
-static void hash_rebuild(con_model_t *m)
+void con_model_hash_rebuild(con_model_t *m)
 {
 	size_t cap = 1024;
 
@@ -286,7 +292,7 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	t->file = con_empty;
 	m->tasks[m->ntasks++] = t;
 	if (2 * m->ntasks + 2 > m->hash_cap)
-		hash_rebuild(m);
+		con_model_hash_rebuild(m);
 	else
 		hash_put(m->hash, m->hash_cap, t);
 	return t;
@@ -508,131 +514,6 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 	con_model_retain(m);
 }
 
-/* Make bucket number @b the newest, clearing the ones that reappear. */
-static void tl_advance(con_model_t *m, uint64_t b)
-{
-	uint64_t from = m->tl_last ? m->tl_last + 1 : b;
-
-	if (b - from >= CON_TL_BUCKETS)
-		from = b - (CON_TL_BUCKETS - 1);
-	for (uint64_t x = from; x <= b; x++) {
-		for (uint32_t i = 0; i < m->nworkers; i++) {
-			m->workers[i].tl_busy[x % CON_TL_BUCKETS] = 0;
-			m->workers[i].tl_max_poll[x % CON_TL_BUCKETS] = 0;
-		}
-		memset(&m->tl_top[x % CON_TL_BUCKETS], 0, sizeof(*m->tl_top));
-	}
-	m->tl_last = b;
-	if (b + 1 >= CON_TL_BUCKETS && b + 1 - CON_TL_BUCKETS > m->tl_first)
-		m->tl_first = b + 1 - CON_TL_BUCKETS;
-	if (!m->tl_first)
-		m->tl_first = b;
-}
-
-/* Keep @e among the bucket's CON_TL_TOP longest polls.  The common case
- * (full, and shorter than the shortest kept) is one comparison. */
-static void tl_top_add(con_tl_top_t *t, const weft_event_t *e)
-{
-	con_poll_t p = { .end_ns = e->ts,
-			 .dur_ns = e->a1,
-			 .task = e->task,
-			 .worker = e->worker };
-	size_t min = 0;
-
-	t->polls++;
-	if (t->ntop < CON_TL_TOP) {
-		t->top[t->ntop++] = p;
-		if (t->ntop < CON_TL_TOP)
-			return;
-	} else {
-		if (p.dur_ns <= t->min_dur)
-			return;
-		for (size_t i = 1; i < CON_TL_TOP; i++)
-			if (t->top[i].dur_ns < t->top[min].dur_ns)
-				min = i;
-		t->top[min] = p;
-	}
-	min = 0;
-	for (size_t i = 1; i < CON_TL_TOP; i++)
-		if (t->top[i].dur_ns < t->top[min].dur_ns)
-			min = i;
-	t->min_dur = t->top[min].dur_ns;
-}
-
-static int poll_cmp_longest(const void *a, const void *b)
-{
-	const con_poll_t *x = a, *y = b;
-
-	if (x->dur_ns != y->dur_ns)
-		return x->dur_ns > y->dur_ns ? -1 : 1;
-	return x->end_ns < y->end_ns ? -1 : x->end_ns > y->end_ns;
-}
-
-size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
-		       uint64_t *polls)
-{
-	const con_tl_top_t *t;
-
-	if (polls)
-		*polls = 0;
-	if (!m->tl_last || b > m->tl_last || b < m->tl_first ||
-	    b + CON_TL_BUCKETS <= m->tl_last)
-		return 0;
-	t = &m->tl_top[b % CON_TL_BUCKETS];
-	memcpy(out, t->top, t->ntop * sizeof(*out));
-	qsort(out, t->ntop, sizeof(*out), poll_cmp_longest);
-	if (polls)
-		*polls = t->polls;
-	return t->ntop;
-}
-
-uint64_t con_model_worst_bucket(const con_model_t *m)
-{
-	uint64_t best = 0, best_dur = 0;
-
-	if (!m->tl_last)
-		return 0;
-	for (uint64_t b = m->tl_last;
-	     b >= m->tl_first && b > 0 && b + CON_TL_BUCKETS > m->tl_last;
-	     b--) {
-		const con_tl_top_t *t = &m->tl_top[b % CON_TL_BUCKETS];
-
-		for (uint32_t i = 0; i < t->ntop; i++)
-			if (t->top[i].dur_ns > best_dur) {
-				best_dur = t->top[i].dur_ns;
-				best = b;
-			}
-	}
-	return best;
-}
-
-static void tl_poll(con_model_t *m, const weft_event_t *e)
-{
-	uint64_t end = e->ts, dur = e->a1, start;
-	con_worker_t *w;
-
-	if (e->worker >= CON_MAX_WORKERS || dur > end)
-		return;
-	start = end - dur;
-	if (end / CON_TL_BUCKET_NS > m->tl_last)
-		tl_advance(m, end / CON_TL_BUCKET_NS);
-	if (e->worker + 1u > m->nworkers)
-		m->nworkers = e->worker + 1u;
-	w = &m->workers[e->worker];
-	for (uint64_t b = start / CON_TL_BUCKET_NS; b <= end / CON_TL_BUCKET_NS;
-	     b++) {
-		uint64_t lo = b * CON_TL_BUCKET_NS, hi = lo + CON_TL_BUCKET_NS;
-		uint64_t s = start > lo ? start : lo, x = end < hi ? end : hi;
-
-		if (b < m->tl_first || b + CON_TL_BUCKETS <= m->tl_last)
-			continue; /* older than the strip */
-		w->tl_busy[b % CON_TL_BUCKETS] += x - s;
-		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
-			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
-		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);
-	}
-}
-
 static void watch_put(con_model_t *m, const weft_event_t *e)
 {
 	if (!m->watch)
@@ -688,7 +569,7 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (ev[i].kind == WEFT_EV_POLL)
-			tl_poll(m, &ev[i]);
+			con_model_tl_poll(m, &ev[i]);
 		else if (ev[i].kind == WEFT_EV_BLOCKING_START)
 			m->blocking_started++;
 		else if (ev[i].kind == WEFT_EV_BLOCKING_END)
@@ -731,355 +612,6 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
 	default:
 		break;
 	}
-}
-
-/* --------------------------------------------------------- retention */
-
-static int cmp_finished(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * The @k-th smallest of @a (0-based): a quickselect, O(n) on average, the
- * array reordered.  Median of three for the pivot: finish times come
- * nearly sorted (tasks are named in the order they finish).  Past twice
- * log2(n) rounds (an input made to defeat the pivot: quadratic, 262 ms
- * at 112,500 against 1 ms), the rest is sorted instead.
- */
-static uint64_t select_kth(uint64_t *a, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1, rounds = 0, limit = 8;
-
-	for (size_t m = n; m > 1; m >>= 1)
-		limit += 2;
-	while (lo < hi) {
-		if (++rounds > limit) {
-			qsort(a + lo, hi - lo + 1, sizeof(*a), cmp_finished);
-			break;
-		}
-		size_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
-		uint64_t x = a[lo], y = a[mid], z = a[hi], pivot, t;
-
-		pivot = x < y ? (y < z ? y : (x < z ? z : x)) :
-				(x < z ? x : (y < z ? z : y));
-		/* Hoare partition: [lo, j] <= pivot <= [i, hi]. */
-		for (;;) {
-			while (a[i] < pivot)
-				i++;
-			while (a[j] > pivot)
-				j--;
-			if (i >= j)
-				break;
-			t = a[i];
-			a[i] = a[j];
-			a[j] = t;
-			i++;
-			j--;
-		}
-		if (k <= j)
-			hi = j;
-		else
-			lo = j + 1;
-	}
-	return a[k];
-}
-
-/*
- * The finish time at and before which the oldest @excess finished tasks
- * lie, and in *@ties how many of them finished at it (the others, before
- * it): the scan is due only once an eighth of retain_max is over, so it
- * comes every retain_max / 8 finishes, and costs a pass over the tasks.
- */
-static uint64_t finished_cut(const con_model_t *m, size_t excess, size_t *ties)
-{
-	uint64_t *at = malloc(m->nfinished * sizeof(*at)), cut;
-	size_t n = 0, before = 0;
-
-	*ties = 0;
-	if (!at)
-		return 0;
-	for (size_t i = 0; i < m->ntasks && n < m->nfinished; i++)
-		if (m->tasks[i]->finished_ns)
-			at[n++] = m->tasks[i]->finished_ns;
-	if (excess > n)
-		excess = n;
-	cut = excess ? select_kth(at, n, excess - 1) : 0;
-	for (size_t i = 0; cut && i < n; i++)
-		before += at[i] < cut;
-	*ties = excess - before;
-	free(at);
-	return cut;
-}
-
-void con_model_retain(con_model_t *m)
-{
-	uint64_t oldest = 0, cut = 0;
-	size_t kept = 0, doomed = 0, ties = 0;
-	bool by_age;
-
-	/* Nothing finished, or nothing finished long enough ago: no scan
-	 * (a big process has 100,000 tasks and an update every 20 ms).
-	 * Due means an eighth of retain_ns late, so that steady churn
-	 * brings a scan every retain_ns / 8, not one per update.  Likewise
-	 * for the count: an eighth of retain_max over (a process finishing
-	 * 200,000 tasks a second would keep 1.2 million for six seconds). */
-	by_age = m->oldest_finished_ns && m->now_ns > m->oldest_finished_ns &&
-		 m->now_ns - m->oldest_finished_ns >
-			 m->retain_ns + m->retain_ns / 8;
-	if (m->retain_max && m->nfinished > m->retain_max + m->retain_max / 8) {
-		cut = finished_cut(m, m->nfinished - m->retain_max, &ties);
-	}
-	if (!by_age && !cut)
-		return;
-	for (size_t i = 0; i < m->ntasks; i++) {
-		con_task_t *t = m->tasks[i];
-
-		if (!t->finished_ns)
-			continue;
-		/* Too old, or among the oldest over the count: those that
-		 * finished before the cut, and as many at it as make up the
-		 * number. */
-		if ((m->now_ns > t->finished_ns &&
-		     m->now_ns - t->finished_ns > m->retain_ns) ||
-		    t->finished_ns < cut ||
-		    (t->finished_ns == cut && ties && ties--)) {
-			t->doomed = true;
-			doomed++;
-		} else if (!oldest || t->finished_ns < oldest) {
-			oldest = t->finished_ns;
-		}
-	}
-	m->nfinished -= doomed;
-	m->oldest_finished_ns = oldest;
-	if (!doomed)
-		return;
-	/* Out of the list and the dirty vector first: they point at it. */
-	for (size_t i = 0; i < m->nlist; i++)
-		if (!m->list[i]->doomed)
-			m->list[kept++] = m->list[i];
-	m->nlist = kept;
-	kept = 0;
-	for (size_t i = 0; i < m->ndirty; i++)
-		if (!m->dirty[i]->doomed)
-			m->dirty[kept++] = m->dirty[i];
-	m->ndirty = kept;
-	kept = 0;
-	for (size_t i = 0; i < m->ntasks; i++) {
-		con_task_t *t = m->tasks[i];
-
-		if (t->doomed) {
-			task_free(m, t);
-			continue;
-		}
-		m->tasks[kept++] = t;
-	}
-	m->ntasks = kept;
-	/* Rebuilt, not unlinked one by one: the ids are dense, so the
-	 * table holds long runs, and a backward-shift deletion walks to the
-	 * end of its run (quadratic over a batch of thousands). */
-	hash_rebuild(m);
-}
-
-/* ------------------------------------------------------ sort, filter */
-
-void con_model_set_sort(con_model_t *m, con_task_col_t col, bool invert)
-{
-	if (col >= CON_COL_MAX)
-		col = CON_COL_ID;
-	m->sort_col = col;
-	m->sort_invert = invert;
-	m->list_stale = true;
-	m->list_rebuild = true;
-}
-
-void con_model_set_filter(con_model_t *m, const char *filter)
-{
-	snprintf(m->filter, sizeof(m->filter), "%s", filter ? filter : "");
-	m->list_stale = true;
-	m->list_rebuild = true;
-}
-
-static bool contains_ci(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; *hay; hay++)
-		if (!strncasecmp(hay, needle, n))
-			return true;
-	return !n;
-}
-
-/*
- * A task matches when the filter is a substring (any case) of its name,
- * its location, its state's name, or equals its id.
- */
-bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
-{
-	char id[24];
-
-	if (!m->filter[0])
-		return true;
-	snprintf(id, sizeof(id), "%llu", (unsigned long long)t->id);
-	return contains_ci(t->name, m->filter) ||
-	       contains_ci(t->file, m->filter) ||
-	       contains_ci(con_task_state_name(t->state), m->filter) ||
-	       !strcmp(id, m->filter);
-}
-
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
-static int task_cmp(const void *pa, const void *pb, void *arg)
-{
-	const con_task_t *a = *(const con_task_t *const *)pa;
-	const con_task_t *b = *(const con_task_t *const *)pb;
-	const con_model_t *m = arg;
-	int c = 0;
-
-	switch (m->sort_col) {
-	case CON_COL_NAME:
-		c = strcmp(a->name, b->name);
-		break;
-	case CON_COL_STATE:
-		c = cmp_u64(a->state, b->state);
-		break;
-	case CON_COL_WORKER:
-		c = cmp_u64(a->last_worker, b->last_worker);
-		break;
-	case CON_COL_POLLS:
-		c = cmp_u64(a->polls, b->polls);
-		break;
-	case CON_COL_BUSY:
-		c = cmp_u64(a->busy_ns, b->busy_ns);
-		break;
-	case CON_COL_SCHED:
-		c = cmp_u64(a->scheduled_ns, b->scheduled_ns);
-		break;
-	case CON_COL_IDLE:
-		c = cmp_u64(a->idle_ns, b->idle_ns);
-		break;
-	case CON_COL_WAKES:
-		c = cmp_u64(a->wakes, b->wakes);
-		break;
-	case CON_COL_MAXPOLL:
-		c = cmp_u64(a->max_poll_ns, b->max_poll_ns);
-		break;
-	case CON_COL_WARN:
-		c = cmp_u64((uint64_t)__builtin_popcount(a->warnings),
-			    (uint64_t)__builtin_popcount(b->warnings));
-		break;
-	case CON_COL_LOCATION:
-		c = strcmp(a->file, b->file);
-		if (!c)
-			c = cmp_u64(a->line, b->line);
-		break;
-	case CON_COL_ID:
-	default:
-		break;
-	}
-	if (!c)
-		c = cmp_u64(a->id, b->id);
-	return m->sort_invert ? -c : c;
-}
-
-/* Everything: filter every task, sort them all. */
-static void list_rebuild(con_model_t *m)
-{
-	m->nlist = 0;
-	for (size_t i = 0; i < m->ntasks; i++) {
-		con_task_t *t = m->tasks[i];
-
-		t->listed = con_model_task_matches(m, t);
-		if (t->listed)
-			m->list[m->nlist++] = t;
-	}
-	if (m->nlist > 1)
-		qsort_r(m->list, m->nlist, sizeof(*m->list), task_cmp, m);
-}
-
-/*
- * Only what changed: take the dirty tasks out of the (sorted) list, sort
- * those of them that match, and merge the two runs.  The order is total
- * (ties go by id), so this gives exactly what a full sort would.
- */
-static void list_merge(con_model_t *m)
-{
-	size_t n = 0, k = 0, a = 0, b = 0, out = 0;
-
-	for (size_t i = 0; i < m->nlist; i++) {
-		con_task_t *t = (con_task_t *)m->list[i];
-
-		if (t->dirty)
-			t->listed = false;
-		else
-			m->list[n++] = t;
-	}
-	for (size_t i = 0; i < m->ndirty; i++) {
-		con_task_t *t = m->dirty[i];
-
-		t->dirty = false;
-		if (con_model_task_matches(m, t))
-			m->dirty[k++] = t;
-	}
-	if (k > 1)
-		qsort_r(m->dirty, k, sizeof(*m->dirty), task_cmp, m);
-	/* Each changed task's place by binary search, the runs between
-	 * copied whole: k log n comparisons, not n + k. */
-	for (b = 0; b < k; b++) {
-		size_t lo = a, hi = n;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (task_cmp(&m->list[mid], &m->dirty[b], m) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		memcpy(m->list_tmp + out, m->list + a,
-		       (lo - a) * sizeof(*m->list));
-		out += lo - a;
-		a = lo;
-		m->dirty[b]->listed = true;
-		m->list_tmp[out++] = m->dirty[b];
-	}
-	memcpy(m->list_tmp + out, m->list + a, (n - a) * sizeof(*m->list));
-	out += n - a;
-	{
-		const con_task_t **x = m->list;
-
-		m->list = m->list_tmp;
-		m->list_tmp = x;
-	}
-	m->nlist = out;
-}
-
-void con_model_resort(con_model_t *m)
-{
-	if (!m->list_stale)
-		return;
-	if (m->ntasks > m->list_cap) {
-		m->list_cap = m->ntasks * 2;
-		m->list = con_xreallocarray(m->list, m->list_cap,
-					    sizeof(*m->list));
-		m->list_tmp = con_xreallocarray(m->list_tmp, m->list_cap,
-						sizeof(*m->list_tmp));
-	}
-	if (m->list_rebuild) {
-		for (size_t i = 0; i < m->ndirty; i++)
-			m->dirty[i]->dirty = false;
-		list_rebuild(m);
-	} else {
-		list_merge(m);
-	}
-	m->ndirty = 0;
-	m->list_rebuild = false;
-	m->list_stale = false;
 }
 
 /* ------------------------------------------------------------ figures */
@@ -1184,8 +716,9 @@ bool con_model_is_consistent(const con_model_t *m)
 			if (con_model_task(m, m->list[i]->id) != m->list[i] ||
 			    !m->list[i]->listed)
 				return false;
-			if (i && task_cmp(&m->list[i - 1], &m->list[i],
-					  (void *)m) >= 0)
+			if (i &&
+			    con_model_task_cmp(&m->list[i - 1], &m->list[i],
+					       (void *)m) >= 0)
 				return false;
 		}
 	for (size_t i = 0; i < m->ndirty; i++)

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Between the model's files only (model.c: the store and the frames;
+ * model_timeline.c; model_sort.c: sort and filter; model_retain.c).
+ */
+#ifndef WEFT_CONSOLE_MODEL_INTERNAL_H
+#define WEFT_CONSOLE_MODEL_INTERNAL_H
+
+#include "console.h"
+
+/* Let go of a task (its strings, its histograms); kept for reuse. */
+void con_model_task_free(con_model_t *m, con_task_t *t);
+/* Rebuild the index for ntasks at a load of at most a half. */
+void con_model_hash_rebuild(con_model_t *m);
+/* A POLL event into the workers' timeline and its bucket's top polls. */
+void con_model_tl_poll(con_model_t *m, const weft_event_t *e);
+/* The list's order (qsort_r; @arg the model): the sort column, then id. */
+int con_model_task_cmp(const void *pa, const void *pb, void *arg);
+
+#endif

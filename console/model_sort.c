@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model's task list (console.h): the tasks that match the filter, in
+ * the order of the sort column, that the Tasks view reads.  Resorting
+ * takes the dirty tasks out of the list, sorts them and merges them
+ * back in; a full sort only after the sort or the filter changed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "console.h"
+#include "model_internal.h"
+
+void con_model_set_sort(con_model_t *m, con_task_col_t col, bool invert)
+{
+	if (col >= CON_COL_MAX)
+		col = CON_COL_ID;
+	m->sort_col = col;
+	m->sort_invert = invert;
+	m->list_stale = true;
+	m->list_rebuild = true;
+}
+
+void con_model_set_filter(con_model_t *m, const char *filter)
+{
+	snprintf(m->filter, sizeof(m->filter), "%s", filter ? filter : "");
+	m->list_stale = true;
+	m->list_rebuild = true;
+}
+
+static bool contains_ci(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; *hay; hay++)
+		if (!strncasecmp(hay, needle, n))
+			return true;
+	return !n;
+}
+
+/*
+ * A task matches when the filter is a substring (any case) of its name,
+ * its location, its state's name, or equals its id.
+ */
+bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
+{
+	char id[24];
+
+	if (!m->filter[0])
+		return true;
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)t->id);
+	return contains_ci(t->name, m->filter) ||
+	       contains_ci(t->file, m->filter) ||
+	       contains_ci(con_task_state_name(t->state), m->filter) ||
+	       !strcmp(id, m->filter);
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+int con_model_task_cmp(const void *pa, const void *pb, void *arg)
+{
+	const con_task_t *a = *(const con_task_t *const *)pa;
+	const con_task_t *b = *(const con_task_t *const *)pb;
+	const con_model_t *m = arg;
+	int c = 0;
+
+	switch (m->sort_col) {
+	case CON_COL_NAME:
+		c = strcmp(a->name, b->name);
+		break;
+	case CON_COL_STATE:
+		c = cmp_u64(a->state, b->state);
+		break;
+	case CON_COL_WORKER:
+		c = cmp_u64(a->last_worker, b->last_worker);
+		break;
+	case CON_COL_POLLS:
+		c = cmp_u64(a->polls, b->polls);
+		break;
+	case CON_COL_BUSY:
+		c = cmp_u64(a->busy_ns, b->busy_ns);
+		break;
+	case CON_COL_SCHED:
+		c = cmp_u64(a->scheduled_ns, b->scheduled_ns);
+		break;
+	case CON_COL_IDLE:
+		c = cmp_u64(a->idle_ns, b->idle_ns);
+		break;
+	case CON_COL_WAKES:
+		c = cmp_u64(a->wakes, b->wakes);
+		break;
+	case CON_COL_MAXPOLL:
+		c = cmp_u64(a->max_poll_ns, b->max_poll_ns);
+		break;
+	case CON_COL_WARN:
+		c = cmp_u64((uint64_t)__builtin_popcount(a->warnings),
+			    (uint64_t)__builtin_popcount(b->warnings));
+		break;
+	case CON_COL_LOCATION:
+		c = strcmp(a->file, b->file);
+		if (!c)
+			c = cmp_u64(a->line, b->line);
+		break;
+	case CON_COL_ID:
+	default:
+		break;
+	}
+	if (!c)
+		c = cmp_u64(a->id, b->id);
+	return m->sort_invert ? -c : c;
+}
+
+/* Everything: filter every task, sort them all. */
+static void list_rebuild(con_model_t *m)
+{
+	m->nlist = 0;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		con_task_t *t = m->tasks[i];
+
+		t->listed = con_model_task_matches(m, t);
+		if (t->listed)
+			m->list[m->nlist++] = t;
+	}
+	if (m->nlist > 1)
+		qsort_r(m->list, m->nlist, sizeof(*m->list), con_model_task_cmp,
+			m);
+}
+
+/*
+ * Only what changed: take the dirty tasks out of the (sorted) list, sort
+ * those of them that match, and merge the two runs.  The order is total
+ * (ties go by id), so this gives exactly what a full sort would.
+ */
+static void list_merge(con_model_t *m)
+{
+	size_t n = 0, k = 0, a = 0, b = 0, out = 0;
+
+	for (size_t i = 0; i < m->nlist; i++) {
+		con_task_t *t = (con_task_t *)m->list[i];
+
+		if (t->dirty)
+			t->listed = false;
+		else
+			m->list[n++] = t;
+	}
+	for (size_t i = 0; i < m->ndirty; i++) {
+		con_task_t *t = m->dirty[i];
+
+		t->dirty = false;
+		if (con_model_task_matches(m, t))
+			m->dirty[k++] = t;
+	}
+	if (k > 1)
+		qsort_r(m->dirty, k, sizeof(*m->dirty), con_model_task_cmp, m);
+	/* Each changed task's place by binary search, the runs between
+	 * copied whole: k log n comparisons, not n + k. */
+	for (b = 0; b < k; b++) {
+		size_t lo = a, hi = n;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (con_model_task_cmp(&m->list[mid], &m->dirty[b],
+					       m) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		memcpy(m->list_tmp + out, m->list + a,
+		       (lo - a) * sizeof(*m->list));
+		out += lo - a;
+		a = lo;
+		m->dirty[b]->listed = true;
+		m->list_tmp[out++] = m->dirty[b];
+	}
+	memcpy(m->list_tmp + out, m->list + a, (n - a) * sizeof(*m->list));
+	out += n - a;
+	{
+		const con_task_t **x = m->list;
+
+		m->list = m->list_tmp;
+		m->list_tmp = x;
+	}
+	m->nlist = out;
+}
+
+void con_model_resort(con_model_t *m)
+{
+	if (!m->list_stale)
+		return;
+	if (m->ntasks > m->list_cap) {
+		m->list_cap = m->ntasks * 2;
+		m->list = con_xreallocarray(m->list, m->list_cap,
+					    sizeof(*m->list));
+		m->list_tmp = con_xreallocarray(m->list_tmp, m->list_cap,
+						sizeof(*m->list_tmp));
+	}
+	if (m->list_rebuild) {
+		for (size_t i = 0; i < m->ndirty; i++)
+			m->dirty[i]->dirty = false;
+		list_rebuild(m);
+	} else {
+		list_merge(m);
+	}
+	m->ndirty = 0;
+	m->list_rebuild = false;
+	m->list_stale = false;
+}

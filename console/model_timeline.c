@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model's timeline (console.h): POLL events fill a per-worker strip
+ * of busy time in CON_TL_BUCKET_NS buckets, CON_TL_BUCKETS of them, the
+ * newest last; each bucket also keeps its CON_TL_TOP longest polls, for
+ * the spike view (con_model_spike, con_model_worst_bucket).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "console.h"
+#include "model_internal.h"
+
+/* Make bucket number @b the newest, clearing the ones that reappear. */
+static void tl_advance(con_model_t *m, uint64_t b)
+{
+	uint64_t from = m->tl_last ? m->tl_last + 1 : b;
+
+	if (b - from >= CON_TL_BUCKETS)
+		from = b - (CON_TL_BUCKETS - 1);
+	for (uint64_t x = from; x <= b; x++) {
+		for (uint32_t i = 0; i < m->nworkers; i++) {
+			m->workers[i].tl_busy[x % CON_TL_BUCKETS] = 0;
+			m->workers[i].tl_max_poll[x % CON_TL_BUCKETS] = 0;
+		}
+		memset(&m->tl_top[x % CON_TL_BUCKETS], 0, sizeof(*m->tl_top));
+	}
+	m->tl_last = b;
+	if (b + 1 >= CON_TL_BUCKETS && b + 1 - CON_TL_BUCKETS > m->tl_first)
+		m->tl_first = b + 1 - CON_TL_BUCKETS;
+	if (!m->tl_first)
+		m->tl_first = b;
+}
+
+/* Keep @e among the bucket's CON_TL_TOP longest polls.  The common case
+ * (full, and shorter than the shortest kept) is one comparison. */
+static void tl_top_add(con_tl_top_t *t, const weft_event_t *e)
+{
+	con_poll_t p = { .end_ns = e->ts,
+			 .dur_ns = e->a1,
+			 .task = e->task,
+			 .worker = e->worker };
+	size_t min = 0;
+
+	t->polls++;
+	if (t->ntop < CON_TL_TOP) {
+		t->top[t->ntop++] = p;
+		if (t->ntop < CON_TL_TOP)
+			return;
+	} else {
+		if (p.dur_ns <= t->min_dur)
+			return;
+		for (size_t i = 1; i < CON_TL_TOP; i++)
+			if (t->top[i].dur_ns < t->top[min].dur_ns)
+				min = i;
+		t->top[min] = p;
+	}
+	min = 0;
+	for (size_t i = 1; i < CON_TL_TOP; i++)
+		if (t->top[i].dur_ns < t->top[min].dur_ns)
+			min = i;
+	t->min_dur = t->top[min].dur_ns;
+}
+
+static int poll_cmp_longest(const void *a, const void *b)
+{
+	const con_poll_t *x = a, *y = b;
+
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns > y->dur_ns ? -1 : 1;
+	return x->end_ns < y->end_ns ? -1 : x->end_ns > y->end_ns;
+}
+
+size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
+		       uint64_t *polls)
+{
+	const con_tl_top_t *t;
+
+	if (polls)
+		*polls = 0;
+	if (!m->tl_last || b > m->tl_last || b < m->tl_first ||
+	    b + CON_TL_BUCKETS <= m->tl_last)
+		return 0;
+	t = &m->tl_top[b % CON_TL_BUCKETS];
+	memcpy(out, t->top, t->ntop * sizeof(*out));
+	qsort(out, t->ntop, sizeof(*out), poll_cmp_longest);
+	if (polls)
+		*polls = t->polls;
+	return t->ntop;
+}
+
+uint64_t con_model_worst_bucket(const con_model_t *m)
+{
+	uint64_t best = 0, best_dur = 0;
+
+	if (!m->tl_last)
+		return 0;
+	for (uint64_t b = m->tl_last;
+	     b >= m->tl_first && b > 0 && b + CON_TL_BUCKETS > m->tl_last;
+	     b--) {
+		const con_tl_top_t *t = &m->tl_top[b % CON_TL_BUCKETS];
+
+		for (uint32_t i = 0; i < t->ntop; i++)
+			if (t->top[i].dur_ns > best_dur) {
+				best_dur = t->top[i].dur_ns;
+				best = b;
+			}
+	}
+	return best;
+}
+
+void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
+{
+	uint64_t end = e->ts, dur = e->a1, start;
+	con_worker_t *w;
+
+	if (e->worker >= CON_MAX_WORKERS || dur > end)
+		return;
+	start = end - dur;
+	if (end / CON_TL_BUCKET_NS > m->tl_last)
+		tl_advance(m, end / CON_TL_BUCKET_NS);
+	if (e->worker + 1u > m->nworkers)
+		m->nworkers = e->worker + 1u;
+	w = &m->workers[e->worker];
+	for (uint64_t b = start / CON_TL_BUCKET_NS; b <= end / CON_TL_BUCKET_NS;
+	     b++) {
+		uint64_t lo = b * CON_TL_BUCKET_NS, hi = lo + CON_TL_BUCKET_NS;
+		uint64_t s = start > lo ? start : lo, x = end < hi ? end : hi;
+
+		if (b < m->tl_first || b + CON_TL_BUCKETS <= m->tl_last)
+			continue; /* older than the strip */
+		w->tl_busy[b % CON_TL_BUCKETS] += x - s;
+		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
+			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
+		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);
+	}
+}
