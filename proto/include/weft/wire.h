@@ -130,18 +130,18 @@ static inline void weft_hist_add(weft_hist_t *h, uint64_t ns)
 		h->max_ns = ns;
 }
 
-/* wire.c: buffers */
+/* record.c: buffers */
 void weft_wire_buf_fini(weft_wire_buf_t *b);
 int weft_wire_buf_reserve(weft_wire_buf_t *b, size_t more);
 
-/* wire.c: records */
+/* record.c: records */
 size_t weft_wire_varint_put(uint8_t *out, uint64_t v);
 int weft_wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
 int weft_wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
 size_t weft_wire_record_size(const Weft__V1__Frame *f);
 size_t weft_wire_record_len(const uint8_t *rec, size_t n);
 
-/* wire.c: the decoder */
+/* record.c: the decoder */
 void weft_wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
 void weft_wire_decoder_fini(weft_wire_decoder_t *d);
 int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
@@ -150,7 +150,7 @@ bool weft_wire_decoder_mid_record(const weft_wire_decoder_t *d);
 void weft_wire_frame_free(Weft__V1__Frame *f);
 const char *weft_wire_strerror(int err);
 
-/* wire.c: event batches */
+/* batch.c: event batches */
 void weft_wire_batch_init(weft_wire_batch_t *b);
 void weft_wire_batch_fini(weft_wire_batch_t *b);
 int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
@@ -159,7 +159,7 @@ int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
 int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m);
 
-/* wire.c: a collector pass's events */
+/* batch.c: a collector pass's events */
 void weft_wire_events_init(weft_wire_events_t *e);
 void weft_wire_events_fini(weft_wire_events_t *e);
 const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
@@ -167,7 +167,7 @@ const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
 int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			     const weft_event_t *ev, size_t n);
 
-/* wire.c: updates, hello, header */
+/* update.c: updates, split and recount */
 int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns);
 int weft_wire_update_append_split(weft_wire_buf_t *b,
@@ -175,6 +175,8 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   uint64_t prev_now_ns, size_t max_record);
 int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 			      size_t len, uint64_t skipped, uint64_t not_sent);
+
+/* hello.c: the hello, a trace file's header */
 int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns);
 void weft_wire_hello_fini(weft_wire_hello_t *h);

@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Update records: a collector pass's model, encoded by hand, split into
+ * several records when too large, and recounted for one subscriber
+ * (weft/wire.h has the model).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft/wire.h"
+#include "wire_private.h"
+
+/* ------------------------------------------------------------ updates */
+
+/*
+ * Update records are encoded by hand, from the probe's own structures:
+ * protobuf-c's packer walks the descriptors field by field, sizes the whole
+ * message once (get_packed_size) and then every submessage again at each
+ * level it nests at (an Update's Task's Histogram thrice), and needed the
+ * task copied into its message first.  With a task per request in every
+ * update of every stream, protobuf-c (these and the event batches) was
+ * half the collector's time (perf).
+ *
+ * The bytes are the ones protobuf-c 1.4 writes for the same message (the
+ * decoders stay protobuf-c's, and a file stays the same file): fields in
+ * number order, proto3 zeros, empty strings and empty lists left out,
+ * repeated scalars packed, a submessage written whenever it is set, even
+ * empty.  test_wire packs varied updates both ways and compares the bytes.
+ *
+ * Sizes come first, once per task: a length-delimited field needs its
+ * length before its bytes.  They are kept in a per-thread scratch array
+ * from one update to the next (calloc'ed and freed per Update, the message
+ * arrays of before were megabytes faulted in again each time).
+ */
+
+/* sint32: zigzag, as 32 bits. */
+static inline uint32_t zigzag32(int32_t v)
+{
+	return (uint32_t)v << 1 ^ (uint32_t)(v >> 31);
+}
+
+/* A double: absent when it compares equal to 0 (so -0.0 too). */
+static inline size_t double_len(unsigned field, double v)
+{
+	return v != 0 ? tag_len(field) + 8 : 0;
+}
+
+static inline uint8_t *put_double(uint8_t *p, unsigned field, double v)
+{
+	uint64_t bits;
+
+	if (v == 0)
+		return p;
+	memcpy(&bits, &v, sizeof(bits));
+	p = put_tag(p, field, WT_I64);
+	for (unsigned i = 0; i < 8; i++)
+		*p++ = (uint8_t)(bits >> (8 * i));
+	return p;
+}
+
+/*
+ * The sizes and the writes are two codings of one message: a record
+ * written longer than it was sized has run past the room reserved for
+ * it.  A broken invariant, so abort (not weft_panic(): the fuzzers build
+ * this file without the runtime).
+ */
+static void check_written(const char *what, const uint8_t *start,
+			  const uint8_t *end, size_t sized)
+{
+	if ((size_t)(end - start) != sized) {
+		fprintf(stderr, "weft: wire: %s sized %zu bytes, written %zu\n",
+			what, sized, (size_t)(end - start));
+		abort();
+	}
+}
+
+/* A string (of @len bytes): absent when empty. */
+static inline size_t str_len(unsigned field, size_t len)
+{
+	return len ? tag_len(field) + varint_len(len) + len : 0;
+}
+
+static inline uint8_t *put_str(uint8_t *p, unsigned field, const char *s,
+			       size_t len)
+{
+	if (len) {
+		p = put_tag(p, field, WT_LEN);
+		p = put_varint(p, len);
+		memcpy(p, s, len);
+		p += len;
+	}
+	return p;
+}
+
+static size_t cstr_len(const char *s)
+{
+	return s ? strlen(s) : 0;
+}
+
+/* Histogram */
+
+static size_t hist_len(const weft_hist_t *h)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		n += varint_len(h->buckets[i]);
+	return sub_len(1, n) + uint_len(2, h->count) + uint_len(3, h->sum_ns) +
+	       uint_len(4, h->max_ns) + uint_len(5, h->outliers);
+}
+
+static uint8_t *put_hist(uint8_t *p, const weft_hist_t *h)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		n += varint_len(h->buckets[i]);
+	p = put_sub(p, 1, n);
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		p = put_varint(p, h->buckets[i]);
+	p = put_uint(p, 2, h->count);
+	p = put_uint(p, 3, h->sum_ns);
+	p = put_uint(p, 4, h->max_ns);
+	return put_uint(p, 5, h->outliers);
+}
+
+/* Task */
+
+/* A task's sizes, from the size pass to the write. */
+struct task_size {
+	size_t body;       /* the Task message */
+	size_t name, file; /* string lengths */
+	size_t hist[2];    /* poll_hist, sched_hist bodies */
+	bool is_new, is_finished;
+};
+
+static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
+{
+	size_t n;
+
+	s->name = cstr_len(t->name);
+	s->file = cstr_len(t->file);
+	n = uint_len(1, t->id) + uint_len(2, t->parent) + str_len(3, s->name) +
+	    str_len(4, s->file) + uint_len(5, t->line) +
+	    uint_len(6, t->state_size) + uint_len(7, t->kind) +
+	    uint_len(8, t->state) + uint_len(9, t->last_worker) +
+	    uint_len(10, zigzag32(t->status)) + uint_len(11, t->spawned_ns) +
+	    uint_len(12, t->finished_ns) + uint_len(13, t->polls) +
+	    uint_len(14, t->busy_ns) + uint_len(15, t->scheduled_ns) +
+	    uint_len(16, t->idle_ns) + uint_len(17, t->wakes) +
+	    uint_len(18, t->self_wakes) + uint_len(19, t->waker_clones) +
+	    uint_len(20, t->waker_drops) + uint_len(21, t->max_poll_ns) +
+	    uint_len(22, t->warnings) + uint_len(23, t->locks_held);
+	if (t->poll_hist) {
+		s->hist[0] = hist_len(t->poll_hist);
+		n += sub_len(24, s->hist[0]);
+	}
+	if (t->sched_hist) {
+		s->hist[1] = hist_len(t->sched_hist);
+		n += sub_len(25, s->hist[1]);
+	}
+	return s->body = n;
+}
+
+static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
+			 const struct task_size *s)
+{
+	p = put_sub(p, 2, s->body); /* Update.tasks */
+	p = put_uint(p, 1, t->id);
+	p = put_uint(p, 2, t->parent);
+	p = put_str(p, 3, t->name, s->name);
+	p = put_str(p, 4, t->file, s->file);
+	p = put_uint(p, 5, t->line);
+	p = put_uint(p, 6, t->state_size);
+	p = put_uint(p, 7, t->kind);
+	p = put_uint(p, 8, t->state);
+	p = put_uint(p, 9, t->last_worker);
+	p = put_uint(p, 10, zigzag32(t->status));
+	p = put_uint(p, 11, t->spawned_ns);
+	p = put_uint(p, 12, t->finished_ns);
+	p = put_uint(p, 13, t->polls);
+	p = put_uint(p, 14, t->busy_ns);
+	p = put_uint(p, 15, t->scheduled_ns);
+	p = put_uint(p, 16, t->idle_ns);
+	p = put_uint(p, 17, t->wakes);
+	p = put_uint(p, 18, t->self_wakes);
+	p = put_uint(p, 19, t->waker_clones);
+	p = put_uint(p, 20, t->waker_drops);
+	p = put_uint(p, 21, t->max_poll_ns);
+	p = put_uint(p, 22, t->warnings);
+	p = put_uint(p, 23, t->locks_held);
+	if (t->poll_hist) {
+		p = put_sub(p, 24, s->hist[0]);
+		p = put_hist(p, t->poll_hist);
+	}
+	if (t->sched_hist) {
+		p = put_sub(p, 25, s->hist[1]);
+		p = put_hist(p, t->sched_hist);
+	}
+	return p;
+}
+
+/* Worker, WorkerCounters */
+
+static size_t counters_len(const weft_worker_metrics_t *k)
+{
+	return uint_len(1, k->polls) + uint_len(2, k->steals) +
+	       uint_len(3, k->steal_ops) + uint_len(4, k->parks) +
+	       uint_len(5, k->unparks) + uint_len(6, k->noop_wakes) +
+	       uint_len(7, k->local_schedules) +
+	       uint_len(8, k->lifo_schedules) +
+	       uint_len(9, k->global_schedules) +
+	       uint_len(10, k->remote_schedules) + uint_len(11, k->overflows) +
+	       uint_len(12, k->spawned) + uint_len(13, k->completed) +
+	       uint_len(14, k->busy_ns) + uint_len(15, k->forced_yields) +
+	       uint_len(16, k->local_queue_depth);
+}
+
+/* stolen_from: one count per worker of the update, at most 64. */
+static size_t stolen_len(const weft_probe_worker_t *w, size_t n)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		len += varint_len(w->stolen_from[i]);
+	return len;
+}
+
+static size_t worker_len(const weft_probe_worker_t *w, size_t nstolen)
+{
+	size_t n =
+		uint_len(1, w->index) + uint_len(2, w->state) +
+		uint_len(3, w->current_task) + uint_len(4, w->poll_started_ns) +
+		sub_len(5, counters_len(&w->counters)) +
+		double_len(6, w->polls_per_s) + double_len(7, w->steals_per_s) +
+		double_len(8, w->steal_rate) + double_len(9, w->busy_ratio) +
+		uint_len(10, w->mean_poll_ns) + uint_len(11, w->max_poll_ns) +
+		uint_len(12, w->queue_depth);
+
+	if (nstolen)
+		n += sub_len(13, stolen_len(w, nstolen));
+	return n;
+}
+
+static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
+			   size_t nstolen)
+{
+	const weft_worker_metrics_t *k = &w->counters;
+
+	p = put_sub(p, 3, worker_len(w, nstolen)); /* Update.workers */
+	p = put_uint(p, 1, w->index);
+	p = put_uint(p, 2, w->state);
+	p = put_uint(p, 3, w->current_task);
+	p = put_uint(p, 4, w->poll_started_ns);
+	p = put_sub(p, 5, counters_len(k));
+	p = put_uint(p, 1, k->polls);
+	p = put_uint(p, 2, k->steals);
+	p = put_uint(p, 3, k->steal_ops);
+	p = put_uint(p, 4, k->parks);
+	p = put_uint(p, 5, k->unparks);
+	p = put_uint(p, 6, k->noop_wakes);
+	p = put_uint(p, 7, k->local_schedules);
+	p = put_uint(p, 8, k->lifo_schedules);
+	p = put_uint(p, 9, k->global_schedules);
+	p = put_uint(p, 10, k->remote_schedules);
+	p = put_uint(p, 11, k->overflows);
+	p = put_uint(p, 12, k->spawned);
+	p = put_uint(p, 13, k->completed);
+	p = put_uint(p, 14, k->busy_ns);
+	p = put_uint(p, 15, k->forced_yields);
+	p = put_uint(p, 16, k->local_queue_depth);
+	p = put_double(p, 6, w->polls_per_s);
+	p = put_double(p, 7, w->steals_per_s);
+	p = put_double(p, 8, w->steal_rate);
+	p = put_double(p, 9, w->busy_ratio);
+	p = put_uint(p, 10, w->mean_poll_ns);
+	p = put_uint(p, 11, w->max_poll_ns);
+	p = put_uint(p, 12, w->queue_depth);
+	if (nstolen) {
+		p = put_sub(p, 13, stolen_len(w, nstolen));
+		for (size_t i = 0; i < nstolen; i++)
+			p = put_varint(p, w->stolen_from[i]);
+	}
+	return p;
+}
+
+/* Warning (detail is a char array: bounded by it, not trusted to end). */
+
+static size_t warning_len(const weft_probe_warning_t *w)
+{
+	return uint_len(1, w->seq) + uint_len(2, w->kind) +
+	       uint_len(3, w->worker) + uint_len(4, w->task) +
+	       str_len(5, cstr_len(w->task_name)) +
+	       str_len(6, cstr_len(w->file)) + uint_len(7, w->line) +
+	       uint_len(8, w->at_ns) + uint_len(9, w->value_ns) +
+	       str_len(10, strnlen(w->detail, sizeof(w->detail)));
+}
+
+static uint8_t *put_warning(uint8_t *p, const weft_probe_warning_t *w)
+{
+	p = put_sub(p, 4, warning_len(w)); /* Update.warnings */
+	p = put_uint(p, 1, w->seq);
+	p = put_uint(p, 2, w->kind);
+	p = put_uint(p, 3, w->worker);
+	p = put_uint(p, 4, w->task);
+	p = put_str(p, 5, w->task_name, cstr_len(w->task_name));
+	p = put_str(p, 6, w->file, cstr_len(w->file));
+	p = put_uint(p, 7, w->line);
+	p = put_uint(p, 8, w->at_ns);
+	p = put_uint(p, 9, w->value_ns);
+	return put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
+}
+
+/* Stats */
+
+static size_t stats_len(const weft_probe_stats_t *s)
+{
+	return uint_len(1, s->now_ns) + uint_len(2, s->start_ns) +
+	       uint_len(3, s->workers) + uint_len(4, s->live_tasks) +
+	       uint_len(5, s->spawned_tasks) +
+	       uint_len(6, s->global_queue_depth) + uint_len(7, s->events) +
+	       uint_len(8, s->events_dropped) + uint_len(9, s->warnings) +
+	       double_len(10, s->events_per_s) +
+	       double_len(11, s->polls_per_s) +
+	       double_len(12, s->steals_per_s) +
+	       str_len(13, cstr_len(s->clock)) +
+	       uint_len(14, s->collector_cpu_ns) +
+	       double_len(15, s->collector_cpu) +
+	       uint_len(16, s->blocking_busy) +
+	       uint_len(17, s->blocking_queued) +
+	       uint_len(18, s->blocking_jobs) +
+	       uint_len(19, s->tasks_end_unseen);
+}
+
+static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
+{
+	p = put_sub(p, 1, stats_len(s)); /* Update.stats */
+	p = put_uint(p, 1, s->now_ns);
+	p = put_uint(p, 2, s->start_ns);
+	p = put_uint(p, 3, s->workers);
+	p = put_uint(p, 4, s->live_tasks);
+	p = put_uint(p, 5, s->spawned_tasks);
+	p = put_uint(p, 6, s->global_queue_depth);
+	p = put_uint(p, 7, s->events);
+	p = put_uint(p, 8, s->events_dropped);
+	p = put_uint(p, 9, s->warnings);
+	p = put_double(p, 10, s->events_per_s);
+	p = put_double(p, 11, s->polls_per_s);
+	p = put_double(p, 12, s->steals_per_s);
+	p = put_str(p, 13, s->clock, cstr_len(s->clock));
+	p = put_uint(p, 14, s->collector_cpu_ns);
+	p = put_double(p, 15, s->collector_cpu);
+	p = put_uint(p, 16, s->blocking_busy);
+	p = put_uint(p, 17, s->blocking_queued);
+	p = put_uint(p, 18, s->blocking_jobs);
+	return put_uint(p, 19, s->tasks_end_unseen);
+}
+
+/* The per-thread scratch: one task_size per task of the update. */
+struct update_scratch {
+	struct task_size *sizes;
+	size_t cap;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct update_scratch scratch_tls;
+
+static void scratch_free(void *arg)
+{
+	struct update_scratch *s = arg;
+
+	free(s->sizes);
+	memset(s, 0, sizeof(*s));
+}
+
+static void scratch_key_create(void)
+{
+	(void)pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* Return: room for @n task sizes (freed when the thread exits), or NULL. */
+static struct task_size *scratch_sizes(size_t n)
+{
+	struct update_scratch *s = &scratch_tls;
+
+	pthread_once(&scratch_once, scratch_key_create);
+	if (!pthread_getspecific(scratch_key) &&
+	    pthread_setspecific(scratch_key, s))
+		return NULL;
+	/* Grown as needed; shrunk when far larger (a full update of every
+	 * task kept, then thousands of times less each pass). */
+	if (n + 1 > s->cap || (s->cap > 65536 && s->cap / 8 > n + 1)) {
+		size_t cap = n + 1 + n / 2;
+		struct task_size *z = realloc(s->sizes, cap * sizeof(*z));
+
+		if (!z && n + 1 > s->cap)
+			return NULL;
+		if (z) {
+			s->sizes = z;
+			s->cap = cap;
+		}
+	}
+	return s->sizes;
+}
+
+/* An update being encoded: what update_part() needs besides the range. */
+struct update_enc {
+	const weft_probe_update_t *u;
+	const struct task_size *sz;
+	size_t base; /* stats, workers, warnings and full: the first part's */
+	size_t nstolen;
+};
+
+/* Update.new_tasks or finished_tasks over tasks [@i, @k): payload bytes. */
+static size_t ids_len(const struct update_enc *e, size_t i, size_t k,
+		      bool finished)
+{
+	size_t n = 0;
+
+	for (; i < k; i++)
+		if (finished ? e->sz[i].is_finished : e->sz[i].is_new)
+			n += varint_len(e->u->tasks[i]->id);
+	return n;
+}
+
+/* Writes what ids_len() sized (@n payload bytes). */
+static uint8_t *put_ids(uint8_t *p, const struct update_enc *e, size_t i,
+			size_t k, bool finished, size_t n)
+{
+	if (!n)
+		return p;
+	p = put_sub(p, finished ? 7 : 6, n);
+	for (; i < k; i++)
+		if (finished ? e->sz[i].is_finished : e->sz[i].is_new)
+			p = put_varint(p, e->u->tasks[i]->id);
+	return p;
+}
+
+/*
+ * Appends one Update record holding tasks [@i, @k) (and, when @first,
+ * the stats, workers, warnings and full flag).  Return: 0; -ENOMEM;
+ * -EMSGSIZE (the Frame would exceed @max); @b unchanged on error.
+ */
+static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
+		       size_t k, bool first, size_t max)
+{
+	const weft_probe_update_t *u = e->u;
+	size_t nnew = ids_len(e, i, k, false), nfin = ids_len(e, i, k, true);
+	size_t ulen = first ? e->base : 0, flen;
+	uint8_t *p, *start;
+	int err;
+
+	for (size_t j = i; j < k; j++)
+		ulen += sub_len(2, e->sz[j].body);
+	if (nnew)
+		ulen += sub_len(6, nnew);
+	if (nfin)
+		ulen += sub_len(7, nfin);
+	flen = sub_len(4, ulen); /* Frame.update */
+	if (flen > max)
+		return -EMSGSIZE;
+	err = weft_wire_buf_reserve(b, 1 + varint_len(flen) + flen);
+	if (err)
+		return err;
+	p = start = b->data + b->len;
+	*p++ = WEFT_WIRE_RECORD_TAG;
+	p = put_varint(p, flen);
+	p = put_sub(p, 4, ulen);
+	if (first && u->stats)
+		p = put_stats(p, u->stats);
+	for (size_t j = i; j < k; j++)
+		p = put_task(p, u->tasks[j], &e->sz[j]);
+	if (first) {
+		for (size_t j = 0; j < u->nworkers; j++)
+			p = put_worker(p, &u->workers[j], e->nstolen);
+		for (size_t j = 0; j < u->nwarnings; j++)
+			p = put_warning(p, &u->warnings[j]);
+		p = put_uint(p, 5, u->full);
+	}
+	p = put_ids(p, e, i, k, false, nnew);
+	p = put_ids(p, e, i, k, true, nfin);
+	check_written("Update", start, p, 1 + varint_len(flen) + flen);
+	b->len += (size_t)(p - start);
+	return 0;
+}
+
+/* Room kept free in each part for weft_wire_update_recount()'s two
+ * varint fields and the frame's own tag and length. */
+#define PART_SLACK 64u
+
+/*
+ * Splits an update (whose task list makes it larger than @max_record)
+ * into several records: the first carries everything but the tasks that
+ * do not fit (full stays as it was), the others only tasks, with full
+ * unset.
+ */
+static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
+			size_t max_record)
+{
+	size_t nt = e->u->ntasks, start = b->len, i = 0;
+	bool first = true;
+	int err = 0;
+
+	if (max_record <= 2 * PART_SLACK)
+		return -EMSGSIZE;
+	while (!err && (first || i < nt)) {
+		size_t used = (first ? e->base : 0) + PART_SLACK, k = i;
+
+		while (k < nt) {
+			size_t cost = sub_len(2, e->sz[k].body);
+
+			/* Its id in new_tasks / finished_tasks, if any. */
+			if (e->sz[k].is_new)
+				cost += 11;
+			if (e->sz[k].is_finished)
+				cost += 11;
+			if (used + cost > max_record)
+				break;
+			used += cost;
+			k++;
+		}
+		if (k == i && !first) {
+			err = -EMSGSIZE; /* one task alone is too big */
+			break;
+		}
+		if (first && e->base + PART_SLACK > max_record) {
+			err = -EMSGSIZE; /* too big without any task */
+			break;
+		}
+		err = update_part(b, e, i, k, first, max_record);
+		i = k;
+		first = false;
+	}
+	if (err)
+		b->len = start;
+	return err;
+}
+
+/*
+ * weft_wire_update_append() - one collector pass as an Update record.
+ * @prev_now_ns: the previous update's time: tasks spawned after it are
+ * listed as new (0: none are).
+ *
+ * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
+ */
+int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			     uint64_t prev_now_ns)
+{
+	return weft_wire_update_append_split(b, u, prev_now_ns, 0);
+}
+
+/*
+ * weft_wire_update_append_split() - weft_wire_update_append() that
+ * splits an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD)
+ * into several records, appended back to back: the first carries the
+ * stats, workers, warnings, the full flag and the tasks that fit; each
+ * of the others only more tasks (full unset).  A reader applies them in
+ * order, as one update.
+ *
+ * Return: 0; -ENOMEM; -EMSGSIZE (one task alone, or everything but the
+ * tasks, exceeds @max_record); @b unchanged on error.
+ */
+int weft_wire_update_append_split(weft_wire_buf_t *b,
+				   const weft_probe_update_t *u,
+				   uint64_t prev_now_ns, size_t max_record)
+{
+	struct update_enc e = { .u = u };
+	struct task_size *sz = scratch_sizes(u->ntasks);
+	size_t nt = u->ntasks;
+	int err;
+
+	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
+		max_record = WEFT_WIRE_MAX_RECORD;
+	if (!sz)
+		return -ENOMEM;
+	for (size_t i = 0; i < nt; i++) {
+		const weft_probe_task_t *t = u->tasks[i];
+
+		task_len(t, &sz[i]);
+		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
+		sz[i].is_finished = t->finished_ns &&
+				    t->finished_ns > prev_now_ns;
+	}
+	e.sz = sz;
+	e.nstolen = u->nworkers < 64 ? u->nworkers : 64;
+	if (u->stats)
+		e.base += sub_len(1, stats_len(u->stats));
+	for (size_t i = 0; i < u->nworkers; i++)
+		e.base += sub_len(3, worker_len(&u->workers[i], e.nstolen));
+	for (size_t i = 0; i < u->nwarnings; i++)
+		e.base += sub_len(4, warning_len(&u->warnings[i]));
+	e.base += uint_len(5, u->full);
+
+	/*
+	 * Whole, it keeps the parts' slack too: weft_wire_update_recount()
+	 * may add to it, and readers hold every record to the cap.
+	 */
+	err = update_part(b, &e, 0, nt, true,
+			  max_record > 2 * PART_SLACK ?
+				  max_record - PART_SLACK :
+				  max_record);
+	if (err == -EMSGSIZE && nt)
+		err = update_split(b, &e, max_record);
+	return err;
+}
+
+/*
+ * weft_wire_update_recount() - Update records again, with one
+ * subscriber's updates_skipped and events_not_sent set in the first.
+ * @rec, @len: whole records from weft_wire_update_append_split(); the
+ * first is an Update, the others are copied as they are.
+ *
+ * The fields are appended to the Update's bytes (protobuf keeps the last
+ * value of a repeated scalar field), so the record is re-framed, not
+ * re-encoded: the cost is a copy.
+ *
+ * Return: 0; -EINVAL (not an Update record); -ENOMEM (@b unchanged).
+ */
+int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
+			      size_t len, uint64_t skipped, uint64_t not_sent)
+{
+	uint8_t extra[2 * 11], hdr[2 * 11];
+	uint64_t flen, ulen;
+	size_t i = 1, k, nx = 0, nh = 0, end, rest;
+	int err;
+
+	if (len < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
+		return -EINVAL;
+	k = varint_get(rec + i, len - i, &flen);
+	if (!k || flen > len - i - k)
+		return -EINVAL;
+	i += k;
+	end = i + (size_t)flen; /* the first record's end */
+	rest = len - end;
+	/* Frame.update: field 4, length-delimited. */
+	if (i >= end || rec[i] != (4u << 3 | 2u))
+		return -EINVAL;
+	i++;
+	k = varint_get(rec + i, end - i, &ulen);
+	if (!k || ulen != end - i - k)
+		return -EINVAL;
+	i += k;
+	if (skipped) {
+		extra[nx++] = 8u << 3; /* Update.updates_skipped, varint */
+		nx += weft_wire_varint_put(extra + nx, skipped);
+	}
+	if (not_sent) {
+		extra[nx++] = 9u << 3; /* Update.events_not_sent, varint */
+		nx += weft_wire_varint_put(extra + nx, not_sent);
+	}
+	ulen += nx;
+	flen = 1 + varint_len(ulen) + ulen;
+	hdr[nh++] = WEFT_WIRE_RECORD_TAG;
+	nh += weft_wire_varint_put(hdr + nh, flen);
+	hdr[nh++] = 4u << 3 | 2u;
+	nh += weft_wire_varint_put(hdr + nh, ulen);
+	err = weft_wire_buf_reserve(b, nh + (end - i) + nx + rest);
+	if (err)
+		return err;
+	memcpy(b->data + b->len, hdr, nh);
+	memcpy(b->data + b->len + nh, rec + i, end - i);
+	memcpy(b->data + b->len + nh + (end - i), extra, nx);
+	memcpy(b->data + b->len + nh + (end - i) + nx, rec + end, rest);
+	b->len += nh + (end - i) + nx + rest;
+	return 0;
+}
