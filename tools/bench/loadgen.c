@@ -31,7 +31,6 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,8 +38,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "tool_util.h"
 
 #define MAX_CONNS 10000
 #define MAX_MSG (1u << 20)
@@ -83,26 +83,7 @@ static uint64_t t_measure, t_end;
 
 /* -------------------------------------------------------------- helpers */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-__attribute__((noreturn, format(printf, 2, 3))) static void
-die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("weft-loadgen: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
+#define die(status, ...) tool_die(status, "weft-loadgen", __VA_ARGS__)
 
 /* malloc(n * size), rejecting zero sizes and overflow; never fails. */
 static void *xmallocarray(size_t n, size_t size)
@@ -229,7 +210,7 @@ static void on_readable(struct conn *c, size_t size)
 			die(1, "conn %u: recv: %s", c->id, strerror(errno));
 		}
 	}
-	now = now_ns();
+	now = tool_now_ns();
 	if (c->written != size)
 		die(2, "conn %u: echo came back before the message was sent",
 		    c->id);
@@ -297,18 +278,11 @@ static unsigned long parse_ulong(const char *opt, const char *s,
 				 unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		goto out_bad;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		goto out_bad;
+	if (!tool_parse_ulong(s, min, max, &v))
+		die(2, "bad value for %s: '%s' (want %lu..%lu)", opt, s, min,
+		    max);
 	return v;
-
-out_bad:
-	die(2, "bad value for %s: '%s' (want %lu..%lu)", opt, s, min, max);
 }
 
 static double parse_secs(const char *opt, const char *s, double min)
@@ -408,14 +382,14 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < o.conns; i++)
 		conn_open(&conns[i], i, &o);
 
-	t0 = now_ns();
+	t0 = tool_now_ns();
 	t_measure = t0 + (uint64_t)(o.warmup * 1e9);
 	t_end = t_measure + (uint64_t)(o.duration * 1e9);
 	for (unsigned i = 0; i < o.conns; i++)
-		send_next(&conns[i], o.size, now_ns());
+		send_next(&conns[i], o.size, tool_now_ns());
 
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = tool_now_ns();
 		int n;
 
 		if (now >= t_end)

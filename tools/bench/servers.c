@@ -7,29 +7,31 @@
  *
  *   echo-server  reads up to 4 KiB and writes it back (write_all), until
  *                end of stream or an error: Tokio's echo_conn().
- *   http-server  hand-written HTTP/1.1 keep-alive: every request ends at
- *                "\r\n\r\n" (no bodies); each is answered with the same
- *                fixed 200 "Hello, World!" response, pipelined requests in
- *                order and with one write per read: Tokio's http_conn().
- *                A header that fills the 8 KiB buffer closes the
- *                connection.
+ *   http-server  HTTP/1.1 keep-alive: the requests are framed by the
+ *                tools' parser (tools/net/http_parse.c; a Content-Length
+ *                body is skipped); each is answered with the same fixed
+ *                200 "Hello, World!" response, pipelined requests in order
+ *                and with one write per read: Tokio's http_conn().  A
+ *                malformed request, or a head that fills the 8 KiB
+ *                buffer, closes the connection.
  *
  * Both listen on 127.0.0.1:PORT, set TCP_NODELAY on every connection and
  * run until killed, on 2 workers unless --workers says otherwise (the
- * anchors run Tokio with 2).  An accept error is reported and retried
- * after 10 ms, as in the anchor.
+ * anchors run Tokio with 2).  The listener and the acceptor are the
+ * tools' (tools/net/tcp_listen.c): an accept error is reported and
+ * retried after 10 ms, as in the anchor.
  *
  * Exit status: 1 when the runtime or the listener cannot be set up; 2 for
  * a usage error.
  */
-#define _GNU_SOURCE /* memmem */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "http_parse.h"
+#include "tcp_listen.h"
+#include "tool_util.h"
 
 #define ECHO_BUF 4096
 #define HTTP_MAX_HEADER 8192
@@ -104,18 +106,29 @@ struct http_conn {
 };
 
 /*
- * Consumes the complete requests at the start of the buffer (each ends at
- * "\r\n\r\n") and counts them as owed responses.
- * Return: false when a request header fills the whole buffer.
+ * Consumes the complete requests at the start of the buffer (blank lines
+ * before one are skipped, RFC 9112 2.2) and counts them as owed responses.
+ * Return: false for a malformed request, or when a request fills the
+ * whole buffer.
  */
-static bool http_parse(struct http_conn *c)
+static bool http_frame(struct http_conn *c)
 {
-	size_t start = 0;
-	const char *end;
+	http_request_t req;
+	size_t start = 0, left;
 
-	while ((end = memmem(c->buf + start, c->filled - start, "\r\n\r\n",
-			     4))) {
-		start = (size_t)(end - c->buf) + 4;
+	for (;;) {
+		while (c->filled - start >= 2 && c->buf[start] == '\r' &&
+		       c->buf[start + 1] == '\n')
+			start += 2;
+		left = c->filled - start;
+		if (left == 0 || http_parse_request(c->buf + start, left,
+						    &req) == HTTP_PARSE_MORE)
+			break;
+		if (req.error)
+			return false;
+		if (req.body_len > left - req.head_len)
+			break; /* its body is still coming */
+		start += req.head_len + req.body_len;
 		c->pending++;
 	}
 	if (start > 0) {
@@ -139,7 +152,7 @@ static weft_poll_t http_conn_poll(void *arg, weft_cx_t *cx)
 		if (c->n <= 0)
 			break;
 		c->filled += (size_t)c->n;
-		if (!http_parse(c))
+		if (!http_frame(c))
 			break;
 		/* One write per batch (one in all, unless > 64 pipelined). */
 		while (c->pending > 0) {
@@ -167,98 +180,48 @@ static void http_conn_drop(void *arg)
 	weft_stream_close(c->s);
 }
 
-/* ------------------------------------------------------------ acceptor */
+/* ---------------------------------------------------------- connections */
 
-struct acceptor {
-	int weft_pc;
-	weft_listener_t *l;
-	bool http;
-	weft_stream_t *s;
-	int status;
-	weft_sleep_t backoff;
-};
-
-/* Hands @s to a new connection task, or closes it. */
-static void spawn_conn(struct acceptor *a, weft_stream_t *s)
+static void conn_spawn(weft_stream_t *s, weft_spawn_t *spec)
 {
-	weft_spawn_t spec = {
-		.name = a->http ? "http-conn" : "echo-conn",
-		.file = __FILE__,
-		.line = __LINE__,
-	};
-	struct echo_conn echo = { .s = s };
-	struct http_conn http = { .s = s };
 	int err;
 
-	if (a->http) {
-		spec.poll = http_conn_poll;
-		spec.drop = http_conn_drop;
-		spec.state = &http;
-		spec.size = sizeof(http);
-	} else {
-		spec.poll = echo_conn_poll;
-		spec.drop = echo_conn_drop;
-		spec.state = &echo;
-		spec.size = sizeof(echo);
-	}
-	/* Tokio's servers set it too (anchors: `s.set_nodelay(true)`). */
-	weft_stream_set_nodelay(s, true);
-	err = weft_spawn_with(NULL, &spec, NULL);
+	spec->file = __FILE__;
+	spec->line = __LINE__;
+	err = weft_spawn_with(NULL, spec, NULL);
 	if (err) {
 		fprintf(stderr, "weft-bench: spawn: %s\n", strerror(-err));
 		weft_stream_close(s);
 	}
 }
 
-static weft_poll_t acceptor_poll(void *arg, weft_cx_t *cx)
+/* tcp_conn_fn of echo-server: a task per connection. */
+static void echo_conn_spawn(weft_stream_t *s, void *arg)
 {
-	struct acceptor *a = arg;
+	struct echo_conn c = { .s = s };
 
-	WEFT_ASYNC_BEGIN(a);
-	for (;;) {
-		WEFT_AWAIT(a,
-			   weft_listener_accept(a->l, cx, &a->s, &a->status));
-		if (a->status == 0) {
-			spawn_conn(a, a->s);
-			a->s = NULL;
-			continue;
-		}
-		fprintf(stderr, "weft-bench: accept: %s\n",
-			strerror(-a->status));
-		if (a->status == -ESHUTDOWN)
-			break;
-		weft_sleep_init(&a->backoff, WEFT_MSEC(10));
-		WEFT_AWAIT(a, weft_sleep_poll(&a->backoff, cx));
-		weft_sleep_fini(&a->backoff);
-	}
-	WEFT_ASYNC_END(a);
+	(void)arg;
+	conn_spawn(s, &(weft_spawn_t){ .poll = echo_conn_poll,
+				       .drop = echo_conn_drop,
+				       .state = &c,
+				       .size = sizeof(c),
+				       .name = "echo-conn" });
 }
 
-static void acceptor_drop(void *arg)
+/* tcp_conn_fn of http-server. */
+static void http_conn_spawn(weft_stream_t *s, void *arg)
 {
-	struct acceptor *a = arg;
+	struct http_conn c = { .s = s };
 
-	weft_sleep_fini(&a->backoff);
-	weft_listener_close(a->l);
+	(void)arg;
+	conn_spawn(s, &(weft_spawn_t){ .poll = http_conn_poll,
+				       .drop = http_conn_drop,
+				       .state = &c,
+				       .size = sizeof(c),
+				       .name = "http-conn" });
 }
 
 /* --------------------------------------------------------------- setup */
-
-struct listen_state {
-	const char *addr;
-	weft_listener_t *l;
-	int err;
-};
-
-/* Runs under weft_block_on() so that the listener binds to the runtime. */
-static weft_poll_t listen_poll(void *arg, weft_cx_t *cx)
-{
-	struct listen_state *ls = arg;
-
-	(void)cx;
-	ls->err = weft_tcp_listen(ls->addr, 0, &ls->l);
-	return WEFT_READY;
-}
 
 static void server_usage(FILE *f)
 {
@@ -277,63 +240,44 @@ static void server_usage(FILE *f)
 		SERVER_WORKERS);
 }
 
-__attribute__((noreturn, format(printf, 1, 2))) static void
-server_usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("weft-bench: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
+#define server_usage_error(...) tool_die(2, "weft-bench", __VA_ARGS__)
 
 static unsigned long parse_number(const char *what, const char *s,
 				  unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		goto out_bad;
-	v = strtoul(s, &end, 10);
-	if (errno || *end != '\0' || v < min || v > max)
-		goto out_bad;
+	if (!tool_parse_ulong(s, min, max, &v))
+		server_usage_error("bad %s: '%s' (want %lu..%lu)", what, s, min,
+				   max);
 	return v;
-
-out_bad:
-	server_usage_error("bad %s: '%s' (want %lu..%lu)", what, s, min, max);
 }
 
 int bench_server_main(int argc, char **argv)
 {
 	weft_config_t config = { .workers = SERVER_WORKERS };
-	struct listen_state ls = { 0 };
-	struct acceptor a = { 0 };
-	const char *port_arg = NULL;
+	/* argv[0] is the subcommand. */
+	struct tcp_acceptor_spec a = {
+		.prog = "weft-bench",
+		.on_conn = strcmp(argv[0], "http-server") ? echo_conn_spawn :
+							    http_conn_spawn,
+	};
+	const char *port_arg = NULL, *v;
 	weft_runtime_t *rt;
 	weft_join_t *join;
 	char addr[32];
-	int i, err;
+	int i, r, err;
 
-	/* argv[0] is the subcommand. */
-	a.http = strcmp(argv[0], "http-server") == 0;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			server_usage(stdout);
 			exit(0);
-		} else if (!strncmp(argv[i], "--workers=", 10)) {
-			config.workers = (unsigned)parse_number(
-				"--workers", argv[i] + 10, 1,
-				SERVER_MAX_WORKERS);
-		} else if (!strcmp(argv[i], "--workers")) {
-			if (++i == argc)
+		} else if ((r = tool_opt_value(argc, argv, &i, "--workers",
+					       &v))) {
+			if (r < 0)
 				server_usage_error("--workers needs a value");
 			config.workers = (unsigned)parse_number(
-				"--workers", argv[i], 1, SERVER_MAX_WORKERS);
+				"--workers", v, 1, SERVER_MAX_WORKERS);
 		} else if (argv[i][0] != '-' && !port_arg) {
 			port_arg = argv[i];
 		} else {
@@ -354,10 +298,7 @@ int bench_server_main(int argc, char **argv)
 	err = weft_runtime_create(&config, &rt);
 	if (err)
 		bench_die("weft_runtime_create", err);
-	ls.addr = addr;
-	err = weft_block_on(rt, listen_poll, &ls, NULL);
-	if (!err)
-		err = ls.err;
+	err = tcp_listen(rt, addr, &a.l);
 	if (err) {
 		fprintf(stderr, "weft-bench: listen on %s: %s\n", addr,
 			strerror(-err));
@@ -368,18 +309,8 @@ int bench_server_main(int argc, char **argv)
 		weft_runtime_workers(rt));
 
 	/* The accept loop runs as a task on the workers, as in the anchor. */
-	a.l = ls.l;
-	err = weft_spawn_with(rt,
-			      &(weft_spawn_t){ .poll = acceptor_poll,
-					       .drop = acceptor_drop,
-					       .state = &a,
-					       .size = sizeof(a),
-					       .name = "acceptor",
-					       .file = __FILE__,
-					       .line = __LINE__ },
-			      &join);
+	err = tcp_acceptor_spawn(rt, &a, &join);
 	if (err) {
-		weft_listener_close(ls.l);
 		weft_runtime_destroy(rt);
 		bench_die("weft_spawn", err);
 	}

@@ -15,9 +15,10 @@
  *   /file             read(2)s a file inside the task
  *   /file-offload     the same read on the blocking pool
  *
- * Model: an acceptor task hands every connection to a connection task (a
- * stackless state machine) that reads, parses and answers one request at a
- * time, so pipelined requests are answered in order.  Each request that
+ * Model: an acceptor task (tools/net/tcp_listen.c) hands every connection
+ * to a connection task (a stackless state machine) that reads, parses and
+ * answers one request at a time, so pipelined requests are answered in
+ * order.  Each request that
  * reaches an endpoint other than /fast runs as its own task named
  * "GET /cpu" and so on, spawned with its route's own location (its line in
  * the route table), so the probe attributes long polls and warnings to the
@@ -37,7 +38,8 @@
  * and the handler task, reference-counted (2 at spawn), so either may go
  * first when the runtime cancels both.
  *
- * The parser (http_parse.c, fuzzed by tests/fuzz/fuzz_http.c) has limits:
+ * The parser (tools/net/http_parse.c, fuzzed by tests/fuzz/fuzz_http.c)
+ * has limits:
  * request line 8 KiB (414), header section 16 KiB or 100 fields (431),
  * Content-Length body 1 MiB (413), anything malformed 400;
  * Transfer-Encoding is not implemented (501).  Every error response closes
@@ -70,6 +72,8 @@
 #include "weft/mutex.h"
 
 #include "http_parse.h"
+#include "tcp_listen.h"
+#include "tool_util.h"
 
 #define DEMO_DEFAULT_LISTEN "127.0.0.1:8080"
 #define DEMO_DEFAULT_MS 10u
@@ -670,27 +674,18 @@ static void conn_drop(void *arg)
 	weft_stream_close(c->s);
 }
 
-/* ------------------------------------------------------------ acceptor */
-
-struct acceptor {
-	int weft_pc;
-	weft_listener_t *l;
-	weft_stream_t *s;
-	int status;
-	weft_sleep_t backoff;
-};
-
-static void spawn_conn(weft_stream_t *s)
+/* tcp_conn_fn: a connection task for every stream accepted. */
+static void spawn_conn(weft_stream_t *s, void *arg)
 {
 	struct conn c = { .s = s };
 	int err;
 
+	(void)arg;
 	c.buf = malloc(HTTP_CONN_BUF);
 	if (!c.buf) {
 		weft_stream_close(s);
 		return;
 	}
-	weft_stream_set_nodelay(s, true);
 	err = weft_spawn_with(NULL,
 			      &(weft_spawn_t){ .poll = conn_poll,
 					       .drop = conn_drop,
@@ -707,55 +702,7 @@ static void spawn_conn(weft_stream_t *s)
 	}
 }
 
-static weft_poll_t acceptor_poll(void *arg, weft_cx_t *cx)
-{
-	struct acceptor *a = arg;
-
-	WEFT_ASYNC_BEGIN(a);
-	for (;;) {
-		WEFT_AWAIT(a,
-			   weft_listener_accept(a->l, cx, &a->s, &a->status));
-		if (a->status == 0) {
-			spawn_conn(a->s);
-			a->s = NULL;
-			continue;
-		}
-		fprintf(stderr, "weft-demo: accept: %s\n",
-			strerror(-a->status));
-		if (a->status == -ESHUTDOWN)
-			break;
-		weft_sleep_init(&a->backoff, WEFT_MSEC(10));
-		WEFT_AWAIT(a, weft_sleep_poll(&a->backoff, cx));
-		weft_sleep_fini(&a->backoff);
-	}
-	WEFT_ASYNC_END(a);
-}
-
-static void acceptor_drop(void *arg)
-{
-	struct acceptor *a = arg;
-
-	weft_sleep_fini(&a->backoff);
-	weft_listener_close(a->l);
-}
-
 /* --------------------------------------------------------------- setup */
-
-struct listen_state {
-	const char *addr;
-	weft_listener_t *l;
-	int err;
-};
-
-/* Runs under weft_block_on() so that the listener binds to the runtime. */
-static weft_poll_t listen_poll(void *arg, weft_cx_t *cx)
-{
-	struct listen_state *ls = arg;
-
-	(void)cx;
-	ls->err = weft_tcp_listen(ls->addr, 0, &ls->l);
-	return WEFT_READY;
-}
 
 static void usage(FILE *f)
 {
@@ -792,33 +739,17 @@ static void usage(FILE *f)
 		DEMO_DEFAULT_LISTEN, file_path);
 }
 
-__attribute__((noreturn, format(printf, 1, 2))) static void
-usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("weft-demo: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see weft-demo --help)\n", stderr);
-	exit(2);
-}
+#define usage_error(fmt, ...)                                                  \
+	tool_die(2, "weft-demo", fmt " (see weft-demo --help)", ##__VA_ARGS__)
 
 /* The value of option @name at argv[*i] ("--x V" or "--x=V"), or NULL. */
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
-	size_t len = strlen(name);
+	const char *v;
 
-	if (strncmp(argv[*i], name, len))
-		return NULL;
-	if (argv[*i][len] == '=')
-		return argv[*i] + len + 1;
-	if (argv[*i][len] != '\0')
-		return NULL;
-	if (++*i == argc)
+	if (tool_opt_value(argc, argv, i, name, &v) < 0)
 		usage_error("%s needs a value", name);
-	return argv[*i];
+	return v;
 }
 
 /* The thread that takes the signals (see the top of the file). */
@@ -852,13 +783,15 @@ static void print_routes(void)
 int main(int argc, char **argv)
 {
 	weft_config_t config = { 0 };
-	struct listen_state ls = { .addr = DEMO_DEFAULT_LISTEN };
-	struct acceptor a = { 0 };
+	const char *listen_addr = DEMO_DEFAULT_LISTEN;
+	struct tcp_acceptor_spec a = { .prog = "weft-demo",
+				       .on_conn = spawn_conn };
 	struct sig_waiter sw = { 0 };
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	pthread_t sig_thread;
 	weft_runtime_t *rt;
+	unsigned long n;
 	const char *v;
 	uint16_t port;
 	int i, err;
@@ -874,15 +807,9 @@ int main(int argc, char **argv)
 			if (weft_addr_parse(v, &ss, &sslen))
 				usage_error("bad --listen address '%s' (want HOST:PORT, numeric)",
 					    v);
-			ls.addr = v;
+			listen_addr = v;
 		} else if ((v = opt_value(argc, argv, &i, "--workers"))) {
-			char *end;
-			unsigned long n;
-
-			errno = 0;
-			n = strtoul(v, &end, 10);
-			if (*v < '0' || *v > '9' || errno || *end || n < 1 ||
-			    n > 1024)
+			if (!tool_parse_ulong(v, 1, 1024, &n))
 				usage_error("bad --workers '%s' (want 1..1024)", v);
 			config.workers = (unsigned)n;
 		} else if ((v = opt_value(argc, argv, &i, "--file"))) {
@@ -912,30 +839,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "weft-demo: runtime: %s\n", strerror(-err));
 		return 1;
 	}
-	err = weft_block_on(rt, listen_poll, &ls, NULL);
+	err = tcp_listen(rt, listen_addr, &a.l);
 	if (!err)
-		err = ls.err;
-	if (!err)
-		err = weft_listener_local_port(ls.l, &port);
+		err = weft_listener_local_port(a.l, &port);
 	if (err) {
-		fprintf(stderr, "weft-demo: listen on %s: %s\n", ls.addr,
+		fprintf(stderr, "weft-demo: listen on %s: %s\n", listen_addr,
 			strerror(-err));
-		goto out_close_listener;
+		weft_listener_close(a.l);
+		goto out_destroy;
 	}
 
-	a.l = ls.l;
-	err = weft_spawn_with(rt,
-			      &(weft_spawn_t){ .poll = acceptor_poll,
-					       .drop = acceptor_drop,
-					       .state = &a,
-					       .size = sizeof(a),
-					       .name = "acceptor",
-					       .file = __FILE__,
-					       .line = __LINE__ },
-			      &sw.acceptor);
+	err = tcp_acceptor_spawn(rt, &a, &sw.acceptor);
 	if (err) {
 		fprintf(stderr, "weft-demo: spawn: %s\n", strerror(-err));
-		goto out_close_listener;
+		goto out_destroy;
 	}
 	err = pthread_create(&sig_thread, NULL, sig_waiter_main, &sw);
 	if (err) {
@@ -947,10 +864,10 @@ int main(int argc, char **argv)
 	}
 	{
 		/* Print the bound port (the address may say 0). */
-		const char *colon = strrchr(ls.addr, ':');
+		const char *colon = strrchr(listen_addr, ':');
 
 		printf("weft-demo listening on %.*s:%u (%u workers)\n",
-		       (int)(colon - ls.addr), ls.addr, port,
+		       (int)(colon - listen_addr), listen_addr, port,
 		       weft_runtime_workers(rt));
 		fflush(stdout);
 	}
@@ -974,8 +891,6 @@ int main(int argc, char **argv)
 	weft_mutex_fini(&accounts);
 	return err == -ECANCELED ? 0 : 1;
 
-out_close_listener:
-	weft_listener_close(ls.l);
 out_destroy:
 	weft_runtime_destroy(rt);
 	return 1;

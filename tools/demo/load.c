@@ -37,7 +37,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,6 +46,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tool_util.h"
 
 #define LOAD_DEFAULT_TARGET "127.0.0.1:8080"
 #define LOAD_MAX_CONNS 256u
@@ -116,26 +117,7 @@ static pthread_mutex_t burst_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t burst_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t burst_gen;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-__attribute__((noreturn, format(printf, 2, 3))) static void
-die(int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("weft-demo-load: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(status);
-}
+#define die(status, ...) tool_die(status, "weft-demo-load", __VA_ARGS__)
 
 static void note_error(const char *what, int err)
 {
@@ -189,7 +171,7 @@ static int conn_fill(struct conn *c, uint64_t deadline)
 	for (;;) {
 		if (atomic_load(&stop))
 			return ECANCELED;
-		if (now_ns() > deadline)
+		if (tool_now_ns() > deadline)
 			return ETIMEDOUT;
 		if (poll(&p, 1, LOAD_SLICE_MS) < 0 && errno != EINTR)
 			return errno;
@@ -216,7 +198,7 @@ static int conn_fill(struct conn *c, uint64_t deadline)
  */
 static int conn_get(struct conn *c, const char *path)
 {
-	uint64_t deadline = now_ns() + LOAD_ANSWER_TIMEOUT_NS;
+	uint64_t deadline = tool_now_ns() + LOAD_ANSWER_TIMEOUT_NS;
 	char req[128];
 	size_t len, head, body;
 	const char *end, *cl;
@@ -271,10 +253,10 @@ static void count(enum ep e, int err)
 {
 	if (!err) {
 		atomic_fetch_add(&ok[e], 1);
-		atomic_store(&last_ok_ns, now_ns());
+		atomic_store(&last_ok_ns, tool_now_ns());
 	} else if (err != ECANCELED) {
 		atomic_fetch_add(&failed[e], 1);
-		atomic_store(&last_fail_ns, now_ns());
+		atomic_store(&last_fail_ns, tool_now_ns());
 		note_error(ep_names[e], err);
 	}
 }
@@ -282,7 +264,7 @@ static void count(enum ep e, int err)
 static void sleep_until(uint64_t t)
 {
 	while (!atomic_load(&stop)) {
-		uint64_t now = now_ns();
+		uint64_t now = tool_now_ns();
 		struct timespec ts;
 		uint64_t d;
 
@@ -303,14 +285,14 @@ static void *steady_main(void *arg)
 {
 	struct conn *c = arg;
 	uint64_t period = opt.rate ? 1000000000ull * opt.conns / opt.rate : 0;
-	uint64_t next = now_ns();
+	uint64_t next = tool_now_ns();
 
 	while (!atomic_load(&stop)) {
-		uint64_t t0 = now_ns(), dt;
+		uint64_t t0 = tool_now_ns(), dt;
 		int err = conn_get(c, "/fast");
 
 		count(EP_FAST, err);
-		dt = (now_ns() - t0) / 1000;
+		dt = (tool_now_ns() - t0) / 1000;
 		if (!err) {
 			pthread_mutex_lock(&stat_lock);
 			if (nsamples < LOAD_SAMPLES)
@@ -321,11 +303,12 @@ static void *steady_main(void *arg)
 				fast_max_us = dt;
 			pthread_mutex_unlock(&stat_lock);
 		} else if (err != EPROTO) {
-			next = now_ns() + 100000000ull; /* back off 100 ms */
+			/* Back off 100 ms. */
+			next = tool_now_ns() + 100000000ull;
 		}
 		next += period;
-		if (next < now_ns())
-			next = now_ns(); /* skip the slots missed */
+		if (next < tool_now_ns())
+			next = tool_now_ns(); /* skip the slots missed */
 		sleep_until(next);
 	}
 	conn_close(c);
@@ -399,11 +382,8 @@ static unsigned long parse_count(const char *name, const char *s,
 				 unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (*s < '0' || *s > '9' || errno || *end || v < min || v > max)
+	if (!tool_parse_ulong(s, min, max, &v))
 		die(2, "bad %s '%s' (want %lu..%lu; see --help)", name, s, min,
 		    max);
 	return v;
@@ -444,17 +424,11 @@ static void usage(void)
 
 static const char *opt_value(int argc, char **argv, int *i, const char *name)
 {
-	size_t len = strlen(name);
+	const char *v;
 
-	if (strncmp(argv[*i], name, len))
-		return NULL;
-	if (argv[*i][len] == '=')
-		return argv[*i] + len + 1;
-	if (argv[*i][len] != '\0')
-		return NULL;
-	if (++*i == argc)
+	if (tool_opt_value(argc, argv, i, name, &v) < 0)
 		die(2, "%s needs a value (see --help)", name);
-	return argv[*i];
+	return v;
 }
 
 static void parse_args(int argc, char **argv)
@@ -612,7 +586,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 
-	start = now_ns();
+	start = tool_now_ns();
 	atomic_store(&last_ok_ns, start);
 	end = opt.duration > 0 ? start + (uint64_t)(opt.duration * 1e9) : 0;
 	next_burst = start + (uint64_t)(opt.burst_every * 1e9 / 2);
@@ -624,7 +598,7 @@ int main(int argc, char **argv)
 		sig = sigtimedwait(&set, NULL, &slice);
 		if (sig > 0)
 			break;
-		now = now_ns();
+		now = tool_now_ns();
 		if (end && now >= end)
 			break;
 		/* Lost: failures, and no answer at all for 3 s. */
@@ -657,7 +631,8 @@ int main(int argc, char **argv)
 	freeaddrinfo(addr);
 
 	printf("weft-demo-load: %.1f s, %llu bursts%s%s\n",
-	       (double)(now_ns() - start) / 1e9, (unsigned long long)burst_gen,
+	       (double)(tool_now_ns() - start) / 1e9,
+	       (unsigned long long)burst_gen,
 	       sig == SIGINT  ? " (SIGINT)" :
 	       sig == SIGTERM ? " (SIGTERM)" :
 				"",

@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft-demo's HTTP/1.1 request-head parser: pure functions over a byte
- * buffer, no allocation, no runtime, so tests/fuzz/fuzz_http.c links it
- * alone.
+ * The tools' HTTP/1.1 request-head parser, for weft-demo and weft-bench
+ * http-server: pure functions over a byte buffer, no allocation, no
+ * runtime, so tests/fuzz/fuzz_http.c links it alone.
  *
- * The connection keeps reading into a buffer of HTTP_CONN_BUF bytes and
- * calls http_parse_request() on what it holds; the parser answers "more"
- * only while the head is incomplete and still within the limits, so a full
- * buffer always parses to a request or an error (the fuzzer checks it).
+ * weft-demo's connection keeps reading into a buffer of HTTP_CONN_BUF
+ * bytes and calls http_parse_request() on what it holds; the parser
+ * answers "more" only while the head is incomplete and still within the
+ * limits, so a full buffer always parses to a request or an error (the
+ * fuzzer checks it).  weft-bench's http-server frames its pipelined
+ * requests with it in a smaller buffer, and closes the connection when a
+ * head fills that.
  *
  * Limits: request line HTTP_MAX_LINE bytes (414), header section
  * HTTP_MAX_HEADERS bytes or HTTP_MAX_FIELDS fields (431), Content-Length
  * HTTP_MAX_BODY (413), anything malformed 400, Transfer-Encoding 501.
  */
-#ifndef WEFT_DEMO_HTTP_PARSE_H
-#define WEFT_DEMO_HTTP_PARSE_H
+#ifndef WEFT_TOOLS_HTTP_PARSE_H
+#define WEFT_TOOLS_HTTP_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft-demo's HTTP/1.1 request-head parser (see http_parse.h).  Every
+ * The tools' HTTP/1.1 request-head parser (see http_parse.h).  Every
  * scan is bounded by the bytes received and by the limits, so a hostile
  * client costs at most one pass over HTTP_CONN_BUF bytes per call.
  */
