@@ -19,22 +19,17 @@
  * weft-trace list's, which lives in the weft-trace program and exits on
  * bad input.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "console.h"
 
-#include "weft/wire.h"
 #include "weft/wire.h"
 
 uint64_t con_live_now_ms(void)
@@ -88,101 +83,22 @@ void con_live_fini(con_live_t *l)
 	l->target = NULL;
 }
 
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd, err;
-
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-static int connect_tcp(const char *hostport)
-{
-	char host[256];
-	const char *colon = strrchr(hostport, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	size_t hl;
-	int fd = -ECONNREFUSED;
-
-	if (!colon || !colon[1])
-		return -EINVAL;
-	hl = (size_t)(colon - hostport);
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, hostport, hl);
-	host[hl] = '\0';
-	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = '\0';
-	}
-	if (getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints, &res))
-		return -EHOSTUNREACH;
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-			    ai->ai_protocol);
-		if (fd < 0) {
-			fd = -errno;
-			continue;
-		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		close(fd);
-		fd = -errno;
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int send_subscribe(int fd)
 {
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 	Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
-	weft_wire_buf_t b = { 0 };
-	int err;
 
 	sub.updates = true;
 	sub.events = true;
 	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
 	f.subscribe = &sub;
-	err = weft_wire_record_append(&b, &f);
-	if (!err)
-		err = write_all(fd, b.data, b.len);
-	weft_wire_buf_fini(&b);
-	return err;
+	return weft_wire_send(fd, &f);
 }
 
 int con_live_request_task(con_live_t *l, uint64_t id)
 {
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 	Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
-	weft_wire_buf_t b = { 0 };
-	int err;
 
 	if (!l->connected)
 		return -ENOTCONN;
@@ -190,27 +106,7 @@ int con_live_request_task(con_live_t *l, uint64_t id)
 	ctl.task = id;
 	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
 	f.control = &ctl;
-	err = weft_wire_record_append(&b, &f);
-	if (!err)
-		err = write_all(l->fd, b.data, b.len);
-	weft_wire_buf_fini(&b);
-	return err;
-}
-
-static int open_target(const char *target)
-{
-	char dir[256], path[300];
-	int err;
-
-	if (!strncmp(target, "unix:", 5))
-		return connect_unix(target + 5);
-	if (!strncmp(target, "tcp://", 6))
-		return connect_tcp(target + 6);
-	err = weft_wire_socket_dir(dir, sizeof(dir), 0);
-	if (err)
-		return err;
-	snprintf(path, sizeof(path), "%s/%s.sock", dir, target);
-	return connect_unix(path);
+	return weft_wire_send(l->fd, &f);
 }
 
 static int live_open(con_live_t *l, bool subscribe)
@@ -219,7 +115,7 @@ static int live_open(con_live_t *l, bool subscribe)
 
 	con_live_close(l, NULL);
 	l->attempts++;
-	fd = open_target(l->target);
+	fd = weft_wire_connect(l->target);
 	if (fd < 0) {
 		set_error(l, "cannot connect: %s", strerror(-fd));
 		return fd;
@@ -335,17 +231,6 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 	return -ENOTCONN;
 }
 
-/* A stale socket whose process is gone is removed (as weft-trace list). */
-static void forget_if_dead(const char *path, const char *name)
-{
-	char *end;
-	long pid = strtol(name, &end, 10);
-
-	if (pid > 0 && !strcmp(end, ".sock") && kill((pid_t)pid, 0) &&
-	    errno == ESRCH)
-		(void)unlink(path);
-}
-
 /* Return: true if @path answered with a header (its hello into @m). */
 static bool probe_socket(const char *path, con_model_t *m)
 {
@@ -371,56 +256,54 @@ static bool probe_socket(const char *path, con_model_t *m)
 	return ok;
 }
 
+/* What discovery has found so far. */
+typedef struct discover_s {
+	char *target;
+	size_t len;
+	size_t found;
+	FILE *out;
+} discover_t;
+
+static int discover_one(const char *path, void *arg)
+{
+	discover_t *dv = arg;
+	con_model_t m;
+	bool ok;
+
+	con_model_init(&m, path);
+	ok = probe_socket(path, &m);
+	if (ok) {
+		fprintf(dv->out, "%-8u %-16s %7u  %s\n", m.pid, m.process,
+			m.nworkers, path);
+		if (!dv->found)
+			snprintf(dv->target, dv->len, "%u", m.pid);
+		dv->found++;
+	}
+	con_model_fini(&m);
+	return ok;
+}
+
 int con_live_discover(char *target, size_t len, FILE *list)
 {
-	char dir[256], path[600];
-	struct dirent *e;
-	size_t found = 0;
+	discover_t dv = { .target = target, .len = len };
 	char *lines = NULL;
 	size_t lines_len = 0;
-	FILE *out;
-	DIR *d;
 	int err;
 
-	err = weft_wire_socket_dir(dir, sizeof(dir), 0);
-	if (err == -ENOENT)
-		return -ENOENT;
-	if (err)
-		return err;
-	d = opendir(dir);
-	if (!d)
-		return -errno;
-	out = open_memstream(&lines, &lines_len);
-	if (!out)
+	dv.out = open_memstream(&lines, &lines_len);
+	if (!dv.out)
 		con_die("out of memory");
-	while ((e = readdir(d)) != NULL) {
-		size_t n = strlen(e->d_name);
-		con_model_t m;
-
-		if (n < 6 || strcmp(e->d_name + n - 5, ".sock"))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		con_model_init(&m, path);
-		if (probe_socket(path, &m)) {
-			fprintf(out, "%-8u %-16s %7u  %s\n", m.pid, m.process,
-				m.nworkers, path);
-			if (!found)
-				snprintf(target, len, "%u", m.pid);
-			found++;
-		} else {
-			forget_if_dead(path, e->d_name);
-		}
-		con_model_fini(&m);
-	}
-	closedir(d);
-	fclose(out);
-	if (found > 1 && list) {
+	err = weft_wire_each_socket(discover_one, &dv);
+	fclose(dv.out);
+	if (!err && dv.found > 1 && list) {
 		fprintf(list, "%-8s %-16s %7s  %s\n", "PID", "NAME", "WORKERS",
 			"SOCKET");
 		fputs(lines, list);
 	}
 	free(lines);
-	if (!found)
+	if (err)
+		return err;
+	if (!dv.found)
 		return -ENOENT;
-	return found == 1 ? 0 : -E2BIG;
+	return dv.found == 1 ? 0 : -E2BIG;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Delta streams and split updates (probe/src/delta.c, wire.c): id sets
+ * Delta streams and split updates (probe/src/delta.c, proto/src/update.c): id sets
  * against a model, filters from a Subscribe, a stream's interval (changes
  * accumulate until it is due), thin task records (names once, histograms
  * at most once a second or at the end), and a full update larger than

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wire format (proto/src/wire.c): every frame type through a record
+ * The wire format (proto/src/record.c, batch.c, update.c, hello.c): every frame type through a record
  * and back, events through column batches and back bit for bit, the size
  * of a realistic batch, and the record decoder against oversized, short
  * and garbage input.
@@ -673,9 +673,9 @@ static void test_wire_events_grouped_per_thread(void **state)
 /* ------------------------------------------------------------ hand encoders */
 
 /*
- * Updates and event batches are encoded by hand (wire.c); protobuf-c's
+ * Updates and event batches are encoded by hand (batch.c and update.c); protobuf-c's
  * packer is the reference.  The probe structures go into the generated
- * messages the way wire.c put them there before it encoded by hand, and
+ * messages the way the encoder put them there before it encoded by hand, and
  * both encodings of each random update or batch must be the same bytes.
  */
 

@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the console's model (console/model.c) fed with bytes
  * from outside, as a target's socket (or a trace file) would deliver
- * them: the record decoder (proto/src/wire.c) splits them into frames,
+ * them: the record decoder (proto/src/record.c) splits them into frames,
  * each frame is applied to the model, and every 32 frames the model is
  * resorted and every view is rendered into a text grid, with the detail
  * on a task the input named and the timeline's cursor and spike list on

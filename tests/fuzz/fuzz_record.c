@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the record decoder (proto/src/wire.c) on bytes from
+ * libFuzzer target: the record decoder (proto/src/record.c) on bytes from
  * outside, as a socket would deliver them.  The first byte picks a chunk
  * size, so records also arrive split at every boundary; every frame that
  * decodes is encoded again and its event batches rebuilt.

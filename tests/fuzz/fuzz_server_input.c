@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the server's input path (probe/src/server_input.c),
  * what a client's bytes go through before the server acts on them:
- * record framing and decoding (wire.c), each frame checked and turned
+ * record framing and decoding (proto/src/record.c), each frame checked and turned
  * into a request (interval clamped, filter validated), then dispatched
  * to a stand-in for server.c's client_request() that keeps the same
  * per-client state and the streams' plan (at most 8 distinct interval

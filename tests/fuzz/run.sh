@@ -6,7 +6,7 @@
 # Builds the libFuzzer targets with clang (ASan + UBSan) into OUT_DIR,
 # seeds their corpora, and runs each for SECONDS (default 20; all at
 # once).  Exits 77 (ctest SKIP_RETURN_CODE) without clang's libFuzzer.
-#   fuzz_record        the record decoder (wire.c), records split anywhere
+#   fuzz_record        the record decoder (proto/src/record.c), records split anywhere
 #   fuzz_trace_file    the trace-file reader (trace_reader.c)
 #   fuzz_server_input  a client's bytes to the server: framing, decoding,
 #                      requests and their dispatch (server_input.c,

@@ -4,7 +4,7 @@
 # usage: tests/fuzz/run_http.sh OUT_DIR [SECONDS]
 #
 # Builds fuzz_http, the libFuzzer target of weft-demo's HTTP parser
-# (tools/demo/http_parse.c), with clang (ASan + UBSan) into OUT_DIR, seeds
+# (tools/net/http_parse.c), with clang (ASan + UBSan) into OUT_DIR, seeds
 # its corpus from tests/fuzz/corpus-http, and runs it for SECONDS (default
 # 20) with tests/fuzz/http.dict.  Exits 77 (ctest SKIP_RETURN_CODE)
 # without clang's libFuzzer.
@@ -33,7 +33,7 @@ fi
 
 "$cc" -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Wall -Wextra -Werror \
-	-I"$root/tools/demo" "$here/fuzz_http.c" "$root/tools/demo/http_parse.c" \
+	-I"$root/tools/net" "$here/fuzz_http.c" "$root/tools/net/http_parse.c" \
 	-o "$out/fuzz_http"
 cp "$here"/corpus-http/* "$out/corpus/"
 

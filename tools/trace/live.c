@@ -8,12 +8,10 @@
  * kept too, so nothing is copied twice.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,61 +56,15 @@ static void live_init(tt_live_t *l, const char *what)
 /* Return: 0, or a negative errno (@l is then closed). */
 int tt_live_connect_unix(tt_live_t *l, const char *path)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int err;
-
 	live_init(l, path);
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sun.sun_path, path);
-	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (l->fd < 0)
-		return -errno;
-	if (connect(l->fd, (struct sockaddr *)&sun, sizeof(sun))) {
-		err = -errno;
+	l->fd = weft_wire_connect_unix(path);
+	if (l->fd < 0) {
+		int err = l->fd;
+
 		tt_live_close(l);
 		return err;
 	}
 	return 0;
-}
-
-static int connect_tcp(tt_live_t *l, const char *hostport)
-{
-	char host[256];
-	const char *colon = strrchr(hostport, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	size_t hl;
-	int err = -ECONNREFUSED;
-
-	live_init(l, hostport);
-	if (!colon || !colon[1])
-		return -EINVAL;
-	hl = (size_t)(colon - hostport);
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, hostport, hl);
-	host[hl] = '\0';
-	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = '\0';
-	}
-	if (getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints, &res))
-		return -EINVAL;
-	for (ai = res; ai; ai = ai->ai_next) {
-		l->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-			       ai->ai_protocol);
-		if (l->fd < 0)
-			continue;
-		if (connect(l->fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-			err = 0;
-			break;
-		}
-		err = -errno;
-		close(l->fd);
-		l->fd = -1;
-	}
-	freeaddrinfo(res);
-	return err;
 }
 
 /*
@@ -121,32 +73,22 @@ static int connect_tcp(tt_live_t *l, const char *hostport)
  */
 int tt_live_connect(tt_live_t *l, const char *target, bool die)
 {
-	char dir[256], path[300];
-	char *end;
-	long pid;
-	int err;
+	int fd;
 
-	if (!strncmp(target, "unix:", 5)) {
-		err = tt_live_connect_unix(l, target + 5);
-	} else if (!strncmp(target, "tcp://", 6)) {
-		err = connect_tcp(l, target + 6);
-		if (err == -EINVAL && die)
-			tt_die("bad address '%s' (tcp://HOST:PORT)", target);
-	} else {
-		pid = strtol(target, &end, 10);
-		if (!*target || *end || pid <= 0)
-			tt_die("bad target '%s' (a pid, unix:PATH or "
-			       "tcp://HOST:PORT)",
-			       target);
-		err = weft_wire_socket_dir(dir, sizeof(dir), 0);
-		if (!err) {
-			snprintf(path, sizeof(path), "%s/%ld.sock", dir, pid);
-			err = tt_live_connect_unix(l, path);
-		}
+	live_init(l, target);
+	fd = weft_wire_connect(target);
+	if (fd == -EINVAL && die)
+		tt_die("bad target '%s' (a pid, unix:PATH or tcp://HOST:PORT)",
+		       target);
+	if (fd < 0) {
+		tt_live_close(l);
+		if (die)
+			tt_die("cannot connect to %s: %s", target,
+			       strerror(-fd));
+		return fd;
 	}
-	if (err && die)
-		tt_die("cannot connect to %s: %s", target, strerror(-err));
-	return err;
+	l->fd = fd;
+	return 0;
 }
 
 void tt_live_close(tt_live_t *l)
@@ -245,19 +187,10 @@ int tt_live_next(tt_live_t *l, int ms, Weft__V1__Frame **f)
 
 void tt_live_send(tt_live_t *l, const Weft__V1__Frame *f)
 {
-	weft_wire_buf_t b = { 0 };
-	size_t off = 0;
+	int err = weft_wire_send(l->fd, f);
 
-	if (weft_wire_record_append(&b, f))
+	if (err == -ENOMEM)
 		tt_die("out of memory");
-	while (off < b.len) {
-		ssize_t n = write(l->fd, b.data + off, b.len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			tt_die("%s: write: %s", l->what, strerror(errno));
-		off += (size_t)n;
-	}
-	weft_wire_buf_fini(&b);
+	if (err)
+		tt_die("%s: write: %s", l->what, strerror(-err));
 }

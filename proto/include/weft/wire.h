@@ -194,4 +194,33 @@ int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
  */
 int weft_wire_socket_dir(char *buf, size_t len, int create);
 
+/*
+ * client.c: weft_wire_connect() - connect to a live process's probe:
+ * @target is a pid (its socket in weft_wire_socket_dir()), unix:PATH or
+ * tcp://HOST:PORT.  weft_wire_connect_unix() takes a socket's path.
+ *
+ * Return: the connected fd (close-on-exec, blocking); -EINVAL for a
+ * target of none of those forms; -EHOSTUNREACH when the host does not
+ * resolve; else a negative errno from socket(2) or connect(2).
+ */
+int weft_wire_connect(const char *target);
+int weft_wire_connect_unix(const char *path);
+
+/*
+ * client.c: weft_wire_send() - encode @f as one record and write it all
+ * to @fd (no SIGPIPE).  Return: 0, -ENOMEM or a negative errno.
+ */
+int weft_wire_send(int fd, const Weft__V1__Frame *f);
+
+/*
+ * client.c: weft_wire_each_socket() - calls @fn with the path of every
+ * socket in this user's socket directory.  @fn returns 1 if a process
+ * answered there, 0 if none did (a socket whose process is gone is then
+ * removed), or a negative errno to stop the walk.
+ *
+ * Return: 0; @fn's error; or weft_wire_socket_dir()'s (-ENOENT: no
+ * directory, so no live process).
+ */
+int weft_wire_each_socket(int (*fn)(const char *path, void *arg), void *arg);
+
 #endif /* WEFT_WIRE_H */
