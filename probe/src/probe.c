@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "collector_internal.h"
+#include "recorder_internal.h"
+#include "server_internal.h"
 
 _Atomic uint32_t weft__probe_listening;
 WEFT_TLS weft_ring_t *weft__probe_ring;
@@ -499,6 +501,13 @@ void weft__probe_runtime_attach(weft_runtime_t *rt)
 		weft__probe.need_seed = true;
 	}
 	pthread_mutex_unlock(&weft__probe.lock);
+	/*
+	 * Zero configuration: recording from start-up (WEFT_TRACE=path) and
+	 * the console's socket, for the first runtime.  The runtime knows
+	 * only this call, not the server or the recorder.
+	 */
+	weft__trace_env_start();
+	weft__server_env_start(rt);
 }
 
 /*
@@ -518,6 +527,8 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 {
 	weft_runtime_t **pp = &weft__probe.runtimes;
 
+	/* Its connections close and its socket goes, if it is ours. */
+	weft__server_env_stop(rt);
 	pthread_mutex_lock(&weft__probe.lock);
 	while (*pp && *pp != rt)
 		pp = &(*pp)->probe_next;

@@ -34,8 +34,6 @@
 #include <unistd.h>
 
 #include "runtime_internal.h"
-#include "recorder_internal.h"
-#include "server_internal.h"
 
 #define MAX_WORKERS 4096
 
@@ -156,9 +154,9 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	err = weft__monitor_start(rt);
 	if (err)
 		goto out_stop_workers;
+	/* The probe's hook: it also starts the console's socket and
+	 * WEFT_TRACE's recording (zero configuration). */
 	weft__probe_runtime_attach(rt);
-	weft__trace_env_start(); /* WEFT_TRACE=path */
-	weft__server_env_start(rt); /* the console's socket, for the first */
 	*out = rt;
 	return 0;
 
@@ -281,8 +279,7 @@ int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
 	 */
 	weft__blocking_shutdown(&rt->blocking);
 
-	/* Its connections close and its socket goes, if it is ours. */
-	weft__server_env_stop(rt);
+	/* Its console connections close and its socket goes, if ours. */
 	weft__probe_runtime_detach(rt);
 	/* Release: pairs with the workers' acquire loads of shutdown. */
 	store_release(&rt->shutdown, true);
