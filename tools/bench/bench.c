@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "tool_util.h"
 
 #define DEFAULT_WORKERS 2
 #define DEFAULT_ITERS 20
@@ -64,14 +65,6 @@ struct options {
 };
 
 /* ------------------------------------------------------------ helpers */
-
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* malloc(n * size) that rejects zero sizes and overflow, and never fails. */
 void *bench_xmallocarray(size_t n, size_t size)
@@ -255,36 +248,17 @@ static void usage(FILE *f)
 		   "error or a failed result check\n");
 }
 
-__attribute__((noreturn, format(printf, 1, 2))) static void
-usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("weft-bench: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
+#define usage_error(...) tool_die(2, "weft-bench", __VA_ARGS__)
 
 static unsigned long parse_count(const char *opt, const char *s,
 				 unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	if (*s < '0' || *s > '9')
-		goto out_bad;
-	v = strtoul(s, &end, 10);
-	if (errno || *end != '\0' || v < min || v > max)
-		goto out_bad;
+	if (!tool_parse_ulong(s, min, max, &v))
+		usage_error("bad number for %s: '%s' (want %lu..%lu)", opt, s,
+			    min, max);
 	return v;
-
-out_bad:
-	usage_error("bad number for %s: '%s' (want %lu..%lu)", opt, s, min,
-		    max);
 }
 
 static void parse_shapes(struct options *o, const char *list)

@@ -51,7 +51,6 @@ struct bench_shape {
 };
 
 /* bench.c */
-uint64_t bench_now_ns(void);
 void *bench_xmallocarray(size_t n, size_t size);
 weft_countdown_t *bench_latch(struct bench *b, unsigned count);
 __attribute__((noreturn)) void bench_die(const char *what, int err);

@@ -122,7 +122,7 @@ static uint64_t channel_throughput(struct bench *b)
 	rc = weft_mpsc_create(CHAN_CAP, sizeof(uint64_t), NULL, &tx, &rx);
 	if (rc)
 		bench_die("weft_mpsc_create", rc);
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	rc = weft_spawn_named(b->rt, "consumer", consumer_poll,
 			      (&(struct consumer){ .rx = rx, .out = &res }),
 			      &m.consumer);
@@ -133,7 +133,7 @@ static uint64_t channel_throughput(struct bench *b)
 	if (rc)
 		bench_die("weft_spawn", rc);
 	rc = weft_block_on(b->rt, chan_main_poll, &m, NULL);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	if (rc)
 		bench_die("weft_block_on", rc);
 	weft_join_drop(m.producer);

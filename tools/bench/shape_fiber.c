@@ -44,7 +44,7 @@ static uint64_t yield_many_fiber(struct bench *b)
 	int rc;
 
 	atomic_store(&yields, 0);
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	joins = bench_xmallocarray(YIELD_TASKS, sizeof(*joins));
 	for (int i = 0; i < YIELD_TASKS; i++) {
 		rc = weft_spawn_fiber(b->rt, "yielder", yielder, NULL,
@@ -58,7 +58,7 @@ static uint64_t yield_many_fiber(struct bench *b)
 			bench_die("weft_join_wait", rc);
 		weft_join_drop(joins[i]);
 	}
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	free(joins);
 	c = atomic_load(&yields);
 	if (c != (size_t)YIELD_TASKS * NUM_YIELD)
@@ -160,12 +160,12 @@ static uint64_t ping_pong_fiber(struct bench *b)
 	int rc;
 
 	atomic_store(&rem, NUM_PINGS);
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	rc = weft_spawn_fiber(b->rt, "ping_outer", ping_outer, done, NULL);
 	if (rc)
 		bench_die("weft_spawn_fiber", rc);
 	weft_countdown_wait(done);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	if (atomic_load(&rem) != 0)
 		bench_check_failed("ping_pong_fiber remaining %zu != 0",
 				   atomic_load(&rem));

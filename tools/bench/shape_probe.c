@@ -106,12 +106,12 @@ const char *bench_probe_mode(const struct bench *b)
 static weft_poll_t marks_poll(void *arg, weft_cx_t *cx)
 {
 	uint64_t *el = *(uint64_t **)arg; /* the state is a pointer */
-	uint64_t t0 = bench_now_ns();
+	uint64_t t0 = weft_now_ns();
 
 	(void)cx;
 	for (uint32_t i = 0; i < MARKS; i++)
 		weft_probe_mark(i, i);
-	*el = bench_now_ns() - t0;
+	*el = weft_now_ns() - t0;
 	return WEFT_READY;
 }
 
@@ -139,10 +139,10 @@ static uint64_t probe_event_thread(struct bench *b)
 {
 	uint64_t t0, el;
 
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	for (uint32_t i = 0; i < MARKS; i++)
 		weft_probe_mark(i, i);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	if (b->probe_sub)
 		weft_probe_flush();
 	return el;

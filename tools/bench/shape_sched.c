@@ -271,11 +271,11 @@ static uint64_t spawn_many_local(struct bench *b)
 	int rc;
 
 	counter_reset();
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	spawn_or_die(weft_spawn_named(b->rt, "spawn_outer", spawn_outer_poll,
 				      &(struct spawn_outer){ 0 }, &outer));
 	rc = weft_join_wait(outer, NULL);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	weft_join_drop(outer);
 	if (rc)
 		bench_check_failed("spawn_many_local outer task: %d", rc);
@@ -294,7 +294,7 @@ static uint64_t spawn_many_remote(struct bench *b)
 	int rc;
 
 	counter_reset();
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	all.joins = bench_xmallocarray(NUM_SPAWN, sizeof(*all.joins));
 	all.n = NUM_SPAWN;
 	for (i = 0; i < NUM_SPAWN; i++)
@@ -302,7 +302,7 @@ static uint64_t spawn_many_remote(struct bench *b)
 					      &(struct incr){ 0 },
 					      &all.joins[i]));
 	rc = weft_block_on(b->rt, join_all_poll, &all, NULL);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	if (rc)
 		bench_die("weft_block_on", rc);
 	c = counter_read();
@@ -320,7 +320,7 @@ static uint64_t yield_many(struct bench *b)
 	int rc;
 
 	counter_reset();
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	all.joins = bench_xmallocarray(YIELD_TASKS, sizeof(*all.joins));
 	all.n = YIELD_TASKS;
 	for (i = 0; i < YIELD_TASKS; i++)
@@ -328,7 +328,7 @@ static uint64_t yield_many(struct bench *b)
 					      &(struct yielder){ 0 },
 					      &all.joins[i]));
 	rc = weft_block_on(b->rt, join_all_poll, &all, NULL);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	if (rc)
 		bench_die("weft_block_on", rc);
 	c = counter_read();
@@ -346,11 +346,11 @@ static uint64_t ping_pong(struct bench *b)
 	size_t r;
 
 	atomic_store_explicit(&rem, NUM_PINGS, memory_order_relaxed);
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	spawn_or_die(weft_spawn_named(b->rt, "ping_outer", ping_outer_poll,
 				      &outer, NULL));
 	weft_countdown_wait(done);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	/* Ordered after every decrement by the latch (done/wait). */
 	r = atomic_load_explicit(&rem, memory_order_relaxed);
 	if (r != 0)
@@ -366,11 +366,11 @@ static uint64_t chained_spawn(struct bench *b)
 	size_t c;
 
 	counter_reset();
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	spawn_or_die(weft_spawn_named(b->rt, "chain", chain_poll, &first,
 				      NULL));
 	weft_countdown_wait(done);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 	c = counter_read();
 	if (c != CHAIN_LEN)
 		bench_check_failed("chained_spawn spawns %zu != %d", c,

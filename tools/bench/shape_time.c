@@ -114,7 +114,7 @@ static uint64_t timers_once(struct bench *b, const uint64_t *durs, size_t n,
 	uint64_t t0, el;
 	int rc;
 
-	t0 = bench_now_ns();
+	t0 = weft_now_ns();
 	c.joins = bench_xmallocarray(n, sizeof(*c.joins));
 	for (size_t i = 0; i < n; i++) {
 		weft_spawn_t spec = {
@@ -131,12 +131,12 @@ static uint64_t timers_once(struct bench *b, const uint64_t *durs, size_t n,
 		if (rc)
 			bench_die("weft_spawn", rc);
 	}
-	*spawn_ns = bench_now_ns() - t0;
+	*spawn_ns = weft_now_ns() - t0;
 	c.outs = bench_xmallocarray(n, sizeof(*c.outs));
 	rc = weft_block_on(b->rt, collect_poll, &c, NULL);
 	if (rc)
 		bench_die("weft_block_on", rc);
-	el = bench_now_ns() - t0;
+	el = weft_now_ns() - t0;
 
 	if (c.cursor != n)
 		bench_check_failed("timers completed %zu != %zu", c.cursor, n);
