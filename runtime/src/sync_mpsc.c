@@ -1,167 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A bounded MPSC channel of fixed-size elements.
- *
- * Elements are copied into a ring of slots (the element size is fixed at
- * creation): no allocation per message, and a message of a few words (an
- * id and a pointer, a u64) costs one small copy in and one out.  A void *
- * channel would force a malloc per message for anything that is not
- * pointer-sized, and leave ownership of the pointees to the user anyway.
- *
- * The ring.  Positions are free-running u64s; slot pos & mask holds
- * position pos.  tail (producers) is claimed by CAS, head is advanced by
- * the consumer alone.  A producer may claim tail while tail - head <
- * capacity, writes the element, then publishes it by storing the slot's
- * sequence number ((pos + 1) << 1; | 1 for a tombstone, a claimed position
- * whose sender gave up).  The consumer reads the slot at head once its
- * sequence says so: it never reads tail, and producers read head only when
- * their cached copy (head_seen) says the ring is full, so in steady state
- * the two sides share only the slots' cache lines.
- *
- * Waking the consumer.  It sets RX_WAITING (after storing its waker) and
- * then looks at the ring again; a producer publishes and then looks at
- * RX_WAITING, with a full fence on each side between the store and the
- * load, so one of them sees the other.  Only a producer that finds
- * RX_WAITING set wakes, and the first to take it (clearing RX_WAITING and
- * adding itself to the count of wakers in rx_state) is the only one: a
- * consumer that is already scheduled or running costs a producer one fence
- * and one load of a line that stays shared.  A producer in the count reads
- * the waker field; the consumer writes it only while RX_WAITING is clear
- * and the count is zero.
- *
- * The consumer never waits by yielding.  Woken by a producer that is still
- * inside its wake (a plain thread in a futex wake, or preempted there), it
- * may find nothing new and need to wait again while the count is not zero.
- * If the field already wakes it, it sets RX_WAITING again without writing
- * the field (the same fence and re-check as above); producers that take
- * it join the count, and reading the field concurrently is fine.  If the
- * field wakes someone else (the receiver moved to another task), it leaves
- * its waker in rx_next under the lock and sets RX_SWAP; the last producer
- * out of the count installs it and wakes it (rx_wake_done()), and the
- * consumer, polled again by that wake, looks at the ring then.  (It yielded
- * instead until issue 15, and a consumer fed from a plain thread was polled
- * thousands of times per message while the sender's wake finished.)
- *
- * Waiting senders.  A sender that finds no room queues (FIFO, under the
- * lock) and sets T_SENDERS in the tail word, which stops the lock-free
- * claims: from then on room goes to queued senders in order.  The
- * consumer, after each advance of head, checks senders_queued (a flag on a
- * line of its own, so reading it costs nothing while it does not change);
- * the queueing sender stores that flag and then re-reads head, the
- * consumer stores head and then reads the flag, all seq_cst, so one of
- * them sees the other and hands out the room.  Handing out means claiming
- * the position for the waiter (under the lock) and waking it: the waiter
- * writes its element when it next runs.  A waiter dropped while holding a
- * position leaves a tombstone there, which the consumer skips, handing the
- * room on as for any other.  (Passing the position to the next waiter
- * instead would let that sender's element overtake the ones it sent
- * before: the dropped position can be older than theirs.)
- *
- * Lifetime: the receiver holds one reference and the senders together
- * hold one; tx_count counts sender handles.  The last sender sets
- * TX_CLOSED (the consumer drains what is published, then sees -EPIPE);
- * the receiver sets T_RX_GONE (claims fail, queued senders complete with
- * -EPIPE) and drops what is buffered.
- *
- * Lock order: ch->lock is a leaf; wakers are woken after it is released.
+ * The bounded MPSC channel: its lifetime and the producers.  The ring,
+ * the waking and the memory-ordering argument are described at the top
+ * of sync_mpsc_internal.h; the consumer is in sync_mpsc_rx.c.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "sync_internal.h"
-
-/* The tail word: position << 2 | T_RX_GONE | T_SENDERS. */
-#define T_SENDERS ((uint64_t)1)
-#define T_RX_GONE ((uint64_t)2)
-#define T_SHIFT 2
-#define T_ONE ((uint64_t)1 << T_SHIFT)
-
-/*
- * rx_state: RX_WAITING | RX_SWAP | TX_CLOSED, and above them the number of
- * producers waking the consumer (reading rx_waker).
- */
-#define RX_WAITING 1u
-#define RX_SWAP 2u
-#define TX_CLOSED 4u
-#define RX_WAKER_SHIFT 3
-#define RX_WAKER_ONE (1u << RX_WAKER_SHIFT)
-
-/* A slot's sequence number for position @pos, published or skipped. */
-#define SEQ_FULL(pos) (((pos) + 1) << 1)
-#define SEQ_TOMB(pos) ((((pos) + 1) << 1) | 1)
-
-/* Send futures: phase (owner only) and waiter state (under the lock). */
-enum { S_IDLE, S_QUEUED, S_DONE };
-enum { SW_WAITING = 1, SW_ASSIGNED, SW_CLOSED };
-
-/* Recv futures: did this one set RX_WAITING? */
-enum { R_IDLE, R_REGISTERED };
-
-typedef struct slot_s {
-	_Atomic uint64_t seq;
-	_Alignas(8) unsigned char data[];
-} slot_t;
-
-typedef struct mpsc_s {
-	/* Read-only after creation. */
-	uint64_t cap;
-	uint64_t mask;
-	size_t elem_size;
-	size_t slot_size;
-	unsigned char *slots;
-	weft_drop_cb elem_drop;
-
-	/* Producers: claimed by CAS on every send. */
-	weft__cacheline_aligned _Atomic uint64_t tail;
-	_Atomic uint64_t head_seen; /* a recent head; never ahead of it */
-
-	/* Consumer: stored on every receive, read by producers when full. */
-	weft__cacheline_aligned _Atomic uint64_t head;
-
-	/* Waking the consumer (see the top). */
-	weft__cacheline_aligned _Atomic uint32_t rx_state;
-	weft_waker_t rx_waker;
-	weft_waker_t rx_next; /* under the lock; see RX_SWAP */
-
-	/* Queued senders. */
-	weft__cacheline_aligned _Atomic uint32_t senders_queued;
-	pthread_mutex_t lock; /* guards the queue and its waiters */
-	weft_waiter_t *wait_head;
-	weft_waiter_t *wait_tail;
-
-	/* Cold. */
-	weft__cacheline_aligned _Atomic uint32_t refs;
-	_Atomic uint32_t tx_count;
-} mpsc_t;
-
-static uint32_t rx_wakers(uint32_t s)
-{
-	return s >> RX_WAKER_SHIFT;
-}
-
-static mpsc_t *from_tx(weft_mpsc_tx_t *tx)
-{
-	return (mpsc_t *)tx;
-}
-
-static mpsc_t *from_rx(weft_mpsc_rx_t *rx)
-{
-	return (mpsc_t *)rx;
-}
-
-static slot_t *slot_at(mpsc_t *ch, uint64_t pos)
-{
-	return (slot_t *)(ch->slots + (pos & ch->mask) * ch->slot_size);
-}
-
-static void copy_elem(mpsc_t *ch, void *dst, const void *src)
-{
-	/* The common word-sized case as a fixed-size (inlined) copy. */
-	if (ch->elem_size == 8)
-		memcpy(dst, src, 8);
-	else
-		memcpy(dst, src, ch->elem_size);
-}
+#include "sync_mpsc_internal.h"
 
 /* ------------------------------------------------------------ lifetime */
 
@@ -212,7 +58,7 @@ out_free_ch:
  * position that is not published when @prefix, else going up to tail.
  * Only the consumer (or the last reference) calls this.
  */
-static void drop_elems(mpsc_t *ch, bool prefix)
+void weft__mpsc_drop_elems(mpsc_t *ch, bool prefix)
 {
 	uint64_t h = load_relaxed(&ch->head);
 	uint64_t t = load_relaxed(&ch->tail) >> T_SHIFT;
@@ -233,128 +79,17 @@ static void drop_elems(mpsc_t *ch, bool prefix)
 	store_release(&ch->head, h);
 }
 
-static void mpsc_release(mpsc_t *ch)
+void weft__mpsc_release(mpsc_t *ch)
 {
 	/* acq_rel: the last reference sees every use of the channel. */
 	if (fetch_sub_acq_rel(&ch->refs, 1) != 1)
 		return;
-	drop_elems(ch, false);
+	weft__mpsc_drop_elems(ch, false);
 	weft_waker_drop(&ch->rx_waker);
 	weft_waker_drop(&ch->rx_next);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch->slots);
 	free(ch);
-}
-
-/* -------------------------------------------------------- waking the rx */
-
-/*
- * The last producer out of the count, with RX_SWAP set: install the
- * consumer's new waker and wake it.  Called holding our place in the count
- * with RX_WAITING clear, so no other producer reads rx_waker meanwhile.
- */
-static void rx_install(mpsc_t *ch)
-{
-	weft_waker_t old;
-
-	pthread_mutex_lock(&ch->lock);
-	old = ch->rx_waker;
-	ch->rx_waker = ch->rx_next;
-	ch->rx_next = WEFT_WAKER_EMPTY;
-	/*
-	 * Release: our write of rx_waker happens before the consumer reads
-	 * it again, which it does only once RX_SWAP is clear (pairs with
-	 * the acquire loads in rx_register()).
-	 */
-	atomic_fetch_and_explicit(&ch->rx_state, ~RX_SWAP,
-				  memory_order_release);
-	pthread_mutex_unlock(&ch->lock);
-	weft_waker_drop(&old);
-	/*
-	 * The consumer did not look at the ring again after leaving its
-	 * waker: it counts on this wake.  We are still in the count, so the
-	 * field stays as it is while we read it.
-	 */
-	weft_waker_wake_by_ref(&ch->rx_waker);
-}
-
-/* A producer's wake is over: leave the count (installing, if asked). */
-static void rx_wake_done(mpsc_t *ch)
-{
-	/*
-	 * Acquire, here and wherever @s is read below: if we turn out to be
-	 * the last one out and install, the reads of rx_waker by the
-	 * producers who left before us happen before our write of it
-	 * (pairs with the release of their leaving CAS).
-	 */
-	uint32_t s = load_acquire(&ch->rx_state);
-
-	for (;;) {
-		if ((s & RX_SWAP) && rx_wakers(s) == 1) {
-			/*
-			 * Last one out, and the consumer left a new waker.
-			 * Take RX_WAITING back first (it was set for the old
-			 * waker, and the consumer does not set it while RX_SWAP
-			 * is), so that no producer joins the count to read the
-			 * field we are about to write.  Acquire as above; the
-			 * consumer's rx_next comes to us through the lock.
-			 */
-			if ((s & RX_WAITING) &&
-			    !atomic_compare_exchange_weak_explicit(
-				    &ch->rx_state, &s, s & ~RX_WAITING,
-				    memory_order_acquire, memory_order_acquire))
-				continue;
-			rx_install(ch);
-			s = load_acquire(&ch->rx_state);
-			continue;
-		}
-		/*
-		 * Release: our read of rx_waker happens before the consumer
-		 * (or the producer that installs) writes it again; pairs
-		 * with the acquire loads in rx_register(),
-		 * weft_mpsc_recv_fini() and above.
-		 */
-		if (atomic_compare_exchange_weak_explicit(
-			    &ch->rx_state, &s, s - RX_WAKER_ONE,
-			    memory_order_release, memory_order_acquire))
-			return;
-	}
-}
-
-/* Wakes the consumer if it set RX_WAITING (@s: a recent rx_state). */
-static void rx_wake_slow(mpsc_t *ch, uint32_t s)
-{
-	do {
-		if (!(s & RX_WAITING))
-			return;
-		/*
-		 * Acquire: the last write of rx_waker happens before our read
-		 * of it (pairs with the consumer's seq_cst RMW setting
-		 * RX_WAITING in rx_register(), which comes after its own
-		 * write of the field or after its acquire of the one
-		 * rx_install() made).
-		 */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&ch->rx_state, &s, (s & ~RX_WAITING) + RX_WAKER_ONE,
-		memory_order_acquire, memory_order_relaxed));
-	weft_waker_wake_by_ref(&ch->rx_waker);
-	rx_wake_done(ch);
-}
-
-/* After publishing a slot: wake the consumer if it is waiting. */
-static void rx_wake(mpsc_t *ch)
-{
-	/*
-	 * Full fence: orders the slot's publication before the load of
-	 * rx_state, so either we see RX_WAITING or the consumer's re-check
-	 * sees the slot; pairs with the fence in rx_register().
-	 */
-	fence_seqcst();
-	/* Relaxed: the fence does the ordering; rx_wake_slow() acquires. */
-	uint32_t s = load_relaxed(&ch->rx_state);
-
-	if (s & RX_WAITING)
-		rx_wake_slow(ch, s);
 }
 
 /* ------------------------------------------------------------ producers */
@@ -422,14 +157,6 @@ static void write_slot(mpsc_t *ch, uint64_t pos, const void *elem)
 	store_release(&s->seq, SEQ_FULL(pos));
 }
 
-/* Under the lock, the queue just emptied: let claims through again. */
-static void senders_clear_locked(mpsc_t *ch)
-{
-	/* Relaxed: the flags say "take the lock"; the lock orders the rest. */
-	atomic_fetch_and_explicit(&ch->tail, ~T_SENDERS, memory_order_relaxed);
-	store_relaxed(&ch->senders_queued, 0);
-}
-
 /*
  * Under the lock: hand free positions to queued senders, in order, until
  * the ring is full, the queue is empty or @wl is.
@@ -471,7 +198,7 @@ static bool assign_locked(mpsc_t *ch, wake_list_t *wl)
 }
 
 /* Called with the lock held; hands out room, unlocks, wakes. */
-static void assign_unlock(mpsc_t *ch)
+void weft__mpsc_assign_unlock(mpsc_t *ch)
 {
 	wake_list_t wl;
 
@@ -512,8 +239,8 @@ void weft_mpsc_tx_drop(weft_mpsc_tx_t *tx)
 		 */
 		prev = atomic_fetch_or_explicit(&ch->rx_state, TX_CLOSED,
 						memory_order_acq_rel);
-		rx_wake_slow(ch, prev | TX_CLOSED);
-		mpsc_release(ch);
+		weft__mpsc_rx_wake_slow(ch, prev | TX_CLOSED);
+		weft__mpsc_release(ch);
 	}
 }
 
@@ -695,328 +422,4 @@ void weft_mpsc_send_fini(weft_mpsc_send_t *s)
 		rx_wake(ch); /* the consumer may be waiting at that slot */
 out:
 	s->phase = S_DONE;
-}
-
-/* ------------------------------------------------------------- consumer */
-
-/*
- * Stores the new head and hands the room to queued senders, if any.
- * Consumer only.
- */
-static void advance_head(mpsc_t *ch, uint64_t h)
-{
-	/*
-	 * seq_cst store, then seq_cst load: either a sender that queues
-	 * sees this head (its seq_cst load in assign_locked()) or we see
-	 * its flag (its seq_cst store in send_slow()).  The release part
-	 * orders our reads of the slot before a producer's reuse of it
-	 * (pairs with the acquire loads of head).
-	 */
-	store_seqcst(&ch->head, h);
-	if (load_seqcst(&ch->senders_queued)) {
-		pthread_mutex_lock(&ch->lock);
-		assign_unlock(ch);
-	}
-}
-
-/* Takes the element at head into @out, skipping tombstones. */
-static bool pop(mpsc_t *ch, void *out)
-{
-	/* Relaxed: we are head's only writer. */
-	uint64_t h = load_relaxed(&ch->head);
-
-	for (;;) {
-		slot_t *s = slot_at(ch, h);
-		/*
-		 * Acquire: the element (or the tombstone's reason) is
-		 * visible; pairs with the release in write_slot() and
-		 * weft_mpsc_send_fini().
-		 */
-		uint64_t seq = load_acquire(&s->seq);
-
-		if (seq == SEQ_FULL(h)) {
-			copy_elem(ch, out, s->data);
-			advance_head(ch, h + 1);
-			return true;
-		}
-		if (seq != SEQ_TOMB(h))
-			return false;
-		advance_head(ch, ++h);
-	}
-}
-
-/* Is every sender gone?  Then what they sent is visible. */
-static bool tx_closed(mpsc_t *ch)
-{
-	/* Acquire: pairs with the release of TX_CLOSED in tx_drop(). */
-	return load_acquire(&ch->rx_state) & TX_CLOSED;
-}
-
-int weft_mpsc_try_recv(weft_mpsc_rx_t *rx, void *out)
-{
-	mpsc_t *ch = from_rx(rx);
-
-	if (pop(ch, out))
-		return 0;
-	if (!tx_closed(ch))
-		return -EAGAIN;
-	/* Sent before the close and not seen by the first try. */
-	return pop(ch, out) ? 0 : -EPIPE;
-}
-
-void weft_mpsc_rx_drop(weft_mpsc_rx_t *rx)
-{
-	mpsc_t *ch;
-	wake_list_t wl;
-	weft_waiter_t *w;
-
-	if (!rx)
-		return;
-	ch = from_rx(rx);
-	/* Relaxed: claims fail from now on; queued senders are told below. */
-	atomic_fetch_or_explicit(&ch->tail, T_RX_GONE, memory_order_relaxed);
-	wake_list_init(&wl);
-	pthread_mutex_lock(&ch->lock);
-	while ((w = ch->wait_head)) {
-		waitq_pop_front(&ch->wait_head, &ch->wait_tail);
-		wake_list_take(&wl, &w->waker);
-		w->state = SW_CLOSED;
-		if (wake_list_full(&wl)) {
-			pthread_mutex_unlock(&ch->lock);
-			wake_list_wake(&wl);
-			pthread_mutex_lock(&ch->lock);
-		}
-	}
-	senders_clear_locked(ch);
-	pthread_mutex_unlock(&ch->lock);
-	wake_list_wake(&wl);
-	/* What is published now; the last reference drops the rest. */
-	drop_elems(ch, true);
-	mpsc_release(ch);
-}
-
-void weft_mpsc_recv_init(weft_mpsc_recv_t *r, weft_mpsc_rx_t *rx, void *out)
-{
-	r->rx = rx;
-	r->out = out;
-	r->phase = R_IDLE;
-	r->status = 0;
-}
-
-enum reg { REG_SET, REG_ALREADY, REG_HANDED, REG_RETRY };
-
-/*
- * Producers are in their wake and the field wakes someone else (or the
- * consumer already left a waker for them): leave @w in rx_next for the
- * last of them to install and wake.  REG_HANDED: done, that wake will
- * come.  REG_RETRY: they all left meanwhile; register as usual.
- */
-static enum reg rx_hand_over(mpsc_t *ch, const weft_waker_t *w)
-{
-	weft_waker_t old = WEFT_WAKER_EMPTY;
-	enum reg ret = REG_HANDED;
-	uint32_t s;
-
-	pthread_mutex_lock(&ch->lock);
-	/*
-	 * Relaxed: RX_SWAP changes only under the lock, and the CAS below
-	 * re-checks the count.
-	 */
-	s = load_relaxed(&ch->rx_state);
-	if (s & RX_SWAP) {
-		/* Not installed yet: replace what we left. */
-		old = waker_replace(&ch->rx_next, w);
-		goto out;
-	}
-	/* Empty while RX_SWAP is clear. */
-	ch->rx_next = weft_waker_clone(w);
-	for (;;) {
-		if (!rx_wakers(s)) {
-			old = ch->rx_next;
-			ch->rx_next = WEFT_WAKER_EMPTY;
-			ret = REG_RETRY;
-			break;
-		}
-		/*
-		 * Relaxed: the installer sees RX_SWAP, then reads rx_next
-		 * under the lock we hold, which orders our write of it.
-		 */
-		if (atomic_compare_exchange_weak_explicit(
-			    &ch->rx_state, &s, s | RX_SWAP,
-			    memory_order_relaxed, memory_order_relaxed))
-			break;
-	}
-out:
-	pthread_mutex_unlock(&ch->lock);
-	weft_waker_drop(&old);
-	return ret;
-}
-
-/*
- * Makes the consumer wakeable by @cx's waker.  REG_SET: RX_WAITING was
- * just set (*@prev: rx_state before), look at the ring again.
- * REG_ALREADY: it was already set for this waker.  REG_HANDED: the waker
- * was left for the producers now waking (rx_hand_over()), whose last one
- * wakes it.
- */
-static enum reg rx_register(mpsc_t *ch, weft_cx_t *cx, uint32_t *prev)
-{
-	const weft_waker_t *w = weft_cx_waker(cx);
-	/*
-	 * Acquire: the producers that read the waker field are done with
-	 * it (pairs with the release in rx_wake_done()), and a waker that
-	 * rx_install() wrote there is visible (pairs with its release of
-	 * RX_SWAP).
-	 */
-	uint32_t s = load_acquire(&ch->rx_state);
-	weft_waker_t old;
-	enum reg r;
-
-	for (;;) {
-		if (s & RX_SWAP)
-			goto hand_over;
-		if (rx_wakers(s)) {
-			/* Producers read the field: it stays as it is. */
-			if (!weft_waker_will_wake(&ch->rx_waker, w))
-				goto hand_over;
-			if (s & RX_WAITING)
-				return REG_ALREADY;
-			/*
-			 * The field wakes us: arm it again, for the producers
-			 * after the ones now waking.  seq_cst as the fetch_or
-			 * below (and the fence after it); acquire on failure,
-			 * for the field, as on the first load.
-			 */
-			if (atomic_compare_exchange_weak_explicit(
-				    &ch->rx_state, &s, s | RX_WAITING,
-				    memory_order_seq_cst,
-				    memory_order_acquire)) {
-				*prev = s;
-				fence_seqcst();
-				return REG_SET;
-			}
-			continue;
-		}
-		if (!(s & RX_WAITING))
-			break;
-		if (weft_waker_will_wake(&ch->rx_waker, w))
-			return REG_ALREADY;
-		/* Take the field back to change it (acquire as above). */
-		if (atomic_compare_exchange_weak_explicit(
-			    &ch->rx_state, &s, s & ~RX_WAITING,
-			    memory_order_acquire, memory_order_acquire))
-			break;
-		continue;
-hand_over:
-		r = rx_hand_over(ch, w);
-		if (r != REG_RETRY)
-			return r;
-		s = load_acquire(&ch->rx_state); /* acquire as above */
-	}
-	/* Neither RX_WAITING nor producers in the count: the field is ours. */
-	old = waker_replace(&ch->rx_waker, w);
-	weft_waker_drop(&old);
-	/*
-	 * seq_cst: releases the waker field to the producer that takes
-	 * RX_WAITING (pairs with the acquire CAS in rx_wake_slow()), and is
-	 * ordered against the last sender's RMW of TX_CLOSED.
-	 */
-	*prev = atomic_fetch_or_explicit(&ch->rx_state, RX_WAITING,
-					 memory_order_seq_cst);
-	/*
-	 * Full fence: RX_WAITING is stored before we look at the ring
-	 * again; pairs with the fence in rx_wake().
-	 */
-	fence_seqcst();
-	return REG_SET;
-}
-
-/* Registered, but something arrived after all: take RX_WAITING back. */
-static void rx_unregister(mpsc_t *ch)
-{
-	/*
-	 * Relaxed: a producer that already took it wakes us once more,
-	 * harmlessly; the field is not touched here.
-	 */
-	atomic_fetch_and_explicit(&ch->rx_state, ~RX_WAITING,
-				  memory_order_relaxed);
-}
-
-/*
- * READY.  A future that registered gives RX_WAITING back now, so that
- * finishing it later (recv_fini) cannot cancel a newer future's
- * registration (found in review: the newer one's wake-up was lost).
- */
-static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
-{
-	if (r->phase == R_REGISTERED) {
-		rx_unregister(ch);
-		r->phase = R_IDLE;
-	}
-	r->status = status;
-	weft__coop_progress();
-	return WEFT_READY;
-}
-
-weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
-{
-	mpsc_t *ch = from_rx(r->rx);
-	uint32_t prev = 0;
-
-	if (!weft__coop_poll(cx))
-		return WEFT_PENDING;
-	if (pop(ch, r->out))
-		return recv_done(ch, r, 0);
-	if (tx_closed(ch))
-		goto closed;
-	switch (rx_register(ch, cx, &prev)) {
-	case REG_ALREADY:
-		return WEFT_PENDING;
-	case REG_HANDED:
-		/* The last producer out wakes us; we look again then. */
-		r->phase = R_REGISTERED;
-		return WEFT_PENDING;
-	default:
-		break;
-	}
-	r->phase = R_REGISTERED;
-	if (pop(ch, r->out))
-		return recv_done(ch, r, 0);
-	if (!(prev & TX_CLOSED))
-		return WEFT_PENDING;
-closed:
-	/* Every sender is gone: drain, then -EPIPE. */
-	if (pop(ch, r->out))
-		return recv_done(ch, r, 0);
-	return recv_done(ch, r, -EPIPE);
-}
-
-void weft_mpsc_recv_fini(weft_mpsc_recv_t *r)
-{
-	mpsc_t *ch = from_rx(r->rx);
-	uint32_t s;
-
-	if (r->phase != R_REGISTERED)
-		return;
-	r->phase = R_IDLE;
-	s = load_relaxed(&ch->rx_state);
-	while (s & RX_WAITING) {
-		/*
-		 * Acquire: as in rx_register(); once RX_WAITING is ours
-		 * again, with nobody in the count, no producer reads the
-		 * waker.
-		 */
-		if (atomic_compare_exchange_weak_explicit(
-			    &ch->rx_state, &s, s & ~RX_WAITING,
-			    memory_order_acquire, memory_order_relaxed)) {
-			/* Release the task reference now, not at teardown. */
-			if (!rx_wakers(s))
-				weft_waker_drop(&ch->rx_waker);
-			return;
-		}
-	}
-	/*
-	 * Producers in the count hold the waker (and maybe a waker left in
-	 * rx_next): teardown drops them.
-	 */
 }
