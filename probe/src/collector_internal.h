@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The collector's state: shared by probe.c (plumbing, thread) and
- * collector.c (the passes).  Everything here is guarded by probe.lock and
+ * The collector's state: shared by probe.c (plumbing, thread) and the
+ * collector's files (the passes): collector.c (the pass, publishing to
+ * the subscribers), collector_drain.c (the rings' drain and merge),
+ * collector_events.c (events into task and worker records),
+ * collector_tasks.c (the record cache), collector_workers.c (worker
+ * sampling), collector_reconcile.c (the runtime's owned list) and
+ * collector_warnings.c.  Everything here is guarded by probe.lock and
  * touched only by the collector thread and by subscribe/unsubscribe.
  */
 #ifndef WEFT_COLLECTOR_INTERNAL_H
@@ -46,15 +51,16 @@ typedef struct task_rec_s {
 	bool changed;
 	bool in_done;
 	bool retired;             /* off the done list, freed once published */
-	bool in_owned;            /* on the runtime's list (reconcile()) */
-	bool end_unseen;          /* finished by reconcile() */
+	bool in_owned;            /* on the runtime's list (reconcile) */
+	bool end_unseen;          /* finished by reconcile */
 	uint16_t once;            /* warnings raised once per task */
 	struct task_rec_s *hnext; /* hash chain */
 	struct task_rec_s *cnext; /* changed list */
 	struct task_rec_s *dnext; /* finished, oldest first */
-	/* The live list (tasks not finished): check_idle_tasks() walks it,
-	 * not the table, where the finished tasks kept for retain_ns (six
-	 * seconds of a service's requests) outnumber them by thousands. */
+	/* The live list (tasks not finished):
+	 * weft__collector_check_idle_tasks() walks it, not the table, where
+	 * the finished tasks kept for retain_ns (six seconds of a service's
+	 * requests) outnumber them by thousands. */
 	struct task_rec_s *lnext, *lprev;
 } task_rec_t;
 
@@ -97,7 +103,7 @@ struct probe {
 	weft_runtime_t *rt; /* the runtime whose workers we describe */
 	weft_runtime_t *runtimes; /* every attached one, oldest first */
 
-	/* Collector state (collector.c). */
+	/* Collector state (collector*.c). */
 	task_rec_t **table;
 	size_t table_size;
 	size_t ntasks;
@@ -140,9 +146,10 @@ struct probe {
 	struct seg_s **heap;  /* the runs not yet taken, earliest head first */
 	size_t segs_cap;
 	size_t nsegs_pass; /* runs in this pass's snapshot */
-	bool flush_rings;  /* give the lines taken back (take_chunk()) */
-	/* The changed tasks, oldest first, as task_changed() adds them while
-	 * there is room (publish()'s, kept from pass to pass). */
+	bool flush_rings;  /* give the lines taken back (drain) */
+	/* The changed tasks, oldest first, as weft__collector_task_changed()
+	 * adds them while there is room (publish()'s, kept from pass to
+	 * pass). */
 	const weft_probe_task_t **pub_changed;
 	size_t pub_cap;
 	/* The pass's events as records, for every subscriber that takes
@@ -179,5 +186,157 @@ uint64_t weft__collector_interval(struct probe *p);
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);
 int weft__collector_event_records(struct probe *p, const weft_event_t *ev,
 				  size_t n, const uint8_t **rec, size_t *len);
+
+/* ---------------------------------------------------- the record cache */
+
+/*
+ * Finding, making and marking a task's record, inline: they are on the
+ * per-event path (collector_events.c) and were inlined there when the
+ * collector was one file.  The rest of the cache is collector_tasks.c.
+ */
+
+/*
+ * The id's low bits, not a mixing hash: the runtime hands ids out in
+ * blocks from one counter (weft__next_task_id()), so the tasks the table
+ * holds (the live ones and six seconds of finished ones) are nearly one
+ * run of consecutive ids, which the table (at least as large) spreads
+ * one to a bucket.  And the buckets used together sit together: a new
+ * task's is next to the one before.  A mixing hash made each a cache
+ * miss: finding tasks for events, retiring them and looking them up for
+ * the streams were a third of the collector's time under a service that
+ * spawns a task per request (perf).
+ */
+static inline size_t weft__collector_hash_of(const struct probe *p, uint64_t id)
+{
+	return (size_t)id & (p->table_size - 1);
+}
+
+static inline task_rec_t *weft__collector_task_find(struct probe *p,
+						    uint64_t id)
+{
+	task_rec_t *t = p->last_found;
+
+	/* A task's events come in runs (a wake, then its poll). */
+	if (t && t->pub.id == id)
+		return t;
+	t = p->table[weft__collector_hash_of(p, id)];
+	while (t && t->pub.id != id)
+		t = t->hnext;
+	if (t)
+		p->last_found = t;
+	return t;
+}
+
+static inline void weft__collector_live_remove(struct probe *p, task_rec_t *t)
+{
+	if (t->lprev)
+		t->lprev->lnext = t->lnext;
+	else
+		p->live = t->lnext;
+	if (t->lnext)
+		t->lnext->lprev = t->lprev;
+	t->lnext = t->lprev = NULL;
+}
+
+/* collector_tasks.c */
+task_rec_t *weft__collector_task_new(struct probe *p, uint64_t id,
+				     uint64_t now);
+void weft__collector_task_free(struct probe *p, task_rec_t *t);
+void *weft__collector_pool_get(struct pool *pl, size_t size);
+void weft__collector_pool_fini(struct pool *pl);
+void weft__collector_retire(struct probe *p, uint64_t now);
+
+static inline task_rec_t *weft__collector_task_get(struct probe *p, uint64_t id,
+						   uint64_t now)
+{
+	task_rec_t *t = weft__collector_task_find(p, id);
+
+	if (t || id == 0)
+		return t;
+	return weft__collector_task_new(p, id, now);
+}
+
+static inline void weft__collector_task_changed(struct probe *p, task_rec_t *t)
+{
+	if (!t->changed) {
+		t->changed = true;
+		t->cnext = p->changed;
+		p->changed = t;
+		/*
+		 * Noted in publish()'s array too, as it comes: publish() then
+		 * neither counts the list nor walks it to fill the array, two
+		 * chases of a pointer a task through records that are out of
+		 * cache when a pass makes thousands of tasks (perf,
+		 * chained_spawn).
+		 */
+		if (p->nchanged < p->pub_cap)
+			p->pub_changed[p->nchanged] = &t->pub;
+		p->nchanged++;
+	}
+}
+
+static inline weft_hist_t *weft__collector_task_hist(struct probe *p,
+						     task_rec_t *t)
+{
+	if (!t->hist) {
+		t->hist = weft__collector_pool_get(&p->hist_pool,
+						   2 * sizeof(*t->hist));
+		if (t->hist) {
+			t->pub.poll_hist = &t->hist[0];
+			t->pub.sched_hist = &t->hist[1];
+		}
+	}
+	return t->hist;
+}
+
+/* ------------------------------------------------------------- the pass */
+
+/*
+ * Events folded in per chunk: 4,096 of 32 bytes, 128 KiB, which stays in
+ * the collector's cache from the merge through process() and the
+ * subscribers.  (Copying whole passes out first, up to 8 MiB a ring,
+ * then converting, merging and folding them in one sweep each, went
+ * through memory four times an event.)
+ */
+#define CHUNK_EVENTS 4096
+
+/* Pending lock-held records waiting for their LOCK_SITE. */
+struct lock_pending {
+	task_rec_t *t;
+	const char *name;
+	uint64_t held_ns;
+	uint64_t at;
+	uint16_t worker;
+	bool valid;
+};
+
+/* collector_drain.c */
+size_t weft__collector_snapshot(struct probe *p);
+bool weft__collector_flush_offered(void);
+size_t weft__collector_take_chunk(struct probe *p, size_t *nheap);
+void weft__collector_free_orphans(struct probe *p);
+
+/* collector_events.c */
+void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
+			     task_rec_t **last_spawn);
+void weft__collector_on_complete(struct probe *p, task_rec_t *t,
+				 const weft_event_t *ev);
+
+/* collector_workers.c */
+void weft__collector_sample_workers(struct probe *p, uint64_t now);
+
+/* collector_reconcile.c */
+void weft__collector_seed_tasks(struct probe *p, uint64_t now);
+bool weft__collector_reconcile(struct probe *p, uint64_t now);
+
+/* collector_warnings.c */
+void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
+			  uint16_t worker, uint64_t at, uint64_t value,
+			  const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
+			       uint16_t worker, uint64_t at, uint64_t value,
+			       const char *detail);
+void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
 
 #endif /* WEFT_COLLECTOR_INTERNAL_H */

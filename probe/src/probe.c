@@ -513,8 +513,8 @@ void weft__probe_runtime_attach(weft_runtime_t *rt)
 /*
  * A runtime's destroy is done: its tasks are all completed or cancelled
  * (their end events pushed).  Counted only now, not at detach, which
- * comes first: reconcile() (collector.c) must not take the tasks of a
- * runtime still being torn down for another's.
+ * comes first: reconcile() (collector_reconcile.c) must not take the
+ * tasks of a runtime still being torn down for another's.
  */
 void weft__probe_runtime_gone(void)
 {

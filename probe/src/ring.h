@@ -82,8 +82,8 @@ static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
 			 * Release: what this thread pushed, and what it saw
 			 * pushed (a spawn's events before the task ran here),
 			 * is seen by the collector that reads the count with
-			 * acquire (weft__ring_drops(); collector.c's
-			 * reconcile() relies on it).
+			 * acquire (weft__ring_drops(); the collector's
+			 * reconcile() relies on it: collector_reconcile.c).
 			 */
 			store_release(&r->drops[RING_DROP_FULL],
 				      load_relaxed(&r->drops[RING_DROP_FULL]) +

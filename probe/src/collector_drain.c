@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's drain: a snapshot of every ring's run at the pass's
+ * start, merged by time a chunk at a time into p->chunk straight from the
+ * rings, the slots taken given back to their producers, and the rings of
+ * threads gone freed once drained.
+ */
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "collector_internal.h"
+
+/* A run's head stamp, cached: the heap compares it O(log k) a run. */
+static inline void seg_head(struct seg_s *s)
+{
+	const weft_ring_t *r = &s->e->ring;
+
+	s->ts = r->buf[s->pos & r->mask].ts;
+}
+
+static void heap_down(struct seg_s **h, size_t n, size_t j)
+{
+	for (;;) {
+		size_t l = 2 * j + 1, r = l + 1, m = j;
+
+		if (l < n && h[l]->ts < h[m]->ts)
+			m = l;
+		if (r < n && h[r]->ts < h[m]->ts)
+			m = r;
+		if (m == j)
+			return;
+		struct seg_s *t = h[j];
+		h[j] = h[m];
+		h[m] = t;
+		j = m;
+	}
+}
+
+/*
+ * Snapshots every ring: one run per ring from its head to the tail it has
+ * now (p->segs, p->heap).  Rings of threads gone are flagged (e->last) to
+ * be freed once their run is taken.  Returns the number of runs, or 0
+ * without memory for them (the events wait for the next pass).
+ */
+size_t weft__collector_snapshot(struct probe *p)
+{
+	ring_entry_t **pp = &p->rings;
+	size_t nsegs = 0;
+
+	p->fill = 0;
+again:
+	for (; *pp; pp = &(*pp)->next) {
+		ring_entry_t *e = *pp;
+		/* Acquire: pairs with ring_orphan(); all its pushes are in. */
+		bool orphan = load_acquire(&e->orphan);
+		size_t cap = weft__ring_capacity(&e->ring);
+		/* Relaxed: only the collector writes head. */
+		uint64_t head = load_relaxed(&e->ring.head);
+		/*
+		 * Acquire: pairs with the producer's release store of tail;
+		 * every slot before it is written and ours to read.
+		 */
+		uint64_t tail = load_acquire(&e->ring.tail);
+		uint64_t drops;
+
+		if (nsegs == p->segs_cap) {
+			size_t ncap = p->segs_cap ? 2 * p->segs_cap : 16;
+			struct seg_s *ns = malloc(ncap * sizeof(*ns));
+			struct seg_s **nh = malloc(ncap * sizeof(*nh));
+
+			if (!ns || !nh) {
+				free(ns);
+				free(nh);
+				/* No pass: no ring is drained, none freed. */
+				for (ring_entry_t *r = p->rings; r; r = r->next)
+					r->last = false;
+				return 0;
+			}
+			free(p->segs);
+			free(p->heap);
+			p->segs = ns;
+			p->heap = nh;
+			p->segs_cap = ncap;
+			/* A new array: start over (nothing taken yet). */
+			pp = &p->rings;
+			nsegs = 0;
+			p->fill = 0;
+			goto again;
+		}
+		if ((double)(tail - head) / (double)cap > p->fill)
+			p->fill = (double)(tail - head) / (double)cap;
+		if (tail != head)
+			p->segs[nsegs++] = (struct seg_s){ e, head, tail, 0 };
+		drops = weft__ring_drops(&e->ring);
+		p->drops_total += drops - e->drops_seen;
+		e->drops_seen = drops;
+		e->last = orphan;
+	}
+	/*
+	 * Rings registered since the last pass, taken only now, after the
+	 * known rings' tails were read, and read in turn: an event seen
+	 * above that followed (through a task handed over, a lock) one in a
+	 * new ring makes that ring's push happen before our exchange, so its
+	 * event is in this pass too.  Taken first, a ring pushed meanwhile
+	 * would miss this pass while what followed its first event made it
+	 * (a task's COMPLETE before its SPAWN).  Acquire: pairs with the
+	 * release push in weft__probe_ring_register; each entry and its ring
+	 * are whole.  Appended at *pp, the end of the list, so that the
+	 * loop above goes on with them.
+	 */
+	{
+		ring_entry_t *fresh = atomic_exchange_explicit(
+			&weft__probe_new_rings, NULL, memory_order_acquire);
+
+		if (fresh) {
+			while (fresh) {
+				ring_entry_t *next = fresh->next;
+
+				fresh->next = *pp;
+				*pp = fresh;
+				fresh = next;
+			}
+			goto again;
+		}
+	}
+	for (size_t i = 0; i < nsegs; i++) {
+		p->heap[i] = &p->segs[i];
+		seg_head(&p->segs[i]);
+	}
+	for (size_t i = nsegs / 2; i-- > 0;)
+		heap_down(p->heap, nsegs, i);
+	return nsegs;
+}
+
+/*
+ * Ring lines given back to the producer out of our caches (clflushopt),
+ * so that it writes them again, a lap later, from memory rather than from
+ * the collector's core.  On this project's CI guests a line fetched back
+ * from the other vCPU is dear (the c2c probe: 100-670 ns), and sequential
+ * misses to memory are what a core's prefetchers hide best.  Measured
+ * (tools/bench/README.md, session 7): probe_event, marks written while the
+ * collector drained on the other vCPU, ran 8.2-17.8 ns an event in half
+ * the runs and 3.4-3.8 with the flush in every run; yield_many with
+ * events, median 48.3 -> 42.5 ns an op, for about 2.2 ns an event more on
+ * the collector.  Whole lines only (one
+ * half taken waits for the next run).  clflushopt keeps a line coherent
+ * whoever writes it next: a hint to the caches, no part of the ring's
+ * protocol.  WEFT_PROBE_RING_FLUSH=0 turns it off.
+ */
+#if defined(__x86_64__)
+bool weft__collector_flush_offered(void)
+{
+	unsigned a, b, c, d;
+	const char *s = getenv("WEFT_PROBE_RING_FLUSH");
+
+	if (s && !strcmp(s, "0"))
+		return false;
+	/* CPUID.(7,0):EBX[23] (valgrind's CPU says no, and means it). */
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	return (b & bit_CLFLUSHOPT) != 0;
+}
+
+static void flush_taken(const weft_ring_t *r, uint64_t from, uint64_t to)
+{
+	/* Locals: the asm's char operand may alias them, and they would be
+	 * loaded again each line. */
+	weft_event_t *buf = r->buf;
+	uint64_t mask = r->mask;
+
+	/* Two 32-byte slots a 64-byte line; the buffer is page aligned. */
+	for (uint64_t q = from & ~(uint64_t)1; q + 2 <= to; q += 2)
+		__asm__ volatile("clflushopt %0"
+				 : "+m"(*(volatile char *)&buf[q & mask]));
+}
+#else
+bool weft__collector_flush_offered(void)
+{
+	return false;
+}
+
+static void flush_taken(const weft_ring_t *r, uint64_t from, uint64_t to)
+{
+	(void)r, (void)from, (void)to;
+}
+#endif
+
+/*
+ * Takes the next chunk of the pass's events, earliest first, into
+ * p->chunk: a k-way merge over the runs' heads (each ring is in time
+ * order), O(log k) an event, read straight from the rings.  Gives the
+ * slots taken back to their producers.  Returns how many (0: the pass's
+ * events are all taken).  @nheap: the runs left, updated.  Out of line:
+ * it runs once a chunk, and inlined into the pass its loop lost the
+ * clock's constants to the stack (callgrind).
+ */
+__attribute__((noinline)) size_t weft__collector_take_chunk(struct probe *p,
+							    size_t *nheap)
+{
+	struct seg_s **h = p->heap;
+	size_t n = *nheap, out = 0;
+	struct weft__probe_clock_conv cv;
+	uint64_t from;
+
+	/*
+	 * Each event is converted to ns as it is copied, while its slot is
+	 * in L1: a sweep of its own over the chunk afterwards went through
+	 * the chunk (larger than L1) once more.  The merge
+	 * compares the raw stamps, in the rings and in the heap alike.
+	 */
+	weft__probe_clock_conv_get(&cv);
+
+	/*
+	 * The earliest run gives events up to the next run's head (runs of
+	 * a ring tend to come in stretches: a busy worker's while another
+	 * idles), then goes back into the heap.
+	 */
+	while (n && out < CHUNK_EVENTS) {
+		struct seg_s *s = h[0];
+		const weft_ring_t *r = &s->e->ring;
+		uint64_t bound = UINT64_MAX, k = s->end - s->pos;
+
+		if (n > 1)
+			bound = h[1]->ts;
+		if (n > 2 && h[2]->ts < bound)
+			bound = h[2]->ts;
+		if (k > CHUNK_EVENTS - out)
+			k = CHUNK_EVENTS - out;
+		from = s->pos;
+		if (cv.tsc) {
+			do {
+				weft_event_t *d = &p->chunk[out++];
+
+				*d = r->buf[s->pos++ & r->mask];
+				weft__probe_clock_conv_event(&cv, d);
+			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		} else {
+			do {
+				p->chunk[out++] = r->buf[s->pos++ & r->mask];
+			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+		}
+		if (p->flush_rings)
+			flush_taken(r, from, s->pos);
+		if (s->pos == s->end)
+			h[0] = h[--n];
+		else
+			seg_head(s);
+		heap_down(h, n, 0);
+	}
+	*nheap = n;
+	/*
+	 * Release: our reads of the slots taken happen before the producer
+	 * sees them free (pairs with its acquire load of head on a full
+	 * ring).  Every run's, taken from this chunk or not: a store of the
+	 * same value is harmless, and the runs are few.
+	 */
+	for (size_t i = 0; i < p->nsegs_pass; i++)
+		store_release(&p->segs[i].e->ring.head, p->segs[i].pos);
+	return out;
+}
+
+/* Frees the rings of threads gone, whose last events were just taken. */
+void weft__collector_free_orphans(struct probe *p)
+{
+	ring_entry_t **pp = &p->rings;
+
+	while (*pp) {
+		ring_entry_t *e = *pp;
+
+		if (e->last) {
+			*pp = e->next;
+			weft__ring_fini(&e->ring);
+			free(e);
+			continue;
+		}
+		pp = &e->next;
+	}
+}

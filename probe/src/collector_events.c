@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's events, folded into task and worker records (one
+ * chunk of the pass at a time, in time order: collector_drain.c), with
+ * the warnings an event raises.  The per-event path: its helpers are
+ * inline (the record cache's in collector_internal.h).
+ */
+#include <stdio.h>
+
+#include "collector_internal.h"
+#include "weft/wire.h"
+
+__attribute__((noinline, cold)) static void
+warn_self_wakes(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	char d[96];
+
+	t->once |= 1u << WEFT_WARN_SELF_WAKES;
+	snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
+		 (unsigned long long)t->pub.self_wakes,
+		 (unsigned long long)t->pub.wakes);
+	weft__collector_warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker,
+				  ev->ts, 0, d);
+}
+
+/*
+ * Self-wakes above half of a task's wakes: say so once.  The once bit
+ * first: a task that yields in a loop comes here on every poll.
+ */
+static inline void check_self_wakes(struct probe *p, task_rec_t *t,
+				    const weft_event_t *ev)
+{
+	if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)) && t->pub.wakes >= 16 &&
+	    t->pub.self_wakes * 2 > t->pub.wakes)
+		warn_self_wakes(p, t, ev);
+}
+
+/* A yield, told by its poll's record (WEFT_POLL_YIELDED): a self-wake. */
+static void self_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	t->pub.wakes++;
+	t->pub.self_wakes++;
+	check_self_wakes(p, t, ev);
+}
+
+static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
+	/* Both histograms count from the task's second poll: found once. */
+	weft_hist_t *h = t->pub.polls ? weft__collector_task_hist(p, t) : NULL;
+
+	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
+	    start >= t->woken_at) {
+		uint64_t delay = start - t->woken_at;
+
+		t->pub.scheduled_ns += delay;
+		if (h)
+			weft_hist_add(&h[1], delay);
+		if (delay > p->config.sched_delay_ns &&
+		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
+			char d[96];
+
+			t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+			snprintf(d, sizeof(d),
+				 "woken, then waited %.1f ms for a worker",
+				 (double)delay / 1e6);
+			weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY,
+						  t, ev->worker, start, delay,
+						  d);
+		}
+	}
+	t->pub.polls++;
+	t->pub.busy_ns += dur;
+	t->pub.last_worker = ev->worker;
+	if (dur > t->pub.max_poll_ns)
+		t->pub.max_poll_ns = dur;
+	if (h)
+		weft_hist_add(&h[0], dur);
+	if (ev->worker < MAX_PROBE_WORKERS &&
+	    dur > p->worker_max_poll[ev->worker])
+		p->worker_max_poll[ev->worker] = dur;
+
+	if (dur >= p->config.long_poll_ns &&
+	    ev->ts > t->last_long_warn + 1000000000u) {
+		char d[128];
+
+		t->last_long_warn = ev->ts;
+		snprintf(d, sizeof(d),
+			 "one poll ran %.1f ms and blocked worker %u",
+			 (double)dur / 1e6, ev->worker);
+		weft__collector_warn_task(p, WEFT_WARN_LONG_POLL, t, ev->worker,
+					  start, dur, d);
+	}
+
+	if (ev->a2 & WEFT_POLL_YIELDED)
+		self_wake(p, t, ev);
+	if (t->in_done) {
+		/*
+		 * Finished already: a poll folded in after the task's end,
+		 * which weft__collector_reconcile() took for finished (the
+		 * poll pushed after that pass's snapshot), or whose end came
+		 * from another ring read first.  It stays DONE.
+		 */
+	} else if (ev->a2 & WEFT_POLL_READY) {
+		t->pub.state = WEFT_TASK_DONE;
+		if (dur < 2000 && t->pub.polls == 1)
+			p->tiny_count++;
+	} else if (ev->a2 & WEFT_POLL_YIELDED) {
+		/* Back in a queue from the poll's end (a wake in the poll
+		 * came first, and counts from when it came). */
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll
+						       : ev->ts;
+	} else if (t->wake_in_poll >= start) {
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = t->wake_in_poll;
+	} else {
+		t->pub.state = WEFT_TASK_IDLE;
+		t->idle_since = ev->ts;
+		t->lost_check_at = 0;
+	}
+	t->wake_in_poll = 0;
+	weft__collector_task_changed(p, t);
+}
+
+static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+{
+	(void)p;
+	t->pub.wakes++;
+	if (ev->a1 == t->pub.id)
+		t->pub.self_wakes++;
+	if (ev->a2 & WEFT_WAKE_BY_VAL)
+		t->outstanding--;
+	/*
+	 * A wake handed over a pass late, stamped before the last poll we
+	 * folded in, is taken as news: the task shows queued from it.  It
+	 * may be stale (the poll ran on it), but it may as well be real: a
+	 * wake made in a poll carries that poll's start, which can be long
+	 * before it happened.  Telling them apart needs a stamp of its own.
+	 */
+	if (t->pub.state == WEFT_TASK_IDLE) {
+		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
+							  : 0;
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = ev->ts;
+		/*
+		 * It may be in a poll we have not seen end (a task taken for
+		 * idle by a misjudged poll): if so, that poll's record ends
+		 * it SCHEDULED, not IDLE, as any wake in a poll does.
+		 */
+		t->wake_in_poll = ev->ts;
+	} else if (t->pub.state == WEFT_TASK_SCHEDULED) {
+		t->wake_in_poll = ev->ts;
+	}
+	check_self_wakes(p, t, ev);
+	weft__collector_task_changed(p, t);
+}
+
+void weft__collector_on_complete(struct probe *p, task_rec_t *t,
+				 const weft_event_t *ev)
+{
+	if (t->end_unseen) {
+		/* Late, not lost (weft__collector_reconcile()). */
+		t->end_unseen = false;
+		t->pub.warnings &= ~(1u << WEFT_WARN_EVENTS_DROPPED);
+		p->stats.tasks_end_unseen--;
+	}
+	t->pub.state = WEFT_TASK_DONE;
+	t->pub.status = (int32_t)ev->a2;
+	t->pub.finished_ns = ev->ts;
+	if (!t->in_done) {
+		weft__collector_live_remove(p, t);
+		t->in_done = true;
+		t->dnext = NULL;
+		if (p->done_tail)
+			p->done_tail->dnext = t;
+		else
+			p->done_head = t;
+		p->done_tail = t;
+		p->ndone++;
+	}
+	weft__collector_task_changed(p, t);
+}
+
+/*
+ * Whether an event of @kind may create the record of a task not known:
+ * only those the task makes while it exists and that say something of it
+ * (its spawn, its polls, a lock held across its await, its end).  A waker
+ * can outlive its task by any time (in a waiter list, a timer), so can a
+ * blocking job, and so can a weft_mutex_t it took and never released
+ * (released later, anywhere, the release names it): a wake, a release or
+ * a job's end arriving after the task was retired must not bring it back,
+ * as a record that would never finish nor expire.
+ */
+static bool creates_task(uint8_t kind)
+{
+	switch (kind) {
+	case WEFT_EV_SPAWN:
+	case WEFT_EV_SPAWN_INFO:
+	case WEFT_EV_SPAWN_LOC:
+	case WEFT_EV_POLL:
+	case WEFT_EV_COMPLETE:
+	case WEFT_EV_LOCK_HELD_PENDING:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Inlined into its loop (weft__collector_process()), as it was into the
+ * pass when the collector was one file: left to itself, GCC keeps it out
+ * of line there, its buffers for warnings being large beside the loop's
+ * frame (large-stack-frame-growth), and each event paid a call.
+ */
+static inline __attribute__((always_inline)) void
+process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
+	task_rec_t **last_spawn)
+{
+	task_rec_t *t = NULL;
+
+	/*
+	 * Polls and wakes first, each with the lookup its kind needs: they
+	 * are nearly every event, and going through creates_task() and then
+	 * the switch cost them two dispatches an event (callgrind).
+	 */
+	if (ev->kind == WEFT_EV_POLL) {
+		if (ev->task &&
+		    (t = weft__collector_task_get(p, ev->task, ev->ts)))
+			on_poll(p, t, ev);
+		return;
+	}
+	if (ev->kind == WEFT_EV_WAKE) {
+		if (ev->task && (t = weft__collector_task_find(p, ev->task)))
+			on_wake(p, t, ev);
+		return;
+	}
+	if (ev->task)
+		t = creates_task(ev->kind) ?
+			    weft__collector_task_get(p, ev->task, ev->ts) :
+		    ev->kind != WEFT_EV_STEAL ?
+			    weft__collector_task_find(p, ev->task) :
+			    NULL;
+	switch (ev->kind) {
+	case WEFT_EV_SPAWN:
+		if (!t)
+			break;
+		t->seen_spawn = true;
+		t->pub.parent = ev->a1;
+		t->pub.kind = (uint8_t)ev->a2;
+		t->pub.spawned_ns = ev->ts;
+		/*
+		 * Queued from its spawn, unless its polls came first: a pass
+		 * takes each ring up to the tail it saw, and a ring read
+		 * early can leave the spawn to the next pass while the ring
+		 * of the worker that stole and ran the task, read a moment
+		 * later, had its polls (and its end).
+		 */
+		if (!t->pub.polls && !t->in_done) {
+			t->pub.state = WEFT_TASK_SCHEDULED;
+			t->woken_at = ev->ts;
+		}
+		*last_spawn = t;
+		weft__collector_task_changed(p, t);
+		break;
+	case WEFT_EV_SPAWN_INFO:
+		if (!t)
+			break;
+		t->pub.name = (const char *)(uintptr_t)ev->a1;
+		t->pub.state_size = ev->a2;
+		if (ev->a2 >= p->config.large_future_bytes) {
+			char d[96];
+
+			snprintf(d, sizeof(d), "its future's state is %u bytes",
+				 ev->a2);
+			weft__collector_warn_task(p, WEFT_WARN_LARGE_FUTURE, t,
+						  ev->worker, ev->ts, 0, d);
+		}
+		break;
+	case WEFT_EV_SPAWN_LOC:
+		if (!t)
+			break;
+		t->pub.file = (const char *)(uintptr_t)ev->a1;
+		t->pub.line = ev->a2;
+		/* LARGE_FUTURE was raised before the location was known. */
+		if (t->pub.warnings & (1u << WEFT_WARN_LARGE_FUTURE)) {
+			weft_probe_warning_t *w =
+				&p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+
+			if (w->task == t->pub.id) {
+				w->file = t->pub.file;
+				w->line = t->pub.line;
+			}
+		}
+		break;
+	case WEFT_EV_WAKER_CLONE:
+		if (t) {
+			t->pub.waker_clones++;
+			t->outstanding++;
+		}
+		break;
+	case WEFT_EV_WAKER_DROP:
+		if (t) {
+			t->pub.waker_drops++;
+			t->outstanding--;
+		}
+		break;
+	case WEFT_EV_COMPLETE:
+		if (t)
+			weft__collector_on_complete(p, t, ev);
+		break;
+	case WEFT_EV_STEAL:
+		if (ev->worker < MAX_PROBE_WORKERS && ev->a1 < 64)
+			p->workers[ev->worker].stolen_from[ev->a1] += ev->a2;
+		break;
+	case WEFT_EV_LOCK_HELD_PENDING:
+		if (!t)
+			break;
+		lp->valid = true;
+		lp->t = t;
+		lp->name = (const char *)(uintptr_t)ev->a1;
+		lp->held_ns = (uint64_t)ev->a2 * 1000u;
+		lp->at = ev->ts;
+		lp->worker = ev->worker;
+		t->pub.locks_held++;
+		break;
+	case WEFT_EV_LOCK_SITE:
+		if (lp->valid) {
+			char d[160];
+
+			char site[96];
+
+			if (ev->a2)
+				snprintf(site, sizeof(site), "%s:%u",
+					 ev->a1 ? (const char *)(uintptr_t)ev->a1
+						: "?",
+					 ev->a2);
+			else
+				snprintf(site, sizeof(site), "%s",
+					 ev->a1 ? (const char *)(uintptr_t)ev->a1
+						: "?");
+			snprintf(d, sizeof(d),
+				 "held lock \"%s\" (taken at %s) across an "
+				 "await, %.2f ms so far",
+				 lp->name ? lp->name : "?", site,
+				 (double)lp->held_ns / 1e6);
+			weft__collector_warn_task(
+				p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, lp->t,
+				lp->worker, lp->at, lp->held_ns, d);
+			lp->valid = false;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* The pass's chunk of @n events, into the records. */
+void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
+			     task_rec_t **last_spawn)
+{
+	for (size_t i = 0; i < n; i++)
+		process(p, &p->chunk[i], lp, last_spawn);
+}

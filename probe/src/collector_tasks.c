@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's record cache: the table of task records (found by id,
+ * collector_internal.h), the pools they and their histograms come from,
+ * the live and done lists, and the retiring of finished tasks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector_internal.h"
+#include "pages_internal.h"
+
+static void table_grow(struct probe *p)
+{
+	size_t nsize = p->table_size * 2;
+	task_rec_t **nt = calloc(nsize, sizeof(*nt));
+	size_t osize = p->table_size;
+	task_rec_t **ot = p->table;
+
+	if (!nt)
+		return; /* keep the longer chains */
+	p->table = nt;
+	p->table_size = nsize;
+	for (size_t i = 0; i < osize; i++) {
+		task_rec_t *t = ot[i];
+
+		while (t) {
+			task_rec_t *next = t->hnext;
+			size_t h = weft__collector_hash_of(p, t->pub.id);
+
+			t->hnext = nt[h];
+			nt[h] = t;
+			t = next;
+		}
+	}
+	free(ot);
+}
+
+/* weft__collector_task() - what the collector knows of task @id, or NULL;
+ * probe.lock held (the record is valid until it is released). */
+const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)
+{
+	task_rec_t *t;
+
+	if (!p->table || !p->table_size)
+		return NULL;
+	t = weft__collector_task_find(p, id);
+	return t ? &t->pub : NULL;
+}
+
+static void live_add(struct probe *p, task_rec_t *t)
+{
+	t->lprev = NULL;
+	t->lnext = p->live;
+	if (p->live)
+		p->live->lprev = t;
+	p->live = t;
+}
+
+/*
+ * Task records and histograms come from pools of blocks: a huge page (2
+ * MiB) where the kernel offers them, else 256 KiB.  Taken one calloc() at
+ * a time, a service spawning tens of thousands of tasks a second had the
+ * collector's malloc arena growing a page per mprotect() and faulting
+ * each page in: most of the collector's time in chained_spawn (perf:
+ * sysmalloc and the page-fault path, 45%).  Freed items go back on the
+ * pool's list; blocks are unmapped only when the collector stops, so the
+ * pools hold the peak of what was tracked at once (live tasks plus at
+ * most retain_max finished ones).
+ */
+static size_t pool_block_bytes(void)
+{
+	size_t huge = weft__pages_huge();
+
+	return huge ? huge : 256u * 1024u;
+}
+
+/* Under ASan, an item given back is poisoned until taken again. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POOL_POISON(p, n) ((void)(p), (void)(n))
+#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+void *weft__collector_pool_get(struct pool *pl, size_t size)
+{
+	void *it = pl->free;
+
+	if (it) {
+		POOL_UNPOISON(it, size);
+		pl->free = *(void **)it;
+		/*
+		 * The next item given back, fetched now for the next call:
+		 * it was freed a pass ago and is out of cache, and the
+		 * memset below waited on each line of this one (perf,
+		 * chained_spawn: the most of task_new's time).
+		 */
+		if (pl->free)
+			for (size_t o = 0; o < size; o += 64)
+				__builtin_prefetch((char *)pl->free + o, 1);
+	} else {
+		if (!pl->left) {
+			size_t bytes = pool_block_bytes();
+			size_t n = (bytes - sizeof(void *)) / size;
+			/*
+			 * Faulted in with the mapping, up front: touched a
+			 * page at a time, a block's faults were the
+			 * collector's main cost in chained_spawn even from a
+			 * pool (perf: task_new and the fault path, 45%;
+			 * faults are dear in a VM, see pages.c).
+			 */
+			char *b = weft__pages_map(bytes, true);
+
+			if (!b)
+				return NULL;
+			/* A mapping where an unmapped block was may still
+			 * carry its poison. */
+			POOL_UNPOISON(b, bytes);
+			/* The block's first word chains the blocks. */
+			*(void **)b = pl->blocks;
+			pl->blocks = b;
+			pl->next = b + sizeof(void *);
+			pl->left = n;
+		}
+		it = pl->next;
+		pl->next += size;
+		pl->left--;
+	}
+	memset(it, 0, size);
+	return it;
+}
+
+static void pool_put(struct pool *pl, void *it, size_t size)
+{
+	*(void **)it = pl->free;
+	pl->free = it;
+	/* The link word stays readable: weft__collector_pool_get() takes it. */
+	POOL_POISON((char *)it + sizeof(void *), size - sizeof(void *));
+}
+
+void weft__collector_pool_fini(struct pool *pl)
+{
+	while (pl->blocks) {
+		void *b = pl->blocks;
+
+		pl->blocks = *(void **)b;
+		POOL_UNPOISON(b, pool_block_bytes());
+		weft__pages_unmap(b, pool_block_bytes());
+	}
+	memset(pl, 0, sizeof(*pl));
+}
+
+/* A task first heard of: out of line, so that finding one saves nothing. */
+__attribute__((noinline)) task_rec_t *
+weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
+{
+	task_rec_t *t = weft__collector_pool_get(&p->rec_pool, sizeof(*t));
+	size_t h;
+
+	if (!t)
+		return NULL;
+	t->pub.id = id;
+	t->pub.spawned_ns = now;
+	t->pub.state = WEFT_TASK_IDLE;
+	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
+	t->idle_since = now;
+	if (p->ntasks >= p->table_size)
+		table_grow(p);
+	h = weft__collector_hash_of(p, id);
+	t->hnext = p->table[h];
+	p->table[h] = t;
+	p->ntasks++;
+	live_add(p, t);
+	return t;
+}
+
+void weft__collector_task_free(struct probe *p, task_rec_t *t)
+{
+	if (p->last_found == t)
+		p->last_found = NULL;
+	task_rec_t **pp = &p->table[weft__collector_hash_of(p, t->pub.id)];
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = t->hnext;
+	p->ntasks--;
+	if (!t->in_done)
+		weft__collector_live_remove(p, t);
+	if (t->hist)
+		pool_put(&p->hist_pool, t->hist, 2 * sizeof(*t->hist));
+	pool_put(&p->rec_pool, t, sizeof(*t));
+}
+
+void weft__collector_retire(struct probe *p, uint64_t now)
+{
+	/*
+	 * By age, and by count: a service spawning a million tasks a second
+	 * would otherwise keep six million records (gigabytes) in here.
+	 */
+	while (p->done_head &&
+	       (p->done_head->pub.finished_ns + p->config.retain_ns < now ||
+		p->ndone > p->config.retain_max)) {
+		task_rec_t *t = p->done_head;
+
+		p->done_head = t->dnext;
+		/* The next one's fields, while this one is freed. */
+		if (p->done_head) {
+			__builtin_prefetch(&p->done_head->pub.finished_ns);
+			__builtin_prefetch(&p->done_head->dnext, 1);
+		}
+		if (!p->done_head)
+			p->done_tail = NULL;
+		p->ndone--;
+		/* Off the list: publish() frees a changed one only then. */
+		t->dnext = NULL;
+		t->retired = true;
+		if (t->changed)
+			continue; /* publish() frees it, after sending it */
+		weft__collector_task_free(p, t);
+	}
+}

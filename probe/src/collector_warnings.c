@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's warnings: the ring of the last WARN_KEEP raised (taken
+ * by publish(), collector.c) and the lost-waker check of idle tasks.  The
+ * warnings an event or a worker's sample raises are raised where it is
+ * folded in (collector_events.c, collector_workers.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector_internal.h"
+
+void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
+			  uint16_t worker, uint64_t at, uint64_t value,
+			  const char *fmt, ...)
+{
+	weft_probe_warning_t *w = &p->warnings[p->warn_seq % WARN_KEEP];
+	va_list ap;
+
+	memset(w, 0, sizeof(*w));
+	w->seq = ++p->warn_seq;
+	w->kind = kind;
+	w->worker = worker;
+	w->at_ns = at;
+	w->value_ns = value;
+	if (t) {
+		w->task = t->pub.id;
+		w->task_name = t->pub.name;
+		w->file = t->pub.file;
+		w->line = t->pub.line;
+	}
+	va_start(ap, fmt);
+	vsnprintf(w->detail, sizeof(w->detail), fmt, ap);
+	va_end(ap);
+}
+
+void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
+			       uint16_t worker, uint64_t at, uint64_t value,
+			       const char *detail)
+{
+	t->pub.warnings |= 1u << kind;
+	weft__collector_task_changed(p, t);
+	weft__collector_warn(p, kind, t, worker, at, value, "%s", detail);
+}
+
+/* Finished tasks are never idle: only the live list needs a look. */
+void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
+{
+	for (task_rec_t *t = p->live; t; t = t->lnext) {
+		if (t->pub.state != WEFT_TASK_IDLE || !t->seen_spawn ||
+		    t->outstanding > 0 || t->pub.polls == 0 ||
+		    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
+			continue;
+		if (!t->lost_check_at) {
+			t->lost_check_at = now;
+			continue;
+		}
+		if (now - t->lost_check_at < 1000000000u)
+			continue;
+		t->once |= 1u << WEFT_WARN_LOST_WAKER;
+		weft__collector_warn_task(
+			p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker, now,
+			now - t->idle_since,
+			"pending with no waker left: it will never be "
+			"polled again");
+	}
+}

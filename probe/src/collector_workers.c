@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's worker sampling: each worker's counters once a pass,
+ * rates over a window of passes, its current poll, and the warnings they
+ * raise (a worker blocked in one poll, a steal storm, more workers than
+ * CPUs).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector_internal.h"
+
+/*
+ * A steal storm: worker @i's steal rate (tasks stolen per poll over the
+ * window) far above the other workers' mean, at a rate that matters.  The
+ * others' mean, not the mean of all: with two workers the thief is half
+ * of the mean and could never stand far above it.
+ */
+static double others_mean(const double *rate, unsigned n, unsigned i)
+{
+	double sum = 0;
+
+	for (unsigned j = 0; j < n; j++)
+		if (j != i)
+			sum += rate[j];
+	return n > 1 ? sum / (n - 1) : 0;
+}
+
+bool weft__probe_steal_storm(const double *rate, const double *per_s,
+			     unsigned n, unsigned i)
+{
+	if (n < 2 || i >= n)
+		return false;
+	return per_s[i] >= STEAL_STORM_PER_S &&
+	       rate[i] >= STEAL_STORM_RATE &&
+	       rate[i] > STEAL_STORM_FACTOR * others_mean(rate, n, i);
+}
+
+void weft__collector_sample_workers(struct probe *p, uint64_t now)
+{
+	weft_runtime_t *rt = p->rt;
+	unsigned n, pos, old;
+	double rate[MAX_PROBE_WORKERS], per_s[MAX_PROBE_WORKERS];
+
+	if (!rt) {
+		p->stats.workers = 0;
+		return;
+	}
+	n = weft_runtime_workers(rt);
+	if (n > MAX_PROBE_WORKERS)
+		n = MAX_PROBE_WORKERS;
+	p->stats.workers = n;
+	pos = p->window_pos;
+	old = p->window_fill < WINDOW ? 0 : (pos + 1) % WINDOW;
+	for (unsigned i = 0; i < n; i++) {
+		weft_probe_worker_t *w = &p->workers[i];
+		worker_window_t *cur = &p->window[i][pos];
+		worker_window_t *o = &p->window[i][old];
+		weft_worker_t *rw = &rt->workers[i];
+		double dt;
+		uint64_t polls, task, started;
+
+		weft_worker_metrics(rt, i, &cur->m);
+		cur->at_ns = now;
+		w->index = (uint16_t)i;
+		w->counters = cur->m;
+		w->queue_depth = cur->m.local_queue_depth;
+		dt = (double)(now - o->at_ns) / 1e9;
+		polls = cur->m.polls - o->m.polls;
+		if (p->window_fill > 0 && dt > 0) {
+			w->polls_per_s = (double)polls / dt;
+			w->steals_per_s = (double)(cur->m.steals - o->m.steals) /
+					  dt;
+			w->steal_rate = polls ? (double)(cur->m.steals -
+							 o->m.steals) /
+							(double)polls
+					      : 0;
+			w->busy_ratio = (double)(cur->m.busy_ns - o->m.busy_ns) /
+					(dt * 1e9);
+			if (w->busy_ratio > 1)
+				w->busy_ratio = 1;
+		}
+		w->max_poll_ns = p->worker_max_poll[i];
+		/* Relaxed: the worker's published current poll (a hint). */
+		task = load_relaxed(&rw->probe_task);
+		started = load_relaxed(&rw->probe_poll_start);
+		w->current_task = task;
+		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) : 0;
+		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;
+		if (task && w->poll_started_ns &&
+		    now > w->poll_started_ns + p->config.long_poll_ns &&
+		    p->worker_yield_warned[i] != started) {
+			task_rec_t *t = weft__collector_task_get(p, task, now);
+			char d[128];
+
+			p->worker_yield_warned[i] = started;
+			snprintf(d, sizeof(d),
+				 "still in one poll after %.1f ms: worker %u is "
+				 "blocked",
+				 (double)(now - w->poll_started_ns) / 1e6, i);
+			if (t)
+				weft__collector_warn_task(
+					p, WEFT_WARN_NEVER_YIELDED, t,
+					(uint16_t)i, w->poll_started_ns,
+					now - w->poll_started_ns, d);
+		}
+		rate[i] = w->steal_rate;
+		per_s[i] = w->steals_per_s;
+	}
+	for (unsigned i = 0; i < n && n > 1; i++) {
+		weft_probe_worker_t *w = &p->workers[i];
+
+		if (now <= p->worker_storm_warned[i] + 5000000000u)
+			continue;
+		if (weft__probe_steal_storm(rate, per_s, n, i)) {
+			char d[160];
+			unsigned victim = 0;
+			uint64_t most = 0;
+
+			for (unsigned j = 0; j < n && j < 64; j++)
+				if (w->stolen_from[j] > most) {
+					most = w->stolen_from[j];
+					victim = j;
+				}
+			p->worker_storm_warned[i] = now;
+			/*
+			 * stolen_from counts STEAL events since start (not
+			 * windowed; empty in counters-only mode).
+			 */
+			snprintf(d, sizeof(d),
+				 "worker %u: %.0f%% of its polls are stolen "
+				 "tasks (others %.0f%%), %.0f steals/s%s",
+				 i, w->steal_rate * 100,
+				 others_mean(rate, n, i) * 100, w->steals_per_s,
+				 most ? ", since start mostly from worker " : "");
+			if (most)
+				snprintf(d + strlen(d), sizeof(d) - strlen(d),
+					 "%u", victim);
+			weft__collector_warn(p, WEFT_WARN_STEAL_STORM, NULL,
+					     (uint16_t)i, now, 0, "%s", d);
+		}
+	}
+	if (!p->oversub_warned) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		p->oversub_warned = true;
+		if (cpus > 0 && n > (unsigned)cpus)
+			weft__collector_warn(
+				p, WEFT_WARN_OVERSUBSCRIBED, NULL,
+				WEFT_EVENT_NO_WORKER, now, 0,
+				"%u workers on %ld CPUs: expect lower throughput",
+				n, cpus);
+	}
+	p->window_pos = (pos + 1) % WINDOW;
+	if (p->window_fill < WINDOW)
+		p->window_fill++;
+}

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's clients: a connection accepted, its requests (subscribe,
+ * pause and resume, a task's details, the flight recorder's snapshot)
+ * carried out, its output held to its bound, and its close.
+ * server_input.c turns its bytes into requests.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "collector_internal.h"
+#include "recorder_internal.h"
+#include "server_state_internal.h"
+
+#define MAX_CLIENTS 64
+
+static void stat_buffered(weft_server_t *s, size_t have)
+{
+	pthread_mutex_lock(&s->stat_lock);
+	if (have > s->st.max_client_buffered)
+		s->st.max_client_buffered = have;
+	pthread_mutex_unlock(&s->stat_lock);
+}
+
+void weft__server_client_close(struct client *c, const char *why, bool bad)
+{
+	weft_server_t *s = c->srv;
+	struct client **pp;
+
+	if (why)
+		weft__server_log("closing %s: %s", c->peer, why);
+	for (pp = &s->clients; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	s->nclients--;
+	bufferevent_free(c->bev);
+	weft_wire_decoder_fini(&c->dec);
+	weft__delta_filter_fini(&c->filter);
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.clients = s->nclients;
+	if (bad)
+		s->st.closed_bad++;
+	pthread_mutex_unlock(&s->stat_lock);
+	free(c);
+	weft__server_sub_reconcile(s, false);
+}
+
+/*
+ * Queues @data for @c if it fits its bound.  A full update larger than
+ * the bound itself goes in while at most half the bound is queued
+ * (otherwise a client of a process with very many tasks could never get
+ * one): the bound is then that one update and half the bound.
+ * Return: true if queued.
+ */
+static bool client_send_ex(struct client *c, const void *data, size_t len,
+			   bool bounded, bool full)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t have = evbuffer_get_length(out);
+	bool over = false;
+
+	if (bounded && have + len > c->srv->buf_max) {
+		/*
+		 * Not "into an empty buffer" only: the pass's events go out
+		 * before its update, so a client that wants both rarely has
+		 * an empty one when its full update comes.
+		 */
+		over = full && have <= c->srv->buf_max / 2 &&
+		       len > c->srv->buf_max;
+		if (!over) {
+			if (!c->behind_since)
+				c->behind_since = weft__server_mono_ns();
+			return false;
+		}
+	}
+	if (evbuffer_add(out, data, len))
+		return false;
+	stat_buffered(c->srv, have + len);
+	if (over) {
+		pthread_mutex_lock(&c->srv->stat_lock);
+		if (len > c->srv->st.max_full_over_bound)
+			c->srv->st.max_full_over_bound = len;
+		pthread_mutex_unlock(&c->srv->stat_lock);
+	}
+	return true;
+}
+
+bool weft__server_client_send(struct client *c, const void *data, size_t len,
+			      bool bounded)
+{
+	return client_send_ex(c, data, len, bounded, false);
+}
+
+void weft__server_client_send_update(struct client *c, const struct item *it)
+{
+	weft_wire_buf_t tmp = { 0 };
+	bool ok;
+
+	if (!c->want_updates || (c->need_full && !it->full))
+		return;
+	if (!c->updates_skipped && !c->events_not_sent) {
+		ok = client_send_ex(c, it->buf.data, it->buf.len, true,
+				    it->full);
+	} else if (weft_wire_update_recount(&tmp, it->buf.data, it->buf.len,
+					     c->updates_skipped,
+					     c->events_not_sent)) {
+		ok = false;
+	} else {
+		ok = client_send_ex(c, tmp.data, tmp.len, true, it->full);
+	}
+	weft_wire_buf_fini(&tmp);
+	if (ok) {
+		if (it->full)
+			c->need_full = false;
+		return;
+	}
+	/* Skipped: what changed in it is lost, so a full one is due. */
+	c->updates_skipped++;
+	c->need_full = true;
+	pthread_mutex_lock(&c->srv->stat_lock);
+	c->srv->st.updates_skipped++;
+	pthread_mutex_unlock(&c->srv->stat_lock);
+}
+
+
+/* The reply to CONTROL_OP_TASK_DETAIL: an Update holding that task. */
+static void task_detail(struct client *c, uint64_t id)
+{
+	weft_wire_buf_t b = { 0 };
+	const weft_probe_task_t *tp[1];
+	weft_probe_update_t u = { .tasks = tp };
+	int err;
+
+	/* Lock order: probe.lock alone (we hold none of ours). */
+	pthread_mutex_lock(&weft__probe.lock);
+	tp[0] = weft__collector_task(&weft__probe, id);
+	u.ntasks = tp[0] ? 1 : 0;
+	err = weft_wire_update_append(&b, &u, 0);
+	pthread_mutex_unlock(&weft__probe.lock);
+	if (!err)
+		(void)weft__server_client_send(c, b.data, b.len, false);
+	weft_wire_buf_fini(&b);
+}
+
+/*
+ * The reply to CONTROL_OP_SNAPSHOT: the flight recorder's records, then a
+ * Control SNAPSHOT frame that ends them.  A reply the client asked for is
+ * not held to the output bound.  The client writes the file: the server
+ * writes none on anyone's behalf.
+ */
+static void snapshot(struct client *c)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+	weft_wire_buf_t b = { 0 }, end = { 0 };
+	int err = weft__trace_snapshot_append(&b);
+
+	ctl.op = WEFT__V1__CONTROL_OP__CONTROL_OP_SNAPSHOT;
+	ctl.error = (char *)(err == -ENOENT ? "no flight recorder running "
+					      "(WEFT_TRACE_FLIGHT_MB or _S)" :
+			     err            ? strerror(-err) :
+					      "");
+	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+	f.control = &ctl;
+	if (!err)
+		(void)weft__server_client_send(c, b.data, b.len, false);
+	if (!weft_wire_record_append(&end, &f))
+		(void)weft__server_client_send(c, end.data, end.len, false);
+	weft_wire_buf_fini(&b);
+	weft_wire_buf_fini(&end);
+}
+
+/*
+ * A Subscribe (again, possibly: the last one counts).  Clients with the
+ * same interval and filter share a stream; a client that would make more
+ * than MAX_STREAMS distinct ones is refused.
+ * Return: 0, or the reason to close the connection.
+ */
+static const char *client_subscribe(struct client *c, weft_server_request_t *m)
+{
+	weft_server_t *s = c->srv;
+	weft_delta_filter_t flt = m->filter;
+	struct stream plan[MAX_STREAMS];
+	uint32_t ival = m->interval_ms;
+	unsigned n = 0;
+	bool fits = false;
+
+	/* Distinct streams among the others, and whether ours is one. */
+	memset(plan, 0, sizeof(plan));
+	for (struct client *o = s->clients; o; o = o->next) {
+		if (o == c || !weft__server_client_active(o) ||
+		    weft__server_plan_find(plan, n, o) >= 0)
+			continue;
+		plan[n].interval_ms = o->interval_ms;
+		plan[n].delta.filter = o->filter;
+		n++;
+		fits |= o->interval_ms == ival &&
+			weft__delta_filter_equal(&o->filter, &flt);
+	}
+	if (!fits && n >= MAX_STREAMS && (m->updates || m->events))
+		return "too many different subscriptions (interval, filter)";
+	/* The filter is ours now. */
+	weft__delta_filter_fini(&c->filter);
+	c->filter = flt;
+	memset(&m->filter, 0, sizeof(m->filter));
+	c->interval_ms = ival;
+	c->subscribed = true;
+	c->want_updates = m->updates;
+	c->want_events = m->events;
+	c->need_full = c->want_updates;
+	weft__server_sub_reconcile(s, c->want_updates);
+	return NULL;
+}
+
+/*
+ * Whether a paused client's stream, once it resumes, is one of the others'
+ * or a new one within MAX_STREAMS (a paused client does not count, and
+ * others may have taken the last streams meanwhile).
+ */
+static bool resume_fits(struct client *c)
+{
+	struct stream plan[MAX_STREAMS];
+	unsigned n = 0;
+
+	if (!c->subscribed || (!c->want_updates && !c->want_events))
+		return true;
+	for (struct client *o = c->srv->clients; o; o = o->next)
+		if (o != c && weft__server_client_active(o) &&
+		    o->interval_ms == c->interval_ms &&
+		    weft__delta_filter_equal(&o->filter, &c->filter))
+			return true;
+	memset(plan, 0, sizeof(plan));
+	for (struct client *o = c->srv->clients; o; o = o->next) {
+		if (o == c || !weft__server_client_active(o) ||
+		    weft__server_plan_find(plan, n, o) >= 0)
+			continue;
+		if (n == MAX_STREAMS)
+			return false;
+		plan[n].interval_ms = o->interval_ms;
+		plan[n].delta.filter = o->filter;
+		n++;
+	}
+	return n < MAX_STREAMS;
+}
+
+/* Return: 0, or the reason to close the connection. */
+static const char *client_request(void *ctx, weft_server_request_t *r)
+{
+	struct client *c = ctx;
+	weft_server_t *s = c->srv;
+
+	switch (r->op) {
+	case WEFT_SERVER_REQ_SUBSCRIBE:
+		return client_subscribe(c, r);
+	case WEFT_SERVER_REQ_PAUSE:
+		c->paused = true;
+		weft__server_sub_reconcile(s, false);
+		return NULL;
+	case WEFT_SERVER_REQ_RESUME:
+		if (c->paused && !resume_fits(c))
+			return "too many different subscriptions (interval, "
+			       "filter)";
+		c->paused = false;
+		weft__server_sub_reconcile(s, false);
+		return NULL;
+	case WEFT_SERVER_REQ_TASK_DETAIL:
+	case WEFT_SERVER_REQ_SNAPSHOT:
+		/*
+		 * Replies the client asked for are not held to the output
+		 * bound, so asking is: one that asks while over it is not
+		 * reading them, and would grow our memory without end.
+		 */
+		if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
+		    s->buf_max)
+			return "asks for replies it does not read";
+		if (r->op == WEFT_SERVER_REQ_TASK_DETAIL)
+			task_detail(c, r->task);
+		else
+			snapshot(c);
+		return NULL;
+	}
+	return "unknown request";
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (evbuffer_get_length(in)) {
+		struct evbuffer_iovec v;
+		const char *why;
+		char why_buf[128];
+		size_t used;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		why = weft__server_input_feed(&c->dec, v.iov_base, v.iov_len,
+					      &used, client_request, c, why_buf,
+					      sizeof(why_buf));
+		if (why) {
+			weft__server_client_close(c, why, true);
+			return;
+		}
+		evbuffer_drain(in, used);
+	}
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (weft_wire_decoder_mid_record(&c->dec))
+		weft__server_client_close(
+			c, "disconnected in the middle of a record", true);
+	else
+		weft__server_client_close(c, NULL, false);
+}
+
+static void peer_name(char *buf, size_t len, const struct sockaddr *sa)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in->sin6_port));
+	} else {
+		snprintf(buf, len, "unix client");
+	}
+}
+
+void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+			    struct sockaddr *sa, int salen, void *arg)
+{
+	weft_server_t *s = arg;
+	struct client *c;
+
+	(void)l;
+	(void)salen;
+	if (s->nclients >= MAX_CLIENTS) {
+		weft__server_log("refusing a client: %d connected already",
+				 MAX_CLIENTS);
+		evutil_closesocket(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	c->stream = -1;
+	peer_name(c->peer, sizeof(c->peer), sa);
+	if (sa && sa->sa_family != AF_UNIX) {
+		int one = 1;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	weft_wire_decoder_init(&c->dec, WEFT_WIRE_MAX_RECORD);
+	bufferevent_setcb(c->bev, client_read_cb, NULL, client_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->next = s->clients;
+	s->clients = c;
+	s->nclients++;
+	(void)weft__server_client_send(c, s->header.data, s->header.len, false);
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.accepted++;
+	s->st.clients = s->nclients;
+	pthread_mutex_unlock(&s->stat_lock);
+}

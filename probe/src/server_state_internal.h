@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's state, shared by its files and by no one else: server.c
+ * (its life, the loop's thread and timers, the listeners),
+ * server_stream.c (the collector-side streams: the probe subscription,
+ * the queue to the server thread and its delivery to the clients) and
+ * server_client.c (a client's connection: its requests and its output).
+ * server_internal.h has the protocol and the flow; server.c the threads,
+ * the locks and the memory bounds.
+ */
+#ifndef WEFT_SERVER_STATE_INTERNAL_H
+#define WEFT_SERVER_STATE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <event2/util.h>
+
+#include "delta_internal.h"
+#include "server_internal.h"
+#include "weft/probe.h"
+#include "weft/wire.h"
+
+struct bufferevent;
+struct event;
+struct event_base;
+struct evconnlistener;
+
+/* Distinct (interval, filter) pairs among the clients at once. */
+#define MAX_STREAMS 8
+
+enum item_kind { ITEM_UPDATE, ITEM_EVENTS };
+
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	bool full;
+	unsigned stream; /* index in the sub_ctx that made it */
+	size_t nevents;
+	weft_wire_buf_t buf;
+};
+
+/*
+ * What one group of clients gets: those with the same publish interval
+ * and filter share a stream, encoded once per pass.
+ */
+struct stream {
+	uint32_t interval_ms;
+	bool updates, events;
+	weft_delta_t delta; /* its filter is the group's */
+	weft_wire_events_t enc;
+};
+
+/* One probe subscription's encoder state: collector thread only (made
+ * and freed by the server thread while it is not subscribed). */
+struct sub_ctx {
+	weft_server_t *srv;
+	unsigned nstreams;
+	struct stream st[MAX_STREAMS];
+};
+
+struct client {
+	weft_server_t *srv;
+	struct client *next;
+	struct bufferevent *bev;
+	weft_wire_decoder_t dec;
+	char peer[64];
+	bool subscribed, want_updates, want_events, paused, need_full;
+	uint32_t interval_ms; /* clamped */
+	weft_delta_filter_t filter;
+	int stream; /* in the active sub_ctx, -1 for none */
+	uint64_t updates_skipped;
+	uint64_t events_not_sent;
+	uint64_t behind_since; /* over the bound since, or 0 */
+};
+
+struct weft_server_s {
+	pthread_t thread;
+	struct event_base *base;
+	struct evconnlistener *unix_l, *tcp_l;
+	struct event *wake_ev, *stop_ev, *tick_ev;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int tcp_port;
+	size_t buf_max;
+	uint64_t kick_ns;
+	size_t queue_max;
+	size_t max_record;
+	weft_wire_buf_t header; /* the FileHeader record sent on connect */
+
+	/* Server thread only. */
+	struct client *clients;
+	unsigned nclients;
+	weft_probe_sub_t *sub;
+	struct sub_ctx *sub_ctx;
+	uint64_t last_resync;
+	uint64_t seen_drop_updates, seen_drop_events;
+
+	/* Guarded by qlock. */
+	pthread_mutex_t qlock;
+	struct sub_ctx *active;
+	struct sub_ctx *retiring; /* the one active before (compared only) */
+	struct item *qhead, *qtail;
+	size_t qbytes;
+	uint64_t drop_updates, drop_events; /* events, not records */
+
+	/* Guarded by stat_lock. */
+	pthread_mutex_t stat_lock;
+	weft_server_stats_t st;
+};
+
+/* server.c */
+uint64_t weft__server_mono_ns(void);
+void weft__server_log(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* server_stream.c */
+void weft__server_item_free(struct item *it);
+bool weft__server_client_active(const struct client *c);
+int weft__server_plan_find(const struct stream *plan, unsigned n,
+			   const struct client *c);
+void weft__server_sub_reconcile(weft_server_t *s, bool fresh);
+void weft__server_sub_drop(weft_server_t *s);
+void weft__server_deliver(weft_server_t *s);
+
+/* server_client.c */
+void weft__server_client_close(struct client *c, const char *why, bool bad);
+bool weft__server_client_send(struct client *c, const void *data, size_t len,
+			      bool bounded);
+void weft__server_client_send_update(struct client *c, const struct item *it);
+void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+			    struct sockaddr *sa, int salen, void *arg);
+
+#endif /* WEFT_SERVER_STATE_INTERNAL_H */
