@@ -71,7 +71,7 @@ static int hist_draw(con_grid_t *g, int x, int y, int rows, int width,
 }
 
 /*
- * "held lock \"NAME\" (taken at SITE) across an await, ..." (collector.c):
+ * "held lock \"NAME\" (taken at SITE) across an await, ..." (collector_events.c):
  * NAME and SITE into @name and @site.  Return: false when @d is not in
  * that form.
  */

@@ -87,11 +87,19 @@ __attribute__((noinline)) static void set_current_fiber(fiber_t *f)
 
 static size_t page_size(void)
 {
-	static size_t ps;
+	/*
+	 * Relaxed: every thread computes the same value; racing first calls
+	 * store it twice (a data race TSan rightly reported as a plain
+	 * static).
+	 */
+	static _Atomic size_t ps;
+	size_t v = load_relaxed(&ps);
 
-	if (!ps)
-		ps = (size_t)sysconf(_SC_PAGESIZE);
-	return ps;
+	if (!v) {
+		v = (size_t)sysconf(_SC_PAGESIZE);
+		store_relaxed(&ps, v);
+	}
+	return v;
 }
 
 /* ------------------------------------------------ sanitizer annotations */

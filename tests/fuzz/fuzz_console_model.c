@@ -10,9 +10,9 @@
  * every boundary) and the sort column.  Checks: no crash, no sanitizer
  * report, con_model_is_consistent() after every step.
  *
- * The probe's name tables and histogram maths come from collector.c and
- * probe.c, which pull in the runtime; small stand-ins below keep this
- * target to the console and the wire code.
+ * The name tables and histogram maths come from libweft-wire
+ * (proto/src), as in weft-console: the target is the console and the
+ * wire code, without the runtime.
  */
 #include <stdint.h>
 #include <stdlib.h>

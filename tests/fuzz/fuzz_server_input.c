@@ -4,7 +4,7 @@
  * what a client's bytes go through before the server acts on them:
  * record framing and decoding (proto/src/record.c), each frame checked and turned
  * into a request (interval clamped, filter validated), then dispatched
- * to a stand-in for server.c's client_request() that keeps the same
+ * to a stand-in for server_client.c's client_request() that keeps the same
  * per-client state and the streams' plan (at most 8 distinct interval
  * and filter pairs), and runs the filter over a batch of events the way
  * the collector's callbacks do.  The first byte picks a chunk size, so
