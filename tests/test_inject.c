@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The global (inject) queue (runtime/src/inject.c) through its internal
+ * API: FIFO order across single and batch pushes, the size of each batch
+ * popped, len and is_empty, close dropping the queued tasks' references
+ * (and those of every later push), and producers on several threads
+ * against one consumer, every task out once and each producer's in order.
+ *
+ * The tasks are fake: zeroed weft_task_t headers with two references, so
+ * that the reference close drops (weft__task_drop_notified()) never is
+ * the last one and nothing frees them.  The queue touches nothing else.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "runtime_internal.h"
+#include "test_helpers.h"
+
+#define NTASKS 1024u
+
+struct fixture {
+	inject_t q;
+	weft_task_t *tasks;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	weft__inject_init(&f->q);
+	f->tasks = calloc(NTASKS, sizeof(weft_task_t));
+	assert_non_null(f->tasks);
+	for (unsigned i = 0; i < NTASKS; i++) {
+		f->tasks[i].id = i;
+		atomic_store(&f->tasks[i].state,
+			     TASK_NOTIFIED | 2 * TASK_REF_ONE);
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	weft__inject_fini(&f->q);
+	free(f->tasks);
+	free(f);
+	return 0;
+}
+
+static uint64_t refs_of(const weft_task_t *t)
+{
+	return task_refs(atomic_load((_Atomic uint64_t *)&t->state));
+}
+
+/*
+ * Pops one batch of at most @max; checks it is @want tasks long, linked
+ * through queue_next and ended by NULL, and that they are tasks
+ * @next, @next + 1, ...; returns the id after the last one.
+ */
+static uint64_t pop_expect(struct fixture *f, size_t max, size_t want,
+			   uint64_t next)
+{
+	size_t n = 12345, len = weft__inject_len(&f->q);
+	weft_task_t *t = weft__inject_pop_batch(&f->q, max, &n);
+
+	assert_int_equal(n, want);
+	if (!want)
+		assert_null(t);
+	for (size_t i = 0; i < want; i++) {
+		assert_non_null(t);
+		assert_int_equal(t->id, next++);
+		t = t->queue_next;
+	}
+	assert_null(t);
+	assert_int_equal(weft__inject_len(&f->q), len - want);
+	assert_int_equal(weft__inject_is_empty(&f->q), len == want);
+	return next;
+}
+
+/* Links tasks [from, to) into a chain; returns the first. */
+static weft_task_t *chain(struct fixture *f, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i + 1 < to; i++)
+		f->tasks[i].queue_next = &f->tasks[i + 1];
+	f->tasks[to - 1].queue_next = (weft_task_t *)0x1; /* push clears it */
+	return &f->tasks[from];
+}
+
+static void test_inject_fifo_and_len(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t next = 0;
+
+	assert_true(weft__inject_is_empty(&f->q));
+	assert_int_equal(weft__inject_len(&f->q), 0);
+	pop_expect(f, 64, 0, 0);
+	for (unsigned i = 0; i < 100; i++) {
+		assert_true(weft__inject_push(&f->q, &f->tasks[i]));
+		assert_int_equal(weft__inject_len(&f->q), i + 1);
+		assert_false(weft__inject_is_empty(&f->q));
+	}
+	/* One at a time, then the rest: in push order. */
+	for (unsigned i = 0; i < 10; i++)
+		next = pop_expect(f, 1, 1, next);
+	next = pop_expect(f, 1000, 90, next);
+	assert_int_equal(next, 100);
+	pop_expect(f, 1000, 0, next);
+	/* Emptied, the queue takes pushes again from its head. */
+	assert_true(weft__inject_push(&f->q, &f->tasks[100]));
+	pop_expect(f, 1, 1, 100);
+	pop_expect(f, 1, 0, 101);
+	/* The references are the caller's: the queue took and dropped none. */
+	for (unsigned i = 0; i < 101; i++)
+		assert_int_equal(refs_of(&f->tasks[i]), 2);
+}
+
+static void test_inject_batch_sizes(void **state)
+{
+	struct fixture *f = *state;
+	const size_t sizes[] = { 1, 2, 3, 5, 8, 13, 21, 34, 55, 89 };
+	uint64_t next = 0;
+
+	/* Batches and single pushes mixed keep one FIFO. */
+	assert_true(weft__inject_push_batch(&f->q, chain(f, 0, 50),
+					    &f->tasks[49], 50));
+	assert_true(weft__inject_push(&f->q, &f->tasks[50]));
+	assert_true(weft__inject_push_batch(&f->q, chain(f, 51, 52),
+					    &f->tasks[51], 1));
+	assert_true(weft__inject_push_batch(&f->q, chain(f, 52, 300),
+					    &f->tasks[299], 248));
+	assert_int_equal(weft__inject_len(&f->q), 300);
+	/* A batch is min(max, len); max 0 takes nothing. */
+	pop_expect(f, 0, 0, next);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		next = pop_expect(f, sizes[i], sizes[i], next);
+	assert_int_equal(next, 231);
+	next = pop_expect(f, 70, 69, next);
+	assert_int_equal(next, 300);
+	pop_expect(f, 70, 0, next);
+}
+
+static void test_inject_close_drops_queued(void **state)
+{
+	struct fixture *f = *state;
+
+	for (unsigned i = 0; i < 10; i++)
+		assert_true(weft__inject_push(&f->q, &f->tasks[i]));
+	assert_true(weft__inject_push_batch(&f->q, chain(f, 10, 20),
+					    &f->tasks[19], 10));
+	weft__inject_close(&f->q);
+	/* Each queued task lost the queue's reference, and the queue. */
+	for (unsigned i = 0; i < 20; i++)
+		assert_int_equal(refs_of(&f->tasks[i]), 1);
+	assert_true(weft__inject_is_empty(&f->q));
+	pop_expect(f, 64, 0, 0);
+	/* Closed: a push is refused and drops its task's reference. */
+	assert_false(weft__inject_push(&f->q, &f->tasks[20]));
+	assert_false(weft__inject_push_batch(&f->q, chain(f, 21, 31),
+					     &f->tasks[30], 10));
+	for (unsigned i = 20; i < 31; i++)
+		assert_int_equal(refs_of(&f->tasks[i]), 1);
+	for (unsigned i = 31; i < NTASKS; i++)
+		assert_int_equal(refs_of(&f->tasks[i]), 2);
+	assert_true(weft__inject_is_empty(&f->q));
+	pop_expect(f, 64, 0, 0);
+}
+
+/* ------------------------------------------------------- threads */
+
+#define PRODUCERS 4u
+
+struct crowd {
+	struct fixture *f;
+	weft_task_t *tasks; /* PRODUCERS * per, id = producer << 32 | seq */
+	unsigned per;
+};
+
+struct producer {
+	struct crowd *c;
+	unsigned index;
+};
+
+static void *producer_main(void *arg)
+{
+	struct producer *p = arg;
+	struct crowd *c = p->c;
+	weft_task_t *mine = &c->tasks[(size_t)p->index * c->per];
+
+	for (unsigned i = 0; i < c->per;) {
+		/* Alternately one task and a batch of up to 7. */
+		unsigned n = i % 2 ? 1 : 7;
+
+		if (n > c->per - i)
+			n = c->per - i;
+		for (unsigned k = 0; k + 1 < n; k++)
+			mine[i + k].queue_next = &mine[i + k + 1];
+		if (n == 1)
+			weft__inject_push(&c->f->q, &mine[i]);
+		else
+			weft__inject_push_batch(&c->f->q, &mine[i],
+						&mine[i + n - 1], n);
+		i += n;
+	}
+	return NULL;
+}
+
+/*
+ * Producers on their own threads, the test thread popping batches of
+ * varied sizes meanwhile: every task comes out once, each producer's in
+ * its push order.
+ */
+static void test_inject_producers_one_consumer(void **state)
+{
+	struct fixture *f = *state;
+	struct crowd c = { .f = f, .per = scale_count(50000) };
+	struct producer p[PRODUCERS];
+	uint64_t next[PRODUCERS] = { 0 };
+	size_t got = 0, total, max = 1;
+	pthread_t th[PRODUCERS];
+	unsigned bad = 0;
+
+	total = (size_t)PRODUCERS * c.per;
+	c.tasks = calloc(total, sizeof(weft_task_t));
+	assert_non_null(c.tasks);
+	for (size_t i = 0; i < total; i++) {
+		c.tasks[i].id = ((i / c.per) << 32) | (i % c.per);
+		atomic_store(&c.tasks[i].state,
+			     TASK_NOTIFIED | 2 * TASK_REF_ONE);
+	}
+	for (unsigned i = 0; i < PRODUCERS; i++) {
+		p[i] = (struct producer){ &c, i };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, producer_main, &p[i]), 0);
+	}
+	while (got < total) {
+		size_t n;
+		weft_task_t *t = weft__inject_pop_batch(&f->q, max, &n);
+
+		max = max % 61 + 1;
+		if (!t) {
+			sched_yield();
+			continue;
+		}
+		for (size_t i = 0; i < n; i++, t = t->queue_next) {
+			uint64_t who = t->id >> 32;
+
+			if (who >= PRODUCERS ||
+			    (t->id & 0xffffffffu) != next[who])
+				bad++;
+			else
+				next[who]++;
+		}
+		if (t)
+			bad++;
+		got += n;
+	}
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	assert_int_equal(bad, 0);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		assert_int_equal(next[i], c.per);
+	assert_true(weft__inject_is_empty(&f->q));
+	free(c.tasks);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_inject_fifo_and_len, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_inject_batch_sizes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_inject_close_drops_queued,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_inject_producers_one_consumer, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's warnings, end to end: each one raised by a deliberately bad
+ * task of a real runtime and not by its good twin (lock held across an
+ * await, long poll, never yielded, lost waker, self-wakes, large future,
+ * scheduling delay, steal storm), and the steal-storm rule on its own.
+ * The collector raises them (probe/src/collector_events.c,
+ * collector_workers.c, collector_warnings.c); the subscription and its
+ * sink are probe_helpers.h's.
+ *
+ * No test depends on timing beyond "a 25 ms spin is longer than the 10 ms
+ * long-poll threshold" and the scheduling delay's 400 ms against 200 ms.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probe_helpers.h"
+
+#include "weft/mutex.h"
+
+#include "collector_internal.h"
+
+/* ------------------------------------------------------------- warnings */
+
+/* Lock held across await: bad holds a weft_mutex_t over PENDING. */
+struct locker {
+	int weft_pc;
+	weft_mutex_t *m;
+	weft_yield_t y;
+};
+
+static weft_poll_t lock_bad_poll(void *arg, weft_cx_t *cx)
+{
+	struct locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_mutex_lock(l->m);
+	WEFT_YIELD(l, cx);
+	weft_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+static weft_poll_t lock_good_poll(void *arg, weft_cx_t *cx)
+{
+	struct locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_mutex_lock(l->m);
+	weft_mutex_unlock(l->m);
+	WEFT_YIELD(l, cx);
+	WEFT_ASYNC_END(l);
+}
+
+/* The async mutex held across an await: the fix, raises nothing. */
+struct async_locker {
+	int weft_pc;
+	weft_async_mutex_t *m;
+	weft_async_mutex_lock_t lk;
+};
+
+static weft_poll_t lock_async_poll(void *arg, weft_cx_t *cx)
+{
+	struct async_locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_async_mutex_lock_init(&l->lk, l->m);
+	WEFT_AWAIT(l, weft_async_mutex_lock_poll(&l->lk, cx));
+	weft_async_mutex_lock_fini(&l->lk);
+	WEFT_YIELD(l, cx);
+	weft_async_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+static void test_warns_lock_held_across_await(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	/*
+	 * One worker: the bad task resumes on the thread that locked (with
+	 * two, it could unlock a pthread mutex from another thread: the very
+	 * mistake being caught, but undefined behaviour in a test).
+	 */
+	weft_runtime_t *rt = rt_new(1);
+	weft_async_mutex_t am;
+	weft_mutex_t m;
+	weft_probe_warning_t w = { 0 };
+	uint64_t bad, good, fixed;
+
+	(void)state;
+	weft_mutex_init(&m, "accounts");
+	weft_async_mutex_init(&am);
+	bad = run_task(rt, "lock-bad", lock_bad_poll,
+		       &(struct locker){ .m = &m }, sizeof(struct locker));
+	good = run_task(rt, "lock-good", lock_good_poll,
+			&(struct locker){ .m = &m }, sizeof(struct locker));
+	fixed = run_task(rt, "lock-async", lock_async_poll,
+			 &(struct async_locker){ .m = &am },
+			 sizeof(struct async_locker));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad),
+			 1);
+	assert_true(sink_find(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad, &w));
+	assert_non_null(strstr(w.detail, "accounts"));
+	assert_non_null(strstr(w.detail, "test_warnings.c"));
+	assert_string_equal(w.task_name, "lock-bad");
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, good),
+			 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+				    fixed),
+			 0);
+	rt_done(rt);
+	weft_async_mutex_fini(&am);
+	weft_mutex_fini(&m);
+	sink_free(s, sub);
+}
+
+/* Long poll: bad spins in the poll, good hands the spin to the pool. */
+static weft_poll_t spin_bad_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	spin_ns(WEFT_MSEC(25));
+	return WEFT_READY;
+}
+
+static void *spin_job(void *arg)
+{
+	(void)arg;
+	spin_ns(WEFT_MSEC(25));
+	return NULL;
+}
+
+struct offload {
+	int weft_pc;
+	weft_blocking_t *h;
+};
+
+static weft_poll_t spin_good_poll(void *arg, weft_cx_t *cx)
+{
+	struct offload *o = arg;
+
+	WEFT_ASYNC_BEGIN(o);
+	if (weft_spawn_blocking(NULL, spin_job, NULL, &o->h))
+		return WEFT_READY;
+	WEFT_AWAIT(o, weft_blocking_poll(o->h, cx, NULL));
+	weft_blocking_drop(o->h);
+	WEFT_ASYNC_END(o);
+}
+
+static void test_warns_long_poll(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	uint64_t bad, good, ran = 0;
+	weft_probe_stats_t st;
+
+	(void)state;
+	/*
+	 * Warm the pool first: starting its thread inside the good twin's
+	 * poll is slow enough under the sanitizers to look like a long poll.
+	 */
+	run_task(rt, "warm-up", spin_good_poll, &(struct offload){ 0 },
+		 sizeof(struct offload));
+	bad = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
+	good = run_task(rt, "spin-offload", spin_good_poll,
+			&(struct offload){ 0 }, sizeof(struct offload));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	/* The pool's job shows as a start and an end, named by its task. */
+	assert_int_equal(count_of(s, WEFT_EV_BLOCKING_START, good, NULL), 1);
+	assert_int_equal(count_of(s, WEFT_EV_BLOCKING_END, good, &ran), 1);
+	/* 25 ms spun; the TSC's rate is known to a few parts per million. */
+	assert_true(ran >= WEFT_MSEC(24));
+	/*
+	 * The pool's own counts in the stats: two jobs done, none left.  A
+	 * pool thread counts its job done (and goes idle) only after the
+	 * job's task was woken: the next passes show it.
+	 */
+	for (int i = 0; i < 5000; i++) {
+		weft_probe_flush();
+		pthread_mutex_lock(&s->lock);
+		st = s->stats;
+		pthread_mutex_unlock(&s->lock);
+		if (st.blocking_jobs == 2 && !st.blocking_busy)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(st.blocking_jobs, 2);
+	assert_int_equal(st.blocking_busy, 0);
+	assert_int_equal(st.blocking_queued, 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* Never yielded: seen while the poll is still running. */
+struct blocker {
+	atomic_int *started;
+	atomic_int *release;
+};
+
+static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
+{
+	struct blocker *b = arg;
+
+	(void)cx;
+	atomic_store(b->started, 1);
+	while (!atomic_load(b->release))
+		usleep(1000);
+	return WEFT_READY;
+}
+
+struct ticker {
+	int weft_pc;
+	int i;
+	weft_sleep_t sl;
+};
+
+static weft_poll_t ticker_poll(void *arg, weft_cx_t *cx)
+{
+	struct ticker *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	for (t->i = 0; t->i < 40; t->i++) {
+		weft_sleep_init(&t->sl, WEFT_MSEC(1));
+		WEFT_AWAIT(t, weft_sleep_poll(&t->sl, cx));
+		weft_sleep_fini(&t->sl);
+	}
+	WEFT_ASYNC_END(t);
+}
+
+static void test_warns_never_yielded(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int started = 0, release = 0;
+	struct blocker b = { &started, &release };
+	weft_join_t *j;
+	uint64_t bad, good;
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(weft_spawn_named(rt, "stuck", blocker_poll, &b, &j),
+			 0);
+	bad = weft_join_id(j);
+	while (!atomic_load(&started))
+		usleep(1000);
+	/* Past the 10 ms threshold; raised while the poll still runs. */
+	for (int i = 0; i < 200 && !sink_count(s, WEFT_WARN_NEVER_YIELDED, bad);
+	     i++) {
+		usleep(10000);
+		weft_probe_flush();
+	}
+	n = sink_count(s, WEFT_WARN_NEVER_YIELDED, bad);
+	atomic_store(&release, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_int_equal(n, 1);
+	good = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
+			sizeof(struct ticker));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, good), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, good), 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* Lost waker: PENDING with nothing holding a waker. */
+static weft_poll_t lost_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_PENDING; /* registers nothing: never woken */
+}
+
+static void test_warns_lost_waker(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_join_t *jb, *jg;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_spawn_named(rt, "lost", lost_poll, (char *)NULL,
+					  &jb),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "waiting",
+					  waiter_poll, &(struct waiter){ .rx = rx },
+					  &jg),
+			 0);
+	bad = weft_join_id(jb);
+	good = weft_join_id(jg);
+	/* The check needs the task idle without a waker for a second. */
+	for (int i = 0; i < 150 && !sink_count(s, WEFT_WARN_LOST_WAKER, bad);
+	     i++) {
+		usleep(20000);
+		weft_probe_flush();
+	}
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, good), 0);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(jg, NULL), 0);
+	weft_join_drop(jg);
+	weft_join_drop(jb);
+	rt_done(rt); /* cancels the lost one */
+	sink_free(s, sub);
+}
+
+/* Self-wakes over half of wakes (a busy yield loop) and a large future. */
+struct yields {
+	int weft_pc;
+	int i;
+};
+
+static weft_poll_t yields_poll(void *arg, weft_cx_t *cx)
+{
+	struct yields *y = arg;
+
+	WEFT_ASYNC_BEGIN(y);
+	for (y->i = 0; y->i < 100; y->i++)
+		WEFT_YIELD(y, cx);
+	WEFT_ASYNC_END(y);
+}
+
+static weft_poll_t ready_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_READY;
+}
+
+static void test_warns_self_wakes_and_large_future(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	static char big[2048], small[64];
+	uint64_t yb, yg, fb, fg;
+
+	(void)state;
+	yb = run_task(rt, "yielder", yields_poll, &(struct yields){ 0 },
+		      sizeof(struct yields));
+	yg = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
+		      sizeof(struct ticker));
+	fb = run_task(rt, "big", ready_poll, big, sizeof(big));
+	fg = run_task(rt, "small", ready_poll, small, sizeof(small));
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yb), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yg), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fb), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fg), 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* Scheduling delay: woken while the only worker is stuck elsewhere. */
+struct delayed {
+	int weft_pc;
+	weft_oneshot_rx_t *rx;
+};
+
+static void test_warns_scheduling_delay(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	atomic_int started = 0, release = 0;
+	struct blocker b = { &started, &release };
+	weft_oneshot_tx_t *tx, *tx2;
+	weft_oneshot_rx_t *rx, *rx2;
+	weft_join_t *jw, *jb, *jg;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_oneshot_create(&tx2, &rx2), 0);
+	assert_int_equal(weft_spawn_named(rt, "delayed", waiter_poll,
+					  &(struct waiter){ .rx = rx }, &jw),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "prompt", waiter_poll,
+					  &(struct waiter){ .rx = rx2 }, &jg),
+			 0);
+	bad = weft_join_id(jw);
+	good = weft_join_id(jg);
+	usleep(20000); /* both parked on their oneshot */
+	assert_int_equal(weft_oneshot_send(tx2, NULL), 0);
+	assert_int_equal(weft_join_wait(jg, NULL), 0);
+	/* Now hold the only worker and wake "delayed" meanwhile. */
+	assert_int_equal(weft_spawn_named(rt, "hog", blocker_poll, &b, &jb),
+			 0);
+	while (!atomic_load(&started))
+		usleep(1000);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	usleep(400000); /* well over the threshold (WEFT_SCHED_DELAY, main) */
+	atomic_store(&release, 1);
+	assert_int_equal(weft_join_wait(jw, NULL), 0);
+	assert_int_equal(weft_join_wait(jb, NULL), 0);
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, good), 0);
+	weft_join_drop(jw);
+	weft_join_drop(jb);
+	weft_join_drop(jg);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* ---------------------------------------------------------- steal storm */
+
+static void test_steal_storm_rule(void **state)
+{
+	double rate[4] = { 0.9, 0.05, 0.1, 0.0 };
+	double per_s[4] = { 20000, 500, 900, 0 };
+
+	(void)state;
+	/* Far above the others' mean (0.05), at a rate that matters. */
+	assert_true(weft__probe_steal_storm(rate, per_s, 4, 0));
+	assert_false(weft__probe_steal_storm(rate, per_s, 4, 1));
+	assert_false(weft__probe_steal_storm(rate, per_s, 4, 3));
+	/* Two workers: the thief against the other one, not the mean. */
+	assert_true(weft__probe_steal_storm((double[]){ 0, 1.0 },
+					    (double[]){ 0, 5000 }, 2, 1));
+	/* Too few steals a second, however lopsided. */
+	assert_false(weft__probe_steal_storm((double[]){ 0, 1.0 },
+					     (double[]){ 0, 999 }, 2, 1));
+	/* Everyone steals alike: balancing, not a storm. */
+	assert_false(weft__probe_steal_storm((double[]){ 0.6, 0.5 },
+					     (double[]){ 8000, 8000 }, 2, 0));
+	/* Under a quarter of the polls. */
+	assert_false(weft__probe_steal_storm((double[]){ 0.2, 0.01 },
+					     (double[]){ 9000, 100 }, 2, 0));
+	/* One worker: nobody to steal from. */
+	assert_false(weft__probe_steal_storm((double[]){ 1.0 },
+					     (double[]){ 9000 }, 1, 0));
+}
+
+static weft_poll_t unit_poll(void *arg, weft_cx_t *cx)
+{
+	(void)cx;
+	atomic_fetch_add_explicit((atomic_uint *)*(atomic_uint **)arg, 1,
+				  memory_order_relaxed);
+	return WEFT_READY;
+}
+
+/*
+ * The bad feeder holds its worker in one long poll, spawning a few tiny
+ * tasks every 5 ms: the other worker gets every one of them by stealing
+ * (its steal rate near 1, the blocked worker's 0), the storm of a worker
+ * blocked by a busy handler.  Its good twin does the same units inline
+ * (batched): nothing to steal.  (A feeder that yields between batches
+ * is no good for the test: stolen itself, it bounces between the
+ * workers, and on a loaded machine both end up stealing alike.)
+ */
+struct feeder {
+	bool spawn;
+	const atomic_int *stop;
+	atomic_uint *done;
+};
+
+static weft_poll_t feeder_poll(void *arg, weft_cx_t *cx)
+{
+	struct feeder *f = arg;
+
+	(void)cx;
+	while (!atomic_load(f->stop)) {
+		for (unsigned i = 0; i < 20; i++) {
+			if (!f->spawn)
+				atomic_fetch_add_explicit(f->done, 1,
+							  memory_order_relaxed);
+			else if (weft_spawn(NULL, unit_poll, &f->done, NULL))
+				return WEFT_READY;
+		}
+		spin_ns(5000000);
+	}
+	return WEFT_READY;
+}
+
+static unsigned storm_run(bool spawn)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(false, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int stop = 0;
+	atomic_uint done = 0;
+	struct feeder f = { .spawn = spawn, .stop = &stop, .done = &done };
+	weft_join_t *j;
+	unsigned storms = 0;
+
+	assert_int_equal(weft_spawn_named(rt, "feeder", feeder_poll, &f, &j),
+			 0);
+	/*
+	 * The bad feeder: until the warning (the window is about a second;
+	 * 30 s is for sanitizers on a busy machine).  The good one: three
+	 * seconds, three windows' worth.
+	 */
+	for (int ms = 0; ms < (spawn ? 30000 : 3000); ms += 50) {
+		usleep(50000);
+		weft_probe_flush();
+		storms = sink_count(s, WEFT_WARN_STEAL_STORM, 0);
+		if (storms)
+			break;
+	}
+	atomic_store(&stop, 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_true(atomic_load(&done) > 0);
+	if (storms) {
+		weft_probe_warning_t w;
+		bool found = false;
+
+		pthread_mutex_lock(&s->lock);
+		for (size_t i = 0; i < s->nwarn; i++)
+			if (s->warn[i].kind == WEFT_WARN_STEAL_STORM) {
+				w = s->warn[i];
+				found = true;
+			}
+		pthread_mutex_unlock(&s->lock);
+		assert_true(found);
+		assert_true(w.worker < 2);
+		assert_non_null(strstr(w.detail, "stolen"));
+	}
+	rt_done(rt);
+	sink_free(s, sub);
+	return storms;
+}
+
+static void test_warns_steal_storm(void **state)
+{
+	(void)state;
+	assert_true(storm_run(true) > 0);
+	assert_int_equal(storm_run(false), 0);
+}
+
+int main(void)
+{
+	/*
+	 * A scheduling-delay threshold no good twin reaches even under the
+	 * sanitizers' slow-down; the bad twin waits 400 ms.
+	 */
+	setenv("WEFT_SCHED_DELAY", "200", 1);
+	/* One test a line. */
+	/* clang-format off */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
+		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
+		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
+		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),
+		cmocka_unit_test_teardown(test_warns_self_wakes_and_large_future, teardown),
+		cmocka_unit_test_teardown(test_warns_scheduling_delay, teardown),
+		cmocka_unit_test_teardown(test_steal_storm_rule, teardown),
+		cmocka_unit_test_teardown(test_warns_steal_storm, teardown),
+	};
+	/* clang-format on */
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
