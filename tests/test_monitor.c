@@ -24,6 +24,7 @@
 #include "runtime_internal.h"
 #include "test_helpers.h"
 #include "weft/mutex.h"
+#include "weft/sync_async.h"
 
 #define MS 1000000ull
 
@@ -117,7 +118,9 @@ static bool ticker_beside_blocker(void)
 	_Atomic unsigned late = 0;
 	_Atomic bool stop = false;
 	unsigned n = scale_count(300);
-	ticker_t tk = { .n = n, .worst = &worst, .late = &late,
+	ticker_t tk = { .n = n,
+			.worst = &worst,
+			.late = &late,
 			.bound = 4 * MS * slowdown() };
 	blocker_t bl = { .stop = &stop };
 	weft_join_t *jt, *jb;
@@ -262,6 +265,131 @@ static void test_woken_task_not_trapped(void **state)
 
 	(void)state;
 	for (i = 0; i < TRIES && !woken_task_not_trapped(); i++)
+		;
+	assert_true(i < TRIES);
+}
+
+/* ------------------------------------------ producer beside slow consumer */
+
+/*
+ * A producer computes each message for 3 ms (CPU) and sends it through an
+ * mpsc of capacity 1; the consumer takes it and blocks 5 ms in the same
+ * poll (the mistake), then takes the next.  Taking a message wakes the
+ * producer, waiting for room, into the consumer's LIFO slot.  Trapped
+ * there, it computes only once the consumer's poll returns: 8 ms a
+ * message, the other worker idle.  Freed by the monitor, it computes on
+ * the other worker while the consumer blocks: about 5 ms a message.
+ */
+#define PC_WORK_MS 3
+#define PC_BLOCK_MS 5
+
+typedef struct pc_s {
+	weft_mpsc_tx_t *tx;
+	weft_mpsc_rx_t *rx;
+	unsigned n;
+	unsigned made;
+	unsigned taken;
+	bool sending;
+	weft_mpsc_send_t send;
+	weft_mpsc_recv_t recv;
+	uint64_t msg;
+	uint64_t msg_out;
+} pc_t;
+
+static void spin_ms(unsigned ms)
+{
+	uint64_t end = weft_now_ns() + ms * MS;
+
+	while (weft_now_ns() < end)
+		;
+}
+
+static weft_poll_t producer_poll(void *p, weft_cx_t *cx)
+{
+	pc_t *st = *(pc_t **)p;
+
+	for (;;) {
+		if (!st->sending) {
+			if (st->made == st->n) {
+				weft_mpsc_tx_drop(st->tx);
+				st->tx = NULL;
+				return WEFT_READY;
+			}
+			spin_ms(PC_WORK_MS);
+			st->msg = st->made;
+			weft_mpsc_send_init(&st->send, st->tx, &st->msg);
+			st->sending = true;
+		}
+		if (weft_mpsc_send_poll(&st->send, cx) == WEFT_PENDING)
+			return WEFT_PENDING;
+		assert_int_equal(st->send.status, 0);
+		weft_mpsc_send_fini(&st->send);
+		st->sending = false;
+		st->made++;
+	}
+}
+
+static weft_poll_t consumer_poll(void *p, weft_cx_t *cx)
+{
+	pc_t *st = *(pc_t **)p;
+	uint64_t v;
+
+	for (;;) {
+		if (weft_mpsc_recv_poll(&st->recv, cx) == WEFT_PENDING)
+			return WEFT_PENDING;
+		if (st->recv.status != 0)
+			return WEFT_READY; /* every sender gone */
+		memcpy(&v, &st->msg_out, sizeof(v));
+		assert_int_equal(v, st->taken);
+		st->taken++;
+		weft_mpsc_recv_fini(&st->recv);
+		usleep(PC_BLOCK_MS * 1000); /* the mistake: blocks its worker */
+		weft_mpsc_recv_init(&st->recv, st->rx, &st->msg_out);
+	}
+}
+
+static bool producer_beside_slow_consumer(void)
+{
+	weft_runtime_t *rt = rt_create(2);
+	unsigned n = scale_count(40);
+	pc_t pc = { .n = n };
+	pc_t *pp = &pc;
+	uint64_t t0, took,
+		serial = n * (uint64_t)(PC_WORK_MS + PC_BLOCK_MS) * MS;
+	weft_join_t *jp, *jc;
+
+	assert_int_equal(
+		weft_mpsc_create(1, sizeof(uint64_t), NULL, &pc.tx, &pc.rx), 0);
+	weft_mpsc_recv_init(&pc.recv, pc.rx, &pc.msg_out);
+	t0 = weft_now_ns();
+	jc = spawn_ok(rt, consumer_poll, NULL, &pp, sizeof(pp), true);
+	jp = spawn_ok(rt, producer_poll, NULL, &pp, sizeof(pp), true);
+	assert_int_equal(join_wait_drop(jp, NULL), 0);
+	assert_int_equal(join_wait_drop(jc, NULL), 0);
+	took = weft_now_ns() - t0;
+	weft_mpsc_recv_fini(&pc.recv);
+	weft_mpsc_rx_drop(pc.rx);
+	weft_runtime_destroy(rt);
+	assert_int_equal(pc.taken, n);
+	print_message("producer beside a slow consumer: %u messages in %.1f ms "
+		      "(%.2f ms each; trapped, %u ms each)\n",
+		      n, (double)took / MS, (double)took / MS / n,
+		      PC_WORK_MS + PC_BLOCK_MS);
+	/*
+	 * Valgrind runs one thread at a time: nothing overlaps there, and
+	 * the run only shows that nothing hangs.
+	 */
+	if (on_valgrind())
+		return true;
+	return took < serial * 85 / 100;
+}
+
+static void test_producer_beside_slow_consumer(void **state)
+{
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < TRIES && !producer_beside_slow_consumer(); i++)
 		;
 	assert_true(i < TRIES);
 }
@@ -412,8 +540,7 @@ static void test_block_in_place_hands_work_on(void **state)
 	for (unsigned i = 0; i < rounds; i++) {
 		tcount_init(&ran);
 		assert_int_equal(join_wait_drop(spawn_ok(rt, parent_poll, NULL,
-							 &pa, sizeof(pa),
-							 true),
+							 &pa, sizeof(pa), true),
 						NULL),
 				 0);
 		assert_int_equal(tcount_get(&ran), IN_PLACE_CHILDREN);
@@ -434,6 +561,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ticker_beside_blocker),
 		cmocka_unit_test(test_woken_task_not_trapped),
+		cmocka_unit_test(test_producer_beside_slow_consumer),
 		cmocka_unit_test(test_mutex_holders_across_sleep),
 		cmocka_unit_test(test_block_in_place_hands_work_on),
 	};
