@@ -17,7 +17,7 @@
 #include "weft/probe.h"
 
 #include "probe_internal.h"
-#include "runtime_internal.h"
+#include "runtime_probe.h"
 
 typedef struct ring_entry_s {
 	weft_ring_t ring;
@@ -101,7 +101,10 @@ struct probe {
 	weft_probe_sub_t *subs;
 	ring_entry_t *rings;
 	weft_runtime_t *rt; /* the runtime whose workers we describe */
-	weft_runtime_t *runtimes; /* every attached one, oldest first */
+	/* Every attached runtime, oldest first (probe.c). */
+	weft_runtime_t **runtimes;
+	size_t nattached;
+	size_t attached_cap;
 
 	/* Collector state (collector*.c). */
 	task_rec_t **table;

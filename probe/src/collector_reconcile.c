@@ -19,7 +19,7 @@ static size_t owned_shard(struct probe *p, unsigned i, weft__task_info_t **buf,
 {
 	size_t n;
 
-	while ((n = weft__owned_shard_info(&p->rt->owned, i, *buf, *cap)) >
+	while ((n = weft__runtime_tasks(p->rt, i, *buf, *cap)) >
 	       *cap) {
 		size_t ncap = n + n / 2 + 16;
 		weft__task_info_t *nb = realloc(*buf, ncap * sizeof(**buf));
@@ -46,7 +46,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	weft__task_info_t *buf = NULL;
 	size_t cap = 0;
 
-	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++) {
 		size_t n = owned_shard(p, i, &buf, &cap);
 
 		if (n == SIZE_MAX)
@@ -101,7 +101,7 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 
 	for (t = p->live; t; t = t->lnext)
 		t->in_owned = false;
-	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
+	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++) {
 		size_t n = owned_shard(p, i, &buf, &cap);
 
 		if (n == SIZE_MAX) {

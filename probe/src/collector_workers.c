@@ -57,7 +57,6 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		weft_probe_worker_t *w = &p->workers[i];
 		worker_window_t *cur = &p->window[i][pos];
 		worker_window_t *o = &p->window[i][old];
-		weft_worker_t *rw = &rt->workers[i];
 		double dt;
 		uint64_t polls, task, started;
 
@@ -82,9 +81,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				w->busy_ratio = 1;
 		}
 		w->max_poll_ns = p->worker_max_poll[i];
-		/* Relaxed: the worker's published current poll (a hint). */
-		task = load_relaxed(&rw->probe_task);
-		started = load_relaxed(&rw->probe_poll_start);
+		weft__runtime_worker_poll(rt, i, &task, &started);
 		w->current_task = task;
 		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) : 0;
 		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;

@@ -488,17 +488,27 @@ void weft_probe_flush(void)
 
 void weft__probe_runtime_attach(weft_runtime_t *rt)
 {
-	weft_runtime_t **pp = &weft__probe.runtimes;
+	struct probe *p = &weft__probe;
 
-	pthread_mutex_lock(&weft__probe.lock);
-	weft__probe.nruntimes++;
-	while (*pp)
-		pp = &(*pp)->probe_next;
-	rt->probe_next = NULL;
-	*pp = rt;
-	if (!weft__probe.rt) {
-		weft__probe.rt = rt;
-		weft__probe.need_seed = true;
+	pthread_mutex_lock(&p->lock);
+	p->nruntimes++;
+	if (p->nattached == p->attached_cap) {
+		size_t ncap = p->attached_cap ? p->attached_cap * 2 : 4;
+		weft_runtime_t **n =
+			realloc(p->runtimes, ncap * sizeof(*p->runtimes));
+
+		if (n) {
+			p->runtimes = n;
+			p->attached_cap = ncap;
+		}
+	}
+	/* Without memory for the list, this runtime is never described. */
+	if (p->nattached < p->attached_cap) {
+		p->runtimes[p->nattached++] = rt;
+		if (!p->rt) {
+			p->rt = rt;
+			p->need_seed = true;
+		}
 	}
 	pthread_mutex_unlock(&weft__probe.lock);
 	/*
@@ -525,21 +535,29 @@ void weft__probe_runtime_gone(void)
 
 void weft__probe_runtime_detach(weft_runtime_t *rt)
 {
-	weft_runtime_t **pp = &weft__probe.runtimes;
+	struct probe *p = &weft__probe;
 
 	/* Its connections close and its socket goes, if it is ours. */
 	weft__server_env_stop(rt);
 	pthread_mutex_lock(&weft__probe.lock);
-	while (*pp && *pp != rt)
-		pp = &(*pp)->probe_next;
-	if (*pp)
-		*pp = rt->probe_next;
+	for (size_t i = 0; i < p->nattached; i++) {
+		if (p->runtimes[i] == rt) {
+			memmove(&p->runtimes[i], &p->runtimes[i + 1],
+				(p->nattached - i - 1) * sizeof(*p->runtimes));
+			if (--p->nattached == 0) {
+				free(p->runtimes);
+				p->runtimes = NULL;
+				p->attached_cap = 0;
+			}
+			break;
+		}
+	}
 	if (weft__probe.rt == rt) {
 		/*
 		 * The oldest runtime left is described next (its live tasks
 		 * named on the next pass), or none until one is made.
 		 */
-		weft__probe.rt = weft__probe.runtimes;
+		weft__probe.rt = p->nattached ? p->runtimes[0] : NULL;
 		weft__probe.need_seed = weft__probe.rt != NULL;
 		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));
 		/* Per-worker memory of the last runtime's warnings and maxima. */

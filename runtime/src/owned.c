@@ -200,3 +200,9 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
+
+size_t weft__runtime_tasks(weft_runtime_t *rt, unsigned shard,
+			   weft__task_info_t *out, size_t cap)
+{
+	return weft__owned_shard_info(&rt->owned, shard, out, cap);
+}

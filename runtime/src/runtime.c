@@ -508,3 +508,13 @@ int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
 		weft__local_queue_len(&rt->workers[index].queue);
 	return 0;
 }
+
+void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
+			       uint64_t *started)
+{
+	weft_worker_t *w = &rt->workers[i];
+
+	/* Relaxed: the worker's published poll is a hint (runtime_probe.h). */
+	*task = load_relaxed(&w->probe_task);
+	*started = load_relaxed(&w->probe_poll_start);
+}

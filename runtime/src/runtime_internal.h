@@ -24,6 +24,7 @@
 #include "blocking_internal.h"
 #include "driver_internal.h"
 #include "probe_internal.h"
+#include "runtime_probe.h"
 
 typedef struct weft_task_s weft_task_t;
 typedef struct weft_worker_s weft_worker_t;
@@ -140,7 +141,6 @@ struct weft__loop_epoch_s {
 };
 extern __attribute__((
 	visibility("hidden"))) struct weft__loop_epoch_s weft__loop_epoch;
-void weft__loop_restart(void);
 /* runtime.c: called, if set, between destroy's store of shutdown and its
  * bump of the loop epoch.  For tests that widen that window. */
 extern __attribute__((visibility("hidden"))) void (*weft__shutdown_gap_hook)(
@@ -228,7 +228,7 @@ size_t weft__inject_len(const inject_t *q);
 
 /* ----------------------------------------------------------------- owned */
 
-#define OWNED_SHARDS 64u
+#define OWNED_SHARDS WEFT__TASK_SHARDS
 
 /* Every live task, for shutdown; sharded by task id. */
 typedef struct owned_shard_s {
@@ -251,15 +251,6 @@ void weft__owned_close(owned_t *o);
 weft_task_t *weft__owned_pop(owned_t *o);
 weft_task_t *weft__owned_take_idle(owned_t *o);
 
-/* What the probe learns of a live task when it starts listening late. */
-typedef struct weft__task_info_s {
-	uint64_t id;
-	const char *name;
-	const char *file;
-	int line;
-	uint32_t state_size;
-	uint8_t kind;
-} weft__task_info_t;
 size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 			      weft__task_info_t *out, size_t cap);
 bool weft__owned_describe(owned_t *o, const weft_task_t *t,
@@ -416,8 +407,6 @@ struct weft_runtime_s {
 	 * weft__runtime_shell_release().
 	 */
 	weft__cacheline_aligned _Atomic int64_t task_balance;
-	/* The probe's list of runtimes, oldest first (probe.lock). */
-	struct weft_runtime_s *probe_next;
 	/* Runtimes whose destroy left a worker behind (runtime.c). */
 	struct weft_runtime_s *abandoned_next;
 };
@@ -428,8 +417,6 @@ struct weft_runtime_s {
 extern WEFT_TLS weft_worker_t *weft__cur_worker;
 /* The runtime made current by a worker or a block_on call. */
 extern WEFT_TLS weft_runtime_t *weft__cur_rt;
-/* The id of the task being polled on this thread, 0 if none. */
-extern WEFT_TLS uint64_t weft__cur_task_id;
 /* The task being polled on this thread, NULL if none. */
 static inline weft_task_t *weft__current_task(void)
 {

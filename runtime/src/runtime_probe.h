@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the runtime offers the probe's collector, and all the collector
+ * reads of a runtime beside the public weft_runtime_metrics() and
+ * weft_worker_metrics(): a walk of a runtime's live tasks, each worker's
+ * poll in progress, and a restart of the workers' loops when the probe's
+ * listening changes.  The collector includes this header, never
+ * runtime_internal.h: the runtime's structs stay the runtime's own, and it
+ * may change them without the probe's files noticing.
+ */
+#ifndef WEFT_RUNTIME_PROBE_H
+#define WEFT_RUNTIME_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/weft.h"
+
+#include "atomic_internal.h"
+
+/* What the probe learns of a live task when it starts listening late. */
+typedef struct weft__task_info_s {
+	uint64_t id;
+	const char *name;
+	const char *file;
+	int line;
+	uint32_t state_size;
+	uint8_t kind;
+} weft__task_info_t;
+
+/*
+ * A runtime's live tasks, a shard at a time (ids modulo the shard count):
+ * shard @shard's tasks into @out when they fit in @cap, and in any case
+ * how many there are (more than @cap: nothing was written; grow and call
+ * again).  Each shard is read under its own lock, so a task on the list
+ * from before its first event until before its COMPLETE (task.c) is seen
+ * in a walk made after its events were taken.
+ */
+#define WEFT__TASK_SHARDS 64u
+size_t weft__runtime_tasks(weft_runtime_t *rt, unsigned shard,
+			   weft__task_info_t *out, size_t cap);
+
+/*
+ * Worker @i's poll in progress, published while the probe listens: the
+ * task's id (0 between polls) and the poll's start (probe clock ticks).
+ * Relaxed loads: a hint, the two read apart (a task with the previous
+ * poll's start is at worst one warning's time off; the caller rechecks).
+ */
+void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
+			       uint64_t *started);
+
+/* The id of the task being polled on this thread, 0 if none (worker.c). */
+extern WEFT_TLS uint64_t weft__cur_task_id;
+
+/*
+ * Makes every worker's loop look again at what it runs in (runtime.c): the
+ * probe calls it when its listening changes, so the loops switch between
+ * timing their polls and not.
+ */
+void weft__loop_restart(void);
+
+#endif
