@@ -22,9 +22,11 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "collector.h"
 #include "collector_internal.h"
 #include "weft/wire.h"
 
@@ -408,4 +410,64 @@ void weft__collector_stop(struct probe *p)
 		free(p->records);
 		p->records = NULL;
 	}
+}
+
+/* ---------------------------------- the subscribers' offer (collector.h) */
+
+const weft_probe_task_t *weft__sub_task(uint64_t id)
+{
+	return weft__collector_task(&weft__probe, id);
+}
+
+int weft__sub_event_records(const weft_event_t *ev, size_t n,
+			    const uint8_t **rec, size_t *len)
+{
+	return weft__collector_event_records(&weft__probe, ev, n, rec, len);
+}
+
+void weft__sub_want_full(weft_probe_sub_t *sub)
+{
+	sub->need_full = true;
+}
+
+size_t weft__sub_tasks_held(void)
+{
+	return weft__probe.ntasks;
+}
+
+void weft__sub_hello(unsigned *workers, uint64_t *start_ns)
+{
+	weft_runtime_metrics_t m = { 0 };
+
+	if (weft__probe.rt)
+		weft_runtime_metrics(weft__probe.rt, &m);
+	*workers = m.workers;
+	*start_ns = weft__probe.stats.start_ns;
+}
+
+unsigned weft__probe_workers(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&weft__probe.lock);
+	n = weft__probe.rt ? weft_runtime_workers(weft__probe.rt) : 0;
+	pthread_mutex_unlock(&weft__probe.lock);
+	return n;
+}
+
+void weft__probe_clock_text(char *buf, size_t n)
+{
+	/* The clock's description changes under probe.lock (calibration). */
+	pthread_mutex_lock(&weft__probe.lock);
+	snprintf(buf, n, "%s", weft__probe_clock_describe());
+	pthread_mutex_unlock(&weft__probe.lock);
+}
+
+void weft__probe_with_task(uint64_t id,
+			   void (*fn)(const weft_probe_task_t *t, void *arg),
+			   void *arg)
+{
+	pthread_mutex_lock(&weft__probe.lock);
+	fn(weft__collector_task(&weft__probe, id), arg);
+	pthread_mutex_unlock(&weft__probe.lock);
 }

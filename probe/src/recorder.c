@@ -34,7 +34,7 @@
 #include "weft/metrics.h"
 #include "weft/trace.h"
 
-#include "collector_internal.h"
+#include "collector.h"
 #include "delta_internal.h"
 #include "probe_internal.h"
 #include "recorder_internal.h"
@@ -124,21 +124,21 @@ static void note_error(int err)
 		rec.error = err;
 }
 
-/* The hello, once: called with rec.lock held (and probe.lock when on the
- * collector thread, which makes weft__probe.rt safe to read). */
-static void hello_ready(bool probe_locked)
+/* The hello, once: called with rec.lock held, and in a collector callback
+ * when @in_callback (weft__sub_hello() then reads the described runtime). */
+static void hello_ready(bool in_callback)
 {
-	weft_runtime_metrics_t m = { 0 };
+	unsigned workers = 0;
+	uint64_t start_ns = mono_ns();
 
 	if (rec.hello_ready)
 		return;
-	if (probe_locked && weft__probe.rt)
-		weft_runtime_metrics(weft__probe.rt, &m);
-	if (m.workers < rec.start_workers)
-		m.workers = rec.start_workers;
-	if (weft_wire_hello_init(
-		    &rec.hello, m.workers, weft__probe_clock_describe(),
-		    probe_locked ? weft__probe.stats.start_ns : mono_ns()))
+	if (in_callback)
+		weft__sub_hello(&workers, &start_ns);
+	if (workers < rec.start_workers)
+		workers = rec.start_workers;
+	if (weft_wire_hello_init(&rec.hello, workers,
+				 weft__probe_clock_describe(), start_ns))
 		note_error(-ENOMEM);
 	rec.hello_ready = true;
 }
@@ -360,7 +360,7 @@ static size_t full_estimate(void)
 {
 	if (!rec.last_full_tasks)
 		return rec.last_full_bytes;
-	return rec.last_full_bytes / rec.last_full_tasks * weft__probe.ntasks;
+	return rec.last_full_bytes / rec.last_full_tasks * weft__sub_tasks_held();
 }
 
 static void rec_want_full(void)
@@ -374,7 +374,7 @@ static void rec_want_full(void)
 		 * the tasks that change in it, as before.
 		 */
 		if (full_estimate() <= rec.opts.max_file_bytes / 4)
-			rec.sub->need_full = true;
+			weft__sub_want_full(rec.sub);
 		rec.want_full = false;
 	}
 }
@@ -391,7 +391,7 @@ static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 	if (rec.state == REC_IDLE)
 		goto out_unlock;
 	ensure_header(true);
-	err = weft__collector_event_records(&weft__probe, ev, n, &r, &len);
+	err = weft__sub_event_records(ev, n, &r, &len);
 	if (err != -EINVAL) {
 		note_error(err);
 		copy_records(r, len);
@@ -418,7 +418,7 @@ out_unlock:
 static const weft_probe_task_t *rec_lookup(uint64_t id)
 {
 	/* In the collector's callbacks: probe.lock is held. */
-	return weft__collector_task(&weft__probe, id);
+	return weft__sub_task(id);
 }
 
 static void on_update(void *ctx, const weft_probe_update_t *u)
@@ -542,9 +542,7 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 
 	/* The hello's worker count, in case the first pass comes after the
 	 * runtime is gone (a short program).  Lock order: probe.lock alone. */
-	pthread_mutex_lock(&weft__probe.lock);
-	workers = weft__probe.rt ? weft_runtime_workers(weft__probe.rt) : 0;
-	pthread_mutex_unlock(&weft__probe.lock);
+	workers = weft__probe_workers();
 	pthread_mutex_lock(&rec.lock);
 	rec.start_workers = workers;
 	pthread_mutex_unlock(&rec.lock);

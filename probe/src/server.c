@@ -44,7 +44,7 @@
 #include <event2/listener.h>
 #include <event2/thread.h>
 
-#include "collector_internal.h"
+#include "collector.h"
 #include "server_state_internal.h"
 
 #define CLIENT_BUF_DEFAULT (8u << 20)
@@ -247,10 +247,7 @@ static int header_build(weft_server_t *s, uint32_t workers)
 	char clock[96];
 	int err;
 
-	/* The clock's description changes under probe.lock (calibration). */
-	pthread_mutex_lock(&weft__probe.lock);
-	snprintf(clock, sizeof(clock), "%s", weft__probe_clock_describe());
-	pthread_mutex_unlock(&weft__probe.lock);
+	weft__probe_clock_text(clock, sizeof(clock));
 	err = weft_wire_hello_init(&h, workers, clock, weft__server_mono_ns());
 	if (!err)
 		err = weft_wire_header_append(&s->header, &h.msg, 0);

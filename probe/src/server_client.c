@@ -18,7 +18,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "collector_internal.h"
+#include "collector.h"
 #include "recorder_internal.h"
 #include "server_state_internal.h"
 
@@ -135,23 +135,31 @@ void weft__server_client_send_update(struct client *c, const struct item *it)
 }
 
 
+struct detail {
+	weft_wire_buf_t b;
+	int err;
+};
+
+/* Under probe.lock: the record is valid only until it is released. */
+static void detail_encode(const weft_probe_task_t *t, void *arg)
+{
+	struct detail *d = arg;
+	const weft_probe_task_t *tp[1] = { t };
+	weft_probe_update_t u = { .tasks = tp, .ntasks = t ? 1 : 0 };
+
+	d->err = weft_wire_update_append(&d->b, &u, 0);
+}
+
 /* The reply to CONTROL_OP_TASK_DETAIL: an Update holding that task. */
 static void task_detail(struct client *c, uint64_t id)
 {
-	weft_wire_buf_t b = { 0 };
-	const weft_probe_task_t *tp[1];
-	weft_probe_update_t u = { .tasks = tp };
-	int err;
+	struct detail d = { { 0 }, 0 };
 
 	/* Lock order: probe.lock alone (we hold none of ours). */
-	pthread_mutex_lock(&weft__probe.lock);
-	tp[0] = weft__collector_task(&weft__probe, id);
-	u.ntasks = tp[0] ? 1 : 0;
-	err = weft_wire_update_append(&b, &u, 0);
-	pthread_mutex_unlock(&weft__probe.lock);
-	if (!err)
-		(void)weft__server_client_send(c, b.data, b.len, false);
-	weft_wire_buf_fini(&b);
+	weft__probe_with_task(id, detail_encode, &d);
+	if (!d.err)
+		(void)weft__server_client_send(c, d.b.data, d.b.len, false);
+	weft_wire_buf_fini(&d.b);
 }
 
 /*

@@ -20,7 +20,7 @@
 
 #include <event2/event.h>
 
-#include "collector_internal.h"
+#include "collector.h"
 #include "server_state_internal.h"
 
 /* ------------------------------------------------------------ the queue */
@@ -81,7 +81,7 @@ static void push(struct sub_ctx *x, struct item *it)
 static const weft_probe_task_t *srv_lookup(uint64_t id)
 {
 	/* In the collector's callbacks: probe.lock is held. */
-	return weft__collector_task(&weft__probe, id);
+	return weft__sub_task(id);
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -144,8 +144,7 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		/* Unfiltered, they are the records the collector encoded once
 		 * for every subscriber.  On error the whole records before it
 		 * still go out. */
-		err = weft__collector_event_records(&weft__probe, g, m, &rec,
-						    &len);
+		err = weft__sub_event_records(g, m, &rec, &len);
 		if (err == -EINVAL) {
 			(void)weft_wire_events_append(&st->enc, &it->buf, g,
 						       m);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the collector offers the subscribers inside libweft (server*.c,
+ * recorder.c) beside the public weft_probe_subscribe(): they are
+ * subscribers like any other, and include this header, never
+ * collector_internal.h.
+ *
+ * "In a callback": from a subscriber's on_events/on_update/lookup, on the
+ * collector thread with probe.lock held; what these return is valid until
+ * the callback returns.  "Any thread": takes probe.lock itself, so never
+ * with probe.lock held (lock order: probe.lock before the subscriber's
+ * own locks).
+ */
+#ifndef WEFT_PROBE_COLLECTOR_H
+#define WEFT_PROBE_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft/probe.h"
+
+/* In a callback: what the collector knows of task @id, or NULL. */
+const weft_probe_task_t *weft__sub_task(uint64_t id);
+
+/*
+ * In on_events: the batch @ev..@n as EventBatch records, encoded once for
+ * every subscriber that asks (weft__collector_event_records()).  Returns
+ * -EINVAL for a batch that is not the one being handed out (encode it
+ * yourself), or another error with the whole records before it in *@rec.
+ */
+int weft__sub_event_records(const weft_event_t *ev, size_t n,
+			    const uint8_t **rec, size_t *len);
+
+/* In a callback: @sub's next update holds every known task. */
+void weft__sub_want_full(weft_probe_sub_t *sub);
+
+/* In a callback: how many task records the collector holds. */
+size_t weft__sub_tasks_held(void);
+
+/* In a callback: the described runtime's workers (0 if none) and when the
+ * collector started (the monotonic clock, ns). */
+void weft__sub_hello(unsigned *workers, uint64_t *start_ns);
+
+/* Any thread: the described runtime's workers, 0 if none. */
+unsigned weft__probe_workers(void);
+
+/* Any thread: the probe clock's description (it changes as it is
+ * calibrated), into @buf. */
+void weft__probe_clock_text(char *buf, size_t n);
+
+/* Any thread: @fn(task or NULL, @arg) with task @id as the collector knows
+ * it, under probe.lock. */
+void weft__probe_with_task(uint64_t id,
+			   void (*fn)(const weft_probe_task_t *t, void *arg),
+			   void *arg);
+
+#endif
