@@ -194,7 +194,7 @@ s.close()
 # once.  /lock is left out: a fiber that resumes on another worker unlocks
 # the weft_mutex_t there, and the probe's per-thread held list then keeps a
 # stale entry that a later lock on the first thread turns into a cycle
-# (probe/src/mutex.c; see the demo's report).
+# (runtime/src/mutex.c; see the demo's report).
 import threading
 mix = ["/fast", "/lock-async", "/cpu?ms=2", "/cpu-offload?ms=2", "/file",
        "/file-offload", "/sleep?ms=2"]
