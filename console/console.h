@@ -25,7 +25,8 @@
 #include <wchar.h>
 
 #include "weft.pb-c.h"
-#include "weft/probe.h"
+#include "weft/probe_events.h"
+#include "weft/probe_model.h"
 #include "weft/wire.h"
 
 /* ------------------------------------------------------------- util.c */

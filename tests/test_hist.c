@@ -10,7 +10,7 @@
 
 #include "test_helpers.h"
 
-#include "weft/probe.h"
+#include "weft/probe_model.h"
 #include "weft/wire.h"
 
 static void test_hist_percentiles(void **state)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The log-linear duration histogram (weft_hist_t, weft/probe.h): its
+ * The log-linear duration histogram (weft_hist_t, weft/probe_model.h): its
  * buckets and percentiles, for the collector that fills it and the tools
  * that read it.  weft_hist_index() is inline in weft/wire.h, for the
  * collector's per-event paths.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The names of the event and warning kinds (weft/probe_events.h,
- * weft/probe.h), as the tools print them.
+ * weft/probe_model.h), as the tools print them.
  */
 #include "weft/wire.h"
 

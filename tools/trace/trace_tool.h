@@ -16,7 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "weft/probe.h"
+#include "weft/probe_events.h"
+#include "weft/probe_model.h"
 
 #define TT_EXIT_BAD_INPUT 2
 

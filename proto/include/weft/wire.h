@@ -20,7 +20,8 @@
 #include <stdint.h>
 
 #include "weft.pb-c.h"
-#include "weft/probe.h"
+#include "weft/probe_events.h"
+#include "weft/probe_model.h"
 
 #define WEFT_WIRE_PROTOCOL_VERSION 1u
 #define WEFT_TRACE_MAGIC "WEFTTRC1"
@@ -222,5 +223,8 @@ int weft_wire_send(int fd, const Weft__V1__Frame *f);
  * directory, so no live process).
  */
 int weft_wire_each_socket(int (*fn)(const char *path, void *arg), void *arg);
+
+/** client.c: weft_wire_now_ns() - CLOCK_MONOTONIC in nanoseconds. */
+uint64_t weft_wire_now_ns(void);
 
 #endif /* WEFT_WIRE_H */

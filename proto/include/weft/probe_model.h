@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The probe's model: what a collector knows of tasks, workers and
+ * warnings, as the probe hands it to its subscribers (weft/probe.h) and
+ * as the protocol carries it (weft/wire.h encodes and decodes these).
+ * Types only, in libweft-wire, so that a client of the protocol needs
+ * nothing of the probe; the worker counters are the runtime's public
+ * weft_worker_metrics_t (weft/metrics.h, types only here too).
+ *
+ * Timestamps are CLOCK_MONOTONIC nanoseconds.
+ */
+#ifndef WEFT_PROBE_MODEL_H
+#define WEFT_PROBE_MODEL_H
+
+#include "weft/common.h"
+#include "weft/metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Warning kinds, one X-macro list (names for tools and the protocol). */
+#define WEFT_WARNING_KINDS(X)                                                  \
+	X(LOCK_HELD_ACROSS_AWAIT, 1, "lock-held-across-await")                \
+	X(LONG_POLL, 2, "long-poll")                                          \
+	X(NEVER_YIELDED, 3, "never-yielded")                                  \
+	X(LOST_WAKER, 4, "lost-waker")                                        \
+	X(SELF_WAKES, 5, "self-wakes")                                        \
+	X(LARGE_FUTURE, 6, "large-future")                                    \
+	X(SCHEDULING_DELAY, 7, "scheduling-delay")                            \
+	X(STEAL_STORM, 8, "steal-storm")                                      \
+	X(EVENTS_DROPPED, 9, "events-dropped")                                \
+	X(TINY_TASKS, 10, "tiny-tasks")                                       \
+	X(OVERSUBSCRIBED, 11, "oversubscribed")
+
+typedef enum weft_warning_kind_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_WARN_##name = value,
+	WEFT_WARNING_KINDS(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+	WEFT_WARN_MAX
+} weft_warning_kind_t;
+
+/** weft_warning_kind_name() - "long-poll", ...; "?" if unknown. */
+WEFT_EXTERN const char *weft_warning_kind_name(unsigned kind);
+
+typedef enum weft_task_state_e {
+	WEFT_TASK_IDLE = 0,      /* pending, waiting for a wake */
+	WEFT_TASK_SCHEDULED = 1, /* woken, queued */
+	WEFT_TASK_RUNNING = 2,
+	WEFT_TASK_DONE = 3,
+} weft_task_state_t;
+
+/*
+ * A log-linear histogram of durations in ns: bucket 0 holds values under
+ * 64 ns, then two buckets per power of two up to 2^38 ns (~275 s); larger
+ * values count as outliers (and in max_ns).
+ */
+#define WEFT_HIST_BUCKETS 65
+typedef struct weft_hist_s {
+	uint32_t buckets[WEFT_HIST_BUCKETS];
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t max_ns;
+	uint64_t outliers; /* above the last bucket's range */
+} weft_hist_t;
+
+/** weft_hist_record() - add one value. */
+WEFT_EXTERN void weft_hist_record(weft_hist_t *h, uint64_t ns);
+/** weft_hist_percentile() - the value at @p (0..100), bucket-accurate. */
+WEFT_EXTERN uint64_t weft_hist_percentile(const weft_hist_t *h, double p);
+/** weft_hist_bucket_upper() - the upper bound (ns) of bucket @i. */
+WEFT_EXTERN uint64_t weft_hist_bucket_upper(unsigned i);
+
+/* What the collector knows of one task. */
+typedef struct weft_probe_task_s {
+	uint64_t id;
+	uint64_t parent;
+	const char *name;  /* static string or NULL */
+	const char *file;  /* spawn location (static string) or NULL */
+	uint32_t line;
+	uint32_t state_size;
+	uint8_t kind;      /* 0 future, 1 fiber */
+	uint8_t state;     /* weft_task_state_t */
+	uint16_t last_worker;
+	int32_t status;    /* when done */
+	uint64_t spawned_ns;
+	uint64_t finished_ns; /* 0 while live */
+	uint64_t polls;
+	uint64_t busy_ns;
+	uint64_t scheduled_ns; /* woken, waiting for a worker */
+	uint64_t idle_ns;      /* pending, waiting for a wake */
+	uint64_t wakes;
+	uint64_t self_wakes;
+	uint64_t waker_clones;
+	uint64_t waker_drops;
+	uint64_t max_poll_ns;
+	uint32_t warnings;     /* bit (1 << kind) per warning raised */
+	uint32_t locks_held;   /* weft_mutex_t held when the last poll ended */
+	/* NULL until the task has been polled twice (saves memory). */
+	const weft_hist_t *poll_hist;
+	const weft_hist_t *sched_hist;
+} weft_probe_task_t;
+
+/* What the collector knows of one worker (rates over the last window). */
+typedef struct weft_probe_worker_s {
+	uint16_t index;
+	uint8_t state;         /* 0 polling, 1 searching, 2 parked */
+	uint64_t current_task; /* being polled now, 0 if none */
+	uint64_t poll_started_ns;
+	weft_worker_metrics_t counters;
+	double polls_per_s;
+	double steals_per_s;
+	double steal_rate;     /* tasks stolen / polls, over the window */
+	double busy_ratio;     /* 0..1 over the window */
+	uint64_t mean_poll_ns;
+	uint64_t max_poll_ns;  /* over the window */
+	uint32_t queue_depth;
+	uint64_t stolen_from[64]; /* tasks this worker stole from worker i */
+} weft_probe_worker_t;
+
+typedef struct weft_probe_warning_s {
+	uint64_t seq;
+	uint8_t kind;          /* weft_warning_kind_t */
+	uint16_t worker;
+	uint64_t task;
+	const char *task_name;
+	const char *file;
+	uint32_t line;
+	uint64_t at_ns;
+	uint64_t value_ns;     /* how long (poll, hold, delay), where it applies */
+	char detail[160];      /* human text, e.g. the lock's name and where taken */
+} weft_probe_warning_t;
+
+/* Runtime-wide figures for one collector pass. */
+typedef struct weft_probe_stats_s {
+	uint64_t now_ns;
+	uint64_t start_ns;
+	uint32_t workers;
+	uint64_t live_tasks;
+	uint64_t spawned_tasks;
+	uint64_t global_queue_depth;
+	uint64_t events;        /* drained since start */
+	uint64_t events_dropped;
+	uint64_t warnings;
+	double events_per_s;
+	double polls_per_s;
+	double steals_per_s;
+	const char *clock;      /* how events are stamped */
+	/*
+	 * What the probe itself costs: the CPU time the collector's passes
+	 * took (draining, folding in, and the subscribers' callbacks: the
+	 * server's encoding, the recorder's writes), since start and as a
+	 * share of one CPU over about the last second.
+	 */
+	uint64_t collector_cpu_ns;
+	double collector_cpu;
+	/* The blocking pool, from weft_runtime_metrics(): threads running a
+	 * job, jobs waiting for a thread, jobs done since start. */
+	uint64_t blocking_busy;
+	uint64_t blocking_queued;
+	uint64_t blocking_jobs;
+	/* Tasks taken for finished without their COMPLETE event (dropped):
+	 * found gone from the runtime's task list after drops. */
+	uint64_t tasks_end_unseen;
+} weft_probe_stats_t;
+
+/* One collector pass, as handed to subscribers. */
+typedef struct weft_probe_update_s {
+	const weft_probe_stats_t *stats;
+	const weft_probe_task_t *const *tasks; /* changed (or all, first) */
+	size_t ntasks;
+	const weft_probe_worker_t *workers;
+	size_t nworkers;
+	const weft_probe_warning_t *warnings;  /* new since the last pass */
+	size_t nwarnings;
+	bool full;              /* tasks holds every known task */
+} weft_probe_update_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_PROBE_MODEL_H */
