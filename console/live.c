@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "console.h"
@@ -34,10 +33,7 @@
 
 uint64_t con_live_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return weft_wire_now_ns() / 1000000u;
 }
 
 static void set_error(con_live_t *l, const char *fmt, ...)

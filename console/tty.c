@@ -52,14 +52,6 @@ struct tty {
 	uint64_t feed_ns, bytes_in;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The palette: a role's attributes (and colour pair when colour is on). */
 static attr_t role_attr(const con_session_t *s, con_role_t r, short *pair)
 {
@@ -127,7 +119,7 @@ static void blit(struct tty *t)
 static void draw(struct tty *t)
 {
 	con_session_t *s = t->s;
-	uint64_t t0 = mono_ns(), dt;
+	uint64_t t0 = weft_wire_now_ns(), dt;
 
 	if (!t->grid_ok || t->grid.w != COLS || t->grid.h != LINES) {
 		if (t->grid_ok)
@@ -140,7 +132,7 @@ static void draw(struct tty *t)
 	con_session_watch(s);
 	con_screen_draw(s, &t->grid);
 	blit(t);
-	dt = mono_ns() - t0;
+	dt = weft_wire_now_ns() - t0;
 	t->redraws++;
 	t->draw_ns += dt;
 	if (dt > t->draw_max_ns)
@@ -223,7 +215,7 @@ static void live_read_cb(struct bufferevent *bev, void *arg)
 	struct tty *t = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	uint8_t buf[65536];
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = weft_wire_now_ns();
 	int n;
 
 	while ((n = evbuffer_remove(in, buf, sizeof(buf))) > 0) {
@@ -233,7 +225,7 @@ static void live_read_cb(struct bufferevent *bev, void *arg)
 			break;
 		}
 	}
-	t->feed_ns += mono_ns() - t0;
+	t->feed_ns += weft_wire_now_ns() - t0;
 }
 
 static void live_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -304,7 +296,7 @@ static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tty *t = arg;
 	con_session_t *s = t->s;
-	uint64_t now = mono_ns(), dt = now - t->last_tick_ns;
+	uint64_t now = weft_wire_now_ns(), dt = now - t->last_tick_ns;
 
 	(void)fd;
 	(void)what;
@@ -340,7 +332,7 @@ static void write_stats(const struct tty *t)
 {
 	const con_session_t *s = t->s;
 	const con_model_t *m = s->model;
-	double secs = (double)(mono_ns() - t->start_ns) / 1e9;
+	double secs = (double)(weft_wire_now_ns() - t->start_ns) / 1e9;
 	struct rusage ru;
 	FILE *f;
 
@@ -406,7 +398,7 @@ int con_tty_run(con_session_t *s)
 	event_add(ev_winch, NULL);
 	t.ev_tick = ev_tick;
 	t.tick_ns = 1000000000u / fps;
-	t.last_tick_ns = t.start_ns = t.next_tick_ns = mono_ns();
+	t.last_tick_ns = t.start_ns = t.next_tick_ns = weft_wire_now_ns();
 	arm_tick(&t, t.start_ns);
 	if (s->live && s->live->connected)
 		live_attach(&t);

@@ -28,9 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "weft/probe.h"
+#include "weft/time.h"
 
 #define HELD_MAX 16
 #define INTERN_MAX 4096
@@ -49,14 +49,6 @@ static int (*real_unlock)(pthread_mutex_t *);
 static _Thread_local struct held held[HELD_MAX];
 static _Thread_local unsigned nheld;
 static _Thread_local int busy; /* re-entry from our own calls */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ interning */
 
@@ -121,7 +113,7 @@ static const char *intern(const void *key, int is_site)
 
 static void at_pending(uint64_t task)
 {
-	uint64_t now = now_ns();
+	uint64_t now = weft_now_ns();
 
 	for (unsigned i = 0; i < nheld; i++) {
 		if (held[i].task != task)
@@ -149,7 +141,7 @@ static void taken(pthread_mutex_t *m, const void *caller)
 	task = weft_probe_current_task();
 	if (!task || nheld == HELD_MAX)
 		return;
-	held[nheld++] = (struct held){ m, task, caller, now_ns() };
+	held[nheld++] = (struct held){ m, task, caller, weft_now_ns() };
 }
 
 __attribute__((visibility("default"))) int

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/time.h"
+
 #include "collector_internal.h"
 #include "recorder_internal.h"
 #include "server_internal.h"
@@ -228,14 +230,6 @@ void weft__probe_thread_stop(void)
 
 /* -------------------------------------------------------- the collector */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * WEFT_COLLECTOR_NICE=N (1..19): the collector thread runs at that nice
  * value.  On a machine whose cores the workers keep busy, a collector at
@@ -321,14 +315,14 @@ static void collector_sleep(struct probe *p, uint64_t now, uint64_t until_ns)
 static void *collector_main(void *arg)
 {
 	struct probe *p = &weft__probe;
-	uint64_t next = mono_ns();
+	uint64_t next = weft_now_ns();
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "weft-collector");
 	collector_nice();
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		uint64_t now = mono_ns();
+		uint64_t now = weft_now_ns();
 
 		/*
 		 * A poke is taken (acq_rel, pairs with the producer's) before

@@ -28,10 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "weft/metrics.h"
+#include "weft/time.h"
 #include "weft/trace.h"
 
 #include "collector.h"
@@ -89,14 +89,6 @@ static struct recorder {
 	.fd = -1,
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool flight_mode(void)
 {
 	return rec.opts.flight_bytes != 0 || rec.opts.flight_ms != 0;
@@ -129,7 +121,7 @@ static void note_error(int err)
 static void hello_ready(bool in_callback)
 {
 	unsigned workers = 0;
-	uint64_t start_ns = mono_ns();
+	uint64_t start_ns = weft_now_ns();
 
 	if (rec.hello_ready)
 		return;
@@ -226,7 +218,7 @@ static void flush_out(uint64_t now, bool last)
 
 static void maybe_flush(void)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = weft_now_ns();
 	uint64_t every = (uint64_t)(rec.opts.flush_ms ? rec.opts.flush_ms :
 							FLUSH_DEFAULT_MS) *
 			 1000000u;
@@ -246,7 +238,7 @@ static weft_wire_buf_t *sink(void)
 
 	if (!flight_mode())
 		return &rec.out;
-	now = mono_ns();
+	now = weft_now_ns();
 	/* A chunk spans at most an eighth of flight_ms, so that time-based
 	 * trimming keeps about what it should. */
 	if (rec.tail && rec.tail->buf.len < FLIGHT_CHUNK &&
@@ -274,7 +266,7 @@ static weft_wire_buf_t *sink(void)
  */
 static void flight_trim(void)
 {
-	uint64_t total = 0, bytes = rec.opts.flight_bytes, now = mono_ns();
+	uint64_t total = 0, bytes = rec.opts.flight_bytes, now = weft_now_ns();
 	uint64_t keep_ns = (uint64_t)rec.opts.flight_ms * 1000000u;
 
 	if (!bytes)
@@ -514,7 +506,7 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	rec.start_workers = 0;
 	rec.segment = 0;
 	rec.file_bytes = 0;
-	rec.last_flush_ns = mono_ns();
+	rec.last_flush_ns = weft_now_ns();
 	weft_wire_events_init(&rec.enc);
 	weft__delta_init(&rec.delta);
 	rec.delta.interval_ns = (uint64_t)(rec.opts.update_ms ?
@@ -586,7 +578,7 @@ int weft_trace_stop(void)
 
 	pthread_mutex_lock(&rec.lock);
 	ensure_header(false);
-	flush_out(mono_ns(), true);
+	flush_out(weft_now_ns(), true);
 	if (rec.fd >= 0 && close(rec.fd))
 		note_error(-errno);
 	rec.fd = -1;

@@ -35,7 +35,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -43,6 +42,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
+
+#include "weft/time.h"
 
 #include "collector.h"
 #include "server_state_internal.h"
@@ -56,10 +57,7 @@
 
 uint64_t weft__server_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return weft_now_ns();
 }
 
 void weft__server_log(const char *fmt, ...)

@@ -3,7 +3,8 @@
  * The client side of the probe's socket: where live processes listen,
  * connecting to one (a pid, unix:PATH or tcp://HOST:PORT), sending a
  * frame, and walking the sockets of this user's live processes.  The
- * console and weft-trace share it.
+ * console and weft-trace share it.  Also the one monotonic clock of
+ * libweft-wire and its clients, weft_wire_now_ns().
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +16,18 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "weft/wire.h"
+
+uint64_t weft_wire_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int weft_wire_socket_dir(char *buf, size_t len, int create)
 {

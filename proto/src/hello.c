@@ -54,7 +54,8 @@ static char *read_file_all(const char *path, size_t *len)
 int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns)
 {
-	struct timespec mono, real;
+	struct timespec real;
+	uint64_t mono_ns;
 	size_t len = 0, argc = 0;
 	char *comm;
 
@@ -87,7 +88,7 @@ int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 		h->msg.n_argv = argc;
 		h->msg.argv = h->argv;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	mono_ns = weft_wire_now_ns();
 	clock_gettime(CLOCK_REALTIME, &real);
 	h->msg.protocol_version = WEFT_WIRE_PROTOCOL_VERSION;
 	h->msg.pid = (uint32_t)getpid();
@@ -98,8 +99,7 @@ int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 	/* The realtime instant of start_ns, from one pair of readings. */
 	h->msg.start_realtime_ns = (uint64_t)real.tv_sec * 1000000000u +
 				   (uint64_t)real.tv_nsec -
-				   ((uint64_t)mono.tv_sec * 1000000000u +
-				    (uint64_t)mono.tv_nsec - start_ns);
+				   (mono_ns - start_ns);
 	h->msg.hostname = h->host;
 	return 0;
 }

@@ -56,10 +56,7 @@ void weft_panic(const char *fmt, ...)
 
 uint64_t weft__now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return weft_now_ns();
 }
 
 static int parse_workers_env(unsigned *out)

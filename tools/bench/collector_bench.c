@@ -23,21 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "weft/time.h"
 
 #include "collector_internal.h"
 
 #define TASKS 200
 #define POLLS 1000
 #define RINGS 2
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct producer {
 	ring_entry_t *e;
@@ -252,9 +245,9 @@ int main(int argc, char **argv)
 		for (unsigned r = 0; r < RINGS; r++)
 			pthread_join(th[r], NULL);
 		last_ts = 0;
-		t0 = mono_ns();
+		t0 = weft_now_ns();
 		weft__collector_pass(p, t0);
-		t1 = mono_ns();
+		t1 = weft_now_ns();
 		/* The first few passes warm the tables up. */
 		if (i >= 5)
 			per[i - 5] = (double)(t1 - t0) /

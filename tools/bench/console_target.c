@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "weft/probe.h"
@@ -204,7 +203,7 @@ int main(int argc, char **argv)
 	bool wait_listener = false;
 	weft_config_t cfg = { .workers = 2 };
 	weft_runtime_t *rt;
-	struct timespec deadline;
+	uint64_t deadline;
 	int err = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -271,18 +270,9 @@ int main(int argc, char **argv)
 		printf("ready %ld\n", tasks + sleepers + spinners);
 		fflush(stdout);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += seconds;
-	while (!atomic_load(&stop_flag)) {
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > deadline.tv_sec ||
-		    (now.tv_sec == deadline.tv_sec &&
-		     now.tv_nsec >= deadline.tv_nsec))
-			break;
+	deadline = weft_now_ns() + WEFT_SEC(seconds);
+	while (!atomic_load(&stop_flag) && weft_now_ns() < deadline)
 		usleep(50000);
-	}
 	atomic_store(&stop_flag, true);
 	weft_notify_waiters(&idle_notify);
 	/* Spinners and idle tasks finish at once; sleepers are cancelled. */

@@ -17,14 +17,14 @@
  *
  * Usage: weft-example [children [limit]]; $WEFT_WORKERS sets the workers.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <weft/weft.h>
+
+#include "tool_util.h"
 
 #define DEFAULT_CHILDREN 16
 #define DEFAULT_LIMIT 2000000
@@ -291,27 +291,6 @@ static weft_poll_t parent_poll(void *arg, weft_cx_t *cx)
 
 /* ----------------------------------------------------------------- main */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static void print_metrics(const weft_runtime_t *rt)
 {
 	weft_runtime_metrics_t rm;
@@ -337,16 +316,16 @@ static void print_metrics(const weft_runtime_t *rt)
 
 int main(int argc, char **argv)
 {
-	uint64_t nchildren = DEFAULT_CHILDREN, limit = DEFAULT_LIMIT, expect;
+	unsigned long nchildren = DEFAULT_CHILDREN, limit = DEFAULT_LIMIT;
+	uint64_t expect, t0, t1;
 	struct work w = { 0 };
 	weft_runtime_t *rt;
 	weft_join_t *join;
-	double t0, t1;
 	int err, ret = 1;
 
 	if (argc > 3 ||
-	    (argc > 1 && !parse_u64(argv[1], 1, 65536, &nchildren)) ||
-	    (argc > 2 && !parse_u64(argv[2], 1, UINT32_MAX, &limit))) {
+	    (argc > 1 && !tool_parse_ulong(argv[1], 1, 65536, &nchildren)) ||
+	    (argc > 2 && !tool_parse_ulong(argv[2], 1, UINT32_MAX, &limit))) {
 		fprintf(stderr, "usage: %s [children (1-65536) [limit]]\n",
 			argv[0]);
 		return 2;
@@ -370,7 +349,7 @@ int main(int argc, char **argv)
 	       weft_version_string(), weft_runtime_workers(rt), w.nchildren,
 	       w.limit);
 
-	t0 = now_s();
+	t0 = weft_now_ns();
 	err = weft_spawn_named(rt, "parent", parent_poll,
 			       &(struct parent){ .w = &w }, &join);
 	if (err) {
@@ -379,7 +358,7 @@ int main(int argc, char **argv)
 	}
 	err = weft_join_wait(join, NULL);
 	weft_join_drop(join);
-	t1 = now_s();
+	t1 = weft_now_ns();
 	if (err) {
 		fprintf(stderr, "parent task: %s\n", strerror(-err));
 		goto out_destroy;
@@ -393,7 +372,7 @@ int main(int argc, char **argv)
 	expect = count_primes(0, w.limit);
 	printf("primes below %" PRIu64 ": %" PRIu64 " (single thread: %" PRIu64
 	       ") in %.3f s\n",
-	       w.limit, w.primes, expect, t1 - t0);
+	       w.limit, w.primes, expect, (double)(t1 - t0) / 1e9);
 	printf("ping %d -> pong %" PRIuPTR "\n", PING, w.pong);
 	print_metrics(rt);
 

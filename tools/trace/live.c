@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "live.h"
@@ -20,10 +19,7 @@
 
 uint64_t tt_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return weft_wire_now_ns() / 1000000u;
 }
 
 /* "30s", "500ms", "2m", "1h", or seconds; 0 for a bad value. */
