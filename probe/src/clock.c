@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "knob.h"
 #include "probe_internal.h"
 
 bool weft__probe_use_tsc;
@@ -91,9 +92,9 @@ static struct pair sample_pair(void)
 /* WEFT_PROBE_CLOCK=monotonic forces clock_gettime() (for comparison). */
 static bool getenv_tsc_disabled(void)
 {
-	const char *s = getenv("WEFT_PROBE_CLOCK");
+	static const char *const clocks[] = { "tsc", "monotonic", NULL };
 
-	return s && strcmp(s, "monotonic") == 0;
+	return weft__knob_choice("WEFT_PROBE_CLOCK", clocks, 0) == 1;
 }
 
 void weft__probe_clock_calibrate(void)

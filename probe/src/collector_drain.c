@@ -11,6 +11,7 @@
 #include <cpuid.h>
 #endif
 
+#include "knob.h"
 #include "collector_internal.h"
 
 /* A run's head stamp, cached: the heap compares it O(log k) a run. */
@@ -154,9 +155,7 @@ again:
 bool weft__collector_flush_offered(void)
 {
 	unsigned a, b, c, d;
-	const char *s = getenv("WEFT_PROBE_RING_FLUSH");
-
-	if (s && !strcmp(s, "0"))
+	if (!weft__knob_bool("WEFT_PROBE_RING_FLUSH", true))
 		return false;
 	/* CPUID.(7,0):EBX[23] (valgrind's CPU says no, and means it). */
 	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))

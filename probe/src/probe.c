@@ -24,6 +24,7 @@
 
 #include "weft/time.h"
 
+#include "knob.h"
 #include "collector_internal.h"
 #include "recorder_internal.h"
 #include "server_internal.h"
@@ -81,28 +82,35 @@ static void key_create(void)
 	pthread_key_create(&ring_key, ring_orphan);
 }
 
+/* A threshold in ms: 1 ms to 1 h. */
 static uint64_t env_ms(const char *name, uint64_t def_ms)
 {
-	const char *s = getenv(name);
-	char *end;
-	unsigned long long v;
+	const weft__knob_t k = {
+		.name = name,
+		.kind = WEFT__KNOB_TIME,
+		.unit = "ms",
+		.def = def_ms,
+		.min = 1,
+		.max = 3600 * 1000,
+	};
 
-	if (!s || !*s)
-		return def_ms * 1000000u;
-	v = strtoull(s, &end, 10);
-	if (*end || v == 0) {
-		fprintf(stderr, "weft: %s=%s is not a number of ms; using %llu\n",
-			name, s, (unsigned long long)def_ms);
-		return def_ms * 1000000u;
-	}
-	return v * 1000000u;
+	return weft__knob(&k);
 }
+
+/* Events a thread's ring holds (rounded up to a power of two). */
+static const weft__knob_t ring_knob = {
+	.name = "WEFT_PROBE_RING",
+	.kind = WEFT__KNOB_COUNT,
+	.unit = "events",
+	.def = 1u << 18,
+	.min = 64,
+	.max = 1u << 26,
+};
 
 /* Under probe.lock. */
 static void config_load(void)
 {
 	weft_probe_config_t *c = &weft__probe.config;
-	const char *s;
 
 	if (weft__probe.config_loaded)
 		return;
@@ -113,14 +121,7 @@ static void config_load(void)
 	c->retain_ns = 6ull * 1000000000u;
 	c->retain_max = 100000;
 	c->large_future_bytes = 1024;
-	c->ring_capacity = 1u << 18;
-	s = getenv("WEFT_PROBE_RING");
-	if (s && *s) {
-		unsigned long v = strtoul(s, NULL, 10);
-
-		if (v >= 64 && v <= (1ul << 26))
-			c->ring_capacity = v;
-	}
+	c->ring_capacity = weft__knob(&ring_knob);
 	weft__probe_clock_init();
 	weft__probe.config_loaded = true;
 	/* Relaxed: a hint; a thread that reads 0 takes the lock instead. */
@@ -240,19 +241,18 @@ void weft__probe_thread_stop(void)
  */
 static void collector_nice(void)
 {
-	const char *s = getenv("WEFT_COLLECTOR_NICE");
-	char *end;
-	long v;
+	static const weft__knob_t nice_knob = {
+		.name = "WEFT_COLLECTOR_NICE",
+		.kind = WEFT__KNOB_COUNT,
+		.unit = "(a nice value)",
+		.def = 0,
+		.min = 1,
+		.max = 19,
+	};
+	uint64_t v = weft__knob(&nice_knob);
 
-	if (!s || !*s)
+	if (!v)
 		return;
-	v = strtol(s, &end, 10);
-	if (*end || v < 1 || v > 19) {
-		fprintf(stderr,
-			"weft: WEFT_COLLECTOR_NICE=%s is not 1..19; ignored\n",
-			s);
-		return;
-	}
 	/* Linux: a thread's nice value is its own, set through its tid. */
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), (int)v))
 		fprintf(stderr, "weft: WEFT_COLLECTOR_NICE: %s\n",

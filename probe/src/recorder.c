@@ -34,6 +34,7 @@
 #include "weft/time.h"
 #include "weft/trace.h"
 
+#include "knob.h"
 #include "collector.h"
 #include "delta_internal.h"
 #include "probe_internal.h"
@@ -681,33 +682,34 @@ out_free:
 
 /* ------------------------------------------------------------ WEFT_TRACE */
 
+/* A size in MB (up to 1 TiB), in bytes; 0 when unset. */
 static uint64_t env_mb(const char *name)
 {
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long mb;
+	const weft__knob_t k = {
+		.name = name,
+		.kind = WEFT__KNOB_SIZE,
+		.unit = "MB",
+		.def = 0,
+		.min = 0,
+		.max = 1u << 20,
+	};
 
-	if (!v || !*v)
-		return 0;
-	mb = strtoull(v, &end, 10);
-	if (*end || mb > (1ull << 40))
-		return 0;
-	return (uint64_t)mb << 20;
+	return weft__knob(&k);
 }
 
-/* $name as whole seconds, in ms; 0 if unset or not a number. */
+/* Seconds (up to a day), in ms; 0 when unset. */
 static unsigned env_seconds_ms(const char *name)
 {
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long s;
+	const weft__knob_t k = {
+		.name = name,
+		.kind = WEFT__KNOB_TIME,
+		.unit = "s",
+		.def = 0,
+		.min = 0,
+		.max = 24 * 3600,
+	};
 
-	if (!v || !*v)
-		return 0;
-	s = strtoull(v, &end, 10);
-	if (*end || s > 24 * 3600)
-		return 0;
-	return (unsigned)s * 1000u;
+	return (unsigned)(weft__knob(&k) / 1000000u);
 }
 
 static void stop_at_exit(void)

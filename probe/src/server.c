@@ -45,6 +45,7 @@
 
 #include "weft/time.h"
 
+#include "knob.h"
 #include "collector.h"
 #include "server_state_internal.h"
 
@@ -417,10 +418,7 @@ static void remove_at_exit(void)
 
 static bool console_off(void)
 {
-	const char *v = getenv("WEFT_CONSOLE");
-
-	return v && (!strcmp(v, "off") || !strcmp(v, "0") ||
-		     !strcmp(v, "false") || !strcmp(v, "no"));
+	return !weft__knob_bool("WEFT_CONSOLE", true);
 }
 
 void weft__server_env_start(struct weft_runtime_s *rt)

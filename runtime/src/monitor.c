@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "knob.h"
 #include "runtime_internal.h"
 
 enum { MON_RUNNING = 0, MON_SLEEPING = 1, MON_STOP = 2 };
@@ -72,36 +73,20 @@ static void futex_wake_all(_Atomic uint32_t *addr)
 }
 
 /* WEFT_MONITOR and WEFT_STALL_US; a bad value is said (at each runtime's
- * creation) and ignored. */
+ * creation) and the default used. */
 static int parse_env(uint64_t *stall_ns)
 {
-	const char *on = getenv("WEFT_MONITOR");
-	const char *s = getenv("WEFT_STALL_US");
+	static const weft__knob_t stall = {
+		.name = "WEFT_STALL_US",
+		.kind = WEFT__KNOB_TIME,
+		.unit = "us",
+		.def = STALL_NS_DEFAULT / 1000,
+		.min = STALL_NS_MIN / 1000,
+		.max = STALL_NS_MAX / 1000,
+	};
 
-	*stall_ns = STALL_NS_DEFAULT;
-	if (s && *s) {
-		char *end;
-		unsigned long long v;
-
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		if (errno || *end || v > STALL_NS_MAX / 1000 ||
-		    v * 1000 < STALL_NS_MIN)
-			fprintf(stderr,
-				"weft: WEFT_STALL_US=%s is not a number of "
-				"microseconds from %llu to %llu; using %llu\n",
-				s, STALL_NS_MIN / 1000, STALL_NS_MAX / 1000,
-				STALL_NS_DEFAULT / 1000);
-		else
-			*stall_ns = v * 1000;
-	}
-	if (!on || !*on || strcmp(on, "1") == 0 || strcmp(on, "on") == 0)
-		return 1;
-	if (strcmp(on, "0") == 0 || strcmp(on, "off") == 0)
-		return 0;
-	fprintf(stderr, "weft: WEFT_MONITOR=%s is not 0, 1, on or off; on\n",
-		on);
-	return 1;
+	*stall_ns = weft__knob(&stall);
+	return weft__knob_bool("WEFT_MONITOR", true);
 }
 
 /*

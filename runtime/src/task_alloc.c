@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "knob.h"
 #include "runtime_internal.h"
 
 #define WORKER_MAX 512u         /* blocks a worker keeps per class */
@@ -61,9 +62,7 @@ static bool caching(void)
 #if defined(WEFT_ASAN)
 		on = 0;
 #else
-		const char *s = getenv("WEFT_TASK_CACHE");
-
-		on = !(s && s[0] == '0');
+		on = weft__knob_bool("WEFT_TASK_CACHE", true);
 #endif
 		store_relaxed(&cache_on, on);
 	}
