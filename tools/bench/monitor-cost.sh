@@ -15,10 +15,13 @@
 #                   --build /tmp/old/build -j2 --target weft-bench)
 #
 # Knobs: ROUNDS (5), ITERS (20), SHAPES (comma-separated; default the
-# scheduler shapes), WORKERS (2).
+# scheduler shapes), WORKERS (2), PROBE (set to "events": every variant
+# runs with --probe=events, a subscriber draining every event).
 #
 # Prints, per shape, the median over rounds of each variant's median ns/op
-# and the ratios on/off (and old/on): > 1 means the first is slower.  The
+# (timers: p99 lateness in us; record_throughput: ns per recorded event at
+# its highest rate) and the ratios on/off (and on/old): > 1 means the first
+# is slower.  The
 # order of the variants rotates each round.  Progress goes to stderr.
 set -euo pipefail
 
@@ -48,6 +51,8 @@ old=${2:-}
 ROUNDS=${ROUNDS:-5}
 ITERS=${ITERS:-20}
 WORKERS=${WORKERS:-2}
+probe=()
+[[ -n ${PROBE:-} ]] && probe=(--probe="$PROBE")
 SHAPES=${SHAPES:-spawn_many_local,spawn_many_remote,yield_many,ping_pong,chained_spawn,channel_throughput,timers_1k}
 log=$(mktemp /tmp/weft-monitor-cost.XXXXXX)
 
@@ -58,10 +63,24 @@ run_variant()
 {
 	local v=$1 shape=$2
 	case $v in
-	off) WEFT_MONITOR=0 "$bench" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" ;;
-	on) WEFT_MONITOR=1 "$bench" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" ;;
-	old) "$old" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" ;;
-	esac | sed -n "s/.*shape=\([a-z_0-9]*\) .*median_ns_per_op=\([0-9.]*\).*/$v \1 \2/p"
+	off) WEFT_MONITOR=0 "$bench" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" "${probe[@]}" ;;
+	on) WEFT_MONITOR=1 "$bench" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" "${probe[@]}" ;;
+	old) "$old" --shapes "$shape" --iters "$ITERS" --workers "$WORKERS" "${probe[@]}" ;;
+	esac | awk -v v="$v" '
+	# Each shape by the figure it reports: ns per op; for the timers,
+	# the p99 lateness (their wall time is the sleeps); for
+	# record_throughput, ns per recorded event at the highest rate.
+	function f(k,   i) {
+		for (i = 1; i <= NF; i++)
+			if (index($i, k "=") == 1)
+				return substr($i, length(k) + 2)
+		return ""
+	}
+	{ shape = f("shape") }
+	f("median_ns_per_op") != "" { print v, shape, f("median_ns_per_op"); next }
+	f("lateness_us_p99") != "" { print v, shape ":late_p99_us", f("lateness_us_p99"); next }
+	f("recorded_eps") > 0 { last = 1e9 / f("recorded_eps") }
+	END { if (last) print v, "record_throughput:ns_per_event", last }'
 }
 
 IFS=, read -r -a shapes <<<"$SHAPES"
@@ -83,13 +102,13 @@ data = {}
 for line in open(log):
     v, shape, ns = line.split()
     data.setdefault(shape, {}).setdefault(v, []).append(float(ns))
-head = f"{'shape':20}" + "".join(f"{v + ' ns/op':>14}" for v in variants) + f"{'on/off':>10}"
+head = f"{'shape':32}" + "".join(f"{v + ' ns/op':>14}" for v in variants) + f"{'on/off':>10}"
 if 'old' in variants:
     head += f"{'on/old':>10}"
 print(head)
 for shape, by in data.items():
     med = {v: statistics.median(by[v]) for v in variants if v in by}
-    row = f"{shape:20}" + "".join(f"{med.get(v, float('nan')):14.1f}" for v in variants)
+    row = f"{shape:32}" + "".join(f"{med.get(v, float('nan')):14.1f}" for v in variants)
     row += f"{med['on'] / med['off']:10.3f}"
     if 'old' in med:
         row += f"{med['on'] / med['old']:10.3f}"
