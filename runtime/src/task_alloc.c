@@ -59,10 +59,11 @@ static bool caching(void)
 	int on = load_relaxed(&cache_on);
 
 	if (on < 0) {
-#if defined(WEFT_ASAN)
-		on = 0;
-#else
+		/* Read (and a bad value said) in every build. */
 		on = weft__knob_bool("WEFT_TASK_CACHE", true);
+#if defined(WEFT_ASAN)
+		/* ASan checks each task's own allocation: no cache. */
+		on = 0;
 #endif
 		store_relaxed(&cache_on, on);
 	}
