@@ -56,11 +56,6 @@
 /* A client that skipped updates gets a full one again, at most this often. */
 #define RESYNC_EVERY_NS 1000000000ull
 
-uint64_t weft__server_mono_ns(void)
-{
-	return weft_now_ns();
-}
-
 void weft__server_log(const char *fmt, ...)
 {
 	char line[256];
@@ -91,7 +86,7 @@ static void srv_stop_cb(evutil_socket_t fd, short what, void *arg)
 static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	weft_server_t *s = arg;
-	uint64_t now = weft__server_mono_ns();
+	uint64_t now = weft_now_ns();
 	bool resync = false;
 	struct client *c, *next;
 
@@ -247,7 +242,7 @@ static int header_build(weft_server_t *s, uint32_t workers)
 	int err;
 
 	weft__probe_clock_text(clock, sizeof(clock));
-	err = weft_wire_hello_init(&h, workers, clock, weft__server_mono_ns());
+	err = weft_wire_hello_init(&h, workers, clock, weft_now_ns());
 	if (!err)
 		err = weft_wire_header_append(&s->header, &h.msg, 0);
 	weft_wire_hello_fini(&h);

@@ -81,7 +81,7 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 		       len > c->srv->buf_max;
 		if (!over) {
 			if (!c->behind_since)
-				c->behind_since = weft__server_mono_ns();
+				c->behind_since = weft_now_ns();
 			return false;
 		}
 	}

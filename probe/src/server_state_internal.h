@@ -22,6 +22,7 @@
 #include "delta_internal.h"
 #include "server_internal.h"
 #include "weft/probe.h"
+#include "weft/time.h"
 #include "weft/wire.h"
 
 struct bufferevent;
@@ -112,7 +113,6 @@ struct weft_server_s {
 };
 
 /* server.c */
-uint64_t weft__server_mono_ns(void);
 void weft__server_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 

@@ -337,7 +337,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	old = s->sub;
 	s->sub = nsub;
 	s->sub_ctx = x;
-	s->last_resync = weft__server_mono_ns();
+	s->last_resync = weft_now_ns();
 	if (old)
 		weft_probe_unsubscribe(old); /* no callback of it after this */
 	sub_ctx_free(oldx);

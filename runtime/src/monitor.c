@@ -249,14 +249,14 @@ static void sleep_while_parked(monitor_t *m, weft_runtime_t *rt)
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		m->seen[i].cur = NULL;
 	/* What runs now began after the kick. */
-	m->last_sample = weft__now_ns();
+	m->last_sample = weft_now_ns();
 }
 
 static void *monitor_main(void *arg)
 {
 	weft_runtime_t *rt = arg;
 	monitor_t *m = &rt->monitor;
-	uint64_t next = weft__now_ns() + m->interval_ns, now;
+	uint64_t next = weft_now_ns() + m->interval_ns, now;
 	unsigned idle_looks = 0;
 
 	pthread_setname_np(pthread_self(), "weft-mon");
@@ -268,7 +268,7 @@ static void *monitor_main(void *arg)
 	 * matters: a worker blocked in the kernel leaves its CPU free.
 	 */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
-	m->last_sample = weft__now_ns();
+	m->last_sample = weft_now_ns();
 	/* Acquire: pairs with the release stores of destroy and kicks. */
 	while (load_acquire(&m->state) != MON_STOP) {
 		/*
@@ -284,15 +284,15 @@ static void *monitor_main(void *arg)
 		else if (++idle_looks > IDLE_LOOKS_BEFORE_SLEEP) {
 			idle_looks = 0;
 			sleep_while_parked(m, rt);
-			next = weft__now_ns() + m->interval_ns;
+			next = weft_now_ns() + m->interval_ns;
 			continue;
 		}
-		now = weft__now_ns();
+		now = weft_now_ns();
 		if (next > now) {
 			futex_wait_ns(&m->state, MON_RUNNING, next - now);
 			if (load_acquire(&m->state) == MON_STOP)
 				break;
-			now = weft__now_ns();
+			now = weft_now_ns();
 		}
 		next = sample(m, rt, now);
 	}
@@ -312,7 +312,7 @@ int weft__monitor_start(weft_runtime_t *rt)
 	m->seen = calloc(rt->nworkers, sizeof(*m->seen));
 	if (!m->seen)
 		return -ENOMEM;
-	m->driver_seen_at = weft__now_ns();
+	m->driver_seen_at = weft_now_ns();
 	if (pthread_create(&m->thread, NULL, monitor_main, rt)) {
 		free(m->seen);
 		m->seen = NULL;

@@ -54,11 +54,6 @@ void weft_panic(const char *fmt, ...)
 	abort();
 }
 
-uint64_t weft__now_ns(void)
-{
-	return weft_now_ns();
-}
-
 static int parse_workers_env(unsigned *out)
 {
 	const char *s = getenv("WEFT_WORKERS");

@@ -475,7 +475,6 @@ uint64_t weft__next_task_id(weft_worker_t *w);
 
 /* runtime.c */
 void weft__runtime_shell_release(weft_runtime_t *rt, int64_t n);
-uint64_t weft__now_ns(void);
 _Noreturn void weft_panic(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 

@@ -401,7 +401,7 @@ static bool park(weft_worker_t *w)
 		notify_if_work_pending(rt);
 	w->searching = false;
 
-	now = weft__now_ns();
+	now = weft_now_ns();
 	counter_add(&w->c.busy_ns, now - w->busy_since);
 	counter_inc(&w->c.parks);
 	WEFT_PROBE_EVENT(PARK, 0, 0, 0);
@@ -440,7 +440,7 @@ static bool park(weft_worker_t *w)
 	counter_inc(&w->c.unparks);
 	weft__monitor_kick(rt);
 	WEFT_PROBE_EVENT(UNPARK, 0, 0, w->searching);
-	w->busy_since = weft__now_ns();
+	w->busy_since = weft_now_ns();
 	return shutdown;
 }
 
@@ -531,7 +531,7 @@ void *weft__worker_main(void *arg)
 	weft__cur_rt = rt;
 	weft__wake_source = WEFT_WAKE_TASK;
 	weft__probe_thread_start((uint16_t)w->index);
-	w->busy_since = weft__now_ns();
+	w->busy_since = weft_now_ns();
 
 #if WEFT_PROBE
 	for (;;) {
@@ -557,7 +557,7 @@ void *weft__worker_main(void *arg)
 #else
 	worker_loop(w, 0, true);
 #endif
-	counter_add(&w->c.busy_ns, weft__now_ns() - w->busy_since);
+	counter_add(&w->c.busy_ns, weft_now_ns() - w->busy_since);
 	weft__probe_thread_stop();
 	weft__cur_worker = NULL;
 	weft__cur_rt = NULL;
