@@ -176,6 +176,66 @@ static void test_late_spawn_keeps_task_idle(void **state)
 	assert_int_equal(task(14).state, WEFT_TASK_IDLE);
 }
 
+/* The SCHEDULING_DELAY warnings raised so far that name @task. */
+static unsigned delay_warnings(uint64_t task)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
+	     s < p->warn_seq; s++) {
+		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
+
+		n += w->kind == WEFT_WARN_SCHEDULING_DELAY && w->task == task;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+#define LATE 10000000u /* ticks: seconds, whatever the clock */
+
+/*
+ * A poll dropped by a full ring leaves its task SCHEDULED since its wake;
+ * woken and polled again seconds later, it would read as one wait of
+ * seconds (the "false 510 ms" of issue 17).  Not raised: that wait spans
+ * the drops.  Its twin, woken after the drops and polled as late, is.
+ */
+static void test_no_sched_delay_across_drops(void **state)
+{
+	weft_event_t x = { .task = 20, .worker = 0, .kind = WEFT_EV_POLL };
+	uint64_t suppressed;
+
+	(void)state;
+	ev(ring_b, 1, WEFT_EV_SPAWN, 20, 0, 0);
+	poll(ring_b, 2, 3, 20, 0);
+	ev(ring_b, 10, WEFT_EV_WAKE, 20, 0, 0);
+	pass();
+	assert_int_equal(task(20).state, WEFT_TASK_SCHEDULED);
+	suppressed = p->drops_suppressed;
+	/* Ring a fills; the poll of 20 from 11 to 12 does not fit. */
+	for (unsigned i = 0; i < 1024; i++)
+		ev(ring_a, 11, WEFT_EV_MARK, 0, i, 0);
+	x.ts = base + 12ull * TICK;
+	x.a1 = TICK;
+	assert_false(weft__ring_push_spsc(&ring_a->ring, &x));
+	pass();
+	/* Woken again and polled seconds later. */
+	ev(ring_b, LATE, WEFT_EV_WAKE, 20, 0, 0);
+	poll(ring_a, LATE + 1, LATE + 2, 20, 0);
+	pass();
+	assert_int_equal(task(20).polls, 2);
+	assert_int_equal(delay_warnings(20), 0);
+	assert_int_equal(p->drops_suppressed, suppressed + 1);
+
+	/* The twin: its wait starts after the drops. */
+	ev(ring_b, LATE, WEFT_EV_SPAWN, 21, 0, 0);
+	poll(ring_b, LATE + 1, LATE + 2, 21, 0);
+	ev(ring_b, LATE + 3, WEFT_EV_WAKE, 21, 0, 0);
+	poll(ring_a, 2 * LATE, 2 * LATE + 1, 21, 0);
+	pass();
+	assert_int_equal(delay_warnings(21), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +249,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_spawn_keeps_task_idle,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_no_sched_delay_across_drops, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,9 @@
 static atomic_uint_fast64_t received;
 static atomic_uint dropped_warnings;
 static atomic_uint_fast64_t dropped_stat;
+/* The first events-dropped warning's text, and worker 0's ring drops. */
+static char drop_detail[256];
+static atomic_uint_fast64_t worker0_drops;
 
 static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 {
@@ -68,9 +71,17 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		tally_note(u->tasks[i]);
 	pthread_mutex_unlock(&tally_lock);
 	atomic_store(&end_unseen, u->stats->tasks_end_unseen);
-	for (size_t i = 0; i < u->nwarnings; i++)
-		if (u->warnings[i].kind == WEFT_WARN_EVENTS_DROPPED)
-			atomic_fetch_add(&dropped_warnings, 1);
+	for (size_t i = 0; i < u->nwarnings; i++) {
+		if (u->warnings[i].kind != WEFT_WARN_EVENTS_DROPPED)
+			continue;
+		if (atomic_fetch_add(&dropped_warnings, 1) == 0)
+			snprintf(drop_detail, sizeof(drop_detail), "%s",
+				 u->warnings[i].detail);
+	}
+	for (size_t i = 0; i < u->nworkers; i++)
+		if (u->workers[i].index == 0)
+			atomic_store(&worker0_drops,
+				     u->workers[i].events_dropped);
 	atomic_store(&dropped_stat, u->stats->events_dropped);
 }
 
@@ -116,6 +127,16 @@ static void test_probe_drops_counted_and_warned(void **state)
 		    10000);
 	/* Raised, and again only when the count has doubled since. */
 	assert_in_range(atomic_load(&dropped_warnings), 1, 8);
+	/*
+	 * It says where and what to turn: the burst was worker 0's, whose
+	 * ring dropped (nearly) all of it, and the rings' size and knob.
+	 */
+	print_message("%s\n", drop_detail);
+	assert_non_null(strstr(drop_detail, "on worker 0's ring"));
+	assert_non_null(strstr(drop_detail,
+			       "rings hold 64 events (WEFT_PROBE_RING)"));
+	assert_true(atomic_load(&worker0_drops) > 0);
+	assert_true(atomic_load(&worker0_drops) <= atomic_load(&dropped_stat));
 	weft_runtime_destroy(rt);
 	weft_probe_unsubscribe(sub);
 }

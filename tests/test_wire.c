@@ -808,6 +808,7 @@ static void rnd_worker(weft_probe_worker_t *w)
 	w->queue_depth = rnd_u32();
 	for (unsigned i = 0; i < 64; i++)
 		w->stolen_from[i] = rnd_below(2) ? 0 : rnd_u64();
+	w->events_dropped = rnd_below(2) ? 0 : rnd_u64();
 }
 
 static void rnd_warning(weft_probe_warning_t *w)
@@ -942,6 +943,7 @@ static void ref_worker(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
 	m->queue_depth = w->queue_depth;
 	m->n_stolen_from = nworkers < 64 ? nworkers : 64;
 	m->stolen_from = (uint64_t *)w->stolen_from;
+	m->events_dropped = w->events_dropped;
 }
 
 static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)

@@ -28,6 +28,7 @@
 
 #include "collector.h"
 #include "collector_internal.h"
+#include "weft/time.h"
 #include "weft/wire.h"
 
 /* -------------------------------------------------------------- the pass */
@@ -246,6 +247,53 @@ static void account_cpu(struct probe *p, uint64_t now)
 	}
 }
 
+/*
+ * Events dropped: where (the ring that dropped most), how big the rings
+ * are and the knob, and the cause as far as the collector can tell.  A
+ * ring fills when its thread emits more than a ring between two passes;
+ * passes come sooner as rings fill, so a collector that had CPU to spare
+ * (under half a CPU over the last second) was not behind: the rings were
+ * too small for the bursts.  One that used more was behind.
+ */
+static void warn_drops(struct probe *p, uint64_t now)
+{
+	char where[64], cause[128], also[96] = "";
+	uint64_t most = p->other_drops;
+	int w = -1;
+
+	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++) {
+		if (p->worker_drops[i] > most) {
+			most = p->worker_drops[i];
+			w = (int)i;
+		}
+	}
+	if (w >= 0)
+		snprintf(where, sizeof(where), "%llu on worker %d's ring",
+			 (unsigned long long)most, w);
+	else
+		snprintf(where, sizeof(where), "%llu on other threads' rings",
+			 (unsigned long long)most);
+	if (p->stats.collector_cpu >= 0.5)
+		snprintf(cause, sizeof(cause),
+			 "the collector fell behind (%.0f%% of a CPU)",
+			 p->stats.collector_cpu * 100);
+	else
+		snprintf(cause, sizeof(cause),
+			 "the rings are too small for the bursts: raise "
+			 "WEFT_PROBE_RING");
+	if (p->drops_suppressed)
+		snprintf(also, sizeof(also),
+			 "; %llu scheduling-delay or lost-waker warnings not "
+			 "raised across drops",
+			 (unsigned long long)p->drops_suppressed);
+	weft__collector_warn(p, WEFT_WARN_EVENTS_DROPPED, NULL,
+			     WEFT_EVENT_NO_WORKER, now, 0,
+			     "%llu events dropped so far, most %s; rings hold "
+			     "%zu events (WEFT_PROBE_RING); %s%s",
+			     (unsigned long long)p->drops_total, where,
+			     p->config.ring_capacity, cause, also);
+}
+
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
@@ -262,6 +310,18 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		weft__collector_seed_tasks(p, now);
 	}
 	nheap = p->nsegs_pass = weft__collector_snapshot(p);
+	/*
+	 * The window the drops just counted fell in: after the last pass
+	 * that counted none (its snapshot came after its @now), before the
+	 * snapshot just taken (read now).
+	 */
+	if (p->drops_total > drops_before) {
+		if (p->drop_to_ns <= p->clean_pass_ns)
+			p->drop_from_ns = p->clean_pass_ns;
+		p->drop_to_ns = weft_now_ns();
+	} else {
+		p->clean_pass_ns = now;
+	}
 	while ((got = weft__collector_take_chunk(p, &nheap)) > 0) {
 		pass_events(p, got);
 		weft__collector_process(p, got, &lp, &last_spawn);
@@ -289,11 +349,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->drops_total > p->drops_warned_at &&
 	    now > p->stats.now_ns + 0) {
-		weft__collector_warn(
-			p, WEFT_WARN_EVENTS_DROPPED, NULL, WEFT_EVENT_NO_WORKER,
-			now, 0,
-			"%llu events dropped so far: the collector fell behind",
-			(unsigned long long)p->drops_total);
+		warn_drops(p, now);
 		p->drops_warned_at = p->drops_total * 2;
 	}
 	if (p->tiny_count > 10000 && now > p->tiny_warned_at + 10000000000ull) {

@@ -57,7 +57,12 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		if (h)
 			weft_hist_add(&h[1], delay);
 		if (delay > p->config.sched_delay_ns &&
-		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
+		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)) &&
+		    weft__collector_across_drops(p, t->woken_at, start)) {
+			/* A poll in between may be what was dropped. */
+			p->drops_suppressed++;
+		} else if (delay > p->config.sched_delay_ns &&
+			   !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
 			char d[96];
 
 			t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;

@@ -163,6 +163,19 @@ struct probe {
 	uint64_t drops_total;
 	uint64_t drops_warned_at;
 	uint64_t drops_reconciled; /* drops_total at the last reconcile() */
+	/*
+	 * Where drops fell: per worker's ring, and on other threads' rings
+	 * (snapshot()); and when, roughly: the last pass that counted new
+	 * drops (drop_to_ns) and the last pass before it that counted none
+	 * (drop_from_ns), so a dropped event lies in between.  A scheduling
+	 * delay or a lost waker measured across such a window is not raised:
+	 * the event that would have told otherwise may be the one dropped.
+	 */
+	uint64_t worker_drops[MAX_PROBE_WORKERS];
+	uint64_t other_drops;
+	uint64_t clean_pass_ns;
+	uint64_t drop_from_ns, drop_to_ns;
+	uint64_t drops_suppressed; /* warnings not raised for that */
 	uint64_t reconciled_at;
 	unsigned nruntimes;        /* made and not yet destroyed, attached or not */
 	uint64_t last_pass_ns;
@@ -180,6 +193,16 @@ struct probe {
 };
 
 extern struct probe weft__probe;
+
+/*
+ * Whether events were dropped between @from and @to (ns), as far as the
+ * last window of drops tells (see drop_from_ns).
+ */
+static inline bool weft__collector_across_drops(const struct probe *p,
+						uint64_t from, uint64_t to)
+{
+	return p->drop_to_ns && from <= p->drop_to_ns && to >= p->drop_from_ns;
+}
 
 /* collector.c */
 int weft__collector_start(struct probe *p);

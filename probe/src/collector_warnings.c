@@ -58,6 +58,12 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 		}
 		if (now - t->lost_check_at < 1000000000u)
 			continue;
+		if (weft__collector_across_drops(p, t->pub.spawned_ns, now)) {
+			/* A waker's clone may be what was dropped. */
+			t->once |= 1u << WEFT_WARN_LOST_WAKER;
+			p->drops_suppressed++;
+			continue;
+		}
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
 		weft__collector_warn_task(
 			p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker, now,

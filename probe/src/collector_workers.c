@@ -81,6 +81,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				w->busy_ratio = 1;
 		}
 		w->max_poll_ns = p->worker_max_poll[i];
+		w->events_dropped = p->worker_drops[i];
 		weft__runtime_worker_poll(rt, i, &task, &started);
 		w->current_task = task;
 		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) : 0;

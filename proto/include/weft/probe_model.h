@@ -116,6 +116,7 @@ typedef struct weft_probe_worker_s {
 	uint64_t max_poll_ns;  /* over the window */
 	uint32_t queue_depth;
 	uint64_t stolen_from[64]; /* tasks this worker stole from worker i */
+	uint64_t events_dropped;  /* by this worker's ring, since start */
 } weft_probe_worker_t;
 
 typedef struct weft_probe_warning_s {
