@@ -149,6 +149,66 @@ static weft_poll_t spin_good_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(o);
 }
 
+/* @n polls of @ms milliseconds' spin each, a yield between. */
+struct spins {
+	int weft_pc;
+	unsigned n, ms, i;
+	weft_yield_t y;
+};
+
+static weft_poll_t spins_poll(void *arg, weft_cx_t *cx)
+{
+	struct spins *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < s->n; s->i++) {
+		spin_ns(WEFT_MSEC(s->ms));
+		WEFT_YIELD(s, cx);
+	}
+	WEFT_ASYNC_END(s);
+}
+
+/*
+ * Nobody listening: five 25 ms polls, then a console attaches.  The
+ * runtime's monitor saw them (no events flowed), and the first update
+ * lists all five long polls and their never-yielded, named, located and
+ * marked as from before it came.  The fixed twin, the same 125 ms in 1 ms
+ * polls, raises nothing.
+ */
+static void test_long_polls_before_attach(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub;
+	weft_probe_warning_t w;
+	struct sink *s;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_false(weft_probe_listening());
+	bad = run_task(rt, "spin-5x25ms", spins_poll,
+		       &(struct spins){ .n = 5, .ms = 25 }, sizeof(struct spins));
+	good = run_task(rt, "spin-125x1ms", spins_poll,
+			&(struct spins){ .n = 125, .ms = 1 },
+			sizeof(struct spins));
+	usleep(20000); /* the monitor's look after the last poll */
+	s = sink_new_history(false, true, &sub);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 5);
+	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, bad), 5);
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
+	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, good), 0);
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, bad, &w));
+	assert_true(w.history);
+	assert_string_equal(w.task_name, "spin-5x25ms");
+	assert_non_null(strstr(w.file, "test_warnings.c"));
+	/* A lower bound: under 25 ms, and over the 10 ms threshold. */
+	assert_in_range(w.value_ns, WEFT_MSEC(10), WEFT_MSEC(25));
+	assert_non_null(strstr(w.detail, "seen by the runtime monitor"));
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static void test_warns_long_poll(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -552,6 +612,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
 		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
+		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),
 		cmocka_unit_test_teardown(test_warns_self_wakes_and_large_future, teardown),

@@ -823,6 +823,7 @@ static void rnd_warning(weft_probe_warning_t *w)
 	w->task_name = rnd_str();
 	w->file = rnd_str();
 	w->line = rnd_u32();
+	w->history = rnd_below(2);
 	w->at_ns = rnd_u64();
 	w->value_ns = rnd_u64();
 	for (size_t i = 0; i < n; i++)
@@ -959,6 +960,7 @@ static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)
 	m->at_ns = w->at_ns;
 	m->value_ns = w->value_ns;
 	m->detail = (char *)w->detail;
+	m->history = w->history;
 }
 
 #define REF_TASKS 40

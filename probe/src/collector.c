@@ -40,12 +40,34 @@ static task_rec_t *rec_of(const weft_probe_task_t *pub)
 			      offsetof(task_rec_t, pub));
 }
 
+/*
+ * A new subscriber's first warnings: every one kept (the last WARN_KEEP,
+ * oldest first), those raised before it subscribed marked as history.
+ * A console attached after a spike sees it, and the monitor's warnings
+ * from while nobody listened.  NULL without memory (it gets the new ones
+ * only) or with none kept.
+ */
+static weft_probe_warning_t *history(struct probe *p,
+				     const weft_probe_sub_t *s, size_t *n)
+{
+	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
+	weft_probe_warning_t *h = k ? malloc(k * sizeof(*h)) : NULL;
+
+	for (size_t i = 0; h && i < k; i++) {
+		h[i] = p->warnings[(p->warn_seq - k + i) % WARN_KEEP];
+		h[i].history = h[i].seq <= s->since_seq;
+	}
+	*n = h ? k : 0;
+	return h;
+}
+
 static void publish(struct probe *p, uint64_t now)
 {
 	const weft_probe_task_t **changed = NULL, **all = NULL;
 	size_t nchanged = 0, nall = 0, nwarn;
 	const weft_probe_warning_t *warns;
-	weft_probe_warning_t *tmp = NULL;
+	weft_probe_warning_t *tmp = NULL, *hist = NULL;
+	size_t nhist = 0;
 	bool need_all = false;
 
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
@@ -106,6 +128,22 @@ static void publish(struct probe *p, uint64_t now)
 
 		if (!s->opts.on_update)
 			continue;
+		/*
+		 * A new subscriber's history comes first, in an update of its
+		 * own (no tasks): folded into the full one, up to WARN_KEEP
+		 * warnings would swell it, and a recorder sizes its later
+		 * full updates by it.  The pass's new warnings are among it.
+		 */
+		if (s->fresh && (hist = history(p, s, &nhist))) {
+			weft_probe_update_t h = u;
+
+			h.warnings = hist;
+			h.nwarnings = nhist;
+			s->opts.on_update(s->opts.ctx, &h);
+			u.warnings = NULL;
+			u.nwarnings = 0;
+		}
+		s->fresh = false;
 		if (s->need_full && all) {
 			u.tasks = all;
 			u.ntasks = nall;
@@ -116,6 +154,8 @@ static void publish(struct probe *p, uint64_t now)
 			u.ntasks = changed ? nchanged : 0;
 		}
 		s->opts.on_update(s->opts.ctx, &u);
+		free(hist);
+		hist = NULL;
 	}
 	free(tmp);
 	free(all);

@@ -34,6 +34,10 @@ extern _Atomic(ring_entry_t *) weft__probe_new_rings;
 struct weft_probe_sub_s {
 	weft_probe_sub_opts_t opts;
 	bool need_full;
+	/* Not yet published to: its first update carries every warning
+	 * kept, those up to since_seq (raised before it came) marked. */
+	bool fresh;
+	uint64_t since_seq;
 	weft_probe_sub_t *next;
 };
 

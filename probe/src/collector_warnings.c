@@ -35,6 +35,36 @@ void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 	va_end(ap);
 }
 
+void weft__probe_monitor_long_poll(const weft__task_info_t *t,
+				   uint16_t worker, uint64_t start_ns,
+				   uint64_t dur_ns, bool ended)
+{
+	struct probe *p = &weft__probe;
+	weft_probe_warning_t *w;
+
+	pthread_mutex_lock(&p->lock);
+	if (ended)
+		weft__collector_warn(p, WEFT_WARN_LONG_POLL, NULL, worker,
+				     start_ns, dur_ns,
+				     "one poll ran at least %.1f ms and "
+				     "blocked worker %u (seen by the runtime "
+				     "monitor)",
+				     (double)dur_ns / 1e6, worker);
+	else
+		weft__collector_warn(p, WEFT_WARN_NEVER_YIELDED, NULL, worker,
+				     start_ns, dur_ns,
+				     "still in one poll after at least %.1f ms: "
+				     "worker %u is blocked (seen by the "
+				     "runtime monitor)",
+				     (double)dur_ns / 1e6, worker);
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	w->task = t->id;
+	w->task_name = t->name;
+	w->file = t->file;
+	w->line = t->line > 0 ? (uint32_t)t->line : 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail)

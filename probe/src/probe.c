@@ -128,6 +128,17 @@ static void config_load(void)
 	store_relaxed(&ring_cap_loaded, c->ring_capacity);
 }
 
+uint64_t weft__probe_long_poll_ns(void)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&weft__probe.lock);
+	config_load();
+	ns = weft__probe.config.long_poll_ns;
+	pthread_mutex_unlock(&weft__probe.lock);
+	return ns;
+}
+
 void weft_probe_config(weft_probe_config_t *out)
 {
 	pthread_mutex_lock(&weft__probe.lock);
@@ -392,6 +403,8 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 		free(s);
 		return err;
 	}
+	s->fresh = true;
+	s->since_seq = p->warn_seq;
 	s->next = p->subs;
 	p->subs = s;
 	if (opts->events) {

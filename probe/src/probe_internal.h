@@ -148,6 +148,21 @@ void weft__probe_runtime_detach(struct weft_runtime_s *rt);
 void weft__probe_runtime_gone(void);
 void weft__probe_thread_start(uint16_t worker);
 void weft__probe_thread_stop(void);
+/* The long-poll threshold (WEFT_LONG_POLL), ns; loads the config. */
+uint64_t weft__probe_long_poll_ns(void);
+
+/* collector_warnings.c */
+struct weft__task_info_s;
+/*
+ * The runtime's monitor saw, while no events flowed, task @t's poll on
+ * @worker run past the long-poll threshold since @start_ns: for @dur_ns
+ * so far (@ended false: never-yielded) or in all (@ended: long-poll).
+ * Raised with the collector's warnings, so the next subscriber gets it.
+ * Takes probe.lock: not from a worker.
+ */
+void weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
+				   uint16_t worker, uint64_t start_ns,
+				   uint64_t dur_ns, bool ended);
 
 static inline __attribute__((always_inline)) bool weft__probe_on(void)
 {

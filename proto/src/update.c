@@ -296,7 +296,8 @@ static size_t warning_len(const weft_probe_warning_t *w)
 	       str_len(5, cstr_len(w->task_name)) +
 	       str_len(6, cstr_len(w->file)) + uint_len(7, w->line) +
 	       uint_len(8, w->at_ns) + uint_len(9, w->value_ns) +
-	       str_len(10, strnlen(w->detail, sizeof(w->detail)));
+	       str_len(10, strnlen(w->detail, sizeof(w->detail))) +
+	       uint_len(11, w->history);
 }
 
 static uint8_t *put_warning(uint8_t *p, const weft_probe_warning_t *w)
@@ -311,7 +312,8 @@ static uint8_t *put_warning(uint8_t *p, const weft_probe_warning_t *w)
 	p = put_uint(p, 7, w->line);
 	p = put_uint(p, 8, w->at_ns);
 	p = put_uint(p, 9, w->value_ns);
-	return put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
+	p = put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
+	return put_uint(p, 11, w->history);
 }
 
 /* Stats */

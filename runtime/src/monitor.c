@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -188,6 +189,42 @@ static void watch_driver(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 	m->driver_seen_at = now;
 }
 
+#if WEFT_PROBE
+/*
+ * Long polls with nobody listening.  While events flow the collector sees
+ * every poll's duration; otherwise nothing does, and a console attached
+ * after a spike would show nothing of it.  The monitor sees a poll run
+ * past the long-poll threshold from what it samples anyway (no clock read
+ * per poll): once, while it runs, never-yielded; when it ends, long-poll
+ * with its length (to within a look).  The task is named from the owned
+ * list (under its shard's lock: the task may be gone), not dereferenced.
+ */
+static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
+			      monitor_seen_t *s, weft_task_t *cur, uint64_t now)
+{
+	s->last_seen = now;
+	if (s->named || !m->long_poll_ns ||
+	    now - s->first_seen < m->long_poll_ns || weft__probe_on())
+		return;
+	s->named = weft__owned_describe(&rt->owned, cur, &s->info);
+	if (s->named)
+		weft__probe_monitor_long_poll(&s->info, (uint16_t)i,
+					      s->first_seen,
+					      now - s->first_seen, false);
+}
+
+/* Its length: at least from the first look that saw it to the last. */
+static void long_poll_ended(unsigned i, monitor_seen_t *s)
+{
+	s->named = false;
+	if (!weft__probe_on())
+		weft__probe_monitor_long_poll(&s->info, (uint16_t)i,
+					      s->first_seen,
+					      s->last_seen - s->first_seen,
+					      true);
+}
+#endif
+
 /*
  * One look at every worker; returns when the next look is due.  A poll
  * first seen now began after the previous look: its start is taken as
@@ -208,6 +245,11 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 		uint64_t polls = load_relaxed(&w->c.polls);
 
 		if (!cur || cur != s->cur || polls != s->polls) {
+#if WEFT_PROBE
+			if (s->named)
+				long_poll_ended(i, s);
+			s->first_seen = now;
+#endif
 			s->cur = cur;
 			s->polls = polls;
 			s->since = m->last_sample + (now - m->last_sample) / 2;
@@ -215,6 +257,9 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 		}
 		if (!cur || shutdown)
 			continue;
+#if WEFT_PROBE
+		long_poll_running(m, rt, i, s, cur, now);
+#endif
 		if (now - s->since < m->stall_ns) {
 			if (s->since + m->stall_ns < next)
 				next = s->since + m->stall_ns;
@@ -309,6 +354,9 @@ int weft__monitor_start(weft_runtime_t *rt)
 		return 0;
 	}
 	m->interval_ns = m->stall_ns / 2;
+#if WEFT_PROBE
+	m->long_poll_ns = weft__probe_long_poll_ns();
+#endif
 	m->seen = calloc(rt->nworkers, sizeof(*m->seen));
 	if (!m->seen)
 		return -ENOMEM;

@@ -361,6 +361,14 @@ typedef struct monitor_seen_s {
 	uint64_t polls;
 	uint64_t since; /* when this poll began, as estimated */
 	bool acted;
+	/*
+	 * A long poll seen while no events flow (monitor.c): the first and
+	 * the last look that saw it (its length is at least the difference,
+	 * however late the monitor's looks came), and its task.
+	 */
+	uint64_t first_seen, last_seen;
+	bool named;
+	weft__task_info_t info;
 } monitor_seen_t;
 
 typedef struct monitor_s {
@@ -369,6 +377,7 @@ typedef struct monitor_s {
 	bool started;
 	pthread_t thread;
 	uint64_t stall_ns;
+	uint64_t long_poll_ns; /* the probe's threshold; 0: not watched */
 	uint64_t interval_ns; /* between looks: half of stall_ns */
 	uint64_t last_sample;
 	monitor_seen_t *seen; /* one a worker; the monitor's own */

@@ -129,6 +129,7 @@ typedef struct weft_probe_warning_s {
 	uint32_t line;
 	uint64_t at_ns;
 	uint64_t value_ns;     /* how long (poll, hold, delay), where it applies */
+	bool history;          /* raised before the subscriber subscribed */
 	char detail[160];      /* human text, e.g. the lock's name and where taken */
 } weft_probe_warning_t;
 
