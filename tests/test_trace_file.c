@@ -7,7 +7,9 @@
  * not traces.
  *
  * `test_trace_file --workload` only runs the workload (for WEFT_TRACE=path
- * from the environment: tests/trace_tools.sh).
+ * from the environment: tests/trace_tools.sh); `--spinner PATH IDLE_MS`
+ * records a worker that is parked for IDLE_MS, then spins on a task that
+ * wakes itself (tests/trace_tools.sh reads its busy % and poll %).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,6 +64,65 @@ static void workload(int tasks, int polls)
 	}
 	weft_runtime_destroy(rt);
 	free(j);
+}
+
+static weft_poll_t hung_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_PENDING;
+}
+
+/* A task that wakes itself until its deadline: a worker never parked. */
+struct spinner {
+	uint64_t until;
+};
+
+static weft_poll_t spinner_poll(void *arg, weft_cx_t *cx)
+{
+	struct spinner *s = arg;
+
+	if (weft_now_ns() >= s->until)
+		return WEFT_READY;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+/*
+ * Recorded into @path: one worker, parked when the recording starts (a
+ * mark, from this thread, opens the trace), left parked for @idle_ms,
+ * then running a spinner for 300 ms; a mark closes the trace once the
+ * spinner is done.  Its busy % is then about 300 / (300 + @idle_ms),
+ * however little of that is in polls.  A task named "hung" waits for a
+ * wake that never comes and is aborted (its end: cancelled).
+ */
+static void spinner_workload(const char *path, unsigned idle_ms)
+{
+	weft_config_t cfg = { .workers = 1 };
+	weft_runtime_t *rt;
+	weft_join_t *j, *hung;
+	struct spinner sp;
+
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	usleep(50 * 1000); /* the worker parks */
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	weft_probe_mark(1, 0);
+	usleep(idle_ms * 1000);
+	sp.until = weft_now_ns() + 300ull * 1000 * 1000;
+	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp,
+					  &j),
+			 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_int_equal(weft_spawn_named(rt, "hung", hung_poll,
+					  &(struct spinner){ 0 }, &hung),
+			 0);
+	weft_join_abort(hung);
+	assert_int_equal(weft_join_wait(hung, NULL), -ECANCELED);
+	weft_join_drop(hung);
+	weft_probe_mark(2, 0);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
 }
 
 static char *tmp_path(const char *name)
@@ -578,6 +639,10 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && !strcmp(argv[1], "--workload")) {
 		workload(200, 50);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "--spinner")) {
+		spinner_workload(argv[2], (unsigned)atoi(argv[3]));
 		return 0;
 	}
 	return cmocka_run_group_tests(tests, NULL, NULL);

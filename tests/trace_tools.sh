@@ -5,7 +5,9 @@
 #
 # Records a real workload through WEFT_TRACE=path (test_trace_file
 # --workload), then runs every weft-trace verb on the file: info, dump,
-# stats (task names and spawn locations come from the file), export
+# stats (task names and spawn locations come from the file; busy % is
+# time not parked and poll % time in polls, from a recorded spinner),
+# export
 # --chrome (the JSON parses and every poll slice has ts, dur, pid, tid);
 # --help on every verb; a one-line error and exit 2 on bad input; and
 # protoc --decode=weft.v1.Trace on the recorded file where protoc exists.
@@ -50,6 +52,33 @@ expect dump ' spawn [0-9]+\(yielder\) parent=' "$tmp/dump.txt"
 expect stats '^worker +polls +steals-in' "$tmp/stats.txt"
 expect stats '^[0-9]+ +[1-9]' "$tmp/stats.txt"
 expect stats 'yielder +[^ ]*test_trace_file\.c:[0-9]+$' "$tmp/stats.txt"
+
+# busy% is time not parked, poll% time in polls.  A worker spinning on a
+# task that wakes itself is never parked: close to 100% busy, however
+# short its polls.  The same worker parked for the trace's first 100 ms
+# (its first event an UNPARK) is busy for 300 ms of about 400.
+busy_poll()
+{
+	awk '$1 == "0" { sub(/%/, "", $7); sub(/%/, "", $8); print $7, $8 }' "$1"
+}
+for idle in 0 100; do
+	"$workload" --spinner "$tmp/spin$idle.weft" "$idle"
+	"$tool" stats "$tmp/spin$idle.weft" >"$tmp/spin$idle.txt"
+	expect "stats (spinner)" '^worker .* busy% +poll%$' "$tmp/spin$idle.txt"
+done
+"$tool" dump "$tmp/spin0.weft" >"$tmp/spin0-dump.txt"
+expect "dump (an aborted task)" ' complete [0-9]+\(hung\) status=-125 cancelled$' \
+	"$tmp/spin0-dump.txt"
+read -r busy poll < <(busy_poll "$tmp/spin0.txt")
+awk -v b="$busy" -v p="$poll" 'BEGIN { exit !(b >= 80 && p < b) }' || {
+	cat "$tmp/spin0.txt" >&2
+	fail "spinner: busy $busy%, poll $poll%: expected busy >= 80%, above poll"
+}
+read -r busy poll < <(busy_poll "$tmp/spin100.txt")
+awk -v b="$busy" 'BEGIN { exit !(b >= 25 && b <= 85) }' || {
+	cat "$tmp/spin100.txt" >&2
+	fail "spinner parked at the start: busy $busy%, expected 25..85%"
+}
 
 "$tool" export --chrome "$trace" -o "$tmp/out.json"
 python3 - "$tmp/out.json" <<'PY'

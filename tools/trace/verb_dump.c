@@ -4,6 +4,7 @@
  *   TIME(s, from the first event)  WORKER  KIND  TASK  FIELDS
  * Fields are named per kind from the X-macro lists (weft/probe_events.h).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "trace_tool.h"
@@ -53,6 +54,11 @@ static void fields(const weft_event_t *e, char *buf, size_t len)
 		break;
 	case WEFT_EV_STEAL:
 		snprintf(buf, len, "victim=%llu count=%u", a1, a2);
+		break;
+	case WEFT_EV_COMPLETE:
+		/* a2 is the task's status, an int: -ECANCELED when cancelled. */
+		snprintf(buf, len, "status=%d%s", (int32_t)a2,
+			 (int32_t)a2 == -ECANCELED ? " cancelled" : "");
 		break;
 	case WEFT_EV_BLOCKING_END:
 		snprintf(buf, len, "dur=%lluns", a1);

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-trace stats FILE: per worker figures computed from the events
- * (polls, steals in and out, steal rate, parks, busy %), poll-time
- * percentiles, the longest polls with their task's name and spawn
- * location, and the warnings the collector raised.
+ * (polls, steals in and out, steal rate, parks, busy %, poll %),
+ * poll-time percentiles, the longest polls with their task's name and
+ * spawn location, and the warnings the collector raised.
+ *
+ * busy % is the time a worker was not parked, as the runtime's busy_ns
+ * counter and Tokio count it; poll % the time it spent inside polls.
+ * The two differ by the worker's own overhead (queues, steals, the
+ * driver between polls): a worker spinning on a task that wakes itself
+ * is never parked and reads close to 100 % busy however short its
+ * polls are, and printing only the poll time made it look idle.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +20,66 @@
 static const char usage[] =
 	"usage: weft-trace stats [--top N] FILE\n"
 	"Per worker: polls, tasks stolen in and out, steal rate (stolen /\n"
-	"polls), parks, busy % (time in polls over the trace).  Then poll\n"
-	"percentiles, the N longest polls (default 10) and the warnings\n"
-	"(counts by kind, then the first N).\n";
+	"polls), parks, busy % (time not parked, from the park and unpark\n"
+	"events; - when its events never say) and poll % (time in polls),\n"
+	"both over the trace.  Then poll percentiles, the N longest polls\n"
+	"(default 10) and the warnings (counts by kind, then the first N).\n";
 
 #define MAX_W 256
 
+/* Whether a worker is parked, as far as its events have told. */
+enum { W_UNKNOWN, W_BUSY, W_PARKED };
+
 struct wstat {
-	uint64_t polls, steals_in, steals_out, parks, busy_ns;
+	uint64_t polls, steals_in, steals_out, parks, poll_ns, busy_ns;
+	uint64_t since; /* when the worker entered its state */
+	uint8_t state;
 	bool seen;
 };
+
+/*
+ * Follows a worker's PARK and UNPARK events (and its polls, which it
+ * only runs unparked) from the trace's start @t0.  Until its first such
+ * event the state is unknown: a first PARK or POLL says it was busy
+ * since @t0, a first UNPARK that it was parked since then (a trace
+ * started while it slept).  Other events say nothing: a worker parked
+ * in the driver turns it, and wakes tasks, without unparking.  A PARK
+ * while parked or an UNPARK while busy means the ring dropped the one
+ * between; the time between cannot be known and is left as it was.
+ */
+static void park_note(struct wstat *w, const weft_event_t *e, uint64_t t0)
+{
+	uint64_t at = e->ts;
+	uint8_t to;
+
+	switch (e->kind) {
+	case WEFT_EV_PARK:
+		to = W_PARKED;
+		break;
+	case WEFT_EV_UNPARK:
+		to = W_BUSY;
+		break;
+	case WEFT_EV_POLL:
+		/* Busy, at the latest, from the poll's start. */
+		to = W_BUSY;
+		at = e->a1 < e->ts - t0 ? e->ts - e->a1 : t0;
+		break;
+	default:
+		return;
+	}
+	if (w->state == to)
+		return;
+	if (w->state == W_UNKNOWN && to == W_PARKED)
+		w->busy_ns += at - t0;
+	else if (w->state == W_UNKNOWN && e->kind == WEFT_EV_POLL)
+		at = t0;
+	else if (w->state == W_BUSY)
+		w->busy_ns += at - w->since;
+	else if (at < w->since)
+		at = w->since; /* a poll after a PARK whose UNPARK was dropped */
+	w->state = to;
+	w->since = at;
+}
 
 static int u64_cmp(const void *a, const void *b)
 {
@@ -52,7 +109,7 @@ int tt_verb_stats(int argc, char **argv)
 	static struct wstat ws[MAX_W];
 	const char *path = NULL;
 	unsigned long top = 10;
-	uint64_t *durs = NULL, span = 0;
+	uint64_t *durs = NULL, span = 0, t0 = 0, t1 = 0;
 	size_t *polls = NULL, npolls = 0;
 	tt_trace_t t;
 
@@ -79,9 +136,10 @@ int tt_verb_stats(int argc, char **argv)
 	if (!path)
 		tt_die("stats: no FILE (weft-trace stats --help)");
 	tt_load(&t, path);
-	if (t.nev > 1)
-		span = t.ev[t.nev - 1].ts - t.ev[0].ts;
 	if (t.nev) {
+		t0 = t.ev[0].ts;
+		t1 = t.ev[t.nev - 1].ts;
+		span = t1 - t0;
 		durs = tt_xmalloc(t.nev * sizeof(*durs));
 		polls = tt_xmalloc(t.nev * sizeof(*polls));
 	}
@@ -90,10 +148,12 @@ int tt_verb_stats(int argc, char **argv)
 		struct wstat *w = &ws[widx(e->worker)];
 
 		w->seen = true;
+		if (w != &ws[MAX_W - 1])
+			park_note(w, e, t0);
 		switch (e->kind) {
 		case WEFT_EV_POLL:
 			w->polls++;
-			w->busy_ns += e->a1;
+			w->poll_ns += e->a1;
 			durs[npolls] = e->a1;
 			polls[npolls++] = i;
 			break;
@@ -112,27 +172,38 @@ int tt_verb_stats(int argc, char **argv)
 
 	printf("%s: %zu events over %.6f s, %u workers\n\n", path, t.nev,
 	       (double)span / 1e9, t.workers);
-	printf("%-7s %10s %10s %10s %8s %8s %7s\n", "worker", "polls",
-	       "steals-in", "steals-out", "steal%", "parks", "busy%");
+	printf("%-7s %10s %10s %10s %8s %8s %7s %7s\n", "worker", "polls",
+	       "steals-in", "steals-out", "steal%", "parks", "busy%",
+	       "poll%");
 	for (size_t i = 0; i < MAX_W; i++) {
-		const struct wstat *w = &ws[i];
-		char name[16];
+		struct wstat *w = &ws[i];
+		char name[16], busy[16];
 
 		if (!w->seen && !w->steals_out)
 			continue;
+		if (w->state == W_BUSY)
+			w->busy_ns += t1 - w->since;
 		if (i == MAX_W - 1)
 			snprintf(name, sizeof(name), "other");
 		else
 			snprintf(name, sizeof(name), "%zu", i);
-		printf("%-7s %10llu %10llu %10llu %7.2f%% %8llu %6.1f%%\n",
+		/* Other threads never park as workers do: no busy % for them. */
+		if (i == MAX_W - 1 || w->state == W_UNKNOWN)
+			snprintf(busy, sizeof(busy), "-");
+		else
+			snprintf(busy, sizeof(busy), "%.1f%%",
+				 span ? 100.0 * (double)w->busy_ns /
+						(double)span :
+					0.0);
+		printf("%-7s %10llu %10llu %10llu %7.2f%% %8llu %7s %6.1f%%\n",
 		       name, (unsigned long long)w->polls,
 		       (unsigned long long)w->steals_in,
 		       (unsigned long long)w->steals_out,
 		       w->polls ?
 			       100.0 * (double)w->steals_in / (double)w->polls :
 			       0.0,
-		       (unsigned long long)w->parks,
-		       span ? 100.0 * (double)w->busy_ns / (double)span : 0.0);
+		       (unsigned long long)w->parks, busy,
+		       span ? 100.0 * (double)w->poll_ns / (double)span : 0.0);
 	}
 
 	if (npolls) {
