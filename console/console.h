@@ -48,9 +48,12 @@ int con_parse_duration(const char *s, uint64_t *ns);
 
 /* Samples kept per worker for sparklines (one per update). */
 #define CON_HISTORY 120
-/* Timeline: per-worker busy time in buckets of this many ns. */
+/* Timeline: per-worker time in polls in buckets of this many ns. */
 #define CON_TL_BUCKET_NS (100ull * 1000 * 1000)
 #define CON_TL_BUCKETS 128
+/* The workers view's poll share: over this many whole buckets (1 s, as
+ * the collector's busy share). */
+#define CON_TL_POLL_WINDOW 10
 /* Per timeline bucket, the longest polls kept (for "select a spike"). */
 #define CON_TL_TOP 32
 /* The most workers the model keeps (extra indices are ignored). */
@@ -110,6 +113,8 @@ typedef struct con_worker_s {
 	double polls_per_s;
 	double steals_per_s;
 	double steal_rate;
+	/* Time not parked over the collector's window (the runtime's busy_ns
+	 * counter): a worker spinning on a self-waking task reads 1. */
 	double busy_ratio;
 	uint64_t mean_poll_ns;
 	uint64_t max_poll_ns;
@@ -119,8 +124,9 @@ typedef struct con_worker_s {
 	uint32_t depth_hist[CON_HISTORY];
 	float polls_hist[CON_HISTORY];
 	float busy_hist[CON_HISTORY];
-	/* Timeline: busy ns and the longest poll per CON_TL_BUCKET_NS. */
-	uint64_t tl_busy[CON_TL_BUCKETS];
+	/* Timeline: ns in polls and the longest poll per CON_TL_BUCKET_NS
+	 * (from POLL events; not busy time, which the parks decide). */
+	uint64_t tl_poll_ns[CON_TL_BUCKETS];
 	uint64_t tl_max_poll[CON_TL_BUCKETS];
 } con_worker_t;
 
@@ -273,6 +279,10 @@ size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
 		       uint64_t *polls);
 /* The bucket on the strip holding the longest poll (0: none). */
 uint64_t con_model_worst_bucket(const con_model_t *m);
+/* Worker @i's share of time in polls (0..1) over the last
+ * CON_TL_POLL_WINDOW whole buckets up to the latest update; -1 when the
+ * events do not tell (none streamed, or too few buckets yet). */
+double con_model_poll_ratio(const con_model_t *m, uint32_t i);
 /* Keep @id's events from now on, starting with those still in the
  * recent ring (nothing when @id is already watched; 0: none). */
 void con_model_watch(con_model_t *m, uint64_t id);
@@ -294,6 +304,13 @@ void con_model_resort(con_model_t *m);
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t);
 void con_model_header(const con_model_t *m, con_header_t *h);
 const char *con_task_state_name(unsigned state);
+/* What the views show for @t's state: its state's name, "cancelled" for
+ * a task that ended cancelled (aborted, or idle at the runtime's
+ * destroy: status -ECANCELED). */
+const char *con_task_status_name(const con_task_t *t);
+/* A worker index as the views print it: "-" for none (a warning about
+ * no worker, a task never polled: WEFT_EVENT_NO_WORKER). */
+const char *con_fmt_worker(char *buf, size_t len, uint32_t worker);
 const char *con_worker_state_name(unsigned state);
 const char *con_task_col_label(con_task_col_t col);
 const char *con_mode_name(con_mode_t mode);

@@ -656,6 +656,27 @@ const char *con_task_state_name(unsigned state)
 	return state < 4 ? names[state] : "?";
 }
 
+const char *con_task_status_name(const con_task_t *t)
+{
+	/*
+	 * The COMPLETE event carries the task's status, and the collector
+	 * and the updates pass it on: a cancelled task is done too, but
+	 * reading "done" it looks like one that ran to its end.
+	 */
+	if (t->state == WEFT_TASK_DONE && t->status == -ECANCELED)
+		return "cancelled";
+	return con_task_state_name(t->state);
+}
+
+const char *con_fmt_worker(char *buf, size_t len, uint32_t worker)
+{
+	if (worker == WEFT_EVENT_NO_WORKER)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%u", worker);
+	return buf;
+}
+
 const char *con_worker_state_name(unsigned state)
 {
 	static const char *const names[] = { "polling", "searching",

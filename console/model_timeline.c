@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The model's timeline (console.h): POLL events fill a per-worker strip
- * of busy time in CON_TL_BUCKET_NS buckets, CON_TL_BUCKETS of them, the
- * newest last; each bucket also keeps its CON_TL_TOP longest polls, for
- * the spike view (con_model_spike, con_model_worst_bucket).
+ * of time in polls in CON_TL_BUCKET_NS buckets, CON_TL_BUCKETS of them,
+ * the newest last; each bucket also keeps its CON_TL_TOP longest polls,
+ * for the spike view (con_model_spike, con_model_worst_bucket).  The
+ * strip is time in polls, not busy time: a worker is busy while it is
+ * not parked (the runtime's counter, busy_ratio), which includes what
+ * it does between polls.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,7 @@ static void tl_advance(con_model_t *m, uint64_t b)
 		from = b - (CON_TL_BUCKETS - 1);
 	for (uint64_t x = from; x <= b; x++) {
 		for (uint32_t i = 0; i < m->nworkers; i++) {
-			m->workers[i].tl_busy[x % CON_TL_BUCKETS] = 0;
+			m->workers[i].tl_poll_ns[x % CON_TL_BUCKETS] = 0;
 			m->workers[i].tl_max_poll[x % CON_TL_BUCKETS] = 0;
 		}
 		memset(&m->tl_top[x % CON_TL_BUCKETS], 0, sizeof(*m->tl_top));
@@ -109,6 +112,37 @@ uint64_t con_model_worst_bucket(const con_model_t *m)
 	return best;
 }
 
+/*
+ * Whole buckets only: the newest is still filling, and the strip's first
+ * began before the events did (the console attached, or the recording
+ * started, inside it).  Buckets after the newest with a poll, up to the
+ * latest update's time, had none: a worker gone idle reads 0, not the
+ * share of its last busy second.
+ */
+double con_model_poll_ratio(const con_model_t *m, uint32_t i)
+{
+	uint64_t last, from, sum = 0, n = 0;
+	double r;
+
+	if (!m->tl_last || i >= CON_MAX_WORKERS)
+		return -1;
+	last = m->now_ns / CON_TL_BUCKET_NS;
+	if (last < m->tl_last)
+		last = m->tl_last;
+	last--; /* the newest whole bucket */
+	from = last + 1 > CON_TL_POLL_WINDOW ? last + 1 - CON_TL_POLL_WINDOW :
+					       0;
+	if (from <= m->tl_first)
+		from = m->tl_first + 1;
+	if (from > last)
+		return -1;
+	for (uint64_t b = from; b <= last; b++, n++)
+		if (b <= m->tl_last)
+			sum += m->workers[i].tl_poll_ns[b % CON_TL_BUCKETS];
+	r = (double)sum / (double)(n * CON_TL_BUCKET_NS);
+	return r > 1 ? 1 : r;
+}
+
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 {
 	uint64_t end = e->ts, dur = e->a1, start;
@@ -129,7 +163,7 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 
 		if (b < m->tl_first || b + CON_TL_BUCKETS <= m->tl_last)
 			continue; /* older than the strip */
-		w->tl_busy[b % CON_TL_BUCKETS] += x - s;
+		w->tl_poll_ns[b % CON_TL_BUCKETS] += x - s;
 		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
 			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
 		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);

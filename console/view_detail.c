@@ -14,6 +14,7 @@
  * first, one per lock and site.  Events: the model's watched task
  * (con_session_watch), newest first.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "console.h"
@@ -239,13 +240,15 @@ static void event_text(const weft_event_t *e, char *buf, size_t len)
 			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "");
 		break;
 	case WEFT_EV_WAKE: {
-		static const char *const src[] = { "self",    "task",
-						   "io",      "timer",
-						   "foreign", "blocking" };
+#define WAKE_LABEL(name, value, label) [value] = label,
+		static const char *const src[] = { WEFT_WAKE_SOURCES(
+			WAKE_LABEL) };
+#undef WAKE_LABEL
 		unsigned w = e->a2 & 0xff;
 
 		snprintf(buf, len, "woken by %s%s%.0llu%s",
-			 w < 6 ? src[w] : "?", e->a1 ? " " : "",
+			 w < sizeof(src) / sizeof(*src) ? src[w] : "?",
+			 e->a1 ? " " : "",
 			 (unsigned long long)e->a1,
 			 e->a2 & WEFT_WAKE_BY_VAL ? "" : " (by ref)");
 		break;
@@ -263,7 +266,11 @@ static void event_text(const weft_event_t *e, char *buf, size_t len)
 			 (unsigned long long)e->a1);
 		break;
 	case WEFT_EV_COMPLETE:
-		snprintf(buf, len, "completed, status %d", (int32_t)e->a2);
+		if ((int32_t)e->a2 == -ECANCELED)
+			snprintf(buf, len, "cancelled");
+		else
+			snprintf(buf, len, "completed, status %d",
+				 (int32_t)e->a2);
 		break;
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_RELEASE:
@@ -322,10 +329,7 @@ static void events_draw(const con_model_t *m, con_grid_t *g, int y, int rows)
 		if (!e)
 			break;
 		event_text(e, what, sizeof(what));
-		if (e->worker == WEFT_EVENT_NO_WORKER)
-			snprintf(wk, sizeof(wk), "-");
-		else
-			snprintf(wk, sizeof(wk), "%u", e->worker);
+		con_fmt_worker(wk, sizeof(wk), e->worker);
 		con_grid_printf(
 			g, 3, y + used++,
 			e->kind == WEFT_EV_LOCK_HELD_PENDING ? CON_ROLE_BAD :
@@ -357,7 +361,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	const con_model_t *m = s->model;
 	uint64_t id = detail_id(s);
 	const con_task_t *t = id ? con_model_task(m, id) : NULL;
-	char a[16], b[16], c[16], d[16];
+	char a[16], b[16], c[16], d[16], wk[8];
 	int y = top, x, half, left;
 
 	if (!t) {
@@ -373,12 +377,12 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			(unsigned long long)t->id,
 			t->name[0] ? t->name : "(unnamed)",
 			t->kind ? "fiber" : "future",
-			con_task_state_name(t->state),
+			con_task_status_name(t),
 			(unsigned long long)t->parent);
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
-			"spawned at %s:%u   state %u bytes   last worker %u",
+			"spawned at %s:%u   state %u bytes   last worker %s",
 			t->file[0] ? t->file : "?", t->line, t->state_size,
-			t->last_worker);
+			con_fmt_worker(wk, sizeof(wk), t->last_worker));
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"polls %llu   busy %s   scheduled %s   idle %s   "
 			"max poll %s",

@@ -43,10 +43,10 @@ static void cell_text(const con_task_t *t, con_task_col_t c, char *buf,
 		snprintf(buf, len, "%s", t->name[0] ? t->name : "-");
 		break;
 	case CON_COL_STATE:
-		snprintf(buf, len, "%s", con_task_state_name(t->state));
+		snprintf(buf, len, "%s", con_task_status_name(t));
 		break;
 	case CON_COL_WORKER:
-		snprintf(buf, len, "%u", t->last_worker);
+		con_fmt_worker(buf, len, t->last_worker);
 		break;
 	case CON_COL_POLLS:
 		snprintf(buf, len, "%llu", (unsigned long long)t->polls);

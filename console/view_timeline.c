@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Timeline: per worker a strip of busy fraction per CON_TL_BUCKET_NS
- * over the last buckets (newest on the right), from the POLL events;
- * buckets holding a poll longer than the long-poll threshold (10 ms) are
- * marked in the "bad" role.
+ * Timeline: per worker a strip of the share of time in polls per
+ * CON_TL_BUCKET_NS over the last buckets (newest on the right), from the
+ * POLL events; buckets holding a poll longer than the long-poll
+ * threshold (10 ms) are marked in the "bad" role.  Time in polls, not
+ * busy time (not parked, the workers view's BUSY%): a worker spinning on
+ * a task that wakes itself shows a faint strip though it never rests.
  *
  * A cursor (h l, or the arrows) picks a column: the bucket it stands on
  * is drawn selected and described under the strips (when, polls, the
@@ -83,8 +85,8 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 		width = CON_TL_BUCKETS;
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
-			" W     busy per %llums, newest right (%s: poll over "
-			"10ms)",
+			" W     time in polls per %llums, newest right (%s: "
+			"poll over 10ms)",
 			CON_TL_BUCKET_NS / 1000000ull, g->ascii ? "!" : "red");
 	if (!m->tl_last) {
 		con_grid_put(g, 1, y, CON_ROLE_DIM, "(no poll events yet)");
@@ -109,7 +111,7 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 					c->role = CON_ROLE_SELECTED;
 				continue;
 			}
-			f = (double)w->tl_busy[b % CON_TL_BUCKETS] /
+			f = (double)w->tl_poll_ns[b % CON_TL_BUCKETS] /
 			    (double)CON_TL_BUCKET_NS;
 			level = f <= 0 ? 0 : (int)(f * 3.999) + 1;
 			if (level > 4)

@@ -43,7 +43,7 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 		const con_warning_t *w = con_warnings_row(m, i);
 		bool sel = !s->once && i == s->sel[CON_VIEW_WARNINGS];
 		con_role_t r = sel ? CON_ROLE_SELECTED : CON_ROLE_NORMAL;
-		char at[16], val[16], task[64];
+		char at[16], val[16], task[64], wk[8];
 		int x;
 
 		if (sel)
@@ -55,8 +55,8 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 		x = con_grid_printf(g, 0, y, r, " %9s  ", at);
 		x = con_grid_printf(g, x, y, sel ? r : kind_role(w->kind),
 				    "%-24s", weft_warning_kind_name(w->kind));
-		con_grid_printf(g, x, y, r, " %-22.22s %3u %8s  %s", task,
-				w->worker,
+		con_grid_printf(g, x, y, r, " %-22.22s %3s %8s  %s", task,
+				con_fmt_worker(wk, sizeof(wk), w->worker),
 				w->value_ns ? con_fmt_ns(val, sizeof(val),
 							 w->value_ns) :
 					      "-",

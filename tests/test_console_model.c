@@ -449,10 +449,10 @@ static void test_console_model_timeline(void **state)
 	assert_int_equal(m.events, 2);
 	b = 1350 * MS / CON_TL_BUCKET_NS;
 	assert_int_equal(m.tl_last, b);
-	assert_int_equal(m.workers[1].tl_busy[(b - 1) % CON_TL_BUCKETS],
+	assert_int_equal(m.workers[1].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
 			 50 * MS);
-	assert_int_equal(m.workers[0].tl_busy[b % CON_TL_BUCKETS], 50 * MS);
-	assert_int_equal(m.workers[0].tl_busy[(b - 1) % CON_TL_BUCKETS],
+	assert_int_equal(m.workers[0].tl_poll_ns[b % CON_TL_BUCKETS], 50 * MS);
+	assert_int_equal(m.workers[0].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
 			 50 * MS);
 	assert_int_equal(m.workers[0].tl_max_poll[b % CON_TL_BUCKETS],
 			 100 * MS);
@@ -982,6 +982,120 @@ static void test_console_views_detail(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * View @v of @s, drawn 140 columns wide, holds every string of @has and
+ * none of @hasnt (both NULL-terminated, may be NULL).
+ */
+static void assert_view(con_session_t *s, con_view_id_t v,
+			const char *const *has, const char *const *hasnt)
+{
+	char *out;
+
+	s->view = v;
+	out = render(s, 140, 40);
+	for (; has && *has; has++)
+		if (!strstr(out, *has))
+			fail_msg("no \"%s\" in:\n%s", *has, out);
+	for (; hasnt && *hasnt; hasnt++)
+		if (strstr(out, *hasnt))
+			fail_msg("\"%s\" in:\n%s", *hasnt, out);
+	free(out);
+}
+
+/*
+ * Workers view: BUSY% is the runtime's time not parked (busy_ratio),
+ * POLL% the time in polls from the POLL events, over the last whole
+ * second; "-" while no events tell.  A worker spinning on a task that
+ * wakes itself is busy all the time with half of it in polls here.
+ */
+static void test_console_views_busy_and_poll(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+			 w1 = WEFT__V1__WORKER__INIT;
+	Weft__V1__Worker *ws[] = { &w0, &w1 };
+	weft_event_t ev[13];
+
+	(void)state;
+	con_model_init(&m, "test");
+	w0.busy_ratio = 0.97;
+	w1.index = 1;
+	w1.busy_ratio = 0.02;
+	feed(&m, 2 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_true(con_model_poll_ratio(&m, 0) < 0);
+	assert_view(&s, CON_VIEW_WORKERS,
+		    (const char *[]){ "BUSY% POLL%", " 97%     - ", NULL },
+		    NULL);
+	/* Worker 0: 50 ms of polls in each bucket from 1.1 s to 2.3 s. */
+	for (int i = 0; i < 13; i++)
+		ev[i] = (weft_event_t){ .ts = (1100 + 100 * (uint64_t)i) * MS +
+					      60 * MS,
+					.a1 = 50 * MS,
+					.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 13);
+	feed(&m, 2350 * MS, NULL, 0, ws, 2, NULL, 0);
+	/* The whole buckets 1.3 s to 2.2 s: the first and the newest are
+	 * partial. */
+	assert_true(con_model_poll_ratio(&m, 0) > 0.499 &&
+		    con_model_poll_ratio(&m, 0) < 0.501);
+	assert_true(con_model_poll_ratio(&m, 1) == 0);
+	assert_view(&s, CON_VIEW_WORKERS,
+		    (const char *[]){ " 97%   50% ", "  2%    0% ", NULL }, NULL);
+	/* Gone idle: the second after its last poll holds none. */
+	feed(&m, 4 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_true(con_model_poll_ratio(&m, 0) == 0);
+	/* The timeline says what its strip is. */
+	assert_view(&s, CON_VIEW_TIMELINE,
+		    (const char *[]){ "time in polls per 100ms", NULL }, NULL);
+	con_model_fini(&m);
+}
+
+/*
+ * Nothing prints WEFT_EVENT_NO_WORKER as a number (a warning about no
+ * worker, a task never polled), and a task that ended cancelled reads
+ * "cancelled", not "done".
+ */
+static void test_console_views_no_worker_and_cancelled(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	Weft__V1__Task *ts[] = { task_msg(3, "hung", 4),
+				 task_msg(4, "finished", 2),
+				 task_msg(5, "never-polled", 0) };
+	Weft__V1__Warning *x = warning_msg(5, WEFT_WARN_EVENTS_DROPPED, 0);
+	const char *const no_65535[] = { "65535", NULL };
+
+	(void)state;
+	ts[0]->state = WEFT_TASK_DONE;
+	ts[0]->status = -ECANCELED;
+	ts[0]->finished_ns = 2 * SEC;
+	ts[1]->state = WEFT_TASK_DONE;
+	ts[1]->finished_ns = 2 * SEC;
+	ts[2]->last_worker = WEFT_EVENT_NO_WORKER;
+	x->worker = WEFT_EVENT_NO_WORKER;
+	x->task_name = "";
+	x->detail = "1234 events dropped";
+	con_model_init(&m, "test");
+	feed(&m, 2 * SEC, ts, 3, NULL, 0, &x, 1);
+	free(x);
+	assert_view(&s, CON_VIEW_WARNINGS,
+		    (const char *[]){ "events-dropped", "   - ", NULL }, no_65535);
+	assert_view(&s, CON_VIEW_TASKS,
+		    (const char *[]){ "hung             cancelled",
+				      "finished         done", NULL },
+		    no_65535);
+	s.detail_task = 3;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "task 3  hung  (future, cancelled)",
+				      NULL },
+		    NULL);
+	s.detail_task = 5;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "last worker -", NULL }, no_65535);
+	con_model_fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1005,6 +1119,8 @@ int main(void)
 		cmocka_unit_test(test_console_keys_timeline),
 		cmocka_unit_test(test_console_views_detail),
 		cmocka_unit_test(test_console_views_blocking_pool),
+		cmocka_unit_test(test_console_views_busy_and_poll),
+		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
