@@ -2,8 +2,9 @@
 /*
  * The blocking pool (blocking.c) and the file helpers built on it (fs.c):
  * results from threads and tasks, the thread limit under load, keep-alive
- * expiry, shutdown with jobs in flight, dropped handles, the metrics, and
- * whole-file reads and writes.  Public API only.
+ * expiry, shutdown with jobs in flight, dropped handles, the metrics,
+ * whole-file reads and writes, and the source the probe gives a pool
+ * thread's wakes.  Public API only.
  *
  * Jobs that must stay busy wait on a tcount_t gate the test opens, so the
  * counts the metrics report are exact rather than timed.  Waiting for the
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "test_helpers.h"
+
+#include "weft/probe.h"
 
 static weft_runtime_t *rt_create_pool(unsigned workers, unsigned max_threads,
 				      uint64_t keep_alive_ns)
@@ -898,6 +901,94 @@ static void test_blocking_fs_drop_running(void **state)
 	remove_tmpdir();
 }
 
+/*
+ * A job's completion wakes the task awaiting it from the pool's thread:
+ * the probe names that wake's source "blocking", not "foreign" (threads
+ * outside the runtime).  The task tells the test once its waker is with
+ * the handle; only then does the job return, so there is a wake.
+ */
+struct wake_sources {
+	pthread_mutex_t lock;
+	unsigned n[256]; /* WAKE events by source */
+};
+
+static void wake_sources_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	struct wake_sources *w = ctx;
+
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].kind == WEFT_EV_WAKE)
+			w->n[ev[i].a2 & 0xff]++;
+	pthread_mutex_unlock(&w->lock);
+}
+
+struct await_gated {
+	struct gated *g;
+	tcount_t *pending; /* +1 once the waker is with the handle */
+	weft_blocking_t *h;
+};
+
+static weft_poll_t await_gated_poll(void *arg, weft_cx_t *cx)
+{
+	struct await_gated *st = arg;
+
+	if (!st->h &&
+	    weft_spawn_blocking(NULL, gated_job, st->g, &st->h) != 0) {
+		weft_cx_return(cx, (void *)-1);
+		return WEFT_READY;
+	}
+	if (weft_blocking_poll(st->h, cx, NULL) == WEFT_READY) {
+		weft_blocking_drop(st->h);
+		return WEFT_READY;
+	}
+	tcount_add(st->pending, 1);
+	return WEFT_PENDING;
+}
+
+static void test_blocking_wake_source(void **state)
+{
+	static struct wake_sources w;
+	weft_probe_sub_t *sub;
+	weft_runtime_t *rt;
+	struct gated g;
+	tcount_t pending;
+	struct await_gated st = { .g = &g, .pending = &pending };
+	weft_join_t *j;
+	void *out = NULL;
+	int rc;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	pthread_mutex_init(&w.lock, NULL);
+	rc = weft_probe_subscribe(
+		&(weft_probe_sub_opts_t){ .events = true,
+					  .on_events = wake_sources_events,
+					  .ctx = &w },
+		&sub);
+	if (rc == -ENOTSUP) {
+		pthread_mutex_destroy(&w.lock);
+		skip(); /* built without the probe */
+	}
+	assert_int_equal(rc, 0);
+	gated_init(&g);
+	tcount_init(&pending);
+	rt = rt_create(1);
+	j = spawn_ok(rt, await_gated_poll, NULL, &st, sizeof(st), true);
+	tcount_wait(&pending, 1);
+	tcount_add(&g.gate, 1);
+	assert_int_equal(join_wait_drop(j, &out), 0);
+	assert_null(out);
+	weft_probe_flush();
+	weft_probe_unsubscribe(sub);
+	weft_runtime_destroy(rt);
+	assert_true(w.n[WEFT_WAKE_BLOCKING] >= 1);
+	assert_int_equal(w.n[WEFT_WAKE_FOREIGN], 0);
+	tcount_fini(&pending);
+	gated_fini(&g);
+	pthread_mutex_destroy(&w.lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -913,6 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_blocking_fs_round_trip),
 		cmocka_unit_test(test_blocking_fs_errors),
 		cmocka_unit_test(test_blocking_fs_drop_running),
+		cmocka_unit_test(test_blocking_wake_source),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -284,6 +284,13 @@ static void *pool_thread_main(void *arg)
 	pthread_setname_np(pthread_self(), "weft-blocking");
 	cur_pool = p;
 	weft__cur_rt = p->rt;
+	/*
+	 * Wakes from here (a job completing wakes the task awaiting it, or
+	 * a job wakes tasks itself) are the pool's, not those of a thread
+	 * foreign to the runtime (the thread-local default): the probe and
+	 * the console say "blocking".
+	 */
+	weft__wake_source = WEFT_WAKE_BLOCKING;
 
 	/* Lock order: the pool lock alone; jobs run without it. */
 	pthread_mutex_lock(&p->lock);
