@@ -1171,6 +1171,49 @@ static void test_wire_update_split_hand_encoded(void **state)
 	}
 }
 
+/*
+ * An update whose warnings outweigh a record (a new subscriber's history
+ * of 1,024 against an 8 KiB cap): the warnings come first in records of
+ * their own, in order, then the update; none over the cap.
+ */
+static void test_wire_update_split_warnings(void **state)
+{
+	enum { NW = 1024, CAP = 8 << 10 };
+	static weft_probe_warning_t warns[NW];
+	static Weft__V1__Frame *f[NW + 1];
+	weft_probe_stats_t st;
+	weft_probe_update_t u = { .stats = &st, .warnings = warns,
+				  .nwarnings = NW };
+	weft_wire_buf_t b = { 0 };
+	size_t n, k = 0;
+
+	(void)state;
+	rnd_stats(&st);
+	st.clock = NULL;
+	for (size_t i = 0; i < NW; i++) {
+		rnd_warning(&warns[i]);
+		warns[i].task_name = "w";
+		warns[i].file = NULL;
+		warns[i].seq = i + 1;
+	}
+	assert_int_equal(weft_wire_update_append_split(&b, &u, 0, CAP), 0);
+	n = decode_all(b.data, b.len, b.len, f, NW + 1);
+	assert_true(n > 2);
+	for (size_t i = 0; i < n; i++) {
+		Weft__V1__Update *m = f[i]->update;
+
+		assert_non_null(m);
+		assert_true(weft_wire_record_size(f[i]) <= CAP + 8);
+		/* The stats in the last record, the update itself. */
+		assert_int_equal(m->stats != NULL, i == n - 1);
+		for (size_t j = 0; j < m->n_warnings; j++, k++)
+			assert_int_equal(m->warnings[j]->seq, k + 1);
+		weft_wire_frame_free(f[i]);
+	}
+	assert_int_equal(k, NW);
+	weft_wire_buf_fini(&b);
+}
+
 static void rnd_col32(uint32_t *v, size_t *n, size_t max)
 {
 	*n = rnd_below(4) ? rnd_below(max + 1) : 0;
@@ -1262,6 +1305,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wire_round_trip_every_frame_type),
+		cmocka_unit_test(test_wire_update_split_warnings),
 		cmocka_unit_test(test_wire_events_round_trip_exactly),
 		cmocka_unit_test(test_wire_bytes_per_event_realistic),
 		cmocka_unit_test(test_wire_oversized_length_rejected),

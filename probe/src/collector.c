@@ -129,17 +129,15 @@ static void publish(struct probe *p, uint64_t now)
 		if (!s->opts.on_update)
 			continue;
 		/*
-		 * A new subscriber's history comes first, in an update of its
-		 * own (no tasks): folded into the full one, up to WARN_KEEP
-		 * warnings would swell it, and a recorder sizes its later
-		 * full updates by it.  The pass's new warnings are among it.
+		 * A new subscriber's history: every warning kept, in an
+		 * update of its own right after its first (full) one, which
+		 * then carries none.  Folded into the full one, up to
+		 * WARN_KEEP warnings would swell it (a recorder sizes its
+		 * later full updates by it); before it, a client waiting for
+		 * a full update would skip it.  The pass's new warnings are
+		 * among it.
 		 */
 		if (s->fresh && (hist = history(p, s, &nhist))) {
-			weft_probe_update_t h = u;
-
-			h.warnings = hist;
-			h.nwarnings = nhist;
-			s->opts.on_update(s->opts.ctx, &h);
 			u.warnings = NULL;
 			u.nwarnings = 0;
 		}
@@ -154,8 +152,19 @@ static void publish(struct probe *p, uint64_t now)
 			u.ntasks = changed ? nchanged : 0;
 		}
 		s->opts.on_update(s->opts.ctx, &u);
-		free(hist);
-		hist = NULL;
+		if (hist) {
+			weft_probe_update_t h = {
+				.stats = &p->stats,
+				.workers = p->workers,
+				.nworkers = p->stats.workers,
+				.warnings = hist,
+				.nwarnings = nhist,
+			};
+
+			s->opts.on_update(s->opts.ctx, &h);
+			free(hist);
+			hist = NULL;
+		}
 	}
 	free(tmp);
 	free(all);

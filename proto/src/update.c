@@ -555,6 +555,56 @@ int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	return weft_wire_update_append_split(b, u, prev_now_ns, 0);
 }
 
+/* Whether @u's warnings take at most half a record (the rest beside). */
+static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < u->nwarnings; i++)
+		n += sub_len(4, warning_len(&u->warnings[i]));
+	return n <= max / 2;
+}
+
+/*
+ * An update whose warnings would not fit beside the rest (a subscriber's
+ * history: up to 1,024 of them, against a client's small record cap):
+ * the warnings first, in records of their own holding as many as take
+ * half a record, then the update without them.  A reader applies them in
+ * order, as one update.  Return as weft_wire_update_append_split(); @b
+ * unchanged on error.
+ */
+static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			  uint64_t prev_now_ns, size_t max)
+{
+	weft_probe_update_t rest = *u;
+	size_t len0 = b->len, i = 0;
+	int err = 0;
+
+	while (!err && i < u->nwarnings) {
+		weft_probe_update_t w = { .warnings = &u->warnings[i] };
+		size_t n = 0;
+
+		while (i + w.nwarnings < u->nwarnings &&
+		       (w.nwarnings == 0 ||
+			n + sub_len(4, warning_len(&u->warnings[i +
+								w.nwarnings])) <=
+				max / 2)) {
+			n += sub_len(4, warning_len(&u->warnings[i +
+								 w.nwarnings]));
+			w.nwarnings++;
+		}
+		err = weft_wire_update_append_split(b, &w, prev_now_ns, max);
+		i += w.nwarnings;
+	}
+	rest.warnings = NULL;
+	rest.nwarnings = 0;
+	if (!err)
+		err = weft_wire_update_append_split(b, &rest, prev_now_ns, max);
+	if (err)
+		b->len = len0;
+	return err;
+}
+
 /*
  * weft_wire_update_append_split() - weft_wire_update_append() that
  * splits an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD)
@@ -577,6 +627,8 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
+	if (u->nwarnings > 1 && !sz_fits_warnings(u, max_record))
+		return warnings_first(b, u, prev_now_ns, max_record);
 	if (!sz)
 		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++) {
