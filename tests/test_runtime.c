@@ -895,6 +895,51 @@ static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
+/* Yields until told to stop: a worker that never parks. */
+static weft_poll_t spinner_poll(void *arg, weft_cx_t *cx)
+{
+	_Atomic bool *stop = *(_Atomic bool **)arg;
+
+	if (atomic_load(stop))
+		return WEFT_READY;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+/*
+ * busy_ns is time not parked, the stretch in progress included: a worker
+ * spinning on a self-waking task, never parked, reads nearly all busy
+ * (it read 0 until it parked, and 11% busy in the console).
+ */
+static void test_runtime_busy_without_parking(void **state)
+{
+	weft_runtime_t *rt = rt_create(1);
+	_Atomic bool stop = false, *sp = &stop;
+	weft_worker_metrics_t a, b;
+	uint64_t t0, t1;
+	weft_join_t *j;
+
+	(void)state;
+	assert_int_equal(weft_spawn(rt, spinner_poll, &sp, &j), 0);
+	usleep(20000);
+	t0 = weft_now_ns();
+	assert_int_equal(weft_worker_metrics(rt, 0, &a), 0);
+	usleep(100000);
+	assert_int_equal(weft_worker_metrics(rt, 0, &b), 0);
+	t1 = weft_now_ns();
+	atomic_store(&stop, true);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	print_message("spinning worker: %.0f%% busy, %llu parks\n",
+		      100.0 * (double)(b.busy_ns - a.busy_ns) /
+			      (double)(t1 - t0),
+		      (unsigned long long)(b.parks - a.parks));
+	assert_true(b.busy_ns >= a.busy_ns);
+	if (b.parks == a.parks)
+		assert_true(b.busy_ns - a.busy_ns >= (t1 - t0) * 8 / 10);
+	weft_runtime_destroy(rt);
+}
+
 static void test_runtime_live_tasks_exclude_finished(void **state)
 {
 	weft_runtime_t *rt = rt_create(1);
@@ -1050,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_wake_between_shutdown_and_epoch),
 		cmocka_unit_test(test_runtime_metrics_counts),
 		cmocka_unit_test(test_runtime_live_tasks_exclude_finished),
+		cmocka_unit_test(test_runtime_busy_without_parking),
 		cmocka_unit_test(
 			test_runtime_destroy_frees_worker_blocked_on_idle_task),
 		cmocka_unit_test(test_runtime_destroy_leaves_endless_poll_behind),

@@ -75,8 +75,14 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 							 o->m.steals) /
 							(double)polls
 					      : 0;
-			w->busy_ratio = (double)(cur->m.busy_ns - o->m.busy_ns) /
-					(dt * 1e9);
+			/* Busy time read mid-park can lag a read before it
+			 * (weft_worker_metrics()): no negative stretch. */
+			w->busy_ratio =
+				cur->m.busy_ns > o->m.busy_ns ?
+					(double)(cur->m.busy_ns -
+						 o->m.busy_ns) /
+						(dt * 1e9) :
+					0;
 			if (w->busy_ratio > 1)
 				w->busy_ratio = 1;
 		}

@@ -493,7 +493,16 @@ int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
 	READ(overflows);
 	READ(spawned);
 	READ(completed);
-	READ(busy_ns);
+	/* Acquire: pairs with park()'s release (worker.c). */
+	out->busy_ns = load_acquire((weft_counter_t *)&c->busy_ns);
+	{
+		uint64_t since = load_relaxed(&rt->workers[index].busy_since);
+		uint64_t now = weft_now_ns();
+
+		/* The stretch in progress: a worker that never parks. */
+		if (since && now > since)
+			out->busy_ns += now - since;
+	}
 	READ(forced_yields);
 #undef READ
 	out->local_queue_depth =

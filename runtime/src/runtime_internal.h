@@ -333,7 +333,13 @@ struct weft_worker_s {
 	uint64_t rand;
 	uint64_t id_next;
 	uint64_t id_end;
-	uint64_t busy_since;
+	/*
+	 * When the worker last unparked (ns), 0 while parked: readers add
+	 * the stretch in progress to busy_ns (weft_worker_metrics()), so a
+	 * worker that never parks does not read idle.  See park().
+	 */
+	_Atomic uint64_t busy_since;
+	uint64_t busy_start; /* the same, the owner's plain copy */
 	/* Tasks of this runtime allocated and freed here (task_alloc.c). */
 	uint64_t task_allocs;
 	uint64_t task_frees;

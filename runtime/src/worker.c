@@ -402,7 +402,16 @@ static bool park(weft_worker_t *w)
 	w->searching = false;
 
 	now = weft_now_ns();
-	counter_add(&w->c.busy_ns, now - w->busy_since);
+	/*
+	 * busy_since to 0 first, then busy_ns with release: a reader that
+	 * loads busy_ns (acquire) with this stretch in it sees 0, and does
+	 * not count the stretch twice; one that loads it without sees 0
+	 * (counts it not at all, until the next read) or the start (counts
+	 * it once).  Ours alone to write.
+	 */
+	store_relaxed(&w->busy_since, 0);
+	store_release(&w->c.busy_ns,
+		      load_relaxed(&w->c.busy_ns) + (now - w->busy_start));
 	counter_inc(&w->c.parks);
 	WEFT_PROBE_EVENT(PARK, 0, 0, 0);
 	for (;;) {
@@ -440,7 +449,8 @@ static bool park(weft_worker_t *w)
 	counter_inc(&w->c.unparks);
 	weft__monitor_kick(rt);
 	WEFT_PROBE_EVENT(UNPARK, 0, 0, w->searching);
-	w->busy_since = weft_now_ns();
+	w->busy_start = weft_now_ns();
+	store_relaxed(&w->busy_since, w->busy_start);
 	return shutdown;
 }
 
@@ -531,7 +541,8 @@ void *weft__worker_main(void *arg)
 	weft__cur_rt = rt;
 	weft__wake_source = WEFT_WAKE_TASK;
 	weft__probe_thread_start((uint16_t)w->index);
-	w->busy_since = weft_now_ns();
+	w->busy_start = weft_now_ns();
+	store_relaxed(&w->busy_since, w->busy_start);
 
 #if WEFT_PROBE
 	for (;;) {
@@ -557,7 +568,9 @@ void *weft__worker_main(void *arg)
 #else
 	worker_loop(w, 0, true);
 #endif
-	counter_add(&w->c.busy_ns, weft_now_ns() - w->busy_since);
+	store_relaxed(&w->busy_since, 0);
+	store_release(&w->c.busy_ns, load_relaxed(&w->c.busy_ns) +
+					     (weft_now_ns() - w->busy_start));
 	weft__probe_thread_stop();
 	weft__cur_worker = NULL;
 	weft__cur_rt = NULL;
