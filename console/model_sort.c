@@ -51,7 +51,7 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)t->id);
 	return contains_ci(t->name, m->filter) ||
 	       contains_ci(t->file, m->filter) ||
-	       contains_ci(con_task_state_name(t->state), m->filter) ||
+	       contains_ci(con_task_status_name(t), m->filter) ||
 	       !strcmp(id, m->filter);
 }
 

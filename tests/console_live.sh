@@ -157,14 +157,14 @@ interactive()
 
 	# The timeline: a cursor, the polls of its bucket, a task.
 	tm send-keys -t con m
-	wait_for "busy per" "timeline view"
+	wait_for "time in polls per" "timeline view"
 	wait_for "cursor: " "the timeline's cursor line"
 	tm send-keys -t con h
 	wait_gone "(newest)" "the cursor moved back"
 	tm send-keys -t con Enter
 	wait_for "polls in the 100ms" "the spike list"
 	tm send-keys -t con Escape
-	wait_for "busy per" "back to the timeline"
+	wait_for "time in polls per" "back to the timeline"
 
 	# Resize: drawn again at the new size.
 	tm resize-window -t con -x 90 -y 24

@@ -69,7 +69,7 @@ expect "--once tasks" "lock-bad" "$tmp/t.txt"
 expect "--once warnings" "lock-held-across-await" "$tmp/x.txt"
 "$console" --once --view tasks --after 100ms --replay "$trace" >"$tmp/t1.txt"
 "$console" --once --view timeline --ascii --replay "$trace" >"$tmp/l.txt"
-expect "--once timeline" "busy per" "$tmp/l.txt"
+expect "--once timeline" "time in polls per" "$tmp/l.txt"
 id=$(awk '$2 == "lock-bad" { print $1; exit }' "$tmp/t.txt")
 [[ -n "$id" ]] || fail "no id for lock-bad"
 "$console" --once --view "task:$id" --replay "$trace" >"$tmp/d.txt"
@@ -131,7 +131,7 @@ expect "tmux warnings" "lock-held-across-await" "$tmp/screen.txt"
 # Timeline: the cursor leaves the newest bucket, Enter lists the polls
 # of the bucket under it, Enter opens a poll's task, Esc twice goes back.
 tm send-keys -t con m
-wait_for "busy per" "timeline view"
+wait_for "time in polls per" "timeline view"
 wait_for "(newest)" "the cursor on the newest bucket"
 tm send-keys -t con h h
 for _ in $(seq 100); do
@@ -148,7 +148,7 @@ wait_for "spawned at" "task detail from the spike"
 tm send-keys -t con Escape
 wait_for "polls in the 100ms" "back to the spike list"
 tm send-keys -t con Escape
-wait_for "busy per" "back to the timeline"
+wait_for "time in polls per" "back to the timeline"
 tm send-keys -t con '?'
 wait_for "any key closes" "help overlay"
 expect "help" "h l, left right" "$tmp/screen.txt"
