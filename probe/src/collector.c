@@ -137,11 +137,13 @@ static void publish(struct probe *p, uint64_t now)
 		 * a full update would skip it.  The pass's new warnings are
 		 * among it.
 		 */
-		if (s->fresh && (hist = history(p, s, &nhist))) {
+		if (s->fresh && (!s->need_full || all) &&
+		    (hist = history(p, s, &nhist))) {
 			u.warnings = NULL;
 			u.nwarnings = 0;
 		}
-		s->fresh = false;
+		if (!s->need_full || all)
+			s->fresh = false;
 		if (s->need_full && all) {
 			u.tasks = all;
 			u.ntasks = nall;

@@ -202,15 +202,27 @@ static void watch_driver(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 			      monitor_seen_t *s, weft_task_t *cur, uint64_t now)
 {
-	s->last_seen = now;
+	/* first_seen may be later than @now (read after it). */
+	if (now > s->first_seen)
+		s->last_seen = now;
+	else
+		s->last_seen = s->first_seen;
 	if (s->named || !m->long_poll_ns ||
-	    now - s->first_seen < m->long_poll_ns || weft__probe_on())
+	    s->last_seen - s->first_seen < m->long_poll_ns || weft__probe_on())
 		return;
 	s->named = weft__owned_describe(&rt->owned, cur, &s->info);
+	/*
+	 * Still the same poll (acquire, as steal_lifo()): the task named is
+	 * the one polled, not one that reused its memory meanwhile.
+	 */
+	if (s->named && (load_acquire(&rt->workers[i].cur) != cur ||
+			 load_relaxed(&rt->workers[i].c.polls) != s->polls))
+		s->named = false;
 	if (s->named)
 		weft__probe_monitor_long_poll(&s->info, (uint16_t)i,
 					      s->first_seen,
-					      now - s->first_seen, false);
+					      s->last_seen - s->first_seen,
+					      false);
 }
 
 /* Its length: at least from the first look that saw it to the last. */
@@ -248,7 +260,13 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 #if WEFT_PROBE
 			if (s->named)
 				long_poll_ended(i, s);
-			s->first_seen = now;
+			/*
+			 * Read after the loads above, not @now: a poll that
+			 * began between @now and them (the monitor runs at
+			 * nice 19, and may be off the CPU there) must not
+			 * seem older than it is.  One read a new poll seen.
+			 */
+			s->first_seen = cur ? weft_now_ns() : now;
 #endif
 			s->cur = cur;
 			s->polls = polls;

@@ -401,15 +401,17 @@ static bool park(weft_worker_t *w)
 		notify_if_work_pending(rt);
 	w->searching = false;
 
-	now = weft_now_ns();
 	/*
 	 * busy_since to 0 first, then busy_ns with release: a reader that
 	 * loads busy_ns (acquire) with this stretch in it sees 0, and does
 	 * not count the stretch twice; one that loads it without sees 0
 	 * (counts it not at all, until the next read) or the start (counts
-	 * it once).  Ours alone to write.
+	 * it once).  The clock is read after the store, so a reader's count
+	 * runs past this stretch's end by a store's latency at most, not by
+	 * a preemption here.  Ours alone to write.
 	 */
 	store_relaxed(&w->busy_since, 0);
+	now = weft_now_ns();
 	store_release(&w->c.busy_ns,
 		      load_relaxed(&w->c.busy_ns) + (now - w->busy_start));
 	counter_inc(&w->c.parks);

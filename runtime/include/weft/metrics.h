@@ -31,7 +31,9 @@ typedef struct weft_worker_metrics_s {
 	uint64_t overflows;        /* times its run queue spilled to global */
 	uint64_t spawned;          /* tasks spawned from this worker */
 	uint64_t completed;        /* tasks that completed on this worker */
-	uint64_t busy_ns;          /* time spent not parked */
+	uint64_t busy_ns;          /* time not parked, the stretch in progress
+	                            * included (two reads may differ by a
+	                            * store's latency either way) */
 	uint64_t forced_yields;    /* polls cut short by the coop budget */
 	uint32_t local_queue_depth; /* run queue length (sampled) */
 } weft_worker_metrics_t;
