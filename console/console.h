@@ -157,6 +157,7 @@ typedef struct con_warning_s {
 	uint64_t at_ns;
 	uint64_t value_ns;
 	char *detail;
+	bool history; /* raised before this console attached */
 } con_warning_t;
 
 /* Task list columns, in display order (sortable by any). */

@@ -439,6 +439,16 @@ static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
 
 	if (!x)
 		return;
+	/*
+	 * A history (the warnings kept before this console attached) can
+	 * come again, on a reconnect: a warning already listed stays once.
+	 */
+	if (x->history)
+		for (size_t i = 0; i < m->nwarnings; i++)
+			if (m->warnings[i].seq == x->seq &&
+			    m->warnings[i].kind == x->kind &&
+			    m->warnings[i].at_ns == x->at_ns)
+				return;
 	if (m->nwarnings == CON_MAX_WARNINGS) {
 		warning_free(&m->warnings[0]);
 		memmove(m->warnings, m->warnings + 1,
@@ -462,6 +472,7 @@ static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
 	w->at_ns = x->at_ns;
 	w->value_ns = x->value_ns;
 	w->detail = con_xstrdup(x->detail);
+	w->history = x->history;
 }
 
 void con_model_update(con_model_t *m, const Weft__V1__Update *u)

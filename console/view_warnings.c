@@ -32,6 +32,7 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 			  int rows)
 {
 	const con_model_t *m = s->model;
+	unsigned history = 0;
 	int y = top;
 
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
@@ -52,7 +53,10 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 			   w->at_ns > m->start_ns ? w->at_ns - m->start_ns : 0);
 		snprintf(task, sizeof(task), "%llu %s",
 			 (unsigned long long)w->task, w->task_name);
-		x = con_grid_printf(g, 0, y, r, " %9s  ", at);
+		/* '*': raised before this console attached (legend below). */
+		x = con_grid_printf(g, 0, y, r, "%c%9s  ",
+				    w->history ? '*' : ' ', at);
+		history += w->history;
 		x = con_grid_printf(g, x, y, sel ? r : kind_role(w->kind),
 				    "%-24s", weft_warning_kind_name(w->kind));
 		con_grid_printf(g, x, y, r, " %-22.22s %3s %8s  %s", task,
@@ -64,7 +68,10 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 	}
 	if (!m->nwarnings)
 		con_grid_put(g, 1, y, CON_ROLE_GOOD, "(no warnings)");
-	else if (m->warnings_discarded && y < top + rows)
+	else if (history && y < top + rows)
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "(* raised before this console attached)");
+	if (m->nwarnings && m->warnings_discarded && y < top + rows)
 		con_grid_printf(g, 1, y, CON_ROLE_DIM,
 				"(%llu older warnings discarded)",
 				(unsigned long long)m->warnings_discarded);

@@ -425,8 +425,39 @@ static void test_console_model_warnings_newest_first(void **state)
 	assert_null(con_warnings_row(&m, 2));
 	con_model_header(&m, &h);
 	assert_int_equal(h.warnings, 2);
+	assert_false(con_warnings_row(&m, 0)->history);
 	free(x[0]);
 	free(x[1]);
+	con_model_fini(&m);
+}
+
+/*
+ * A console attached late gets the warnings kept so far, marked history;
+ * the same history again (a reconnect) lists each once.
+ */
+static void test_console_model_warning_history(void **state)
+{
+	con_model_t m;
+	Weft__V1__Warning *x[] = {
+		warning_msg(1, WEFT_WARN_LONG_POLL, 7),
+		warning_msg(2, WEFT_WARN_NEVER_YIELDED, 7),
+	};
+	Weft__V1__Warning *y[] = { warning_msg(3, WEFT_WARN_LONG_POLL, 8) };
+	Weft__V1__Task *none[1];
+
+	(void)state;
+	x[0]->history = x[1]->history = true;
+	con_model_init(&m, "test");
+	feed(&m, 2 * SEC, none, 0, NULL, 0, x, 2);
+	feed(&m, 3 * SEC, none, 0, NULL, 0, y, 1);
+	feed(&m, 4 * SEC, none, 0, NULL, 0, x, 2);
+	assert_int_equal(m.nwarnings, 3);
+	assert_false(con_warnings_row(&m, 0)->history);
+	assert_true(con_warnings_row(&m, 1)->history);
+	assert_true(con_warnings_row(&m, 2)->history);
+	free(x[0]);
+	free(x[1]);
+	free(y[0]);
 	con_model_fini(&m);
 }
 
@@ -1106,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_console_model_sort),
 		cmocka_unit_test(test_console_model_filter),
 		cmocka_unit_test(test_console_model_warnings_newest_first),
+		cmocka_unit_test(test_console_model_warning_history),
 		cmocka_unit_test(test_console_model_timeline),
 		cmocka_unit_test(test_console_model_malformed_ignored),
 		cmocka_unit_test(test_console_views_render),
