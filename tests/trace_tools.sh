@@ -66,6 +66,16 @@ for idle in 0 100; do
 	"$tool" stats "$tmp/spin$idle.weft" >"$tmp/spin$idle.txt"
 	expect "stats (spinner)" '^worker .* busy% +poll%$' "$tmp/spin$idle.txt"
 done
+# Drops accounted: the same spinner into 64-event rings drops most of its
+# events; info and stats say how many, on whose ring, and that the
+# figures are approximate.
+WEFT_PROBE_RING=64 "$workload" --spinner "$tmp/drops.weft" 0
+for verb in info stats; do
+	"$tool" $verb "$tmp/drops.weft" >"$tmp/drops-$verb.txt"
+	expect "$verb (drops)" \
+		"^dropped: +[1-9][0-9]* events by the probe's rings \(worker 0: [1-9][0-9]*, .*other threads: [0-9]+\); figures from events are approximate$" \
+		"$tmp/drops-$verb.txt"
+done
 "$tool" dump "$tmp/spin0.weft" >"$tmp/spin0-dump.txt"
 expect "dump (an aborted task)" ' complete [0-9]+\(hung\) status=-125 cancelled$' \
 	"$tmp/spin0-dump.txt"

@@ -149,6 +149,15 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 		if (u->stats->workers > t->workers)
 			t->workers = u->stats->workers;
 	}
+	for (size_t i = 0; i < u->n_workers; i++) {
+		const Weft__V1__Worker *w = u->workers[i];
+
+		if (w->index >= 64)
+			continue;
+		t->worker_drops[w->index] = w->events_dropped;
+		if (w->index + 1 > t->nworker_drops)
+			t->nworker_drops = w->index + 1;
+	}
 	for (size_t i = 0; i < u->n_warnings; i++) {
 		const Weft__V1__Warning *w = u->warnings[i];
 		tt_warning_t *x;
@@ -260,6 +269,30 @@ void tt_load(tt_trace_t *t, const char *path)
 			t->ev[i] = k[i].ev;
 		free(k);
 	}
+}
+
+/*
+ * The probe's drops, where they were: by each worker's ring, the rest on
+ * other threads' rings.  Nothing when none were.
+ */
+void tt_print_drops(FILE *out, const tt_trace_t *t)
+{
+	uint64_t on_workers = 0;
+
+	if (!t->events_dropped)
+		return;
+	fprintf(out, "dropped:     %llu events by the probe's rings (",
+		(unsigned long long)t->events_dropped);
+	for (unsigned i = 0; i < t->nworker_drops; i++) {
+		on_workers += t->worker_drops[i];
+		fprintf(out, "worker %u: %llu, ", i,
+			(unsigned long long)t->worker_drops[i]);
+	}
+	fprintf(out, "other threads: %llu); figures from events are "
+		     "approximate\n",
+		(unsigned long long)(t->events_dropped > on_workers ?
+					     t->events_dropped - on_workers :
+					     0));
 }
 
 void tt_free(tt_trace_t *t)

@@ -58,6 +58,10 @@ typedef struct tt_trace_s {
 	bool truncated;
 	uint64_t events_dropped; /* the last update's count */
 	uint64_t tasks_end_unseen; /* the same: tasks whose end was dropped */
+	/* The last update's drops by each worker's ring (the rest were
+	 * other threads'); nworker_drops: the highest index seen, plus 1. */
+	uint64_t worker_drops[64];
+	unsigned nworker_drops;
 	/* Events, ordered by time (stable). */
 	weft_event_t *ev;
 	size_t nev;
@@ -80,6 +84,7 @@ void tt_free(tt_trace_t *t);
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 			  size_t len);
+void tt_print_drops(FILE *out, const tt_trace_t *t);
 
 /* verb_*.c: each takes argv after the verb name (argv[0] is the verb). */
 int tt_verb_info(int argc, char **argv);

@@ -49,6 +49,7 @@ int tt_verb_info(int argc, char **argv)
 	       (unsigned long long)t.updates, (unsigned long long)t.others);
 	printf("events:      %zu (%llu dropped by the probe)\n", t.nev,
 	       (unsigned long long)t.events_dropped);
+	tt_print_drops(stdout, &t);
 	if (t.tasks_end_unseen)
 		printf("             %llu tasks' ends among them (found "
 		       "finished later)\n",

@@ -170,8 +170,10 @@ int tt_verb_stats(int argc, char **argv)
 		}
 	}
 
-	printf("%s: %zu events over %.6f s, %u workers\n\n", path, t.nev,
+	printf("%s: %zu events over %.6f s, %u workers\n", path, t.nev,
 	       (double)span / 1e9, t.workers);
+	tt_print_drops(stdout, &t);
+	putchar('\n');
 	printf("%-7s %10s %10s %10s %8s %8s %7s %7s\n", "worker", "polls",
 	       "steals-in", "steals-out", "steal%", "parks", "busy%",
 	       "poll%");
