@@ -352,6 +352,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	size_t n = 0, got, nheap;
 	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
+	bool have_prev;
 	/* Settled by weft__collector_reconcile() this pass: see there. */
 	uint64_t drops_before = p->drops_total;
 
@@ -381,6 +382,13 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	weft__collector_free_orphans(p);
 	p->events_total += n;
 
+	/*
+	 * Rates only against a sample of the same runtime's workers: before
+	 * the first (or after the described runtime changed, which empties
+	 * the window) the counters since the runtime's start would read as
+	 * one pass's (1.6 M steals/s at start-up).
+	 */
+	have_prev = p->window_fill > 0 && p->stats.workers > 0;
 	for (unsigned i = 0; i < p->stats.workers; i++) {
 		polls0 += p->workers[i].counters.polls;
 		steals0 += p->workers[i].counters.steals;
@@ -433,8 +441,14 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		double dt = (double)dt_ns / 1e9;
 
 		p->stats.events_per_s = (double)n / dt;
-		p->stats.polls_per_s = (double)(polls1 - polls0) / dt;
-		p->stats.steals_per_s = (double)(steals1 - steals0) / dt;
+		p->stats.polls_per_s =
+			have_prev && polls1 >= polls0 ?
+				(double)(polls1 - polls0) / dt :
+				0;
+		p->stats.steals_per_s =
+			have_prev && steals1 >= steals0 ?
+				(double)(steals1 - steals0) / dt :
+				0;
 	}
 	p->last_pass_ns = now;
 	p->last_dt_ns = dt_ns;
