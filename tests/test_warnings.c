@@ -547,7 +547,8 @@ static weft_poll_t feeder_poll(void *arg, weft_cx_t *cx)
 static unsigned storm_run(bool spawn)
 {
 	weft_probe_sub_t *sub;
-	struct sink *s = sink_new(false, &sub);
+	/* Events on: the warning names the stolen tasks from their polls. */
+	struct sink *s = sink_new(true, &sub);
 	weft_runtime_t *rt = rt_new(2);
 	atomic_int stop = 0;
 	atomic_uint done = 0;
@@ -587,6 +588,13 @@ static unsigned storm_run(bool spawn)
 		assert_true(found);
 		assert_true(w.worker < 2);
 		assert_non_null(strstr(w.detail, "stolen"));
+		/* It names the stolen tasks: the feeder's units, spawned in
+		 * this file. */
+		print_message("%s\n", w.detail);
+		assert_non_null(strstr(w.detail, "most stolen: "));
+		assert_true(w.task != 0);
+		assert_non_null(w.file);
+		assert_non_null(strstr(w.file, "test_warnings.c"));
 	}
 	rt_done(rt);
 	sink_free(s, sub);

@@ -74,6 +74,16 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 						  d);
 		}
 	}
+	{
+		uint16_t before = t->pub.polls ? t->pub.last_worker
+					       : t->spawn_worker;
+
+		if (before < MAX_PROBE_WORKERS && before != ev->worker &&
+		    ev->worker < MAX_PROBE_WORKERS) {
+			t->moved++;
+			t->moved_at = ev->ts;
+		}
+	}
 	t->pub.polls++;
 	t->pub.busy_ns += dur;
 	t->pub.last_worker = ev->worker;
@@ -251,6 +261,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		if (!t)
 			break;
 		t->seen_spawn = true;
+		t->spawn_worker = ev->worker;
 		t->pub.parent = ev->a1;
 		t->pub.kind = (uint8_t)ev->a2;
 		t->pub.spawned_ns = ev->ts;

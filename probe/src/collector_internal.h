@@ -51,6 +51,15 @@ typedef struct task_rec_s {
 	int64_t outstanding;      /* wakers held elsewhere (clones - drops) */
 	uint64_t lost_check_at;   /* idle with no waker since */
 	uint64_t last_long_warn;
+	/*
+	 * Polls on another worker than the one before (or, for the first,
+	 * than the one that spawned it): steals, as far as the events tell
+	 * (a STEAL names no task).  moved_at: the last one.  spawn_worker:
+	 * the spawning worker until the first poll.
+	 */
+	uint32_t moved;
+	uint64_t moved_at;
+	uint16_t spawn_worker;
 	bool seen_spawn;          /* spawned while we watched */
 	bool changed;
 	bool in_done;
@@ -134,6 +143,11 @@ struct probe {
 	uint64_t worker_poll_started[MAX_PROBE_WORKERS];
 	uint64_t worker_yield_warned[MAX_PROBE_WORKERS];
 	uint64_t worker_storm_warned[MAX_PROBE_WORKERS];
+	/* Steal-storm bursts (passes entering the storm) since the last
+	 * warning, and whether the last pass was in one: every burst is
+	 * counted in a warning, only the text is rate-limited. */
+	uint32_t worker_storm_bursts[MAX_PROBE_WORKERS];
+	bool worker_in_storm[MAX_PROBE_WORKERS];
 	uint64_t worker_max_poll[MAX_PROBE_WORKERS];
 	weft_probe_warning_t warnings[WARN_KEEP];
 	uint64_t warn_seq;

@@ -166,6 +166,7 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	t->pub.spawned_ns = now;
 	t->pub.state = WEFT_TASK_IDLE;
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
+	t->spawn_worker = WEFT_EVENT_NO_WORKER;
 	t->idle_since = now;
 	if (p->ntasks >= p->table_size)
 		table_grow(p);

@@ -32,9 +32,99 @@ bool weft__probe_steal_storm(const double *rate, const double *per_s,
 {
 	if (n < 2 || i >= n)
 		return false;
-	return per_s[i] >= STEAL_STORM_PER_S &&
-	       rate[i] >= STEAL_STORM_RATE &&
+	return per_s[i] >= STEAL_STORM_PER_S && rate[i] >= STEAL_STORM_RATE &&
 	       rate[i] > STEAL_STORM_FACTOR * others_mean(rate, n, i);
+}
+
+/*
+ * The tasks worker @i stole most lately, by spawn site: the polls it ran
+ * of tasks last polled (or spawned) on another worker, over the last two
+ * seconds.  A STEAL event names no task; the moves do.  Scans every
+ * record: a warning's cost, at most every 5 s.
+ */
+struct site {
+	const task_rec_t *t; /* one of them, named in the warning */
+	uint64_t moves;
+};
+
+static struct site most_stolen(struct probe *p, unsigned i, uint64_t now)
+{
+	struct site s[8] = { { 0 } }, best = { 0 };
+	unsigned ns = 0;
+
+	for (size_t b = 0; b < p->table_size; b++) {
+		for (const task_rec_t *t = p->table[b]; t; t = t->hnext) {
+			unsigned k;
+
+			if (!t->moved || t->pub.last_worker != i ||
+			    t->moved_at + 2000000000u < now)
+				continue;
+			for (k = 0; k < ns; k++)
+				if (s[k].t->pub.name == t->pub.name &&
+				    s[k].t->pub.file == t->pub.file &&
+				    s[k].t->pub.line == t->pub.line)
+					break;
+			if (k == ns && ns < 8)
+				s[ns++].t = t;
+			if (k < ns)
+				s[k].moves += t->moved;
+		}
+	}
+	for (unsigned k = 0; k < ns; k++)
+		if (s[k].moves > best.moves)
+			best = s[k];
+	return best;
+}
+
+static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
+		       unsigned i, unsigned n, const double *rate, uint64_t now)
+{
+	struct site top = most_stolen(p, i, now);
+	char d[160];
+	unsigned victim = 0;
+	uint64_t most = 0;
+	int len;
+
+	for (unsigned j = 0; j < n && j < 64; j++)
+		if (w->stolen_from[j] > most) {
+			most = w->stolen_from[j];
+			victim = j;
+		}
+	/* stolen_from counts STEAL events since start (not windowed; empty
+	 * in counters-only mode). */
+	len = snprintf(d, sizeof(d),
+		       "worker %u: %.0f%% of its polls are stolen tasks "
+		       "(others %.0f%%), %.0f steals/s",
+		       i, w->steal_rate * 100, others_mean(rate, n, i) * 100,
+		       w->steals_per_s);
+	if (most && len > 0 && (size_t)len < sizeof(d))
+		len += snprintf(d + len, sizeof(d) - (size_t)len,
+				", mostly from worker %u", victim);
+	if (top.t && len > 0 && (size_t)len < sizeof(d)) {
+		const char *f = top.t->pub.file,
+			   *slash = f ? strrchr(f, '/') : NULL;
+
+		len += snprintf(
+			d + len, sizeof(d) - (size_t)len,
+			"; most stolen: %llu polls of %s%s%s spawned at "
+			"%s:%u",
+			(unsigned long long)top.moves,
+			top.t->pub.name ? "\"" : "",
+			top.t->pub.name ? top.t->pub.name : "tasks",
+			top.t->pub.name ? "\"" : "",
+			slash ? slash + 1 :
+			f     ? f :
+				"?",
+			top.t->pub.line);
+	}
+	if (p->worker_storm_bursts[i] > 1 && len > 0 && (size_t)len < sizeof(d))
+		snprintf(d + len, sizeof(d) - (size_t)len,
+			 "; %u bursts since the last warning",
+			 p->worker_storm_bursts[i]);
+	p->worker_storm_warned[i] = now;
+	p->worker_storm_bursts[i] = 0;
+	weft__collector_warn(p, WEFT_WARN_STEAL_STORM, top.t, (uint16_t)i, now,
+			     0, "%s", d);
 }
 
 void weft__collector_sample_workers(struct probe *p, uint64_t now)
@@ -69,20 +159,19 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		polls = cur->m.polls - o->m.polls;
 		if (p->window_fill > 0 && dt > 0) {
 			w->polls_per_s = (double)polls / dt;
-			w->steals_per_s = (double)(cur->m.steals - o->m.steals) /
-					  dt;
-			w->steal_rate = polls ? (double)(cur->m.steals -
-							 o->m.steals) /
-							(double)polls
-					      : 0;
+			w->steals_per_s =
+				(double)(cur->m.steals - o->m.steals) / dt;
+			w->steal_rate =
+				polls ? (double)(cur->m.steals - o->m.steals) /
+						(double)polls :
+					0;
 			/* Busy time read mid-park can lag a read before it
 			 * (weft_worker_metrics()): no negative stretch. */
-			w->busy_ratio =
-				cur->m.busy_ns > o->m.busy_ns ?
-					(double)(cur->m.busy_ns -
-						 o->m.busy_ns) /
-						(dt * 1e9) :
-					0;
+			w->busy_ratio = cur->m.busy_ns > o->m.busy_ns ?
+						(double)(cur->m.busy_ns -
+							 o->m.busy_ns) /
+							(dt * 1e9) :
+						0;
 			if (w->busy_ratio > 1)
 				w->busy_ratio = 1;
 		}
@@ -90,7 +179,8 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		w->events_dropped = p->worker_drops[i];
 		weft__runtime_worker_poll(rt, i, &task, &started);
 		w->current_task = task;
-		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) : 0;
+		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) :
+					    0;
 		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;
 		if (task && w->poll_started_ns &&
 		    now > w->poll_started_ns + p->config.long_poll_ns &&
@@ -99,10 +189,11 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 			char d[128];
 
 			p->worker_yield_warned[i] = started;
-			snprintf(d, sizeof(d),
-				 "still in one poll after %.1f ms: worker %u is "
-				 "blocked",
-				 (double)(now - w->poll_started_ns) / 1e6, i);
+			snprintf(
+				d, sizeof(d),
+				"still in one poll after %.1f ms: worker %u is "
+				"blocked",
+				(double)(now - w->poll_started_ns) / 1e6, i);
 			if (t)
 				weft__collector_warn_task(
 					p, WEFT_WARN_NEVER_YIELDED, t,
@@ -114,36 +205,16 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	}
 	for (unsigned i = 0; i < n && n > 1; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
+		bool storm = weft__probe_steal_storm(rate, per_s, n, i);
 
-		if (now <= p->worker_storm_warned[i] + 5000000000u)
+		/* Every burst counted; the text at most every 5 s. */
+		if (storm && !p->worker_in_storm[i])
+			p->worker_storm_bursts[i]++;
+		p->worker_in_storm[i] = storm;
+		if (!p->worker_storm_bursts[i] ||
+		    now <= p->worker_storm_warned[i] + 5000000000u)
 			continue;
-		if (weft__probe_steal_storm(rate, per_s, n, i)) {
-			char d[160];
-			unsigned victim = 0;
-			uint64_t most = 0;
-
-			for (unsigned j = 0; j < n && j < 64; j++)
-				if (w->stolen_from[j] > most) {
-					most = w->stolen_from[j];
-					victim = j;
-				}
-			p->worker_storm_warned[i] = now;
-			/*
-			 * stolen_from counts STEAL events since start (not
-			 * windowed; empty in counters-only mode).
-			 */
-			snprintf(d, sizeof(d),
-				 "worker %u: %.0f%% of its polls are stolen "
-				 "tasks (others %.0f%%), %.0f steals/s%s",
-				 i, w->steal_rate * 100,
-				 others_mean(rate, n, i) * 100, w->steals_per_s,
-				 most ? ", since start mostly from worker " : "");
-			if (most)
-				snprintf(d + strlen(d), sizeof(d) - strlen(d),
-					 "%u", victim);
-			weft__collector_warn(p, WEFT_WARN_STEAL_STORM, NULL,
-					     (uint16_t)i, now, 0, "%s", d);
-		}
+		warn_storm(p, w, i, n, rate, now);
 	}
 	if (!p->oversub_warned) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -572,6 +572,10 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 		       sizeof(weft__probe.worker_yield_warned));
 		memset(weft__probe.worker_storm_warned, 0,
 		       sizeof(weft__probe.worker_storm_warned));
+		memset(weft__probe.worker_storm_bursts, 0,
+		       sizeof(weft__probe.worker_storm_bursts));
+		memset(weft__probe.worker_in_storm, 0,
+		       sizeof(weft__probe.worker_in_storm));
 		memset(weft__probe.worker_max_poll, 0,
 		       sizeof(weft__probe.worker_max_poll));
 		/*
