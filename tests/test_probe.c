@@ -305,6 +305,62 @@ static void test_probe_describes_next_runtime(void **state)
 	sink_free(s, sub);
 }
 
+/* Yields @n times, then is done. */
+static weft_poll_t yields_poll(void *arg, weft_cx_t *cx)
+{
+	unsigned *n = arg;
+
+	if (!*n)
+		return WEFT_READY;
+	(*n)--;
+	weft_cx_yield(cx);
+	return WEFT_PENDING;
+}
+
+/*
+ * Rates against a sample of the same runtime's workers: when the
+ * described runtime changes, the next one's polls since its start are
+ * not one pass's (they read 1.6 M steals/s at start-up).  Here the second
+ * runtime polled 200,000 times, then sat idle: its rate reads about 0.
+ */
+static void test_probe_rates_after_runtime_switch(void **state)
+{
+	weft_runtime_t *rt1 = rt_new(1), *rt2;
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_join_t *j;
+	double worst = 0;
+
+	(void)state;
+	assert_int_equal(weft_runtime_create(&(weft_config_t){ .workers = 2 },
+					     &rt2),
+			 0);
+	assert_int_equal(weft_spawn(rt2, yields_poll, &(unsigned){ 200000 },
+				    &j),
+			 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	s = sink_new(false, &sub);
+	weft_probe_flush();
+	rt_done(rt1);
+	open_rt = rt2;
+	for (int i = 0; i < 4; i++) {
+		unsigned workers;
+
+		weft_probe_flush();
+		pthread_mutex_lock(&s->lock);
+		if (s->stats.polls_per_s > worst)
+			worst = s->stats.polls_per_s;
+		workers = s->stats.workers;
+		pthread_mutex_unlock(&s->lock);
+		assert_int_equal(workers, 2);
+	}
+	print_message("polls/s after the switch: at most %.0f\n", worst);
+	assert_true(worst < 100000);
+	rt_done(rt2);
+	sink_free(s, sub);
+}
+
 /*
  * A thread's first event registers its ring without probe.lock, which
  * the collector holds through a pass (a recorder's file writes
@@ -827,6 +883,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_counters_show_steals, teardown),
 		cmocka_unit_test_teardown(test_probe_rates_across_runtimes, teardown),
 		cmocka_unit_test_teardown(test_probe_describes_next_runtime,
+					  teardown),
+		cmocka_unit_test_teardown(test_probe_rates_after_runtime_switch,
 					  teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
