@@ -43,20 +43,17 @@ void weft__probe_monitor_long_poll(const weft__task_info_t *t,
 	weft_probe_warning_t *w;
 
 	pthread_mutex_lock(&p->lock);
-	if (ended)
-		weft__collector_warn(p, WEFT_WARN_LONG_POLL, NULL, worker,
-				     start_ns, dur_ns,
-				     "one poll ran at least %.1f ms and "
+	weft__collector_warn(p,
+			     ended ? WEFT_WARN_LONG_POLL
+				   : WEFT_WARN_NEVER_YIELDED,
+			     NULL, worker, start_ns, dur_ns,
+			     ended ? "one poll ran at least %.1f ms and "
 				     "blocked worker %u (seen by the runtime "
+				     "monitor)"
+				   : "still in one poll after at least %.1f ms: "
+				     "worker %u is blocked (seen by the runtime "
 				     "monitor)",
-				     (double)dur_ns / 1e6, worker);
-	else
-		weft__collector_warn(p, WEFT_WARN_NEVER_YIELDED, NULL, worker,
-				     start_ns, dur_ns,
-				     "still in one poll after at least %.1f ms: "
-				     "worker %u is blocked (seen by the "
-				     "runtime monitor)",
-				     (double)dur_ns / 1e6, worker);
+			     (double)dur_ns / 1e6, worker);
 	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 	w->task = t->id;
 	w->task_name = t->name;

@@ -35,7 +35,6 @@
 #include <sys/resource.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -195,9 +194,13 @@ static void watch_driver(monitor_t *m, weft_runtime_t *rt, uint64_t now)
  * every poll's duration; otherwise nothing does, and a console attached
  * after a spike would show nothing of it.  The monitor sees a poll run
  * past the long-poll threshold from what it samples anyway (no clock read
- * per poll): once, while it runs, never-yielded; when it ends, long-poll
- * with its length (to within a look).  The task is named from the owned
- * list (under its shard's lock: the task may be gone), not dereferenced.
+ * per poll): once, while it runs, never-yielded; when it ends, long-poll.
+ * Lengths are lower bounds, from the first look that saw the poll to the
+ * last: the monitor runs at nice 19 and its looks come late when the CPUs
+ * are busy, and a late look must not make a short poll look long.  They
+ * are wall time, as the collector's are: a worker the OS took off its CPU
+ * mid-poll is not told apart yet.  The task is named from the owned list
+ * (under its shard's lock: the task may be gone), not dereferenced.
  */
 static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 			      monitor_seen_t *s, weft_task_t *cur, uint64_t now)
