@@ -277,6 +277,13 @@ task_complete(weft_task_t *t, int status)
 	if (t->drop)
 		t->drop(t->future);
 	t->status = status;
+	/*
+	 * The event goes out before COMPLETE is published: a thread that
+	 * joins (weft_join_wait) and then stops a recording must find it
+	 * in this worker's ring, and the release below orders the ring's
+	 * write before the joiner's acquire of the state.
+	 */
+	WEFT_PROBE_EVENT(COMPLETE, t->id, 0, (uint32_t)status);
 	cur = load_relaxed(&t->state);
 	do {
 		next = (cur & ~TASK_RUNNING) | TASK_COMPLETE;
@@ -288,7 +295,6 @@ task_complete(weft_task_t *t, int status)
 		 */
 	} while (!cas_acq_rel(&t->state, &cur, next));
 
-	WEFT_PROBE_EVENT(COMPLETE, t->id, 0, (uint32_t)status);
 	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER))
 		weft_waker_wake_by_ref(&t->join_waker);
 }
