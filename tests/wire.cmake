@@ -8,6 +8,14 @@ weft_add_test(NAME test_wire INTERNAL
   TIMEOUT 120)
 target_include_directories(test_wire PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+# The trace stream (proto/src/trace_stream.c): frames as read, events
+# merged in time order in bounded memory; and the reader's seek.
+weft_add_test(NAME test_trace_stream INTERNAL
+  SOURCES test_trace_stream.c
+  LABELS unit valgrind
+  TIMEOUT 120)
+target_include_directories(test_trace_stream PRIVATE ${WEFT_PROTO_GEN_DIR})
+
 weft_add_test(NAME test_delta INTERNAL
   SOURCES test_delta.c
   LABELS unit valgrind
