@@ -9,9 +9,6 @@
  * so an event out of the stream names the one that went in, and "every
  * event exactly once, in order" is a comparison with the file's events
  * sorted stably by time (ties in file order).
- *
- * Tests of what the header promises and the code does not yet do sit
- * under TRACE_STREAM_KNOWN_BUGS (see the comment there): they fail.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -1235,21 +1232,19 @@ static void test_trace_stream_progress(void **state)
 	trace_fini(&t);
 }
 
-/* ------------------------------------------------------------ known bugs */
+/* ------------------------------------------------ found by these tests */
 
-#ifdef TRACE_STREAM_KNOWN_BUGS
 /*
- * These fail against trace_stream.c as it stands (build with
- * -DTRACE_STREAM_KNOWN_BUGS to see them); each names what the header
- * promises.
+ * Each of these failed against the first trace_stream.c; each names what
+ * the header promises.
  */
 
 /*
  * An EventBatch whose count (3) has no columns at all does not decode
  * (weft_wire_batch_decode() says -EBADMSG), so next() must fail with
- * -EBADMSG at its record.  add_run() takes the event count from n_head
- * (0) and returns before decoding: the batch is skipped silently and the
- * stream ends with 0.
+ * -EBADMSG at its record.  add_run() took the event count from n_head
+ * (0) and returned before decoding: the batch was skipped silently and
+ * the stream ended with 0.
  */
 static void test_trace_stream_bug_count_without_columns(void **state)
 {
@@ -1277,9 +1272,9 @@ static void test_trace_stream_bug_count_without_columns(void **state)
 }
 
 /*
- * window_ns = UINT64_MAX ("never by time"): may_emit() tests
- * ts + window_ns <= newest, which wraps to ts - 1 <= newest, true for
- * every event: each goes as soon as it is read.  A second run older
+ * window_ns = UINT64_MAX ("never by time"): may_emit() tested
+ * ts + window_ns <= newest, which wrapped to ts - 1 <= newest, true for
+ * every event: each went as soon as it was read.  A second run older
  * than the first then comes out after it, counted late, where the
  * order must be the stable sort (the whole file fits in the window).
  */
@@ -1313,8 +1308,8 @@ static void test_trace_stream_bug_window_overflow(void **state)
 /*
  * progress() is "bytes of whole records read so far"; a file cut inside
  * its last record has read t.rec[4] bytes of whole records at its end,
- * but done is the decoder's offset, which counts the cut record's bytes
- * too (the file's length).
+ * but done was the decoder's offset, which counted the cut record's
+ * bytes too (the file's length).
  */
 static void test_trace_stream_bug_progress_cut(void **state)
 {
@@ -1338,7 +1333,6 @@ static void test_trace_stream_bug_progress_cut(void **state)
 	weft_trace_stream_close(s);
 	trace_fini(&t);
 }
-#endif
 
 int main(void)
 {
@@ -1356,11 +1350,9 @@ int main(void)
 		cmocka_unit_test(test_trace_stream_reader_seek),
 		cmocka_unit_test(test_trace_stream_file_order),
 		cmocka_unit_test(test_trace_stream_progress),
-#ifdef TRACE_STREAM_KNOWN_BUGS
 		cmocka_unit_test(test_trace_stream_bug_count_without_columns),
 		cmocka_unit_test(test_trace_stream_bug_window_overflow),
 		cmocka_unit_test(test_trace_stream_bug_progress_cut),
-#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,3 +127,31 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 		return 1;
 	}
 }
+
+/*
+ * weft_trace_reader_seek() - read on from the record that starts at
+ * @offset (one a frame's record_offset named: the console's replay
+ * index).  The header, read first, stays.
+ * Return: 0, or a negative errno (-EINVAL before the header, or past
+ * the end of a buffer).
+ */
+int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset)
+{
+	if (!r->frames)
+		return -EINVAL;
+	if (r->mem) {
+		if (offset > r->mem_len)
+			return -EINVAL;
+		r->mem_pos = (size_t)offset;
+	} else if (!r->fp || fseeko(r->fp, (off_t)offset, SEEK_SET)) {
+		return r->fp ? -errno : -EINVAL;
+	}
+	weft_wire_decoder_fini(&r->dec);
+	weft_wire_decoder_init(&r->dec, 0);
+	r->dec.offset = offset;
+	r->len = r->pos = 0;
+	r->error = 0;
+	r->error_offset = 0;
+	r->truncated = false;
+	return 0;
+}

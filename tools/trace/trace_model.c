@@ -1,18 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Loading a trace file into the model (trace_tool.h): the reader's frames
- * one by one; events decoded from their batches, then put in time order
- * (stable, so each thread keeps its own order); task names and locations
- * from every Update; warnings as they were raised.  A file cut short is
- * loaded up to its last whole record and marked truncated.
+ * Reading a trace file for the verbs (trace_tool.h): libweft-wire's
+ * stream hands out frames as read and events in time order; the header
+ * and updates are noted as they pass (task names and locations, drops,
+ * warnings), and a task's name is forgotten a while after its end, so
+ * the table holds the live tasks.  A file cut short is read up to its
+ * last whole record and marked truncated.  A long read shows its
+ * progress on stderr when that is a terminal.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "weft/trace_reader.h"
+#include "weft/trace_stream.h"
+#include "weft/wire.h"
 #include "trace_tool.h"
+
+/*
+ * How long a task's name outlives its end, in trace time: its last
+ * events (a waker dropped after the end) still find it, and it is more
+ * than the stream's reorder window, within which they come out.
+ */
+#define FORGET_NS (1000ull * 1000 * 1000)
+
+struct tt_ended_s {
+	uint64_t at;
+	uint64_t id;
+};
 
 void tt_die(const char *fmt, ...)
 {
@@ -54,7 +70,8 @@ char *tt_xstrdup(const char *s)
 
 static size_t bucket(const tt_trace_t *t, uint64_t id)
 {
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) % t->ntask_buckets;
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) &
+	       (t->ntask_buckets - 1);
 }
 
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id)
@@ -77,19 +94,100 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 	return buf;
 }
 
+
+/* Twice the buckets once the live tasks outnumber them twice. */
+static void tasks_grow(tt_trace_t *t)
+{
+	size_t old = t->ntask_buckets;
+	tt_task_t **b = t->tasks;
+
+	t->ntask_buckets = old * 2;
+	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
+	if (!t->tasks)
+		tt_die("out of memory");
+	for (size_t i = 0; i < old; i++) {
+		tt_task_t *k = b[i];
+
+		while (k) {
+			tt_task_t *next = k->next;
+			size_t j = bucket(t, k->id);
+
+			k->next = t->tasks[j];
+			t->tasks[j] = k;
+			k = next;
+		}
+	}
+	free(b);
+}
+
+static void task_forget(tt_trace_t *t, uint64_t id)
+{
+	tt_task_t **pp = &t->tasks[bucket(t, id)];
+
+	for (; *pp; pp = &(*pp)->next) {
+		tt_task_t *k = *pp;
+
+		if (k->id == id) {
+			*pp = k->next;
+			free(k->name);
+			free(k->file);
+			free(k);
+			t->live_tasks--;
+			return;
+		}
+	}
+}
+
+/* @id ended at @at: forgotten once the events reach @at + FORGET_NS. */
+static void task_ended(tt_trace_t *t, uint64_t id, uint64_t at)
+{
+	if (t->ended_len == t->ended_cap) {
+		size_t cap = t->ended_cap ? 2 * t->ended_cap : 1024;
+		struct tt_ended_s *e = tt_xmalloc(cap * sizeof(*e));
+
+		for (size_t i = 0; i < t->ended_len; i++)
+			e[i] = t->ended[(t->ended_head + i) % t->ended_cap];
+		free(t->ended);
+		t->ended = e;
+		t->ended_cap = cap;
+		t->ended_head = 0;
+	}
+	t->ended[(t->ended_head + t->ended_len++) % t->ended_cap] =
+		(struct tt_ended_s){ .at = at, .id = id };
+}
+
+static void forget_ended(tt_trace_t *t, uint64_t now)
+{
+	while (t->ended_len) {
+		struct tt_ended_s *e = &t->ended[t->ended_head];
+
+		if (e->at + FORGET_NS > now)
+			return;
+		task_forget(t, e->id);
+		t->ended_head = (t->ended_head + 1) % t->ended_cap;
+		t->ended_len--;
+	}
+}
+
 static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 {
 	tt_task_t *k = (tt_task_t *)tt_task(t, m->id);
 
 	if (!k) {
-		size_t b = bucket(t, m->id);
+		size_t b;
 
+		if (t->live_tasks >= 2 * t->ntask_buckets)
+			tasks_grow(t);
+		b = bucket(t, m->id);
 		k = tt_xmalloc(sizeof(*k));
 		memset(k, 0, sizeof(*k));
 		k->id = m->id;
 		k->next = t->tasks[b];
 		t->tasks[b] = k;
 		t->ntasks++;
+		t->live_tasks++;
+		if (m->finished_ns)
+			task_ended(t, m->id, m->finished_ns);
 	} else if (k->name[0] || !m->name[0]) {
 		return; /* the first name seen stays */
 	} else {
@@ -162,38 +260,32 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 		const Weft__V1__Warning *w = u->warnings[i];
 		tt_warning_t *x;
 
-		t->warnings = tt_xrealloc(t->warnings,
-					  (t->nwarnings + 1) * sizeof(*x));
-		x = &t->warnings[t->nwarnings++];
+		t->nwarnings++;
+		if (w->kind < WEFT_WARN_MAX)
+			t->warnings_by_kind[w->kind]++;
+		if (t->nkept == TT_WARNINGS_KEPT)
+			continue;
+		if (!t->warnings)
+			t->warnings = tt_xmalloc(TT_WARNINGS_KEPT *
+						 sizeof(*t->warnings));
+		x = &t->warnings[t->nkept++];
 		x->kind = w->kind;
 		x->worker = w->worker;
 		x->task = w->task;
 		x->at_ns = w->at_ns;
 		x->value_ns = w->value_ns;
 		x->detail = tt_xstrdup(w->detail);
+		/* The name now: it is forgotten a while after the task ends. */
+		x->label = NULL;
+		if (w->task && tt_task(t, w->task) &&
+		    tt_task(t, w->task)->name[0])
+			x->label = tt_xstrdup(tt_task(t, w->task)->name);
 	}
 }
 
-struct keyed {
-	weft_event_t ev;
-	size_t i;
-};
-
-/* Time order; ties keep the order of the file. */
-static int keyed_cmp(const void *a, const void *b)
+void tt_open(tt_trace_t *t, const char *path, bool file_order)
 {
-	const struct keyed *x = a, *y = b;
-
-	if (x->ev.ts != y->ev.ts)
-		return x->ev.ts < y->ev.ts ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-void tt_load(tt_trace_t *t, const char *path)
-{
-	weft_trace_reader_t r;
-	Weft__V1__Frame *f;
-	size_t cap = 0;
+	weft_trace_stream_opts_t o = { .file_order = file_order };
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -202,73 +294,122 @@ void tt_load(tt_trace_t *t, const char *path)
 	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
 	if (!t->tasks)
 		tt_die("out of memory");
-	rc = weft_trace_reader_open(&r, path);
+	rc = weft_trace_stream_open(&t->stream, path, &o);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
-	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
-		uint64_t before = t->bytes;
+	t->progress_start = weft_wire_now_ns();
+}
 
-		t->frames++;
-		t->bytes = r.dec.offset;
-		switch (f->body_case) {
-		case WEFT__V1__FRAME__BODY_HEADER:
-			if (t->frames == 1)
-				header_note(t, f->header);
-			break;
-		case WEFT__V1__FRAME__BODY_UPDATE:
-			t->updates++;
-			update_note(t, f->update);
-			break;
-		case WEFT__V1__FRAME__BODY_EVENTS: {
-			size_t n = f->events->count;
-			int got;
+/*
+ * Progress on stderr, when that is a terminal and the read has run for
+ * a second: how far through the file, the events' rate, the time left.
+ * Looked at every 64 Ki items; drawn at most 5 times a second.
+ */
+static void progress(tt_trace_t *t, bool done)
+{
+	uint64_t now, read, total;
+	double secs, rate, left;
 
-			t->batches++;
-			t->event_bytes += t->bytes - before;
-			if (t->nev + n > cap) {
-				cap = (t->nev + n) * 2;
-				t->ev = tt_xrealloc(t->ev,
-						    cap * sizeof(*t->ev));
-			}
-			got = n ? weft_wire_batch_decode(f->events,
-							  t->ev + t->nev, n) :
-				  0;
-			if (got < 0)
-				tt_die("%s: bad event batch in the record at "
-				       "byte %llu",
-				       path, (unsigned long long)before);
-			t->nev += (size_t)got;
-			break;
-		}
-		default:
-			t->others++;
-			break;
-		}
-		if (t->frames > 1)
-			weft_wire_frame_free(f);
+	if (done) {
+		if (t->progress_shown)
+			fputs("\r\033[K", stderr);
+		t->progress_shown = false;
+		return;
 	}
-	if (rc < 0)
-		tt_die("%s: %s (record at byte %llu)", path,
-		       weft_trace_reader_strerror(rc),
-		       (unsigned long long)r.error_offset);
+	if (++t->progress_items & 0xffff)
+		return;
+	now = weft_wire_now_ns();
+	if (now - t->progress_start < 1000000000ull ||
+	    now - t->progress_at < 200000000ull || !isatty(STDERR_FILENO))
+		return;
+	t->progress_at = now;
+	weft_trace_stream_progress(t->stream, &read, &total);
+	secs = (double)(now - t->progress_start) / 1e9;
+	rate = (double)t->nev / secs;
+	left = read && total > read ? secs * (double)(total - read) /
+					      (double)read :
+				      0;
+	fprintf(stderr,
+		"\rweft-trace: %s: %3.0f%%  %.0f of %.0f MB  %.1f M events/s  "
+		"%.0f s left\033[K",
+		t->path, total ? 100.0 * (double)read / (double)total : 0.0,
+		(double)read / 1e6, (double)total / 1e6, rate / 1e6, left);
+	t->progress_shown = true;
+}
+
+/* A frame as it passes: the header, an update, a batch's bytes. */
+static void frame_note(tt_trace_t *t, const weft_trace_item_t *it)
+{
+	const Weft__V1__Frame *f = it->frame;
+
+	t->frames++;
+	t->bytes = it->offset + it->size;
+	switch (f->body_case) {
+	case WEFT__V1__FRAME__BODY_HEADER:
+		if (t->frames == 1)
+			header_note(t, f->header);
+		break;
+	case WEFT__V1__FRAME__BODY_UPDATE:
+		t->updates++;
+		update_note(t, f->update);
+		break;
+	case WEFT__V1__FRAME__BODY_EVENTS:
+		t->batches++;
+		t->event_bytes += it->size;
+		break;
+	default:
+		t->others++;
+		break;
+	}
+}
+
+bool tt_next(tt_trace_t *t, weft_event_t *ev)
+{
+	weft_trace_item_t it;
+	int rc;
+
+	while ((rc = weft_trace_stream_next(t->stream, &it)) == 1) {
+		progress(t, false);
+		if (it.kind == WEFT_TRACE_ITEM_FRAME) {
+			frame_note(t, &it);
+			continue;
+		}
+		*ev = it.ev;
+		if (!t->nev++)
+			t->first_ts = t->min_ts = ev->ts;
+		if (ev->ts > t->last_ts)
+			t->last_ts = ev->ts;
+		if (ev->ts < t->min_ts)
+			t->min_ts = ev->ts;
+		if (ev->kind == WEFT_EV_COMPLETE && ev->task)
+			task_ended(t, ev->task, ev->ts);
+		if (t->ended_len)
+			forget_ended(t, ev->ts);
+		return true;
+	}
+	progress(t, true);
+	if (rc < 0) {
+		uint64_t at = weft_trace_stream_error_offset(t->stream);
+
+		if (rc == -EBADMSG && weft_trace_stream_reader(t->stream)->error != rc)
+			tt_die("%s: bad event batch in the record at byte %llu",
+			       t->path, (unsigned long long)at);
+		tt_die("%s: %s (record at byte %llu)", t->path,
+		       weft_trace_reader_strerror(rc), (unsigned long long)at);
+	}
 	if (!t->frames)
-		tt_die("%s: empty file, not a weft trace", path);
-	t->truncated = r.truncated;
-	weft_trace_reader_close(&r);
+		tt_die("%s: empty file, not a weft trace", t->path);
+	t->truncated = weft_trace_stream_reader(t->stream)->truncated;
+	t->late = weft_trace_stream_late(t->stream);
+	return false;
+}
 
-	/* Stable time order: qsort is not stable, so sort (ts, index). */
-	if (t->nev > 1) {
-		struct keyed *k = tt_xmalloc(t->nev * sizeof(*k));
+void tt_drain(tt_trace_t *t)
+{
+	weft_event_t ev;
 
-		for (size_t i = 0; i < t->nev; i++) {
-			k[i].ev = t->ev[i];
-			k[i].i = i;
-		}
-		qsort(k, t->nev, sizeof(*k), keyed_cmp);
-		for (size_t i = 0; i < t->nev; i++)
-			t->ev[i] = k[i].ev;
-		free(k);
-	}
+	while (tt_next(t, &ev))
+		;
 }
 
 /*
@@ -310,12 +451,13 @@ void tt_free(tt_trace_t *t)
 		}
 	}
 	free(t->tasks);
-	for (size_t i = 0; i < t->nwarnings; i++)
-		free(t->warnings[i].detail);
+	free(t->ended);
+	for (size_t i = 0; i < t->nkept; i++)
+		free(t->warnings[i].detail), free(t->warnings[i].label);
 	free(t->warnings);
-	free(t->ev);
 	free(t->process);
 	free(t->cmdline);
 	free(t->host);
 	free(t->clock);
+	weft_trace_stream_close(t->stream);
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft-trace: what the verbs share.  A trace file is loaded whole into a
- * model (trace_model.c): every event, time-ordered, and what the updates
- * said about tasks (names and spawn locations, which the events only
- * carry as process addresses).  Verbs read the model and print.
+ * weft-trace: what the verbs share.  A trace file is read in one pass
+ * (trace_model.c, over libweft-wire's weft_trace_stream): tt_next()
+ * hands out its events in time order, and keeps, as the frames go by,
+ * what the header and the updates said (names and spawn locations of
+ * the tasks still live, which the events only carry as process
+ * addresses; drops; warnings).  Memory is bounded by that state, not by
+ * the file: a verb keeps what it prints, never the events.
  *
  * Errors: one line on stderr ("weft-trace: ...") and exit status 2 for
  * bad input or usage; 1 for a failure writing the output.
@@ -36,7 +39,11 @@ typedef struct tt_warning_s {
 	uint64_t at_ns;
 	uint64_t value_ns;
 	char *detail;
+	char *label; /* the task's name when the warning came; NULL: none */
 } tt_warning_t;
+
+/* Warnings kept whole (the first ones); past that, only counted. */
+#define TT_WARNINGS_KEPT 1024
 
 typedef struct tt_trace_s {
 	const char *path;
@@ -51,26 +58,38 @@ typedef struct tt_trace_s {
 	uint32_t workers;
 	uint64_t start_ns;
 	uint64_t start_realtime_ns;
-	/* Frames. */
+	/* Frames, so far. */
 	uint64_t frames, updates, batches, others;
 	uint64_t bytes;       /* whole records read */
 	uint64_t event_bytes; /* of which EventBatch records */
-	bool truncated;
-	uint64_t events_dropped; /* the last update's count */
+	bool truncated;       /* at the end: the file was cut in a record */
+	uint64_t late;        /* events out of time order beyond the window */
+	uint64_t events_dropped;   /* the last update's count */
 	uint64_t tasks_end_unseen; /* the same: tasks whose end was dropped */
 	/* The last update's drops by each worker's ring (the rest were
 	 * other threads'); nworker_drops: the highest index seen, plus 1. */
 	uint64_t worker_drops[64];
 	unsigned nworker_drops;
-	/* Events, ordered by time (stable). */
-	weft_event_t *ev;
-	size_t nev;
-	/* Tasks by id. */
+	/* Events handed out so far: how many, the first's stamp, the
+	 * earliest and the latest (the trace's span: last_ts - min_ts). */
+	uint64_t nev;
+	uint64_t first_ts, min_ts, last_ts;
+	/* Live tasks by id; ntasks counts every task ever named. */
 	tt_task_t **tasks;
 	size_t ntask_buckets;
 	size_t ntasks;
+	size_t live_tasks;
+	/* Tasks ended, in time order, forgotten two windows later. */
+	struct tt_ended_s *ended;
+	size_t ended_head, ended_len, ended_cap;
+	/* Warnings: the first TT_WARNINGS_KEPT whole, every one counted. */
 	tt_warning_t *warnings;
-	size_t nwarnings;
+	size_t nkept, nwarnings;
+	size_t warnings_by_kind[WEFT_WARN_MAX];
+	/* private */
+	struct weft_trace_stream_s *stream;
+	uint64_t progress_at, progress_start, progress_items;
+	bool progress_shown;
 } tt_trace_t;
 
 /* trace_model.c */
@@ -79,7 +98,16 @@ void *tt_xrealloc(void *p, size_t n);
 char *tt_xstrdup(const char *s);
 void tt_die(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
-void tt_load(tt_trace_t *t, const char *path);
+/*
+ * Opens @path; the first tt_next() reads its header.  @file_order: the
+ * events as they stand in the file, not in time order (a verb that only
+ * counts them).
+ */
+void tt_open(tt_trace_t *t, const char *path, bool file_order);
+/* The next event in time order into *@ev; false at the end. */
+bool tt_next(tt_trace_t *t, weft_event_t *ev);
+/* Reads to the end, every event passed over (a verb that only counts). */
+void tt_drain(tt_trace_t *t);
 void tt_free(tt_trace_t *t);
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,

@@ -81,6 +81,7 @@ int tt_verb_dump(int argc, char **argv)
 {
 	const char *path = NULL;
 	bool abs_time = false;
+	weft_event_t ev;
 	tt_trace_t t;
 
 	for (int i = 1; i < argc; i++) {
@@ -98,9 +99,9 @@ int tt_verb_dump(int argc, char **argv)
 	}
 	if (!path)
 		tt_die("dump: no FILE (weft-trace dump --help)");
-	tt_load(&t, path);
-	for (size_t i = 0; i < t.nev; i++) {
-		const weft_event_t *e = &t.ev[i];
+	tt_open(&t, path, false);
+	while (tt_next(&t, &ev)) {
+		const weft_event_t *e = &ev;
 		char w[16], task[96], f[128], name[64];
 
 		if (e->worker == WEFT_EVENT_NO_WORKER)
@@ -118,7 +119,7 @@ int tt_verb_dump(int argc, char **argv)
 		if (abs_time)
 			printf("%llu", (unsigned long long)e->ts);
 		else
-			printf("%.9f", (double)(e->ts - t.ev[0].ts) / 1e9);
+			printf("%.9f", (double)(int64_t)(e->ts - t.first_ts) / 1e9);
 		printf(" %s %s %s%s%s\n", w, weft_event_kind_name(e->kind),
 		       task, f[0] ? " " : "", f);
 	}

@@ -44,13 +44,14 @@ static unsigned tid_of(uint16_t worker)
 
 static double us(const tt_trace_t *t, uint64_t ns)
 {
-	return (double)(ns - t->ev[0].ts) / 1e3;
+	return (double)(int64_t)(ns - t->first_ts) / 1e3;
 }
 
 /*
  * The last wake of each task not yet followed by its poll, for the
- * wake -> poll flow arrows: open addressing on the task id, grown at half
- * full.
+ * wake -> poll flow arrows: open addressing (linear probing) on the task
+ * id, grown at half full, a task's slot emptied at its end: the map
+ * holds the live tasks.
  */
 struct pending_wake {
 	uint64_t task; /* 0: empty slot */
@@ -97,12 +98,36 @@ static struct pending_wake *wake_slot(struct wake_map *m, uint64_t task)
 	return w;
 }
 
-static void export_chrome(const tt_trace_t *t, FILE *out)
+/* Empties @task's slot, shifting back the ones its probe passed over. */
+static void wake_forget(struct wake_map *m, uint64_t task)
+{
+	struct pending_wake *w;
+	size_t i, j, mask = m->cap - 1;
+
+	if (!m->cap || !(w = wake_find(m, task))->task)
+		return;
+	i = (size_t)(w - m->slot);
+	m->used--;
+	for (j = (i + 1) & mask; m->slot[j].task; j = (j + 1) & mask) {
+		size_t home = (size_t)(m->slot[j].task * 0x9e3779b97f4a7c15ull) &
+			      mask;
+
+		/* Moves into the hole only if its home is not in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->slot[i] = m->slot[j];
+			i = j;
+		}
+	}
+	m->slot[i].task = 0;
+}
+
+static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first)
 {
 	static bool named[65537];
 	struct wake_map wakes = { 0 };
 	const char *sep = "\n";
 	uint64_t flows = 0;
+	weft_event_t ev;
 	char name[64];
 
 	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
@@ -114,8 +139,9 @@ static void export_chrome(const tt_trace_t *t, FILE *out)
 	fputs("}}", out);
 	sep = ",\n";
 	memset(named, 0, sizeof(named));
-	for (size_t i = 0; i < t->nev; i++) {
-		const weft_event_t *e = &t->ev[i];
+	ev = *first;
+	do {
+		const weft_event_t *e = &ev;
 		unsigned tid = tid_of(e->worker);
 
 		if (!named[tid]) {
@@ -154,8 +180,8 @@ static void export_chrome(const tt_trace_t *t, FILE *out)
 					wake_find(&wakes, e->task) :
 					NULL;
 
-			if (start < t->ev[0].ts)
-				start = t->ev[0].ts;
+			if (start < t->first_ts)
+				start = t->first_ts;
 			if (w && w->task && w->live && w->ts <= start) {
 				/* The wake -> its next poll, as a flow. */
 				w->live = false;
@@ -197,6 +223,9 @@ static void export_chrome(const tt_trace_t *t, FILE *out)
 			}
 			break;
 		}
+		case WEFT_EV_COMPLETE:
+			wake_forget(&wakes, e->task);
+			break;
 		case WEFT_EV_STEAL:
 			fprintf(out,
 				"%s{\"ph\":\"i\",\"s\":\"t\",\"cat\":"
@@ -233,7 +262,7 @@ static void export_chrome(const tt_trace_t *t, FILE *out)
 		default:
 			break;
 		}
-	}
+	} while (tt_next(t, &ev));
 	fputs("\n]}\n", out);
 	free(wakes.slot);
 }
@@ -242,6 +271,7 @@ int tt_verb_export(int argc, char **argv)
 {
 	const char *path = NULL, *out_path = NULL;
 	bool chrome = false;
+	weft_event_t first;
 	tt_trace_t t;
 	FILE *out;
 
@@ -270,12 +300,12 @@ int tt_verb_export(int argc, char **argv)
 		tt_die("export: no FILE (weft-trace export --help)");
 	if (!out_path)
 		tt_die("export: no output (-o OUT.json)");
-	tt_load(&t, path);
+	tt_open(&t, path, false);
 	out = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
 	if (!out)
 		tt_die("export: %s: %s", out_path, strerror(errno));
-	if (t.nev)
-		export_chrome(&t, out);
+	if (tt_next(&t, &first))
+		export_chrome(&t, out, &first);
 	else
 		fputs("{\"traceEvents\":[]}\n", out);
 	tt_free(&t);

@@ -26,9 +26,10 @@ int tt_verb_info(int argc, char **argv)
 	}
 	if (!path)
 		tt_die("info: no FILE (weft-trace info --help)");
-	tt_load(&t, path);
+	tt_open(&t, path, true);
+	tt_drain(&t);
 	if (t.nev > 1)
-		dur = (double)(t.ev[t.nev - 1].ts - t.ev[0].ts) / 1e9;
+		dur = (double)(t.last_ts - t.min_ts) / 1e9;
 	printf("file:        %s%s\n", path,
 	       t.truncated ? " (cut short: read to its last whole record)" :
 			     "");
@@ -47,8 +48,8 @@ int tt_verb_info(int argc, char **argv)
 	       "other)\n",
 	       (unsigned long long)t.frames, (unsigned long long)t.batches,
 	       (unsigned long long)t.updates, (unsigned long long)t.others);
-	printf("events:      %zu (%llu dropped by the probe)\n", t.nev,
-	       (unsigned long long)t.events_dropped);
+	printf("events:      %llu (%llu dropped by the probe)\n",
+	       (unsigned long long)t.nev, (unsigned long long)t.events_dropped);
 	tt_print_drops(stdout, &t);
 	if (t.tasks_end_unseen)
 		printf("             %llu tasks' ends among them (found "
@@ -56,6 +57,10 @@ int tt_verb_info(int argc, char **argv)
 		       (unsigned long long)t.tasks_end_unseen);
 	printf("tasks named: %zu\n", t.ntasks);
 	printf("warnings:    %zu\n", t.nwarnings);
+	if (t.late)
+		printf("late:        %llu events stamped long before events "
+		       "written ahead of them (out of time order)\n",
+		       (unsigned long long)t.late);
 	printf("bytes:       %llu (%llu in event batches)\n",
 	       (unsigned long long)t.bytes, (unsigned long long)t.event_bytes);
 	if (t.nev)

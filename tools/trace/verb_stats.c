@@ -81,22 +81,195 @@ static void park_note(struct wstat *w, const weft_event_t *e, uint64_t t0)
 	w->since = at;
 }
 
-static int u64_cmp(const void *a, const void *b)
+static void u64_swap(uint64_t *a, uint64_t *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	uint64_t t = *a;
 
-	return x < y ? -1 : x > y;
+	*a = *b;
+	*b = t;
 }
 
-/* Indexes of POLL events, longest first. */
-static const tt_trace_t *sort_trace;
-
-static int poll_cmp(const void *a, const void *b)
+/*
+ * Puts the value of rank @k (0-based) of v[0..n) at v[k], the smaller
+ * ones before it and the larger after: quickselect with a three-way
+ * partition (runs of equal durations are common), median-of-three
+ * pivots, O(n) on average (a sort of millions of polls took half the
+ * verb's time).
+ */
+static void u64_select(uint64_t *v, size_t n, size_t k)
 {
-	uint64_t x = sort_trace->ev[*(const size_t *)a].a1;
-	uint64_t y = sort_trace->ev[*(const size_t *)b].a1;
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
 
-	return x > y ? -1 : x < y;
+	while (lo < hi) {
+		ptrdiff_t lt = lo, i = lo, gt = hi, mid = lo + (hi - lo) / 2;
+		uint64_t a = v[lo], b = v[mid], c = v[hi], pivot;
+
+		pivot = a < b ? (b < c ? b : (a < c ? c : a)) :
+				(a < c ? a : (b < c ? c : b));
+		/* v[lo, lt) < pivot, v[lt, i) == pivot, v(gt, hi] > pivot. */
+		while (i <= gt) {
+			if (v[i] < pivot)
+				u64_swap(&v[lt++], &v[i++]);
+			else if (v[i] > pivot)
+				u64_swap(&v[i], &v[gt--]);
+			else
+				i++;
+		}
+		if (want < lt)
+			hi = lt - 1;
+		else if (want > gt)
+			lo = gt + 1;
+		else
+			return;
+	}
+}
+
+/*
+ * Poll durations: each one kept, for exact percentiles, up to
+ * EXACT_MAX; past that only a log-linear histogram of 64 steps a power
+ * of two (within 1.6 %), so that memory stays bounded on any file.
+ */
+#define EXACT_MAX ((size_t)4 << 20)
+#define SUB_BITS 6
+#define NBUCKETS ((64 - SUB_BITS + 1) << SUB_BITS)
+
+static unsigned dur_bucket(uint64_t v)
+{
+	unsigned e;
+
+	if (v < (1u << SUB_BITS))
+		return (unsigned)v;
+	e = 63 - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
+	return ((e - SUB_BITS + 1) << SUB_BITS) |
+	       (unsigned)((v >> (e - SUB_BITS)) & ((1u << SUB_BITS) - 1));
+}
+
+/* The smallest value in bucket @b. */
+static uint64_t dur_bucket_low(unsigned b)
+{
+	unsigned e = (b >> SUB_BITS) + SUB_BITS - 1;
+
+	if (b < (1u << SUB_BITS))
+		return b;
+	return (1ull << e) | ((uint64_t)(b & ((1u << SUB_BITS) - 1))
+			      << (e - SUB_BITS));
+}
+
+struct durs {
+	uint64_t *exact; /* NULL once past EXACT_MAX */
+	size_t n;
+	uint64_t buckets[NBUCKETS];
+	uint64_t max;
+};
+
+static void durs_add(struct durs *d, uint64_t v)
+{
+	if (d->exact && d->n == EXACT_MAX) {
+		free(d->exact);
+		d->exact = NULL;
+	}
+	if (d->exact)
+		d->exact[d->n] = v;
+	d->buckets[dur_bucket(v)]++;
+	if (v > d->max)
+		d->max = v;
+	d->n++;
+}
+
+/* The value at rank @k (0-based) of the sorted durations. */
+static uint64_t durs_rank(const struct durs *d, size_t k)
+{
+	uint64_t seen = 0;
+
+	if (d->exact)
+		return d->exact[k];
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		seen += d->buckets[b];
+		if (seen > k) {
+			uint64_t low = dur_bucket_low(b);
+
+			return low < d->max ? low : d->max;
+		}
+	}
+	return d->max;
+}
+
+/* The longest polls: a min-heap of the @cap longest so far. */
+struct top_poll {
+	uint64_t dur, ts, task;
+	uint16_t worker;
+	char name[64];
+	char *file;
+	uint32_t line;
+};
+
+static bool top_less(const struct top_poll *a, const struct top_poll *b)
+{
+	return a->dur != b->dur ? a->dur < b->dur : a->ts > b->ts;
+}
+
+static void top_down(struct top_poll *h, size_t n, size_t j)
+{
+	for (;;) {
+		size_t l = 2 * j + 1, r = l + 1, m = j;
+
+		if (l < n && top_less(&h[l], &h[m]))
+			m = l;
+		if (r < n && top_less(&h[r], &h[m]))
+			m = r;
+		if (m == j)
+			return;
+		struct top_poll x = h[j];
+		h[j] = h[m];
+		h[m] = x;
+		j = m;
+	}
+}
+
+static void top_up(struct top_poll *h, size_t j)
+{
+	while (j) {
+		size_t p = (j - 1) / 2;
+
+		if (!top_less(&h[j], &h[p]))
+			return;
+		struct top_poll x = h[j];
+		h[j] = h[p];
+		h[p] = x;
+		j = p;
+	}
+}
+
+/* Longest first; equal ones, earliest first. */
+static int top_cmp(const void *a, const void *b)
+{
+	const struct top_poll *x = a, *y = b;
+
+	return top_less(y, x) ? -1 : top_less(x, y);
+}
+
+static void top_note(struct top_poll *h, size_t *n, size_t cap,
+		     const tt_trace_t *t, const weft_event_t *e)
+{
+	struct top_poll p = { .dur = e->a1, .ts = e->ts, .task = e->task,
+			      .worker = e->worker };
+	const tt_task_t *k;
+
+	if (!cap || (*n == cap && !top_less(&h[0], &p)))
+		return;
+	/* The task's name now: it is forgotten a while after its end. */
+	tt_task_label(t, e->task, p.name, sizeof(p.name));
+	k = tt_task(t, e->task);
+	p.file = tt_xstrdup(k && k->file[0] ? k->file : "?");
+	p.line = k ? k->line : 0;
+	if (*n == cap) {
+		free(h[0].file);
+		h[0] = p;
+		top_down(h, *n, 0);
+	} else {
+		h[*n] = p;
+		top_up(h, (*n)++);
+	}
 }
 
 static size_t widx(uint16_t w)
@@ -107,10 +280,13 @@ static size_t widx(uint16_t w)
 int tt_verb_stats(int argc, char **argv)
 {
 	static struct wstat ws[MAX_W];
+	static struct durs d;
 	const char *path = NULL;
 	unsigned long top = 10;
-	uint64_t *durs = NULL, span = 0, t0 = 0, t1 = 0;
-	size_t *polls = NULL, npolls = 0;
+	uint64_t span = 0, t0 = 0, t1 = 0;
+	struct top_poll *longest;
+	size_t nlongest = 0;
+	weft_event_t ev;
 	tt_trace_t t;
 
 	for (int i = 1; i < argc; i++) {
@@ -124,8 +300,9 @@ int tt_verb_stats(int argc, char **argv)
 			if (++i >= argc)
 				tt_die("stats: --top needs a number");
 			top = strtoul(argv[i], &end, 10);
-			if (*end || !argv[i][0])
-				tt_die("stats: --top: not a number: '%s'",
+			if (*end || !argv[i][0] || top > 100000)
+				tt_die("stats: --top: not a number from 0 to "
+				       "100000: '%s'",
 				       argv[i]);
 			continue;
 		}
@@ -135,18 +312,14 @@ int tt_verb_stats(int argc, char **argv)
 	}
 	if (!path)
 		tt_die("stats: no FILE (weft-trace stats --help)");
-	tt_load(&t, path);
-	if (t.nev) {
-		t0 = t.ev[0].ts;
-		t1 = t.ev[t.nev - 1].ts;
-		span = t1 - t0;
-		durs = tt_xmalloc(t.nev * sizeof(*durs));
-		polls = tt_xmalloc(t.nev * sizeof(*polls));
-	}
-	for (size_t i = 0; i < t.nev; i++) {
-		const weft_event_t *e = &t.ev[i];
+	longest = tt_xmalloc((top ? top : 1) * sizeof(*longest));
+	d.exact = tt_xmalloc(EXACT_MAX * sizeof(*d.exact));
+	tt_open(&t, path, false);
+	while (tt_next(&t, &ev)) {
+		const weft_event_t *e = &ev;
 		struct wstat *w = &ws[widx(e->worker)];
 
+		t0 = t.first_ts;
 		w->seen = true;
 		if (w != &ws[MAX_W - 1])
 			park_note(w, e, t0);
@@ -154,8 +327,8 @@ int tt_verb_stats(int argc, char **argv)
 		case WEFT_EV_POLL:
 			w->polls++;
 			w->poll_ns += e->a1;
-			durs[npolls] = e->a1;
-			polls[npolls++] = i;
+			durs_add(&d, e->a1);
+			top_note(longest, &nlongest, top, &t, e);
 			break;
 		case WEFT_EV_STEAL:
 			w->steals_in += e->a2;
@@ -169,9 +342,13 @@ int tt_verb_stats(int argc, char **argv)
 			break;
 		}
 	}
+	if (t.nev) {
+		t1 = t.last_ts;
+		span = t1 - t0;
+	}
 
-	printf("%s: %zu events over %.6f s, %u workers\n", path, t.nev,
-	       (double)span / 1e9, t.workers);
+	printf("%s: %llu events over %.6f s, %u workers\n", path,
+	       (unsigned long long)t.nev, (double)span / 1e9, t.workers);
 	tt_print_drops(stdout, &t);
 	putchar('\n');
 	printf("%-7s %10s %10s %10s %8s %8s %7s %7s\n", "worker", "polls",
@@ -208,57 +385,63 @@ int tt_verb_stats(int argc, char **argv)
 		       span ? 100.0 * (double)w->poll_ns / (double)span : 0.0);
 	}
 
-	if (npolls) {
-		qsort(durs, npolls, sizeof(*durs), u64_cmp);
-		printf("\npoll time: p50 %llu ns, p90 %llu ns, p99 %llu ns, "
-		       "max %llu ns (%zu polls)\n",
-		       (unsigned long long)durs[npolls / 2],
-		       (unsigned long long)durs[npolls * 9 / 10],
-		       (unsigned long long)durs[npolls * 99 / 100],
-		       (unsigned long long)durs[npolls - 1], npolls);
-		sort_trace = &t;
-		qsort(polls, npolls, sizeof(*polls), poll_cmp);
+	if (d.n) {
+		if (d.exact) {
+			size_t k99 = d.n * 99 / 100, k90 = d.n * 9 / 10;
+			size_t k50 = d.n / 2;
+
+			/* Each rank among the values below the one above. */
+			u64_select(d.exact, d.n, k99);
+			if (k90 < k99)
+				u64_select(d.exact, k99, k90);
+			if (k50 < k90)
+				u64_select(d.exact, k90, k50);
+		}
+		printf("\npoll time: p50 %s%llu ns, p90 %llu ns, p99 %llu ns, "
+		       "max %llu ns (%zu polls%s)\n",
+		       d.exact ? "" : "~",
+		       (unsigned long long)durs_rank(&d, d.n / 2),
+		       (unsigned long long)durs_rank(&d, d.n * 9 / 10),
+		       (unsigned long long)durs_rank(&d, d.n * 99 / 100),
+		       (unsigned long long)d.max, d.n,
+		       d.exact ? "" : "; percentiles within 1.6 %");
+		qsort(longest, nlongest, sizeof(*longest), top_cmp);
 		printf("\nlongest polls:\n");
-		for (size_t i = 0; i < npolls && i < top; i++) {
-			const weft_event_t *e = &t.ev[polls[i]];
-			const tt_task_t *k = tt_task(&t, e->task);
-			char name[64];
+		for (size_t i = 0; i < nlongest; i++) {
+			const struct top_poll *p = &longest[i];
 
 			printf("  %10llu ns  worker %-3u at %.6f s  task %llu "
 			       "%s  %s:%u\n",
-			       (unsigned long long)e->a1, e->worker,
-			       (double)(e->ts - e->a1 - t.ev[0].ts) / 1e9,
-			       (unsigned long long)e->task,
-			       tt_task_label(&t, e->task, name, sizeof(name)),
-			       k && k->file[0] ? k->file : "?",
-			       k ? k->line : 0);
+			       (unsigned long long)p->dur, p->worker,
+			       (double)(int64_t)(p->ts - p->dur - t0) / 1e9,
+			       (unsigned long long)p->task, p->name, p->file,
+			       p->line);
 		}
 	}
 	printf("\nwarnings: %zu\n", t.nwarnings);
-	for (unsigned k = 1; k < WEFT_WARN_MAX; k++) {
-		size_t n = 0;
-
-		for (size_t i = 0; i < t.nwarnings; i++)
-			n += t.warnings[i].kind == k;
-		if (n)
-			printf("  %-24s %zu\n", weft_warning_kind_name(k), n);
-	}
-	for (size_t i = 0; i < t.nwarnings && i < top; i++) {
+	for (unsigned k = 1; k < WEFT_WARN_MAX; k++)
+		if (t.warnings_by_kind[k])
+			printf("  %-24s %zu\n", weft_warning_kind_name(k),
+			       t.warnings_by_kind[k]);
+	for (size_t i = 0; i < t.nkept && i < top; i++) {
 		const tt_warning_t *w = &t.warnings[i];
 		char name[64];
 
 		printf("  %-24s task %llu %s  %s\n",
 		       weft_warning_kind_name(w->kind),
 		       (unsigned long long)w->task,
-		       w->task ?
-			       tt_task_label(&t, w->task, name, sizeof(name)) :
-			       "-",
+		       !w->task ? "-" :
+		       w->label ?
+				  w->label :
+				  tt_task_label(&t, w->task, name, sizeof(name)),
 		       w->detail);
 	}
 	if (t.nwarnings > top)
 		printf("  ... %zu more\n", t.nwarnings - (size_t)top);
-	free(durs);
-	free(polls);
+	for (size_t i = 0; i < nlongest; i++)
+		free(longest[i].file);
+	free(longest);
+	free(d.exact);
 	tt_free(&t);
 	return fflush(stdout) ? 1 : 0;
 }

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A trace file in one pass (weft/trace_stream.h has the model): the
+ * reader's frames handed on as read; each EventBatch decoded into a run,
+ * put in time order if its thread's stamps were not (a SPAWN stamped at
+ * its poll's start stands after that poll's earlier events), and merged
+ * with the runs held by a heap over their heads, O(log runs) an event.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "weft/trace_stream.h"
+
+#define DEFAULT_WINDOW_NS (250ull * 1000 * 1000)
+#define DEFAULT_MAX_PENDING ((size_t)2 << 20)
+
+struct run {
+	weft_event_t *ev;
+	size_t n, pos, cap;
+	struct run *next_spare;
+	uint64_t seq; /* place in the file: ties go to the earlier run */
+};
+
+struct weft_trace_stream_s {
+	weft_trace_reader_t rd;
+	uint64_t window_ns;
+	size_t max_pending;
+	bool file_order;
+	uint64_t total; /* the file's size; 0: unknown */
+	Weft__V1__Frame *frame; /* handed out last; freed on the next call */
+	struct run **heap;
+	size_t nheap, heap_cap;
+	size_t pending; /* events held in the runs */
+	/* Runs done, kept for the next batches: a run's malloc and free
+	 * cost page faults each (glibc gives the heap's top back). */
+	struct run *spare;
+	unsigned nspare;
+	weft_event_t *tmp; /* for sorting a run */
+	size_t tmp_cap;
+	uint64_t seq;
+	uint64_t newest;  /* the latest stamp read */
+	uint64_t emitted; /* the stamp of the last event out */
+	bool any_out;
+	uint64_t late;
+	uint64_t whole; /* bytes of whole records read */
+	uint64_t error_offset;
+	int error;
+	bool eof;
+};
+
+uint64_t weft_trace_frame_time(const Weft__V1__Frame *f)
+{
+	switch (f->body_case) {
+	case WEFT__V1__FRAME__BODY_UPDATE:
+		return f->update->stats ? f->update->stats->now_ns : 0;
+	case WEFT__V1__FRAME__BODY_EVENTS:
+		return f->events->base_ts;
+	default:
+		return 0;
+	}
+}
+
+static bool run_less(const struct run *a, const struct run *b)
+{
+	uint64_t x = a->ev[a->pos].ts, y = b->ev[b->pos].ts;
+
+	return x != y ? x < y : a->seq < b->seq;
+}
+
+static void heap_up(struct run **h, size_t j)
+{
+	while (j) {
+		size_t p = (j - 1) / 2;
+
+		if (!run_less(h[j], h[p]))
+			return;
+		struct run *t = h[j];
+		h[j] = h[p];
+		h[p] = t;
+		j = p;
+	}
+}
+
+static void heap_down(struct run **h, size_t n, size_t j)
+{
+	for (;;) {
+		size_t l = 2 * j + 1, r = l + 1, m = j;
+
+		if (l < n && run_less(h[l], h[m]))
+			m = l;
+		if (r < n && run_less(h[r], h[m]))
+			m = r;
+		if (m == j)
+			return;
+		struct run *t = h[j];
+		h[j] = h[m];
+		h[m] = t;
+		j = m;
+	}
+}
+
+/* A run's events in stable time order (merge sort; @tmp holds @n). */
+static void sort_run(weft_event_t *ev, weft_event_t *tmp, size_t n)
+{
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+
+			while (i < mid && j < hi)
+				tmp[k++] = ev[j].ts < ev[i].ts ? ev[j++] : ev[i++];
+			while (i < mid)
+				tmp[k++] = ev[i++];
+			while (j < hi)
+				tmp[k++] = ev[j++];
+		}
+		memcpy(ev, tmp, n * sizeof(*ev));
+	}
+}
+
+static int stream_init(weft_trace_stream_t **out,
+		       const weft_trace_stream_opts_t *opts)
+{
+	weft_trace_stream_t *s = calloc(1, sizeof(*s));
+
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	s->window_ns = opts && opts->window_ns ? opts->window_ns :
+						 DEFAULT_WINDOW_NS;
+	s->max_pending = opts && opts->max_pending ? opts->max_pending :
+						     DEFAULT_MAX_PENDING;
+	s->file_order = opts && opts->file_order;
+	return 0;
+}
+
+int weft_trace_stream_open(weft_trace_stream_t **out, const char *path,
+			   const weft_trace_stream_opts_t *opts)
+{
+	struct stat st;
+	int rc = stream_init(out, opts);
+
+	if (rc)
+		return rc;
+	rc = weft_trace_reader_open(&(*out)->rd, path);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+		return rc;
+	}
+	if (!fstat(fileno((*out)->rd.fp), &st) && S_ISREG(st.st_mode))
+		(*out)->total = (uint64_t)st.st_size;
+	return 0;
+}
+
+int weft_trace_stream_open_mem(weft_trace_stream_t **out, const void *data,
+			       size_t len, const weft_trace_stream_opts_t *opts)
+{
+	int rc = stream_init(out, opts);
+
+	if (rc)
+		return rc;
+	weft_trace_reader_open_mem(&(*out)->rd, data, len);
+	(*out)->total = len;
+	return 0;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->ev);
+	free(r);
+}
+
+/* A run done: kept for a later batch, up to 64 of them. */
+static void run_put(weft_trace_stream_t *s, struct run *r)
+{
+	if (s->nspare == 64) {
+		run_free(r);
+		return;
+	}
+	r->next_spare = s->spare;
+	s->spare = r;
+	s->nspare++;
+}
+
+/* A run with room for @n events, or NULL. */
+static struct run *run_get(weft_trace_stream_t *s, size_t n)
+{
+	struct run *r = s->spare;
+
+	if (r) {
+		s->spare = r->next_spare;
+		s->nspare--;
+	} else if (!(r = calloc(1, sizeof(*r)))) {
+		return NULL;
+	}
+	if (r->cap < n) {
+		weft_event_t *ev = realloc(r->ev, n * sizeof(*ev));
+
+		if (!ev) {
+			run_free(r);
+			return NULL;
+		}
+		r->ev = ev;
+		r->cap = n;
+	}
+	r->n = r->pos = 0;
+	return r;
+}
+
+void weft_trace_stream_close(weft_trace_stream_t *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nheap; i++)
+		run_free(s->heap[i]);
+	while (s->spare) {
+		struct run *r = s->spare;
+
+		s->spare = r->next_spare;
+		run_free(r);
+	}
+	free(s->tmp);
+	free(s->heap);
+	if (s->frame != s->rd.header_frame)
+		weft_wire_frame_free(s->frame);
+	weft_trace_reader_close(&s->rd);
+	free(s);
+}
+
+const weft_trace_reader_t *weft_trace_stream_reader(
+	const weft_trace_stream_t *s)
+{
+	return &s->rd;
+}
+
+uint64_t weft_trace_stream_error_offset(const weft_trace_stream_t *s)
+{
+	return s->error ? s->error_offset : s->rd.error_offset;
+}
+
+uint64_t weft_trace_stream_late(const weft_trace_stream_t *s)
+{
+	return s->late;
+}
+
+void weft_trace_stream_progress(const weft_trace_stream_t *s, uint64_t *done,
+				uint64_t *total)
+{
+	*done = s->whole;
+	*total = s->total;
+}
+
+/* Whether the earliest event held may go out now. */
+static bool may_emit(const weft_trace_stream_t *s)
+{
+	const struct run *r;
+
+	if (!s->nheap)
+		return false;
+	if (s->eof || s->pending > s->max_pending || s->file_order)
+		return true;
+	r = s->heap[0];
+	/* No overflow: the earliest event held is never after the newest. */
+	return s->newest - r->ev[r->pos].ts >= s->window_ns;
+}
+
+static void emit(weft_trace_stream_t *s, weft_trace_item_t *it)
+{
+	struct run *r = s->heap[0];
+
+	it->kind = WEFT_TRACE_ITEM_EVENT;
+	it->frame = NULL;
+	it->ev = r->ev[r->pos++];
+	s->pending--;
+	if (s->any_out && it->ev.ts < s->emitted && !s->file_order)
+		s->late++;
+	else
+		s->emitted = it->ev.ts;
+	s->any_out = true;
+	if (r->pos == r->n) {
+		s->heap[0] = s->heap[--s->nheap];
+		run_put(s, r);
+	}
+	if (s->nheap)
+		heap_down(s->heap, s->nheap, 0);
+}
+
+/* An EventBatch's events into a run of their own.  Return: 0 or -errno. */
+static int add_run(weft_trace_stream_t *s, const Weft__V1__EventBatch *m)
+{
+	size_t n = m->n_head; /* the decoder checks count against it */
+	struct run *r;
+	bool sorted = true;
+	int got;
+
+	if (!n) /* a count without columns fails the decoder's checks */
+		return weft_wire_batch_decode(m, NULL, 0) < 0 ? -EBADMSG : 0;
+	if (s->nheap == s->heap_cap) {
+		size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
+		struct run **h = realloc(s->heap, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->heap_cap = cap;
+	}
+	r = run_get(s, n);
+	if (!r)
+		return -ENOMEM;
+	got = weft_wire_batch_decode(m, r->ev, n);
+	if (got <= 0) {
+		run_put(s, r);
+		return got < 0 ? -EBADMSG : 0;
+	}
+	r->n = (size_t)got;
+	/* In file order, a run goes out as it stands. */
+	for (size_t i = 1; !s->file_order && i < r->n && sorted; i++)
+		sorted = r->ev[i].ts >= r->ev[i - 1].ts;
+	if (!sorted) {
+		if (s->tmp_cap < r->n) {
+			free(s->tmp);
+			s->tmp = malloc(r->n * sizeof(*s->tmp));
+			s->tmp_cap = s->tmp ? r->n : 0;
+			if (!s->tmp) {
+				run_put(s, r);
+				return -ENOMEM;
+			}
+		}
+		sort_run(r->ev, s->tmp, r->n);
+	}
+	if (r->ev[r->n - 1].ts > s->newest)
+		s->newest = r->ev[r->n - 1].ts;
+	r->seq = s->seq++;
+	s->pending += r->n;
+	s->heap[s->nheap] = r;
+	heap_up(s->heap, s->nheap++);
+	return 0;
+}
+
+int weft_trace_stream_next(weft_trace_stream_t *s, weft_trace_item_t *it)
+{
+	Weft__V1__Frame *f;
+	int rc;
+
+	memset(it, 0, sizeof(*it));
+	if (s->frame != s->rd.header_frame)
+		weft_wire_frame_free(s->frame);
+	s->frame = NULL;
+	if (s->error)
+		return s->error;
+	if (may_emit(s)) {
+		emit(s, it);
+		return 1;
+	}
+	if (s->eof)
+		return 0;
+	rc = weft_trace_reader_next(&s->rd, &f);
+	if (rc < 0) {
+		s->error_offset = s->rd.error_offset;
+		return s->error = rc;
+	}
+	if (!rc) {
+		s->eof = true;
+		return weft_trace_stream_next(s, it);
+	}
+	s->frame = f;
+	it->kind = WEFT_TRACE_ITEM_FRAME;
+	it->frame = f;
+	it->offset = s->rd.dec.record_offset;
+	it->size = s->rd.dec.offset - it->offset;
+	s->whole = s->rd.dec.offset;
+	if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
+		rc = add_run(s, f->events);
+		if (rc) {
+			s->error_offset = it->offset;
+			return s->error = rc;
+		}
+	}
+	return 1;
+}
