@@ -470,28 +470,48 @@ void con_keys_help(con_grid_t *g, int top, int rows);
 
 /* ----------------------------------------------------------- replay.c */
 
+/*
+ * A trace file replayed in bounded memory: an index of its records (16
+ * bytes each, and two bits), the frames read from the file as the clock
+ * reaches them.
+ */
+typedef struct con_replay_rec_s {
+	uint64_t off; /* where the record starts in the file */
+	uint64_t at;  /* its time (made non-decreasing) */
+} con_replay_rec_t;
+
 typedef struct con_replay_s {
-	Weft__V1__Frame **frames;
-	uint64_t *at; /* each frame's time */
-	size_t n, next;
+	/* public, read-only */
 	uint64_t first_ns, last_ns;
 	uint64_t pos_ns; /* the replay clock */
 	bool truncated;
 	char *error; /* why reading stopped early, or NULL */
+	size_t n;    /* records indexed (the header not counted) */
+	size_t next; /* the first record not yet fed to the model */
+	/* private */
+	struct weft_trace_reader_s *rd; /* kept open; read on from rd_at */
+	size_t rd_at; /* the record rd reads next; SIZE_MAX: elsewhere */
+	Weft__V1__Frame *hello; /* the file header's frame, a copy */
+	bool hello_fed;
+	con_replay_rec_t *rec;
+	uint64_t *warn_bits;  /* an Update with warnings, one bit a record */
+	uint64_t *batch_bits; /* an EventBatch */
 } con_replay_t;
 
-/* Load a whole file; returns 0 or a negative errno (message on stderr). */
+/* Index a file; returns 0 or a negative errno (message on stderr). */
 int con_replay_open(con_replay_t *r, const char *path);
 void con_replay_close(con_replay_t *r);
-/* Feed the model every frame up to @pos_ns (rebuilding it from the start
- * when @pos_ns is before the current position). */
+/* Feed the model every frame up to @pos_ns, read from the file
+ * (rebuilding it from the start when @pos_ns is before the current
+ * position). */
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
 /* The time of the next warning after the current position, or 0. */
 uint64_t con_replay_next_warning(const con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
- * last, into @out (from the file's event batches); returns how many. */
-size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
-			      weft_event_t *out, size_t max);
+ * last, into @out (read from the file's event batches); returns how
+ * many.  Moves the file's reader, not the model. */
+size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
+			      size_t max);
 
 /* ------------------------------------------------------------- live.c */
 

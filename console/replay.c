@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Replaying a trace file: the whole file is read once into decoded
- * frames, each stamped with a time (an Update's now, an EventBatch's
- * first event; made non-decreasing), and fed to the model up to the
- * replay clock.  Seeking back rebuilds the model from the first frame,
- * keeping its sort and filter: updates carry only changes, so there is
- * no other way to know the state at an earlier time.
+ * Replaying a trace file in bounded memory.  Opening reads the file once
+ * and keeps only an index: per record its place in the file, its time
+ * (weft_trace_frame_time(): an Update's now, an EventBatch's first
+ * stamp; made non-decreasing) and two bits, "an Update with warnings"
+ * and "an EventBatch".  The frames themselves are read again from the
+ * file as the replay clock reaches them, fed to the model and freed; the
+ * reader stays open, and is moved only when the record wanted is not
+ * the one it reads next, so playing on reads the file in order.
+ *
+ * Seeking back rebuilds the model from the first record, keeping its
+ * sort and filter: updates carry only changes, so there is no other way
+ * to know the state at an earlier time.  (Checkpoints of the model every
+ * so often would bound that re-reading; not yet.)
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -17,92 +24,169 @@
 #include "console.h"
 
 #include "weft/trace_reader.h"
+#include "weft/trace_stream.h"
 
-static uint64_t frame_time(const Weft__V1__Frame *f)
+static bool bit_get(const uint64_t *bits, size_t i)
 {
-	switch (f->body_case) {
-	case WEFT__V1__FRAME__BODY_UPDATE:
-		return f->update->stats ? f->update->stats->now_ns : 0;
-	case WEFT__V1__FRAME__BODY_EVENTS:
-		return f->events->base_ts;
-	default:
-		return 0;
+	return bits[i / 64] >> (i % 64) & 1;
+}
+
+static void bit_set(uint64_t *bits, size_t i)
+{
+	bits[i / 64] |= 1ull << (i % 64);
+}
+
+/* The header's frame is the reader's: keep a copy, for the hello. */
+static Weft__V1__Frame *frame_copy(const Weft__V1__Frame *f)
+{
+	size_t len = weft__v1__frame__get_packed_size(f);
+	uint8_t *buf = con_xmalloc(len ? len : 1);
+	Weft__V1__Frame *h;
+
+	weft__v1__frame__pack(f, buf);
+	h = weft__v1__frame__unpack(NULL, len, buf);
+	free(buf);
+	return h;
+}
+
+/* One more record in the index: the frame @f read at @off. */
+static void index_add(con_replay_t *r, size_t *cap, uint64_t off,
+		      const Weft__V1__Frame *f)
+{
+	size_t i = r->n;
+
+	if (i == *cap) {
+		size_t words = (*cap ? 2 * *cap : 4096) / 64, old = *cap / 64;
+
+		*cap = words * 64;
+		r->rec = con_xreallocarray(r->rec, *cap, sizeof(*r->rec));
+		r->warn_bits = con_xreallocarray(r->warn_bits, words,
+						 sizeof(*r->warn_bits));
+		r->batch_bits = con_xreallocarray(r->batch_bits, words,
+						  sizeof(*r->batch_bits));
+		memset(r->warn_bits + old, 0,
+		       (words - old) * sizeof(*r->warn_bits));
+		memset(r->batch_bits + old, 0,
+		       (words - old) * sizeof(*r->batch_bits));
 	}
+	r->rec[i].off = off;
+	r->rec[i].at = weft_trace_frame_time(f);
+	if (i && r->rec[i].at < r->rec[i - 1].at)
+		r->rec[i].at = r->rec[i - 1].at;
+	if (!r->first_ns && r->rec[i].at)
+		r->first_ns = r->rec[i].at;
+	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+	    f->update->n_warnings)
+		bit_set(r->warn_bits, i);
+	if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS &&
+	    f->events->count <= WEFT_WIRE_BATCH_MAX)
+		bit_set(r->batch_bits, i);
+	r->n++;
 }
 
 int con_replay_open(con_replay_t *r, const char *path)
 {
-	weft_trace_reader_t rd;
+	weft_trace_reader_t *rd = con_xmalloc(sizeof(*rd));
 	Weft__V1__Frame *f;
 	size_t cap = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = weft_trace_reader_open(&rd, path);
+	rc = weft_trace_reader_open(rd, path);
 	if (rc) {
 		fprintf(stderr, "weft-console: %s: %s\n", path, strerror(-rc));
+		free(rd);
 		return rc;
 	}
-	while ((rc = weft_trace_reader_next(&rd, &f)) == 1) {
-		if (f->body_case == WEFT__V1__FRAME__BODY_HEADER) {
-			/* The reader owns the header frame: keep a hello. */
-			Weft__V1__Frame *h;
-			size_t len = weft__v1__frame__get_packed_size(f);
-			uint8_t *buf = con_xmalloc(len ? len : 1);
-
-			weft__v1__frame__pack(f, buf);
-			h = weft__v1__frame__unpack(NULL, len, buf);
-			free(buf);
-			if (!h)
-				continue;
-			f = h;
+	r->rd = rd;
+	r->rd_at = SIZE_MAX;
+	while ((rc = weft_trace_reader_next(rd, &f)) == 1) {
+		if (rd->frames == 1) {
+			/* The header: time 0, so first of all on replay. */
+			r->hello = frame_copy(f);
+			continue;
 		}
-		if (r->n == cap) {
-			cap = cap ? 2 * cap : 1024;
-			r->frames = con_xreallocarray(r->frames, cap,
-						      sizeof(*r->frames));
-			r->at = con_xreallocarray(r->at, cap, sizeof(*r->at));
-		}
-		r->frames[r->n] = f;
-		r->at[r->n] = frame_time(f);
-		if (r->n && r->at[r->n] < r->at[r->n - 1])
-			r->at[r->n] = r->at[r->n - 1];
-		if (!r->first_ns && r->at[r->n])
-			r->first_ns = r->at[r->n];
-		r->n++;
+		index_add(r, &cap, rd->dec.record_offset, f);
+		weft_wire_frame_free(f);
 	}
 	if (rc < 0) {
 		char msg[256];
 
 		snprintf(msg, sizeof(msg), "%s (record at byte %llu)",
 			 weft_trace_reader_strerror(rc),
-			 (unsigned long long)rd.error_offset);
+			 (unsigned long long)rd->error_offset);
 		r->error = con_xstrdup(msg);
-		if (!r->n) {
+		if (!r->n && !r->hello) {
 			fprintf(stderr, "weft-console: %s: %s\n", path, msg);
-			weft_trace_reader_close(&rd);
+			con_replay_close(r);
 			return rc;
 		}
 	}
-	r->truncated = rd.truncated;
-	weft_trace_reader_close(&rd);
-	if (!r->n) {
+	r->truncated = rd->truncated;
+	if (!r->n && !r->hello) {
 		fprintf(stderr, "weft-console: %s: empty file\n", path);
+		con_replay_close(r);
 		return -ENODATA;
 	}
-	r->last_ns = r->at[r->n - 1];
+	r->last_ns = r->n ? r->rec[r->n - 1].at : 0;
 	r->pos_ns = r->first_ns;
 	return 0;
 }
 
 void con_replay_close(con_replay_t *r)
 {
-	for (size_t i = 0; i < r->n; i++)
-		weft_wire_frame_free(r->frames[i]);
-	free(r->frames);
-	free(r->at);
+	if (r->rd) {
+		weft_trace_reader_close(r->rd);
+		free(r->rd);
+	}
+	weft_wire_frame_free(r->hello);
+	free(r->rec);
+	free(r->warn_bits);
+	free(r->batch_bits);
 	free(r->error);
 	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Record @i's frame, read from the file (the caller frees it), or NULL
+ * when it no longer reads as it did at open (the file changed).
+ */
+static Weft__V1__Frame *read_rec(con_replay_t *r, size_t i)
+{
+	weft_trace_reader_t *rd = r->rd;
+	Weft__V1__Frame *f;
+
+	if (r->rd_at != i) {
+		r->rd_at = SIZE_MAX;
+		if (weft_trace_reader_seek(rd, r->rec[i].off))
+			return NULL;
+	}
+	if (weft_trace_reader_next(rd, &f) != 1) {
+		r->rd_at = SIZE_MAX;
+		return NULL;
+	}
+	if (rd->dec.record_offset != r->rec[i].off) {
+		weft_wire_frame_free(f);
+		r->rd_at = SIZE_MAX;
+		return NULL;
+	}
+	r->rd_at = i + 1;
+	return f;
+}
+
+/* Record @i no longer reads: the replay ends before it. */
+static void cut_at(con_replay_t *r, size_t i)
+{
+	if (!r->error) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg),
+			 "the file changed while replaying (record at byte "
+			 "%llu)",
+			 (unsigned long long)r->rec[i].off);
+		r->error = con_xstrdup(msg);
+	}
+	r->n = i;
 }
 
 static void model_reset(con_model_t *m)
@@ -128,23 +212,40 @@ static void model_reset(con_model_t *m)
 
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 {
-	if (pos_ns < r->pos_ns && r->next) {
+	/* Back: from the first record again (no checkpoints yet). */
+	if (pos_ns < r->pos_ns && (r->next || r->hello_fed)) {
 		model_reset(m);
 		r->next = 0;
+		r->hello_fed = false;
 	}
-	while (r->next < r->n && r->at[r->next] <= pos_ns)
-		con_model_frame(m, r->frames[r->next++]);
+	if (!r->hello_fed) {
+		con_model_frame(m, r->hello);
+		r->hello_fed = true;
+	}
+	while (r->next < r->n && r->rec[r->next].at <= pos_ns) {
+		Weft__V1__Frame *f = read_rec(r, r->next);
+
+		if (!f) {
+			cut_at(r, r->next);
+			break;
+		}
+		con_model_frame(m, f);
+		weft_wire_frame_free(f);
+		r->next++;
+	}
 	r->pos_ns = pos_ns;
 }
 
 uint64_t con_replay_next_warning(const con_replay_t *r)
 {
-	for (size_t i = r->next; i < r->n; i++) {
-		const Weft__V1__Frame *f = r->frames[i];
-
-		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
-		    f->update->n_warnings)
-			return r->at[i];
+	for (size_t i = r->next; i < r->n;) {
+		if (!(i % 64) && !r->warn_bits[i / 64]) {
+			i += 64;
+			continue;
+		}
+		if (bit_get(r->warn_bits, i))
+			return r->rec[i].at;
+		i++;
 	}
 	return 0;
 }
@@ -157,14 +258,15 @@ static int ev_cmp_ts(const void *a, const void *b)
 }
 
 /*
- * Walks back from the current position through the event batches until
- * @max events of the task are found (batches of different threads
- * overlap in time, so a few more are gathered, then sorted) or the file's
- * start, or 4096 batches back (a detail opened on a quiet task of a big
- * file costs a bounded time).  Malformed batches are skipped.
+ * Walks back from the current position through the event batches,
+ * reading each from the file, until @max events of the task are found
+ * (batches of different threads overlap in time, so a few more are
+ * gathered, then sorted) or the file's start, or 4096 batches back (a
+ * detail opened on a quiet task of a big file costs a bounded time).
+ * Malformed batches, and any that no longer read, are skipped.
  */
-size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
-			      weft_event_t *out, size_t max)
+size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
+			      size_t max)
 {
 	static weft_event_t ev[WEFT_WIRE_BATCH_MAX];
 	size_t cap = 2 * max + 64, n = 0, batches = 0, scanned = 0;
@@ -174,14 +276,22 @@ size_t con_replay_task_events(const con_replay_t *r, uint64_t id,
 		return 0;
 	got = con_xcalloc(cap, sizeof(*got));
 	for (size_t i = r->next; i-- > 0 && batches < 64 && scanned < 4096;) {
-		const Weft__V1__Frame *f = r->frames[i];
+		Weft__V1__Frame *f;
 		int k;
 
-		if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
-		    f->events->count > WEFT_WIRE_BATCH_MAX)
+		if (!bit_get(r->batch_bits, i))
 			continue;
+		f = read_rec(r, i);
+		if (!f)
+			continue;
+		if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
+		    f->events->count > WEFT_WIRE_BATCH_MAX) {
+			weft_wire_frame_free(f);
+			continue;
+		}
 		scanned++;
 		k = weft_wire_batch_decode(f->events, ev, f->events->count);
+		weft_wire_frame_free(f);
 		for (int j = k - 1; j >= 0 && n < cap; j--)
 			if (ev[j].task == id)
 				got[n++] = ev[j];

@@ -6,14 +6,18 @@
  * the timeline from POLL events, malformed content ignored; the task
  * list kept sorted incrementally, the watched task's events, a timeline
  * bucket's longest polls; then the views rendered to text and the key
- * actions, all without a terminal.
+ * actions, all without a terminal; and a trace file replayed from its
+ * index (console/replay.c) against every frame read in order.
  */
 #include <curses.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_helpers.h"
 
 #include "console.h"
+#include "weft/trace_reader.h"
+#include "weft/trace_stream.h"
 
 #define MS 1000000ull
 #define SEC 1000000000ull
@@ -1127,6 +1131,417 @@ static void test_console_views_no_worker_and_cancelled(void **state)
 	con_model_fini(&m);
 }
 
+/* ------------------------------------------------------------ replay */
+
+/*
+ * A trace file built here: the header, then per step an EventBatch
+ * (tasks 1-4 polled on one worker; task 9 too in the first 20 steps)
+ * and an Update (one of tasks 1-6 changed, task 9 done at step 25, a
+ * warning every 300 steps).  Every other Update's now is before the batch just ahead
+ * of it, so the index has times to make non-decreasing.  More than 4096
+ * records, so the index grows.  @mark_step: *@mark_off receives where
+ * that step's batch starts.
+ */
+#define REPLAY_STEPS 2100
+
+static void replay_write(const char *path, size_t mark_step, uint64_t *mark_off)
+{
+	weft_wire_buf_t b = { 0 };
+	weft_wire_batch_t bt;
+	Weft__V1__Hello h = WEFT__V1__HELLO__INIT;
+	static const char *names[] = { "", "t1", "t2", "t3", "t4", "t5", "t6" };
+	FILE *fp;
+
+	h.pid = 4242;
+	h.process_name = "svc";
+	h.workers = 2;
+	h.start_ns = 1 * SEC;
+	assert_int_equal(weft_wire_header_append(&b, &h, 0), 0);
+	weft_wire_batch_init(&bt);
+	for (size_t k = 0; k < REPLAY_STEPS; k++) {
+		uint64_t t = 2 * SEC + k * MS;
+		weft_event_t ev[5];
+		size_t n = 0;
+		Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+		Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
+		Weft__V1__Stats st = WEFT__V1__STATS__INIT;
+		Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+				 w1 = WEFT__V1__WORKER__INIT;
+		Weft__V1__WorkerCounters c = WEFT__V1__WORKER_COUNTERS__INIT;
+		Weft__V1__Worker *ws[] = { &w0, &w1 };
+		Weft__V1__Task *ts[2];
+		Weft__V1__Warning *x = NULL;
+		size_t nt = 0;
+
+		for (uint64_t id = 1; id <= 4; id++)
+			ev[n++] = (weft_event_t){ .ts = t + id * 1000,
+						  .task = id,
+						  .a1 = 500 * id,
+						  .worker = (uint16_t)(k % 2),
+						  .kind = WEFT_EV_POLL };
+		if (k < 20)
+			ev[n++] = (weft_event_t){ .ts = t + 5000,
+						  .task = 9,
+						  .a1 = 100,
+						  .worker = (uint16_t)(k % 2),
+						  .kind = WEFT_EV_POLL };
+		if (k == mark_step)
+			*mark_off = b.len;
+		/* One worker's run: one batch. */
+		assert_int_equal(weft_wire_batch_encode(&bt, ev, n), (int)n);
+		f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+		f.events = &bt.msg;
+		assert_int_equal(weft_wire_record_append(&b, &f), 0);
+
+		st.now_ns = k % 2 ? t : t + MS / 2;
+		st.start_ns = 1 * SEC;
+		st.workers = 2;
+		st.live_tasks = 6;
+		c.polls = 4 * k;
+		w0.counters = &c;
+		w1.counters = &c;
+		w1.index = 1;
+		ts[nt++] = task_msg(k % 6 + 1, names[k % 6 + 1], k);
+		if (k == 0 || k == 25) {
+			ts[nt] = task_msg(9, "early", k ? 20 : 1);
+			if (k) {
+				ts[nt]->state = WEFT_TASK_DONE;
+				ts[nt]->finished_ns = t;
+			}
+			nt++;
+		}
+		if (k % 300 == 150)
+			x = warning_msg(k / 300 + 1, WEFT_WARN_LONG_POLL, 2);
+		u.stats = &st;
+		u.tasks = ts;
+		u.n_tasks = nt;
+		u.workers = ws;
+		u.n_workers = 2;
+		u.warnings = x ? &x : NULL;
+		u.n_warnings = x ? 1 : 0;
+		f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+		f.update = &u;
+		assert_int_equal(weft_wire_record_append(&b, &f), 0);
+		for (size_t i = 0; i < nt; i++)
+			free(ts[i]);
+		free(x);
+	}
+	weft_wire_batch_fini(&bt);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(b.data, 1, b.len, fp), b.len);
+	assert_int_equal(fclose(fp), 0);
+	weft_wire_buf_fini(&b);
+}
+
+/* What the replay should show, from every frame read in order. */
+struct replay_ref {
+	size_t n; /* records after the header */
+	uint64_t first_ns, last_ns;
+	uint64_t warn_after; /* the first warning's time after first_ns */
+};
+
+/*
+ * Feeds @m (when not NULL) every frame of @path whose time (made
+ * non-decreasing) is at most @upto, the header first, the way the
+ * whole-file replay did; fills @ref.  Events of task @id, if any, go
+ * to @ev (up to @cap, the newest kept: the file's are in time order).
+ */
+static size_t replay_reference(const char *path, con_model_t *m, uint64_t upto,
+			       struct replay_ref *ref, uint64_t id,
+			       weft_event_t *ev, size_t cap)
+{
+	static weft_event_t buf[WEFT_WIRE_BATCH_MAX];
+	weft_trace_reader_t rd;
+	Weft__V1__Frame *f;
+	uint64_t at = 0;
+	size_t nev = 0;
+
+	memset(ref, 0, sizeof(*ref));
+	assert_int_equal(weft_trace_reader_open(&rd, path), 0);
+	if (m) {
+		con_model_init(m, "replay t.weft");
+		m->mode = CON_MODE_REPLAY;
+	}
+	while (weft_trace_reader_next(&rd, &f) == 1) {
+		bool header = rd.frames == 1;
+		uint64_t t = weft_trace_frame_time(f);
+
+		if (!header) {
+			at = t > at ? t : at;
+			if (!ref->first_ns)
+				ref->first_ns = at;
+			if (!ref->warn_after && at > ref->first_ns &&
+			    f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+			    f->update->n_warnings)
+				ref->warn_after = at;
+			ref->n++;
+			ref->last_ns = at;
+		}
+		if (m && (header || at <= upto))
+			con_model_frame(m, f);
+		if (id && !header && at <= upto &&
+		    f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
+			int k = weft_wire_batch_decode(f->events, buf,
+						       WEFT_WIRE_BATCH_MAX);
+
+			for (int j = 0; j < k; j++) {
+				if (buf[j].task != id)
+					continue;
+				if (nev == cap) {
+					memmove(ev, ev + 1,
+						(cap - 1) * sizeof(*ev));
+					nev--;
+				}
+				ev[nev++] = buf[j];
+			}
+		}
+		if (!header)
+			weft_wire_frame_free(f);
+	}
+	weft_trace_reader_close(&rd);
+	return nev;
+}
+
+/* The same state: figures, and every view drawn the same. */
+static void assert_same_model(con_model_t *a, con_model_t *b)
+{
+	static const con_view_id_t views[] = { CON_VIEW_WORKERS, CON_VIEW_TASKS,
+					       CON_VIEW_WARNINGS,
+					       CON_VIEW_TIMELINE };
+
+	assert_int_equal(a->pid, b->pid);
+	assert_int_equal(a->now_ns, b->now_ns);
+	assert_int_equal(a->updates, b->updates);
+	assert_int_equal(a->batches, b->batches);
+	assert_int_equal(a->events, b->events);
+	assert_int_equal(a->ntasks, b->ntasks);
+	assert_int_equal(a->nwarnings, b->nwarnings);
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		con_session_t sa = { .model = a, .once = true, .ascii = true };
+		con_session_t sb = { .model = b, .once = true, .ascii = true };
+		char *x, *y;
+
+		sa.view = sb.view = views[i];
+		x = render(&sa, 120, 30);
+		y = render(&sb, 120, 30);
+		assert_string_equal(x, y);
+		free(x);
+		free(y);
+	}
+}
+
+static void assert_replay_at(con_replay_t *r, con_model_t *m, const char *path,
+			     uint64_t pos)
+{
+	con_model_t ref;
+	struct replay_ref rf;
+
+	con_replay_seek(r, m, pos);
+	assert_int_equal(r->pos_ns, pos);
+	replay_reference(path, &ref, pos, &rf, 0, NULL, 0);
+	assert_same_model(m, &ref);
+	con_model_fini(&ref);
+}
+
+/*
+ * Replays @path and checks it against every frame read in order: at the
+ * end, after a seek back to the middle and forward again, played on in
+ * small steps from the start; the warnings found ahead and the tasks'
+ * events behind.  @exact_events: the file's events are in time order
+ * and few (a file built here), so a task's events are exactly its
+ * newest ones.
+ */
+static void replay_check(const char *path, const uint64_t *ids, size_t nids,
+			 bool exact_events)
+{
+	con_replay_t r;
+	con_model_t m;
+	struct replay_ref rf;
+	uint64_t mid, step;
+
+	replay_reference(path, NULL, UINT64_MAX, &rf, 0, NULL, 0);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_int_equal(r.n, rf.n);
+	assert_int_equal(r.first_ns, rf.first_ns);
+	assert_int_equal(r.last_ns, rf.last_ns);
+	assert_int_equal(r.pos_ns, rf.first_ns);
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	con_replay_seek(&r, &m, r.first_ns);
+	assert_int_equal(con_replay_next_warning(&r), rf.warn_after);
+	assert_replay_at(&r, &m, path, r.last_ns);
+	assert_int_equal(r.next, r.n);
+	assert_int_equal(con_replay_next_warning(&r), 0);
+
+	/* The events of a task, walking back through the file. */
+	for (size_t i = 0; i < nids; i++) {
+		weft_event_t got[16], want[16];
+		size_t n = con_replay_task_events(&r, ids[i], got, 16);
+		size_t nw = replay_reference(path, NULL, r.pos_ns, &rf, ids[i],
+					     want, 16);
+
+		assert_true(n > 0);
+		for (size_t j = 0; j < n; j++) {
+			assert_int_equal(got[j].task, ids[i]);
+			if (j)
+				assert_true(got[j].ts >= got[j - 1].ts);
+		}
+		if (!exact_events)
+			continue;
+		assert_int_equal(n, nw);
+		for (size_t j = 0; j < n; j++) {
+			assert_int_equal(got[j].ts, want[j].ts);
+			assert_int_equal(got[j].a1, want[j].a1);
+		}
+	}
+
+	/* Back to the middle (from the start again), then on to the end. */
+	mid = r.first_ns + (r.last_ns - r.first_ns) / 2;
+	assert_replay_at(&r, &m, path, mid);
+	assert_true(r.next > 0 && r.next < r.n);
+	if (exact_events) {
+		weft_event_t got[16], want[16];
+		size_t n = con_replay_task_events(&r, ids[0], got, 16);
+
+		assert_int_equal(n, replay_reference(path, NULL, mid, &rf,
+						     ids[0], want, 16));
+		assert_int_equal(got[n - 1].ts, want[n - 1].ts);
+		assert_true(got[n - 1].ts <= mid);
+	}
+	assert_replay_at(&r, &m, path, r.last_ns);
+
+	/* From the start in small steps, as the clock plays it. */
+	con_replay_seek(&r, &m, r.first_ns);
+	step = (r.last_ns - r.first_ns) / 37 + 1;
+	for (uint64_t p = r.first_ns; p < r.last_ns; p += step)
+		con_replay_seek(&r, &m, p);
+	assert_replay_at(&r, &m, path, r.last_ns);
+	assert_null(r.error);
+	con_model_fini(&m);
+	con_replay_close(&r);
+}
+
+static char *replay_path(const char *name)
+{
+	char *p = malloc(256);
+
+	assert_non_null(p);
+	snprintf(p, 256, "%s/weft-test-replay-%d-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(),
+		 name);
+	return p;
+}
+
+/* Replayed from the file's index: the same model as every frame read
+ * in order, at the end, back and forward again, and the tasks' events. */
+static void test_console_replay_same_as_frames(void **state)
+{
+	char *path = replay_path("same.weft");
+	uint64_t ids[] = { 2, 9 }, off;
+	const char *more = getenv("WEFT_TEST_REPLAY_TRACE");
+
+	(void)state;
+	replay_write(path, 0, &off);
+	replay_check(path, ids, 2, true);
+	unlink(path);
+	free(path);
+	/* A recorded trace as well, when given (the demo's, say). */
+	if (more && more[0]) {
+		con_model_t ref;
+		struct replay_ref rf;
+
+		replay_reference(more, &ref, UINT64_MAX, &rf, 0, NULL, 0);
+		assert_true(ref.ntasks > 0);
+		ids[0] = ref.tasks[0]->id;
+		ids[1] = ref.tasks[ref.ntasks - 1]->id;
+		con_model_fini(&ref);
+		replay_check(more, ids, 2, false);
+	}
+}
+
+/*
+ * A file cut inside its last record replays to the record before; a
+ * malformed record ends the replay there, the reason kept; a record
+ * that no longer reads when the clock reaches it (the file changed)
+ * ends it too.
+ */
+static void test_console_replay_cut_and_malformed(void **state)
+{
+	char *path = replay_path("cut.weft");
+	con_replay_t r;
+	con_model_t m, ref;
+	struct replay_ref rf;
+	uint64_t bad, later;
+	char want[64];
+	FILE *fp;
+	long len;
+
+	(void)state;
+	replay_write(path, 1000, &bad);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	len = ftell(fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(truncate(path, len - 3), 0);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_true(r.truncated);
+	assert_null(r.error);
+	assert_int_equal(r.n, 2 * REPLAY_STEPS - 1);
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	assert_replay_at(&r, &m, path, r.last_ns);
+	con_model_fini(&m);
+	con_replay_close(&r);
+
+	/* Step 1000's batch: not a record tag. */
+	replay_write(path, 1000, &bad);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, (long)bad, SEEK_SET), 0);
+	assert_int_equal(fputc(0, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_false(r.truncated);
+	assert_non_null(r.error);
+	snprintf(want, sizeof(want), "(record at byte %llu)",
+		 (unsigned long long)bad);
+	assert_non_null(strstr(r.error, want));
+	assert_int_equal(r.n, 2 * 1000);
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	assert_replay_at(&r, &m, path, r.last_ns);
+	con_model_fini(&m);
+	con_replay_close(&r);
+
+	/* The file changes under an open replay: step 1500's batch goes
+	 * bad after the index was made; the clock stops there. */
+	replay_write(path, 1500, &later);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_int_equal(r.n, 2 * REPLAY_STEPS);
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	con_replay_seek(&r, &m, r.first_ns);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, (long)later, SEEK_SET), 0);
+	assert_int_equal(fputc(0, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	con_replay_seek(&r, &m, r.last_ns);
+	assert_non_null(r.error);
+	assert_non_null(strstr(r.error, "changed"));
+	assert_int_equal(r.n, 2 * 1500);
+	assert_int_equal(r.next, r.n);
+	replay_reference(path, &ref, r.last_ns, &rf, 0, NULL, 0);
+	assert_same_model(&m, &ref);
+	con_model_fini(&ref);
+	con_model_fini(&m);
+	con_replay_close(&r);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1153,6 +1568,8 @@ int main(void)
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
+		cmocka_unit_test(test_console_replay_same_as_frames),
+		cmocka_unit_test(test_console_replay_cut_and_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
