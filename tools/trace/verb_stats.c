@@ -248,15 +248,30 @@ static int top_cmp(const void *a, const void *b)
 	return top_less(y, x) ? -1 : top_less(x, y);
 }
 
-static void top_note(struct top_poll *h, size_t *n, size_t cap,
-		     const tt_trace_t *t, const weft_event_t *e)
+/* The longest polls so far: at most @top, in an array grown as filled
+ * (a --top larger than the trace's polls costs only what it prints). */
+struct top_heap {
+	struct top_poll *h;
+	size_t n, alloc;
+};
+
+static void top_note(struct top_heap *th, size_t cap, const tt_trace_t *t,
+		     const weft_event_t *e)
 {
 	struct top_poll p = { .dur = e->a1, .ts = e->ts, .task = e->task,
 			      .worker = e->worker };
+	struct top_poll *h = th->h;
+	size_t *n = &th->n;
 	const tt_task_t *k;
 
 	if (!cap || (*n == cap && !top_less(&h[0], &p)))
 		return;
+	if (*n < cap && *n == th->alloc) {
+		th->alloc = th->alloc ? 2 * th->alloc : 64;
+		if (th->alloc > cap)
+			th->alloc = cap;
+		h = th->h = tt_xrealloc(th->h, th->alloc * sizeof(*h));
+	}
 	/* The task's name now: it is forgotten a while after its end. */
 	tt_task_label(t, e->task, p.name, sizeof(p.name));
 	k = tt_task(t, e->task);
@@ -284,8 +299,9 @@ int tt_verb_stats(int argc, char **argv)
 	const char *path = NULL;
 	unsigned long top = 10;
 	uint64_t span = 0, t0 = 0, t1 = 0;
+	struct top_heap top_polls = { 0 };
 	struct top_poll *longest;
-	size_t nlongest = 0;
+	size_t nlongest;
 	weft_event_t ev;
 	tt_trace_t t;
 
@@ -300,9 +316,8 @@ int tt_verb_stats(int argc, char **argv)
 			if (++i >= argc)
 				tt_die("stats: --top needs a number");
 			top = strtoul(argv[i], &end, 10);
-			if (*end || !argv[i][0] || top > 100000)
-				tt_die("stats: --top: not a number from 0 to "
-				       "100000: '%s'",
+			if (*end || !argv[i][0])
+				tt_die("stats: --top: not a number: '%s'",
 				       argv[i]);
 			continue;
 		}
@@ -312,7 +327,6 @@ int tt_verb_stats(int argc, char **argv)
 	}
 	if (!path)
 		tt_die("stats: no FILE (weft-trace stats --help)");
-	longest = tt_xmalloc((top ? top : 1) * sizeof(*longest));
 	d.exact = tt_xmalloc(EXACT_MAX * sizeof(*d.exact));
 	tt_open(&t, path, false);
 	while (tt_next(&t, &ev)) {
@@ -328,7 +342,7 @@ int tt_verb_stats(int argc, char **argv)
 			w->polls++;
 			w->poll_ns += e->a1;
 			durs_add(&d, e->a1);
-			top_note(longest, &nlongest, top, &t, e);
+			top_note(&top_polls, top, &t, e);
 			break;
 		case WEFT_EV_STEAL:
 			w->steals_in += e->a2;
@@ -342,6 +356,8 @@ int tt_verb_stats(int argc, char **argv)
 			break;
 		}
 	}
+	longest = top_polls.h;
+	nlongest = top_polls.n;
 	if (t.nev) {
 		t1 = t.last_ts;
 		span = t1 - t0;
