@@ -13,6 +13,7 @@
 #define WEFT_TEST_PROBE_HELPERS_H
 
 #include <pthread.h>
+#include <time.h>
 #include <string.h>
 
 #include "test_helpers.h"
@@ -228,6 +229,29 @@ static inline void spin_ns(uint64_t ns)
 	uint64_t t0 = weft_now_ns();
 
 	while (weft_now_ns() - t0 < ns)
+		;
+}
+
+/* This thread's CPU time, ns. */
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Spins until this thread has run @ns on a CPU: a poll that computes
+ * that long however the OS shares the CPUs (the probe tells a poll the
+ * OS kept waiting from one that computed: a wall-clock spin on a busy
+ * machine reads as the OS's doing).
+ */
+static inline void spin_cpu_ns(uint64_t ns)
+{
+	uint64_t t0 = thread_cpu_ns();
+
+	while (thread_cpu_ns() - t0 < ns)
 		;
 }
 

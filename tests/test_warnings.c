@@ -9,11 +9,17 @@
  * sink are probe_helpers.h's.
  *
  * No test depends on timing beyond "a 25 ms spin is longer than the 10 ms
- * long-poll threshold" and the scheduling delay's 400 ms against 200 ms.
+ * long-poll threshold" and the scheduling delay's 400 ms against 200 ms;
+ * the preempted case makes its own contention (threads spinning on the
+ * CPU its task is pinned to) and retries until the OS has shared it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe_helpers.h"
@@ -23,6 +29,18 @@
 #include "collector_internal.h"
 
 /* ------------------------------------------------------------- warnings */
+
+/* Every warning the sink holds, for a failing count's message. */
+static void print_warnings(struct sink *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++)
+		print_message("warning %s task %llu: %s\n",
+			      weft_warning_kind_name(s->warn[i].kind),
+			      (unsigned long long)s->warn[i].task,
+			      s->warn[i].detail);
+	pthread_mutex_unlock(&s->lock);
+}
 
 /* Lock held across await: bad holds a weft_mutex_t over PENDING. */
 struct locker {
@@ -121,7 +139,7 @@ static weft_poll_t spin_bad_poll(void *arg, weft_cx_t *cx)
 {
 	(void)arg;
 	(void)cx;
-	spin_ns(WEFT_MSEC(25));
+	spin_cpu_ns(WEFT_MSEC(25));
 	return WEFT_READY;
 }
 
@@ -156,13 +174,21 @@ struct spins {
 	weft_yield_t y;
 };
 
+/* The longest of their polls, wall time (a CPU-time spin may be longer). */
+static _Atomic uint64_t spins_longest_ns;
+
 static weft_poll_t spins_poll(void *arg, weft_cx_t *cx)
 {
 	struct spins *s = arg;
 
 	WEFT_ASYNC_BEGIN(s);
 	for (s->i = 0; s->i < s->n; s->i++) {
-		spin_ns(WEFT_MSEC(s->ms));
+		uint64_t t0 = weft_now_ns(), took;
+
+		spin_cpu_ns(WEFT_MSEC(s->ms));
+		took = weft_now_ns() - t0;
+		if (took > atomic_load(&spins_longest_ns))
+			atomic_store(&spins_longest_ns, took);
 		WEFT_YIELD(s, cx);
 	}
 	WEFT_ASYNC_END(s);
@@ -185,6 +211,7 @@ static void test_long_polls_before_attach(void **state)
 
 	(void)state;
 	assert_false(weft_probe_listening());
+	spins_longest_ns = 0;
 	bad = run_task(rt, "spin-5x25ms", spins_poll,
 		       &(struct spins){ .n = 5, .ms = 25 }, sizeof(struct spins));
 	good = run_task(rt, "spin-125x1ms", spins_poll,
@@ -194,6 +221,8 @@ static void test_long_polls_before_attach(void **state)
 	s = sink_new_history(false, true, &sub);
 	weft_probe_flush();
 	weft_probe_flush();
+	if (sink_count(s, WEFT_WARN_LONG_POLL, bad) != 5)
+		print_warnings(s);
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, bad), 5);
 	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, bad), 5);
 	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, good), 0);
@@ -202,8 +231,9 @@ static void test_long_polls_before_attach(void **state)
 	assert_true(w.history);
 	assert_string_equal(w.task_name, "spin-5x25ms");
 	assert_non_null(strstr(w.file, "test_warnings.c"));
-	/* A lower bound: under 25 ms, and over the 10 ms threshold. */
-	assert_in_range(w.value_ns, WEFT_MSEC(10), WEFT_MSEC(25));
+	/* A lower bound: under the poll's length (25 ms of CPU, at least
+	 * as long on the clock), and over the 10 ms threshold. */
+	assert_in_range(w.value_ns, WEFT_MSEC(10), spins_longest_ns);
 	assert_non_null(strstr(w.detail, "seen by the runtime monitor"));
 	rt_done(rt);
 	sink_free(s, sub);
@@ -252,6 +282,201 @@ static void test_warns_long_poll(void **state)
 	assert_int_equal(st.blocking_jobs, 2);
 	assert_int_equal(st.blocking_busy, 0);
 	assert_int_equal(st.blocking_queued, 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* ------------------------------------------------ why a poll was long */
+
+static weft_poll_t sleep_bad_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg, (void)cx;
+	usleep(25000); /* a blocking call on a worker */
+	return WEFT_READY;
+}
+
+/*
+ * A long poll says where its time went, from the worker thread's CPU
+ * clock and schedstat as the runtime monitor read them: a 25 ms spin
+ * computed on its CPU, a 25 ms usleep() slept in the kernel.  Both are
+ * the task's doing and both name it.
+ */
+static void test_long_poll_says_why(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_warning_t w;
+	uint64_t spin, sleeper;
+
+	(void)state;
+	spin = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
+	sleeper = run_task(rt, "sleep-bad", sleep_bad_poll, NULL, 0);
+	weft_probe_flush();
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, spin, &w));
+	assert_non_null(strstr(w.detail, ": computing on a CPU, no await"));
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, sleeper, &w));
+	assert_non_null(strstr(w.detail, ": asleep in the kernel"));
+	assert_non_null(strstr(w.detail, "(a blocking call)"));
+	assert_int_equal(sink_count(s, WEFT_WARN_PREEMPTED, 0), 0);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
+/* Spins on one CPU until told to stop: the contention of a busy host. */
+struct hog {
+	pthread_t thread;
+	int cpu;
+	atomic_int *stop;
+};
+
+static void pin_to(pthread_t th, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(pthread_setaffinity_np(th, sizeof(set), &set), 0);
+}
+
+static void *hog_main(void *arg)
+{
+	struct hog *h = arg;
+
+	pin_to(pthread_self(), h->cpu);
+	while (!atomic_load_explicit(h->stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * The runtime monitor's threads ("weft-mon") onto every CPU of ours but
+ * @cpu: it reads where a poll's time went, and at nice 19 beside three
+ * spinning threads it could not look at all (then nothing is known, and
+ * the poll's task is blamed as before).
+ */
+static void monitor_off(int cpu)
+{
+	cpu_set_t set;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	assert_non_null(d);
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	CPU_CLR(cpu, &set);
+	while ((e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, "weft-mon", 8) && CPU_COUNT(&set))
+			sched_setaffinity(atoi(e->d_name), sizeof(set), &set);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/*
+ * Pins its worker to @cpu (where the hogs spin), burns @cpu_ms of its
+ * own CPU time, however long the OS makes that take, and puts the
+ * worker's affinity back.
+ */
+struct burner {
+	int cpu;
+	unsigned cpu_ms;
+};
+
+static weft_poll_t burner_poll(void *arg, weft_cx_t *cx)
+{
+	struct burner *b = arg;
+	cpu_set_t old;
+
+	(void)cx;
+	assert_int_equal(pthread_getaffinity_np(pthread_self(), sizeof(old),
+						&old),
+			 0);
+	pin_to(pthread_self(), b->cpu);
+	spin_cpu_ns(WEFT_MSEC(b->cpu_ms));
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(old),
+						&old),
+			 0);
+	return WEFT_READY;
+}
+
+/*
+ * The OS, not the task: three threads spin on the CPU a task's worker is
+ * pinned to, and the task computes 4 ms, which the CPU's sharing
+ * stretches past the 10 ms threshold.  No long-poll or never-yielded
+ * names it; a preempted warning names no task and says the OS kept the
+ * worker off its CPU.  Its twin computes 30 ms under the same hogs: its
+ * own part alone passes the threshold, and the long poll is its.
+ */
+static void test_preempted_not_blamed(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int stop = 0;
+	struct hog hogs[3];
+	weft_probe_warning_t w;
+	cpu_set_t mine;
+	uint64_t victim[8], guilty;
+	int cpu = -1, rounds = 0;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	if (CPU_COUNT(&mine) < 2) {
+		/* The monitor needs a CPU the hogs do not hold. */
+		print_message("skipped: one CPU\n");
+		rt_done(rt);
+		sink_free(s, sub);
+		return;
+	}
+	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+		if (CPU_ISSET(c, &mine))
+			cpu = c;
+	assert_true(cpu >= 0);
+	for (int i = 0; i < 3; i++) {
+		hogs[i] = (struct hog){ .cpu = cpu, .stop = &stop };
+		assert_int_equal(pthread_create(&hogs[i].thread, NULL,
+						hog_main, &hogs[i]),
+				 0);
+	}
+	monitor_off(cpu);
+	usleep(20000); /* the hogs on their CPU */
+	/* Until a poll is stretched past the threshold by the sharing. */
+	while (rounds < 8 && !sink_count(s, WEFT_WARN_PREEMPTED, 0)) {
+		victim[rounds++] = run_task(rt, "compute-4ms", burner_poll,
+					    &(struct burner){ cpu, 4 },
+					    sizeof(struct burner));
+		weft_probe_flush();
+	}
+	guilty = run_task(rt, "compute-30ms", burner_poll,
+			  &(struct burner){ cpu, 30 }, sizeof(struct burner));
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(hogs[i].thread, NULL);
+	weft_probe_flush();
+	for (int i = 0; i < rounds; i++) {
+		if (sink_count(s, WEFT_WARN_LONG_POLL, victim[i]) ||
+		    sink_count(s, WEFT_WARN_NEVER_YIELDED, victim[i]))
+			print_warnings(s);
+		assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, victim[i]),
+				 0);
+		assert_int_equal(
+			sink_count(s, WEFT_WARN_NEVER_YIELDED, victim[i]), 0);
+	}
+	assert_true(sink_find(s, WEFT_WARN_PREEMPTED, 0, &w));
+	assert_non_null(strstr(w.detail, "the OS kept worker"));
+	assert_non_null(strstr(w.detail, "off a CPU"));
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, guilty, &w));
+	assert_string_equal(w.task_name, "compute-30ms");
+	assert_non_null(strstr(w.detail, "computing on a CPU"));
 	rt_done(rt);
 	sink_free(s, sub);
 }
@@ -422,7 +647,10 @@ static void test_warns_self_wakes_and_large_future(void **state)
 	sink_free(s, sub);
 }
 
-/* Scheduling delay: woken while the only worker is stuck elsewhere. */
+/*
+ * Scheduling delay: woken while the only worker is stuck elsewhere; the
+ * warning names the task it waited behind.
+ */
 struct delayed {
 	int weft_pc;
 	weft_oneshot_rx_t *rx;
@@ -438,7 +666,9 @@ static void test_warns_scheduling_delay(void **state)
 	weft_oneshot_tx_t *tx, *tx2;
 	weft_oneshot_rx_t *rx, *rx2;
 	weft_join_t *jw, *jb, *jg;
+	weft_probe_warning_t w;
 	uint64_t bad, good;
+	char cause[64];
 
 	(void)state;
 	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
@@ -467,6 +697,13 @@ static void test_warns_scheduling_delay(void **state)
 	weft_probe_flush();
 	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, bad), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_SCHEDULING_DELAY, good), 0);
+	/* The victim's warning names what it waited behind. */
+	assert_true(sink_find(s, WEFT_WARN_SCHEDULING_DELAY, bad, &w));
+	snprintf(cause, sizeof(cause), ": worker 0 was in a ");
+	assert_non_null(strstr(w.detail, cause));
+	snprintf(cause, sizeof(cause), " poll of task %llu (hog)",
+		 (unsigned long long)weft_join_id(jb));
+	assert_non_null(strstr(w.detail, cause));
 	weft_join_drop(jw);
 	weft_join_drop(jb);
 	weft_join_drop(jg);
@@ -620,6 +857,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
 		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
+		cmocka_unit_test_teardown(test_long_poll_says_why, teardown),
+		cmocka_unit_test_teardown(test_preempted_not_blamed, teardown),
 		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),

@@ -6,6 +6,7 @@
  * inline (the record cache's in collector_internal.h).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "collector_internal.h"
 #include "weft/wire.h"
@@ -43,6 +44,45 @@ static void self_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	check_self_wakes(p, t, ev);
 }
 
+/*
+ * What a task woken at @from and first polled at @to waited behind: the
+ * long poll (ended, on any worker) that covered most of the wait, if one
+ * covered half of it.  Appends ": worker N was in a M ms poll of task
+ * ID (name)" or that the OS held the worker, to @d.
+ */
+static void delay_cause(const struct probe *p, uint64_t from, uint64_t to,
+			char *d, size_t len)
+{
+	const struct worker_long_s *best = NULL;
+	uint64_t best_cover = 0;
+	unsigned wi = 0;
+	size_t n = strlen(d);
+
+	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++) {
+		const struct worker_long_s *l = &p->worker_long[i];
+		uint64_t a = l->start > from ? l->start : from;
+		uint64_t b = l->end < to ? l->end : to;
+
+		if (!l->end || b <= a || b - a <= best_cover)
+			continue;
+		best = l;
+		best_cover = b - a;
+		wi = i;
+	}
+	if (!best || best_cover * 2 < to - from)
+		return;
+	if (best->by_os)
+		snprintf(d + n, len - n,
+			 ": the OS held worker %u off its CPU (a %.1f ms poll)",
+			 wi, (double)(best->end - best->start) / 1e6);
+	else
+		snprintf(d + n, len - n,
+			 ": worker %u was in a %.1f ms poll of task %llu (%s)",
+			 wi, (double)(best->end - best->start) / 1e6,
+			 (unsigned long long)best->task,
+			 best->name[0] ? best->name : "unnamed");
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -63,12 +103,13 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 			p->drops_suppressed++;
 		} else if (delay > p->config.sched_delay_ns &&
 			   !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
-			char d[96];
+			char d[160];
 
 			t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
 			snprintf(d, sizeof(d),
 				 "woken, then waited %.1f ms for a worker",
 				 (double)delay / 1e6);
+			delay_cause(p, t->woken_at, start, d, sizeof(d));
 			weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY,
 						  t, ev->worker, start, delay,
 						  d);
@@ -95,16 +136,34 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	    dur > p->worker_max_poll[ev->worker])
 		p->worker_max_poll[ev->worker] = dur;
 
-	if (dur >= p->config.long_poll_ns &&
-	    ev->ts > t->last_long_warn + 1000000000u) {
-		char d[128];
+	if (dur >= p->config.long_poll_ns) {
+		char why[160], d[sizeof(why) + 64];
+		uint64_t own = weft__collector_poll_why(p, ev->worker, start, 0,
+							dur, why, sizeof(why));
 
-		t->last_long_warn = ev->ts;
-		snprintf(d, sizeof(d),
-			 "one poll ran %.1f ms and blocked worker %u",
-			 (double)dur / 1e6, ev->worker);
-		weft__collector_warn_task(p, WEFT_WARN_LONG_POLL, t, ev->worker,
-					  start, dur, d);
+		if (ev->worker < MAX_PROBE_WORKERS) {
+			struct worker_long_s *l = &p->worker_long[ev->worker];
+
+			l->task = t->pub.id;
+			l->start = start;
+			l->end = ev->ts;
+			l->by_os = weft__collector_by_os(p, own, dur);
+			snprintf(l->name, sizeof(l->name), "%s",
+				 t->pub.name ? t->pub.name : "");
+		}
+		if (weft__collector_by_os(p, own, dur)) {
+			/* Long by the OS's doing, not the task's. */
+			weft__collector_warn_preempted(p, ev->worker, start,
+						       dur, own);
+		} else if (ev->ts > t->last_long_warn + 1000000000u) {
+			t->last_long_warn = ev->ts;
+			snprintf(d, sizeof(d),
+				 "one poll ran %.1f ms and blocked worker "
+				 "%u%s",
+				 (double)dur / 1e6, ev->worker, why);
+			weft__collector_warn_task(p, WEFT_WARN_LONG_POLL, t,
+						  ev->worker, start, dur, d);
+		}
 	}
 
 	if (ev->a2 & WEFT_POLL_YIELDED)

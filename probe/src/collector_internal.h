@@ -143,6 +143,17 @@ struct probe {
 	uint64_t worker_poll_started[MAX_PROBE_WORKERS];
 	uint64_t worker_yield_warned[MAX_PROBE_WORKERS];
 	uint64_t worker_storm_warned[MAX_PROBE_WORKERS];
+	uint64_t worker_preempt_warned[MAX_PROBE_WORKERS];
+	/*
+	 * Each worker's last long poll (collector_events.c): what a
+	 * scheduling delay in its time waited behind, named in its warning.
+	 * by_os: the OS held the worker off its CPU most of it.
+	 */
+	struct worker_long_s {
+		uint64_t task, start, end;
+		bool by_os;
+		char name[40];
+	} worker_long[MAX_PROBE_WORKERS];
 	/* Steal-storm bursts (passes entering the storm) since the last
 	 * warning, and whether the last pass was in one: every burst is
 	 * counted in a warning, only the text is rate-limited. */
@@ -382,5 +393,38 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
+/*
+ * A poll of @dur_ns on @worker (of p->rt) that began at @start_ns (ns)
+ * ran past the long-poll threshold: where its time went, if the monitor
+ * read it (@raw_start: the poll's start in ticks, when known exactly,
+ * else 0 and matched on @start_ns).  Writes a clause for the warning
+ * into @why ("" when not known).  Return: the task's own part of
+ * @dur_ns, on a CPU or asleep in the kernel (@dur_ns when not known);
+ * what is left the OS spent running other threads.
+ */
+uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
+				  uint64_t start_ns, uint64_t raw_start,
+				  uint64_t dur_ns, char *why, size_t len);
+/*
+ * Whether a long poll of @dur_ns with @own_ns of its own (the rest
+ * waiting for a CPU) was the OS's doing: its own part under the
+ * threshold, and the wait at least as long.  A poll still running is
+ * told only when its own part passes the threshold (any wait puts one
+ * just past it under): the caller looks again.
+ */
+static inline bool weft__collector_by_os(const struct probe *p,
+					 uint64_t own_ns, uint64_t dur_ns)
+{
+	return own_ns < p->config.long_poll_ns && dur_ns - own_ns >= own_ns;
+}
+
+/*
+ * The OS, not the task, made a poll on @worker long: most of its
+ * @dur_ns was spent waiting for a CPU.  A worker warning naming no task,
+ * at most once a second a worker.
+ */
+void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
+				    uint64_t start_ns, uint64_t dur_ns,
+				    uint64_t own_ns);
 
 #endif /* WEFT_COLLECTOR_INTERNAL_H */

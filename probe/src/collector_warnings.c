@@ -35,31 +35,168 @@ void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 	va_end(ap);
 }
 
-void weft__probe_monitor_long_poll(const weft__task_info_t *t,
+/*
+ * The split's parts as whole percents: waiting for a CPU, of the whole
+ * stretch; on a CPU and asleep in the kernel, of the rest (the task's
+ * own time), so that a poll computing on a shared CPU still reads as
+ * computing.
+ */
+static void split_percents(const weft__poll_split_t *sp, unsigned *wait,
+			   unsigned *cpu, unsigned *sleep)
+{
+	double span = (double)(sp->to_ns - sp->from_ns);
+	double w = (double)sp->wait_ns / span, c = (double)sp->cpu_ns / span;
+
+	if (w > 1)
+		w = 1;
+	if (c > 1 - w)
+		c = 1 - w;
+	*wait = (unsigned)(w * 100 + 0.5);
+	*cpu = w < 1 ? (unsigned)(c / (1 - w) * 100 + 0.5) : 0;
+	*sleep = 100 - *cpu;
+}
+
+/*
+ * The split read over a stretch of the poll stands for the whole poll
+ * when it covers a fair part of it: a quarter, or 1 ms (the monitor
+ * begins reading at the stall threshold, and its looks come late when
+ * the CPUs are busy).
+ */
+static bool split_usable(const weft__poll_split_t *sp, uint64_t dur_ns)
+{
+	uint64_t span = sp->to_ns > sp->from_ns ? sp->to_ns - sp->from_ns : 0;
+
+	return span >= 1000000 || (span && span * 4 >= dur_ns);
+}
+
+static uint64_t poll_why(const weft__poll_split_t *sp, uint64_t dur_ns,
+			 char *why, size_t len)
+{
+	unsigned wait, cpu, sleep;
+
+	why[0] = '\0';
+	if (!sp || !split_usable(sp, dur_ns))
+		return dur_ns;
+	split_percents(sp, &wait, &cpu, &sleep);
+	if (wait >= 100)
+		snprintf(why, len, ":");
+	else if (cpu >= 60)
+		snprintf(why, len,
+			 ": computing on a CPU, no await (%u%% of its own "
+			 "time)",
+			 cpu);
+	else if (sleep >= 60)
+		snprintf(why, len,
+			 ": asleep in the kernel %u%% of its own time "
+			 "(a blocking call)",
+			 sleep);
+	else
+		snprintf(why, len,
+			 ": on a CPU %u%%, asleep %u%% of its own time", cpu,
+			 sleep);
+	if (wait >= 20) {
+		size_t n = strlen(why);
+
+		snprintf(why + n, len - n,
+			 "%s the OS held it off a CPU %u%% of the poll",
+			 wait >= 100 ? "" : ";", wait);
+	}
+	return (uint64_t)((double)dur_ns * (100 - wait) / 100.0);
+}
+
+uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
+				  uint64_t start_ns, uint64_t raw_start,
+				  uint64_t dur_ns, char *why, size_t len)
+{
+	weft__poll_split_t sp[WEFT__POLL_SPLITS];
+	const weft__poll_split_t *found = NULL;
+	unsigned n = 0;
+
+	if (p->rt && worker < weft_runtime_workers(p->rt))
+		n = weft__runtime_poll_splits(p->rt, worker, sp);
+	for (unsigned k = 0; k < n && !found; k++) {
+		uint64_t s;
+
+		if (!sp[k].start)
+			continue;
+		if (raw_start) {
+			found = sp[k].start == raw_start ? &sp[k] : NULL;
+			continue;
+		}
+		/*
+		 * Matched on the start, to 50 us: polls on one worker follow
+		 * each other, and a long one's start has no other poll's
+		 * start that close but a short one's before it, which the
+		 * monitor never reads.
+		 */
+		s = weft__probe_clock_to_ns(sp[k].start);
+		if (s > start_ns ? s - start_ns <= 50000 :
+				   start_ns - s <= 50000)
+			found = &sp[k];
+	}
+	return poll_why(found, dur_ns, why, len);
+}
+
+void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
+				    uint64_t start_ns, uint64_t dur_ns,
+				    uint64_t own_ns)
+{
+	uint64_t *last = worker < MAX_PROBE_WORKERS ?
+				 &p->worker_preempt_warned[worker] :
+				 NULL;
+
+	if (last && *last && start_ns < *last + 1000000000u)
+		return;
+	if (last)
+		*last = start_ns ? start_ns : 1;
+	weft__collector_warn(
+		p, WEFT_WARN_PREEMPTED, NULL, worker, start_ns, dur_ns - own_ns,
+		"the OS kept worker %u off a CPU %.1f ms of a %.1f ms poll "
+		"(other threads, or a CPU quota); the task's own %.1f ms is "
+		"under the threshold",
+		worker, (double)(dur_ns - own_ns) / 1e6, (double)dur_ns / 1e6,
+		(double)own_ns / 1e6);
+}
+
+bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 				   uint16_t worker, uint64_t start_ns,
-				   uint64_t dur_ns, bool ended)
+				   uint64_t dur_ns, bool ended,
+				   const weft__poll_split_t *split)
 {
 	struct probe *p = &weft__probe;
 	weft_probe_warning_t *w;
+	char why[160];
+	uint64_t own;
 
 	pthread_mutex_lock(&p->lock);
+	own = poll_why(split, dur_ns, why, sizeof(why));
+	if (ended && weft__collector_by_os(p, own, dur_ns)) {
+		weft__collector_warn_preempted(p, worker, start_ns, dur_ns, own);
+		pthread_mutex_unlock(&p->lock);
+		return true;
+	}
+	if (!ended && own < p->config.long_poll_ns) {
+		pthread_mutex_unlock(&p->lock);
+		return false;
+	}
 	weft__collector_warn(p,
 			     ended ? WEFT_WARN_LONG_POLL
 				   : WEFT_WARN_NEVER_YIELDED,
 			     NULL, worker, start_ns, dur_ns,
 			     ended ? "one poll ran at least %.1f ms and "
 				     "blocked worker %u (seen by the runtime "
-				     "monitor)"
+				     "monitor)%s"
 				   : "still in one poll after at least %.1f ms: "
-				     "worker %u is blocked (seen by the runtime "
-				     "monitor)",
-			     (double)dur_ns / 1e6, worker);
+				     "worker %u is blocked (seen by the "
+				     "runtime monitor)%s",
+			     (double)dur_ns / 1e6, worker, why);
 	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 	w->task = t->id;
 	w->task_name = t->name;
 	w->file = t->file;
 	w->line = t->line > 0 ? (uint32_t)t->line : 0;
 	pthread_mutex_unlock(&p->lock);
+	return true;
 }
 
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,

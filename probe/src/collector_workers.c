@@ -185,20 +185,30 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		if (task && w->poll_started_ns &&
 		    now > w->poll_started_ns + p->config.long_poll_ns &&
 		    p->worker_yield_warned[i] != started) {
-			task_rec_t *t = weft__collector_task_get(p, task, now);
-			char d[128];
+			uint64_t so_far = now - w->poll_started_ns, own;
+			char why[160], d[sizeof(why) + 64];
+			task_rec_t *t;
 
-			p->worker_yield_warned[i] = started;
-			snprintf(
-				d, sizeof(d),
-				"still in one poll after %.1f ms: worker %u is "
-				"blocked",
-				(double)(now - w->poll_started_ns) / 1e6, i);
-			if (t)
+			own = weft__collector_poll_why(p, (uint16_t)i,
+						       w->poll_started_ns,
+						       started, so_far, why,
+						       sizeof(why));
+			/* Its own part under the threshold so far: looked
+			 * at again (weft__collector_by_os()). */
+			t = own >= p->config.long_poll_ns ?
+				    weft__collector_task_get(p, task, now) :
+				    NULL;
+			snprintf(d, sizeof(d),
+				 "still in one poll after %.1f ms: worker %u "
+				 "is blocked%s",
+				 (double)so_far / 1e6, i, why);
+			if (t) {
+				p->worker_yield_warned[i] = started;
 				weft__collector_warn_task(
 					p, WEFT_WARN_NEVER_YIELDED, t,
 					(uint16_t)i, w->poll_started_ns,
-					now - w->poll_started_ns, d);
+					so_far, d);
+			}
 		}
 		rate[i] = w->steal_rate;
 		per_s[i] = w->steals_per_s;

@@ -578,6 +578,10 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 		       sizeof(weft__probe.worker_in_storm));
 		memset(weft__probe.worker_max_poll, 0,
 		       sizeof(weft__probe.worker_max_poll));
+		memset(weft__probe.worker_preempt_warned, 0,
+		       sizeof(weft__probe.worker_preempt_warned));
+		memset(weft__probe.worker_long, 0,
+		       sizeof(weft__probe.worker_long));
 		/*
 		 * Both: sample_workers() takes slot 0 as the oldest while the
 		 * window fills, so the next runtime's series starts there

@@ -156,13 +156,17 @@ struct weft__task_info_s;
 /*
  * The runtime's monitor saw, while no events flowed, task @t's poll on
  * @worker run past the long-poll threshold since @start_ns: for @dur_ns
- * so far (@ended false: never-yielded) or in all (@ended: long-poll).
+ * so far (@ended false: never-yielded) or in all (@ended: long-poll);
+ * @split, where its time went (or NULL: not known).  Return: whether a
+ * warning was raised (none while running and mostly the OS's doing).
  * Raised with the collector's warnings, so the next subscriber gets it.
  * Takes probe.lock: not from a worker.
  */
-void weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
+struct weft__poll_split_s;
+bool weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
 				   uint16_t worker, uint64_t start_ns,
-				   uint64_t dur_ns, bool ended);
+				   uint64_t dur_ns, bool ended,
+				   const struct weft__poll_split_s *split);
 
 static inline __attribute__((always_inline)) bool weft__probe_on(void)
 {

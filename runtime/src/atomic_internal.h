@@ -69,6 +69,7 @@
 
 #define fence_seqcst() atomic_thread_fence(memory_order_seq_cst)
 #define fence_acquire() atomic_thread_fence(memory_order_acquire)
+#define fence_release() atomic_thread_fence(memory_order_release)
 /*
  * A full barrier right after a locked RMW: none is needed on x86, where
  * the RMW (lock cmpxchg, xchg, lock xadd) already is one; a seq_cst

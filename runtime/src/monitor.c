@@ -32,6 +32,9 @@
  * WEFT_MONITOR=0 turns it off (for measuring what it costs: tools/bench).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -198,10 +201,25 @@ static void watch_driver(monitor_t *m, weft_runtime_t *rt, uint64_t now)
  * Lengths are lower bounds, from the first look that saw the poll to the
  * last: the monitor runs at nice 19 and its looks come late when the CPUs
  * are busy, and a late look must not make a short poll look long.  They
- * are wall time, as the collector's are: a worker the OS took off its CPU
- * mid-poll is not told apart yet.  The task is named from the owned list
- * (under its shard's lock: the task may be gone), not dereferenced.
+ * are wall time, as the collector's are; where the time went (the
+ * worker thread's CPU clock and schedstat, split_look()) goes with them,
+ * so that the probe does not blame a task for a poll the OS kept off its
+ * CPU.  The task is named from the owned list (under its shard's lock:
+ * the task may be gone), not dereferenced.
  */
+/* This poll's split, the newest published, if one is. */
+static const weft__poll_split_t *newest_split(weft_runtime_t *rt, unsigned i,
+					      const monitor_seen_t *s,
+					      weft__poll_split_t *out)
+{
+	weft__poll_split_t all[WEFT__POLL_SPLITS];
+
+	if (!s->split_published || !weft__runtime_poll_splits(rt, i, all))
+		return NULL;
+	*out = all[0];
+	return out;
+}
+
 static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 			      monitor_seen_t *s, weft_task_t *cur, uint64_t now)
 {
@@ -210,33 +228,178 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 		s->last_seen = now;
 	else
 		s->last_seen = s->first_seen;
-	if (s->named || !m->long_poll_ns ||
+	if (s->warned || !m->long_poll_ns ||
 	    s->last_seen - s->first_seen < m->long_poll_ns || weft__probe_on())
 		return;
-	s->named = weft__owned_describe(&rt->owned, cur, &s->info);
-	/*
-	 * Still the same poll (acquire, as steal_lifo()): the task named is
-	 * the one polled, not one that reused its memory meanwhile.
-	 */
-	if (s->named && (load_acquire(&rt->workers[i].cur) != cur ||
-			 load_relaxed(&rt->workers[i].c.polls) != s->polls))
-		s->named = false;
-	if (s->named)
-		weft__probe_monitor_long_poll(&s->info, (uint16_t)i,
-					      s->first_seen,
-					      s->last_seen - s->first_seen,
-					      false);
+	if (!s->named) {
+		s->named = weft__owned_describe(&rt->owned, cur, &s->info);
+		/*
+		 * Still the same poll (acquire, as steal_lifo()): the task
+		 * named is the one polled, not one that reused its memory
+		 * meanwhile.
+		 */
+		if (s->named &&
+		    (load_acquire(&rt->workers[i].cur) != cur ||
+		     load_relaxed(&rt->workers[i].c.polls) != s->polls))
+			s->named = false;
+	}
+	if (s->named) {
+		weft__poll_split_t split;
+
+		/* Not said while mostly the OS's doing: looked at again. */
+		s->warned = weft__probe_monitor_long_poll(
+			&s->info, (uint16_t)i, s->first_seen,
+			s->last_seen - s->first_seen, false,
+			newest_split(rt, i, s, &split));
+	}
 }
 
 /* Its length: at least from the first look that saw it to the last. */
-static void long_poll_ended(unsigned i, monitor_seen_t *s)
+static void long_poll_ended(weft_runtime_t *rt, unsigned i, monitor_seen_t *s)
 {
+	weft__poll_split_t split;
+
 	s->named = false;
 	if (!weft__probe_on())
-		weft__probe_monitor_long_poll(&s->info, (uint16_t)i,
-					      s->first_seen,
-					      s->last_seen - s->first_seen,
-					      true);
+		weft__probe_monitor_long_poll(
+			&s->info, (uint16_t)i, s->first_seen,
+			s->last_seen - s->first_seen, true,
+			newest_split(rt, i, s, &split));
+}
+
+/* Opens /proc/self/task/TID/@what; -2 where it cannot. */
+static int open_task_file(int32_t tid, const char *what)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -2 : fd;
+}
+
+/*
+ * The worker thread's CPU time (its CPU clock: exact, where schedstat's
+ * first field lags up to a scheduler tick for a running thread), its
+ * time queued for a CPU (schedstat's run_delay: exact for the waits
+ * that have ended), whether it is runnable now ('R' in its /proc stat)
+ * and when (ns, read right after).  The files are kept open: a pread at
+ * 0 reads them anew.  False where any cannot be read.
+ */
+static bool thread_read(weft_worker_t *w, monitor_seen_t *s, uint64_t *cpu,
+			uint64_t *delay, bool *runnable, uint64_t *at)
+{
+	char buf[512], *p;
+	struct timespec ts;
+	ssize_t n;
+
+	if (s->stat_fd == -1) {
+		/* Acquire: the clock id stored before the tid. */
+		int32_t tid = load_acquire(&w->tid);
+
+		if (!tid)
+			return false;
+		s->cpu_clock = (clockid_t)load_relaxed(&w->cpu_clock);
+		s->stat_fd = open_task_file(tid, "stat");
+		s->sched_fd = open_task_file(tid, "schedstat");
+		if (s->stat_fd < 0 || s->sched_fd < 0) {
+			if (s->stat_fd >= 0)
+				close(s->stat_fd);
+			if (s->sched_fd >= 0)
+				close(s->sched_fd);
+			s->stat_fd = s->sched_fd = -2;
+		}
+	}
+	if (s->stat_fd < 0)
+		return false;
+	if (clock_gettime(s->cpu_clock, &ts))
+		return false;
+	*at = weft_now_ns();
+	*cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	n = pread(s->sched_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	(void)strtoull(buf, &p, 10);
+	*delay = strtoull(p, NULL, 10);
+	n = pread(s->stat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return false;
+	*runnable = p[2] == 'R';
+	return true;
+}
+
+/*
+ * A look at a poll past the stall threshold: where its time went since
+ * the first such look, published for the probe's warnings, so that a
+ * poll the OS kept off its CPU is not blamed on its task.  On a CPU: its
+ * CPU clock; waiting for one: the run_delay its waits added as they
+ * ended, and the wait going on now, if it is runnable and has not run
+ * since the last look (from then: a lower bound); the rest asleep in
+ * the kernel.  Three reads a look, only while a poll is stuck.  The
+ * poll's end is not looked at: what the thread does after it is not
+ * its poll's.
+ */
+static void split_look(weft_worker_t *w, monitor_seen_t *s)
+{
+	uint64_t cpu, delay, at, wait;
+	_Atomic uint64_t *v;
+	uint32_t seq, pos;
+	bool runnable;
+
+	if (!thread_read(w, s, &cpu, &delay, &runnable, &at))
+		return;
+	if (!s->split_first) {
+		s->split_first = true;
+		s->cpu0 = s->cpu_prev = cpu;
+		s->delay0 = delay;
+		s->at0 = s->at_prev = at;
+		/*
+		 * Relaxed: matched against the POLL event, a hint.  A poll
+		 * that began with the probe off was not timed, and its
+		 * start would be an older poll's: none.
+		 */
+		s->split_start = load_relaxed(&w->probe_task) ?
+					 load_relaxed(&w->probe_poll_start) :
+					 0;
+		return;
+	}
+	wait = delay > s->delay0 ? delay - s->delay0 : 0;
+	if (runnable && cpu == s->cpu_prev && at > s->at_prev)
+		wait += at - s->at_prev;
+	s->cpu_prev = cpu;
+	s->at_prev = at;
+	/*
+	 * The seqlock's write side (we are its only writer): odd, a release
+	 * fence (the count before the fields, to a reader that sees a
+	 * field's new value), the fields, then even with release (the
+	 * fields before the count, to a reader's acquire).
+	 */
+	seq = load_relaxed(&w->split_seq);
+	pos = load_relaxed(&w->split_pos);
+	store_relaxed(&w->split_seq, seq + 1);
+	fence_release();
+	if (!s->split_published) {
+		/* This poll's first: a slot of its own, the oldest's. */
+		pos = (pos + 1) % WEFT__POLL_SPLITS;
+		store_relaxed(&w->split_pos, pos);
+		if (load_relaxed(&w->split_n) < WEFT__POLL_SPLITS)
+			store_relaxed(&w->split_n,
+				      load_relaxed(&w->split_n) + 1);
+	}
+	v = w->split[(pos + WEFT__POLL_SPLITS - 1) % WEFT__POLL_SPLITS];
+	store_relaxed(&v[0], s->split_start);
+	store_relaxed(&v[1], s->at0);
+	store_relaxed(&v[2], at);
+	store_relaxed(&v[3], cpu > s->cpu0 ? cpu - s->cpu0 : 0);
+	store_relaxed(&v[4], wait);
+	store_release(&w->split_seq, seq + 2);
+	s->split_published = true;
 }
 #endif
 
@@ -262,7 +425,9 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 		if (!cur || cur != s->cur || polls != s->polls) {
 #if WEFT_PROBE
 			if (s->named)
-				long_poll_ended(i, s);
+				long_poll_ended(rt, i, s);
+			s->split_first = s->split_published = false;
+			s->warned = false;
 			/*
 			 * Read after the loads above, not @now: a poll that
 			 * began between @now and them (the monitor runs at
@@ -286,6 +451,9 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 				next = s->since + m->stall_ns;
 			continue;
 		}
+#if WEFT_PROBE
+		split_look(w, s);
+#endif
 		worker_stuck(m, w, cur, polls, !s->acted);
 		s->acted = true;
 	}
@@ -381,9 +549,11 @@ int weft__monitor_start(weft_runtime_t *rt)
 	m->seen = calloc(rt->nworkers, sizeof(*m->seen));
 	if (!m->seen)
 		return -ENOMEM;
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		m->seen[i].stat_fd = m->seen[i].sched_fd = -1;
 	m->driver_seen_at = weft_now_ns();
 	if (pthread_create(&m->thread, NULL, monitor_main, rt)) {
-		free(m->seen);
+		free(m->seen); /* no fd opened yet: the monitor never ran */
 		m->seen = NULL;
 		return -EAGAIN;
 	}
@@ -401,6 +571,12 @@ void weft__monitor_stop(weft_runtime_t *rt)
 	exchange_seqcst(&m->state, MON_STOP);
 	futex_wake_all(&m->state);
 	pthread_join(m->thread, NULL);
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		if (m->seen[i].stat_fd >= 0)
+			close(m->seen[i].stat_fd);
+		if (m->seen[i].sched_fd >= 0)
+			close(m->seen[i].sched_fd);
+	}
 	free(m->seen);
 	m->seen = NULL;
 	m->started = false;

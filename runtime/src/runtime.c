@@ -510,6 +510,46 @@ int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
 	return 0;
 }
 
+unsigned weft__runtime_poll_splits(weft_runtime_t *rt, unsigned i,
+				   weft__poll_split_t out[WEFT__POLL_SPLITS])
+{
+	weft_worker_t *w = &rt->workers[i];
+
+	for (int tries = 0; tries < 8; tries++) {
+		/* Acquire: the fields read below are the ones this count
+		 * was published with (pairs with the writer's release). */
+		uint32_t seq = load_acquire(&w->split_seq), pos, n;
+
+		if (!seq)
+			return 0;
+		if (seq & 1)
+			continue;
+		pos = load_relaxed(&w->split_pos);
+		n = load_relaxed(&w->split_n);
+		if (n > WEFT__POLL_SPLITS)
+			n = WEFT__POLL_SPLITS;
+		for (uint32_t k = 0; k < n; k++) {
+			/* Newest first: the slot before pos, and back. */
+			_Atomic uint64_t *v =
+				w->split[(pos + WEFT__POLL_SPLITS - 1 - k) %
+					 WEFT__POLL_SPLITS];
+
+			out[k] = (weft__poll_split_t){
+				.start = load_relaxed(&v[0]),
+				.from_ns = load_relaxed(&v[1]),
+				.to_ns = load_relaxed(&v[2]),
+				.cpu_ns = load_relaxed(&v[3]),
+				.wait_ns = load_relaxed(&v[4]),
+			};
+		}
+		/* Acquire fence: the reads above before the recheck. */
+		fence_acquire();
+		if (load_relaxed(&w->split_seq) == seq)
+			return n;
+	}
+	return 0;
+}
+
 void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
 			       uint64_t *started)
 {

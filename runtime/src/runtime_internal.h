@@ -357,6 +357,23 @@ struct weft_worker_s {
 	/* The poll in progress, published while the probe listens. */
 	_Atomic uint64_t probe_task;
 	_Atomic uint64_t probe_poll_start;
+	/*
+	 * The thread's id and CPU clock (monitor.c reads where a stuck
+	 * poll's time goes), once it runs: tid 0 before, stored last.
+	 */
+	_Atomic int32_t tid;
+	_Atomic int32_t cpu_clock;
+	/*
+	 * The last long poll's split (runtime_probe.h), written by the
+	 * monitor alone, read by the probe: a seqlock, odd while written.
+	 * Fields are relaxed atomics so that a reader racing a write
+	 * reads a stale or torn copy (then retries), never undefined.
+	 */
+	weft__cacheline_aligned _Atomic uint32_t split_seq;
+	/* A ring of the last long polls' splits: start, from, to, cpu,
+	 * wait; split_pos the next slot, split_n the slots filled. */
+	_Atomic uint64_t split[WEFT__POLL_SPLITS][5];
+	_Atomic uint32_t split_pos, split_n;
 };
 
 /* ---------------------------------------------------------------- monitor */
@@ -375,6 +392,18 @@ typedef struct monitor_seen_s {
 	uint64_t first_seen, last_seen;
 	bool named;
 	weft__task_info_t info;
+	/*
+	 * Where a stuck poll's time goes (monitor.c): the worker thread's
+	 * /proc stat and schedstat (fds; stat_fd -1: not open yet, -2:
+	 * cannot be read) and CPU clock; this poll's first look (CPU time,
+	 * time queued for a CPU, when) and the last one.  warned: the
+	 * long poll was said while running (named: its task described).
+	 */
+	int stat_fd, sched_fd;
+	clockid_t cpu_clock;
+	bool split_first, split_published, warned;
+	uint64_t cpu0, delay0, at0, cpu_prev, at_prev;
+	uint64_t split_start;
 } monitor_seen_t;
 
 typedef struct monitor_s {

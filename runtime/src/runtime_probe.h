@@ -49,6 +49,33 @@ size_t weft__runtime_tasks(weft_runtime_t *rt, unsigned shard,
 void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
 			       uint64_t *started);
 
+/*
+ * Where one long poll's time went, as the runtime monitor read the
+ * worker thread's CPU clock and schedstat (monitor.c) over a stretch of
+ * it: on a CPU, waiting for one (runnable, the OS ran something else),
+ * and the rest asleep in the kernel (a blocking call).  @start: the
+ * poll's start in probe clock ticks (w->probe_poll_start when first
+ * read; 0 if the probe was off), to match it to its POLL event.
+ */
+typedef struct weft__poll_split_s {
+	uint64_t start;
+	uint64_t from_ns, to_ns; /* the stretch read (weft_now_ns()) */
+	uint64_t cpu_ns;         /* on a CPU, within it */
+	uint64_t wait_ns;        /* waiting for a CPU, within it */
+} weft__poll_split_t;
+
+/* Long polls a worker keeps the split of: the collector may come to a
+ * poll's event after the worker has run a few more. */
+#define WEFT__POLL_SPLITS 8
+
+/*
+ * Worker @i's last long polls' splits, newest first, published by the
+ * monitor (a seqlock: a consistent copy).  Return: how many (0 before
+ * any, where /proc cannot be read, or while a write goes on).
+ */
+unsigned weft__runtime_poll_splits(weft_runtime_t *rt, unsigned i,
+				   weft__poll_split_t out[WEFT__POLL_SPLITS]);
+
 /* The id of the task being polled on this thread, 0 if none (worker.c). */
 extern WEFT_TLS uint64_t weft__cur_task_id;
 

@@ -24,6 +24,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "runtime_internal.h"
 
 WEFT_TLS weft_worker_t *weft__cur_worker;
@@ -543,6 +546,15 @@ void *weft__worker_main(void *arg)
 	weft__cur_rt = rt;
 	weft__wake_source = WEFT_WAKE_TASK;
 	weft__probe_thread_start((uint16_t)w->index);
+	{
+		clockid_t cid;
+
+		if (!pthread_getcpuclockid(pthread_self(), &cid))
+			store_relaxed(&w->cpu_clock, (int32_t)cid);
+		/* Release: the clock before the tid, to the monitor's
+		 * acquire (it reads neither before the tid is set). */
+		store_release(&w->tid, (int32_t)syscall(SYS_gettid));
+	}
 	w->busy_start = weft_now_ns();
 	store_relaxed(&w->busy_since, w->busy_start);
 

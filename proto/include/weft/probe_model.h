@@ -31,7 +31,8 @@ extern "C" {
 	X(STEAL_STORM, 8, "steal-storm")                                      \
 	X(EVENTS_DROPPED, 9, "events-dropped")                                \
 	X(TINY_TASKS, 10, "tiny-tasks")                                       \
-	X(OVERSUBSCRIBED, 11, "oversubscribed")
+	X(OVERSUBSCRIBED, 11, "oversubscribed")                                \
+	X(PREEMPTED, 12, "preempted")
 
 typedef enum weft_warning_kind_e {
 #define WEFT_X_ENUM(name, value, label) WEFT_WARN_##name = value,
