@@ -286,6 +286,125 @@ static void test_warns_long_poll(void **state)
 	sink_free(s, sub);
 }
 
+/* -------------------------------------------------------- floods, folded */
+
+#define WAVE 20000
+
+/* A victim: waits on the notify (counted once waiting), then returns. */
+struct wave_waiter {
+	int weft_pc;
+	weft_notify_t *n;
+	atomic_int *waiting;
+	weft_notified_t nd;
+};
+
+static weft_poll_t wave_waiter_poll(void *arg, weft_cx_t *cx)
+{
+	struct wave_waiter *w = arg;
+
+	WEFT_ASYNC_BEGIN(w);
+	weft_notified_init(&w->nd, w->n);
+	atomic_fetch_add(w->waiting, 1);
+	WEFT_AWAIT(w, weft_notified_poll(&w->nd, cx));
+	weft_notified_fini(&w->nd);
+	WEFT_ASYNC_END(w);
+}
+
+/* The cause: wakes them all, then computes 300 ms on the only worker. */
+struct wave_waker {
+	weft_notify_t *n;
+};
+
+static weft_poll_t wave_waker_poll(void *arg, weft_cx_t *cx)
+{
+	struct wave_waker *w = arg;
+
+	(void)cx;
+	weft_notify_waiters(w->n);
+	spin_cpu_ns(WEFT_MSEC(300));
+	return WEFT_READY;
+}
+
+/*
+ * A wave: 20,000 tasks woken by one that then holds the only worker
+ * 300 ms.  Each waits past the 200 ms scheduling-delay threshold: 20,000
+ * warnings, all of one kind and spawn site.  The waker's long poll is
+ * kept; the victims are three rows and rows saying the rest ("N more
+ * from tasks spawned at ..."), which add up to all 20,000; the header
+ * counts the rows plus what they folded.
+ */
+static void test_flood_folded(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	atomic_int waiting = 0;
+	weft_join_t **j = calloc(WAVE, sizeof(*j));
+	weft_notify_t n;
+	uint64_t waker, rows = 0, folded = 0;
+	weft_probe_stats_t st;
+
+	(void)state;
+	assert_non_null(j);
+	weft_notify_init(&n);
+	for (int i = 0; i < WAVE; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){
+						.poll = wave_waiter_poll,
+						.state = &(struct wave_waiter){
+							.n = &n,
+							.waiting = &waiting },
+						.size = sizeof(struct wave_waiter),
+						.name = "victim",
+						.file = __FILE__,
+						.line = __LINE__ },
+					&j[i]),
+			0);
+	while (atomic_load(&waiting) < WAVE)
+		usleep(1000);
+	waker = run_task(rt, "waker", wave_waker_poll,
+			 &(struct wave_waker){ &n }, sizeof(struct wave_waker));
+	for (int i = 0; i < WAVE; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+	usleep(1100000); /* the fold's window closes */
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_int_equal(sink_count(s, WEFT_WARN_LONG_POLL, waker), 1);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++) {
+		const weft_probe_warning_t *w = &s->warn[i];
+		unsigned long long more;
+
+		if (w->kind != WEFT_WARN_SCHEDULING_DELAY)
+			continue;
+		rows++;
+		if (sscanf(w->detail, "%llu more from tasks spawned at",
+			   &more) == 1) {
+			assert_non_null(strstr(w->detail, "test_warnings.c:"));
+			assert_string_equal(w->task_name, "victim");
+			folded += more;
+		}
+	}
+	st = s->stats;
+	pthread_mutex_unlock(&s->lock);
+	if (rows > 16 || 3 + folded != WAVE)
+		print_warnings(s);
+	/* Three rows, the rest said in a few. */
+	assert_in_range(rows, 4, 16);
+	/* Every victim counted once: the plain rows, and what the others
+	 * say they folded. */
+	assert_int_equal(3 + folded, WAVE);
+	/* The header: the rows (the waker's among them) and the folded. */
+	assert_true(st.warnings >= rows + folded + 1);
+	weft_notify_fini(&n);
+	free(j);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 /* ------------------------------------------------ why a poll was long */
 
 static weft_poll_t sleep_bad_poll(void *arg, weft_cx_t *cx)
@@ -616,6 +735,19 @@ static weft_poll_t yields_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(y);
 }
 
+/* The recommended pattern for long work: a chunk (200 us), a yield. */
+static weft_poll_t chunks_poll(void *arg, weft_cx_t *cx)
+{
+	struct yields *y = arg;
+
+	WEFT_ASYNC_BEGIN(y);
+	for (y->i = 0; y->i < 100; y->i++) {
+		spin_cpu_ns(200000);
+		WEFT_YIELD(y, cx);
+	}
+	WEFT_ASYNC_END(y);
+}
+
 static weft_poll_t ready_poll(void *arg, weft_cx_t *cx)
 {
 	(void)arg;
@@ -629,18 +761,25 @@ static void test_warns_self_wakes_and_large_future(void **state)
 	struct sink *s = sink_new(true, &sub);
 	weft_runtime_t *rt = rt_new(2);
 	static char big[2048], small[64];
-	uint64_t yb, yg, fb, fg;
+	uint64_t yb, yg, fb, fg, chunked;
+	weft_probe_warning_t w;
 
 	(void)state;
 	yb = run_task(rt, "yielder", yields_poll, &(struct yields){ 0 },
 		      sizeof(struct yields));
 	yg = run_task(rt, "ticker", ticker_poll, &(struct ticker){ 0 },
 		      sizeof(struct ticker));
+	chunked = run_task(rt, "import", chunks_poll, &(struct yields){ 0 },
+			   sizeof(struct yields));
 	fb = run_task(rt, "big", ready_poll, big, sizeof(big));
 	fg = run_task(rt, "small", ready_poll, small, sizeof(small));
 	weft_probe_flush();
 	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yb), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, yg), 0);
+	/* A chunked import yields as often, but works in its polls. */
+	assert_int_equal(sink_count(s, WEFT_WARN_SELF_WAKES, chunked), 0);
+	assert_true(sink_find(s, WEFT_WARN_SELF_WAKES, yb, &w));
+	assert_non_null(strstr(w.detail, "busy-waits: woke itself for"));
 	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fb), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_LARGE_FUTURE, fg), 0);
 	rt_done(rt);
@@ -858,6 +997,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
 		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
 		cmocka_unit_test_teardown(test_long_poll_says_why, teardown),
+		cmocka_unit_test_teardown(test_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_preempted_not_blamed, teardown),
 		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),

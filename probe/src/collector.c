@@ -400,6 +400,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->passes % 10 == 0)
 		weft__collector_check_idle_tasks(p, now);
+	weft__collector_fold_flush(p, now);
 	if (drops_before > p->drops_reconciled && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
 		p->reconciled_at = now;
@@ -435,7 +436,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	p->stats.events = p->events_total;
 	p->stats.events_dropped = p->drops_total;
-	p->stats.warnings = p->warn_seq;
+	p->stats.warnings = p->warn_seq + p->folded_total;
 	p->stats.clock = weft__probe_clock_describe();
 	if (dt_ns) {
 		double dt = (double)dt_ns / 1e9;

@@ -11,36 +11,58 @@
 #include "collector_internal.h"
 #include "weft/wire.h"
 
+/*
+ * Self-wakes: a busy-wait, not cooperative chunking.  A task that spins
+ * on a condition (poll, find nothing, wake itself, again) does nothing
+ * in its polls; one that chunks long work (a chunk, a yield, repeat:
+ * the recommended pattern) does work in each.  Said once, when over half
+ * of at least 16 wakes are its own and the polls that ended so average
+ * under BUSY_WAIT_POLL_NS.
+ */
+#define BUSY_WAIT_POLL_NS 10000u
+
 __attribute__((noinline, cold)) static void
 warn_self_wakes(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
-	char d[96];
+	char d[160];
 
 	t->once |= 1u << WEFT_WARN_SELF_WAKES;
-	snprintf(d, sizeof(d), "woke itself for %llu of %llu wakes",
+	snprintf(d, sizeof(d),
+		 "busy-waits: woke itself for %llu of %llu wakes, doing "
+		 "%.1f us a poll (await the condition instead)",
 		 (unsigned long long)t->pub.self_wakes,
-		 (unsigned long long)t->pub.wakes);
+		 (unsigned long long)t->pub.wakes,
+		 (double)t->self_poll_ns / t->self_polls / 1e3);
 	weft__collector_warn_task(p, WEFT_WARN_SELF_WAKES, t, ev->worker,
 				  ev->ts, 0, d);
 }
 
-/*
- * Self-wakes above half of a task's wakes: say so once.  The once bit
- * first: a task that yields in a loop comes here on every poll.
- */
+/* The once bit first: a task that yields in a loop comes here on every
+ * poll. */
 static inline void check_self_wakes(struct probe *p, task_rec_t *t,
 				    const weft_event_t *ev)
 {
 	if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)) && t->pub.wakes >= 16 &&
-	    t->pub.self_wakes * 2 > t->pub.wakes)
+	    t->pub.self_wakes * 2 > t->pub.wakes && t->self_polls >= 16 &&
+	    t->self_poll_ns < (uint64_t)t->self_polls * BUSY_WAIT_POLL_NS)
 		warn_self_wakes(p, t, ev);
 }
 
-/* A yield, told by its poll's record (WEFT_POLL_YIELDED): a self-wake. */
-static void self_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+/*
+ * A poll that ended woken by its own task (a yield, told by its record's
+ * WEFT_POLL_YIELDED, or a wake of itself in the poll): a self-wake, and
+ * its time counted toward telling a busy-wait from chunked work.
+ */
+static void self_wake_poll(struct probe *p, task_rec_t *t,
+			   const weft_event_t *ev, uint64_t dur)
 {
-	t->pub.wakes++;
-	t->pub.self_wakes++;
+	if (ev->a2 & WEFT_POLL_YIELDED) {
+		t->pub.wakes++;
+		t->pub.self_wakes++;
+	}
+	t->self_in_poll = false;
+	t->self_polls++;
+	t->self_poll_ns += dur;
 	check_self_wakes(p, t, ev);
 }
 
@@ -166,8 +188,8 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		}
 	}
 
-	if (ev->a2 & WEFT_POLL_YIELDED)
-		self_wake(p, t, ev);
+	if ((ev->a2 & WEFT_POLL_YIELDED) || t->self_in_poll)
+		self_wake_poll(p, t, ev, dur);
 	if (t->in_done) {
 		/*
 		 * Finished already: a poll folded in after the task's end,
@@ -201,8 +223,10 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	(void)p;
 	t->pub.wakes++;
-	if (ev->a1 == t->pub.id)
+	if (ev->a1 == t->pub.id) {
 		t->pub.self_wakes++;
+		t->self_in_poll = true;
+	}
 	if (ev->a2 & WEFT_WAKE_BY_VAL)
 		t->outstanding--;
 	/*

@@ -67,6 +67,9 @@ typedef struct task_rec_s {
 	bool in_owned;            /* on the runtime's list (reconcile) */
 	bool end_unseen;          /* finished by reconcile */
 	uint16_t once;            /* warnings raised once per task */
+	bool self_in_poll;        /* woke itself in the poll under way */
+	uint32_t self_polls;      /* polls that ended woken by themselves */
+	uint64_t self_poll_ns;    /* and their time */
 	struct task_rec_s *hnext; /* hash chain */
 	struct task_rec_s *cnext; /* changed list */
 	struct task_rec_s *dnext; /* finished, oldest first */
@@ -84,6 +87,7 @@ typedef struct worker_window_s {
 
 #define WINDOW 50           /* passes kept per worker (~1 s) */
 #define WARN_KEEP 1024      /* warnings kept */
+#define FOLD_SLOTS 64       /* kinds and spawn sites folded at once */
 #define MAX_PROBE_WORKERS 64
 
 /*
@@ -161,6 +165,21 @@ struct probe {
 	bool worker_in_storm[MAX_PROBE_WORKERS];
 	uint64_t worker_max_poll[MAX_PROBE_WORKERS];
 	weft_probe_warning_t warnings[WARN_KEEP];
+	/*
+	 * Floods folded (collector_warnings.c): per kind and spawn site, the
+	 * first FOLD_FREE warnings of a window are rows, the rest counted
+	 * and said in one row when the window closes.  folded_total: the
+	 * warnings those rows stand for, beyond themselves.
+	 */
+	struct fold_s {
+		uint8_t kind;
+		const char *name, *file;
+		uint32_t line;
+		uint16_t worker;
+		uint32_t raised;
+		uint64_t window_start, folded, value_sum, last_at, last_task;
+	} folds[FOLD_SLOTS];
+	uint64_t folded_total;
 	uint64_t warn_seq;
 	uint64_t warn_seq_published;
 	/*
@@ -393,6 +412,8 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
+/* The folds whose window closed by @now, said (once a pass). */
+void weft__collector_fold_flush(struct probe *p, uint64_t now);
 /*
  * A poll of @dur_ns on @worker (of p->rt) that began at @start_ns (ns)
  * ran past the long-poll threshold: where its time went, if the monitor

@@ -199,13 +199,115 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 	return true;
 }
 
+/*
+ * Floods, folded.  A wave that woke 20,000 tasks raised a scheduling
+ * delay for each, and a service whose every handler blocks a long poll
+ * per request: rows by the thousand, one a victim, that pushed the one
+ * naming the cause out of the kept warnings.  So a task's warning is
+ * keyed by its kind and the task's spawn site: the first FOLD_FREE of a
+ * FOLD_WINDOW_NS window are rows as ever, the rest are counted, and one
+ * row says them when the window closes ("1,997 more from tasks spawned
+ * at X, 312.4 ms each on average").  Nothing is lost: the header counts
+ * the rows plus what they say they folded (stats.warnings).
+ */
+#define FOLD_FREE 3
+#define FOLD_WINDOW_NS 1000000000ull
+
+/* The row that says a fold's warnings; the fold starts over. */
+static void fold_say(struct probe *p, struct fold_s *f)
+{
+	weft_probe_warning_t *w;
+	double avg = f->folded ? (double)f->value_sum / (double)f->folded : 0;
+
+	if (f->folded && f->file && f->file[0]) {
+		weft__collector_warn(
+			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
+			"%llu more from tasks spawned at %s:%u, %.1f ms each "
+			"on average (folded)",
+			(unsigned long long)f->folded, f->file, f->line,
+			avg / 1e6);
+	} else if (f->folded) {
+		weft__collector_warn(
+			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
+			"%llu more from tasks named %s, %.1f ms each on "
+			"average (folded)",
+			(unsigned long long)f->folded,
+			f->name ? f->name : "(none)", avg / 1e6);
+	}
+	if (f->folded) {
+		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+		w->task = f->last_task;
+		w->task_name = f->name;
+		w->file = f->file;
+		w->line = f->line;
+		p->folded_total += f->folded;
+	}
+	f->folded = f->value_sum = 0;
+	f->raised = 0;
+}
+
+/* @t's fold for @kind at @at: found, or a slot made (the stalest). */
+static struct fold_s *fold_of(struct probe *p, uint8_t kind,
+			      const task_rec_t *t, uint64_t at)
+{
+	struct fold_s *f, *stale = &p->folds[0];
+
+	for (unsigned i = 0; i < FOLD_SLOTS; i++) {
+		f = &p->folds[i];
+		/* Names by value: a service may make each task's anew. */
+		if (f->kind == kind && f->line == t->pub.line &&
+		    f->file == t->pub.file &&
+		    (f->name == t->pub.name ||
+		     (f->name && t->pub.name && !strcmp(f->name, t->pub.name))))
+			return f;
+		if (f->window_start < stale->window_start)
+			stale = &p->folds[i];
+	}
+	fold_say(p, stale);
+	*stale = (struct fold_s){ .kind = kind,
+				  .name = t->pub.name,
+				  .file = t->pub.file,
+				  .line = t->pub.line,
+				  .window_start = at };
+	return stale;
+}
+
+void weft__collector_fold_flush(struct probe *p, uint64_t now)
+{
+	for (unsigned i = 0; i < FOLD_SLOTS; i++) {
+		struct fold_s *f = &p->folds[i];
+
+		if (f->kind && now > f->window_start + FOLD_WINDOW_NS &&
+		    (f->folded || f->raised)) {
+			fold_say(p, f);
+			f->window_start = now;
+		}
+	}
+}
+
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail)
 {
+	struct fold_s *f = fold_of(p, kind, t, at);
+
 	t->pub.warnings |= 1u << kind;
 	weft__collector_task_changed(p, t);
-	weft__collector_warn(p, kind, t, worker, at, value, "%s", detail);
+	if (at > f->window_start + FOLD_WINDOW_NS) {
+		fold_say(p, f);
+		f->window_start = at;
+	}
+	if (f->raised < FOLD_FREE) {
+		f->raised++;
+		weft__collector_warn(p, kind, t, worker, at, value, "%s",
+				     detail);
+		return;
+	}
+	f->folded++;
+	f->value_sum += value;
+	f->last_at = at;
+	f->last_task = t->pub.id;
+	f->worker = worker;
 }
 
 /* Finished tasks are never idle: only the live list needs a look. */
