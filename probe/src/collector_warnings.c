@@ -158,47 +158,6 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 		(double)own_ns / 1e6);
 }
 
-bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
-				   uint16_t worker, uint64_t start_ns,
-				   uint64_t dur_ns, bool ended,
-				   const weft__poll_split_t *split)
-{
-	struct probe *p = &weft__probe;
-	weft_probe_warning_t *w;
-	char why[160];
-	uint64_t own;
-
-	pthread_mutex_lock(&p->lock);
-	own = poll_why(split, dur_ns, why, sizeof(why));
-	if (ended && weft__collector_by_os(p, own, dur_ns)) {
-		weft__collector_warn_preempted(p, worker, start_ns, dur_ns, own);
-		pthread_mutex_unlock(&p->lock);
-		return true;
-	}
-	if (!ended && own < p->config.long_poll_ns) {
-		pthread_mutex_unlock(&p->lock);
-		return false;
-	}
-	weft__collector_warn(p,
-			     ended ? WEFT_WARN_LONG_POLL
-				   : WEFT_WARN_NEVER_YIELDED,
-			     NULL, worker, start_ns, dur_ns,
-			     ended ? "one poll ran at least %.1f ms and "
-				     "blocked worker %u (seen by the runtime "
-				     "monitor)%s"
-				   : "still in one poll after at least %.1f ms: "
-				     "worker %u is blocked (seen by the "
-				     "runtime monitor)%s",
-			     (double)dur_ns / 1e6, worker, why);
-	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
-	w->task = t->id;
-	w->task_name = t->name;
-	w->file = t->file;
-	w->line = t->line > 0 ? (uint32_t)t->line : 0;
-	pthread_mutex_unlock(&p->lock);
-	return true;
-}
-
 /*
  * Floods, folded.  A wave that woke 20,000 tasks raised a scheduling
  * delay for each, and a service whose every handler blocks a long poll
@@ -210,7 +169,7 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
  * at X, 312.4 ms each on average").  Nothing is lost: the header counts
  * the rows plus what they say they folded (stats.warnings).
  */
-#define FOLD_FREE 3
+#define FOLD_FREE 5
 #define FOLD_WINDOW_NS 1000000000ull
 
 /* The row that says a fold's warnings; the fold starts over. */
@@ -246,30 +205,59 @@ static void fold_say(struct probe *p, struct fold_s *f)
 	f->raised = 0;
 }
 
-/* @t's fold for @kind at @at: found, or a slot made (the stalest). */
-static struct fold_s *fold_of(struct probe *p, uint8_t kind,
-			      const task_rec_t *t, uint64_t at)
+/*
+ * The fold of @kind for tasks spawned at @file:@line named @name, at @at:
+ * found, or a slot made (the stalest).
+ */
+static struct fold_s *fold_of(struct probe *p, uint8_t kind, const char *name,
+			      const char *file, uint32_t line, uint64_t at)
 {
 	struct fold_s *f, *stale = &p->folds[0];
 
 	for (unsigned i = 0; i < FOLD_SLOTS; i++) {
 		f = &p->folds[i];
 		/* Names by value: a service may make each task's anew. */
-		if (f->kind == kind && f->line == t->pub.line &&
-		    f->file == t->pub.file &&
-		    (f->name == t->pub.name ||
-		     (f->name && t->pub.name && !strcmp(f->name, t->pub.name))))
+		if (f->kind == kind && f->line == line && f->file == file &&
+		    (f->name == name ||
+		     (f->name && name && !strcmp(f->name, name))))
 			return f;
 		if (f->window_start < stale->window_start)
 			stale = &p->folds[i];
 	}
 	fold_say(p, stale);
 	*stale = (struct fold_s){ .kind = kind,
-				  .name = t->pub.name,
-				  .file = t->pub.file,
-				  .line = t->pub.line,
+				  .name = name,
+				  .file = file,
+				  .line = line,
 				  .window_start = at };
 	return stale;
+}
+
+/*
+ * A warning of @kind about task @task (spawned at @file:@line, named
+ * @name): true where it is a row of its own, false where its fold counts
+ * it instead.
+ */
+static bool fold_row(struct probe *p, uint8_t kind, const char *name,
+		     const char *file, uint32_t line, uint64_t task,
+		     uint16_t worker, uint64_t at, uint64_t value)
+{
+	struct fold_s *f = fold_of(p, kind, name, file, line, at);
+
+	if (at > f->window_start + FOLD_WINDOW_NS) {
+		fold_say(p, f);
+		f->window_start = at;
+	}
+	if (f->raised < FOLD_FREE) {
+		f->raised++;
+		return true;
+	}
+	f->folded++;
+	f->value_sum += value;
+	f->last_at = at;
+	f->last_task = task;
+	f->worker = worker;
+	return false;
 }
 
 void weft__collector_fold_flush(struct probe *p, uint64_t now)
@@ -289,25 +277,61 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail)
 {
-	struct fold_s *f = fold_of(p, kind, t, at);
-
 	t->pub.warnings |= 1u << kind;
 	weft__collector_task_changed(p, t);
-	if (at > f->window_start + FOLD_WINDOW_NS) {
-		fold_say(p, f);
-		f->window_start = at;
-	}
-	if (f->raised < FOLD_FREE) {
-		f->raised++;
+	if (fold_row(p, kind, t->pub.name, t->pub.file, t->pub.line,
+		     t->pub.id, worker, at, value))
 		weft__collector_warn(p, kind, t, worker, at, value, "%s",
 				     detail);
-		return;
+}
+
+bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
+				   uint16_t worker, uint64_t start_ns,
+				   uint64_t dur_ns, bool ended,
+				   const weft__poll_split_t *split)
+{
+	struct probe *p = &weft__probe;
+	weft_probe_warning_t *w;
+	char why[160];
+	uint64_t own;
+	uint32_t line;
+	uint8_t kind;
+
+	pthread_mutex_lock(&p->lock);
+	own = poll_why(split, dur_ns, why, sizeof(why));
+	if (ended && weft__collector_by_os(p, own, dur_ns)) {
+		weft__collector_warn_preempted(p, worker, start_ns, dur_ns, own);
+		pthread_mutex_unlock(&p->lock);
+		return true;
 	}
-	f->folded++;
-	f->value_sum += value;
-	f->last_at = at;
-	f->last_task = t->pub.id;
-	f->worker = worker;
+	if (!ended && own < p->config.long_poll_ns) {
+		pthread_mutex_unlock(&p->lock);
+		return false;
+	}
+	/* Folded as the collector's are: a service whose every handler
+	 * blocks is one row a spawn site, not one a request. */
+	kind = ended ? WEFT_WARN_LONG_POLL : WEFT_WARN_NEVER_YIELDED;
+	line = t->line > 0 ? (uint32_t)t->line : 0;
+	if (!fold_row(p, kind, t->name, t->file, line, t->id, worker,
+		      start_ns, dur_ns)) {
+		pthread_mutex_unlock(&p->lock);
+		return true;
+	}
+	weft__collector_warn(p, kind, NULL, worker, start_ns, dur_ns,
+			     ended ? "one poll ran at least %.1f ms and "
+				     "blocked worker %u (seen by the runtime "
+				     "monitor)%s"
+				   : "still in one poll after at least %.1f ms: "
+				     "worker %u is blocked (seen by the "
+				     "runtime monitor)%s",
+			     (double)dur_ns / 1e6, worker, why);
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	w->task = t->id;
+	w->task_name = t->name;
+	w->file = t->file;
+	w->line = line;
+	pthread_mutex_unlock(&p->lock);
+	return true;
 }
 
 /* Finished tasks are never idle: only the live list needs a look. */
