@@ -2,8 +2,9 @@
 /*
  * The probe's collector against a real runtime: what it builds from the
  * events (tasks tracked and named, late events that must not revive a
- * retired task, retention), counters and rates, the collector thread's
- * niceness and its reported cost, and switching events off.
+ * retired task, retention), counters and rates, each worker's off-CPU
+ * time, the collector thread's niceness and its reported cost, and
+ * switching events off.
  *
  * Beside it: the ring (test_ring.c), the huge-page mappings
  * (test_pages.c), the histogram (test_hist.c) and the warnings
@@ -12,6 +13,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <pthread.h>
@@ -359,6 +362,211 @@ static void test_probe_rates_after_runtime_switch(void **state)
 	assert_true(worst < 100000);
 	rt_done(rt2);
 	sink_free(s, sub);
+}
+
+/* ------------------------------------------------------------- off-CPU */
+
+/* Spins on one CPU until told to stop: the contention of a busy host. */
+struct offcpu_hog {
+	pthread_t thread;
+	int cpu;
+	atomic_int *stop;
+};
+
+static void pin_to(pthread_t th, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(pthread_setaffinity_np(th, sizeof(set), &set), 0);
+}
+
+static void *offcpu_hog_main(void *arg)
+{
+	struct offcpu_hog *h = arg;
+
+	pin_to(pthread_self(), h->cpu);
+	while (!atomic_load_explicit(h->stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * Pins its worker to @cpu, spins @ms of wall time there, however little
+ * of it the OS gives the worker, and puts the worker's affinity back.
+ */
+struct pinned_spin {
+	int cpu;
+	unsigned ms;
+};
+
+static weft_poll_t pinned_spin_poll(void *arg, weft_cx_t *cx)
+{
+	struct pinned_spin *ps = arg;
+	cpu_set_t old;
+
+	(void)cx;
+	assert_int_equal(
+		pthread_getaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	pin_to(pthread_self(), ps->cpu);
+	spin_ns(WEFT_MSEC(ps->ms));
+	assert_int_equal(
+		pthread_setaffinity_np(pthread_self(), sizeof(old), &old), 0);
+	return WEFT_READY;
+}
+
+/* Worker 0's off-CPU figures, as the last update said them. */
+struct offcpu_seen {
+	pthread_mutex_t lock;
+	uint64_t ns;
+	double ratio;
+};
+
+static void offcpu_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct offcpu_seen *o = ctx;
+
+	pthread_mutex_lock(&o->lock);
+	for (size_t i = 0; i < u->nworkers; i++)
+		if (u->workers[i].index == 0) {
+			o->ns = u->workers[i].off_cpu_ns;
+			o->ratio = u->workers[i].off_cpu_ratio;
+		}
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* Whether this process holds worker thread @tid's schedstat open. */
+static bool schedstat_open(int32_t tid)
+{
+	char want[64], path[300], link[300];
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	bool found = false;
+
+	assert_non_null(d);
+	snprintf(want, sizeof(want), "/task/%d/schedstat", (int)tid);
+	while ((e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strstr(link, want))
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * One worker spins 100 ms of wall time pinned to @cpu, beside @hogs
+ * threads spinning there: its off-CPU time over the spin (from the
+ * subscription's updates), and the share of the window the update
+ * after it reads.  When the runtime goes, the collector lets its
+ * thread's schedstat go.
+ */
+static void offcpu_run(int cpu, int hogs, uint64_t *ns, double *ratio)
+{
+	struct offcpu_seen o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	weft_runtime_t *rt = rt_new(1);
+	struct offcpu_hog h[3];
+	atomic_int stop = 0;
+	weft_probe_sub_t *sub;
+	uint64_t before;
+	bool held, let_go;
+	int32_t tid;
+
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .on_update = offcpu_update,
+						  .ctx = &o },
+			&sub),
+		0);
+	/* Its thread running, and read: the reading before the spin. */
+	run_task(rt, "warm-up", pinned_spin_poll,
+		 &(struct pinned_spin){ cpu, 0 }, sizeof(struct pinned_spin));
+	weft_probe_flush();
+	pthread_mutex_lock(&o.lock);
+	before = o.ns;
+	pthread_mutex_unlock(&o.lock);
+	for (int i = 0; i < hogs; i++) {
+		h[i] = (struct offcpu_hog){ .cpu = cpu, .stop = &stop };
+		assert_int_equal(pthread_create(&h[i].thread, NULL,
+						offcpu_hog_main, &h[i]),
+				 0);
+	}
+	usleep(20000); /* the hogs on their CPU */
+	run_task(rt, hogs ? "crowded" : "alone", pinned_spin_poll,
+		 &(struct pinned_spin){ cpu, 100 }, sizeof(struct pinned_spin));
+	/* Its waits are counted as they end: all of them by its return. */
+	atomic_store(&stop, 1);
+	for (int i = 0; i < hogs; i++)
+		pthread_join(h[i].thread, NULL);
+	weft_probe_flush();
+	pthread_mutex_lock(&o.lock);
+	*ns = o.ns > before ? o.ns - before : 0;
+	*ratio = o.ratio;
+	pthread_mutex_unlock(&o.lock);
+	tid = weft__runtime_worker_tid(rt, 0);
+	held = tid > 0 && schedstat_open(tid);
+	rt_done(rt);
+	weft_probe_flush();
+	let_go = !schedstat_open(tid);
+	/* Asserted unsubscribed: a failure leaves nothing behind. */
+	weft_probe_unsubscribe(sub);
+	assert_true(held);
+	assert_true(let_go);
+}
+
+/*
+ * Off-CPU time: a worker whose thread shares its CPU with three spinning
+ * threads for 100 ms is runnable most of it while the OS runs them (the
+ * bad program); its twin, alone on the CPU, hardly at all.  Loose
+ * bounds, and up to three tries of the pair: on a small shared machine
+ * other processes may crowd the twin's CPU too.
+ */
+static void test_probe_reports_off_cpu_time(void **state)
+{
+	uint64_t crowded = 0, alone = 0;
+	double crowded_ratio = 0, alone_ratio = 0;
+	cpu_set_t mine;
+	int cpu = -1;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+	if (CPU_COUNT(&mine) < 2) {
+		/* The test's thread and the collector need a CPU besides. */
+		print_message("skipped: one CPU\n");
+		return;
+	}
+	f = fopen("/proc/self/schedstat", "r");
+	if (!f) {
+		print_message("skipped: no /proc schedstat\n");
+		return;
+	}
+	fclose(f);
+	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+		if (CPU_ISSET(c, &mine))
+			cpu = c;
+	for (int round = 0; round < 3; round++) {
+		offcpu_run(cpu, 0, &alone, &alone_ratio);
+		offcpu_run(cpu, 3, &crowded, &crowded_ratio);
+		print_message("off-CPU over 100 ms: beside 3 hogs %.1f ms "
+			      "(%.0f%% of the window), alone %.1f ms "
+			      "(%.0f%%)\n",
+			      (double)crowded / 1e6, crowded_ratio * 100,
+			      (double)alone / 1e6, alone_ratio * 100);
+		if (crowded >= WEFT_MSEC(30) && alone < crowded / 2)
+			break;
+	}
+	assert_true(crowded >= WEFT_MSEC(30));
+	assert_true(crowded_ratio > 0.05);
+	assert_true(alone < crowded / 2);
+	assert_true(alone_ratio < crowded_ratio);
 }
 
 /*
@@ -886,6 +1094,7 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_probe_rates_after_runtime_switch,
 					  teardown),
+		cmocka_unit_test_teardown(test_probe_reports_off_cpu_time, teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_late_release_revives_nothing,

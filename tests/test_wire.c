@@ -143,6 +143,8 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 
 	w[1].counters.polls = 77;
 	w[1].stolen_from[0] = 5;
+	w[1].off_cpu_ns = 75000000;
+	w[1].off_cpu_ratio = 0.25;
 	snprintf(warn.detail, sizeof(warn.detail), "long poll");
 	assert_int_equal(weft_wire_hello_init(hello, 2, "tsc", 1234), 0);
 	assert_int_equal(weft_wire_header_append(b, &hello->msg, 0), 0);
@@ -239,6 +241,11 @@ static void test_wire_round_trip_every_frame_type(void **state)
 			assert_int_equal(u->n_workers, 2);
 			assert_int_equal(u->workers[1]->counters->polls, 77);
 			assert_int_equal(u->workers[1]->stolen_from[0], 5);
+			assert_int_equal(u->workers[1]->off_cpu_ns, 75000000);
+			assert_true(u->workers[1]->off_cpu_ratio == 0.25);
+			/* Not read: absent, as in a file from before them. */
+			assert_int_equal(u->workers[0]->off_cpu_ns, 0);
+			assert_true(u->workers[0]->off_cpu_ratio == 0);
 			assert_int_equal(u->n_warnings, 1);
 			assert_string_equal(u->warnings[0]->detail,
 					    "long poll");
@@ -809,6 +816,8 @@ static void rnd_worker(weft_probe_worker_t *w)
 	for (unsigned i = 0; i < 64; i++)
 		w->stolen_from[i] = rnd_below(2) ? 0 : rnd_u64();
 	w->events_dropped = rnd_below(2) ? 0 : rnd_u64();
+	w->off_cpu_ns = rnd_below(2) ? 0 : rnd_u64();
+	w->off_cpu_ratio = rnd_below(2) ? 0 : rnd_double();
 }
 
 static void rnd_warning(weft_probe_warning_t *w)
@@ -945,6 +954,8 @@ static void ref_worker(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
 	m->n_stolen_from = nworkers < 64 ? nworkers : 64;
 	m->stolen_from = (uint64_t *)w->stolen_from;
 	m->events_dropped = w->events_dropped;
+	m->off_cpu_ns = w->off_cpu_ns;
+	m->off_cpu_ratio = w->off_cpu_ratio;
 }
 
 static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)

@@ -83,6 +83,8 @@ typedef struct task_rec_s {
 typedef struct worker_window_s {
 	uint64_t at_ns;
 	weft_worker_metrics_t m;
+	uint64_t off_cpu_ns; /* run_delay, when off_cpu_read */
+	bool off_cpu_read;
 } worker_window_t;
 
 #define WINDOW 50           /* passes kept per worker (~1 s) */
@@ -164,6 +166,17 @@ struct probe {
 	uint32_t worker_storm_bursts[MAX_PROBE_WORKERS];
 	bool worker_in_storm[MAX_PROBE_WORKERS];
 	uint64_t worker_max_poll[MAX_PROBE_WORKERS];
+	/*
+	 * Each worker thread's /proc schedstat, for its off-CPU time
+	 * (collector_workers.c): opened once its tid is known, kept open
+	 * for that tid, and closed when the described runtime changes.
+	 * state: collector_workers.c's SCHED_*, 0 (zeroed) not yet open.
+	 */
+	struct worker_sched_s {
+		int fd;
+		int32_t tid;
+		uint8_t state;
+	} worker_sched[MAX_PROBE_WORKERS];
 	weft_probe_warning_t warnings[WARN_KEEP];
 	/*
 	 * Floods folded (collector_warnings.c): per kind and spawn site, the

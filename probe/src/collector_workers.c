@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The collector's worker sampling: each worker's counters once a pass,
- * rates over a window of passes, its current poll, and the warnings they
- * raise (a worker blocked in one poll, a steal storm, more workers than
- * CPUs).
+ * rates over a window of passes, its current poll, its off-CPU time (its
+ * thread's /proc schedstat), and the warnings they raise (a worker
+ * blocked in one poll, a steal storm, more workers than CPUs).
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -127,6 +129,81 @@ static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 			     0, "%s", d);
 }
 
+/* struct worker_sched_s's states. */
+enum { SCHED_UNOPENED, SCHED_OPEN, SCHED_FAILED };
+
+static void sched_close(struct worker_sched_s *ws)
+{
+	if (ws->state == SCHED_OPEN)
+		close(ws->fd);
+	*ws = (struct worker_sched_s){ .state = SCHED_UNOPENED };
+}
+
+/* Every worker's: the runtime they were of is no longer described. */
+static void sched_close_all(struct probe *p)
+{
+	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++)
+		sched_close(&p->worker_sched[i]);
+}
+
+/*
+ * Worker @i's off-CPU time so far into *@ns: its thread's run_delay, the
+ * time it spent runnable while the OS ran something else (the second
+ * field of /proc/self/task/TID/schedstat, ns).  Parked time is not in
+ * it: a thread asleep is not waiting for a CPU.  A worker whose thread
+ * has not yet published its tid has barely run: 0, which keeps the
+ * window's oldest sample usable once it does.  The file is opened then,
+ * once, and read anew with a pread at 0 each pass (one system call a
+ * worker).  False where it cannot be read (no schedstat in this kernel,
+ * the thread gone): never tried again for that thread.
+ */
+static bool off_cpu_read(struct probe *p, weft_runtime_t *rt, unsigned i,
+			 uint64_t *ns)
+{
+	struct worker_sched_s *ws = &p->worker_sched[i];
+	int32_t tid = weft__runtime_worker_tid(rt, i);
+	char buf[128], *f2, *end;
+	ssize_t n;
+
+	*ns = 0;
+	if (!tid)
+		return true;
+	/* Another thread in the same slot: start afresh for it. */
+	if (ws->state != SCHED_UNOPENED && ws->tid != tid)
+		sched_close(ws);
+	if (ws->state == SCHED_FAILED)
+		return false;
+	if (ws->state == SCHED_UNOPENED) {
+		snprintf(buf, sizeof(buf), "/proc/self/task/%d/schedstat",
+			 (int)tid);
+		ws->tid = tid;
+		ws->fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (ws->fd < 0) {
+			ws->state = SCHED_FAILED;
+			return false;
+		}
+		ws->state = SCHED_OPEN;
+	}
+	n = pread(ws->fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		goto out_close;
+	buf[n] = '\0';
+	/* "on-CPU run_delay timeslices": the second. */
+	(void)strtoull(buf, &f2, 10);
+	if (f2 == buf)
+		goto out_close;
+	*ns = strtoull(f2, &end, 10);
+	if (end == f2)
+		goto out_close;
+	return true;
+
+out_close:
+	close(ws->fd);
+	ws->state = SCHED_FAILED;
+	*ns = 0;
+	return false;
+}
+
 void weft__collector_sample_workers(struct probe *p, uint64_t now)
 {
 	weft_runtime_t *rt = p->rt;
@@ -134,6 +211,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	double rate[MAX_PROBE_WORKERS], per_s[MAX_PROBE_WORKERS];
 
 	if (!rt) {
+		sched_close_all(p);
 		p->stats.workers = 0;
 		return;
 	}
@@ -142,6 +220,13 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		n = MAX_PROBE_WORKERS;
 	p->stats.workers = n;
 	pos = p->window_pos;
+	/*
+	 * A new series (the collector started, or the described runtime
+	 * changed: weft__probe_runtime_detach() empties the window): the
+	 * schedstat files open are another runtime's threads, or may be.
+	 */
+	if (!p->window_fill)
+		sched_close_all(p);
 	old = p->window_fill < WINDOW ? 0 : (pos + 1) % WINDOW;
 	for (unsigned i = 0; i < n; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
@@ -151,6 +236,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		uint64_t polls, task, started;
 
 		weft_worker_metrics(rt, i, &cur->m);
+		cur->off_cpu_read = off_cpu_read(p, rt, i, &cur->off_cpu_ns);
 		cur->at_ns = now;
 		w->index = (uint16_t)i;
 		w->counters = cur->m;
@@ -174,7 +260,19 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 						0;
 			if (w->busy_ratio > 1)
 				w->busy_ratio = 1;
+			/* Over the same window; a wait is added as it ends,
+			 * all of it, so one begun before the window can
+			 * reach past 1. */
+			w->off_cpu_ratio = 0;
+			if (cur->off_cpu_read && o->off_cpu_read &&
+			    cur->off_cpu_ns > o->off_cpu_ns)
+				w->off_cpu_ratio = (double)(cur->off_cpu_ns -
+							    o->off_cpu_ns) /
+						   (dt * 1e9);
+			if (w->off_cpu_ratio > 1)
+				w->off_cpu_ratio = 1;
 		}
+		w->off_cpu_ns = cur->off_cpu_read ? cur->off_cpu_ns : 0;
 		w->max_poll_ns = p->worker_max_poll[i];
 		w->events_dropped = p->worker_drops[i];
 		weft__runtime_worker_poll(rt, i, &task, &started);

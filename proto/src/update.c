@@ -242,7 +242,8 @@ static size_t worker_len(const weft_probe_worker_t *w, size_t nstolen)
 
 	if (nstolen)
 		n += sub_len(13, stolen_len(w, nstolen));
-	return n + uint_len(14, w->events_dropped);
+	return n + uint_len(14, w->events_dropped) +
+	       uint_len(15, w->off_cpu_ns) + double_len(16, w->off_cpu_ratio);
 }
 
 static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
@@ -284,7 +285,9 @@ static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
 		for (size_t i = 0; i < nstolen; i++)
 			p = put_varint(p, w->stolen_from[i]);
 	}
-	return put_uint(p, 14, w->events_dropped);
+	p = put_uint(p, 14, w->events_dropped);
+	p = put_uint(p, 15, w->off_cpu_ns);
+	return put_double(p, 16, w->off_cpu_ratio);
 }
 
 /* Warning (detail is a char array: bounded by it, not trusted to end). */

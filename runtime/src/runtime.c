@@ -559,3 +559,10 @@ void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
 	*task = load_relaxed(&w->probe_task);
 	*started = load_relaxed(&w->probe_poll_start);
 }
+
+int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i)
+{
+	/* Acquire: pairs with the release in weft__worker_main() (the tid
+	 * stored last, after the thread's CPU clock). */
+	return load_acquire(&rt->workers[i].tid);
+}

@@ -76,6 +76,12 @@ typedef struct weft__poll_split_s {
 unsigned weft__runtime_poll_splits(weft_runtime_t *rt, unsigned i,
 				   weft__poll_split_t out[WEFT__POLL_SPLITS]);
 
+/*
+ * Worker @i's thread id (gettid()), 0 until its thread runs: the
+ * collector reads the thread's /proc schedstat by it (off-CPU time).
+ */
+int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i);
+
 /* The id of the task being polled on this thread, 0 if none (worker.c). */
 extern WEFT_TLS uint64_t weft__cur_task_id;
 

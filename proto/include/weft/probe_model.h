@@ -118,6 +118,14 @@ typedef struct weft_probe_worker_s {
 	uint32_t queue_depth;
 	uint64_t stolen_from[64]; /* tasks this worker stole from worker i */
 	uint64_t events_dropped;  /* by this worker's ring, since start */
+	/*
+	 * Off-CPU: time the worker's thread was runnable but the OS ran
+	 * something else (its /proc schedstat run_delay; parked time is not
+	 * off-CPU).  Since the thread started, and its share of the window
+	 * busy_ratio covers.  0 where /proc cannot be read.
+	 */
+	uint64_t off_cpu_ns;
+	double off_cpu_ratio; /* 0..1 over the window */
 } weft_probe_worker_t;
 
 typedef struct weft_probe_warning_s {
