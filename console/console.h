@@ -116,6 +116,11 @@ typedef struct con_worker_s {
 	/* Time not parked over the collector's window (the runtime's busy_ns
 	 * counter): a worker spinning on a self-waking task reads 1. */
 	double busy_ratio;
+	/* Runnable but kept off a CPU by the OS (its thread's run_delay):
+	 * since it started, and its share of the same window.  0: not
+	 * known (a probe or file from before them, or no /proc). */
+	uint64_t off_cpu_ns;
+	double off_cpu_ratio;
 	uint64_t mean_poll_ns;
 	uint64_t max_poll_ns;
 	uint32_t queue_depth;

@@ -420,6 +420,8 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	w->steals_per_s = x->steals_per_s;
 	w->steal_rate = x->steal_rate;
 	w->busy_ratio = x->busy_ratio;
+	w->off_cpu_ns = x->off_cpu_ns;
+	w->off_cpu_ratio = x->off_cpu_ratio;
 	w->mean_poll_ns = x->mean_poll_ns;
 	w->max_poll_ns = x->max_poll_ns;
 	w->queue_depth = x->queue_depth;

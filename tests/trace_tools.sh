@@ -6,7 +6,8 @@
 # Records a real workload through WEFT_TRACE=path (test_trace_file
 # --workload), then runs every weft-trace verb on the file: info, dump,
 # stats (task names and spawn locations come from the file; busy % is
-# time not parked and poll % time in polls, from a recorded spinner),
+# time not parked and poll % time in polls, from a recorded spinner; the
+# worker's off-CPU time from the updates, where /proc has schedstat),
 # export
 # --chrome (the JSON parses and every poll slice has ts, dur, pid, tid);
 # --help on every verb; a one-line error and exit 2 on bad input; and
@@ -89,6 +90,15 @@ awk -v b="$busy" 'BEGIN { exit !(b >= 25 && b <= 85) }' || {
 	cat "$tmp/spin100.txt" >&2
 	fail "spinner parked at the start: busy $busy%, expected 25..85%"
 }
+# Off-CPU time (the worker thread's schedstat run_delay, read into the
+# updates): its own lines after the table, which stays as it was.  A
+# kernel without schedstat has none to print.
+if [[ -r /proc/self/schedstat ]]; then
+	expect "stats (off-cpu)" '^worker +off-cpu +off-cpu% +\(runnable' \
+		"$tmp/spin100.txt"
+	expect "stats (off-cpu)" '^0 +[0-9]+\.[0-9]{3} ms +[0-9]+\.[0-9]{2}%$' \
+		"$tmp/spin100.txt"
+fi
 
 "$tool" export --chrome "$trace" -o "$tmp/out.json"
 python3 - "$tmp/out.json" <<'PY'

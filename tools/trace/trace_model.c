@@ -237,6 +237,24 @@ static void header_note(tt_trace_t *t, const Weft__V1__FileHeader *h)
 	t->start_realtime_ns = hello->start_realtime_ns;
 }
 
+static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
+{
+	struct tt_off_cpu_s *o = &t->off_cpu[i];
+
+	if (i + 1 > t->noff_cpu)
+		t->noff_cpu = i + 1;
+	if (!o->seen || ns < o->last) {
+		/* The first reading, or another thread's: from here. */
+		o->before += o->last - o->first;
+		o->first = ns;
+		if (!o->seen)
+			o->first_at = at;
+		o->seen = true;
+	}
+	o->last = ns;
+	o->last_at = at;
+}
+
 static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 {
 	for (size_t i = 0; i < u->n_tasks; i++)
@@ -255,6 +273,10 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 		t->worker_drops[w->index] = w->events_dropped;
 		if (w->index + 1 > t->nworker_drops)
 			t->nworker_drops = w->index + 1;
+		/* 0: not read; without stats, no time to put it at. */
+		if (w->off_cpu_ns && u->stats)
+			off_cpu_note(t, w->index, w->off_cpu_ns,
+				     u->stats->now_ns);
 	}
 	for (size_t i = 0; i < u->n_warnings; i++) {
 		const Weft__V1__Warning *w = u->warnings[i];

@@ -70,6 +70,20 @@ typedef struct tt_trace_s {
 	 * other threads'); nworker_drops: the highest index seen, plus 1. */
 	uint64_t worker_drops[64];
 	unsigned nworker_drops;
+	/*
+	 * Each worker's off-CPU time (its thread's schedstat run_delay,
+	 * cumulative) as the updates read it: the first and the last
+	 * reading and their updates' now_ns, and what earlier threads in
+	 * the slot added (a reading below the last is another runtime's
+	 * worker: counted afresh from it).  noff_cpu: the highest index
+	 * read, plus 1; 0 when none was (a file from before the field).
+	 */
+	struct tt_off_cpu_s {
+		uint64_t first, last, before;
+		uint64_t first_at, last_at;
+		bool seen;
+	} off_cpu[64];
+	unsigned noff_cpu;
 	/* Events handed out so far: how many, the first's stamp, the
 	 * earliest and the latest (the trace's span: last_ts - min_ts). */
 	uint64_t nev;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-trace stats FILE: per worker figures computed from the events
- * (polls, steals in and out, steal rate, parks, busy %, poll %),
- * poll-time percentiles, the longest polls with their task's name and
- * spawn location, and the warnings the collector raised.
+ * (polls, steals in and out, steal rate, parks, busy %, poll %), each
+ * worker's off-CPU time as the updates read it, poll-time percentiles,
+ * the longest polls with their task's name and spawn location, and the
+ * warnings the collector raised.
  *
  * busy % is the time a worker was not parked, as the runtime's busy_ns
  * counter and Tokio count it; poll % the time it spent inside polls.
@@ -11,6 +12,10 @@
  * driver between polls): a worker spinning on a task that wakes itself
  * is never parked and reads close to 100 % busy however short its
  * polls are, and printing only the poll time made it look idle.
+ *
+ * Off-CPU time is the time a worker's thread was runnable while the OS
+ * ran other threads: it wanted a CPU and had none, which no event tells
+ * (the probe reads the thread's schedstat run_delay into each update).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +27,11 @@ static const char usage[] =
 	"Per worker: polls, tasks stolen in and out, steal rate (stolen /\n"
 	"polls), parks, busy % (time not parked, from the park and unpark\n"
 	"events; - when its events never say) and poll % (time in polls),\n"
-	"both over the trace.  Then poll percentiles, the N longest polls\n"
-	"(default 10) and the warnings (counts by kind, then the first N).\n";
+	"both over the trace; then off-CPU time (runnable while the OS ran\n"
+	"other threads) and its % of the time between the first and the\n"
+	"last update that read it.  Then poll percentiles, the N longest\n"
+	"polls (default 10) and the warnings (counts by kind, then the\n"
+	"first N).\n";
 
 #define MAX_W 256
 
@@ -287,6 +295,36 @@ static void top_note(struct top_heap *th, size_t cap, const tt_trace_t *t,
 	}
 }
 
+/*
+ * Each worker's off-CPU time from the updates' readings, beside the
+ * table (its figures are the events', these the probe's): from the
+ * worker's first reading to its last, and the share of the time between.
+ * Nothing for a file from before the field, or where /proc was closed
+ * to the probe.
+ */
+static void off_cpu_print(const tt_trace_t *t)
+{
+	if (!t->noff_cpu)
+		return;
+	printf("\n%-7s %13s %8s  (runnable, while the OS ran other threads)\n",
+	       "worker", "off-cpu", "off-cpu%");
+	for (unsigned i = 0; i < t->noff_cpu; i++) {
+		const struct tt_off_cpu_s *o = &t->off_cpu[i];
+		uint64_t ns = o->before + o->last - o->first,
+			 span = o->last_at - o->first_at;
+		char pct[16];
+
+		if (!o->seen)
+			continue;
+		if (span)
+			snprintf(pct, sizeof(pct), "%.2f%%",
+				 100.0 * (double)ns / (double)span);
+		else
+			snprintf(pct, sizeof(pct), "-");
+		printf("%-7u %10.3f ms %8s\n", i, (double)ns / 1e6, pct);
+	}
+}
+
 static size_t widx(uint16_t w)
 {
 	return w == WEFT_EVENT_NO_WORKER || w >= MAX_W - 1 ? MAX_W - 1 : w;
@@ -400,6 +438,7 @@ int tt_verb_stats(int argc, char **argv)
 		       (unsigned long long)w->parks, busy,
 		       span ? 100.0 * (double)w->poll_ns / (double)span : 0.0);
 	}
+	off_cpu_print(&t);
 
 	if (d.n) {
 		if (d.exact) {
