@@ -99,8 +99,21 @@ struct weft_task_s {
 	const char *name;
 	const char *file;
 	int line;
+	/*
+	 * Where the task last returned PENDING (weft/future.h), NULL if
+	 * not known.  Written by the polling worker before to_idle, read
+	 * by any thread: see task_run().
+	 */
+	_Atomic(const weft_site_t *) parked_at;
 	_Alignas(16) unsigned char future[];
 };
+
+/* Where @t is parked (its last PENDING), NULL if not known; a hint. */
+static inline const weft_site_t *weft__task_parked_at(weft_task_t *t)
+{
+	/* Relaxed: names a static; see task_run(). */
+	return load_relaxed(&t->parked_at);
+}
 
 /* The context of one poll. */
 struct weft_cx_s {

@@ -16,6 +16,13 @@
 
 _Static_assert(sizeof(weft_task_t) % 16 == 0, "task header keeps alignment");
 
+/*
+ * The await this thread evaluated last (weft/future.h): stored by
+ * WEFT_AWAIT, WEFT_YIELD and the fiber awaits, taken by task_run() after
+ * each poll.  Thread-local, so plain accesses.
+ */
+WEFT_TLS const weft_site_t *weft__await_site;
+
 static weft_task_t *from_join(const weft_join_t *j)
 {
 	return (weft_task_t *)j;
@@ -347,6 +354,7 @@ static inline __attribute__((always_inline)) void
 task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 {
 	uint64_t cur = load_relaxed(&t->state), next;
+	const weft_site_t *site;
 	struct weft_cx_s cx;
 	int status = 0;
 	weft_poll_t r;
@@ -399,9 +407,23 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	 * fence_after_rmw() in run_task() (worker.c).
 	 */
 	store_relaxed(&w->cur, NULL);
+	/*
+	 * Taken after every poll, READY too, so that the next task's poll
+	 * on this thread, written by hand, does not find this one's site.
+	 */
+	site = weft__await_site;
+	weft__await_site = NULL;
 
 	if (r == WEFT_READY)
 		goto complete;
+	/*
+	 * Relaxed: a hint that names a static (never freed), read by other
+	 * threads (a task dump through the owned list, the monitor) with no
+	 * other data hanging on it.  Stored before to_idle, whose release
+	 * orders it before the next poll's store on any worker (to_running
+	 * acquires), so the task's sites stay in poll order.
+	 */
+	store_relaxed(&t->parked_at, site);
 
 	/* to_idle */
 	cur = load_relaxed(&t->state);
@@ -557,6 +579,8 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	t->output = NULL;
 	t->status = 0;
 	t->held_locks = NULL;
+	/* Not yet shared: a relaxed store is enough. */
+	store_relaxed(&t->parked_at, NULL);
 	t->state_size = (uint32_t)spec->size;
 	t->name = spec->name;
 	t->file = spec->file;

@@ -16,7 +16,8 @@
  * WEFT_AWAIT / WEFT_ASYNC_END macros turn a poll function into straight-line
  * code over a state struct (a protothread-style switch on a saved line).
  * Locals do not survive an await: keep everything that must live across one
- * in the state struct.  Example:
+ * in the state struct.  Each WEFT_AWAIT and WEFT_YIELD also notes where it
+ * is (weft_site_t), so that a task parked there can say so.  Example:
  *
  *	struct pinger {
  *		int weft_pc;           // must be zero before the first poll
@@ -188,20 +189,64 @@ static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
 }
 
 /*
+ * A place in the source where a task can be parked: the file and line of
+ * an await.  Each WEFT_AWAIT, WEFT_YIELD and fiber await (weft/fiber.h)
+ * has one, static, so that a pointer to it names the place for the life
+ * of the program.
+ */
+typedef struct weft_site_s {
+	const char *file;
+	int line;
+} weft_site_t;
+
+/*
+ * Private.  The await this thread evaluated last: each WEFT_AWAIT (before
+ * it evaluates its expression) and WEFT_YIELD store their site here, so
+ * that of nested awaits the innermost, evaluated last, is what is left
+ * when the poll returns PENDING.  The worker that polled the task takes it
+ * (and clears it) after every poll, and keeps it in the task as where the
+ * task is parked.  A poll function written by hand stores nothing: its
+ * task shows the site of the last macro await it evaluated in that poll,
+ * if any, else none.
+ *
+ * One plain store into a thread-local a WEFT_AWAIT, no unwinding.  The
+ * initial-exec model keeps it a %fs-relative store even from a shared
+ * library (a general-dynamic access would be a __tls_get_addr() call);
+ * libweft.so already uses that model for its own thread-locals.  In C++,
+ * __thread rather than thread_local: a variable of another translation
+ * unit that is thread_local is reached through an init wrapper call.
+ */
+#if defined(__cplusplus)
+#define WEFT__THREAD_LOCAL __thread
+#else
+#define WEFT__THREAD_LOCAL _Thread_local
+#endif
+WEFT_EXTERN extern WEFT__THREAD_LOCAL const weft_site_t *weft__await_site
+	__attribute__((tls_model("initial-exec")));
+
+/*
  * Stackless state-machine helpers.  The state struct needs an `int weft_pc`
  * member that is zero before the first poll.  Only one WEFT_AWAIT or
- * WEFT_YIELD per source line.
+ * WEFT_YIELD per source line (the line is both the resume point and the
+ * site).
  */
 #define WEFT_ASYNC_BEGIN(st)                                                   \
 	switch ((st)->weft_pc) {                                               \
 	case 0:
 
-/* Polls @expr (a weft_poll_t expression) until it is READY. */
+/*
+ * Polls @expr (a weft_poll_t expression) until it is READY.  The site is
+ * stored on every evaluation, the resumed ones included: the worker clears
+ * it after each poll, and a future awaited inside @expr stores its own
+ * after this one.
+ */
 #define WEFT_AWAIT(st, expr)                                                   \
 	do {                                                                   \
+		static const weft_site_t weft__site = { __FILE__, __LINE__ };  \
 		(st)->weft_pc = __LINE__;                                      \
 		__attribute__((fallthrough));                                  \
 	case __LINE__:                                                         \
+		weft__await_site = &weft__site;                                \
 		if ((expr) == WEFT_PENDING)                                    \
 			return WEFT_PENDING;                                   \
 	} while (0)
@@ -209,7 +254,9 @@ static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
 /* Yields once to the scheduler (yield_now). */
 #define WEFT_YIELD(st, cx)                                                     \
 	do {                                                                   \
+		static const weft_site_t weft__site = { __FILE__, __LINE__ };  \
 		(st)->weft_pc = __LINE__;                                      \
+		weft__await_site = &weft__site;                                \
 		weft_cx_yield(cx);                                             \
 		return WEFT_PENDING;                                           \
 	case __LINE__:;                                                        \
