@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where a task is parked (issue 18): the site of the await its last poll
- * returned PENDING from, as WEFT_AWAIT and WEFT_YIELD record it
- * (weft/future.h) and the worker keeps it in the task (task.c,
- * weft__task_parked_at()).
+ * returned PENDING from, as WEFT_AWAIT, WEFT_YIELD and the fiber awaits
+ * record it (weft/future.h, weft/fiber.h) and the worker keeps it in the
+ * task (task.c, weft__task_parked_at()).
  *
  * One worker, so that the tasks run one after the other in the order the
  * test thread spawned them (from outside, through the global queue): a
@@ -226,12 +226,105 @@ static void test_parked_at_by_hand_is_null(void **state)
 	weft_runtime_destroy(rt);
 }
 
+/* ------------------------------------------------------------- fibers */
+
+/*
+ * Pending until its second poll, when it says so (@polled) and stays
+ * pending: a fiber re-polls its future in place, on whichever worker,
+ * and must keep its site for each poll.
+ */
+struct twice {
+	unsigned polls;
+	tcount_t *polled;
+};
+
+static weft_poll_t twice_poll(void *arg, weft_cx_t *cx)
+{
+	struct twice *t = arg;
+
+	(void)cx;
+	if (++t->polls >= 2)
+		tcount_add(t->polled, 1);
+	return WEFT_PENDING;
+}
+
+static int fiber_line, join_line;
+
+struct fiber_arg {
+	struct twice twice;
+	weft_join_t *other;
+};
+
+static void *awaiter(void *arg)
+{
+	struct fiber_arg *a = arg;
+
+	/* A READY await first: it leaves no site for what follows. */
+	weft_await(nop_poll, NULL);
+	fiber_line = __LINE__; weft_await(twice_poll, &a->twice);
+	return NULL;
+}
+
+static void *joiner(void *arg)
+{
+	struct fiber_arg *a = arg;
+
+	join_line = __LINE__; weft_fiber_join(a->other, NULL, NULL);
+	return NULL;
+}
+
+/* Calls the function itself: no site. */
+static void *bare_awaiter(void *arg)
+{
+	(void)arg;
+	weft_await(nop_poll, NULL);
+	(weft_await)(never_poll, NULL);
+	return NULL;
+}
+
+static void test_parked_at_fiber_is_the_call(void **state)
+{
+	weft_runtime_t *rt = rt_create(1);
+	struct fiber_arg a = { 0 };
+	weft_join_t *j, *jj, *jb;
+	tcount_t polled;
+
+	(void)state;
+	tcount_init(&polled);
+	a.twice.polled = &polled;
+	a.other = spawn_ok(rt, never_poll, NULL, NULL, 0, true);
+	assert_int_equal(weft_spawn_fiber(rt, "awaiter", awaiter, &a, &j), 0);
+	assert_int_equal(weft_spawn_fiber(rt, "joiner", joiner, &a, &jj), 0);
+	assert_int_equal(weft_spawn_fiber(rt, "bare", bare_awaiter, NULL,
+					  &jb),
+			 0);
+	settle(rt);
+	assert_site(weft__task_parked_at(task_of(j)), fiber_line);
+	assert_site(weft__task_parked_at(task_of(jj)), join_line);
+	assert_null(weft__task_parked_at(task_of(jb)));
+
+	/* Polled again in place (a wake that finds it still pending). */
+	wake(j);
+	tcount_wait(&polled, 1);
+	settle(rt);
+	assert_site(weft__task_parked_at(task_of(j)), fiber_line);
+
+	/* The joiner awaits a.other until both are cancelled: drop after. */
+	weft_runtime_destroy(rt);
+	weft_join_drop(jb);
+	weft_join_drop(jj);
+	weft_join_drop(j);
+	weft_join_drop(a.other);
+	tcount_fini(&polled);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parked_at_nested_await_is_the_inner),
 		cmocka_unit_test(test_parked_at_yield_is_its_line),
 		cmocka_unit_test(test_parked_at_by_hand_is_null),
+		cmocka_unit_test(test_parked_at_fiber_is_the_call),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

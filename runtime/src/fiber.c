@@ -85,6 +85,26 @@ __attribute__((noinline)) static void set_current_fiber(fiber_t *f)
 	cur_fiber = f;
 }
 
+/*
+ * The caller's site, which the macros of weft/fiber.h left in
+ * weft__await_site just before the call (NULL, or a stale one, when the
+ * function was called without them: they are cleared on the way out of
+ * every await, and by the worker after every poll).
+ */
+__attribute__((noinline)) static const weft_site_t *take_await_site(void)
+{
+	const weft_site_t *site = weft__await_site;
+
+	weft__await_site = NULL;
+	return site;
+}
+
+/* Out of line, as above: called after a switch, on whatever thread. */
+__attribute__((noinline)) static void set_await_site(const weft_site_t *site)
+{
+	weft__await_site = site;
+}
+
 static size_t page_size(void)
 {
 	/*
@@ -472,7 +492,13 @@ bool weft_in_fiber(void)
 	return current_fiber() != NULL;
 }
 
-int weft_await(weft_poll_cb poll, void *state)
+/*
+ * Polls until READY, suspending the fiber in between.  @site is stored
+ * again before each poll, on the thread the fiber now runs on: the worker
+ * takes it when the fiber's task returns PENDING (task.c), unless the
+ * future's own WEFT_AWAIT stored an inner one meanwhile.
+ */
+static int await_at(const weft_site_t *site, weft_poll_cb poll, void *state)
 {
 	fiber_t *f = current_fiber();
 
@@ -484,11 +510,21 @@ int weft_await(weft_poll_cb poll, void *state)
 	for (;;) {
 		if (f->cancelled)
 			return -ECANCELED;
-		if (poll(state, f->cx) == WEFT_READY)
+		set_await_site(site);
+		if (poll(state, f->cx) == WEFT_READY) {
+			/* Not left for a later await called without a site. */
+			set_await_site(NULL);
 			return 0;
+		}
 		fiber_suspend(f);
 		/* Possibly on another thread now: f itself is unchanged. */
 	}
+}
+
+/* In parentheses: weft/fiber.h has macros of the same names. */
+int(weft_await)(weft_poll_cb poll, void *state)
+{
+	return await_at(take_await_site(), poll, state);
 }
 
 static weft_poll_t yield_poll(void *arg, weft_cx_t *cx)
@@ -496,11 +532,11 @@ static weft_poll_t yield_poll(void *arg, weft_cx_t *cx)
 	return weft_yield_poll(arg, cx);
 }
 
-int weft_fiber_yield(void)
+int(weft_fiber_yield)(void)
 {
 	weft_yield_t y = { 0 };
 
-	return weft_await(yield_poll, &y);
+	return await_at(take_await_site(), yield_poll, &y);
 }
 
 static weft_poll_t sleep_poll(void *arg, weft_cx_t *cx)
@@ -508,13 +544,14 @@ static weft_poll_t sleep_poll(void *arg, weft_cx_t *cx)
 	return weft_sleep_poll(arg, cx);
 }
 
-int weft_fiber_sleep(uint64_t ns)
+int(weft_fiber_sleep)(uint64_t ns)
 {
+	const weft_site_t *site = take_await_site();
 	weft_sleep_t s;
 	int err;
 
 	weft_sleep_init(&s, ns);
-	err = weft_await(sleep_poll, &s);
+	err = await_at(site, sleep_poll, &s);
 	weft_sleep_fini(&s);
 	return err;
 }
@@ -532,9 +569,9 @@ static weft_poll_t join_poll(void *arg, weft_cx_t *cx)
 	return weft_join_poll(j->join, cx, j->status, j->out);
 }
 
-int weft_fiber_join(weft_join_t *join, int *status, void **out)
+int(weft_fiber_join)(weft_join_t *join, int *status, void **out)
 {
 	struct fiber_join j = { join, status, out };
 
-	return weft_await(join_poll, &j);
+	return await_at(take_await_site(), join_poll, &j);
 }

@@ -27,6 +27,13 @@
  * of a thread-local variable, or a value read from one (errno included),
  * across an await; read it again afterwards.
  *
+ * Where it waits: weft_await() and the calls below that await record the
+ * caller's file and line (they are macros over the functions of the same
+ * name), so that a fiber parked in one shows that line as its task's
+ * place (weft_site_t, weft/future.h); a future awaited with WEFT_AWAIT
+ * inside shows its own, innermost, instead.  Calling the function itself,
+ * (weft_await)(poll, state) or through a pointer, records no place.
+ *
  * Cancellation: when a fiber task is aborted or the runtime shuts down, the
  * fiber is resumed once more and every weft_await() from then on returns
  * -ECANCELED at once; the function must then return (cleaning up as it
@@ -112,6 +119,46 @@ WEFT_EXTERN int weft_fiber_sleep(uint64_t ns);
  * Return: 0, -ECANCELED or -EPERM as weft_await().
  */
 WEFT_EXTERN int weft_fiber_join(weft_join_t *join, int *status, void **out);
+
+/*
+ * The awaiting calls, each noting its caller's site in weft__await_site
+ * (weft/future.h) after its arguments are evaluated, right before the
+ * call; the function takes it at once, on the same thread, and keeps it
+ * for each poll of its future.  Statement expressions, for the static
+ * site: without GNU C the plain functions are called, and fibers show no
+ * place.
+ */
+#if defined(__GNUC__)
+#define WEFT__FIBER_SITE()                                                     \
+	static const weft_site_t weft__site = { __FILE__, __LINE__ };          \
+	weft__await_site = &weft__site
+#define weft_await(poll, state)                                                \
+	__extension__({                                                        \
+		weft_poll_cb weft__poll = (poll);                              \
+		void *weft__state = (state);                                   \
+		WEFT__FIBER_SITE();                                            \
+		(weft_await)(weft__poll, weft__state);                         \
+	})
+#define weft_fiber_yield()                                                     \
+	__extension__({                                                        \
+		WEFT__FIBER_SITE();                                            \
+		(weft_fiber_yield)();                                          \
+	})
+#define weft_fiber_sleep(ns)                                                   \
+	__extension__({                                                        \
+		uint64_t weft__ns = (ns);                                      \
+		WEFT__FIBER_SITE();                                            \
+		(weft_fiber_sleep)(weft__ns);                                  \
+	})
+#define weft_fiber_join(join, status, out)                                     \
+	__extension__({                                                        \
+		weft_join_t *weft__join = (join);                              \
+		int *weft__status = (status);                                  \
+		void **weft__out = (out);                                      \
+		WEFT__FIBER_SITE();                                            \
+		(weft_fiber_join)(weft__join, weft__status, weft__out);        \
+	})
+#endif
 
 #ifdef __cplusplus
 }
