@@ -333,6 +333,20 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 				    (cx->yielded ? WEFT_POLL_YIELDED : 0));
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
+		/*
+		 * Where it is parked, when that changed since its last
+		 * PENDING (task_run() stores it next): a task that awaits
+		 * on one line again and again says so once.  A change the
+		 * collector missed (listening started later, the ring was
+		 * full) stays in the task's parked_at, for a walk of the
+		 * live tasks to read.
+		 */
+		const weft_site_t *site = weft__await_site;
+
+		if (site != load_relaxed(&t->parked_at))
+			weft__probe_emit_at(end, WEFT_EV_PARKED_AT, t->id,
+					    site ? (uintptr_t)site->file : 0,
+					    site ? (uint32_t)site->line : 0);
 		if (t->held_locks)
 			weft__probe_locks_at_pending(t);
 		if (weft__probe_raw_hook)

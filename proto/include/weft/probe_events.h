@@ -50,7 +50,10 @@
 	  "a2=local queue depth (sampled)")                                   \
 	X(LOCK_SITE, 23, "lock-site",                                         \
 	  "a1=file where taken (static string), a2=line; follows a LOCK_*")   \
-	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own")
+	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own") \
+	X(PARKED_AT, 25, "parked-at",                                         \
+	  "a1=file of the await (static string; 0: not known), a2=line; "     \
+	  "follows a POLL that returned PENDING elsewhere than the last")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
