@@ -84,6 +84,7 @@ typedef struct worker_window_s {
 	uint64_t at_ns;
 	weft_worker_metrics_t m;
 	uint64_t off_cpu_ns; /* run_delay, when off_cpu_read */
+	uint64_t on_cpu_ns;  /* schedstat's first field, likewise */
 	bool off_cpu_read;
 } worker_window_t;
 
@@ -436,6 +437,16 @@ void weft__collector_fold_flush(struct probe *p, uint64_t now);
  * @dur_ns, on a CPU or asleep in the kernel (@dur_ns when not known);
  * what is left the OS spent running other threads.
  */
+/*
+ * Where a poll of @dur_ns on @worker that began at @start_ns went, when
+ * the monitor did not read it (it runs at nice 19, and a busy host may
+ * hold it off its CPU past a whole poll): from the worker thread's
+ * schedstat, the window's sample before the poll against one read now
+ * (collector_workers.c).  False where there is none.
+ */
+bool weft__collector_sched_split(struct probe *p, uint16_t worker,
+				 uint64_t start_ns, uint64_t dur_ns,
+				 weft__poll_split_t *out);
 uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,
 				  uint64_t dur_ns, char *why, size_t len);

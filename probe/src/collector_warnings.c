@@ -108,7 +108,7 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,
 				  uint64_t dur_ns, char *why, size_t len)
 {
-	weft__poll_split_t sp[WEFT__POLL_SPLITS];
+	weft__poll_split_t sp[WEFT__POLL_SPLITS], est;
 	const weft__poll_split_t *found = NULL;
 	unsigned n = 0;
 
@@ -134,6 +134,17 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				   start_ns - s <= 50000)
 			found = &sp[k];
 	}
+	/*
+	 * The monitor's reading, where it covers half the poll or more;
+	 * else the worker's schedstat around the whole poll (the monitor
+	 * runs at nice 19: on a crowded host its looks come late and
+	 * few, and two looks a millisecond apart in which the thread
+	 * happened to wait are no measure of a 150 ms poll); else what
+	 * the monitor has.
+	 */
+	if ((!found || (found->to_ns - found->from_ns) * 2 < dur_ns) &&
+	    weft__collector_sched_split(p, worker, start_ns, dur_ns, &est))
+		found = &est;
 	return poll_why(found, dur_ns, why, len);
 }
 

@@ -147,25 +147,26 @@ static void sched_close_all(struct probe *p)
 }
 
 /*
- * Worker @i's off-CPU time so far into *@ns: its thread's run_delay, the
- * time it spent runnable while the OS ran something else (the second
- * field of /proc/self/task/TID/schedstat, ns).  Parked time is not in
- * it: a thread asleep is not waiting for a CPU.  A worker whose thread
- * has not yet published its tid has barely run: 0, which keeps the
- * window's oldest sample usable once it does.  The file is opened then,
- * once, and read anew with a pread at 0 each pass (one system call a
- * worker).  False where it cannot be read (no schedstat in this kernel,
- * the thread gone): never tried again for that thread.
+ * Worker @i's time so far on a CPU (*@on) and off one (*@off): the first
+ * two fields of its thread's /proc/self/task/TID/schedstat (ns).  Off is
+ * run_delay, the time it spent runnable while the OS ran something
+ * else, added as each wait ends; parked time is in neither: a thread
+ * asleep is not waiting for a CPU.  A worker whose thread has not yet
+ * published its tid has barely run: 0, which keeps the window's oldest
+ * sample usable once it does.  The file is opened then, once, and read
+ * anew with a pread at 0 each pass (one system call a worker).  False
+ * where it cannot be read (no schedstat in this kernel, the thread
+ * gone): never tried again for that thread.
  */
-static bool off_cpu_read(struct probe *p, weft_runtime_t *rt, unsigned i,
-			 uint64_t *ns)
+static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
+		       uint64_t *on, uint64_t *off)
 {
 	struct worker_sched_s *ws = &p->worker_sched[i];
 	int32_t tid = weft__runtime_worker_tid(rt, i);
 	char buf[128], *f2, *end;
 	ssize_t n;
 
-	*ns = 0;
+	*on = *off = 0;
 	if (!tid)
 		return true;
 	/* Another thread in the same slot: start afresh for it. */
@@ -188,11 +189,11 @@ static bool off_cpu_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 	if (n <= 0)
 		goto out_close;
 	buf[n] = '\0';
-	/* "on-CPU run_delay timeslices": the second. */
-	(void)strtoull(buf, &f2, 10);
+	/* "on-CPU run_delay timeslices". */
+	*on = strtoull(buf, &f2, 10);
 	if (f2 == buf)
 		goto out_close;
-	*ns = strtoull(f2, &end, 10);
+	*off = strtoull(f2, &end, 10);
 	if (end == f2)
 		goto out_close;
 	return true;
@@ -200,8 +201,50 @@ static bool off_cpu_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 out_close:
 	close(ws->fd);
 	ws->state = SCHED_FAILED;
-	*ns = 0;
+	*on = *off = 0;
 	return false;
+}
+
+bool weft__collector_sched_split(struct probe *p, uint16_t worker,
+				 uint64_t start_ns, uint64_t dur_ns,
+				 weft__poll_split_t *out)
+{
+	unsigned fill = p->window_fill;
+	const worker_window_t *a = NULL;
+	uint64_t on, off, d_on, d_off, wait, cpu;
+	double share;
+
+	if (!p->rt || worker >= p->stats.workers || !dur_ns)
+		return false;
+	/* The newest sample from before the poll began. */
+	for (unsigned k = 0; k < fill; k++) {
+		const worker_window_t *x = &p->window[worker][k];
+
+		if (x->off_cpu_read && x->at_ns <= start_ns &&
+		    (!a || x->at_ns > a->at_ns))
+			a = x;
+	}
+	if (!a || !sched_read(p, p->rt, worker, &on, &off))
+		return false;
+	d_on = on > a->on_cpu_ns ? on - a->on_cpu_ns : 0;
+	d_off = off > a->off_cpu_ns ? off - a->off_cpu_ns : 0;
+	/*
+	 * The stretch from that sample to now holds the poll and what the
+	 * thread did around it: the poll is given the stretch's share of
+	 * waiting in its runnable time, and never more waiting than the
+	 * stretch had (a poll asleep in the kernel on a crowded CPU waits
+	 * only at its wake-up: its sleep is its task's).
+	 */
+	share = d_on + d_off ? (double)d_off / (double)(d_on + d_off) : 0;
+	wait = (uint64_t)((double)dur_ns * share);
+	if (wait > d_off)
+		wait = d_off;
+	cpu = dur_ns - wait < d_on ? dur_ns - wait : d_on;
+	*out = (weft__poll_split_t){ .from_ns = 0,
+				     .to_ns = dur_ns,
+				     .cpu_ns = cpu,
+				     .wait_ns = wait };
+	return true;
 }
 
 void weft__collector_sample_workers(struct probe *p, uint64_t now)
@@ -236,7 +279,8 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		uint64_t polls, task, started;
 
 		weft_worker_metrics(rt, i, &cur->m);
-		cur->off_cpu_read = off_cpu_read(p, rt, i, &cur->off_cpu_ns);
+		cur->off_cpu_read = sched_read(p, rt, i, &cur->on_cpu_ns,
+					       &cur->off_cpu_ns);
 		cur->at_ns = now;
 		w->index = (uint16_t)i;
 		w->counters = cur->m;

@@ -415,7 +415,7 @@ typedef struct monitor_seen_s {
 	int stat_fd, sched_fd;
 	clockid_t cpu_clock;
 	bool split_first, split_published, warned;
-	uint64_t cpu0, delay0, at0, cpu_prev, at_prev;
+	uint64_t cpu0, delay0, at0, cpu_prev, delay_prev, at_prev;
 	uint64_t split_start;
 } monitor_seen_t;
 
