@@ -422,14 +422,16 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	 */
 	store_relaxed(&w->cur, NULL);
 	/*
-	 * Taken after every poll, READY too, so that the next task's poll
-	 * on this thread, written by hand, does not find this one's site.
+	 * The site is cleared after every poll, READY too, so that the next
+	 * task's poll on this thread, written by hand, does not find this
+	 * one's.  Read only after a PENDING (an instruction less a READY).
 	 */
+	if (r == WEFT_READY) {
+		weft__await_site = NULL;
+		goto complete;
+	}
 	site = weft__await_site;
 	weft__await_site = NULL;
-
-	if (r == WEFT_READY)
-		goto complete;
 	/*
 	 * Relaxed: a hint that names a static (never freed), read by other
 	 * threads (a task dump through the owned list, the monitor) with no
