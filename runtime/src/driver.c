@@ -103,7 +103,8 @@ static void detach_regs(driver_t *d)
 		r->waker[IO_DIR_READ] = WEFT_WAKER_EMPTY;
 		r->waker[IO_DIR_WRITE] = WEFT_WAKER_EMPTY;
 		pthread_mutex_unlock(&r->lock);
-		close(r->fd);
+		if (!r->borrowed)
+			close(r->fd);
 		r->fd = -1;
 		r->driver = NULL;
 		r->live_prev = r->live_next = NULL;
@@ -392,7 +393,7 @@ void weft__timer_cancel(weft_timer_entry_t *e)
 
 /* -------------------------------------------------------------------- I/O */
 
-int weft__io_register(driver_t *d, int fd, io_reg_t **out)
+static int io_register(driver_t *d, int fd, bool borrowed, io_reg_t **out)
 {
 	io_reg_t *r = calloc(1, sizeof(*r));
 	int err;
@@ -400,6 +401,7 @@ int weft__io_register(driver_t *d, int fd, io_reg_t **out)
 	if (!r)
 		return -ENOMEM;
 	r->fd = fd;
+	r->borrowed = borrowed;
 	r->driver = d;
 	pthread_mutex_init(&r->lock, NULL);
 	store_relaxed(&r->readiness, 0);
@@ -418,6 +420,16 @@ int weft__io_register(driver_t *d, int fd, io_reg_t **out)
 	pthread_mutex_unlock(&d->release_lock);
 	*out = r;
 	return 0;
+}
+
+int weft__io_register(driver_t *d, int fd, io_reg_t **out)
+{
+	return io_register(d, fd, false, out);
+}
+
+int weft__io_register_borrowed(driver_t *d, int fd, io_reg_t **out)
+{
+	return io_register(d, fd, true, out);
 }
 
 /*

@@ -21,7 +21,8 @@
  * Shutdown closes registered fds: the driver keeps every live registration
  * on a list (under release_lock).  weft__driver_fini() detaches what is
  * still on it: it sets IO_SHUTDOWN in the readiness word, wakes the wakers,
- * closes the fd and hands the registration to its owner, who frees it in
+ * closes the fd (unless it is borrowed: weft/fd.h) and hands the
+ * registration to its owner, who frees it in
  * weft__io_deregister() (which then reports -ESHUTDOWN: do not close the
  * fd again).  A detached registration never touches the driver again, so
  * its owner may outlive the runtime.  Fini runs after the workers are
@@ -59,6 +60,8 @@ enum io_dir { IO_DIR_READ = 0, IO_DIR_WRITE = 1 };
 struct io_reg_s {
 	_Atomic uint32_t readiness;
 	int fd;
+	/* The fd is the owner's (weft/fd.h): shutdown does not close it. */
+	bool borrowed;
 	driver_t *driver;
 	pthread_mutex_t lock; /* guards waker[] */
 	weft_waker_t waker[2];
@@ -109,6 +112,8 @@ bool weft__driver_has_work(driver_t *d);
 driver_t *weft__driver_current(void);
 
 int weft__io_register(driver_t *d, int fd, io_reg_t **out);
+/* The same for an fd its owner keeps (and closes): weft/fd.h. */
+int weft__io_register_borrowed(driver_t *d, int fd, io_reg_t **out);
 int weft__io_deregister(io_reg_t *r);
 weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 				uint32_t *event);

@@ -13,6 +13,7 @@
 #include "weft/fs.h"
 #include "weft/fiber.h"
 #include "weft/net.h"
+#include "weft/fd.h"
 #include "weft/metrics.h"
 
 #endif /* WEFT_H */
