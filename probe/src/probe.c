@@ -26,6 +26,7 @@
 
 #include "knob.h"
 #include "collector_internal.h"
+#include "metrics_internal.h"
 #include "recorder_internal.h"
 #include "server_internal.h"
 
@@ -242,6 +243,11 @@ void weft__probe_thread_stop(void)
 
 /* -------------------------------------------------------- the collector */
 
+static void warnings_tally(struct probe *p);
+/* The collector's CPU time in the runs before this one (probe.lock):
+ * weft__collector_start() counts each run from zero. */
+static uint64_t cpu_before_ns;
+
 /*
  * WEFT_COLLECTOR_NICE=N (1..19): the collector thread runs at that nice
  * value.  On a machine whose cores the workers keep busy, a collector at
@@ -347,6 +353,7 @@ static void *collector_main(void *arg)
 
 			weft__collector_pass(p, now);
 			p->passes++;
+			warnings_tally(p);
 			if (served) {
 				p->flush_requested = 0;
 				p->flush_done = served;
@@ -457,6 +464,7 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 		p->joining = false;
 		/* Someone may have subscribed again meanwhile. */
 		if (p->subs == NULL) {
+			cpu_before_ns += p->stats.collector_cpu_ns;
 			weft__collector_stop(p);
 			p->running = false;
 		} else {
@@ -464,6 +472,7 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 			if (pthread_create(&p->thread, NULL, collector_main,
 					   NULL)) {
 				/* No collector: the subscribers hear nothing. */
+				cpu_before_ns += p->stats.collector_cpu_ns;
 				weft__collector_stop(p);
 				p->running = false;
 			}
@@ -525,6 +534,7 @@ void weft__probe_runtime_attach(weft_runtime_t *rt)
 	 */
 	weft__trace_env_start();
 	weft__server_env_start(rt);
+	weft__metrics_env_start(rt);
 }
 
 /*
@@ -546,6 +556,7 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 
 	/* Its connections close and its socket goes, if it is ours. */
 	weft__server_env_stop(rt);
+	weft__metrics_env_stop(rt);
 	pthread_mutex_lock(&weft__probe.lock);
 	for (size_t i = 0; i < p->nattached; i++) {
 		if (p->runtimes[i] == rt) {
@@ -628,4 +639,86 @@ void weft_probe_mark(uint64_t a1, uint32_t a2)
 bool weft_probe_listening(void)
 {
 	return weft__probe_on();
+}
+
+/* ------------------------------------------------- the metrics endpoint */
+
+/*
+ * Warnings by kind since start, for weft_warnings_total{kind}
+ * (metrics_text.c).  The collector keeps the last WARN_KEEP rows and a
+ * total, not counts by kind, so they are tallied here from the rows as
+ * they come: after every pass (probe.c's collector loop) and whenever
+ * the endpoint reads them (the runtime monitor raises long polls with no
+ * collector running).  A folded row ("N more from tasks ...",
+ * collector_warnings.c's fold_say()) stands for the N warnings it folded.
+ * Rows pushed out of the ring before they were tallied (over WARN_KEEP
+ * between two tallies) are counted in warn_lost.  Under probe.lock.
+ */
+static uint64_t warn_tallied_seq;
+static uint64_t warn_by_kind[WEFT_WARN_MAX];
+static uint64_t warn_lost;
+
+static uint64_t row_weight(const weft_probe_warning_t *w)
+{
+	static const char more[] = " more from tasks ";
+	static const char tail[] = "(folded)";
+	size_t len = strlen(w->detail);
+	char *end;
+	unsigned long long n;
+
+	if (len < sizeof(tail) ||
+	    strcmp(w->detail + len - (sizeof(tail) - 1), tail))
+		return 1;
+	n = strtoull(w->detail, &end, 10);
+	if (end == w->detail || strncmp(end, more, sizeof(more) - 1) || !n)
+		return 1;
+	return n;
+}
+
+static void warnings_tally(struct probe *p)
+{
+	uint64_t seq = warn_tallied_seq;
+
+	if (p->warn_seq - seq > WARN_KEEP) {
+		warn_lost += p->warn_seq - seq - WARN_KEEP;
+		seq = p->warn_seq - WARN_KEEP;
+	}
+	for (; seq < p->warn_seq; seq++) {
+		const weft_probe_warning_t *w = &p->warnings[seq % WARN_KEEP];
+
+		if (w->kind < WEFT_WARN_MAX)
+			warn_by_kind[w->kind] += row_weight(w);
+	}
+	warn_tallied_seq = seq;
+}
+
+void weft__probe_metrics_read(weft__probe_metrics_t *out,
+			      void (*each)(struct weft_runtime_s *rt,
+					   unsigned i, unsigned n, void *arg),
+			      void *arg)
+{
+	struct probe *p = &weft__probe;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&p->lock);
+	warnings_tally(p);
+	memcpy(out->warnings, warn_by_kind, sizeof(out->warnings));
+	out->warnings_lost = warn_lost;
+	out->events_dropped = p->drops_total;
+	out->collector_cpu_ns = cpu_before_ns + p->stats.collector_cpu_ns;
+	out->collector_running = p->running;
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
+		out->subscribers++;
+	/*
+	 * The runtimes, under probe.lock: one cannot be destroyed meanwhile
+	 * (weft__probe_runtime_detach() waits for it).  @each reads only
+	 * their counters, which takes no lock a worker takes but the
+	 * blocking pool's, for six loads (weft_runtime_metrics()).
+	 */
+	out->runtimes = (unsigned)p->nattached;
+	if (each)
+		for (size_t i = 0; i < p->nattached; i++)
+			each(p->runtimes[i], (unsigned)i,
+			     (unsigned)p->nattached, arg);
+	pthread_mutex_unlock(&p->lock);
 }
