@@ -10,28 +10,62 @@
  * makes that exclusive, so no atomics are needed.  A lock taken outside a
  * task (a plain thread) is not tracked.
  *
- * Unlocking from a task other than the one that locked (undefined for the
- * pthread mutex underneath anyway) leaves the owner's list alone: its entry
- * is skipped from then on (owner_task no longer matches) and must not
- * outlive the mutex.
+ * Unlocking from a task other than the one that locked leaves the owner's
+ * list alone: its entry is skipped from then on (owner_task no longer
+ * matches) and must not outlive the mutex.
+ *
+ * The lock is a futex word (Drepper, "Futexes Are Tricky", mutex 2): 0
+ * free, 1 taken, 2 taken and maybe waited for.  Lock: 0 -> 1 with a CAS;
+ * else swap in 2 and sleep while the word is 2, until a swap finds it 0.
+ * Unlock: swap in 0; if it was 2, wake one sleeper.  Any thread may
+ * unlock, which a pthread mutex does not allow: a task that held the lock
+ * across an await unlocks on whichever worker resumes it.
  */
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "weft/mutex.h"
 
 #include "probe_internal.h"
 #include "runtime_internal.h"
 
+/* The header's plain word, as the atomic it is (same size and alignment). */
+static _Atomic uint32_t *word(weft_mutex_t *m)
+{
+	_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
+			       _Alignof(_Atomic uint32_t) == _Alignof(uint32_t),
+		       "weft_mutex_t.state is an atomic word");
+	return (_Atomic uint32_t *)&m->state;
+}
+
 void weft_mutex_init(weft_mutex_t *m, const char *name)
 {
 	memset(m, 0, sizeof(*m));
-	pthread_mutex_init(&m->lock, NULL);
 	m->name = name;
 }
 
 void weft_mutex_fini(weft_mutex_t *m)
 {
-	pthread_mutex_destroy(&m->lock);
+	(void)m;
+}
+
+static void lock_slow(_Atomic uint32_t *w, uint32_t c)
+{
+	/*
+	 * Acquire on the swap that finds it free: the holder's critical
+	 * section (its release swap in unlock) happens before ours.  Marked
+	 * 2 while we may sleep, so that its unlock wakes somebody; a thread
+	 * that takes it this way keeps the 2 (a wake too many at worst).
+	 */
+	if (c != 2)
+		c = atomic_exchange_explicit(w, 2, memory_order_acquire);
+	while (c != 0) {
+		syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, 2, NULL,
+			NULL, 0);
+		c = atomic_exchange_explicit(w, 2, memory_order_acquire);
+	}
 }
 
 static void taken(weft_mutex_t *m, const char *file, int line)
@@ -53,13 +87,23 @@ static void taken(weft_mutex_t *m, const char *file, int line)
 
 void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 {
-	pthread_mutex_lock(&m->lock);
+	uint32_t c = 0;
+
+	/* Acquire: as in lock_slow(). */
+	if (!atomic_compare_exchange_strong_explicit(word(m), &c, 1,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		lock_slow(word(m), c);
 	taken(m, file, line);
 }
 
 bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file, int line)
 {
-	if (pthread_mutex_trylock(&m->lock))
+	uint32_t c = 0;
+
+	if (!atomic_compare_exchange_strong_explicit(word(m), &c, 1,
+						     memory_order_acquire,
+						     memory_order_relaxed))
 		return false;
 	taken(m, file, line);
 	return true;
@@ -80,7 +124,10 @@ void weft_mutex_unlock(weft_mutex_t *m)
 	m->held_next = NULL;
 	WEFT_PROBE_EVENT(LOCK_RELEASE, m->owner_task, (uintptr_t)m->name, 0);
 	m->owner_task = 0;
-	pthread_mutex_unlock(&m->lock);
+	/* Release: our critical section before the next holder's acquire. */
+	if (atomic_exchange_explicit(word(m), 0, memory_order_release) == 2)
+		syscall(SYS_futex, (uint32_t *)word(m), FUTEX_WAKE_PRIVATE, 1,
+			NULL, NULL, 0);
 }
 
 unsigned weft__probe_locks_at_pending(weft_task_t *t)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * weft_mutex_t: a blocking mutex (over pthread_mutex_t) that the probe
+ * weft_mutex_t: a blocking mutex (a futex word of its own) that the probe
  * watches.  Each lock records where it was taken and by which task; when a
  * task's poll returns PENDING (or a fiber suspends) while the task holds
  * one, the probe raises "lock held across await" naming the lock, where it
@@ -11,11 +11,14 @@
  * so any of them that wants it blocks the worker thread (or deadlocks).
  * Hold a weft_mutex_t only for short critical sections that do not await;
  * to hold a lock across an await, use the async mutex (sync_async.h).
+ *
+ * Unlike a pthread mutex it may be unlocked by any thread: a task that
+ * held one across an await resumes, and unlocks, on whichever worker
+ * polls it next.  That mistake is made slow (others block on the lock
+ * meanwhile) and visible (the warning), never undefined.
  */
 #ifndef WEFT_MUTEX_H
 #define WEFT_MUTEX_H
-
-#include <pthread.h>
 
 #include "weft/common.h"
 
@@ -24,7 +27,9 @@ extern "C" {
 #endif
 
 typedef struct weft_mutex_s {
-	pthread_mutex_t lock;           /* private */
+	/* private: 0 free, 1 taken, 2 taken and maybe waited for; an
+	 * atomic word (plain here so that C++ can include the header) */
+	uint32_t state;
 	const char *name;               /* private: static string */
 	const char *file;               /* private: where last taken */
 	int line;                       /* private */
@@ -47,7 +52,7 @@ WEFT_EXTERN void weft_mutex_lock_at(weft_mutex_t *m, const char *file,
 WEFT_EXTERN bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file,
 				       int line);
 
-/** weft_mutex_unlock() - unlock (on the thread that locked). */
+/** weft_mutex_unlock() - unlock, from any thread (see above). */
 WEFT_EXTERN void weft_mutex_unlock(weft_mutex_t *m);
 
 #define weft_mutex_lock(m) weft_mutex_lock_at((m), __FILE__, __LINE__)
