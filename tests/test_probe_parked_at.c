@@ -5,12 +5,16 @@
  * differs from the task's last (task.c, poll_probed()).  A task that
  * awaits on one line a hundred times says so once.
  *
+ * And the seed: a task parked before anyone listened gets its site from
+ * the runtime's owned list.
+ *
  * Raw events through a subscription of our own; weft_probe_flush()
  * returns after a full pass, so once the task is joined and the probe
  * flushed, every event of it has been handed on.
  */
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_helpers.h"
 
@@ -121,10 +125,111 @@ static void test_probe_parked_at_once_a_site(void **state)
 	free(s);
 }
 
+/*
+ * A task parked before anyone listened (issue 18): it sends no PARKED_AT
+ * (its site does not change again), so the collector's seed reads the
+ * site from the runtime's owned list; the first update says where it is
+ * parked, and that it is idle since the end of that poll, not since a
+ * wake that never comes.
+ */
+struct hung {
+	int weft_pc;
+	weft_notified_t nd;
+	weft_notify_t *n;
+	atomic_bool *polled;
+};
+
+static int hung_line;
+
+static weft_poll_t hung_poll(void *arg, weft_cx_t *cx)
+{
+	struct hung *h = arg;
+
+	WEFT_ASYNC_BEGIN(h);
+	weft_notified_init(&h->nd, h->n);
+	atomic_store(h->polled, true);
+	hung_line = __LINE__; WEFT_AWAIT(h, weft_notified_poll(&h->nd, cx));
+	weft_notified_fini(&h->nd);
+	WEFT_ASYNC_END(h);
+}
+
+struct rec {
+	pthread_mutex_t lock;
+	uint64_t id;
+	bool seen;
+	weft_probe_task_t t;
+	uint64_t now;
+};
+
+static void on_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct rec *r = ctx;
+
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < u->ntasks; i++)
+		if (u->tasks[i]->id == r->id && !r->seen) {
+			r->t = *u->tasks[i];
+			r->t.poll_hist = r->t.sched_hist = NULL;
+			r->now = u->stats ? u->stats->now_ns : 0;
+			r->seen = true;
+		}
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void test_probe_parked_at_before_listening(void **state)
+{
+	struct rec r = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	atomic_bool polled = false;
+	weft_notify_t n;
+	weft_runtime_t *rt;
+	weft_probe_sub_t *sub;
+	weft_join_t *j;
+	uint64_t before;
+
+	(void)state;
+	weft_notify_init(&n);
+	rt = rt_create(1);
+	j = spawn_ok(rt, hung_poll, NULL,
+		     &(struct hung){ .n = &n, .polled = &polled },
+		     sizeof(struct hung), true);
+	r.id = weft_join_id(j);
+	while (!atomic_load(&polled))
+		usleep(1000);
+	/* Its poll returns, and the worker stores the site, just after. */
+	usleep(20000);
+	before = weft_now_ns();
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){ .on_update = on_update,
+							   .ctx = &r },
+				 &sub),
+			 0);
+	weft_probe_flush();
+	weft_probe_flush();
+
+	pthread_mutex_lock(&r.lock);
+	assert_true(r.seen);
+	assert_int_equal(r.t.state, WEFT_TASK_IDLE);
+	assert_non_null(r.t.parked_file);
+	assert_string_equal(r.t.parked_file, __FILE__);
+	assert_int_equal(r.t.parked_line, hung_line);
+	/* Idle from when the collector first heard of it (it cannot know
+	 * the poll's end): a stretch under way, not 0 until a wake. */
+	assert_true(r.t.idle_since_ns >= before);
+	assert_true(r.now >= r.t.idle_since_ns);
+	pthread_mutex_unlock(&r.lock);
+
+	weft_notify_waiters(&n);
+	assert_int_equal(join_wait_drop(j, NULL), 0);
+	weft_probe_unsubscribe(sub);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_parked_at_once_a_site),
+		cmocka_unit_test(test_probe_parked_at_before_listening),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -771,6 +771,9 @@ static void rnd_task(weft_probe_task_t *t, weft_hist_t *h)
 	t->max_poll_ns = rnd_u64();
 	t->warnings = rnd_u32();
 	t->locks_held = rnd_u32();
+	t->parked_file = rnd_str();
+	t->parked_line = rnd_u32();
+	t->idle_since_ns = rnd_u64();
 	if (rnd_below(2)) {
 		rnd_hist(&h[0]);
 		t->poll_hist = &h[0];
@@ -906,6 +909,9 @@ static void ref_task(Weft__V1__Task *m, Weft__V1__Histogram *h,
 	m->max_poll_ns = t->max_poll_ns;
 	m->warnings = t->warnings;
 	m->locks_held = t->locks_held;
+	m->parked_file = ref_str(t->parked_file);
+	m->parked_line = t->parked_line;
+	m->idle_since_ns = t->idle_since_ns;
 	if (t->poll_hist) {
 		ref_hist(&h[0], t->poll_hist);
 		m->poll_hist = &h[0];

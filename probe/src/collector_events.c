@@ -199,20 +199,30 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		 */
 	} else if (ev->a2 & WEFT_POLL_READY) {
 		t->pub.state = WEFT_TASK_DONE;
+		t->pub.idle_since_ns = 0;
 		if (dur < 2000 && t->pub.polls == 1)
 			p->tiny_count++;
 	} else if (ev->a2 & WEFT_POLL_YIELDED) {
 		/* Back in a queue from the poll's end (a wake in the poll
 		 * came first, and counts from when it came). */
 		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->pub.idle_since_ns = 0;
 		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll
 						       : ev->ts;
 	} else if (t->wake_in_poll >= start) {
 		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->pub.idle_since_ns = 0;
 		t->woken_at = t->wake_in_poll;
 	} else {
+		/*
+		 * Idle from the poll's end: published as idle_since_ns, so a
+		 * reader counts a task that stays pending (one parked on a
+		 * notify nobody signals) as idle all along, not only once a
+		 * wake ends the stretch and adds it to idle_ns.
+		 */
 		t->pub.state = WEFT_TASK_IDLE;
 		t->idle_since = ev->ts;
+		t->pub.idle_since_ns = ev->ts;
 		t->lost_check_at = 0;
 	}
 	t->wake_in_poll = 0;
@@ -240,6 +250,7 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
 							  : 0;
 		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->pub.idle_since_ns = 0;
 		t->woken_at = ev->ts;
 		/*
 		 * It may be in a poll we have not seen end (a task taken for
@@ -264,6 +275,7 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 		p->stats.tasks_end_unseen--;
 	}
 	t->pub.state = WEFT_TASK_DONE;
+	t->pub.idle_since_ns = 0;
 	t->pub.status = (int32_t)ev->a2;
 	t->pub.finished_ns = ev->ts;
 	if (!t->in_done) {
@@ -357,6 +369,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		 */
 		if (!t->pub.polls && !t->in_done) {
 			t->pub.state = WEFT_TASK_SCHEDULED;
+			t->pub.idle_since_ns = 0;
 			t->woken_at = ev->ts;
 		}
 		*last_spawn = t;
@@ -391,6 +404,20 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 				w->line = t->pub.line;
 			}
 		}
+		break;
+	case WEFT_EV_PARKED_AT:
+		/*
+		 * Where its pending poll stopped (a1: the await's file, a
+		 * static string of the process; 0: not known).  Sent only
+		 * when it changed, so it stays until the next one; the owned
+		 * list gives it to a task that parked before we listened.
+		 */
+		if (!t)
+			break;
+		t->pub.parked_file = (const char *)(uintptr_t)ev->a1;
+		t->pub.parked_line = ev->a1 ? ev->a2 : 0;
+		t->parked_seen = true;
+		weft__collector_task_changed(p, t);
 		break;
 	case WEFT_EV_WAKER_CLONE:
 		if (t) {

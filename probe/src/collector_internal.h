@@ -66,6 +66,7 @@ typedef struct task_rec_s {
 	bool retired;             /* off the done list, freed once published */
 	bool in_owned;            /* on the runtime's list (reconcile) */
 	bool end_unseen;          /* finished by reconcile */
+	bool parked_seen;         /* a PARKED_AT came: events say where */
 	uint16_t once;            /* warnings raised once per task */
 	bool self_in_poll;        /* woke itself in the poll under way */
 	uint32_t self_polls;      /* polls that ended woken by themselves */

@@ -33,6 +33,25 @@ static size_t owned_shard(struct probe *p, unsigned i, weft__task_info_t **buf,
 }
 
 /*
+ * Where @t is parked, from the owned list's @info, when no PARKED_AT has
+ * said so: it is sent only when the site changes, so a task parked
+ * before anyone listened (the one a dump is for: hung since the start)
+ * never sends one.  Returns whether the record changed.
+ */
+static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
+{
+	uint32_t line = info->parked_file ? (uint32_t)info->parked_line : 0;
+
+	if (t->parked_seen ||
+	    (t->pub.parked_file == info->parked_file &&
+	     t->pub.parked_line == line))
+		return false;
+	t->pub.parked_file = info->parked_file;
+	t->pub.parked_line = line;
+	return true;
+}
+
+/*
  * Tasks spawned before anyone listened.  The collector learns of a task
  * from its events, so one idle since before the first listener (a
  * connection waiting for its next request) would never show, or show
@@ -55,7 +74,11 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 			task_rec_t *t =
 				weft__collector_task_get(p, buf[j].id, now);
 
-			if (!t || t->pub.name || t->pub.file)
+			if (!t)
+				continue;
+			if (parked_take(t, &buf[j]))
+				weft__collector_task_changed(p, t);
+			if (t->pub.name || t->pub.file)
 				continue;
 			t->pub.name = buf[j].name;
 			t->pub.file = buf[j].file;
@@ -109,9 +132,20 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 			free(buf);
 			return false;
 		}
-		for (size_t j = 0; j < n; j++)
-			if ((t = weft__collector_task_find(p, buf[j].id)))
-				t->in_owned = true;
+		for (size_t j = 0; j < n; j++) {
+			if (!(t = weft__collector_task_find(p, buf[j].id)))
+				continue;
+			t->in_owned = true;
+			/*
+			 * A PARKED_AT may be among the drops: the list's
+			 * site is newer than any event folded in so far
+			 * (read after them), and the next event, if one
+			 * comes, is newer still.
+			 */
+			t->parked_seen = false;
+			if (parked_take(t, &buf[j]))
+				weft__collector_task_changed(p, t);
+		}
 	}
 	free(buf);
 	for (t = p->live; t; t = next) {

@@ -168,6 +168,7 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
 	t->spawn_worker = WEFT_EVENT_NO_WORKER;
 	t->idle_since = now;
+	t->pub.idle_since_ns = now;
 	if (p->ntasks >= p->table_size)
 		table_grow(p);
 	h = weft__collector_hash_of(p, id);

@@ -132,7 +132,7 @@ static uint8_t *put_hist(uint8_t *p, const weft_hist_t *h)
 /* A task's sizes, from the size pass to the write. */
 struct task_size {
 	size_t body;       /* the Task message */
-	size_t name, file; /* string lengths */
+	size_t name, file, parked; /* string lengths */
 	size_t hist[2];    /* poll_hist, sched_hist bodies */
 	bool is_new, is_finished;
 };
@@ -143,6 +143,7 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 
 	s->name = cstr_len(t->name);
 	s->file = cstr_len(t->file);
+	s->parked = cstr_len(t->parked_file);
 	n = uint_len(1, t->id) + uint_len(2, t->parent) + str_len(3, s->name) +
 	    str_len(4, s->file) + uint_len(5, t->line) +
 	    uint_len(6, t->state_size) + uint_len(7, t->kind) +
@@ -153,7 +154,9 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	    uint_len(16, t->idle_ns) + uint_len(17, t->wakes) +
 	    uint_len(18, t->self_wakes) + uint_len(19, t->waker_clones) +
 	    uint_len(20, t->waker_drops) + uint_len(21, t->max_poll_ns) +
-	    uint_len(22, t->warnings) + uint_len(23, t->locks_held);
+	    uint_len(22, t->warnings) + uint_len(23, t->locks_held) +
+	    str_len(26, s->parked) + uint_len(27, t->parked_line) +
+	    uint_len(28, t->idle_since_ns);
 	if (t->poll_hist) {
 		s->hist[0] = hist_len(t->poll_hist);
 		n += sub_len(24, s->hist[0]);
@@ -200,7 +203,9 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 		p = put_sub(p, 25, s->hist[1]);
 		p = put_hist(p, t->sched_hist);
 	}
-	return p;
+	p = put_str(p, 26, t->parked_file, s->parked);
+	p = put_uint(p, 27, t->parked_line);
+	return put_uint(p, 28, t->idle_since_ns);
 }
 
 /* Worker, WorkerCounters */

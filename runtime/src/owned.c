@@ -128,6 +128,19 @@ weft_task_t *weft__owned_take_idle(owned_t *o)
 }
 
 /*
+ * Where @t is parked, into @out: a relaxed load of a pointer to a static
+ * site (weft__task_parked_at()), so the worker that stores it after a
+ * poll never waits for us; the list's lock only keeps @t alive.
+ */
+static void describe_parked(weft_task_t *t, weft__task_info_t *out)
+{
+	const weft_site_t *site = weft__task_parked_at(t);
+
+	out->parked_file = site ? site->file : NULL;
+	out->parked_line = site ? site->line : 0;
+}
+
+/*
  * What @t is, if it is still on the list: a pointer that may be freed any
  * moment (a poll that ends completes it) is compared, never dereferenced,
  * until found under the shard's lock, where the list's reference keeps
@@ -149,6 +162,7 @@ bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 			out->line = c->line;
 			out->state_size = c->state_size;
 			out->kind = c->kind;
+			describe_parked(c, out);
 			pthread_mutex_unlock(&s->lock);
 			return true;
 		}
@@ -193,6 +207,7 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 			out[n].line = t->line;
 			out[n].state_size = t->state_size;
 			out[n].kind = t->kind;
+			describe_parked(t, &out[n]);
 		}
 	} else {
 		n = s->count;

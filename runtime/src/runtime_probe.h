@@ -26,6 +26,15 @@ typedef struct weft__task_info_s {
 	int line;
 	uint32_t state_size;
 	uint8_t kind;
+	/*
+	 * Where it is parked (weft__task_parked_at()): the await's file and
+	 * line as its last PENDING poll left them; NULL and 0 when not known
+	 * (never parked, or a poll written by hand).  Read here as well as
+	 * from PARKED_AT events, because a task that parked before anyone
+	 * listened never emits one.
+	 */
+	const char *parked_file;
+	int parked_line;
 } weft__task_info_t;
 
 /*

@@ -97,6 +97,20 @@ typedef struct weft_probe_task_s {
 	uint64_t max_poll_ns;
 	uint32_t warnings;     /* bit (1 << kind) per warning raised */
 	uint32_t locks_held;   /* weft_mutex_t held when the last poll ended */
+	/*
+	 * Where it is parked: the file and line of the await its last
+	 * PENDING poll stopped at (WEFT_AWAIT, weft_await(), ...); NULL and
+	 * 0 when not known (never parked, or a poll written by hand).
+	 */
+	const char *parked_file; /* static string or NULL */
+	uint32_t parked_line;
+	/*
+	 * When its current idle stretch began (the end of its last PENDING
+	 * poll, or when it was first heard of): while state is IDLE, its
+	 * idle time is idle_ns + (now - idle_since_ns), idle_ns holding
+	 * only the stretches a wake has ended.  0 when not idle.
+	 */
+	uint64_t idle_since_ns;
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
 	const weft_hist_t *sched_hist;
