@@ -989,6 +989,130 @@ static void test_blocking_wake_source(void **state)
 	pthread_mutex_destroy(&w.lock);
 }
 
+/* fsync / fdatasync of @fd, then each polled again after READY. */
+struct fs_sync_st {
+	int weft_pc;
+	int fd;
+	weft_fs_sync_t op[2];
+	int err[2], again[2];
+};
+
+static weft_poll_t fs_sync_poll(void *arg, weft_cx_t *cx)
+{
+	struct fs_sync_st *st = arg;
+
+	WEFT_ASYNC_BEGIN(st);
+	st->err[0] = weft_fs_fsync_init(&st->op[0], st->fd);
+	if (st->err[0])
+		return WEFT_READY;
+	WEFT_AWAIT(st, weft_fs_sync_poll(&st->op[0], cx, &st->err[0]));
+	st->again[0] = 1;
+	(void)weft_fs_sync_poll(&st->op[0], cx, &st->again[0]);
+	weft_fs_sync_fini(&st->op[0]);
+	st->err[1] = weft_fs_fdatasync_init(&st->op[1], st->fd);
+	if (st->err[1])
+		return WEFT_READY;
+	WEFT_AWAIT(st, weft_fs_sync_poll(&st->op[1], cx, &st->err[1]));
+	st->again[1] = 1;
+	(void)weft_fs_sync_poll(&st->op[1], cx, &st->again[1]);
+	weft_fs_sync_fini(&st->op[1]);
+	WEFT_ASYNC_END(st);
+}
+
+/*
+ * fsync and fdatasync of a written file succeed; of a pipe, fail as the
+ * system calls do (-EINVAL); a closed fd is refused at init; the caller's
+ * fd may be closed at once (the job syncs its own dup); polled after
+ * READY each says its status again; _fini is safe on zeroed operations
+ * and after READY twice.
+ */
+static void test_blocking_fs_sync(void **state)
+{
+	weft_runtime_t *rt = rt_create_pool(2, 0, 0);
+	char path[] = "/tmp/weft-test-sync-XXXXXX";
+	struct fs_sync_st st = { 0 };
+	weft_fs_read_file_t r0 = { 0 };
+	weft_fs_write_file_t w0 = { 0 };
+	weft_fs_sync_t s0 = { 0 }, bad;
+	int fd = mkstemp(path), p[2];
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "durable", 7), 7);
+	st.fd = fd;
+	assert_int_equal(weft_block_on(rt, fs_sync_poll, &st, NULL), 0);
+	assert_int_equal(st.err[0], 0);
+	assert_int_equal(st.err[1], 0);
+	assert_int_equal(st.again[0], 0);
+	assert_int_equal(st.again[1], 0);
+	close(fd);
+	unlink(path);
+
+	assert_int_equal(pipe(p), 0);
+	st = (struct fs_sync_st){ .fd = p[0] };
+	assert_int_equal(weft_block_on(rt, fs_sync_poll, &st, NULL), 0);
+	assert_int_equal(st.err[0], -EINVAL);
+	assert_int_equal(st.again[0], -EINVAL);
+	close(p[0]);
+	close(p[1]);
+
+	assert_int_equal(weft_fs_fsync_init(&bad, p[0]), -EBADF);
+	weft_fs_sync_fini(&bad);
+	weft_fs_sync_fini(&s0);
+	weft_fs_read_file_fini(&r0);
+	weft_fs_write_file_fini(&w0);
+	weft_runtime_destroy(rt);
+}
+
+/* A read polled again after READY: the same status, the data went once. */
+struct fs_again {
+	int weft_pc;
+	const char *path;
+	weft_fs_read_file_t r;
+	int err, err_again;
+	void *out, *out_again;
+	size_t len, len_again;
+};
+
+static weft_poll_t fs_again_poll(void *arg, weft_cx_t *cx)
+{
+	struct fs_again *st = arg;
+
+	WEFT_ASYNC_BEGIN(st);
+	st->err = weft_fs_read_file_init(&st->r, st->path);
+	if (st->err)
+		return WEFT_READY;
+	WEFT_AWAIT(st, weft_fs_read_file_poll(&st->r, cx, &st->err, &st->out,
+					      &st->len));
+	st->out_again = (void *)1;
+	st->len_again = 1;
+	(void)weft_fs_read_file_poll(&st->r, cx, &st->err_again,
+				     &st->out_again, &st->len_again);
+	weft_fs_read_file_fini(&st->r);
+	WEFT_ASYNC_END(st);
+}
+
+static void test_blocking_fs_poll_after_ready(void **state)
+{
+	weft_runtime_t *rt = rt_create_pool(1, 0, 0);
+	struct fs_again ok = { .path = "/proc/self/stat" };
+	struct fs_again missing = { .path = "/nonexistent/weft" };
+
+	(void)state;
+	assert_int_equal(weft_block_on(rt, fs_again_poll, &ok, NULL), 0);
+	assert_int_equal(ok.err, 0);
+	assert_non_null(ok.out);
+	assert_true(ok.len > 0);
+	assert_int_equal(ok.err_again, 0);
+	assert_null(ok.out_again);
+	assert_int_equal(ok.len_again, 0);
+	free(ok.out);
+	assert_int_equal(weft_block_on(rt, fs_again_poll, &missing, NULL), 0);
+	assert_int_equal(missing.err, -ENOENT);
+	assert_int_equal(missing.err_again, -ENOENT);
+	weft_runtime_destroy(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1004,6 +1128,8 @@ int main(void)
 		cmocka_unit_test(test_blocking_fs_round_trip),
 		cmocka_unit_test(test_blocking_fs_errors),
 		cmocka_unit_test(test_blocking_fs_drop_running),
+		cmocka_unit_test(test_blocking_fs_sync),
+		cmocka_unit_test(test_blocking_fs_poll_after_ready),
 		cmocka_unit_test(test_blocking_wake_source),
 	};
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Whole-file reads and writes on the blocking pool.
+ * Whole-file reads and writes, fsync and fdatasync, on the blocking pool.
  *
  * An operation owns one request (struct fs_req: the path, the data, the
  * outcome) until its first poll queues it; from then on the request is the
@@ -26,7 +26,9 @@ struct fs_req {
 	int err;    /* the outcome, 0 or -errno */
 	void *data; /* read: the contents; write: the copy to write */
 	size_t len;
-	char path[]; /* NUL-terminated */
+	int fd;        /* sync: the job's own dup of the caller's fd, or -1 */
+	bool datasync; /* sync: fdatasync(2), not fsync(2) */
+	char path[];   /* NUL-terminated */
 };
 
 static struct fs_req *req_new(const char *path)
@@ -34,7 +36,7 @@ static struct fs_req *req_new(const char *path)
 	size_t n;
 	struct fs_req *r;
 
-	if (!path || !*path)
+	if (!path)
 		return NULL;
 	n = strlen(path) + 1;
 	r = malloc(sizeof(*r) + n);
@@ -43,6 +45,8 @@ static struct fs_req *req_new(const char *path)
 	r->err = 0;
 	r->data = NULL;
 	r->len = 0;
+	r->fd = -1;
+	r->datasync = false;
 	memcpy(r->path, path, n);
 	return r;
 }
@@ -50,6 +54,8 @@ static struct fs_req *req_new(const char *path)
 static void req_free(struct fs_req *r)
 {
 	if (r) {
+		if (r->fd >= 0)
+			close(r->fd);
 		free(r->data);
 		free(r);
 	}
@@ -88,8 +94,7 @@ static weft_poll_t op_poll(void **job, weft_blocking_t **h, weft_cx_t *cx,
 
 	if (!*h) {
 		if (!*job)
-			weft_panic("fs: operation polled after READY or "
-				   "before init");
+			weft_panic("fs: operation polled before init");
 		*err = req_spawn(*job, fn, h, name);
 		if (*err) {
 			req_free(*job);
@@ -195,9 +200,9 @@ static void *read_job(void *arg)
 
 int weft_fs_read_file_init(weft_fs_read_file_t *op, const char *path)
 {
+	memset(op, 0, sizeof(*op));
 	if (!path || !*path)
 		return -EINVAL;
-	op->h = NULL;
 	op->job = req_new(path);
 	return op->job ? 0 : -ENOMEM;
 }
@@ -208,6 +213,16 @@ weft_poll_t weft_fs_read_file_poll(weft_fs_read_file_t *op, weft_cx_t *cx,
 	struct fs_req *r;
 	int err;
 
+	if (op->done) {
+		/* Again after READY: the outcome again; the data went once. */
+		if (status)
+			*status = op->status;
+		if (data)
+			*data = NULL;
+		if (len)
+			*len = 0;
+		return WEFT_READY;
+	}
 	if (op_poll(&op->job, &op->h, cx, read_job, "fs_read_file", &r, &err) ==
 	    WEFT_PENDING)
 		return WEFT_PENDING;
@@ -230,6 +245,8 @@ weft_poll_t weft_fs_read_file_poll(weft_fs_read_file_t *op, weft_cx_t *cx,
 		if (len)
 			*len = 0;
 	}
+	op->done = 1;
+	op->status = err;
 	if (status)
 		*status = err;
 	return WEFT_READY;
@@ -299,7 +316,7 @@ int weft_fs_write_file_init(weft_fs_write_file_t *op, const char *path,
 		memcpy(r->data, data, len);
 		r->len = len;
 	}
-	op->h = NULL;
+	memset(op, 0, sizeof(*op));
 	op->job = r;
 	return 0;
 }
@@ -310,6 +327,11 @@ weft_poll_t weft_fs_write_file_poll(weft_fs_write_file_t *op, weft_cx_t *cx,
 	struct fs_req *r;
 	int err;
 
+	if (op->done) {
+		if (status)
+			*status = op->status;
+		return WEFT_READY;
+	}
 	if (op_poll(&op->job, &op->h, cx, write_job, "fs_write_file", &r,
 		    &err) == WEFT_PENDING)
 		return WEFT_PENDING;
@@ -317,12 +339,96 @@ weft_poll_t weft_fs_write_file_poll(weft_fs_write_file_t *op, weft_cx_t *cx,
 		err = r->err;
 		req_free(r);
 	}
+	op->done = 1;
+	op->status = err;
 	if (status)
 		*status = err;
 	return WEFT_READY;
 }
 
 void weft_fs_write_file_fini(weft_fs_write_file_t *op)
+{
+	op_fini(&op->job, &op->h);
+}
+
+/* ------------------------------------------------------------------ sync */
+
+static void *sync_job(void *arg)
+{
+	struct fs_req *r = arg;
+	int ret;
+
+	do {
+		ret = r->datasync ? fdatasync(r->fd) : fsync(r->fd);
+	} while (ret && errno == EINTR);
+	r->err = ret ? -errno : 0;
+	close(r->fd);
+	r->fd = -1;
+	return r;
+}
+
+/*
+ * The job syncs a dup of @fd: the caller may close its own as soon as
+ * the operation is READY or dropped, and a job still running after a
+ * drop never touches an fd number that was closed and reused.
+ */
+static int sync_init(weft_fs_sync_t *op, int fd, bool datasync)
+{
+	struct fs_req *r;
+
+	memset(op, 0, sizeof(*op));
+	if (fd < 0)
+		return -EBADF;
+	r = req_new("");
+	if (!r)
+		return -ENOMEM;
+	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd < 0) {
+		int err = -errno;
+
+		req_free(r);
+		return err;
+	}
+	r->datasync = datasync;
+	op->job = r;
+	return 0;
+}
+
+int weft_fs_fsync_init(weft_fs_sync_t *op, int fd)
+{
+	return sync_init(op, fd, false);
+}
+
+int weft_fs_fdatasync_init(weft_fs_sync_t *op, int fd)
+{
+	return sync_init(op, fd, true);
+}
+
+weft_poll_t weft_fs_sync_poll(weft_fs_sync_t *op, weft_cx_t *cx, int *status)
+{
+	struct fs_req *r;
+	int err;
+
+	if (op->done) {
+		if (status)
+			*status = op->status;
+		return WEFT_READY;
+	}
+	if (op_poll(&op->job, &op->h, cx, sync_job, "fs_sync", &r, &err) ==
+	    WEFT_PENDING)
+		return WEFT_PENDING;
+	if (r) {
+		err = r->err;
+		req_free(r);
+	}
+	op->done = 1;
+	op->status = err;
+	if (status)
+		*status = err;
+	return WEFT_READY;
+}
+
+void weft_fs_sync_fini(weft_fs_sync_t *op)
 {
 	op_fini(&op->job, &op->h);
 }
