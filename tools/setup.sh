@@ -26,6 +26,10 @@ PACKAGES=(
 	tmux
 	wrk
 	python3
+	# the metrics endpoint's tests (tests/metrics_prom.sh): a real
+	# Prometheus and promtool, and the Python client's strict parsers
+	prometheus
+	python3-prometheus-client
 )
 
 say()
