@@ -86,20 +86,11 @@ __attribute__((noinline)) static void set_current_fiber(fiber_t *f)
 }
 
 /*
- * The caller's site, which the macros of weft/fiber.h left in
- * weft__await_site just before the call (NULL, or a stale one, when the
- * function was called without them: they are cleared on the way out of
- * every await, and by the worker after every poll).
+ * Out of line: called after a switch, on whatever thread the fiber runs
+ * on now; inlined, the compiler may keep the thread pointer it read on
+ * the thread before (fiber.h: no thread-local's address across an
+ * await).
  */
-__attribute__((noinline)) static const weft_site_t *take_await_site(void)
-{
-	const weft_site_t *site = weft__await_site;
-
-	weft__await_site = NULL;
-	return site;
-}
-
-/* Out of line, as above: called after a switch, on whatever thread. */
 __attribute__((noinline)) static void set_await_site(const weft_site_t *site)
 {
 	weft__await_site = site;
@@ -521,10 +512,23 @@ static int await_at(const weft_site_t *site, weft_poll_cb poll, void *state)
 	}
 }
 
-/* In parentheses: weft/fiber.h has macros of the same names. */
+/*
+ * The awaiting calls.  weft/fiber.h's macros of the same names call the
+ * _at forms with their caller's static site as an argument: the site is
+ * never left in a thread-local by the caller's inlined code, which a
+ * compiler may address through the thread pointer of the worker the
+ * fiber ran on before its last suspension (clang on aarch64 keeps
+ * TPIDR_EL0 in a register across the call).  In parentheses: the macros.
+ */
+int weft__fiber_await_at(const weft_site_t *site, weft_poll_cb poll,
+			 void *state)
+{
+	return await_at(site, poll, state);
+}
+
 int(weft_await)(weft_poll_cb poll, void *state)
 {
-	return await_at(take_await_site(), poll, state);
+	return await_at(NULL, poll, state);
 }
 
 static weft_poll_t yield_poll(void *arg, weft_cx_t *cx)
@@ -532,11 +536,16 @@ static weft_poll_t yield_poll(void *arg, weft_cx_t *cx)
 	return weft_yield_poll(arg, cx);
 }
 
-int(weft_fiber_yield)(void)
+int weft__fiber_yield_at(const weft_site_t *site)
 {
 	weft_yield_t y = { 0 };
 
-	return await_at(take_await_site(), yield_poll, &y);
+	return await_at(site, yield_poll, &y);
+}
+
+int(weft_fiber_yield)(void)
+{
+	return weft__fiber_yield_at(NULL);
 }
 
 static weft_poll_t sleep_poll(void *arg, weft_cx_t *cx)
@@ -544,9 +553,8 @@ static weft_poll_t sleep_poll(void *arg, weft_cx_t *cx)
 	return weft_sleep_poll(arg, cx);
 }
 
-int(weft_fiber_sleep)(uint64_t ns)
+int weft__fiber_sleep_at(const weft_site_t *site, uint64_t ns)
 {
-	const weft_site_t *site = take_await_site();
 	weft_sleep_t s;
 	int err;
 
@@ -554,6 +562,11 @@ int(weft_fiber_sleep)(uint64_t ns)
 	err = await_at(site, sleep_poll, &s);
 	weft_sleep_fini(&s);
 	return err;
+}
+
+int(weft_fiber_sleep)(uint64_t ns)
+{
+	return weft__fiber_sleep_at(NULL, ns);
 }
 
 struct fiber_join {
@@ -569,9 +582,15 @@ static weft_poll_t join_poll(void *arg, weft_cx_t *cx)
 	return weft_join_poll(j->join, cx, j->status, j->out);
 }
 
-int(weft_fiber_join)(weft_join_t *join, int *status, void **out)
+int weft__fiber_join_at(const weft_site_t *site, weft_join_t *join,
+			int *status, void **out)
 {
 	struct fiber_join j = { join, status, out };
 
-	return await_at(take_await_site(), join_poll, &j);
+	return await_at(site, join_poll, &j);
+}
+
+int(weft_fiber_join)(weft_join_t *join, int *status, void **out)
+{
+	return weft__fiber_join_at(NULL, join, status, out);
 }

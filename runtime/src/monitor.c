@@ -301,6 +301,15 @@ static bool thread_read(weft_worker_t *w, monitor_seen_t *s, uint64_t *cpu,
 		if (!tid)
 			return false;
 		s->cpu_clock = (clockid_t)load_relaxed(&w->cpu_clock);
+		/*
+		 * A thread's CPU clock id is negative (the kernel encodes the
+		 * tid in it); 0, CLOCK_REALTIME, means the worker could not
+		 * get one: wall time must not pass for CPU time.
+		 */
+		if (s->cpu_clock >= 0) {
+			s->stat_fd = s->sched_fd = -2;
+			return false;
+		}
 		s->stat_fd = open_task_file(tid, "stat");
 		s->sched_fd = open_task_file(tid, "schedstat");
 		if (s->stat_fd < 0 || s->sched_fd < 0) {
@@ -379,13 +388,15 @@ static void split_look(weft_worker_t *w, monitor_seen_t *s)
 	}
 	wait = delay > s->delay0 ? delay - s->delay0 : 0;
 	/*
-	 * run_delay adds a wait only once it ends.  A thread waiting now
-	 * that was neither on a CPU nor in a wait that ended for part of
-	 * the time since the last look is, most likely, in a wait still
-	 * going on: that part is counted as waiting (recomputed at each
-	 * look, never summed: once the wait ends run_delay has it all).
-	 * Left out, a 4 ms computation on a CPU shared four ways read as
-	 * 16 ms of its own, three quarters "asleep in the kernel".
+	 * run_delay adds a wait only once it ends.  A thread waiting now:
+	 * the part of the time since the last look at which it was not
+	 * waiting that neither its CPU clock nor a wait that ended covers
+	 * is, most likely, this wait, still going on; it is counted as
+	 * waiting (recomputed at each look, never summed: once the wait
+	 * ends run_delay has it all).  The baseline stays at the last look
+	 * that found it not waiting, so a wait that spans many looks counts
+	 * whole.  Left out, a 4 ms computation on a CPU shared four ways
+	 * read as 16 ms of its own, three quarters "asleep in the kernel".
 	 */
 	if (waiting && at > s->at_prev) {
 		uint64_t span = at - s->at_prev;
@@ -396,9 +407,15 @@ static void split_look(weft_worker_t *w, monitor_seen_t *s)
 		if (span > used)
 			wait += span - used;
 	}
-	s->cpu_prev = cpu;
-	s->delay_prev = delay;
-	s->at_prev = at;
+	if (!waiting) {
+		s->cpu_prev = cpu;
+		s->delay_prev = delay;
+		s->at_prev = at;
+	}
+	/* A wait begun before the first look ends into run_delay whole. */
+	if (at > s->at0 && cpu - s->cpu0 <= at - s->at0 &&
+	    wait > at - s->at0 - (cpu - s->cpu0))
+		wait = at - s->at0 - (cpu - s->cpu0);
 	/*
 	 * The seqlock's write side (we are its only writer): odd, a release
 	 * fence (the count before the fields, to a reader that sees a

@@ -121,42 +121,43 @@ WEFT_EXTERN int weft_fiber_sleep(uint64_t ns);
 WEFT_EXTERN int weft_fiber_join(weft_join_t *join, int *status, void **out);
 
 /*
- * The awaiting calls, each noting its caller's site in weft__await_site
- * (weft/future.h) after its arguments are evaluated, right before the
- * call; the function takes it at once, on the same thread, and keeps it
- * for each poll of its future.  Statement expressions, for the static
- * site: without GNU C the plain functions are called, and fibers show no
- * place.
+ * The awaiting calls, each with its caller's site, so that the tools
+ * show where a fiber is parked (the _at forms are private: call the
+ * names above).  The site goes as an argument, never through a
+ * thread-local from the caller's code: a fiber may resume on another
+ * thread.  Statement expressions, for the static site: without GNU C the
+ * plain functions are called, and fibers show no place.
  */
+WEFT_EXTERN int weft__fiber_await_at(const weft_site_t *site,
+				     weft_poll_cb poll, void *state);
+WEFT_EXTERN int weft__fiber_yield_at(const weft_site_t *site);
+WEFT_EXTERN int weft__fiber_sleep_at(const weft_site_t *site, uint64_t ns);
+WEFT_EXTERN int weft__fiber_join_at(const weft_site_t *site,
+				    weft_join_t *join, int *status,
+				    void **out);
+
 #if defined(__GNUC__)
-#define WEFT__FIBER_SITE()                                                     \
-	static const weft_site_t weft__site = { __FILE__, __LINE__ };          \
-	weft__await_site = &weft__site
+#define WEFT__FIBER_SITE                                                       \
+	static const weft_site_t weft__site = { __FILE__, __LINE__ }
 #define weft_await(poll, state)                                                \
 	__extension__({                                                        \
-		weft_poll_cb weft__poll = (poll);                              \
-		void *weft__state = (state);                                   \
-		WEFT__FIBER_SITE();                                            \
-		(weft_await)(weft__poll, weft__state);                         \
+		WEFT__FIBER_SITE;                                              \
+		weft__fiber_await_at(&weft__site, (poll), (state));            \
 	})
 #define weft_fiber_yield()                                                     \
 	__extension__({                                                        \
-		WEFT__FIBER_SITE();                                            \
-		(weft_fiber_yield)();                                          \
+		WEFT__FIBER_SITE;                                              \
+		weft__fiber_yield_at(&weft__site);                             \
 	})
 #define weft_fiber_sleep(ns)                                                   \
 	__extension__({                                                        \
-		uint64_t weft__ns = (ns);                                      \
-		WEFT__FIBER_SITE();                                            \
-		(weft_fiber_sleep)(weft__ns);                                  \
+		WEFT__FIBER_SITE;                                              \
+		weft__fiber_sleep_at(&weft__site, (ns));                       \
 	})
 #define weft_fiber_join(join, status, out)                                     \
 	__extension__({                                                        \
-		weft_join_t *weft__join = (join);                              \
-		int *weft__status = (status);                                  \
-		void **weft__out = (out);                                      \
-		WEFT__FIBER_SITE();                                            \
-		(weft_fiber_join)(weft__join, weft__status, weft__out);        \
+		WEFT__FIBER_SITE;                                              \
+		weft__fiber_join_at(&weft__site, (join), (status), (out));     \
 	})
 #endif
 
