@@ -504,6 +504,8 @@ int weft__collector_start(struct probe *p)
 
 void weft__collector_stop(struct probe *p)
 {
+	/* Not left open for a runtime nobody may describe again. */
+	weft__collector_sched_close_all(p);
 	free(p->table);
 	p->table = NULL;
 	p->table_size = 0;

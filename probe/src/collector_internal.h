@@ -445,6 +445,8 @@ void weft__collector_fold_flush(struct probe *p, uint64_t now);
  * schedstat, the window's sample before the poll against one read now
  * (collector_workers.c).  False where there is none.
  */
+/* Closes the worker threads' schedstat files (collector_workers.c). */
+void weft__collector_sched_close_all(struct probe *p);
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 uint64_t start_ns, uint64_t dur_ns,
 				 weft__poll_split_t *out);

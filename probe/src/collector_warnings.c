@@ -227,7 +227,8 @@ static struct fold_s *fold_of(struct probe *p, uint8_t kind, const char *name,
 
 	for (unsigned i = 0; i < FOLD_SLOTS; i++) {
 		f = &p->folds[i];
-		/* Names by value: a service may make each task's anew. */
+		/* Names by value: one static name may be two pointers
+		 * (two objects' copies of a string literal). */
 		if (f->kind == kind && f->line == line && f->file == file &&
 		    (f->name == name ||
 		     (f->name && name && !strcmp(f->name, name))))

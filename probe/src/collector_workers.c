@@ -139,8 +139,9 @@ static void sched_close(struct worker_sched_s *ws)
 	*ws = (struct worker_sched_s){ .state = SCHED_UNOPENED };
 }
 
-/* Every worker's: the runtime they were of is no longer described. */
-static void sched_close_all(struct probe *p)
+/* Every worker's: the runtime they were of is no longer described, or
+ * the collector stops (weft__collector_stop()). */
+void weft__collector_sched_close_all(struct probe *p)
 {
 	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++)
 		sched_close(&p->worker_sched[i]);
@@ -254,7 +255,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	double rate[MAX_PROBE_WORKERS], per_s[MAX_PROBE_WORKERS];
 
 	if (!rt) {
-		sched_close_all(p);
+		weft__collector_sched_close_all(p);
 		p->stats.workers = 0;
 		return;
 	}
@@ -269,7 +270,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	 * schedstat files open are another runtime's threads, or may be.
 	 */
 	if (!p->window_fill)
-		sched_close_all(p);
+		weft__collector_sched_close_all(p);
 	old = p->window_fill < WINDOW ? 0 : (pos + 1) % WINDOW;
 	for (unsigned i = 0; i < n; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
