@@ -192,7 +192,11 @@ static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
  * A place in the source where a task can be parked: the file and line of
  * an await.  Each WEFT_AWAIT, WEFT_YIELD and fiber await (weft/fiber.h)
  * has one, static, so that a pointer to it names the place for the life
- * of the program.
+ * of the program.  Code in a plugin that is dlclose()d must not leave
+ * tasks parked in it (as for a task's name and spawn file: static
+ * strings that outlive the task).  A libweft.so loaded with dlopen()
+ * needs a little static TLS (its thread-locals are initial-exec, under
+ * 200 bytes), which glibc reserves for that.
  */
 typedef struct weft_site_s {
 	const char *file;
