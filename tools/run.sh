@@ -26,6 +26,10 @@
 #                  micro-benchmarks with their default shapes
 #                  (tools/bench/README.md)
 #
+# WEFT_METRICS_BIND=HOST:PORT in the environment reaches the demo: it
+# serves Prometheus metrics there too (README, "Fleet"), with
+# WEFT_METRICS_HISTOGRAMS=1 the histograms.
+#
 # The demo's and the load's output go to build/release/run/.  The tests are
 # not built here: tools/test.sh builds and runs them.
 set -euo pipefail
@@ -170,6 +174,8 @@ banner "weft-demo on 127.0.0.1:$port"
 # WEFT_CONSOLE unset: the probe's server must be on for the console.
 demo_env=(-u WEFT_CONSOLE -u WEFT_TRACE)
 [ -n "$record" ] && demo_env+=("WEFT_TRACE=$record")
+[ -n "${WEFT_METRICS_BIND:-}" ] &&
+	echo "run.sh: metrics at http://$WEFT_METRICS_BIND/metrics (WEFT_METRICS_BIND)"
 env "${demo_env[@]}" "$demo_bin" --listen "127.0.0.1:$port" \
 	>"$logs/demo.log" 2>&1 &
 demo_pid=$!
