@@ -167,8 +167,12 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	t->pub.state = WEFT_TASK_IDLE;
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
 	t->spawn_worker = WEFT_EVENT_NO_WORKER;
+	/*
+	 * Not idle_since_ns: a record made here is a task heard of first
+	 * now (spawned, or seeded from the owned list, parked since before
+	 * anyone listened); only a pending POLL says when its stretch began.
+	 */
 	t->idle_since = now;
-	t->pub.idle_since_ns = now;
 	if (p->ntasks >= p->table_size)
 		table_grow(p);
 	h = weft__collector_hash_of(p, id);

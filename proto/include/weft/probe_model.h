@@ -108,7 +108,9 @@ typedef struct weft_probe_task_s {
 	 * When its current idle stretch began (the end of its last PENDING
 	 * poll, or when it was first heard of): while state is IDLE, its
 	 * idle time is idle_ns + (now - idle_since_ns), idle_ns holding
-	 * only the stretches a wake has ended.  0 when not idle.
+	 * only the stretches a wake has ended.  0 when not idle, and when
+	 * not known: a task idle since before the probe listened (seeded
+	 * from the runtime's task list) until its next pending poll.
 	 */
 	uint64_t idle_since_ns;
 	/* NULL until the task has been polled twice (saves memory). */
