@@ -95,6 +95,13 @@ typedef struct con_task_s {
 	uint64_t max_poll_ns;
 	uint32_t warnings; /* bit (1 << kind) */
 	uint32_t locks_held;
+	/* Where it is parked (its last PENDING poll's await), shared as
+	 * name and file are; "" and 0 when not known. */
+	const char *parked_file;
+	uint32_t parked_line;
+	/* While idle: when the stretch began (the end of its last pending
+	 * poll); 0 otherwise.  con_task_idle_ns() adds it up. */
+	uint64_t idle_since_ns;
 	/* [0] poll time, [1] scheduled time; NULL until an update carries
 	 * one (most tasks of a big process never get them). */
 	weft_hist_t *hist;
@@ -178,6 +185,7 @@ typedef struct con_warning_s {
 	X(WAKES, "WAKES")                                                     \
 	X(MAXPOLL, "MAXPOLL")                                                 \
 	X(WARN, "WARN")                                                       \
+	X(PARKED, "PARKED AT")                                                \
 	X(LOCATION, "LOCATION")
 
 typedef enum con_task_col_e {
@@ -314,6 +322,13 @@ const char *con_task_state_name(unsigned state);
  * a task that ended cancelled (aborted, or idle at the runtime's
  * destroy: status -ECANCELED). */
 const char *con_task_status_name(const con_task_t *t);
+/*
+ * con_task_idle_ns() - @t's idle time as of the model's latest update:
+ * the stretches a wake ended, and the one under way while it is idle
+ * (counted from the end of its last pending poll, not from its next
+ * wake, so a task parked for good shows it).
+ */
+uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t);
 /* A worker index as the views print it: "-" for none (a warning about
  * no worker, a task never polled: WEFT_EVENT_NO_WORKER). */
 const char *con_fmt_worker(char *buf, size_t len, uint32_t worker);

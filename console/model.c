@@ -166,6 +166,7 @@ void con_model_task_free(con_model_t *m, con_task_t *t)
 {
 	str_unref(m, t->name);
 	str_unref(m, t->file);
+	str_unref(m, t->parked_file);
 	free(t->hist);
 	if (!m->spare)
 		m->spare = malloc(CON_TASK_SPARE * sizeof(*m->spare));
@@ -290,6 +291,7 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	t->id = id;
 	t->name = con_empty;
 	t->file = con_empty;
+	t->parked_file = con_empty;
 	m->tasks[m->ntasks++] = t;
 	if (2 * m->ntasks + 2 > m->hash_cap)
 		con_model_hash_rebuild(m);
@@ -386,6 +388,10 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->max_poll_ns = x->max_poll_ns;
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
+	/* Every record carries it (it changes): set, cleared too. */
+	str_set(m, &t->parked_file, x->parked_file);
+	t->parked_line = x->parked_line;
+	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
 	if ((x->poll_hist || x->sched_hist) && !t->hist)
 		t->hist = con_xcalloc(2, sizeof(*t->hist));
 	if (x->poll_hist)
@@ -696,6 +702,14 @@ const char *con_worker_state_name(unsigned state)
 					     "parked" };
 
 	return state < 3 ? names[state] : "?";
+}
+
+uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t)
+{
+	if (t->state != WEFT_TASK_IDLE || !t->idle_since_ns ||
+	    m->now_ns <= t->idle_since_ns)
+		return t->idle_ns;
+	return t->idle_ns + (m->now_ns - t->idle_since_ns);
 }
 
 const char *con_task_col_label(con_task_col_t col)

@@ -40,7 +40,7 @@ static bool contains_ci(const char *hay, const char *needle)
 
 /*
  * A task matches when the filter is a substring (any case) of its name,
- * its location, its state's name, or equals its id.
+ * its location, where it is parked, its state's name, or equals its id.
  */
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 {
@@ -51,6 +51,7 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)t->id);
 	return contains_ci(t->name, m->filter) ||
 	       contains_ci(t->file, m->filter) ||
+	       contains_ci(t->parked_file, m->filter) ||
 	       contains_ci(con_task_status_name(t), m->filter) ||
 	       !strcmp(id, m->filter);
 }
@@ -87,7 +88,7 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 		c = cmp_u64(a->scheduled_ns, b->scheduled_ns);
 		break;
 	case CON_COL_IDLE:
-		c = cmp_u64(a->idle_ns, b->idle_ns);
+		c = cmp_u64(con_task_idle_ns(m, a), con_task_idle_ns(m, b));
 		break;
 	case CON_COL_WAKES:
 		c = cmp_u64(a->wakes, b->wakes);
@@ -98,6 +99,11 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 	case CON_COL_WARN:
 		c = cmp_u64((uint64_t)__builtin_popcount(a->warnings),
 			    (uint64_t)__builtin_popcount(b->warnings));
+		break;
+	case CON_COL_PARKED:
+		c = strcmp(a->parked_file, b->parked_file);
+		if (!c)
+			c = cmp_u64(a->parked_line, b->parked_line);
 		break;
 	case CON_COL_LOCATION:
 		c = strcmp(a->file, b->file);

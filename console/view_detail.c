@@ -272,6 +272,14 @@ static void event_text(const weft_event_t *e, char *buf, size_t len)
 			snprintf(buf, len, "completed, status %d",
 				 (int32_t)e->a2);
 		break;
+	case WEFT_EV_PARKED_AT:
+		/* a1 is the file's address in the process: the line only
+		 * (the file is in the task's record, above). */
+		if (e->a1)
+			snprintf(buf, len, "parked at line %u", e->a2);
+		else
+			snprintf(buf, len, "parked (where not known)");
+		break;
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_RELEASE:
 		snprintf(buf, len, "%s lock %#llx",
@@ -383,13 +391,27 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			"spawned at %s:%u   state %u bytes   last worker %s",
 			t->file[0] ? t->file : "?", t->line, t->state_size,
 			con_fmt_worker(wk, sizeof(wk), t->last_worker));
+	/* Where its last pending poll stopped (what it waits on: later). */
+	if (t->state == WEFT_TASK_DONE)
+		;
+	else if (t->parked_line)
+		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
+				"parked at %s:%u%s",
+				t->parked_file[0] ? t->parked_file : "?",
+				t->parked_line,
+				t->state == WEFT_TASK_IDLE ? "" :
+				" (its last await; woken since)");
+	else
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "parked at: not known (never pending, or a poll "
+			     "written by hand)");
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"polls %llu   busy %s   scheduled %s   idle %s   "
 			"max poll %s",
 			(unsigned long long)t->polls,
 			con_fmt_ns(a, sizeof(a), t->busy_ns),
 			con_fmt_ns(b, sizeof(b), t->scheduled_ns),
-			con_fmt_ns(c, sizeof(c), t->idle_ns),
+			con_fmt_ns(c, sizeof(c), con_task_idle_ns(m, t)),
 			con_fmt_ns(d, sizeof(d), t->max_poll_ns));
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"wakers: wakes %llu (self %llu)   clones %llu   "

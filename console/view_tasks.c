@@ -2,7 +2,9 @@
 /*
  * Tasks view: the model's sorted, filtered list (con_model_resort), one
  * row per task; the sort column's label carries an arrow.  Enter opens
- * the selected task's detail.
+ * the selected task's detail.  The last two columns, where a task is
+ * parked and where it was spawned, share what the others leave of the
+ * width (file names keep their end, with the line).
  */
 #include <string.h>
 
@@ -16,8 +18,30 @@ static const struct {
 	[CON_COL_POLLS] = { 8 },   [CON_COL_BUSY] = { 8 },
 	[CON_COL_SCHED] = { 8 },   [CON_COL_IDLE] = { 8 },
 	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 8 },
-	[CON_COL_WARN] = { 5 },	   [CON_COL_LOCATION] = { -30 },
+	[CON_COL_WARN] = { 5 },	   [CON_COL_PARKED] = { -24 },
+	[CON_COL_LOCATION] = { -30 },
 };
+
+/*
+ * Column @c's width on a grid @gw wide: the fixed ones as listed; PARKED
+ * AT and LOCATION split the rest (at least their labels' widths: a
+ * narrow terminal cuts the row, as before), PARKED AT the larger half:
+ * it is what a hung task is looked up for.
+ */
+static int col_width(con_task_col_t c, int gw)
+{
+	int rest = gw - 1;
+
+	if (c != CON_COL_PARKED && c != CON_COL_LOCATION)
+		return cols[c].width < 0 ? -cols[c].width : cols[c].width;
+	for (int k = 0; k < CON_COL_PARKED; k++)
+		rest -= 1 + (cols[k].width < 0 ? -cols[k].width :
+						 cols[k].width);
+	rest -= 2; /* the two columns' own spaces */
+	if (c == CON_COL_PARKED)
+		return rest / 2 + rest % 2 > 9 ? rest / 2 + rest % 2 : 9;
+	return rest / 2 > 8 ? rest / 2 : 8;
+}
 
 static size_t tasks_count(const con_session_t *s)
 {
@@ -32,8 +56,8 @@ uint64_t con_tasks_selected(const con_session_t *s)
 	return i < m->nlist ? m->list[i]->id : 0;
 }
 
-static void cell_text(const con_task_t *t, con_task_col_t c, char *buf,
-		      size_t len)
+static void cell_text(const con_model_t *m, const con_task_t *t,
+		      con_task_col_t c, char *buf, size_t len)
 {
 	switch (c) {
 	case CON_COL_ID:
@@ -58,7 +82,7 @@ static void cell_text(const con_task_t *t, con_task_col_t c, char *buf,
 		con_fmt_ns(buf, len, t->scheduled_ns);
 		break;
 	case CON_COL_IDLE:
-		con_fmt_ns(buf, len, t->idle_ns);
+		con_fmt_ns(buf, len, con_task_idle_ns(m, t));
 		break;
 	case CON_COL_WAKES:
 		snprintf(buf, len, "%llu", (unsigned long long)t->wakes);
@@ -68,6 +92,14 @@ static void cell_text(const con_task_t *t, con_task_col_t c, char *buf,
 		break;
 	case CON_COL_WARN:
 		snprintf(buf, len, "%d", __builtin_popcount(t->warnings));
+		break;
+	case CON_COL_PARKED:
+		if (t->parked_line && t->state != WEFT_TASK_DONE)
+			snprintf(buf, len, "%s:%u",
+				 t->parked_file[0] ? t->parked_file : "?",
+				 t->parked_line);
+		else
+			snprintf(buf, len, "-");
 		break;
 	case CON_COL_LOCATION:
 		if (t->file[0])
@@ -100,8 +132,7 @@ static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	for (int c = 0; c < CON_COL_MAX; c++) {
 		char label[32];
-		int w = cols[c].width < 0 ? -cols[c].width : cols[c].width;
-
+		int w = col_width(c, g->w);
 		int len;
 
 		/* The arrow is one column but three bytes: pad by hand. */
@@ -137,12 +168,9 @@ static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
 		x = 0;
 		for (int c = 0; c < CON_COL_MAX; c++) {
 			char buf[256], cut[256];
-			int w = cols[c].width < 0 ? -cols[c].width :
-						    cols[c].width;
+			int w = col_width(c, g->w);
 
-			cell_text(t, c, buf, sizeof(buf));
-			if (c == CON_COL_LOCATION)
-				w = g->w - x - 1;
+			cell_text(m, t, c, buf, sizeof(buf));
 			x = con_grid_printf(g, x, y, r, " %*s",
 					    cols[c].width < 0 ? -w : w,
 					    fit(buf, w, cut, sizeof(cut)));

@@ -1131,6 +1131,47 @@ static void test_console_views_no_worker_and_cancelled(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * Where a task is parked (issue 18): its own column in the task list
+ * (the file's end kept, with the line) and a line in the detail; an
+ * idle task's idle time counts the stretch under way, from the end of
+ * its last pending poll; a record that says it is parked nowhere clears
+ * the site.
+ */
+static void test_console_views_parked_at(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	Weft__V1__Task *ts[] = { task_msg(7, "conn", 3) };
+	const con_task_t *t;
+
+	(void)state;
+	ts[0]->parked_file = "srv/conn.c";
+	ts[0]->parked_line = 88;
+	ts[0]->idle_ns = 500 * MS;
+	ts[0]->idle_since_ns = 1 * SEC;
+	con_model_init(&m, "test");
+	feed(&m, 3 * SEC, ts, 1, NULL, 0, NULL, 0);
+	t = con_model_task(&m, 7);
+	assert_non_null(t);
+	assert_int_equal(con_task_idle_ns(&m, t), 2500 * MS);
+	assert_view(&s, CON_VIEW_TASKS,
+		    (const char *[]){ "PARKED AT", "conn.c:88", NULL }, NULL);
+	s.detail_task = 7;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "parked at srv/conn.c:88", NULL }, NULL);
+
+	ts[0] = task_msg(7, "conn", 4);
+	ts[0]->state = WEFT_TASK_SCHEDULED;
+	ts[0]->idle_ns = 2500 * MS;
+	feed(&m, 4 * SEC, ts, 1, NULL, 0, NULL, 0);
+	t = con_model_task(&m, 7);
+	assert_int_equal(con_task_idle_ns(&m, t), 2500 * MS);
+	assert_view(&s, CON_VIEW_TASKS, NULL,
+		    (const char *[]){ "conn.c:88", NULL });
+	con_model_fini(&m);
+}
+
 /* ------------------------------------------------------------ replay */
 
 /*
@@ -1568,6 +1609,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
+		cmocka_unit_test(test_console_views_parked_at),
 		cmocka_unit_test(test_console_replay_same_as_frames),
 		cmocka_unit_test(test_console_replay_cut_and_malformed),
 	};
