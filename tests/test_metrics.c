@@ -26,6 +26,10 @@
 #include "weft/metrics_endpoint.h"
 #include "weft/probe.h"
 
+#ifndef WEFT_PROBE
+#define WEFT_PROBE 1
+#endif
+
 #define TIMEOUT_MS 600
 #define MAX_CONNS 4
 
@@ -288,11 +292,14 @@ static void test_metrics_oversized_head(void **state)
 			break; /* closed: EPIPE or ECONNRESET */
 		sent += (size_t)n;
 	}
+	/*
+	 * Closed: a 431 first, or reset with it unread.  The whole megabyte
+	 * may have gone into the kernel's buffers first (loopback's grow to
+	 * megabytes): the endpoint read at most 8 KiB of it.
+	 */
 	r = read_all(fd, 3000);
-	/* Closed: a 431 first, or reset with it unread. */
 	assert_non_null(r);
 	assert_true(r[0] == '\0' || !strncmp(r, "HTTP/1.1 431 ", 13));
-	assert_true(sent < (1u << 20));
 	free(r);
 	close(fd);
 	r = scrape(f->port, false);
@@ -414,6 +421,9 @@ static void test_metrics_warnings_unheard(void **state)
 	uint64_t before = long_polls(), end;
 	weft_join_t *j;
 
+	/* Without the probe the monitor raises no warnings. */
+	if (!WEFT_PROBE)
+		skip();
 	assert_false(weft_probe_listening());
 	assert_int_equal(weft_spawn(f->rt, spin_poll, &(int){ 0 }, &j), 0);
 	weft_join_wait(j, NULL);
