@@ -45,6 +45,19 @@ if(TARGET weft-trace)
     LABELS "unit;probe")
 endif()
 
+# weft-trace tasks (issue 18): a workload with tasks parked on a notify
+# nobody signals, read live and from its recording; 10,000 of them live.
+if(TARGET weft-trace)
+  add_executable(tasks_workload tasks_workload.c)
+  target_link_libraries(tasks_workload PRIVATE weft Threads::Threads)
+  add_test(NAME trace_tasks
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_tasks.sh
+            $<TARGET_FILE:tasks_workload> $<TARGET_FILE:weft-trace>
+            ${PROJECT_SOURCE_DIR})
+  set_tests_properties(trace_tasks PROPERTIES TIMEOUT 120
+    LABELS "unit;probe")
+endif()
+
 # libFuzzer smoke run (clang): the record decoder and the trace-file
 # reader, 20 s each, in parallel.  Longer runs: see tests/fuzz/run.sh.
 add_test(NAME fuzz_wire

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * weft-trace: talking to a live process's probe server (live.c), for the
- * list, record and snapshot verbs.
+ * list, record, snapshot and tasks verbs.
  *
  * A connection keeps the bytes of the frame it last returned, so a verb
  * can write records to a file exactly as the server sent them.

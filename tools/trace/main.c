@@ -21,6 +21,7 @@ static const struct verb {
 	{ "list", tt_verb_list, "live weft processes of this user" },
 	{ "record", tt_verb_record, "record a live process to a file" },
 	{ "snapshot", tt_verb_snapshot, "write a live flight recorder out" },
+	{ "tasks", tt_verb_tasks, "every live task, where it is parked" },
 };
 
 static void usage(FILE *out)

@@ -131,6 +131,7 @@ static void task_forget(tt_trace_t *t, uint64_t id)
 			*pp = k->next;
 			free(k->name);
 			free(k->file);
+			free(k->parked_file);
 			free(k);
 			t->live_tasks--;
 			return;
@@ -169,6 +170,17 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 	}
 }
 
+/* Every record says where the task is parked (empty in older files). */
+static void parked_note(tt_task_t *k, const Weft__V1__Task *m)
+{
+	if (k->parked_line == m->parked_line && k->parked_file &&
+	    !strcmp(k->parked_file, m->parked_file))
+		return;
+	free(k->parked_file);
+	k->parked_file = m->parked_line ? tt_xstrdup(m->parked_file) : NULL;
+	k->parked_line = m->parked_line;
+}
+
 static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 {
 	tt_task_t *k = (tt_task_t *)tt_task(t, m->id);
@@ -188,15 +200,18 @@ static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 		t->live_tasks++;
 		if (m->finished_ns)
 			task_ended(t, m->id, m->finished_ns);
-	} else if (k->name[0] || !m->name[0]) {
-		return; /* the first name seen stays */
 	} else {
+		parked_note(k, m);
+		if (k->name[0] || !m->name[0])
+			return; /* the first name seen stays */
 		free(k->name);
 		free(k->file);
 	}
 	k->name = tt_xstrdup(m->name);
 	k->file = tt_xstrdup(m->file);
 	k->line = m->line;
+	if (!k->parked_file)
+		parked_note(k, m);
 }
 
 static char *join_argv(const Weft__V1__Hello *h)
@@ -366,6 +381,8 @@ static void frame_note(tt_trace_t *t, const weft_trace_item_t *it)
 
 	t->frames++;
 	t->bytes = it->offset + it->size;
+	if (t->on_frame)
+		t->on_frame(t->frame_ctx, f);
 	switch (f->body_case) {
 	case WEFT__V1__FRAME__BODY_HEADER:
 		if (t->frames == 1)
@@ -468,6 +485,7 @@ void tt_free(tt_trace_t *t)
 
 			free(k->name);
 			free(k->file);
+			free(k->parked_file);
 			free(k);
 			k = next;
 		}

@@ -21,6 +21,7 @@
 
 #include "weft/probe_events.h"
 #include "weft/probe_model.h"
+#include "weft/wire.h"
 
 #define TT_EXIT_BAD_INPUT 2
 
@@ -29,6 +30,9 @@ typedef struct tt_task_s {
 	char *name; /* "" when unnamed */
 	char *file; /* "" when unknown */
 	uint32_t line;
+	/* Where it is parked, as the last update said (NULL: not known). */
+	char *parked_file;
+	uint32_t parked_line;
 	struct tt_task_s *next; /* hash chain */
 } tt_task_t;
 
@@ -100,6 +104,12 @@ typedef struct tt_trace_s {
 	tt_warning_t *warnings;
 	size_t nkept, nwarnings;
 	size_t warnings_by_kind[WEFT_WARN_MAX];
+	/*
+	 * Called with every frame as it passes, before the model notes it
+	 * (a verb that keeps more of the updates than the model: tasks).
+	 */
+	void (*on_frame)(void *ctx, const Weft__V1__Frame *f);
+	void *frame_ctx;
 	/* private */
 	struct weft_trace_stream_s *stream;
 	uint64_t progress_at, progress_start, progress_items;
@@ -136,5 +146,6 @@ int tt_verb_export(int argc, char **argv);
 int tt_verb_list(int argc, char **argv);
 int tt_verb_record(int argc, char **argv);
 int tt_verb_snapshot(int argc, char **argv);
+int tt_verb_tasks(int argc, char **argv);
 
 #endif /* WEFT_TRACE_TOOL_H */

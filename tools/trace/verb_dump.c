@@ -21,7 +21,8 @@ static const char *const wake_sources[] = { WEFT_WAKE_SOURCES(WAKE_LABEL) };
 static const char *const sched_wheres[] = { WEFT_SCHED_WHERES(SCHED_LABEL) };
 #undef SCHED_LABEL
 
-static void fields(const weft_event_t *e, char *buf, size_t len)
+static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
+		   size_t len)
 {
 	unsigned long long a1 = e->a1;
 	unsigned a2 = e->a2;
@@ -63,6 +64,22 @@ static void fields(const weft_event_t *e, char *buf, size_t len)
 	case WEFT_EV_BLOCKING_END:
 		snprintf(buf, len, "dur=%lluns", a1);
 		break;
+	case WEFT_EV_PARKED_AT: {
+		/*
+		 * a1 is the file's address in the process: the name comes
+		 * from the task's records (the update after the event says
+		 * where it is parked); the line alone when they do not.
+		 */
+		const tt_task_t *k = tt_task(t, e->task);
+
+		if (!a1)
+			snprintf(buf, len, "site=unknown");
+		else if (k && k->parked_file && k->parked_line == a2)
+			snprintf(buf, len, "at=%s:%u", k->parked_file, a2);
+		else
+			snprintf(buf, len, "line=%u", a2);
+		break;
+	}
 	case WEFT_EV_LOCK_RELEASE:
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_HELD_PENDING:
@@ -102,7 +119,7 @@ int tt_verb_dump(int argc, char **argv)
 	tt_open(&t, path, false);
 	while (tt_next(&t, &ev)) {
 		const weft_event_t *e = &ev;
-		char w[16], task[96], f[128], name[64];
+		char w[16], task[96], f[512], name[64];
 
 		if (e->worker == WEFT_EVENT_NO_WORKER)
 			snprintf(w, sizeof(w), "-");
@@ -115,7 +132,7 @@ int tt_verb_dump(int argc, char **argv)
 					       sizeof(name)));
 		else
 			snprintf(task, sizeof(task), "-");
-		fields(e, f, sizeof(f));
+		fields(&t, e, f, sizeof(f));
 		if (abs_time)
 			printf("%llu", (unsigned long long)e->ts);
 		else
