@@ -1083,6 +1083,87 @@ static void test_runtime_destroy_leaves_endless_poll_behind(void **state)
 	tcount_fini(&started);
 }
 
+/* ------------------------------------------------ the short spawn forms */
+
+struct owning {
+	char *buf;        /* owned: freed by the drop callback */
+	atomic_int *drops;
+	bool park;        /* pend for ever (to be cancelled) */
+};
+
+static weft_poll_t owning_poll(void *arg, weft_cx_t *cx)
+{
+	struct owning *o = arg;
+
+	(void)cx;
+	o->buf[0] = 'x';
+	return o->park ? WEFT_PENDING : WEFT_READY;
+}
+
+static void owning_drop(void *arg)
+{
+	struct owning *o = arg;
+
+	free(o->buf);
+	atomic_fetch_add(o->drops, 1);
+}
+
+/*
+ * weft_spawn_drop() runs the drop callback once whether the task
+ * completes or is cancelled, and the short forms record the call's file
+ * and a line of the call, for a call on one line and for one spread over
+ * three (GCC: the name's line, clang: the closing parenthesis's).
+ */
+static void test_runtime_spawn_short_forms(void **state)
+{
+	weft_runtime_t *rt = NULL;
+	atomic_int drops = 0;
+	struct owning done = { .drops = &drops }, parked = { .drops = &drops };
+	struct owning plain = { .drops = &drops };
+	weft_join_t *j1, *j2, *j3;
+	int first, last, one;
+
+	(void)state;
+	assert_int_equal(weft_runtime_create(&(weft_config_t){ .workers = 2 },
+					     &rt),
+			 0);
+	done.buf = malloc(16);
+	parked.buf = malloc(16);
+	plain.buf = malloc(16);
+	parked.park = true;
+	assert_non_null(plain.buf);
+	assert_non_null(done.buf);
+	assert_non_null(parked.buf);
+	one = __LINE__ + 1;
+	assert_int_equal(weft_spawn_drop(rt, "owner", owning_poll, owning_drop, &done, &j1), 0);
+	first = __LINE__ + 1;
+	assert_int_equal(weft_spawn_drop(rt, "owner-parked", owning_poll,
+					 owning_drop, &parked,
+					 &j2), 0);
+	last = __LINE__ - 1;
+	assert_int_equal(weft_spawn_named(rt, "plain", owning_poll, &plain,
+					  &j3),
+			 0);
+	assert_string_equal(((weft_task_t *)j1)->file, __FILE__);
+	assert_int_equal(((weft_task_t *)j1)->line, one);
+	assert_string_equal(((weft_task_t *)j1)->name, "owner");
+	assert_in_range(((weft_task_t *)j2)->line, first, last);
+	assert_string_equal(((weft_task_t *)j3)->file, __FILE__);
+	assert_int_equal(weft_join_wait(j1, NULL), 0);
+	assert_int_equal(weft_join_wait(j3, NULL), 0);
+	weft_join_drop(j1);
+	weft_join_drop(j3);
+	free(plain.buf); /* no drop callback: the caller's */
+	/* The completed one's state died: dropped once. */
+	while (atomic_load(&drops) < 1)
+		usleep(1000);
+	weft_join_abort(j2);
+	weft_join_drop(j2);
+	weft_runtime_destroy(rt);
+	/* The cancelled one's too. */
+	assert_int_equal(atomic_load(&drops), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1099,6 +1180,7 @@ int main(void)
 		cmocka_unit_test(
 			test_runtime_destroy_frees_worker_blocked_on_idle_task),
 		cmocka_unit_test(test_runtime_destroy_leaves_endless_poll_behind),
+		cmocka_unit_test(test_runtime_spawn_short_forms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -74,13 +74,21 @@ WEFT_EXTERN int weft_spawn_fiber_with(weft_runtime_t *rt,
 				      weft_fiber_fn fn, void *arg,
 				      weft_join_t **join);
 
-/* Spawns with a name, recording the caller's file and line. */
+static inline int weft__spawn_fiber_at(weft_runtime_t *rt, const char *name,
+				       weft_fiber_fn fn, void *arg,
+				       const char *file, int line,
+				       weft_join_t **join)
+{
+	weft_fiber_opts_t opts = { 0, name, file, line };
+
+	return weft_spawn_fiber_with(rt, &opts, fn, arg, join);
+}
+
+/* Spawns with a name, recording the call's file and line (which line of
+ * a call over several: see weft_spawn() in weft/runtime.h). */
 #define weft_spawn_fiber(rt, task_name, fn, arg, join_out)                     \
-	weft_spawn_fiber_with((rt),                                            \
-			      &(weft_fiber_opts_t){ .name = (task_name),       \
-						    .file = __FILE__,          \
-						    .line = __LINE__ },        \
-			      (fn), (arg), (join_out))
+	weft__spawn_fiber_at((rt), (task_name), (fn), (arg), __FILE__,        \
+			     __LINE__, (join_out))
 
 /**
  * weft_await() - run a future to completion from inside a fiber.

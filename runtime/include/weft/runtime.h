@@ -153,21 +153,48 @@ WEFT_EXTERN int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 				weft_join_t **join);
 
 /*
- * weft_spawn(rt, poll, state_ptr, join_out) copies *state_ptr (its size is
- * taken from the pointer's type) and records the caller's file and line.
+ * The short forms.  Each copies *state_ptr (its size is taken from the
+ * pointer's type) and records the call's file and line, as the tools
+ * show them:
+ *
+ *	weft_spawn(rt, poll, state_ptr, join_out)
+ *	weft_spawn_named(rt, name, poll, state_ptr, join_out)
+ *	weft_spawn_drop(rt, name, poll, drop, state_ptr, join_out)
+ *
+ * weft_spawn_drop() takes the drop callback that releases what the state
+ * owns (a timer, a lock, a buffer), run once when the task's state dies,
+ * completed or cancelled.  For weft_spawn_with() itself, WEFT_HERE fills
+ * in the location: &(weft_spawn_t){ .poll = p, ..., WEFT_HERE }.
+ *
+ * Which line a call spread over several lines records depends on the
+ * compiler: GCC's __LINE__ there is the line of the macro's name, clang's
+ * the line of its closing parenthesis.  Both are lines of the call; keep
+ * the name and the closing parenthesis on one line where it matters.
+ * The forms are functions underneath, so C++ may use them too.
  */
+#define WEFT_HERE .file = __FILE__, .line = __LINE__
+
+static inline int weft__spawn_at(weft_runtime_t *rt, const char *name,
+				 weft_poll_cb poll, weft_drop_cb drop,
+				 const void *state, size_t size,
+				 const char *file, int line, weft_join_t **join)
+{
+	/* Every field, in order: C and C++ alike, no missing initialiser. */
+	weft_spawn_t spec = { poll, drop, state, size, name, file, line, 0 };
+
+	return weft_spawn_with(rt, &spec, join);
+}
+
 #define weft_spawn(rt, poll_fn, state_ptr, join_out)                           \
 	weft_spawn_named((rt), NULL, poll_fn, state_ptr, join_out)
 
 #define weft_spawn_named(rt, task_name, poll_fn, state_ptr, join_out)          \
-	weft_spawn_with((rt),                                                  \
-			&(weft_spawn_t){ .poll = (poll_fn),                    \
-					 .state = (state_ptr),                 \
-					 .size = sizeof(*(state_ptr)),         \
-					 .name = (task_name),                  \
-					 .file = __FILE__,                     \
-					 .line = __LINE__ },                   \
-			(join_out))
+	weft__spawn_at((rt), (task_name), (poll_fn), NULL, (state_ptr),       \
+		       sizeof(*(state_ptr)), __FILE__, __LINE__, (join_out))
+
+#define weft_spawn_drop(rt, task_name, poll_fn, drop_fn, state_ptr, join_out)  \
+	weft__spawn_at((rt), (task_name), (poll_fn), (drop_fn), (state_ptr),  \
+		       sizeof(*(state_ptr)), __FILE__, __LINE__, (join_out))
 
 /**
  * weft_join_poll() - await a task.
