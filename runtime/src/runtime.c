@@ -39,7 +39,12 @@
 
 const char *weft_version_string(void)
 {
-	return "0.1.0";
+	return WEFT_VERSION_STRING;
+}
+
+unsigned weft_version(void)
+{
+	return WEFT_VERSION_HEX;
 }
 
 void weft_panic(const char *fmt, ...)

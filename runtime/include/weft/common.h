@@ -23,9 +23,7 @@
 #define WEFT_EXTERN
 #endif
 
-#define WEFT_VERSION_MAJOR 0
-#define WEFT_VERSION_MINOR 1
-#define WEFT_VERSION_PATCH 0
+#include "weft/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +35,13 @@ extern "C" {
  * Return: a static string.
  */
 WEFT_EXTERN const char *weft_version_string(void);
+
+/**
+ * weft_version() - the library's version, as WEFT_VERSION_HEX is the
+ * headers': (major << 16) | (minor << 8) | patch.  A program can check
+ * that the library it runs with is the one it was built for, or newer.
+ */
+WEFT_EXTERN unsigned weft_version(void);
 
 #ifdef __cplusplus
 }

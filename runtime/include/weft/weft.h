@@ -14,6 +14,7 @@
 #include "weft/fiber.h"
 #include "weft/net.h"
 #include "weft/fd.h"
+#include "weft/mutex.h"
 #include "weft/metrics.h"
 
 #endif /* WEFT_H */
