@@ -438,11 +438,14 @@ static void test_flood_folded(void **state)
 	atomic_int waiting = 0;
 	weft_join_t **j = calloc(WAVE, sizeof(*j));
 	weft_notify_t n;
-	uint64_t waker, rows = 0, folded = 0;
+	uint64_t waker, rows = 0, folded = 0, counted0, counted1;
 	weft_probe_stats_t st;
 
 	(void)state;
 	assert_non_null(j);
+	pthread_mutex_lock(&weft__probe.lock);
+	counted0 = weft__probe.warn_kind_count[WEFT_WARN_SCHEDULING_DELAY];
+	pthread_mutex_unlock(&weft__probe.lock);
 	weft_notify_init(&n);
 	for (int i = 0; i < WAVE; i++)
 		assert_int_equal(
@@ -496,6 +499,12 @@ static void test_flood_folded(void **state)
 	assert_int_equal(5 + folded, WAVE);
 	/* The header: the rows (the waker's among them) and the folded. */
 	assert_true(st.warnings >= rows + folded + 1);
+	/* By kind (weft_warnings_total{kind}): every victim once, a fold's
+	 * summary row not one more. */
+	pthread_mutex_lock(&weft__probe.lock);
+	counted1 = weft__probe.warn_kind_count[WEFT_WARN_SCHEDULING_DELAY];
+	pthread_mutex_unlock(&weft__probe.lock);
+	assert_int_equal(counted1 - counted0, WAVE);
 	weft_notify_fini(&n);
 	free(j);
 	rt_done(rt);

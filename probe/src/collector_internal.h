@@ -195,6 +195,11 @@ struct probe {
 		uint64_t window_start, folded, value_sum, last_at, last_task;
 	} folds[FOLD_SLOTS];
 	uint64_t folded_total;
+	/*
+	 * Every warning by kind since start, folded ones included (a
+	 * fold's summary row is not one more): weft_warnings_total{kind}.
+	 */
+	uint64_t warn_kind_count[WEFT_WARN_MAX];
 	uint64_t warn_seq;
 	uint64_t warn_seq_published;
 	/*

@@ -19,6 +19,8 @@ void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 	va_list ap;
 
 	memset(w, 0, sizeof(*w));
+	if (kind < WEFT_WARN_MAX)
+		p->warn_kind_count[kind]++;
 	w->seq = ++p->warn_seq;
 	w->kind = kind;
 	w->worker = worker;
@@ -205,6 +207,9 @@ static void fold_say(struct probe *p, struct fold_s *f)
 			f->name ? f->name : "(none)", avg / 1e6);
 	}
 	if (f->folded) {
+		/* The row says warnings counted as they were folded. */
+		if (f->kind < WEFT_WARN_MAX)
+			p->warn_kind_count[f->kind]--;
 		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 		w->task = f->last_task;
 		w->task_name = f->name;
@@ -265,6 +270,8 @@ static bool fold_row(struct probe *p, uint8_t kind, const char *name,
 		return true;
 	}
 	f->folded++;
+	if (kind < WEFT_WARN_MAX)
+		p->warn_kind_count[kind]++;
 	f->value_sum += value;
 	f->last_at = at;
 	f->last_task = task;

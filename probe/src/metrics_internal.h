@@ -28,7 +28,6 @@ struct weft_runtime_s;
 /* probe.c */
 typedef struct weft__probe_metrics_s {
 	uint64_t warnings[WEFT_WARN_MAX]; /* by kind, since start */
-	uint64_t warnings_lost; /* pushed out before they were tallied */
 	uint64_t events_dropped;
 	uint64_t collector_cpu_ns; /* every run of the collector's */
 	unsigned subscribers;

@@ -243,7 +243,6 @@ void weft__probe_thread_stop(void)
 
 /* -------------------------------------------------------- the collector */
 
-static void warnings_tally(struct probe *p);
 /* The collector's CPU time in the runs before this one (probe.lock):
  * weft__collector_start() counts each run from zero. */
 static uint64_t cpu_before_ns;
@@ -353,7 +352,6 @@ static void *collector_main(void *arg)
 
 			weft__collector_pass(p, now);
 			p->passes++;
-			warnings_tally(p);
 			if (served) {
 				p->flush_requested = 0;
 				p->flush_done = served;
@@ -643,55 +641,6 @@ bool weft_probe_listening(void)
 
 /* ------------------------------------------------- the metrics endpoint */
 
-/*
- * Warnings by kind since start, for weft_warnings_total{kind}
- * (metrics_text.c).  The collector keeps the last WARN_KEEP rows and a
- * total, not counts by kind, so they are tallied here from the rows as
- * they come: after every pass (probe.c's collector loop) and whenever
- * the endpoint reads them (the runtime monitor raises long polls with no
- * collector running).  A folded row ("N more from tasks ...",
- * collector_warnings.c's fold_say()) stands for the N warnings it folded.
- * Rows pushed out of the ring before they were tallied (over WARN_KEEP
- * between two tallies) are counted in warn_lost.  Under probe.lock.
- */
-static uint64_t warn_tallied_seq;
-static uint64_t warn_by_kind[WEFT_WARN_MAX];
-static uint64_t warn_lost;
-
-static uint64_t row_weight(const weft_probe_warning_t *w)
-{
-	static const char more[] = " more from tasks ";
-	static const char tail[] = "(folded)";
-	size_t len = strlen(w->detail);
-	char *end;
-	unsigned long long n;
-
-	if (len < sizeof(tail) ||
-	    strcmp(w->detail + len - (sizeof(tail) - 1), tail))
-		return 1;
-	n = strtoull(w->detail, &end, 10);
-	if (end == w->detail || strncmp(end, more, sizeof(more) - 1) || !n)
-		return 1;
-	return n;
-}
-
-static void warnings_tally(struct probe *p)
-{
-	uint64_t seq = warn_tallied_seq;
-
-	if (p->warn_seq - seq > WARN_KEEP) {
-		warn_lost += p->warn_seq - seq - WARN_KEEP;
-		seq = p->warn_seq - WARN_KEEP;
-	}
-	for (; seq < p->warn_seq; seq++) {
-		const weft_probe_warning_t *w = &p->warnings[seq % WARN_KEEP];
-
-		if (w->kind < WEFT_WARN_MAX)
-			warn_by_kind[w->kind] += row_weight(w);
-	}
-	warn_tallied_seq = seq;
-}
-
 void weft__probe_metrics_read(weft__probe_metrics_t *out,
 			      void (*each)(struct weft_runtime_s *rt,
 					   unsigned i, unsigned n, void *arg),
@@ -701,9 +650,12 @@ void weft__probe_metrics_read(weft__probe_metrics_t *out,
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&p->lock);
-	warnings_tally(p);
-	memcpy(out->warnings, warn_by_kind, sizeof(out->warnings));
-	out->warnings_lost = warn_lost;
+	/*
+	 * Warnings by kind since start, for weft_warnings_total{kind}:
+	 * counted as each is raised or folded (collector_warnings.c), by the
+	 * collector and by the runtime monitor with nobody listening.
+	 */
+	memcpy(out->warnings, p->warn_kind_count, sizeof(out->warnings));
 	out->events_dropped = p->drops_total;
 	out->collector_cpu_ns = cpu_before_ns + p->stats.collector_cpu_ns;
 	out->collector_running = p->running;
