@@ -38,6 +38,7 @@ if ! "$cc" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>/dev/null; then
 fi
 
 protoc-c --c_out="$out/gen" -I"$root/proto" "$root/proto/weft.proto"
+"$here/gen_version.sh" "$out/gen"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 	-D_GNU_SOURCE -I"$out/gen" -I"$root/console" -I"$root/proto/include"
 	-I"$root/probe/include" -I"$root/runtime/include")
