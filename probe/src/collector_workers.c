@@ -211,13 +211,17 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 weft__poll_split_t *out)
 {
 	unsigned fill = p->window_fill;
-	const worker_window_t *a = NULL;
+	const worker_window_t *a = NULL, *b = NULL;
 	uint64_t on, off, d_on, d_off, wait, cpu;
 	double share;
 
 	if (!p->rt || worker >= p->stats.workers || !dur_ns)
 		return false;
-	/* The newest sample from before the poll began. */
+	/*
+	 * The newest sample from before the poll began; else (a poll that
+	 * began before the window's first sample: a runtime just described)
+	 * the oldest from within it, whose stretch holds the poll's end.
+	 */
 	for (unsigned k = 0; k < fill; k++) {
 		const worker_window_t *x = &p->window[worker][k];
 
@@ -225,6 +229,15 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 		    (!a || x->at_ns > a->at_ns))
 			a = x;
 	}
+	for (unsigned k = 0; k < fill; k++) {
+		const worker_window_t *x = &p->window[worker][k];
+
+		if (x->off_cpu_read && x->at_ns < start_ns + dur_ns &&
+		    (!b || x->at_ns < b->at_ns))
+			b = x;
+	}
+	if (!a)
+		a = b;
 	if (!a || !sched_read(p, p->rt, worker, &on, &off))
 		return false;
 	d_on = on > a->on_cpu_ns ? on - a->on_cpu_ns : 0;
