@@ -91,15 +91,83 @@ static weft_poll_t lock_async_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(l);
 }
 
+/* Holds the lock across a 5 ms sleep (bad) or takes it before (twin). */
+struct sleepy_locker {
+	int weft_pc;
+	weft_mutex_t *m;
+	bool across;
+	weft_sleep_t sl;
+};
+
+static weft_poll_t sleepy_locker_poll(void *arg, weft_cx_t *cx)
+{
+	struct sleepy_locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_mutex_lock(l->m);
+	if (!l->across)
+		weft_mutex_unlock(l->m);
+	weft_sleep_init(&l->sl, WEFT_MSEC(5));
+	WEFT_AWAIT(l, weft_sleep_poll(&l->sl, cx));
+	weft_sleep_fini(&l->sl);
+	if (l->across)
+		weft_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+/*
+ * Nobody listening: a task holds a weft_mutex_t across a 5 ms sleep, on
+ * two workers (it may unlock on the other).  The worker marks the lock at
+ * the PENDING and its unlock raises the warning with the real hold time
+ * (not "0.00 ms so far"); a console attached afterwards lists it.  The
+ * twin, which unlocks before it sleeps, raises nothing.
+ */
+static void test_lock_held_before_attach(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub;
+	weft_probe_warning_t w;
+	struct sink *s;
+	weft_mutex_t m;
+	uint64_t bad, good;
+
+	(void)state;
+	assert_false(weft_probe_listening());
+	weft_mutex_init(&m, "ledger");
+	bad = run_task(rt, "hold-across", sleepy_locker_poll,
+		       &(struct sleepy_locker){ .m = &m, .across = true },
+		       sizeof(struct sleepy_locker));
+	good = run_task(rt, "hold-before", sleepy_locker_poll,
+			&(struct sleepy_locker){ .m = &m },
+			sizeof(struct sleepy_locker));
+	s = sink_new_history(false, true, &sub);
+	weft_probe_flush();
+	weft_probe_flush();
+	if (sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad) != 1)
+		print_warnings(s);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad),
+			 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, good),
+			 0);
+	assert_true(sink_find(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, bad, &w));
+	assert_true(w.history);
+	assert_string_equal(w.task_name, "hold-across");
+	assert_non_null(strstr(w.detail, "\"ledger\""));
+	assert_non_null(strstr(w.detail, "test_warnings.c:"));
+	assert_non_null(strstr(w.detail, "nobody listening"));
+	/* The real hold: the 5 ms sleep at least. */
+	assert_true(w.value_ns >= WEFT_MSEC(5));
+	rt_done(rt);
+	weft_mutex_fini(&m);
+	sink_free(s, sub);
+}
+
 static void test_warns_lock_held_across_await(void **state)
 {
 	weft_probe_sub_t *sub;
 	struct sink *s = sink_new(true, &sub);
-	/*
-	 * One worker: the bad task resumes on the thread that locked (with
-	 * two, it could unlock a pthread mutex from another thread: the very
-	 * mistake being caught, but undefined behaviour in a test).
-	 */
+	/* One worker (test_lock_held_before_attach runs on two: a
+	 * weft_mutex_t may be unlocked on another worker). */
 	weft_runtime_t *rt = rt_new(1);
 	weft_async_mutex_t am;
 	weft_mutex_t m;
@@ -1129,6 +1197,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_preempted_not_blamed_from_schedstat,
 					  teardown),
 		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
+		cmocka_unit_test_teardown(test_lock_held_before_attach, teardown),
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),

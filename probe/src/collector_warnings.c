@@ -353,6 +353,36 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 	return true;
 }
 
+bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
+				   uint16_t worker, const char *lock,
+				   const char *file, int line, uint64_t at_ns,
+				   uint64_t held_ns)
+{
+	struct probe *p = &weft__probe;
+	weft_probe_warning_t *w;
+	uint32_t tline = t->line > 0 ? (uint32_t)t->line : 0;
+
+	if (pthread_mutex_trylock(&p->lock))
+		return false;
+	if (fold_row(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, t->name, t->file,
+		     tline, t->id, worker, at_ns, held_ns)) {
+		weft__collector_warn(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, NULL,
+				     worker, at_ns, held_ns,
+				     "held lock \"%s\" (taken at %s:%d) across "
+				     "an await: held %.2f ms, released (seen "
+				     "with nobody listening)",
+				     lock ? lock : "?", file ? file : "?", line,
+				     (double)held_ns / 1e6);
+		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+		w->task = t->id;
+		w->task_name = t->name;
+		w->file = t->file;
+		w->line = tline;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return true;
+}
+
 /* Finished tasks are never idle: only the live list needs a look. */
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 {

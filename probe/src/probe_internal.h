@@ -140,6 +140,8 @@ extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
 /* mutex.c */
 struct weft_task_s;
 unsigned weft__probe_locks_at_pending(struct weft_task_s *t);
+/* The same with nobody listening: marked, warned at unlock (mutex.c). */
+void weft__mutex_pending_unheard(struct weft_task_s *t);
 
 /* probe.c */
 weft_ring_t *weft__probe_ring_register(void);
@@ -167,6 +169,17 @@ bool weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
 				   uint16_t worker, uint64_t start_ns,
 				   uint64_t dur_ns, bool ended,
 				   const struct weft__poll_split_s *split);
+
+/*
+ * The same for a lock: with nobody listening, task @t held weft_mutex_t
+ * @lock, taken at @file:@line, across an await, and released it at
+ * @at_ns after @held_ns.  Raised with the collector's warnings.  Called
+ * on a worker: only tries probe.lock; false (not raised) if it is busy.
+ */
+bool weft__probe_unheard_lock_held(const struct weft__task_info_s *t,
+				   uint16_t worker, const char *lock,
+				   const char *file, int line, uint64_t at_ns,
+				   uint64_t held_ns);
 
 static inline __attribute__((always_inline)) bool weft__probe_on(void)
 {

@@ -68,6 +68,10 @@ static void lock_slow(_Atomic uint32_t *w, uint32_t c)
 	}
 }
 
+#if WEFT_PROBE
+static void unheard_release(weft_mutex_t *m, weft_task_t *t);
+#endif
+
 static void taken(weft_mutex_t *m, const char *file, int line)
 {
 	weft_task_t *t = weft__current_task();
@@ -75,8 +79,17 @@ static void taken(weft_mutex_t *m, const char *file, int line)
 	m->file = file;
 	m->line = line;
 	m->owner_task = t ? t->id : 0;
-	/* ns (not the TSC): the hold time is computed on this thread. */
-	m->taken_at = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
+	/*
+	 * ns (not the TSC): the hold time is computed on this thread.  Read
+	 * whether or not anyone listens, so that a lock held across an
+	 * await has its real hold time in the warning raised when
+	 * it is released (unheard_release()).
+	 */
+#if WEFT_PROBE
+	m->taken_at = weft__probe_clock_ns();
+#else
+	m->taken_at = 0;
+#endif
 	m->held_next = NULL;
 	if (t) {
 		m->held_next = t->held_locks;
@@ -122,6 +135,13 @@ void weft_mutex_unlock(weft_mutex_t *m)
 			*pp = m->held_next;
 	}
 	m->held_next = NULL;
+#if WEFT_PROBE
+	if (__builtin_expect(m->across_task != 0, 0)) {
+		if (m->across_task == m->owner_task && !weft__probe_on())
+			unheard_release(m, t);
+		m->across_task = 0;
+	}
+#endif
 	WEFT_PROBE_EVENT(LOCK_RELEASE, m->owner_task, (uintptr_t)m->name, 0);
 	m->owner_task = 0;
 	/* Release: our critical section before the next holder's acquire. */
@@ -158,3 +178,37 @@ unsigned weft__probe_locks_at_pending(weft_task_t *t)
 	}
 	return n;
 }
+
+#if WEFT_PROBE
+/*
+ * With nobody listening, task @t returned PENDING holding weft_mutex_t:
+ * each such lock is marked, and its unlock raises the warning with the
+ * real hold time (unheard_release()), straight into the probe's kept
+ * warnings, which the next console gets.  (While someone listens, the
+ * timed poll reports it, weft__probe_locks_at_pending().)
+ */
+void weft__mutex_pending_unheard(weft_task_t *t)
+{
+	for (weft_mutex_t *m = t->held_locks; m; m = m->held_next)
+		if (m->owner_task == t->id)
+			m->across_task = t->id;
+}
+
+/* The unlock of a lock held across an await, with nobody listening. */
+static void unheard_release(weft_mutex_t *m, weft_task_t *t)
+{
+	weft__task_info_t info = { .id = m->across_task };
+	weft_worker_t *w = weft__cur_worker;
+	uint64_t now = weft__probe_clock_ns();
+
+	if (t && t->id == m->across_task) {
+		info.name = t->name;
+		info.file = t->file;
+		info.line = t->line;
+	}
+	/* Never waits for the probe's lock: busy, the warning is lost. */
+	(void)weft__probe_unheard_lock_held(
+		&info, w ? (uint16_t)w->index : WEFT_EVENT_NO_WORKER, m->name,
+		m->file, m->line, now, now > m->taken_at ? now - m->taken_at : 0);
+}
+#endif

@@ -440,6 +440,14 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	 * acquires), so the task's sites stay in poll order.
 	 */
 	store_relaxed(&t->parked_at, site);
+#if WEFT_PROBE
+	/*
+	 * A weft_mutex_t held across this await, with nobody listening (the
+	 * timed poll's site reports it otherwise): one load a PENDING.
+	 */
+	if (__builtin_expect(t->held_locks != NULL, 0) && !weft__probe_on())
+		weft__mutex_pending_unheard(t);
+#endif
 
 	/* to_idle */
 	cur = load_relaxed(&t->state);

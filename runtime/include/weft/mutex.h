@@ -36,6 +36,7 @@ typedef struct weft_mutex_s {
 	uint64_t owner_task;            /* private */
 	uint64_t taken_at;              /* private: probe clock */
 	struct weft_mutex_s *held_next; /* private: the thread's held list */
+	uint64_t across_task;           /* private: held across an await */
 } weft_mutex_t;
 
 /** weft_mutex_init() - @name is a static string shown by the tools. */
