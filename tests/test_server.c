@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1119,6 +1121,129 @@ static void test_server_list_and_snapshot(void **state)
 }
 #endif
 
+/* The CPU ticks (utime + stime) of the thread named @comm; -1 if none. */
+static int thread_stat_fd(const char *comm)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int fd = -1;
+
+	assert_non_null(d);
+	while (fd < 0 && (e = readdir(d))) {
+		char path[300], name[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) &&
+		    !strncmp(name, comm, strlen(comm))) {
+			snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+				 e->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return fd;
+}
+
+static unsigned long long thread_ticks(int fd)
+{
+	char buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	assert_true(n > 0);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	 * cmajflt utime stime: fields 3..15. */
+	assert_int_equal(sscanf(p + 2,
+				"%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+				"%*u %llu %llu",
+				&ut, &st),
+			 2);
+	return ut + st;
+}
+
+/*
+ * Out of descriptors (EMFILE), a connection waiting: the server's thread
+ * pauses its listener instead of retrying accept(2) at once for ever
+ * (it took a whole core, and wrote 1.2 M log lines in 10 s), and takes
+ * the connection once descriptors are back.
+ */
+static void test_server_accept_emfile(void **state)
+{
+	weft_server_opts_t o = { .workers = 1 };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	weft_server_stats_t st;
+	weft_server_t *srv;
+	struct rlimit old, low;
+	unsigned long long t0, t1;
+	char path[300];
+	int stat_fd, c, fds[256], nfds = 0, cpu_ticks;
+
+	(void)state;
+	xdg_make();
+	snprintf(path, sizeof(path), "%s/emfile.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	/* The thread names itself once it runs. */
+	for (int tries = 0; tries < 1000; tries++) {
+		stat_fd = thread_stat_fd("weft-console");
+		if (stat_fd >= 0)
+			break;
+		usleep(1000);
+	}
+	assert_true(stat_fd >= 0);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c >= 0);
+	assert_true(strlen(path) < sizeof(sun.sun_path));
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	/* Every descriptor taken, under a low limit. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfds < 256) {
+		int fd = dup(0);
+
+		if (fd < 0)
+			break;
+		fds[nfds++] = fd;
+	}
+	assert_int_equal(errno, EMFILE);
+	/* Waiting in the backlog: the listener is readable, accept fails. */
+	assert_int_equal(connect(c, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	t0 = thread_ticks(stat_fd);
+	usleep(500000);
+	t1 = thread_ticks(stat_fd);
+	cpu_ticks = (int)(t1 - t0);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	print_message("server thread: %d ticks of CPU in 500 ms of EMFILE\n",
+		      cpu_ticks);
+	/* A spinning thread takes about 50 ticks (100 Hz) in 500 ms. */
+	assert_true(cpu_ticks < 15);
+	/* Descriptors back: the waiting connection is taken. */
+	for (int tries = 0; tries < 200; tries++) {
+		weft__server_stats(srv, &st);
+		if (st.accepted)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st.accepted, 1);
+	close(c);
+	close(stat_fd);
+	weft__server_destroy(srv);
+	xdg_remove();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1135,6 +1260,7 @@ int main(void)
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
+		cmocka_unit_test(test_server_accept_emfile),
 #endif
 	};
 

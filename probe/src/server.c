@@ -133,6 +133,50 @@ static void *server_main(void *arg)
 
 /* ------------------------------------------------------------ endpoints */
 
+#define ACCEPT_PAUSE_MS 50
+
+/*
+ * accept(2) failed: EMFILE, ENFILE, ENOBUFS, ENOMEM.  libevent would try
+ * again at once, for ever (a core spinning, a log line each time), while
+ * the pending connection keeps the listener readable.  Pause both
+ * listeners; resume after ACCEPT_PAUSE_MS, when descriptors may be back.
+ */
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	weft_server_t *s = arg;
+	struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
+	int err = EVUTIL_SOCKET_ERROR();
+	uint64_t now = weft_now_ns();
+
+	(void)l;
+	s->accept_failed++;
+	if (!s->accept_logged_ns || now - s->accept_logged_ns >= 1000000000u) {
+		weft__server_log("accept: %s (%u since the last line); "
+				 "pausing the listener %d ms",
+				 evutil_socket_error_to_string(err),
+				 s->accept_failed, ACCEPT_PAUSE_MS);
+		s->accept_logged_ns = now;
+		s->accept_failed = 0;
+	}
+	if (s->unix_l)
+		evconnlistener_disable(s->unix_l);
+	if (s->tcp_l)
+		evconnlistener_disable(s->tcp_l);
+	evtimer_add(s->accept_resume_ev, &tv);
+}
+
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	weft_server_t *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->unix_l)
+		evconnlistener_enable(s->unix_l);
+	if (s->tcp_l)
+		evconnlistener_enable(s->tcp_l);
+}
+
 static int listen_unix(weft_server_t *s, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
@@ -150,6 +194,7 @@ static int listen_unix(weft_server_t *s, const char *path)
 		(struct sockaddr *)&sun, (int)sizeof(sun));
 	if (!s->unix_l)
 		return errno ? -errno : -EADDRINUSE;
+	evconnlistener_set_error_cb(s->unix_l, accept_error_cb);
 	(void)chmod(path, 0600);
 	snprintf(s->unix_path, sizeof(s->unix_path), "%s", path);
 	return 0;
@@ -216,6 +261,7 @@ static int listen_tcp(weft_server_t *s, const char *bind)
 	freeaddrinfo(res);
 	if (err)
 		return err;
+	evconnlistener_set_error_cb(s->tcp_l, accept_error_cb);
 	if (getsockname(evconnlistener_get_fd(s->tcp_l), (void *)&ss, &sl) ==
 	    0) {
 		if (ss.ss_family == AF_INET)
@@ -261,6 +307,8 @@ static void server_free(weft_server_t *s)
 		event_free(s->stop_ev);
 	if (s->tick_ev)
 		event_free(s->tick_ev);
+	if (s->accept_resume_ev)
+		event_free(s->accept_resume_ev);
 	if (s->base)
 		event_base_free(s->base);
 	if (s->unix_path[0])
@@ -321,7 +369,8 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 	s->wake_ev = event_new(s->base, -1, 0, srv_wake_cb, s);
 	s->stop_ev = event_new(s->base, -1, 0, srv_stop_cb, s);
 	s->tick_ev = event_new(s->base, -1, EV_PERSIST, srv_tick_cb, s);
-	if (!s->wake_ev || !s->stop_ev || !s->tick_ev ||
+	s->accept_resume_ev = evtimer_new(s->base, accept_resume_cb, s);
+	if (!s->wake_ev || !s->stop_ev || !s->tick_ev || !s->accept_resume_ev ||
 	    event_add(s->tick_ev, &tick)) {
 		err = -ENOMEM;
 		goto out_free;

@@ -83,6 +83,14 @@ struct weft_server_s {
 	struct event_base *base;
 	struct evconnlistener *unix_l, *tcp_l;
 	struct event *wake_ev, *stop_ev, *tick_ev;
+	/*
+	 * accept(2) failing (out of descriptors): both listeners paused,
+	 * resumed by accept_resume_ev; one line logged a second at most,
+	 * with how many failed since the last.
+	 */
+	struct event *accept_resume_ev;
+	uint64_t accept_logged_ns;
+	unsigned accept_failed;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int tcp_port;
 	size_t buf_max;
