@@ -115,7 +115,8 @@ static void draw_header(const con_session_t *s, con_grid_t *g)
 			con_fmt_count(ev, sizeof(ev), h.events_per_s),
 			(unsigned long long)h.dropped, h.collector_cpu * 100.0);
 	x = 0;
-	for (int i = 0; i < g->w; i++)
+	/* Row 1's end, where there is a row 1 (a one-row terminal). */
+	for (int i = 0; g->h > 1 && i < g->w; i++)
 		if (g->cells[g->w + i].ch != L' ')
 			x = i + 1;
 	con_grid_printf(g, x + 2, 1, h.warnings ? CON_ROLE_WARN : CON_ROLE_NORMAL,
