@@ -1244,6 +1244,85 @@ static void test_server_accept_emfile(void **state)
 	xdg_remove();
 }
 
+/* A TCP client of @srv, connected (the header not read yet). */
+static void tc_open_tcp(struct tclient *c, weft_server_t *srv)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	memset(c, 0, sizeof(*c));
+	weft_wire_decoder_init(&c->dec, 0);
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c->fd >= 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)weft__server_tcp_port(srv));
+	assert_int_equal(connect(c->fd, (void *)&sin, sizeof(sin)), 0);
+}
+
+/*
+ * TCP peers have a quota of their own: 32 idle TCP connections, and the
+ * 33rd is closed unanswered, while the owner's unix client still gets
+ * its header (the issue: 64 idle TCP connections locked the owner out).
+ * Run as root, a process of another user that reaches the unix socket
+ * (its mode opened up by the test) is closed before any byte leaves
+ * (SO_PEERCRED); not root, that half is skipped.
+ */
+static void test_server_quota_and_owner(void **state)
+{
+	weft_server_opts_t o = { .workers = 2, .tcp_bind = "127.0.0.1:0" };
+	struct tclient tcp[33], owner;
+	weft_server_t *srv;
+	char path[300];
+
+	(void)state;
+	xdg_make();
+	snprintf(path, sizeof(path), "%s/quota.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	for (int i = 0; i < 32; i++) {
+		tc_open_tcp(&tcp[i], srv);
+		tc_expect_header(&tcp[i]);
+	}
+	tc_open_tcp(&tcp[32], srv);
+	assert_true(tc_closed_by_server(&tcp[32], 5000));
+	tc_open(&owner, path);
+	tc_expect_header(&owner);
+	tc_close(&owner);
+	for (int i = 0; i < 33; i++)
+		tc_close(&tcp[i]);
+
+	if (geteuid() == 0) {
+		pid_t pid;
+		int status;
+
+		assert_int_equal(chmod(xdg, 0755), 0);
+		assert_int_equal(chmod(path, 0666), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct sockaddr_un sun = { .sun_family = AF_UNIX };
+			char b;
+			int fd;
+
+			if (setgid(65534) || setuid(65534))
+				_exit(3);
+			memcpy(sun.sun_path, path, strlen(path) + 1);
+			fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (fd < 0 || connect(fd, (void *)&sun, sizeof(sun)))
+				_exit(4);
+			/* Closed with nothing sent: read() says 0. */
+			_exit(read(fd, &b, 1) == 0 ? 0 : 1);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_int_equal(chmod(xdg, 0700), 0);
+	} else {
+		print_message("not root: the other-user half skipped\n");
+	}
+	weft__server_destroy(srv);
+	xdg_remove();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1261,6 +1340,7 @@ int main(void)
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
 		cmocka_unit_test(test_server_accept_emfile),
+		cmocka_unit_test(test_server_quota_and_owner),
 #endif
 	};
 

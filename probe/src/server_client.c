@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -22,7 +24,12 @@
 #include "recorder_internal.h"
 #include "server_state_internal.h"
 
+/*
+ * Clients at once: 64 in all, of which at most 32 through TCP, so that
+ * the owner always has the unix socket's 32.
+ */
 #define MAX_CLIENTS 64
+#define MAX_TCP_CLIENTS 32
 
 static void stat_buffered(weft_server_t *s, size_t have)
 {
@@ -45,6 +52,8 @@ void weft__server_client_close(struct client *c, const char *why, bool bad)
 			break;
 		}
 	s->nclients--;
+	if (c->tcp)
+		s->nclients_tcp--;
 	bufferevent_free(c->bev);
 	weft_wire_decoder_fini(&c->dec);
 	weft__delta_filter_fini(&c->filter);
@@ -359,17 +368,57 @@ static void peer_name(char *buf, size_t len, const struct sockaddr *sa)
 	}
 }
 
+/*
+ * A unix socket's peer: the process's owner (its effective uid) or root,
+ * from the kernel's credentials of the connecting process (SO_PEERCRED).
+ * The socket's directory is the owner's, mode 0700, already; this holds
+ * where an administrator chose a path elsewhere.
+ */
+static bool peer_is_owner(evutil_socket_t fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+	    len != sizeof(cred))
+		return false;
+	return cred.uid == geteuid() || cred.uid == 0;
+}
+
+/* A refused connection: said once a second at most, with a count. */
+static void refused(weft_server_t *s, const char *why)
+{
+	uint64_t now = weft_now_ns();
+
+	s->refused++;
+	if (s->refused_logged_ns && now - s->refused_logged_ns < 1000000000u)
+		return;
+	weft__server_log("refusing a client: %s (%u refused since the last "
+			 "line)",
+			 why, s->refused);
+	s->refused_logged_ns = now;
+	s->refused = 0;
+}
+
 void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 			    struct sockaddr *sa, int salen, void *arg)
 {
 	weft_server_t *s = arg;
+	bool tcp = sa && sa->sa_family != AF_UNIX;
+	const char *why = NULL;
 	struct client *c;
 
 	(void)l;
 	(void)salen;
-	if (s->nclients >= MAX_CLIENTS) {
-		weft__server_log("refusing a client: %d connected already",
-				 MAX_CLIENTS);
+	if (!tcp && !peer_is_owner(fd))
+		why = "not the process's owner or root";
+	else if (tcp ? s->nclients_tcp >= MAX_TCP_CLIENTS ||
+			       s->nclients >= MAX_CLIENTS :
+		       s->nclients - s->nclients_tcp >=
+			       MAX_CLIENTS - MAX_TCP_CLIENTS)
+		why = "too many connected already";
+	if (why) {
+		refused(s, why);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -380,6 +429,7 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	c->srv = s;
 	c->stream = -1;
+	c->tcp = tcp;
 	peer_name(c->peer, sizeof(c->peer), sa);
 	if (sa && sa->sa_family != AF_UNIX) {
 		int one = 1;
@@ -398,6 +448,8 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->next = s->clients;
 	s->clients = c;
 	s->nclients++;
+	if (tcp)
+		s->nclients_tcp++;
 	(void)weft__server_client_send(c, s->header.data, s->header.len, false);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.accepted++;

@@ -76,6 +76,7 @@ struct client {
 	uint64_t updates_skipped;
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
+	bool tcp;              /* came through the TCP listener */
 };
 
 struct weft_server_s {
@@ -102,6 +103,11 @@ struct weft_server_s {
 	/* Server thread only. */
 	struct client *clients;
 	unsigned nclients;
+	/* Of them, through the TCP listener: it has a quota of its own, so
+	 * that TCP peers never lock the owner out of the unix socket. */
+	unsigned nclients_tcp;
+	uint64_t refused_logged_ns;
+	unsigned refused;
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
 	uint64_t last_resync;
