@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "test_helpers.h"
@@ -245,6 +247,62 @@ static void test_trace_file_records_workload(void **state)
 	weft_trace_reader_close(&r);
 	unlink(path);
 	free(path);
+}
+
+/*
+ * The disk fills while recording (RLIMIT_FSIZE: writes past 64 KiB fail
+ * with EFBIG, the one that crosses it short): the recorder cuts the file
+ * back to its last whole record, stops, and weft_trace_stop() says why.
+ * Every record left reads whole (before, a reader failed on the whole
+ * file: "frame does not decode").  Recording starts again afterwards.
+ */
+static void test_trace_file_full_disk(void **state)
+{
+	char *path = tmp_path("full.weft"), *again = tmp_path("again.weft");
+	struct rlimit old, low;
+	weft_trace_reader_t r;
+	struct summary sum;
+	struct stat st;
+	int err;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	low = old;
+	low.rlim_cur = 64 * 1024;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	/* Small flushes (one each 100 ms) until the file is half full... */
+	for (int i = 0; i < 300; i++) {
+		workload(4, 4);
+		usleep(120 * 1000);
+		assert_int_equal(stat(path, &st), 0);
+		if (st.st_size >= 32 * 1024)
+			break;
+	}
+	/* ...then one that crosses the limit. */
+	workload(200, 20);
+	err = weft_trace_stop();
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(err, -EFBIG);
+	assert_int_equal(stat(path, &st), 0);
+	print_message("kept %lld bytes\n", (long long)st.st_size);
+	assert_true(st.st_size >= 32 * 1024 && st.st_size <= 64 * 1024);
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	sum = read_trace(&r);
+	assert_int_equal(sum.error, 0);
+	assert_false(sum.truncated);
+	assert_int_equal(sum.headers, 1);
+	weft_trace_reader_close(&r);
+	/* Space back: a new recording. */
+	assert_int_equal(weft_trace_start(again, NULL), 0);
+	workload(10, 5);
+	assert_int_equal(weft_trace_stop(), 0);
+	unlink(path);
+	unlink(again);
+	free(path);
+	free(again);
 }
 
 static void test_trace_file_truncated_at_every_offset(void **state)
@@ -628,6 +686,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_file_records_workload),
+		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_rotates),
 		cmocka_unit_test(test_trace_file_rotates_after_burst),

@@ -150,6 +150,8 @@ static char *segment_path(unsigned seg)
 	return p;
 }
 
+static void write_failed(int err);
+
 /* Closes the current file and opens the next, headed. */
 static int rotate(void)
 {
@@ -183,25 +185,63 @@ static int rotate(void)
 	weft__delta_forget(&rec.delta);
 	rec.want_full = true;
 	err = weft_wire_header_append(&hdr, &rec.hello.msg, rec.segment);
-	if (!err)
+	if (!err) {
 		err = write_all(rec.fd, hdr.data, hdr.len);
-	rec.file_bytes += hdr.len;
+		if (err) {
+			write_failed(err);
+			err = 0; /* noted, said */
+		} else {
+			rec.file_bytes += hdr.len;
+		}
+	}
 	weft_wire_buf_fini(&hdr);
 	return err;
+}
+
+/*
+ * A write into the file failed (a full disk, a quota, EFBIG, EIO): the
+ * file is cut back to its last whole record (rec.file_bytes, the size
+ * before the write; a short write leaves part of a record, which a
+ * reader would take for the file's corruption), closed, and recording
+ * stops with one line on stderr.  weft_trace_stop() returns the error;
+ * weft_trace_start() afterwards records anew (into a new file, or this
+ * one from its start).
+ */
+static void write_failed(int err)
+{
+	char *path = segment_path(rec.segment);
+	bool cut = ftruncate(rec.fd, (off_t)rec.file_bytes) == 0;
+
+	note_error(err);
+	close(rec.fd);
+	rec.fd = -1;
+	fprintf(stderr,
+		"weft: trace: writing %s: %s; recording stopped, %llu bytes "
+		"kept%s\n",
+		path ? path : rec.path, strerror(-err),
+		(unsigned long long)rec.file_bytes,
+		cut ? " (up to its last whole record)" :
+		      " (could not cut the partial record off)");
+	free(path);
 }
 
 /* @last: the recording's last write (no file after it). */
 static void flush_out(uint64_t now, bool last)
 {
+	int err;
+
 	rec.last_flush_ns = now;
 	if (rec.fd < 0 || !rec.out.len) {
 		rec.out.len = 0;
 		return;
 	}
-	if (rec.fd >= 0) {
-		note_error(write_all(rec.fd, rec.out.data, rec.out.len));
-		rec.file_bytes += rec.out.len;
+	err = write_all(rec.fd, rec.out.data, rec.out.len);
+	if (err) {
+		rec.out.len = 0;
+		write_failed(err);
+		return;
 	}
+	rec.file_bytes += rec.out.len;
 	rec.out.len = 0;
 	/*
 	 * The next file once this one has max_file_bytes, after the write:

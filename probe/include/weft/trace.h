@@ -65,6 +65,13 @@ WEFT_EXTERN int weft_trace_start(const char *path,
  * weft_trace_stop() - stop recording: drain the probe, write what is
  * buffered and close the file.
  *
+ * A write that failed while recording (a full disk, a quota: -ENOSPC,
+ * -EDQUOT, -EFBIG, -EIO) already stopped the writing: the file was cut
+ * back to its last whole record, so that it reads to its end, and one
+ * line on stderr said so (path, error, bytes kept).  Its error is
+ * returned here; weft_trace_start() then records anew, into a new file
+ * or this one from its start.
+ *
  * Return: 0; -ENOENT (not recording); a negative errno from write(2) or
  * close(2), the first one met while recording (records were lost).
  */
