@@ -1323,6 +1323,75 @@ static void test_server_quota_and_owner(void **state)
 	xdg_remove();
 }
 
+/*
+ * What a peer can make the server hold: a request record is bounded at
+ * 64 KiB (a peer announcing a 1 MiB one is closed at once; it could hold
+ * 4 MiB a connection by sending all of one but its last byte); a peer
+ * that says nothing is closed after the handshake time; and clients that
+ * stop reading hold at most the total bound together, not 1 MiB each.
+ */
+static void test_server_peer_bounds(void **state)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 1u << 20,
+				 .total_buf_max = 2u << 20,
+				 .handshake_ms = 300,
+				 .slow_kick_ms = 60000 };
+	/* The length prefix of a 1 MiB record: field 1, wire type 2. */
+	const uint8_t big[] = { 0x0a, 0x80, 0x80, 0x40 };
+	struct tclient greedy, silent, lazy[6];
+	weft_server_stats_t st;
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	char path[300];
+	int small = 4096;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/bounds.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	tc_open(&greedy, path);
+	tc_expect_header(&greedy);
+	assert_int_equal(write(greedy.fd, big, sizeof(big)), (ssize_t)sizeof(big));
+	assert_true(tc_closed_by_server(&greedy, 5000));
+
+	tc_open(&silent, path);
+	tc_expect_header(&silent);
+	assert_true(tc_closed_by_server(&silent, 5000));
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.handshake_closed, 1);
+
+	for (int i = 0; i < 6; i++) {
+		tc_open(&lazy[i], path);
+		setsockopt(lazy[i].fd, SOL_SOCKET, SO_RCVBUF, &small,
+			   sizeof(small));
+		tc_subscribe(&lazy[i], true, true);
+	}
+	/* Past the total bound if it did not hold (each may hold 1 MiB). */
+	for (int round = 0; round < 80; round++) {
+		workload(rt, 8, (int)scale_count(2000));
+		weft__server_stats(srv, &st);
+		if (st.max_total_buffered >= (3u << 19) && round >= 40)
+			break;
+	}
+	print_message("6 clients not reading held %zu bytes at most "
+		      "(bound 2 MiB; 1 MiB each)\n",
+		      st.max_total_buffered);
+	assert_true(st.max_total_buffered <= (2u << 20));
+	/* Subscribed clients are not closed for silence. */
+	assert_int_equal(st.handshake_closed, 1);
+	for (int i = 0; i < 6; i++)
+		tc_close(&lazy[i]);
+	tc_close(&silent);
+	tc_close(&greedy);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1341,6 +1410,7 @@ int main(void)
 		cmocka_unit_test(test_server_list_and_snapshot),
 		cmocka_unit_test(test_server_accept_emfile),
 		cmocka_unit_test(test_server_quota_and_owner),
+		cmocka_unit_test(test_server_peer_bounds),
 #endif
 	};
 

@@ -52,6 +52,8 @@
 #define CLIENT_BUF_DEFAULT (8u << 20)
 #define SLOW_KICK_DEFAULT_MS 5000u
 #define QUEUE_DEFAULT (32u << 20)
+#define TOTAL_BUF_DEFAULT (64u << 20)
+#define HANDSHAKE_DEFAULT_MS 30000u
 #define TICK_MS 100
 /* A client that skipped updates gets a full one again, at most this often. */
 #define RESYNC_EVERY_NS 1000000000ull
@@ -97,6 +99,14 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 			evbuffer_get_length(bufferevent_get_output(c->bev));
 
 		next = c->next;
+		if (!c->spoke && now - c->accepted_ns > s->handshake_ns) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.handshake_closed++;
+			pthread_mutex_unlock(&s->stat_lock);
+			weft__server_client_close(
+				c, "said nothing since it connected", false);
+			continue;
+		}
 		if (c->behind_since && have <= s->buf_max / 2)
 			c->behind_since = 0;
 		if (c->behind_since && now - c->behind_since > s->kick_ns) {
@@ -356,6 +366,11 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 		     1000000u;
 	s->queue_max = opts->queue_max_bytes ? opts->queue_max_bytes :
 					       QUEUE_DEFAULT;
+	s->total_max = opts->total_buf_max ? opts->total_buf_max :
+					     TOTAL_BUF_DEFAULT;
+	s->handshake_ns = (uint64_t)(opts->handshake_ms ? opts->handshake_ms :
+							  HANDSHAKE_DEFAULT_MS) *
+			  1000000u;
 	s->max_record = opts->max_record;
 	s->st.client_buf_max = s->buf_max;
 	err = header_build(s, opts->workers);

@@ -30,6 +30,13 @@
  */
 #define MAX_CLIENTS 64
 #define MAX_TCP_CLIENTS 32
+/*
+ * A client's requests are small (a subscription with its filter, a task
+ * id): their records are bounded far below what the server sends, so a
+ * peer cannot make it hold WEFT_WIRE_MAX_RECORD a connection by sending
+ * all of one but its last byte.
+ */
+#define REQUEST_MAX (64u << 10)
 
 static void stat_buffered(weft_server_t *s, size_t have)
 {
@@ -73,13 +80,36 @@ void weft__server_client_close(struct client *c, const char *why, bool bad)
  * one): the bound is then that one update and half the bound.
  * Return: true if queued.
  */
+/* What every client's output holds together (64 buffers at most). */
+static size_t total_buffered(const weft_server_t *s)
+{
+	size_t total = 0;
+
+	for (const struct client *c = s->clients; c; c = c->next)
+		total += evbuffer_get_length(bufferevent_get_output(c->bev));
+	return total;
+}
+
 static bool client_send_ex(struct client *c, const void *data, size_t len,
 			   bool bounded, bool full)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
-	size_t have = evbuffer_get_length(out);
+	size_t have = evbuffer_get_length(out), total = 0;
 	bool over = false;
 
+	/*
+	 * The bound over all clients: each may hold buf_max, but not all
+	 * at once (64 clients that stop reading would hold 512 MiB).  A
+	 * client that would pass it is behind, as one over its own bound.
+	 */
+	if (bounded) {
+		total = total_buffered(c->srv);
+		if (total + len > c->srv->total_max) {
+			if (!c->behind_since)
+				c->behind_since = weft_now_ns();
+			return false;
+		}
+	}
 	if (bounded && have + len > c->srv->buf_max) {
 		/*
 		 * Not "into an empty buffer" only: the pass's events go out
@@ -97,6 +127,12 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 	if (evbuffer_add(out, data, len))
 		return false;
 	stat_buffered(c->srv, have + len);
+	if (bounded) {
+		pthread_mutex_lock(&c->srv->stat_lock);
+		if (total + len > c->srv->st.max_total_buffered)
+			c->srv->st.max_total_buffered = total + len;
+		pthread_mutex_unlock(&c->srv->stat_lock);
+	}
 	if (over) {
 		pthread_mutex_lock(&c->srv->stat_lock);
 		if (len > c->srv->st.max_full_over_bound)
@@ -278,6 +314,7 @@ static const char *client_request(void *ctx, weft_server_request_t *r)
 	struct client *c = ctx;
 	weft_server_t *s = c->srv;
 
+	c->spoke = true;
 	switch (r->op) {
 	case WEFT_SERVER_REQ_SUBSCRIBE:
 		return client_subscribe(c, r);
@@ -442,7 +479,8 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		free(c);
 		return;
 	}
-	weft_wire_decoder_init(&c->dec, WEFT_WIRE_MAX_RECORD);
+	weft_wire_decoder_init(&c->dec, REQUEST_MAX);
+	c->accepted_ns = weft_now_ns();
 	bufferevent_setcb(c->bev, client_read_cb, NULL, client_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->next = s->clients;

@@ -55,6 +55,11 @@ typedef struct weft_server_opts_s {
 	size_t client_buf_max;  /* output bound per client; 0: 8 MiB */
 	unsigned slow_kick_ms;  /* behind this long: dropped; 0: 5 s */
 	size_t queue_max_bytes; /* collector -> server; 0: 32 MiB */
+	/* Output held for all clients together; 0: 64 MiB. */
+	size_t total_buf_max;
+	/* A client that has not subscribed or asked for anything this long
+	 * after connecting is closed; 0: 30 s. */
+	unsigned handshake_ms;
 	/* Updates are split into records of at most this many bytes; 0:
 	 * WEFT_WIRE_MAX_RECORD (tests lower it). */
 	size_t max_record;
@@ -69,6 +74,8 @@ typedef struct weft_server_stats_s {
 	uint64_t queue_dropped;   /* records the queue had no room for */
 	uint64_t resyncs; /* new subscriptions for a client owed a full update */
 	size_t max_client_buffered; /* high-water mark of any output buffer */
+	size_t max_total_buffered;  /* of all output buffers together */
+	uint64_t handshake_closed;  /* silent past handshake_ms */
 	size_t client_buf_max;
 	/* The largest full update queued alone because it is larger than
 	 * client_buf_max (0 if none was). */

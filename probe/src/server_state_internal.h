@@ -77,6 +77,8 @@ struct client {
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
 	bool tcp;              /* came through the TCP listener */
+	bool spoke;            /* sent a whole request */
+	uint64_t accepted_ns;
 };
 
 struct weft_server_s {
@@ -95,7 +97,9 @@ struct weft_server_s {
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int tcp_port;
 	size_t buf_max;
+	size_t total_max;     /* over every client's output together */
 	uint64_t kick_ns;
+	uint64_t handshake_ns;
 	size_t queue_max;
 	size_t max_record;
 	weft_wire_buf_t header; /* the FileHeader record sent on connect */
