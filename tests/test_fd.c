@@ -127,6 +127,7 @@ static void *pipe_writer(void *arg)
 	struct writer_thread *w = arg;
 	unsigned char buf[700];
 	unsigned done = 0, round = 0;
+	bool paused = false;
 
 	while (done < w->total) {
 		size_t len = 1 + (round * 97u) % sizeof(buf);
@@ -146,6 +147,13 @@ static void *pipe_writer(void *arg)
 		done += (unsigned)len;
 		if (++round % 16 == 0)
 			usleep(200);
+		/* Once a long pause, so that the reader drains the pipe and
+		 * waits however the threads are scheduled (valgrind runs one
+		 * at a time). */
+		if (!paused && done >= w->total / 2) {
+			usleep(20000);
+			paused = true;
+		}
 	}
 	close(w->fd);
 	return NULL;
