@@ -480,6 +480,42 @@ static bool console_off(void)
 	return !weft__knob_bool("WEFT_CONSOLE", true);
 }
 
+/*
+ * Why the console's server did not start, naming what is at fault: the
+ * socket directory (someone else's, or open to others: refused, since
+ * another user could then reach the process), the TCP address, or the
+ * error alone.
+ */
+static void say_not_started(int err, const char *tcp_bind)
+{
+	char dir[256];
+	struct stat st;
+
+	if ((err == -EPERM || err == -ENOTDIR || err == -EACCES) &&
+	    weft_wire_socket_dir(dir, sizeof(dir), 0) != -ENAMETOOLONG) {
+		if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			weft__server_log(
+				"not started: the socket directory %s is owned "
+				"by uid %u with mode %03o; it must be this "
+				"user's (uid %u) and closed to others (0700): "
+				"remove it, or set XDG_RUNTIME_DIR",
+				dir, (unsigned)st.st_uid,
+				(unsigned)(st.st_mode & 0777),
+				(unsigned)geteuid());
+		else
+			weft__server_log("not started: the socket directory "
+					 "%s: %s",
+					 dir, strerror(-err));
+		return;
+	}
+	if (tcp_bind && tcp_bind[0] && err == -EINVAL)
+		weft__server_log("not started: WEFT_CONSOLE_BIND=%s is not "
+				 "HOST:PORT",
+				 tcp_bind);
+	else
+		weft__server_log("not started: %s", strerror(-err));
+}
+
 void weft__server_env_start(struct weft_runtime_s *rt)
 {
 	static bool atexit_done;
@@ -496,7 +532,7 @@ void weft__server_env_start(struct weft_runtime_s *rt)
 	o.workers = weft_runtime_workers(rt);
 	err = weft__server_create(&o, &s);
 	if (err) {
-		weft__server_log("not started: %s", strerror(-err));
+		say_not_started(err, o.tcp_bind);
 		goto out_unlock;
 	}
 	env_srv = s;
