@@ -1426,12 +1426,12 @@ int main(void)
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
 		cmocka_unit_test(test_server_requests_not_read),
-#ifdef WEFT_TRACE_TOOL
-		cmocka_unit_test(test_server_record_tool),
-		cmocka_unit_test(test_server_list_and_snapshot),
 		cmocka_unit_test(test_server_accept_emfile),
 		cmocka_unit_test(test_server_quota_and_owner),
 		cmocka_unit_test(test_server_peer_bounds),
+#ifdef WEFT_TRACE_TOOL
+		cmocka_unit_test(test_server_record_tool),
+		cmocka_unit_test(test_server_list_and_snapshot),
 #endif
 	};
 
