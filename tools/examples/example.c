@@ -232,8 +232,37 @@ out_drop_ping:
 	return err;
 }
 
+/*
+ * Awaiting from a helper: a future of its own (a state struct with its
+ * own weft_pc, and a poll function), which a task keeps in its state and
+ * awaits with WEFT_AWAIT like any other.  This one lets the children
+ * start: it yields @n times, then sleeps a millisecond.
+ */
+struct settle {
+	int weft_pc;
+	unsigned i, n;
+	weft_sleep_t sl;
+};
+
+static void settle_init(struct settle *s, unsigned n)
+{
+	*s = (struct settle){ .n = n };
+}
+
+static weft_poll_t settle_poll(struct settle *s, weft_cx_t *cx)
+{
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < s->n; s->i++)
+		WEFT_YIELD(s, cx);
+	weft_sleep_init(&s->sl, WEFT_MSEC(1));
+	WEFT_AWAIT(s, weft_sleep_poll(&s->sl, cx));
+	weft_sleep_fini(&s->sl);
+	WEFT_ASYNC_END(s);
+}
+
 struct parent {
 	int weft_pc;
+	struct settle settle; /* the helper's state, inside the task's */
 	struct work *w;
 	size_t cursor; /* weft_join_all() progress */
 	weft_join_t *pinger, *ponger;
@@ -272,6 +301,10 @@ static weft_poll_t parent_poll(void *arg, weft_cx_t *cx)
 				w->err = err;
 		}
 	}
+
+	/* A helper future, awaited as any other. */
+	settle_init(&p->settle, 3);
+	WEFT_AWAIT(p, settle_poll(&p->settle, cx));
 
 	/* Releases each handle as its task completes. */
 	WEFT_AWAIT(p, weft_join_all(w->joins, w->nchildren, w->outs, &p->cursor,
