@@ -13,6 +13,8 @@
 #define WEFT_TEST_PROBE_HELPERS_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <string.h>
 
@@ -230,6 +232,32 @@ static inline void spin_ns(uint64_t ns)
 
 	while (weft_now_ns() - t0 < ns)
 		;
+}
+
+/* Spins on one CPU until told to stop: the contention of a busy host. */
+struct hog {
+	pthread_t thread;
+	int cpu;
+	atomic_int *stop;
+};
+
+static inline void pin_to(pthread_t th, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(pthread_setaffinity_np(th, sizeof(set), &set), 0);
+}
+
+static inline void *hog_main(void *arg)
+{
+	struct hog *h = arg;
+
+	pin_to(pthread_self(), h->cpu);
+	while (!atomic_load_explicit(h->stop, memory_order_relaxed))
+		;
+	return NULL;
 }
 
 /* This thread's CPU time, ns. */

@@ -366,32 +366,6 @@ static void test_probe_rates_after_runtime_switch(void **state)
 
 /* ------------------------------------------------------------- off-CPU */
 
-/* Spins on one CPU until told to stop: the contention of a busy host. */
-struct offcpu_hog {
-	pthread_t thread;
-	int cpu;
-	atomic_int *stop;
-};
-
-static void pin_to(pthread_t th, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	assert_int_equal(pthread_setaffinity_np(th, sizeof(set), &set), 0);
-}
-
-static void *offcpu_hog_main(void *arg)
-{
-	struct offcpu_hog *h = arg;
-
-	pin_to(pthread_self(), h->cpu);
-	while (!atomic_load_explicit(h->stop, memory_order_relaxed))
-		;
-	return NULL;
-}
-
 /*
  * Pins its worker to @cpu, spins @ms of wall time there, however little
  * of it the OS gives the worker, and puts the worker's affinity back.
@@ -472,7 +446,7 @@ static void offcpu_run(int cpu, int hogs, uint64_t *ns, double *ratio)
 {
 	struct offcpu_seen o = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	weft_runtime_t *rt = rt_new(1);
-	struct offcpu_hog h[3];
+	struct hog h[3];
 	atomic_int stop = 0;
 	weft_probe_sub_t *sub;
 	uint64_t before;
@@ -493,9 +467,9 @@ static void offcpu_run(int cpu, int hogs, uint64_t *ns, double *ratio)
 	before = o.ns;
 	pthread_mutex_unlock(&o.lock);
 	for (int i = 0; i < hogs; i++) {
-		h[i] = (struct offcpu_hog){ .cpu = cpu, .stop = &stop };
+		h[i] = (struct hog){ .cpu = cpu, .stop = &stop };
 		assert_int_equal(pthread_create(&h[i].thread, NULL,
-						offcpu_hog_main, &h[i]),
+						hog_main, &h[i]),
 				 0);
 	}
 	usleep(20000); /* the hogs on their CPU */

@@ -616,32 +616,6 @@ static void test_long_poll_says_why(void **state)
 	sink_free(s, sub);
 }
 
-/* Spins on one CPU until told to stop: the contention of a busy host. */
-struct hog {
-	pthread_t thread;
-	int cpu;
-	atomic_int *stop;
-};
-
-static void pin_to(pthread_t th, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	assert_int_equal(pthread_setaffinity_np(th, sizeof(set), &set), 0);
-}
-
-static void *hog_main(void *arg)
-{
-	struct hog *h = arg;
-
-	pin_to(pthread_self(), h->cpu);
-	while (!atomic_load_explicit(h->stop, memory_order_relaxed))
-		;
-	return NULL;
-}
-
 /*
  * The runtime monitor's threads ("weft-mon") onto every CPU of ours but
  * @cpu: it reads where a poll's time went, and at nice 19 beside three

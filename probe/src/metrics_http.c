@@ -48,6 +48,7 @@
 #include "weft/metrics_endpoint.h"
 #include "weft/time.h"
 
+#include "bind.h"
 #include "knob.h"
 #include "metrics_internal.h"
 
@@ -366,57 +367,6 @@ static void *metrics_main(void *arg)
 
 /* ------------------------------------------------------------ the address */
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
-				      ->sin_addr.s_addr) >>
-			24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(
-			&((const struct sockaddr_in6 *)(const void *)sa)
-				 ->sin6_addr);
-	return false;
-}
-
-/* "host:port", "[v6]:port", ":port" or "port", numeric (as the console
- * server's WEFT_CONSOLE_BIND). */
-static int resolve(const char *bind, struct addrinfo **res)
-{
-	char host[256], port[16];
-	const char *colon = strrchr(bind, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV |
-					      AI_NUMERICHOST };
-	size_t hl;
-
-	if (!colon) {
-		snprintf(host, sizeof(host), "127.0.0.1");
-		colon = bind - 1;
-	} else {
-		hl = (size_t)(colon - bind);
-		if (hl >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, bind, hl);
-		host[hl] = '\0';
-		if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-			memmove(host, host + 1, hl - 2);
-			host[hl - 2] = '\0';
-		}
-		if (!host[0])
-			snprintf(host, sizeof(host), "127.0.0.1");
-	}
-	if (!colon[1] || strlen(colon + 1) >= sizeof(port) ||
-	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return -EINVAL;
-	snprintf(port, sizeof(port), "%s", colon + 1);
-	if (atoi(port) > 65535)
-		return -EINVAL;
-	if (getaddrinfo(host, port, &hints, res) || !*res)
-		return -EINVAL;
-	return 0;
-}
-
 /* ------------------------------------------------------------ life */
 
 static void threads_once(void)
@@ -457,7 +407,7 @@ int weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,
 
 	if (!opts || !opts->bind || !out)
 		return -EINVAL;
-	err = resolve(opts->bind, &res);
+	err = weft__bind_resolve(opts->bind, AI_NUMERICHOST, &res);
 	if (err)
 		return err;
 	pthread_once(&once, threads_once);
@@ -490,7 +440,7 @@ int weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,
 		err = -ENOMEM;
 		goto out_free;
 	}
-	if (!is_loopback(res->ai_addr))
+	if (!weft__bind_is_loopback(res->ai_addr))
 		log_line("WARNING: listening on %s, which is not loopback: "
 			 "anyone who can reach it can read this process's "
 			 "metrics",

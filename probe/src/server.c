@@ -45,6 +45,7 @@
 
 #include "weft/time.h"
 
+#include "bind.h"
 #include "knob.h"
 #include "collector.h"
 #include "server_state_internal.h"
@@ -210,54 +211,17 @@ static int listen_unix(weft_server_t *s, const char *path)
 	return 0;
 }
 
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)(const void *)sa)
-				      ->sin_addr.s_addr) >>
-			24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(
-			&((const struct sockaddr_in6 *)(const void *)sa)
-				 ->sin6_addr);
-	return false;
-}
-
 /* "host:port", "[v6]:port", ":port" or "port" (loopback). */
 static int listen_tcp(weft_server_t *s, const char *bind)
 {
-	char host[256], port[16];
-	const char *colon = strrchr(bind, ':');
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV },
-			*res = NULL;
+	struct addrinfo *res = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	size_t hl;
 	int err;
 
-	if (!colon) {
-		snprintf(host, sizeof(host), "127.0.0.1");
-		colon = bind - 1;
-	} else {
-		hl = (size_t)(colon - bind);
-		if (hl >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, bind, hl);
-		host[hl] = '\0';
-		if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
-			memmove(host, host + 1, hl - 2);
-			host[hl - 2] = '\0';
-		}
-		if (!host[0])
-			snprintf(host, sizeof(host), "127.0.0.1");
-	}
-	if (strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof(port))
+	if (weft__bind_resolve(bind, 0, &res))
 		return -EINVAL;
-	snprintf(port, sizeof(port), "%s", colon + 1);
-	if (getaddrinfo(host, port, &hints, &res) || !res)
-		return -EINVAL;
-	if (!is_loopback(res->ai_addr))
+	if (!weft__bind_is_loopback(res->ai_addr))
 		weft__server_log(
 			"WARNING: listening on %s, which is not loopback: "
 			"anyone who can reach it can watch this process",

@@ -114,6 +114,35 @@ static weft_poll_t op_poll(void **job, weft_blocking_t **h, weft_cx_t *cx,
 	return WEFT_READY;
 }
 
+/*
+ * The poll of an operation whose outcome is its status alone (a write, a
+ * sync): READY with the request's status, kept for a poll after READY.
+ */
+static weft_poll_t status_op_poll(void **job, weft_blocking_t **h, int *kept,
+				  int *done, weft_cx_t *cx, weft_blocking_cb fn,
+				  const char *name, int *status)
+{
+	struct fs_req *r;
+	int err;
+
+	if (*done) {
+		if (status)
+			*status = *kept;
+		return WEFT_READY;
+	}
+	if (op_poll(job, h, cx, fn, name, &r, &err) == WEFT_PENDING)
+		return WEFT_PENDING;
+	if (r) {
+		err = r->err;
+		req_free(r);
+	}
+	*done = 1;
+	*kept = err;
+	if (status)
+		*status = err;
+	return WEFT_READY;
+}
+
 static void op_fini(void **job, weft_blocking_t **h)
 {
 	req_free(*job);
@@ -324,26 +353,8 @@ int weft_fs_write_file_init(weft_fs_write_file_t *op, const char *path,
 weft_poll_t weft_fs_write_file_poll(weft_fs_write_file_t *op, weft_cx_t *cx,
 				    int *status)
 {
-	struct fs_req *r;
-	int err;
-
-	if (op->done) {
-		if (status)
-			*status = op->status;
-		return WEFT_READY;
-	}
-	if (op_poll(&op->job, &op->h, cx, write_job, "fs_write_file", &r,
-		    &err) == WEFT_PENDING)
-		return WEFT_PENDING;
-	if (r) {
-		err = r->err;
-		req_free(r);
-	}
-	op->done = 1;
-	op->status = err;
-	if (status)
-		*status = err;
-	return WEFT_READY;
+	return status_op_poll(&op->job, &op->h, &op->status, &op->done, cx,
+			      write_job, "fs_write_file", status);
 }
 
 void weft_fs_write_file_fini(weft_fs_write_file_t *op)
@@ -406,26 +417,8 @@ int weft_fs_fdatasync_init(weft_fs_sync_t *op, int fd)
 
 weft_poll_t weft_fs_sync_poll(weft_fs_sync_t *op, weft_cx_t *cx, int *status)
 {
-	struct fs_req *r;
-	int err;
-
-	if (op->done) {
-		if (status)
-			*status = op->status;
-		return WEFT_READY;
-	}
-	if (op_poll(&op->job, &op->h, cx, sync_job, "fs_sync", &r, &err) ==
-	    WEFT_PENDING)
-		return WEFT_PENDING;
-	if (r) {
-		err = r->err;
-		req_free(r);
-	}
-	op->done = 1;
-	op->status = err;
-	if (status)
-		*status = err;
-	return WEFT_READY;
+	return status_op_poll(&op->job, &op->h, &op->status, &op->done, cx,
+			      sync_job, "fs_sync", status);
 }
 
 void weft_fs_sync_fini(weft_fs_sync_t *op)
