@@ -28,3 +28,27 @@ const char *weft_warning_kind_name(unsigned kind)
 	}
 	return "?";
 }
+
+const char *weft_resource_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define WEFT_X_CASE(name, value, label)                                        \
+	case value:                                                            \
+		return label;
+		WEFT_RESOURCE_KINDS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}
+
+const char *weft_resource_op_name(unsigned op)
+{
+	switch (op & WEFT_RES_OP_MASK) {
+#define WEFT_X_CASE(name, value, label)                                        \
+	case value:                                                            \
+		return label;
+		WEFT_RESOURCE_OPS(WEFT_X_CASE)
+#undef WEFT_X_CASE
+	}
+	return "?";
+}

@@ -53,7 +53,27 @@
 	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own") \
 	X(PARKED_AT, 25, "parked-at",                                         \
 	  "a1=file of the await (static string; 0: not known), a2=line; "     \
-	  "follows a POLL that returned PENDING elsewhere than the last")
+	  "follows a POLL that returned PENDING elsewhere than the last")   \
+	X(RES_NEW, 26, "resource-new",                                        \
+	  "a1=resource id, a2=kind (weft_resource_kind_t); announces it, at " \
+	  "its init or before its first event after listening began")         \
+	X(RES_NAME, 27, "resource-name",                                      \
+	  "a1=its name, or the file it was initialised in (static string), " \
+	  "a2=line (0: a1 is a name); follows RES_NEW")                       \
+	X(RES_WAIT, 28, "resource-wait",                                      \
+	  "task=waiter, a1=resource id, a2=op (weft_resource_op_t): the "     \
+	  "task queued on it")                                                \
+	X(RES_WAIT_END, 29, "resource-wait-end",                              \
+	  "task=waiter, a1=resource id, a2=op | WEFT_RES_CANCELLED or "       \
+	  "WEFT_RES_CLOSED: its wait ended (served unless flagged)")          \
+	X(RES_ACQUIRE, 30, "resource-acquire",                                \
+	  "task=new holder, a1=resource id, a2=count (permits)")              \
+	X(RES_RELEASE, 31, "resource-release",                                \
+	  "task=releasing task (0: none), a1=resource id, a2=count")          \
+	X(RES_OWNER, 32, "resource-owner",                                    \
+	  "task=the task it serves now (a channel's receiver), a1=resource " \
+	  "id")                                                               \
+	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
@@ -61,6 +81,52 @@ typedef enum weft_event_kind_e {
 #undef WEFT_X_ENUM
 	WEFT_EV_MAX
 } weft_event_kind_t;
+
+/*
+ * Resources (RES_* events): what tasks wait on.  Ids come from one
+ * counter per process, never reused; names and kinds travel once, in
+ * RES_NEW and RES_NAME.
+ */
+#define WEFT_RESOURCE_KINDS(X)                                                 \
+	X(MUTEX, 1, "mutex")           /* weft_async_mutex_t */              \
+	X(SEMAPHORE, 2, "semaphore")                                          \
+	X(NOTIFY, 3, "notify")                                                \
+	X(MPSC, 4, "mpsc")             /* a bounded channel */               \
+	X(ONESHOT, 5, "oneshot")                                              \
+	X(COUNTDOWN, 6, "countdown")                                          \
+	X(BLOCKING_POOL, 7, "blocking-pool")                                  \
+	X(TIMER_WHEEL, 8, "timer-wheel")                                      \
+	X(IO, 9, "io")                                                        \
+	X(SYNC_MUTEX, 10, "sync-mutex") /* weft_mutex_t */
+
+typedef enum weft_resource_kind_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_RES_##name = value,
+	WEFT_RESOURCE_KINDS(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+	WEFT_RES_KIND_MAX
+} weft_resource_kind_t;
+
+/* What a waiter waits for (RES_WAIT, RES_WAIT_END a2, low byte). */
+#define WEFT_RESOURCE_OPS(X)                                                   \
+	X(ACQUIRE, 1, "acquire")   /* a lock or permits */                   \
+	X(NOTIFIED, 2, "notified")                                            \
+	X(SEND, 3, "send")         /* room in a full channel */              \
+	X(RECV, 4, "recv")         /* a message */                           \
+	X(JOB, 5, "job")           /* a blocking job, queued for a thread */ \
+	X(DONE, 6, "done")         /* a countdown's zero, a oneshot value */
+
+typedef enum weft_resource_op_e {
+#define WEFT_X_ENUM(name, value, label) WEFT_RES_OP_##name = value,
+	WEFT_RESOURCE_OPS(WEFT_X_ENUM)
+#undef WEFT_X_ENUM
+	WEFT_RES_OP_MAX
+} weft_resource_op_t;
+
+#define WEFT_RES_OP_MASK 0xffu
+/* RES_WAIT_END a2: the wait ended unserved (the future was dropped). */
+#define WEFT_RES_CANCELLED 0x100u
+/* RES_WAIT_END a2: the resource was closed under the waiter. */
+#define WEFT_RES_CLOSED 0x200u
 
 /* Sources of a wake (WEFT_EV_WAKE a2). */
 #define WEFT_WAKE_SOURCES(X)                                                   \
@@ -119,5 +185,9 @@ _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
 
 /** weft_event_kind_name() - "poll", "wake", ...; "?" for an unknown kind. */
 WEFT_EXTERN const char *weft_event_kind_name(unsigned kind);
+/** weft_resource_kind_name() - "mutex", "mpsc", ...; "?" if unknown. */
+WEFT_EXTERN const char *weft_resource_kind_name(unsigned kind);
+/** weft_resource_op_name() - "acquire", "send", ...; "?" if unknown. */
+WEFT_EXTERN const char *weft_resource_op_name(unsigned op);
 
 #endif /* WEFT_PROBE_EVENTS_H */

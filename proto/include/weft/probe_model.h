@@ -32,7 +32,12 @@ extern "C" {
 	X(EVENTS_DROPPED, 9, "events-dropped")                                \
 	X(TINY_TASKS, 10, "tiny-tasks")                                       \
 	X(OVERSUBSCRIBED, 11, "oversubscribed")                                \
-	X(PREEMPTED, 12, "preempted")
+	X(PREEMPTED, 12, "preempted")                                         \
+	X(CONTENTION, 13, "contention")                                       \
+	X(BLOCKING_QUEUE, 14, "blocking-queue")                               \
+	X(CHANNEL_FULL, 15, "channel-full")                                   \
+	X(TASK_LEAK, 16, "task-leak")                                         \
+	X(WAKE_BURST, 17, "wake-burst")
 
 typedef enum weft_warning_kind_e {
 #define WEFT_X_ENUM(name, value, label) WEFT_WARN_##name = value,
@@ -113,6 +118,14 @@ typedef struct weft_probe_task_s {
 	 * from the runtime's task list) until its next pending poll.
 	 */
 	uint64_t idle_since_ns;
+	/*
+	 * The resource it waits on now (weft_probe_resource_t id, RES_WAIT
+	 * to RES_WAIT_END), 0 for none; since when, and for what
+	 * (weft_resource_op_t).
+	 */
+	uint64_t waiting_on;
+	uint64_t waiting_since_ns;
+	uint8_t waiting_op;
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
 	const weft_hist_t *sched_hist;
@@ -143,6 +156,39 @@ typedef struct weft_probe_worker_s {
 	uint64_t off_cpu_ns;
 	double off_cpu_ratio; /* 0..1 over the window */
 } weft_probe_worker_t;
+
+/*
+ * What the collector knows of one resource (RES_* events): a lock,
+ * semaphore, notify, channel, oneshot, countdown, the blocking pool...
+ * Holders and waiters are listed up to WEFT_RES_LIST tasks (waiters in
+ * arrival order); the counts are whole.
+ */
+#define WEFT_RES_LIST 8
+typedef struct weft_probe_resource_s {
+	uint64_t id;
+	uint8_t kind;          /* weft_resource_kind_t; 0 if not yet known */
+	const char *name;      /* static string or NULL */
+	const char *file;      /* where initialised (static string) or NULL */
+	uint32_t line;
+	uint64_t created_ns;   /* or when first heard of */
+	uint64_t dropped_ns;   /* 0 while alive */
+	uint32_t nholders;
+	uint32_t nwaiters;
+	uint64_t holders[WEFT_RES_LIST];
+	uint64_t waiters[WEFT_RES_LIST];
+	uint64_t owner;        /* the task it serves (a channel's receiver) */
+	uint64_t acquires;     /* since first heard of (sends, for a channel) */
+	uint64_t waits;        /* waits that ended */
+	double acquires_per_s; /* over about the last second */
+	/* The oldest wait in progress began at (0: nobody waits). */
+	uint64_t oldest_wait_ns;
+	/* The longest hold seen: by whom, for how long. */
+	uint64_t longest_holder;
+	uint64_t longest_hold_ns;
+	/* NULL until the first wait (hold) ended. */
+	const weft_hist_t *wait_hist;
+	const weft_hist_t *hold_hist;
+} weft_probe_resource_t;
 
 typedef struct weft_probe_warning_s {
 	uint64_t seq;
@@ -201,6 +247,10 @@ typedef struct weft_probe_update_s {
 	const weft_probe_warning_t *warnings;  /* new since the last pass */
 	size_t nwarnings;
 	bool full;              /* tasks holds every known task */
+	/* Changed resources (every known one when full); a resource with
+	 * dropped_ns set comes once more, then is forgotten. */
+	const weft_probe_resource_t *const *resources;
+	size_t nresources;
 } weft_probe_update_t;
 
 #ifdef __cplusplus
