@@ -64,7 +64,8 @@ static weft_probe_warning_t *history(struct probe *p,
 static void publish(struct probe *p, uint64_t now)
 {
 	const weft_probe_task_t **changed = NULL, **all = NULL;
-	size_t nchanged = 0, nall = 0, nwarn;
+	const weft_probe_resource_t **res_changed = NULL, **res_all = NULL;
+	size_t nchanged = 0, nall = 0, nwarn, nres_changed, nres_all = 0;
 	const weft_probe_warning_t *warns;
 	weft_probe_warning_t *tmp = NULL, *hist = NULL;
 	size_t nhist = 0;
@@ -104,7 +105,9 @@ static void publish(struct probe *p, uint64_t now)
 		for (size_t i = 0; all && i < p->table_size; i++)
 			for (task_rec_t *t = p->table[i]; t; t = t->hnext)
 				all[nall++] = &t->pub;
+		nres_all = weft__collector_res_list(p, true, now, &res_all);
 	}
+	nres_changed = weft__collector_res_list(p, false, now, &res_changed);
 
 	/* The warnings raised since the last publish, oldest first. */
 	nwarn = (size_t)(p->warn_seq - p->warn_seq_published);
@@ -147,11 +150,15 @@ static void publish(struct probe *p, uint64_t now)
 		if (s->need_full && all) {
 			u.tasks = all;
 			u.ntasks = nall;
+			u.resources = res_all;
+			u.nresources = nres_all;
 			u.full = true;
 			s->need_full = false;
 		} else {
 			u.tasks = changed;
 			u.ntasks = changed ? nchanged : 0;
+			u.resources = res_changed;
+			u.nresources = nres_changed;
 		}
 		s->opts.on_update(s->opts.ctx, &u);
 		if (hist) {
@@ -170,6 +177,9 @@ static void publish(struct probe *p, uint64_t now)
 	}
 	free(tmp);
 	free(all);
+	free(res_all);
+	free(res_changed);
+	weft__collector_res_published(p);
 	/*
 	 * From the array where it holds them all (nothing was changed in
 	 * the callbacks): its loads do not wait on each other as the
@@ -400,6 +410,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->passes % 10 == 0)
 		weft__collector_check_idle_tasks(p, now);
+	weft__collector_res_check(p, now);
 	weft__collector_fold_flush(p, now);
 	if (drops_before > p->drops_reconciled && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
@@ -528,6 +539,7 @@ void weft__collector_stop(struct probe *p)
 	free(p->pub_changed);
 	p->pub_changed = NULL;
 	p->pub_cap = 0;
+	weft__collector_res_stop(p);
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);
 		weft_wire_buf_fini(&p->records->buf);

@@ -276,6 +276,9 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 	}
 	t->pub.state = WEFT_TASK_DONE;
 	t->pub.idle_since_ns = 0;
+	t->pub.waiting_on = 0;
+	t->pub.waiting_since_ns = 0;
+	t->pub.waiting_op = 0;
 	t->pub.status = (int32_t)ev->a2;
 	t->pub.finished_ns = ev->ts;
 	if (!t->in_done) {
@@ -343,6 +346,11 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 	if (ev->kind == WEFT_EV_WAKE) {
 		if (ev->task && (t = weft__collector_task_find(p, ev->task)))
 			on_wake(p, t, ev);
+		return;
+	}
+	/* Resources: their task field may be a resource's id (RES_NAME). */
+	if (ev->kind >= WEFT_EV_RES_NEW && ev->kind <= WEFT_EV_RES_SITE) {
+		weft__collector_res_event(p, ev);
 		return;
 	}
 	if (ev->task)

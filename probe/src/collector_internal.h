@@ -81,6 +81,9 @@ typedef struct task_rec_s {
 	struct task_rec_s *lnext, *lprev;
 } task_rec_t;
 
+/* One resource as the collector tracks it (collector_resources.c). */
+typedef struct res_rec_s res_rec_t;
+
 typedef struct worker_window_s {
 	uint64_t at_ns;
 	weft_worker_metrics_t m;
@@ -258,6 +261,22 @@ struct probe {
 	uint64_t cpu_base;
 	uint64_t cpu_win_at;
 	uint64_t cpu_win_cpu;
+	/*
+	 * Resources (collector_resources.c): a table by id, the changed
+	 * ones, and per worker (and one for the other threads) the last
+	 * RES_ACQUIRE, for the RES_SITE that follows it.
+	 */
+	res_rec_t **res_table;
+	size_t res_table_size;
+	size_t nres;
+	res_rec_t *res_changed;
+	size_t nres_changed;
+	uint64_t res_overflow; /* resources not tracked (past the bound) */
+	uint64_t res_checked_at;
+	uint64_t res_rate_at;
+	struct {
+		uint64_t task, res;
+	} res_last_acq[MAX_PROBE_WORKERS + 1];
 };
 
 extern struct probe weft__probe;
@@ -415,6 +434,22 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 			     task_rec_t **last_spawn);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
+
+/* collector_resources.c */
+/* A RES_* event, into the resources and the tasks that wait. */
+void weft__collector_res_event(struct probe *p, const weft_event_t *ev);
+/* The waiting side's warnings (contention, channel-full), every 250 ms. */
+void weft__collector_res_check(struct probe *p, uint64_t now);
+/*
+ * The resources to publish, every known one (@all) or the changed ones,
+ * as a malloc'ed array (*@out, NULL when none): how many.
+ */
+size_t weft__collector_res_list(struct probe *p, bool all, uint64_t now,
+				const weft_probe_resource_t ***out);
+/* After publishing: the changed list cleared, the dropped ones freed. */
+void weft__collector_res_published(struct probe *p);
+void weft__collector_res_stop(struct probe *p);
+size_t weft__collector_res_count(const struct probe *p);
 
 /* collector_workers.c */
 void weft__collector_sample_workers(struct probe *p, uint64_t now);

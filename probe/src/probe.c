@@ -31,6 +31,7 @@
 #include "server_internal.h"
 
 _Atomic uint32_t weft__probe_listening;
+_Atomic uint32_t weft__probe_listen_gen;
 WEFT_TLS weft_ring_t *weft__probe_ring;
 WEFT_TLS uint16_t weft__probe_worker = WEFT_EVENT_NO_WORKER;
 WEFT_TLS uint64_t weft__probe_poll_ts;
@@ -117,6 +118,7 @@ static void config_load(void)
 		return;
 	c->long_poll_ns = env_ms("WEFT_LONG_POLL", 10);
 	c->sched_delay_ns = env_ms("WEFT_SCHED_DELAY", 50);
+	c->contention_ns = env_ms("WEFT_CONTENTION", 10);
 	/* At most every 20 ms; sooner while rings fill (collector.c). */
 	c->interval_ns = env_ms("WEFT_PROBE_INTERVAL", 20);
 	c->retain_ns = 6ull * 1000000000u;
@@ -414,6 +416,15 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	p->subs = s;
 	if (opts->events) {
 		/* Relaxed: sites read it relaxed; see probe_internal.h. */
+		/*
+		 * A new listening period: resources announce themselves
+		 * again (resource.c).  Relaxed, stored before listening: on
+		 * x86-64 a site that sees listening sees the new generation
+		 * too; elsewhere it may take a resource for announced once,
+		 * and the collector shows that one by its id alone.
+		 */
+		if (load_relaxed(&weft__probe_listening) == 0)
+			fetch_add_relaxed(&weft__probe_listen_gen, 1);
 		fetch_add_relaxed(&weft__probe_listening, 1);
 		/* The workers' loops switch to timing their polls. */
 		weft__loop_restart();

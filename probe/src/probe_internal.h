@@ -120,6 +120,12 @@ static inline uint64_t weft__probe_clock(void)
 /* Hidden: PC-relative in libweft.so, no GOT load at each site. */
 extern __attribute__((visibility("hidden"))) _Atomic uint32_t
 	weft__probe_listening;
+/*
+ * Counts the times listening began (0 -> non-zero, probe.c): a resource
+ * announces itself once per listening period (resource_internal.h).
+ */
+extern __attribute__((visibility("hidden"))) _Atomic uint32_t
+	weft__probe_listen_gen;
 /* This thread's ring, or NULL until it first emits. */
 extern WEFT_TLS weft_ring_t *weft__probe_ring;
 /* This thread's worker index, or WEFT_EVENT_NO_WORKER. */

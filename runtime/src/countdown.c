@@ -20,19 +20,34 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "resource_internal.h"
 #include "runtime_internal.h"
 
-void weft_countdown_init(weft_countdown_t *cd, unsigned count)
+void weft_countdown_init_at(weft_countdown_t *cd, unsigned count,
+			    const char *file, int line)
 {
 	__atomic_store_n(&cd->count, count, __ATOMIC_RELAXED);
 	cd->nwakers = 0;
 	cd->capwakers = 0;
 	cd->wakers = NULL;
 	pthread_mutex_init(&cd->lock, NULL);
+	weft__res_init(&cd->res, WEFT_RES_COUNTDOWN, file, line);
+}
+
+/* The function behind the macro, for callers that take its address. */
+void(weft_countdown_init)(weft_countdown_t *cd, unsigned count)
+{
+	weft_countdown_init_at(cd, count, NULL, 0);
+}
+
+void weft_countdown_name(weft_countdown_t *cd, const char *name)
+{
+	weft__res_name(&cd->res, name);
 }
 
 void weft_countdown_fini(weft_countdown_t *cd)
 {
+	weft__res_fini(&cd->res);
 	for (unsigned i = 0; i < cd->nwakers; i++)
 		weft_waker_drop(&cd->wakers[i]);
 	free(cd->wakers);
@@ -97,6 +112,13 @@ weft_poll_t weft_countdown_poll(weft_countdown_t *cd, weft_cx_t *cx)
 
 	pthread_mutex_lock(&cd->lock);
 	if (weft_countdown_count(cd) == 0) {
+		/*
+		 * Under the lock: the latch may be freed once we return.
+		 * A task that never waited ends no wait; the collector
+		 * takes this as nothing then.
+		 */
+		WEFT_RES_EVENT(&cd->res, RES_WAIT_END, weft__cur_task_id,
+			       WEFT_RES_OP_DONE);
 		pthread_mutex_unlock(&cd->lock);
 		return WEFT_READY;
 	}
@@ -120,6 +142,7 @@ weft_poll_t weft_countdown_poll(weft_countdown_t *cd, weft_cx_t *cx)
 		cd->capwakers = cap;
 	}
 	cd->wakers[cd->nwakers++] = weft_waker_clone(w);
+	WEFT_RES_EVENT(&cd->res, RES_WAIT, weft__cur_task_id, WEFT_RES_OP_DONE);
 	pthread_mutex_unlock(&cd->lock);
 	return WEFT_PENDING;
 }

@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include "resource_internal.h"
 #include "sync_mpsc_internal.h"
 
 /* ------------------------------------------------------------ lifetime */
 
-int weft_mpsc_create(size_t capacity, size_t elem_size, weft_drop_cb elem_drop,
-		     weft_mpsc_tx_t **tx, weft_mpsc_rx_t **rx)
+int weft_mpsc_create_at(size_t capacity, size_t elem_size,
+			weft_drop_cb elem_drop, weft_mpsc_tx_t **tx,
+			weft_mpsc_rx_t **rx, const char *file, int line)
 {
 	uint64_t size = 1;
 	void *mem;
@@ -44,6 +46,7 @@ int weft_mpsc_create(size_t capacity, size_t elem_size, weft_drop_cb elem_drop,
 	/* Not yet shared: relaxed stores. */
 	store_relaxed(&ch->refs, 2);
 	store_relaxed(&ch->tx_count, 1);
+	weft__res_init(&ch->res, WEFT_RES_MPSC, file, line);
 	*tx = (weft_mpsc_tx_t *)ch;
 	*rx = (weft_mpsc_rx_t *)ch;
 	return 0;
@@ -51,6 +54,19 @@ int weft_mpsc_create(size_t capacity, size_t elem_size, weft_drop_cb elem_drop,
 out_free_ch:
 	free(ch);
 	return -ENOMEM;
+}
+
+/* The function behind the macro, for callers that take its address. */
+int(weft_mpsc_create)(size_t capacity, size_t elem_size, weft_drop_cb elem_drop,
+		      weft_mpsc_tx_t **tx, weft_mpsc_rx_t **rx)
+{
+	return weft_mpsc_create_at(capacity, elem_size, elem_drop, tx, rx, NULL,
+				   0);
+}
+
+void weft_mpsc_name(weft_mpsc_tx_t *tx, const char *name)
+{
+	weft__res_name(&from_tx(tx)->res, name);
 }
 
 /*
@@ -85,6 +101,7 @@ void weft__mpsc_release(mpsc_t *ch)
 	if (fetch_sub_acq_rel(&ch->refs, 1) != 1)
 		return;
 	weft__mpsc_drop_elems(ch, false);
+	weft__res_fini(&ch->res);
 	weft_waker_drop(&ch->rx_waker);
 	weft_waker_drop(&ch->rx_next);
 	pthread_mutex_destroy(&ch->lock);
@@ -321,6 +338,8 @@ static weft_poll_t send_slow(weft_mpsc_send_t *s, weft_cx_t *cx)
 	if (w->state == SW_WAITING) {
 		w->waker = weft_waker_clone(weft_cx_waker(cx));
 		s->phase = S_QUEUED;
+		/* Under the lock: the wait's end is set under it too. */
+		WEFT_RES_WAIT(&ch->res, w, WEFT_RES_OP_SEND);
 	}
 	while (more) {
 		pthread_mutex_unlock(&ch->lock);
@@ -353,6 +372,8 @@ static weft_poll_t send_queued(weft_mpsc_send_t *s, weft_cx_t *cx)
 	}
 	/* Set under the lock by whoever dequeued us; the lock orders it. */
 	pthread_mutex_unlock(&ch->lock);
+	WEFT_RES_WAIT_END(w, WEFT_RES_OP_SEND |
+				     (state == SW_CLOSED ? WEFT_RES_CLOSED : 0));
 	if (state == SW_CLOSED)
 		return send_done(s, -EPIPE);
 	return send_assigned(s, w->value);
@@ -391,6 +412,7 @@ void weft_mpsc_send_fini(weft_mpsc_send_t *s)
 
 	if (s->phase != S_QUEUED)
 		goto out;
+	WEFT_RES_WAIT_END(w, WEFT_RES_OP_SEND | WEFT_RES_CANCELLED);
 	ch = from_tx(s->tx);
 	pthread_mutex_lock(&ch->lock);
 	switch (w->state) {

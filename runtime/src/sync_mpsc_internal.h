@@ -134,6 +134,10 @@ typedef struct mpsc_s {
 	/* Cold. */
 	weft__cacheline_aligned _Atomic uint32_t refs;
 	_Atomic uint32_t tx_count;
+	/* What the probe sees; rx_task: the receiving task it was last
+	 * told of (the consumer's, while the probe listens). */
+	weft_resource_t res;
+	uint64_t rx_task;
 } mpsc_t;
 
 static inline uint32_t rx_wakers(uint32_t s)

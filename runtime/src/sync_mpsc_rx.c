@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "resource_internal.h"
 #include "sync_mpsc_internal.h"
 
 /* -------------------------------------------------------- waking the rx */
@@ -358,6 +359,9 @@ static void rx_unregister(mpsc_t *ch)
 static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
 {
 	if (r->phase == R_REGISTERED) {
+		WEFT_RES_EVENT(&ch->res, RES_WAIT_END, weft__cur_task_id,
+			       WEFT_RES_OP_RECV |
+				       (status ? WEFT_RES_CLOSED : 0));
 		rx_unregister(ch);
 		r->phase = R_IDLE;
 	}
@@ -366,11 +370,43 @@ static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
 	return WEFT_READY;
 }
 
+#if WEFT_PROBE
+/*
+ * The probe learns which task receives (RES_OWNER) when it changes: a
+ * full channel's warning names it even if it never waits.  The consumer
+ * alone writes rx_task.
+ */
+static __attribute__((noinline, cold)) void rx_owner(mpsc_t *ch)
+{
+	ch->rx_task = weft__cur_task_id;
+	weft__res_emit(&ch->res, WEFT_EV_RES_OWNER, ch->rx_task, 0);
+}
+#define RX_OWNER(ch)                                                           \
+	do {                                                                   \
+		if (__builtin_expect(weft__probe_on(), 0) &&                   \
+		    (ch)->rx_task != weft__cur_task_id)                        \
+			rx_owner(ch);                                          \
+	} while (0)
+#else
+#define RX_OWNER(ch) ((void)(ch))
+#endif
+
+/* The receiver's first PENDING: it waits for a message. */
+static weft_poll_t recv_wait(mpsc_t *ch, weft_mpsc_recv_t *r)
+{
+	if (r->phase != R_REGISTERED)
+		WEFT_RES_EVENT(&ch->res, RES_WAIT, weft__cur_task_id,
+			       WEFT_RES_OP_RECV);
+	r->phase = R_REGISTERED;
+	return WEFT_PENDING;
+}
+
 weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
 {
 	mpsc_t *ch = from_rx(r->rx);
 	uint32_t prev = 0;
 
+	RX_OWNER(ch);
 	if (!weft__coop_poll(cx))
 		return WEFT_PENDING;
 	if (pop(ch, r->out))
@@ -382,16 +418,17 @@ weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx)
 		return WEFT_PENDING;
 	case REG_HANDED:
 		/* The last producer out wakes us; we look again then. */
-		r->phase = R_REGISTERED;
-		return WEFT_PENDING;
+		return recv_wait(ch, r);
 	default:
 		break;
 	}
-	r->phase = R_REGISTERED;
-	if (pop(ch, r->out))
+	if (pop(ch, r->out)) {
+		r->phase = R_REGISTERED;
 		return recv_done(ch, r, 0);
+	}
 	if (!(prev & TX_CLOSED))
-		return WEFT_PENDING;
+		return recv_wait(ch, r);
+	r->phase = R_REGISTERED;
 closed:
 	/* Every sender is gone: drain, then -EPIPE. */
 	if (pop(ch, r->out))
@@ -406,6 +443,8 @@ void weft_mpsc_recv_fini(weft_mpsc_recv_t *r)
 
 	if (r->phase != R_REGISTERED)
 		return;
+	WEFT_RES_EVENT(&ch->res, RES_WAIT_END, weft__cur_task_id,
+		       WEFT_RES_OP_RECV | WEFT_RES_CANCELLED);
 	r->phase = R_IDLE;
 	s = load_relaxed(&ch->rx_state);
 	while (s & RX_WAITING) {

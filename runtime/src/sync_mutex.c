@@ -11,12 +11,27 @@
  * acquires it (fast path) or is handed it under the semaphore's lock
  * (slow path), so a critical section happens before the next one.
  */
+#include "resource_internal.h"
 #include "sync_internal.h"
 
-void weft_async_mutex_init(weft_async_mutex_t *m)
+void weft_async_mutex_init_at(weft_async_mutex_t *m, const char *file,
+			      int line)
 {
 	/* One permit never exceeds the maximum. */
-	(void)weft_semaphore_init(&m->sem, 1);
+	(void)weft_semaphore_init_at(&m->sem, 1, file, line);
+	/* Not yet shared: the probe sees a mutex, not a semaphore. */
+	m->sem.res.kind = WEFT_RES_MUTEX;
+}
+
+/* The function behind the macro, for callers that take its address. */
+void(weft_async_mutex_init)(weft_async_mutex_t *m)
+{
+	weft_async_mutex_init_at(m, NULL, 0);
+}
+
+void weft_async_mutex_name(weft_async_mutex_t *m, const char *name)
+{
+	weft__res_name(&m->sem.res, name);
 }
 
 void weft_async_mutex_fini(weft_async_mutex_t *m)

@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "resource_internal.h"
 #include "sync_internal.h"
 
 #define N_EMPTY ((uint64_t)0)
@@ -65,13 +66,25 @@ static uint64_t gen_of(uint64_t s)
 	return s >> N_GEN_SHIFT;
 }
 
-void weft_notify_init(weft_notify_t *n)
+void weft_notify_init_at(weft_notify_t *n, const char *file, int line)
 {
 	/* Not yet shared. */
 	__atomic_store_n(&n->state, N_EMPTY, __ATOMIC_RELAXED);
 	pthread_mutex_init(&n->lock, NULL);
 	n->head = n->tail = NULL;
 	n->handed_head = n->handed_tail = NULL;
+	weft__res_init(&n->res, WEFT_RES_NOTIFY, file, line);
+}
+
+/* The function behind the macro, for callers that take its address. */
+void(weft_notify_init)(weft_notify_t *n)
+{
+	weft_notify_init_at(n, NULL, 0);
+}
+
+void weft_notify_name(weft_notify_t *n, const char *name)
+{
+	weft__res_name(&n->res, name);
 }
 
 /* ------------------------------------------------------ waiter states */
@@ -211,6 +224,7 @@ void weft_notify_fini(weft_notify_t *n)
 	}
 	pthread_mutex_unlock(&n->lock);
 	wake_list_wake(&wl);
+	weft__res_fini(&n->res);
 	pthread_mutex_destroy(&n->lock);
 }
 
@@ -385,6 +399,8 @@ static weft_poll_t notified_first(weft_notified_t *nd, weft_cx_t *cx)
 	/* Relaxed: nobody else sees the waiter before we link it. */
 	__atomic_store_n(&nd->waiter.state, W_WAITING, __ATOMIC_RELAXED);
 	nd->waiter.waker = weft_waker_clone(weft_cx_waker(cx));
+	/* Before it is linked: a notifier may end the wait at once. */
+	WEFT_RES_WAIT(&n->res, &nd->waiter, WEFT_RES_OP_NOTIFIED);
 	waitq_push_back(&n->head, &n->tail, &nd->waiter);
 	nd->phase = NT_QUEUED;
 	pthread_mutex_unlock(&n->lock);
@@ -398,10 +414,15 @@ static weft_poll_t notified_queued(weft_notified_t *nd, weft_cx_t *cx)
 	weft_waker_t old = WEFT_WAKER_EMPTY;
 	uint32_t state = waiter_enter(w);
 
-	if (state == W_CLOSED)
+	/* Unlinked: the notify may be gone; the waiter has its id. */
+	if (state == W_CLOSED) {
+		WEFT_RES_WAIT_END(w, WEFT_RES_OP_NOTIFIED | WEFT_RES_CLOSED);
 		return notified_done(nd, -EPIPE);
-	if (state == W_NOTIFIED_ALL)
+	}
+	if (state == W_NOTIFIED_ALL) {
+		WEFT_RES_WAIT_END(w, WEFT_RES_OP_NOTIFIED);
 		return notified_done(nd, 0);
+	}
 	pthread_mutex_lock(&n->lock);
 	/* Relaxed: under the lock only W_BUSY changes, and it is ours. */
 	state = __atomic_load_n(&w->state, __ATOMIC_RELAXED) & ~W_BUSY;
@@ -414,6 +435,7 @@ static weft_poll_t notified_queued(weft_notified_t *nd, weft_cx_t *cx)
 	weft_waker_drop(&old);
 	if (state == W_WAITING)
 		return WEFT_PENDING;
+	WEFT_RES_WAIT_END(w, WEFT_RES_OP_NOTIFIED);
 	/* Notified under the lock, which orders the notifier's writes. */
 	return notified_done(nd, 0);
 }
@@ -439,6 +461,7 @@ void weft_notified_fini(weft_notified_t *nd)
 
 	if (nd->phase != NT_QUEUED)
 		goto out;
+	WEFT_RES_WAIT_END(w, WEFT_RES_OP_NOTIFIED | WEFT_RES_CANCELLED);
 	state = waiter_enter(w);
 	if (state == W_CLOSED || state == W_NOTIFIED_ALL)
 		goto out; /* unlinked: the notify is not ours to touch */

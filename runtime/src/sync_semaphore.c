@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 
+#include "resource_internal.h"
 #include "sync_internal.h"
 
 #define SEM_CLOSED ((uint64_t)1)
@@ -55,7 +56,8 @@ static uint64_t add_checked(uint64_t s, uint64_t n)
 	return s + n * SEM_ONE;
 }
 
-int weft_semaphore_init(weft_semaphore_t *sem, uint64_t permits)
+int weft_semaphore_init_at(weft_semaphore_t *sem, uint64_t permits,
+			   const char *file, int line)
 {
 	if (permits > WEFT_SEMAPHORE_MAX_PERMITS)
 		return -EINVAL;
@@ -63,13 +65,26 @@ int weft_semaphore_init(weft_semaphore_t *sem, uint64_t permits)
 	__atomic_store_n(&sem->state, permits << SEM_SHIFT, __ATOMIC_RELAXED);
 	pthread_mutex_init(&sem->lock, NULL);
 	sem->head = sem->tail = NULL;
+	weft__res_init(&sem->res, WEFT_RES_SEMAPHORE, file, line);
 	return 0;
+}
+
+/* The function behind the macro, for callers that take its address. */
+int(weft_semaphore_init)(weft_semaphore_t *sem, uint64_t permits)
+{
+	return weft_semaphore_init_at(sem, permits, NULL, 0);
+}
+
+void weft_semaphore_name(weft_semaphore_t *sem, const char *name)
+{
+	weft__res_name(&sem->res, name);
 }
 
 void weft_semaphore_fini(weft_semaphore_t *sem)
 {
 	if (sem->head)
 		weft_panic("semaphore destroyed with acquirers queued");
+	weft__res_fini(&sem->res);
 	pthread_mutex_destroy(&sem->lock);
 }
 
@@ -98,7 +113,10 @@ static enum fast_result acquire_fast(weft_semaphore_t *sem, uint32_t n)
 
 bool weft_semaphore_try_acquire(weft_semaphore_t *sem, uint32_t n)
 {
-	return acquire_fast(sem, n) == FAST_GOT;
+	if (acquire_fast(sem, n) != FAST_GOT)
+		return false;
+	WEFT_RES_EVENT(&sem->res, RES_ACQUIRE, weft__cur_task_id, n);
+	return true;
 }
 
 /*
@@ -158,6 +176,8 @@ void weft_semaphore_release(weft_semaphore_t *sem, uint32_t n)
 
 	if (n == 0)
 		return;
+	/* Before the permits go: the next holder's acquire comes after. */
+	WEFT_RES_EVENT(&sem->res, RES_RELEASE, weft__cur_task_id, n);
 	while (!(cur & SEM_WAITERS)) {
 		/*
 		 * Release: our writes (the critical section) happen before
@@ -236,6 +256,9 @@ void weft_semaphore_acquire_init(weft_semaphore_acquire_t *acq,
 
 static weft_poll_t acquire_done(weft_semaphore_acquire_t *acq, int status)
 {
+	if (status == 0)
+		WEFT_RES_EVENT(&acq->sem->res, RES_ACQUIRE, weft__cur_task_id,
+			       acq->n);
 	acq->phase = ACQ_DONE;
 	acq->status = status;
 	weft__coop_progress();
@@ -276,6 +299,8 @@ static weft_poll_t acquire_slow(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	acq->waiter.aux = take;
 	acq->waiter.state = W_WAITING;
 	acq->waiter.waker = weft_waker_clone(weft_cx_waker(cx));
+	/* Before it is linked: a releaser may end the wait at once. */
+	WEFT_RES_WAIT(&sem->res, &acq->waiter, WEFT_RES_OP_ACQUIRE);
 	waitq_push_back(&sem->head, &sem->tail, &acq->waiter);
 	acq->phase = ACQ_QUEUED;
 	pthread_mutex_unlock(&sem->lock);
@@ -303,6 +328,9 @@ static weft_poll_t acquire_queued(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	 * holder's) before our return.
 	 */
 	pthread_mutex_unlock(&sem->lock);
+	WEFT_RES_WAIT_END(&acq->waiter,
+			  WEFT_RES_OP_ACQUIRE |
+				  (state == W_READY ? 0 : WEFT_RES_CLOSED));
 	return acquire_done(acq, state == W_READY ? 0 : -EPIPE);
 }
 
@@ -333,6 +361,8 @@ void weft_semaphore_acquire_fini(weft_semaphore_acquire_t *acq)
 
 	if (acq->phase != ACQ_QUEUED)
 		goto out;
+	WEFT_RES_WAIT_END(&acq->waiter,
+			  WEFT_RES_OP_ACQUIRE | WEFT_RES_CANCELLED);
 	pthread_mutex_lock(&sem->lock);
 	switch (acq->waiter.state) {
 	case W_WAITING:

@@ -100,6 +100,9 @@ typedef struct weft_probe_config_s {
 	size_t retain_max;            /* and at most, default 100,000 */
 	size_t ring_capacity;         /* events per thread ring */
 	uint32_t large_future_bytes;  /* default 1024 */
+	/* Waits on a lock, semaphore or full channel past this are
+	 * contention (channel-full): WEFT_CONTENTION (ms), default 10 ms. */
+	uint64_t contention_ns;
 } weft_probe_config_t;
 
 /** weft_probe_config() - the thresholds in force. */

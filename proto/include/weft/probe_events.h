@@ -58,8 +58,8 @@
 	  "a1=resource id, a2=kind (weft_resource_kind_t); announces it, at " \
 	  "its init or before its first event after listening began")         \
 	X(RES_NAME, 27, "resource-name",                                      \
-	  "a1=its name, or the file it was initialised in (static string), " \
-	  "a2=line (0: a1 is a name); follows RES_NEW")                       \
+	  "task=the resource's id (not a task's), a1=its name or the file "  \
+	  "it was initialised in (static string), a2=line (0: a1 is a name)") \
 	X(RES_WAIT, 28, "resource-wait",                                      \
 	  "task=waiter, a1=resource id, a2=op (weft_resource_op_t): the "     \
 	  "task queued on it")                                                \
@@ -73,7 +73,10 @@
 	X(RES_OWNER, 32, "resource-owner",                                    \
 	  "task=the task it serves now (a channel's receiver), a1=resource " \
 	  "id")                                                               \
-	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised")
+	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised") \
+	X(RES_SITE, 34, "resource-site",                                      \
+	  "task=holder, a1=file of the await that acquired it (static "       \
+	  "string), a2=line; follows a RES_ACQUIRE")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,

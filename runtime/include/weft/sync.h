@@ -17,6 +17,7 @@
 
 #include "weft/common.h"
 #include "weft/future.h"
+#include "weft/resource.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,10 +66,19 @@ typedef struct weft_countdown_s {
 	unsigned capwakers;      /* private */
 	weft_waker_t *wakers;    /* private */
 	pthread_mutex_t lock;    /* private; guards the wakers */
+	weft_resource_t res;     /* private; what the probe sees */
 } weft_countdown_t;
 
 /** weft_countdown_init() - start the count at @count. */
 WEFT_EXTERN void weft_countdown_init(weft_countdown_t *cd, unsigned count);
+/* The same, with where it is initialised (the macro's way in). */
+WEFT_EXTERN void weft_countdown_init_at(weft_countdown_t *cd, unsigned count,
+					const char *file, int line);
+#define weft_countdown_init(cd, count)                                         \
+	weft_countdown_init_at((cd), (count), __FILE__, __LINE__)
+
+/** weft_countdown_name() - name it for the probe (a static string). */
+WEFT_EXTERN void weft_countdown_name(weft_countdown_t *cd, const char *name);
 
 /**
  * weft_countdown_fini() - release what the latch holds.

@@ -40,6 +40,7 @@
 
 #include "weft/common.h"
 #include "weft/future.h"
+#include "weft/resource.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,10 @@ struct weft_waiter_s {
 	uint64_t value; /* what is still needed, or what was assigned */
 	uint64_t aux;
 	uint32_t state; /* the primitive's waiter state */
+	uint32_t reserved_;
+	/* While the probe listens: the waiting task, the resource's id. */
+	uint64_t task;
+	uint64_t res;
 };
 
 /* ------------------------------------------------------------ semaphore */
@@ -75,6 +80,7 @@ typedef struct weft_semaphore_s {
 	pthread_mutex_t lock; /* guards the queue */
 	weft_waiter_t *head;
 	weft_waiter_t *tail;
+	weft_resource_t res;  /* what the probe sees (weft/resource.h) */
 } weft_semaphore_t;
 
 /**
@@ -85,6 +91,20 @@ typedef struct weft_semaphore_s {
  * Return: 0; -EINVAL when @permits is too large.
  */
 WEFT_EXTERN int weft_semaphore_init(weft_semaphore_t *sem, uint64_t permits);
+/* The same, with where it is initialised (the macro's way in). */
+WEFT_EXTERN int weft_semaphore_init_at(weft_semaphore_t *sem,
+				       uint64_t permits, const char *file,
+				       int line);
+#define weft_semaphore_init(sem, permits)                                      \
+	weft_semaphore_init_at((sem), (permits), __FILE__, __LINE__)
+
+/**
+ * weft_semaphore_name() - name it for the probe (weft/resource.h).
+ * @sem: the semaphore.
+ * @name: a static string ("db connections"); by default the probe shows
+ * where it was initialised.
+ */
+WEFT_EXTERN void weft_semaphore_name(weft_semaphore_t *sem, const char *name);
 
 /**
  * weft_semaphore_fini() - release the semaphore.
@@ -187,6 +207,14 @@ typedef struct weft_async_mutex_s {
 
 /** weft_async_mutex_init() - an unlocked mutex. */
 WEFT_EXTERN void weft_async_mutex_init(weft_async_mutex_t *m);
+/* The same, with where it is initialised (the macro's way in). */
+WEFT_EXTERN void weft_async_mutex_init_at(weft_async_mutex_t *m,
+					  const char *file, int line);
+#define weft_async_mutex_init(m) weft_async_mutex_init_at((m), __FILE__, __LINE__)
+
+/** weft_async_mutex_name() - name it for the probe (a static string). */
+WEFT_EXTERN void weft_async_mutex_name(weft_async_mutex_t *m,
+				       const char *name);
 
 /** weft_async_mutex_fini() - release it (unlocked, no lock future queued). */
 WEFT_EXTERN void weft_async_mutex_fini(weft_async_mutex_t *m);
@@ -253,10 +281,18 @@ typedef struct weft_notify_s {
 	weft_waiter_t *tail;
 	weft_waiter_t *handed_head; /* woken by notify_one, not yet seen */
 	weft_waiter_t *handed_tail;
+	weft_resource_t res;  /* what the probe sees (weft/resource.h) */
 } weft_notify_t;
 
 /** weft_notify_init() - a notify with no permit stored. */
 WEFT_EXTERN void weft_notify_init(weft_notify_t *n);
+/* The same, with where it is initialised (the macro's way in). */
+WEFT_EXTERN void weft_notify_init_at(weft_notify_t *n, const char *file,
+				     int line);
+#define weft_notify_init(n) weft_notify_init_at((n), __FILE__, __LINE__)
+
+/** weft_notify_name() - name it for the probe (a static string). */
+WEFT_EXTERN void weft_notify_name(weft_notify_t *n, const char *name);
 
 /**
  * weft_notify_fini() - release the notify, even with futures waiting on it.
@@ -370,6 +406,20 @@ typedef struct weft_mpsc_rx_s weft_mpsc_rx_t;
 WEFT_EXTERN int weft_mpsc_create(size_t capacity, size_t elem_size,
 				 weft_drop_cb elem_drop, weft_mpsc_tx_t **tx,
 				 weft_mpsc_rx_t **rx);
+/* The same, with where it is made (the macro's way in). */
+WEFT_EXTERN int weft_mpsc_create_at(size_t capacity, size_t elem_size,
+				    weft_drop_cb elem_drop, weft_mpsc_tx_t **tx,
+				    weft_mpsc_rx_t **rx, const char *file,
+				    int line);
+#define weft_mpsc_create(capacity, elem_size, elem_drop, tx, rx)               \
+	weft_mpsc_create_at((capacity), (elem_size), (elem_drop), (tx), (rx), \
+			    __FILE__, __LINE__)
+
+/**
+ * weft_mpsc_name() - name the channel for the probe (a static string).
+ * @tx: any of its senders.
+ */
+WEFT_EXTERN void weft_mpsc_name(weft_mpsc_tx_t *tx, const char *name);
 
 /**
  * weft_mpsc_tx_clone() - another sender on the same channel.

@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resources in the collector (issue 18): what the RES_* events say of
+ * each async mutex, semaphore, notify, channel and countdown (its holders
+ * and waiters now, its wait and hold times, its rate), what each task
+ * waits on, and the warnings of the waiting side: contention (waiters of
+ * a lock or semaphore kept past WEFT_CONTENTION) and channel-full
+ * (senders of a bounded channel kept as long).
+ *
+ * Bounds.  At most RES_MAX resources are tracked (more are counted, not
+ * kept), each with at most RES_TRACK holders and waiters listed (the
+ * counts stay whole).  A dropped resource is published once more, then
+ * freed.  All under probe.lock, on the collector thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector_internal.h"
+
+/* Resources tracked at most; holders and waiters listed per resource. */
+#define RES_MAX (1u << 20)
+#define RES_TRACK 4096u
+/* A resource warns at most this often (its waits in between are counted
+ * in the next warning). */
+#define RES_WARN_EVERY_NS 1000000000ull
+/* How often the ongoing waits are looked at. */
+#define RES_CHECK_EVERY_NS 250000000ull
+/* acquires_per_s: over windows of this length. */
+#define RES_RATE_NS 1000000000ull
+
+typedef struct res_holder_s {
+	uint64_t task;
+	uint64_t since;
+	uint32_t count;
+	uint32_t line; /* where it acquired it (RES_SITE), 0: not known */
+	const char *file;
+} res_holder_t;
+
+typedef struct res_waiter_s {
+	uint64_t task;
+	uint64_t since;
+	uint8_t op;
+} res_waiter_t;
+
+struct res_rec_s {
+	weft_probe_resource_t pub;
+	weft_hist_t *hists; /* [0] waits, [1] holds; NULL until one ended */
+	res_holder_t *holders;
+	res_waiter_t *waiters;
+	uint32_t nh, caph, nw, capw;
+	uint64_t rate_at, rate_acq; /* the rate window's start and count */
+	/*
+	 * The warning's window: waits past the threshold since the last
+	 * warning (or the first), the longest, and the task that held the
+	 * resource longest meanwhile (a release, or a hold still going on
+	 * when the warning is raised).
+	 */
+	uint64_t win_waits, win_max_wait, win_first_at;
+	uint64_t win_hold_task, win_hold_ns;
+	const char *win_hold_file;
+	uint32_t win_hold_line;
+	uint64_t warned_at;
+	uint64_t ongoing_warned; /* the oldest wait already warned of */
+	bool changed;
+	struct res_rec_s *hnext, *cnext;
+};
+
+static size_t res_hash(const struct probe *p, uint64_t id)
+{
+	/* Ids come from one counter: low bits spread them. */
+	return (size_t)id & (p->res_table_size - 1);
+}
+
+static res_rec_t *res_find(struct probe *p, uint64_t id)
+{
+	res_rec_t *r;
+
+	if (!p->res_table)
+		return NULL;
+	for (r = p->res_table[res_hash(p, id)]; r; r = r->hnext)
+		if (r->pub.id == id)
+			return r;
+	return NULL;
+}
+
+static void res_changed(struct probe *p, res_rec_t *r)
+{
+	if (r->changed)
+		return;
+	r->changed = true;
+	r->cnext = p->res_changed;
+	p->res_changed = r;
+	p->nres_changed++;
+}
+
+static void res_grow(struct probe *p)
+{
+	size_t size = p->res_table_size ? p->res_table_size * 2 : 256;
+	res_rec_t **t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < p->res_table_size; i++) {
+		res_rec_t *r = p->res_table[i], *next;
+
+		for (; r; r = next) {
+			next = r->hnext;
+			r->hnext = t[(size_t)r->pub.id & (size_t)(size - 1)];
+			t[(size_t)r->pub.id & (size_t)(size - 1)] = r;
+		}
+	}
+	free(p->res_table);
+	p->res_table = t;
+	p->res_table_size = size;
+}
+
+/* The record of resource @id, made when new (NULL past RES_MAX). */
+static res_rec_t *res_get(struct probe *p, uint64_t id, uint64_t ts)
+{
+	res_rec_t *r = res_find(p, id);
+	size_t h;
+
+	if (r)
+		return r;
+	if (p->nres >= RES_MAX) {
+		p->res_overflow++;
+		return NULL;
+	}
+	if (p->nres >= p->res_table_size / 2 * 3 || !p->res_table)
+		res_grow(p);
+	if (!p->res_table || !(r = calloc(1, sizeof(*r))))
+		return NULL;
+	r->pub.id = id;
+	r->pub.created_ns = ts;
+	r->rate_at = ts;
+	h = res_hash(p, id);
+	r->hnext = p->res_table[h];
+	p->res_table[h] = r;
+	p->nres++;
+	res_changed(p, r);
+	return r;
+}
+
+static void res_free(res_rec_t *r)
+{
+	free(r->hists);
+	free(r->holders);
+	free(r->waiters);
+	free(r);
+}
+
+static void res_unlink(struct probe *p, res_rec_t *r)
+{
+	res_rec_t **pp = &p->res_table[res_hash(p, r->pub.id)];
+
+	while (*pp && *pp != r)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = r->hnext;
+	p->nres--;
+}
+
+static weft_hist_t *res_hist(res_rec_t *r, unsigned i)
+{
+	if (!r->hists)
+		r->hists = calloc(2, sizeof(*r->hists));
+	if (!r->hists)
+		return NULL;
+	r->pub.wait_hist = &r->hists[0];
+	r->pub.hold_hist = &r->hists[1];
+	return &r->hists[i];
+}
+
+/* Appends to a growing array of at most RES_TRACK: false when full. */
+static bool track_grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
+{
+	uint32_t c;
+	void *a;
+
+	if (n < *cap)
+		return true;
+	if (n >= RES_TRACK)
+		return false;
+	c = *cap ? *cap * 2 : 4;
+	if (c > RES_TRACK)
+		c = RES_TRACK;
+	a = realloc(*arr, (size_t)c * size);
+	if (!a)
+		return false;
+	*arr = a;
+	*cap = c;
+	return true;
+}
+
+/* ----------------------------------------------------------- tasks */
+
+static void task_waits(struct probe *p, uint64_t task, uint64_t id,
+		       uint64_t ts, uint8_t op)
+{
+	task_rec_t *t = task ? weft__collector_task_find(p, task) : NULL;
+
+	if (!t || t->in_done)
+		return;
+	t->pub.waiting_on = id;
+	t->pub.waiting_since_ns = ts;
+	t->pub.waiting_op = op;
+	weft__collector_task_changed(p, t);
+}
+
+static void task_waited(struct probe *p, uint64_t task, uint64_t id)
+{
+	task_rec_t *t = task ? weft__collector_task_find(p, task) : NULL;
+
+	if (!t || t->pub.waiting_on != id)
+		return;
+	t->pub.waiting_on = 0;
+	t->pub.waiting_since_ns = 0;
+	t->pub.waiting_op = 0;
+	weft__collector_task_changed(p, t);
+}
+
+/* --------------------------------------------------------- the events */
+
+static void on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+{
+	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
+
+	r->pub.nwaiters++;
+	if (track_grow((void **)&r->waiters, &r->capw, r->nw,
+		       sizeof(*r->waiters)))
+		r->waiters[r->nw++] =
+			(res_waiter_t){ .task = ev->task, .since = ev->ts,
+					.op = op };
+	task_waits(p, ev->task, r->pub.id, ev->ts, op);
+}
+
+/* The task that has held @r longest, now or in a release since the
+ * window began, into the window. */
+static void window_holder(res_rec_t *r, uint64_t task, uint64_t held,
+			  const char *file, uint32_t line)
+{
+	if (held <= r->win_hold_ns)
+		return;
+	r->win_hold_ns = held;
+	r->win_hold_task = task;
+	r->win_hold_file = file;
+	r->win_hold_line = line;
+}
+
+static bool waits_count(const res_rec_t *r, uint8_t op)
+{
+	switch (r->pub.kind) {
+	case WEFT_RES_MUTEX:
+	case WEFT_RES_SEMAPHORE:
+		return op == WEFT_RES_OP_ACQUIRE;
+	case WEFT_RES_MPSC:
+		return op == WEFT_RES_OP_SEND;
+	default:
+		return false;
+	}
+}
+
+static void on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+{
+	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
+	uint64_t since = 0, waited;
+	bool found = false;
+	weft_hist_t *h;
+
+	for (uint32_t i = 0; i < r->nw; i++) {
+		if (r->waiters[i].task != ev->task)
+			continue;
+		since = r->waiters[i].since;
+		memmove(&r->waiters[i], &r->waiters[i + 1],
+			(r->nw - i - 1) * sizeof(*r->waiters));
+		r->nw--;
+		found = true;
+		break;
+	}
+	/* Listed or not (past RES_TRACK), one waiter fewer; none when it
+	 * never waited (a countdown's READY). */
+	if (!found && r->pub.nwaiters <= r->nw)
+		return;
+	if (r->pub.nwaiters)
+		r->pub.nwaiters--;
+	task_waited(p, ev->task, r->pub.id);
+	if (!found || (ev->a2 & WEFT_RES_CANCELLED) || ev->ts < since)
+		return;
+	waited = ev->ts - since;
+	r->pub.waits++;
+	if ((h = res_hist(r, 0)))
+		weft_hist_record(h, waited);
+	if (waited > p->config.contention_ns && waits_count(r, op)) {
+		if (!r->win_waits)
+			r->win_first_at = since;
+		r->win_waits++;
+		if (waited > r->win_max_wait)
+			r->win_max_wait = waited;
+	}
+}
+
+static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+{
+	uint32_t n = ev->a2 ? ev->a2 : 1;
+	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
+						    : MAX_PROBE_WORKERS;
+
+	r->pub.acquires++;
+	r->rate_acq++;
+	r->pub.nholders++;
+	if (track_grow((void **)&r->holders, &r->caph, r->nh,
+		       sizeof(*r->holders)))
+		r->holders[r->nh++] = (res_holder_t){ .task = ev->task,
+						      .since = ev->ts,
+						      .count = n };
+	p->res_last_acq[w].task = ev->task;
+	p->res_last_acq[w].res = r->pub.id;
+}
+
+static void on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+{
+	uint32_t i = 0;
+	uint64_t held;
+	weft_hist_t *h;
+
+	(void)p;
+	if (!r->nh) {
+		/* Taken before we listened, or not listed. */
+		if (r->pub.nholders)
+			r->pub.nholders--;
+		return;
+	}
+	/* The releasing task's hold; else the oldest (a lock released by
+	 * another task than the one that took it). */
+	for (uint32_t k = 0; k < r->nh; k++) {
+		if (r->holders[k].task == ev->task) {
+			i = k;
+			break;
+		}
+	}
+	held = ev->ts > r->holders[i].since ? ev->ts - r->holders[i].since : 0;
+	if ((h = res_hist(r, 1)))
+		weft_hist_record(h, held);
+	if (held > r->pub.longest_hold_ns) {
+		r->pub.longest_hold_ns = held;
+		r->pub.longest_holder = r->holders[i].task;
+	}
+	window_holder(r, r->holders[i].task, held, r->holders[i].file,
+		      r->holders[i].line);
+	memmove(&r->holders[i], &r->holders[i + 1],
+		(r->nh - i - 1) * sizeof(*r->holders));
+	r->nh--;
+	if (r->pub.nholders)
+		r->pub.nholders--;
+}
+
+static void on_site(struct probe *p, const weft_event_t *ev)
+{
+	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
+						    : MAX_PROBE_WORKERS;
+	res_rec_t *r;
+
+	if (p->res_last_acq[w].task != ev->task ||
+	    !(r = res_find(p, p->res_last_acq[w].res)))
+		return;
+	for (uint32_t k = r->nh; k-- > 0;) {
+		if (r->holders[k].task == ev->task) {
+			r->holders[k].file = (const char *)(uintptr_t)ev->a1;
+			r->holders[k].line = ev->a2;
+			break;
+		}
+	}
+}
+
+void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
+{
+	res_rec_t *r;
+
+	switch (ev->kind) {
+	case WEFT_EV_RES_NEW:
+		if ((r = res_get(p, ev->a1, ev->ts))) {
+			r->pub.kind = (uint8_t)ev->a2;
+			res_changed(p, r);
+		}
+		return;
+	case WEFT_EV_RES_NAME:
+		/* task: the resource's id. */
+		if (!(r = res_get(p, ev->task, ev->ts)))
+			return;
+		if (ev->a2) {
+			r->pub.file = (const char *)(uintptr_t)ev->a1;
+			r->pub.line = ev->a2;
+		} else {
+			r->pub.name = (const char *)(uintptr_t)ev->a1;
+		}
+		res_changed(p, r);
+		return;
+	case WEFT_EV_RES_SITE:
+		on_site(p, ev);
+		return;
+	case WEFT_EV_RES_DROP:
+		if ((r = res_find(p, ev->a1))) {
+			r->pub.dropped_ns = ev->ts;
+			res_changed(p, r);
+		}
+		return;
+	default:
+		break;
+	}
+	if (!(r = res_get(p, ev->a1, ev->ts)))
+		return;
+	switch (ev->kind) {
+	case WEFT_EV_RES_WAIT:
+		on_wait(p, r, ev);
+		break;
+	case WEFT_EV_RES_WAIT_END:
+		on_wait_end(p, r, ev);
+		break;
+	case WEFT_EV_RES_ACQUIRE:
+		on_acquire(p, r, ev);
+		break;
+	case WEFT_EV_RES_RELEASE:
+		on_release(p, r, ev);
+		break;
+	case WEFT_EV_RES_OWNER:
+		r->pub.owner = ev->task;
+		break;
+	default:
+		return;
+	}
+	res_changed(p, r);
+}
+
+/* --------------------------------------------------------- warnings */
+
+/* A file's last component: warnings' details are short. */
+static const char *base(const char *file)
+{
+	const char *b = file ? strrchr(file, '/') : NULL;
+
+	return b ? b + 1 : file;
+}
+
+static void fmt_site(char *buf, size_t len, const char *file, uint32_t line)
+{
+	if (file && line)
+		snprintf(buf, len, "%s:%u", base(file), line);
+	else if (file)
+		snprintf(buf, len, "%s", base(file));
+	else
+		snprintf(buf, len, "?");
+}
+
+/* "mutex \"cache\"" or "mutex demo.c:40" (where it was initialised). */
+static void fmt_res(char *buf, size_t len, const res_rec_t *r)
+{
+	char site[80];
+
+	if (r->pub.name) {
+		snprintf(buf, len, "%s \"%s\"",
+			 weft_resource_kind_name(r->pub.kind), r->pub.name);
+		return;
+	}
+	fmt_site(site, sizeof(site), r->pub.file, r->pub.line);
+	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind),
+		 site);
+}
+
+static const char *task_label(const task_rec_t *t)
+{
+	return t && t->pub.name ? t->pub.name : "unnamed";
+}
+
+/*
+ * Raised on the guilty task when it is known (folded with its spawn
+ * site's others, as every task's warnings are), else on none.
+ */
+static void res_warn(struct probe *p, uint8_t kind, task_rec_t *t,
+		     uint64_t now, uint64_t value, const char *detail)
+{
+	if (t)
+		weft__collector_warn_task(p, kind, t, WEFT_EVENT_NO_WORKER, now,
+					  value, detail);
+	else
+		weft__collector_warn(p, kind, NULL, WEFT_EVENT_NO_WORKER, now,
+				     value, "%s", detail);
+}
+
+/*
+ * Contention: waiters of a lock or semaphore kept past the threshold.
+ * The warning's task is the one that held it longest (a release in the
+ * window, or a hold going on now), with where it acquired it.
+ */
+static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
+			    uint64_t waiting_now)
+{
+	/* Cut to the warning's detail when raised. */
+	char what[160], acq[96], held[48], d[512];
+	task_rec_t *t = r->win_hold_task ?
+				weft__collector_task_find(p, r->win_hold_task) :
+				NULL;
+
+	fmt_res(what, sizeof(what), r);
+	fmt_site(acq, sizeof(acq), r->win_hold_file, r->win_hold_line);
+	if (r->win_hold_task)
+		snprintf(held, sizeof(held), "task %llu (%s)",
+			 (unsigned long long)r->win_hold_task, task_label(t));
+	else
+		snprintf(held, sizeof(held), "a task not seen");
+	snprintf(d, sizeof(d),
+		 "%s: %llu waits > %.0f ms (max %.1f ms, %llu now); held "
+		 "longest by %s, %.1f ms, acquired at %s",
+		 what, (unsigned long long)r->win_waits,
+		 (double)p->config.contention_ns / 1e6,
+		 (double)r->win_max_wait / 1e6,
+		 (unsigned long long)waiting_now, held,
+		 (double)r->win_hold_ns / 1e6, acq);
+	res_warn(p, WEFT_WARN_CONTENTION, t, now, r->win_max_wait, d);
+}
+
+/*
+ * Channel-full: senders kept waiting for room past the threshold.  The
+ * warning's task is the channel's receiver (RES_OWNER): it did not keep
+ * up.
+ */
+static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
+			      uint64_t waiting_now)
+{
+	/* Cut to the warning's detail when raised. */
+	char what[160], rx[64], d[512];
+	task_rec_t *t = r->pub.owner ?
+				weft__collector_task_find(p, r->pub.owner) :
+				NULL;
+
+	fmt_res(what, sizeof(what), r);
+	if (r->pub.owner)
+		snprintf(rx, sizeof(rx), "task %llu (%s)",
+			 (unsigned long long)r->pub.owner, task_label(t));
+	else
+		snprintf(rx, sizeof(rx), "a receiver not yet seen");
+	snprintf(d, sizeof(d),
+		 "%s full: %llu sends waited > %.0f ms (max %.1f ms, %llu "
+		 "now); its receiver %s does not keep up",
+		 what, (unsigned long long)r->win_waits,
+		 (double)p->config.contention_ns / 1e6,
+		 (double)r->win_max_wait / 1e6,
+		 (unsigned long long)waiting_now, rx);
+	res_warn(p, WEFT_WARN_CHANNEL_FULL, t, now, r->win_max_wait, d);
+}
+
+static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
+{
+	uint64_t oldest = 0, waiting = 0;
+
+	/* The waits going on now count too: a convoy that never ends. */
+	for (uint32_t i = 0; i < r->nw; i++) {
+		const res_waiter_t *w = &r->waiters[i];
+
+		if (!waits_count(r, w->op) || now < w->since ||
+		    now - w->since <= p->config.contention_ns)
+			continue;
+		waiting++;
+		if (!oldest || w->since < oldest)
+			oldest = w->since;
+	}
+	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
+	if (oldest && oldest != r->ongoing_warned &&
+	    now - oldest > r->win_max_wait) {
+		/* A wait still going on is longer than any that ended. */
+		if (!r->win_waits)
+			r->win_first_at = oldest;
+		r->win_max_wait = now - oldest;
+	}
+	if (!r->win_waits && !(oldest && oldest != r->ongoing_warned))
+		return;
+	if (r->warned_at && now < r->warned_at + RES_WARN_EVERY_NS)
+		return;
+	/* A hold going on now may be the longest. */
+	for (uint32_t i = 0; i < r->nh; i++)
+		if (now > r->holders[i].since)
+			window_holder(r, r->holders[i].task,
+				      now - r->holders[i].since,
+				      r->holders[i].file, r->holders[i].line);
+	if (!r->win_waits)
+		r->win_waits = waiting;
+	if (r->pub.kind == WEFT_RES_MPSC)
+		warn_channel_full(p, r, now, waiting);
+	else
+		warn_contention(p, r, now, waiting);
+	r->warned_at = now;
+	r->ongoing_warned = oldest;
+	r->win_waits = r->win_max_wait = 0;
+	r->win_hold_task = r->win_hold_ns = 0;
+	r->win_hold_file = NULL;
+	r->win_hold_line = 0;
+}
+
+void weft__collector_res_check(struct probe *p, uint64_t now)
+{
+	if (!p->res_table || now < p->res_checked_at + RES_CHECK_EVERY_NS)
+		return;
+	p->res_checked_at = now;
+	for (size_t i = 0; i < p->res_table_size; i++) {
+		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
+			if (r->pub.kind != WEFT_RES_MUTEX &&
+			    r->pub.kind != WEFT_RES_SEMAPHORE &&
+			    r->pub.kind != WEFT_RES_MPSC)
+				continue;
+			if (r->win_waits || r->nw)
+				res_check_one(p, r, now);
+		}
+	}
+}
+
+/* ------------------------------------------------------- publishing */
+
+/* The public lists and rate, brought up to date for publishing. */
+static void res_sync(res_rec_t *r, uint64_t now)
+{
+	uint32_t n;
+
+	n = r->nh < WEFT_RES_LIST ? r->nh : WEFT_RES_LIST;
+	for (uint32_t i = 0; i < n; i++)
+		r->pub.holders[i] = r->holders[i].task;
+	memset(&r->pub.holders[n], 0,
+	       (WEFT_RES_LIST - n) * sizeof(r->pub.holders[0]));
+	n = r->nw < WEFT_RES_LIST ? r->nw : WEFT_RES_LIST;
+	for (uint32_t i = 0; i < n; i++)
+		r->pub.waiters[i] = r->waiters[i].task;
+	memset(&r->pub.waiters[n], 0,
+	       (WEFT_RES_LIST - n) * sizeof(r->pub.waiters[0]));
+	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
+	if (now >= r->rate_at + RES_RATE_NS) {
+		r->pub.acquires_per_s =
+			(double)r->rate_acq * 1e9 / (double)(now - r->rate_at);
+		r->rate_at = now;
+		r->rate_acq = 0;
+		/* The rate moves without events: say it. */
+		r->changed = r->changed || r->pub.acquires_per_s != 0;
+	}
+}
+
+size_t weft__collector_res_list(struct probe *p, bool all, uint64_t now,
+				const weft_probe_resource_t ***out)
+{
+	const weft_probe_resource_t **v;
+	size_t n = 0;
+
+	*out = NULL;
+	if (!p->nres)
+		return 0;
+	/*
+	 * The rates, a walk of them all once a second, and the changed list
+	 * they extend; in between, the changed ones' lists alone.
+	 */
+	if (now >= p->res_rate_at + RES_RATE_NS) {
+		p->res_rate_at = now;
+		for (size_t i = 0; i < p->res_table_size; i++)
+			for (res_rec_t *r = p->res_table[i]; r;
+			     r = r->hnext) {
+				bool was = r->changed;
+
+				res_sync(r, now);
+				if (r->changed && !was) {
+					r->changed = false;
+					res_changed(p, r);
+				}
+			}
+	} else {
+		for (res_rec_t *r = p->res_changed; r; r = r->cnext)
+			res_sync(r, now);
+	}
+	v = malloc((all ? p->nres : p->nres_changed) * sizeof(*v) + 1);
+	if (!v)
+		return 0;
+	if (all) {
+		for (size_t i = 0; i < p->res_table_size; i++)
+			for (res_rec_t *r = p->res_table[i]; r; r = r->hnext)
+				v[n++] = &r->pub;
+	} else {
+		for (res_rec_t *r = p->res_changed; r; r = r->cnext)
+			v[n++] = &r->pub;
+	}
+	*out = v;
+	return n;
+}
+
+void weft__collector_res_published(struct probe *p)
+{
+	res_rec_t *r, *next;
+
+	for (r = p->res_changed; r; r = next) {
+		next = r->cnext;
+		r->changed = false;
+		r->cnext = NULL;
+		/* Said once with its drop: gone. */
+		if (r->pub.dropped_ns) {
+			res_unlink(p, r);
+			res_free(r);
+		}
+	}
+	p->res_changed = NULL;
+	p->nres_changed = 0;
+}
+
+void weft__collector_res_stop(struct probe *p)
+{
+	for (size_t i = 0; i < p->res_table_size; i++) {
+		res_rec_t *r = p->res_table[i], *next;
+
+		for (; r; r = next) {
+			next = r->hnext;
+			res_free(r);
+		}
+	}
+	free(p->res_table);
+	p->res_table = NULL;
+	p->res_table_size = 0;
+	p->nres = 0;
+	p->res_changed = NULL;
+	p->nres_changed = 0;
+	p->res_checked_at = 0;
+	p->res_rate_at = 0;
+	memset(p->res_last_acq, 0, sizeof(p->res_last_acq));
+}
+
+size_t weft__collector_res_count(const struct probe *p)
+{
+	return p->nres;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The primitives' side of resources (weft/resource.h): an id at init, and
+ * the RES_* events (weft/probe_events.h) their operations emit while the
+ * probe listens.
+ *
+ * Announcing.  A resource is named to the probe lazily: its first event
+ * in a listening period (weft__probe_listen_gen) is preceded by RES_NEW
+ * and RES_NAME, so a resource made before anyone listened is named too,
+ * and one that nobody ever waits on while anyone listens costs nothing.
+ * Two threads may both announce it at once: the collector takes a second
+ * RES_NEW for the same id as a repeat.
+ */
+#ifndef WEFT_RESOURCE_INTERNAL_H
+#define WEFT_RESOURCE_INTERNAL_H
+
+#include "weft/resource.h"
+#include "weft/probe_events.h"
+
+#include "probe_internal.h"
+
+/* Gives @r an id, a kind and the place it was initialised (or none). */
+void weft__res_init(weft_resource_t *r, uint8_t kind, const char *file,
+		    int line);
+
+/* Names @r (a static string); re-announces it if it was announced. */
+void weft__res_name(weft_resource_t *r, const char *name);
+
+/*
+ * Emits event @kind about @r for @task: announces @r first if this
+ * listening period has not heard of it.  RES_ACQUIRE is followed by a
+ * RES_SITE naming the await that acquired it, when one is known.  Out of
+ * line: the operations' fast paths keep a load, a test and a branch.
+ */
+__attribute__((noinline, cold)) void weft__res_emit(weft_resource_t *r,
+						    uint8_t kind, uint64_t task,
+						    uint32_t a2);
+
+/*
+ * The same by id alone, for a waiter whose resource may be gone (freed by
+ * its owner once the waiter was unlinked): no announcing, which the
+ * waiter's RES_WAIT did.
+ */
+__attribute__((noinline, cold)) void weft__res_emit_id(uint64_t id,
+						       uint8_t kind,
+						       uint64_t task,
+						       uint32_t a2);
+
+/*
+ * A waiter queues on @r: remembers the task and the resource in @w and
+ * emits RES_WAIT for @op (while the probe listens; else clears them).
+ */
+#define WEFT_RES_WAIT(rp, w, op)                                              \
+	do {                                                                   \
+		(w)->task = weft__cur_task_id;                                 \
+		(w)->res = 0;                                                  \
+		if (WEFT_PROBE_ON()) {                                         \
+			(w)->res = (rp)->id;                                  \
+			weft__res_emit((rp), WEFT_EV_RES_WAIT, (w)->task,     \
+				       (op));                                  \
+		}                                                              \
+	} while (0)
+
+/* Waiter @w's wait ended (@a2: op | flags); nothing if RES_WAIT was not
+ * emitted. */
+#define WEFT_RES_WAIT_END(w, a2)                                               \
+	do {                                                                   \
+		if ((w)->res && WEFT_PROBE_ON())                               \
+			weft__res_emit_id((w)->res, WEFT_EV_RES_WAIT_END,      \
+					  (w)->task, (a2));                    \
+		(w)->res = 0;                                                  \
+	} while (0)
+
+/* At _fini: RES_DROP if @r was announced while the probe listens. */
+void weft__res_fini(weft_resource_t *r);
+
+#if WEFT_PROBE
+#define WEFT_RES_EVENT(rp, kind, task, a2)                                     \
+	do {                                                                   \
+		if (__builtin_expect(weft__probe_on(), 0))                     \
+			weft__res_emit((rp), WEFT_EV_##kind, (task), (a2));    \
+	} while (0)
+#else
+#define WEFT_RES_EVENT(rp, kind, task, a2)                                     \
+	((void)sizeof((rp)->id + (task) + (a2)))
+#endif
+
+#endif /* WEFT_RESOURCE_INTERNAL_H */

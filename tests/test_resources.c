@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Resources, end to end (issue 18): a real runtime's async mutexes,
+ * semaphores, notifies, channels and countdowns seen by the real probe.
+ * What tasks wait on (Task.waiting_on), each resource's holders and
+ * waiters, its name or the place it was initialised, its drop; and the
+ * waiting side's warnings, each from a bad program beside its fixed twin:
+ * a convoy on one lock against sharded locks (contention), a channel
+ * whose receiver blocks against one that keeps up (channel-full).
+ *
+ * Timing: the bad programs make waits of a hundred milliseconds and more
+ * against the 10 ms threshold; the twins make none at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe_helpers.h"
+
+/* ------------------------------------------------------------ the sink */
+
+#define RSINK_MAX 512
+
+struct rsink {
+	struct sink s; /* tasks and warnings (probe_helpers.h) */
+	weft_probe_resource_t res[RSINK_MAX]; /* latest view, by id */
+	size_t nres;
+	size_t ndropped;
+};
+
+static void rsink_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct rsink *r = ctx;
+
+	sink_update(&r->s, u);
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < u->nresources; i++) {
+		const weft_probe_resource_t *x = u->resources[i];
+		size_t j;
+
+		for (j = 0; j < r->nres; j++)
+			if (r->res[j].id == x->id)
+				break;
+		if (j == r->nres) {
+			if (r->nres == RSINK_MAX)
+				continue;
+			r->nres++;
+		}
+		r->res[j] = *x;
+		r->res[j].wait_hist = r->res[j].hold_hist = NULL;
+		if (x->dropped_ns)
+			r->ndropped++;
+	}
+	pthread_mutex_unlock(&r->s.lock);
+}
+
+static struct rsink *rsink_new(weft_probe_sub_t **sub)
+{
+	struct rsink *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	pthread_mutex_init(&r->s.lock, NULL);
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){
+					 .events = true,
+					 .on_events = sink_events,
+					 .on_update = rsink_update,
+					 .ctx = r },
+				 sub),
+			 0);
+	return r;
+}
+
+static void rsink_free(struct rsink *r, weft_probe_sub_t *sub)
+{
+	weft_probe_unsubscribe(sub);
+	pthread_mutex_destroy(&r->s.lock);
+	free(r);
+}
+
+/* The resource named @name (or initialised at @line of this file). */
+static bool rsink_res(struct rsink *r, const char *name, uint32_t line,
+		      weft_probe_resource_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->nres; i++) {
+		const weft_probe_resource_t *x = &r->res[i];
+
+		if ((name && x->name && !strcmp(x->name, name)) ||
+		    (!name && x->line == line && x->file &&
+		     strstr(x->file, "test_resources.c"))) {
+			*out = *x;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&r->s.lock);
+	return found;
+}
+
+static void print_warnings(struct sink *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++)
+		print_message("warning %s task %llu: %s\n",
+			      weft_warning_kind_name(s->warn[i].kind),
+			      (unsigned long long)s->warn[i].task,
+			      s->warn[i].detail);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ------------------------------------------------- a lock, waited on */
+
+/* Holds @m until told to let go: the others queue behind it. */
+struct holder {
+	int weft_pc;
+	weft_async_mutex_t *m;
+	weft_async_mutex_lock_t lk;
+	weft_notify_t *go;
+	weft_notified_t nd;
+};
+
+static weft_poll_t holder_poll(void *arg, weft_cx_t *cx)
+{
+	struct holder *h = arg;
+
+	WEFT_ASYNC_BEGIN(h);
+	weft_async_mutex_lock_init(&h->lk, h->m);
+	WEFT_AWAIT(h, weft_async_mutex_lock_poll(&h->lk, cx));
+	weft_async_mutex_lock_fini(&h->lk);
+	weft_notified_init(&h->nd, h->go);
+	WEFT_AWAIT(h, weft_notified_poll(&h->nd, cx));
+	weft_notified_fini(&h->nd);
+	weft_async_mutex_unlock(h->m);
+	WEFT_ASYNC_END(h);
+}
+
+struct locker {
+	int weft_pc;
+	weft_async_mutex_t *m;
+	weft_async_mutex_lock_t lk;
+	weft_sleep_t sl;
+	uint64_t hold_ns;
+};
+
+static weft_poll_t locker_poll(void *arg, weft_cx_t *cx)
+{
+	struct locker *l = arg;
+
+	WEFT_ASYNC_BEGIN(l);
+	weft_async_mutex_lock_init(&l->lk, l->m);
+	WEFT_AWAIT(l, weft_async_mutex_lock_poll(&l->lk, cx));
+	weft_async_mutex_lock_fini(&l->lk);
+	if (l->hold_ns) {
+		/* Across an await: what an async mutex allows, and what
+		 * makes a convoy when every request does it. */
+		weft_sleep_init(&l->sl, l->hold_ns);
+		WEFT_AWAIT(l, weft_sleep_poll(&l->sl, cx));
+		weft_sleep_fini(&l->sl);
+	}
+	weft_async_mutex_unlock(l->m);
+	WEFT_ASYNC_END(l);
+}
+
+static void wait_joins(weft_join_t **j, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+}
+
+/*
+ * Tasks queued on a held lock show it as what they wait on; the lock
+ * shows its holder and its waiters, under the name it was given.  The
+ * lock was made before anyone listened: it is announced at its first
+ * event.
+ */
+static void test_waiting_on(void **state)
+{
+	enum { N = 5 };
+	weft_async_mutex_t m;
+	weft_notify_t go;
+	weft_probe_sub_t *sub;
+	struct rsink *r;
+	weft_runtime_t *rt;
+	weft_join_t *hj, *lj[N];
+	weft_probe_resource_t res = { 0 };
+	weft_probe_task_t t;
+	uint64_t ids[N];
+	bool seen = false;
+
+	(void)state;
+	weft_async_mutex_init(&m);
+	weft_async_mutex_name(&m, "cache lock");
+	weft_notify_init(&go);
+	r = rsink_new(&sub);
+	rt = rt_new(2);
+	assert_int_equal(weft_spawn_named(rt, "holder", holder_poll,
+					  (&(struct holder){ .m = &m,
+							     .go = &go }),
+					  &hj),
+			 0);
+	/* The holder has it before anyone queues. */
+	for (int i = 0; i < 2000 && weft_semaphore_available(&m.sem); i++)
+		usleep(1000);
+	assert_int_equal(weft_semaphore_available(&m.sem), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(weft_spawn_named(rt, "locker", locker_poll,
+						  (&(struct locker){ .m = &m }),
+						  &lj[i]),
+				 0);
+		ids[i] = weft_join_id(lj[i]);
+	}
+	for (int k = 0; k < 200 && !seen; k++) {
+		usleep(10000);
+		weft_probe_flush();
+		seen = rsink_res(r, "cache lock", 0, &res) &&
+		       res.nwaiters == N;
+	}
+	if (!seen)
+		print_message("nwaiters %u holders %u\n", res.nwaiters,
+			      res.nholders);
+	assert_true(seen);
+	assert_int_equal(res.kind, WEFT_RES_MUTEX);
+	assert_int_equal(res.nholders, 1);
+	assert_int_equal(res.holders[0], weft_join_id(hj));
+	assert_non_null(res.file);
+	assert_non_null(strstr(res.file, "test_resources.c"));
+	for (int i = 0; i < N; i++) {
+		bool listed = false;
+
+		for (int k = 0; k < N; k++)
+			listed |= res.waiters[k] == ids[i];
+		assert_true(listed);
+		assert_true(sink_task(&r->s, ids[i], &t));
+		assert_int_equal(t.waiting_on, res.id);
+		assert_int_equal(t.waiting_op, WEFT_RES_OP_ACQUIRE);
+		assert_true(t.waiting_since_ns > 0);
+	}
+
+	weft_notify_one(&go);
+	weft_join_wait(hj, NULL);
+	weft_join_drop(hj);
+	wait_joins(lj, N);
+	weft_probe_flush();
+	weft_probe_flush();
+	/* Served: nobody waits, nobody holds, N + 1 acquires. */
+	assert_true(rsink_res(r, "cache lock", 0, &res));
+	assert_int_equal(res.nwaiters, 0);
+	assert_int_equal(res.nholders, 0);
+	assert_int_equal(res.acquires, N + 1);
+	assert_int_equal(res.waits, N);
+	assert_int_equal(res.longest_holder, weft_join_id(hj));
+	for (int i = 0; i < N; i++) {
+		assert_true(sink_task(&r->s, ids[i], &t));
+		assert_int_equal(t.waiting_on, 0);
+	}
+	rt_done(rt);
+	/* Finalised while heard of: dropped, said once. */
+	weft_async_mutex_fini(&m);
+	weft_notify_fini(&go);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(rsink_res(r, "cache lock", 0, &res));
+	assert_true(res.dropped_ns > 0);
+	rsink_free(r, sub);
+}
+
+/* --------------------------------------------- contention: the convoy */
+
+#define CONVOY_TASKS 60
+#define CONVOY_HOLD_NS 3000000ull /* 60 x 3 ms: the last waits ~180 ms */
+
+static void run_convoy(bool sharded, struct rsink *r)
+{
+	static weft_async_mutex_t locks[CONVOY_TASKS];
+	weft_runtime_t *rt = rt_new(2);
+	weft_join_t *j[CONVOY_TASKS];
+
+	for (int i = 0; i < CONVOY_TASKS; i++) {
+		weft_async_mutex_init(&locks[i]);
+		weft_async_mutex_name(&locks[i], i ? "shard" : "session lock");
+	}
+	for (int i = 0; i < CONVOY_TASKS; i++)
+		assert_int_equal(
+			weft_spawn_named(
+				rt, "request", locker_poll,
+				(&(struct locker){
+					.m = &locks[sharded ? i : 0],
+					.hold_ns = CONVOY_HOLD_NS }),
+				&j[i]),
+			0);
+	wait_joins(j, CONVOY_TASKS);
+	/* The check runs every 250 ms. */
+	usleep(300000);
+	weft_probe_flush();
+	weft_probe_flush();
+	(void)r;
+	rt_done(rt);
+	for (int i = 0; i < CONVOY_TASKS; i++)
+		weft_async_mutex_fini(&locks[i]);
+}
+
+static void test_contention(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w = { 0 };
+	weft_probe_task_t t = { 0 };
+	bool found = false;
+
+	(void)state;
+	run_convoy(false, r);
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->s.nwarn; i++)
+		if (r->s.warn[i].kind == WEFT_WARN_CONTENTION) {
+			w = r->s.warn[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&r->s.lock);
+	if (!found)
+		print_warnings(&r->s);
+	assert_true(found);
+	print_message("%s\n", w.detail);
+	/* Names the lock, the holder (a request task, where spawned) and
+	 * where it acquired it. */
+	assert_non_null(strstr(w.detail, "mutex \"session lock\""));
+	assert_non_null(strstr(w.detail, "(request)"));
+	assert_non_null(strstr(w.detail, "acquired at "));
+	assert_non_null(strstr(w.detail, "test_resources.c:"));
+	assert_true(w.task != 0);
+	assert_non_null(w.task_name);
+	assert_string_equal(w.task_name, "request");
+	assert_non_null(w.file);
+	assert_non_null(strstr(w.file, "test_resources.c"));
+	assert_true(w.value_ns > 10000000ull);
+	assert_true(sink_task(&r->s, w.task, &t));
+	assert_true(t.warnings & (1u << WEFT_WARN_CONTENTION));
+	rsink_free(r, sub);
+}
+
+static void test_contention_twin(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+
+	(void)state;
+	run_convoy(true, r);
+	if (sink_count(&r->s, WEFT_WARN_CONTENTION, 0))
+		print_warnings(&r->s);
+	assert_int_equal(sink_count(&r->s, WEFT_WARN_CONTENTION, 0), 0);
+	rsink_free(r, sub);
+}
+
+/* ----------------------------------------- channel-full: a slow consumer */
+
+#define CHAN_PRODUCERS 6
+#define CHAN_MSGS 8 /* each */
+
+struct producer {
+	int weft_pc;
+	weft_mpsc_tx_t *tx;
+	weft_mpsc_send_t s;
+	int i;
+};
+
+static weft_poll_t producer_poll(void *arg, weft_cx_t *cx)
+{
+	struct producer *p = arg;
+
+	WEFT_ASYNC_BEGIN(p);
+	for (p->i = 0; p->i < CHAN_MSGS; p->i++) {
+		weft_mpsc_send_init(&p->s, p->tx, &p->i);
+		WEFT_AWAIT(p, weft_mpsc_send_poll(&p->s, cx));
+		weft_mpsc_send_fini(&p->s);
+	}
+	weft_mpsc_tx_drop(p->tx);
+	WEFT_ASYNC_END(p);
+}
+
+struct consumer {
+	int weft_pc;
+	weft_mpsc_rx_t *rx;
+	weft_mpsc_recv_t r;
+	int v;
+	bool slow;
+};
+
+static weft_poll_t consumer_poll(void *arg, weft_cx_t *cx)
+{
+	struct consumer *c = arg;
+
+	WEFT_ASYNC_BEGIN(c);
+	for (;;) {
+		weft_mpsc_recv_init(&c->r, c->rx, &c->v);
+		WEFT_AWAIT(c, weft_mpsc_recv_poll(&c->r, cx));
+		weft_mpsc_recv_fini(&c->r);
+		if (c->r.status)
+			break;
+		if (c->slow) {
+			/* Blocking work in the poll: 6 ms a message. */
+			struct timespec ts = { 0, 6000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	weft_mpsc_rx_drop(c->rx);
+	WEFT_ASYNC_END(c);
+}
+
+static void run_channel(bool slow, uint64_t *consumer_id)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_mpsc_tx_t *tx;
+	weft_mpsc_rx_t *rx;
+	weft_join_t *pj[CHAN_PRODUCERS], *cj;
+	weft_mpsc_tx_t *txs[CHAN_PRODUCERS];
+
+	assert_int_equal(weft_mpsc_create(2, sizeof(int), NULL, &tx, &rx), 0);
+	weft_mpsc_name(tx, "jobs");
+	assert_int_equal(weft_spawn_named(rt, "consumer", consumer_poll,
+					  (&(struct consumer){ .rx = rx,
+							       .slow = slow }),
+					  &cj),
+			 0);
+	*consumer_id = weft_join_id(cj);
+	/* Six senders queue behind one another: 6 x 6 ms a send. */
+	for (int i = 0; i < CHAN_PRODUCERS; i++)
+		txs[i] = i ? weft_mpsc_tx_clone(tx) : tx;
+	for (int i = 0; i < CHAN_PRODUCERS; i++)
+		assert_int_equal(weft_spawn_named(rt, "producer", producer_poll,
+						  (&(struct producer){
+							  .tx = txs[i] }),
+						  &pj[i]),
+				 0);
+	wait_joins(pj, CHAN_PRODUCERS);
+	assert_int_equal(weft_join_wait(cj, NULL), 0);
+	weft_join_drop(cj);
+	usleep(300000);
+	weft_probe_flush();
+	weft_probe_flush();
+	rt_done(rt);
+}
+
+static void test_channel_full(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w = { 0 };
+	uint64_t consumer;
+	bool found = false;
+
+	(void)state;
+	run_channel(true, &consumer);
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->s.nwarn; i++)
+		if (r->s.warn[i].kind == WEFT_WARN_CHANNEL_FULL) {
+			w = r->s.warn[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&r->s.lock);
+	if (!found)
+		print_warnings(&r->s);
+	assert_true(found);
+	print_message("%s\n", w.detail);
+	/* Names the channel and its receiver, the task that fell behind. */
+	assert_int_equal(w.task, consumer);
+	assert_string_equal(w.task_name, "consumer");
+	assert_non_null(strstr(w.detail, "mpsc \"jobs\""));
+	assert_non_null(strstr(w.detail, "(consumer)"));
+	assert_true(w.value_ns > 10000000ull);
+	rsink_free(r, sub);
+}
+
+static void test_channel_full_twin(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	uint64_t consumer;
+	weft_probe_resource_t res;
+
+	(void)state;
+	run_channel(false, &consumer);
+	if (sink_count(&r->s, WEFT_WARN_CHANNEL_FULL, 0))
+		print_warnings(&r->s);
+	assert_int_equal(sink_count(&r->s, WEFT_WARN_CHANNEL_FULL, 0), 0);
+	/* The channel was seen, its receiver known. */
+	assert_true(rsink_res(r, "jobs", 0, &res));
+	assert_int_equal(res.kind, WEFT_RES_MPSC);
+	assert_int_equal(res.owner, consumer);
+	rsink_free(r, sub);
+}
+
+/* ------------------------------------- quiet: nothing while unheard */
+
+/*
+ * With nobody listening a resource emits nothing: its generation stays
+ * unannounced through use.
+ */
+static void test_quiet(void **state)
+{
+	weft_async_mutex_t m;
+
+	(void)state;
+	weft_async_mutex_init(&m);
+	assert_true(m.sem.res.id != 0);
+	assert_false(weft_probe_listening());
+	assert_true(weft_async_mutex_try_lock(&m));
+	weft_async_mutex_unlock(&m);
+	assert_int_equal(m.sem.res.gen, 0);
+	weft_async_mutex_fini(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quiet),
+		cmocka_unit_test(test_waiting_on),
+		cmocka_unit_test(test_contention),
+		cmocka_unit_test(test_contention_twin),
+		cmocka_unit_test(test_channel_full),
+		cmocka_unit_test(test_channel_full_twin),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
