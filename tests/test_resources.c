@@ -494,6 +494,134 @@ static void test_channel_full_twin(void **state)
 	rsink_free(r, sub);
 }
 
+/* ------------------------------- blocking-queue: a saturated pool */
+
+static void *slow_job(void *arg)
+{
+	(void)arg;
+	usleep(150000);
+	return NULL;
+}
+
+static void *fast_job(void *arg)
+{
+	(void)arg;
+	return NULL;
+}
+
+/* Submits @n jobs (slow or fast) and awaits them all. */
+struct submitter {
+	int weft_pc;
+	bool slow;
+	int n, i;
+	weft_blocking_t *h[8];
+};
+
+static weft_poll_t submitter_poll(void *arg, weft_cx_t *cx)
+{
+	struct submitter *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < s->n; s->i++) {
+		if (s->slow)
+			assert_int_equal(weft_spawn_blocking_named(
+						 NULL, "slow-report", slow_job,
+						 NULL, &s->h[s->i]),
+					 0);
+		else
+			assert_int_equal(weft_spawn_blocking_named(
+						 NULL, "lookup", fast_job, NULL,
+						 &s->h[s->i]),
+					 0);
+	}
+	for (s->i = 0; s->i < s->n; s->i++) {
+		WEFT_AWAIT(s, weft_blocking_poll(s->h[s->i], cx, NULL));
+		weft_blocking_drop(s->h[s->i]);
+	}
+	WEFT_ASYNC_END(s);
+}
+
+static void run_pool(unsigned threads, uint64_t *reporter)
+{
+	weft_runtime_t *rt;
+	weft_join_t *rj, *fj;
+
+	assert_int_equal(weft_runtime_create(
+				 &(weft_config_t){ .workers = 2,
+						   .max_blocking_threads =
+							   threads },
+				 &rt),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "report", submitter_poll,
+					  (&(struct submitter){ .slow = true,
+								.n = 4 }),
+					  &rj),
+			 0);
+	*reporter = weft_join_id(rj);
+	usleep(20000);
+	/* Another route's quick jobs queue behind the reports. */
+	assert_int_equal(weft_spawn_named(rt, "lookups", submitter_poll,
+					  (&(struct submitter){ .n = 8 }), &fj),
+			 0);
+	assert_int_equal(weft_join_wait(fj, NULL), 0);
+	assert_int_equal(weft_join_wait(rj, NULL), 0);
+	weft_join_drop(fj);
+	weft_join_drop(rj);
+	usleep(300000);
+	weft_probe_flush();
+	weft_probe_flush();
+	weft_runtime_destroy(rt);
+}
+
+static void test_blocking_queue(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w = { 0 };
+	uint64_t reporter;
+	bool found = false;
+
+	(void)state;
+	run_pool(2, &reporter);
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->s.nwarn; i++)
+		if (r->s.warn[i].kind == WEFT_WARN_BLOCKING_QUEUE) {
+			w = r->s.warn[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&r->s.lock);
+	if (!found)
+		print_warnings(&r->s);
+	assert_true(found);
+	print_message("%s\n", w.detail);
+	/* Names the task whose jobs held the threads, and the jobs. */
+	assert_int_equal(w.task, reporter);
+	assert_string_equal(w.task_name, "report");
+	assert_non_null(strstr(w.detail, "\"slow-report\" (test_resources.c:"));
+	assert_non_null(strstr(w.detail, "(report)"));
+	assert_true(w.value_ns > 10000000ull);
+	rsink_free(r, sub);
+}
+
+static void test_blocking_queue_twin(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	uint64_t reporter;
+	weft_probe_resource_t res;
+
+	(void)state;
+	run_pool(16, &reporter);
+	if (sink_count(&r->s, WEFT_WARN_BLOCKING_QUEUE, 0))
+		print_warnings(&r->s);
+	assert_int_equal(sink_count(&r->s, WEFT_WARN_BLOCKING_QUEUE, 0), 0);
+	/* The pool was seen, with its jobs. */
+	assert_true(rsink_res(r, "blocking pool", 0, &res));
+	assert_int_equal(res.kind, WEFT_RES_BLOCKING_POOL);
+	assert_int_equal(res.acquires, 12);
+	rsink_free(r, sub);
+}
+
 /* ------------------------------------- quiet: nothing while unheard */
 
 /*
@@ -523,6 +651,8 @@ int main(void)
 		cmocka_unit_test(test_contention_twin),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_twin),
+		cmocka_unit_test(test_blocking_queue),
+		cmocka_unit_test(test_blocking_queue_twin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -349,7 +349,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		return;
 	}
 	/* Resources: their task field may be a resource's id (RES_NAME). */
-	if (ev->kind >= WEFT_EV_RES_NEW && ev->kind <= WEFT_EV_RES_SITE) {
+	if (ev->kind >= WEFT_EV_RES_NEW && ev->kind <= WEFT_EV_RES_LABEL) {
 		weft__collector_res_event(p, ev);
 		return;
 	}

@@ -35,6 +35,7 @@ typedef struct res_holder_s {
 	uint32_t count;
 	uint32_t line; /* where it acquired it (RES_SITE), 0: not known */
 	const char *file;
+	const char *label; /* what for (RES_LABEL: a blocking job's name) */
 } res_holder_t;
 
 typedef struct res_waiter_s {
@@ -256,6 +257,8 @@ static bool waits_count(const res_rec_t *r, uint8_t op)
 		return op == WEFT_RES_OP_ACQUIRE;
 	case WEFT_RES_MPSC:
 		return op == WEFT_RES_OP_SEND;
+	case WEFT_RES_BLOCKING_POOL:
+		return op == WEFT_RES_OP_JOB;
 	default:
 		return false;
 	}
@@ -355,6 +358,8 @@ static void on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		r->pub.nholders--;
 }
 
+/* RES_SITE, RES_LABEL: of the holder the last RES_ACQUIRE on this
+ * emitting thread made (the newest hold of that task). */
 static void on_site(struct probe *p, const weft_event_t *ev)
 {
 	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
@@ -365,11 +370,15 @@ static void on_site(struct probe *p, const weft_event_t *ev)
 	    !(r = res_find(p, p->res_last_acq[w].res)))
 		return;
 	for (uint32_t k = r->nh; k-- > 0;) {
-		if (r->holders[k].task == ev->task) {
+		if (r->holders[k].task != ev->task)
+			continue;
+		if (ev->kind == WEFT_EV_RES_LABEL) {
+			r->holders[k].label = (const char *)(uintptr_t)ev->a1;
+		} else {
 			r->holders[k].file = (const char *)(uintptr_t)ev->a1;
 			r->holders[k].line = ev->a2;
-			break;
 		}
+		break;
 	}
 }
 
@@ -397,6 +406,7 @@ void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 		res_changed(p, r);
 		return;
 	case WEFT_EV_RES_SITE:
+	case WEFT_EV_RES_LABEL:
 		on_site(p, ev);
 		return;
 	case WEFT_EV_RES_DROP:
@@ -549,6 +559,88 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
 	res_warn(p, WEFT_WARN_CHANNEL_FULL, t, now, r->win_max_wait, d);
 }
 
+/*
+ * Blocking-queue: jobs kept waiting for a pool thread past the
+ * threshold.  What held the threads: the jobs running now, grouped by
+ * the task that submitted them and their name; the warning's task is the
+ * one with the most (the longest-held on a tie).
+ */
+static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
+				uint64_t waiting_now)
+{
+	enum { TOP = 3 };
+	struct grp {
+		uint64_t task;
+		const char *label, *file;
+		uint32_t line, n;
+		uint64_t since;
+	} g[TOP] = { { 0 } };
+	unsigned ng = 0, best = 0;
+	char d[512], who[TOP][200], site[80];
+	task_rec_t *t;
+	size_t len;
+
+	for (uint32_t i = 0; i < r->nh; i++) {
+		const res_holder_t *h = &r->holders[i];
+		unsigned k;
+
+		for (k = 0; k < ng; k++)
+			if (g[k].task == h->task && g[k].label == h->label)
+				break;
+		if (k == ng) {
+			if (ng == TOP)
+				continue;
+			g[ng++] = (struct grp){ .task = h->task,
+						.label = h->label,
+						.file = h->file,
+						.line = h->line,
+						.since = h->since };
+		}
+		g[k].n++;
+		if (h->since < g[k].since)
+			g[k].since = h->since;
+	}
+	for (unsigned k = 1; k < ng; k++)
+		if (g[k].n > g[best].n ||
+		    (g[k].n == g[best].n && g[k].since < g[best].since))
+			best = k;
+	for (unsigned k = 0; k < ng; k++) {
+		const task_rec_t *gt = g[k].task ? weft__collector_task_find(
+							   p, g[k].task) :
+						   NULL;
+
+		fmt_site(site, sizeof(site), g[k].file, g[k].line);
+		if (g[k].task)
+			snprintf(who[k], sizeof(who[k]),
+				 "%u x \"%s\" (%s) of task %llu (%s)", g[k].n,
+				 g[k].label ? g[k].label : "unnamed", site,
+				 (unsigned long long)g[k].task, task_label(gt));
+		else
+			snprintf(who[k], sizeof(who[k]),
+				 "%u x \"%s\" (%s) of a plain thread", g[k].n,
+				 g[k].label ? g[k].label : "unnamed", site);
+	}
+	len = (size_t)snprintf(d, sizeof(d),
+			       "blocking pool: %llu jobs waited > %.0f ms for "
+			       "a thread (max %.1f ms, %llu now); %u threads "
+			       "held by ",
+			       (unsigned long long)r->win_waits,
+			       (double)p->config.contention_ns / 1e6,
+			       (double)r->win_max_wait / 1e6,
+			       (unsigned long long)waiting_now, r->pub.nholders);
+	if (!ng && len < sizeof(d))
+		snprintf(d + len, sizeof(d) - len, "jobs not seen start");
+	for (unsigned k = 0; k < ng && len < sizeof(d); k++) {
+		unsigned o = (best + k) % ng; /* the guilty first */
+
+		len += (size_t)snprintf(d + len, sizeof(d) - len, "%s%s",
+					k ? ", " : "", who[o]);
+	}
+	t = ng && g[best].task ? weft__collector_task_find(p, g[best].task) :
+				 NULL;
+	res_warn(p, WEFT_WARN_BLOCKING_QUEUE, t, now, r->win_max_wait, d);
+}
+
 static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 {
 	uint64_t oldest = 0, waiting = 0;
@@ -586,6 +678,8 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		r->win_waits = waiting;
 	if (r->pub.kind == WEFT_RES_MPSC)
 		warn_channel_full(p, r, now, waiting);
+	else if (r->pub.kind == WEFT_RES_BLOCKING_POOL)
+		warn_blocking_queue(p, r, now, waiting);
 	else
 		warn_contention(p, r, now, waiting);
 	r->warned_at = now;
@@ -605,7 +699,8 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
 			if (r->pub.kind != WEFT_RES_MUTEX &&
 			    r->pub.kind != WEFT_RES_SEMAPHORE &&
-			    r->pub.kind != WEFT_RES_MPSC)
+			    r->pub.kind != WEFT_RES_MPSC &&
+			    r->pub.kind != WEFT_RES_BLOCKING_POOL)
 				continue;
 			if (r->win_waits || r->nw)
 				res_check_one(p, r, now);

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "resource_internal.h"
 #include "runtime_internal.h"
 
 #define B_DONE 1u
@@ -43,7 +44,12 @@ struct weft_blocking_s {
 	void *arg;
 	weft_blocking_discard_cb discard;
 	const char *name;
+	const char *file; /* where it was submitted, or NULL */
+	int line;
 	uint64_t task; /* the task that spawned the job, 0 for none (probe) */
+	/* While the probe listens: the pool's resource id when its wait for
+	 * a thread was told (RES_WAIT), else 0. */
+	uint64_t waited;
 	void *result; /* written before DONE is published */
 	weft_waker_t waker;
 	_Atomic uint32_t state;
@@ -213,25 +219,40 @@ static weft_blocking_t *queue_pop(blocking_pool_t *p)
 }
 
 #if WEFT_PROBE
-/* A job while the probe listens: timed, between a start and an end event. */
-__attribute__((noinline)) static void run_job_probed(weft_blocking_t *j)
+/*
+ * A job while the probe listens: its wait for a thread ends, it holds one
+ * of the pool's threads (a resource: whose job, submitted where, named
+ * what), timed between a start and an end event.  The pool outlives its
+ * threads' jobs: its resource is there throughout.
+ */
+__attribute__((noinline)) static void run_job_probed(blocking_pool_t *p,
+						     weft_blocking_t *j)
 {
-	uint64_t start = weft__probe_clock(), end;
+	uint64_t start, end;
 
-	weft__probe_emit_at(start, WEFT_EV_BLOCKING_START, j->task, 0, 0);
+	if (j->waited)
+		weft__res_emit_id(j->waited, WEFT_EV_RES_WAIT_END, j->task,
+				  WEFT_RES_OP_JOB);
+	weft__res_acquired(&p->res, j->task, j->file, j->line, j->name);
+	start = weft__probe_clock();
+	weft__probe_emit_at(start, WEFT_EV_BLOCKING_START, j->task,
+			    (uintptr_t)j->name, 0);
 	j->result = j->fn(j->arg);
 	end = weft__probe_clock();
 	weft__probe_emit_at(end, WEFT_EV_BLOCKING_END, j->task, end - start,
 			    0);
+	weft__res_emit(&p->res, WEFT_EV_RES_RELEASE, j->task, 1);
 }
 #endif
 
-static void run_job(weft_blocking_t *j)
+static void run_job(blocking_pool_t *p, weft_blocking_t *j)
 {
 #if WEFT_PROBE
 	if (__builtin_expect(weft__probe_on(), 0))
-		run_job_probed(j);
+		run_job_probed(p, j);
 	else
+#else
+	(void)p;
 #endif
 		j->result = j->fn(j->arg);
 	job_complete(j);
@@ -299,7 +320,7 @@ static void *pool_thread_main(void *arg)
 
 		if (j) {
 			pthread_mutex_unlock(&p->lock);
-			run_job(j);
+			run_job(p, j);
 			pthread_mutex_lock(&p->lock);
 			p->completed++;
 			continue;
@@ -375,7 +396,10 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 	j->arg = spec->arg;
 	j->discard = spec->discard;
 	j->name = spec->name;
+	j->file = spec->file;
+	j->line = spec->line;
 	j->task = weft__cur_task_id;
+	j->waited = 0;
 	j->result = NULL;
 	j->waker = WEFT_WAKER_EMPTY;
 	j->taken = false;
@@ -389,6 +413,16 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 		goto out_unlock;
 	}
 	queue_push(p, j);
+	/*
+	 * Under the lock, before a thread can take it: the wait's start is
+	 * stamped before its end, and the job's fields are the pool
+	 * thread's once it is popped.
+	 */
+	if (WEFT_PROBE_ON()) {
+		j->waited = p->res.id;
+		weft__res_emit(&p->res, WEFT_EV_RES_WAIT, j->task,
+			       WEFT_RES_OP_JOB);
+	}
 	if (p->nidle) {
 		p->nidle--;
 		p->nnotify++;
@@ -401,6 +435,11 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 		} else if (err) {
 			/* Nobody to run it: it is alone in the queue. */
 			queue_pop(p);
+			if (j->waited)
+				weft__res_emit_id(j->waited,
+						  WEFT_EV_RES_WAIT_END, j->task,
+						  WEFT_RES_OP_JOB |
+							  WEFT_RES_CANCELLED);
 		}
 	}
 	/* Else every thread is busy: the first one done takes it. */
@@ -415,8 +454,9 @@ out_unlock:
 	return 0;
 }
 
-int weft_spawn_blocking(weft_runtime_t *rt, weft_blocking_cb fn, void *arg,
-			weft_blocking_t **out)
+/* The function behind the macro, for callers that take its address. */
+int(weft_spawn_blocking)(weft_runtime_t *rt, weft_blocking_cb fn, void *arg,
+			 weft_blocking_t **out)
 {
 	weft_blocking_spec_t spec = { .fn = fn, .arg = arg };
 
@@ -442,6 +482,8 @@ void weft__blocking_init(blocking_pool_t *p, weft_runtime_t *rt,
 				       BLOCKING_DEFAULT_MAX_THREADS;
 	p->keep_alive_ns = keep_alive_ns ? keep_alive_ns :
 					   BLOCKING_DEFAULT_KEEP_ALIVE_NS;
+	weft__res_init(&p->res, WEFT_RES_BLOCKING_POOL, NULL, 0);
+	weft__res_name(&p->res, "blocking pool");
 }
 
 void weft__blocking_shutdown(blocking_pool_t *p)
@@ -484,6 +526,7 @@ void weft__blocking_shutdown(blocking_pool_t *p)
 
 void weft__blocking_fini(blocking_pool_t *p)
 {
+	weft__res_fini(&p->res);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 }

@@ -17,6 +17,7 @@
 
 #include "weft/blocking.h"
 #include "weft/metrics.h"
+#include "weft/resource.h"
 
 #define BLOCKING_DEFAULT_MAX_THREADS 512u
 #define BLOCKING_DEFAULT_KEEP_ALIVE_NS ((uint64_t)10 * 1000000000u)
@@ -49,6 +50,9 @@ struct blocking_pool_s {
 	unsigned nidle;    /* waiting and not yet notified */
 	unsigned nnotify;  /* notifications not yet taken by a waiter */
 	bool shutdown;     /* no new jobs; threads drain the queue and go */
+	/* What the probe sees: jobs wait on it for a thread, and hold one
+	 * while they run (blocking.c). */
+	weft_resource_t res;
 	/* For the metrics. */
 	uint64_t queued;
 	uint64_t peak;

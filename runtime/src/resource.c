@@ -91,6 +91,24 @@ void weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
 				    (uint32_t)weft__await_site->line);
 }
 
+void weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
+			int line, const char *label)
+{
+	uint64_t ts = weft__probe_clock();
+
+	if (!r->id)
+		return;
+	if (needs_announce(r))
+		announce(r, ts);
+	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, r->id, 1);
+	if (file)
+		weft__probe_emit_at(ts, WEFT_EV_RES_SITE, task, (uintptr_t)file,
+				    line > 0 ? (uint32_t)line : 0);
+	if (label)
+		weft__probe_emit_at(ts, WEFT_EV_RES_LABEL, task,
+				    (uintptr_t)label, 0);
+}
+
 void weft__res_emit_id(uint64_t id, uint8_t kind, uint64_t task, uint32_t a2)
 {
 	weft__probe_emit_at(weft__probe_clock(), kind, task, id, a2);

@@ -71,6 +71,15 @@ __attribute__((noinline, cold)) void weft__res_emit_id(uint64_t id,
 		(w)->res = 0;                                                  \
 	} while (0)
 
+/*
+ * RES_ACQUIRE of @r by @task, then RES_SITE with @file:@line (where it
+ * was asked for) and RES_LABEL with @label, each when known: a blocking
+ * job, started on a pool thread, says whose it is and what.
+ */
+__attribute__((noinline, cold)) void
+weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
+		   int line, const char *label);
+
 /* At _fini: RES_DROP if @r was announced while the probe listens. */
 void weft__res_fini(weft_resource_t *r);
 

@@ -39,7 +39,8 @@
 	X(LOCK_HELD_PENDING, 16, "lock-held-across-await",                    \
 	  "a1=lock, a2=held ns so far")                                       \
 	X(BLOCKING_START, 17, "blocking-start",                               \
-	  "task=spawner (0: none)")                                           \
+	  "task=spawner (0: none), a1=the job's name (static string, 0: "   \
+	  "none)")                                                            \
 	X(BLOCKING_END, 18, "blocking-end",                                   \
 	  "task=spawner (0: none), ts=end, a1=duration")                      \
 	X(TIMER_FIRE, 19, "timer-fire", "a2=timers fired")                    \
@@ -76,7 +77,10 @@
 	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised") \
 	X(RES_SITE, 34, "resource-site",                                      \
 	  "task=holder, a1=file of the await that acquired it (static "       \
-	  "string), a2=line; follows a RES_ACQUIRE")
+	  "string), a2=line; follows a RES_ACQUIRE")                         \
+	X(RES_LABEL, 35, "resource-label",                                    \
+	  "task=holder, a1=what it holds it for (static string: a blocking "  \
+	  "job's name); follows a RES_ACQUIRE")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,

@@ -47,6 +47,8 @@ typedef struct weft_blocking_spec_s {
 	void *arg;                        /* passed to @fn */
 	weft_blocking_discard_cb discard; /* optional: result nobody took */
 	const char *name;                 /* static string, or NULL */
+	const char *file;                 /* where submitted (WEFT_HERE) */
+	int line;
 } weft_blocking_spec_t;
 
 /**
@@ -82,6 +84,32 @@ WEFT_EXTERN int weft_spawn_blocking_with(weft_runtime_t *rt,
  */
 WEFT_EXTERN int weft_spawn_blocking(weft_runtime_t *rt, weft_blocking_cb fn,
 				    void *arg, weft_blocking_t **out);
+
+/*
+ * The short forms record the call's file and line, as weft_spawn() does,
+ * and the named one a name (a static string): the console and the
+ * blocking-queue warning say whose jobs fill the pool by them.
+ *
+ *	weft_spawn_blocking(rt, fn, arg, out)
+ *	weft_spawn_blocking_named(rt, name, fn, arg, out)
+ */
+static inline int weft__spawn_blocking_at(weft_runtime_t *rt, const char *name,
+					  weft_blocking_cb fn, void *arg,
+					  const char *file, int line,
+					  weft_blocking_t **out)
+{
+	/* Every field, in order: C and C++ alike. */
+	weft_blocking_spec_t spec = { fn, arg, NULL, name, file, line };
+
+	return weft_spawn_blocking_with(rt, &spec, out);
+}
+
+#define weft_spawn_blocking(rt, fn, arg, out)                                  \
+	weft__spawn_blocking_at((rt), NULL, (fn), (arg), __FILE__, __LINE__,  \
+				(out))
+#define weft_spawn_blocking_named(rt, name, fn, arg, out)                      \
+	weft__spawn_blocking_at((rt), (name), (fn), (arg), __FILE__,          \
+				__LINE__, (out))
 
 /**
  * weft_blocking_poll() - await the job's result.
