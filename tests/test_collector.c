@@ -236,6 +236,113 @@ static void test_no_sched_delay_across_drops(void **state)
 	assert_int_equal(delay_warnings(21), 1);
 }
 
+/* ------------------------------------------------------- resources */
+
+static weft_probe_resource_t res(uint64_t id, bool *found)
+{
+	const weft_probe_resource_t *r;
+	weft_probe_resource_t out = { 0 };
+
+	pthread_mutex_lock(&p->lock);
+	r = weft__collector_res(p, id);
+	*found = r != NULL;
+	if (r)
+		out = *r;
+	pthread_mutex_unlock(&p->lock);
+	return out;
+}
+
+/*
+ * A notify finalised with a task queued on it: the drop is said and the
+ * resource forgotten; the waiter's end, made after (its future saw the
+ * close), must not bring it back as a resource of no kind, and the task
+ * waits no more.
+ */
+static void test_res_late_end_after_drop(void **state)
+{
+	bool found;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 30, 0, 0);
+	ev(ring_a, 2, WEFT_EV_RES_NEW, 0, 100, WEFT_RES_NOTIFY);
+	ev(ring_a, 2, WEFT_EV_RES_WAIT, 30, 100, WEFT_RES_OP_NOTIFIED);
+	poll(ring_a, 2, 3, 30, 0);
+	pass();
+	assert_int_equal(task(30).waiting_on, 100);
+	assert_int_equal(res(100, &found).nwaiters, 1);
+	ev(ring_b, 4, WEFT_EV_RES_DROP, 0, 100, 0);
+	pass();
+	assert_true(res(100, &found).dropped_ns > 0);
+	ev(ring_a, 5, WEFT_EV_RES_WAIT_END, 30, 100,
+	   WEFT_RES_OP_NOTIFIED | WEFT_RES_CLOSED);
+	pass();
+	assert_true(res(100, &found).dropped_ns > 0);
+	assert_int_equal(task(30).waiting_on, 0);
+}
+
+/*
+ * A semaphore's holders count permits: A takes 2, B 1; A gives back 1,
+ * then 1: B still holds its one.  Permits given back by a task that holds
+ * none (a semaphore used as a signal) take nobody's.
+ */
+static void test_res_semaphore_permits(void **state)
+{
+	weft_probe_resource_t r;
+	bool found;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 31, 0, 0);
+	ev(ring_a, 1, WEFT_EV_SPAWN, 32, 0, 0);
+	ev(ring_a, 1, WEFT_EV_SPAWN, 33, 0, 0);
+	ev(ring_a, 2, WEFT_EV_RES_NEW, 0, 101, WEFT_RES_SEMAPHORE);
+	ev(ring_a, 2, WEFT_EV_RES_ACQUIRE, 31, 101, 2);
+	ev(ring_a, 3, WEFT_EV_RES_ACQUIRE, 32, 101, 1);
+	ev(ring_a, 4, WEFT_EV_RES_RELEASE, 31, 101, 1);
+	ev(ring_a, 5, WEFT_EV_RES_RELEASE, 31, 101, 1);
+	ev(ring_a, 6, WEFT_EV_RES_RELEASE, 33, 101, 1);
+	pass();
+	r = res(101, &found);
+	assert_true(found);
+	assert_int_equal(r.nholders, 1);
+	assert_int_equal(r.holders[0], 32);
+	assert_int_equal(r.acquires, 2);
+}
+
+/*
+ * Ends a pass before their starts (another ring, read later): a wait's
+ * end before the wait, a release before its acquire.  Nobody is left
+ * waiting or holding.
+ */
+static void test_res_end_before_start(void **state)
+{
+	weft_probe_resource_t r;
+	bool found;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 34, 0, 0);
+	ev(ring_a, 1, WEFT_EV_RES_NEW, 0, 102, WEFT_RES_MUTEX);
+	ev(ring_a, 6, WEFT_EV_RES_WAIT_END, 34, 102,
+	   WEFT_RES_OP_ACQUIRE | WEFT_RES_ACQUIRED | 1u << 16);
+	ev(ring_a, 8, WEFT_EV_RES_RELEASE, 34, 102, 1);
+	pass();
+	ev(ring_b, 3, WEFT_EV_RES_WAIT, 34, 102, WEFT_RES_OP_ACQUIRE);
+	pass();
+	r = res(102, &found);
+	assert_true(found);
+	assert_int_equal(r.nwaiters, 0);
+	assert_int_equal(r.nholders, 0);
+	assert_int_equal(task(34).waiting_on, 0);
+
+	/* And a release a pass before its acquire. */
+	ev(ring_a, 20, WEFT_EV_RES_RELEASE, 34, 102, 1);
+	pass();
+	ev(ring_b, 18, WEFT_EV_RES_ACQUIRE, 34, 102, 1);
+	pass();
+	r = res(102, &found);
+	assert_int_equal(r.nholders, 0);
+	assert_int_equal(r.acquires, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +358,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_no_sched_delay_across_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_late_end_after_drop,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_semaphore_permits,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_end_before_start,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -450,6 +450,9 @@ size_t weft__collector_res_list(struct probe *p, bool all, uint64_t now,
 void weft__collector_res_published(struct probe *p);
 void weft__collector_res_stop(struct probe *p);
 size_t weft__collector_res_count(const struct probe *p);
+/* Resource @id as published (its lists brought up to date), or NULL. */
+const weft_probe_resource_t *weft__collector_res(struct probe *p,
+						 uint64_t id);
 
 /* collector_workers.c */
 void weft__collector_sample_workers(struct probe *p, uint64_t now);

@@ -26,6 +26,11 @@
 #define RES_WARN_EVERY_NS 1000000000ull
 /* How often the ongoing waits are looked at. */
 #define RES_CHECK_EVERY_NS 250000000ull
+/* Ends kept for their starts to come (early_note()). */
+#define RES_EARLY 4
+/* A dropped resource is kept this long after it was said, so that late
+ * events about it (a waiter's end) find it and do not make it anew. */
+#define RES_TOMB_NS 2000000000ull
 /* acquires_per_s: over windows of this length. */
 #define RES_RATE_NS 1000000000ull
 
@@ -63,6 +68,13 @@ struct res_rec_s {
 	uint32_t win_hold_line;
 	uint64_t warned_at;
 	uint64_t ongoing_warned; /* the oldest wait already warned of */
+	/* Ends seen before their starts (early_note()). */
+	struct res_early {
+		uint64_t task, ts;
+		uint8_t kind; /* RES_WAIT_END or RES_RELEASE; 0: free */
+	} early[RES_EARLY];
+	unsigned nearly;
+	bool said_dropped; /* published with its drop: a tombstone now */
 	bool changed;
 	struct res_rec_s *hnext, *cnext;
 };
@@ -151,17 +163,6 @@ static void res_free(res_rec_t *r)
 	free(r);
 }
 
-static void res_unlink(struct probe *p, res_rec_t *r)
-{
-	res_rec_t **pp = &p->res_table[res_hash(p, r->pub.id)];
-
-	while (*pp && *pp != r)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = r->hnext;
-	p->nres--;
-}
-
 static weft_hist_t *res_hist(res_rec_t *r, unsigned i)
 {
 	if (!r->hists)
@@ -221,12 +222,61 @@ static void task_waited(struct probe *p, uint64_t task, uint64_t id)
 	weft__collector_task_changed(p, t);
 }
 
+/* Whether task @id is gone (finished, or no longer known). */
+static bool task_gone(struct probe *p, uint64_t id)
+{
+	task_rec_t *t = id ? weft__collector_task_find(p, id) : NULL;
+
+	return id && (!t || t->in_done);
+}
+
 /* --------------------------------------------------------- the events */
 
-static void on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+/*
+ * An end that came before its start.  The rings are merged a pass at a
+ * time: an event pushed on one ring after its tail was read may have
+ * caused one on another ring read later in the same pass (a task moved
+ * between workers), so a wait's end or a hold's release can come a pass
+ * before the wait or the acquire.  Kept (a few per resource) for the
+ * start to find and cancel, instead of leaving a waiter or holder that
+ * never ends.
+ */
+static void early_note(res_rec_t *r, uint8_t kind, uint64_t task, uint64_t ts)
+{
+	struct res_early *e = &r->early[r->nearly++ % RES_EARLY];
+
+	e->kind = kind;
+	e->task = task;
+	e->ts = ts;
+}
+
+static bool early_take(res_rec_t *r, uint8_t kind, uint64_t task, uint64_t ts,
+		       uint64_t *end)
+{
+	for (unsigned i = 0; i < RES_EARLY; i++) {
+		struct res_early *e = &r->early[i];
+
+		if (e->kind == kind && e->task == task && e->ts >= ts) {
+			*end = e->ts;
+			e->kind = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 {
 	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
+	uint64_t end;
 
+	if (early_take(r, WEFT_EV_RES_WAIT_END, ev->task, ev->ts, &end))
+		return false;
+	/* A countdown's waiter polls again and again: listed once. */
+	if (r->pub.kind == WEFT_RES_COUNTDOWN)
+		for (uint32_t i = 0; i < r->nw; i++)
+			if (r->waiters[i].task == ev->task)
+				return false;
 	r->pub.nwaiters++;
 	if (track_grow((void **)&r->waiters, &r->capw, r->nw,
 		       sizeof(*r->waiters)))
@@ -234,6 +284,7 @@ static void on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 			(res_waiter_t){ .task = ev->task, .since = ev->ts,
 					.op = op };
 	task_waits(p, ev->task, r->pub.id, ev->ts, op);
+	return true;
 }
 
 /* The task that has held @r longest, now or in a release since the
@@ -264,7 +315,16 @@ static bool waits_count(const res_rec_t *r, uint8_t op)
 	}
 }
 
-static void on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+/* A window of warnings opens: the holds before it are not its blame. */
+static void window_open(res_rec_t *r, uint64_t since)
+{
+	r->win_first_at = since;
+	r->win_hold_task = r->win_hold_ns = 0;
+	r->win_hold_file = NULL;
+	r->win_hold_line = 0;
+}
+
+static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 {
 	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
 	uint64_t since = 0, waited;
@@ -281,65 +341,135 @@ static void on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		found = true;
 		break;
 	}
-	/* Listed or not (past RES_TRACK), one waiter fewer; none when it
-	 * never waited (a countdown's READY). */
-	if (!found && r->pub.nwaiters <= r->nw)
-		return;
+	task_waited(p, ev->task, r->pub.id);
+	if (!found) {
+		/* Past RES_TRACK: one of the waiters not listed. */
+		if (r->pub.nwaiters > r->nw) {
+			r->pub.nwaiters--;
+			return true;
+		}
+		/* Its start is yet to come, or never came (a countdown's
+		 * READY for a task that did not wait). */
+		if (r->pub.kind != WEFT_RES_COUNTDOWN)
+			early_note(r, WEFT_EV_RES_WAIT_END, ev->task, ev->ts);
+		return false;
+	}
 	if (r->pub.nwaiters)
 		r->pub.nwaiters--;
-	task_waited(p, ev->task, r->pub.id);
-	if (!found || (ev->a2 & WEFT_RES_CANCELLED) || ev->ts < since)
-		return;
+	if ((ev->a2 & WEFT_RES_CANCELLED) || ev->ts < since)
+		return true;
 	waited = ev->ts - since;
 	r->pub.waits++;
 	if ((h = res_hist(r, 0)))
 		weft_hist_record(h, waited);
-	if (waited > p->config.contention_ns && waits_count(r, op)) {
+	/* A wait already warned of as ongoing is not counted again. */
+	if (waited > p->config.contention_ns && waits_count(r, op) &&
+	    since != r->ongoing_warned) {
 		if (!r->win_waits)
-			r->win_first_at = since;
+			window_open(r, since);
 		r->win_waits++;
 		if (waited > r->win_max_wait)
 			r->win_max_wait = waited;
 	}
+	return true;
 }
 
-static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
+		       uint32_t n)
 {
-	uint32_t n = ev->a2 ? ev->a2 : 1;
 	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
 						    : MAX_PROBE_WORKERS;
+	uint64_t end;
+	weft_hist_t *h;
 
 	r->pub.acquires++;
 	r->rate_acq++;
+	p->res_last_acq[w].task = ev->task;
+	p->res_last_acq[w].res = r->pub.id;
+	/* Released already (its release came first): a hold, over. */
+	if (early_take(r, WEFT_EV_RES_RELEASE, ev->task, ev->ts, &end)) {
+		if ((h = res_hist(r, 1)))
+			weft_hist_record(h, end - ev->ts);
+		return;
+	}
+	/*
+	 * A mutex has one holder: any other listed is stale (its release
+	 * lost, or taken for another's).
+	 */
+	if (r->pub.kind == WEFT_RES_MUTEX) {
+		r->nh = 0;
+		r->pub.nholders = 0;
+	}
+	for (uint32_t k = 0; k < r->nh; k++) {
+		if (r->holders[k].task == ev->task && ev->task) {
+			/* More permits for a holder: one entry. */
+			r->holders[k].count += n;
+			return;
+		}
+	}
 	r->pub.nholders++;
 	if (track_grow((void **)&r->holders, &r->caph, r->nh,
 		       sizeof(*r->holders)))
 		r->holders[r->nh++] = (res_holder_t){ .task = ev->task,
 						      .since = ev->ts,
 						      .count = n };
-	p->res_last_acq[w].task = ev->task;
-	p->res_last_acq[w].res = r->pub.id;
 }
 
-static void on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+/*
+ * A wait that ended holding it: the acquire, where the task waited (its
+ * parked site, which the PARKED_AT after its pending poll set).
+ */
+static void on_acquire_waited(struct probe *p, res_rec_t *r,
+			      const weft_event_t *ev)
 {
-	uint32_t i = 0;
+	uint32_t n = ev->a2 >> WEFT_RES_COUNT_SHIFT;
+	task_rec_t *t = ev->task ? weft__collector_task_find(p, ev->task) :
+				   NULL;
+
+	on_acquire(p, r, ev, n ? n : 1);
+	if (t && r->nh && r->holders[r->nh - 1].task == ev->task) {
+		r->holders[r->nh - 1].file = t->pub.parked_file;
+		r->holders[r->nh - 1].line = t->pub.parked_line;
+	}
+}
+
+static void holder_drop(res_rec_t *r, uint32_t i)
+{
+	memmove(&r->holders[i], &r->holders[i + 1],
+		(r->nh - i - 1) * sizeof(*r->holders));
+	r->nh--;
+	if (r->pub.nholders)
+		r->pub.nholders--;
+}
+
+static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
+{
+	uint32_t n = ev->a2 ? ev->a2 : 1, i;
 	uint64_t held;
 	weft_hist_t *h;
 
 	(void)p;
-	if (!r->nh) {
-		/* Taken before we listened, or not listed. */
-		if (r->pub.nholders)
-			r->pub.nholders--;
-		return;
-	}
-	/* The releasing task's hold; else the oldest (a lock released by
-	 * another task than the one that took it). */
-	for (uint32_t k = 0; k < r->nh; k++) {
-		if (r->holders[k].task == ev->task) {
-			i = k;
+	for (i = 0; i < r->nh; i++)
+		if (r->holders[i].task == ev->task)
 			break;
+	if (i == r->nh) {
+		/*
+		 * Not a holder.  A mutex unlocked by another task than the
+		 * one that locked it (its guard moved): the one holder's.
+		 * Else its acquire may be yet to come; or permits released
+		 * by a task that never held them (a semaphore used as a
+		 * signal): nobody's.
+		 */
+		if (r->pub.kind == WEFT_RES_MUTEX && r->nh == 1 &&
+		    r->holders[0].since <= ev->ts) {
+			i = 0;
+		} else {
+			if (r->pub.nholders > r->nh)
+				r->pub.nholders--; /* one not listed */
+			else if (ev->task)
+				early_note(r, WEFT_EV_RES_RELEASE, ev->task,
+					   ev->ts);
+			return true;
 		}
 	}
 	held = ev->ts > r->holders[i].since ? ev->ts - r->holders[i].since : 0;
@@ -351,11 +481,11 @@ static void on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	}
 	window_holder(r, r->holders[i].task, held, r->holders[i].file,
 		      r->holders[i].line);
-	memmove(&r->holders[i], &r->holders[i + 1],
-		(r->nh - i - 1) * sizeof(*r->holders));
-	r->nh--;
-	if (r->pub.nholders)
-		r->pub.nholders--;
+	if (r->holders[i].count > n)
+		r->holders[i].count -= n;
+	else
+		holder_drop(r, i);
+	return true;
 }
 
 /* RES_SITE, RES_LABEL: of the holder the last RES_ACQUIRE on this
@@ -382,20 +512,57 @@ static void on_site(struct probe *p, const weft_event_t *ev)
 	}
 }
 
+/*
+ * Waiters and holders whose task is gone: a countdown or a channel left
+ * in a select, a semaphore's permits consumed (never released) by tasks
+ * that finished, events lost to full rings.  A mutex keeps a holder that
+ * finished: a lock a finished task still holds is worth seeing.
+ */
+static void res_sweep(struct probe *p, res_rec_t *r)
+{
+	bool changed = false;
+
+	for (uint32_t i = 0; i < r->nw;) {
+		if (task_gone(p, r->waiters[i].task)) {
+			memmove(&r->waiters[i], &r->waiters[i + 1],
+				(r->nw - i - 1) * sizeof(*r->waiters));
+			r->nw--;
+			if (r->pub.nwaiters)
+				r->pub.nwaiters--;
+			changed = true;
+		} else {
+			i++;
+		}
+	}
+	if (r->pub.kind == WEFT_RES_SEMAPHORE) {
+		for (uint32_t i = 0; i < r->nh;) {
+			if (task_gone(p, r->holders[i].task)) {
+				holder_drop(r, i);
+				changed = true;
+			} else {
+				i++;
+			}
+		}
+	}
+	if (changed)
+		res_changed(p, r);
+}
+
 void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 {
 	res_rec_t *r;
+	bool changed = true;
 
 	switch (ev->kind) {
 	case WEFT_EV_RES_NEW:
-		if ((r = res_get(p, ev->a1, ev->ts))) {
+		if ((r = res_get(p, ev->a1, ev->ts)) && !r->pub.dropped_ns) {
 			r->pub.kind = (uint8_t)ev->a2;
 			res_changed(p, r);
 		}
 		return;
 	case WEFT_EV_RES_NAME:
 		/* task: the resource's id. */
-		if (!(r = res_get(p, ev->task, ev->ts)))
+		if (!(r = res_get(p, ev->task, ev->ts)) || r->pub.dropped_ns)
 			return;
 		if (ev->a2) {
 			r->pub.file = (const char *)(uintptr_t)ev->a1;
@@ -410,36 +577,54 @@ void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 		on_site(p, ev);
 		return;
 	case WEFT_EV_RES_DROP:
-		if ((r = res_find(p, ev->a1))) {
+		if ((r = res_find(p, ev->a1)) && !r->pub.dropped_ns) {
 			r->pub.dropped_ns = ev->ts;
 			res_changed(p, r);
 		}
 		return;
+	case WEFT_EV_RES_WAIT:
+	case WEFT_EV_RES_ACQUIRE:
+		/* Starts: a resource first heard of by them is made. */
+		r = res_get(p, ev->a1, ev->ts);
+		break;
 	default:
+		/* Ends, and the owner: never bring back one dropped and
+		 * forgotten (a waiter ended after its notify was gone). */
+		r = res_find(p, ev->a1);
 		break;
 	}
-	if (!(r = res_get(p, ev->a1, ev->ts)))
+	if (!r || r->pub.dropped_ns) {
+		/* Still, the task waits no more. */
+		if (ev->kind == WEFT_EV_RES_WAIT_END)
+			task_waited(p, ev->task, ev->a1);
 		return;
+	}
 	switch (ev->kind) {
 	case WEFT_EV_RES_WAIT:
-		on_wait(p, r, ev);
+		changed = on_wait(p, r, ev);
 		break;
 	case WEFT_EV_RES_WAIT_END:
-		on_wait_end(p, r, ev);
+		changed = on_wait_end(p, r, ev);
+		if (ev->a2 & WEFT_RES_ACQUIRED) {
+			on_acquire_waited(p, r, ev);
+			changed = true;
+		}
 		break;
 	case WEFT_EV_RES_ACQUIRE:
-		on_acquire(p, r, ev);
+		on_acquire(p, r, ev, ev->a2 ? ev->a2 : 1);
 		break;
 	case WEFT_EV_RES_RELEASE:
-		on_release(p, r, ev);
+		changed = on_release(p, r, ev);
 		break;
 	case WEFT_EV_RES_OWNER:
+		changed = r->pub.owner != ev->task;
 		r->pub.owner = ev->task;
 		break;
 	default:
 		return;
 	}
-	res_changed(p, r);
+	if (changed)
+		res_changed(p, r);
 }
 
 /* --------------------------------------------------------- warnings */
@@ -696,7 +881,23 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 		return;
 	p->res_checked_at = now;
 	for (size_t i = 0; i < p->res_table_size; i++) {
-		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
+		res_rec_t **pp = &p->res_table[i], *r;
+
+		while ((r = *pp)) {
+			/* A tombstone past its time: forgotten. */
+			if (r->said_dropped && !r->changed &&
+			    now > r->pub.dropped_ns + RES_TOMB_NS) {
+				*pp = r->hnext;
+				p->nres--;
+				res_free(r);
+				continue;
+			}
+			pp = &r->hnext;
+			if (r->pub.dropped_ns)
+				continue;
+			if (r->nw || (r->nh && r->pub.kind ==
+						       WEFT_RES_SEMAPHORE))
+				res_sweep(p, r);
 			if (r->pub.kind != WEFT_RES_MUTEX &&
 			    r->pub.kind != WEFT_RES_SEMAPHORE &&
 			    r->pub.kind != WEFT_RES_MPSC &&
@@ -727,12 +928,14 @@ static void res_sync(res_rec_t *r, uint64_t now)
 	       (WEFT_RES_LIST - n) * sizeof(r->pub.waiters[0]));
 	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
 	if (now >= r->rate_at + RES_RATE_NS) {
+		double was = r->pub.acquires_per_s;
+
 		r->pub.acquires_per_s =
 			(double)r->rate_acq * 1e9 / (double)(now - r->rate_at);
 		r->rate_at = now;
 		r->rate_acq = 0;
-		/* The rate moves without events: say it. */
-		r->changed = r->changed || r->pub.acquires_per_s != 0;
+		/* The rate moves without events (down to 0): say it. */
+		r->changed = r->changed || r->pub.acquires_per_s != was;
 	}
 }
 
@@ -770,9 +973,11 @@ size_t weft__collector_res_list(struct probe *p, bool all, uint64_t now,
 	if (!v)
 		return 0;
 	if (all) {
+		/* Not the tombstones: said already, to be forgotten. */
 		for (size_t i = 0; i < p->res_table_size; i++)
 			for (res_rec_t *r = p->res_table[i]; r; r = r->hnext)
-				v[n++] = &r->pub;
+				if (!r->said_dropped)
+					v[n++] = &r->pub;
 	} else {
 		for (res_rec_t *r = p->res_changed; r; r = r->cnext)
 			v[n++] = &r->pub;
@@ -789,11 +994,9 @@ void weft__collector_res_published(struct probe *p)
 		next = r->cnext;
 		r->changed = false;
 		r->cnext = NULL;
-		/* Said once with its drop: gone. */
-		if (r->pub.dropped_ns) {
-			res_unlink(p, r);
-			res_free(r);
-		}
+		/* Said once with its drop: a tombstone (res_check frees it). */
+		if (r->pub.dropped_ns)
+			r->said_dropped = true;
 	}
 	p->res_changed = NULL;
 	p->nres_changed = 0;
@@ -823,4 +1026,13 @@ void weft__collector_res_stop(struct probe *p)
 size_t weft__collector_res_count(const struct probe *p)
 {
 	return p->nres;
+}
+
+const weft_probe_resource_t *weft__collector_res(struct probe *p, uint64_t id)
+{
+	res_rec_t *r = res_find(p, id);
+
+	if (r)
+		res_sync(r, r->rate_at);
+	return r ? &r->pub : NULL;
 }

@@ -418,11 +418,9 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 	 * stamped before its end, and the job's fields are the pool
 	 * thread's once it is popped.
 	 */
-	if (WEFT_PROBE_ON()) {
-		j->waited = p->res.id;
-		weft__res_emit(&p->res, WEFT_EV_RES_WAIT, j->task,
-			       WEFT_RES_OP_JOB);
-	}
+	if (WEFT_PROBE_ON())
+		j->waited = weft__res_emit(&p->res, WEFT_EV_RES_WAIT, j->task,
+					   WEFT_RES_OP_JOB);
 	if (p->nidle) {
 		p->nidle--;
 		p->nnotify++;

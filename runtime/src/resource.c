@@ -9,14 +9,34 @@
 
 /*
  * Relaxed: an id only has to be unique, and a fetch_add gives each caller
- * its own value whatever the order.
+ * its own value whatever the order.  Taken when a resource is first
+ * announced, not at init: a primitive made per request while nobody
+ * listens writes nothing shared.
  */
 static _Atomic uint64_t res_next;
+
+/*
+ * @r's id, given it now if it has none.  Two threads announcing it at
+ * once: one CAS wins, the other takes the winner's id (relaxed: the id is
+ * a name, ordering nothing).
+ */
+static uint64_t res_id(weft_resource_t *r)
+{
+	uint64_t id = __atomic_load_n(&r->id, __ATOMIC_RELAXED), want;
+
+	if (id)
+		return id;
+	want = fetch_add_relaxed(&res_next, 1) + 1;
+	if (__atomic_compare_exchange_n(&r->id, &id, want, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return want;
+	return id;
+}
 
 void weft__res_init(weft_resource_t *r, uint8_t kind, const char *file,
 		    int line)
 {
-	r->id = fetch_add_relaxed(&res_next, 1) + 1;
+	r->id = 0;
 	r->name = NULL;
 	r->file = file;
 	r->line = line > 0 ? (uint32_t)line : 0;
@@ -27,17 +47,30 @@ void weft__res_init(weft_resource_t *r, uint8_t kind, const char *file,
 	r->reserved2_ = 0;
 }
 
-static void announce(weft_resource_t *r, uint64_t ts)
+static bool needs_announce(weft_resource_t *r);
+
+static void announce(weft_resource_t *r, uint64_t id, uint64_t ts)
 {
-	weft__probe_emit_at(ts, WEFT_EV_RES_NEW, 0, r->id, r->kind);
-	if (r->file)
-		weft__probe_emit_at(ts, WEFT_EV_RES_NAME, r->id, (uintptr_t)r->file,
-				    r->line ? r->line : 1);
 	/* Relaxed: a name set on another thread shows at its own emit. */
 	const char *name = __atomic_load_n(&r->name, __ATOMIC_RELAXED);
+
+	weft__probe_emit_at(ts, WEFT_EV_RES_NEW, 0, id, r->kind);
+	if (r->file)
+		weft__probe_emit_at(ts, WEFT_EV_RES_NAME, id,
+				    (uintptr_t)r->file, r->line ? r->line : 1);
 	if (name)
-		weft__probe_emit_at(ts, WEFT_EV_RES_NAME, r->id,
-				    (uintptr_t)name, 0);
+		weft__probe_emit_at(ts, WEFT_EV_RES_NAME, id, (uintptr_t)name,
+				    0);
+}
+
+/* @r's id, announced first if this listening period has not heard it. */
+static uint64_t heard(weft_resource_t *r, uint64_t ts)
+{
+	uint64_t id = res_id(r);
+
+	if (needs_announce(r))
+		announce(r, id, ts);
+	return id;
 }
 
 /*
@@ -57,6 +90,21 @@ static bool needs_announce(weft_resource_t *r)
 	return true;
 }
 
+/*
+ * Within a poll, the poll's start stamp, as the other events a poll makes
+ * take (probe_internal.h): a clock read is most of an event's cost, and a
+ * contended lock makes five events a handoff.  Waits and holds are then
+ * measured from poll to poll: one that begins and ends within one poll
+ * reads 0, and those are not what a convoy is made of.  Elsewhere (a
+ * blocking pool thread, a plain thread), the clock.
+ */
+static uint64_t stamp(void)
+{
+	uint64_t ts = weft__probe_poll_ts;
+
+	return ts ? ts : weft__probe_clock();
+}
+
 void weft__res_name(weft_resource_t *r, const char *name)
 {
 	/* Relaxed: see announce(). */
@@ -66,41 +114,38 @@ void weft__res_name(weft_resource_t *r, const char *name)
 	    __atomic_load_n(&r->gen, __ATOMIC_RELAXED) ==
 		    load_relaxed(&weft__probe_listen_gen))
 		weft__probe_emit_at(weft__probe_clock(), WEFT_EV_RES_NAME,
-				    r->id, (uintptr_t)name, 0);
+				    res_id(r), (uintptr_t)name, 0);
 #endif
 }
 
-void weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
-		    uint32_t a2)
+uint64_t weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
+			uint32_t a2)
 {
-	/*
-	 * The clock, not the poll's start stamp: holds and waits inside one
-	 * poll are measured, and the events stay in order on this ring.
-	 */
-	uint64_t ts = weft__probe_clock();
+	uint64_t ts = stamp(), id = heard(r, ts);
 
-	if (!r->id)
-		return; /* never initialised: nothing to say */
-	if (needs_announce(r))
-		announce(r, ts);
-	weft__probe_emit_at(ts, kind, task, r->id, a2);
-	if (kind == WEFT_EV_RES_ACQUIRE && weft__await_site &&
-	    weft__await_site->file)
+	weft__probe_emit_at(ts, kind, task, id, a2);
+	return id;
+}
+
+void weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n)
+{
+	uint64_t ts = stamp(), id = heard(r, ts);
+	const weft_site_t *site = weft__await_site;
+
+	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, id, n);
+	/* The await this poll evaluated last: the acquiring future's. */
+	if (site && site->file)
 		weft__probe_emit_at(ts, WEFT_EV_RES_SITE, task,
-				    (uintptr_t)weft__await_site->file,
-				    (uint32_t)weft__await_site->line);
+				    (uintptr_t)site->file,
+				    (uint32_t)site->line);
 }
 
 void weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
 			int line, const char *label)
 {
-	uint64_t ts = weft__probe_clock();
+	uint64_t ts = stamp(), id = heard(r, ts);
 
-	if (!r->id)
-		return;
-	if (needs_announce(r))
-		announce(r, ts);
-	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, r->id, 1);
+	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, id, 1);
 	if (file)
 		weft__probe_emit_at(ts, WEFT_EV_RES_SITE, task, (uintptr_t)file,
 				    line > 0 ? (uint32_t)line : 0);
@@ -111,17 +156,20 @@ void weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
 
 void weft__res_emit_id(uint64_t id, uint8_t kind, uint64_t task, uint32_t a2)
 {
-	weft__probe_emit_at(weft__probe_clock(), kind, task, id, a2);
+	weft__probe_emit_at(stamp(), kind, task, id, a2);
 }
 
 void weft__res_fini(weft_resource_t *r)
 {
 #if WEFT_PROBE
-	if (r->id && weft__probe_on() &&
+	uint64_t id = __atomic_load_n(&r->id, __ATOMIC_RELAXED);
+
+	if (id && weft__probe_on() &&
 	    __atomic_load_n(&r->gen, __ATOMIC_RELAXED) ==
 		    load_relaxed(&weft__probe_listen_gen))
 		weft__probe_emit_at(weft__probe_clock(), WEFT_EV_RES_DROP, 0,
-				    r->id, 0);
+				    id, 0);
+#else
+	(void)r;
 #endif
-	r->id = 0;
 }

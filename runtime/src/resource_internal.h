@@ -28,13 +28,22 @@ void weft__res_name(weft_resource_t *r, const char *name);
 
 /*
  * Emits event @kind about @r for @task: announces @r first if this
- * listening period has not heard of it.  RES_ACQUIRE is followed by a
- * RES_SITE naming the await that acquired it, when one is known.  Out of
- * line: the operations' fast paths keep a load, a test and a branch.
+ * listening period has not heard of it (its id is taken then: a resource
+ * nobody heard of has none).  Return: the id.  Out of line: the
+ * operations' fast paths keep a load, a test and a branch.
  */
-__attribute__((noinline, cold)) void weft__res_emit(weft_resource_t *r,
-						    uint8_t kind, uint64_t task,
-						    uint32_t a2);
+__attribute__((noinline, cold)) uint64_t weft__res_emit(weft_resource_t *r,
+							uint8_t kind,
+							uint64_t task,
+							uint32_t a2);
+
+/*
+ * RES_ACQUIRE of @n by @task, then RES_SITE naming the await this poll
+ * evaluated last, when there is one: for an acquire future's READY (not
+ * a try_lock, whose site would be some earlier await's).
+ */
+__attribute__((noinline, cold)) void
+weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n);
 
 /*
  * The same by id alone, for a waiter whose resource may be gone (freed by
@@ -52,12 +61,11 @@ __attribute__((noinline, cold)) void weft__res_emit_id(uint64_t id,
  */
 #define WEFT_RES_WAIT(rp, w, op)                                              \
 	do {                                                                   \
-		(w)->task = weft__cur_task_id;                                 \
 		(w)->res = 0;                                                  \
 		if (WEFT_PROBE_ON()) {                                         \
-			(w)->res = (rp)->id;                                  \
-			weft__res_emit((rp), WEFT_EV_RES_WAIT, (w)->task,     \
-				       (op));                                  \
+			(w)->task = weft__cur_task_id;                         \
+			(w)->res = weft__res_emit((rp), WEFT_EV_RES_WAIT,      \
+						  (w)->task, (op));            \
 		}                                                              \
 	} while (0)
 

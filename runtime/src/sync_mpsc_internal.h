@@ -138,6 +138,7 @@ typedef struct mpsc_s {
 	 * told of (the consumer's, while the probe listens). */
 	weft_resource_t res;
 	uint64_t rx_task;
+	uint32_t rx_gen; /* the listening period rx_task was told in */
 } mpsc_t;
 
 static inline uint32_t rx_wakers(uint32_t s)

@@ -209,6 +209,7 @@ void weft_mpsc_recv_init(weft_mpsc_recv_t *r, weft_mpsc_rx_t *rx, void *out)
 	r->out = out;
 	r->phase = R_IDLE;
 	r->status = 0;
+	r->task = 0;
 }
 
 enum reg { REG_SET, REG_ALREADY, REG_HANDED, REG_RETRY };
@@ -359,7 +360,7 @@ static void rx_unregister(mpsc_t *ch)
 static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
 {
 	if (r->phase == R_REGISTERED) {
-		WEFT_RES_EVENT(&ch->res, RES_WAIT_END, weft__cur_task_id,
+		WEFT_RES_EVENT(&ch->res, RES_WAIT_END, r->task,
 			       WEFT_RES_OP_RECV |
 				       (status ? WEFT_RES_CLOSED : 0));
 		rx_unregister(ch);
@@ -376,16 +377,21 @@ static weft_poll_t recv_done(mpsc_t *ch, weft_mpsc_recv_t *r, int status)
  * full channel's warning names it even if it never waits.  The consumer
  * alone writes rx_task.
  */
-static __attribute__((noinline, cold)) void rx_owner(mpsc_t *ch)
+static __attribute__((noinline, cold)) void rx_owner(mpsc_t *ch, uint32_t gen)
 {
 	ch->rx_task = weft__cur_task_id;
+	ch->rx_gen = gen;
 	weft__res_emit(&ch->res, WEFT_EV_RES_OWNER, ch->rx_task, 0);
 }
+/* Told again in each listening period: a new console hears it too. */
 #define RX_OWNER(ch)                                                           \
 	do {                                                                   \
-		if (__builtin_expect(weft__probe_on(), 0) &&                   \
-		    (ch)->rx_task != weft__cur_task_id)                        \
-			rx_owner(ch);                                          \
+		if (__builtin_expect(weft__probe_on(), 0)) {                   \
+			uint32_t g_ = load_relaxed(&weft__probe_listen_gen);   \
+			if ((ch)->rx_task != weft__cur_task_id ||              \
+			    (ch)->rx_gen != g_)                                \
+				rx_owner((ch), g_);                            \
+		}                                                              \
 	} while (0)
 #else
 #define RX_OWNER(ch) ((void)(ch))
@@ -394,9 +400,11 @@ static __attribute__((noinline, cold)) void rx_owner(mpsc_t *ch)
 /* The receiver's first PENDING: it waits for a message. */
 static weft_poll_t recv_wait(mpsc_t *ch, weft_mpsc_recv_t *r)
 {
-	if (r->phase != R_REGISTERED)
-		WEFT_RES_EVENT(&ch->res, RES_WAIT, weft__cur_task_id,
-			       WEFT_RES_OP_RECV);
+	if (r->phase != R_REGISTERED) {
+		/* Kept: its end may come from a drop on another thread. */
+		r->task = weft__cur_task_id;
+		WEFT_RES_EVENT(&ch->res, RES_WAIT, r->task, WEFT_RES_OP_RECV);
+	}
 	r->phase = R_REGISTERED;
 	return WEFT_PENDING;
 }
@@ -443,7 +451,7 @@ void weft_mpsc_recv_fini(weft_mpsc_recv_t *r)
 
 	if (r->phase != R_REGISTERED)
 		return;
-	WEFT_RES_EVENT(&ch->res, RES_WAIT_END, weft__cur_task_id,
+	WEFT_RES_EVENT(&ch->res, RES_WAIT_END, r->task,
 		       WEFT_RES_OP_RECV | WEFT_RES_CANCELLED);
 	r->phase = R_IDLE;
 	s = load_relaxed(&ch->rx_state);

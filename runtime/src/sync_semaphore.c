@@ -254,15 +254,22 @@ void weft_semaphore_acquire_init(weft_semaphore_acquire_t *acq,
 	acq->status = 0;
 }
 
-static weft_poll_t acquire_done(weft_semaphore_acquire_t *acq, int status)
+/* @told: a RES_WAIT_END said it acquired; else RES_ACQUIRE says it. */
+static weft_poll_t acquire_done_told(weft_semaphore_acquire_t *acq,
+				     int status, bool told)
 {
-	if (status == 0)
+	if (status == 0 && !told)
 		WEFT_RES_EVENT(&acq->sem->res, RES_ACQUIRE, weft__cur_task_id,
 			       acq->n);
 	acq->phase = ACQ_DONE;
 	acq->status = status;
 	weft__coop_progress();
 	return WEFT_READY;
+}
+
+static weft_poll_t acquire_done(weft_semaphore_acquire_t *acq, int status)
+{
+	return acquire_done_told(acq, status, false);
 }
 
 /* First poll, fast path failed: take what is there and queue for the rest. */
@@ -307,12 +314,20 @@ static weft_poll_t acquire_slow(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	return WEFT_PENDING;
 }
 
+/* RES_WAIT_END's a2 bits for a wait that ended holding @n permits. */
+static uint32_t res_acquired(uint32_t n)
+{
+	return WEFT_RES_ACQUIRED |
+	       (n > 0xffffu ? 0xffffu : n) << WEFT_RES_COUNT_SHIFT;
+}
+
 /* Polled again while queued: done, or keep waiting with this cx's waker. */
 static weft_poll_t acquire_queued(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 {
 	weft_semaphore_t *sem = acq->sem;
 	weft_waker_t old;
 	uint32_t state;
+	bool told;
 
 	pthread_mutex_lock(&sem->lock);
 	state = acq->waiter.state;
@@ -328,10 +343,13 @@ static weft_poll_t acquire_queued(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	 * holder's) before our return.
 	 */
 	pthread_mutex_unlock(&sem->lock);
+	/* Its RES_WAIT was told: its end says the acquire too. */
+	told = acq->waiter.res != 0 && WEFT_PROBE_ON();
 	WEFT_RES_WAIT_END(&acq->waiter,
 			  WEFT_RES_OP_ACQUIRE |
-				  (state == W_READY ? 0 : WEFT_RES_CLOSED));
-	return acquire_done(acq, state == W_READY ? 0 : -EPIPE);
+				  (state == W_READY ? res_acquired(acq->n) :
+						      WEFT_RES_CLOSED));
+	return acquire_done_told(acq, state == W_READY ? 0 : -EPIPE, told);
 }
 
 weft_poll_t weft_semaphore_acquire_poll(weft_semaphore_acquire_t *acq,

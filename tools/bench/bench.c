@@ -44,6 +44,7 @@ static const struct bench_shape *const shapes[] = {
 	&shape_ping_pong,
 	&shape_chained_spawn,
 	&shape_channel_throughput,
+	&shape_mutex_contended,
 	&shape_timers,
 	&shape_timers_1k,
 	&shape_yield_many_fiber,

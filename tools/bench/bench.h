@@ -68,6 +68,9 @@ extern const struct bench_shape shape_chained_spawn;
 /* shape_chan.c: the channel shape */
 extern const struct bench_shape shape_channel_throughput;
 
+/* shape_mutex.c: the contended async mutex (weft's own shape) */
+extern const struct bench_shape shape_mutex_contended;
+
 /* shape_time.c: the timer shapes (own result line) */
 extern const struct bench_shape shape_timers;
 extern const struct bench_shape shape_timers_1k;

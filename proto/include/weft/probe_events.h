@@ -65,8 +65,8 @@
 	  "task=waiter, a1=resource id, a2=op (weft_resource_op_t): the "     \
 	  "task queued on it")                                                \
 	X(RES_WAIT_END, 29, "resource-wait-end",                              \
-	  "task=waiter, a1=resource id, a2=op | WEFT_RES_CANCELLED or "       \
-	  "WEFT_RES_CLOSED: its wait ended (served unless flagged)")          \
+	  "task=waiter, a1=resource id, a2=op | WEFT_RES_CANCELLED, _CLOSED " \
+	  "or _ACQUIRED: its wait ended (served unless flagged)")             \
 	X(RES_ACQUIRE, 30, "resource-acquire",                                \
 	  "task=new holder, a1=resource id, a2=count (permits)")              \
 	X(RES_RELEASE, 31, "resource-release",                                \
@@ -134,6 +134,14 @@ typedef enum weft_resource_op_e {
 #define WEFT_RES_CANCELLED 0x100u
 /* RES_WAIT_END a2: the resource was closed under the waiter. */
 #define WEFT_RES_CLOSED 0x200u
+/*
+ * RES_WAIT_END a2: served, and the waiter now holds it (a lock; permits,
+ * their count in bits 16-31, saturated): the acquire in the same event,
+ * no RES_ACQUIRE follows.  Where it acquired it is where it waited (the
+ * task's PARKED_AT).
+ */
+#define WEFT_RES_ACQUIRED 0x400u
+#define WEFT_RES_COUNT_SHIFT 16
 
 /* Sources of a wake (WEFT_EV_WAKE a2). */
 #define WEFT_WAKE_SOURCES(X)                                                   \

@@ -505,6 +505,7 @@ typedef struct weft_mpsc_recv_s {
 	void *out;
 	uint8_t phase;
 	int status; /* read-only once READY: 0 or -EPIPE */
+	uint64_t task; /* while the probe listens: the waiting task */
 } weft_mpsc_recv_t;
 
 /**
