@@ -6,7 +6,8 @@
  * and garbage input.
  *
  * `test_wire --write-sample FILE` writes a small file of records instead
- * (one of each frame type) for the protoc check (tests/wire_protoc.sh).
+ * (one of each frame type) for the protoc check (tests/wire_protoc.sh);
+ * `--write-resources FILE` a trace about resources (tests/trace_res.sh).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -667,6 +668,106 @@ static int write_sample(const char *path)
 	append_all_types(&b, &hello);
 	n = realistic_events(ev, 256, 0);
 	encode_events(&b, ev, n, &batches);
+	fp = fopen(path, "wb");
+	if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp)) {
+		perror(path);
+		return 1;
+	}
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
+	return 0;
+}
+
+/*
+ * `test_wire --write-resources FILE`: a trace of one update and one
+ * batch about resources, for tests/trace_res.sh: tasks 1-4 live (1 holds
+ * mutex "cache", 2 and 3 wait on it, 4 waits to send on an unnamed mpsc
+ * initialised at demo.c:88), a semaphore dropped, and one event of each
+ * RES_* kind.
+ */
+static int write_resources(const char *path)
+{
+	static const char *const names[] = { "", "holder", "waiter-a",
+					     "waiter-b", "producer" };
+	weft_wire_buf_t b = { 0 };
+	weft_wire_hello_t hello;
+	weft_wire_batch_t batch;
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	weft_probe_stats_t st = { .now_ns = 3000000000ull,
+				  .start_ns = 1000000000ull,
+				  .workers = 1 };
+	weft_probe_task_t t[5];
+	const weft_probe_task_t *tp[4];
+	weft_hist_t wait = { 0 }, hold = { 0 };
+	weft_probe_resource_t r[3] = {
+		{ .id = 5, .kind = WEFT_RES_MUTEX, .name = "cache",
+		  .file = "app.c", .line = 20, .nholders = 1, .nwaiters = 2,
+		  .holders = { 1 }, .waiters = { 2, 3 }, .acquires = 300,
+		  .waits = 40, .longest_holder = 1,
+		  .longest_hold_ns = 7000000, .wait_hist = &wait,
+		  .hold_hist = &hold },
+		{ .id = 6, .kind = WEFT_RES_MPSC, .file = "demo.c",
+		  .line = 88, .nwaiters = 1, .waiters = { 4 }, .owner = 1,
+		  .acquires = 9 },
+		{ .id = 7, .kind = WEFT_RES_SEMAPHORE, .name = "permits",
+		  .dropped_ns = 2500000000ull, .acquires = 2 },
+	};
+	const weft_probe_resource_t *rp[] = { &r[0], &r[1], &r[2] };
+	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 4,
+				  .resources = rp, .nresources = 3,
+				  .full = true };
+	uint64_t ts = 2000000000ull;
+	weft_event_t ev[] = {
+		{ .ts = ts + 1, .kind = WEFT_EV_RES_NEW, .a1 = 5,
+		  .a2 = WEFT_RES_MUTEX },
+		{ .ts = ts + 2, .kind = WEFT_EV_RES_NAME, .a1 = 0x1234 },
+		{ .ts = ts + 3, .task = 1, .kind = WEFT_EV_RES_ACQUIRE,
+		  .a1 = 5, .a2 = 1 },
+		{ .ts = ts + 4, .task = 2, .kind = WEFT_EV_RES_WAIT, .a1 = 5,
+		  .a2 = WEFT_RES_OP_ACQUIRE },
+		{ .ts = ts + 5, .task = 4, .kind = WEFT_EV_RES_WAIT, .a1 = 6,
+		  .a2 = WEFT_RES_OP_SEND },
+		{ .ts = ts + 6, .task = 3, .kind = WEFT_EV_RES_WAIT_END,
+		  .a1 = 5, .a2 = WEFT_RES_OP_ACQUIRE | WEFT_RES_CANCELLED },
+		{ .ts = ts + 7, .task = 1, .kind = WEFT_EV_RES_RELEASE,
+		  .a1 = 7, .a2 = 2 },
+		{ .ts = ts + 8, .task = 1, .kind = WEFT_EV_RES_OWNER, .a1 = 6 },
+		{ .ts = ts + 9, .kind = WEFT_EV_RES_DROP, .a1 = 7 },
+	};
+	FILE *fp;
+
+	for (int i = 0; i < 100; i++) {
+		weft_hist_record(&wait, 2000000);
+		weft_hist_record(&hold, 500000);
+	}
+	for (unsigned i = 1; i <= 4; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].id = i;
+		t[i].name = names[i];
+		t[i].file = "app.c";
+		t[i].line = 100 + i;
+		t[i].spawned_ns = 1500000000ull;
+		t[i].polls = 1;
+		t[i].idle_since_ns = 2000000000ull;
+		tp[i - 1] = &t[i];
+	}
+	t[2].waiting_on = t[3].waiting_on = 5;
+	t[2].waiting_op = t[3].waiting_op = WEFT_RES_OP_ACQUIRE;
+	t[4].waiting_on = 6;
+	t[4].waiting_op = WEFT_RES_OP_SEND;
+	if (weft_wire_hello_init(&hello, 1, "mono", 1000000000ull) ||
+	    weft_wire_header_append(&b, &hello.msg, 0) ||
+	    weft_wire_update_append(&b, &u, 0))
+		return 1;
+	weft_wire_batch_init(&batch);
+	if (weft_wire_batch_encode(&batch, ev, sizeof(ev) / sizeof(ev[0])) !=
+	    (int)(sizeof(ev) / sizeof(ev[0])))
+		return 1;
+	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	f.events = &batch.msg;
+	if (weft_wire_record_append(&b, &f))
+		return 1;
+	weft_wire_batch_fini(&batch);
 	fp = fopen(path, "wb");
 	if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp)) {
 		perror(path);
@@ -1501,5 +1602,7 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--write-sample"))
 		return write_sample(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write-resources"))
+		return write_resources(argv[2]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
