@@ -14,12 +14,15 @@
 static const struct {
 	int width; /* negative: left-aligned */
 } cols[CON_COL_MAX] = {
-	[CON_COL_ID] = { 7 },	   [CON_COL_NAME] = { -16 },
+	/* Durations are at most 7 characters (con_fmt_ns): the row fits
+	 * 120 columns with PARKED AT, WAITING ON and LOCATION at their
+	 * labels' widths. */
+	[CON_COL_ID] = { 7 },	   [CON_COL_NAME] = { -13 },
 	[CON_COL_STATE] = { -9 },  [CON_COL_WORKER] = { 3 },
-	[CON_COL_POLLS] = { 8 },   [CON_COL_BUSY] = { 8 },
-	[CON_COL_SCHED] = { 8 },   [CON_COL_IDLE] = { 8 },
-	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 8 },
-	[CON_COL_WARN] = { 5 },	   [CON_COL_PARKED] = { -24 },
+	[CON_COL_POLLS] = { 7 },   [CON_COL_BUSY] = { 7 },
+	[CON_COL_SCHED] = { 7 },   [CON_COL_IDLE] = { 7 },
+	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 7 },
+	[CON_COL_WARN] = { 4 },	   [CON_COL_PARKED] = { -24 },
 	[CON_COL_WAITING] = { -24 }, [CON_COL_LOCATION] = { -30 },
 };
 
@@ -41,7 +44,7 @@ static int col_width(con_task_col_t c, int gw)
 		rest -= 1 + (cols[k].width < 0 ? -cols[k].width :
 						 cols[k].width);
 	rest -= 3; /* the three columns' own spaces */
-	loc = rest / 4;
+	loc = rest / 4 > 8 ? rest / 4 : 8;
 	waiting = (rest - loc + 1) / 2;
 	parked = rest - loc - waiting;
 	if (c == CON_COL_PARKED)

@@ -1118,8 +1118,8 @@ static void test_console_views_no_worker_and_cancelled(void **state)
 	assert_view(&s, CON_VIEW_WARNINGS,
 		    (const char *[]){ "events-dropped", "   - ", NULL }, no_65535);
 	assert_view(&s, CON_VIEW_TASKS,
-		    (const char *[]){ "hung             cancelled",
-				      "finished         done", NULL },
+		    (const char *[]){ "hung          cancelled",
+				      "finished      done", NULL },
 		    no_65535);
 	s.detail_task = 3;
 	assert_view(&s, CON_VIEW_DETAIL,
