@@ -228,7 +228,8 @@ void con_model_res_retain(con_model_t *m)
 	for (size_t i = 0; i < m->nres; i++) {
 		con_resource_t *r = m->res[i];
 
-		if (r->dropped_ns && r->dropped_ns + m->retain_ns <= m->now_ns) {
+		if (r->dropped_ns &&
+		    r->dropped_ns + m->retain_ns <= m->now_ns) {
 			res_free(m, r);
 			continue;
 		}
@@ -307,7 +308,8 @@ bool con_model_res_matches(const con_model_t *m, const con_resource_t *r)
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
 	return contains_ci(weft_resource_kind_name(r->kind), m->res_filter) ||
 	       contains_ci(r->name, m->res_filter) ||
-	       contains_ci(r->file, m->res_filter) || !strcmp(id, m->res_filter);
+	       contains_ci(r->file, m->res_filter) ||
+	       !strcmp(id, m->res_filter);
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -341,8 +343,9 @@ static int res_cmp(const void *pa, const void *pb, void *arg)
 		c = cmp_u64(a->nwaiters, b->nwaiters);
 		break;
 	case CON_RCOL_RATE:
-		c = a->acquires_per_s < b->acquires_per_s ? -1 :
-		    a->acquires_per_s > b->acquires_per_s;
+		c = a->acquires_per_s < b->acquires_per_s ?
+			    -1 :
+			    a->acquires_per_s > b->acquires_per_s;
 		break;
 	case CON_RCOL_WAIT_P50:
 		c = cmp_u64(a->wait_p50, b->wait_p50);

@@ -16,11 +16,11 @@
 static const struct {
 	int width; /* negative: left-aligned; 0: the rest (NAME) */
 } cols[CON_RCOL_MAX] = {
-	[CON_RCOL_ID] = { 7 },	      [CON_RCOL_KIND] = { -13 },
-	[CON_RCOL_NAME] = { 0 },      [CON_RCOL_HOLDERS] = { 5 },
-	[CON_RCOL_WAITERS] = { 6 },   [CON_RCOL_RATE] = { 7 },
-	[CON_RCOL_WAIT_P50] = { 8 },  [CON_RCOL_WAIT_P99] = { 8 },
-	[CON_RCOL_WAIT_MAX] = { 8 },  [CON_RCOL_HOLD_P99] = { 8 },
+	[CON_RCOL_ID] = { 7 },       [CON_RCOL_KIND] = { -13 },
+	[CON_RCOL_NAME] = { 0 },     [CON_RCOL_HOLDERS] = { 5 },
+	[CON_RCOL_WAITERS] = { 6 },  [CON_RCOL_RATE] = { 7 },
+	[CON_RCOL_WAIT_P50] = { 8 }, [CON_RCOL_WAIT_P99] = { 8 },
+	[CON_RCOL_WAIT_MAX] = { 8 }, [CON_RCOL_HOLD_P99] = { 8 },
 };
 
 /* NAME takes what the others leave (at least 12 columns). */
@@ -31,8 +31,8 @@ static int col_width(con_res_col_t c, int gw)
 	if (cols[c].width)
 		return cols[c].width < 0 ? -cols[c].width : cols[c].width;
 	for (int k = 0; k < CON_RCOL_MAX; k++)
-		rest -= 1 + (cols[k].width < 0 ? -cols[k].width :
-						 cols[k].width);
+		rest -= 1 +
+			(cols[k].width < 0 ? -cols[k].width : cols[k].width);
 	rest--; /* NAME's own space */
 	return rest > 12 ? rest : 12;
 }
@@ -137,16 +137,17 @@ static void resources_draw(const con_session_t *s, con_grid_t *g, int top,
 	     i < m->nres_list && y < top + rows; i++, y++) {
 		const con_resource_t *r = m->res_list[i];
 		bool sel = !s->once && i == s->sel[CON_VIEW_RESOURCES];
-		con_role_t role = sel		  ? CON_ROLE_SELECTED :
+		con_role_t role = sel           ? CON_ROLE_SELECTED :
 				  r->dropped_ns ? CON_ROLE_DIM :
-				  r->nwaiters	  ? CON_ROLE_WARN :
-						    CON_ROLE_NORMAL;
+				  r->nwaiters   ? CON_ROLE_WARN :
+						  CON_ROLE_NORMAL;
 
 		if (sel)
 			con_grid_fill_row(g, y, role);
 		x = 0;
 		for (int c = 0; c < CON_RCOL_MAX; c++) {
-			char buf[CON_RES_STR_MAX + 16], cut[CON_RES_STR_MAX + 16];
+			char buf[CON_RES_STR_MAX + 16],
+				cut[CON_RES_STR_MAX + 16];
 			int w = col_width(c, g->w);
 
 			cell_text(r, c, buf, sizeof(buf));
@@ -196,8 +197,7 @@ const con_view_t con_view_resources = {
 
 static const con_resource_t *shown(const con_session_t *s)
 {
-	uint64_t id = s->detail_res ? s->detail_res :
-				      con_resources_selected(s);
+	uint64_t id = s->detail_res ? s->detail_res : con_resources_selected(s);
 
 	return id ? con_model_resource(s->model, id) : NULL;
 }
@@ -222,8 +222,8 @@ uint64_t con_resource_row_task(const con_session_t *s, size_t i)
 }
 
 /* "task 41  worker-3  idle  spawned at app.c:12": one row. */
-static void task_row(const con_model_t *m, uint64_t id, bool waiter,
-		     char *buf, size_t len)
+static void task_row(const con_model_t *m, uint64_t id, bool waiter, char *buf,
+		     size_t len)
 {
 	const con_task_t *t = con_model_task(m, id);
 	char since[16];
@@ -260,8 +260,7 @@ static void resource_draw(const con_session_t *s, con_grid_t *g, int top,
 		return;
 	}
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
-	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
-			" %s %s  (resource %llu)%s",
+	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN, " %s %s  (resource %llu)%s",
 			weft_resource_kind_name(r->kind),
 			con_res_label(r, label, sizeof(label)),
 			(unsigned long long)r->id,

@@ -217,8 +217,7 @@ const char *tt_res_label(const tt_resource_t *x, char *buf, size_t len)
 	else if (x->file[0])
 		snprintf(buf, len, "%s %s:%u", kind, x->file, x->line);
 	else
-		snprintf(buf, len, "%s #%llu", kind,
-			 (unsigned long long)x->id);
+		snprintf(buf, len, "%s #%llu", kind, (unsigned long long)x->id);
 	return buf;
 }
 
@@ -228,8 +227,7 @@ static int top_cmp(const void *a, const void *b)
 		       *(const tt_resource_t *const *)b);
 }
 
-size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
-		  size_t max)
+size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out, size_t max)
 {
 	const tt_resource_t **all;
 	size_t n = 0, k;
