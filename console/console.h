@@ -102,6 +102,11 @@ typedef struct con_task_s {
 	/* While idle: when the stretch began (the end of its last pending
 	 * poll); 0 otherwise.  con_task_idle_ns() adds it up. */
 	uint64_t idle_since_ns;
+	/* The resource it waits on now (con_resource_t id; 0: none), since
+	 * when, for what (weft_resource_op_t). */
+	uint64_t waiting_on;
+	uint64_t waiting_since_ns;
+	uint8_t waiting_op;
 	/* [0] poll time, [1] scheduled time; NULL until an update carries
 	 * one (most tasks of a big process never get them). */
 	weft_hist_t *hist;
@@ -110,6 +115,62 @@ typedef struct con_task_s {
 	bool listed; /* in the model's list */
 	bool doomed; /* being retired (con_model_retain) */
 } con_task_t;
+
+/* Resources kept at most (a new one past that is counted, not kept);
+ * a dropped one stays retain_ns after it was dropped, as a finished
+ * task does.  Names and files longer than CON_RES_STR_MAX are cut. */
+#define CON_MAX_RESOURCES 65536
+#define CON_RES_STR_MAX 256
+
+/* A resource tasks wait on (weft_probe_resource_t as the updates say). */
+typedef struct con_resource_s {
+	uint64_t id;
+	uint8_t kind; /* weft_resource_kind_t; 0: not known */
+	/* Interned as task names are; "" when not known. */
+	const char *name;
+	const char *file;
+	uint32_t line;
+	uint64_t created_ns;
+	uint64_t dropped_ns; /* 0 while alive */
+	uint32_t nholders, nwaiters; /* whole counts */
+	/* The first of each (waiters in arrival order), as many as sent
+	 * (at most WEFT_RES_LIST). */
+	uint8_t nholders_kept, nwaiters_kept;
+	uint64_t holders[WEFT_RES_LIST];
+	uint64_t waiters[WEFT_RES_LIST];
+	uint64_t owner;
+	uint64_t acquires;
+	uint64_t waits;
+	double acquires_per_s;
+	uint64_t oldest_wait_ns;
+	uint64_t longest_holder;
+	uint64_t longest_hold_ns;
+	/* From the histograms, when they came: wait p50, p99, max; hold
+	 * p99 (0 until then). */
+	uint64_t wait_p50, wait_p99, wait_max, hold_p99;
+	/* [0] wait, [1] hold; NULL until an update carries one. */
+	weft_hist_t *hist;
+} con_resource_t;
+
+/* Resources view columns, in display order (sortable by any). */
+#define CON_RES_COLUMNS(X)                                                     \
+	X(ID, "ID")                                                           \
+	X(KIND, "KIND")                                                       \
+	X(NAME, "NAME")                                                       \
+	X(HOLDERS, "HOLD")                                                    \
+	X(WAITERS, "WAIT")                                                    \
+	X(RATE, "ACQ/S")                                                      \
+	X(WAIT_P50, "WAIT P50")                                               \
+	X(WAIT_P99, "WAIT P99")                                               \
+	X(WAIT_MAX, "WAIT MAX")                                               \
+	X(HOLD_P99, "HOLD P99")
+
+typedef enum con_res_col_e {
+#define CON_X(name, label) CON_RCOL_##name,
+	CON_RES_COLUMNS(CON_X)
+#undef CON_X
+	CON_RCOL_MAX
+} con_res_col_t;
 
 typedef struct con_worker_s {
 	bool seen;
@@ -186,6 +247,7 @@ typedef struct con_warning_s {
 	X(MAXPOLL, "MAXPOLL")                                                 \
 	X(WARN, "WARN")                                                       \
 	X(PARKED, "PARKED AT")                                                \
+	X(WAITING, "WAITING ON")                                              \
 	X(LOCATION, "LOCATION")
 
 typedef enum con_task_col_e {
@@ -260,7 +322,22 @@ typedef struct con_model_s {
 	char filter[64];
 	bool list_stale; /* tasks changed since the list was built */
 
+	/* Resources by id (con_model_resource), unordered; the Resources
+	 * view's list, sorted and filtered (con_model_res_resort). */
+	con_resource_t **res;
+	size_t nres;
+	uint64_t res_discarded; /* new ones past CON_MAX_RESOURCES */
+	const con_resource_t **res_list;
+	size_t nres_list;
+	con_res_col_t res_sort_col;
+	bool res_sort_invert;
+	char res_filter[64];
+	bool res_stale; /* resources changed since res_list was built */
+
 	/* private */
+	size_t res_cap, res_hash_cap, res_list_cap;
+	con_resource_t **res_hash;   /* open addressing by id */
+	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
 	size_t strs_cap, nstrs;
 	con_task_t **spare; /* retired tasks kept for reuse */
@@ -335,6 +412,28 @@ const char *con_fmt_worker(char *buf, size_t len, uint32_t worker);
 const char *con_worker_state_name(unsigned state);
 const char *con_task_col_label(con_task_col_t col);
 const char *con_mode_name(con_mode_t mode);
+/* "mutex cache", "mpsc demo.c:88", "resource 17" (not known yet), "-"
+ * (none): what @t waits on, as the views print it. */
+const char *con_task_waiting_text(const con_model_t *m, const con_task_t *t,
+				  char *buf, size_t len);
+
+/* ------------------------------------------------------- model_res.c */
+
+const con_resource_t *con_model_resource(const con_model_t *m, uint64_t id);
+/* Fold a Resource message in (malformed ones counted in bad_frames). */
+void con_model_res_set(con_model_t *m, const Weft__V1__Resource *x);
+/* Drop dropped resources older than retain_ns (called by update). */
+void con_model_res_retain(con_model_t *m);
+void con_model_res_free_all(con_model_t *m);
+/* "cache" or "demo.c:88" or "#17": a resource's name, as views print it. */
+const char *con_res_label(const con_resource_t *r, char *buf, size_t len);
+const char *con_res_col_label(con_res_col_t col);
+void con_model_res_set_sort(con_model_t *m, con_res_col_t col, bool invert);
+void con_model_res_set_filter(con_model_t *m, const char *filter);
+/* Bring res_list up to date (a full sort: resources are few). */
+void con_model_res_resort(con_model_t *m);
+bool con_model_res_matches(const con_model_t *m, const con_resource_t *r);
+bool con_model_res_is_consistent(const con_model_t *m);
 /* The sample @back updates ago (0 the newest); 0 when none. */
 uint32_t con_worker_depth_at(const con_model_t *m, const con_worker_t *w,
 			     unsigned back);
@@ -409,6 +508,8 @@ typedef enum con_view_id_e {
 	CON_VIEW_DETAIL,
 	CON_VIEW_TIMELINE,
 	CON_VIEW_SPIKE, /* the polls of a timeline bucket (no tab) */
+	CON_VIEW_RESOURCES,
+	CON_VIEW_RESOURCE, /* one resource's holders and waiters (no tab) */
 	CON_VIEW_MAX
 } con_view_id_t;
 
@@ -431,6 +532,7 @@ struct con_session_s {
 	size_t sel[CON_VIEW_MAX];    /* selected row per view */
 	size_t scroll[CON_VIEW_MAX]; /* first row shown per view */
 	uint64_t detail_task;        /* the task detail shows */
+	uint64_t detail_res;         /* the resource its view shows */
 	uint64_t asked_task;         /* live: the detail last asked for */
 	/* Timeline: the bucket under the cursor (0: the newest, followed). */
 	uint64_t tl_cursor;
@@ -460,6 +562,8 @@ extern const con_view_t con_view_warnings;
 extern const con_view_t con_view_detail;
 extern const con_view_t con_view_timeline;
 extern const con_view_t con_view_spike;
+extern const con_view_t con_view_resources;
+extern const con_view_t con_view_resource;
 
 /* view.c: the frame around the views */
 const con_view_t *con_view_get(con_view_id_t id);
@@ -478,6 +582,11 @@ uint64_t con_tasks_selected(const con_session_t *s);
 uint64_t con_timeline_cursor(const con_session_t *s);
 /* view_spike.c: the bucket the spike view shows (0 when none). */
 uint64_t con_spike_bucket(const con_session_t *s);
+/* view_resources.c: the selected resource id (0 if none). */
+uint64_t con_resources_selected(const con_session_t *s);
+/* view_resources.c: the task at row @i of the resource view (holders,
+ * then waiters); 0 when none. */
+uint64_t con_resource_row_task(const con_session_t *s, size_t i);
 /* view_warnings.c: the warning shown at row @i (newest first). */
 const con_warning_t *con_warnings_row(const con_model_t *m, size_t i);
 

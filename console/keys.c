@@ -6,7 +6,7 @@
  * list first), CON_SEEK (move the replay to seek_ns), CON_QUIT.  They
  * never draw.
  *
- * Letters pick views (w t x d m); j k and the up/down arrows move the
+ * Letters pick views (w t x d m r); j k and the up/down arrows move the
  * selection; h l and the left/right arrows move the timeline's cursor
  * (in a replay, the arrows seek in the other views).  No view letter is
  * one of hjkl.
@@ -116,10 +116,26 @@ static unsigned act_horiz(con_session_t *s, int key)
 	return CON_REDRAW;
 }
 
+/* The Resources view and its resource sort and filter their own list. */
+static bool on_resources(const con_session_t *s)
+{
+	return s->view == CON_VIEW_RESOURCES || s->view == CON_VIEW_RESOURCE;
+}
+
 static unsigned act_sort(con_session_t *s, int key)
 {
 	con_model_t *m = s->model;
 	int c = (int)m->sort_col + (key == '>' ? 1 : -1);
+
+	if (on_resources(s)) {
+		c = (int)m->res_sort_col + (key == '>' ? 1 : -1);
+		if (c < 0)
+			c = CON_RCOL_MAX - 1;
+		if (c >= CON_RCOL_MAX)
+			c = 0;
+		con_model_res_set_sort(m, (con_res_col_t)c, m->res_sort_invert);
+		return CON_REDRAW | CON_RESORT;
+	}
 
 	if (c < 0)
 		c = CON_COL_MAX - 1;
@@ -132,8 +148,12 @@ static unsigned act_sort(con_session_t *s, int key)
 static unsigned act_invert(con_session_t *s, int key)
 {
 	(void)key;
-	con_model_set_sort(s->model, s->model->sort_col,
-			   !s->model->sort_invert);
+	if (on_resources(s))
+		con_model_res_set_sort(s->model, s->model->res_sort_col,
+				       !s->model->res_sort_invert);
+	else
+		con_model_set_sort(s->model, s->model->sort_col,
+				   !s->model->sort_invert);
 	return CON_REDRAW | CON_RESORT;
 }
 
@@ -141,6 +161,12 @@ static unsigned act_filter(con_session_t *s, int key)
 {
 	(void)key;
 	s->filter_edit = true;
+	if (on_resources(s)) {
+		snprintf(s->filter_buf, sizeof(s->filter_buf), "%s",
+			 s->model->res_filter);
+		s->view = CON_VIEW_RESOURCES;
+		return CON_REDRAW;
+	}
 	snprintf(s->filter_buf, sizeof(s->filter_buf), "%s",
 		 s->model->filter);
 	if (s->view != CON_VIEW_TASKS) {
@@ -174,6 +200,17 @@ static unsigned act_escape(con_session_t *s, int key)
 	if (s->view == CON_VIEW_SPIKE) {
 		s->view = CON_VIEW_TIMELINE;
 		return CON_REDRAW;
+	}
+	if (s->view == CON_VIEW_RESOURCE) {
+		s->view = CON_VIEW_RESOURCES;
+		s->detail_res = 0;
+		return CON_REDRAW;
+	}
+	if (s->view == CON_VIEW_RESOURCES) {
+		if (!s->model->res_filter[0])
+			return 0;
+		con_model_res_set_filter(s->model, "");
+		return CON_REDRAW | CON_RESORT;
 	}
 	if (s->model->filter[0]) {
 		con_model_set_filter(s->model, "");
@@ -247,12 +284,13 @@ static const struct binding {
 	{ 'q', act_quit, "q", "quit" },
 	{ '?', act_help, "?", "this help" },
 	{ ' ', act_pause, "space", "pause / resume the display" },
-	{ 'w', act_view, "w t x d m",
-	  "workers, tasks, warnings, task detail, timeline" },
+	{ 'w', act_view, "w t x d m r",
+	  "workers, tasks, warnings, task detail, timeline, resources" },
 	{ 't', act_view, NULL, NULL },
 	{ 'x', act_view, NULL, NULL },
 	{ 'd', act_view, NULL, NULL },
 	{ 'm', act_view, NULL, NULL },
+	{ 'r', act_view, NULL, NULL },
 	{ 'k', act_move, "j k, up down", "move the selection" },
 	{ 'j', act_move, NULL, NULL },
 	{ KEY_UP, act_move, NULL, NULL },
@@ -263,7 +301,8 @@ static const struct binding {
 	{ 'G', act_move, NULL, NULL },
 	{ KEY_HOME, act_move, NULL, NULL },
 	{ KEY_END, act_move, NULL, NULL },
-	{ '<', act_sort, "< >", "sort the tasks by the previous/next column" },
+	{ '<', act_sort, "< >",
+	  "sort the tasks (resources) by the previous/next column" },
 	{ '>', act_sort, NULL, NULL },
 	{ 'h', act_horiz, "h l, left right",
 	  "timeline: move the cursor over time" },
@@ -271,9 +310,10 @@ static const struct binding {
 	{ KEY_LEFT, act_horiz, NULL, NULL },
 	{ KEY_RIGHT, act_horiz, NULL, NULL },
 	{ 'i', act_invert, "i", "invert the sort" },
-	{ '/', act_filter, "/", "filter the tasks (name, file, state, id)" },
+	{ '/', act_filter, "/",
+	  "filter the tasks (name, file, state, resource, id) or resources" },
 	{ '\n', act_enter, "Enter",
-	  "open the selected task; timeline: list the spike's polls" },
+	  "open the selected task or resource; timeline: the spike's polls" },
 	{ '\r', act_enter, NULL, NULL },
 	{ KEY_ENTER, act_enter, NULL, NULL },
 	{ 27, act_escape, "Esc", "back, close help, clear the filter" },
@@ -298,8 +338,13 @@ static unsigned filter_key(con_session_t *s, int key)
 	}
 	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
 		s->filter_edit = false;
-		con_model_set_filter(s->model, s->filter_buf);
-		s->sel[CON_VIEW_TASKS] = 0;
+		if (s->view == CON_VIEW_RESOURCES) {
+			con_model_res_set_filter(s->model, s->filter_buf);
+			s->sel[CON_VIEW_RESOURCES] = 0;
+		} else {
+			con_model_set_filter(s->model, s->filter_buf);
+			s->sel[CON_VIEW_TASKS] = 0;
+		}
 		return CON_REDRAW | CON_RESORT;
 	}
 	if (key == KEY_BACKSPACE || key == 127 || key == 8) {
@@ -311,7 +356,10 @@ static unsigned filter_key(con_session_t *s, int key)
 		s->filter_buf[n + 1] = '\0';
 	}
 	/* Filter as one types. */
-	con_model_set_filter(s->model, s->filter_buf);
+	if (s->view == CON_VIEW_RESOURCES)
+		con_model_res_set_filter(s->model, s->filter_buf);
+	else
+		con_model_set_filter(s->model, s->filter_buf);
 	return CON_REDRAW | CON_RESORT;
 }
 

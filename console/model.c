@@ -34,7 +34,8 @@
  * This file: the store, its string table and index, the frames folded
  * in, the figures the views read.  Beside it: model_timeline.c (the
  * timeline and its longest polls), model_sort.c (sort and filter: the
- * list), model_retain.c (retention of finished tasks).
+ * list), model_retain.c (retention of finished tasks), model_res.c (the
+ * resources tasks wait on: by id, bounded, their own list).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -72,7 +73,8 @@ struct con_str_s {
 	char s[];
 };
 
-static const char con_empty[] = "";
+const char con_model_empty[] = "";
+#define con_empty con_model_empty
 
 static uint32_t str_hash(const char *s)
 {
@@ -151,6 +153,16 @@ static void str_unref(con_model_t *m, const char *s)
 	free(e);
 }
 
+const char *con_model_str_ref(con_model_t *m, const char *s)
+{
+	return str_ref(m, s);
+}
+
+void con_model_str_unref(con_model_t *m, const char *s)
+{
+	str_unref(m, s);
+}
+
 static void str_set(con_model_t *m, const char **dst, const char *src)
 {
 	if (!strcmp(*dst, src ? src : ""))
@@ -190,6 +202,7 @@ void con_model_fini(con_model_t *m)
 		con_model_task_free(m, m->tasks[i]);
 	for (size_t i = 0; i < m->nwarnings; i++)
 		warning_free(&m->warnings[i]);
+	con_model_res_free_all(m);
 	free(m->tasks);
 	free(m->warnings);
 	free(m->workers);
@@ -392,6 +405,10 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	str_set(m, &t->parked_file, x->parked_file);
 	t->parked_line = x->parked_line;
 	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
+	/* Every record carries these too; a task done waits on nothing. */
+	t->waiting_on = t->state == WEFT_TASK_DONE ? 0 : x->waiting_on;
+	t->waiting_since_ns = t->waiting_on ? x->waiting_since_ns : 0;
+	t->waiting_op = t->waiting_on ? (uint8_t)x->waiting_op : 0;
 	if ((x->poll_hist || x->sched_hist) && !t->hist)
 		t->hist = con_xcalloc(2, sizeof(*t->hist));
 	if (x->poll_hist)
@@ -530,7 +547,10 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 	}
 	for (size_t i = 0; i < u->n_warnings; i++)
 		warning_add(m, u->warnings[i]);
+	for (size_t i = 0; i < u->n_resources; i++)
+		con_model_res_set(m, u->resources[i]);
 	con_model_retain(m);
+	con_model_res_retain(m);
 }
 
 static void watch_put(con_model_t *m, const weft_event_t *e)
@@ -723,6 +743,26 @@ const char *con_task_col_label(con_task_col_t col)
 	return col < CON_COL_MAX ? labels[col] : "?";
 }
 
+const char *con_task_waiting_text(const con_model_t *m, const con_task_t *t,
+				  char *buf, size_t len)
+{
+	const con_resource_t *r;
+	char label[CON_RES_STR_MAX + 16];
+
+	if (!t->waiting_on || t->state == WEFT_TASK_DONE) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	r = con_model_resource(m, t->waiting_on);
+	if (!r)
+		snprintf(buf, len, "resource %llu",
+			 (unsigned long long)t->waiting_on);
+	else
+		snprintf(buf, len, "%s %s", weft_resource_kind_name(r->kind),
+			 con_res_label(r, label, sizeof(label)));
+	return buf;
+}
+
 const char *con_mode_name(con_mode_t mode)
 {
 	switch (mode) {
@@ -789,10 +829,14 @@ bool con_model_is_consistent(const con_model_t *m)
 			}
 		for (size_t i = 0; i < m->ntasks; i++)
 			used += (m->tasks[i]->name != con_empty) +
-				(m->tasks[i]->file != con_empty);
+				(m->tasks[i]->file != con_empty) +
+				(m->tasks[i]->parked_file != con_empty);
+		for (size_t i = 0; i < m->nres; i++)
+			used += (m->res[i]->name != con_empty) +
+				(m->res[i]->file != con_empty);
 		if (refs != used || nstrs != m->nstrs)
 			return false;
 	}
 	return m->nwarnings <= CON_MAX_WARNINGS &&
-	       m->nworkers <= CON_MAX_WORKERS;
+	       m->nworkers <= CON_MAX_WORKERS && con_model_res_is_consistent(m);
 }

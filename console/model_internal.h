@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Between the model's files only (model.c: the store and the frames;
- * model_timeline.c; model_sort.c: sort and filter; model_retain.c).
+ * model_timeline.c; model_sort.c: sort and filter; model_retain.c;
+ * model_res.c: resources).
  */
 #ifndef WEFT_CONSOLE_MODEL_INTERNAL_H
 #define WEFT_CONSOLE_MODEL_INTERNAL_H
 
 #include "console.h"
 
+/* The string table (model.c): interned copies, reference-counted. */
+const char *con_model_str_ref(con_model_t *m, const char *s);
+void con_model_str_unref(con_model_t *m, const char *s);
+/* The empty string the table hands out uncounted. */
+extern const char con_model_empty[];
 /* Let go of a task (its strings, its histograms); kept for reuse. */
 void con_model_task_free(con_model_t *m, con_task_t *t);
 /* Rebuild the index for ntasks at a load of at most a half. */

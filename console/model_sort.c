@@ -40,7 +40,8 @@ static bool contains_ci(const char *hay, const char *needle)
 
 /*
  * A task matches when the filter is a substring (any case) of its name,
- * its location, where it is parked, its state's name, or equals its id.
+ * its location, where it is parked, its state's name, the kind, name or
+ * file of the resource it waits on, or equals its id.
  */
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 {
@@ -49,6 +50,15 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 	if (!m->filter[0])
 		return true;
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)t->id);
+	if (t->waiting_on && t->state != WEFT_TASK_DONE) {
+		const con_resource_t *r = con_model_resource(m, t->waiting_on);
+
+		if (r && (contains_ci(r->name, m->filter) ||
+			  contains_ci(r->file, m->filter) ||
+			  contains_ci(weft_resource_kind_name(r->kind),
+				      m->filter)))
+			return true;
+	}
 	return contains_ci(t->name, m->filter) ||
 	       contains_ci(t->file, m->filter) ||
 	       contains_ci(t->parked_file, m->filter) ||
@@ -104,6 +114,12 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 		c = strcmp(a->parked_file, b->parked_file);
 		if (!c)
 			c = cmp_u64(a->parked_line, b->parked_line);
+		break;
+	case CON_COL_WAITING:
+		/* Tasks waiting on one resource side by side; those waiting
+		 * on nothing first. */
+		c = cmp_u64(a->state != WEFT_TASK_DONE ? a->waiting_on : 0,
+			    b->state != WEFT_TASK_DONE ? b->waiting_on : 0);
 		break;
 	case CON_COL_LOCATION:
 		c = strcmp(a->file, b->file);
@@ -195,6 +211,7 @@ static void list_merge(con_model_t *m)
 
 void con_model_resort(con_model_t *m)
 {
+	con_model_res_resort(m); /* the Resources view's list too */
 	if (!m->list_stale)
 		return;
 	if (m->ntasks > m->list_cap) {

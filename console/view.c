@@ -18,6 +18,8 @@ static const con_view_t *const views[CON_VIEW_MAX] = {
 	[CON_VIEW_DETAIL] = &con_view_detail,
 	[CON_VIEW_TIMELINE] = &con_view_timeline,
 	[CON_VIEW_SPIKE] = &con_view_spike,
+	[CON_VIEW_RESOURCES] = &con_view_resources,
+	[CON_VIEW_RESOURCE] = &con_view_resource,
 };
 
 const con_view_t *con_view_get(con_view_id_t id)

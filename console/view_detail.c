@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Task detail: one task's identity and figures, its poll-time and
+ * Task detail: one task's identity and figures, where it is parked and
+ * the resource it waits on, its poll-time and
  * scheduled-time histograms (non-empty buckets as bars, with p50, p90,
  * p99 and max), waker counts, the warnings it raised, the locks it held
  * across an await (name, where taken, how long) and its recent events.
@@ -227,12 +228,51 @@ static int locks_draw(const con_model_t *m, const con_task_t *t, con_grid_t *g,
 	return used;
 }
 
-/* One event of the task, as text. */
-static void event_text(const weft_event_t *e, char *buf, size_t len)
+/* "mutex cache" or "resource 17": resource @id as the events name it. */
+static const char *res_text(const con_model_t *m, uint64_t id, char *buf,
+			    size_t len)
 {
-	char a[16];
+	const con_resource_t *r = con_model_resource(m, id);
+	char label[CON_RES_STR_MAX + 16];
+
+	if (!r)
+		snprintf(buf, len, "resource %llu", (unsigned long long)id);
+	else
+		snprintf(buf, len, "%s %s", weft_resource_kind_name(r->kind),
+			 con_res_label(r, label, sizeof(label)));
+	return buf;
+}
+
+/* One event of the task, as text. */
+static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
+		       size_t len)
+{
+	char a[16], r[CON_RES_STR_MAX + 32];
 
 	switch (e->kind) {
+	case WEFT_EV_RES_WAIT:
+		snprintf(buf, len, "waits on %s (%s)",
+			 res_text(m, e->a1, r, sizeof(r)),
+			 weft_resource_op_name(e->a2));
+		break;
+	case WEFT_EV_RES_WAIT_END:
+		snprintf(buf, len, "wait on %s ended%s",
+			 res_text(m, e->a1, r, sizeof(r)),
+			 e->a2 & WEFT_RES_CANCELLED ? ", cancelled" :
+			 e->a2 & WEFT_RES_CLOSED    ? ", closed" :
+						      "");
+		break;
+	case WEFT_EV_RES_ACQUIRE:
+	case WEFT_EV_RES_RELEASE:
+		snprintf(buf, len, "%s %s (%u)",
+			 e->kind == WEFT_EV_RES_ACQUIRE ? "acquired" :
+							  "released",
+			 res_text(m, e->a1, r, sizeof(r)), e->a2);
+		break;
+	case WEFT_EV_RES_OWNER:
+		snprintf(buf, len, "now served by %s",
+			 res_text(m, e->a1, r, sizeof(r)));
+		break;
 	case WEFT_EV_POLL:
 		snprintf(buf, len, "polled %s -> %s%s",
 			 con_fmt_ns(a, sizeof(a), e->a1),
@@ -336,7 +376,7 @@ static void events_draw(const con_model_t *m, con_grid_t *g, int y, int rows)
 
 		if (!e)
 			break;
-		event_text(e, what, sizeof(what));
+		event_text(m, e, what, sizeof(what));
 		con_fmt_worker(wk, sizeof(wk), e->worker);
 		con_grid_printf(
 			g, 3, y + used++,
@@ -391,7 +431,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			"spawned at %s:%u   state %u bytes   last worker %s",
 			t->file[0] ? t->file : "?", t->line, t->state_size,
 			con_fmt_worker(wk, sizeof(wk), t->last_worker));
-	/* Where its last pending poll stopped (what it waits on: later). */
+	/* Where its last pending poll stopped. */
 	if (t->state == WEFT_TASK_DONE)
 		;
 	else if (t->parked_line)
@@ -405,6 +445,24 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "parked at: not known (never pending, or a poll "
 			     "written by hand)");
+	/* What it waits on (RES_WAIT to RES_WAIT_END), and since when. */
+	if (t->state != WEFT_TASK_DONE && t->waiting_on) {
+		char what[CON_RES_STR_MAX + 32], since[16];
+
+		con_task_waiting_text(m, t, what, sizeof(what));
+		con_grid_printf(g, 1, y++, CON_ROLE_WARN,
+				"waiting on %s (%s) for %s", what,
+				weft_resource_op_name(t->waiting_op),
+				con_fmt_ns(since, sizeof(since),
+					   t->waiting_since_ns &&
+							   m->now_ns >
+								   t->waiting_since_ns ?
+						   m->now_ns - t->waiting_since_ns :
+						   0));
+	} else if (t->state != WEFT_TASK_DONE) {
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "waiting on: no resource");
+	}
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"polls %llu   busy %s   scheduled %s   idle %s   "
 			"max poll %s",

@@ -2,9 +2,10 @@
 /*
  * Tasks view: the model's sorted, filtered list (con_model_resort), one
  * row per task; the sort column's label carries an arrow.  Enter opens
- * the selected task's detail.  The last two columns, where a task is
- * parked and where it was spawned, share what the others leave of the
- * width (file names keep their end, with the line).
+ * the selected task's detail.  The last three columns, where a task is
+ * parked, what it waits on (the resource's kind and name, or where it
+ * was initialised) and where it was spawned, share what the others
+ * leave of the width (file names keep their end, with the line).
  */
 #include <string.h>
 
@@ -13,34 +14,44 @@
 static const struct {
 	int width; /* negative: left-aligned */
 } cols[CON_COL_MAX] = {
-	[CON_COL_ID] = { 7 },	   [CON_COL_NAME] = { -16 },
+	/* Durations are at most 7 characters (con_fmt_ns): the row fits
+	 * 120 columns with PARKED AT, WAITING ON and LOCATION at their
+	 * labels' widths. */
+	[CON_COL_ID] = { 7 },	   [CON_COL_NAME] = { -13 },
 	[CON_COL_STATE] = { -9 },  [CON_COL_WORKER] = { 3 },
-	[CON_COL_POLLS] = { 8 },   [CON_COL_BUSY] = { 8 },
-	[CON_COL_SCHED] = { 8 },   [CON_COL_IDLE] = { 8 },
-	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 8 },
-	[CON_COL_WARN] = { 5 },	   [CON_COL_PARKED] = { -24 },
-	[CON_COL_LOCATION] = { -30 },
+	[CON_COL_POLLS] = { 7 },   [CON_COL_BUSY] = { 7 },
+	[CON_COL_SCHED] = { 7 },   [CON_COL_IDLE] = { 7 },
+	[CON_COL_WAKES] = { 7 },   [CON_COL_MAXPOLL] = { 7 },
+	[CON_COL_WARN] = { 4 },	   [CON_COL_PARKED] = { -24 },
+	[CON_COL_WAITING] = { -24 }, [CON_COL_LOCATION] = { -30 },
 };
 
 /*
  * Column @c's width on a grid @gw wide: the fixed ones as listed; PARKED
- * AT and LOCATION split the rest (at least their labels' widths: a
- * narrow terminal cuts the row, as before), PARKED AT the larger half:
- * it is what a hung task is looked up for.
+ * AT, WAITING ON and LOCATION split the rest (at least their labels'
+ * widths: a narrow terminal cuts the row, as before), LOCATION a
+ * quarter, the others the larger shares, WAITING ON the largest: they
+ * are what a hung task is looked up for.
  */
 static int col_width(con_task_col_t c, int gw)
 {
-	int rest = gw - 1;
+	int rest = gw - 1, loc, waiting, parked;
 
-	if (c != CON_COL_PARKED && c != CON_COL_LOCATION)
+	if (c != CON_COL_PARKED && c != CON_COL_WAITING &&
+	    c != CON_COL_LOCATION)
 		return cols[c].width < 0 ? -cols[c].width : cols[c].width;
 	for (int k = 0; k < CON_COL_PARKED; k++)
 		rest -= 1 + (cols[k].width < 0 ? -cols[k].width :
 						 cols[k].width);
-	rest -= 2; /* the two columns' own spaces */
+	rest -= 3; /* the three columns' own spaces */
+	loc = rest / 4 > 8 ? rest / 4 : 8;
+	waiting = (rest - loc + 1) / 2;
+	parked = rest - loc - waiting;
 	if (c == CON_COL_PARKED)
-		return rest / 2 + rest % 2 > 9 ? rest / 2 + rest % 2 : 9;
-	return rest / 2 > 8 ? rest / 2 : 8;
+		return parked > 9 ? parked : 9;
+	if (c == CON_COL_WAITING)
+		return waiting > 10 ? waiting : 10;
+	return loc > 8 ? loc : 8;
 }
 
 static size_t tasks_count(const con_session_t *s)
@@ -101,6 +112,9 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 		else
 			snprintf(buf, len, "-");
 		break;
+	case CON_COL_WAITING:
+		con_task_waiting_text(m, t, buf, len);
+		break;
 	case CON_COL_LOCATION:
 		if (t->file[0])
 			snprintf(buf, len, "%s:%u", t->file, t->line);
@@ -120,6 +134,26 @@ static const char *fit(const char *s, int width, char *buf, size_t len)
 	if (width <= 0 || n <= (size_t)width)
 		return s;
 	snprintf(buf, len, "~%s", s + n - (size_t)width + 1);
+	return buf;
+}
+
+/*
+ * WAITING ON's text, "KIND NAME", cut: the kind stays whole (what a task
+ * waits on at a glance), the name keeps its end, as file names do.
+ */
+static const char *fit_waiting(const char *s, int width, char *buf,
+			       size_t len)
+{
+	const char *sp = strchr(s, ' ');
+	size_t n = strlen(s), kind;
+
+	if (width <= 0 || n <= (size_t)width || !sp)
+		return fit(s, width, buf, len);
+	kind = (size_t)(sp - s) + 1;
+	if (kind + 2 > (size_t)width)
+		return fit(s, width, buf, len);
+	snprintf(buf, len, "%.*s~%s", (int)kind, s,
+		 s + n - ((size_t)width - kind - 1));
 	return buf;
 }
 
@@ -173,7 +207,11 @@ static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
 			cell_text(m, t, c, buf, sizeof(buf));
 			x = con_grid_printf(g, x, y, r, " %*s",
 					    cols[c].width < 0 ? -w : w,
-					    fit(buf, w, cut, sizeof(cut)));
+					    c == CON_COL_WAITING ?
+						    fit_waiting(buf, w, cut,
+								sizeof(cut)) :
+						    fit(buf, w, cut,
+							sizeof(cut)));
 		}
 	}
 	if (!m->nlist)

@@ -126,6 +126,10 @@ check_workers "$tmp/screen.txt" "tmux workers"
 tm send-keys -t con t
 wait_for "LOCATION" "tasks view"
 expect "tmux tasks" "lock-bad" "$tmp/screen.txt"
+# Resources (r): the view and its columns (the workload has no resources
+# until the runtime emits them; test_console_model checks the rows).
+tm send-keys -t con r
+wait_for "WAIT P99" "resources view"
 tm send-keys -t con x
 wait_for "DETAIL" "warnings view"
 expect "tmux warnings" "lock-held-across-await" "$tmp/screen.txt"

@@ -3,7 +3,8 @@
  * The console's state store (console/model.c) fed with hand-built
  * frames: updates applied and merged, retention of finished tasks, sort
  * and filter of the task list, warnings newest first, worker history and
- * the timeline from POLL events, malformed content ignored; the task
+ * the timeline from POLL events, malformed content ignored; resources
+ * (bounded, retained) and the Resources view, WAITING ON; the task
  * list kept sorted incrementally, the watched task's events, a timeline
  * bucket's longest polls; then the views rendered to text and the key
  * actions, all without a terminal; and a trace file replayed from its
@@ -1117,8 +1118,8 @@ static void test_console_views_no_worker_and_cancelled(void **state)
 	assert_view(&s, CON_VIEW_WARNINGS,
 		    (const char *[]){ "events-dropped", "   - ", NULL }, no_65535);
 	assert_view(&s, CON_VIEW_TASKS,
-		    (const char *[]){ "hung             cancelled",
-				      "finished         done", NULL },
+		    (const char *[]){ "hung          cancelled",
+				      "finished      done", NULL },
 		    no_65535);
 	s.detail_task = 3;
 	assert_view(&s, CON_VIEW_DETAIL,
@@ -1169,6 +1170,321 @@ static void test_console_views_parked_at(void **state)
 	assert_int_equal(con_task_idle_ns(&m, t), 2500 * MS);
 	assert_view(&s, CON_VIEW_TASKS, NULL,
 		    (const char *[]){ "conn.c:88", NULL });
+	con_model_fini(&m);
+}
+
+/* --------------------------------------------------------- resources */
+
+static Weft__V1__Resource *res_msg(uint64_t id, uint32_t kind, const char *name,
+				   const char *file, uint32_t line)
+{
+	Weft__V1__Resource *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	weft__v1__resource__init(r);
+	r->id = id;
+	r->kind = kind;
+	r->name = (char *)name;
+	r->file = (char *)file;
+	r->line = line;
+	return r;
+}
+
+/* An update at @now with tasks and resources (all freed here). */
+static void feed_res(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
+		     size_t n, Weft__V1__Resource **res, size_t nr)
+{
+	Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
+	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+
+	st.now_ns = now;
+	st.start_ns = 1 * SEC;
+	st.workers = 2;
+	u.stats = &st;
+	u.tasks = tasks;
+	u.n_tasks = n;
+	u.resources = res;
+	u.n_resources = nr;
+	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+	f.update = &u;
+	con_model_frame(m, &f);
+	for (size_t i = 0; i < n; i++)
+		free(tasks[i]);
+	for (size_t i = 0; i < nr; i++)
+		free(res[i]);
+}
+
+/*
+ * Resources into the model: by id, merged (the first name stays),
+ * untrusted input bounded (id 0 refused, lists cut to WEFT_RES_LIST,
+ * counts raised to their lists, long names cut, NaN rates 0), histograms
+ * into percentiles; a dropped one retained retain_ns, then gone; at most
+ * CON_MAX_RESOURCES kept.
+ */
+static void test_console_model_resources(void **state)
+{
+	static uint64_t many[100];
+	static char long_name[1000];
+	Weft__V1__Histogram wait = WEFT__V1__HISTOGRAM__INIT;
+	uint32_t buckets[200];
+	weft_hist_t h = { 0 };
+	con_model_t m;
+	const con_resource_t *r;
+	Weft__V1__Resource *x[3];
+
+	(void)state;
+	con_model_init(&m, "test");
+	for (int i = 0; i < 100; i++)
+		many[i] = 1000 + (uint64_t)i;
+	memset(long_name, 'n', sizeof(long_name) - 1);
+
+	x[0] = res_msg(1, WEFT_RES_MUTEX, "cache", "app.c", 10);
+	x[0]->nholders = 1;
+	x[0]->n_holders = 1;
+	x[0]->holders = many;
+	x[0]->nwaiters = 3; /* fewer than listed: raised */
+	x[0]->n_waiters = 100;
+	x[0]->waiters = many;
+	x[0]->acquires_per_s = __builtin_nan("");
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		weft_hist_record(&h, 1000ull << (i % 10));
+	for (int i = 0; i < 200; i++)
+		buckets[i] = i < WEFT_HIST_BUCKETS ? h.buckets[i] : 7;
+	wait.buckets = buckets;
+	wait.n_buckets = 200; /* more than there are: cut */
+	wait.count = h.count;
+	wait.max_ns = h.max_ns;
+	x[0]->wait_hist = &wait;
+	x[1] = res_msg(0, WEFT_RES_MUTEX, "zero", NULL, 0); /* refused */
+	x[2] = res_msg(2, 200, long_name, NULL, 0);          /* unknown kind */
+	feed_res(&m, 2 * SEC, NULL, 0, x, 3);
+	assert_int_equal(m.nres, 2);
+	assert_int_equal(m.bad_frames, 1);
+	r = con_model_resource(&m, 1);
+	assert_non_null(r);
+	assert_int_equal(r->kind, WEFT_RES_MUTEX);
+	assert_string_equal(r->name, "cache");
+	assert_int_equal(r->nholders, 1);
+	assert_int_equal(r->holders[0], 1000);
+	assert_int_equal(r->nwaiters_kept, WEFT_RES_LIST);
+	assert_int_equal(r->nwaiters, WEFT_RES_LIST);
+	assert_true(r->acquires_per_s == 0);
+	assert_non_null(r->hist);
+	assert_int_equal(r->wait_max, h.max_ns);
+	assert_true(r->wait_p50 > 0 && r->wait_p50 <= r->wait_p99);
+	r = con_model_resource(&m, 2);
+	assert_int_equal(r->kind, 0);
+	assert_int_equal(strlen(r->name), CON_RES_STR_MAX);
+	assert_true(con_model_is_consistent(&m));
+
+	/* A later record without the name keeps it; figures follow. */
+	x[0] = res_msg(1, WEFT_RES_MUTEX, NULL, NULL, 0);
+	x[0]->acquires = 77;
+	x[0]->acquires_per_s = 12.5;
+	feed_res(&m, 3 * SEC, NULL, 0, x, 1);
+	r = con_model_resource(&m, 1);
+	assert_string_equal(r->name, "cache");
+	assert_string_equal(r->file, "app.c");
+	assert_int_equal(r->acquires, 77);
+	assert_int_equal(r->nwaiters, 0);
+	assert_non_null(r->hist); /* kept from before */
+
+	/* Dropped: kept retain_ns, then gone. */
+	x[0] = res_msg(2, WEFT_RES_MPSC, NULL, NULL, 0);
+	x[0]->dropped_ns = 3 * SEC;
+	feed_res(&m, 3 * SEC, NULL, 0, x, 1);
+	con_model_resort(&m);
+	assert_int_equal(m.nres_list, 2);
+	feed_res(&m, 3 * SEC + m.retain_ns - 1, NULL, 0, NULL, 0);
+	assert_non_null(con_model_resource(&m, 2));
+	feed_res(&m, 3 * SEC + m.retain_ns, NULL, 0, NULL, 0);
+	assert_null(con_model_resource(&m, 2));
+	assert_non_null(con_model_resource(&m, 1));
+	con_model_resort(&m);
+	assert_int_equal(m.nres_list, 1);
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+
+	/* Bounded: past CON_MAX_RESOURCES, counted, not kept. */
+	con_model_init(&m, "test");
+	{
+		enum { N = CON_MAX_RESOURCES + 10 };
+		Weft__V1__Resource *all = calloc(N, sizeof(*all));
+		Weft__V1__Resource **ptrs = calloc(N, sizeof(*ptrs));
+		Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
+
+		assert_non_null(all);
+		assert_non_null(ptrs);
+		for (size_t i = 0; i < N; i++) {
+			weft__v1__resource__init(&all[i]);
+			all[i].id = i + 1;
+			all[i].kind = WEFT_RES_IO;
+			ptrs[i] = &all[i];
+		}
+		u.resources = ptrs;
+		u.n_resources = N;
+		con_model_update(&m, &u);
+		assert_int_equal(m.nres, CON_MAX_RESOURCES);
+		assert_int_equal(m.res_discarded, 10);
+		assert_true(con_model_is_consistent(&m));
+		free(all);
+		free(ptrs);
+	}
+	con_model_fini(&m);
+}
+
+/* A model with resource 5 (a mutex held by task 1, tasks 2 and 3
+ * waiting) and resource 6 (an unnamed mpsc, task 4 waiting to send). */
+static void resourced(con_model_t *m)
+{
+	static uint64_t holders[] = { 1 }, waiters[] = { 2, 3 },
+			senders[] = { 4 };
+	Weft__V1__Task *ts[] = { task_msg(1, "holder", 5),
+				 task_msg(2, "waiter-a", 1),
+				 task_msg(3, "waiter-b", 1),
+				 task_msg(4, "producer", 9) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(5, WEFT_RES_MUTEX, "cache", "app.c", 20),
+		res_msg(6, WEFT_RES_MPSC, NULL, "demo.c", 88),
+	};
+	Weft__V1__Histogram wh = WEFT__V1__HISTOGRAM__INIT;
+	weft_hist_t h = { 0 };
+
+	for (int i = 0; i < 100; i++)
+		weft_hist_record(&h, 2 * MS);
+	wh.buckets = h.buckets;
+	wh.n_buckets = WEFT_HIST_BUCKETS;
+	wh.count = h.count;
+	wh.max_ns = 9 * MS;
+	rs[0]->nholders = 1;
+	rs[0]->n_holders = 1;
+	rs[0]->holders = holders;
+	rs[0]->nwaiters = 2;
+	rs[0]->n_waiters = 2;
+	rs[0]->waiters = waiters;
+	rs[0]->acquires_per_s = 420;
+	rs[0]->wait_hist = &wh;
+	rs[1]->nwaiters = 1;
+	rs[1]->n_waiters = 1;
+	rs[1]->waiters = senders;
+	rs[1]->owner = 1;
+	for (int i = 1; i <= 2; i++) {
+		ts[i]->waiting_on = 5;
+		ts[i]->waiting_since_ns = 2 * SEC;
+		ts[i]->waiting_op = WEFT_RES_OP_ACQUIRE;
+	}
+	ts[3]->waiting_on = 6;
+	ts[3]->waiting_since_ns = 2500 * MS;
+	ts[3]->waiting_op = WEFT_RES_OP_SEND;
+	con_model_init(m, "test");
+	feed_res(m, 3 * SEC, ts, 4, rs, 2);
+}
+
+/*
+ * WAITING ON in the task list and the task detail; the Resources view's
+ * rows; Enter on a resource lists its holder and waiters, Enter on one
+ * opens that task, Esc goes back step by step; sort and filter keys act
+ * on the resources while their view shows.
+ */
+static void test_console_views_resources(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	char *out;
+
+	(void)state;
+	resourced(&m);
+	assert_true(con_model_is_consistent(&m));
+	assert_view(&s, CON_VIEW_TASKS,
+		    (const char *[]){ "WAITING ON", "mutex cache",
+				      "mpsc demo.c:88", NULL },
+		    NULL);
+	s.detail_task = 4;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "waiting on mpsc demo.c:88 (send) for "
+				      "500",
+				      NULL },
+		    NULL);
+	s.detail_task = 0;
+	assert_view(&s, CON_VIEW_RESOURCES,
+		    (const char *[]){ "KIND", "HOLD", "WAIT P99", "HOLD P99",
+				      "mutex", "cache", "mpsc", "demo.c:88",
+				      "420", NULL },
+		    NULL);
+	/* The help lists r. */
+	s.once = false;
+	s.help = true;
+	s.view = CON_VIEW_TASKS;
+	out = render(&s, 140, 40);
+	assert_non_null(strstr(out, "w t x d m r"));
+	assert_non_null(strstr(out, " r Resources"));
+	free(out);
+	s.help = false;
+
+	/* Keys: r, sort and invert on the resources, Enter twice, Esc. */
+	con_keys_handle(&s, 'r');
+	assert_int_equal(s.view, CON_VIEW_RESOURCES);
+	con_keys_handle(&s, '>');
+	assert_int_equal(m.res_sort_col, CON_RCOL_KIND);
+	assert_int_equal(m.sort_col, CON_COL_ID); /* the tasks' untouched */
+	con_keys_handle(&s, '>');
+	con_keys_handle(&s, '>');
+	con_keys_handle(&s, '>');
+	assert_int_equal(m.res_sort_col, CON_RCOL_WAITERS);
+	con_keys_handle(&s, 'i');
+	assert_true(m.res_sort_invert);
+	con_model_resort(&m);
+	assert_int_equal(m.res_list[0]->id, 5); /* most waiters first */
+	s.sel[CON_VIEW_RESOURCES] = 0;
+	con_keys_handle(&s, '\n');
+	assert_int_equal(s.view, CON_VIEW_RESOURCE);
+	assert_int_equal(s.detail_res, 5);
+	s.once = true;
+	assert_view(&s, CON_VIEW_RESOURCE,
+		    (const char *[]){ "mutex cache", "holders: 1",
+				      "waiters (oldest first): 2", "holder",
+				      "waiter-a", "waiter-b", "p99", NULL },
+		    (const char *[]){ "producer", NULL });
+	s.once = false;
+	con_session_clamp(&s, 40);
+	con_keys_handle(&s, 'j');
+	con_keys_handle(&s, 'j');
+	con_session_clamp(&s, 40);
+	assert_int_equal(con_resource_row_task(&s, s.sel[CON_VIEW_RESOURCE]),
+			 3);
+	con_keys_handle(&s, '\n');
+	assert_int_equal(s.view, CON_VIEW_DETAIL);
+	assert_int_equal(s.detail_task, 3);
+	con_keys_handle(&s, 27);
+	assert_int_equal(s.view, CON_VIEW_RESOURCE);
+	con_keys_handle(&s, 27);
+	assert_int_equal(s.view, CON_VIEW_RESOURCES);
+
+	/* A filter on the resources: by kind. */
+	con_keys_handle(&s, '/');
+	assert_true(s.filter_edit);
+	con_keys_handle(&s, 'm');
+	con_keys_handle(&s, 'p');
+	con_keys_handle(&s, '\n');
+	assert_string_equal(m.res_filter, "mp");
+	assert_string_equal(m.filter, "");
+	con_model_resort(&m);
+	assert_int_equal(m.nres_list, 1);
+	assert_int_equal(m.res_list[0]->id, 6);
+	con_keys_handle(&s, 27);
+	assert_string_equal(m.res_filter, "");
+
+	/* The task filter finds tasks by what they wait on. */
+	con_model_set_filter(&m, "cache");
+	con_model_resort(&m);
+	assert_int_equal(m.nlist, 2);
+	con_model_set_sort(&m, CON_COL_WAITING, false);
+	con_model_set_filter(&m, "");
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 1);
+	assert_int_equal(m.list[3]->id, 4);
+	assert_true(con_model_is_consistent(&m));
 	con_model_fini(&m);
 }
 
@@ -1596,6 +1912,8 @@ int main(void)
 		cmocka_unit_test(test_console_model_warning_history),
 		cmocka_unit_test(test_console_model_timeline),
 		cmocka_unit_test(test_console_model_malformed_ignored),
+		cmocka_unit_test(test_console_model_resources),
+		cmocka_unit_test(test_console_views_resources),
 		cmocka_unit_test(test_console_views_render),
 		cmocka_unit_test(test_console_keys_actions),
 		cmocka_unit_test(test_console_model_incremental_resort),

@@ -5,7 +5,8 @@
  * accumulate until it is due), thin task records (names once, histograms
  * at most once a second or at the end), and a full update larger than
  * the record limit split into records that each fit and together hold
- * every task.  No runtime: the collector is played by the test.
+ * every task; resources: changed ones once per record, every one in a
+ * full update, a dropped one once more, split records.  No runtime: the collector is played by the test.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -467,6 +468,290 @@ static void test_delta_full_update_split(void **state)
 	weft_wire_buf_fini(&rc);
 }
 
+/* ---------------------------------------------------------- resources */
+
+/* What the records said of resources, by id (1..8). */
+struct res_tally {
+	size_t n, hists, records;
+	uint64_t acquires[9], dropped[9];
+	size_t times[9];
+	char name[9][16];
+	uint64_t wait_count[9];
+};
+
+static void res_tally_fn(const Weft__V1__Update *u, void *ctx)
+{
+	struct res_tally *t = ctx;
+
+	t->records++;
+	for (size_t i = 0; i < u->n_resources; i++) {
+		const Weft__V1__Resource *r = u->resources[i];
+
+		assert_true(r->id >= 1 && r->id <= 8);
+		t->n++;
+		t->times[r->id]++;
+		t->acquires[r->id] = r->acquires;
+		t->dropped[r->id] = r->dropped_ns;
+		snprintf(t->name[r->id], sizeof(t->name[0]), "%s", r->name);
+		if (r->wait_hist) {
+			t->hists++;
+			t->wait_count[r->id] = r->wait_hist->count;
+		}
+	}
+}
+
+static weft_probe_update_t res_pass(weft_probe_stats_t *st, uint64_t now,
+				    const weft_probe_resource_t **res, size_t n,
+				    bool full)
+{
+	weft_probe_update_t u = pass(st, now, NULL, 0, full);
+
+	u.resources = res;
+	u.nresources = n;
+	return u;
+}
+
+/*
+ * Resources through a stream: a full pass carries every one, with
+ * histograms; changed ones accumulate until the interval (the latest
+ * copy, histograms copied when the pass came, not read later) and go
+ * out once; a dropped one goes out once more, histograms in, then no
+ * more, even when a full pass that no longer lists it comes first; a
+ * task filter passes the resources that list its tasks.
+ */
+static void test_delta_resources(void **state)
+{
+	static weft_probe_resource_t r[9];
+	static weft_hist_t h[9];
+	weft_probe_stats_t st = { 0 };
+	const weft_probe_resource_t *p[8];
+	weft_wire_buf_t b = { 0 };
+	weft_delta_t d;
+	weft_probe_update_t u;
+	struct res_tally t;
+	bool full;
+
+	(void)state;
+	for (unsigned i = 1; i <= 8; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		memset(&h[i], 0, sizeof(h[i]));
+		r[i].id = i;
+		r[i].kind = WEFT_RES_MUTEX;
+		r[i].name = "lock";
+		r[i].acquires = 10 * i;
+		weft_hist_record(&h[i], 1000);
+		r[i].wait_hist = &h[i];
+	}
+	weft__delta_init(&d);
+	d.interval_ns = 100000000;
+	d.lookup = lookup;
+
+	/* Full: every resource, histograms in. */
+	p[0] = &r[1];
+	p[1] = &r[2];
+	p[2] = &r[3];
+	u = res_pass(&st, 1000000000, p, 3, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(t.hists, 3);
+	assert_string_equal(t.name[2], "lock");
+	b.len = 0;
+
+	/* Changes within the interval: the latest copy, once. */
+	r[1].acquires = 11;
+	p[0] = &r[1];
+	u = res_pass(&st, 1020000000, p, 1, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	r[1].acquires = 12;
+	p[1] = &r[4];
+	u = res_pass(&st, 1040000000, p, 2, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	/* The collector's histogram changes after the pass: the stream
+	 * sends what the pass said. */
+	r[1].acquires = 13;
+	weft_hist_record(&h[4], 2000);
+	u = res_pass(&st, 1100000000, NULL, 0, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.times[1], 1);
+	assert_int_equal(t.acquires[1], 12);
+	assert_int_equal(t.times[4], 1);
+	/* Not a second since the last histograms. */
+	assert_int_equal(t.hists, 0);
+	b.len = 0;
+
+	/* Nothing changed: no resource. */
+	u = res_pass(&st, 1200000000, NULL, 0, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 0);
+	b.len = 0;
+
+	/* Dropped: once more, histograms in; then never. */
+	r[2].dropped_ns = 1250000000;
+	p[0] = &r[2];
+	u = res_pass(&st, 1300000000, p, 1, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	u = res_pass(&st, 1400000000, NULL, 0, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn,
+				    &t),
+			 2);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.dropped[2], 1250000000);
+	assert_int_equal(t.wait_count[2], 1);
+	b.len = 0;
+
+	/* Dropped in a pass not yet due, then a full pass that no longer
+	 * lists it: the full record carries it too. */
+	r[3].dropped_ns = 1410000000;
+	p[0] = &r[3];
+	u = res_pass(&st, 1420000000, p, 1, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	p[0] = &r[1];
+	p[1] = &r[4];
+	u = res_pass(&st, 1440000000, p, 2, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_true(full);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(t.dropped[3], 1410000000);
+	assert_int_equal(t.times[1] + t.times[4], 2);
+	assert_int_equal(t.hists, 3);
+	b.len = 0;
+
+	/* Changed in every pass, each pass due: in every record. */
+	for (int round = 0; round < 3; round++) {
+		u = res_pass(&st, 2000000000 + round * 200000000ull, p, 2,
+			     false);
+		assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	}
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 6);
+	b.len = 0;
+	weft__delta_fini(&d);
+
+	/* A filter on task 5: the resources that list it. */
+	weft__delta_init(&d);
+	d.lookup = lookup;
+	{
+		Weft__V1__Filter m = WEFT__V1__FILTER__INIT;
+		uint64_t want[] = { 5 };
+
+		m.n_tasks = 1;
+		m.tasks = want;
+		assert_int_equal(weft__delta_filter_set(&d.filter, &m), 0);
+	}
+	r[5].holders[0] = 5;
+	r[5].nholders = 1;
+	r[6].waiters[3] = 5;
+	r[6].nwaiters = 4;
+	r[7].owner = 5;
+	r[8].waiters[0] = 6;
+	r[8].nwaiters = 1;
+	for (unsigned i = 0; i < 4; i++)
+		p[i] = &r[5 + i];
+	u = res_pass(&st, 3000000000, p, 4, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	memset(&t, 0, sizeof(t));
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, res_tally_fn, &t);
+	assert_int_equal(t.n, 3);
+	assert_int_equal(t.times[8], 0);
+	weft__delta_fini(&d);
+	weft_wire_buf_fini(&b);
+}
+
+/*
+ * A full update of many resources and tasks under a small limit: split,
+ * every resource and task once, resources in the first records.
+ */
+static void test_delta_full_update_split_resources(void **state)
+{
+	enum { CAP = 4 << 10, NR = 200 };
+	static weft_probe_resource_t r[NR];
+	static const weft_probe_resource_t *rp[NR];
+	weft_probe_stats_t st = { .now_ns = 5 };
+	const weft_probe_task_t *ch[NT];
+	weft_delta_t d;
+	weft_wire_buf_t b = { 0 };
+	struct tally t = { 0 };
+	bool full;
+	weft_probe_update_t u = { .stats = &st,
+				  .tasks = ch,
+				  .ntasks = NT,
+				  .full = true,
+				  .resources = rp,
+				  .nresources = NR };
+	size_t n;
+
+	(void)state;
+	tasks_make();
+	for (size_t i = 0; i < NT; i++)
+		ch[i] = &tasks[i + 1];
+	for (size_t i = 0; i < NR; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].id = i + 1;
+		r[i].kind = WEFT_RES_MPSC;
+		r[i].file = "tests/test_delta.c";
+		r[i].line = (uint32_t)i;
+		r[i].nwaiters = 100;
+		for (unsigned k = 0; k < WEFT_RES_LIST; k++)
+			r[i].waiters[k] = 1000000 + k;
+		rp[i] = &r[i];
+	}
+	weft__delta_init(&d);
+	d.lookup = lookup;
+	d.max_record = CAP;
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	n = updates_in(&b, CAP, tally_fn, &t);
+	assert_true(n >= 2);
+	assert_int_equal(t.tasks, NT);
+	assert_int_equal(t.full, 1);
+	{
+		struct res_count {
+			size_t n;
+			uint64_t next;
+		} c = { 0, 1 };
+		weft_wire_decoder_t dec;
+		size_t off = 0;
+
+		weft_wire_decoder_init(&dec, 0);
+		while (off < b.len) {
+			Weft__V1__Frame *f;
+			size_t used;
+			int rc = weft_wire_decoder_feed(&dec, b.data + off,
+							 b.len - off, &used,
+							 &f);
+
+			off += used;
+			assert_true(rc >= 0);
+			if (rc != WEFT_WIRE_FRAME)
+				continue;
+			for (size_t i = 0; i < f->update->n_resources; i++) {
+				assert_int_equal(f->update->resources[i]->id,
+						 c.next++);
+				assert_int_equal(
+					f->update->resources[i]->n_waiters,
+					WEFT_RES_LIST);
+				c.n++;
+			}
+			weft_wire_frame_free(f);
+		}
+		weft_wire_decoder_fini(&dec);
+		assert_int_equal(c.n, NR);
+	}
+	weft__delta_fini(&d);
+	weft_wire_buf_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +760,8 @@ int main(void)
 		cmocka_unit_test(test_delta_interval_and_thin_records),
 		cmocka_unit_test(test_delta_full_update_split),
 		cmocka_unit_test(test_delta_warnings_keep_the_newest),
+		cmocka_unit_test(test_delta_resources),
+		cmocka_unit_test(test_delta_full_update_split_resources),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The wire format (proto/src/record.c, batch.c, update.c, hello.c): every frame type through a record
- * and back, events through column batches and back bit for bit, the size
+ * and back (an Update with a resource and a task waiting on it too), events through column batches and back bit for bit, the size
  * of a realistic batch, and the record decoder against oversized, short
  * and garbage input.
  *
  * `test_wire --write-sample FILE` writes a small file of records instead
- * (one of each frame type) for the protoc check (tests/wire_protoc.sh).
+ * (one of each frame type) for the protoc check (tests/wire_protoc.sh);
+ * `--write-resources FILE` a trace about resources (tests/trace_res.sh).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -117,13 +118,30 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	weft_probe_stats_t st = { .now_ns = 9000,
 				  .workers = 2,
 				  .clock = "tsc" };
+	weft_hist_t wait_h = { 0 };
+	weft_probe_resource_t res = { .id = 17,
+				      .kind = WEFT_RES_MUTEX,
+				      .name = "cache",
+				      .file = "srv.c",
+				      .line = 12,
+				      .nholders = 1,
+				      .nwaiters = 10,
+				      .holders = { 41 },
+				      .waiters = { 42, 43, 44, 45, 46, 47, 48,
+						   49 },
+				      .acquires = 300,
+				      .acquires_per_s = 12.5,
+				      .wait_hist = &wait_h };
+	const weft_probe_resource_t *rp[] = { &res };
 	weft_probe_update_t u = { .stats = &st,
 				  .tasks = tp,
 				  .ntasks = 1,
 				  .workers = w,
 				  .nworkers = 2,
 				  .warnings = &warn,
-				  .nwarnings = 1 };
+				  .nwarnings = 1,
+				  .resources = rp,
+				  .nresources = 1 };
 	weft_event_t ev[3] = {
 		{ .ts = 100,
 		  .task = 42,
@@ -141,6 +159,10 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	};
 	weft_wire_batch_t batch;
 
+	t.waiting_on = 17;
+	t.waiting_since_ns = 8000;
+	t.waiting_op = WEFT_RES_OP_ACQUIRE;
+	weft_hist_record(&wait_h, 5000);
 	w[1].counters.polls = 77;
 	w[1].stolen_from[0] = 5;
 	w[1].off_cpu_ns = 75000000;
@@ -249,6 +271,29 @@ static void test_wire_round_trip_every_frame_type(void **state)
 			assert_int_equal(u->n_warnings, 1);
 			assert_string_equal(u->warnings[0]->detail,
 					    "long poll");
+			assert_int_equal(u->tasks[0]->waiting_on, 17);
+			assert_int_equal(u->tasks[0]->waiting_since_ns, 8000);
+			assert_int_equal(u->tasks[0]->waiting_op,
+					 WEFT_RES_OP_ACQUIRE);
+			/* The resource: lists cut to WEFT_RES_LIST, the
+			 * counts whole. */
+			assert_int_equal(u->n_resources, 1);
+			assert_int_equal(u->resources[0]->id, 17);
+			assert_int_equal(u->resources[0]->kind, WEFT_RES_MUTEX);
+			assert_string_equal(u->resources[0]->name, "cache");
+			assert_string_equal(u->resources[0]->file, "srv.c");
+			assert_int_equal(u->resources[0]->line, 12);
+			assert_int_equal(u->resources[0]->nholders, 1);
+			assert_int_equal(u->resources[0]->n_holders, 1);
+			assert_int_equal(u->resources[0]->holders[0], 41);
+			assert_int_equal(u->resources[0]->nwaiters, 10);
+			assert_int_equal(u->resources[0]->n_waiters,
+					 WEFT_RES_LIST);
+			assert_int_equal(u->resources[0]->waiters[7], 49);
+			assert_int_equal(u->resources[0]->acquires, 300);
+			assert_true(u->resources[0]->acquires_per_s == 12.5);
+			assert_int_equal(u->resources[0]->wait_hist->count, 1);
+			assert_null(u->resources[0]->hold_hist);
 		}
 
 		assert_int_equal(fr[4]->body_case,
@@ -634,6 +679,106 @@ static int write_sample(const char *path)
 }
 
 /*
+ * `test_wire --write-resources FILE`: a trace of one update and one
+ * batch about resources, for tests/trace_res.sh: tasks 1-4 live (1 holds
+ * mutex "cache", 2 and 3 wait on it, 4 waits to send on an unnamed mpsc
+ * initialised at demo.c:88), a semaphore dropped, and one event of each
+ * RES_* kind.
+ */
+static int write_resources(const char *path)
+{
+	static const char *const names[] = { "", "holder", "waiter-a",
+					     "waiter-b", "producer" };
+	weft_wire_buf_t b = { 0 };
+	weft_wire_hello_t hello;
+	weft_wire_batch_t batch;
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	weft_probe_stats_t st = { .now_ns = 3000000000ull,
+				  .start_ns = 1000000000ull,
+				  .workers = 1 };
+	weft_probe_task_t t[5];
+	const weft_probe_task_t *tp[4];
+	weft_hist_t wait = { 0 }, hold = { 0 };
+	weft_probe_resource_t r[3] = {
+		{ .id = 5, .kind = WEFT_RES_MUTEX, .name = "cache",
+		  .file = "app.c", .line = 20, .nholders = 1, .nwaiters = 2,
+		  .holders = { 1 }, .waiters = { 2, 3 }, .acquires = 300,
+		  .waits = 40, .longest_holder = 1,
+		  .longest_hold_ns = 7000000, .wait_hist = &wait,
+		  .hold_hist = &hold },
+		{ .id = 6, .kind = WEFT_RES_MPSC, .file = "demo.c",
+		  .line = 88, .nwaiters = 1, .waiters = { 4 }, .owner = 1,
+		  .acquires = 9 },
+		{ .id = 7, .kind = WEFT_RES_SEMAPHORE, .name = "permits",
+		  .dropped_ns = 2500000000ull, .acquires = 2 },
+	};
+	const weft_probe_resource_t *rp[] = { &r[0], &r[1], &r[2] };
+	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 4,
+				  .resources = rp, .nresources = 3,
+				  .full = true };
+	uint64_t ts = 2000000000ull;
+	weft_event_t ev[] = {
+		{ .ts = ts + 1, .kind = WEFT_EV_RES_NEW, .a1 = 5,
+		  .a2 = WEFT_RES_MUTEX },
+		{ .ts = ts + 2, .kind = WEFT_EV_RES_NAME, .a1 = 0x1234 },
+		{ .ts = ts + 3, .task = 1, .kind = WEFT_EV_RES_ACQUIRE,
+		  .a1 = 5, .a2 = 1 },
+		{ .ts = ts + 4, .task = 2, .kind = WEFT_EV_RES_WAIT, .a1 = 5,
+		  .a2 = WEFT_RES_OP_ACQUIRE },
+		{ .ts = ts + 5, .task = 4, .kind = WEFT_EV_RES_WAIT, .a1 = 6,
+		  .a2 = WEFT_RES_OP_SEND },
+		{ .ts = ts + 6, .task = 3, .kind = WEFT_EV_RES_WAIT_END,
+		  .a1 = 5, .a2 = WEFT_RES_OP_ACQUIRE | WEFT_RES_CANCELLED },
+		{ .ts = ts + 7, .task = 1, .kind = WEFT_EV_RES_RELEASE,
+		  .a1 = 7, .a2 = 2 },
+		{ .ts = ts + 8, .task = 1, .kind = WEFT_EV_RES_OWNER, .a1 = 6 },
+		{ .ts = ts + 9, .kind = WEFT_EV_RES_DROP, .a1 = 7 },
+	};
+	FILE *fp;
+
+	for (int i = 0; i < 100; i++) {
+		weft_hist_record(&wait, 2000000);
+		weft_hist_record(&hold, 500000);
+	}
+	for (unsigned i = 1; i <= 4; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].id = i;
+		t[i].name = names[i];
+		t[i].file = "app.c";
+		t[i].line = 100 + i;
+		t[i].spawned_ns = 1500000000ull;
+		t[i].polls = 1;
+		t[i].idle_since_ns = 2000000000ull;
+		tp[i - 1] = &t[i];
+	}
+	t[2].waiting_on = t[3].waiting_on = 5;
+	t[2].waiting_op = t[3].waiting_op = WEFT_RES_OP_ACQUIRE;
+	t[4].waiting_on = 6;
+	t[4].waiting_op = WEFT_RES_OP_SEND;
+	if (weft_wire_hello_init(&hello, 1, "mono", 1000000000ull) ||
+	    weft_wire_header_append(&b, &hello.msg, 0) ||
+	    weft_wire_update_append(&b, &u, 0))
+		return 1;
+	weft_wire_batch_init(&batch);
+	if (weft_wire_batch_encode(&batch, ev, sizeof(ev) / sizeof(ev[0])) !=
+	    (int)(sizeof(ev) / sizeof(ev[0])))
+		return 1;
+	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	f.events = &batch.msg;
+	if (weft_wire_record_append(&b, &f))
+		return 1;
+	weft_wire_batch_fini(&batch);
+	fp = fopen(path, "wb");
+	if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp)) {
+		perror(path);
+		return 1;
+	}
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
+	return 0;
+}
+
+/*
  * A pass's events regrouped per emitting thread: every event once, each
  * thread's in their order, threads in ascending id order; both with a
  * few threads (the counting sort) and with more ids than it keeps (the
@@ -774,6 +919,9 @@ static void rnd_task(weft_probe_task_t *t, weft_hist_t *h)
 	t->parked_file = rnd_str();
 	t->parked_line = rnd_u32();
 	t->idle_since_ns = rnd_u64();
+	t->waiting_on = rnd_u64();
+	t->waiting_since_ns = rnd_u64();
+	t->waiting_op = (uint8_t)rnd_u64();
 	if (rnd_below(2)) {
 		rnd_hist(&h[0]);
 		t->poll_hist = &h[0];
@@ -781,6 +929,42 @@ static void rnd_task(weft_probe_task_t *t, weft_hist_t *h)
 	if (rnd_below(2)) {
 		rnd_hist(&h[1]);
 		t->sched_hist = &h[1];
+	}
+}
+
+static void rnd_resource(weft_probe_resource_t *r, weft_hist_t *h)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = rnd_u64() | 1;
+	r->kind = (uint8_t)rnd_u64();
+	r->name = rnd_str();
+	r->file = rnd_str();
+	r->line = rnd_u32();
+	r->created_ns = rnd_u64();
+	r->dropped_ns = rnd_below(2) ? 0 : rnd_u64();
+	/* Counts past the lists too: only WEFT_RES_LIST ids go out. */
+	r->nholders = rnd_below(3) ? (uint32_t)rnd_below(WEFT_RES_LIST + 1) :
+				     rnd_u32();
+	r->nwaiters = rnd_below(3) ? (uint32_t)rnd_below(WEFT_RES_LIST + 1) :
+				     rnd_u32();
+	for (unsigned i = 0; i < WEFT_RES_LIST; i++) {
+		r->holders[i] = rnd_u64();
+		r->waiters[i] = rnd_u64();
+	}
+	r->owner = rnd_u64();
+	r->acquires = rnd_u64();
+	r->waits = rnd_u64();
+	r->acquires_per_s = rnd_double();
+	r->oldest_wait_ns = rnd_u64();
+	r->longest_holder = rnd_u64();
+	r->longest_hold_ns = rnd_u64();
+	if (rnd_below(2)) {
+		rnd_hist(&h[0]);
+		r->wait_hist = &h[0];
+	}
+	if (rnd_below(2)) {
+		rnd_hist(&h[1]);
+		r->hold_hist = &h[1];
 	}
 }
 
@@ -912,6 +1096,9 @@ static void ref_task(Weft__V1__Task *m, Weft__V1__Histogram *h,
 	m->parked_file = ref_str(t->parked_file);
 	m->parked_line = t->parked_line;
 	m->idle_since_ns = t->idle_since_ns;
+	m->waiting_on = t->waiting_on;
+	m->waiting_since_ns = t->waiting_since_ns;
+	m->waiting_op = t->waiting_op;
 	if (t->poll_hist) {
 		ref_hist(&h[0], t->poll_hist);
 		m->poll_hist = &h[0];
@@ -919,6 +1106,42 @@ static void ref_task(Weft__V1__Task *m, Weft__V1__Histogram *h,
 	if (t->sched_hist) {
 		ref_hist(&h[1], t->sched_hist);
 		m->sched_hist = &h[1];
+	}
+}
+
+static void ref_resource(Weft__V1__Resource *m, Weft__V1__Histogram *h,
+			 const weft_probe_resource_t *r)
+{
+	weft__v1__resource__init(m);
+	m->id = r->id;
+	m->kind = r->kind;
+	m->name = ref_str(r->name);
+	m->file = ref_str(r->file);
+	m->line = r->line;
+	m->created_ns = r->created_ns;
+	m->dropped_ns = r->dropped_ns;
+	m->nholders = r->nholders;
+	m->nwaiters = r->nwaiters;
+	m->n_holders = r->nholders < WEFT_RES_LIST ? r->nholders :
+						     WEFT_RES_LIST;
+	m->holders = (uint64_t *)r->holders;
+	m->n_waiters = r->nwaiters < WEFT_RES_LIST ? r->nwaiters :
+						     WEFT_RES_LIST;
+	m->waiters = (uint64_t *)r->waiters;
+	m->owner = r->owner;
+	m->acquires = r->acquires;
+	m->waits = r->waits;
+	m->acquires_per_s = r->acquires_per_s;
+	m->oldest_wait_ns = r->oldest_wait_ns;
+	m->longest_holder = r->longest_holder;
+	m->longest_hold_ns = r->longest_hold_ns;
+	if (r->wait_hist) {
+		ref_hist(&h[0], r->wait_hist);
+		m->wait_hist = &h[0];
+	}
+	if (r->hold_hist) {
+		ref_hist(&h[1], r->hold_hist);
+		m->hold_hist = &h[1];
 	}
 }
 
@@ -983,6 +1206,7 @@ static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)
 #define REF_TASKS 40
 #define REF_WORKERS 66
 #define REF_WARNINGS 4
+#define REF_RESOURCES 12
 
 /* @u's Update record packed by protobuf-c, appended to @b. */
 static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
@@ -997,6 +1221,9 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	static Weft__V1__Warning warnings[REF_WARNINGS];
 	static Weft__V1__Warning *warning_ptrs[REF_WARNINGS];
 	static uint64_t new_ids[REF_TASKS], fin_ids[REF_TASKS];
+	static Weft__V1__Resource res[REF_RESOURCES];
+	static Weft__V1__Resource *res_ptrs[REF_RESOURCES];
+	static Weft__V1__Histogram res_hists[2 * REF_RESOURCES];
 	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
 	Weft__V1__Update m = WEFT__V1__UPDATE__INIT;
 	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
@@ -1053,6 +1280,12 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	m.n_warnings = u->nwarnings;
 	m.warnings = warning_ptrs;
 	m.full = u->full;
+	for (size_t i = 0; i < u->nresources; i++) {
+		ref_resource(&res[i], &res_hists[2 * i], u->resources[i]);
+		res_ptrs[i] = &res[i];
+	}
+	m.n_resources = u->nresources;
+	m.resources = res_ptrs;
 	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
 	f.update = &m;
 	assert_int_equal(weft_wire_record_append(b, &f), 0);
@@ -1072,6 +1305,9 @@ static void test_wire_update_hand_encoded_as_protobuf_c(void **state)
 	static weft_hist_t hists[2 * REF_TASKS];
 	static weft_probe_worker_t workers[REF_WORKERS];
 	static weft_probe_warning_t warnings[REF_WARNINGS];
+	static weft_probe_resource_t res[REF_RESOURCES];
+	static const weft_probe_resource_t *rp[REF_RESOURCES];
+	static weft_hist_t res_hists[2 * REF_RESOURCES];
 	weft_probe_stats_t st;
 
 	(void)state;
@@ -1101,6 +1337,12 @@ static void test_wire_update_hand_encoded_as_protobuf_c(void **state)
 			rnd_warning(&warnings[i]);
 		u.warnings = warnings;
 		u.full = rnd_below(2);
+		u.nresources = round % 3 ? rnd_below(REF_RESOURCES + 1) : 0;
+		for (size_t i = 0; i < u.nresources; i++) {
+			rnd_resource(&res[i], &res_hists[2 * i]);
+			rp[i] = &res[i];
+		}
+		u.resources = rp;
 
 		assert_int_equal(weft_wire_update_append(&hand, &u, prev), 0);
 		ref_update_append(&ref, &u, prev);
@@ -1121,8 +1363,11 @@ static void test_wire_update_split_hand_encoded(void **state)
 	static const weft_probe_task_t *tp[REF_TASKS];
 	static weft_hist_t hists[2 * REF_TASKS];
 	static weft_probe_worker_t workers[2];
+	static weft_probe_resource_t res[REF_RESOURCES];
+	static const weft_probe_resource_t *rp[REF_RESOURCES];
+	static weft_hist_t res_hists[2 * REF_RESOURCES];
 	weft_probe_stats_t st;
-	Weft__V1__Frame *f[REF_TASKS + 1];
+	Weft__V1__Frame *f[REF_TASKS + REF_RESOURCES + 1];
 
 	(void)state;
 	for (unsigned round = 0; round < scale_count(200); round++) {
@@ -1131,9 +1376,14 @@ static void test_wire_update_split_hand_encoded(void **state)
 					  .ntasks = REF_TASKS,
 					  .workers = workers,
 					  .nworkers = 2,
-					  .full = true };
+					  .full = true,
+					  .resources = rp,
+					  .nresources = round % 2 ?
+								REF_RESOURCES :
+								0 };
 		weft_wire_buf_t b = { 0 }, whole = { 0 };
-		size_t cap, n, k = 0, off = 0, nnew = 0, nfin = 0;
+		size_t cap, n, k = 0, off = 0, nnew = 0, nfin = 0, kr = 0;
+		bool tasks_seen = false;
 		uint64_t prev = 1000;
 
 		rnd_stats(&st);
@@ -1146,6 +1396,12 @@ static void test_wire_update_split_hand_encoded(void **state)
 			nnew += tasks[i].spawned_ns > prev;
 			nfin += tasks[i].finished_ns > prev;
 		}
+		for (size_t i = 0; i < u.nresources; i++) {
+			rnd_resource(&res[i], &res_hists[2 * i]);
+			res[i].name = "r";
+			res[i].file = NULL;
+			rp[i] = &res[i];
+		}
 		rnd_worker(&workers[0]);
 		rnd_worker(&workers[1]);
 		/* A cap a third to a half of the whole (a task is at most
@@ -1154,7 +1410,8 @@ static void test_wire_update_split_hand_encoded(void **state)
 		cap = 4096 + whole.len / 3 + rnd_below(whole.len / 6);
 		assert_int_equal(
 			weft_wire_update_append_split(&b, &u, prev, cap), 0);
-		n = decode_all(b.data, b.len, b.len, f, REF_TASKS + 1);
+		n = decode_all(b.data, b.len, b.len, f,
+			       REF_TASKS + REF_RESOURCES + 1);
 		/* Whole when its Frame (the record less 3 bytes) fits the cap
 		 * less the slack. */
 		assert_true(n > 1 || whole.len - 3 <= cap - 64);
@@ -1174,14 +1431,21 @@ static void test_wire_update_split_hand_encoded(void **state)
 			assert_int_equal(m->full, i == 0);
 			assert_int_equal(m->stats != NULL, i == 0);
 			assert_int_equal(m->n_workers, i == 0 ? 2 : 0);
+			/* Resources first, in order: none after a task. */
+			assert_true(!tasks_seen || !m->n_resources);
+			for (size_t j = 0; j < m->n_resources; j++, kr++)
+				assert_int_equal(m->resources[j]->id,
+						 res[kr].id);
 			for (size_t j = 0; j < m->n_tasks; j++, k++)
 				assert_int_equal(m->tasks[j]->id, tasks[k].id);
+			tasks_seen |= m->n_tasks != 0;
 			nnew -= m->n_new_tasks;
 			nfin -= m->n_finished_tasks;
 			weft_wire_frame_free(f[i]);
 		}
 		assert_int_equal(off, b.len);
 		assert_int_equal(k, REF_TASKS);
+		assert_int_equal(kr, u.nresources);
 		assert_int_equal(nnew, 0);
 		assert_int_equal(nfin, 0);
 		weft_wire_buf_fini(&b);
@@ -1338,5 +1602,7 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--write-sample"))
 		return write_sample(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write-resources"))
+		return write_resources(argv[2]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,6 +58,15 @@ if(TARGET weft-trace)
     LABELS "unit;probe")
 endif()
 
+# weft-trace and resources (issue 18): tasks, stats and dump on a trace
+# test_wire writes (no probe needed).
+if(TARGET weft-trace)
+  add_test(NAME trace_res
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_res.sh
+            $<TARGET_FILE:test_wire> $<TARGET_FILE:weft-trace>)
+  set_tests_properties(trace_res PROPERTIES TIMEOUT 60 LABELS unit)
+endif()
+
 # libFuzzer smoke run (clang): the record decoder and the trace-file
 # reader, 20 s each, in parallel.  Longer runs: see tests/fuzz/run.sh.
 add_test(NAME fuzz_wire

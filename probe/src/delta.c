@@ -266,6 +266,9 @@ void weft__delta_fini(weft_delta_t *d)
 	free(d->warn);
 	free(d->tasks);
 	free(d->copies);
+	free(d->res);
+	free(d->res_index);
+	free(d->res_out);
 	free(d->workers);
 	free(d->events);
 	weft__delta_init(d);
@@ -403,6 +406,171 @@ static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 	d->tasks[(*n)++] = c;
 }
 
+/* ---------------------------------------------------------- resources */
+
+/* Whether the filter passes @r: no task filter, or one of its tasks. */
+static bool filter_resource(const weft_delta_filter_t *f,
+			    const weft_probe_resource_t *r)
+{
+	uint32_t nh = r->nholders < WEFT_RES_LIST ? r->nholders :
+						    WEFT_RES_LIST;
+	uint32_t nw = r->nwaiters < WEFT_RES_LIST ? r->nwaiters :
+						    WEFT_RES_LIST;
+
+	if (!f->ntasks)
+		return true;
+	if (r->owner && filter_task(f, r->owner))
+		return true;
+	for (uint32_t i = 0; i < nh; i++)
+		if (filter_task(f, r->holders[i]))
+			return true;
+	for (uint32_t i = 0; i < nw; i++)
+		if (filter_task(f, r->waiters[i]))
+			return true;
+	return false;
+}
+
+/* Index entries for @n copies: a power of two, at most half full. */
+static int res_index_build(weft_delta_t *d, size_t n)
+{
+	size_t cap = 64;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap != d->res_index_cap) {
+		uint32_t *x = calloc(cap, sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		free(d->res_index);
+		d->res_index = x;
+		d->res_index_cap = cap;
+	} else {
+		memset(d->res_index, 0, cap * sizeof(*d->res_index));
+	}
+	for (size_t i = 0; i < d->nres; i++) {
+		size_t j = id_hash(d->res[i].r.id, cap);
+
+		while (d->res_index[j])
+			j = (j + 1) & (cap - 1);
+		d->res_index[j] = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+/*
+ * Keeps a copy of @r (replacing the one of the same id), its histograms
+ * copied.  Return: 0; -ENOMEM (the copies unchanged).
+ */
+static int res_keep(weft_delta_t *d, const weft_probe_resource_t *r)
+{
+	weft_delta_res_t *c;
+	size_t j;
+
+	if (!r->id)
+		return 0;
+	if (d->res_index_cap)
+		for (j = id_hash(r->id, d->res_index_cap); d->res_index[j];
+		     j = (j + 1) & (d->res_index_cap - 1))
+			if (d->res[d->res_index[j] - 1].r.id == r->id)
+				goto out_copy;
+	if (d->nres == d->res_cap) {
+		size_t cap = d->res_cap ? 2 * d->res_cap : 16;
+		weft_delta_res_t *x;
+		const weft_probe_resource_t **o;
+
+		if (cap > UINT32_MAX - 1)
+			return -ENOMEM;
+		x = realloc(d->res, cap * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		/* The copies moved: res_take() points into them again. */
+		d->res = x;
+		o = realloc(d->res_out, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		d->res_out = o;
+		d->res_cap = cap;
+	}
+	if (2 * (d->nres + 1) > d->res_index_cap &&
+	    res_index_build(d, d->nres + 1))
+		return -ENOMEM;
+	for (j = id_hash(r->id, d->res_index_cap); d->res_index[j];
+	     j = (j + 1) & (d->res_index_cap - 1))
+		;
+	d->res_index[j] = (uint32_t)++d->nres;
+out_copy:
+	c = &d->res[d->res_index[j] - 1];
+	c->r = *r;
+	c->r.wait_hist = NULL;
+	c->r.hold_hist = NULL;
+	c->has_hist[0] = r->wait_hist != NULL;
+	c->has_hist[1] = r->hold_hist != NULL;
+	if (r->wait_hist)
+		c->hist[0] = *r->wait_hist;
+	if (r->hold_hist)
+		c->hist[1] = *r->hold_hist;
+	return 0;
+}
+
+/*
+ * A full pass: the copies are the pass's resources, and those dropped
+ * since the last record that the pass no longer lists (their last
+ * record is still owed).  Return: 0; -ENOMEM.
+ */
+static int res_full(weft_delta_t *d, const weft_probe_update_t *u)
+{
+	size_t k = 0;
+	int err;
+
+	for (size_t i = 0; i < d->nres; i++)
+		if (d->res[i].r.dropped_ns)
+			d->res[k++] = d->res[i];
+	d->nres = k;
+	err = res_index_build(d, k);
+	for (size_t i = 0; !err && i < u->nresources; i++)
+		if (filter_resource(&d->filter, u->resources[i]))
+			err = res_keep(d, u->resources[i]);
+	return err;
+}
+
+/*
+ * The copies as the record's list; histograms left out unless due
+ * (@hists) or the resource's last record.
+ */
+static size_t res_take(weft_delta_t *d, bool hists)
+{
+	for (size_t i = 0; i < d->nres; i++) {
+		weft_delta_res_t *c = &d->res[i];
+		bool send = hists || c->r.dropped_ns || d->final;
+
+		c->r.wait_hist = send && c->has_hist[0] ? &c->hist[0] : NULL;
+		c->r.hold_hist = send && c->has_hist[1] ? &c->hist[1] : NULL;
+		d->res_out[i] = &c->r;
+	}
+	return d->nres;
+}
+
+/* After a record: the copies let go, most of their memory too when far
+ * more than was used. */
+static void res_reset(weft_delta_t *d)
+{
+	if (d->res_cap > 256 && d->res_cap > 8 * d->nres) {
+		free(d->res);
+		free(d->res_out);
+		free(d->res_index);
+		d->res = NULL;
+		d->res_out = NULL;
+		d->res_index = NULL;
+		d->res_cap = 0;
+		d->res_index_cap = 0;
+	} else if (d->res_index_cap) {
+		memset(d->res_index, 0,
+		       d->res_index_cap * sizeof(*d->res_index));
+	}
+	d->nres = 0;
+}
+
 /*
  * weft__delta_pass() - fold one collector pass into @d; when the interval
  * has passed (or the pass is full), append its Update record(s) to @out.
@@ -423,6 +591,14 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 
 	*full = false;
 	err = warn_keep(d, u->warnings, u->nwarnings);
+	if (err)
+		return err;
+	if (u->full)
+		err = res_full(d, u);
+	else
+		for (size_t i = 0; !err && i < u->nresources; i++)
+			if (filter_resource(&d->filter, u->resources[i]))
+				err = res_keep(d, u->resources[i]);
 	if (err)
 		return err;
 	if (u->full) {
@@ -480,11 +656,14 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	r.ntasks = n;
 	r.warnings = d->warn;
 	r.nwarnings = d->nwarn;
+	r.resources = d->res_out;
+	r.nresources = res_take(d, hists);
 	err = weft_wire_update_append_split(out, &r, d->prev_now_ns,
 					     d->max_record);
 	if (err == -ENOMEM)
 		return err;
 	idset_reset(&d->dirty, d->dirty.n);
+	res_reset(d);
 	d->nwarn = 0;
 	d->emitted = true;
 	d->last_emit_ns = now;

@@ -19,6 +19,18 @@
  * one task's histograms any time), and in a task's last record (once it
  * has finished).  Every other field always goes out.
  *
+ * Resources: each pass's changed resources are copied into the stream
+ * (histograms too: the collector's may change or go before the record
+ * is due), by id, the latest copy kept, and all go out in the next
+ * record, then are let go; a full pass carries every resource the
+ * collector knows, and replaces the copies but for dropped ones, whose
+ * last record (dropped_ns set) still goes out once.  So a stream holds
+ * at most one copy of each resource changed within an interval.  Names
+ * and files always go out (resources are few and change less than
+ * tasks); histograms follow the tasks' rule (full, final, once a
+ * second, and a dropped resource's last record).  A filter on tasks
+ * passes the resources that list one of them (holder, waiter, owner).
+ *
  * Updates larger than max_record are split into several records
  * (weft_wire_update_append_split()).
  *
@@ -56,6 +68,13 @@ typedef struct weft_idset_s {
 	size_t n;
 } weft_idset_t;
 
+/* A resource's copy, waiting for the stream's next record. */
+typedef struct weft_delta_res_s {
+	weft_probe_resource_t r; /* wait_hist, hold_hist point into hist */
+	weft_hist_t hist[2];
+	bool has_hist[2]; /* the collector's had them */
+} weft_delta_res_t;
+
 /* What a consumer wants.  Empty lists mean everything. */
 typedef struct weft_delta_filter_s {
 	uint64_t *tasks; /* sorted, owned */
@@ -86,6 +105,11 @@ typedef struct weft_delta_s {
 	const weft_probe_task_t **tasks; /* scratch */
 	weft_probe_task_t *copies;       /* scratch: the thinned tasks */
 	size_t tasks_cap;
+	weft_delta_res_t *res; /* resources changed since the last record */
+	size_t nres, res_cap;
+	uint32_t *res_index; /* by id: index + 1 into res; 0 empty */
+	size_t res_index_cap;
+	const weft_probe_resource_t **res_out; /* scratch, res_cap long */
 	weft_probe_worker_t *workers; /* scratch */
 	weft_event_t *events;         /* scratch: filtered events */
 	size_t events_cap;

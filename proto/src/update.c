@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Update records: a collector pass's model, encoded by hand, split into
- * several records when too large, and recounted for one subscriber
+ * Update records: a collector pass's model (stats, tasks, workers,
+ * warnings, resources), encoded by hand, split into several records when
+ * too large, and recounted for one subscriber
  * (weft/wire.h has the model).
  */
 #include <errno.h>
@@ -156,7 +157,8 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	    uint_len(20, t->waker_drops) + uint_len(21, t->max_poll_ns) +
 	    uint_len(22, t->warnings) + uint_len(23, t->locks_held) +
 	    str_len(26, s->parked) + uint_len(27, t->parked_line) +
-	    uint_len(28, t->idle_since_ns);
+	    uint_len(28, t->idle_since_ns) + uint_len(29, t->waiting_on) +
+	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op);
 	if (t->poll_hist) {
 		s->hist[0] = hist_len(t->poll_hist);
 		n += sub_len(24, s->hist[0]);
@@ -205,7 +207,109 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 	}
 	p = put_str(p, 26, t->parked_file, s->parked);
 	p = put_uint(p, 27, t->parked_line);
-	return put_uint(p, 28, t->idle_since_ns);
+	p = put_uint(p, 28, t->idle_since_ns);
+	p = put_uint(p, 29, t->waiting_on);
+	p = put_uint(p, 30, t->waiting_since_ns);
+	return put_uint(p, 31, t->waiting_op);
+}
+
+/* Resource */
+
+/* Entries of a holders or waiters list that go out: at most the list's. */
+static size_t res_list_n(uint32_t n)
+{
+	return n < WEFT_RES_LIST ? n : WEFT_RES_LIST;
+}
+
+/* Payload bytes of a packed list of @n ids. */
+static size_t ids_payload(const uint64_t *ids, size_t n)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		len += varint_len(ids[i]);
+	return len;
+}
+
+static size_t packed_len(unsigned field, const uint64_t *ids, size_t n)
+{
+	return n ? sub_len(field, ids_payload(ids, n)) : 0;
+}
+
+static uint8_t *put_packed(uint8_t *p, unsigned field, const uint64_t *ids,
+			   size_t n)
+{
+	if (!n)
+		return p;
+	p = put_sub(p, field, ids_payload(ids, n));
+	for (size_t i = 0; i < n; i++)
+		p = put_varint(p, ids[i]);
+	return p;
+}
+
+/* A resource's sizes (struct task_size: name and file, the two
+ * histograms: wait, hold). */
+static size_t resource_len(const weft_probe_resource_t *r,
+			   struct task_size *s)
+{
+	size_t n;
+
+	s->name = cstr_len(r->name);
+	s->file = cstr_len(r->file);
+	s->is_new = s->is_finished = false;
+	n = uint_len(1, r->id) + uint_len(2, r->kind) + str_len(3, s->name) +
+	    str_len(4, s->file) + uint_len(5, r->line) +
+	    uint_len(6, r->created_ns) + uint_len(7, r->dropped_ns) +
+	    uint_len(8, r->nholders) + uint_len(9, r->nwaiters) +
+	    packed_len(10, r->holders, res_list_n(r->nholders)) +
+	    packed_len(11, r->waiters, res_list_n(r->nwaiters)) +
+	    uint_len(12, r->owner) + uint_len(13, r->acquires) +
+	    uint_len(14, r->waits) + double_len(15, r->acquires_per_s) +
+	    uint_len(16, r->oldest_wait_ns) +
+	    uint_len(17, r->longest_holder) +
+	    uint_len(18, r->longest_hold_ns);
+	if (r->wait_hist) {
+		s->hist[0] = hist_len(r->wait_hist);
+		n += sub_len(19, s->hist[0]);
+	}
+	if (r->hold_hist) {
+		s->hist[1] = hist_len(r->hold_hist);
+		n += sub_len(20, s->hist[1]);
+	}
+	return s->body = n;
+}
+
+static uint8_t *put_resource(uint8_t *p, const weft_probe_resource_t *r,
+			     const struct task_size *s)
+{
+	p = put_sub(p, 10, s->body); /* Update.resources */
+	p = put_uint(p, 1, r->id);
+	p = put_uint(p, 2, r->kind);
+	p = put_str(p, 3, r->name, s->name);
+	p = put_str(p, 4, r->file, s->file);
+	p = put_uint(p, 5, r->line);
+	p = put_uint(p, 6, r->created_ns);
+	p = put_uint(p, 7, r->dropped_ns);
+	p = put_uint(p, 8, r->nholders);
+	p = put_uint(p, 9, r->nwaiters);
+	p = put_packed(p, 10, r->holders, res_list_n(r->nholders));
+	p = put_packed(p, 11, r->waiters, res_list_n(r->nwaiters));
+	p = put_uint(p, 12, r->owner);
+	p = put_uint(p, 13, r->acquires);
+	p = put_uint(p, 14, r->waits);
+	p = put_double(p, 15, r->acquires_per_s);
+	p = put_uint(p, 16, r->oldest_wait_ns);
+	p = put_uint(p, 17, r->longest_holder);
+	p = put_uint(p, 18, r->longest_hold_ns);
+	if (r->wait_hist) {
+		p = put_sub(p, 19, s->hist[0]);
+		p = put_hist(p, r->wait_hist);
+	}
+	if (r->hold_hist) {
+		p = put_sub(p, 20, s->hist[1]);
+		p = put_hist(p, r->hold_hist);
+	}
+	return p;
 }
 
 /* Worker, WorkerCounters */
@@ -369,7 +473,8 @@ static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
 	return put_uint(p, 19, s->tasks_end_unseen);
 }
 
-/* The per-thread scratch: one task_size per task of the update. */
+/* The per-thread scratch: one task_size per task and per resource of the
+ * update. */
 struct update_scratch {
 	struct task_size *sizes;
 	size_t cap;
@@ -417,13 +522,45 @@ static struct task_size *scratch_sizes(size_t n)
 	return s->sizes;
 }
 
-/* An update being encoded: what update_part() needs besides the range. */
+/*
+ * An update being encoded: what update_part() needs besides the range.
+ * A part holds a range of the update's items: its resources first
+ * (items [0, nres)), then its tasks (items [nres, nres + ntasks)), so a
+ * split update's first record carries the resources that fit in it.
+ */
 struct update_enc {
 	const weft_probe_update_t *u;
-	const struct task_size *sz;
+	const struct task_size *sz;  /* per task */
+	const struct task_size *rsz; /* per resource */
 	size_t base; /* stats, workers, warnings and full: the first part's */
 	size_t nstolen;
 };
+
+static size_t items_of(const struct update_enc *e)
+{
+	return e->u->nresources + e->u->ntasks;
+}
+
+/* Item @j's bytes in an Update (its tag and length included). */
+static size_t item_len(const struct update_enc *e, size_t j)
+{
+	size_t nr = e->u->nresources;
+
+	return j < nr ? sub_len(10, e->rsz[j].body) :
+			sub_len(2, e->sz[j - nr].body);
+}
+
+/* The tasks [*@ti, *@tk) and resources [*@ri, *@rk) of items [@i, @k). */
+static void item_ranges(const struct update_enc *e, size_t i, size_t k,
+			size_t *ti, size_t *tk, size_t *ri, size_t *rk)
+{
+	size_t nr = e->u->nresources;
+
+	*ri = i < nr ? i : nr;
+	*rk = k < nr ? k : nr;
+	*ti = i > nr ? i - nr : 0;
+	*tk = k > nr ? k - nr : 0;
+}
 
 /* Update.new_tasks or finished_tasks over tasks [@i, @k): payload bytes. */
 static size_t ids_len(const struct update_enc *e, size_t i, size_t k,
@@ -451,21 +588,26 @@ static uint8_t *put_ids(uint8_t *p, const struct update_enc *e, size_t i,
 }
 
 /*
- * Appends one Update record holding tasks [@i, @k) (and, when @first,
- * the stats, workers, warnings and full flag).  Return: 0; -ENOMEM;
- * -EMSGSIZE (the Frame would exceed @max); @b unchanged on error.
+ * Appends one Update record holding items [@i, @k) (and, when @first,
+ * the stats, workers, warnings and full flag).  Fields in number order,
+ * as protobuf-c writes them: the resources (10) after the ids (6, 7).
+ * Return: 0; -ENOMEM; -EMSGSIZE (the Frame would exceed @max); @b
+ * unchanged on error.
  */
 static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 		       size_t k, bool first, size_t max)
 {
 	const weft_probe_update_t *u = e->u;
-	size_t nnew = ids_len(e, i, k, false), nfin = ids_len(e, i, k, true);
+	size_t ti, tk, ri, rk, nnew, nfin;
 	size_t ulen = first ? e->base : 0, flen;
 	uint8_t *p, *start;
 	int err;
 
+	item_ranges(e, i, k, &ti, &tk, &ri, &rk);
+	nnew = ids_len(e, ti, tk, false);
+	nfin = ids_len(e, ti, tk, true);
 	for (size_t j = i; j < k; j++)
-		ulen += sub_len(2, e->sz[j].body);
+		ulen += item_len(e, j);
 	if (nnew)
 		ulen += sub_len(6, nnew);
 	if (nfin)
@@ -482,7 +624,7 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	p = put_sub(p, 4, ulen);
 	if (first && u->stats)
 		p = put_stats(p, u->stats);
-	for (size_t j = i; j < k; j++)
+	for (size_t j = ti; j < tk; j++)
 		p = put_task(p, u->tasks[j], &e->sz[j]);
 	if (first) {
 		for (size_t j = 0; j < u->nworkers; j++)
@@ -491,8 +633,10 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 			p = put_warning(p, &u->warnings[j]);
 		p = put_uint(p, 5, u->full);
 	}
-	p = put_ids(p, e, i, k, false, nnew);
-	p = put_ids(p, e, i, k, true, nfin);
+	p = put_ids(p, e, ti, tk, false, nnew);
+	p = put_ids(p, e, ti, tk, true, nfin);
+	for (size_t j = ri; j < rk; j++)
+		p = put_resource(p, u->resources[j], &e->rsz[j]);
 	check_written("Update", start, p, 1 + varint_len(flen) + flen);
 	b->len += (size_t)(p - start);
 	return 0;
@@ -503,15 +647,15 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 #define PART_SLACK 64u
 
 /*
- * Splits an update (whose task list makes it larger than @max_record)
- * into several records: the first carries everything but the tasks that
- * do not fit (full stays as it was), the others only tasks, with full
- * unset.
+ * Splits an update (whose resources and tasks make it larger than
+ * @max_record) into several records: the first carries everything but
+ * the items that do not fit (full stays as it was), resources first;
+ * the others only more items, with full unset.
  */
 static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
 			size_t max_record)
 {
-	size_t nt = e->u->ntasks, start = b->len, i = 0;
+	size_t nt = items_of(e), nr = e->u->nresources, start = b->len, i = 0;
 	bool first = true;
 	int err = 0;
 
@@ -521,12 +665,12 @@ static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
 		size_t used = (first ? e->base : 0) + PART_SLACK, k = i;
 
 		while (k < nt) {
-			size_t cost = sub_len(2, e->sz[k].body);
+			size_t cost = item_len(e, k);
 
-			/* Its id in new_tasks / finished_tasks, if any. */
-			if (e->sz[k].is_new)
+			/* A task's id in new_tasks / finished_tasks, if any. */
+			if (k >= nr && e->sz[k - nr].is_new)
 				cost += 11;
-			if (e->sz[k].is_finished)
+			if (k >= nr && e->sz[k - nr].is_finished)
 				cost += 11;
 			if (used + cost > max_record)
 				break;
@@ -534,11 +678,11 @@ static int update_split(weft_wire_buf_t *b, const struct update_enc *e,
 			k++;
 		}
 		if (k == i && !first) {
-			err = -EMSGSIZE; /* one task alone is too big */
+			err = -EMSGSIZE; /* one item alone is too big */
 			break;
 		}
 		if (first && e->base + PART_SLACK > max_record) {
-			err = -EMSGSIZE; /* too big without any task */
+			err = -EMSGSIZE; /* too big without any item */
 			break;
 		}
 		err = update_part(b, e, i, k, first, max_record);
@@ -617,19 +761,19 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
  * weft_wire_update_append_split() - weft_wire_update_append() that
  * splits an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD)
  * into several records, appended back to back: the first carries the
- * stats, workers, warnings, the full flag and the tasks that fit; each
- * of the others only more tasks (full unset).  A reader applies them in
- * order, as one update.
+ * stats, workers, warnings, the full flag and the resources and tasks
+ * that fit (resources first); each of the others only more of them
+ * (full unset).  A reader applies them in order, as one update.
  *
- * Return: 0; -ENOMEM; -EMSGSIZE (one task alone, or everything but the
- * tasks, exceeds @max_record); @b unchanged on error.
+ * Return: 0; -ENOMEM; -EMSGSIZE (one task or resource alone, or
+ * everything but them, exceeds @max_record); @b unchanged on error.
  */
 int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
 	struct update_enc e = { .u = u };
-	struct task_size *sz = scratch_sizes(u->ntasks);
+	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
 	size_t nt = u->ntasks;
 	int err;
 
@@ -647,7 +791,10 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 		sz[i].is_finished = t->finished_ns &&
 				    t->finished_ns > prev_now_ns;
 	}
+	for (size_t i = 0; i < u->nresources; i++)
+		resource_len(u->resources[i], &sz[nt + i]);
 	e.sz = sz;
+	e.rsz = sz + nt;
 	e.nstolen = u->nworkers < 64 ? u->nworkers : 64;
 	if (u->stats)
 		e.base += sub_len(1, stats_len(u->stats));
@@ -661,11 +808,11 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 	 * Whole, it keeps the parts' slack too: weft_wire_update_recount()
 	 * may add to it, and readers hold every record to the cap.
 	 */
-	err = update_part(b, &e, 0, nt, true,
+	err = update_part(b, &e, 0, items_of(&e), true,
 			  max_record > 2 * PART_SLACK ?
 				  max_record - PART_SLACK :
 				  max_record);
-	if (err == -EMSGSIZE && nt)
+	if (err == -EMSGSIZE && items_of(&e))
 		err = update_split(b, &e, max_record);
 	return err;
 }

@@ -26,6 +26,7 @@ static void render_all(con_session_t *s, con_grid_t *g)
 	static const con_view_id_t views[] = {
 		CON_VIEW_WORKERS, CON_VIEW_TASKS,    CON_VIEW_WARNINGS,
 		CON_VIEW_DETAIL,  CON_VIEW_TIMELINE, CON_VIEW_SPIKE,
+		CON_VIEW_RESOURCES, CON_VIEW_RESOURCE,
 	};
 	con_model_t *m = s->model;
 
@@ -36,6 +37,8 @@ static void render_all(con_session_t *s, con_grid_t *g)
 		s->view = views[i];
 		if (views[i] == CON_VIEW_DETAIL)
 			s->detail_task = m->ntasks ? m->tasks[0]->id : 0;
+		if (views[i] == CON_VIEW_RESOURCE)
+			s->detail_res = m->nres ? m->res[0]->id : 0;
 		s->sel[s->view] = (size_t)m->updates % 7;
 		con_session_clamp(s, g->h);
 		con_session_watch(s);
@@ -48,6 +51,17 @@ static void render_all(con_session_t *s, con_grid_t *g)
 	(void)con_keys_handle(s, '\n');
 	con_session_watch(s);
 	con_screen_draw(s, g);
+	(void)con_keys_handle(s, 27);
+	/* A resource, then one of its tasks. */
+	(void)con_keys_handle(s, 'r');
+	(void)con_keys_handle(s, '\n');
+	(void)con_keys_handle(s, 'j');
+	(void)con_keys_handle(s, '\n');
+	con_model_resort(m);
+	con_session_clamp(s, g->h);
+	con_session_watch(s);
+	con_screen_draw(s, g);
+	(void)con_keys_handle(s, 27);
 	(void)con_keys_handle(s, 27);
 }
 

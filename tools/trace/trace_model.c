@@ -3,7 +3,7 @@
  * Reading a trace file for the verbs (trace_tool.h): libweft-wire's
  * stream hands out frames as read and events in time order; the header
  * and updates are noted as they pass (task names and locations, drops,
- * warnings), and a task's name is forgotten a while after its end, so
+ * warnings, resources: trace_res.c), and a task's name is forgotten a while after its end, so
  * the table holds the live tasks.  A file cut short is read up to its
  * last whole record and marked truncated.  A long read shows its
  * progress on stderr when that is a terminal.
@@ -274,6 +274,8 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 {
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_note(t, u->tasks[i]);
+	for (size_t i = 0; i < u->n_resources; i++)
+		tt_res_note(&t->res, u->resources[i]);
 	if (u->stats) {
 		t->events_dropped = u->stats->events_dropped;
 		t->tasks_end_unseen = u->stats->tasks_end_unseen;
@@ -492,6 +494,7 @@ void tt_free(tt_trace_t *t)
 	}
 	free(t->tasks);
 	free(t->ended);
+	tt_res_free(&t->res);
 	for (size_t i = 0; i < t->nkept; i++)
 		free(t->warnings[i].detail), free(t->warnings[i].label);
 	free(t->warnings);

@@ -46,6 +46,48 @@ typedef struct tt_warning_s {
 	char *label; /* the task's name when the warning came; NULL: none */
 } tt_warning_t;
 
+/*
+ * A resource as the updates said (trace_res.c): its identity, its
+ * holders and waiters at its last record, its counts and histograms
+ * (cumulative: the last record has them all).
+ */
+typedef struct tt_resource_s {
+	uint64_t id;
+	uint8_t kind;
+	char *name; /* "" when none */
+	char *file; /* "" when not known */
+	uint32_t line;
+	uint64_t dropped_ns;
+	uint32_t nholders, nwaiters;
+	uint8_t nholders_kept, nwaiters_kept;
+	uint64_t holders[WEFT_RES_LIST];
+	uint64_t waiters[WEFT_RES_LIST];
+	uint64_t acquires, waits;
+	uint64_t longest_holder, longest_hold_ns;
+	weft_hist_t wait, hold; /* zero until a record carries them */
+	struct tt_resource_s *next; /* hash chain */
+} tt_resource_t;
+
+/* Live resources kept at most; past that, new ones are only counted. */
+#define TT_RES_MAX (1u << 20)
+/* Dropped resources kept for stats: the most contended this many. */
+#define TT_RES_GONE 64
+
+/*
+ * The resources of a trace or a live process: the live ones by id, and
+ * the most contended dropped ones (by total wait).  Memory: the live
+ * resources and TT_RES_GONE more, whatever the input.
+ */
+typedef struct tt_restab_s {
+	tt_resource_t **b;
+	size_t nb, n;
+	uint64_t seen;      /* distinct resources noted */
+	uint64_t dropped;   /* of which dropped */
+	uint64_t discarded; /* not kept (over TT_RES_MAX) */
+	tt_resource_t *gone[TT_RES_GONE];
+	size_t ngone;
+} tt_restab_t;
+
 /* Warnings kept whole (the first ones); past that, only counted. */
 #define TT_WARNINGS_KEPT 1024
 
@@ -100,6 +142,8 @@ typedef struct tt_trace_s {
 	/* Tasks ended, in time order, forgotten two windows later. */
 	struct tt_ended_s *ended;
 	size_t ended_head, ended_len, ended_cap;
+	/* Resources, as the updates said. */
+	tt_restab_t res;
 	/* Warnings: the first TT_WARNINGS_KEPT whole, every one counted. */
 	tt_warning_t *warnings;
 	size_t nkept, nwarnings;
@@ -137,6 +181,18 @@ const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 			  size_t len);
 void tt_print_drops(FILE *out, const tt_trace_t *t);
+
+/* trace_res.c */
+/* Note one Resource record (a dropped one leaves the live table). */
+void tt_res_note(tt_restab_t *r, const Weft__V1__Resource *m);
+const tt_resource_t *tt_res_find(const tt_restab_t *r, uint64_t id);
+/* "mutex cache", "mpsc demo.c:88", "mutex #17" (no name, no file). */
+const char *tt_res_label(const tt_resource_t *x, char *buf, size_t len);
+/* The most contended resources, live and dropped (total wait, then
+ * wait p99, then acquires), at most @max into @out; returns how many. */
+size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
+		  size_t max);
+void tt_res_free(tt_restab_t *r);
 
 /* verb_*.c: each takes argv after the verb name (argv[0] is the verb). */
 int tt_verb_info(int argc, char **argv);

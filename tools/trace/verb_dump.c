@@ -2,9 +2,12 @@
 /*
  * weft-trace dump FILE: every event, one a line, in time order:
  *   TIME(s, from the first event)  WORKER  KIND  TASK  FIELDS
- * Fields are named per kind from the X-macro lists (weft/probe_events.h).
+ * Fields are named per kind from the X-macro lists (weft/probe_events.h);
+ * a resource's events (RES_*) name it by id, op and, once the updates
+ * named it, its kind and name or file:line.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trace_tool.h"
@@ -21,11 +24,30 @@ static const char *const wake_sources[] = { WEFT_WAKE_SOURCES(WAKE_LABEL) };
 static const char *const sched_wheres[] = { WEFT_SCHED_WHERES(SCHED_LABEL) };
 #undef SCHED_LABEL
 
+/* The last RES_NEW's resource, per emitting thread (RES_NAME's). */
+static uint64_t *last_new;
+
+/* " (mutex cache)": resource @id as the updates named it; "" when not. */
+static const char *res_name(const tt_trace_t *t, uint64_t id, char *buf,
+			    size_t len)
+{
+	const tt_resource_t *x = tt_res_find(&t->res, id);
+	char label[320];
+
+	if (!x || (!x->name[0] && !x->file[0]))
+		buf[0] = '\0';
+	else
+		snprintf(buf, len, " (%s)", tt_res_label(x, label,
+							 sizeof(label)));
+	return buf;
+}
+
 static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 		   size_t len)
 {
 	unsigned long long a1 = e->a1;
 	unsigned a2 = e->a2;
+	char nm[336];
 
 	switch (e->kind) {
 	case WEFT_EV_POLL:
@@ -80,6 +102,55 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 			snprintf(buf, len, "line=%u", a2);
 		break;
 	}
+	case WEFT_EV_RES_NEW:
+		if (!last_new)
+			last_new = calloc(1u << 16, sizeof(*last_new));
+		if (last_new)
+			last_new[e->worker] = a1;
+		snprintf(buf, len, "res=%llu kind=%s%s", a1,
+			 weft_resource_kind_name(a2), res_name(t, a1, nm, sizeof(nm)));
+		break;
+	case WEFT_EV_RES_NAME: {
+		/*
+		 * It follows its RES_NEW on the same thread and carries no
+		 * id; a1 is a string's address in the process: the name
+		 * or file comes from the resource's records, when they
+		 * have it.
+		 */
+		uint64_t id = last_new ? last_new[e->worker] : 0;
+
+		if (a2)
+			snprintf(buf, len, "res=%llu line=%u%s",
+				 (unsigned long long)id, a2,
+				 res_name(t, id, nm, sizeof(nm)));
+		else
+			snprintf(buf, len, "res=%llu named%s",
+				 (unsigned long long)id,
+				 res_name(t, id, nm, sizeof(nm)));
+		break;
+	}
+	case WEFT_EV_RES_WAIT:
+		snprintf(buf, len, "res=%llu op=%s%s", a1,
+			 weft_resource_op_name(a2),
+			 res_name(t, a1, nm, sizeof(nm)));
+		break;
+	case WEFT_EV_RES_WAIT_END:
+		snprintf(buf, len, "res=%llu op=%s%s%s%s", a1,
+			 weft_resource_op_name(a2),
+			 a2 & WEFT_RES_CANCELLED ? " cancelled" : "",
+			 a2 & WEFT_RES_CLOSED ? " closed" : "",
+			 res_name(t, a1, nm, sizeof(nm)));
+		break;
+	case WEFT_EV_RES_ACQUIRE:
+	case WEFT_EV_RES_RELEASE:
+		snprintf(buf, len, "res=%llu count=%u%s", a1, a2,
+			 res_name(t, a1, nm, sizeof(nm)));
+		break;
+	case WEFT_EV_RES_OWNER:
+	case WEFT_EV_RES_DROP:
+		snprintf(buf, len, "res=%llu%s", a1,
+			 res_name(t, a1, nm, sizeof(nm)));
+		break;
 	case WEFT_EV_LOCK_RELEASE:
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_HELD_PENDING:
@@ -140,6 +211,8 @@ int tt_verb_dump(int argc, char **argv)
 		printf(" %s %s %s%s%s\n", w, weft_event_kind_name(e->kind),
 		       task, f[0] ? " " : "", f);
 	}
+	free(last_new);
+	last_new = NULL;
 	if (fflush(stdout) || ferror(stdout)) {
 		tt_free(&t);
 		return 1;

@@ -3,8 +3,9 @@
  * weft-trace stats FILE: per worker figures computed from the events
  * (polls, steals in and out, steal rate, parks, busy %, poll %), each
  * worker's off-CPU time as the updates read it, poll-time percentiles,
- * the longest polls with their task's name and spawn location, and the
- * warnings the collector raised.
+ * the longest polls with their task's name and spawn location, the most
+ * contended resources (total wait, wait percentiles, hold p99, holders
+ * and waiters at the end), and the warnings the collector raised.
  *
  * busy % is the time a worker was not parked, as the runtime's busy_ns
  * counter and Tokio count it; poll % the time it spent inside polls.
@@ -30,8 +31,10 @@ static const char usage[] =
 	"both over the trace; then off-CPU time (runnable while the OS ran\n"
 	"other threads) and its % of the time between the first and the\n"
 	"last update that read it.  Then poll percentiles, the N longest\n"
-	"polls (default 10) and the warnings (counts by kind, then the\n"
-	"first N).\n";
+	"polls (default 10), the N most contended resources (by total wait:\n"
+	"holders and waiters at the end, acquires, wait p50/p99/max, hold\n"
+	"p99; when the trace has resources) and the warnings (counts by\n"
+	"kind, then the first N).\n";
 
 #define MAX_W 256
 
@@ -325,6 +328,89 @@ static void off_cpu_print(const tt_trace_t *t)
 	}
 }
 
+/* "1.2ms", "35us", "2.00s", "-" for 0. */
+static const char *dur(char *buf, size_t len, uint64_t ns)
+{
+	if (!ns)
+		snprintf(buf, len, "-");
+	else if (ns >= 1000000000u)
+		snprintf(buf, len, "%.2fs", (double)ns / 1e9);
+	else if (ns >= 1000000u)
+		snprintf(buf, len, "%.1fms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.1fus", (double)ns / 1e3);
+	return buf;
+}
+
+/* "task 42 (worker-3), task 43 (...)" for @n of @ids, "+K more". */
+static void res_tasks(const tt_trace_t *t, const char *what,
+		      const uint64_t *ids, unsigned n, uint32_t whole)
+{
+	char name[64];
+
+	printf("      %s %u:", what, whole);
+	for (unsigned i = 0; i < n; i++)
+		printf("%s %llu (%s)", i ? "," : "",
+		       (unsigned long long)ids[i],
+		       tt_task_label(t, ids[i], name, sizeof(name)));
+	if (whole > n)
+		printf(", +%u more", whole - n);
+	putchar('\n');
+}
+
+/*
+ * The most contended resources (trace_res.c: by total wait, then wait
+ * p99): kind and name, holders and waiters at their last record,
+ * acquires, waits, wait p50/p99/max, hold p99, the longest hold and its
+ * holder.  Nothing when the trace has no resources.
+ */
+static void res_print(const tt_trace_t *t, unsigned long top)
+{
+	const tt_resource_t **res;
+	size_t n;
+
+	if (!t->res.seen)
+		return;
+	res = tt_xmalloc((top ? top : 1) * sizeof(*res));
+	n = tt_res_top(&t->res, res, top);
+	printf("\nresources: %llu seen, %llu dropped%s; the most contended "
+	       "(by total wait):\n",
+	       (unsigned long long)t->res.seen,
+	       (unsigned long long)t->res.dropped,
+	       t->res.discarded ? " (more not kept)" : "");
+	printf("  %-28s %5s %5s %9s %9s %9s %8s %8s %8s %8s\n", "RESOURCE",
+	       "HOLD", "WAIT", "ACQUIRES", "WAITS", "WAITED", "P50", "P99",
+	       "MAX", "HOLD P99");
+	for (size_t i = 0; i < n; i++) {
+		const tt_resource_t *x = res[i];
+		char label[320], a[16], b[16], c[16], d[16], e[16], name[64];
+
+		printf("  %-28s %5u %5u %9llu %9llu %9s %8s %8s %8s %8s%s\n",
+		       tt_res_label(x, label, sizeof(label)), x->nholders,
+		       x->nwaiters, (unsigned long long)x->acquires,
+		       (unsigned long long)x->waits,
+		       dur(a, sizeof(a), x->wait.sum_ns),
+		       dur(b, sizeof(b), weft_hist_percentile(&x->wait, 50)),
+		       dur(c, sizeof(c), weft_hist_percentile(&x->wait, 99)),
+		       dur(d, sizeof(d), x->wait.max_ns),
+		       dur(e, sizeof(e), weft_hist_percentile(&x->hold, 99)),
+		       x->dropped_ns ? "  (dropped)" : "");
+		if (x->longest_holder)
+			printf("      longest hold %s by task %llu (%s)\n",
+			       dur(a, sizeof(a), x->longest_hold_ns),
+			       (unsigned long long)x->longest_holder,
+			       tt_task_label(t, x->longest_holder, name,
+					     sizeof(name)));
+		if (x->nholders)
+			res_tasks(t, "holders", x->holders, x->nholders_kept,
+				  x->nholders);
+		if (x->nwaiters)
+			res_tasks(t, "waiters", x->waiters, x->nwaiters_kept,
+				  x->nwaiters);
+	}
+	free(res);
+}
+
 static size_t widx(uint16_t w)
 {
 	return w == WEFT_EVENT_NO_WORKER || w >= MAX_W - 1 ? MAX_W - 1 : w;
@@ -473,6 +559,7 @@ int tt_verb_stats(int argc, char **argv)
 			       p->line);
 		}
 	}
+	res_print(&t, top);
 	printf("\nwarnings: %zu\n", t.nwarnings);
 	for (unsigned k = 1; k < WEFT_WARN_MAX; k++)
 		if (t.warnings_by_kind[k])

@@ -3,8 +3,10 @@
  * weft-trace tasks PID|FILE [--at TIME] [--sort idle|id|name]: every live
  * task, one a line: id, name, state, idle for, spawned at, parked at
  * (the file and line of the await its last pending poll stopped at) and
- * waiting on (the resource: not known yet, "-", until the runtime names
- * its resources).
+ * waiting on (the resource it waits on now: its kind and name, or the
+ * file:line it was initialised at; "resource ID" when the updates have
+ * not described it, "-" for none).  The resources come in the same
+ * updates as the tasks (every one in a full update).
  *
  * Live: a subscriber like the console.  The server's first update to a
  * new subscriber is full (every task the collector knows, those parked
@@ -31,7 +33,8 @@ static const char usage[] =
 	"usage: weft-trace tasks PID|FILE [--at TIME] [--sort idle|id|name]\n"
 	"Every live task, one a line: id, name, state, idle for, spawned\n"
 	"at, parked at (file:line of the await it is parked at) and waiting\n"
-	"on (\"-\": resources are not reported yet).\n"
+	"on (the resource: kind and name or file:line, e.g. \"mutex cache\",\n"
+	"\"mpsc demo.c:88\"; \"-\" for none).\n"
 	"PID (or unix:PATH, tcp://HOST:PORT): a live process, read from its\n"
 	"probe's first full update; no worker is paused, no task polled.\n"
 	"FILE: a trace file, the tasks as its updates stood at TIME (default:\n"
@@ -49,6 +52,7 @@ typedef struct row_s {
 	uint32_t line, parked_line;
 	uint8_t state;
 	uint64_t idle_ns, idle_since_ns;
+	uint64_t waiting_on; /* resource id, 0: none */
 	struct row_s *next; /* hash chain */
 } row_t;
 
@@ -57,6 +61,7 @@ struct table {
 	size_t nb, n;
 	uint64_t now;       /* the time the table stands at */
 	enum sort_by sort;
+	tt_restab_t res;    /* the resources, as the updates say */
 };
 
 /* tasks: one file's reading */
@@ -160,12 +165,31 @@ static void apply_task(struct table *t, const Weft__V1__Task *m)
 	free(r->parked_file);
 	r->parked_file = m->parked_line ? tt_xstrdup(m->parked_file) : NULL;
 	r->parked_line = m->parked_line;
+	r->waiting_on = m->waiting_on;
 }
 
 static void apply_update(struct table *t, const Weft__V1__Update *u)
 {
+	for (size_t i = 0; i < u->n_resources; i++)
+		tt_res_note(&t->res, u->resources[i]);
 	for (size_t i = 0; i < u->n_tasks; i++)
 		apply_task(t, u->tasks[i]);
+}
+
+/* What @r waits on, as printed: "mutex cache", "resource 17", "-". */
+static const char *waiting_text(const struct table *t, const row_t *r,
+				char *buf, size_t len)
+{
+	const tt_resource_t *x;
+
+	if (!r->waiting_on)
+		snprintf(buf, len, "-");
+	else if ((x = tt_res_find(&t->res, r->waiting_on)))
+		tt_res_label(x, buf, len);
+	else
+		snprintf(buf, len, "resource %llu",
+			 (unsigned long long)r->waiting_on);
+	return buf;
 }
 
 /* ------------------------------------------------------------ output */
@@ -270,7 +294,7 @@ static int print_table(struct table *t)
 	       "PARKED AT", "WAITING ON");
 	for (size_t i = 0; i < n; i++) {
 		const row_t *r = rows[i];
-		char idle[16], spawn[4096], parked[4096];
+		char idle[16], spawn[4096], parked[4096], waiting[320];
 
 		if (r->state != WEFT_TASK_IDLE)
 			snprintf(idle, sizeof(idle), "-");
@@ -289,11 +313,11 @@ static int print_table(struct table *t)
 				 r->parked_line);
 		else
 			snprintf(parked, sizeof(parked), "-");
-		/* Waiting on: resources are a later slice (issue 18). */
 		printf("%10llu  %-*s  %-9s  %9s  %-*s  %-*s  %s\n",
 		       (unsigned long long)r->id, wname,
 		       r->name[0] ? r->name : "-", state_name(r->state), idle,
-		       wspawn, spawn, wparked, parked, "-");
+		       wspawn, spawn, wparked, parked,
+		       waiting_text(t, r, waiting, sizeof(waiting)));
 	}
 	free(rows);
 	return fflush(stdout) || ferror(stdout) ? 1 : 0;
@@ -307,6 +331,7 @@ static void table_free(struct table *t)
 			row_free(r);
 		}
 	free(t->b);
+	tt_res_free(&t->res);
 }
 
 /* ------------------------------------------------------------ live */
