@@ -75,7 +75,7 @@ static void test_delta_filter_from_subscribe(void **state)
 	Weft__V1__Filter m = WEFT__V1__FILTER__INIT;
 	uint64_t tasks[] = { 9, 3, 9, 5 };
 	uint32_t workers[] = { 1, 65535 }, kinds[] = { WEFT_EV_POLL };
-	uint32_t bad_worker[] = { 64 }, bad_kind[] = { 32 };
+	uint32_t bad_worker[] = { 64 }, bad_kind[] = { 64 };
 	weft_delta_filter_t f, g;
 	weft_event_t ev = { .task = 3, .worker = 1, .kind = WEFT_EV_POLL };
 

@@ -720,7 +720,8 @@ static int write_resources(const char *path)
 	weft_event_t ev[] = {
 		{ .ts = ts + 1, .kind = WEFT_EV_RES_NEW, .a1 = 5,
 		  .a2 = WEFT_RES_MUTEX },
-		{ .ts = ts + 2, .kind = WEFT_EV_RES_NAME, .a1 = 0x1234 },
+		{ .ts = ts + 2, .task = 5, .kind = WEFT_EV_RES_NAME,
+		  .a1 = 0x1234 },
 		{ .ts = ts + 3, .task = 1, .kind = WEFT_EV_RES_ACQUIRE,
 		  .a1 = 5, .a2 = 1 },
 		{ .ts = ts + 4, .task = 2, .kind = WEFT_EV_RES_WAIT, .a1 = 5,

@@ -51,13 +51,15 @@ stop()
 }
 
 # Every parked task, with its await, none of the finishers.  Idle for:
-# a time, or "?" live (parked before the probe listened).
+# a time, or "?" live (parked before the probe listened).  Waiting on:
+# the notify they await, where the trace saw them queue on it; "-" live,
+# queued before the probe listened.
 check()
 {
 	local what=$1 out=$2 n=$3 rows
 
 	grep -q '^ *ID  NAME' "$out" || { cat "$out" >&2; fail "$what: no header"; }
-	rows=$(grep -Ec "^ *[0-9]+  parked +idle +([0-9.]+[a-z]+|\\?)  .*  [^ ]*$site  -\$" "$out" || true)
+	rows=$(grep -Ec "^ *[0-9]+  parked +idle +([0-9.]+[a-z]+|\\?)  .*  [^ ]*$site  (-|notify [^ ]+)\$" "$out" || true)
 	[[ $rows -eq $n ]] || {
 		head -20 "$out" >&2
 		fail "$what: $rows parked tasks at $site, expected $n"

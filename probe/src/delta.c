@@ -143,9 +143,9 @@ int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m)
 			goto out_inval;
 	}
 	for (size_t i = 0; i < m->n_kinds; i++) {
-		if (m->kinds[i] >= 32)
+		if (m->kinds[i] >= 64)
 			goto out_inval;
-		f->kinds |= 1u << m->kinds[i];
+		f->kinds |= 1ull << m->kinds[i];
 	}
 	if (m->n_tasks) {
 		f->tasks = malloc(m->n_tasks * sizeof(*f->tasks));
@@ -218,9 +218,11 @@ static bool filter_worker(const weft_delta_filter_t *f, uint32_t w)
 bool weft__delta_filter_event(const weft_delta_filter_t *f,
 			      const weft_event_t *ev)
 {
-	if (f->kinds && (ev->kind >= 32 || !(f->kinds >> ev->kind & 1)))
+	if (f->kinds && (ev->kind >= 64 || !(f->kinds >> ev->kind & 1)))
 		return false;
-	return filter_worker(f, ev->worker) && filter_task(f, ev->task);
+	/* RES_NAME's task field is its resource's id: no task's event. */
+	return filter_worker(f, ev->worker) &&
+	       filter_task(f, ev->kind == WEFT_EV_RES_NAME ? 0 : ev->task);
 }
 
 /*

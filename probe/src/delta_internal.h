@@ -81,7 +81,7 @@ typedef struct weft_delta_filter_s {
 	size_t ntasks;
 	uint64_t workers;   /* bit i: worker i; 0: every worker */
 	bool other_threads; /* events of threads that are not workers */
-	uint32_t kinds;     /* bit k: event kind k; 0: every kind */
+	uint64_t kinds;     /* bit k: event kind k; 0: every kind */
 } weft_delta_filter_t;
 
 typedef struct weft_delta_s {

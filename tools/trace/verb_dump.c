@@ -24,9 +24,6 @@ static const char *const wake_sources[] = { WEFT_WAKE_SOURCES(WAKE_LABEL) };
 static const char *const sched_wheres[] = { WEFT_SCHED_WHERES(SCHED_LABEL) };
 #undef SCHED_LABEL
 
-/* The last RES_NEW's resource, per emitting thread (RES_NAME's). */
-static uint64_t *last_new;
-
 /* " (mutex cache)": resource @id as the updates named it; "" when not. */
 static const char *res_name(const tt_trace_t *t, uint64_t id, char *buf,
 			    size_t len)
@@ -103,21 +100,16 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 		break;
 	}
 	case WEFT_EV_RES_NEW:
-		if (!last_new)
-			last_new = calloc(1u << 16, sizeof(*last_new));
-		if (last_new)
-			last_new[e->worker] = a1;
 		snprintf(buf, len, "res=%llu kind=%s%s", a1,
 			 weft_resource_kind_name(a2), res_name(t, a1, nm, sizeof(nm)));
 		break;
 	case WEFT_EV_RES_NAME: {
 		/*
-		 * It follows its RES_NEW on the same thread and carries no
-		 * id; a1 is a string's address in the process: the name
-		 * or file comes from the resource's records, when they
-		 * have it.
+		 * Its task field is the resource's id; a1 is a string's
+		 * address in the process: the name or file comes from the
+		 * resource's records, when they have it.
 		 */
-		uint64_t id = last_new ? last_new[e->worker] : 0;
+		uint64_t id = e->task;
 
 		if (a2)
 			snprintf(buf, len, "res=%llu line=%u%s",
@@ -129,16 +121,23 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 				 res_name(t, id, nm, sizeof(nm)));
 		break;
 	}
+	case WEFT_EV_RES_SITE:
+		snprintf(buf, len, "line=%u", a2);
+		break;
+	case WEFT_EV_RES_LABEL:
+		snprintf(buf, len, "labelled");
+		break;
 	case WEFT_EV_RES_WAIT:
 		snprintf(buf, len, "res=%llu op=%s%s", a1,
 			 weft_resource_op_name(a2),
 			 res_name(t, a1, nm, sizeof(nm)));
 		break;
 	case WEFT_EV_RES_WAIT_END:
-		snprintf(buf, len, "res=%llu op=%s%s%s%s", a1,
+		snprintf(buf, len, "res=%llu op=%s%s%s%s%s", a1,
 			 weft_resource_op_name(a2),
 			 a2 & WEFT_RES_CANCELLED ? " cancelled" : "",
 			 a2 & WEFT_RES_CLOSED ? " closed" : "",
+			 a2 & WEFT_RES_ACQUIRED ? " acquired" : "",
 			 res_name(t, a1, nm, sizeof(nm)));
 		break;
 	case WEFT_EV_RES_ACQUIRE:
@@ -196,7 +195,8 @@ int tt_verb_dump(int argc, char **argv)
 			snprintf(w, sizeof(w), "-");
 		else
 			snprintf(w, sizeof(w), "%u", e->worker);
-		if (e->task)
+		/* RES_NAME's task field is its resource's id. */
+		if (e->task && e->kind != WEFT_EV_RES_NAME)
 			snprintf(task, sizeof(task), "%llu(%s)",
 				 (unsigned long long)e->task,
 				 tt_task_label(&t, e->task, name,
@@ -211,8 +211,6 @@ int tt_verb_dump(int argc, char **argv)
 		printf(" %s %s %s%s%s\n", w, weft_event_kind_name(e->kind),
 		       task, f[0] ? " " : "", f);
 	}
-	free(last_new);
-	last_new = NULL;
 	if (fflush(stdout) || ferror(stdout)) {
 		tt_free(&t);
 		return 1;
