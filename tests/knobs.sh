@@ -36,6 +36,8 @@ bad=(
 	WEFT_CONSOLE=of
 	WEFT_TRACE_MAX_MB=-3
 	WEFT_TRACE_FLIGHT_S=1w
+	WEFT_WAKE_BURST=0
+	WEFT_TASK_LEAK_WINDOW=5us
 )
 
 run()
@@ -63,7 +65,8 @@ echo "knobs.sh: ${#bad[@]} bad values, ${#bad[@]} lines"
 run WEFT_PROBE_RING=64k WEFT_LONG_POLL=2000us WEFT_SCHED_DELAY=50 \
 	WEFT_PROBE_INTERVAL=10ms WEFT_PROBE_RING_FLUSH=off \
 	WEFT_PROBE_CLOCK=monotonic WEFT_MONITOR=on WEFT_STALL_US=2ms \
-	WEFT_TASK_CACHE=1 WEFT_CONSOLE=off WEFT_TRACE_MAX_MB=64
+	WEFT_TASK_CACHE=1 WEFT_CONSOLE=off WEFT_TRACE_MAX_MB=64 \
+	WEFT_WAKE_BURST=2k WEFT_TASK_LEAK_WINDOW=2s
 if grep -q '^weft: WEFT_' "$tmp/err"; then
 	cat "$tmp/err" >&2
 	fail "good values were complained about"

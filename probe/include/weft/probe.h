@@ -100,6 +100,12 @@ typedef struct weft_probe_config_s {
 	size_t retain_max;            /* and at most, default 100,000 */
 	size_t ring_capacity;         /* events per thread ring */
 	uint32_t large_future_bytes;  /* default 1024 */
+	/* A poll that wakes more tasks than this is a wake burst:
+	 * WEFT_WAKE_BURST (tasks), default 1,000. */
+	uint32_t wake_burst;
+	/* Live tasks of one spawn site growing this long are a leak:
+	 * WEFT_TASK_LEAK_WINDOW (ms), default 3 s. */
+	uint64_t task_leak_window_ns;
 } weft_probe_config_t;
 
 /** weft_probe_config() - the thresholds in force. */
