@@ -244,7 +244,9 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->wake_in_poll = 0;
 	weft__collector_task_changed(p, t);
 	/* The wakes of the poll that ended here are counted. */
-	weft__collector_burst_poll_end(p, ev);
+	if (ev->worker < MAX_PROBE_WORKERS &&
+	    (p->wake_runs_open >> ev->worker & 1))
+		weft__collector_burst_poll_end(p, ev);
 }
 
 static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)

@@ -269,8 +269,11 @@ struct probe {
 	uint64_t cpu_base;
 	uint64_t cpu_win_at;
 	uint64_t cpu_win_cpu;
-	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
+	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off.
+	 * wake_runs_open: a bit per worker with a run of wakes open, so a
+	 * POLL looks no further where none is (nearly every one). */
 	struct leak_state *leak;
+	uint64_t wake_runs_open;
 };
 
 extern struct probe weft__probe;

@@ -101,6 +101,7 @@ struct wake_run {
 	uint64_t first_ts, last_ts;
 	uint32_t polled, over;
 	bool said; /* a burst said, kept for its last woken tasks' polls */
+	uint64_t open_bit; /* its bit in wake_runs_open, while a run */
 	weft_hist_t delays;
 	struct held {
 		uint64_t task, start, delay;
@@ -132,6 +133,7 @@ void weft__collector_leak_stop(struct probe *p)
 	/* The records that pointed into it go with the pools. */
 	free(p->leak);
 	p->leak = NULL;
+	p->wake_runs_open = 0;
 }
 
 static uint64_t window_ns(const struct probe *p)
@@ -316,6 +318,7 @@ static void site_sample(struct probe *p, struct leak_site *s, uint64_t now)
 static void run_reset(struct wake_run *r)
 {
 	r->seq = 0;
+	r->open_bit = 0;
 	r->said = false;
 	r->woken = r->polled = r->over = 0;
 	r->nheld = 0;
@@ -358,6 +361,9 @@ static void burst_free(struct probe *p, struct wake_run *b)
 static void run_close(struct probe *p, struct wake_run *r)
 {
 	struct leak_state *L = p->leak;
+
+	p->wake_runs_open &= ~r->open_bit;
+	r->open_bit = 0;
 
 	if (r->woken > p->config.wake_burst) {
 		struct wake_run *b = NULL;
@@ -428,6 +434,10 @@ void weft__collector_burst_wake(struct probe *p, task_rec_t *t,
 		r->worker = ev->worker;
 		r->source = (uint8_t)(ev->a2 & 0xff);
 		r->first_ts = r->last_ts = ev->ts;
+		if (slot < MAX_PROBE_WORKERS) {
+			r->open_bit = 1ull << slot;
+			p->wake_runs_open |= r->open_bit;
+		}
 	}
 	r->woken++;
 	if (ev->ts > r->last_ts)
@@ -441,7 +451,7 @@ void weft__collector_burst_poll_end(struct probe *p, const weft_event_t *ev)
 	struct wake_run *r;
 
 	if (!p->leak || ev->worker >= MAX_PROBE_WORKERS)
-		return;
+		return; /* (the caller looked at wake_runs_open) */
 	r = &p->leak->runs[ev->worker];
 	if (!r->seq)
 		return;
