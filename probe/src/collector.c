@@ -411,6 +411,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	if (p->passes % 10 == 0)
 		weft__collector_check_idle_tasks(p, now);
 	weft__collector_res_check(p, now);
+	weft__collector_leak_pass(p, now);
 	weft__collector_fold_flush(p, now);
 	if (drops_before > p->drops_reconciled && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
@@ -498,6 +499,8 @@ int weft__collector_start(struct probe *p)
 		p->chunk = NULL;
 		return -ENOMEM;
 	}
+	/* Without it (no memory) no task-leak or wake-burst warnings. */
+	weft__collector_leak_start(p);
 	p->flush_rings = weft__collector_flush_offered();
 	p->ntasks = 0;
 	p->last_found = NULL;
@@ -517,6 +520,7 @@ void weft__collector_stop(struct probe *p)
 {
 	/* Not left open for a runtime nobody may describe again. */
 	weft__collector_sched_close_all(p);
+	weft__collector_leak_stop(p);
 	free(p->table);
 	p->table = NULL;
 	p->table_size = 0;

@@ -105,6 +105,26 @@ static void delay_cause(const struct probe *p, uint64_t from, uint64_t to,
 			 best->name[0] ? best->name : "unnamed");
 }
 
+void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
+				      uint16_t worker, uint64_t start,
+				      uint64_t delay)
+{
+	uint64_t woken_at = start - delay;
+	char d[160];
+
+	if (weft__collector_across_drops(p, woken_at, start)) {
+		/* A poll in between may be what was dropped. */
+		p->drops_suppressed++;
+		return;
+	}
+	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+	snprintf(d, sizeof(d), "woken, then waited %.1f ms for a worker",
+		 (double)delay / 1e6);
+	delay_cause(p, woken_at, start, d, sizeof(d));
+	weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY, t, worker,
+				  start, delay, d);
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -114,29 +134,25 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
 		uint64_t delay = start - t->woken_at;
+		bool over = delay > p->config.sched_delay_ns &&
+			    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY));
 
 		t->pub.scheduled_ns += delay;
 		if (h)
 			weft_hist_add(&h[1], delay);
-		if (delay > p->config.sched_delay_ns &&
-		    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)) &&
-		    weft__collector_across_drops(p, t->woken_at, start)) {
-			/* A poll in between may be what was dropped. */
-			p->drops_suppressed++;
-		} else if (delay > p->config.sched_delay_ns &&
-			   !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY))) {
-			char d[160];
-
-			t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
-			snprintf(d, sizeof(d),
-				 "woken, then waited %.1f ms for a worker",
-				 (double)delay / 1e6);
-			delay_cause(p, t->woken_at, start, d, sizeof(d));
-			weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY,
-						  t, ev->worker, start, delay,
-						  d);
-		}
+		/*
+		 * Woken by a poll that woke many: its delay is the burst's
+		 * (one wake-burst warning says them all), or held until
+		 * the waking poll ends and tells whether it was one.
+		 */
+		if (t->wake_seq &&
+		    weft__collector_burst_delay(p, t, ev, delay, over))
+			over = false;
+		if (over)
+			weft__collector_warn_sched_delay(p, t, ev->worker,
+							 start, delay);
 	}
+	t->wake_seq = 0;
 	{
 		uint16_t before = t->pub.polls ? t->pub.last_worker
 					       : t->spawn_worker;
@@ -227,15 +243,20 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	}
 	t->wake_in_poll = 0;
 	weft__collector_task_changed(p, t);
+	/* The wakes of the poll that ended here are counted. */
+	if (ev->worker < MAX_PROBE_WORKERS &&
+	    (p->wake_runs_open >> ev->worker & 1))
+		weft__collector_burst_poll_end(p, ev);
 }
 
 static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
-	(void)p;
 	t->pub.wakes++;
 	if (ev->a1 == t->pub.id) {
 		t->pub.self_wakes++;
 		t->self_in_poll = true;
+	} else {
+		weft__collector_burst_wake(p, t, ev);
 	}
 	if (ev->a2 & WEFT_WAKE_BY_VAL)
 		t->outstanding--;
@@ -282,6 +303,8 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 	t->pub.status = (int32_t)ev->a2;
 	t->pub.finished_ns = ev->ts;
 	if (!t->in_done) {
+		if (t->site)
+			weft__collector_leak_done(p, t);
 		weft__collector_live_remove(p, t);
 		t->in_done = true;
 		t->dnext = NULL;
@@ -402,6 +425,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			break;
 		t->pub.file = (const char *)(uintptr_t)ev->a1;
 		t->pub.line = ev->a2;
+		weft__collector_leak_spawned(p, t);
 		/* LARGE_FUTURE was raised before the location was known. */
 		if (t->pub.warnings & (1u << WEFT_WARN_LARGE_FUTURE)) {
 			weft_probe_warning_t *w =

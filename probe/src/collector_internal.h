@@ -79,6 +79,17 @@ typedef struct task_rec_s {
 	 * the finished tasks kept for retain_ns (six seconds of a service's
 	 * requests) outnumber them by thousands. */
 	struct task_rec_s *lnext, *lprev;
+	/*
+	 * Task leaks and wake bursts (collector_leak.c): the spawn site it
+	 * counts in while live (NULL: none), its neighbours there in spawn
+	 * order (oldest first), and the waking poll that woke it last, in
+	 * the run of wakes of worker slot wake_slot (wake_seq 0: none, or
+	 * polled since).
+	 */
+	struct leak_site *site;
+	struct task_rec_s *snext, *sprev;
+	uint32_t wake_seq;
+	uint16_t wake_slot;
 } task_rec_t;
 
 /* One resource as the collector tracks it (collector_resources.c). */
@@ -277,6 +288,11 @@ struct probe {
 	struct {
 		uint64_t task, res;
 	} res_last_acq[MAX_PROBE_WORKERS + 1];
+	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off.
+	 * wake_runs_open: a bit per worker with a run of wakes open, so a
+	 * POLL looks no further where none is (nearly every one). */
+	struct leak_state *leak;
+	uint64_t wake_runs_open;
 };
 
 extern struct probe weft__probe;
@@ -517,5 +533,71 @@ static inline bool weft__collector_by_os(const struct probe *p,
 void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 				    uint64_t start_ns, uint64_t dur_ns,
 				    uint64_t own_ns);
+
+/* ------------------------------------- task leaks and wake bursts */
+
+/* What a task-leak warning says (collector_leak.c, collector_warnings.c). */
+struct leak_said {
+	const char *file, *name; /* the spawn site, or the name it has */
+	uint32_t line;
+	uint32_t live;           /* live tasks of the site now */
+	uint32_t walked;         /* the oldest of them looked at */
+	uint32_t pending;        /* of those, pending since their first poll */
+	double per_s;            /* growth over the window */
+	uint64_t window_ns;
+	uint64_t oldest, oldest_age_ns;
+	const char *oldest_name;
+	const char *parked_file; /* where most pending ones are parked */
+	uint32_t parked_line, parked_n;
+	uint32_t said_live;      /* at the last warning (0: the first) */
+	uint64_t at;
+};
+
+/* What a wake-burst warning says. */
+struct burst_said {
+	uint64_t waker;          /* the waking task (0: none) */
+	const char *name, *file; /* its name and spawn site */
+	uint32_t line;
+	uint16_t worker;         /* WEFT_EVENT_NO_WORKER: another thread */
+	uint8_t source;          /* weft_wake_source_t of its first wake */
+	uint32_t woken;
+	uint64_t at, span_ns;    /* the first wake, and to the last */
+	uint32_t polled;         /* woken tasks polled since */
+	uint32_t over;           /* of those, over the scheduling delay */
+	uint64_t max_ns, p99_ns; /* their wake-to-poll delays */
+};
+
+/* collector_leak.c */
+int weft__collector_leak_start(struct probe *p);
+void weft__collector_leak_stop(struct probe *p);
+/* @t's spawn site is known (its SPAWN_LOC, or seeded): counted there. */
+void weft__collector_leak_spawned(struct probe *p, task_rec_t *t);
+/* @t (t->site set) finished, or its record goes. */
+void weft__collector_leak_done(struct probe *p, task_rec_t *t);
+/* A WAKE of @t by another: counted in the run of its worker slot. */
+void weft__collector_burst_wake(struct probe *p, task_rec_t *t,
+				const weft_event_t *ev);
+/* A POLL ended on ev->worker: that worker's run of wakes ends. */
+void weft__collector_burst_poll_end(struct probe *p, const weft_event_t *ev);
+/*
+ * The first poll of @t since a wake counted in a run (t->wake_seq set),
+ * @delay_ns after the wake; @over: past the scheduling-delay threshold,
+ * not yet warned.  True where that warning is the burst's to say (folded
+ * into it, or held until the waking poll ends).
+ */
+bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
+				 const weft_event_t *ev, uint64_t delay_ns,
+				 bool over);
+/* Once a pass: sites sampled and judged, bursts said, runs closed. */
+void weft__collector_leak_pass(struct probe *p, uint64_t now);
+
+/* collector_events.c: @t waited @delay_ns for a worker, from its wake to
+ * its poll's @start; raises the scheduling-delay warning. */
+void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
+				      uint16_t worker, uint64_t start,
+				      uint64_t delay);
+/* collector_warnings.c */
+void weft__collector_warn_leak(struct probe *p, const struct leak_said *l);
+void weft__collector_warn_burst(struct probe *p, const struct burst_said *b);
 
 #endif /* WEFT_COLLECTOR_INTERNAL_H */

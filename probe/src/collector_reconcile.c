@@ -85,6 +85,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 			t->pub.line = (uint32_t)buf[j].line;
 			t->pub.state_size = buf[j].state_size;
 			t->pub.kind = buf[j].kind;
+			weft__collector_leak_spawned(p, t);
 			weft__collector_task_changed(p, t);
 		}
 	}

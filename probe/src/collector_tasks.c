@@ -194,6 +194,8 @@ void weft__collector_task_free(struct probe *p, task_rec_t *t)
 	if (*pp)
 		*pp = t->hnext;
 	p->ntasks--;
+	if (t->site)
+		weft__collector_leak_done(p, t);
 	if (!t->in_done)
 		weft__collector_live_remove(p, t);
 	if (t->hist)

@@ -411,3 +411,105 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 			"polled again");
 	}
 }
+
+/* ------------------------------------- task leaks and wake bursts */
+
+/* A path's last part: a row has room for a file's name, not its path. */
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/*
+ * A spawn site whose live tasks keep growing and stay pending
+ * (collector_leak.c decides; this says it).  Its own pace, not a fold's:
+ * once, then again after a pause that doubles while it goes on.  The
+ * warning names the oldest task; its file and line are the site's.
+ */
+void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
+{
+	weft_probe_warning_t *w;
+	char parked[96] = "";
+
+	/* The site is the warning's file:line, the oldest task its task:
+	 * the text says the rest in a row's room. */
+	if (l->parked_file)
+		snprintf(parked, sizeof(parked), ", %u parked at %s:%u",
+			 l->parked_n, base_name(l->parked_file),
+			 l->parked_line);
+	weft__collector_warn(
+		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
+		l->oldest_age_ns,
+		"%s: %u live (+%.0f/s over %.1f s); %u old ones pending since "
+		"their first poll%s; oldest %.1f s (task %llu)",
+		l->said_live ? "still leaking" : "tasks leak", l->live,
+		l->per_s, (double)l->window_ns / 1e9, l->pending, parked,
+		(double)l->oldest_age_ns / 1e9,
+		(unsigned long long)l->oldest);
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	w->task = l->oldest;
+	w->task_name = l->file ? l->oldest_name : l->name;
+	w->file = l->file;
+	w->line = l->file ? l->line : 0;
+}
+
+static const char *wake_source_name(unsigned src)
+{
+	switch (src) {
+#define WEFT_X_NAME(name, value, label)                                        \
+	case value:                                                            \
+		return label;
+		WEFT_WAKE_SOURCES(WEFT_X_NAME)
+#undef WEFT_X_NAME
+	default:
+		return "?";
+	}
+}
+
+/*
+ * One poll (or one thread's run of wakes) woke more than WEFT_WAKE_BURST
+ * tasks: said once its woken tasks were mostly polled, with what they
+ * waited, in place of their own scheduling-delay warnings.  Folded as a
+ * task's warnings are, by the waker's spawn site: a broadcaster that
+ * bursts every tick is five rows a second and a count.
+ */
+void weft__collector_warn_burst(struct probe *p, const struct burst_said *b)
+{
+	weft_probe_warning_t *w;
+	char who[96], after[96];
+
+	if (b->waker)
+		snprintf(who, sizeof(who),
+			 "one poll woke %u tasks (worker %u, a %.1f ms poll)",
+			 b->woken, b->worker, (double)b->span_ns / 1e6);
+	else if (b->worker != WEFT_EVENT_NO_WORKER)
+		snprintf(who, sizeof(who),
+			 "worker %u woke %u tasks outside a poll (%s) in %.1f "
+			 "ms",
+			 b->worker, b->woken, wake_source_name(b->source),
+			 (double)b->span_ns / 1e6);
+	else
+		snprintf(who, sizeof(who),
+			 "a thread, not a task, woke %u tasks in %.1f ms",
+			 b->woken, (double)b->span_ns / 1e6);
+	if (b->polled)
+		snprintf(after, sizeof(after),
+			 "; %u polled after up to %.1f ms (p99 %.1f), %u past "
+			 "the delay threshold",
+			 b->polled, (double)b->max_ns / 1e6,
+			 (double)b->p99_ns / 1e6, b->over);
+	else
+		snprintf(after, sizeof(after), "; none polled since");
+	if (!fold_row(p, WEFT_WARN_WAKE_BURST, b->name, b->file, b->line,
+		      b->waker, b->worker, b->at, b->max_ns))
+		return;
+	weft__collector_warn(p, WEFT_WARN_WAKE_BURST, NULL, b->worker, b->at,
+			     b->max_ns, "%s%s", who, after);
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	w->task = b->waker;
+	w->task_name = b->name;
+	w->file = b->file;
+	w->line = b->line;
+}

@@ -109,6 +109,27 @@ static const weft__knob_t ring_knob = {
 	.max = 1u << 26,
 };
 
+/* Tasks one poll may wake before it is a wake burst. */
+static const weft__knob_t wake_burst_knob = {
+	.name = "WEFT_WAKE_BURST",
+	.kind = WEFT__KNOB_COUNT,
+	.unit = "tasks",
+	.def = 1000,
+	.min = 1,
+	.max = 1u << 30,
+};
+
+/* How long a spawn site's live tasks grow before it is a task leak:
+ * 100 ms (tests) to 1 h. */
+static const weft__knob_t leak_window_knob = {
+	.name = "WEFT_TASK_LEAK_WINDOW",
+	.kind = WEFT__KNOB_TIME,
+	.unit = "ms",
+	.def = 3000,
+	.min = 100,
+	.max = 3600 * 1000,
+};
+
 /* Under probe.lock. */
 static void config_load(void)
 {
@@ -125,6 +146,8 @@ static void config_load(void)
 	c->retain_max = 100000;
 	c->large_future_bytes = 1024;
 	c->ring_capacity = weft__knob(&ring_knob);
+	c->wake_burst = (uint32_t)weft__knob(&wake_burst_knob);
+	c->task_leak_window_ns = weft__knob(&leak_window_knob);
 	weft__probe_clock_init();
 	weft__probe.config_loaded = true;
 	/* Relaxed: a hint; a thread that reads 0 takes the lock instead. */

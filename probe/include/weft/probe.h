@@ -103,6 +103,12 @@ typedef struct weft_probe_config_s {
 	/* Waits on a lock, semaphore or full channel past this are
 	 * contention (channel-full): WEFT_CONTENTION (ms), default 10 ms. */
 	uint64_t contention_ns;
+	/* A poll that wakes more tasks than this is a wake burst:
+	 * WEFT_WAKE_BURST (tasks), default 1,000. */
+	uint32_t wake_burst;
+	/* Live tasks of one spawn site growing this long are a leak:
+	 * WEFT_TASK_LEAK_WINDOW (ms), default 3 s. */
+	uint64_t task_leak_window_ns;
 } weft_probe_config_t;
 
 /** weft_probe_config() - the thresholds in force. */
