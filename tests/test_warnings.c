@@ -96,6 +96,7 @@ struct sleepy_locker {
 	int weft_pc;
 	weft_mutex_t *m;
 	bool across;
+	unsigned ms; /* the sleep; 0: 5 ms */
 	weft_sleep_t sl;
 };
 
@@ -107,7 +108,7 @@ static weft_poll_t sleepy_locker_poll(void *arg, weft_cx_t *cx)
 	weft_mutex_lock(l->m);
 	if (!l->across)
 		weft_mutex_unlock(l->m);
-	weft_sleep_init(&l->sl, WEFT_MSEC(5));
+	weft_sleep_init(&l->sl, WEFT_MSEC(l->ms ? l->ms : 5));
 	WEFT_AWAIT(l, weft_sleep_poll(&l->sl, cx));
 	weft_sleep_fini(&l->sl);
 	if (l->across)
@@ -157,6 +158,66 @@ static void test_lock_held_before_attach(void **state)
 	assert_non_null(strstr(w.detail, "nobody listening"));
 	/* The real hold: the 5 ms sleep at least. */
 	assert_true(w.value_ns >= WEFT_MSEC(5));
+	rt_done(rt);
+	weft_mutex_fini(&m);
+	sink_free(s, sub);
+}
+
+/* A plain thread that takes the lock once (it blocks while held). */
+static void *lock_once(void *arg)
+{
+	weft_mutex_t *m = arg;
+
+	weft_mutex_lock(m);
+	weft_mutex_unlock(m);
+	return NULL;
+}
+
+/*
+ * Listening: the warning waits for the release, and says how long the
+ * lock was held (the 30 ms sleep at least, not the "so far" of its
+ * pending poll) and that a thread blocked on it meanwhile.
+ */
+static void test_lock_held_real_hold_time(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(1);
+	weft_probe_warning_t w = { 0 };
+	weft_join_t *j;
+	pthread_t th;
+	weft_mutex_t m;
+
+	(void)state;
+	weft_mutex_init(&m, "ledger");
+	assert_int_equal(weft_spawn_named(rt, "hold-30ms", sleepy_locker_poll,
+					  (&(struct sleepy_locker){
+						  .m = &m, .across = true,
+						  .ms = 30 }),
+					  &j),
+			 0);
+	/* The task holds it (its first poll is under way or done). */
+	for (int i = 0; i < 1000 && !__atomic_load_n(&m.state,
+						     __ATOMIC_RELAXED);
+	     i++)
+		usleep(100);
+	assert_int_equal(pthread_create(&th, NULL, lock_once, &m), 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	pthread_join(th, NULL);
+	weft_probe_flush();
+	weft_probe_flush();
+	if (!sink_find(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, weft_join_id(j),
+		       &w))
+		print_warnings(s);
+	assert_true(sink_find(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+			      weft_join_id(j), &w));
+	print_message("%s\n", w.detail);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+				    weft_join_id(j)),
+			 1);
+	assert_true(w.value_ns >= WEFT_MSEC(30));
+	assert_non_null(strstr(w.detail, "1 tasks or threads blocked"));
+	weft_join_drop(j);
 	rt_done(rt);
 	weft_mutex_fini(&m);
 	sink_free(s, sub);
@@ -1173,6 +1234,7 @@ int main(void)
 	/* clang-format off */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
+		cmocka_unit_test_teardown(test_lock_held_real_hold_time, teardown),
 		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
 		cmocka_unit_test_teardown(test_long_poll_says_why, teardown),
 		cmocka_unit_test_teardown(test_flood_folded, teardown),

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "collector.h"
@@ -411,6 +412,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	if (p->passes % 10 == 0)
 		weft__collector_check_idle_tasks(p, now);
 	weft__collector_res_check(p, now);
+	weft__collector_lock_check(p, now);
 	weft__collector_leak_pass(p, now);
 	weft__collector_fold_flush(p, now);
 	if (drops_before > p->drops_reconciled && p->rt &&
@@ -544,6 +546,7 @@ void weft__collector_stop(struct probe *p)
 	p->pub_changed = NULL;
 	p->pub_cap = 0;
 	weft__collector_res_stop(p);
+	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);
 		weft_wire_buf_fini(&p->records->buf);

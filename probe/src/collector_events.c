@@ -484,29 +484,13 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		break;
 	case WEFT_EV_LOCK_SITE:
 		if (lp->valid) {
-			char d[160];
-
-			char site[96];
-
-			if (ev->a2)
-				snprintf(site, sizeof(site), "%s:%u",
-					 ev->a1 ? (const char *)(uintptr_t)ev->a1
-						: "?",
-					 ev->a2);
-			else
-				snprintf(site, sizeof(site), "%s",
-					 ev->a1 ? (const char *)(uintptr_t)ev->a1
-						: "?");
-			snprintf(d, sizeof(d),
-				 "held lock \"%s\" (taken at %s) across an "
-				 "await, %.2f ms so far",
-				 lp->name ? lp->name : "?", site,
-				 (double)lp->held_ns / 1e6);
-			weft__collector_warn_task(
-				p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, lp->t,
-				lp->worker, lp->at, lp->held_ns, d);
+			weft__collector_lock_pending(
+				p, lp, (const char *)(uintptr_t)ev->a1, ev->a2);
 			lp->valid = false;
 		}
+		break;
+	case WEFT_EV_LOCK_HELD_END:
+		weft__collector_lock_released(p, ev);
 		break;
 	default:
 		break;

@@ -107,6 +107,7 @@ typedef struct worker_window_s {
 #define WARN_KEEP 1024      /* warnings kept */
 #define FOLD_SLOTS 64       /* kinds and spawn sites folded at once */
 #define MAX_PROBE_WORKERS 64
+#define LOCK_HOLDS 64       /* locks held across awaits, awaiting release */
 
 /*
  * Steal storm: a worker whose polls are mostly tasks it stole (at least
@@ -292,6 +293,19 @@ struct probe {
 	 * wake_runs_open: a bit per worker with a run of wakes open, so a
 	 * POLL looks no further where none is (nearly every one). */
 	struct leak_state *leak;
+	/*
+	 * weft_mutex_t held across an await, heard (LOCK_HELD_PENDING):
+	 * its warning waits for the release (LOCK_HELD_END), which says how
+	 * long it was held and who blocked meanwhile, or for a second to
+	 * pass with it still held (collector_warnings.c).
+	 */
+	struct lock_hold_s {
+		uint64_t task;
+		const char *name, *file;
+		uint32_t line;
+		uint16_t worker;
+		uint64_t at, held_ns; /* when heard pending, held so far then */
+	} lock_holds[LOCK_HOLDS];
 	uint64_t wake_runs_open;
 };
 
@@ -486,6 +500,12 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
+/* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
+ * warning when released, or a second on if still held. */
+void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp,
+				  const char *file, uint32_t line);
+void weft__collector_lock_released(struct probe *p, const weft_event_t *ev);
+void weft__collector_lock_check(struct probe *p, uint64_t now);
 /* The folds whose window closed by @now, said (once a pass). */
 void weft__collector_fold_flush(struct probe *p, uint64_t now);
 /*

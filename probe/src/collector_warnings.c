@@ -356,7 +356,7 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 				   uint16_t worker, const char *lock,
 				   const char *file, int line, uint64_t at_ns,
-				   uint64_t held_ns)
+				   uint64_t held_ns, uint32_t blocked)
 {
 	struct probe *p = &weft__probe;
 	weft_probe_warning_t *w;
@@ -369,10 +369,11 @@ bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 		weft__collector_warn(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, NULL,
 				     worker, at_ns, held_ns,
 				     "held lock \"%s\" (taken at %s:%d) across "
-				     "an await: held %.2f ms, released (seen "
-				     "with nobody listening)",
+				     "an await: held %.2f ms; %u tasks or "
+				     "threads blocked on it meanwhile (nobody "
+				     "listening)",
 				     lock ? lock : "?", file ? file : "?", line,
-				     (double)held_ns / 1e6);
+				     (double)held_ns / 1e6, blocked);
 		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 		w->task = t->id;
 		w->task_name = t->name;
@@ -381,6 +382,119 @@ bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 	}
 	pthread_mutex_unlock(&p->lock);
 	return true;
+}
+
+/* The warning of a lock held across an await, said once. */
+static void lock_warn(struct probe *p, struct lock_hold_s *h, uint64_t at,
+		      uint64_t held, bool released, uint32_t blocked)
+{
+	task_rec_t *t = weft__collector_task_find(p, h->task);
+	char site[96], d[256];
+
+	if (h->line)
+		snprintf(site, sizeof(site), "%s:%u", h->file ? h->file : "?",
+			 h->line);
+	else
+		snprintf(site, sizeof(site), "%s", h->file ? h->file : "?");
+	if (released)
+		snprintf(d, sizeof(d),
+			 "held lock \"%s\" (taken at %s) across an await: "
+			 "held %.2f ms; %u tasks or threads blocked on it "
+			 "meanwhile",
+			 h->name ? h->name : "?", site, (double)held / 1e6,
+			 blocked);
+	else if (h->line)
+		snprintf(d, sizeof(d),
+			 "held lock \"%s\" (taken at %s) across an await, "
+			 "%.2f ms so far, still held",
+			 h->name ? h->name : "?", site, (double)held / 1e6);
+	else
+		snprintf(d, sizeof(d),
+			 "held lock \"%s\" (taken at %s) across an await, "
+			 "%.2f ms so far",
+			 h->name ? h->name : "?", site, (double)held / 1e6);
+	if (t)
+		weft__collector_warn_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+					  t, h->worker, at, held, d);
+	else
+		weft__collector_warn(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, NULL,
+				     h->worker, at, held, "%s", d);
+	h->task = 0;
+}
+
+void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp,
+				  const char *file, uint32_t line)
+{
+	struct lock_hold_s *free_slot = NULL, *oldest = NULL;
+
+	/*
+	 * No line: a raw pthread mutex (the LD_PRELOAD shim), whose
+	 * release is never told.  Said now, as far as it is known.
+	 */
+	if (!line) {
+		struct lock_hold_s h = { .task = lp->t->pub.id,
+					 .name = lp->name,
+					 .file = file,
+					 .worker = lp->worker,
+					 .at = lp->at,
+					 .held_ns = lp->held_ns };
+
+		lock_warn(p, &h, lp->at, lp->held_ns, false, 0);
+		return;
+	}
+	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
+		struct lock_hold_s *h = &p->lock_holds[i];
+
+		/* Pending again in the same hold: the first said when. */
+		if (h->task == lp->t->pub.id && h->name == lp->name)
+			return;
+		if (!h->task && !free_slot)
+			free_slot = h;
+		if (h->task && (!oldest || h->at < oldest->at))
+			oldest = h;
+	}
+	if (!free_slot) {
+		/* Full: the oldest is said now, as far as it is known. */
+		lock_warn(p, oldest, lp->at, lp->at - oldest->at +
+						     oldest->held_ns,
+			  false, 0);
+		free_slot = oldest;
+	}
+	*free_slot = (struct lock_hold_s){ .task = lp->t->pub.id,
+					   .name = lp->name,
+					   .file = file,
+					   .line = line,
+					   .worker = lp->worker,
+					   .at = lp->at,
+					   .held_ns = lp->held_ns };
+}
+
+void weft__collector_lock_released(struct probe *p, const weft_event_t *ev)
+{
+	const char *name = (const char *)(uintptr_t)ev->a1;
+
+	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
+		struct lock_hold_s *h = &p->lock_holds[i];
+
+		if (h->task != ev->task || h->name != name)
+			continue;
+		lock_warn(p, h, ev->ts,
+			  (ev->ts > h->at ? ev->ts - h->at : 0) + h->held_ns,
+			  true, ev->a2);
+		return;
+	}
+}
+
+/* Held a second on and not yet released: said now, "still held". */
+void weft__collector_lock_check(struct probe *p, uint64_t now)
+{
+	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
+		struct lock_hold_s *h = &p->lock_holds[i];
+
+		if (h->task && now > h->at + 1000000000ull)
+			lock_warn(p, h, now, now - h->at + h->held_ns, false,
+				  0);
+	}
 }
 
 /* Finished tasks are never idle: only the live list needs a look. */

@@ -179,13 +179,13 @@ bool weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
 /*
  * The same for a lock: with nobody listening, task @t held weft_mutex_t
  * @lock, taken at @file:@line, across an await, and released it at
- * @at_ns after @held_ns.  Raised with the collector's warnings.  Called
+ * @at_ns after @held_ns; @blocked threads began to block on it meanwhile.  Raised with the collector's warnings.  Called
  * on a worker: only tries probe.lock; false (not raised) if it is busy.
  */
 bool weft__probe_unheard_lock_held(const struct weft__task_info_s *t,
 				   uint16_t worker, const char *lock,
 				   const char *file, int line, uint64_t at_ns,
-				   uint64_t held_ns);
+				   uint64_t held_ns, uint32_t blocked);
 
 static inline __attribute__((always_inline)) bool weft__probe_on(void)
 {

@@ -382,6 +382,7 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 {
 	blocking_pool_t *p;
 	weft_blocking_t *j;
+	bool queued = false;
 	int err = 0;
 
 	if (!rt)
@@ -413,14 +414,6 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 		goto out_unlock;
 	}
 	queue_push(p, j);
-	/*
-	 * Under the lock, before a thread can take it: the wait's start is
-	 * stamped before its end, and the job's fields are the pool
-	 * thread's once it is popped.
-	 */
-	if (WEFT_PROBE_ON())
-		j->waited = weft__res_emit(&p->res, WEFT_EV_RES_WAIT, j->task,
-					   WEFT_RES_OP_JOB);
 	if (p->nidle) {
 		p->nidle--;
 		p->nnotify++;
@@ -430,17 +423,25 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 		if (err && p->nthreads) {
 			/* A busy thread will take it when it is done. */
 			err = 0;
+			queued = true;
 		} else if (err) {
 			/* Nobody to run it: it is alone in the queue. */
 			queue_pop(p);
-			if (j->waited)
-				weft__res_emit_id(j->waited,
-						  WEFT_EV_RES_WAIT_END, j->task,
-						  WEFT_RES_OP_JOB |
-							  WEFT_RES_CANCELLED);
 		}
+	} else {
+		/* Every thread is busy: the first one done takes it. */
+		queued = true;
 	}
-	/* Else every thread is busy: the first one done takes it. */
+	/*
+	 * A job that waits for a busy thread to be done waits on the pool
+	 * (not one that an idle or a new thread takes: a thread's start-up
+	 * is no queue).  Told under the lock, before a thread can take it:
+	 * the wait's start is stamped before its end, and the job's fields
+	 * are the pool thread's once it is popped.
+	 */
+	if (queued && WEFT_PROBE_ON())
+		j->waited = weft__res_emit(&p->res, WEFT_EV_RES_WAIT, j->task,
+					   WEFT_RES_OP_JOB);
 out_unlock:
 	pthread_mutex_unlock(&p->lock);
 	if (err) {

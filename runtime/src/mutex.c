@@ -51,8 +51,20 @@ void weft_mutex_fini(weft_mutex_t *m)
 	(void)m;
 }
 
-static void lock_slow(_Atomic uint32_t *w, uint32_t c)
+/* across_task's top bit: its LOCK_HELD_PENDING was emitted. */
+#define ACROSS_HEARD ((uint64_t)1 << 63)
+
+static void lock_slow(weft_mutex_t *m, uint32_t c)
 {
+	_Atomic uint32_t *w = word(m);
+
+#if WEFT_PROBE
+	/*
+	 * Relaxed: a count for the warning of a hold across an await
+	 * (unlock), orders nothing; reset by each new holder (taken()).
+	 */
+	__atomic_fetch_add(&m->blocked, 1, __ATOMIC_RELAXED);
+#endif
 	/*
 	 * Acquire on the swap that finds it free: the holder's critical
 	 * section (its release swap in unlock) happens before ours.  Marked
@@ -69,7 +81,8 @@ static void lock_slow(_Atomic uint32_t *w, uint32_t c)
 }
 
 #if WEFT_PROBE
-static void unheard_release(weft_mutex_t *m, weft_task_t *t);
+static void unheard_release(weft_mutex_t *m, weft_task_t *t,
+			    uint32_t blocked);
 #endif
 
 static void taken(weft_mutex_t *m, const char *file, int line)
@@ -79,6 +92,8 @@ static void taken(weft_mutex_t *m, const char *file, int line)
 	m->file = file;
 	m->line = line;
 	m->owner_task = t ? t->id : 0;
+	/* Relaxed: see lock_slow(). */
+	__atomic_store_n(&m->blocked, 0, __ATOMIC_RELAXED);
 	/*
 	 * ns (not the TSC): the hold time is computed on this thread.  Read
 	 * whether or not anyone listens, so that a lock held across an
@@ -106,7 +121,7 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 	if (!atomic_compare_exchange_strong_explicit(word(m), &c, 1,
 						     memory_order_acquire,
 						     memory_order_relaxed))
-		lock_slow(word(m), c);
+		lock_slow(m, c);
 	taken(m, file, line);
 }
 
@@ -137,8 +152,25 @@ void weft_mutex_unlock(weft_mutex_t *m)
 	m->held_next = NULL;
 #if WEFT_PROBE
 	if (__builtin_expect(m->across_task != 0, 0)) {
-		if (m->across_task == m->owner_task && !weft__probe_on())
-			unheard_release(m, t);
+		uint64_t across = m->across_task & ~ACROSS_HEARD;
+		/* Relaxed: see lock_slow(). */
+		uint32_t blocked =
+			__atomic_exchange_n(&m->blocked, 0, __ATOMIC_RELAXED);
+
+		/*
+		 * Its warning waits for this release, to say how long it
+		 * was held and who blocked meanwhile: by event when its
+		 * pending poll was heard and someone still listens, else
+		 * straight into the probe's warnings.
+		 */
+		if (across == m->owner_task) {
+			if ((m->across_task & ACROSS_HEARD) &&
+			    weft__probe_on())
+				weft__probe_emit(WEFT_EV_LOCK_HELD_END, across,
+						 (uintptr_t)m->name, blocked);
+			else
+				unheard_release(m, t, blocked);
+		}
 		m->across_task = 0;
 	}
 #endif
@@ -161,6 +193,9 @@ unsigned weft__probe_locks_at_pending(weft_task_t *t)
 #if WEFT_PROBE
 		if (weft__probe_on()) {
 			uint64_t now = weft__probe_clock();
+
+			/* Its release says the rest (LOCK_HELD_END). */
+			m->across_task = t->id | ACROSS_HEARD;
 			uint64_t held_ns = m->taken_at
 				? weft__probe_clock_ns() - m->taken_at
 				: 0;
@@ -195,13 +230,13 @@ void weft__mutex_pending_unheard(weft_task_t *t)
 }
 
 /* The unlock of a lock held across an await, with nobody listening. */
-static void unheard_release(weft_mutex_t *m, weft_task_t *t)
+static void unheard_release(weft_mutex_t *m, weft_task_t *t, uint32_t blocked)
 {
-	weft__task_info_t info = { .id = m->across_task };
+	weft__task_info_t info = { .id = m->across_task & ~ACROSS_HEARD };
 	weft_worker_t *w = weft__cur_worker;
 	uint64_t now = weft__probe_clock_ns();
 
-	if (t && t->id == m->across_task) {
+	if (t && t->id == info.id) {
 		info.name = t->name;
 		info.file = t->file;
 		info.line = t->line;
@@ -209,6 +244,7 @@ static void unheard_release(weft_mutex_t *m, weft_task_t *t)
 	/* Never waits for the probe's lock: busy, the warning is lost. */
 	(void)weft__probe_unheard_lock_held(
 		&info, w ? (uint16_t)w->index : WEFT_EVENT_NO_WORKER, m->name,
-		m->file, m->line, now, now > m->taken_at ? now - m->taken_at : 0);
+		m->file, m->line, now, now > m->taken_at ? now - m->taken_at : 0,
+		blocked);
 }
 #endif

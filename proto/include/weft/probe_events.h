@@ -50,7 +50,8 @@
 	X(LOCAL_DEPTH, 22, "local-depth",                                     \
 	  "a2=local queue depth (sampled)")                                   \
 	X(LOCK_SITE, 23, "lock-site",                                         \
-	  "a1=file where taken (static string), a2=line; follows a LOCK_*")   \
+	  "a1=file where taken (static string), a2=line (0: a raw pthread "  \
+	  "mutex, whose release is not told); follows a LOCK_*")              \
 	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own") \
 	X(PARKED_AT, 25, "parked-at",                                         \
 	  "a1=file of the await (static string; 0: not known), a2=line; "     \
@@ -80,7 +81,11 @@
 	  "string), a2=line; follows a RES_ACQUIRE")                         \
 	X(RES_LABEL, 35, "resource-label",                                    \
 	  "task=holder, a1=what it holds it for (static string: a blocking "  \
-	  "job's name); follows a RES_ACQUIRE")
+	  "job's name); follows a RES_ACQUIRE")                               \
+	X(LOCK_HELD_END, 36, "lock-held-end",                                 \
+	  "task=the holder, a1=lock (as in its LOCK_HELD_PENDING), "          \
+	  "a2=threads that began to block on it meanwhile: a weft_mutex_t "   \
+	  "held across an await was released")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,

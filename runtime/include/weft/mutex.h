@@ -33,10 +33,15 @@ typedef struct weft_mutex_s {
 	const char *name;               /* private: static string */
 	const char *file;               /* private: where last taken */
 	int line;                       /* private */
+	/* private: threads that began to block on it during this hold
+	 * (about: counted only while the probe is compiled in); atomic */
+	uint32_t blocked;
 	uint64_t owner_task;            /* private */
 	uint64_t taken_at;              /* private: probe clock */
 	struct weft_mutex_s *held_next; /* private: the thread's held list */
-	uint64_t across_task;           /* private: held across an await */
+	/* private: held across an await by this task (its top bit: the
+	 * probe heard it, LOCK_HELD_PENDING) */
+	uint64_t across_task;
 } weft_mutex_t;
 
 /** weft_mutex_init() - @name is a static string shown by the tools. */
