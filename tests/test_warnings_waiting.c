@@ -395,7 +395,7 @@ static void test_warns_wake_burst(void **state)
 	weft_probe_warning_t w;
 	weft_notify_t n;
 	const char *at;
-	unsigned past = 0;
+	unsigned past = 0, woke = 0;
 	uint64_t waker, t0;
 	int bline;
 
@@ -423,7 +423,18 @@ static void test_warns_wake_burst(void **state)
 	assert_string_equal(w.task_name, "broadcaster");
 	assert_true(ends_with(w.file, "test_warnings_waiting.c"));
 	assert_int_equal(w.line, bline);
-	assert_non_null(strstr(w.detail, "one poll woke 20000 tasks"));
+	/*
+	 * Nearly all of them: a victim whose wake the broadcast did not
+	 * need (not yet queued on the notify, its future READY on its
+	 * first poll) is not counted.
+	 */
+	at = strstr(w.detail, "one poll woke ");
+	if (!at || sscanf(at, "one poll woke %u tasks", &woke) != 1 ||
+	    woke < WAVE * 9 / 10)
+		print_message("%s\n", w.detail);
+	assert_non_null(at);
+	assert_int_equal(sscanf(at, "one poll woke %u tasks", &woke), 1);
+	assert_in_range(woke, WAVE * 9 / 10, WAVE);
 	/* Their delays are said here, and many were past the threshold. */
 	at = strstr(w.detail, "), ");
 	assert_non_null(at);

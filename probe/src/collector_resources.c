@@ -63,7 +63,7 @@ struct res_rec_s {
 	 * when the warning is raised).
 	 */
 	uint64_t win_waits, win_max_wait, win_first_at;
-	uint64_t win_hold_task, win_hold_ns;
+	uint64_t win_hold_task, win_hold_ns, win_hold_end;
 	const char *win_hold_file;
 	uint32_t win_hold_line;
 	uint64_t warned_at;
@@ -290,10 +290,12 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 /* The task that has held @r longest, now or in a release since the
  * window began, into the window. */
 static void window_holder(res_rec_t *r, uint64_t task, uint64_t held,
-			  const char *file, uint32_t line)
+			  const char *file, uint32_t line, uint64_t end)
 {
-	if (held <= r->win_hold_ns)
+	/* The longest since the window's first wait began. */
+	if (held <= r->win_hold_ns && r->win_hold_end >= r->win_first_at)
 		return;
+	r->win_hold_end = end;
 	r->win_hold_ns = held;
 	r->win_hold_task = task;
 	r->win_hold_file = file;
@@ -315,11 +317,17 @@ static bool waits_count(const res_rec_t *r, uint8_t op)
 	}
 }
 
-/* A window of warnings opens: the holds before it are not its blame. */
+/*
+ * A window of warnings opens with a wait that began at @since: a hold
+ * released before then made none of its waits, and is no blame; one
+ * released since (the hold the first wait waited for) is kept.
+ */
 static void window_open(res_rec_t *r, uint64_t since)
 {
 	r->win_first_at = since;
-	r->win_hold_task = r->win_hold_ns = 0;
+	if (r->win_hold_end >= since)
+		return;
+	r->win_hold_task = r->win_hold_ns = r->win_hold_end = 0;
 	r->win_hold_file = NULL;
 	r->win_hold_line = 0;
 }
@@ -480,7 +488,7 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		r->pub.longest_holder = r->holders[i].task;
 	}
 	window_holder(r, r->holders[i].task, held, r->holders[i].file,
-		      r->holders[i].line);
+		      r->holders[i].line, ev->ts);
 	if (r->holders[i].count > n)
 		r->holders[i].count -= n;
 	else
@@ -846,7 +854,7 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	    now - oldest > r->win_max_wait) {
 		/* A wait still going on is longer than any that ended. */
 		if (!r->win_waits)
-			r->win_first_at = oldest;
+			window_open(r, oldest);
 		r->win_max_wait = now - oldest;
 	}
 	if (!r->win_waits && !(oldest && oldest != r->ongoing_warned))
@@ -858,7 +866,8 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		if (now > r->holders[i].since)
 			window_holder(r, r->holders[i].task,
 				      now - r->holders[i].since,
-				      r->holders[i].file, r->holders[i].line);
+				      r->holders[i].file, r->holders[i].line,
+				      now);
 	if (!r->win_waits)
 		r->win_waits = waiting;
 	if (r->pub.kind == WEFT_RES_MPSC)
@@ -869,10 +878,9 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		warn_contention(p, r, now, waiting);
 	r->warned_at = now;
 	r->ongoing_warned = oldest;
+	/* The holds said stay, for a next window whose first wait they made
+	 * (window_open()). */
 	r->win_waits = r->win_max_wait = 0;
-	r->win_hold_task = r->win_hold_ns = 0;
-	r->win_hold_file = NULL;
-	r->win_hold_line = 0;
 }
 
 void weft__collector_res_check(struct probe *p, uint64_t now)
