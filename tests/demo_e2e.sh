@@ -14,15 +14,28 @@
 #   - a lock-held-across-await warning for "GET /lock";
 #   - none for "GET /lock-async", and no long-poll warning for
 #     "GET /cpu-offload", though both ran;
+#   - the waiting side: a contention warning on the mutex "demo-session"
+#     raised on a "GET /convoy" task, and a blocking-queue warning that
+#     names the "slow-report" jobs of "GET /report" holding the pool's
+#     threads while the /lookup jobs waited;
 #   - the Chrome export is JSON with "GET /cpu" poll slices;
-# and the shutdown: exit 0 on SIGTERM, the probe's socket removed.
+# and the shutdown: exit 0 on SIGTERM, the probe's socket removed.  Then
+# a second, shorter run with the load's --fixed mix (/convoy-sharded,
+# /report-limited): neither waiting warning, though both fixes ran.
 #
 # Nothing here depends on speed: /cpu spins 300 ms of wall time by
 # construction, against a long-poll threshold of 200 ms (WEFT_LONG_POLL;
 # on a loaded machine a trivial poll was seen to take 87 ms when its
 # thread lost the CPU, so the default 10 ms would not do for the "none for
 # /cpu-offload" check), while /cpu-offload's polls only spawn and await;
-# the /lock warning is raised by every /lock, whatever the timing.
+# the /lock warning is raised by every /lock, whatever the timing.  The
+# convoy is 16 connections' requests, 8 in a row each, on one lock held
+# 2 ms a request: most wait past the 10 ms of WEFT_CONTENTION.  The reports hold all 5 of the demo's pool
+# threads for 400 ms, past the collector's 250 ms between resource
+# checks, so a check sees a /lookup waiting while they hold the threads
+# (the warning names the holders of that moment).  The fixed run takes
+# WEFT_CONTENTION=50: absence is what it checks, and a busy host can keep
+# an idle pool thread off a CPU for 10 ms; a full pool would be 400 ms.
 set -euo pipefail
 
 demo=$1
@@ -63,43 +76,66 @@ if [ -f "$src" ]; then
 		fail "$cpu_loc is not the /cpu route"
 fi
 
-# The probe's socket goes to a directory of our own.  demo.out is created
-# first: sed must not race the background job's redirection.
+# Starts the demo recording to $1, with the environment's assignments
+# that follow; sets pid, port and sock.  The probe's socket goes to a
+# directory of our own.  demo.out is created first: sed must not race the
+# background job's redirection.
+start_demo()
+{
+	local rec=$1
+
+	shift
+	: >"$tmp/demo.out"
+	env XDG_RUNTIME_DIR="$tmp/xdg" WEFT_TRACE="$rec" WEFT_LONG_POLL=200 \
+		"$@" "$demo" --listen 127.0.0.1:0 --workers 2 \
+		>"$tmp/demo.out" 2>"$tmp/demo.err" &
+	pid=$!
+	port=
+	for _ in $(seq 300); do
+		port=$(sed -n 's/^weft-demo listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' \
+			"$tmp/demo.out")
+		[ -n "$port" ] && break
+		kill -0 "$pid" 2>/dev/null || fail "weft-demo exited early"
+		sleep 0.1
+	done
+	[ -n "$port" ] || fail "no 'listening on' line"
+	sock=$tmp/xdg/weft/$pid.sock
+	[ -S "$sock" ] || fail "no probe socket $sock"
+}
+
+# SIGTERM: exit 0, the shutdown line, the probe's socket removed.
+stop_demo()
+{
+	local rc=0
+
+	kill -TERM "$pid"
+	wait "$pid" || rc=$?
+	pid=
+	[ "$rc" = 0 ] || fail "weft-demo exited $rc after SIGTERM, want 0"
+	grep -q 'SIGTERM: shutting down' "$tmp/demo.err" ||
+		fail "no shutdown line"
+	[ ! -e "$sock" ] || fail "the probe socket $sock is still there"
+}
+
 mkdir -m 700 "$tmp/xdg"
-: >"$tmp/demo.out"
-XDG_RUNTIME_DIR=$tmp/xdg WEFT_TRACE=$tmp/demo.weft WEFT_LONG_POLL=200 \
-	"$demo" --listen 127.0.0.1:0 --workers 2 >"$tmp/demo.out" \
-	2>"$tmp/demo.err" &
-pid=$!
-port=
-for _ in $(seq 300); do
-	port=$(sed -n 's/^weft-demo listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' \
-		"$tmp/demo.out")
-	[ -n "$port" ] && break
-	kill -0 "$pid" 2>/dev/null || fail "weft-demo exited early"
-	sleep 0.1
-done
-[ -n "$port" ] || fail "no 'listening on' line"
-sock=$tmp/xdg/weft/$pid.sock
-[ -S "$sock" ] || fail "no probe socket $sock"
+start_demo "$tmp/demo.weft"
 
 # Four bursts (at 0.5, 1.5, 2.5, 3.5 s), each with 3 x /cpu?ms=300,
-# 3 x /lock, /lock-async, /cpu-offload?ms=300 and /sleep?ms=300.
+# 3 x /lock, /lock-async, /cpu-offload?ms=300 and /sleep?ms=300; three of
+# the waiting side (at 1, 2, 3 s), each 16 x 8 x /convoy and 5 x /report; and
+# /lookup 20 times a second throughout.
 "$load" --target "127.0.0.1:$port" --duration 4s --burst-every 1s \
 	--cpu-ms 300 --rate 50 >"$tmp/load.out" 2>&1 ||
 	fail "weft-demo-load failed"
-for ep in /cpu /lock /lock-async /cpu-offload; do
-	awk -v ep="$ep" '$2 == ep && $3 > 0 { ok = 1 } END { exit !ok }' \
-		"$tmp/load.out" || fail "no $ep request answered"
-done
-
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=
-[ "$rc" = 0 ] || fail "weft-demo exited $rc after SIGTERM, want 0"
-grep -q 'SIGTERM: shutting down' "$tmp/demo.err" || fail "no shutdown line"
-[ ! -e "$sock" ] || fail "the probe socket $sock is still there"
+answered()
+{
+	for ep in "$@"; do
+		awk -v ep="$ep" '$2 == ep && $3 > 0 { ok = 1 } END { exit !ok }' \
+			"$tmp/load.out" || fail "no $ep request answered"
+	done
+}
+answered /cpu /lock /lock-async /cpu-offload /convoy /report /lookup
+stop_demo
 
 "$trace" stats --top 100000000 "$tmp/demo.weft" >"$tmp/stats" ||
 	fail "weft-trace stats"
@@ -142,7 +178,7 @@ awk '
 
 warn()
 {
-	grep -E "^  $1 +task [0-9]+ $2  " "$tmp/stats" >/dev/null
+	grep -E "^  $1 +task [0-9]+ $2  ${3:-}" "$tmp/stats" >/dev/null
 }
 warn long-poll 'GET /cpu' || fail "no long-poll warning for GET /cpu"
 warn lock-held-across-await 'GET /lock' ||
@@ -156,6 +192,13 @@ for name in 'GET /lock-async' 'GET /cpu-offload'; do
 	grep -qE " poll [0-9]+\($name\) " "$tmp/dump" ||
 		fail "no poll of $name in the trace"
 done
+# The waiting side: the convoy, on the task that held the lock longest...
+warn contention 'GET /convoy' 'mutex "demo-session": [0-9]+ waits > ' ||
+	fail "no contention warning on \"demo-session\" for GET /convoy"
+# ... and the full pool, naming the reports that held its threads.
+warn blocking-queue 'GET /report' \
+	'blocking pool: [0-9]+ jobs waited > .* held by [0-9]+ x "slow-report" \(demo\.c:[0-9]+\) of task [0-9]+ \(GET /report\)' ||
+	fail "no blocking-queue warning naming \"slow-report\" of GET /report"
 
 "$trace" export --chrome "$tmp/demo.weft" -o "$tmp/demo.json" ||
 	fail "weft-trace export --chrome"
@@ -170,4 +213,26 @@ PY
 
 grep -E '^(longest polls|  +[0-9]+ ns .*GET /cpu )' "$tmp/stats" | head -3
 grep -E '^warnings:|^  [a-z-]+ +[0-9]+$' "$tmp/stats"
+grep -E '^  (contention|blocking-queue) +task ' "$tmp/stats" | head -2
+
+# The fixes of the waiting side: a waiting burst at 1 s (16 x 8 x
+# /convoy-sharded, 5 x /report-limited: 2 at a time, done by 2.2 s) and
+# /lookup throughout.  --cpu-ms 1: the first kind's burst (4 x
+# /cpu-offload) keeps no pool thread long.
+start_demo "$tmp/fixed.weft" WEFT_CONTENTION=50
+"$load" --target "127.0.0.1:$port" --fixed --duration 2.5s \
+	--burst-every 1s --cpu-ms 1 --rate 50 >"$tmp/load.out" 2>&1 ||
+	fail "weft-demo-load --fixed failed"
+answered /convoy-sharded /report-limited /lookup
+stop_demo
+"$trace" stats --top 100000000 "$tmp/fixed.weft" >"$tmp/fixed.stats" ||
+	fail "weft-trace stats (fixed)"
+! grep -E '^  contention +task .*"(demo-session|session-shard-[0-9]+)"' \
+	"$tmp/fixed.stats" ||
+	fail "with --fixed, a contention warning on the session locks"
+! grep -E '^  blocking-queue +task .*"slow-report"' "$tmp/fixed.stats" ||
+	fail "with --fixed, a blocking-queue warning naming \"slow-report\""
+grep -qE '^  semaphore report-slots ' "$tmp/fixed.stats" ||
+	fail "with --fixed, no semaphore report-slots among the resources"
+grep -E '^warnings:|^  [a-z-]+ +[0-9]+$' "$tmp/fixed.stats"
 echo "demo_e2e: PASS"

@@ -35,7 +35,8 @@ fail()
 }
 
 # Usage errors: one line on stderr, exit 2.
-for bad in --bogus "--listen nope" "--workers 0" "--listen"; do
+for bad in --bogus "--listen nope" "--workers 0" "--listen" \
+	"--blocking-threads 0"; do
 	set +e
 	# shellcheck disable=SC2086
 	"$demo" $bad >/dev/null 2>"$tmp/usage"
@@ -123,11 +124,14 @@ def get(path, want=200):
 
 for path in ["/fast", "/fast-task", "/cpu?ms=5", "/cpu-offload?ms=5", "/lock",
              "/lock-async", "/sleep?ms=5", "/sleep", "/file",
-             "/file-offload"]:
+             "/file-offload", "/convoy?user=7", "/convoy",
+             "/convoy-sharded?user=7", "/report", "/report-limited",
+             "/lookup"]:
     body = get(path)
-    print("%-18s %s" % (path, body.decode().strip()))
+    print("%-22s %s" % (path, body.decode().strip()))
 get("/nope", 404)
 get("/cpu?ms=abc", 400)
+get("/convoy-sharded?user=x", 400)
 one(b"POST /fast HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405)
 
 # Malformed: 400 and close.
@@ -197,7 +201,8 @@ s.close()
 # (runtime/src/mutex.c; see the demo's report).
 import threading
 mix = ["/fast", "/lock-async", "/cpu?ms=2", "/cpu-offload?ms=2", "/file",
-       "/file-offload", "/sleep?ms=2"]
+       "/file-offload", "/sleep?ms=2", "/convoy?user=1",
+       "/convoy-sharded?user=2", "/lookup"]
 errors = []
 def client(k):
     try:

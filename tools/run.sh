@@ -6,9 +6,10 @@
 # The main job: installs what is missing (tools/setup.sh), builds a Release
 # weft in build/release, starts weft-demo (the HTTP service whose endpoints
 # make the classic async mistakes, tools/demo) with the probe's server on,
-# starts weft-demo-load against it (steady /fast traffic, and every 3 s a
-# burst of /cpu, /lock and their fixes), and attaches weft-console to the
-# demo on this terminal.  Quitting the console (q) stops the load and the
+# starts weft-demo-load against it (steady /fast and /lookup traffic, every
+# 3 s a burst of /cpu, /lock and their fixes, and half way between those a
+# burst of /convoy and /report), and attaches weft-console to the demo on
+# this terminal.  Quitting the console (q) stops the load and the
 # demo; so does Ctrl-C.  Nothing is left running.
 #
 # Without a terminal on stdin and stdout (CI, a pipe), the console is not
@@ -19,7 +20,10 @@
 #   --port N       the demo's port on 127.0.0.1 (default: a free one)
 #   --no-load      start no load: drive the demo yourself (curl, wrk)
 #   --fixed        the load's bursts use the fixes only (/cpu-offload,
-#                  /lock-async): no long polls, no lock warnings
+#                  /lock-async, /convoy-sharded, /report-limited): no long
+#                  polls, no lock-held-across-await, no contention on
+#                  demo-session, no blocking-queue (the reports wait for
+#                  "report-slots" instead)
 #   --record FILE  the demo also records its run to FILE (WEFT_TRACE), for
 #                  weft-trace and weft-console --replay FILE afterwards
 #   --bench        instead of the demo: the example program and the
@@ -195,7 +199,8 @@ if [ -z "$addr" ]; then
 fi
 echo "weft-demo: http://$addr/ (pid $demo_pid; log $logs/demo.log)"
 echo "endpoints: /fast /cpu?ms=N /cpu-offload?ms=N /lock /lock-async" \
-	"/sleep?ms=N /file /file-offload"
+	"/sleep?ms=N /file /file-offload /convoy?user=U /convoy-sharded?user=U" \
+	"/report /report-limited /lookup"
 [ -n "$record" ] && echo "recording to $record"
 
 if [ "$load" = 1 ]; then

@@ -14,6 +14,20 @@
  *   /sleep?ms=N       a timer
  *   /file             read(2)s a file inside the task
  *   /file-offload     the same read on the blocking pool
+ *   /convoy?user=N    holds the one weft_async_mutex_t "demo-session"
+ *                     across a 2 ms sleep: concurrent requests queue on it
+ *                     (the probe's contention warning)
+ *   /convoy-sharded?user=N
+ *                     the same under one of 16 shard locks, by N
+ *   /report           a 400 ms blocking job "slow-report" on the blocking
+ *                     pool, which the demo keeps small (--blocking-threads,
+ *                     default 5): a few at once fill it
+ *   /report-limited   the same after taking a permit of the semaphore
+ *                     "report-slots" (2 permits, fewer than the threads)
+ *   /lookup           a 1 ms blocking job "lookup": waits for a pool
+ *                     thread behind the reports (the probe's
+ *                     blocking-queue warning names them), not behind the
+ *                     limited ones
  *
  * Model: an acceptor task (tools/net/tcp_listen.c) hands every connection
  * to a connection task (a stackless state machine) that reads, parses and
@@ -24,7 +38,8 @@
  * the route table), so the probe attributes long polls and warnings to the
  * endpoint; the connection awaits its join handle.  /fast-task, /cpu,
  * /cpu-offload and /file are stackless state machines; /lock, /lock-async,
- * /sleep and /file-offload are fibers.
+ * /sleep, /file-offload and the waiting side's routes (/convoy ...
+ * /lookup) are fibers.
  *
  * /fast is answered inline, as an HTTP server on an async runtime answers
  * a request that does not block (hyper in the connection's task): its work
@@ -82,12 +97,31 @@
 #define DEMO_FILE_CHUNK 65536u
 #define DEMO_FILE_MAX (4u * 1024u * 1024u) /* bytes read from --file */
 #define DEMO_BODY_MAX 256u
+#define DEMO_MAX_USER 1000000000u
+#define DEMO_CONVOY_HOLD_MS 2u  /* the "remote call" under demo-session */
+#define DEMO_SHARDS 16u
+#define DEMO_REPORT_MS 400u
+#define DEMO_LOOKUP_MS 1u
+#define DEMO_REPORT_SLOTS 2u
+/*
+ * The blocking pool's default size here: small, so that a few reports fill
+ * it, and one more than the load's four /cpu-offload jobs at once (its
+ * --fixed burst), so that the fixed mix fits.
+ */
+#define DEMO_BLOCKING_THREADS 5u
+#define DEMO_MAX_BLOCKING_THREADS 512u
 
 static const char *file_path = "/proc/self/exe";
 static weft_mutex_t accounts;            /* "demo-accounts" */
 static weft_async_mutex_t accounts_async;
 static uint64_t balance;                 /* guarded by accounts */
 static uint64_t balance_async;           /* guarded by accounts_async */
+static weft_async_mutex_t session;       /* "demo-session" */
+static weft_async_mutex_t session_shards[DEMO_SHARDS]; /* "session-shard-N" */
+static char shard_names[DEMO_SHARDS][24]; /* static: the probe keeps them */
+static uint64_t session_count;           /* guarded by session */
+static uint64_t shard_count[DEMO_SHARDS]; /* each by its shard's lock */
+static weft_semaphore_t report_slots;    /* "report-slots" */
 
 /* ------------------------------------------------------------ requests */
 
@@ -101,6 +135,11 @@ enum endpoint {
 	EP_SLEEP,
 	EP_FILE,
 	EP_FILE_OFFLOAD,
+	EP_CONVOY,
+	EP_CONVOY_SHARDED,
+	EP_REPORT,
+	EP_REPORT_LIMITED,
+	EP_LOOKUP,
 	EP_COUNT,
 };
 
@@ -108,6 +147,7 @@ struct req {
 	atomic_int refs;
 	enum endpoint ep;
 	unsigned ms;
+	unsigned user;           /* ?user=N of the /convoy routes */
 	int status;              /* response status, set by the handler */
 	size_t body_len;
 	char body[DEMO_BODY_MAX];
@@ -383,6 +423,186 @@ out:
 	return NULL;
 }
 
+/* ---------------------------------------- the waiting side: the convoy */
+
+/*
+ * Takes @m, counts the request in *@count and keeps the lock across a
+ * DEMO_CONVOY_HOLD_MS sleep, as a handler that makes a remote call under
+ * a lock does.  Returns the count, or 0 when cancelled.
+ */
+static uint64_t session_update(weft_async_mutex_t *m, uint64_t *count)
+{
+	weft_async_mutex_lock_t lk;
+	uint64_t seen;
+	int err;
+
+	weft_async_mutex_lock_init(&lk, m);
+	err = weft_await(async_lock_poll_cb, &lk); /* the waiters queue here */
+	weft_async_mutex_lock_fini(&lk);
+	if (err)
+		return 0;
+	seen = ++*count;
+	err = weft_fiber_sleep(WEFT_MSEC(DEMO_CONVOY_HOLD_MS));
+	weft_async_mutex_unlock(m);
+	return err ? 0 : seen;
+}
+
+/*
+ * The mistake: every request takes the one lock "demo-session", so
+ * concurrent requests queue on it, each for the holds of all those before
+ * it (the probe's contention warning names the holder).
+ */
+static void *convoy_fiber(void *arg)
+{
+	struct req *r = arg;
+	uint64_t seen = session_update(&session, &session_count);
+
+	if (seen)
+		req_reply(r, 200,
+			  "user %u: held demo-session across a %u ms sleep "
+			  "(%llu)\n",
+			  r->user, DEMO_CONVOY_HOLD_MS,
+			  (unsigned long long)seen);
+	req_release(r);
+	return NULL;
+}
+
+/* The fix: the same work under the user's shard of the lock. */
+static void *convoy_sharded_fiber(void *arg)
+{
+	struct req *r = arg;
+	unsigned k = r->user % DEMO_SHARDS;
+	uint64_t seen = session_update(&session_shards[k], &shard_count[k]);
+
+	if (seen)
+		req_reply(r, 200,
+			  "user %u: held %s across a %u ms sleep (%llu)\n",
+			  r->user, shard_names[k], DEMO_CONVOY_HOLD_MS,
+			  (unsigned long long)seen);
+	req_release(r);
+	return NULL;
+}
+
+/* ------------------------------- the waiting side: the blocking pool */
+
+static void sleep_blocking_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/*
+ * A slow report: 400 ms of blocking calls (a big query, a PDF).  Longer
+ * than the collector's 250 ms between checks of the resources, so that
+ * one check sees the lookups waiting while the reports hold the threads:
+ * the blocking-queue warning names the jobs holding them at that check.
+ */
+static void *report_job(void *arg)
+{
+	(void)arg;
+	sleep_blocking_ms(DEMO_REPORT_MS);
+	return NULL;
+}
+
+/* What every request needs: a quick blocking call (a cache file, DNS). */
+static void *lookup_job(void *arg)
+{
+	(void)arg;
+	sleep_blocking_ms(DEMO_LOOKUP_MS);
+	return NULL;
+}
+
+/*
+ * Awaits a job submitted with weft_spawn_blocking_named() at the caller's
+ * line; replies 503 when it could not be queued.  Returns 0 when done.
+ */
+static int await_job(struct req *r, weft_blocking_t *job, int err)
+{
+	struct blocking_await b = { .job = job };
+
+	if (err) {
+		req_reply(r, 503, "spawn_blocking: %s\n", strerror(-err));
+		return err;
+	}
+	err = weft_await(blocking_poll_cb, &b);
+	weft_blocking_drop(job); /* cancelled: the job goes on, detached */
+	return err;
+}
+
+/*
+ * The mistake: the report goes straight to the pool.  A few at once hold
+ * every thread for 400 ms, and every other job (each /lookup) waits for
+ * one (the probe's blocking-queue warning names the reports).
+ */
+static void *report_fiber(void *arg)
+{
+	struct req *r = arg;
+	weft_blocking_t *job = NULL;
+	int err;
+
+	err = weft_spawn_blocking_named(NULL, "slow-report", report_job, NULL,
+					&job);
+	if (!await_job(r, job, err))
+		req_reply(r, 200, "report: %u ms on the blocking pool\n",
+			  DEMO_REPORT_MS);
+	req_release(r);
+	return NULL;
+}
+
+static weft_poll_t sem_acquire_poll_cb(void *arg, weft_cx_t *cx)
+{
+	return weft_semaphore_acquire_poll(arg, cx);
+}
+
+/*
+ * The fix: a report takes a permit of "report-slots" first, so at most
+ * DEMO_REPORT_SLOTS of them hold pool threads and a lookup always finds
+ * one.  Reports beyond that wait for a permit, among themselves.
+ */
+static void *report_limited_fiber(void *arg)
+{
+	struct req *r = arg;
+	weft_semaphore_acquire_t acq;
+	weft_blocking_t *job = NULL;
+	int err;
+
+	weft_semaphore_acquire_init(&acq, &report_slots, 1);
+	err = weft_await(sem_acquire_poll_cb, &acq);
+	weft_semaphore_acquire_fini(&acq);
+	if (err || acq.status)
+		goto out;
+	err = weft_spawn_blocking_named(NULL, "slow-report", report_job, NULL,
+					&job);
+	err = await_job(r, job, err);
+	/* Cancelled: the job runs on without its permit (shutdown only). */
+	weft_semaphore_release(&report_slots, 1);
+	if (!err)
+		req_reply(r, 200,
+			  "report: %u ms on the blocking pool, one of %u "
+			  "report-slots\n",
+			  DEMO_REPORT_MS, DEMO_REPORT_SLOTS);
+out:
+	req_release(r);
+	return NULL;
+}
+
+static void *lookup_fiber(void *arg)
+{
+	struct req *r = arg;
+	weft_blocking_t *job = NULL;
+	int err;
+
+	err = weft_spawn_blocking_named(NULL, "lookup", lookup_job, NULL, &job);
+	if (!await_job(r, job, err))
+		req_reply(r, 200, "lookup: %u ms on the blocking pool\n",
+			  DEMO_LOOKUP_MS);
+	req_release(r);
+	return NULL;
+}
+
 /* ------------------------------------------------------------- routing */
 
 /*
@@ -395,6 +615,7 @@ struct route {
 	const char *path;
 	const char *task_name;
 	bool takes_ms;
+	bool takes_user;        /* ?user=N */
 	void (*inline_fn)(struct req *r); /* run by the connection, or */
 	weft_poll_cb poll;      /* a state machine, or */
 	weft_fiber_fn fiber;    /* a fiber */
@@ -406,6 +627,9 @@ struct route {
 	{ .path = p, .task_name = "GET " p, .takes_ms = ms,                    \
 	  .poll = poll_fn, .fiber = fiber_fn, .file = __FILE__,                \
 	  .line = __LINE__ }
+#define ROUTE_USER(p, fiber_fn)                                                \
+	{ .path = p, .task_name = "GET " p, .takes_user = true,                \
+	  .fiber = fiber_fn, .file = __FILE__, .line = __LINE__ }
 
 static const struct route routes[EP_COUNT] = {
 	[EP_FAST] = { .path = "/fast", .task_name = "GET /fast",
@@ -420,9 +644,17 @@ static const struct route routes[EP_COUNT] = {
 	[EP_FILE] = ROUTE("/file", false, file_poll, NULL),
 	[EP_FILE_OFFLOAD] = ROUTE("/file-offload", false, NULL,
 				  file_offload_fiber),
+	[EP_CONVOY] = ROUTE_USER("/convoy", convoy_fiber),
+	[EP_CONVOY_SHARDED] = ROUTE_USER("/convoy-sharded",
+					 convoy_sharded_fiber),
+	[EP_REPORT] = ROUTE("/report", false, NULL, report_fiber),
+	[EP_REPORT_LIMITED] = ROUTE("/report-limited", false, NULL,
+				    report_limited_fiber),
+	[EP_LOOKUP] = ROUTE("/lookup", false, NULL, lookup_fiber),
 };
 
 #undef ROUTE
+#undef ROUTE_USER
 
 /* Spawns @r's handler; on success the task holds one reference. */
 static int spawn_handler(struct req *r, weft_join_t **join)
@@ -455,25 +687,31 @@ static int spawn_handler(struct req *r, weft_join_t **join)
 }
 
 /*
- * Routes a parsed GET or HEAD: the endpoint, or -1 (404); sets @ms for
- * the endpoints that take one.  Returns false for a malformed ms (400).
+ * Routes a parsed GET or HEAD: the endpoint, or -1 (404); sets @ms and
+ * @user for the endpoints that take them.  Returns false for a malformed
+ * ms or user (400).
  */
-static bool route_find(const http_request_t *hr, int *ep, unsigned *ms)
+static bool route_find(const http_request_t *hr, int *ep, unsigned *ms,
+		       unsigned *user)
 {
 	const char *q = memchr(hr->target, '?', hr->target_len);
 	size_t plen = q ? (size_t)(q - hr->target) : hr->target_len;
+	size_t qlen = q ? hr->target_len - plen - 1 : 0;
 
 	*ep = -1;
 	*ms = DEMO_DEFAULT_MS;
+	*user = 0;
 	for (int i = 0; i < EP_COUNT; i++) {
 		if (plen != strlen(routes[i].path) ||
 		    memcmp(hr->target, routes[i].path, plen))
 			continue;
 		*ep = i;
 		if (routes[i].takes_ms && q)
-			return http_parse_query_uint(q + 1,
-						     hr->target_len - plen - 1,
-						     "ms", DEMO_MAX_MS, ms);
+			return http_parse_query_uint(q + 1, qlen, "ms",
+						     DEMO_MAX_MS, ms);
+		if (routes[i].takes_user && q)
+			return http_parse_query_uint(q + 1, qlen, "user",
+						     DEMO_MAX_USER, user);
 		return true;
 	}
 	return true;
@@ -523,6 +761,7 @@ struct conn {
 	http_request_t p;       /* p.target points into buf until consumed */
 	int route;              /* endpoint; -1 404, -2 405 */
 	unsigned ms;
+	unsigned user;
 	struct req *r;
 	weft_join_t *join;
 	char *out;
@@ -574,7 +813,7 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 		/* Routed now: the target goes with the head below. */
 		c->route = -2;
 		if (!c->p.error && c->p.method != HTTP_OTHER &&
-		    !route_find(&c->p, &c->route, &c->ms)) {
+		    !route_find(&c->p, &c->route, &c->ms, &c->user)) {
 			c->p.error = 400;
 			c->p.close = true;
 		}
@@ -629,6 +868,7 @@ static weft_poll_t conn_poll(void *arg, weft_cx_t *cx)
 		atomic_init(&c->r->refs, 1);
 		c->r->ep = (enum endpoint)c->route;
 		c->r->ms = c->ms;
+		c->r->user = c->user;
 		c->r->status = 500;
 		if (routes[c->route].inline_fn) {
 			routes[c->route].inline_fn(c->r);
@@ -708,6 +948,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: weft-demo [--listen HOST:PORT] [--workers N] [--file PATH]\n"
+		"                 [--blocking-threads N]\n"
 		"       weft-demo --routes\n"
 		"\n"
 		"An HTTP/1.1 keep-alive service whose endpoints show the classic\n"
@@ -723,11 +964,26 @@ static void usage(FILE *f)
 		"  /sleep?ms=N        a timer\n"
 		"  /file              read(2)s PATH inside the task\n"
 		"  /file-offload      the same read through the blocking pool\n"
+		"  /convoy?user=U     holds the async mutex \"demo-session\" across a\n"
+		"                     %u ms sleep: concurrent requests queue on it (the\n"
+		"                     probe's contention warning)\n"
+		"  /convoy-sharded?user=U\n"
+		"                     the same under one of %u shard locks, by U\n"
+		"  /report            a %u ms blocking job \"slow-report\" on the\n"
+		"                     blocking pool: a few at once fill it\n"
+		"  /report-limited    the same with a permit of the semaphore\n"
+		"                     \"report-slots\" (%u permits) taken first\n"
+		"  /lookup            a %u ms blocking job \"lookup\": behind /report\n"
+		"                     it waits for a thread (the probe's blocking-queue\n"
+		"                     warning)\n"
 		"N is 0..%u (default %u).\n"
 		"\n"
 		"  --listen HOST:PORT  numeric address (default %s; port 0: any)\n"
 		"  --workers N         worker threads (default: $WEFT_WORKERS or CPUs)\n"
 		"  --file PATH         the file /file reads (default %s)\n"
+		"  --blocking-threads N\n"
+		"                      the blocking pool's threads at most (default %u,\n"
+		"                      small so that /report fills it; 1..%u)\n"
 		"\n"
 		"  --routes            list the routes: task name, style, spawn location\n"
 		"\n"
@@ -740,8 +996,10 @@ static void usage(FILE *f)
 		"SIGINT, SIGTERM or SIGHUP shuts it down.\n"
 		"exit status: 0 after SIGINT, SIGTERM or SIGHUP; 1 when the runtime\n"
 		"or the listener cannot be set up; 2 for a usage error\n",
-		DEMO_LOCK_HOLD_MS, DEMO_MAX_MS, DEMO_DEFAULT_MS,
-		DEMO_DEFAULT_LISTEN, file_path);
+		DEMO_LOCK_HOLD_MS, DEMO_CONVOY_HOLD_MS, DEMO_SHARDS,
+		DEMO_REPORT_MS, DEMO_REPORT_SLOTS, DEMO_LOOKUP_MS, DEMO_MAX_MS,
+		DEMO_DEFAULT_MS, DEMO_DEFAULT_LISTEN, file_path,
+		DEMO_BLOCKING_THREADS, DEMO_MAX_BLOCKING_THREADS);
 }
 
 #define usage_error(fmt, ...)                                                  \
@@ -787,7 +1045,8 @@ static void print_routes(void)
 
 int main(int argc, char **argv)
 {
-	weft_config_t config = { 0 };
+	weft_config_t config = { .max_blocking_threads =
+					 DEMO_BLOCKING_THREADS };
 	const char *listen_addr = DEMO_DEFAULT_LISTEN;
 	struct tcp_acceptor_spec a = { .prog = "weft-demo",
 				       .on_conn = spawn_conn };
@@ -817,6 +1076,13 @@ int main(int argc, char **argv)
 			if (!tool_parse_ulong(v, 1, 1024, &n))
 				usage_error("bad --workers '%s' (want 1..1024)", v);
 			config.workers = (unsigned)n;
+		} else if ((v = opt_value(argc, argv, &i,
+					  "--blocking-threads"))) {
+			if (!tool_parse_ulong(v, 1, DEMO_MAX_BLOCKING_THREADS,
+					      &n))
+				usage_error("bad --blocking-threads '%s' (want 1..%u)",
+					    v, DEMO_MAX_BLOCKING_THREADS);
+			config.max_blocking_threads = (unsigned)n;
 		} else if ((v = opt_value(argc, argv, &i, "--file"))) {
 			if (!*v)
 				usage_error("--file needs a path");
@@ -839,6 +1105,16 @@ int main(int argc, char **argv)
 
 	weft_mutex_init(&accounts, "demo-accounts");
 	weft_async_mutex_init(&accounts_async);
+	weft_async_mutex_init(&session);
+	weft_async_mutex_name(&session, "demo-session");
+	for (unsigned k = 0; k < DEMO_SHARDS; k++) {
+		snprintf(shard_names[k], sizeof(shard_names[k]),
+			 "session-shard-%u", k);
+		weft_async_mutex_init(&session_shards[k]);
+		weft_async_mutex_name(&session_shards[k], shard_names[k]);
+	}
+	weft_semaphore_init(&report_slots, DEMO_REPORT_SLOTS);
+	weft_semaphore_name(&report_slots, "report-slots");
 	err = weft_runtime_create(&config, &rt);
 	if (err) {
 		fprintf(stderr, "weft-demo: runtime: %s\n", strerror(-err));
@@ -871,9 +1147,10 @@ int main(int argc, char **argv)
 		/* Print the bound port (the address may say 0). */
 		const char *colon = strrchr(listen_addr, ':');
 
-		printf("weft-demo listening on %.*s:%u (%u workers)\n",
+		printf("weft-demo listening on %.*s:%u (%u workers, %u "
+		       "blocking threads)\n",
 		       (int)(colon - listen_addr), listen_addr, port,
-		       weft_runtime_workers(rt));
+		       weft_runtime_workers(rt), config.max_blocking_threads);
 		fflush(stdout);
 	}
 
@@ -892,6 +1169,10 @@ int main(int argc, char **argv)
 			sw.sig == SIGHUP    ? "SIGHUP" :
 					      "SIGTERM");
 	weft_runtime_destroy(rt);
+	weft_semaphore_fini(&report_slots);
+	for (unsigned k = 0; k < DEMO_SHARDS; k++)
+		weft_async_mutex_fini(&session_shards[k]);
+	weft_async_mutex_fini(&session);
 	weft_async_mutex_fini(&accounts_async);
 	weft_mutex_fini(&accounts);
 	return err == -ECANCELED ? 0 : 1;
