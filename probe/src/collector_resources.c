@@ -761,62 +761,89 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
 static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 				uint64_t waiting_now)
 {
+	/*
+	 * The jobs holding the threads, grouped by their name and by what
+	 * submitted them: the submitting tasks' name and spawn site (a route
+	 * spawns a task a request, each with its job), or a plain thread.
+	 * Each group keeps its longest-running job's task.
+	 */
 	enum { TOP = 3 };
 	struct grp {
-		uint64_t task;
-		const char *label, *file;
+		const char *label, *file; /* the job's name, submit site */
 		uint32_t line, n;
-		uint64_t since;
+		const char *tname, *tfile; /* the submitting tasks' */
+		uint32_t tline;
+		bool thread;               /* submitted by a plain thread */
+		bool many;                 /* by more than one task */
+		uint64_t task, since;      /* the longest-running */
 	} g[TOP] = { { 0 } };
-	unsigned ng = 0, best = 0;
+	unsigned ng = 0, best = 0, others = 0;
 	char d[512], who[TOP][200], site[80];
 	task_rec_t *t;
 	size_t len;
 
 	for (uint32_t i = 0; i < r->nh; i++) {
 		const res_holder_t *h = &r->holders[i];
+		const task_rec_t *ht =
+			h->task ? weft__collector_task_find(p, h->task) : NULL;
+		const char *tname = ht ? ht->pub.name : NULL;
+		const char *tfile = ht ? ht->pub.file : NULL;
+		uint32_t tline = ht ? ht->pub.line : 0;
 		unsigned k;
 
 		for (k = 0; k < ng; k++)
-			if (g[k].task == h->task && g[k].label == h->label)
+			if (g[k].label == h->label && g[k].file == h->file &&
+			    g[k].line == h->line && g[k].tname == tname &&
+			    g[k].tfile == tfile && g[k].tline == tline &&
+			    g[k].thread == !h->task)
 				break;
 		if (k == ng) {
-			if (ng == TOP)
+			if (ng == TOP) {
+				others++;
 				continue;
-			g[ng++] = (struct grp){ .task = h->task,
-						.label = h->label,
+			}
+			g[ng++] = (struct grp){ .label = h->label,
 						.file = h->file,
 						.line = h->line,
+						.tname = tname,
+						.tfile = tfile,
+						.tline = tline,
+						.thread = !h->task,
+						.task = h->task,
 						.since = h->since };
 		}
 		g[k].n++;
-		if (h->since < g[k].since)
+		g[k].many |= h->task != g[k].task;
+		if (h->since < g[k].since) {
 			g[k].since = h->since;
+			g[k].task = h->task;
+		}
 	}
 	for (unsigned k = 1; k < ng; k++)
 		if (g[k].n > g[best].n ||
 		    (g[k].n == g[best].n && g[k].since < g[best].since))
 			best = k;
 	for (unsigned k = 0; k < ng; k++) {
-		const task_rec_t *gt = g[k].task ? weft__collector_task_find(
-							   p, g[k].task) :
-						   NULL;
-
 		fmt_site(site, sizeof(site), g[k].file, g[k].line);
-		if (g[k].task)
-			snprintf(who[k], sizeof(who[k]),
-				 "%u x \"%s\" (%s) of task %llu (%s)", g[k].n,
-				 g[k].label ? g[k].label : "unnamed", site,
-				 (unsigned long long)g[k].task, task_label(gt));
-		else
+		if (g[k].thread)
 			snprintf(who[k], sizeof(who[k]),
 				 "%u x \"%s\" (%s) of a plain thread", g[k].n,
 				 g[k].label ? g[k].label : "unnamed", site);
+		else if (!g[k].many)
+			snprintf(who[k], sizeof(who[k]),
+				 "%u x \"%s\" (%s) of task %llu (%s)", g[k].n,
+				 g[k].label ? g[k].label : "unnamed", site,
+				 (unsigned long long)g[k].task,
+				 g[k].tname ? g[k].tname : "unnamed");
+		else
+			snprintf(who[k], sizeof(who[k]),
+				 "%u x \"%s\" (%s) of %s tasks", g[k].n,
+				 g[k].label ? g[k].label : "unnamed", site,
+				 g[k].tname ? g[k].tname : "unnamed");
 	}
 	len = (size_t)snprintf(d, sizeof(d),
-			       "blocking pool: %llu jobs waited > %.0f ms for "
-			       "a thread (max %.1f ms, %llu now); %u threads "
-			       "held by ",
+			       "pool full: %llu jobs waited > %.0f ms (max "
+			       "%.1f ms, %llu now); its %u threads ran ",
 			       (unsigned long long)r->win_waits,
 			       (double)p->config.contention_ns / 1e6,
 			       (double)r->win_max_wait / 1e6,
@@ -829,6 +856,8 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 		len += (size_t)snprintf(d + len, sizeof(d) - len, "%s%s",
 					k ? ", " : "", who[o]);
 	}
+	if (others && len < sizeof(d))
+		snprintf(d + len, sizeof(d) - len, ", %u more", others);
 	t = ng && g[best].task ? weft__collector_task_find(p, g[best].task) :
 				 NULL;
 	res_warn(p, WEFT_WARN_BLOCKING_QUEUE, t, now, r->win_max_wait, d);

@@ -1105,6 +1105,7 @@ int main(int argc, char **argv)
 
 	weft_mutex_init(&accounts, "demo-accounts");
 	weft_async_mutex_init(&accounts_async);
+	weft_async_mutex_name(&accounts_async, "demo-accounts-async");
 	weft_async_mutex_init(&session);
 	weft_async_mutex_name(&session, "demo-session");
 	for (unsigned k = 0; k < DEMO_SHARDS; k++) {
