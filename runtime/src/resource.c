@@ -92,17 +92,30 @@ static bool needs_announce(weft_resource_t *r)
 
 /*
  * Within a poll, the poll's start stamp, as the other events a poll makes
- * take (probe_internal.h): a clock read is most of an event's cost, and a
- * contended lock makes five events a handoff.  Waits and holds are then
- * measured from poll to poll: one that begins and ends within one poll
- * reads 0, and those are not what a convoy is made of.  Elsewhere (a
- * blocking pool thread, a plain thread), the clock.
+ * take (probe_internal.h): a clock read is most of an event's cost.  Waits
+ * are then measured from poll to poll (a wait's end is in a poll that
+ * began after the wake that ended it).  Elsewhere (a blocking pool thread,
+ * a plain thread), the clock.
  */
 static uint64_t stamp(void)
 {
 	uint64_t ts = weft__probe_poll_ts;
 
 	return ts ? ts : weft__probe_clock();
+}
+
+/*
+ * An acquire or a release: the clock, always.  Their order across
+ * threads is what holders are made of, and a poll's stamp can be older
+ * than a release on another worker that an acquire in that poll came
+ * after (the fast path: a lock freed while the poll ran), which read
+ * as the acquire before the release.
+ */
+static uint64_t stamp_hold(uint8_t kind)
+{
+	return kind == WEFT_EV_RES_ACQUIRE || kind == WEFT_EV_RES_RELEASE ?
+		       weft__probe_clock() :
+		       stamp();
 }
 
 void weft__res_name(weft_resource_t *r, const char *name)
@@ -121,7 +134,7 @@ void weft__res_name(weft_resource_t *r, const char *name)
 uint64_t weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
 			uint32_t a2)
 {
-	uint64_t ts = stamp(), id = heard(r, ts);
+	uint64_t ts = stamp_hold(kind), id = heard(r, ts);
 
 	weft__probe_emit_at(ts, kind, task, id, a2);
 	return id;
@@ -129,7 +142,7 @@ uint64_t weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
 
 void weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n)
 {
-	uint64_t ts = stamp(), id = heard(r, ts);
+	uint64_t ts = weft__probe_clock(), id = heard(r, ts);
 	const weft_site_t *site = weft__await_site;
 
 	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, id, n);
@@ -143,7 +156,7 @@ void weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n)
 void weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
 			int line, const char *label)
 {
-	uint64_t ts = stamp(), id = heard(r, ts);
+	uint64_t ts = weft__probe_clock(), id = heard(r, ts);
 
 	weft__probe_emit_at(ts, WEFT_EV_RES_ACQUIRE, task, id, 1);
 	if (file)

@@ -258,9 +258,14 @@ void weft_semaphore_acquire_init(weft_semaphore_acquire_t *acq,
 static weft_poll_t acquire_done_told(weft_semaphore_acquire_t *acq,
 				     int status, bool told)
 {
-	if (status == 0 && !told)
-		WEFT_RES_EVENT(&acq->sem->res, RES_ACQUIRE, weft__cur_task_id,
-			       acq->n);
+#if WEFT_PROBE
+	/* With the await it was acquired at (RES_SITE). */
+	if (status == 0 && !told && __builtin_expect(weft__probe_on(), 0))
+		weft__res_emit_acquire(&acq->sem->res, weft__cur_task_id,
+				       acq->n);
+#else
+	(void)told;
+#endif
 	acq->phase = ACQ_DONE;
 	acq->status = status;
 	weft__coop_progress();
