@@ -576,12 +576,21 @@ static void pool_print(tt_pool_t *p, unsigned long top)
 	for (size_t i = 0; i < n && i < top; i++) {
 		char site[300];
 
+		char *at = site;
+		size_t len;
+
 		if (all[i]->file[0])
 			snprintf(site, sizeof(site), "%s:%u", all[i]->file,
 				 all[i]->line);
 		else
 			snprintf(site, sizeof(site), "?");
-		sub_row(all[i], all[i]->name[0] ? all[i]->name : "-", site);
+		/* A long path keeps its end (the file and line), as the
+		 * console's columns do. */
+		if ((len = strlen(site)) > 24) {
+			at = site + len - 24;
+			*at = '~';
+		}
+		sub_row(all[i], all[i]->name[0] ? all[i]->name : "-", at);
 	}
 	if (n > top) {
 		tt_pool_sub_t rest = { .label = 0 };
