@@ -172,6 +172,45 @@ typedef enum con_res_col_e {
 	CON_RCOL_MAX
 } con_res_col_t;
 
+/*
+ * The tasks grouped by spawn site (model_groups.c): one per file:line
+ * with live tasks, its live tasks by state, the oldest's spawn time, the
+ * most common parked-at line among them and their warnings OR'd.  The
+ * strings are the tasks' (interned): valid until the tasks change, and
+ * the groups are rebuilt from the tasks before they are read again.
+ */
+typedef struct con_group_s {
+	const char *file; /* "" when not known */
+	uint32_t line;
+	const char *name; /* the oldest live task's */
+	uint32_t idle, scheduled, running, live;
+	uint64_t oldest_spawned_ns;
+	uint64_t oldest_id;
+	const char *parked_file; /* the most common; "" and 0: none known */
+	uint32_t parked_line;
+	uint32_t parked_count; /* how many of its tasks are parked there */
+	uint32_t warnings;     /* bit (1 << kind), OR'd */
+} con_group_t;
+
+/* Spawn-site groups' columns, in display order (sortable by any). */
+#define CON_GROUP_COLUMNS(X)                                                   \
+	X(SITE, "SPAWNED AT")                                                 \
+	X(NAME, "NAME")                                                       \
+	X(IDLE, "IDLE")                                                       \
+	X(SCHED, "SCHED")                                                     \
+	X(RUNNING, "RUN")                                                     \
+	X(LIVE, "LIVE")                                                       \
+	X(OLDEST, "OLDEST")                                                   \
+	X(PARKED, "MOST PARKED AT")                                           \
+	X(WARN, "WARNINGS")
+
+typedef enum con_group_col_e {
+#define CON_X(name, label) CON_GCOL_##name,
+	CON_GROUP_COLUMNS(CON_X)
+#undef CON_X
+	CON_GCOL_MAX
+} con_group_col_t;
+
 typedef struct con_worker_s {
 	bool seen;
 	uint32_t index;
@@ -334,8 +373,24 @@ typedef struct con_model_s {
 	char res_filter[64];
 	bool res_stale; /* resources changed since res_list was built */
 
+	/* The live tasks by spawn site (con_model_groups_resort), sorted
+	 * and filtered: group_list points into groups. */
+	con_group_t *groups;
+	size_t ngroups;
+	const con_group_t **group_list;
+	size_t ngroup_list;
+	con_group_col_t group_sort_col;
+	bool group_sort_invert;
+	char group_filter[64];
+	bool groups_stale; /* tasks changed since the groups were built */
+	/* The session shows the groups: con_model_resort() keeps them up
+	 * to date (otherwise only con_model_groups_resort() does). */
+	bool groups_on;
+
 	/* private */
 	size_t res_cap, res_hash_cap, res_list_cap;
+	size_t groups_cap;
+	const con_task_t **group_tmp; /* the live tasks, groups_cap long */
 	con_resource_t **res_hash;   /* open addressing by id */
 	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
@@ -439,6 +494,23 @@ uint32_t con_worker_depth_at(const con_model_t *m, const con_worker_t *w,
 			     unsigned back);
 bool con_model_is_consistent(const con_model_t *m);
 
+/* ---------------------------------------------------- model_groups.c */
+
+void con_model_groups_set_sort(con_model_t *m, con_group_col_t col,
+			       bool invert);
+void con_model_groups_set_filter(con_model_t *m, const char *filter);
+/* Rebuild the groups from the live tasks and sort and filter them, when
+ * the tasks, the sort or the filter changed (O(n log n) in the live
+ * tasks; called by con_model_resort). */
+void con_model_groups_resort(con_model_t *m);
+bool con_model_group_matches(const con_model_t *m, const con_group_t *g);
+const char *con_group_col_label(con_group_col_t col);
+/* "app.c:12", or "-" when the site is not known. */
+const char *con_group_site(const con_group_t *g, char *buf, size_t len);
+/* "task-leak,long-poll": the warnings' kinds, "-" for none. */
+const char *con_fmt_warning_bits(uint32_t bits, char *buf, size_t len);
+void con_model_groups_free(con_model_t *m);
+
 /* ------------------------------------------------------------- grid.c */
 
 /* Semantic colour roles: one palette (tty.c maps them to curses pairs). */
@@ -510,6 +582,7 @@ typedef enum con_view_id_e {
 	CON_VIEW_SPIKE, /* the polls of a timeline bucket (no tab) */
 	CON_VIEW_RESOURCES,
 	CON_VIEW_RESOURCE, /* one resource's holders and waiters (no tab) */
+	CON_VIEW_SITES,    /* the tasks by spawn site (no tab: key s) */
 	CON_VIEW_MAX
 } con_view_id_t;
 
@@ -564,12 +637,15 @@ extern const con_view_t con_view_timeline;
 extern const con_view_t con_view_spike;
 extern const con_view_t con_view_resources;
 extern const con_view_t con_view_resource;
+extern const con_view_t con_view_sites;
 
 /* view.c: the frame around the views */
 const con_view_t *con_view_get(con_view_id_t id);
 const con_view_t *con_view_by_name(const char *name);
 /* The whole screen: header, tabs, the view, the status line, help. */
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
+/* con_model_resort(), the spawn-site groups too when they show. */
+void con_session_resort(con_session_t *s);
 /* Keep sel inside the view's rows and scroll so that sel shows. */
 void con_session_clamp(con_session_t *s, int rows);
 /* Before drawing: make the model watch the task the detail shows (its
@@ -587,6 +663,8 @@ uint64_t con_resources_selected(const con_session_t *s);
 /* view_resources.c: the task at row @i of the resource view (holders,
  * then waiters); 0 when none. */
 uint64_t con_resource_row_task(const con_session_t *s, size_t i);
+/* view_sites.c: the selected group (NULL if none). */
+const con_group_t *con_sites_selected(const con_session_t *s);
 /* view_warnings.c: the warning shown at row @i (newest first). */
 const con_warning_t *con_warnings_row(const con_model_t *m, size_t i);
 

@@ -6,7 +6,8 @@
  * list first), CON_SEEK (move the replay to seek_ns), CON_QUIT.  They
  * never draw.
  *
- * Letters pick views (w t x d m r); j k and the up/down arrows move the
+ * Letters pick views (w t x d m r; s groups the tasks by spawn site and
+ * takes them back); j k and the up/down arrows move the
  * selection; h l and the left/right arrows move the timeline's cursor
  * (in a replay, the arrows seek in the other views).  No view letter is
  * one of hjkl.
@@ -116,6 +117,20 @@ static unsigned act_horiz(con_session_t *s, int key)
 	return CON_REDRAW;
 }
 
+/* s: the tasks by spawn site; s again (or Esc) back to the task list. */
+static unsigned act_sites(con_session_t *s, int key)
+{
+	(void)key;
+	s->help = false;
+	if (s->view == CON_VIEW_SITES) {
+		s->view = CON_VIEW_TASKS;
+		return CON_REDRAW | CON_RESORT;
+	}
+	s->prev_view = s->view;
+	s->view = CON_VIEW_SITES;
+	return CON_REDRAW | CON_RESORT;
+}
+
 /* The Resources view and its resource sort and filter their own list. */
 static bool on_resources(const con_session_t *s)
 {
@@ -126,6 +141,17 @@ static unsigned act_sort(con_session_t *s, int key)
 {
 	con_model_t *m = s->model;
 	int c = (int)m->sort_col + (key == '>' ? 1 : -1);
+
+	if (s->view == CON_VIEW_SITES) {
+		c = (int)m->group_sort_col + (key == '>' ? 1 : -1);
+		if (c < 0)
+			c = CON_GCOL_MAX - 1;
+		if (c >= CON_GCOL_MAX)
+			c = 0;
+		con_model_groups_set_sort(m, (con_group_col_t)c,
+					  m->group_sort_invert);
+		return CON_REDRAW | CON_RESORT;
+	}
 
 	if (on_resources(s)) {
 		c = (int)m->res_sort_col + (key == '>' ? 1 : -1);
@@ -148,7 +174,10 @@ static unsigned act_sort(con_session_t *s, int key)
 static unsigned act_invert(con_session_t *s, int key)
 {
 	(void)key;
-	if (on_resources(s))
+	if (s->view == CON_VIEW_SITES)
+		con_model_groups_set_sort(s->model, s->model->group_sort_col,
+					  !s->model->group_sort_invert);
+	else if (on_resources(s))
 		con_model_res_set_sort(s->model, s->model->res_sort_col,
 				       !s->model->res_sort_invert);
 	else
@@ -161,6 +190,11 @@ static unsigned act_filter(con_session_t *s, int key)
 {
 	(void)key;
 	s->filter_edit = true;
+	if (s->view == CON_VIEW_SITES) {
+		snprintf(s->filter_buf, sizeof(s->filter_buf), "%s",
+			 s->model->group_filter);
+		return CON_REDRAW;
+	}
 	if (on_resources(s)) {
 		snprintf(s->filter_buf, sizeof(s->filter_buf), "%s",
 			 s->model->res_filter);
@@ -205,6 +239,14 @@ static unsigned act_escape(con_session_t *s, int key)
 		s->view = CON_VIEW_RESOURCES;
 		s->detail_res = 0;
 		return CON_REDRAW;
+	}
+	if (s->view == CON_VIEW_SITES) {
+		/* The filter first, then back to the task list. */
+		if (s->model->group_filter[0])
+			con_model_groups_set_filter(s->model, "");
+		else
+			s->view = CON_VIEW_TASKS;
+		return CON_REDRAW | CON_RESORT;
 	}
 	if (s->view == CON_VIEW_RESOURCES) {
 		if (!s->model->res_filter[0])
@@ -291,6 +333,8 @@ static const struct binding {
 	{ 'd', act_view, NULL, NULL },
 	{ 'm', act_view, NULL, NULL },
 	{ 'r', act_view, NULL, NULL },
+	{ 's', act_sites, "s",
+	  "tasks by spawn site (live counts, oldest, parked at); s: back" },
 	{ 'k', act_move, "j k, up down", "move the selection" },
 	{ 'j', act_move, NULL, NULL },
 	{ KEY_UP, act_move, NULL, NULL },
@@ -302,7 +346,7 @@ static const struct binding {
 	{ KEY_HOME, act_move, NULL, NULL },
 	{ KEY_END, act_move, NULL, NULL },
 	{ '<', act_sort, "< >",
-	  "sort the tasks (resources) by the previous/next column" },
+	  "sort the tasks (resources, sites) by the previous/next column" },
 	{ '>', act_sort, NULL, NULL },
 	{ 'h', act_horiz, "h l, left right",
 	  "timeline: move the cursor over time" },
@@ -311,9 +355,9 @@ static const struct binding {
 	{ KEY_RIGHT, act_horiz, NULL, NULL },
 	{ 'i', act_invert, "i", "invert the sort" },
 	{ '/', act_filter, "/",
-	  "filter the tasks (name, file, state, resource, id) or resources" },
+	  "filter the tasks (name, file:line, state, resource, id), sites" },
 	{ '\n', act_enter, "Enter",
-	  "open the selected task or resource; timeline: the spike's polls" },
+	  "open the task or resource; site: its tasks; timeline: the spike" },
 	{ '\r', act_enter, NULL, NULL },
 	{ KEY_ENTER, act_enter, NULL, NULL },
 	{ 27, act_escape, "Esc", "back, close help, clear the filter" },
@@ -338,7 +382,10 @@ static unsigned filter_key(con_session_t *s, int key)
 	}
 	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
 		s->filter_edit = false;
-		if (s->view == CON_VIEW_RESOURCES) {
+		if (s->view == CON_VIEW_SITES) {
+			con_model_groups_set_filter(s->model, s->filter_buf);
+			s->sel[CON_VIEW_SITES] = 0;
+		} else if (s->view == CON_VIEW_RESOURCES) {
 			con_model_res_set_filter(s->model, s->filter_buf);
 			s->sel[CON_VIEW_RESOURCES] = 0;
 		} else {
@@ -356,7 +403,9 @@ static unsigned filter_key(con_session_t *s, int key)
 		s->filter_buf[n + 1] = '\0';
 	}
 	/* Filter as one types. */
-	if (s->view == CON_VIEW_RESOURCES)
+	if (s->view == CON_VIEW_SITES)
+		con_model_groups_set_filter(s->model, s->filter_buf);
+	else if (s->view == CON_VIEW_RESOURCES)
 		con_model_res_set_filter(s->model, s->filter_buf);
 	else
 		con_model_set_filter(s->model, s->filter_buf);

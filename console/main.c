@@ -26,7 +26,7 @@ static void usage(FILE *out)
 	      "  --replay FILE     replay a trace file (WEFT_TRACE=FILE)\n"
 	      "  --once            print one view as text and exit\n"
 	      "  --view V          workers, tasks, warnings, detail, "
-	      "timeline, resources, task:ID,\n"
+	      "timeline, resources, sites, task:ID,\n"
 	      "                    spike (the polls of the timeline's "
 	      "worst bucket)\n"
 	      "  --after D         --once: the state D into the replay "
@@ -153,7 +153,7 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 
 		if (!v)
 			con_die("unknown view '%s' (workers, tasks, warnings, "
-				"detail, timeline, spike, resources, task:ID)",
+				"detail, timeline, spike, resources, sites, task:ID)",
 				view);
 		for (int i = 0; i < CON_VIEW_MAX; i++)
 			if (con_view_get(i) == v)

@@ -62,6 +62,10 @@ void con_model_init(con_model_t *m, const char *target)
 	m->sort_col = CON_COL_ID;
 	m->list_stale = true;
 	m->list_rebuild = true;
+	/* The groups: the most live tasks first. */
+	m->group_sort_col = CON_GCOL_LIVE;
+	m->group_sort_invert = true;
+	m->groups_stale = true;
 }
 
 /* ------------------------------------------------------- string table */
@@ -203,6 +207,7 @@ void con_model_fini(con_model_t *m)
 	for (size_t i = 0; i < m->nwarnings; i++)
 		warning_free(&m->warnings[i]);
 	con_model_res_free_all(m);
+	con_model_groups_free(m);
 	free(m->tasks);
 	free(m->warnings);
 	free(m->workers);
@@ -317,6 +322,7 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 static void mark_dirty(con_model_t *m, con_task_t *t)
 {
 	m->list_stale = true;
+	m->groups_stale = true;
 	if (t->dirty)
 		return;
 	if (m->ndirty == m->dirty_cap) {
@@ -507,6 +513,7 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 	if (!u)
 		return;
 	m->updates++;
+	m->groups_stale = true; /* the oldest's age, the tasks */
 	if (u->stats) {
 		m->stats = *u->stats;
 		m->stats.base = (ProtobufCMessage){ 0 };

@@ -131,6 +131,7 @@ void con_model_retain(con_model_t *m)
 	m->oldest_finished_ns = oldest;
 	if (!doomed)
 		return;
+	m->groups_stale = true;
 	/* Out of the list and the dirty vector first: they point at it. */
 	for (size_t i = 0; i < m->nlist; i++)
 		if (!m->list[i]->doomed)

@@ -39,9 +39,27 @@ static bool contains_ci(const char *hay, const char *needle)
 }
 
 /*
+ * @filter in @site ("app.c:12"), any case, not followed by a digit when
+ * it ends in one: "app.c:12" is the site app.c:12 (or dir/app.c:12),
+ * not app.c:120.  What the spawn-site groups' Enter filters by.
+ */
+static bool site_contains(const char *site, const char *filter)
+{
+	size_t n = strlen(filter);
+	bool digit_end = n && filter[n - 1] >= '0' && filter[n - 1] <= '9';
+
+	for (const char *p = site; *p; p++)
+		if (!strncasecmp(p, filter, n) &&
+		    !(digit_end && p[n] >= '0' && p[n] <= '9'))
+			return true;
+	return false;
+}
+
+/*
  * A task matches when the filter is a substring (any case) of its name,
- * its location, where it is parked, its state's name, the kind, name or
- * file of the resource it waits on, or equals its id.
+ * its location (file, or file:line), where it is parked, its state's
+ * name, the kind, name or file of the resource it waits on, or equals
+ * its id.
  */
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 {
@@ -57,6 +75,13 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 			  contains_ci(r->file, m->filter) ||
 			  contains_ci(weft_resource_kind_name(r->kind),
 				      m->filter)))
+			return true;
+	}
+	if (t->file[0] && strchr(m->filter, ':')) {
+		char site[CON_RES_STR_MAX + 16];
+
+		snprintf(site, sizeof(site), "%s:%u", t->file, t->line);
+		if (site_contains(site, m->filter))
 			return true;
 	}
 	return contains_ci(t->name, m->filter) ||
@@ -212,6 +237,8 @@ static void list_merge(con_model_t *m)
 void con_model_resort(con_model_t *m)
 {
 	con_model_res_resort(m); /* the Resources view's list too */
+	if (m->groups_on)
+		con_model_groups_resort(m); /* the spawn-site groups */
 	if (!m->list_stale)
 		return;
 	if (m->ntasks > m->list_cap) {

@@ -91,7 +91,7 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 	}
 	if (!l->connected && l->error[0])
 		fprintf(stderr, "weft-console: %s: %s\n", l->target, l->error);
-	con_model_resort(s->model);
+	con_session_resort(s);
 	con_session_watch(s);
 	con_grid_init(&g, width, (int)once_rows(s), s->ascii);
 	con_screen_draw(s, &g);
@@ -166,7 +166,7 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 
 		s->once = true;
 		con_replay_seek(&rp, &m, pos);
-		con_model_resort(&m);
+		con_session_resort(s);
 		con_session_watch(s);
 		if (rp.error)
 			fprintf(stderr, "weft-console: %s: %s\n", o->replay,

@@ -127,7 +127,7 @@ static void draw(struct tty *t)
 		con_grid_init(&t->grid, COLS, LINES, s->ascii);
 		t->grid_ok = true;
 	}
-	con_model_resort(s->model);
+	con_session_resort(s);
 	con_session_clamp(s, LINES);
 	con_session_watch(s);
 	con_screen_draw(s, &t->grid);
@@ -152,7 +152,7 @@ static void apply(struct tty *t, unsigned flags)
 		s->at_end = s->rp->pos_ns >= s->rp->last_ns;
 	}
 	if (flags & (CON_RESORT | CON_SEEK))
-		con_model_resort(s->model);
+		con_session_resort(s);
 	if (flags & (CON_REDRAW | CON_RESORT | CON_SEEK))
 		draw(t);
 }

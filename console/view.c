@@ -20,6 +20,7 @@ static const con_view_t *const views[CON_VIEW_MAX] = {
 	[CON_VIEW_SPIKE] = &con_view_spike,
 	[CON_VIEW_RESOURCES] = &con_view_resources,
 	[CON_VIEW_RESOURCE] = &con_view_resource,
+	[CON_VIEW_SITES] = &con_view_sites,
 };
 
 const con_view_t *con_view_get(con_view_id_t id)
@@ -39,6 +40,12 @@ const con_view_t *con_view_by_name(const char *name)
 static int view_rows(const con_session_t *s, const con_grid_t *g)
 {
 	return g->h - 3 - (s->once ? 0 : 1);
+}
+
+void con_session_resort(con_session_t *s)
+{
+	s->model->groups_on = s->view == CON_VIEW_SITES;
+	con_model_resort(s->model);
 }
 
 void con_session_clamp(con_session_t *s, int screen_rows)

@@ -89,6 +89,11 @@ expect "--once task detail" "polled .* -> ready" "$tmp/d.txt"
 expect "--once spike" "polls in the 100ms at" "$tmp/s.txt"
 awk '/^ +POLL +TASK/ { on = 1; next } on && NF >= 6 { print $1 }' "$tmp/s.txt" >"$tmp/s.col"
 [[ -s "$tmp/s.col" ]] || { cat "$tmp/s.txt" >&2; fail "--once spike: no polls listed"; }
+# The tasks by spawn site, while the tickers are live (600 ms in): one
+# row, the workload's spawn line, its 16 live tickers.
+"$console" --once --ascii --view sites --after 600ms --replay "$trace" >"$tmp/g.txt"
+expect "--once sites" "SPAWNED AT .*LIVEv .*MOST PARKED AT" "$tmp/g.txt"
+expect "--once sites" "console_workload.c:[0-9]* *ticker *16 *0 *0 *16 " "$tmp/g.txt"
 rc=0
 "$console" --once --view nosuch --replay "$trace" >/dev/null 2>&1 || rc=$?
 [[ $rc -eq 2 ]] || fail "an unknown view exits $rc, not 2"
@@ -128,6 +133,12 @@ wait_for "LOCATION" "tasks view"
 expect "tmux tasks" "lock-bad" "$tmp/screen.txt"
 # Resources (r): the view and its columns (the workload has no resources
 # until the runtime emits them; test_console_model checks the rows).
+# s: the tasks by spawn site; s again: back to the task list.
+tm send-keys -t con s
+wait_for "MOST PARKED AT" "tasks by spawn site"
+expect "tmux sites" "Tasks by spawn site" "$tmp/screen.txt"
+tm send-keys -t con s
+wait_for "LOCATION" "back to the tasks view"
 tm send-keys -t con r
 wait_for "WAIT P99" "resources view"
 tm send-keys -t con x
@@ -157,6 +168,7 @@ wait_for "time in polls per" "back to the timeline"
 tm send-keys -t con '?'
 wait_for "any key closes" "help overlay"
 expect "help" "h l, left right" "$tmp/screen.txt"
+expect "help" "tasks by spawn site" "$tmp/screen.txt"
 tm send-keys -t con Escape
 tm send-keys -t con w
 wait_for "STEALS-IN" "workers view again"

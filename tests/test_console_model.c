@@ -4,7 +4,8 @@
  * frames: updates applied and merged, retention of finished tasks, sort
  * and filter of the task list, warnings newest first, worker history and
  * the timeline from POLL events, malformed content ignored; resources
- * (bounded, retained) and the Resources view, WAITING ON; the task
+ * (bounded, retained) and the Resources view, WAITING ON; the tasks
+ * grouped by spawn site, their view and keys; the task
  * list kept sorted incrementally, the watched task's events, a timeline
  * bucket's longest polls; then the views rendered to text and the key
  * actions, all without a terminal; and a trace file replayed from its
@@ -537,7 +538,7 @@ static char *render(con_session_t *s, int w, int h)
 	FILE *fp = open_memstream(&buf, &len);
 
 	assert_non_null(fp);
-	con_model_resort(s->model);
+	con_session_resort(s);
 	con_grid_init(&g, w, h, true);
 	con_screen_draw(s, &g);
 	con_grid_print(&g, fp);
@@ -1170,6 +1171,201 @@ static void test_console_views_parked_at(void **state)
 	assert_int_equal(con_task_idle_ns(&m, t), 2500 * MS);
 	assert_view(&s, CON_VIEW_TASKS, NULL,
 		    (const char *[]){ "conn.c:88", NULL });
+	con_model_fini(&m);
+}
+
+/* A task of spawn site @file:@line, parked at @pfile:@pline (0: none). */
+static Weft__V1__Task *site_task(uint64_t id, const char *name,
+				 const char *file, uint32_t line,
+				 uint32_t state, const char *pfile,
+				 uint32_t pline, uint64_t spawned)
+{
+	Weft__V1__Task *t = task_msg(id, name, 1);
+
+	t->file = (char *)file;
+	t->line = line;
+	t->state = state;
+	t->parked_file = (char *)pfile;
+	t->parked_line = pline;
+	t->spawned_ns = spawned;
+	return t;
+}
+
+/*
+ * The tasks by spawn site (issue 18, for the task-leak warning): one
+ * group per site with live tasks, counts by state, the oldest's name and
+ * age, the most common parked-at line, the warnings OR'd; finished tasks
+ * left out; by live count, most first, by default; sort, invert and
+ * filter; kept up to date as tasks change and finish; then the view and
+ * its keys: s shows it and takes it back, Enter filters the task list to
+ * the site (app.c:12, not app.c:120).
+ */
+static void test_console_model_groups(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	Weft__V1__Task *ts[] = {
+		/* leak.c:12: four live (one scheduled), one done. */
+		site_task(1, "helper", "leak.c", 12, WEFT_TASK_IDLE, "leak.c",
+			  30, 1500 * MS),
+		site_task(2, "helper", "leak.c", 12, WEFT_TASK_IDLE, "leak.c",
+			  30, 1200 * MS),
+		site_task(3, "helper2", "leak.c", 12, WEFT_TASK_SCHEDULED,
+			  "leak.c", 31, 1800 * MS),
+		site_task(4, "helper", "leak.c", 12, WEFT_TASK_IDLE, "", 0,
+			  1900 * MS),
+		site_task(5, "helper", "leak.c", 12, WEFT_TASK_DONE, "leak.c",
+			  31, 1000 * MS),
+		/* leak.c:120: one running, with a warning. */
+		site_task(6, "other", "leak.c", 120, WEFT_TASK_RUNNING, "", 0,
+			  1700 * MS),
+		/* main.c:5: two idle, parked at two lines (a tie). */
+		site_task(7, "conn", "main.c", 5, WEFT_TASK_IDLE, "srv.c", 9,
+			  1600 * MS),
+		site_task(8, "conn", "main.c", 5, WEFT_TASK_IDLE, "srv.c", 7,
+			  1650 * MS),
+	};
+	const con_group_t *g;
+	char buf[128];
+	unsigned f;
+
+	(void)state;
+	ts[1]->warnings = 1u << WEFT_WARN_TASK_LEAK;
+	ts[5]->warnings = 1u << WEFT_WARN_LONG_POLL;
+	ts[4]->finished_ns = 1900 * MS;
+	con_model_init(&m, "test");
+	feed(&m, 2 * SEC, ts, 8, NULL, 0, NULL, 0);
+	/* Not built while nobody shows them... */
+	con_model_resort(&m);
+	assert_int_equal(m.ngroup_list, 0);
+	/* ...and built on demand. */
+	con_model_groups_resort(&m);
+	assert_int_equal(m.ngroups, 3);
+	assert_int_equal(m.ngroup_list, 3);
+	g = m.group_list[0];
+	assert_string_equal(con_group_site(g, buf, sizeof(buf)), "leak.c:12");
+	assert_int_equal(g->live, 4);
+	assert_int_equal(g->idle, 3);
+	assert_int_equal(g->scheduled, 1);
+	assert_int_equal(g->running, 0);
+	/* The oldest live one (task 5, older, is done). */
+	assert_int_equal(g->oldest_id, 2);
+	assert_int_equal(g->oldest_spawned_ns, 1200 * MS);
+	assert_string_equal(g->name, "helper");
+	/* Two at leak.c:30, one at :31 (the done one not counted). */
+	assert_string_equal(g->parked_file, "leak.c");
+	assert_int_equal(g->parked_line, 30);
+	assert_int_equal(g->parked_count, 2);
+	assert_int_equal(g->warnings, 1u << WEFT_WARN_TASK_LEAK);
+	g = m.group_list[1];
+	assert_string_equal(con_group_site(g, buf, sizeof(buf)), "main.c:5");
+	assert_int_equal(g->live, 2);
+	/* A tie: the first line. */
+	assert_int_equal(g->parked_line, 7);
+	assert_int_equal(g->parked_count, 1);
+	g = m.group_list[2];
+	assert_string_equal(con_group_site(g, buf, sizeof(buf)),
+			    "leak.c:120");
+	assert_int_equal(g->running, 1);
+	assert_int_equal(g->parked_line, 0);
+	assert_string_equal(con_fmt_warning_bits(g->warnings, buf,
+						 sizeof(buf)),
+			    weft_warning_kind_name(WEFT_WARN_LONG_POLL));
+
+	/* Inverted: the fewest first; by site; filtered. */
+	con_model_groups_set_sort(&m, CON_GCOL_LIVE, false);
+	con_model_groups_resort(&m);
+	assert_int_equal(m.group_list[0]->live, 1);
+	con_model_groups_set_sort(&m, CON_GCOL_SITE, false);
+	con_model_groups_resort(&m);
+	assert_string_equal(m.group_list[0]->file, "leak.c");
+	assert_int_equal(m.group_list[0]->line, 12);
+	assert_int_equal(m.group_list[1]->line, 120);
+	con_model_groups_set_sort(&m, CON_GCOL_OLDEST, true);
+	con_model_groups_resort(&m);
+	assert_int_equal(m.group_list[0]->line, 12); /* spawned 1.2 s */
+	con_model_groups_set_filter(&m, "main");
+	con_model_groups_resort(&m);
+	assert_int_equal(m.ngroup_list, 1);
+	assert_int_equal(m.group_list[0]->line, 5);
+	con_model_groups_set_filter(&m, "leak.c:12");
+	con_model_groups_resort(&m);
+	assert_int_equal(m.ngroup_list, 2); /* a substring: :120 too */
+	con_model_groups_set_filter(&m, "");
+	con_model_groups_set_sort(&m, CON_GCOL_LIVE, true);
+
+	/* Tasks finish and come: the groups follow. */
+	ts[0] = site_task(1, "helper", "leak.c", 12, WEFT_TASK_DONE, "", 0,
+			  1500 * MS);
+	ts[0]->finished_ns = 2500 * MS;
+	ts[1] = site_task(9, "fresh", "new.c", 1, WEFT_TASK_IDLE, "", 0,
+			  2900 * MS);
+	feed(&m, 3 * SEC, ts, 2, NULL, 0, NULL, 0);
+	con_model_groups_resort(&m);
+	assert_int_equal(m.ngroups, 4);
+	assert_int_equal(m.group_list[0]->live, 3);
+	assert_true(con_model_is_consistent(&m));
+
+	/* The view, through the keys. */
+	s.view = CON_VIEW_TASKS;
+	f = con_keys_handle(&s, 's');
+	assert_true(f & CON_RESORT);
+	assert_int_equal(s.view, CON_VIEW_SITES);
+	assert_view(&s, CON_VIEW_SITES,
+		    (const char *[]){ "SPAWNED AT", "LIVEv", "OLDEST",
+				      "MOST PARKED AT", "leak.c:12",
+				      "leak.c:30 (1)", "task-leak", NULL },
+		    NULL);
+	{
+		char *out = render(&s, 140, 40);
+		const char *a = strstr(out, "leak.c:12 "),
+			   *b = strstr(out, "main.c:5 ");
+
+		/* The most live tasks first; the oldest 1.2 s ago at 3 s. */
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_true(a < b);
+		if (!strstr(a, "1.80s"))
+			fail_msg("%s", out);
+		free(out);
+	}
+	con_keys_handle(&s, 'i'); /* the fewest first */
+	assert_false(m.group_sort_invert);
+	con_keys_handle(&s, '<');
+	assert_int_equal(m.group_sort_col, CON_GCOL_RUNNING);
+	con_keys_handle(&s, 'i');
+	con_keys_handle(&s, '>');
+	con_keys_handle(&s, '/');
+	assert_true(s.filter_edit);
+	con_keys_handle(&s, 'l');
+	con_keys_handle(&s, 'e');
+	con_keys_handle(&s, '\n');
+	assert_string_equal(m.group_filter, "le");
+	assert_int_equal(s.view, CON_VIEW_SITES);
+	con_session_resort(&s);
+	assert_int_equal(m.ngroup_list, 2); /* leak.c:12, :120 */
+	/* Enter: the task list, filtered to the first site. */
+	s.sel[CON_VIEW_SITES] = 0;
+	f = con_keys_handle(&s, '\n');
+	assert_true(f & CON_RESORT);
+	assert_int_equal(s.view, CON_VIEW_TASKS);
+	assert_string_equal(m.filter, "leak.c:12");
+	con_session_resort(&s);
+	/* Tasks 2, 3, 4 and done 5 and 1 (kept a while); not 6 (:120). */
+	assert_int_equal(m.nlist, 5);
+	for (size_t i = 0; i < m.nlist; i++)
+		assert_int_equal(m.list[i]->line, 12);
+	/* s again, and s back; Esc clears the filter, then goes back. */
+	con_keys_handle(&s, 's');
+	assert_int_equal(s.view, CON_VIEW_SITES);
+	con_keys_handle(&s, 's');
+	assert_int_equal(s.view, CON_VIEW_TASKS);
+	con_keys_handle(&s, 's');
+	con_keys_handle(&s, 27);
+	assert_string_equal(m.group_filter, "");
+	assert_int_equal(s.view, CON_VIEW_SITES);
+	con_keys_handle(&s, 27);
+	assert_int_equal(s.view, CON_VIEW_TASKS);
 	con_model_fini(&m);
 }
 
@@ -1928,6 +2124,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
+		cmocka_unit_test(test_console_model_groups),
 		cmocka_unit_test(test_console_replay_same_as_frames),
 		cmocka_unit_test(test_console_replay_cut_and_malformed),
 	};

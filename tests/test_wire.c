@@ -7,7 +7,9 @@
  *
  * `test_wire --write-sample FILE` writes a small file of records instead
  * (one of each frame type) for the protoc check (tests/wire_protoc.sh);
- * `--write-resources FILE` a trace about resources (tests/trace_res.sh).
+ * `--write-resources FILE` a trace about resources and
+ * `--write-pool-many FILE` one of 1,100 blocking jobs' submitters
+ * (tests/trace_res.sh).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -679,11 +681,115 @@ static int write_sample(const char *path)
 }
 
 /*
+ * The blocking pool's and the timer wheel's events of write_resources(),
+ * from @t0 on, into @ev; returns how many.  Jobs (ms from t0; W: queued,
+ * E: its wait's end, run: BLOCKING_END's duration):
+ *
+ *   A  task 1 holder    job 0xa000  no wait        run 10
+ *   B  task 4 producer  job 0xb000  W 1  E 3  (2)  run 4
+ *   C  task 4 producer  job 0xb000  W 2  E 5  (3)  run 1, inside B's
+ *   D  task 1 holder    job 0xa000  W 4  E 10 (6)  run 20
+ *   E  task 2 waiter-a  job 0xc000  W 11 E 12 (1)  still running
+ *   F  task 3 waiter-b  no name     W 13 E 18 (5)  run 2
+ *   and task 3 queues at 20 and is cancelled at 21.
+ *
+ * So: 6 jobs run, 5 waited; waits 1 2 3 5 6 ms: p50 (rank 2) 3 ms, p99
+ * (rank 4) 6 ms, max 6 ms, total 17 ms; by run time holder (2 jobs, 1
+ * wait, 6 ms waited, 30 ms run), producer (2, 2, 5 ms, 5 ms), waiter-b
+ * (1, 1, 5 ms, 2 ms), waiter-a (1, 1, 1 ms, none yet).  Timers fired per
+ * turn 3 1 64 10 2: 5 ticks, 80 timers, p50 3, p99 64, max 64.
+ */
+static size_t pool_events(weft_event_t *ev, uint64_t t0)
+{
+	static const struct {
+		uint64_t task, label;
+		int64_t queued, taken; /* -1: no wait */
+		uint64_t run;          /* 0: still running */
+	} jobs[] = {
+		{ 1, 0xa000, -1, 0, 10 }, { 4, 0xb000, 1, 3, 4 },
+		{ 4, 0xb000, 2, 5, 1 },   { 1, 0xa000, 4, 10, 20 },
+		{ 2, 0xc000, 11, 12, 0 }, { 3, 0, 13, 18, 2 },
+	};
+	static const uint32_t fired[] = { 3, 1, 64, 10, 2 };
+	const uint64_t ms = 1000000, pool = 8;
+	const uint16_t other = WEFT_EVENT_NO_WORKER;
+	size_t n = 0;
+
+	ev[n++] = (weft_event_t){ .ts = t0, .kind = WEFT_EV_RES_NEW,
+				  .a1 = pool, .a2 = WEFT_RES_BLOCKING_POOL,
+				  .worker = other };
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		uint64_t task = jobs[i].task, at = t0 + (uint64_t)jobs[i].taken * ms;
+
+		if (jobs[i].queued >= 0) {
+			ev[n++] = (weft_event_t){
+				.ts = t0 + (uint64_t)jobs[i].queued * ms,
+				.task = task, .kind = WEFT_EV_RES_WAIT,
+				.a1 = pool, .a2 = WEFT_RES_OP_JOB,
+				.worker = other };
+			ev[n++] = (weft_event_t){
+				.ts = at, .task = task,
+				.kind = WEFT_EV_RES_WAIT_END, .a1 = pool,
+				.a2 = WEFT_RES_OP_JOB, .worker = other };
+		}
+		ev[n++] = (weft_event_t){ .ts = at, .task = task,
+					  .kind = WEFT_EV_RES_ACQUIRE,
+					  .a1 = pool, .a2 = 1,
+					  .worker = other };
+		ev[n++] = (weft_event_t){ .ts = at, .task = task,
+					  .kind = WEFT_EV_RES_SITE,
+					  .a1 = 0x1234, .a2 = 50,
+					  .worker = other };
+		if (jobs[i].label)
+			ev[n++] = (weft_event_t){ .ts = at, .task = task,
+						  .kind = WEFT_EV_RES_LABEL,
+						  .a1 = jobs[i].label,
+						  .worker = other };
+		ev[n++] = (weft_event_t){ .ts = at + 1000, .task = task,
+					  .kind = WEFT_EV_BLOCKING_START,
+					  .a1 = jobs[i].label,
+					  .worker = other };
+		if (!jobs[i].run)
+			continue;
+		ev[n++] = (weft_event_t){
+			.ts = at + 1000 + jobs[i].run * ms, .task = task,
+			.kind = WEFT_EV_BLOCKING_END, .a1 = jobs[i].run * ms,
+			.worker = other };
+		ev[n++] = (weft_event_t){
+			.ts = at + 2000 + jobs[i].run * ms, .task = task,
+			.kind = WEFT_EV_RES_RELEASE, .a1 = pool, .a2 = 1,
+			.worker = other };
+	}
+	ev[n++] = (weft_event_t){ .ts = t0 + 20 * ms, .task = 3,
+				  .kind = WEFT_EV_RES_WAIT, .a1 = pool,
+				  .a2 = WEFT_RES_OP_JOB, .worker = other };
+	ev[n++] = (weft_event_t){ .ts = t0 + 21 * ms, .task = 3,
+				  .kind = WEFT_EV_RES_WAIT_END, .a1 = pool,
+				  .a2 = WEFT_RES_OP_JOB | WEFT_RES_CANCELLED,
+				  .worker = other };
+	/* Time order within the thread, as a ring would hold them. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && ev[j - 1].ts > ev[j].ts; j--) {
+			weft_event_t x = ev[j];
+
+			ev[j] = ev[j - 1];
+			ev[j - 1] = x;
+		}
+	for (size_t i = 0; i < sizeof(fired) / sizeof(fired[0]); i++)
+		ev[n++] = (weft_event_t){ .ts = t0 + (uint64_t)(i + 1) * ms,
+					  .kind = WEFT_EV_TIMER_FIRE,
+					  .a2 = fired[i] };
+	return n;
+}
+
+/*
  * `test_wire --write-resources FILE`: a trace of one update and one
  * batch about resources, for tests/trace_res.sh: tasks 1-4 live (1 holds
  * mutex "cache", 2 and 3 wait on it, 4 waits to send on an unnamed mpsc
  * initialised at demo.c:88), a semaphore dropped, and one event of each
- * RES_* kind.
+ * RES_* kind.  Then, from pool threads (no worker), six blocking jobs on
+ * pool 8 and a cancelled wait, and from worker 0 five turns of the timer
+ * wheel; see pool_events() for the figures weft-trace stats must give.
  */
 static int write_resources(const char *path)
 {
@@ -735,6 +841,8 @@ static int write_resources(const char *path)
 		{ .ts = ts + 8, .task = 1, .kind = WEFT_EV_RES_OWNER, .a1 = 6 },
 		{ .ts = ts + 9, .kind = WEFT_EV_RES_DROP, .a1 = 7 },
 	};
+	weft_event_t pool[128];
+	size_t npool;
 	FILE *fp;
 
 	for (int i = 0; i < 100; i++) {
@@ -768,6 +876,67 @@ static int write_resources(const char *path)
 	f.events = &batch.msg;
 	if (weft_wire_record_append(&b, &f))
 		return 1;
+	/* The pool's and the timers' events: a batch per emitting thread. */
+	npool = pool_events(pool, ts + 100000000ull);
+	for (size_t i = 0; i < npool;) {
+		int k = weft_wire_batch_encode(&batch, pool + i, npool - i);
+
+		if (k <= 0 || weft_wire_record_append(&b, &f))
+			return 1;
+		i += (size_t)k;
+	}
+	weft_wire_batch_fini(&batch);
+	fp = fopen(path, "wb");
+	if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp)) {
+		perror(path);
+		return 1;
+	}
+	weft_wire_hello_fini(&hello);
+	weft_wire_buf_fini(&b);
+	return 0;
+}
+
+/*
+ * `test_wire --write-pool-many FILE`: 1,100 tasks, none named by an
+ * update, each running one 1 ms blocking job, told only by BLOCKING_START
+ * and BLOCKING_END (as a file from before the resources): weft-trace
+ * stats keeps 1,024 submitter rows and sums the other 76 jobs as others.
+ */
+static int write_pool_many(const char *path)
+{
+	weft_wire_buf_t b = { 0 };
+	weft_wire_hello_t hello;
+	weft_wire_batch_t batch;
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	weft_event_t ev[2 * 1100];
+	uint64_t ts = 2000000000ull;
+	size_t n = 0;
+	FILE *fp;
+
+	for (uint64_t task = 1; task <= 1100; task++) {
+		ev[n++] = (weft_event_t){ .ts = ts, .task = task,
+					  .kind = WEFT_EV_BLOCKING_START,
+					  .a1 = 0xd000,
+					  .worker = WEFT_EVENT_NO_WORKER };
+		ts += 1000000;
+		ev[n++] = (weft_event_t){ .ts = ts, .task = task,
+					  .kind = WEFT_EV_BLOCKING_END,
+					  .a1 = 1000000,
+					  .worker = WEFT_EVENT_NO_WORKER };
+	}
+	if (weft_wire_hello_init(&hello, 1, "mono", 1000000000ull) ||
+	    weft_wire_header_append(&b, &hello.msg, 0))
+		return 1;
+	weft_wire_batch_init(&batch);
+	f.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	f.events = &batch.msg;
+	for (size_t i = 0; i < n;) {
+		int k = weft_wire_batch_encode(&batch, ev + i, n - i);
+
+		if (k <= 0 || weft_wire_record_append(&b, &f))
+			return 1;
+		i += (size_t)k;
+	}
 	weft_wire_batch_fini(&batch);
 	fp = fopen(path, "wb");
 	if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp)) {
@@ -1605,5 +1774,7 @@ int main(int argc, char **argv)
 		return write_sample(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--write-resources"))
 		return write_resources(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--write-pool-many"))
+		return write_pool_many(argv[2]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

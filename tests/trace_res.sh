@@ -7,7 +7,9 @@
 # `test_wire --write-resources` (no runtime: the probe does not emit
 # resources in this test): tasks prints WAITING ON with the resource's
 # kind and name or file:line; stats lists the most contended resources
-# with their holders and waiters; dump names the RES_* events' fields.
+# with their holders and waiters, the blocking pool's queue waits and
+# top submitters and the timer wheel's timers per tick, exactly; dump
+# names the RES_* events' fields.
 set -euo pipefail
 
 test_wire=$1 tool=$2
@@ -46,6 +48,43 @@ grep -q 'longest hold 7.0ms by task 1 (holder)' "$tmp/stats.txt" ||
 	fail "no longest hold"
 grep -q 'semaphore permits.*(dropped)' "$tmp/stats.txt" ||
 	fail "the dropped semaphore not listed"
+
+# The blocking pool and the timer wheel, figure by figure (the jobs and
+# the turns are listed at pool_events() in tests/test_wire.c).
+sed -n '/^blocking pool:/,/^$/p' "$tmp/stats.txt" >"$tmp/pool.txt"
+cat >"$tmp/pool.want" <<'EOF'
+blocking pool: 6 jobs run, 5 waited for a thread; at the end 1 running, 0 queued
+  queue wait: p50 3.0ms, p99 6.0ms, max 6.0ms, total 17.0ms
+  1 waits ended unserved (cancelled or closed)
+  top submitters (by run time; a job's name is its address in the process):
+  SUBMITTER            SPAWNED AT               JOB              JOBS  WAITS    WAITED       RUN
+  holder               app.c:101                0xa000              2      1     6.0ms    30.0ms
+  producer             app.c:104                0xb000              2      2     5.0ms     5.0ms
+  waiter-b             app.c:103                -                   1      1     5.0ms     2.0ms
+  waiter-a             app.c:102                0xc000              1      1     1.0ms         -
+
+EOF
+diff -u "$tmp/pool.want" "$tmp/pool.txt" || fail "blocking pool section"
+grep -qx 'timer wheel: 5 ticks fired 80 timers; per tick p50 3, p99 64, max 64' \
+	"$tmp/stats.txt" || fail "timer wheel section"
+# --top 2: the two that ran longest, the rest summed.
+"$tool" stats --top 2 "$tmp/res.weft" >"$tmp/stats2.txt" ||
+	fail "stats --top 2 failed"
+grep -A1 -x '  \.\.\. 2 more submitters:' "$tmp/stats2.txt" |
+	grep -Eq '^  \(the rest\) +- +2 +2 +6\.0ms +2\.0ms$' ||
+	fail "--top 2: the rest not summed"
+
+# Past 1,024 submitters the rest are others: memory bounded by the rows.
+"$test_wire" --write-pool-many "$tmp/many.weft" || fail "no many written"
+"$tool" stats --top 1 "$tmp/many.weft" >"$tmp/many.txt" ||
+	fail "stats on many failed"
+sed -n '/^blocking pool:/,/^$/p' "$tmp/many.txt"
+grep -qx 'blocking pool: 1100 jobs run, 0 waited for a thread' \
+	"$tmp/many.txt" || fail "many: jobs run"
+grep -Eq '^  \(the rest\) +- +1023 +0 +- +1\.02s$' "$tmp/many.txt" ||
+	fail "many: the rest of the 1,024 rows"
+grep -Eq '^  others +\(past 1024 rows\) +- +76 +0 +- +76\.0ms$' \
+	"$tmp/many.txt" || fail "many: no others"
 
 "$tool" dump "$tmp/res.weft" >"$tmp/dump.txt" || fail "dump failed"
 cat "$tmp/dump.txt"

@@ -26,11 +26,12 @@ static void render_all(con_session_t *s, con_grid_t *g)
 	static const con_view_id_t views[] = {
 		CON_VIEW_WORKERS, CON_VIEW_TASKS,    CON_VIEW_WARNINGS,
 		CON_VIEW_DETAIL,  CON_VIEW_TIMELINE, CON_VIEW_SPIKE,
-		CON_VIEW_RESOURCES, CON_VIEW_RESOURCE,
+		CON_VIEW_RESOURCES, CON_VIEW_RESOURCE, CON_VIEW_SITES,
 	};
 	con_model_t *m = s->model;
 
 	con_model_resort(m);
+	con_model_groups_resort(m); /* the sites view reads the groups */
 	if (!con_model_is_consistent(m))
 		abort();
 	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
@@ -52,6 +53,17 @@ static void render_all(con_session_t *s, con_grid_t *g)
 	con_session_watch(s);
 	con_screen_draw(s, g);
 	(void)con_keys_handle(s, 27);
+	/* A spawn site, then its tasks. */
+	(void)con_keys_handle(s, 's');
+	con_model_groups_resort(m);
+	(void)con_keys_handle(s, 'j');
+	(void)con_keys_handle(s, '>');
+	con_model_groups_resort(m);
+	con_session_clamp(s, g->h);
+	(void)con_keys_handle(s, '\n');
+	con_model_resort(m);
+	con_session_clamp(s, g->h);
+	con_screen_draw(s, g);
 	/* A resource, then one of its tasks. */
 	(void)con_keys_handle(s, 'r');
 	(void)con_keys_handle(s, '\n');

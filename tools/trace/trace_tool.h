@@ -194,6 +194,78 @@ size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
 		  size_t max);
 void tt_res_free(tt_restab_t *r);
 
+/*
+ * trace_durs.c: durations (or counts) for percentiles, each kept up to
+ * TT_DURS_EXACT (exact ranks), past that a log-linear histogram (within
+ * 1.6 %): bounded whatever the input.  Zeroed is empty.
+ */
+#define TT_DURS_EXACT ((size_t)4 << 20)
+#define TT_DURS_SUB_BITS 6
+#define TT_DURS_BUCKETS ((64 - TT_DURS_SUB_BITS + 1) << TT_DURS_SUB_BITS)
+
+typedef struct tt_durs_s {
+	uint64_t *exact; /* NULL once past TT_DURS_EXACT (inexact) */
+	size_t n, cap;
+	bool inexact;
+	uint64_t max, sum;
+	uint64_t buckets[TT_DURS_BUCKETS];
+} tt_durs_t;
+
+void tt_durs_add(tt_durs_t *d, uint64_t v);
+/* The value of rank @k (0-based) in ascending order; 0 when empty. */
+uint64_t tt_durs_rank(tt_durs_t *d, size_t k);
+/* The value of rank n * @pct / 100 (the poll table's ranks). */
+uint64_t tt_durs_pct(tt_durs_t *d, unsigned pct);
+void tt_durs_free(tt_durs_t *d);
+/* "1.2ms", "35us", "2.00s", "-" for 0. */
+const char *tt_dur(char *buf, size_t len, uint64_t ns);
+
+/*
+ * stats_pool.c: the blocking pool and the timer wheel as the events
+ * tell them.  Memory: the jobs queued or running at a moment (at most
+ * TT_POOL_FOLLOWED followed), TT_POOL_SUBMITTERS rows of submitters (the
+ * rest counted as others), and the two duration sets.
+ */
+#define TT_POOL_SUBMITTERS 1024
+#define TT_POOL_FOLLOWED ((size_t)1 << 20)
+#define TT_POOL_IDS 16
+
+typedef struct tt_pool_sub_s {
+	char *name, *file; /* the submitting task's, when its job began */
+	uint32_t line;
+	uint64_t task;     /* the first submitting task seen */
+	uint64_t label;    /* the job's name: an address in the process */
+	uint64_t jobs, waits, wait_ns, run_ns;
+} tt_pool_sub_t;
+
+typedef struct tt_pool_s {
+	/* Resource ids of blocking pools (RES_NEW, a JOB wait, updates). */
+	uint64_t ids[TT_POOL_IDS];
+	unsigned nids;
+	/* Jobs queued or running, per submitting task (stats_pool.c). */
+	struct tt_pool_task_s **tasks;
+	size_t ntb, ntasks, followed;
+	uint64_t not_followed;   /* past TT_POOL_FOLLOWED */
+	tt_durs_t wait;          /* queue waits, served */
+	uint64_t jobs;           /* jobs begun */
+	uint64_t unmatched_ends; /* a wait's or a job's end without its start */
+	uint64_t cancelled;      /* waits ended unserved */
+	/* Submitters: (name, spawn site, label), the first ones. */
+	tt_pool_sub_t *subs;
+	size_t nsubs;
+	uint32_t *sub_hash;
+	tt_pool_sub_t others;
+	bool any;        /* pool events seen */
+	bool seen_start; /* a BLOCKING_START seen: jobs timed by them */
+	/* The timer wheel: timers fired by each TIMER_FIRE. */
+	tt_durs_t fired;
+} tt_pool_t;
+
+void tt_pool_init(tt_pool_t *p);
+void tt_pool_note(tt_pool_t *p, const tt_trace_t *t, const weft_event_t *e);
+void tt_pool_print(tt_pool_t *p, const tt_trace_t *t, unsigned long top);
+void tt_pool_free(tt_pool_t *p);
+
 /* verb_*.c: each takes argv after the verb name (argv[0] is the verb). */
 int tt_verb_info(int argc, char **argv);
 int tt_verb_dump(int argc, char **argv);

@@ -5,7 +5,9 @@
  * worker's off-CPU time as the updates read it, poll-time percentiles,
  * the longest polls with their task's name and spawn location, the most
  * contended resources (total wait, wait percentiles, hold p99, holders
- * and waiters at the end), and the warnings the collector raised.
+ * and waiters at the end), the blocking pool's queue waits and top
+ * submitters and the timer wheel's timers per tick (stats_pool.c), and
+ * the warnings the collector raised.
  *
  * busy % is the time a worker was not parked, as the runtime's busy_ns
  * counter and Tokio count it; poll % the time it spent inside polls.
@@ -33,8 +35,12 @@ static const char usage[] =
 	"last update that read it.  Then poll percentiles, the N longest\n"
 	"polls (default 10), the N most contended resources (by total wait:\n"
 	"holders and waiters at the end, acquires, wait p50/p99/max, hold\n"
-	"p99; when the trace has resources) and the warnings (counts by\n"
-	"kind, then the first N).\n";
+	"p99; when the trace has resources), the blocking pool (jobs run,\n"
+	"queue wait p50/p99/max, the N submitters whose jobs ran longest:\n"
+	"task name and spawn location, the job's name as an address in the\n"
+	"process, jobs, waits, total wait and run time; past 1024 rows the\n"
+	"rest are others), the timer wheel (timers fired per tick: p50,\n"
+	"p99, max) and the warnings (counts by kind, then the first N).\n";
 
 #define MAX_W 256
 
@@ -90,119 +96,6 @@ static void park_note(struct wstat *w, const weft_event_t *e, uint64_t t0)
 		at = w->since; /* a poll after a PARK whose UNPARK was dropped */
 	w->state = to;
 	w->since = at;
-}
-
-static void u64_swap(uint64_t *a, uint64_t *b)
-{
-	uint64_t t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-/*
- * Puts the value of rank @k (0-based) of v[0..n) at v[k], the smaller
- * ones before it and the larger after: quickselect with a three-way
- * partition (runs of equal durations are common), median-of-three
- * pivots, O(n) on average (a sort of millions of polls took half the
- * verb's time).
- */
-static void u64_select(uint64_t *v, size_t n, size_t k)
-{
-	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
-
-	while (lo < hi) {
-		ptrdiff_t lt = lo, i = lo, gt = hi, mid = lo + (hi - lo) / 2;
-		uint64_t a = v[lo], b = v[mid], c = v[hi], pivot;
-
-		pivot = a < b ? (b < c ? b : (a < c ? c : a)) :
-				(a < c ? a : (b < c ? c : b));
-		/* v[lo, lt) < pivot, v[lt, i) == pivot, v(gt, hi] > pivot. */
-		while (i <= gt) {
-			if (v[i] < pivot)
-				u64_swap(&v[lt++], &v[i++]);
-			else if (v[i] > pivot)
-				u64_swap(&v[i], &v[gt--]);
-			else
-				i++;
-		}
-		if (want < lt)
-			hi = lt - 1;
-		else if (want > gt)
-			lo = gt + 1;
-		else
-			return;
-	}
-}
-
-/*
- * Poll durations: each one kept, for exact percentiles, up to
- * EXACT_MAX; past that only a log-linear histogram of 64 steps a power
- * of two (within 1.6 %), so that memory stays bounded on any file.
- */
-#define EXACT_MAX ((size_t)4 << 20)
-#define SUB_BITS 6
-#define NBUCKETS ((64 - SUB_BITS + 1) << SUB_BITS)
-
-static unsigned dur_bucket(uint64_t v)
-{
-	unsigned e;
-
-	if (v < (1u << SUB_BITS))
-		return (unsigned)v;
-	e = 63 - (unsigned)__builtin_clzll(v); /* >= SUB_BITS */
-	return ((e - SUB_BITS + 1) << SUB_BITS) |
-	       (unsigned)((v >> (e - SUB_BITS)) & ((1u << SUB_BITS) - 1));
-}
-
-/* The smallest value in bucket @b. */
-static uint64_t dur_bucket_low(unsigned b)
-{
-	unsigned e = (b >> SUB_BITS) + SUB_BITS - 1;
-
-	if (b < (1u << SUB_BITS))
-		return b;
-	return (1ull << e) | ((uint64_t)(b & ((1u << SUB_BITS) - 1))
-			      << (e - SUB_BITS));
-}
-
-struct durs {
-	uint64_t *exact; /* NULL once past EXACT_MAX */
-	size_t n;
-	uint64_t buckets[NBUCKETS];
-	uint64_t max;
-};
-
-static void durs_add(struct durs *d, uint64_t v)
-{
-	if (d->exact && d->n == EXACT_MAX) {
-		free(d->exact);
-		d->exact = NULL;
-	}
-	if (d->exact)
-		d->exact[d->n] = v;
-	d->buckets[dur_bucket(v)]++;
-	if (v > d->max)
-		d->max = v;
-	d->n++;
-}
-
-/* The value at rank @k (0-based) of the sorted durations. */
-static uint64_t durs_rank(const struct durs *d, size_t k)
-{
-	uint64_t seen = 0;
-
-	if (d->exact)
-		return d->exact[k];
-	for (unsigned b = 0; b < NBUCKETS; b++) {
-		seen += d->buckets[b];
-		if (seen > k) {
-			uint64_t low = dur_bucket_low(b);
-
-			return low < d->max ? low : d->max;
-		}
-	}
-	return d->max;
 }
 
 /* The longest polls: a min-heap of the @cap longest so far. */
@@ -328,20 +221,6 @@ static void off_cpu_print(const tt_trace_t *t)
 	}
 }
 
-/* "1.2ms", "35us", "2.00s", "-" for 0. */
-static const char *dur(char *buf, size_t len, uint64_t ns)
-{
-	if (!ns)
-		snprintf(buf, len, "-");
-	else if (ns >= 1000000000u)
-		snprintf(buf, len, "%.2fs", (double)ns / 1e9);
-	else if (ns >= 1000000u)
-		snprintf(buf, len, "%.1fms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.1fus", (double)ns / 1e3);
-	return buf;
-}
-
 /* "task 42 (worker-3), task 43 (...)" for @n of @ids, "+K more". */
 static void res_tasks(const tt_trace_t *t, const char *what,
 		      const uint64_t *ids, unsigned n, uint32_t whole)
@@ -389,15 +268,15 @@ static void res_print(const tt_trace_t *t, unsigned long top)
 		       tt_res_label(x, label, sizeof(label)), x->nholders,
 		       x->nwaiters, (unsigned long long)x->acquires,
 		       (unsigned long long)x->waits,
-		       dur(a, sizeof(a), x->wait.sum_ns),
-		       dur(b, sizeof(b), weft_hist_percentile(&x->wait, 50)),
-		       dur(c, sizeof(c), weft_hist_percentile(&x->wait, 99)),
-		       dur(d, sizeof(d), x->wait.max_ns),
-		       dur(e, sizeof(e), weft_hist_percentile(&x->hold, 99)),
+		       tt_dur(a, sizeof(a), x->wait.sum_ns),
+		       tt_dur(b, sizeof(b), weft_hist_percentile(&x->wait, 50)),
+		       tt_dur(c, sizeof(c), weft_hist_percentile(&x->wait, 99)),
+		       tt_dur(d, sizeof(d), x->wait.max_ns),
+		       tt_dur(e, sizeof(e), weft_hist_percentile(&x->hold, 99)),
 		       x->dropped_ns ? "  (dropped)" : "");
 		if (x->longest_holder)
 			printf("      longest hold %s by task %llu (%s)\n",
-			       dur(a, sizeof(a), x->longest_hold_ns),
+			       tt_dur(a, sizeof(a), x->longest_hold_ns),
 			       (unsigned long long)x->longest_holder,
 			       tt_task_label(t, x->longest_holder, name,
 					     sizeof(name)));
@@ -419,7 +298,8 @@ static size_t widx(uint16_t w)
 int tt_verb_stats(int argc, char **argv)
 {
 	static struct wstat ws[MAX_W];
-	static struct durs d;
+	static tt_durs_t d;
+	static tt_pool_t pool;
 	const char *path = NULL;
 	unsigned long top = 10;
 	uint64_t span = 0, t0 = 0, t1 = 0;
@@ -451,7 +331,7 @@ int tt_verb_stats(int argc, char **argv)
 	}
 	if (!path)
 		tt_die("stats: no FILE (weft-trace stats --help)");
-	d.exact = tt_xmalloc(EXACT_MAX * sizeof(*d.exact));
+	tt_pool_init(&pool);
 	tt_open(&t, path, false);
 	while (tt_next(&t, &ev)) {
 		const weft_event_t *e = &ev;
@@ -461,11 +341,12 @@ int tt_verb_stats(int argc, char **argv)
 		w->seen = true;
 		if (w != &ws[MAX_W - 1])
 			park_note(w, e, t0);
+		tt_pool_note(&pool, &t, e);
 		switch (e->kind) {
 		case WEFT_EV_POLL:
 			w->polls++;
 			w->poll_ns += e->a1;
-			durs_add(&d, e->a1);
+			tt_durs_add(&d, e->a1);
 			top_note(&top_polls, top, &t, e);
 			break;
 		case WEFT_EV_STEAL:
@@ -527,25 +408,15 @@ int tt_verb_stats(int argc, char **argv)
 	off_cpu_print(&t);
 
 	if (d.n) {
-		if (d.exact) {
-			size_t k99 = d.n * 99 / 100, k90 = d.n * 9 / 10;
-			size_t k50 = d.n / 2;
+		uint64_t p99 = tt_durs_pct(&d, 99), p90 = tt_durs_pct(&d, 90),
+			 p50 = tt_durs_pct(&d, 50);
 
-			/* Each rank among the values below the one above. */
-			u64_select(d.exact, d.n, k99);
-			if (k90 < k99)
-				u64_select(d.exact, k99, k90);
-			if (k50 < k90)
-				u64_select(d.exact, k90, k50);
-		}
 		printf("\npoll time: p50 %s%llu ns, p90 %llu ns, p99 %llu ns, "
 		       "max %llu ns (%zu polls%s)\n",
-		       d.exact ? "" : "~",
-		       (unsigned long long)durs_rank(&d, d.n / 2),
-		       (unsigned long long)durs_rank(&d, d.n * 9 / 10),
-		       (unsigned long long)durs_rank(&d, d.n * 99 / 100),
+		       d.inexact ? "~" : "", (unsigned long long)p50,
+		       (unsigned long long)p90, (unsigned long long)p99,
 		       (unsigned long long)d.max, d.n,
-		       d.exact ? "" : "; percentiles within 1.6 %");
+		       d.inexact ? "; percentiles within 1.6 %" : "");
 		qsort(longest, nlongest, sizeof(*longest), top_cmp);
 		printf("\nlongest polls:\n");
 		for (size_t i = 0; i < nlongest; i++) {
@@ -560,6 +431,7 @@ int tt_verb_stats(int argc, char **argv)
 		}
 	}
 	res_print(&t, top);
+	tt_pool_print(&pool, &t, top);
 	printf("\nwarnings: %zu\n", t.nwarnings);
 	for (unsigned k = 1; k < WEFT_WARN_MAX; k++)
 		if (t.warnings_by_kind[k])
@@ -583,7 +455,8 @@ int tt_verb_stats(int argc, char **argv)
 	for (size_t i = 0; i < nlongest; i++)
 		free(longest[i].file);
 	free(longest);
-	free(d.exact);
+	tt_durs_free(&d);
+	tt_pool_free(&pool);
 	tt_free(&t);
 	return fflush(stdout) ? 1 : 0;
 }
