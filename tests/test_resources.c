@@ -189,7 +189,7 @@ static void test_waiting_on(void **state)
 	weft_join_t *hj, *lj[N];
 	weft_probe_resource_t res = { 0 };
 	weft_probe_task_t t;
-	uint64_t ids[N];
+	uint64_t ids[N], hid;
 	bool seen = false;
 
 	(void)state;
@@ -226,7 +226,8 @@ static void test_waiting_on(void **state)
 	assert_true(seen);
 	assert_int_equal(res.kind, WEFT_RES_MUTEX);
 	assert_int_equal(res.nholders, 1);
-	assert_int_equal(res.holders[0], weft_join_id(hj));
+	hid = weft_join_id(hj);
+	assert_int_equal(res.holders[0], hid);
 	assert_non_null(res.file);
 	assert_non_null(strstr(res.file, "test_resources.c"));
 	for (int i = 0; i < N; i++) {
@@ -253,7 +254,7 @@ static void test_waiting_on(void **state)
 	assert_int_equal(res.nholders, 0);
 	assert_int_equal(res.acquires, N + 1);
 	assert_int_equal(res.waits, N);
-	assert_int_equal(res.longest_holder, weft_join_id(hj));
+	assert_int_equal(res.longest_holder, hid);
 	for (int i = 0; i < N; i++) {
 		assert_true(sink_task(&r->s, ids[i], &t));
 		assert_int_equal(t.waiting_on, 0);
