@@ -623,6 +623,73 @@ static void test_blocking_queue_twin(void **state)
 	rsink_free(r, sub);
 }
 
+/* ------------------------------------------------ a oneshot, awaited */
+
+struct awaiter {
+	int weft_pc;
+	weft_oneshot_rx_t *rx;
+	int status;
+	void *value;
+};
+
+static weft_poll_t awaiter_poll(void *arg, weft_cx_t *cx)
+{
+	struct awaiter *a = arg;
+
+	WEFT_ASYNC_BEGIN(a);
+	WEFT_AWAIT(a, weft_oneshot_poll(a->rx, cx, &a->status, &a->value));
+	weft_oneshot_rx_drop(a->rx);
+	WEFT_ASYNC_END(a);
+}
+
+/* A task awaiting a oneshot waits on it, named where it was made; the
+ * send ends the wait. */
+static void test_oneshot_waited_on(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_probe_resource_t res = { 0 };
+	weft_probe_task_t t = { 0 };
+	weft_join_t *j;
+	uint64_t id;
+	bool seen = false;
+	int line;
+
+	(void)state;
+	line = __LINE__ + 1;
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(weft_spawn_named(rt, "awaiter", awaiter_poll,
+					  (&(struct awaiter){ .rx = rx }), &j),
+			 0);
+	id = weft_join_id(j);
+	for (int k = 0; k < 200 && !seen; k++) {
+		usleep(10000);
+		weft_probe_flush();
+		seen = rsink_res(r, NULL, (uint32_t)line, &res) &&
+		       res.nwaiters == 1 && sink_task(&r->s, id, &t) &&
+		       t.waiting_on == res.id;
+	}
+	assert_true(seen);
+	assert_int_equal(res.kind, WEFT_RES_ONESHOT);
+	assert_int_equal(res.waiters[0], id);
+	assert_int_equal(t.waiting_op, WEFT_RES_OP_DONE);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(rsink_res(r, NULL, (uint32_t)line, &res));
+	assert_int_equal(res.nwaiters, 0);
+	assert_int_equal(res.waits, 1);
+	assert_true(sink_task(&r->s, id, &t));
+	assert_int_equal(t.waiting_on, 0);
+	rt_done(rt);
+	rsink_free(r, sub);
+}
+
 /* ------------------------------------- quiet: nothing while unheard */
 
 /*
@@ -655,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_channel_full_twin),
 		cmocka_unit_test(test_blocking_queue),
 		cmocka_unit_test(test_blocking_queue_twin),
+		cmocka_unit_test(test_oneshot_waited_on),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

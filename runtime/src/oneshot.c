@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 
+#include "resource_internal.h"
 #include "runtime_internal.h"
 
 #define OS_SENT 1u
@@ -22,9 +23,16 @@ typedef struct oneshot_s {
 	_Atomic uint32_t refs;
 	void *value;
 	weft_waker_t rx_waker;
+	/*
+	 * What the probe sees; rx_task: the receiving task while its wait
+	 * was told (RES_WAIT), 0 otherwise.  The receiver's alone.
+	 */
+	weft_resource_t res;
+	uint64_t rx_task;
 } oneshot_t;
 
-int weft_oneshot_create(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx)
+int weft_oneshot_create_at(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx,
+			   const char *file, int line)
 {
 	oneshot_t *o = malloc(sizeof(*o));
 
@@ -34,9 +42,27 @@ int weft_oneshot_create(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx)
 	store_relaxed(&o->refs, 2);
 	o->value = NULL;
 	o->rx_waker = WEFT_WAKER_EMPTY;
+	weft__res_init(&o->res, WEFT_RES_ONESHOT, file, line);
+	o->rx_task = 0;
 	*tx = (weft_oneshot_tx_t *)o;
 	*rx = (weft_oneshot_rx_t *)o;
 	return 0;
+}
+
+/* The function behind the macro, for callers that take its address. */
+int(weft_oneshot_create)(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx)
+{
+	return weft_oneshot_create_at(tx, rx, NULL, 0);
+}
+
+/* The receiver's wait, told: its end (@flags: 0 served, else why not). */
+static void rx_wait_end(oneshot_t *o, uint32_t flags)
+{
+	if (!o->rx_task)
+		return;
+	WEFT_RES_EVENT(&o->res, RES_WAIT_END, o->rx_task,
+		       WEFT_RES_OP_DONE | flags);
+	o->rx_task = 0;
 }
 
 static void oneshot_release(oneshot_t *o)
@@ -44,6 +70,7 @@ static void oneshot_release(oneshot_t *o)
 	/* acq_rel: the last reference frees (see task.c ref_dec_n). */
 	if (fetch_sub_acq_rel(&o->refs, 1) == 1) {
 		weft_waker_drop(&o->rx_waker);
+		weft__res_fini(&o->res);
 		free(o);
 	}
 }
@@ -86,6 +113,7 @@ void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx)
 static weft_poll_t rx_ready(oneshot_t *o, uint32_t s, int *status,
 			    void **value)
 {
+	rx_wait_end(o, (s & OS_SENT) ? 0 : WEFT_RES_CLOSED);
 	weft__coop_progress();
 	/* s was read with acquire (load or failed CAS). */
 	if (s & OS_SENT) {
@@ -133,6 +161,15 @@ weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
 			return rx_ready(o, s, status, value);
 		/* acq_rel: release publishes the waker to the sender. */
 	} while (!cas_acq_rel(&o->state, &s, s | OS_RX_WAKER));
+#if WEFT_PROBE
+	/* The first PENDING of this wait: told once. */
+	if (__builtin_expect(weft__probe_on(), 0) && !o->rx_task &&
+	    weft__cur_task_id) {
+		o->rx_task = weft__cur_task_id;
+		weft__res_emit(&o->res, WEFT_EV_RES_WAIT, o->rx_task,
+			       WEFT_RES_OP_DONE);
+	}
+#endif
 	return WEFT_PENDING;
 }
 
@@ -140,6 +177,7 @@ void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx)
 {
 	oneshot_t *o = (oneshot_t *)rx;
 
+	rx_wait_end(o, WEFT_RES_CANCELLED);
 	/* acq_rel: tells the sender its value will not be taken. */
 	atomic_fetch_or_explicit(&o->state, OS_RX_GONE, memory_order_acq_rel);
 	oneshot_release(o);

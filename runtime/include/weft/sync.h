@@ -35,6 +35,13 @@ typedef struct weft_oneshot_rx_s weft_oneshot_rx_t;
  */
 WEFT_EXTERN int weft_oneshot_create(weft_oneshot_tx_t **tx,
 				    weft_oneshot_rx_t **rx);
+/* The same, with where it is made (the macro's way in): the probe names
+ * the oneshot by it (a resource, weft/resource.h). */
+WEFT_EXTERN int weft_oneshot_create_at(weft_oneshot_tx_t **tx,
+				       weft_oneshot_rx_t **rx,
+				       const char *file, int line);
+#define weft_oneshot_create(tx, rx)                                            \
+	weft_oneshot_create_at((tx), (rx), __FILE__, __LINE__)
 
 /**
  * weft_oneshot_send() - send the value and release the sender.
