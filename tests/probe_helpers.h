@@ -199,6 +199,20 @@ static inline bool sink_task(struct sink *s, uint64_t id,
 	return found;
 }
 
+/* Every warning the sink holds, for a failing check's message. */
+static inline void print_warnings(struct sink *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++)
+		print_message("warning %s task %llu (%s) at %s:%u: %s\n",
+			      weft_warning_kind_name(s->warn[i].kind),
+			      (unsigned long long)s->warn[i].task,
+			      s->warn[i].task_name ? s->warn[i].task_name : "-",
+			      s->warn[i].file ? s->warn[i].file : "-",
+			      s->warn[i].line, s->warn[i].detail);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static inline weft_runtime_t *rt_new(unsigned workers)
 {
 	weft_runtime_t *rt = NULL;

@@ -100,15 +100,21 @@ static bool rsink_res(struct rsink *r, const char *name, uint32_t line,
 	return found;
 }
 
-static void print_warnings(struct sink *s)
+/* The last warning of @kind, whatever its task. */
+static bool rsink_warning(struct rsink *r, unsigned kind,
+			  weft_probe_warning_t *out)
 {
-	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < s->nwarn; i++)
-		print_message("warning %s task %llu: %s\n",
-			      weft_warning_kind_name(s->warn[i].kind),
-			      (unsigned long long)s->warn[i].task,
-			      s->warn[i].detail);
-	pthread_mutex_unlock(&s->lock);
+	bool found = false;
+
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->s.nwarn; i++) {
+		if (r->s.warn[i].kind == kind) {
+			*out = r->s.warn[i];
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&r->s.lock);
+	return found;
 }
 
 /* ------------------------------------------------- a lock, waited on */
@@ -315,13 +321,7 @@ static void test_contention(void **state)
 
 	(void)state;
 	run_convoy(false, r);
-	pthread_mutex_lock(&r->s.lock);
-	for (size_t i = 0; i < r->s.nwarn; i++)
-		if (r->s.warn[i].kind == WEFT_WARN_CONTENTION) {
-			w = r->s.warn[i];
-			found = true;
-		}
-	pthread_mutex_unlock(&r->s.lock);
+	found = rsink_warning(r, WEFT_WARN_CONTENTION, &w);
 	if (!found)
 		print_warnings(&r->s);
 	assert_true(found);
@@ -456,13 +456,7 @@ static void test_channel_full(void **state)
 
 	(void)state;
 	run_channel(true, &consumer);
-	pthread_mutex_lock(&r->s.lock);
-	for (size_t i = 0; i < r->s.nwarn; i++)
-		if (r->s.warn[i].kind == WEFT_WARN_CHANNEL_FULL) {
-			w = r->s.warn[i];
-			found = true;
-		}
-	pthread_mutex_unlock(&r->s.lock);
+	found = rsink_warning(r, WEFT_WARN_CHANNEL_FULL, &w);
 	if (!found)
 		print_warnings(&r->s);
 	assert_true(found);
@@ -584,13 +578,7 @@ static void test_blocking_queue(void **state)
 
 	(void)state;
 	run_pool(2, &reporter);
-	pthread_mutex_lock(&r->s.lock);
-	for (size_t i = 0; i < r->s.nwarn; i++)
-		if (r->s.warn[i].kind == WEFT_WARN_BLOCKING_QUEUE) {
-			w = r->s.warn[i];
-			found = true;
-		}
-	pthread_mutex_unlock(&r->s.lock);
+	found = rsink_warning(r, WEFT_WARN_BLOCKING_QUEUE, &w);
 	if (!found)
 		print_warnings(&r->s);
 	assert_true(found);

@@ -30,18 +30,6 @@
 
 /* ------------------------------------------------------------- warnings */
 
-/* Every warning the sink holds, for a failing count's message. */
-static void print_warnings(struct sink *s)
-{
-	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < s->nwarn; i++)
-		print_message("warning %s task %llu: %s\n",
-			      weft_warning_kind_name(s->warn[i].kind),
-			      (unsigned long long)s->warn[i].task,
-			      s->warn[i].detail);
-	pthread_mutex_unlock(&s->lock);
-}
-
 /* Lock held across await: bad holds a weft_mutex_t over PENDING. */
 struct locker {
 	int weft_pc;

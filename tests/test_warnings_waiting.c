@@ -27,20 +27,6 @@
 
 #include "collector_internal.h"
 
-/* Every warning the sink holds, for a failing assertion's message. */
-static void print_warnings(struct sink *s)
-{
-	pthread_mutex_lock(&s->lock);
-	for (size_t i = 0; i < s->nwarn; i++)
-		print_message("warning %s task %llu (%s) at %s:%u: %s\n",
-			      weft_warning_kind_name(s->warn[i].kind),
-			      (unsigned long long)s->warn[i].task,
-			      s->warn[i].task_name ? s->warn[i].task_name : "-",
-			      s->warn[i].file ? s->warn[i].file : "-",
-			      s->warn[i].line, s->warn[i].detail);
-	pthread_mutex_unlock(&s->lock);
-}
-
 /* Warnings of @kind (any task). */
 static unsigned kind_count(struct sink *s, unsigned kind)
 {

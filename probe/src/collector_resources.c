@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Resources in the collector (issue 18): what the RES_* events say of
- * each async mutex, semaphore, notify, channel and countdown (its holders
- * and waiters now, its wait and hold times, its rate), what each task
- * waits on, and the warnings of the waiting side: contention (waiters of
- * a lock or semaphore kept past WEFT_CONTENTION) and channel-full
- * (senders of a bounded channel kept as long).
+ * each async mutex, semaphore, notify, channel, countdown, oneshot and
+ * the blocking pool (its holders and waiters now, its wait and hold
+ * times, its rate), what each task waits on, and the lists published.
+ * The warnings of the waiting side are collector_res_warn.c's.
  *
  * Bounds.  At most RES_MAX resources are tracked (more are counted, not
  * kept), each with at most RES_TRACK holders and waiters listed (the
@@ -16,68 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector_internal.h"
-
-/* Resources tracked at most; holders and waiters listed per resource. */
-#define RES_MAX (1u << 20)
-#define RES_TRACK 4096u
-/* A resource warns at most this often (its waits in between are counted
- * in the next warning). */
-#define RES_WARN_EVERY_NS 1000000000ull
-/* How often the ongoing waits are looked at. */
-#define RES_CHECK_EVERY_NS 250000000ull
-/* Ends kept for their starts to come (early_note()). */
-#define RES_EARLY 4
-/* A dropped resource is kept this long after it was said, so that late
- * events about it (a waiter's end) find it and do not make it anew. */
-#define RES_TOMB_NS 2000000000ull
-/* acquires_per_s: over windows of this length. */
-#define RES_RATE_NS 1000000000ull
-
-typedef struct res_holder_s {
-	uint64_t task;
-	uint64_t since;
-	uint32_t count;
-	uint32_t line; /* where it acquired it (RES_SITE), 0: not known */
-	const char *file;
-	const char *label; /* what for (RES_LABEL: a blocking job's name) */
-} res_holder_t;
-
-typedef struct res_waiter_s {
-	uint64_t task;
-	uint64_t since;
-	uint8_t op;
-} res_waiter_t;
-
-struct res_rec_s {
-	weft_probe_resource_t pub;
-	weft_hist_t *hists; /* [0] waits, [1] holds; NULL until one ended */
-	res_holder_t *holders;
-	res_waiter_t *waiters;
-	uint32_t nh, caph, nw, capw;
-	uint64_t rate_at, rate_acq; /* the rate window's start and count */
-	/*
-	 * The warning's window: waits past the threshold since the last
-	 * warning (or the first), the longest, and the task that held the
-	 * resource longest meanwhile (a release, or a hold still going on
-	 * when the warning is raised).
-	 */
-	uint64_t win_waits, win_max_wait, win_first_at;
-	uint64_t win_hold_task, win_hold_ns, win_hold_end;
-	const char *win_hold_file;
-	uint32_t win_hold_line;
-	uint64_t warned_at;
-	uint64_t ongoing_warned; /* the oldest wait already warned of */
-	/* Ends seen before their starts (early_note()). */
-	struct res_early {
-		uint64_t task, ts;
-		uint8_t kind; /* RES_WAIT_END or RES_RELEASE; 0: free */
-	} early[RES_EARLY];
-	unsigned nearly;
-	bool said_dropped; /* published with its drop: a tombstone now */
-	bool changed;
-	struct res_rec_s *hnext, *cnext;
-};
+#include "collector_res_internal.h"
 
 static size_t res_hash(const struct probe *p, uint64_t id)
 {
@@ -95,16 +33,6 @@ static res_rec_t *res_find(struct probe *p, uint64_t id)
 		if (r->pub.id == id)
 			return r;
 	return NULL;
-}
-
-static void res_changed(struct probe *p, res_rec_t *r)
-{
-	if (r->changed)
-		return;
-	r->changed = true;
-	r->cnext = p->res_changed;
-	p->res_changed = r;
-	p->nres_changed++;
 }
 
 static void res_grow(struct probe *p)
@@ -153,14 +81,6 @@ static res_rec_t *res_get(struct probe *p, uint64_t id, uint64_t ts)
 	p->nres++;
 	res_changed(p, r);
 	return r;
-}
-
-static void res_free(res_rec_t *r)
-{
-	free(r->hists);
-	free(r->holders);
-	free(r->waiters);
-	free(r);
 }
 
 static weft_hist_t *res_hist(res_rec_t *r, unsigned i)
@@ -222,14 +142,6 @@ static void task_waited(struct probe *p, uint64_t task, uint64_t id)
 	weft__collector_task_changed(p, t);
 }
 
-/* Whether task @id is gone (finished, or no longer known). */
-static bool task_gone(struct probe *p, uint64_t id)
-{
-	task_rec_t *t = id ? weft__collector_task_find(p, id) : NULL;
-
-	return id && (!t || t->in_done);
-}
-
 /* --------------------------------------------------------- the events */
 
 /*
@@ -287,51 +199,6 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	return true;
 }
 
-/* The task that has held @r longest, now or in a release since the
- * window began, into the window. */
-static void window_holder(res_rec_t *r, uint64_t task, uint64_t held,
-			  const char *file, uint32_t line, uint64_t end)
-{
-	/* The longest since the window's first wait began. */
-	if (held <= r->win_hold_ns && r->win_hold_end >= r->win_first_at)
-		return;
-	r->win_hold_end = end;
-	r->win_hold_ns = held;
-	r->win_hold_task = task;
-	r->win_hold_file = file;
-	r->win_hold_line = line;
-}
-
-static bool waits_count(const res_rec_t *r, uint8_t op)
-{
-	switch (r->pub.kind) {
-	case WEFT_RES_MUTEX:
-	case WEFT_RES_SEMAPHORE:
-		return op == WEFT_RES_OP_ACQUIRE;
-	case WEFT_RES_MPSC:
-		return op == WEFT_RES_OP_SEND;
-	case WEFT_RES_BLOCKING_POOL:
-		return op == WEFT_RES_OP_JOB;
-	default:
-		return false;
-	}
-}
-
-/*
- * A window of warnings opens with a wait that began at @since: a hold
- * released before then made none of its waits, and is no blame; one
- * released since (the hold the first wait waited for) is kept.
- */
-static void window_open(res_rec_t *r, uint64_t since)
-{
-	r->win_first_at = since;
-	if (r->win_hold_end >= since)
-		return;
-	r->win_hold_task = r->win_hold_ns = r->win_hold_end = 0;
-	r->win_hold_file = NULL;
-	r->win_hold_line = 0;
-}
-
 static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 {
 	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
@@ -370,9 +237,16 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	r->pub.waits++;
 	if ((h = res_hist(r, 0)))
 		weft_hist_record(h, waited);
-	/* A wait already warned of as ongoing is not counted again. */
+	/*
+	 * A wait already warned of as ongoing is not counted again; nor one
+	 * across dropped events: its end (or its start) may be what was
+	 * lost, and the probe's fault is no holder's.
+	 */
 	if (waited > p->config.contention_ns && waits_count(r, op) &&
-	    since != r->ongoing_warned) {
+	    weft__collector_across_drops(p, since, ev->ts)) {
+		p->drops_suppressed++;
+	} else if (waited > p->config.contention_ns && waits_count(r, op) &&
+		   since != r->ongoing_warned) {
 		if (!r->win_waits)
 			window_open(r, since);
 		r->win_waits++;
@@ -439,15 +313,6 @@ static void on_acquire_waited(struct probe *p, res_rec_t *r,
 		r->holders[r->nh - 1].file = t->pub.parked_file;
 		r->holders[r->nh - 1].line = t->pub.parked_line;
 	}
-}
-
-static void holder_drop(res_rec_t *r, uint32_t i)
-{
-	memmove(&r->holders[i], &r->holders[i + 1],
-		(r->nh - i - 1) * sizeof(*r->holders));
-	r->nh--;
-	if (r->pub.nholders)
-		r->pub.nholders--;
 }
 
 static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
@@ -518,42 +383,6 @@ static void on_site(struct probe *p, const weft_event_t *ev)
 		}
 		break;
 	}
-}
-
-/*
- * Waiters and holders whose task is gone: a countdown or a channel left
- * in a select, a semaphore's permits consumed (never released) by tasks
- * that finished, events lost to full rings.  A mutex keeps a holder that
- * finished: a lock a finished task still holds is worth seeing.
- */
-static void res_sweep(struct probe *p, res_rec_t *r)
-{
-	bool changed = false;
-
-	for (uint32_t i = 0; i < r->nw;) {
-		if (task_gone(p, r->waiters[i].task)) {
-			memmove(&r->waiters[i], &r->waiters[i + 1],
-				(r->nw - i - 1) * sizeof(*r->waiters));
-			r->nw--;
-			if (r->pub.nwaiters)
-				r->pub.nwaiters--;
-			changed = true;
-		} else {
-			i++;
-		}
-	}
-	if (r->pub.kind == WEFT_RES_SEMAPHORE) {
-		for (uint32_t i = 0; i < r->nh;) {
-			if (task_gone(p, r->holders[i].task)) {
-				holder_drop(r, i);
-				changed = true;
-			} else {
-				i++;
-			}
-		}
-	}
-	if (changed)
-		res_changed(p, r);
 }
 
 void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
@@ -633,317 +462,6 @@ void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 	}
 	if (changed)
 		res_changed(p, r);
-}
-
-/* --------------------------------------------------------- warnings */
-
-/* A file's last component: warnings' details are short. */
-static const char *base(const char *file)
-{
-	const char *b = file ? strrchr(file, '/') : NULL;
-
-	return b ? b + 1 : file;
-}
-
-static void fmt_site(char *buf, size_t len, const char *file, uint32_t line)
-{
-	if (file && line)
-		snprintf(buf, len, "%s:%u", base(file), line);
-	else if (file)
-		snprintf(buf, len, "%s", base(file));
-	else
-		snprintf(buf, len, "?");
-}
-
-/* "mutex \"cache\"" or "mutex demo.c:40" (where it was initialised). */
-static void fmt_res(char *buf, size_t len, const res_rec_t *r)
-{
-	char site[80];
-
-	if (r->pub.name) {
-		snprintf(buf, len, "%s \"%s\"",
-			 weft_resource_kind_name(r->pub.kind), r->pub.name);
-		return;
-	}
-	fmt_site(site, sizeof(site), r->pub.file, r->pub.line);
-	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind),
-		 site);
-}
-
-static const char *task_label(const task_rec_t *t)
-{
-	return t && t->pub.name ? t->pub.name : "unnamed";
-}
-
-/*
- * Raised on the guilty task when it is known (folded with its spawn
- * site's others, as every task's warnings are), else on none.
- */
-static void res_warn(struct probe *p, uint8_t kind, task_rec_t *t,
-		     uint64_t now, uint64_t value, const char *detail)
-{
-	if (t)
-		weft__collector_warn_task(p, kind, t, WEFT_EVENT_NO_WORKER, now,
-					  value, detail);
-	else
-		weft__collector_warn(p, kind, NULL, WEFT_EVENT_NO_WORKER, now,
-				     value, "%s", detail);
-}
-
-/*
- * Contention: waiters of a lock or semaphore kept past the threshold.
- * The warning's task is the one that held it longest (a release in the
- * window, or a hold going on now), with where it acquired it.
- */
-static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
-			    uint64_t waiting_now)
-{
-	/* Cut to the warning's detail when raised. */
-	char what[160], acq[96], held[48], d[512];
-	task_rec_t *t = r->win_hold_task ?
-				weft__collector_task_find(p, r->win_hold_task) :
-				NULL;
-
-	fmt_res(what, sizeof(what), r);
-	fmt_site(acq, sizeof(acq), r->win_hold_file, r->win_hold_line);
-	if (r->win_hold_task)
-		snprintf(held, sizeof(held), "task %llu (%s)",
-			 (unsigned long long)r->win_hold_task, task_label(t));
-	else
-		snprintf(held, sizeof(held), "a task not seen");
-	snprintf(d, sizeof(d),
-		 "%s: %llu waits > %.0f ms (max %.1f ms, %llu now); held "
-		 "longest by %s, %.1f ms, acquired at %s",
-		 what, (unsigned long long)r->win_waits,
-		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6,
-		 (unsigned long long)waiting_now, held,
-		 (double)r->win_hold_ns / 1e6, acq);
-	res_warn(p, WEFT_WARN_CONTENTION, t, now, r->win_max_wait, d);
-}
-
-/*
- * Channel-full: senders kept waiting for room past the threshold.  The
- * warning's task is the channel's receiver (RES_OWNER): it did not keep
- * up.
- */
-static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
-			      uint64_t waiting_now)
-{
-	/* Cut to the warning's detail when raised. */
-	char what[160], rx[64], d[512];
-	task_rec_t *t = r->pub.owner ?
-				weft__collector_task_find(p, r->pub.owner) :
-				NULL;
-
-	fmt_res(what, sizeof(what), r);
-	if (r->pub.owner)
-		snprintf(rx, sizeof(rx), "task %llu (%s)",
-			 (unsigned long long)r->pub.owner, task_label(t));
-	else
-		snprintf(rx, sizeof(rx), "a receiver not yet seen");
-	snprintf(d, sizeof(d),
-		 "%s full: %llu sends waited > %.0f ms (max %.1f ms, %llu "
-		 "now); its receiver %s does not keep up",
-		 what, (unsigned long long)r->win_waits,
-		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6,
-		 (unsigned long long)waiting_now, rx);
-	res_warn(p, WEFT_WARN_CHANNEL_FULL, t, now, r->win_max_wait, d);
-}
-
-/*
- * Blocking-queue: jobs kept waiting for a pool thread past the
- * threshold.  What held the threads: the jobs running now, grouped by
- * the task that submitted them and their name; the warning's task is the
- * one with the most (the longest-held on a tie).
- */
-static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
-				uint64_t waiting_now)
-{
-	/*
-	 * The jobs holding the threads, grouped by their name and by what
-	 * submitted them: the submitting tasks' name and spawn site (a route
-	 * spawns a task a request, each with its job), or a plain thread.
-	 * Each group keeps its longest-running job's task.
-	 */
-	enum { TOP = 3 };
-	struct grp {
-		const char *label, *file; /* the job's name, submit site */
-		uint32_t line, n;
-		const char *tname, *tfile; /* the submitting tasks' */
-		uint32_t tline;
-		bool thread;               /* submitted by a plain thread */
-		bool many;                 /* by more than one task */
-		uint64_t task, since;      /* the longest-running */
-	} g[TOP] = { { 0 } };
-	unsigned ng = 0, best = 0, others = 0;
-	char d[512], who[TOP][200], site[80];
-	task_rec_t *t;
-	size_t len;
-
-	for (uint32_t i = 0; i < r->nh; i++) {
-		const res_holder_t *h = &r->holders[i];
-		const task_rec_t *ht =
-			h->task ? weft__collector_task_find(p, h->task) : NULL;
-		const char *tname = ht ? ht->pub.name : NULL;
-		const char *tfile = ht ? ht->pub.file : NULL;
-		uint32_t tline = ht ? ht->pub.line : 0;
-		unsigned k;
-
-		for (k = 0; k < ng; k++)
-			if (g[k].label == h->label && g[k].file == h->file &&
-			    g[k].line == h->line && g[k].tname == tname &&
-			    g[k].tfile == tfile && g[k].tline == tline &&
-			    g[k].thread == !h->task)
-				break;
-		if (k == ng) {
-			if (ng == TOP) {
-				others++;
-				continue;
-			}
-			g[ng++] = (struct grp){ .label = h->label,
-						.file = h->file,
-						.line = h->line,
-						.tname = tname,
-						.tfile = tfile,
-						.tline = tline,
-						.thread = !h->task,
-						.task = h->task,
-						.since = h->since };
-		}
-		g[k].n++;
-		g[k].many |= h->task != g[k].task;
-		if (h->since < g[k].since) {
-			g[k].since = h->since;
-			g[k].task = h->task;
-		}
-	}
-	for (unsigned k = 1; k < ng; k++)
-		if (g[k].n > g[best].n ||
-		    (g[k].n == g[best].n && g[k].since < g[best].since))
-			best = k;
-	for (unsigned k = 0; k < ng; k++) {
-		fmt_site(site, sizeof(site), g[k].file, g[k].line);
-		if (g[k].thread)
-			snprintf(who[k], sizeof(who[k]),
-				 "%u x \"%s\" (%s) of a plain thread", g[k].n,
-				 g[k].label ? g[k].label : "unnamed", site);
-		else if (!g[k].many)
-			snprintf(who[k], sizeof(who[k]),
-				 "%u x \"%s\" (%s) of task %llu (%s)", g[k].n,
-				 g[k].label ? g[k].label : "unnamed", site,
-				 (unsigned long long)g[k].task,
-				 g[k].tname ? g[k].tname : "unnamed");
-		else
-			snprintf(who[k], sizeof(who[k]),
-				 "%u x \"%s\" (%s) of %s tasks", g[k].n,
-				 g[k].label ? g[k].label : "unnamed", site,
-				 g[k].tname ? g[k].tname : "unnamed");
-	}
-	len = (size_t)snprintf(d, sizeof(d),
-			       "pool full: %llu jobs waited > %.0f ms (max "
-			       "%.1f ms, %llu now); its %u threads ran ",
-			       (unsigned long long)r->win_waits,
-			       (double)p->config.contention_ns / 1e6,
-			       (double)r->win_max_wait / 1e6,
-			       (unsigned long long)waiting_now, r->pub.nholders);
-	if (!ng && len < sizeof(d))
-		snprintf(d + len, sizeof(d) - len, "jobs not seen start");
-	for (unsigned k = 0; k < ng && len < sizeof(d); k++) {
-		unsigned o = (best + k) % ng; /* the guilty first */
-
-		len += (size_t)snprintf(d + len, sizeof(d) - len, "%s%s",
-					k ? ", " : "", who[o]);
-	}
-	if (others && len < sizeof(d))
-		snprintf(d + len, sizeof(d) - len, ", %u more", others);
-	t = ng && g[best].task ? weft__collector_task_find(p, g[best].task) :
-				 NULL;
-	res_warn(p, WEFT_WARN_BLOCKING_QUEUE, t, now, r->win_max_wait, d);
-}
-
-static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
-{
-	uint64_t oldest = 0, waiting = 0;
-
-	/* The waits going on now count too: a convoy that never ends. */
-	for (uint32_t i = 0; i < r->nw; i++) {
-		const res_waiter_t *w = &r->waiters[i];
-
-		if (!waits_count(r, w->op) || now < w->since ||
-		    now - w->since <= p->config.contention_ns)
-			continue;
-		waiting++;
-		if (!oldest || w->since < oldest)
-			oldest = w->since;
-	}
-	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
-	if (oldest && oldest != r->ongoing_warned &&
-	    now - oldest > r->win_max_wait) {
-		/* A wait still going on is longer than any that ended. */
-		if (!r->win_waits)
-			window_open(r, oldest);
-		r->win_max_wait = now - oldest;
-	}
-	if (!r->win_waits && !(oldest && oldest != r->ongoing_warned))
-		return;
-	if (r->warned_at && now < r->warned_at + RES_WARN_EVERY_NS)
-		return;
-	/* A hold going on now may be the longest. */
-	for (uint32_t i = 0; i < r->nh; i++)
-		if (now > r->holders[i].since)
-			window_holder(r, r->holders[i].task,
-				      now - r->holders[i].since,
-				      r->holders[i].file, r->holders[i].line,
-				      now);
-	if (!r->win_waits)
-		r->win_waits = waiting;
-	if (r->pub.kind == WEFT_RES_MPSC)
-		warn_channel_full(p, r, now, waiting);
-	else if (r->pub.kind == WEFT_RES_BLOCKING_POOL)
-		warn_blocking_queue(p, r, now, waiting);
-	else
-		warn_contention(p, r, now, waiting);
-	r->warned_at = now;
-	r->ongoing_warned = oldest;
-	/* The holds said stay, for a next window whose first wait they made
-	 * (window_open()). */
-	r->win_waits = r->win_max_wait = 0;
-}
-
-void weft__collector_res_check(struct probe *p, uint64_t now)
-{
-	if (!p->res_table || now < p->res_checked_at + RES_CHECK_EVERY_NS)
-		return;
-	p->res_checked_at = now;
-	for (size_t i = 0; i < p->res_table_size; i++) {
-		res_rec_t **pp = &p->res_table[i], *r;
-
-		while ((r = *pp)) {
-			/* A tombstone past its time: forgotten. */
-			if (r->said_dropped && !r->changed &&
-			    now > r->pub.dropped_ns + RES_TOMB_NS) {
-				*pp = r->hnext;
-				p->nres--;
-				res_free(r);
-				continue;
-			}
-			pp = &r->hnext;
-			if (r->pub.dropped_ns)
-				continue;
-			if (r->nw || (r->nh && r->pub.kind ==
-						       WEFT_RES_SEMAPHORE))
-				res_sweep(p, r);
-			if (r->pub.kind != WEFT_RES_MUTEX &&
-			    r->pub.kind != WEFT_RES_SEMAPHORE &&
-			    r->pub.kind != WEFT_RES_MPSC &&
-			    r->pub.kind != WEFT_RES_BLOCKING_POOL)
-				continue;
-			if (r->win_waits || r->nw)
-				res_check_one(p, r, now);
-		}
-	}
 }
 
 /* ------------------------------------------------------- publishing */

@@ -86,6 +86,7 @@
 #include "weft/weft.h"
 #include "weft/mutex.h"
 
+#include "demo_internal.h"
 #include "http_parse.h"
 #include "tcp_listen.h"
 #include "tool_util.h"
@@ -96,13 +97,7 @@
 #define DEMO_LOCK_HOLD_MS 5u
 #define DEMO_FILE_CHUNK 65536u
 #define DEMO_FILE_MAX (4u * 1024u * 1024u) /* bytes read from --file */
-#define DEMO_BODY_MAX 256u
 #define DEMO_MAX_USER 1000000000u
-#define DEMO_CONVOY_HOLD_MS 2u  /* the "remote call" under demo-session */
-#define DEMO_SHARDS 16u
-#define DEMO_REPORT_MS 400u
-#define DEMO_LOOKUP_MS 1u
-#define DEMO_REPORT_SLOTS 2u
 /*
  * The blocking pool's default size here: small, so that a few reports fill
  * it, and one more than the load's four /cpu-offload jobs at once (its
@@ -116,65 +111,9 @@ static weft_mutex_t accounts;            /* "demo-accounts" */
 static weft_async_mutex_t accounts_async;
 static uint64_t balance;                 /* guarded by accounts */
 static uint64_t balance_async;           /* guarded by accounts_async */
-static weft_async_mutex_t session;       /* "demo-session" */
-static weft_async_mutex_t session_shards[DEMO_SHARDS]; /* "session-shard-N" */
-static char shard_names[DEMO_SHARDS][24]; /* static: the probe keeps them */
-static uint64_t session_count;           /* guarded by session */
-static uint64_t shard_count[DEMO_SHARDS]; /* each by its shard's lock */
-static weft_semaphore_t report_slots;    /* "report-slots" */
 
 /* ------------------------------------------------------------ requests */
 
-enum endpoint {
-	EP_FAST,
-	EP_FAST_TASK,
-	EP_CPU,
-	EP_CPU_OFFLOAD,
-	EP_LOCK,
-	EP_LOCK_ASYNC,
-	EP_SLEEP,
-	EP_FILE,
-	EP_FILE_OFFLOAD,
-	EP_CONVOY,
-	EP_CONVOY_SHARDED,
-	EP_REPORT,
-	EP_REPORT_LIMITED,
-	EP_LOOKUP,
-	EP_COUNT,
-};
-
-struct req {
-	atomic_int refs;
-	enum endpoint ep;
-	unsigned ms;
-	unsigned user;           /* ?user=N of the /convoy routes */
-	int status;              /* response status, set by the handler */
-	size_t body_len;
-	char body[DEMO_BODY_MAX];
-};
-
-static void req_release(struct req *r)
-{
-	if (r && atomic_fetch_sub(&r->refs, 1) == 1)
-		free(r);
-}
-
-__attribute__((format(printf, 3, 4))) static void
-req_reply(struct req *r, int status, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(r->body, sizeof(r->body), fmt, ap);
-	va_end(ap);
-	r->status = status;
-	r->body_len = n < 0 ? 0 :
-		      (size_t)n >= sizeof(r->body) ? sizeof(r->body) - 1 :
-						     (size_t)n;
-}
-
-/* A CPU burn the optimiser cannot drop. */
 static uint64_t spin_ms(unsigned ms)
 {
 	uint64_t end = weft_now_ns() + WEFT_MSEC(ms);
@@ -302,23 +241,6 @@ static weft_poll_t file_poll(void *arg, weft_cx_t *cx)
 
 /* ------------------------------------------------------ fiber handlers */
 
-static weft_poll_t async_lock_poll_cb(void *arg, weft_cx_t *cx)
-{
-	return weft_async_mutex_lock_poll(arg, cx);
-}
-
-struct blocking_await {
-	weft_blocking_t *job;
-	void *result;
-};
-
-static weft_poll_t blocking_poll_cb(void *arg, weft_cx_t *cx)
-{
-	struct blocking_await *b = arg;
-
-	return weft_blocking_poll(b->job, cx, &b->result);
-}
-
 /*
  * The mistake: the blocking mutex stays locked across the sleep.  Taken
  * with trylock and a yield rather than weft_mutex_lock(), so that a second
@@ -419,186 +341,6 @@ static void *file_offload_fiber(void *arg)
 		req_reply(r, 500, "out of memory\n");
 	free(b.result);
 out:
-	req_release(r);
-	return NULL;
-}
-
-/* ---------------------------------------- the waiting side: the convoy */
-
-/*
- * Takes @m, counts the request in *@count and keeps the lock across a
- * DEMO_CONVOY_HOLD_MS sleep, as a handler that makes a remote call under
- * a lock does.  Returns the count, or 0 when cancelled.
- */
-static uint64_t session_update(weft_async_mutex_t *m, uint64_t *count)
-{
-	weft_async_mutex_lock_t lk;
-	uint64_t seen;
-	int err;
-
-	weft_async_mutex_lock_init(&lk, m);
-	err = weft_await(async_lock_poll_cb, &lk); /* the waiters queue here */
-	weft_async_mutex_lock_fini(&lk);
-	if (err)
-		return 0;
-	seen = ++*count;
-	err = weft_fiber_sleep(WEFT_MSEC(DEMO_CONVOY_HOLD_MS));
-	weft_async_mutex_unlock(m);
-	return err ? 0 : seen;
-}
-
-/*
- * The mistake: every request takes the one lock "demo-session", so
- * concurrent requests queue on it, each for the holds of all those before
- * it (the probe's contention warning names the holder).
- */
-static void *convoy_fiber(void *arg)
-{
-	struct req *r = arg;
-	uint64_t seen = session_update(&session, &session_count);
-
-	if (seen)
-		req_reply(r, 200,
-			  "user %u: held demo-session across a %u ms sleep "
-			  "(%llu)\n",
-			  r->user, DEMO_CONVOY_HOLD_MS,
-			  (unsigned long long)seen);
-	req_release(r);
-	return NULL;
-}
-
-/* The fix: the same work under the user's shard of the lock. */
-static void *convoy_sharded_fiber(void *arg)
-{
-	struct req *r = arg;
-	unsigned k = r->user % DEMO_SHARDS;
-	uint64_t seen = session_update(&session_shards[k], &shard_count[k]);
-
-	if (seen)
-		req_reply(r, 200,
-			  "user %u: held %s across a %u ms sleep (%llu)\n",
-			  r->user, shard_names[k], DEMO_CONVOY_HOLD_MS,
-			  (unsigned long long)seen);
-	req_release(r);
-	return NULL;
-}
-
-/* ------------------------------- the waiting side: the blocking pool */
-
-static void sleep_blocking_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/*
- * A slow report: 400 ms of blocking calls (a big query, a PDF).  Longer
- * than the collector's 250 ms between checks of the resources, so that
- * one check sees the lookups waiting while the reports hold the threads:
- * the blocking-queue warning names the jobs holding them at that check.
- */
-static void *report_job(void *arg)
-{
-	(void)arg;
-	sleep_blocking_ms(DEMO_REPORT_MS);
-	return NULL;
-}
-
-/* What every request needs: a quick blocking call (a cache file, DNS). */
-static void *lookup_job(void *arg)
-{
-	(void)arg;
-	sleep_blocking_ms(DEMO_LOOKUP_MS);
-	return NULL;
-}
-
-/*
- * Awaits a job submitted with weft_spawn_blocking_named() at the caller's
- * line; replies 503 when it could not be queued.  Returns 0 when done.
- */
-static int await_job(struct req *r, weft_blocking_t *job, int err)
-{
-	struct blocking_await b = { .job = job };
-
-	if (err) {
-		req_reply(r, 503, "spawn_blocking: %s\n", strerror(-err));
-		return err;
-	}
-	err = weft_await(blocking_poll_cb, &b);
-	weft_blocking_drop(job); /* cancelled: the job goes on, detached */
-	return err;
-}
-
-/*
- * The mistake: the report goes straight to the pool.  A few at once hold
- * every thread for 400 ms, and every other job (each /lookup) waits for
- * one (the probe's blocking-queue warning names the reports).
- */
-static void *report_fiber(void *arg)
-{
-	struct req *r = arg;
-	weft_blocking_t *job = NULL;
-	int err;
-
-	err = weft_spawn_blocking_named(NULL, "slow-report", report_job, NULL,
-					&job);
-	if (!await_job(r, job, err))
-		req_reply(r, 200, "report: %u ms on the blocking pool\n",
-			  DEMO_REPORT_MS);
-	req_release(r);
-	return NULL;
-}
-
-static weft_poll_t sem_acquire_poll_cb(void *arg, weft_cx_t *cx)
-{
-	return weft_semaphore_acquire_poll(arg, cx);
-}
-
-/*
- * The fix: a report takes a permit of "report-slots" first, so at most
- * DEMO_REPORT_SLOTS of them hold pool threads and a lookup always finds
- * one.  Reports beyond that wait for a permit, among themselves.
- */
-static void *report_limited_fiber(void *arg)
-{
-	struct req *r = arg;
-	weft_semaphore_acquire_t acq;
-	weft_blocking_t *job = NULL;
-	int err;
-
-	weft_semaphore_acquire_init(&acq, &report_slots, 1);
-	err = weft_await(sem_acquire_poll_cb, &acq);
-	weft_semaphore_acquire_fini(&acq);
-	if (err || acq.status)
-		goto out;
-	err = weft_spawn_blocking_named(NULL, "slow-report", report_job, NULL,
-					&job);
-	err = await_job(r, job, err);
-	/* Cancelled: the job runs on without its permit (shutdown only). */
-	weft_semaphore_release(&report_slots, 1);
-	if (!err)
-		req_reply(r, 200,
-			  "report: %u ms on the blocking pool, one of %u "
-			  "report-slots\n",
-			  DEMO_REPORT_MS, DEMO_REPORT_SLOTS);
-out:
-	req_release(r);
-	return NULL;
-}
-
-static void *lookup_fiber(void *arg)
-{
-	struct req *r = arg;
-	weft_blocking_t *job = NULL;
-	int err;
-
-	err = weft_spawn_blocking_named(NULL, "lookup", lookup_job, NULL, &job);
-	if (!await_job(r, job, err))
-		req_reply(r, 200, "lookup: %u ms on the blocking pool\n",
-			  DEMO_LOOKUP_MS);
 	req_release(r);
 	return NULL;
 }
@@ -1106,16 +848,7 @@ int main(int argc, char **argv)
 	weft_mutex_init(&accounts, "demo-accounts");
 	weft_async_mutex_init(&accounts_async);
 	weft_async_mutex_name(&accounts_async, "demo-accounts-async");
-	weft_async_mutex_init(&session);
-	weft_async_mutex_name(&session, "demo-session");
-	for (unsigned k = 0; k < DEMO_SHARDS; k++) {
-		snprintf(shard_names[k], sizeof(shard_names[k]),
-			 "session-shard-%u", k);
-		weft_async_mutex_init(&session_shards[k]);
-		weft_async_mutex_name(&session_shards[k], shard_names[k]);
-	}
-	weft_semaphore_init(&report_slots, DEMO_REPORT_SLOTS);
-	weft_semaphore_name(&report_slots, "report-slots");
+	demo_wait_init();
 	err = weft_runtime_create(&config, &rt);
 	if (err) {
 		fprintf(stderr, "weft-demo: runtime: %s\n", strerror(-err));
@@ -1170,10 +903,7 @@ int main(int argc, char **argv)
 			sw.sig == SIGHUP    ? "SIGHUP" :
 					      "SIGTERM");
 	weft_runtime_destroy(rt);
-	weft_semaphore_fini(&report_slots);
-	for (unsigned k = 0; k < DEMO_SHARDS; k++)
-		weft_async_mutex_fini(&session_shards[k]);
-	weft_async_mutex_fini(&session);
+	demo_wait_fini();
 	weft_async_mutex_fini(&accounts_async);
 	weft_mutex_fini(&accounts);
 	return err == -ECANCELED ? 0 : 1;

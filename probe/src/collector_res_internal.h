@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the collector keeps of a resource, shared by its two files:
+ * collector_resources.c (the RES_* events into these records, the lists
+ * published) and collector_res_warn.c (the waiting side's warnings, the
+ * sweeps).  Under probe.lock, on the collector thread, as all the
+ * collector's state.
+ */
+#ifndef WEFT_COLLECTOR_RES_INTERNAL_H
+#define WEFT_COLLECTOR_RES_INTERNAL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector_internal.h"
+
+/* Resources tracked at most; holders and waiters listed per resource. */
+#define RES_MAX (1u << 20)
+#define RES_TRACK 4096u
+/* A resource warns at most this often (its waits in between are counted
+ * in the next warning). */
+#define RES_WARN_EVERY_NS 1000000000ull
+/* How often the ongoing waits are looked at. */
+#define RES_CHECK_EVERY_NS 250000000ull
+/* Ends kept for their starts to come (early_note()). */
+#define RES_EARLY 4
+/* A dropped resource is kept this long after it was said, so that late
+ * events about it (a waiter's end) find it and do not make it anew. */
+#define RES_TOMB_NS 2000000000ull
+/* acquires_per_s: over windows of this length. */
+#define RES_RATE_NS 1000000000ull
+
+typedef struct res_holder_s {
+	uint64_t task;
+	uint64_t since;
+	uint32_t count;
+	uint32_t line; /* where it acquired it (RES_SITE), 0: not known */
+	const char *file;
+	const char *label; /* what for (RES_LABEL: a blocking job's name) */
+} res_holder_t;
+
+typedef struct res_waiter_s {
+	uint64_t task;
+	uint64_t since;
+	uint8_t op;
+} res_waiter_t;
+
+struct res_rec_s {
+	weft_probe_resource_t pub;
+	weft_hist_t *hists; /* [0] waits, [1] holds; NULL until one ended */
+	res_holder_t *holders;
+	res_waiter_t *waiters;
+	uint32_t nh, caph, nw, capw;
+	uint64_t rate_at, rate_acq; /* the rate window's start and count */
+	/*
+	 * The warning's window: waits past the threshold since the last
+	 * warning (or the first), the longest, and the task that held the
+	 * resource longest meanwhile (a release, or a hold still going on
+	 * when the warning is raised).
+	 */
+	uint64_t win_waits, win_max_wait, win_first_at;
+	uint64_t win_hold_task, win_hold_ns, win_hold_end;
+	const char *win_hold_file;
+	uint32_t win_hold_line;
+	uint64_t warned_at;
+	uint64_t ongoing_warned; /* the oldest wait already warned of */
+	/* Ends seen before their starts (early_note()). */
+	struct res_early {
+		uint64_t task, ts;
+		uint8_t kind; /* RES_WAIT_END or RES_RELEASE; 0: free */
+	} early[RES_EARLY];
+	unsigned nearly;
+	bool said_dropped; /* published with its drop: a tombstone now */
+	bool changed;
+	struct res_rec_s *hnext, *cnext;
+};
+
+/* The warnings' window (collector_res_warn.c) and the small steps both
+ * files take. */
+
+static inline void res_changed(struct probe *p, res_rec_t *r)
+{
+	if (r->changed)
+		return;
+	r->changed = true;
+	r->cnext = p->res_changed;
+	p->res_changed = r;
+	p->nres_changed++;
+}
+
+static inline void res_free(res_rec_t *r)
+{
+	free(r->hists);
+	free(r->holders);
+	free(r->waiters);
+	free(r);
+}
+
+/* Whether task @id is gone (finished, or no longer known). */
+static inline bool task_gone(struct probe *p, uint64_t id)
+{
+	task_rec_t *t = id ? weft__collector_task_find(p, id) : NULL;
+
+	return id && (!t || t->in_done);
+}
+
+/* The task that has held @r longest, now or in a release since the
+ * window began, into the window. */
+static inline void window_holder(res_rec_t *r, uint64_t task, uint64_t held,
+			  const char *file, uint32_t line, uint64_t end)
+{
+	/* The longest since the window's first wait began. */
+	if (held <= r->win_hold_ns && r->win_hold_end >= r->win_first_at)
+		return;
+	r->win_hold_end = end;
+	r->win_hold_ns = held;
+	r->win_hold_task = task;
+	r->win_hold_file = file;
+	r->win_hold_line = line;
+}
+
+static inline bool waits_count(const res_rec_t *r, uint8_t op)
+{
+	switch (r->pub.kind) {
+	case WEFT_RES_MUTEX:
+	case WEFT_RES_SEMAPHORE:
+		return op == WEFT_RES_OP_ACQUIRE;
+	case WEFT_RES_MPSC:
+		return op == WEFT_RES_OP_SEND;
+	case WEFT_RES_BLOCKING_POOL:
+		return op == WEFT_RES_OP_JOB;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A window of warnings opens with a wait that began at @since: a hold
+ * released before then made none of its waits, and is no blame; one
+ * released since (the hold the first wait waited for) is kept.
+ */
+static inline void window_open(res_rec_t *r, uint64_t since)
+{
+	r->win_first_at = since;
+	if (r->win_hold_end >= since)
+		return;
+	r->win_hold_task = r->win_hold_ns = r->win_hold_end = 0;
+	r->win_hold_file = NULL;
+	r->win_hold_line = 0;
+}
+
+static inline void holder_drop(res_rec_t *r, uint32_t i)
+{
+	memmove(&r->holders[i], &r->holders[i + 1],
+		(r->nh - i - 1) * sizeof(*r->holders));
+	r->nh--;
+	if (r->pub.nholders)
+		r->pub.nholders--;
+}
+
+#endif /* WEFT_COLLECTOR_RES_INTERNAL_H */
