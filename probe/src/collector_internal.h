@@ -13,6 +13,7 @@
 #define WEFT_COLLECTOR_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "weft/probe.h"
 
@@ -310,6 +311,14 @@ struct probe {
 };
 
 extern struct probe weft__probe;
+
+/* A path's last part: a warning's detail has room for a file, not a path. */
+static inline const char *weft__base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
 
 /*
  * Whether events were dropped between @from and @to (ns), as far as the

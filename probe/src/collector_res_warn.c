@@ -49,20 +49,12 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 
 /* --------------------------------------------------------- warnings */
 
-/* A file's last component: warnings' details are short. */
-static const char *base(const char *file)
-{
-	const char *b = file ? strrchr(file, '/') : NULL;
-
-	return b ? b + 1 : file;
-}
-
 static void fmt_site(char *buf, size_t len, const char *file, uint32_t line)
 {
 	if (file && line)
-		snprintf(buf, len, "%s:%u", base(file), line);
+		snprintf(buf, len, "%s:%u", weft__base_name(file), line);
 	else if (file)
-		snprintf(buf, len, "%s", base(file));
+		snprintf(buf, len, "%s", weft__base_name(file));
 	else
 		snprintf(buf, len, "?");
 }

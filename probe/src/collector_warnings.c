@@ -196,7 +196,8 @@ static void fold_say(struct probe *p, struct fold_s *f)
 			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
 			"%llu more from tasks spawned at %s:%u, %.1f ms each "
 			"on average (folded)",
-			(unsigned long long)f->folded, f->file, f->line,
+			(unsigned long long)f->folded,
+			weft__base_name(f->file), f->line,
 			avg / 1e6);
 	} else if (f->folded) {
 		weft__collector_warn(
@@ -372,7 +373,8 @@ bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 				     "an await: held %.2f ms; %u tasks or "
 				     "threads blocked on it meanwhile (nobody "
 				     "listening)",
-				     lock ? lock : "?", file ? file : "?", line,
+				     lock ? lock : "?",
+				     file ? weft__base_name(file) : "?", line,
 				     (double)held_ns / 1e6, blocked);
 		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 		w->task = t->id;
@@ -392,10 +394,11 @@ static void lock_warn(struct probe *p, struct lock_hold_s *h, uint64_t at,
 	char site[96], d[256];
 
 	if (h->line)
-		snprintf(site, sizeof(site), "%s:%u", h->file ? h->file : "?",
-			 h->line);
+		snprintf(site, sizeof(site), "%s:%u",
+			 h->file ? weft__base_name(h->file) : "?", h->line);
 	else
-		snprintf(site, sizeof(site), "%s", h->file ? h->file : "?");
+		snprintf(site, sizeof(site), "%s",
+			 h->file ? weft__base_name(h->file) : "?");
 	if (released)
 		snprintf(d, sizeof(d),
 			 "held lock \"%s\" (taken at %s) across an await: "
@@ -528,14 +531,6 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 
 /* ------------------------------------- task leaks and wake bursts */
 
-/* A path's last part: a row has room for a file's name, not its path. */
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /*
  * A spawn site whose live tasks keep growing and stay pending
  * (collector_leak.c decides; this says it).  Its own pace, not a fold's:
@@ -551,7 +546,7 @@ void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 	 * the text says the rest in a row's room. */
 	if (l->parked_file)
 		snprintf(parked, sizeof(parked), ", %u parked at %s:%u",
-			 l->parked_n, base_name(l->parked_file),
+			 l->parked_n, weft__base_name(l->parked_file),
 			 l->parked_line);
 	weft__collector_warn(
 		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
