@@ -260,7 +260,7 @@ static inline void weft__probe_emit(uint8_t kind, uint64_t task, uint64_t a1,
  * the local queue's push, counted with callgrind); behind a call, the
  * site is a load, a test and a branch.
  */
-__attribute__((noinline, cold)) void weft__probe_emit_slow(uint8_t kind,
+__attribute__((noinline)) void weft__probe_emit_slow(uint8_t kind,
 							   uint64_t task,
 							   uint64_t a1,
 							   uint32_t a2);

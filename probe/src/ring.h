@@ -107,4 +107,26 @@ static inline bool weft__ring_push_spsc(weft_ring_t *r, const weft_event_t *ev)
 	return true;
 }
 
+/*
+ * weft__ring_push_spsc()'s common case alone: false, with nothing done,
+ * when the push would have to look at head (at its mark: half full, or
+ * full), which the caller then does through weft__ring_push_spsc().  No
+ * call in it, so a caller whose own slow path is a tail call saves no
+ * registers (the resources' emits, runtime/src/resource.c).  Orders as
+ * weft__ring_push_spsc(): the record is written before the release store
+ * of tail that publishes it.
+ */
+static inline bool weft__ring_push_fast(weft_ring_t *r, const weft_event_t *ev)
+{
+	/* Relaxed: only this thread writes tail. */
+	uint64_t t = load_relaxed(&r->tail);
+
+	if (__builtin_expect(t >= r->check_at, 0))
+		return false;
+	r->buf[t & r->mask] = *ev;
+	/* Release: the record is written before the consumer sees tail. */
+	store_release(&r->tail, t + 1);
+	return true;
+}
+
 #endif /* WEFT_PROBE_RING_H */

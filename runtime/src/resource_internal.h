@@ -19,9 +19,20 @@
 
 #include "probe_internal.h"
 
-/* Gives @r an id, a kind and the place it was initialised (or none). */
-void weft__res_init(weft_resource_t *r, uint8_t kind, const char *file,
-		    int line);
+/*
+ * Gives @r a kind and the place it was initialised (or none); its id is
+ * taken when it is first announced.  Inline: a oneshot is made per
+ * request, and the call was half of what a resource cost it (callgrind,
+ * ping_pong).  Generation 0 is no listening period's (the first is 1):
+ * not yet announced.
+ */
+static inline void weft__res_init(weft_resource_t *r, uint8_t kind,
+				  const char *file, int line)
+{
+	*r = (weft_resource_t){ .file = file,
+				.line = line > 0 ? (uint32_t)line : 0,
+				.kind = kind };
+}
 
 /* Names @r (a static string); re-announces it if it was announced. */
 void weft__res_name(weft_resource_t *r, const char *name);
@@ -32,7 +43,7 @@ void weft__res_name(weft_resource_t *r, const char *name);
  * nobody heard of has none).  Return: the id.  Out of line: the
  * operations' fast paths keep a load, a test and a branch.
  */
-__attribute__((noinline, cold)) uint64_t weft__res_emit(weft_resource_t *r,
+__attribute__((noinline)) uint64_t weft__res_emit(weft_resource_t *r,
 							uint8_t kind,
 							uint64_t task,
 							uint32_t a2);
@@ -42,7 +53,7 @@ __attribute__((noinline, cold)) uint64_t weft__res_emit(weft_resource_t *r,
  * evaluated last, when there is one: for an acquire future's READY (not
  * a try_lock, whose site would be some earlier await's).
  */
-__attribute__((noinline, cold)) void
+__attribute__((noinline)) void
 weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n);
 
 /*
@@ -50,7 +61,7 @@ weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n);
  * its owner once the waiter was unlinked): no announcing, which the
  * waiter's RES_WAIT did.
  */
-__attribute__((noinline, cold)) void weft__res_emit_id(uint64_t id,
+__attribute__((noinline)) void weft__res_emit_id(uint64_t id,
 						       uint8_t kind,
 						       uint64_t task,
 						       uint32_t a2);
@@ -84,12 +95,24 @@ __attribute__((noinline, cold)) void weft__res_emit_id(uint64_t id,
  * was asked for) and RES_LABEL with @label, each when known: a blocking
  * job, started on a pool thread, says whose it is and what.
  */
-__attribute__((noinline, cold)) void
+__attribute__((noinline)) void
 weft__res_acquired(weft_resource_t *r, uint64_t task, const char *file,
 		   int line, const char *label);
 
-/* At _fini: RES_DROP if @r was announced while the probe listens. */
-void weft__res_fini(weft_resource_t *r);
+/* weft__res_fini() for a resource that has an id. */
+void weft__res_drop(weft_resource_t *r);
+
+/*
+ * At _fini: RES_DROP if @r was announced while the probe listens.  A
+ * resource nobody heard of has no id (relaxed: only this thread, which
+ * owns @r at its end, can see an id that matters, the announcing
+ * thread's store having happened before whatever handed @r's end here).
+ */
+static inline void weft__res_fini(weft_resource_t *r)
+{
+	if (__atomic_load_n(&r->id, __ATOMIC_RELAXED))
+		weft__res_drop(r);
+}
 
 #if WEFT_PROBE
 #define WEFT_RES_EVENT(rp, kind, task, a2)                                     \

@@ -184,7 +184,7 @@ static inline void wake_by_ref(weft_task_t *t)
 }
 
 #if WEFT_PROBE
-__attribute__((noinline, cold)) static weft_waker_t
+__attribute__((noinline)) static weft_waker_t
 task_waker_clone_probed(weft_task_t *t)
 {
 	ref_inc(t);
@@ -192,7 +192,7 @@ task_waker_clone_probed(weft_task_t *t)
 	return (weft_waker_t){ &weft__task_waker_vtable, t };
 }
 
-__attribute__((noinline, cold)) static void
+__attribute__((noinline)) static void
 task_waker_wake_probed(weft_task_t *t)
 {
 	weft__probe_emit(WEFT_EV_WAKE, t->id, weft__cur_task_id,
@@ -200,7 +200,7 @@ task_waker_wake_probed(weft_task_t *t)
 	wake_by_val(t);
 }
 
-__attribute__((noinline, cold)) static void
+__attribute__((noinline)) static void
 task_waker_wake_by_ref_probed(weft_task_t *t)
 {
 	weft__probe_emit(WEFT_EV_WAKE, t->id, weft__cur_task_id,
@@ -208,7 +208,7 @@ task_waker_wake_by_ref_probed(weft_task_t *t)
 	wake_by_ref(t);
 }
 
-__attribute__((noinline, cold)) static void
+__attribute__((noinline)) static void
 task_waker_drop_probed(weft_task_t *t)
 {
 	weft__probe_emit(WEFT_EV_WAKER_DROP, t->id, 0, 0);
@@ -547,7 +547,7 @@ out:
 
 #if WEFT_PROBE
 /* The spawn's three events, out of line (see the waker's entry points). */
-__attribute__((noinline, cold)) static void
+__attribute__((noinline)) static void
 spawn_probed(const weft_task_t *t, const weft_spawn_t *spec)
 {
 	uint64_t ts = weft__probe_poll_ts ? weft__probe_poll_ts
