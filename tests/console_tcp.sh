@@ -66,6 +66,7 @@ for how in none wrong; do
 	fi
 	[[ $rc -eq 2 ]] || { cat "$tmp/out.txt" "$tmp/err.txt" >&2; fail "$how: exit $rc, not 2"; }
 	! grep -q "pid $pid" "$tmp/out.txt" || fail "$how: the process was shown"
+	grep -q "token" "$tmp/err.txt" || { cat "$tmp/err.txt" >&2; fail "$how: the error does not name the token"; }
 done
 
 # The right token: from its file, then from the environment.

@@ -580,9 +580,12 @@ static void refused(weft_server_t *s, const char *who, const char *why)
 	pthread_mutex_unlock(&s->stat_lock);
 	if (!weft__ratelimit(&s->refused_rl, &more))
 		return;
-	weft__server_log("refusing %s: %s (%u others refused since the "
-			 "last line)",
-			 who, why, more);
+	if (more)
+		weft__server_log("refusing %s: %s (and %u others refused "
+				 "since the last line)",
+				 who, why, more);
+	else
+		weft__server_log("refusing %s: %s", who, why);
 }
 
 void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
