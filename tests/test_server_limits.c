@@ -21,48 +21,9 @@
 
 #include "test_helpers.h"
 #include "server_helpers.h"
+#include "thread_cpu.h"
 
 /* ------------------------------------------------------------ helpers */
-
-/* The thread named @comm's /proc/self/task/TID/@what, open; -1 if none. */
-static int thread_file(const char *comm, const char *what)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	int fd = -1;
-
-	assert_non_null(d);
-	while (fd < 0 && (e = readdir(d))) {
-		char path[300], name[32] = "";
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 e->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) &&
-		    !strncmp(name, comm, strlen(comm))) {
-			snprintf(path, sizeof(path), "/proc/self/task/%s/%s",
-				 e->d_name, what);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-		}
-		fclose(f);
-	}
-	closedir(d);
-	return fd;
-}
-
-/* A thread's CPU time so far in ns, from its schedstat's first field. */
-static unsigned long long thread_cpu_ns(int fd)
-{
-	char buf[128];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-
-	assert_true(n > 0);
-	buf[n] = '\0';
-	return strtoull(buf, NULL, 10);
-}
 
 static long ms_since(const struct timespec *t0)
 {
@@ -157,7 +118,7 @@ static void test_server_limits_accept_emfile(void **state)
 	struct timespec t0;
 	weft_server_t *srv;
 	struct tclient c;
-	int cpu_fd = -1, log_fd, saved_err, fds[256], nfds = 0, status;
+	int cpu_fd, log_fd, saved_err, fds[256], nfds = 0, status;
 	int lines, accept_lines;
 	long wall_ms;
 	pid_t pid;
@@ -168,13 +129,7 @@ static void test_server_limits_accept_emfile(void **state)
 	snprintf(log, sizeof(log), "%s/stderr.log", xdg);
 	o.unix_path = path;
 	assert_int_equal(weft__server_create(&o, &srv), 0);
-	/* The thread names itself once it runs. */
-	for (int tries = 0; tries < 1000 && cpu_fd < 0; tries++) {
-		cpu_fd = thread_file("weft-console", "schedstat");
-		if (cpu_fd < 0)
-			usleep(1000);
-	}
-	assert_true(cpu_fd >= 0);
+	cpu_fd = thread_cpu_wait("weft-console");
 	/* stderr into a file, to count the lines. */
 	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(log_fd >= 0);
@@ -200,9 +155,9 @@ static void test_server_limits_accept_emfile(void **state)
 		fds[nfds++] = fd;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	c0 = thread_cpu_ns(cpu_fd);
+	c0 = thread_cpu_ns_of(cpu_fd);
 	usleep(2000000);
-	c1 = thread_cpu_ns(cpu_fd);
+	c1 = thread_cpu_ns_of(cpu_fd);
 	wall_ms = ms_since(&t0);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
