@@ -214,8 +214,15 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 			return rc;
 		}
 		if (n == 0) {
-			con_live_close(l, "connection lost: closed by the "
-					  "process");
+			/* Over TCP, a server closes unanswered for the token. */
+			bool tcp = !strncmp(l->target, "tcp://", 6);
+
+			con_live_close(l, tcp && !l->got_header ?
+						  "closed before the process's "
+						  "hello: no token, or a wrong "
+						  "one? (--token-file)" :
+						  "connection lost: closed by "
+						  "the process");
 			return -ECONNRESET;
 		}
 		rc = con_live_feed(l, m, buf, (size_t)n);

@@ -9,6 +9,7 @@
  * not known); 2 for bad usage or input, for --once when the target never
  * answered, and with no target when several processes are live (listed).
  */
+#include <errno.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@ static void usage(FILE *out)
 	      "                    none: the only live weft process)\n\n"
 	      "options:\n"
 	      "  --replay FILE     replay a trace file (WEFT_TRACE=FILE)\n"
+	      "  --token-file F    tcp://: the token the process asks for "
+	      "(its first line;\n"
+	      "                    else WEFT_CONSOLE_TOKEN)\n"
 	      "  --once            print one view as text and exit\n"
 	      "  --view V          workers, tasks, warnings, detail, "
 	      "timeline, resources, sites, task:ID,\n"
@@ -86,6 +90,19 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 			return false;
 		} else if (!strcmp(a, "--replay")) {
 			o->replay = need(argc, argv, &i);
+		} else if (!strcmp(a, "--token-file")) {
+			char tok[WEFT_WIRE_TOKEN_MAX + 1];
+			const char *f = need(argc, argv, &i);
+			int err = weft_wire_token_read(f, tok, sizeof(tok));
+
+			if (err)
+				con_die("--token-file %s: %s", f,
+					err == -EINVAL ?
+						"no token in its first "
+						"line" :
+						strerror(-err));
+			/* weft_wire_connect() sends it from there. */
+			setenv("WEFT_CONSOLE_TOKEN", tok, 1);
 		} else if (!strcmp(a, "--once")) {
 			o->once = true;
 		} else if (!strcmp(a, "--view")) {

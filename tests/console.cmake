@@ -35,6 +35,14 @@ if(TARGET weft-console)
   set_tests_properties(console_live PROPERTIES
     TIMEOUT 180 LABELS "unit;probe")
 
+  # The console over TCP: no token and a wrong one refused, --token-file
+  # and WEFT_CONSOLE_TOKEN served (issue 19).
+  add_test(NAME console_tcp
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_tcp.sh
+            $<TARGET_FILE:console_workload> $<TARGET_FILE:weft-console>)
+  set_tests_properties(console_tcp PROPERTIES
+    TIMEOUT 60 LABELS "unit;probe")
+
   # libFuzzer on the model's frame input (bytes -> record decoder ->
   # model -> every view rendered), 20 s, seeded with a recorded trace.
   # Skips (77) without clang's libFuzzer.  Longer runs: tests/fuzz/console.sh.

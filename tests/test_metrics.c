@@ -5,7 +5,8 @@
  * scrape in both formats and its exposition's shape, 404 and 405, a
  * request head over the bound closed, a client that trickles a byte at
  * a time closed at its deadline while another scrape is answered,
- * connections over the bound closed on accept, bad bind addresses, and a
+ * connections over the bound closed on accept, bad bind addresses, out
+ * of descriptors (the listener pauses, one line a second), and a
  * long poll counted in weft_warnings_total with nobody listening.
  * (tests/metrics_prom.sh checks the text with promtool and the Python
  * client's strict parsers, and against a real Prometheus.)
@@ -17,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "test_helpers.h"
+#include "thread_cpu.h"
 
 #include "weft/metrics_endpoint.h"
 #include "weft/probe.h"
@@ -368,6 +371,89 @@ static void test_metrics_busy(void **state)
 	free(r);
 }
 
+/*
+ * Out of descriptors (RLIMIT_NOFILE 64, all taken) with a scrape waiting
+ * in the backlog: the endpoint's thread pauses its listener instead of
+ * retrying accept(2) at once (under 5% of a core), says so in one line a
+ * second at most, and answers the scrape once descriptors are back.
+ */
+static void test_metrics_accept_emfile(void **state)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n";
+	struct fix *f = *state;
+	char log[] = "/tmp/weft-test-metrics-XXXXXX", line[512];
+	unsigned long long c0, c1;
+	struct rlimit old, low;
+	int cpu_fd, log_fd, saved_err, c, fds[256], nfds = 0, lines = 0;
+	uint64_t t0, wall;
+	FILE *lf;
+	char *r;
+
+	cpu_fd = thread_cpu_wait("weft-metrics");
+	log_fd = mkstemp(log);
+	assert_true(log_fd >= 0);
+	fflush(stderr);
+	saved_err = dup(2);
+	assert_true(saved_err >= 0);
+	assert_int_equal(dup2(log_fd, 2), 2);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c >= 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfds < 256) {
+		int fd = dup(0);
+
+		if (fd < 0)
+			break;
+		fds[nfds++] = fd;
+	}
+	{
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port =
+						   htons((uint16_t)f->port) };
+
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		/* The kernel completes it; the endpoint cannot accept it. */
+		assert_int_equal(connect(c, (void *)&sin, sizeof(sin)), 0);
+	}
+	assert_int_equal(send(c, req, sizeof(req) - 1, MSG_NOSIGNAL),
+			 (ssize_t)sizeof(req) - 1);
+	t0 = now_ms();
+	c0 = thread_cpu_ns_of(cpu_fd);
+	usleep(1500 * 1000);
+	c1 = thread_cpu_ns_of(cpu_fd);
+	wall = now_ms() - t0;
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	r = read_all(c, 3000);
+	close(c);
+	fflush(stderr);
+	assert_int_equal(dup2(saved_err, 2), 2);
+	close(saved_err);
+	close(log_fd);
+	lf = fopen(log, "r");
+	assert_non_null(lf);
+	while (fgets(line, sizeof(line), lf)) {
+		fputs(line, stdout);
+		lines += strstr(line, "accept:") != NULL;
+	}
+	fclose(lf);
+	unlink(log);
+	close(cpu_fd);
+	print_message("metrics thread: %.1f ms of CPU in %llu ms out of "
+		      "descriptors; %d lines\n",
+		      (double)(c1 - c0) / 1e6, (unsigned long long)wall, lines);
+	assert_true(nfds < 64);
+	assert_true((double)(c1 - c0) < 0.05 * 1e6 * (double)wall);
+	assert_true(lines >= 1 && lines <= 2);
+	assert_non_null(r);
+	assert_true(!strncmp(r, "HTTP/1.1 200 ", 13));
+	free(r);
+}
+
 static void test_metrics_bad_bind(void **state)
 {
 	static const char *const bad[] = { "", "nonsense", "127.0.0.1:",
@@ -477,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_slow_client),
 		cmocka_unit_test(test_metrics_busy),
 		cmocka_unit_test(test_metrics_bad_bind),
+		cmocka_unit_test(test_metrics_accept_emfile),
 		cmocka_unit_test(test_metrics_warnings_unheard),
 	};
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The probe's TCP listeners' addresses: see bind.h. */
+/* What the probe's listeners share: see bind.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "weft/time.h"
 
 #include "bind.h"
 
@@ -56,4 +58,18 @@ bool weft__bind_is_loopback(const struct sockaddr *sa)
 			&((const struct sockaddr_in6 *)(const void *)sa)
 				 ->sin6_addr);
 	return false;
+}
+
+bool weft__ratelimit(weft__ratelimit_t *rl, unsigned *suppressed)
+{
+	uint64_t now = weft_now_ns();
+
+	if (rl->last_ns && now - rl->last_ns < 1000000000u) {
+		rl->suppressed++;
+		return false;
+	}
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	rl->last_ns = now;
+	return true;
 }

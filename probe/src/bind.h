@@ -1,15 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The probe's TCP listeners' addresses (bind.c): the console server's
- * WEFT_CONSOLE_BIND and the metrics endpoint's WEFT_METRICS_BIND take
- * one syntax.
+ * What the probe's listeners share (bind.c): the TCP address syntax
+ * (the console server's WEFT_CONSOLE_BIND and the metrics endpoint's
+ * WEFT_METRICS_BIND take one), and the limiter of their log lines, so
+ * that a storm (accept(2) out of descriptors, a flood of refused peers)
+ * writes a line a second, not one a connection.
  */
 #ifndef WEFT_PROBE_BIND_H
 #define WEFT_PROBE_BIND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <netdb.h>
 #include <sys/socket.h>
+
+/*
+ * One log line a second at most.  Caller-allocated, zeroed; used by one
+ * thread only (a listener's loop), so it has no lock.
+ */
+typedef struct weft__ratelimit_s {
+	uint64_t last_ns;    /* private: the last line's time, 0: none */
+	unsigned suppressed; /* private: lines not written since */
+} weft__ratelimit_t;
+
+/*
+ * Whether a line may be written now.  If so, *@suppressed is the number
+ * of lines that were not since the last one written (to be said in it),
+ * and the count starts again; if not, this one is counted.
+ */
+bool weft__ratelimit(weft__ratelimit_t *rl, unsigned *suppressed);
 
 /*
  * "host:port", "[v6]:port", ":port" or "port" (host: 127.0.0.1), into

@@ -78,6 +78,7 @@ struct weft_metrics_endpoint_s {
 	bool hists;
 	struct conn *conns;
 	unsigned nconns;
+	weft__ratelimit_t accept_rl; /* accept(2)'s errors: a line a second */
 	/* The last render of each format (RENDER_REUSE_NS). */
 	struct {
 		char *p;
@@ -86,7 +87,8 @@ struct weft_metrics_endpoint_s {
 	} cache[2];
 };
 
-static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 static void log_line(const char *fmt, ...)
 {
@@ -186,8 +188,8 @@ static void serve(struct conn *c, bool om)
 	}
 	respond(c, 200, "OK",
 		om ? "application/openmetrics-text; version=1.0.0; "
-		     "charset=utf-8"
-		   : "text/plain; version=0.0.4; charset=utf-8",
+		     "charset=utf-8" :
+		     "text/plain; version=0.0.4; charset=utf-8",
 		e->cache[om].p, e->cache[om].len);
 }
 
@@ -247,8 +249,7 @@ static void metrics_read_cb(struct bufferevent *bev, void *arg)
 	if (end.pos < 0) {
 		/* At the high-water mark with no end in sight: too big. */
 		if (evbuffer_get_length(in) >= c->e->header_max)
-			respond_text(c, 431,
-				     "Request Header Fields Too Large",
+			respond_text(c, 431, "Request Header Fields Too Large",
 				     "request head too large\n");
 		return;
 	}
@@ -315,12 +316,25 @@ out_close:
 	evutil_closesocket(fd);
 }
 
-/* accept(2) failed (out of descriptors, say): pause rather than spin. */
+/*
+ * accept(2) failed (EMFILE, ENFILE, ENOBUFS, ENOMEM): pause rather than
+ * spin, libevent retrying at once for ever while the pending connection
+ * keeps the listener readable.  100 ms, the longest the issue allows: a
+ * scraper waits seconds for an answer anyway, and the fewer tries the
+ * less this thread costs a process already short of descriptors.
+ */
 static void metrics_accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	weft_metrics_endpoint_t *e = arg;
 	struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
+	int err = EVUTIL_SOCKET_ERROR();
+	unsigned more;
 
+	if (weft__ratelimit(&e->accept_rl, &more))
+		log_line("accept: %s (%u more since the last line); pausing "
+			 "the listener %d ms",
+			 evutil_socket_error_to_string(err), more,
+			 ACCEPT_PAUSE_MS);
 	evconnlistener_disable(l);
 	evtimer_add(e->resume_ev, &tv);
 }
@@ -527,8 +541,8 @@ void weft__metrics_env_start(struct weft_runtime_s *rt)
 	}
 	if (err) {
 		log_line("WEFT_METRICS_BIND=%s: not started: %s", o.bind,
-			 err == -EINVAL ? "want HOST:PORT, numeric"
-					: strerror(-err));
+			 err == -EINVAL ? "want HOST:PORT, numeric" :
+					  strerror(-err));
 		goto out_unlock;
 	}
 	/* Port 0 asked for any port: say which. */

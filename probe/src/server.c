@@ -54,7 +54,9 @@
 #define SLOW_KICK_DEFAULT_MS 5000u
 #define QUEUE_DEFAULT (32u << 20)
 #define TOTAL_BUF_DEFAULT (64u << 20)
-#define HANDSHAKE_DEFAULT_MS 30000u
+#define HANDSHAKE_DEFAULT_MS 5000u
+#define PARTIAL_DEFAULT_MS 10000u
+#define STALL_DEFAULT_MS 5000u
 #define TICK_MS 100
 /* A client that skipped updates gets a full one again, at most this often. */
 #define RESYNC_EVERY_NS 1000000000ull
@@ -95,17 +97,53 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	weft__server_sweep(s);
 	for (c = s->clients; c; c = next) {
 		size_t have =
 			evbuffer_get_length(bufferevent_get_output(c->bev));
+		bool drained = !have || have < c->tick_have + c->added;
 
 		next = c->next;
+		c->tick_have = have;
+		c->added = 0;
 		if (!c->spoke && now - c->accepted_ns > s->handshake_ns) {
 			pthread_mutex_lock(&s->stat_lock);
 			s->st.handshake_closed++;
 			pthread_mutex_unlock(&s->stat_lock);
 			weft__server_client_close(
-				c, "said nothing since it connected", false);
+				c,
+				c->tcp ? "sent no token in time" :
+					 "said nothing since it connected",
+				false);
+			continue;
+		}
+		if (c->partial_since &&
+		    now - c->partial_since > s->partial_ns) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.partial_closed++;
+			pthread_mutex_unlock(&s->stat_lock);
+			weft__server_client_close(
+				c, "left a record unfinished for too long",
+				true);
+			continue;
+		}
+		/*
+		 * Not reading at all: output waits and not a byte of it
+		 * went since stall_since.  A slow reader drains some and is
+		 * judged by behind_since instead.
+		 */
+		if (drained) {
+			c->stall_since = 0;
+		} else if (!c->stall_since) {
+			c->stall_since = now;
+		} else if (now - c->stall_since > s->stall_ns) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.kicked++;
+			s->st.stalled++;
+			pthread_mutex_unlock(&s->stat_lock);
+			weft__server_client_close(
+				c, "not reading: its output has not drained",
+				false);
 			continue;
 		}
 		if (c->behind_since && have <= s->buf_max / 2)
@@ -151,24 +189,24 @@ static void *server_main(void *arg)
  * again at once, for ever (a core spinning, a log line each time), while
  * the pending connection keeps the listener readable.  Pause both
  * listeners; resume after ACCEPT_PAUSE_MS, when descriptors may be back.
+ * 50 ms: twenty tries a second cost nothing measurable (a failing
+ * accept(2) each), and a console waiting in the backlog is taken within
+ * a twentieth of a second of a descriptor coming back, which nobody
+ * notices; 10 ms would gain nothing a person sees, and 100 ms begins to.
  */
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
 	weft_server_t *s = arg;
 	struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
 	int err = EVUTIL_SOCKET_ERROR();
-	uint64_t now = weft_now_ns();
+	unsigned more;
 
 	(void)l;
-	s->accept_failed++;
-	if (!s->accept_logged_ns || now - s->accept_logged_ns >= 1000000000u) {
-		weft__server_log("accept: %s (%u since the last line); "
-				 "pausing the listener %d ms",
-				 evutil_socket_error_to_string(err),
-				 s->accept_failed, ACCEPT_PAUSE_MS);
-		s->accept_logged_ns = now;
-		s->accept_failed = 0;
-	}
+	if (weft__ratelimit(&s->accept_rl, &more))
+		weft__server_log("accept: %s (%u more since the last line); "
+				 "pausing the listeners %d ms",
+				 evutil_socket_error_to_string(err), more,
+				 ACCEPT_PAUSE_MS);
 	if (s->unix_l)
 		evconnlistener_disable(s->unix_l);
 	if (s->tcp_l)
@@ -215,17 +253,12 @@ static int listen_unix(weft_server_t *s, const char *path)
 static int listen_tcp(weft_server_t *s, const char *bind)
 {
 	struct addrinfo *res = NULL;
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	int err;
 
 	if (weft__bind_resolve(bind, 0, &res))
 		return -EINVAL;
-	if (!weft__bind_is_loopback(res->ai_addr))
-		weft__server_log(
-			"WARNING: listening on %s, which is not loopback: "
-			"anyone who can reach it can watch this process",
-			bind);
 	s->tcp_l = evconnlistener_new_bind(
 		s->base, weft__server_accept_cb, s,
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
@@ -245,6 +278,18 @@ static int listen_tcp(weft_server_t *s, const char *bind)
 			s->tcp_port =
 				ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
+	/* Said after the bind, so that the line has the port (":0"). */
+	if (!weft__bind_is_loopback((struct sockaddr *)&ss))
+		weft__server_log(
+			"WARNING: listening on %s (port %d), which is not "
+			"loopback: anyone who can reach it can try the token, "
+			"and the stream is not encrypted",
+			bind, s->tcp_port);
+	else
+		weft__server_log("WARNING: listening on %s (port %d): every "
+				 "local user can reach it (a token is "
+				 "required)",
+				 bind, s->tcp_port);
 	return 0;
 }
 
@@ -287,6 +332,8 @@ static void server_free(weft_server_t *s)
 		event_base_free(s->base);
 	if (s->unix_path[0])
 		unlink(s->unix_path);
+	if (s->token_path[0])
+		unlink(s->token_path);
 	while (s->qhead) {
 		struct item *it = s->qhead;
 
@@ -299,13 +346,48 @@ static void server_free(weft_server_t *s)
 	free(s);
 }
 
+/*
+ * The TCP clients' token: @given, or one made and written to
+ * <socket dir>/<pid>.token (its path said on stderr once).
+ */
+static int token_setup(weft_server_t *s, const char *given)
+{
+	char dir[sizeof(s->unix_path)];
+	int err;
+
+	if (given) {
+		if (!given[0] || strlen(given) > WEFT_WIRE_TOKEN_MAX)
+			return -EINVAL;
+		memcpy(s->token, given, strlen(given));
+		return 0;
+	}
+	err = weft__server_token_make(s->token, sizeof(s->token));
+	if (!err)
+		err = weft_wire_socket_dir(dir, sizeof(dir), 1);
+	if (err)
+		return err;
+	snprintf(s->token_path, sizeof(s->token_path), "%s/%d.token", dir,
+		 (int)getpid());
+	err = weft__server_token_write(s->token_path, s->token);
+	if (err) {
+		s->token_path[0] = '\0';
+		return err;
+	}
+	weft__server_log("TCP clients need the token in %s (weft-console "
+			 "tcp://HOST:PORT --token-file %s)",
+			 s->token_path, s->token_path);
+	return 0;
+}
+
 /**
  * weft__server_create() - start a server thread.
  * @opts: where to listen and the bounds; copied.
  *
- * Return: 0; -ENOMEM; -EINVAL (a bad tcp_bind); -EPERM (the socket
- * directory is someone else's or open to others); -ENAMETOOLONG; a
- * negative errno from bind(2) or listen(2); -EAGAIN (the thread).
+ * Return: 0; -ENOMEM; -EINVAL (a bad tcp_bind, an empty or too long
+ * token); -EPERM (the socket directory is someone else's or open to
+ * others); -ENAMETOOLONG; -EIO (no randomness for a token); a negative
+ * errno from bind(2), listen(2) or writing the token file; -EAGAIN (the
+ * thread).
  */
 int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 {
@@ -332,9 +414,16 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 					       QUEUE_DEFAULT;
 	s->total_max = opts->total_buf_max ? opts->total_buf_max :
 					     TOTAL_BUF_DEFAULT;
-	s->handshake_ns = (uint64_t)(opts->handshake_ms ? opts->handshake_ms :
-							  HANDSHAKE_DEFAULT_MS) *
+	s->handshake_ns = (uint64_t)(opts->handshake_ms ?
+					     opts->handshake_ms :
+					     HANDSHAKE_DEFAULT_MS) *
 			  1000000u;
+	s->partial_ns = (uint64_t)(opts->partial_ms ? opts->partial_ms :
+						      PARTIAL_DEFAULT_MS) *
+			1000000u;
+	s->stall_ns =
+		(uint64_t)(opts->stall_ms ? opts->stall_ms : STALL_DEFAULT_MS) *
+		1000000u;
 	s->max_record = opts->max_record;
 	s->st.client_buf_max = s->buf_max;
 	err = header_build(s, opts->workers);
@@ -367,6 +456,8 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out)
 		goto out_free;
 	if (opts->tcp_bind && opts->tcp_bind[0]) {
 		err = listen_tcp(s, opts->tcp_bind);
+		if (!err)
+			err = token_setup(s, opts->token);
 		if (err)
 			goto out_free;
 	}
@@ -415,6 +506,16 @@ int weft__server_tcp_port(const weft_server_t *s)
 	return s->tcp_port;
 }
 
+const char *weft__server_token(const weft_server_t *s)
+{
+	return s->token;
+}
+
+const char *weft__server_token_path(const weft_server_t *s)
+{
+	return s->token_path;
+}
+
 void weft__server_stats(weft_server_t *s, weft_server_stats_t *out)
 {
 	pthread_mutex_lock(&s->stat_lock);
@@ -428,6 +529,7 @@ static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_server_t *env_srv;
 static struct weft_runtime_s *env_rt;
 static char exit_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static char exit_token_path[sizeof(exit_path) + 32];
 static pid_t exit_pid;
 
 static void remove_at_exit(void)
@@ -436,8 +538,20 @@ static void remove_at_exit(void)
 	/* Not in a forked child: the socket is its parent's. */
 	if (exit_path[0] && getpid() == exit_pid)
 		unlink(exit_path);
+	if (exit_token_path[0] && getpid() == exit_pid)
+		unlink(exit_token_path);
 	pthread_mutex_unlock(&env_lock);
 }
+
+/* All clients' output together, WEFT_CONSOLE_BUFFER_MB: 1 MiB to 64 GiB. */
+static const weft__knob_t buffer_knob = {
+	.name = "WEFT_CONSOLE_BUFFER_MB",
+	.kind = WEFT__KNOB_SIZE,
+	.unit = "MB",
+	.def = TOTAL_BUF_DEFAULT >> 20,
+	.min = 1,
+	.max = 64u << 10,
+};
 
 static bool console_off(void)
 {
@@ -474,8 +588,9 @@ static void say_not_started(int err, const char *tcp_bind)
 	}
 	if (tcp_bind && tcp_bind[0] && err == -EINVAL)
 		weft__server_log("not started: WEFT_CONSOLE_BIND=%s is not "
-				 "HOST:PORT",
-				 tcp_bind);
+				 "HOST:PORT, or WEFT_CONSOLE_TOKEN is longer "
+				 "than %d bytes",
+				 tcp_bind, WEFT_WIRE_TOKEN_MAX);
 	else
 		weft__server_log("not started: %s", strerror(-err));
 }
@@ -493,6 +608,10 @@ void weft__server_env_start(struct weft_runtime_s *rt)
 	if (env_srv)
 		goto out_unlock;
 	o.tcp_bind = getenv("WEFT_CONSOLE_BIND");
+	o.token = getenv("WEFT_CONSOLE_TOKEN");
+	if (o.token && !o.token[0])
+		o.token = NULL; /* empty: as unset, one is made */
+	o.total_buf_max = (size_t)weft__knob(&buffer_knob);
 	o.workers = weft_runtime_workers(rt);
 	err = weft__server_create(&o, &s);
 	if (err) {
@@ -502,6 +621,7 @@ void weft__server_env_start(struct weft_runtime_s *rt)
 	env_srv = s;
 	env_rt = rt;
 	snprintf(exit_path, sizeof(exit_path), "%s", s->unix_path);
+	snprintf(exit_token_path, sizeof(exit_token_path), "%s", s->token_path);
 	exit_pid = getpid();
 	if (!atexit_done) {
 		atexit(remove_at_exit);
@@ -521,6 +641,7 @@ void weft__server_env_stop(struct weft_runtime_s *rt)
 		env_srv = NULL;
 		env_rt = NULL;
 		exit_path[0] = '\0';
+		exit_token_path[0] = '\0';
 	}
 	pthread_mutex_unlock(&env_lock);
 	/* Outside env_lock: the thread may be in the probe. */

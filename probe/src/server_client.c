@@ -25,11 +25,16 @@
 #include "server_state_internal.h"
 
 /*
- * Clients at once: 64 in all, of which at most 32 through TCP, so that
- * the owner always has the unix socket's 32.
+ * Clients at once, per listener, so that TCP peers (anyone who can reach
+ * the address) never lock the owner out of the unix socket: 128 over
+ * TCP, 256 on the unix socket, of which the last OWNER_SLOTS take only
+ * the process's own uid (root's tools cannot take them all either).
+ * What they can hold is bounded apart (total_max, REQUEST_MAX, the
+ * timeouts), not by their number.
  */
-#define MAX_CLIENTS 64
-#define MAX_TCP_CLIENTS 32
+#define MAX_TCP_CLIENTS 128
+#define MAX_UNIX_CLIENTS 256
+#define OWNER_SLOTS 8
 /*
  * A client's requests are small (a subscription with its filter, a task
  * id): their records are bounded far below what the server sends, so a
@@ -50,9 +55,17 @@ void weft__server_client_close(struct client *c, const char *why, bool bad)
 {
 	weft_server_t *s = c->srv;
 	struct client **pp;
+	unsigned more;
 
-	if (why)
-		weft__server_log("closing %s: %s", c->peer, why);
+	/* A flood of bad peers would write a line each. */
+	if (why && weft__ratelimit(&s->close_rl, &more)) {
+		if (more)
+			weft__server_log("closing %s: %s (and %u others "
+					 "closed since the last line)",
+					 c->peer, why, more);
+		else
+			weft__server_log("closing %s: %s", c->peer, why);
+	}
 	for (pp = &s->clients; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -74,40 +87,127 @@ void weft__server_client_close(struct client *c, const char *why, bool bad)
 }
 
 /*
- * Queues @data for @c if it fits its bound.  A full update larger than
- * the bound itself goes in while at most half the bound is queued
- * (otherwise a client of a process with very many tasks could never get
- * one): the bound is then that one update and half the bound.
- * Return: true if queued.
+ * To be closed by weft__server_sweep(): from here on it is sent nothing,
+ * and what it has waiting is freed now, not at the sweep (one delivery
+ * may drop many clients in turn, and their buffers together would pass
+ * the budget they were dropped for).
  */
-/* What every client's output holds together (64 buffers at most). */
-static size_t total_buffered(const weft_server_t *s)
+void weft__server_client_drop(struct client *c, const char *why)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	weft_server_t *s = c->srv;
+	size_t have = evbuffer_get_length(out);
+
+	if (c->drop_why)
+		return;
+	if (s->delivering)
+		s->out_total -= have;
+	evbuffer_drain(out, have);
+	c->drop_why = why;
+}
+
+/* Closes the clients dropped meanwhile.  Server thread, outside any walk
+ * of the clients (a close may deliver, and drop others: start again). */
+void weft__server_sweep(weft_server_t *s)
+{
+	struct client *c;
+
+	do {
+		for (c = s->clients; c && !c->drop_why; c = c->next)
+			;
+		if (c)
+			weft__server_client_close(c, c->drop_why, false);
+	} while (c);
+}
+
+/* What every client's output holds together (the dropped left out). */
+size_t weft__server_total_buffered(const weft_server_t *s)
 {
 	size_t total = 0;
 
 	for (const struct client *c = s->clients; c; c = c->next)
-		total += evbuffer_get_length(bufferevent_get_output(c->bev));
+		if (!c->drop_why)
+			total += evbuffer_get_length(
+				bufferevent_get_output(c->bev));
 	return total;
 }
 
+/*
+ * All output together would pass total_max with @len more: the clients
+ * with the largest backlogs (the slowest readers) are dropped until it
+ * fits, since one that is far behind costs the most and is the least
+ * served by what it has waiting.  Return: whether @c may still queue
+ * @len (false if @c was the slowest, or @len alone is too much).
+ */
+static bool budget_make_room(struct client *c, size_t total, size_t len)
+{
+	weft_server_t *s = c->srv;
+
+	while (total + len > s->total_max) {
+		struct client *worst = NULL;
+		size_t most = 0;
+
+		for (struct client *o = s->clients; o; o = o->next) {
+			size_t h;
+
+			if (o->drop_why)
+				continue;
+			h = evbuffer_get_length(bufferevent_get_output(o->bev));
+			if (h > most) {
+				most = h;
+				worst = o;
+			}
+		}
+		if (!worst)
+			return false; /* nothing held: @len alone is over */
+		pthread_mutex_lock(&s->stat_lock);
+		s->st.kicked++;
+		s->st.over_budget++;
+		pthread_mutex_unlock(&s->stat_lock);
+		weft__server_client_drop(
+			worst, "the largest backlog while all clients' output "
+			       "is over its budget (WEFT_CONSOLE_BUFFER_MB)");
+		total -= most;
+		if (worst == c)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Queues @data for @c if it fits its bound and the bound of all clients
+ * together.  A full update larger than the bound itself goes in while at
+ * most half the bound is queued (otherwise a client of a process with
+ * very many tasks could never get one): the bound is then that one
+ * update and half the bound.
+ * Return: true if queued.
+ */
 static bool client_send_ex(struct client *c, const void *data, size_t len,
-			   bool bounded, bool full)
+			   bool bounded, bool full, struct item *ref)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	size_t have = evbuffer_get_length(out), total = 0;
 	bool over = false;
 
+	if (c->drop_why)
+		return false;
 	/*
 	 * The bound over all clients: each may hold buf_max, but not all
-	 * at once (64 clients that stop reading would hold 512 MiB).  A
-	 * client that would pass it is behind, as one over its own bound.
+	 * at once (200 clients that stop reading would hold 1.6 GiB).
 	 */
 	if (bounded) {
-		total = total_buffered(c->srv);
+		total = c->srv->delivering ?
+				c->srv->out_total :
+				weft__server_total_buffered(c->srv);
 		if (total + len > c->srv->total_max) {
-			if (!c->behind_since)
-				c->behind_since = weft_now_ns();
-			return false;
+			if (!budget_make_room(c, total, len)) {
+				if (!c->drop_why && !c->behind_since)
+					c->behind_since = weft_now_ns();
+				return false;
+			}
+			total = c->srv->delivering ?
+					c->srv->out_total :
+					weft__server_total_buffered(c->srv);
 		}
 	}
 	if (bounded && have + len > c->srv->buf_max) {
@@ -124,8 +224,18 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 			return false;
 		}
 	}
-	if (evbuffer_add(out, data, len))
+	/* A delivered record is held by reference, shared by its clients. */
+	if (ref) {
+		if (evbuffer_add_reference(out, data, len,
+					   weft__server_item_unref, ref))
+			return false;
+		ref->refs++;
+	} else if (evbuffer_add(out, data, len)) {
 		return false;
+	}
+	c->added += len;
+	if (c->srv->delivering)
+		c->srv->out_total += len;
 	stat_buffered(c->srv, have + len);
 	if (bounded) {
 		pthread_mutex_lock(&c->srv->stat_lock);
@@ -145,10 +255,16 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 bool weft__server_client_send(struct client *c, const void *data, size_t len,
 			      bool bounded)
 {
-	return client_send_ex(c, data, len, bounded, false);
+	return client_send_ex(c, data, len, bounded, false, NULL);
 }
 
-void weft__server_client_send_update(struct client *c, const struct item *it)
+/* A delivered events record, by reference; bounded.  Return: queued. */
+bool weft__server_client_send_item(struct client *c, struct item *it)
+{
+	return client_send_ex(c, it->buf.data, it->buf.len, true, false, it);
+}
+
+void weft__server_client_send_update(struct client *c, struct item *it)
 {
 	weft_wire_buf_t tmp = { 0 };
 	bool ok;
@@ -157,13 +273,13 @@ void weft__server_client_send_update(struct client *c, const struct item *it)
 		return;
 	if (!c->updates_skipped && !c->events_not_sent) {
 		ok = client_send_ex(c, it->buf.data, it->buf.len, true,
-				    it->full);
+				    it->full, it);
 	} else if (weft_wire_update_recount(&tmp, it->buf.data, it->buf.len,
-					     c->updates_skipped,
-					     c->events_not_sent)) {
+					    c->updates_skipped,
+					    c->events_not_sent)) {
 		ok = false;
 	} else {
-		ok = client_send_ex(c, tmp.data, tmp.len, true, it->full);
+		ok = client_send_ex(c, tmp.data, tmp.len, true, it->full, NULL);
 	}
 	weft_wire_buf_fini(&tmp);
 	if (ok) {
@@ -178,7 +294,6 @@ void weft__server_client_send_update(struct client *c, const struct item *it)
 	c->srv->st.updates_skipped++;
 	pthread_mutex_unlock(&c->srv->stat_lock);
 }
-
 
 struct detail {
 	weft_wire_buf_t b;
@@ -314,8 +429,35 @@ static const char *client_request(void *ctx, weft_server_request_t *r)
 	struct client *c = ctx;
 	weft_server_t *s = c->srv;
 
+	if (!c->authed) {
+		/*
+		 * TCP, nothing sent yet: the first record must be a Hello
+		 * holding the token, or the connection closes with no byte
+		 * having left (the header goes out only now).
+		 */
+		const char *why = r->op != WEFT_SERVER_REQ_HELLO ?
+					  "sent no token" :
+				  !weft__server_token_equal(s->token, r->token,
+							    r->token_len) ?
+					  "wrong token" :
+					  NULL;
+
+		if (why) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.auth_failed++;
+			pthread_mutex_unlock(&s->stat_lock);
+			return why;
+		}
+		c->authed = true;
+		c->spoke = true;
+		(void)weft__server_client_send(c, s->header.data, s->header.len,
+					       false);
+		return NULL;
+	}
 	c->spoke = true;
 	switch (r->op) {
+	case WEFT_SERVER_REQ_HELLO:
+		return NULL; /* a unix client's, or again: nothing to do */
 	case WEFT_SERVER_REQ_SUBSCRIBE:
 		return client_subscribe(c, r);
 	case WEFT_SERVER_REQ_PAUSE:
@@ -370,6 +512,11 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 		}
 		evbuffer_drain(in, used);
 	}
+	/* The decoder holds what is unfinished: timed by srv_tick_cb(). */
+	if (!weft_wire_decoder_mid_record(&c->dec))
+		c->partial_since = 0;
+	else if (!c->partial_since)
+		c->partial_since = weft_now_ns();
 }
 
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -406,35 +553,39 @@ static void peer_name(char *buf, size_t len, const struct sockaddr *sa)
 }
 
 /*
- * A unix socket's peer: the process's owner (its effective uid) or root,
- * from the kernel's credentials of the connecting process (SO_PEERCRED).
- * The socket's directory is the owner's, mode 0700, already; this holds
- * where an administrator chose a path elsewhere.
+ * A unix socket peer's uid, from the kernel's credentials of the
+ * connecting process (SO_PEERCRED); (uid_t)-1 if not known.  Only the
+ * process's owner (its effective uid) or root may attach: the socket's
+ * directory is the owner's, mode 0700, already; this holds where an
+ * administrator chose a path elsewhere, or opened the directory.
  */
-static bool peer_is_owner(evutil_socket_t fd)
+static uid_t peer_uid(evutil_socket_t fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    len != sizeof(cred))
-		return false;
-	return cred.uid == geteuid() || cred.uid == 0;
+		return (uid_t)-1;
+	return cred.uid;
 }
 
 /* A refused connection: said once a second at most, with a count. */
-static void refused(weft_server_t *s, const char *why)
+static void refused(weft_server_t *s, const char *who, const char *why)
 {
-	uint64_t now = weft_now_ns();
+	unsigned more;
 
-	s->refused++;
-	if (s->refused_logged_ns && now - s->refused_logged_ns < 1000000000u)
+	pthread_mutex_lock(&s->stat_lock);
+	s->st.refused++;
+	pthread_mutex_unlock(&s->stat_lock);
+	if (!weft__ratelimit(&s->refused_rl, &more))
 		return;
-	weft__server_log("refusing a client: %s (%u refused since the last "
-			 "line)",
-			 why, s->refused);
-	s->refused_logged_ns = now;
-	s->refused = 0;
+	if (more)
+		weft__server_log("refusing %s: %s (and %u others refused "
+				 "since the last line)",
+				 who, why, more);
+	else
+		weft__server_log("refusing %s: %s", who, why);
 }
 
 void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -442,21 +593,34 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 {
 	weft_server_t *s = arg;
 	bool tcp = sa && sa->sa_family != AF_UNIX;
+	unsigned nunix = s->nclients - s->nclients_tcp;
 	const char *why = NULL;
+	char who[64];
 	struct client *c;
+	uid_t uid = 0;
 
 	(void)l;
 	(void)salen;
-	if (!tcp && !peer_is_owner(fd))
-		why = "not the process's owner or root";
-	else if (tcp ? s->nclients_tcp >= MAX_TCP_CLIENTS ||
-			       s->nclients >= MAX_CLIENTS :
-		       s->nclients - s->nclients_tcp >=
-			       MAX_CLIENTS - MAX_TCP_CLIENTS)
-		why = "too many connected already";
+	if (tcp) {
+		if (s->nclients_tcp >= MAX_TCP_CLIENTS)
+			why = "too many TCP clients connected already";
+	} else {
+		uid = peer_uid(fd);
+		if (uid != geteuid() && uid != 0)
+			why = "not the process's owner or root";
+		else if (nunix >= MAX_UNIX_CLIENTS ||
+			 (uid != geteuid() &&
+			  nunix >= MAX_UNIX_CLIENTS - OWNER_SLOTS))
+			why = "too many unix clients connected already";
+	}
 	if (why) {
-		refused(s, why);
+		if (tcp)
+			peer_name(who, sizeof(who), sa);
+		else
+			snprintf(who, sizeof(who), "a unix client of uid %d",
+				 (int)uid);
 		evutil_closesocket(fd);
+		refused(s, who, why);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -467,6 +631,7 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->srv = s;
 	c->stream = -1;
 	c->tcp = tcp;
+	c->authed = !tcp;
 	peer_name(c->peer, sizeof(c->peer), sa);
 	if (sa && sa->sa_family != AF_UNIX) {
 		int one = 1;
@@ -488,7 +653,10 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	s->nclients++;
 	if (tcp)
 		s->nclients_tcp++;
-	(void)weft__server_client_send(c, s->header.data, s->header.len, false);
+	/* Over TCP, nothing before the token (client_request()). */
+	if (c->authed)
+		(void)weft__server_client_send(c, s->header.data, s->header.len,
+					       false);
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.accepted++;
 	s->st.clients = s->nclients;

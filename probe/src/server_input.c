@@ -70,6 +70,17 @@ const char *weft__server_request_parse(const Weft__V1__Frame *f,
 		default:
 			return "unknown control operation";
 		}
+	case WEFT__V1__FRAME__BODY_HELLO: {
+		const char *t = f->hello->token ? f->hello->token : "";
+		size_t n = strlen(t);
+
+		r->op = WEFT_SERVER_REQ_HELLO;
+		r->token_len = n;
+		if (n > WEFT_WIRE_TOKEN_MAX)
+			n = WEFT_WIRE_TOKEN_MAX; /* token_len says: no match */
+		memcpy(r->token, t, n);
+		return NULL;
+	}
 	default:
 		return "unexpected frame from a client";
 	}

@@ -26,11 +26,26 @@
  * that does not fit is skipped (counted, and the count is in the Update
  * frames it does get), events that do not fit are counted as not sent; a
  * full update larger than the bound alone goes into an empty buffer; a
- * client behind for longer than slow_kick_ms is disconnected.
+ * client behind for longer than slow_kick_ms is disconnected, and so is
+ * one whose output has not drained at all for stall_ms (it stopped
+ * reading).  All clients' output together is held to total_buf_max
+ * (WEFT_CONSOLE_BUFFER_MB): over it, the client with the largest backlog
+ * is dropped first.
+ *
+ * Who may attach (server_client.c, server_auth.c).  The unix socket
+ * takes the process's owner or root (SO_PEERCRED), with a few of its
+ * slots for the owner alone; TCP takes a client whose first record is a
+ * Hello carrying the token, and sends nothing, its header included,
+ * before that.  Each listener has its own number of clients, so TCP
+ * peers cannot lock the owner out.  A client that has not said a whole
+ * valid request (over TCP: the token) within handshake_ms, or that
+ * leaves a record unfinished for partial_ms, is closed.
  *
  * WEFT_CONSOLE=off turns the default server off; WEFT_CONSOLE_BIND=
  * host:port adds a TCP listener (loopback unless the address says
- * otherwise, with a warning for any other).
+ * otherwise, with a warning for any other, and one for loopback: other
+ * local users can reach it), whose token is WEFT_CONSOLE_TOKEN or one
+ * written to <socket dir>/<pid>.token.
  */
 #ifndef WEFT_SERVER_INTERNAL_H
 #define WEFT_SERVER_INTERNAL_H
@@ -57,9 +72,18 @@ typedef struct weft_server_opts_s {
 	size_t queue_max_bytes; /* collector -> server; 0: 32 MiB */
 	/* Output held for all clients together; 0: 64 MiB. */
 	size_t total_buf_max;
-	/* A client that has not subscribed or asked for anything this long
-	 * after connecting is closed; 0: 30 s. */
+	/* A client that has not subscribed or asked for anything (over
+	 * TCP: sent the token) this long after connecting is closed; 0:
+	 * 5 s. */
 	unsigned handshake_ms;
+	/* A record left unfinished this long: closed; 0: 10 s. */
+	unsigned partial_ms;
+	/* Output waiting and none of it drained for this long: closed; 0:
+	 * 5 s. */
+	unsigned stall_ms;
+	/* The TCP clients' token (at most WEFT_WIRE_TOKEN_MAX bytes); NULL:
+	 * one is made and written to <socket dir>/<pid>.token. */
+	const char *token;
 	/* Updates are split into records of at most this many bytes; 0:
 	 * WEFT_WIRE_MAX_RECORD (tests lower it). */
 	size_t max_record;
@@ -76,6 +100,13 @@ typedef struct weft_server_stats_s {
 	size_t max_client_buffered; /* high-water mark of any output buffer */
 	size_t max_total_buffered;  /* of all output buffers together */
 	uint64_t handshake_closed;  /* silent past handshake_ms */
+	uint64_t refused;           /* at accept: quota or uid */
+	uint64_t auth_failed;       /* TCP: no token, or a wrong one */
+	uint64_t partial_closed;    /* a record unfinished past partial_ms */
+	/* Of kicked: not reading at all for stall_ms, and the largest
+	 * backlog while all output was over total_buf_max. */
+	uint64_t stalled;
+	uint64_t over_budget;
 	size_t client_buf_max;
 	/* The largest full update queued alone because it is larger than
 	 * client_buf_max (0 if none was). */
@@ -90,6 +121,7 @@ typedef enum weft_server_req_op_e {
 	WEFT_SERVER_REQ_RESUME,
 	WEFT_SERVER_REQ_TASK_DETAIL,
 	WEFT_SERVER_REQ_SNAPSHOT,
+	WEFT_SERVER_REQ_HELLO, /* a client's, with its token */
 } weft_server_req_op_t;
 
 typedef struct weft_server_request_s {
@@ -98,6 +130,10 @@ typedef struct weft_server_request_s {
 	uint32_t interval_ms;       /* SUBSCRIBE, clamped */
 	weft_delta_filter_t filter; /* SUBSCRIBE; a handler may take it */
 	uint64_t task;              /* TASK_DETAIL */
+	/* HELLO: zero-padded (compared whole, in constant time); a longer
+	 * one is cut, keeps its length in token_len and matches none. */
+	char token[WEFT_WIRE_TOKEN_MAX + 1];
+	size_t token_len;
 } weft_server_request_t;
 
 /* Carries out @r for a client.  Return: NULL, or why to close it. */
@@ -119,6 +155,9 @@ int weft__server_create(const weft_server_opts_t *opts, weft_server_t **out);
 void weft__server_destroy(weft_server_t *s);
 const char *weft__server_unix_path(const weft_server_t *s);
 int weft__server_tcp_port(const weft_server_t *s);
+/* The TCP token, and the file it was written to ("" if given). */
+const char *weft__server_token(const weft_server_t *s);
+const char *weft__server_token_path(const weft_server_t *s);
 void weft__server_stats(weft_server_t *s, weft_server_stats_t *out);
 /* The default server, from the environment: started for the first
  * runtime (weft_runtime_create()), stopped with it. */

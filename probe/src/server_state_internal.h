@@ -19,6 +19,7 @@
 
 #include <event2/util.h>
 
+#include "bind.h"
 #include "delta_internal.h"
 #include "server_internal.h"
 #include "weft/probe.h"
@@ -39,6 +40,13 @@ struct item {
 	struct item *next;
 	enum item_kind kind;
 	bool full;
+	/*
+	 * Once delivered (server thread only): the delivery's own reference
+	 * and one for each client output buffer that holds the record by
+	 * reference (evbuffer_add_reference(): one copy for all its clients,
+	 * not one each); the last one frees it.
+	 */
+	unsigned refs;
 	unsigned stream; /* index in the sub_ctx that made it */
 	size_t nevents;
 	weft_wire_buf_t buf;
@@ -77,8 +85,20 @@ struct client {
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
 	bool tcp;              /* came through the TCP listener */
-	bool spoke;            /* sent a whole request */
+	bool authed; /* unix: at accept; TCP: once its token matched */
+	bool spoke;  /* sent a whole request (TCP: the token) */
 	uint64_t accepted_ns;
+	uint64_t partial_since; /* a record unfinished since, or 0 */
+	/*
+	 * Whether its output drains: bytes queued since the last tick and
+	 * what was queued then; output waiting and nothing drained since
+	 * stall_since (0: it drains) for stall_ns, it is dropped.
+	 */
+	size_t added, tick_have;
+	uint64_t stall_since;
+	/* To be closed by weft__server_sweep(), for this reason (set where
+	 * closing at once would free a client a caller still walks). */
+	const char *drop_why;
 };
 
 struct weft_server_s {
@@ -92,14 +112,17 @@ struct weft_server_s {
 	 * with how many failed since the last.
 	 */
 	struct event *accept_resume_ev;
-	uint64_t accept_logged_ns;
-	unsigned accept_failed;
+	weft__ratelimit_t accept_rl;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char token_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
+	char token[WEFT_WIRE_TOKEN_MAX + 1]; /* zero-padded */
 	int tcp_port;
 	size_t buf_max;
-	size_t total_max;     /* over every client's output together */
+	size_t total_max; /* over every client's output together */
 	uint64_t kick_ns;
 	uint64_t handshake_ns;
+	uint64_t partial_ns;
+	uint64_t stall_ns;
 	size_t queue_max;
 	size_t max_record;
 	weft_wire_buf_t header; /* the FileHeader record sent on connect */
@@ -110,8 +133,12 @@ struct weft_server_s {
 	/* Of them, through the TCP listener: it has a quota of its own, so
 	 * that TCP peers never lock the owner out of the unix socket. */
 	unsigned nclients_tcp;
-	uint64_t refused_logged_ns;
-	unsigned refused;
+	/* Lines about refused and closed clients: one a second at most. */
+	weft__ratelimit_t refused_rl, close_rl;
+	/* All output buffered, kept while a delivery runs (delivering):
+	 * computed at its start, added to as it queues. */
+	bool delivering;
+	size_t out_total;
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
 	uint64_t last_resync;
@@ -136,6 +163,7 @@ void weft__server_log(const char *fmt, ...)
 
 /* server_stream.c */
 void weft__server_item_free(struct item *it);
+void weft__server_item_unref(const void *data, size_t len, void *arg);
 bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,
 			   const struct client *c);
@@ -147,8 +175,18 @@ void weft__server_deliver(weft_server_t *s);
 void weft__server_client_close(struct client *c, const char *why, bool bad);
 bool weft__server_client_send(struct client *c, const void *data, size_t len,
 			      bool bounded);
-void weft__server_client_send_update(struct client *c, const struct item *it);
+void weft__server_client_send_update(struct client *c, struct item *it);
+bool weft__server_client_send_item(struct client *c, struct item *it);
 void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 			    struct sockaddr *sa, int salen, void *arg);
+size_t weft__server_total_buffered(const weft_server_t *s);
+void weft__server_client_drop(struct client *c, const char *why);
+void weft__server_sweep(weft_server_t *s);
+
+/* server_auth.c */
+int weft__server_token_make(char *hex, size_t len);
+int weft__server_token_write(const char *path, const char *token);
+bool weft__server_token_equal(const char *want, const char *got,
+			      size_t got_len);
 
 #endif /* WEFT_SERVER_STATE_INTERNAL_H */

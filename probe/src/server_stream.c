@@ -31,6 +31,18 @@ void weft__server_item_free(struct item *it)
 	free(it);
 }
 
+/* An evbuffer's cleanup for a record it held by reference (server
+ * thread: the thread that drains or frees client buffers). */
+void weft__server_item_unref(const void *data, size_t len, void *arg)
+{
+	struct item *it = arg;
+
+	(void)data;
+	(void)len;
+	if (--it->refs == 0)
+		weft__server_item_free(it);
+}
+
 /* Collector thread, probe.lock held: hand @it to the server thread. */
 static void push(struct sub_ctx *x, struct item *it)
 {
@@ -146,8 +158,7 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		 * still go out. */
 		err = weft__sub_event_records(g, m, &rec, &len);
 		if (err == -EINVAL) {
-			(void)weft_wire_events_append(&st->enc, &it->buf, g,
-						       m);
+			(void)weft_wire_events_append(&st->enc, &it->buf, g, m);
 		} else if (len && !weft_wire_buf_reserve(&it->buf, len)) {
 			memcpy(it->buf.data, rec, len);
 			it->buf.len = len;
@@ -349,6 +360,16 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 			 uint64_t de)
 {
+	bool was = s->delivering;
+
+	/*
+	 * The total of all output, once for the whole list and added to as
+	 * it is queued (counting it a send was a walk of every client for
+	 * every record to every client).  Output only drains meanwhile, so
+	 * the count errs high, never low.
+	 */
+	s->out_total = weft__server_total_buffered(s);
+	s->delivering = true;
 	if (du || de) {
 		pthread_mutex_lock(&s->stat_lock);
 		s->st.queue_dropped += du + de;
@@ -368,20 +389,20 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 		struct item *it = list;
 
 		list = it->next;
+		it->refs = 1; /* this loop's, dropped after it */
 		for (struct client *c = s->clients; c; c = c->next) {
 			if (!c->subscribed || c->stream != (int)it->stream)
 				continue;
 			if (it->kind == ITEM_UPDATE) {
 				weft__server_client_send_update(c, it);
 			} else if (c->want_events && !c->paused &&
-				   !weft__server_client_send(c, it->buf.data,
-							     it->buf.len,
-							     true)) {
+				   !weft__server_client_send_item(c, it)) {
 				c->events_not_sent += it->nevents;
 			}
 		}
-		weft__server_item_free(it);
+		weft__server_item_unref(NULL, 0, it);
 	}
+	s->delivering = was;
 }
 
 void weft__server_deliver(weft_server_t *s)
@@ -399,4 +420,5 @@ void weft__server_deliver(weft_server_t *s)
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, du, de);
+	weft__server_sweep(s); /* those dropped over the budget */
 }

@@ -116,6 +116,43 @@ static int connect_tcp(const char *hostport)
 	return fd;
 }
 
+/*
+ * A TCP client's first record: a Hello holding the token (the server
+ * says nothing until it has one that matches).  Sent even when there is
+ * no token, so that the server closes at once rather than after its
+ * handshake time.
+ */
+static int send_token(int fd, const char *token)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Hello h = WEFT__V1__HELLO__INIT;
+
+	h.token = (char *)(token ? token : "");
+	f.body_case = WEFT__V1__FRAME__BODY_HELLO;
+	f.hello = &h;
+	return weft_wire_send(fd, &f);
+}
+
+int weft_wire_token_read(const char *path, char *buf, size_t len)
+{
+	char tmp[WEFT_WIRE_TOKEN_MAX + 2];
+	FILE *fp = fopen(path, "re");
+	size_t n;
+
+	if (!fp)
+		return -errno;
+	n = fread(tmp, 1, sizeof(tmp) - 1, fp);
+	fclose(fp);
+	tmp[n] = '\0';
+	/* One line: the newline an editor or echo adds is not the token's. */
+	n = strcspn(tmp, "\r\n");
+	tmp[n] = '\0';
+	if (!n || n > WEFT_WIRE_TOKEN_MAX || n >= len)
+		return -EINVAL;
+	memcpy(buf, tmp, n + 1);
+	return 0;
+}
+
 int weft_wire_connect(const char *target)
 {
 	char dir[256], path[300];
@@ -125,8 +162,18 @@ int weft_wire_connect(const char *target)
 
 	if (!strncmp(target, "unix:", 5))
 		return weft_wire_connect_unix(target + 5);
-	if (!strncmp(target, "tcp://", 6))
-		return connect_tcp(target + 6);
+	if (!strncmp(target, "tcp://", 6)) {
+		int fd = connect_tcp(target + 6);
+
+		if (fd < 0)
+			return fd;
+		err = send_token(fd, getenv("WEFT_CONSOLE_TOKEN"));
+		if (err) {
+			close(fd);
+			return err;
+		}
+		return fd;
+	}
 	pid = strtol(target, &end, 10);
 	if (!*target || *end || pid <= 0)
 		return -EINVAL;

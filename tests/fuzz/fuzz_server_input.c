@@ -97,6 +97,13 @@ static const char *handle(void *ctx, weft_server_request_t *r)
 	case WEFT_SERVER_REQ_TASK_DETAIL:
 	case WEFT_SERVER_REQ_SNAPSHOT:
 		return NULL;
+	case WEFT_SERVER_REQ_HELLO:
+		/* The token is cut to its buffer, its length kept. */
+		if (strnlen(r->token, sizeof(r->token)) >= sizeof(r->token) ||
+		    (r->token_len <= WEFT_WIRE_TOKEN_MAX &&
+		     strlen(r->token) != r->token_len))
+			abort();
+		return NULL;
 	}
 	abort(); /* parse returned an op it does not define */
 }

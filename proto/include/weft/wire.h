@@ -199,13 +199,27 @@ int weft_wire_socket_dir(char *buf, size_t len, int create);
  * client.c: weft_wire_connect() - connect to a live process's probe:
  * @target is a pid (its socket in weft_wire_socket_dir()), unix:PATH or
  * tcp://HOST:PORT.  weft_wire_connect_unix() takes a socket's path.
+ * Over TCP the Hello holding the token (WEFT_CONSOLE_TOKEN from the
+ * environment, empty if unset) is sent at once: the server sends
+ * nothing before it, and closes the connection if it does not match.
  *
  * Return: the connected fd (close-on-exec, blocking); -EINVAL for a
  * target of none of those forms; -EHOSTUNREACH when the host does not
- * resolve; else a negative errno from socket(2) or connect(2).
+ * resolve; else a negative errno from socket(2), connect(2) or send(2).
  */
 int weft_wire_connect(const char *target);
 int weft_wire_connect_unix(const char *path);
+
+/* The longest console token a client sends and a server takes. */
+#define WEFT_WIRE_TOKEN_MAX 128
+
+/*
+ * client.c: weft_wire_token_read() - a token from its file's first line
+ * (the server's token file, or one the user wrote) into @buf.
+ * Return: 0; -EINVAL (empty, longer than WEFT_WIRE_TOKEN_MAX or @len);
+ * a negative errno from fopen(3).
+ */
+int weft_wire_token_read(const char *path, char *buf, size_t len);
 
 /*
  * client.c: weft_wire_send() - encode @f as one record and write it all
