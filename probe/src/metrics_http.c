@@ -335,8 +335,9 @@ static void metrics_accept_error_cb(struct evconnlistener *l, void *arg)
 			 "the listener %d ms",
 			 evutil_socket_error_to_string(err), more,
 			 ACCEPT_PAUSE_MS);
-	evconnlistener_disable(l);
-	evtimer_add(e->resume_ev, &tv);
+	/* No timer, no pause: a listener left off would never come back. */
+	if (evtimer_add(e->resume_ev, &tv) == 0)
+		evconnlistener_disable(l);
 }
 
 static void metrics_resume_cb(evutil_socket_t fd, short what, void *arg)

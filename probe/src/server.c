@@ -207,11 +207,13 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 				 "pausing the listeners %d ms",
 				 evutil_socket_error_to_string(err), more,
 				 ACCEPT_PAUSE_MS);
+	/* No timer, no pause: listeners left off would never come back. */
+	if (evtimer_add(s->accept_resume_ev, &tv))
+		return;
 	if (s->unix_l)
 		evconnlistener_disable(s->unix_l);
 	if (s->tcp_l)
 		evconnlistener_disable(s->tcp_l);
-	evtimer_add(s->accept_resume_ev, &tv);
 }
 
 static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)

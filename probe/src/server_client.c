@@ -36,6 +36,13 @@
 #define MAX_UNIX_CLIENTS 256
 #define OWNER_SLOTS 8
 /*
+ * TCP connections still to send their token: at most this many, the
+ * oldest closed for a newer one, so that peers who connect and say
+ * nothing cannot hold the TCP slots against those who have the token
+ * (each would otherwise keep one for handshake_ms).
+ */
+#define MAX_TCP_PENDING 16
+/*
  * A client's requests are small (a subscription with its filter, a task
  * id): their records are bounded far below what the server sends, so a
  * peer cannot make it hold WEFT_WIRE_MAX_RECORD a connection by sending
@@ -142,8 +149,16 @@ size_t weft__server_total_buffered(const weft_server_t *s)
 static bool budget_make_room(struct client *c, size_t total, size_t len)
 {
 	weft_server_t *s = c->srv;
+	/*
+	 * A record larger than the whole budget (a small
+	 * WEFT_CONSOLE_BUFFER_MB, a 4 MiB full update) goes in once the
+	 * others hold at most half of it, as over a client's own bound:
+	 * dropping everyone could never make room for it.
+	 */
+	size_t room = len > s->total_max ? s->total_max / 2 :
+					   s->total_max - len;
 
-	while (total + len > s->total_max) {
+	while (total > room) {
 		struct client *worst = NULL;
 		size_t most = 0;
 
@@ -192,6 +207,24 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 	if (c->drop_why)
 		return false;
 	/*
+	 * The client's own bound first: others are never dropped to make
+	 * room for a record that would not be queued anyway.
+	 */
+	if (bounded && have + len > c->srv->buf_max) {
+		/*
+		 * Not "into an empty buffer" only: the pass's events go out
+		 * before its update, so a client that wants both rarely has
+		 * an empty one when its full update comes.
+		 */
+		over = full && have <= c->srv->buf_max / 2 &&
+		       len > c->srv->buf_max;
+		if (!over) {
+			if (!c->behind_since)
+				c->behind_since = weft_now_ns();
+			return false;
+		}
+	}
+	/*
 	 * The bound over all clients: each may hold buf_max, but not all
 	 * at once (200 clients that stop reading would hold 1.6 GiB).
 	 */
@@ -208,20 +241,6 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 			total = c->srv->delivering ?
 					c->srv->out_total :
 					weft__server_total_buffered(c->srv);
-		}
-	}
-	if (bounded && have + len > c->srv->buf_max) {
-		/*
-		 * Not "into an empty buffer" only: the pass's events go out
-		 * before its update, so a client that wants both rarely has
-		 * an empty one when its full update comes.
-		 */
-		over = full && have <= c->srv->buf_max / 2 &&
-		       len > c->srv->buf_max;
-		if (!over) {
-			if (!c->behind_since)
-				c->behind_since = weft_now_ns();
-			return false;
 		}
 	}
 	/* A delivered record is held by reference, shared by its clients. */
@@ -588,6 +607,31 @@ static void refused(weft_server_t *s, const char *who, const char *why)
 		weft__server_log("refusing %s: %s", who, why);
 }
 
+/*
+ * Before a TCP accept: if MAX_TCP_PENDING connections are still to send
+ * their token, or the TCP slots are full and some of them are, the
+ * oldest of those goes (see MAX_TCP_PENDING).
+ */
+static void tcp_make_room(weft_server_t *s)
+{
+	struct client *oldest = NULL;
+	unsigned pending = 0;
+
+	for (struct client *o = s->clients; o; o = o->next) {
+		if (!o->tcp || o->authed || o->drop_why)
+			continue;
+		pending++;
+		if (!oldest || o->accepted_ns < oldest->accepted_ns)
+			oldest = o;
+	}
+	if (oldest &&
+	    (pending >= MAX_TCP_PENDING || s->nclients_tcp >= MAX_TCP_CLIENTS))
+		weft__server_client_close(oldest,
+					  "no token yet, and newer "
+					  "connections are waiting",
+					  true);
+}
+
 void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 			    struct sockaddr *sa, int salen, void *arg)
 {
@@ -602,6 +646,7 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	(void)l;
 	(void)salen;
 	if (tcp) {
+		tcp_make_room(s);
 		if (s->nclients_tcp >= MAX_TCP_CLIENTS)
 			why = "too many TCP clients connected already";
 	} else {

@@ -30,7 +30,9 @@
  * one whose output has not drained at all for stall_ms (it stopped
  * reading).  All clients' output together is held to total_buf_max
  * (WEFT_CONSOLE_BUFFER_MB): over it, the client with the largest backlog
- * is dropped first.
+ * is dropped first.  A record shared by reference among clients is
+ * counted once for each (the budget errs high: sixteen consoles holding
+ * the same 4 MiB update count 64 MiB though it is held once).
  *
  * Who may attach (server_client.c, server_auth.c).  The unix socket
  * takes the process's owner or root (SO_PEERCRED), with a few of its

@@ -50,8 +50,7 @@ static void announce(weft_resource_t *r, uint64_t id, uint64_t ts)
 }
 
 /* @r's id, announced first if this listening period has not heard it. */
-static __attribute__((noinline)) uint64_t heard(weft_resource_t *r,
-						uint64_t ts)
+static __attribute__((noinline)) uint64_t heard(weft_resource_t *r, uint64_t ts)
 {
 	uint64_t id = res_id(r);
 
@@ -119,7 +118,7 @@ void weft__res_name(weft_resource_t *r, const char *name)
 }
 
 /*
- * @r's id if it has one and this listening period heard of it: two loads
+ * @r's id if it has one and this listening period heard of it: three loads
  * and a compare on every event but a resource's first, which heard()
  * takes (out of line: a contended handoff emits three events, and the
  * call and the announcing's registers were a fifth of their cost).
@@ -143,7 +142,8 @@ static inline bool stamp_fast(uint8_t kind, uint64_t *ts)
 {
 	uint64_t poll = weft__probe_poll_ts;
 
-	if (poll && kind != WEFT_EV_RES_ACQUIRE && kind != WEFT_EV_RES_RELEASE) {
+	if (poll && kind != WEFT_EV_RES_ACQUIRE &&
+	    kind != WEFT_EV_RES_RELEASE) {
 		*ts = poll;
 		return true;
 	}
@@ -251,9 +251,8 @@ void weft__res_drop(weft_resource_t *r)
 #if WEFT_PROBE
 	uint64_t id = __atomic_load_n(&r->id, __ATOMIC_RELAXED);
 
-	if (weft__probe_on() &&
-	    __atomic_load_n(&r->gen, __ATOMIC_RELAXED) ==
-		    load_relaxed(&weft__probe_listen_gen))
+	if (weft__probe_on() && __atomic_load_n(&r->gen, __ATOMIC_RELAXED) ==
+					load_relaxed(&weft__probe_listen_gen))
 		weft__probe_emit_at(weft__probe_clock(), WEFT_EV_RES_DROP, 0,
 				    id, 0);
 #else
