@@ -11,6 +11,7 @@
  * Timing: the bad programs make waits of a hundred milliseconds and more
  * against the 10 ms threshold; the twins make none at all.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -678,6 +679,153 @@ static void test_oneshot_waited_on(void **state)
 	rsink_free(r, sub);
 }
 
+/* ------------------------------------ the timer wheel and an fd */
+
+/* The resource of kind @kind named "fd" @line, or with @name. */
+static bool rsink_res_kind(struct rsink *r, unsigned kind, const char *name,
+			   uint32_t line, weft_probe_resource_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->nres; i++) {
+		const weft_probe_resource_t *x = &r->res[i];
+
+		if (x->kind != kind)
+			continue;
+		if ((name && x->name && !strcmp(x->name, name)) ||
+		    (!name && x->file && !strcmp(x->file, "fd") &&
+		     x->line == line)) {
+			*out = *x;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&r->s.lock);
+	return found;
+}
+
+struct sleeper {
+	int weft_pc;
+	weft_sleep_t sl;
+};
+
+static weft_poll_t sleeper_poll(void *arg, weft_cx_t *cx)
+{
+	struct sleeper *z = arg;
+
+	WEFT_ASYNC_BEGIN(z);
+	weft_sleep_init(&z->sl, WEFT_MSEC(300));
+	WEFT_AWAIT(z, weft_sleep_poll(&z->sl, cx));
+	weft_sleep_fini(&z->sl);
+	WEFT_ASYNC_END(z);
+}
+
+/* A sleeping task waits on the timer wheel (op sleep); the wait ends when
+ * the timer fires. */
+static void test_sleep_waited_on(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_resource_t res = { 0 };
+	weft_probe_task_t t = { 0 };
+	weft_join_t *j;
+	uint64_t id;
+	bool seen = false;
+
+	(void)state;
+	assert_int_equal(weft_spawn_named(rt, "sleeper", sleeper_poll,
+					  (&(struct sleeper){ 0 }), &j),
+			 0);
+	id = weft_join_id(j);
+	for (int k = 0; k < 25 && !seen; k++) {
+		usleep(10000);
+		weft_probe_flush();
+		seen = rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
+				      &res) &&
+		       sink_task(&r->s, id, &t) && t.waiting_on == res.id;
+	}
+	assert_true(seen);
+	assert_int_equal(t.waiting_op, WEFT_RES_OP_SLEEP);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
+				   &res));
+	assert_int_equal(res.nwaiters, 0);
+	assert_true(res.waits >= 1);
+	assert_true(sink_task(&r->s, id, &t));
+	assert_int_equal(t.waiting_on, 0);
+	rt_done(rt);
+	rsink_free(r, sub);
+}
+
+struct reader {
+	int weft_pc;
+	weft_fd_t *f;
+	weft_fd_ready_t ready;
+};
+
+static weft_poll_t reader_poll(void *arg, weft_cx_t *cx)
+{
+	struct reader *rd = arg;
+
+	WEFT_ASYNC_BEGIN(rd);
+	WEFT_AWAIT(rd, weft_fd_poll_ready(rd->f, WEFT_FD_READ, cx, &rd->ready));
+	WEFT_ASYNC_END(rd);
+}
+
+/* A task awaiting an fd's readiness waits on its registration ("fd:N",
+ * op readable); data ends the wait, and deregistering drops it. */
+static void test_fd_waited_on(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_resource_t res = { 0 };
+	weft_probe_task_t t = { 0 };
+	struct reader rd = { 0 };
+	weft_join_t *j;
+	uint64_t id;
+	bool seen = false;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+	assert_int_equal(weft_fd_register(rt, fds[0], &rd.f), 0);
+	assert_int_equal(weft_spawn_named(rt, "reader", reader_poll, &rd, &j),
+			 0);
+	id = weft_join_id(j);
+	for (int k = 0; k < 200 && !seen; k++) {
+		usleep(10000);
+		weft_probe_flush();
+		seen = rsink_res_kind(r, WEFT_RES_IO, NULL, (uint32_t)fds[0],
+				      &res) &&
+		       res.nwaiters == 1 && sink_task(&r->s, id, &t) &&
+		       t.waiting_on == res.id;
+	}
+	assert_true(seen);
+	assert_int_equal(t.waiting_op, WEFT_RES_OP_READABLE);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_int_equal(weft_fd_deregister(rd.f), 0);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(rsink_res_kind(r, WEFT_RES_IO, NULL, (uint32_t)fds[0],
+				   &res));
+	assert_int_equal(res.nwaiters, 0);
+	assert_int_equal(res.waits, 1);
+	assert_true(res.dropped_ns != 0);
+	assert_true(sink_task(&r->s, id, &t));
+	assert_int_equal(t.waiting_on, 0);
+	close(fds[0]);
+	close(fds[1]);
+	rt_done(rt);
+	rsink_free(r, sub);
+}
+
 /* ------------------------------------- quiet: nothing while unheard */
 
 /*
@@ -711,6 +859,8 @@ int main(void)
 		cmocka_unit_test(test_blocking_queue),
 		cmocka_unit_test(test_blocking_queue_twin),
 		cmocka_unit_test(test_oneshot_waited_on),
+		cmocka_unit_test(test_sleep_waited_on),
+		cmocka_unit_test(test_fd_waited_on),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "driver_internal.h"
+#include "resource_internal.h"
 #include "runtime_internal.h"
 
 enum { TIMER_IDLE = 0, TIMER_REGISTERED = 1, TIMER_FIRED = 2 };
@@ -47,6 +48,8 @@ int weft__driver_init(driver_t *d)
 	pthread_mutex_init(&d->release_lock, NULL);
 	weft__wheel_init(&d->wheel);
 	d->start_ns = weft_now_ns();
+	weft__res_init(&d->timer_res, WEFT_RES_TIMER_WHEEL, NULL, 0);
+	weft__res_name(&d->timer_res, "timer wheel");
 	return 0;
 
 out_close_eventfd:
@@ -130,6 +133,7 @@ void weft__driver_fini(driver_t *d)
 	close(d->event_fd);
 	pthread_mutex_destroy(&d->time_lock);
 	pthread_mutex_destroy(&d->release_lock);
+	weft__res_fini(&d->timer_res);
 }
 
 bool weft__driver_try_lock(driver_t *d)
@@ -181,9 +185,9 @@ static uint64_t tick_of(const driver_t *d, uint64_t ns)
 
 static uint64_t tick_ceil(const driver_t *d, uint64_t ns)
 {
-	return ns <= d->start_ns
-		       ? 0
-		       : (ns - d->start_ns + NS_PER_TICK - 1) / NS_PER_TICK;
+	return ns <= d->start_ns ?
+		       0 :
+		       (ns - d->start_ns + NS_PER_TICK - 1) / NS_PER_TICK;
 }
 
 /* Fires the timers due at @now; wakes them outside the lock. */
@@ -236,8 +240,9 @@ static int64_t block_timeout(driver_t *d, uint64_t now)
 		deadline = d->start_ns + next * NS_PER_TICK;
 		timeout = deadline > now ? (int64_t)(deadline - now) : 0;
 	}
-	d->sleeping_until = timeout == 0 ? 0 : next == UINT64_MAX ? UINT64_MAX
-								   : next;
+	d->sleeping_until = timeout == 0       ? 0 :
+			    next == UINT64_MAX ? UINT64_MAX :
+						 next;
 	pthread_mutex_unlock(&d->time_lock);
 	return timeout;
 }
@@ -302,7 +307,8 @@ void weft__driver_turn(driver_t *d, bool block)
 				weft_panic("driver: eventfd read: %d", errno);
 			continue;
 		}
-		WEFT_PROBE_EVENT(IO_READY, 0, ((io_reg_t *)d->events[i].data)->fd,
+		WEFT_PROBE_EVENT(IO_READY, 0,
+				 ((io_reg_t *)d->events[i].data)->fd,
 				 d->events[i].ready);
 		io_set_ready(d->events[i].data, d->events[i].ready);
 	}
@@ -312,6 +318,31 @@ void weft__driver_turn(driver_t *d, bool block)
 }
 
 /* ----------------------------------------------------------------- timers */
+
+/*
+ * A sleep is a wait on the timer wheel (a resource): told at its
+ * registration while the probe listens, ended when it fires or is
+ * cancelled.  e->told is the owner's alone (its polls and its cancel).
+ * The end is said for the task running now: a sleep is its owner's.
+ */
+static void timer_wait_told(driver_t *d, weft_timer_entry_t *e)
+{
+	if (!WEFT_PROBE_ON() || !weft__cur_task_id)
+		return;
+	e->told = 1;
+	WEFT_RES_EVENT(&d->timer_res, RES_WAIT, weft__cur_task_id,
+		       WEFT_RES_OP_SLEEP);
+}
+
+static void timer_wait_end(weft_timer_entry_t *e, uint32_t flags)
+{
+	driver_t *d = e->driver;
+
+	e->told = 0;
+	if (d)
+		WEFT_RES_EVENT(&d->timer_res, RES_WAIT_END, weft__cur_task_id,
+			       WEFT_RES_OP_SLEEP | flags);
+}
 
 weft_poll_t weft__timer_poll(weft_timer_entry_t *e, weft_cx_t *cx)
 {
@@ -350,9 +381,9 @@ weft_poll_t weft__timer_poll(weft_timer_entry_t *e, weft_cx_t *cx)
 			pthread_mutex_unlock(&d->time_lock);
 			goto ready;
 		}
-		__atomic_store_n(&e->state, TIMER_REGISTERED,
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&e->state, TIMER_REGISTERED, __ATOMIC_RELAXED);
 		e->waker = weft_waker_clone(weft_cx_waker(cx));
+		timer_wait_told(d, e);
 		store_relaxed(&d->ntimers, d->wheel.count);
 		if (e->when < d->sleeping_until) {
 			/* Earlier than the parked driver will look: wake it. */
@@ -368,6 +399,8 @@ weft_poll_t weft__timer_poll(weft_timer_entry_t *e, weft_cx_t *cx)
 	return WEFT_PENDING;
 
 ready:
+	if (e->told)
+		timer_wait_end(e, 0);
 	weft__coop_progress();
 	return WEFT_READY;
 }
@@ -377,7 +410,10 @@ void weft__timer_cancel(weft_timer_entry_t *e)
 	driver_t *d = e->driver;
 	weft_waker_t w = WEFT_WAKER_EMPTY;
 
-	if (!d || __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TIMER_REGISTERED)
+	if (e->told)
+		timer_wait_end(e, WEFT_RES_CANCELLED);
+	if (!d ||
+	    __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != TIMER_REGISTERED)
 		return;
 	pthread_mutex_lock(&d->time_lock);
 	if (__atomic_load_n(&e->state, __ATOMIC_RELAXED) == TIMER_REGISTERED) {
@@ -403,6 +439,10 @@ static int io_register(driver_t *d, int fd, bool borrowed, io_reg_t **out)
 	r->fd = fd;
 	r->borrowed = borrowed;
 	r->driver = d;
+	/* Named by its fd: "fd:N" where a resource shows file:line. */
+	weft__res_init(&r->res, WEFT_RES_IO, fd > 0 ? "fd" : NULL, fd);
+	if (fd == 0)
+		r->res.name = "fd 0";
 	pthread_mutex_init(&r->lock, NULL);
 	store_relaxed(&r->readiness, 0);
 	err = weft__io_backend_add(d->backend, fd, r);
@@ -436,9 +476,43 @@ int weft__io_register_borrowed(driver_t *d, int fd, io_reg_t **out)
  * Return: 0, the caller closes the fd; -ESHUTDOWN when the driver detached
  * @r at shutdown and already closed it (@r is freed here).
  */
+/*
+ * A task's wait for @dir's readiness, told when it starts (the first
+ * PENDING while the probe listens) and ended when it is READY or the
+ * registration goes (see io_reg_t.wait_task).
+ */
+static void io_wait_told(io_reg_t *r, enum io_dir dir)
+{
+	uint64_t task = weft__cur_task_id;
+
+	if (!task || load_relaxed(&r->wait_task[dir]))
+		return;
+	store_relaxed(&r->wait_task[dir], task);
+	WEFT_RES_EVENT(&r->res, RES_WAIT, task,
+		       dir == IO_DIR_READ ? WEFT_RES_OP_READABLE :
+					    WEFT_RES_OP_WRITABLE);
+}
+
+static void io_wait_end(io_reg_t *r, enum io_dir dir, uint32_t flags)
+{
+	uint64_t task = load_relaxed(&r->wait_task[dir]);
+
+	if (!task)
+		return;
+	store_relaxed(&r->wait_task[dir], 0);
+	WEFT_RES_EVENT(&r->res, RES_WAIT_END, task,
+		       (dir == IO_DIR_READ ? WEFT_RES_OP_READABLE :
+					     WEFT_RES_OP_WRITABLE) |
+			       flags);
+}
+
 int weft__io_deregister(io_reg_t *r)
 {
 	driver_t *d;
+
+	io_wait_end(r, IO_DIR_READ, WEFT_RES_CANCELLED);
+	io_wait_end(r, IO_DIR_WRITE, WEFT_RES_CANCELLED);
+	weft__res_fini(&r->res);
 
 	/* Acquire: pairs with the release in detach_regs(). */
 	if (load_acquire(&r->readiness) & IO_SHUTDOWN) {
@@ -464,8 +538,8 @@ int weft__io_deregister(io_reg_t *r)
 static uint32_t dir_mask(enum io_dir dir)
 {
 	return IO_SHUTDOWN |
-	       (dir == IO_DIR_READ ? IO_READABLE | IO_READ_CLOSED | IO_ERROR
-				   : IO_WRITABLE | IO_WRITE_CLOSED | IO_ERROR);
+	       (dir == IO_DIR_READ ? IO_READABLE | IO_READ_CLOSED | IO_ERROR :
+				     IO_WRITABLE | IO_WRITE_CLOSED | IO_ERROR);
 }
 
 weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
@@ -485,7 +559,7 @@ weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 	 */
 	if (cur & mask) {
 		*event = cur & (mask | ~0xffu);
-		return WEFT_READY;
+		goto ready;
 	}
 	pthread_mutex_lock(&r->lock);
 	weft_waker_set(&r->waker[dir], weft_cx_waker(cx));
@@ -498,9 +572,17 @@ weft_poll_t weft__io_poll_ready(io_reg_t *r, enum io_dir dir, weft_cx_t *cx,
 	cur = load_acquire(&r->readiness);
 	if (cur & mask) {
 		*event = cur & (mask | ~0xffu);
-		return WEFT_READY;
+		goto ready;
 	}
+	if (WEFT_PROBE_ON())
+		io_wait_told(r, dir);
 	return WEFT_PENDING;
+
+ready:
+	/* Relaxed: see io_reg_t.wait_task; 0 unless a wait was told. */
+	if (load_relaxed(&r->wait_task[dir]))
+		io_wait_end(r, dir, 0);
+	return WEFT_READY;
 }
 
 void weft__io_clear_ready(io_reg_t *r, uint32_t event)

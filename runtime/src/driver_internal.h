@@ -65,6 +65,17 @@ struct io_reg_s {
 	driver_t *driver;
 	pthread_mutex_t lock; /* guards waker[] */
 	weft_waker_t waker[2];
+	/*
+	 * What the probe sees: the registration is a resource ("fd:N"),
+	 * and a task awaiting a direction's readiness waits on it.
+	 * wait_task[dir]: the task whose wait was told (RES_WAIT), 0 if
+	 * none; written by the tasks that poll that direction (relaxed:
+	 * only the probe's bookkeeping depends on it, and a race between
+	 * two pollers of one direction at worst tells a wait twice or
+	 * ends it for the other task, which the collector's sweep mends).
+	 */
+	weft_resource_t res;
+	_Atomic uint64_t wait_task[2];
 	io_reg_t *release_next;
 	/* The driver's live list; release_lock. */
 	io_reg_t *live_prev;
@@ -92,9 +103,12 @@ struct driver_s {
 	 * thread turning the driver (one at a time, but not always the
 	 * same), so relaxed atomics; read relaxed.
 	 */
-	_Atomic uint64_t io_events;    /* readiness events dispatched */
-	_Atomic uint64_t turns;        /* for the monitor: turned lately? */
+	_Atomic uint64_t io_events; /* readiness events dispatched */
+	_Atomic uint64_t turns;     /* for the monitor: turned lately? */
 	_Atomic uint64_t timers_fired;
+
+	/* The timer wheel as the probe sees it: sleeping tasks wait on it. */
+	weft_resource_t timer_res;
 
 	pthread_mutex_t release_lock;
 	io_reg_t *release_list;

@@ -97,11 +97,25 @@ static void hist_from(weft_hist_t *h, const Weft__V1__Histogram *m)
 	h->outliers = m->outliers;
 }
 
-/* Contention order: total wait, then wait p99, then acquires, then id. */
+/*
+ * Whether waiting on @kind is contention: a sleep waits on the timer wheel
+ * and an idle connection on its fd by design, however long.
+ */
+static bool contends(unsigned kind)
+{
+	return kind != WEFT_RES_TIMER_WHEEL && kind != WEFT_RES_IO;
+}
+
+/*
+ * Contention order: the kinds that contend first, then total wait, then
+ * wait p99, then acquires, then id.
+ */
 static int res_cmp(const tt_resource_t *a, const tt_resource_t *b)
 {
 	uint64_t pa, pb;
 
+	if (contends(a->kind) != contends(b->kind))
+		return contends(a->kind) ? -1 : 1;
 	if (a->wait.sum_ns != b->wait.sum_ns)
 		return a->wait.sum_ns > b->wait.sum_ns ? -1 : 1;
 	pa = weft_hist_percentile(&a->wait, 99);

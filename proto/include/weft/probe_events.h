@@ -125,7 +125,10 @@ typedef enum weft_resource_kind_e {
 	X(SEND, 3, "send")         /* room in a full channel */              \
 	X(RECV, 4, "recv")         /* a message */                           \
 	X(JOB, 5, "job")           /* a blocking job, queued for a thread */ \
-	X(DONE, 6, "done")         /* a countdown's zero, a oneshot value */
+	X(DONE, 6, "done")         /* a countdown's zero, a oneshot value */ \
+	X(SLEEP, 7, "sleep")       /* a timer's deadline (the timer wheel) */\
+	X(READABLE, 8, "readable") /* an fd's readiness (io) */              \
+	X(WRITABLE, 9, "writable")
 
 typedef enum weft_resource_op_e {
 #define WEFT_X_ENUM(name, value, label) WEFT_RES_OP_##name = value,

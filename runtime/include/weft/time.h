@@ -41,6 +41,7 @@ struct weft_timer_entry_s {
 	uint8_t level;
 	uint8_t slot;
 	uint8_t state;        /* accessed atomically */
+	uint8_t told;         /* its wait was told to the probe (RES_WAIT) */
 };
 
 /** weft_now_ns() - the monotonic clock, in nanoseconds. */
