@@ -757,6 +757,12 @@ static void test_sleep_waited_on(void **state)
 	assert_true(res.waits >= 1);
 	assert_true(sink_task(&r->s, id, &t));
 	assert_int_equal(t.waiting_on, 0);
+	/* Its total wait there: the one sleep, 300 ms less what passed
+	 * before the probe saw it wait (a poll's stamp). */
+	assert_int_equal(t.nwaited, 1);
+	assert_int_equal(t.waited[0].res, res.id);
+	assert_int_equal(t.waited[0].waits, 1);
+	assert_true(t.waited[0].total_ns >= WEFT_MSEC(250));
 	rt_done(rt);
 	rsink_free(r, sub);
 }
@@ -820,6 +826,9 @@ static void test_fd_waited_on(void **state)
 	assert_true(res.dropped_ns != 0);
 	assert_true(sink_task(&r->s, id, &t));
 	assert_int_equal(t.waiting_on, 0);
+	assert_int_equal(t.nwaited, 1);
+	assert_int_equal(t.waited[0].res, res.id);
+	assert_int_equal(t.waited[0].waits, 1);
 	close(fds[0]);
 	close(fds[1]);
 	rt_done(rt);

@@ -164,6 +164,9 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	t.waiting_on = 17;
 	t.waiting_since_ns = 8000;
 	t.waiting_op = WEFT_RES_OP_ACQUIRE;
+	t.nwaited = 2;
+	t.waited[0] = (weft_probe_task_wait_t){ 17, 900000, 3 };
+	t.waited[1] = (weft_probe_task_wait_t){ 4, 1000, 1 };
 	weft_hist_record(&wait_h, 5000);
 	w[1].counters.polls = 77;
 	w[1].stolen_from[0] = 5;
@@ -277,6 +280,13 @@ static void test_wire_round_trip_every_frame_type(void **state)
 			assert_int_equal(u->tasks[0]->waiting_since_ns, 8000);
 			assert_int_equal(u->tasks[0]->waiting_op,
 					 WEFT_RES_OP_ACQUIRE);
+			assert_int_equal(u->tasks[0]->n_waited, 2);
+			assert_int_equal(u->tasks[0]->waited[0]->resource, 17);
+			assert_int_equal(u->tasks[0]->waited[0]->total_ns,
+					 900000);
+			assert_int_equal(u->tasks[0]->waited[0]->waits, 3);
+			assert_int_equal(u->tasks[0]->waited[1]->resource, 4);
+			assert_int_equal(u->tasks[0]->waited[1]->waits, 1);
 			/* The resource: lists cut to WEFT_RES_LIST, the
 			 * counts whole. */
 			assert_int_equal(u->n_resources, 1);

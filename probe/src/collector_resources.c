@@ -130,12 +130,46 @@ static void task_waits(struct probe *p, uint64_t task, uint64_t id,
 	weft__collector_task_changed(p, t);
 }
 
-static void task_waited(struct probe *p, uint64_t task, uint64_t id)
+/*
+ * @t waited @ns more on resource @id: its total there, among the
+ * WEFT_TASK_WAITED resources it waited on longest, kept longest first
+ * (a resource new to a full table takes the last place if it beats it).
+ */
+static void task_wait_add(task_rec_t *t, uint64_t id, uint64_t ns)
+{
+	weft_probe_task_wait_t *w = t->pub.waited;
+	uint8_t n = t->pub.nwaited, i;
+
+	for (i = 0; i < n && w[i].res != id; i++)
+		;
+	if (i == n) {
+		if (n < WEFT_TASK_WAITED)
+			t->pub.nwaited = ++n;
+		else if (ns <= w[n - 1].total_ns)
+			return;
+		i = n - 1;
+		w[i] = (weft_probe_task_wait_t){ .res = id };
+	}
+	w[i].total_ns += ns;
+	w[i].waits++;
+	/* Up to its place: the table is short. */
+	for (; i > 0 && w[i].total_ns > w[i - 1].total_ns; i--) {
+		weft_probe_task_wait_t x = w[i];
+
+		w[i] = w[i - 1];
+		w[i - 1] = x;
+	}
+}
+
+static void task_waited(struct probe *p, uint64_t task, uint64_t id,
+			uint64_t ts)
 {
 	task_rec_t *t = task ? weft__collector_task_find(p, task) : NULL;
 
 	if (!t || t->pub.waiting_on != id)
 		return;
+	if (ts > t->pub.waiting_since_ns && t->pub.waiting_since_ns)
+		task_wait_add(t, id, ts - t->pub.waiting_since_ns);
 	t->pub.waiting_on = 0;
 	t->pub.waiting_since_ns = 0;
 	t->pub.waiting_op = 0;
@@ -216,7 +250,7 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		found = true;
 		break;
 	}
-	task_waited(p, ev->task, r->pub.id);
+	task_waited(p, ev->task, r->pub.id, ev->ts);
 	if (!found) {
 		/* Past RES_TRACK: one of the waiters not listed. */
 		if (r->pub.nwaiters > r->nw) {
@@ -433,7 +467,7 @@ void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 	if (!r || r->pub.dropped_ns) {
 		/* Still, the task waits no more. */
 		if (ev->kind == WEFT_EV_RES_WAIT_END)
-			task_waited(p, ev->task, ev->a1);
+			task_waited(p, ev->task, ev->a1, ev->ts);
 		return;
 	}
 	switch (ev->kind) {

@@ -135,8 +135,15 @@ struct task_size {
 	size_t body;       /* the Task message */
 	size_t name, file, parked; /* string lengths */
 	size_t hist[2];    /* poll_hist, sched_hist bodies */
+	size_t waited[WEFT_TASK_WAITED]; /* TaskWait bodies */
 	bool is_new, is_finished;
 };
+
+static size_t task_wait_len(const weft_probe_task_wait_t *w)
+{
+	return uint_len(1, w->res) + uint_len(2, w->total_ns) +
+	       uint_len(3, w->waits);
+}
 
 static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 {
@@ -166,6 +173,10 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	if (t->sched_hist) {
 		s->hist[1] = hist_len(t->sched_hist);
 		n += sub_len(25, s->hist[1]);
+	}
+	for (unsigned i = 0; i < t->nwaited && i < WEFT_TASK_WAITED; i++) {
+		s->waited[i] = task_wait_len(&t->waited[i]);
+		n += sub_len(32, s->waited[i]);
 	}
 	return s->body = n;
 }
@@ -210,7 +221,14 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 	p = put_uint(p, 28, t->idle_since_ns);
 	p = put_uint(p, 29, t->waiting_on);
 	p = put_uint(p, 30, t->waiting_since_ns);
-	return put_uint(p, 31, t->waiting_op);
+	p = put_uint(p, 31, t->waiting_op);
+	for (unsigned i = 0; i < t->nwaited && i < WEFT_TASK_WAITED; i++) {
+		p = put_sub(p, 32, s->waited[i]);
+		p = put_uint(p, 1, t->waited[i].res);
+		p = put_uint(p, 2, t->waited[i].total_ns);
+		p = put_uint(p, 3, t->waited[i].waits);
+	}
+	return p;
 }
 
 /* Resource */

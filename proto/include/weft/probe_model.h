@@ -77,6 +77,14 @@ WEFT_EXTERN uint64_t weft_hist_percentile(const weft_hist_t *h, double p);
 /** weft_hist_bucket_upper() - the upper bound (ns) of bucket @i. */
 WEFT_EXTERN uint64_t weft_hist_bucket_upper(unsigned i);
 
+/* A task's waits on one resource (weft_probe_task_t.waited). */
+#define WEFT_TASK_WAITED 4
+typedef struct weft_probe_task_wait_s {
+	uint64_t res; /* weft_probe_resource_t id */
+	uint64_t total_ns;
+	uint32_t waits;
+} weft_probe_task_wait_t;
+
 /* What the collector knows of one task. */
 typedef struct weft_probe_task_s {
 	uint64_t id;
@@ -126,6 +134,12 @@ typedef struct weft_probe_task_s {
 	uint64_t waiting_on;
 	uint64_t waiting_since_ns;
 	uint8_t waiting_op;
+	/*
+	 * Its total wait per resource (ended waits), for the nwaited
+	 * resources it waited on longest, longest first.
+	 */
+	uint8_t nwaited;
+	weft_probe_task_wait_t waited[WEFT_TASK_WAITED];
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
 	const weft_hist_t *sched_hist;
