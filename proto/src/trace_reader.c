@@ -4,12 +4,51 @@
  * decoder fed from a file in 64 KiB reads, or from memory.  The first
  * frame must be the FileHeader; the reader keeps it (header) and returns
  * it too, so a tool sees every frame.
+ *
+ * Resynchronising.  The framing has no magic and no checksum per record
+ * (a record is field 1 of weft.v1.Trace: 0x0a, a varint length, the
+ * Frame), so after a record that does not read (a torn one: a write cut
+ * short by a full disk, with later records appended behind it) the
+ * reader looks for the next place where a whole record stands, with
+ * checks that random or misaligned bytes almost never pass:
+ *
+ *   - 0x0a, then a length within the decoder's limit and the file;
+ *   - the Frame inside is exactly one field, an Update (0x22) or an
+ *     EventBatch (0x2a), the only frames a recorder writes after the
+ *     header, whose own length fills the record to its last byte (two
+ *     nested lengths that agree);
+ *   - the record ends at the file's end, or where another record header
+ *     starts (0x0a and a length within the limit);
+ *   - the Frame decodes, and an EventBatch's columns agree with each
+ *     other (weft_wire_batch_decode()).
+ *
+ * Random bytes pass the first three byte checks about once in 2^24
+ * places, before the decoding; a record's own inner bytes (a nested
+ * message whose first field is 1) would need an only field 4 or 5 of
+ * exactly the right length.  A false landing is not a silent one
+ * either: what follows it must read too, or the next resync says so.
+ *
+ * The scan is bounded: it looks at most 11 + max_record bytes past the
+ * bad record's start (a torn record is the start of one record, so a
+ * whole one starts within that); farther, the damage is not a torn
+ * record and reading stops with the error, as before.  Memory: the
+ * 64 KiB window (the reader's own buffer) and one candidate record
+ * (max_record) at a time.  Only a source read at random (memory, a
+ * regular file) is resynchronised; a pipe stops at the error.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "weft/trace_reader.h"
+#include "wire_private.h"
+
+/* The Frame's one field, as a recorder writes it after the header:
+ * update = 4 and events = 5, length-delimited. */
+#define FRAME_TAG_UPDATE 0x22u
+#define FRAME_TAG_EVENTS 0x2au
 
 int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 {
@@ -22,7 +61,7 @@ int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 }
 
 void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
-				 size_t len)
+				size_t len)
 {
 	memset(r, 0, sizeof(*r));
 	r->mem = data;
@@ -72,6 +111,206 @@ static bool refill(weft_trace_reader_t *r)
 	return r->len > 0;
 }
 
+/* The source's size now; false when it cannot be read at random (a
+ * pipe, a terminal): such a source is not resynchronised. */
+static bool src_size(weft_trace_reader_t *r, uint64_t *size)
+{
+	struct stat st;
+
+	if (r->mem) {
+		*size = r->mem_len;
+		return true;
+	}
+	if (!r->fp || fstat(fileno(r->fp), &st) || !S_ISREG(st.st_mode))
+		return false;
+	*size = (uint64_t)st.st_size;
+	return true;
+}
+
+/* Up to @n bytes at @off, leaving the sequential position alone (pread:
+ * the FILE's offset and buffer are untouched).  Return: bytes read. */
+static size_t src_read_at(weft_trace_reader_t *r, uint64_t off, void *dst,
+			  size_t n)
+{
+	size_t got = 0;
+
+	if (r->mem) {
+		if (off >= r->mem_len)
+			return 0;
+		if (n > r->mem_len - off)
+			n = (size_t)(r->mem_len - off);
+		memcpy(dst, r->mem + off, n);
+		return n;
+	}
+	while (got < n) {
+		ssize_t k = pread(fileno(r->fp), (uint8_t *)dst + got, n - got,
+				  (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	return got;
+}
+
+/* A record header at @h (@n bytes): the header's size with *@len its
+ * Frame's, or 0 when it is none (or its length passes @max). */
+static size_t rec_header(const uint8_t *h, size_t n, size_t max, uint64_t *len)
+{
+	size_t k;
+
+	if (n < 2 || h[0] != WEFT_WIRE_RECORD_TAG)
+		return 0;
+	k = varint_get(h + 1, n - 1, len);
+	if (!k || *len > max)
+		return 0;
+	return 1 + k;
+}
+
+/* Whether the @m bytes at @h, the file's last, start a record header
+ * that the file's end cut (a tag, then continuation bytes only). */
+static bool header_cut(const uint8_t *h, size_t m)
+{
+	if (!m || h[0] != WEFT_WIRE_RECORD_TAG || m > 10)
+		return false;
+	for (size_t i = 1; i < m; i++)
+		if (!(h[i] & 0x80))
+			return false;
+	return true;
+}
+
+/* Whether the Frame @f, found by a resync, is one to land on. */
+static bool frame_plausible(const Weft__V1__Frame *f)
+{
+	weft_event_t *ev;
+	bool ok;
+
+	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+		return true;
+	if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
+	    f->events->count > WEFT_WIRE_BATCH_MAX)
+		return false;
+	ev = malloc((f->events->count ? f->events->count : 1) * sizeof(*ev));
+	if (!ev)
+		return false;
+	ok = weft_wire_batch_decode(f->events, ev, f->events->count) >= 0;
+	free(ev);
+	return ok;
+}
+
+/* Whether a whole record that a recorder could have written starts at
+ * @at, in a source of @size bytes (the checks: top of file). */
+static bool whole_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
+{
+	uint8_t h[24], nx[11];
+	size_t max = r->dec.max_record;
+	size_t n = src_read_at(r, at, h, sizeof(h)), k, k2, m;
+	uint64_t len, sub, nlen, end;
+	Weft__V1__Frame *f;
+	uint8_t *body;
+	bool ok;
+
+	k = rec_header(h, n, max, &len);
+	if (!k || len < 2 || len > size - at - k)
+		return false;
+	/* n >= k + 2 here: the record's bytes are in the source. */
+	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS)
+		return false;
+	k2 = varint_get(h + k + 1, n - k - 1, &sub);
+	if (!k2 || 1 + k2 + sub != len)
+		return false;
+	end = at + k + len;
+	if (end < size) {
+		m = src_read_at(r, end, nx, sizeof(nx));
+		if (!rec_header(nx, m, max, &nlen) &&
+		    !(end + m == size && header_cut(nx, m)))
+			return false;
+	}
+	body = malloc((size_t)len);
+	if (!body)
+		return false;
+	ok = src_read_at(r, at + k, body, (size_t)len) == len;
+	f = ok ? weft__v1__frame__unpack(NULL, (size_t)len, body) : NULL;
+	ok = f && frame_plausible(f);
+	weft_wire_frame_free(f);
+	free(body);
+	return ok;
+}
+
+/* Reads on from @at: the decoder starts afresh there. */
+static bool position(weft_trace_reader_t *r, uint64_t at)
+{
+	size_t max = r->dec.max_record;
+
+	if (r->mem) {
+		if (at > r->mem_len)
+			return false;
+		r->mem_pos = (size_t)at;
+	} else if (!r->fp || fseeko(r->fp, (off_t)at, SEEK_SET)) {
+		return false;
+	}
+	weft_wire_decoder_fini(&r->dec);
+	weft_wire_decoder_init(&r->dec, max);
+	r->dec.offset = at;
+	r->len = r->pos = 0;
+	return true;
+}
+
+/*
+ * resync() - past the bad record at @bad, to the next whole one (the
+ * file's top comment has the checks and the bound).
+ * Return: true with the reader there and the bytes skipped counted;
+ * false when there is none (or the source cannot be read at random).
+ */
+static bool resync(weft_trace_reader_t *r, uint64_t bad)
+{
+	uint64_t size, limit, base;
+
+	/* Not twice from one place (the end of a file read again). */
+	if (r->resync_tried && r->resync_from == bad)
+		return false;
+	r->resync_tried = true;
+	r->resync_from = bad;
+	if (!src_size(r, &size) || bad >= size)
+		return false;
+	limit = bad + 1 + 10 + r->dec.max_record;
+	if (limit > size)
+		limit = size;
+	for (base = bad + 1; base < limit;) {
+		size_t n = sizeof(r->buf);
+
+		if (n > limit - base)
+			n = (size_t)(limit - base);
+		n = src_read_at(r, base, r->buf, n);
+		if (!n)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *p =
+				memchr(r->buf + i, WEFT_WIRE_RECORD_TAG, n - i);
+
+			if (!p)
+				break;
+			i = (size_t)(p - r->buf);
+			if (!whole_record_at(r, base + i, size))
+				continue;
+			if (!position(r, base + i))
+				return false;
+			if (!r->skips)
+				r->first_skip = bad;
+			r->skips++;
+			r->skipped += base + i - bad;
+			return true;
+		}
+		base += n;
+	}
+	/* The window's bytes are not the stream's: read on from scratch
+	 * (at the end, where the decoder stands). */
+	r->len = r->pos = 0;
+	return false;
+}
+
 static bool is_header(const Weft__V1__Frame *f)
 {
 	return f->body_case == WEFT__V1__FRAME__BODY_HEADER &&
@@ -85,7 +324,8 @@ static bool is_header(const Weft__V1__Frame *f)
  * frees on close).
  *
  * Return: 1 with a frame; 0 at the end (r->truncated when the file ends
- * inside a record); a negative error (also in r->error): see
+ * inside a record; torn records skipped on the way are in r->skipped); a
+ * negative error (also in r->error): see
  * weft/wire.h, WEFT_TRACE_E_NOT_TRACE, -EIO.
  */
 int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
@@ -102,12 +342,25 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			if (r->error)
 				return r->error;
 			r->truncated = weft_wire_decoder_mid_record(&r->dec);
+			/* A record that claims more than the file holds: a
+			 * torn one, if whole records follow its start. */
+			if (r->truncated && r->frames &&
+			    resync(r, r->dec.record_offset)) {
+				r->truncated = false;
+				continue;
+			}
 			return 0;
 		}
 		rc = weft_wire_decoder_feed(&r->dec, r->buf + r->pos,
-					     r->len - r->pos, &used, &f);
+					    r->len - r->pos, &used, &f);
 		r->pos += used;
 		if (rc < 0) {
+			/* Past the header, a record that does not read is
+			 * skipped when a whole one follows (-ENOMEM is
+			 * ours, not the file's). */
+			if (rc != -ENOMEM && r->frames &&
+			    resync(r, r->dec.record_offset))
+				continue;
 			r->error_offset = r->dec.record_offset;
 			return r->error = rc;
 		}
@@ -153,5 +406,6 @@ int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset)
 	r->error = 0;
 	r->error_offset = 0;
 	r->truncated = false;
+	r->resync_tried = false;
 	return 0;
 }
