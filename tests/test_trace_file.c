@@ -3,7 +3,7 @@
  * Trace files (probe/src/recorder.c, trace_reader.c): a real workload
  * recorded and read back (header first, events, task names in updates),
  * a file cut at every byte offset reads cleanly up to its last whole
- * record, rotation, the flight recorder's snapshot, and files that are
+ * record, a torn record in the middle is skipped, rotation, the flight recorder's snapshot, and files that are
  * not traces.
  *
  * `test_trace_file --workload` only runs the workload (for WEFT_TRACE=path
@@ -111,8 +111,7 @@ static void spinner_workload(const char *path, unsigned idle_ms)
 	weft_probe_mark(1, 0);
 	usleep(idle_ms * 1000);
 	sp.until = weft_now_ns() + 300ull * 1000 * 1000;
-	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp,
-					  &j),
+	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp, &j),
 			 0);
 	assert_int_equal(weft_join_wait(j, NULL), 0);
 	weft_join_drop(j);
@@ -140,7 +139,7 @@ static char *tmp_path(const char *name)
 
 struct summary {
 	uint64_t frames, headers, updates, batches, events, polls;
-	bool named; /* an update named a task "yielder" with its file */
+	bool named;   /* an update named a task "yielder" with its file */
 	bool sleeper; /* an update named a task "sleeper" */
 	bool truncated;
 	int error;
@@ -174,7 +173,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 			break;
 		case WEFT__V1__FRAME__BODY_EVENTS: {
 			int n = weft_wire_batch_decode(f->events, ev,
-							WEFT_WIRE_BATCH_MAX);
+						       WEFT_WIRE_BATCH_MAX);
 
 			assert_true(n >= 0);
 			s.batches++;
@@ -365,6 +364,165 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 	free(buf);
 	unlink(path);
 	free(path);
+}
+
+/* The sizes of the whole records a reader returns, in order (at most
+ * @cap); the reader is left at its end. */
+static size_t record_sizes(weft_trace_reader_t *r, uint64_t *sizes, size_t cap,
+			   int *rc)
+{
+	Weft__V1__Frame *f;
+	size_t n = 0;
+
+	while ((*rc = weft_trace_reader_next(r, &f)) == 1) {
+		assert_true(n < cap);
+		sizes[n++] = r->dec.offset - r->dec.record_offset;
+		if (r->frames > 1)
+			weft_wire_frame_free(f);
+	}
+	return n;
+}
+
+/* @a then @b into a new buffer of @alen + @blen bytes. */
+static uint8_t *splice2(const uint8_t *a, size_t alen, const uint8_t *b,
+			size_t blen)
+{
+	uint8_t *p = malloc(alen + blen + 1);
+
+	assert_non_null(p);
+	memcpy(p, a, alen);
+	memcpy(p + alen, b, blen);
+	return p;
+}
+
+/*
+ * A torn record in the middle of a file (what the recorder left before it
+ * cut files back: part of a record, then whole records appended behind
+ * it): the first @torn bytes of a record spliced between the whole
+ * records before and after it.  Every whole record on both sides reads,
+ * in order, and the reader counts the torn bytes as skipped; cut short
+ * as well, the file still reads to its last whole record.  Each record of
+ * a real recording is torn at a few lengths, the largest at every length;
+ * one splice is read from a file too (pread, not memory).
+ */
+static void test_trace_file_torn_record_skipped(void **state)
+{
+	char *path = tmp_path("torn.weft"), *spliced = tmp_path("spl.weft");
+	static uint64_t sizes[4096], got[4096];
+	uint64_t total_skipped = 0, cases = 0;
+	size_t len, n, big = 1, ng;
+	weft_trace_reader_t r;
+	uint64_t *start;
+	uint8_t *buf;
+	int rc;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	workload(8, 4);
+	assert_int_equal(weft_trace_stop(), 0);
+	buf = slurp(path, &len);
+	weft_trace_reader_open_mem(&r, buf, len);
+	n = record_sizes(&r, sizes, 4096, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.skipped, 0);
+	weft_trace_reader_close(&r);
+	assert_true(n >= 4);
+	start = calloc(n + 1, sizeof(*start));
+	assert_non_null(start);
+	for (size_t i = 0; i < n; i++) {
+		start[i + 1] = start[i] + sizes[i];
+		if (i && sizes[i] > sizes[big])
+			big = i;
+	}
+	assert_int_equal(start[n], len);
+	print_message("%zu records, %zu bytes; the largest %llu bytes\n", n,
+		      len, (unsigned long long)sizes[big]);
+
+	for (size_t m = 1; m < n; m++) {
+		uint64_t sz = sizes[m];
+
+		for (uint64_t torn = 1; torn < sz; torn++) {
+			uint8_t *b;
+
+			/* Every length for the largest, a few for others:
+			 * the header cut, the body cut early and late. */
+			if (m != big && torn > 3 && torn != sz / 2 &&
+			    torn != sz - 1)
+				continue;
+			/* Records 0..m-1, @torn bytes of record m, then
+			 * records m.. whole. */
+			b = splice2(buf, start[m] + torn, buf + start[m],
+				    len - start[m]);
+			weft_trace_reader_open_mem(&r, b, len + torn);
+			ng = record_sizes(&r, got, 4096, &rc);
+			if (rc || ng != n || r.skipped != torn ||
+			    r.first_skip != start[m])
+				print_message(
+					"record %zu torn at %llu: rc %d, "
+					"%zu of %zu records, %llu at %llu "
+					"skipped\n",
+					m, (unsigned long long)torn, rc, ng, n,
+					(unsigned long long)r.skipped,
+					(unsigned long long)r.first_skip);
+			assert_int_equal(rc, 0);
+			assert_false(r.truncated);
+			assert_int_equal(ng, n);
+			assert_memory_equal(got, sizes, n * sizeof(*sizes));
+			assert_int_equal(r.skipped, torn);
+			assert_int_equal(r.skips, 1);
+			assert_int_equal(r.first_skip, start[m]);
+			weft_trace_reader_close(&r);
+
+			/* Cut inside the last record as well: every whole
+			 * record before the cut, marked truncated. */
+			weft_trace_reader_open_mem(&r, b, len + torn - 1);
+			ng = record_sizes(&r, got, 4096, &rc);
+			if (rc || ng != n - 1)
+				print_message(
+					"record %zu torn at %llu, cut: rc "
+					"%d, %zu of %zu records\n",
+					m, (unsigned long long)torn, rc, ng,
+					n - 1);
+			assert_int_equal(rc, 0);
+			assert_true(r.truncated);
+			assert_int_equal(ng, n - 1);
+			/* The last record torn, then cut: both are the
+			 * file's cut tail, nothing skipped. */
+			assert_int_equal(r.skipped, m == n - 1 ? 0 : torn);
+			weft_trace_reader_close(&r);
+			total_skipped += torn;
+			cases++;
+			free(b);
+		}
+	}
+	print_message("%llu splices, %llu bytes skipped in all\n",
+		      (unsigned long long)cases,
+		      (unsigned long long)total_skipped);
+
+	/* The largest record torn at its middle, read from a file. */
+	{
+		uint64_t torn = sizes[big] / 2;
+		uint8_t *b = splice2(buf, start[big] + torn, buf + start[big],
+				     len - start[big]);
+		FILE *fp = fopen(spliced, "wb");
+
+		assert_non_null(fp);
+		assert_int_equal(fwrite(b, 1, len + torn, fp), len + torn);
+		assert_int_equal(fclose(fp), 0);
+		assert_int_equal(weft_trace_reader_open(&r, spliced), 0);
+		ng = record_sizes(&r, got, 4096, &rc);
+		assert_int_equal(rc, 0);
+		assert_int_equal(ng, n);
+		assert_int_equal(r.skipped, torn);
+		weft_trace_reader_close(&r);
+		free(b);
+	}
+	free(start);
+	free(buf);
+	unlink(path);
+	unlink(spliced);
+	free(path);
+	free(spliced);
 }
 
 static weft_poll_t sleeper_poll(void *arg, weft_cx_t *cx)
@@ -598,7 +756,7 @@ static unsigned marks_with(const char *path, uint64_t a1)
 	while (weft_trace_reader_next(&r, &f) == 1) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
 			int k = weft_wire_batch_decode(f->events, ev,
-							WEFT_WIRE_BATCH_MAX);
+						       WEFT_WIRE_BATCH_MAX);
 
 			assert_true(k >= 0);
 			for (int i = 0; i < k; i++)
@@ -688,6 +846,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_file_records_workload),
 		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
+		cmocka_unit_test(test_trace_file_torn_record_skipped),
 		cmocka_unit_test(test_trace_file_rotates),
 		cmocka_unit_test(test_trace_file_rotates_after_burst),
 		cmocka_unit_test(test_trace_file_rotation_bounded),

@@ -200,26 +200,41 @@ static bool frame_plausible(const Weft__V1__Frame *f)
 	return ok;
 }
 
+/* Whether a record a recorder could have written starts at @at, from its
+ * first bytes: 0x0a, a length within the limit, and one Frame field, an
+ * Update or an EventBatch, whose length fills the record.  Return: the
+ * header's size, with *@len the Frame's; 0 when not. */
+static size_t record_start_at(weft_trace_reader_t *r, uint64_t at,
+			      uint64_t *len)
+{
+	uint8_t h[24];
+	size_t n = src_read_at(r, at, h, sizeof(h)), k, k2;
+	uint64_t sub;
+
+	k = rec_header(h, n, r->dec.max_record, len);
+	if (!k || *len < 2 || n < k + 2)
+		return 0;
+	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS)
+		return 0;
+	k2 = varint_get(h + k + 1, n - k - 1, &sub);
+	if (!k2 || 1 + k2 + sub != *len)
+		return 0;
+	return k;
+}
+
 /* Whether a whole record that a recorder could have written starts at
  * @at, in a source of @size bytes (the checks: top of file). */
 static bool whole_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
 {
-	uint8_t h[24], nx[11];
-	size_t max = r->dec.max_record;
-	size_t n = src_read_at(r, at, h, sizeof(h)), k, k2, m;
-	uint64_t len, sub, nlen, end;
+	uint8_t nx[11];
+	size_t max = r->dec.max_record, k, m;
+	uint64_t len, nlen, end;
 	Weft__V1__Frame *f;
 	uint8_t *body;
 	bool ok;
 
-	k = rec_header(h, n, max, &len);
-	if (!k || len < 2 || len > size - at - k)
-		return false;
-	/* n >= k + 2 here: the record's bytes are in the source. */
-	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS)
-		return false;
-	k2 = varint_get(h + k + 1, n - k - 1, &sub);
-	if (!k2 || 1 + k2 + sub != len)
+	k = record_start_at(r, at, &len);
+	if (!k || len > size - at - k)
 		return false;
 	end = at + k + len;
 	if (end < size) {
@@ -237,6 +252,44 @@ static bool whole_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
 	weft_wire_frame_free(f);
 	free(body);
 	return ok;
+}
+
+/*
+ * Whether a record that the source's end cuts starts inside (@at,
+ * @end): a torn record that decoded swallowed the start of the record
+ * after it, and when that one is cut short there is no whole one to
+ * find, but its start is there.
+ */
+static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
+			      uint64_t size)
+{
+	uint64_t len;
+	size_t k;
+
+	/* The reader's buffer as the window (a scan just lost it). */
+	for (uint64_t base = at + 1; base < end;) {
+		size_t n = sizeof(r->buf);
+
+		if (n > end - base)
+			n = (size_t)(end - base);
+		n = src_read_at(r, base, r->buf, n);
+		if (!n)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *p =
+				memchr(r->buf + i, WEFT_WIRE_RECORD_TAG, n - i);
+
+			if (!p)
+				break;
+			i = (size_t)(p - r->buf);
+			k = record_start_at(r, base + i, &len);
+			if (k && len > size - (base + i) - k)
+				return true;
+		}
+		base += n;
+	}
+	r->len = r->pos = 0;
+	return false;
 }
 
 /* Reads on from @at: the decoder starts afresh there. */
@@ -259,26 +312,15 @@ static bool position(weft_trace_reader_t *r, uint64_t at)
 }
 
 /*
- * resync() - past the bad record at @bad, to the next whole one (the
- * file's top comment has the checks and the bound).
- * Return: true with the reader there and the bytes skipped counted;
- * false when there is none (or the source cannot be read at random).
+ * scan() - the first whole record (whole_record_at()) starting in (@bad,
+ * @limit) of a source of @size bytes, into *@found.  The reader's buffer
+ * is the window: its bytes are lost either way (the caller repositions).
  */
-static bool resync(weft_trace_reader_t *r, uint64_t bad)
+static bool scan(weft_trace_reader_t *r, uint64_t bad, uint64_t limit,
+		 uint64_t size, uint64_t *found)
 {
-	uint64_t size, limit, base;
-
-	/* Not twice from one place (the end of a file read again). */
-	if (r->resync_tried && r->resync_from == bad)
-		return false;
-	r->resync_tried = true;
-	r->resync_from = bad;
-	if (!src_size(r, &size) || bad >= size)
-		return false;
-	limit = bad + 1 + 10 + r->dec.max_record;
-	if (limit > size)
-		limit = size;
-	for (base = bad + 1; base < limit;) {
+	r->len = r->pos = 0;
+	for (uint64_t base = bad + 1; base < limit;) {
 		size_t n = sizeof(r->buf);
 
 		if (n > limit - base)
@@ -293,22 +335,98 @@ static bool resync(weft_trace_reader_t *r, uint64_t bad)
 			if (!p)
 				break;
 			i = (size_t)(p - r->buf);
-			if (!whole_record_at(r, base + i, size))
-				continue;
-			if (!position(r, base + i))
-				return false;
-			if (!r->skips)
-				r->first_skip = bad;
-			r->skips++;
-			r->skipped += base + i - bad;
-			return true;
+			if (whole_record_at(r, base + i, size)) {
+				*found = base + i;
+				return true;
+			}
 		}
 		base += n;
 	}
-	/* The window's bytes are not the stream's: read on from scratch
-	 * (at the end, where the decoder stands). */
-	r->len = r->pos = 0;
 	return false;
+}
+
+/* Reads on from @at, the bytes from @bad counted as skipped. */
+static bool skip_to(weft_trace_reader_t *r, uint64_t bad, uint64_t at)
+{
+	if (!position(r, at))
+		return false;
+	if (!r->skips)
+		r->first_skip = bad;
+	r->skips++;
+	r->skipped += at - bad;
+	return true;
+}
+
+/* How far a scan from @bad looks, in a source of @size bytes. */
+static uint64_t scan_limit(const weft_trace_reader_t *r, uint64_t bad,
+			   uint64_t size)
+{
+	uint64_t limit = bad + 1 + 10 + r->dec.max_record;
+
+	return limit < size ? limit : size;
+}
+
+/*
+ * resync() - past the bad record at @bad, to the next whole one (the
+ * file's top comment has the checks and the bound).
+ * Return: true with the reader there and the bytes skipped counted;
+ * false when there is none (or the source cannot be read at random),
+ * with *@to_end set when the scan went to the file's end and the bad
+ * record starts as a record does: it is then the file's last, and the
+ * file is one cut short.
+ */
+static bool resync(weft_trace_reader_t *r, uint64_t bad, bool *to_end)
+{
+	uint64_t size, limit, at;
+	uint8_t tag;
+
+	*to_end = false;
+	/* Not twice from one place (the end of a file read again). */
+	if (r->resync_tried && r->resync_from == bad)
+		return false;
+	r->resync_tried = true;
+	r->resync_from = bad;
+	if (!src_size(r, &size) || bad >= size)
+		return false;
+	limit = scan_limit(r, bad, size);
+	if (scan(r, bad, limit, size, &at))
+		return skip_to(r, bad, at);
+	/* A record's start (not bytes that are none: an error, as ever). */
+	*to_end = limit == size && src_read_at(r, bad, &tag, 1) == 1 &&
+		  tag == WEFT_WIRE_RECORD_TAG;
+	return false;
+}
+
+/*
+ * Whether what follows the record just decoded starts a record (or the
+ * file ends).  A torn record can decode: one cut in its last varint,
+ * say, takes the next record's tag for its last byte, and the record
+ * then ends inside the next one.  One byte parsed a record, in the
+ * buffer mostly; at the buffer's end a pread of 11 bytes (none on a
+ * pipe: it passes).
+ */
+static bool followed_well(weft_trace_reader_t *r)
+{
+	const uint8_t *p = r->buf + r->pos;
+	size_t m = r->len - r->pos, k;
+	uint8_t nx[12];
+	uint64_t len;
+
+	if (!m) {
+		if (r->mem || r->fp)
+			m = src_read_at(r, r->dec.offset, nx, sizeof(nx));
+		p = nx;
+	}
+	if (m > sizeof(nx))
+		m = sizeof(nx);
+	if (!m || header_cut(p, m))
+		return true;
+	k = rec_header(p, m, r->dec.max_record, &len);
+	/* And a Frame's field after it, length-delimited (every field of
+	 * Frame is a message): a record's own inner bytes after a torn
+	 * one's end often start 0x0a too (an Update's Stats, field 1), but
+	 * with a varint field inside. */
+	return k && (k == m || !len || (p[k] & 7) == 2);
 }
 
 static bool is_header(const Weft__V1__Frame *f)
@@ -333,8 +451,11 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 	*frame = NULL;
 	if (r->error)
 		return r->error;
+	if (r->cut_tail)
+		return 0;
 	for (;;) {
 		Weft__V1__Frame *f;
+		bool to_end = false;
 		size_t used;
 		int rc;
 
@@ -345,7 +466,7 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			/* A record that claims more than the file holds: a
 			 * torn one, if whole records follow its start. */
 			if (r->truncated && r->frames &&
-			    resync(r, r->dec.record_offset)) {
+			    resync(r, r->dec.record_offset, &to_end)) {
 				r->truncated = false;
 				continue;
 			}
@@ -359,8 +480,14 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			 * skipped when a whole one follows (-ENOMEM is
 			 * ours, not the file's). */
 			if (rc != -ENOMEM && r->frames &&
-			    resync(r, r->dec.record_offset))
+			    resync(r, r->dec.record_offset, &to_end))
 				continue;
+			/* Nothing whole after it: the file's cut tail (a torn
+			 * record, then the end) reads as a file cut short. */
+			if (to_end) {
+				r->truncated = r->cut_tail = true;
+				return 0;
+			}
 			r->error_offset = r->dec.record_offset;
 			return r->error = rc;
 		}
@@ -370,6 +497,45 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			weft_wire_frame_free(f);
 			r->error_offset = 0;
 			return r->error = WEFT_TRACE_E_NOT_TRACE;
+		}
+		/*
+		 * A record not followed by a record (nor the end): in a
+		 * recorder's file, either a torn record that decoded (one
+		 * cut in its last varint takes the next record's tag for
+		 * its last byte, and ends inside that record) or a whole one
+		 * with a torn one after it.  Torn when the first whole
+		 * record after its start starts inside it (the one whose
+		 * start it swallowed), or when none follows before the
+		 * file's end: skipped.  Else it stands, and reading goes on
+		 * at its end, where the torn bytes after it are skipped.
+		 */
+		if (r->frames && !followed_well(r)) {
+			uint64_t at = r->dec.record_offset, end = r->dec.offset;
+			uint64_t size, limit, next;
+			bool found;
+
+			if (src_size(r, &size) && end <= size) {
+				limit = scan_limit(r, at, size);
+				found = scan(r, at, limit, size, &next);
+				if (found && next < end) {
+					weft_wire_frame_free(f);
+					if (!skip_to(r, at, next))
+						return r->error = -EIO;
+					continue;
+				}
+				if (!found && limit == size &&
+				    cut_record_inside(r, at, end, size)) {
+					weft_wire_frame_free(f);
+					r->truncated = r->cut_tail = true;
+					return 0;
+				}
+				if (!position(r, end)) {
+					weft_wire_frame_free(f);
+					return r->error = -EIO;
+				}
+				/* Callers read the record's place here. */
+				r->dec.record_offset = at;
+			}
 		}
 		if (!r->frames) {
 			r->header_frame = f;
@@ -407,5 +573,6 @@ int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset)
 	r->error_offset = 0;
 	r->truncated = false;
 	r->resync_tried = false;
+	r->cut_tail = false;
 	return 0;
 }

@@ -15,7 +15,11 @@
  * whole record is told from bytes that look like one, and the bound on
  * the scan, are in trace_reader.c.  Only memory and regular files are
  * resynchronised; a pipe stops at the error.  The header record is never
- * skipped: a file whose first record is bad is not a trace.
+ * skipped: a file whose first record is bad is not a trace.  A bad record
+ * with no whole one after it before the file's end is the file's cut
+ * tail: .truncated, as for a file cut inside a record.  A record that
+ * decodes but is not followed by a record header is taken for a torn one
+ * when a whole record starts inside it (it swallowed that one's start).
  */
 #ifndef WEFT_TRACE_READER_H
 #define WEFT_TRACE_READER_H
@@ -45,6 +49,7 @@ typedef struct weft_trace_reader_s {
 	Weft__V1__Frame *header_frame;
 	uint64_t resync_from; /* the last bad record a resync left from */
 	bool resync_tried;
+	bool cut_tail; /* ended at a bad record with nothing whole after it */
 } weft_trace_reader_t;
 
 /* Extra result of weft_trace_reader_next() for a file whose first record
