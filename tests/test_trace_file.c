@@ -111,7 +111,8 @@ static void spinner_workload(const char *path, unsigned idle_ms)
 	weft_probe_mark(1, 0);
 	usleep(idle_ms * 1000);
 	sp.until = weft_now_ns() + 300ull * 1000 * 1000;
-	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp, &j),
+	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &sp,
+					  &j),
 			 0);
 	assert_int_equal(weft_join_wait(j, NULL), 0);
 	weft_join_drop(j);
@@ -139,7 +140,7 @@ static char *tmp_path(const char *name)
 
 struct summary {
 	uint64_t frames, headers, updates, batches, events, polls;
-	bool named;   /* an update named a task "yielder" with its file */
+	bool named; /* an update named a task "yielder" with its file */
 	bool sleeper; /* an update named a task "sleeper" */
 	bool truncated;
 	int error;
@@ -173,7 +174,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 			break;
 		case WEFT__V1__FRAME__BODY_EVENTS: {
 			int n = weft_wire_batch_decode(f->events, ev,
-						       WEFT_WIRE_BATCH_MAX);
+							WEFT_WIRE_BATCH_MAX);
 
 			assert_true(n >= 0);
 			s.batches++;
@@ -253,18 +254,24 @@ static void test_trace_file_records_workload(void **state)
  * with EFBIG, the one that crosses it short): the recorder cuts the file
  * back to its last whole record, stops, and weft_trace_stop() says why.
  * Every record left reads whole (before, a reader failed on the whole
- * file: "frame does not decode").  Recording starts again afterwards.
+ * file: "frame does not decode").  weft_trace_stats() counts it.  The
+ * same file is continued afterwards (weft_trace_continue()) and reads
+ * whole to its new end; a new recording starts too.
  */
 static void test_trace_file_full_disk(void **state)
 {
 	char *path = tmp_path("full.weft"), *again = tmp_path("again.weft");
+	weft_trace_opts_t rot = { .max_file_bytes = 1 << 20 };
+	weft_trace_stats_t before, after;
 	struct rlimit old, low;
 	weft_trace_reader_t r;
-	struct summary sum;
+	struct summary sum, more;
 	struct stat st;
+	off_t kept;
 	int err;
 
 	(void)state;
+	weft_trace_stats(&before);
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
 	low = old;
 	low.rlim_cur = 64 * 1024;
@@ -294,7 +301,47 @@ static void test_trace_file_full_disk(void **state)
 	assert_false(sum.truncated);
 	assert_int_equal(sum.headers, 1);
 	weft_trace_reader_close(&r);
-	/* Space back: a new recording. */
+	/* Counted: one failure, the failed write's bytes lost. */
+	weft_trace_stats(&after);
+	assert_int_equal(after.write_errors, before.write_errors + 1);
+	assert_int_equal(after.error, -EFBIG);
+	assert_true(after.bytes_lost > before.bytes_lost);
+	assert_true(after.bytes_written >=
+		    before.bytes_written + (uint64_t)st.st_size);
+	print_message(
+		"%llu bytes lost\n",
+		(unsigned long long)(after.bytes_lost - before.bytes_lost));
+
+	/* Space back: the same file goes on from its last whole record
+	 * (not with rotation; a file that is no trace is refused). */
+	kept = st.st_size;
+	assert_int_equal(weft_trace_continue(path, &rot), -EINVAL);
+	assert_int_equal(weft_trace_continue(again, NULL), 0);
+	assert_int_equal(weft_trace_stop(), 0); /* absent: a new trace */
+	assert_int_equal(truncate(again, 3), 0);
+	assert_int_equal(weft_trace_continue(again, NULL), -EPROTO);
+	assert_int_equal(weft_trace_continue(path, NULL), 0);
+	workload(10, 5);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_trace_stats(&after);
+	assert_int_equal(after.error, 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > kept);
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	more = read_trace(&r);
+	assert_int_equal(more.error, 0);
+	assert_false(more.truncated);
+	assert_int_equal(r.skipped, 0);
+	assert_int_equal(more.headers, 1);
+	assert_true(more.frames > sum.frames);
+	assert_true(more.updates > sum.updates);
+	assert_true(more.named);
+	weft_trace_reader_close(&r);
+	print_message("continued: %lld bytes, %llu frames (%llu before)\n",
+		      (long long)st.st_size, (unsigned long long)more.frames,
+		      (unsigned long long)sum.frames);
+
+	/* Or a new recording. */
 	assert_int_equal(weft_trace_start(again, NULL), 0);
 	workload(10, 5);
 	assert_int_equal(weft_trace_stop(), 0);
@@ -756,7 +803,7 @@ static unsigned marks_with(const char *path, uint64_t a1)
 	while (weft_trace_reader_next(&r, &f) == 1) {
 		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
 			int k = weft_wire_batch_decode(f->events, ev,
-						       WEFT_WIRE_BATCH_MAX);
+							WEFT_WIRE_BATCH_MAX);
 
 			assert_true(k >= 0);
 			for (int i = 0; i < k; i++)

@@ -28,6 +28,19 @@
  * exactly the right length.  A false landing is not a silent one
  * either: what follows it must read too, or the next resync says so.
  *
+ * A torn record can also decode: cut in its last varint, it takes the
+ * next record's tag (0x0a, a valid last byte) and ends inside the next
+ * record.  So every record returned must be followed by a record header
+ * whose Frame field is length-delimited, or by the end (one byte parsed
+ * in the buffer, a pread of 11 bytes at its end: the hot path's only
+ * cost).  One that is not is torn when the first whole record after its
+ * start starts inside it, or when only a cut record follows it to the
+ * end; else it stands, and the bytes after it are skipped.
+ *
+ * A bad record (starting with the tag) with nothing whole after it
+ * before the end is the file's cut tail: the file reads as one cut short
+ * (truncated), those bytes are not counted as skipped.
+ *
  * The scan is bounded: it looks at most 11 + max_record bytes past the
  * bad record's start (a torn record is the start of one record, so a
  * whole one starts within that); farther, the damage is not a torn
@@ -61,7 +74,7 @@ int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 }
 
 void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
-				size_t len)
+				 size_t len)
 {
 	memset(r, 0, sizeof(*r));
 	r->mem = data;
@@ -473,7 +486,7 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			return 0;
 		}
 		rc = weft_wire_decoder_feed(&r->dec, r->buf + r->pos,
-					    r->len - r->pos, &used, &f);
+					     r->len - r->pos, &used, &f);
 		r->pos += used;
 		if (rc < 0) {
 			/* Past the header, a record that does not read is

@@ -59,7 +59,7 @@ typedef struct weft_trace_reader_s {
 /* trace_reader.c */
 int weft_trace_reader_open(weft_trace_reader_t *r, const char *path);
 void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
-				size_t len);
+				 size_t len);
 int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
 int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset);
 void weft_trace_reader_close(weft_trace_reader_t *r);
