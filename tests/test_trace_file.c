@@ -7,7 +7,8 @@
  * not traces.
  *
  * `test_trace_file --workload` only runs the workload (for WEFT_TRACE=path
- * from the environment: tests/trace_tools.sh); `--spinner PATH IDLE_MS`
+ * from the environment: tests/trace_tools.sh); `--full-disk` and
+ * `--splice-torn` serve tests/trace_full_disk.sh; `--spinner PATH IDLE_MS`
  * records a worker that is parked for IDLE_MS, then spins on a task that
  * wakes itself (tests/trace_tools.sh reads its busy % and poll %).
  */
@@ -887,6 +888,102 @@ static void test_trace_file_not_a_trace(void **state)
 			 -ENOENT);
 }
 
+/*
+ * `--full-disk PATH GO [FSIZE]` (tests/trace_full_disk.sh): records into
+ * PATH, on a filesystem nearly full, until a write fails (FSIZE: or with
+ * RLIMIT_FSIZE at that many bytes instead, SIGXFSZ ignored); says "full"
+ * on stdout; waits for the file GO (the script freed space: the limit
+ * goes too); stops (the error comes back), continues PATH and records
+ * more.  Exit 0, or the step that failed.
+ */
+static int full_disk_mode(const char *path, const char *go, const char *fsize)
+{
+	weft_trace_stats_t st0, st;
+	struct rlimit old, low;
+	int err;
+
+	if (fsize) {
+		if (getrlimit(RLIMIT_FSIZE, &old))
+			return 10;
+		low = old;
+		low.rlim_cur = strtoull(fsize, NULL, 10);
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &low))
+			return 10;
+	}
+	weft_trace_stats(&st0);
+	st = st0;
+	if (weft_trace_start(path, NULL))
+		return 2;
+	for (int i = 0; i < 600 && st.write_errors == st0.write_errors; i++) {
+		workload(20, 10);
+		usleep(20 * 1000);
+		weft_trace_stats(&st);
+	}
+	if (st.write_errors == st0.write_errors) {
+		fprintf(stderr, "full-disk: no write failed\n");
+		return 3;
+	}
+	printf("full %d\n", st.error);
+	fflush(stdout);
+	for (int i = 0; i < 1200 && access(go, F_OK); i++)
+		usleep(50 * 1000);
+	if (fsize && setrlimit(RLIMIT_FSIZE, &old))
+		return 10;
+	err = weft_trace_stop();
+	if (err != st.error) {
+		fprintf(stderr, "full-disk: stop said %d, not %d\n", err,
+			st.error);
+		return 4;
+	}
+	err = weft_trace_continue(path, NULL);
+	if (err) {
+		fprintf(stderr, "full-disk: continue: %s\n", strerror(-err));
+		return 5;
+	}
+	workload(50, 20);
+	err = weft_trace_stop();
+	if (err) {
+		fprintf(stderr, "full-disk: stop: %s\n", strerror(-err));
+		return 6;
+	}
+	return 0;
+}
+
+/*
+ * `--splice-torn IN OUT` (tests/trace_full_disk.sh): OUT is IN with the
+ * first half of its middle record (past the header) put in before that
+ * record: a torn record, then the whole ones, as the recorder left files
+ * before it cut them back.  Prints the torn bytes.
+ */
+static int splice_torn_mode(const char *in, const char *out)
+{
+	static uint64_t sizes[1 << 16];
+	weft_trace_reader_t r;
+	uint64_t at = 0, torn;
+	size_t len, n, m;
+	uint8_t *buf = slurp(in, &len);
+	FILE *fp;
+	int rc;
+
+	weft_trace_reader_open_mem(&r, buf, len);
+	n = record_sizes(&r, sizes, 1 << 16, &rc);
+	weft_trace_reader_close(&r);
+	if (rc || n < 3)
+		return 2;
+	m = n / 2;
+	for (size_t i = 0; i < m; i++)
+		at += sizes[i];
+	torn = sizes[m] / 2;
+	fp = fopen(out, "wb");
+	if (!fp || fwrite(buf, 1, at + torn, fp) != at + torn ||
+	    fwrite(buf + at, 1, len - at, fp) != len - at || fclose(fp))
+		return 3;
+	printf("%llu\n", (unsigned long long)torn);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -906,6 +1003,11 @@ int main(int argc, char **argv)
 		workload(200, 50);
 		return 0;
 	}
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--full-disk"))
+		return full_disk_mode(argv[2], argv[3],
+				      argc == 5 ? argv[4] : NULL);
+	if (argc == 4 && !strcmp(argv[1], "--splice-torn"))
+		return splice_torn_mode(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "--spinner")) {
 		spinner_workload(argv[2], (unsigned)atoi(argv[3]));
 		return 0;
