@@ -200,9 +200,19 @@ static int rotate(void)
 	if (!path)
 		return -ENOMEM;
 	rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rec.fd < 0) {
+		/* Recording stops as for a failed write: said once. */
+		err = -errno;
+		fprintf(stderr,
+			"weft: trace: opening %s: %s; recording stopped, the "
+			"files before it whole\n",
+			path, strerror(-err));
+		rec.said = true;
+		counter_inc(&counts.write_errors);
+		free(path);
+		return err;
+	}
 	free(path);
-	if (rec.fd < 0)
-		return -errno;
 	rec.file_bytes = 0;
 	/*
 	 * Names and files again in the records still to come, and every
@@ -233,7 +243,7 @@ static int rotate(void)
  * reader would take for the file's corruption), closed, and recording
  * stops with one line on stderr.  weft_trace_stop() returns the error;
  * weft_trace_start() afterwards records anew (into a new file, or this
- * one continued: weft_trace_opts_t.append).  What the probe sends until
+ * one continued: weft_trace_continue()).  What the probe sends until
  * then is not even encoded (writing_stopped()).  @lost: the bytes the
  * failed write held, which no file has.
  */
