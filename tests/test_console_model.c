@@ -2015,7 +2015,8 @@ static void test_console_replay_same_as_frames(void **state)
 
 /*
  * A file cut inside its last record replays to the record before; a
- * malformed record ends the replay there, the reason kept; a record
+ * malformed record is skipped when whole records follow it, and bytes
+ * that are no records end the replay there, the reason kept; a record
  * that no longer reads when the clock reaches it (the file changed)
  * ends it too.
  */
@@ -2048,12 +2049,30 @@ static void test_console_replay_cut_and_malformed(void **state)
 	con_model_fini(&m);
 	con_replay_close(&r);
 
-	/* Step 1000's batch: not a record tag. */
+	/* Step 1000's batch: not a record tag, with whole records after
+	 * it: the reader skips it (issue 19), the replay goes on. */
 	replay_write(path, 1000, &bad);
 	fp = fopen(path, "r+b");
 	assert_non_null(fp);
 	assert_int_equal(fseek(fp, (long)bad, SEEK_SET), 0);
 	assert_int_equal(fputc(0, fp), 0);
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_false(r.truncated);
+	assert_null(r.error);
+	assert_int_equal(r.n, 2 * REPLAY_STEPS - 1);
+	con_replay_close(&r);
+
+	/* From step 1000's batch on, bytes that are no records: the
+	 * replay ends there, the reason kept. */
+	replay_write(path, 1000, &bad);
+	fp = fopen(path, "r+b");
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	len = ftell(fp);
+	assert_int_equal(fseek(fp, (long)bad, SEEK_SET), 0);
+	for (long i = (long)bad; i < len; i++)
+		assert_int_equal(fputc(0, fp), 0);
 	assert_int_equal(fclose(fp), 0);
 	assert_int_equal(con_replay_open(&r, path), 0);
 	assert_false(r.truncated);
@@ -2086,7 +2105,9 @@ static void test_console_replay_cut_and_malformed(void **state)
 	assert_non_null(strstr(r.error, "changed"));
 	assert_int_equal(r.n, 2 * 1500);
 	assert_int_equal(r.next, r.n);
-	replay_reference(path, &ref, r.last_ns, &rf, 0, NULL, 0);
+	/* The reference to the last record played: the reader reads on
+	 * past the bad one now (it skips it), the replay does not. */
+	replay_reference(path, &ref, r.rec[r.n - 1].at, &rf, 0, NULL, 0);
 	assert_same_model(&m, &ref);
 	con_model_fini(&ref);
 	con_model_fini(&m);

@@ -3,11 +3,12 @@
  * Trace files (probe/src/recorder.c, trace_reader.c): a real workload
  * recorded and read back (header first, events, task names in updates),
  * a file cut at every byte offset reads cleanly up to its last whole
- * record, rotation, the flight recorder's snapshot, and files that are
+ * record, a torn record in the middle is skipped, rotation, the flight recorder's snapshot, and files that are
  * not traces.
  *
  * `test_trace_file --workload` only runs the workload (for WEFT_TRACE=path
- * from the environment: tests/trace_tools.sh); `--spinner PATH IDLE_MS`
+ * from the environment: tests/trace_tools.sh); `--full-disk` and
+ * `--splice-torn` serve tests/trace_full_disk.sh; `--spinner PATH IDLE_MS`
  * records a worker that is parked for IDLE_MS, then spins on a task that
  * wakes itself (tests/trace_tools.sh reads its busy % and poll %).
  */
@@ -254,18 +255,24 @@ static void test_trace_file_records_workload(void **state)
  * with EFBIG, the one that crosses it short): the recorder cuts the file
  * back to its last whole record, stops, and weft_trace_stop() says why.
  * Every record left reads whole (before, a reader failed on the whole
- * file: "frame does not decode").  Recording starts again afterwards.
+ * file: "frame does not decode").  weft_trace_stats() counts it.  The
+ * same file is continued afterwards (weft_trace_continue()) and reads
+ * whole to its new end; a new recording starts too.
  */
 static void test_trace_file_full_disk(void **state)
 {
 	char *path = tmp_path("full.weft"), *again = tmp_path("again.weft");
+	weft_trace_opts_t rot = { .max_file_bytes = 1 << 20 };
+	weft_trace_stats_t before, after;
 	struct rlimit old, low;
 	weft_trace_reader_t r;
-	struct summary sum;
+	struct summary sum, more;
 	struct stat st;
+	off_t kept;
 	int err;
 
 	(void)state;
+	weft_trace_stats(&before);
 	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
 	low = old;
 	low.rlim_cur = 64 * 1024;
@@ -295,7 +302,47 @@ static void test_trace_file_full_disk(void **state)
 	assert_false(sum.truncated);
 	assert_int_equal(sum.headers, 1);
 	weft_trace_reader_close(&r);
-	/* Space back: a new recording. */
+	/* Counted: one failure, the failed write's bytes lost. */
+	weft_trace_stats(&after);
+	assert_int_equal(after.write_errors, before.write_errors + 1);
+	assert_int_equal(after.error, -EFBIG);
+	assert_true(after.bytes_lost > before.bytes_lost);
+	assert_true(after.bytes_written >=
+		    before.bytes_written + (uint64_t)st.st_size);
+	print_message(
+		"%llu bytes lost\n",
+		(unsigned long long)(after.bytes_lost - before.bytes_lost));
+
+	/* Space back: the same file goes on from its last whole record
+	 * (not with rotation; a file that is no trace is refused). */
+	kept = st.st_size;
+	assert_int_equal(weft_trace_continue(path, &rot), -EINVAL);
+	assert_int_equal(weft_trace_continue(again, NULL), 0);
+	assert_int_equal(weft_trace_stop(), 0); /* absent: a new trace */
+	assert_int_equal(truncate(again, 3), 0);
+	assert_int_equal(weft_trace_continue(again, NULL), -EPROTO);
+	assert_int_equal(weft_trace_continue(path, NULL), 0);
+	workload(10, 5);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_trace_stats(&after);
+	assert_int_equal(after.error, 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > kept);
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	more = read_trace(&r);
+	assert_int_equal(more.error, 0);
+	assert_false(more.truncated);
+	assert_int_equal(r.skipped, 0);
+	assert_int_equal(more.headers, 1);
+	assert_true(more.frames > sum.frames);
+	assert_true(more.updates > sum.updates);
+	assert_true(more.named);
+	weft_trace_reader_close(&r);
+	print_message("continued: %lld bytes, %llu frames (%llu before)\n",
+		      (long long)st.st_size, (unsigned long long)more.frames,
+		      (unsigned long long)sum.frames);
+
+	/* Or a new recording. */
 	assert_int_equal(weft_trace_start(again, NULL), 0);
 	workload(10, 5);
 	assert_int_equal(weft_trace_stop(), 0);
@@ -365,6 +412,169 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 	free(buf);
 	unlink(path);
 	free(path);
+}
+
+/* The sizes of the whole records a reader returns, in order (at most
+ * @cap); the reader is left at its end. */
+static size_t record_sizes(weft_trace_reader_t *r, uint64_t *sizes, size_t cap,
+			   int *rc)
+{
+	Weft__V1__Frame *f;
+	size_t n = 0;
+
+	while ((*rc = weft_trace_reader_next(r, &f)) == 1) {
+		assert_true(n < cap);
+		sizes[n++] = r->dec.offset - r->dec.record_offset;
+		if (r->frames > 1)
+			weft_wire_frame_free(f);
+	}
+	return n;
+}
+
+/* @a then @b into a new buffer of @alen + @blen bytes. */
+static uint8_t *splice2(const uint8_t *a, size_t alen, const uint8_t *b,
+			size_t blen)
+{
+	uint8_t *p = malloc(alen + blen + 1);
+
+	assert_non_null(p);
+	memcpy(p, a, alen);
+	memcpy(p + alen, b, blen);
+	return p;
+}
+
+/*
+ * A torn record in the middle of a file (what the recorder left before it
+ * cut files back: part of a record, then whole records appended behind
+ * it): the first @torn bytes of a record spliced between the whole
+ * records before and after it.  Every whole record on both sides reads,
+ * in order, and the reader counts the torn bytes as skipped; cut short
+ * as well, the file still reads to its last whole record.  Each record of
+ * a real recording is torn at a few lengths, the largest at about 400;
+ * one splice is read from a file too (pread, not memory).
+ */
+static void test_trace_file_torn_record_skipped(void **state)
+{
+	char *path = tmp_path("torn.weft"), *spliced = tmp_path("spl.weft");
+	static uint64_t sizes[4096], got[4096];
+	uint64_t total_skipped = 0, cases = 0;
+	size_t len, n, big = 1, ng;
+	weft_trace_reader_t r;
+	uint64_t *start;
+	uint8_t *buf;
+	int rc;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	workload(8, 4);
+	assert_int_equal(weft_trace_stop(), 0);
+	buf = slurp(path, &len);
+	weft_trace_reader_open_mem(&r, buf, len);
+	n = record_sizes(&r, sizes, 4096, &rc);
+	assert_int_equal(rc, 0);
+	assert_int_equal(r.skipped, 0);
+	weft_trace_reader_close(&r);
+	assert_true(n >= 4);
+	start = calloc(n + 1, sizeof(*start));
+	assert_non_null(start);
+	for (size_t i = 0; i < n; i++) {
+		start[i + 1] = start[i] + sizes[i];
+		if (i && sizes[i] > sizes[big])
+			big = i;
+	}
+	assert_int_equal(start[n], len);
+	print_message("%zu records, %zu bytes; the largest %llu bytes\n", n,
+		      len, (unsigned long long)sizes[big]);
+
+	for (size_t m = 1; m < n; m++) {
+		uint64_t sz = sizes[m];
+
+		for (uint64_t torn = 1; torn < sz; torn++) {
+			uint8_t *b;
+
+			/* For the largest, its first and last 64 lengths
+			 * (the header cut, the last varints) and every 16th
+			 * between; a few for others: the header cut, the
+			 * body cut at its middle and one byte short. */
+			if (m == big ?
+				    torn > 64 && torn < sz - 64 && torn % 16 :
+				    torn > 3 && torn != sz / 2 &&
+					    torn != sz - 1)
+				continue;
+			/* Records 0..m-1, @torn bytes of record m, then
+			 * records m.. whole. */
+			b = splice2(buf, start[m] + torn, buf + start[m],
+				    len - start[m]);
+			weft_trace_reader_open_mem(&r, b, len + torn);
+			ng = record_sizes(&r, got, 4096, &rc);
+			if (rc || ng != n || r.skipped != torn ||
+			    r.first_skip != start[m])
+				print_message(
+					"record %zu torn at %llu: rc %d, "
+					"%zu of %zu records, %llu at %llu "
+					"skipped\n",
+					m, (unsigned long long)torn, rc, ng, n,
+					(unsigned long long)r.skipped,
+					(unsigned long long)r.first_skip);
+			assert_int_equal(rc, 0);
+			assert_false(r.truncated);
+			assert_int_equal(ng, n);
+			assert_memory_equal(got, sizes, n * sizeof(*sizes));
+			assert_int_equal(r.skipped, torn);
+			assert_int_equal(r.skips, 1);
+			assert_int_equal(r.first_skip, start[m]);
+			weft_trace_reader_close(&r);
+
+			/* Cut inside the last record as well: every whole
+			 * record before the cut, marked truncated. */
+			weft_trace_reader_open_mem(&r, b, len + torn - 1);
+			ng = record_sizes(&r, got, 4096, &rc);
+			if (rc || ng != n - 1)
+				print_message(
+					"record %zu torn at %llu, cut: rc "
+					"%d, %zu of %zu records\n",
+					m, (unsigned long long)torn, rc, ng,
+					n - 1);
+			assert_int_equal(rc, 0);
+			assert_true(r.truncated);
+			assert_int_equal(ng, n - 1);
+			/* The last record torn, then cut: both are the
+			 * file's cut tail, nothing skipped. */
+			assert_int_equal(r.skipped, m == n - 1 ? 0 : torn);
+			weft_trace_reader_close(&r);
+			total_skipped += torn;
+			cases++;
+			free(b);
+		}
+	}
+	print_message("%llu splices, %llu bytes skipped in all\n",
+		      (unsigned long long)cases,
+		      (unsigned long long)total_skipped);
+
+	/* The largest record torn at its middle, read from a file. */
+	{
+		uint64_t torn = sizes[big] / 2;
+		uint8_t *b = splice2(buf, start[big] + torn, buf + start[big],
+				     len - start[big]);
+		FILE *fp = fopen(spliced, "wb");
+
+		assert_non_null(fp);
+		assert_int_equal(fwrite(b, 1, len + torn, fp), len + torn);
+		assert_int_equal(fclose(fp), 0);
+		assert_int_equal(weft_trace_reader_open(&r, spliced), 0);
+		ng = record_sizes(&r, got, 4096, &rc);
+		assert_int_equal(rc, 0);
+		assert_int_equal(ng, n);
+		assert_int_equal(r.skipped, torn);
+		weft_trace_reader_close(&r);
+		free(b);
+	}
+	free(start);
+	free(buf);
+	unlink(path);
+	unlink(spliced);
+	free(path);
+	free(spliced);
 }
 
 static weft_poll_t sleeper_poll(void *arg, weft_cx_t *cx)
@@ -682,12 +892,109 @@ static void test_trace_file_not_a_trace(void **state)
 			 -ENOENT);
 }
 
+/*
+ * `--full-disk PATH GO [FSIZE]` (tests/trace_full_disk.sh): records into
+ * PATH, on a filesystem nearly full, until a write fails (FSIZE: or with
+ * RLIMIT_FSIZE at that many bytes instead, SIGXFSZ ignored); says "full"
+ * on stdout; waits for the file GO (the script freed space: the limit
+ * goes too); stops (the error comes back), continues PATH and records
+ * more.  Exit 0, or the step that failed.
+ */
+static int full_disk_mode(const char *path, const char *go, const char *fsize)
+{
+	weft_trace_stats_t st0, st;
+	struct rlimit old, low;
+	int err;
+
+	if (fsize) {
+		if (getrlimit(RLIMIT_FSIZE, &old))
+			return 10;
+		low = old;
+		low.rlim_cur = strtoull(fsize, NULL, 10);
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &low))
+			return 10;
+	}
+	weft_trace_stats(&st0);
+	st = st0;
+	if (weft_trace_start(path, NULL))
+		return 2;
+	for (int i = 0; i < 600 && st.write_errors == st0.write_errors; i++) {
+		workload(20, 10);
+		usleep(20 * 1000);
+		weft_trace_stats(&st);
+	}
+	if (st.write_errors == st0.write_errors) {
+		fprintf(stderr, "full-disk: no write failed\n");
+		return 3;
+	}
+	printf("full %d\n", st.error);
+	fflush(stdout);
+	for (int i = 0; i < 1200 && access(go, F_OK); i++)
+		usleep(50 * 1000);
+	if (fsize && setrlimit(RLIMIT_FSIZE, &old))
+		return 10;
+	err = weft_trace_stop();
+	if (err != st.error) {
+		fprintf(stderr, "full-disk: stop said %d, not %d\n", err,
+			st.error);
+		return 4;
+	}
+	err = weft_trace_continue(path, NULL);
+	if (err) {
+		fprintf(stderr, "full-disk: continue: %s\n", strerror(-err));
+		return 5;
+	}
+	workload(50, 20);
+	err = weft_trace_stop();
+	if (err) {
+		fprintf(stderr, "full-disk: stop: %s\n", strerror(-err));
+		return 6;
+	}
+	return 0;
+}
+
+/*
+ * `--splice-torn IN OUT` (tests/trace_full_disk.sh): OUT is IN with the
+ * first half of its middle record (past the header) put in before that
+ * record: a torn record, then the whole ones, as the recorder left files
+ * before it cut them back.  Prints the torn bytes.
+ */
+static int splice_torn_mode(const char *in, const char *out)
+{
+	static uint64_t sizes[1 << 16];
+	weft_trace_reader_t r;
+	uint64_t at = 0, torn;
+	size_t len, n, m;
+	uint8_t *buf = slurp(in, &len);
+	FILE *fp;
+	int rc;
+
+	weft_trace_reader_open_mem(&r, buf, len);
+	n = record_sizes(&r, sizes, 1 << 16, &rc);
+	weft_trace_reader_close(&r);
+	if (rc || n < 3)
+		return 2;
+	m = n / 2;
+	for (size_t i = 0; i < m; i++)
+		at += sizes[i];
+	torn = sizes[m] / 2;
+	fp = fopen(out, "wb");
+	if (!fp || fwrite(buf, 1, at + torn, fp) != at + torn ||
+	    fwrite(buf + at, 1, len - at, fp) != len - at || fclose(fp))
+		return 3;
+	printf("%llu\n", (unsigned long long)torn);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_file_records_workload),
 		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
+		cmocka_unit_test(test_trace_file_torn_record_skipped),
 		cmocka_unit_test(test_trace_file_rotates),
 		cmocka_unit_test(test_trace_file_rotates_after_burst),
 		cmocka_unit_test(test_trace_file_rotation_bounded),
@@ -700,6 +1007,11 @@ int main(int argc, char **argv)
 		workload(200, 50);
 		return 0;
 	}
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--full-disk"))
+		return full_disk_mode(argv[2], argv[3],
+				      argc == 5 ? argv[4] : NULL);
+	if (argc == 4 && !strcmp(argv[1], "--splice-torn"))
+		return splice_torn_mode(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "--spinner")) {
 		spinner_workload(argv[2], (unsigned)atoi(argv[3]));
 		return 0;

@@ -35,6 +35,7 @@
 #include "weft/metrics.h"
 #include "weft/metrics_endpoint.h"
 #include "weft/probe.h"
+#include "weft/trace.h"
 
 #include "metrics_internal.h"
 #include "runtime_probe.h"
@@ -458,6 +459,7 @@ static void histogram(struct out *o, const char *base, const char *help,
 void weft__metrics_render(weft__mbuf_t *b, bool om)
 {
 	weft__probe_metrics_t pm;
+	weft_trace_stats_t ts;
 	struct snap s = { 0 };
 	struct out o = { .b = b, .om = om };
 	char lbl[160], extra[64];
@@ -553,6 +555,15 @@ void weft__metrics_render(weft__mbuf_t *b, bool om)
 	       "CPU time of the probe's collector thread.");
 	sample_s(&o, "weft_probe_collector_cpu_seconds", "_total", "",
 		 pm.collector_cpu_ns);
+	/* The recorder's (weft/trace.h), read without its lock. */
+	weft_trace_stats(&ts);
+	family(&o, "weft_trace_write_errors", COUNTER, NULL,
+	       "Trace recordings stopped by a failed write (a full disk).");
+	sample_u(&o, "weft_trace_write_errors", "_total", "", ts.write_errors);
+	family(&o, "weft_trace_written_bytes", COUNTER, "bytes",
+	       "Bytes written to trace files.");
+	sample_u(&o, "weft_trace_written_bytes", "_total", "",
+		 ts.bytes_written);
 
 	pthread_mutex_lock(&hist_lock);
 	hists = hist_refs > 0;

@@ -39,6 +39,7 @@
 #include "delta_internal.h"
 #include "probe_internal.h"
 #include "recorder_internal.h"
+#include "weft/trace_reader.h"
 #include "weft/wire.h"
 
 #define FLUSH_DEFAULT_MS 250u
@@ -82,6 +83,7 @@ static struct recorder {
 	weft_wire_hello_t hello;
 	weft_wire_events_t enc;
 	int error;                 /* the first write error */
+	bool said;                 /* a write error was said on stderr */
 	unsigned start_workers;    /* of the runtime known at start, if any */
 	struct chunk *head, *tail; /* flight recorder, oldest first */
 	uint64_t flight_total;
@@ -90,9 +92,31 @@ static struct recorder {
 	.fd = -1,
 };
 
+/*
+ * What weft_trace_stats() reads, from any thread and without rec.lock
+ * (which the collector holds across its writes to the disk: a slow disk
+ * must not stall a metrics scrape).  Written only under rec.lock, so one
+ * writer at a time (counter_add()'s contract); read relaxed: each value
+ * whole, the set not taken at one instant, which statistics do not
+ * need, and nothing else is published through them.
+ */
+static struct {
+	weft_counter_t bytes_written;
+	weft_counter_t bytes_lost;
+	weft_counter_t write_errors;
+	_Atomic int error;
+} counts;
+
 static bool flight_mode(void)
 {
 	return rec.opts.flight_bytes != 0 || rec.opts.flight_ms != 0;
+}
+
+/* A write failed (write_failed()): the recording writes no more, and its
+ * callbacks encode nothing until weft_trace_stop(). */
+static bool writing_stopped(void)
+{
+	return !flight_mode() && rec.fd < 0;
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -113,8 +137,11 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 
 static void note_error(int err)
 {
-	if (err && !rec.error)
+	if (err && !rec.error) {
 		rec.error = err;
+		/* Relaxed: a statistic (counts' comment). */
+		store_relaxed(&counts.error, err);
+	}
 }
 
 /* The hello, once: called with rec.lock held, and in a collector callback
@@ -150,7 +177,7 @@ static char *segment_path(unsigned seg)
 	return p;
 }
 
-static void write_failed(int err);
+static void write_failed(int err, size_t lost);
 
 /* Closes the current file and opens the next, headed. */
 static int rotate(void)
@@ -173,9 +200,19 @@ static int rotate(void)
 	if (!path)
 		return -ENOMEM;
 	rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rec.fd < 0) {
+		/* Recording stops as for a failed write: said once. */
+		err = -errno;
+		fprintf(stderr,
+			"weft: trace: opening %s: %s; recording stopped, the "
+			"files before it whole\n",
+			path, strerror(-err));
+		rec.said = true;
+		counter_inc(&counts.write_errors);
+		free(path);
+		return err;
+	}
 	free(path);
-	if (rec.fd < 0)
-		return -errno;
 	rec.file_bytes = 0;
 	/*
 	 * Names and files again in the records still to come, and every
@@ -188,10 +225,11 @@ static int rotate(void)
 	if (!err) {
 		err = write_all(rec.fd, hdr.data, hdr.len);
 		if (err) {
-			write_failed(err);
+			write_failed(err, hdr.len);
 			err = 0; /* noted, said */
 		} else {
 			rec.file_bytes += hdr.len;
+			counter_add(&counts.bytes_written, hdr.len);
 		}
 	}
 	weft_wire_buf_fini(&hdr);
@@ -205,14 +243,19 @@ static int rotate(void)
  * reader would take for the file's corruption), closed, and recording
  * stops with one line on stderr.  weft_trace_stop() returns the error;
  * weft_trace_start() afterwards records anew (into a new file, or this
- * one from its start).
+ * one continued: weft_trace_continue()).  What the probe sends until
+ * then is not even encoded (writing_stopped()).  @lost: the bytes the
+ * failed write held, which no file has.
  */
-static void write_failed(int err)
+static void write_failed(int err, size_t lost)
 {
 	char *path = segment_path(rec.segment);
 	bool cut = ftruncate(rec.fd, (off_t)rec.file_bytes) == 0;
 
 	note_error(err);
+	rec.said = true;
+	counter_inc(&counts.write_errors);
+	counter_add(&counts.bytes_lost, lost);
 	close(rec.fd);
 	rec.fd = -1;
 	fprintf(stderr,
@@ -237,11 +280,12 @@ static void flush_out(uint64_t now, bool last)
 	}
 	err = write_all(rec.fd, rec.out.data, rec.out.len);
 	if (err) {
+		write_failed(err, rec.out.len);
 		rec.out.len = 0;
-		write_failed(err);
 		return;
 	}
 	rec.file_bytes += rec.out.len;
+	counter_add(&counts.bytes_written, rec.out.len);
 	rec.out.len = 0;
 	/*
 	 * The next file once this one has max_file_bytes, after the write:
@@ -421,7 +465,7 @@ static void on_events(void *ctx, const weft_event_t *ev, size_t n)
 
 	(void)ctx;
 	pthread_mutex_lock(&rec.lock);
-	if (rec.state == REC_IDLE)
+	if (rec.state == REC_IDLE || writing_stopped())
 		goto out_unlock;
 	ensure_header(true);
 	err = weft__sub_event_records(ev, n, &r, &len);
@@ -462,7 +506,7 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 
 	(void)ctx;
 	pthread_mutex_lock(&rec.lock);
-	if (rec.state == REC_IDLE)
+	if (rec.state == REC_IDLE || writing_stopped())
 		goto out_unlock;
 	ensure_header(true);
 	b = sink();
@@ -518,7 +562,48 @@ static void release(void)
 	rec.sub = NULL;
 }
 
-int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
+/*
+ * Where the trace at @path ends whole, for weft_trace_continue(): read
+ * through once, as weft-trace reads it (torn records skipped, a cut one
+ * at the end left out).  Return: the offset (0: empty or absent), or a
+ * negative errno: -EPROTO (not a weft trace, or cut inside its header:
+ * nothing to continue), -ESRCH (another process's
+ * recording), -ENOMEM, the reader's (a record that does not read and
+ * has whole records after it too far to resynchronise), open(2)'s.
+ */
+static int64_t whole_end(const char *path)
+{
+	weft_trace_reader_t *r = malloc(sizeof(*r));
+	Weft__V1__Frame *f;
+	int64_t end = 0;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = weft_trace_reader_open(r, path);
+	if (rc) {
+		free(r);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	while ((rc = weft_trace_reader_next(r, &f)) == 1) {
+		end = (int64_t)r->dec.offset;
+		if (f != r->header_frame)
+			weft_wire_frame_free(f);
+	}
+	/* No header: empty, or bytes that are no trace (one cut inside its
+	 * header too: nothing to continue). */
+	if (!rc && !r->frames && (r->truncated || r->dec.offset))
+		rc = -EPROTO;
+	if (!rc && r->header &&
+	    (!r->header->hello || r->header->hello->pid != (uint32_t)getpid()))
+		rc = -ESRCH;
+	weft_trace_reader_close(r);
+	free(r);
+	return rc < 0 ? rc : end;
+}
+
+/* weft_trace_start(), or weft_trace_continue() when @append. */
+static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 {
 	weft_probe_sub_opts_t so = {
 		.events = true,
@@ -539,11 +624,15 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	memset(&rec.opts, 0, sizeof(rec.opts));
 	if (opts)
 		rec.opts = *opts;
-	if (!path && !flight_mode()) {
+	if ((!path && !flight_mode()) ||
+	    (append && (!path || flight_mode() || rec.opts.max_file_bytes))) {
 		pthread_mutex_unlock(&rec.lock);
 		return -EINVAL;
 	}
 	rec.error = 0;
+	rec.said = false;
+	/* Relaxed: a statistic (counts' comment). */
+	store_relaxed(&counts.error, 0);
 	rec.start_workers = 0;
 	rec.segment = 0;
 	rec.file_bytes = 0;
@@ -563,12 +652,31 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 		}
 	}
 	if (!flight_mode()) {
-		rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		/* Under rec.lock, state idle: no callback of ours runs, and
+		 * nobody waits for the lock but a start, stop or snapshot. */
+		int64_t end = append ? whole_end(path) : 0;
+
+		if (end < 0) {
+			err = (int)end;
+			goto out_release;
+		}
+		rec.fd = open(path,
+			      O_WRONLY | O_CREAT | O_CLOEXEC |
+				      (end ? 0 : O_TRUNC),
 			      0644);
 		if (rec.fd < 0) {
 			err = -errno;
 			goto out_release;
 		}
+		/* Continued: cut back to its last whole record, written
+		 * on from there under its own header. */
+		if (end && (ftruncate(rec.fd, (off_t)end) ||
+			    lseek(rec.fd, (off_t)end, SEEK_SET) < 0)) {
+			err = -errno;
+			goto out_release;
+		}
+		rec.file_bytes = (uint64_t)end;
+		rec.header_done = end > 0;
 	}
 	rec.state = REC_STARTING;
 	pthread_mutex_unlock(&rec.lock);
@@ -597,7 +705,28 @@ out_release:
 	return err;
 }
 
-int weft_trace_stop(void)
+int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
+{
+	return start(path, opts, false);
+}
+
+int weft_trace_continue(const char *path, const weft_trace_opts_t *opts)
+{
+	return start(path, opts, true);
+}
+
+void weft_trace_stats(weft_trace_stats_t *out)
+{
+	/* Relaxed loads: statistics (counts' comment). */
+	memset(out, 0, sizeof(*out));
+	out->bytes_written = load_relaxed(&counts.bytes_written);
+	out->bytes_lost = load_relaxed(&counts.bytes_lost);
+	out->write_errors = load_relaxed(&counts.write_errors);
+	out->error = load_relaxed(&counts.error);
+}
+
+/* weft_trace_stop(); *@said: its error was said on stderr already. */
+static int stop(bool *said)
 {
 	weft_probe_sub_t *sub;
 	int err;
@@ -624,10 +753,18 @@ int weft_trace_stop(void)
 		note_error(-errno);
 	rec.fd = -1;
 	err = rec.error;
+	*said = rec.said;
 	release();
 	rec.state = REC_IDLE;
 	pthread_mutex_unlock(&rec.lock);
 	return err;
+}
+
+int weft_trace_stop(void)
+{
+	bool said;
+
+	return stop(&said);
 }
 
 /* The snapshot's view of every known task: one full update. */
@@ -752,9 +889,19 @@ static unsigned env_seconds_ms(const char *name)
 	return (unsigned)(weft__knob(&k) / 1000000u);
 }
 
+/* WEFT_TRACE's path (the environment's string: it stays). */
+static const char *env_path;
+
+/* At exit, an error no line said yet (memory, close(2)) is said too:
+ * nobody else would hear of it. */
 static void stop_at_exit(void)
 {
-	(void)weft_trace_stop();
+	bool said = false;
+	int err = stop(&said);
+
+	if (err && err != -ENOENT && !said)
+		fprintf(stderr, "weft: WEFT_TRACE=%s: %s; records were lost\n",
+			env_path, strerror(-err));
 }
 
 static void env_start(void)
@@ -768,6 +915,7 @@ static void env_start(void)
 	o.max_file_bytes = env_mb("WEFT_TRACE_MAX_MB");
 	o.flight_bytes = env_mb("WEFT_TRACE_FLIGHT_MB");
 	o.flight_ms = env_seconds_ms("WEFT_TRACE_FLIGHT_S");
+	env_path = path;
 	err = weft_trace_start(path, &o);
 	if (err) {
 		fprintf(stderr, "weft: WEFT_TRACE=%s: cannot record: %s\n",

@@ -4,12 +4,64 @@
  * decoder fed from a file in 64 KiB reads, or from memory.  The first
  * frame must be the FileHeader; the reader keeps it (header) and returns
  * it too, so a tool sees every frame.
+ *
+ * Resynchronising.  The framing has no magic and no checksum per record
+ * (a record is field 1 of weft.v1.Trace: 0x0a, a varint length, the
+ * Frame), so after a record that does not read (a torn one: a write cut
+ * short by a full disk, with later records appended behind it) the
+ * reader looks for the next place where a whole record stands, with
+ * checks that random or misaligned bytes almost never pass:
+ *
+ *   - 0x0a, then a length within the decoder's limit and the file;
+ *   - the Frame inside is exactly one field, an Update (0x22) or an
+ *     EventBatch (0x2a), the only frames a recorder writes after the
+ *     header, whose own length fills the record to its last byte (two
+ *     nested lengths that agree);
+ *   - the record ends at the file's end, or where another record header
+ *     starts (0x0a and a length within the limit);
+ *   - the Frame decodes, and an EventBatch's columns agree with each
+ *     other (weft_wire_batch_decode()).
+ *
+ * Random bytes pass the first three byte checks about once in 2^24
+ * places, before the decoding; a record's own inner bytes (a nested
+ * message whose first field is 1) would need an only field 4 or 5 of
+ * exactly the right length.  A false landing is not a silent one
+ * either: what follows it must read too, or the next resync says so.
+ *
+ * A torn record can also decode: cut in its last varint, it takes the
+ * next record's tag (0x0a, a valid last byte) and ends inside the next
+ * record.  So every record returned must be followed by a record header
+ * whose Frame field is length-delimited, or by the end (one byte parsed
+ * in the buffer, a pread of 11 bytes at its end: the hot path's only
+ * cost).  One that is not is torn when the first whole record after its
+ * start starts inside it, or when only a cut record follows it to the
+ * end; else it stands, and the bytes after it are skipped.
+ *
+ * A bad record (starting with the tag) with nothing whole after it
+ * before the end is the file's cut tail: the file reads as one cut short
+ * (truncated), those bytes are not counted as skipped.
+ *
+ * The scan is bounded: it looks at most 11 + max_record bytes past the
+ * bad record's start (a torn record is the start of one record, so a
+ * whole one starts within that); farther, the damage is not a torn
+ * record and reading stops with the error, as before.  Memory: the
+ * 64 KiB window (the reader's own buffer) and one candidate record
+ * (max_record) at a time.  Only a source read at random (memory, a
+ * regular file) is resynchronised; a pipe stops at the error.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "weft/trace_reader.h"
+#include "wire_private.h"
+
+/* The Frame's one field, as a recorder writes it after the header:
+ * update = 4 and events = 5, length-delimited. */
+#define FRAME_TAG_UPDATE 0x22u
+#define FRAME_TAG_EVENTS 0x2au
 
 int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 {
@@ -72,6 +124,324 @@ static bool refill(weft_trace_reader_t *r)
 	return r->len > 0;
 }
 
+/* The source's size now; false when it cannot be read at random (a
+ * pipe, a terminal): such a source is not resynchronised. */
+static bool src_size(weft_trace_reader_t *r, uint64_t *size)
+{
+	struct stat st;
+
+	if (r->mem) {
+		*size = r->mem_len;
+		return true;
+	}
+	if (!r->fp || fstat(fileno(r->fp), &st) || !S_ISREG(st.st_mode))
+		return false;
+	*size = (uint64_t)st.st_size;
+	return true;
+}
+
+/* Up to @n bytes at @off, leaving the sequential position alone (pread:
+ * the FILE's offset and buffer are untouched).  Return: bytes read. */
+static size_t src_read_at(weft_trace_reader_t *r, uint64_t off, void *dst,
+			  size_t n)
+{
+	size_t got = 0;
+
+	if (r->mem) {
+		if (off >= r->mem_len)
+			return 0;
+		if (n > r->mem_len - off)
+			n = (size_t)(r->mem_len - off);
+		memcpy(dst, r->mem + off, n);
+		return n;
+	}
+	while (got < n) {
+		ssize_t k = pread(fileno(r->fp), (uint8_t *)dst + got, n - got,
+				  (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	return got;
+}
+
+/* A record header at @h (@n bytes): the header's size with *@len its
+ * Frame's, or 0 when it is none (or its length passes @max). */
+static size_t rec_header(const uint8_t *h, size_t n, size_t max, uint64_t *len)
+{
+	size_t k;
+
+	if (n < 2 || h[0] != WEFT_WIRE_RECORD_TAG)
+		return 0;
+	k = varint_get(h + 1, n - 1, len);
+	if (!k || *len > max)
+		return 0;
+	return 1 + k;
+}
+
+/* Whether the @m bytes at @h, the file's last, start a record header
+ * that the file's end cut (a tag, then continuation bytes only). */
+static bool header_cut(const uint8_t *h, size_t m)
+{
+	if (!m || h[0] != WEFT_WIRE_RECORD_TAG || m > 10)
+		return false;
+	for (size_t i = 1; i < m; i++)
+		if (!(h[i] & 0x80))
+			return false;
+	return true;
+}
+
+/* Whether the Frame @f, found by a resync, is one to land on. */
+static bool frame_plausible(const Weft__V1__Frame *f)
+{
+	weft_event_t *ev;
+	bool ok;
+
+	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+		return true;
+	if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
+	    f->events->count > WEFT_WIRE_BATCH_MAX)
+		return false;
+	ev = malloc((f->events->count ? f->events->count : 1) * sizeof(*ev));
+	if (!ev)
+		return false;
+	ok = weft_wire_batch_decode(f->events, ev, f->events->count) >= 0;
+	free(ev);
+	return ok;
+}
+
+/* Whether a record a recorder could have written starts at @at, from its
+ * first bytes: 0x0a, a length within the limit, and one Frame field, an
+ * Update or an EventBatch, whose length fills the record.  Return: the
+ * header's size, with *@len the Frame's; 0 when not. */
+static size_t record_start_at(weft_trace_reader_t *r, uint64_t at,
+			      uint64_t *len)
+{
+	uint8_t h[24];
+	size_t n = src_read_at(r, at, h, sizeof(h)), k, k2;
+	uint64_t sub;
+
+	k = rec_header(h, n, r->dec.max_record, len);
+	if (!k || *len < 2 || n < k + 2)
+		return 0;
+	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS)
+		return 0;
+	k2 = varint_get(h + k + 1, n - k - 1, &sub);
+	if (!k2 || 1 + k2 + sub != *len)
+		return 0;
+	return k;
+}
+
+/* Whether a whole record that a recorder could have written starts at
+ * @at, in a source of @size bytes (the checks: top of file). */
+static bool whole_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
+{
+	uint8_t nx[11];
+	size_t max = r->dec.max_record, k, m;
+	uint64_t len, nlen, end;
+	Weft__V1__Frame *f;
+	uint8_t *body;
+	bool ok;
+
+	k = record_start_at(r, at, &len);
+	if (!k || len > size - at - k)
+		return false;
+	end = at + k + len;
+	if (end < size) {
+		m = src_read_at(r, end, nx, sizeof(nx));
+		if (!rec_header(nx, m, max, &nlen) &&
+		    !(end + m == size && header_cut(nx, m)))
+			return false;
+	}
+	body = malloc((size_t)len);
+	if (!body)
+		return false;
+	ok = src_read_at(r, at + k, body, (size_t)len) == len;
+	f = ok ? weft__v1__frame__unpack(NULL, (size_t)len, body) : NULL;
+	ok = f && frame_plausible(f);
+	weft_wire_frame_free(f);
+	free(body);
+	return ok;
+}
+
+/*
+ * Whether a record that the source's end cuts starts inside (@at,
+ * @end): a torn record that decoded swallowed the start of the record
+ * after it, and when that one is cut short there is no whole one to
+ * find, but its start is there.
+ */
+static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
+			      uint64_t size)
+{
+	uint64_t len;
+	size_t k;
+
+	/* The reader's buffer as the window (a scan just lost it). */
+	for (uint64_t base = at + 1; base < end;) {
+		size_t n = sizeof(r->buf);
+
+		if (n > end - base)
+			n = (size_t)(end - base);
+		n = src_read_at(r, base, r->buf, n);
+		if (!n)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *p =
+				memchr(r->buf + i, WEFT_WIRE_RECORD_TAG, n - i);
+
+			if (!p)
+				break;
+			i = (size_t)(p - r->buf);
+			k = record_start_at(r, base + i, &len);
+			if (k && len > size - (base + i) - k)
+				return true;
+		}
+		base += n;
+	}
+	r->len = r->pos = 0;
+	return false;
+}
+
+/* Reads on from @at: the decoder starts afresh there. */
+static bool position(weft_trace_reader_t *r, uint64_t at)
+{
+	size_t max = r->dec.max_record;
+
+	if (r->mem) {
+		if (at > r->mem_len)
+			return false;
+		r->mem_pos = (size_t)at;
+	} else if (!r->fp || fseeko(r->fp, (off_t)at, SEEK_SET)) {
+		return false;
+	}
+	weft_wire_decoder_fini(&r->dec);
+	weft_wire_decoder_init(&r->dec, max);
+	r->dec.offset = at;
+	r->len = r->pos = 0;
+	return true;
+}
+
+/*
+ * scan() - the first whole record (whole_record_at()) starting in (@bad,
+ * @limit) of a source of @size bytes, into *@found.  The reader's buffer
+ * is the window: its bytes are lost either way (the caller repositions).
+ */
+static bool scan(weft_trace_reader_t *r, uint64_t bad, uint64_t limit,
+		 uint64_t size, uint64_t *found)
+{
+	r->len = r->pos = 0;
+	for (uint64_t base = bad + 1; base < limit;) {
+		size_t n = sizeof(r->buf);
+
+		if (n > limit - base)
+			n = (size_t)(limit - base);
+		n = src_read_at(r, base, r->buf, n);
+		if (!n)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *p =
+				memchr(r->buf + i, WEFT_WIRE_RECORD_TAG, n - i);
+
+			if (!p)
+				break;
+			i = (size_t)(p - r->buf);
+			if (whole_record_at(r, base + i, size)) {
+				*found = base + i;
+				return true;
+			}
+		}
+		base += n;
+	}
+	return false;
+}
+
+/* Reads on from @at, the bytes from @bad counted as skipped. */
+static bool skip_to(weft_trace_reader_t *r, uint64_t bad, uint64_t at)
+{
+	if (!position(r, at))
+		return false;
+	if (!r->skips)
+		r->first_skip = bad;
+	r->skips++;
+	r->skipped += at - bad;
+	return true;
+}
+
+/* How far a scan from @bad looks, in a source of @size bytes. */
+static uint64_t scan_limit(const weft_trace_reader_t *r, uint64_t bad,
+			   uint64_t size)
+{
+	uint64_t limit = bad + 1 + 10 + r->dec.max_record;
+
+	return limit < size ? limit : size;
+}
+
+/*
+ * resync() - past the bad record at @bad, to the next whole one (the
+ * file's top comment has the checks and the bound).
+ * Return: true with the reader there and the bytes skipped counted;
+ * false when there is none (or the source cannot be read at random),
+ * with *@to_end set when the scan went to the file's end and the bad
+ * record starts as a record does: it is then the file's last, and the
+ * file is one cut short.
+ */
+static bool resync(weft_trace_reader_t *r, uint64_t bad, bool *to_end)
+{
+	uint64_t size, limit, at;
+	uint8_t tag;
+
+	*to_end = false;
+	/* Not twice from one place (the end of a file read again). */
+	if (r->resync_tried && r->resync_from == bad)
+		return false;
+	r->resync_tried = true;
+	r->resync_from = bad;
+	if (!src_size(r, &size) || bad >= size)
+		return false;
+	limit = scan_limit(r, bad, size);
+	if (scan(r, bad, limit, size, &at))
+		return skip_to(r, bad, at);
+	/* A record's start (not bytes that are none: an error, as ever). */
+	*to_end = limit == size && src_read_at(r, bad, &tag, 1) == 1 &&
+		  tag == WEFT_WIRE_RECORD_TAG;
+	return false;
+}
+
+/*
+ * Whether what follows the record just decoded starts a record (or the
+ * file ends).  A torn record can decode: one cut in its last varint,
+ * say, takes the next record's tag for its last byte, and the record
+ * then ends inside the next one.  One byte parsed a record, in the
+ * buffer mostly; at the buffer's end a pread of 11 bytes (none on a
+ * pipe: it passes).
+ */
+static bool followed_well(weft_trace_reader_t *r)
+{
+	const uint8_t *p = r->buf + r->pos;
+	size_t m = r->len - r->pos, k;
+	uint8_t nx[12];
+	uint64_t len;
+
+	if (!m) {
+		if (r->mem || r->fp)
+			m = src_read_at(r, r->dec.offset, nx, sizeof(nx));
+		p = nx;
+	}
+	if (m > sizeof(nx))
+		m = sizeof(nx);
+	if (!m || header_cut(p, m))
+		return true;
+	k = rec_header(p, m, r->dec.max_record, &len);
+	/* And a Frame's field after it, length-delimited (every field of
+	 * Frame is a message): a record's own inner bytes after a torn
+	 * one's end often start 0x0a too (an Update's Stats, field 1), but
+	 * with a varint field inside. */
+	return k && (k == m || !len || (p[k] & 7) == 2);
+}
+
 static bool is_header(const Weft__V1__Frame *f)
 {
 	return f->body_case == WEFT__V1__FRAME__BODY_HEADER &&
@@ -85,7 +455,8 @@ static bool is_header(const Weft__V1__Frame *f)
  * frees on close).
  *
  * Return: 1 with a frame; 0 at the end (r->truncated when the file ends
- * inside a record); a negative error (also in r->error): see
+ * inside a record; torn records skipped on the way are in r->skipped); a
+ * negative error (also in r->error): see
  * weft/wire.h, WEFT_TRACE_E_NOT_TRACE, -EIO.
  */
 int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
@@ -93,8 +464,11 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 	*frame = NULL;
 	if (r->error)
 		return r->error;
+	if (r->cut_tail)
+		return 0;
 	for (;;) {
 		Weft__V1__Frame *f;
+		bool to_end = false;
 		size_t used;
 		int rc;
 
@@ -102,12 +476,31 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			if (r->error)
 				return r->error;
 			r->truncated = weft_wire_decoder_mid_record(&r->dec);
+			/* A record that claims more than the file holds: a
+			 * torn one, if whole records follow its start. */
+			if (r->truncated && r->frames &&
+			    resync(r, r->dec.record_offset, &to_end)) {
+				r->truncated = false;
+				continue;
+			}
 			return 0;
 		}
 		rc = weft_wire_decoder_feed(&r->dec, r->buf + r->pos,
 					     r->len - r->pos, &used, &f);
 		r->pos += used;
 		if (rc < 0) {
+			/* Past the header, a record that does not read is
+			 * skipped when a whole one follows (-ENOMEM is
+			 * ours, not the file's). */
+			if (rc != -ENOMEM && r->frames &&
+			    resync(r, r->dec.record_offset, &to_end))
+				continue;
+			/* Nothing whole after it: the file's cut tail (a torn
+			 * record, then the end) reads as a file cut short. */
+			if (to_end) {
+				r->truncated = r->cut_tail = true;
+				return 0;
+			}
 			r->error_offset = r->dec.record_offset;
 			return r->error = rc;
 		}
@@ -117,6 +510,45 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			weft_wire_frame_free(f);
 			r->error_offset = 0;
 			return r->error = WEFT_TRACE_E_NOT_TRACE;
+		}
+		/*
+		 * A record not followed by a record (nor the end): in a
+		 * recorder's file, either a torn record that decoded (one
+		 * cut in its last varint takes the next record's tag for
+		 * its last byte, and ends inside that record) or a whole one
+		 * with a torn one after it.  Torn when the first whole
+		 * record after its start starts inside it (the one whose
+		 * start it swallowed), or when none follows before the
+		 * file's end: skipped.  Else it stands, and reading goes on
+		 * at its end, where the torn bytes after it are skipped.
+		 */
+		if (r->frames && !followed_well(r)) {
+			uint64_t at = r->dec.record_offset, end = r->dec.offset;
+			uint64_t size, limit, next;
+			bool found;
+
+			if (src_size(r, &size) && end <= size) {
+				limit = scan_limit(r, at, size);
+				found = scan(r, at, limit, size, &next);
+				if (found && next < end) {
+					weft_wire_frame_free(f);
+					if (!skip_to(r, at, next))
+						return r->error = -EIO;
+					continue;
+				}
+				if (!found && limit == size &&
+				    cut_record_inside(r, at, end, size)) {
+					weft_wire_frame_free(f);
+					r->truncated = r->cut_tail = true;
+					return 0;
+				}
+				if (!position(r, end)) {
+					weft_wire_frame_free(f);
+					return r->error = -EIO;
+				}
+				/* Callers read the record's place here. */
+				r->dec.record_offset = at;
+			}
 		}
 		if (!r->frames) {
 			r->header_frame = f;
@@ -153,5 +585,7 @@ int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset)
 	r->error = 0;
 	r->error_offset = 0;
 	r->truncated = false;
+	r->resync_tried = false;
+	r->cut_tail = false;
 	return 0;
 }

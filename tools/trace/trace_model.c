@@ -441,6 +441,9 @@ bool tt_next(tt_trace_t *t, weft_event_t *ev)
 	if (!t->frames)
 		tt_die("%s: empty file, not a weft trace", t->path);
 	t->truncated = weft_trace_stream_reader(t->stream)->truncated;
+	t->skipped = weft_trace_stream_reader(t->stream)->skipped;
+	t->skips = weft_trace_stream_reader(t->stream)->skips;
+	t->first_skip = weft_trace_stream_reader(t->stream)->first_skip;
 	t->late = weft_trace_stream_late(t->stream);
 	return false;
 }

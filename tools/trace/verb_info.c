@@ -7,7 +7,9 @@
 static const char usage[] =
 	"usage: weft-trace info FILE\n"
 	"Prints the header (process, workers, clock, start), the duration,\n"
-	"frame and event counts and the bytes per event.\n";
+	"frame and event counts and the bytes per event; torn records\n"
+	"skipped (their bytes, where the first was), and whether the file\n"
+	"was cut short.\n";
 
 int tt_verb_info(int argc, char **argv)
 {
@@ -33,6 +35,13 @@ int tt_verb_info(int argc, char **argv)
 	printf("file:        %s%s\n", path,
 	       t.truncated ? " (cut short: read to its last whole record)" :
 			     "");
+	if (t.skips)
+		printf("skipped:     %llu bytes of torn records in %llu "
+		       "place%s, the first at byte %llu (the whole records "
+		       "on both sides read)\n",
+		       (unsigned long long)t.skipped,
+		       (unsigned long long)t.skips, t.skips == 1 ? "" : "s",
+		       (unsigned long long)t.first_skip);
 	printf("format:      WEFTTRC1 version %u, segment %u\n",
 	       t.format_version, t.segment);
 	printf("process:     %s (pid %u) on %s\n", t.process ? t.process : "?",

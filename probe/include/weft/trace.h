@@ -9,6 +9,19 @@
  * written every flush interval from the probe's collector thread; a file
  * cut short by a crash reads up to its last whole record.
  *
+ * A full disk never tears a file: a write that fails (ENOSPC, EDQUOT,
+ * EFBIG, EIO) cuts the file back to its last whole record and stops the
+ * writing, with one line on stderr ("weft: trace: writing PATH: ERROR;
+ * recording stopped, N bytes kept ...").  The error is counted
+ * (weft_trace_stats(), and the metrics endpoint's
+ * weft_trace_write_errors_total) and returned by weft_trace_stop().  When
+ * space is back, weft_trace_stop() then weft_trace_continue(path) goes on
+ * in the same file from its last whole record (or weft_trace_start() on
+ * another path begins a new one); what happened in between is not in
+ * the file.  Readers skip a record torn in the middle of a file (by a
+ * writer that went on behind it) and report the bytes skipped
+ * (weft/trace_reader.h).
+ *
  * WEFT_TRACE=path in the environment records from the first
  * weft_runtime_create() on (WEFT_TRACE_MAX_MB sets a size limit with
  * rotation; WEFT_TRACE_FLIGHT_MB and/or WEFT_TRACE_FLIGHT_S the
@@ -68,14 +81,59 @@ WEFT_EXTERN int weft_trace_start(const char *path,
  * A write that failed while recording (a full disk, a quota: -ENOSPC,
  * -EDQUOT, -EFBIG, -EIO) already stopped the writing: the file was cut
  * back to its last whole record, so that it reads to its end, and one
- * line on stderr said so (path, error, bytes kept).  Its error is
- * returned here; weft_trace_start() then records anew, into a new file
- * or this one from its start.
+ * line on stderr said so (path, error, bytes kept); the recording's
+ * callbacks encoded nothing since, but the probe's events flowed until
+ * this call.  Its error is returned here; then weft_trace_continue()
+ * writes on in the same file, or weft_trace_start() records anew (into
+ * a new file, or this one from its start).
  *
  * Return: 0; -ENOENT (not recording); a negative errno from write(2) or
  * close(2), the first one met while recording (records were lost).
  */
 WEFT_EXTERN int weft_trace_stop(void);
+
+/**
+ * weft_trace_continue() - start recording at the end of an existing
+ * trace, from its last whole record: after a write failed (the disk was
+ * full) and space is back, the same file goes on.
+ * @path: a trace this process recorded (its header's pid is ours), cut
+ * back to its last whole record (a cut one at its end goes); absent or
+ * empty, a new trace as weft_trace_start() would write.
+ * @opts: as for weft_trace_start(); no rotation (max_file_bytes 0) and
+ * not flight mode.
+ *
+ * The file is read through once first (on the caller's thread).  Its
+ * header stays, and the new records follow: a full update of every task
+ * first, so the tasks are named again.  What the probe saw in between is
+ * not in the file (a gap in time).
+ *
+ * Return: 0; -EINVAL (no path, rotation or flight mode); -EBUSY; -ENOMEM;
+ * -ENOTSUP; -EPROTO (not a weft trace); -ESRCH (another process's
+ * trace); a reader's error (weft/trace_reader.h: a record that does not
+ * read, not one a resync skips); a negative errno from open(2),
+ * ftruncate(2) or lseek(2); -EAGAIN.
+ */
+WEFT_EXTERN int weft_trace_continue(const char *path,
+				    const weft_trace_opts_t *opts);
+
+/* The recorder's counts since the process started (weft_trace_stats()). */
+typedef struct weft_trace_stats_s {
+	uint64_t bytes_written; /* to trace files, headers included */
+	uint64_t bytes_lost;    /* records a failed write held (no file has
+				 * them; nor what came until the stop) */
+	uint64_t write_errors;  /* recordings a failed write stopped */
+	int error;              /* the recording's first error (what
+				 * weft_trace_stop() will return), or the
+				 * last recording's; 0 */
+} weft_trace_stats_t;
+
+/**
+ * weft_trace_stats() - the recorder's counts, from any thread, without
+ * waiting for a write in progress (each value whole; the set not read at
+ * one instant).
+ * @out: filled in; zeros in a build without the probe.
+ */
+WEFT_EXTERN void weft_trace_stats(weft_trace_stats_t *out);
 
 /**
  * weft_trace_snapshot() - write the flight recorder's records to @path:

@@ -6,6 +6,20 @@
  * A file that ends inside a record (a crash, a copy taken while being
  * written) reads cleanly up to its last whole record: the end is then
  * reported with .truncated set, not as an error.
+ *
+ * A record in the middle that does not read (torn: a write cut short,
+ * with whole records appended behind it) is skipped when a whole record
+ * follows it within one record's length (4 MiB and its header): reading
+ * goes on from there, and .skipped counts the bytes passed over (.skips
+ * the places, .first_skip where the first bad record started).  How a
+ * whole record is told from bytes that look like one, and the bound on
+ * the scan, are in trace_reader.c.  Only memory and regular files are
+ * resynchronised; a pipe stops at the error.  The header record is never
+ * skipped: a file whose first record is bad is not a trace.  A bad record
+ * with no whole one after it before the file's end is the file's cut
+ * tail: .truncated, as for a file cut inside a record.  A record that
+ * decodes but is not followed by a record header is taken for a torn one
+ * when a whole record starts inside it (it swallowed that one's start).
  */
 #ifndef WEFT_TRACE_READER_H
 #define WEFT_TRACE_READER_H
@@ -22,6 +36,9 @@ typedef struct weft_trace_reader_s {
 	bool truncated;        /* ended inside a record */
 	int error;             /* the error that ended reading, or 0 */
 	uint64_t error_offset; /* where that record starts */
+	uint64_t skipped;      /* bytes skipped over torn records, so far */
+	uint64_t skips;        /* places where bytes were skipped */
+	uint64_t first_skip;   /* where the first skipped record starts */
 	/* private */
 	FILE *fp;
 	const uint8_t *mem;
@@ -30,6 +47,9 @@ typedef struct weft_trace_reader_s {
 	size_t len, pos;
 	weft_wire_decoder_t dec;
 	Weft__V1__Frame *header_frame;
+	uint64_t resync_from; /* the last bad record a resync left from */
+	bool resync_tried;
+	bool cut_tail; /* ended at a bad record with nothing whole after it */
 } weft_trace_reader_t;
 
 /* Extra result of weft_trace_reader_next() for a file whose first record
