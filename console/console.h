@@ -539,15 +539,35 @@ typedef struct con_cell_s {
 	uint8_t role;
 } con_cell_t;
 
+/*
+ * Every cell is reached through the functions below, which drop what
+ * falls outside the grid or outside the rows the clip leaves open: a
+ * view drawn into a 1x1 grid, or told to draw at rows it does not have,
+ * writes nothing and reads nothing out of place.
+ */
 typedef struct con_grid_s {
+	/* public, read-only */
 	int w, h;
-	con_cell_t *cells;
-	bool ascii; /* sparklines and bars in ASCII */
+	con_cell_t *cells; /* h rows of w, row by row */
+	bool ascii;        /* sparklines and bars in ASCII */
+	/* private: writes reach rows [clip_top, clip_end) (con_grid_clip) */
+	int clip_top, clip_end;
 } con_grid_t;
 
+/* A grid of at least 1x1 (smaller sizes are raised to 1). */
 void con_grid_init(con_grid_t *g, int w, int h, bool ascii);
 void con_grid_fini(con_grid_t *g);
+/* Blank every cell (the clip is not consulted). */
 void con_grid_clear(con_grid_t *g);
+/* Let writes reach only rows [@top, @top + @rows) until con_grid_unclip()
+ * (a view's area: what it draws past it is dropped). */
+void con_grid_clip(con_grid_t *g, int top, int rows);
+void con_grid_unclip(con_grid_t *g);
+/* The cell at (x, y), or NULL outside the grid or the clip. */
+con_cell_t *con_grid_cell(con_grid_t *g, int x, int y);
+/* The column after row @y's last non-blank cell (0: blank, or no row
+ * @y). */
+int con_grid_row_end(const con_grid_t *g, int y);
 /* Write UTF-8 @s at (x, y), clipped; returns the column after it. */
 int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s);
 int con_grid_printf(con_grid_t *g, int x, int y, con_role_t role,
