@@ -336,13 +336,15 @@ typedef struct con_model_s {
 
 	con_task_t **tasks; /* every known task, unordered */
 	size_t ntasks;
-	con_worker_t *workers; /* CON_MAX_WORKERS slots */
+	con_worker_t *workers;   /* workers_cap slots, nworkers at least */
 	con_warning_t *warnings; /* oldest first */
 	size_t nwarnings;
 	uint64_t warnings_discarded;
 	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
 	uint64_t tl_last;  /* newest bucket number (0: none yet) */
-	con_tl_top_t *tl_top;  /* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS */
+	/* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS; NULL until a poll
+	 * event (read only once tl_last is set). */
+	con_tl_top_t *tl_top;
 	uint64_t hist_next;    /* worker history samples taken */
 	uint64_t retain_ns;
 	size_t retain_max; /* finished tasks kept at most (the oldest go) */
@@ -406,8 +408,13 @@ typedef struct con_model_s {
 	const con_task_t **list_tmp; /* the merge's output, list_cap long */
 	uint64_t oldest_finished_ns; /* of the finished tasks kept (0: none) */
 	uint32_t stolen_hi;   /* workers[] with stolen_by_others written */
-	weft_event_t *recent; /* CON_RECENT_EVENTS ring, NULL until events */
-	uint64_t nrecent;     /* events put in it */
+	uint32_t workers_cap; /* workers[] slots (con_model_workers_reserve) */
+	/* The latest events, a ring of recent_cap (grown to
+	 * CON_RECENT_EVENTS as they come: it only wraps once there), NULL
+	 * until events. */
+	weft_event_t *recent;
+	size_t recent_cap;
+	uint64_t nrecent; /* events put in it */
 } con_model_t;
 
 void con_model_init(con_model_t *m, const char *target);

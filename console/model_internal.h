@@ -16,6 +16,9 @@ void con_model_str_unref(con_model_t *m, const char *s);
 extern const char con_model_empty[];
 /* Let go of a task (its strings, its histograms); kept for reuse. */
 void con_model_task_free(con_model_t *m, con_task_t *t);
+/* Room in workers[] for indices below @n (at most CON_MAX_WORKERS),
+ * zeroed; workers[] may move. */
+void con_model_workers_reserve(con_model_t *m, uint32_t n);
 /* Rebuild the index for ntasks at a load of at most a half. */
 void con_model_hash_rebuild(con_model_t *m);
 /* A POLL event into the workers' timeline and its bucket's top polls. */

@@ -124,7 +124,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 	uint64_t last, from, sum = 0, n = 0;
 	double r;
 
-	if (!m->tl_last || i >= CON_MAX_WORKERS)
+	if (!m->tl_last || i >= m->workers_cap)
 		return -1;
 	last = m->now_ns / CON_TL_BUCKET_NS;
 	if (last < m->tl_last)
@@ -150,6 +150,9 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 
 	if (e->worker >= CON_MAX_WORKERS || dur > end)
 		return;
+	if (!m->tl_top)
+		m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
+	con_model_workers_reserve(m, e->worker + 1u);
 	start = end - dur;
 	if (end / CON_TL_BUCKET_NS > m->tl_last)
 		tl_advance(m, end / CON_TL_BUCKET_NS);

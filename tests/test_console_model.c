@@ -821,6 +821,38 @@ static void test_console_model_watch_events(void **state)
 	con_model_watch(&m, 0);
 	assert_null(con_model_watch_event(&m, 0));
 	con_model_fini(&m);
+
+	/* The recent ring grows as events come (1024, 2048, ...) and wraps
+	 * only at CON_RECENT_EVENTS: a task watched later finds its events
+	 * in order, through the growth and after the wrap. */
+	con_model_init(&m, "test");
+	for (uint64_t i = 0; i < CON_RECENT_EVENTS + 3000; i++) {
+		weft_event_t x = { .ts = i,
+				   .task = i % 100 ? 10 : 9,
+				   .kind = WEFT_EV_WAKE };
+
+		con_model_events(&m, &x, 1);
+		if (i == 1499) { /* grown once: 15 of task 9 so far */
+			con_model_watch(&m, 9);
+			assert_int_equal(m.nwatch, 15);
+			for (size_t k = 0; k < 15; k++)
+				assert_int_equal(
+					con_model_watch_event(&m, k)->ts,
+					1400 - 100 * k);
+			con_model_watch(&m, 0);
+		}
+	}
+	assert_true(con_model_is_consistent(&m));
+	con_model_watch(&m, 9);
+	/* The ring holds the newest CON_RECENT_EVENTS: task 9's from
+	 * 3000 on, of which the watch keeps the newest 256. */
+	assert_int_equal(m.nwatch, (CON_RECENT_EVENTS + 3000 - 3000) / 100 + 1);
+	assert_int_equal(con_model_watch_event(&m, 0)->ts,
+			 (CON_RECENT_EVENTS + 2999) / 100 * 100);
+	assert_int_equal(con_model_watch_event(&m, CON_WATCH_EVENTS - 1)->ts,
+			 (CON_RECENT_EVENTS + 2999) / 100 * 100 -
+				 100 * (CON_WATCH_EVENTS - 1));
+	con_model_fini(&m);
 }
 
 /* ------------------------------------------------------------ spike */
