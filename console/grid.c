@@ -39,8 +39,14 @@ void con_grid_fini(con_grid_t *g)
 
 void con_grid_clear(con_grid_t *g)
 {
-	for (size_t i = 0; i < (size_t)g->w * (size_t)g->h; i++)
-		g->cells[i] = (con_cell_t){ L' ', CON_ROLE_NORMAL };
+	size_t w = (size_t)g->w;
+
+	/* One row by hand, the others copied from it (a redraw clears the
+	 * whole screen: memcpy is the fast way, checked or not). */
+	for (size_t x = 0; x < w; x++)
+		g->cells[x] = (con_cell_t){ L' ', CON_ROLE_NORMAL };
+	for (size_t y = 1; y < (size_t)g->h; y++)
+		memcpy(&g->cells[y * w], g->cells, w * sizeof(*g->cells));
 }
 
 void con_grid_clip(con_grid_t *g, int top, int rows)
@@ -92,9 +98,17 @@ int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s)
 	memset(&st, 0, sizeof(st));
 	while (left) {
 		wchar_t wc;
-		size_t n = mbrtowc(&wc, s, left, &st);
+		size_t n;
 		con_cell_t *c;
 
+		/* ASCII, most of what is drawn, needs no conversion (and
+		 * is one byte in any locale the console runs in). */
+		if ((unsigned char)*s < 0x80) {
+			wc = (wchar_t)*s;
+			n = 1;
+		} else {
+			n = mbrtowc(&wc, s, left, &st);
+		}
 		if (n == (size_t)-1 || n == (size_t)-2) {
 			/* Not UTF-8 (or no UTF-8 locale): one byte each. */
 			wc = (unsigned char)*s < 0x80 ? (wchar_t)*s : L'?';
