@@ -145,7 +145,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 {
-	uint64_t end = e->ts, dur = e->a1, start;
+	uint64_t end = e->ts, dur = e->a1, start, first;
 	con_worker_t *w;
 
 	if (e->worker >= CON_MAX_WORKERS || dur > end)
@@ -159,13 +159,22 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 	if (e->worker + 1u > m->nworkers)
 		m->nworkers = e->worker + 1u;
 	w = &m->workers[e->worker];
-	for (uint64_t b = start / CON_TL_BUCKET_NS; b <= end / CON_TL_BUCKET_NS;
-	     b++) {
-		uint64_t lo = b * CON_TL_BUCKET_NS, hi = lo + CON_TL_BUCKET_NS;
+	/* From the strip's oldest bucket at the earliest: a poll as long
+	 * as the input says (a corrupt file's, up to 2^64 ns) spans at most
+	 * CON_TL_BUCKETS of them, not every bucket since it began. */
+	first = start / CON_TL_BUCKET_NS;
+	if (first < m->tl_first)
+		first = m->tl_first;
+	if (m->tl_last >= CON_TL_BUCKETS &&
+	    first <= m->tl_last - CON_TL_BUCKETS)
+		first = m->tl_last - CON_TL_BUCKETS + 1;
+	for (uint64_t b = first; b <= end / CON_TL_BUCKET_NS; b++) {
+		uint64_t lo = b * CON_TL_BUCKET_NS;
+		uint64_t hi = lo > UINT64_MAX - CON_TL_BUCKET_NS ?
+				      UINT64_MAX :
+				      lo + CON_TL_BUCKET_NS;
 		uint64_t s = start > lo ? start : lo, x = end < hi ? end : hi;
 
-		if (b < m->tl_first || b + CON_TL_BUCKETS <= m->tl_last)
-			continue; /* older than the strip */
 		w->tl_poll_ns[b % CON_TL_BUCKETS] += x - s;
 		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
 			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;

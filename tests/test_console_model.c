@@ -494,6 +494,25 @@ static void test_console_model_timeline(void **state)
 	assert_int_equal(m.workers[0].tl_max_poll[b % CON_TL_BUCKETS],
 			 100 * MS);
 	con_model_fini(&m);
+
+	/* A poll as long as a corrupt input says, ending near 2^64 ns: it
+	 * fills the strip's buckets (the last one cut at 2^64, not wrapped)
+	 * and the model does not walk the 1.8e11 buckets since it began
+	 * (which took the fuzzer's inputs seconds, and could hang). */
+	con_model_init(&m, "test");
+	ev[0] = (weft_event_t){ .ts = UINT64_MAX - 5,
+				.a1 = UINT64_MAX - 5,
+				.worker = 0,
+				.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 1);
+	b = (UINT64_MAX - 5) / CON_TL_BUCKET_NS;
+	assert_int_equal(m.tl_last, b);
+	assert_int_equal(m.workers[0].tl_poll_ns[b % CON_TL_BUCKETS],
+			 UINT64_MAX - 5 - b * CON_TL_BUCKET_NS);
+	assert_int_equal(m.workers[0].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
+			 CON_TL_BUCKET_NS);
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
 }
 
 static void test_console_model_malformed_ignored(void **state)
