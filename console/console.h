@@ -342,6 +342,9 @@ typedef struct con_model_s {
 	uint64_t warnings_discarded;
 	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
 	uint64_t tl_last;  /* newest bucket number (0: none yet) */
+	/* private: the bucket with the strip's longest poll (0: none), and
+	 * that poll's length (con_model_worst_bucket) */
+	uint64_t tl_worst, tl_worst_dur;
 	/* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS; NULL until a poll
 	 * event (read only once tl_last is set). */
 	con_tl_top_t *tl_top;

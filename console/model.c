@@ -822,6 +822,14 @@ const char *con_mode_name(con_mode_t mode)
 	return "?";
 }
 
+/* The longest poll kept as polls came, as a scan finds it. */
+static bool worst_is_consistent(const con_model_t *m)
+{
+	uint64_t dur, b = con_model_tl_worst_scan(m, &dur);
+
+	return !m->tl_last || (b == m->tl_worst && dur == m->tl_worst_dur);
+}
+
 bool con_model_is_consistent(const con_model_t *m)
 {
 	size_t inhash = 0;
@@ -887,7 +895,7 @@ bool con_model_is_consistent(const con_model_t *m)
 	       m->nworkers <= m->workers_cap &&
 	       m->stolen_hi <= m->workers_cap &&
 	       m->workers_cap <= CON_MAX_WORKERS &&
-	       m->recent_cap <= CON_RECENT_EVENTS &&
+	       m->recent_cap <= CON_RECENT_EVENTS && worst_is_consistent(m) &&
 	       (m->nrecent <= m->recent_cap ||
 		m->recent_cap == CON_RECENT_EVENTS) &&
 	       con_model_res_is_consistent(m);

@@ -23,6 +23,9 @@ void con_model_workers_reserve(con_model_t *m, uint32_t n);
 void con_model_hash_rebuild(con_model_t *m);
 /* A POLL event into the workers' timeline and its bucket's top polls. */
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e);
+/* The strip's longest poll's bucket (0: none) and its length, by a
+ * scan of every bucket (model_timeline.c; the model keeps tl_worst). */
+uint64_t con_model_tl_worst_scan(const con_model_t *m, uint64_t *dur);
 /* The list's order (qsort_r; @arg the model): the sort column, then id. */
 int con_model_task_cmp(const void *pa, const void *pb, void *arg);
 

@@ -33,6 +33,10 @@ static void tl_advance(con_model_t *m, uint64_t b)
 		m->tl_first = b + 1 - CON_TL_BUCKETS;
 	if (!m->tl_first)
 		m->tl_first = b;
+	/* The longest poll's bucket left the strip: the next longest. */
+	if (m->tl_worst && (m->tl_worst < m->tl_first ||
+			    m->tl_worst + CON_TL_BUCKETS <= m->tl_last))
+		m->tl_worst = con_model_tl_worst_scan(m, &m->tl_worst_dur);
 }
 
 /* Keep @e among the bucket's CON_TL_TOP longest polls.  The common case
@@ -92,10 +96,18 @@ size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
 	return t->ntop;
 }
 
-uint64_t con_model_worst_bucket(const con_model_t *m)
+/*
+ * The bucket on the strip with the longest poll, the newest of equals,
+ * by looking at every poll kept (CON_TL_BUCKETS x CON_TL_TOP); *@dur its
+ * length.  The model keeps the answer as polls come (tl_worst: the spike
+ * view asks at every redraw) and scans only when that bucket leaves the
+ * strip, and con_model_is_consistent() compares the two.
+ */
+uint64_t con_model_tl_worst_scan(const con_model_t *m, uint64_t *dur)
 {
 	uint64_t best = 0, best_dur = 0;
 
+	*dur = 0;
 	if (!m->tl_last)
 		return 0;
 	for (uint64_t b = m->tl_last;
@@ -109,7 +121,13 @@ uint64_t con_model_worst_bucket(const con_model_t *m)
 				best = b;
 			}
 	}
+	*dur = best_dur;
 	return best;
+}
+
+uint64_t con_model_worst_bucket(const con_model_t *m)
+{
+	return m->tl_last ? m->tl_worst : 0;
 }
 
 /*
@@ -179,5 +197,13 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
 			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
 		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);
+		/* As con_model_tl_worst_scan() would say: the longest,
+		 * the newest bucket of equals, bucket 0 never. */
+		if (b && dur &&
+		    (dur > m->tl_worst_dur ||
+		     (dur == m->tl_worst_dur && b > m->tl_worst))) {
+			m->tl_worst = b;
+			m->tl_worst_dur = dur;
+		}
 	}
 }
