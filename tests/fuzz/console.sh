@@ -10,8 +10,8 @@
 #   fuzz_console_model  bytes -> record decoder -> the console's model,
 #                       the views rendered (console/*.c, proto/src/*.c)
 # Seeds: tests/fuzz/corpus/*, plus a trace recorded from
-# CONSOLE_WORKLOAD (WEFT_TRACE) cut at a few lengths up to 4 KiB, when
-# given.  The corpus is kept between runs (corpus.sh:
+# CONSOLE_WORKLOAD (WEFT_TRACE) cut after a few of its first records (at
+# most 4 KiB), when given.  The corpus is kept between runs (corpus.sh:
 # ~/.cache/weft/fuzz/TARGET, or $WEFT_FUZZ_CORPUS/TARGET).
 #
 # A longer run (from the source tree):
@@ -64,20 +64,44 @@ seeds=$out/seeds-$t
 rm -rf "$seeds"
 mkdir -p "$seeds"
 cp "$here"/corpus/* "$seeds/" 2>/dev/null || true
+# The end of the record at byte $1 of the sample (tag, varint length,
+# frame); nothing at the sample's end.
+record_end()
+{
+	local at=$1 b len=0 shift=0 k=1
+	read -ra b <<<"$(od -An -tu1 -j "$at" -N11 "$out/sample.weft")"
+	((${#b[@]} > 1)) || return 0
+	while ((k < ${#b[@]})); do
+		len=$((len | (b[k] & 127) << shift))
+		((b[k] & 128)) || break
+		k=$((k + 1)) shift=$((shift + 7))
+	done
+	echo $((at + 1 + k + len))
+}
+
 if [[ -n "$workload" ]]; then
 	WEFT_TRACE="$out/sample.weft" "$workload" >/dev/null
 	# Byte 0: split, sort, filter; byte 1: every view drawn at the end.
-	# At most 4 KiB: libFuzzer lengthens its inputs when that finds
-	# more (-max_len stays 16 KiB); seeds of 16 KiB made most inputs
-	# that long, and each costs milliseconds of events.
-	for n in 256 1024 4096; do
+	# The header and its first 1, 2, 4, 8 and 16 records whole (and 256
+	# bytes, inside the header), at most 4 KiB: libFuzzer lengthens its
+	# inputs when that finds more (-max_len stays 16 KiB).  Seeds of 16
+	# KiB made most inputs that long, milliseconds of events each; byte
+	# cuts of 4 KiB sometimes held no whole record past the header.
+	cuts=(256) at=0
+	for k in $(seq 0 16); do
+		at=$(record_end "$at")
+		if [[ -z "$at" ]] || ((at > 4096)); then
+			break
+		fi
+		case $k in 1 | 2 | 4 | 8 | 16) cuts+=("$at") ;; esac
+	done
+	for n in "${cuts[@]}"; do
 		{ printf '\x00\xff'; head -c "$n" "$out/sample.weft"; } \
 			>"$seeds/sample-$n"
-		{ printf '\x85\xff'; head -c "$n" "$out/sample.weft"; } \
+		{ printf '\xc5\xff'; head -c "$n" "$out/sample.weft"; } \
 			>"$seeds/sample-sorted-$n"
 	done
 fi
-
 rc=0
 "$out/$t" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=1024 \
 	-print_final_stats=1 "$corpus" "$seeds" >"$out/$t.log" 2>&1 || rc=1
