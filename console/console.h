@@ -336,13 +336,18 @@ typedef struct con_model_s {
 
 	con_task_t **tasks; /* every known task, unordered */
 	size_t ntasks;
-	con_worker_t *workers; /* CON_MAX_WORKERS slots */
+	con_worker_t *workers;   /* workers_cap slots, nworkers at least */
 	con_warning_t *warnings; /* oldest first */
 	size_t nwarnings;
 	uint64_t warnings_discarded;
 	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
 	uint64_t tl_last;  /* newest bucket number (0: none yet) */
-	con_tl_top_t *tl_top;  /* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS */
+	/* private: the bucket with the strip's longest poll (0: none), and
+	 * that poll's length (con_model_worst_bucket) */
+	uint64_t tl_worst, tl_worst_dur;
+	/* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS; NULL until a poll
+	 * event (read only once tl_last is set). */
+	con_tl_top_t *tl_top;
 	uint64_t hist_next;    /* worker history samples taken */
 	uint64_t retain_ns;
 	size_t retain_max; /* finished tasks kept at most (the oldest go) */
@@ -406,8 +411,13 @@ typedef struct con_model_s {
 	const con_task_t **list_tmp; /* the merge's output, list_cap long */
 	uint64_t oldest_finished_ns; /* of the finished tasks kept (0: none) */
 	uint32_t stolen_hi;   /* workers[] with stolen_by_others written */
-	weft_event_t *recent; /* CON_RECENT_EVENTS ring, NULL until events */
-	uint64_t nrecent;     /* events put in it */
+	uint32_t workers_cap; /* workers[] slots (con_model_workers_reserve) */
+	/* The latest events, a ring of recent_cap (grown to
+	 * CON_RECENT_EVENTS as they come: it only wraps once there), NULL
+	 * until events. */
+	weft_event_t *recent;
+	size_t recent_cap;
+	uint64_t nrecent; /* events put in it */
 } con_model_t;
 
 void con_model_init(con_model_t *m, const char *target);
@@ -539,15 +549,35 @@ typedef struct con_cell_s {
 	uint8_t role;
 } con_cell_t;
 
+/*
+ * Every cell is reached through the functions below, which drop what
+ * falls outside the grid or outside the rows the clip leaves open: a
+ * view drawn into a 1x1 grid, or told to draw at rows it does not have,
+ * writes nothing and reads nothing out of place.
+ */
 typedef struct con_grid_s {
+	/* public, read-only */
 	int w, h;
-	con_cell_t *cells;
-	bool ascii; /* sparklines and bars in ASCII */
+	con_cell_t *cells; /* h rows of w, row by row */
+	bool ascii;        /* sparklines and bars in ASCII */
+	/* private: writes reach rows [clip_top, clip_end) (con_grid_clip) */
+	int clip_top, clip_end;
 } con_grid_t;
 
+/* A grid of at least 1x1 (smaller sizes are raised to 1). */
 void con_grid_init(con_grid_t *g, int w, int h, bool ascii);
 void con_grid_fini(con_grid_t *g);
+/* Blank every cell (the clip is not consulted). */
 void con_grid_clear(con_grid_t *g);
+/* Let writes reach only rows [@top, @top + @rows) until con_grid_unclip()
+ * (a view's area: what it draws past it is dropped). */
+void con_grid_clip(con_grid_t *g, int top, int rows);
+void con_grid_unclip(con_grid_t *g);
+/* The cell at (x, y), or NULL outside the grid or the clip. */
+con_cell_t *con_grid_cell(con_grid_t *g, int x, int y);
+/* The column after row @y's last non-blank cell (0: blank, or no row
+ * @y). */
+int con_grid_row_end(const con_grid_t *g, int y);
 /* Write UTF-8 @s at (x, y), clipped; returns the column after it. */
 int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s);
 int con_grid_printf(con_grid_t *g, int x, int y, con_role_t role,

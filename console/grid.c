@@ -2,8 +2,12 @@
 /*
  * The text grid views draw into: w x h cells, each a wide character and
  * a semantic role.  curses blits it (tty.c); --once prints it as UTF-8.
- * Every write is clipped, so a view can never draw outside the screen.
- * Wide (double-column) characters are not used: every glyph here is one
+ * Every cell goes through cell(), which drops what falls outside the
+ * grid or the rows the clip leaves open (con_grid_clip: the frame gives
+ * each view its rows), so no view can draw outside the screen or over
+ * the header and status lines, whatever its own arithmetic says: a
+ * 1x1 terminal gets the same calls as a 200x60 one.  Wide
+ * (double-column) characters are not used: every glyph here is one
  * column, which keeps clipping exact.
  */
 #include <limits.h>
@@ -23,6 +27,7 @@ void con_grid_init(con_grid_t *g, int w, int h, bool ascii)
 	g->h = h;
 	g->ascii = ascii;
 	g->cells = con_xcalloc((size_t)w * (size_t)h, sizeof(*g->cells));
+	con_grid_unclip(g);
 	con_grid_clear(g);
 }
 
@@ -34,15 +39,55 @@ void con_grid_fini(con_grid_t *g)
 
 void con_grid_clear(con_grid_t *g)
 {
-	for (int i = 0; i < g->w * g->h; i++)
-		g->cells[i] = (con_cell_t){ L' ', CON_ROLE_NORMAL };
+	size_t w = (size_t)g->w;
+
+	/* One row by hand, the others copied from it (a redraw clears the
+	 * whole screen: memcpy is the fast way, checked or not). */
+	for (size_t x = 0; x < w; x++)
+		g->cells[x] = (con_cell_t){ L' ', CON_ROLE_NORMAL };
+	for (size_t y = 1; y < (size_t)g->h; y++)
+		memcpy(&g->cells[y * w], g->cells, w * sizeof(*g->cells));
+}
+
+void con_grid_clip(con_grid_t *g, int top, int rows)
+{
+	long long end = (long long)top + (rows > 0 ? rows : 0);
+
+	if (end > g->h)
+		end = g->h;
+	g->clip_top = top < 0 ? 0 : top > g->h ? g->h : top;
+	g->clip_end = end < g->clip_top ? g->clip_top : (int)end;
+}
+
+void con_grid_unclip(con_grid_t *g)
+{
+	g->clip_top = 0;
+	g->clip_end = g->h;
 }
 
 static con_cell_t *cell(con_grid_t *g, int x, int y)
 {
-	if (x < 0 || y < 0 || x >= g->w || y >= g->h)
+	/* clip_top >= 0 and clip_end <= h (con_grid_clip). */
+	if (x < 0 || x >= g->w || y < g->clip_top || y >= g->clip_end)
 		return NULL;
-	return &g->cells[y * g->w + x];
+	return &g->cells[(size_t)y * (size_t)g->w + (size_t)x];
+}
+
+con_cell_t *con_grid_cell(con_grid_t *g, int x, int y)
+{
+	return cell(g, x, y);
+}
+
+int con_grid_row_end(const con_grid_t *g, int y)
+{
+	int end = 0;
+
+	if (y < 0 || y >= g->h)
+		return 0;
+	for (int x = 0; x < g->w; x++)
+		if (g->cells[(size_t)y * (size_t)g->w + (size_t)x].ch != L' ')
+			end = x + 1;
+	return end;
 }
 
 int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s)
@@ -53,9 +98,17 @@ int con_grid_put(con_grid_t *g, int x, int y, con_role_t role, const char *s)
 	memset(&st, 0, sizeof(st));
 	while (left) {
 		wchar_t wc;
-		size_t n = mbrtowc(&wc, s, left, &st);
+		size_t n;
 		con_cell_t *c;
 
+		/* ASCII, most of what is drawn, needs no conversion (and
+		 * is one byte in any locale the console runs in). */
+		if ((unsigned char)*s < 0x80) {
+			wc = (wchar_t)*s;
+			n = 1;
+		} else {
+			n = mbrtowc(&wc, s, left, &st);
+		}
 		if (n == (size_t)-1 || n == (size_t)-2) {
 			/* Not UTF-8 (or no UTF-8 locale): one byte each. */
 			wc = (unsigned char)*s < 0x80 ? (wchar_t)*s : L'?';
@@ -120,9 +173,11 @@ int con_grid_spark(con_grid_t *g, int x, int y, const double *v, int n,
 		int level = 0;
 
 		if (max > 0 && v[i] > 0) {
-			level = (int)(v[i] / max * 7.0 + 0.5);
-			if (level > 7)
-				level = 7;
+			/* Clamped before the conversion: a value over an
+			 * explicit @max (or a NaN) is no undefined cast. */
+			double f = v[i] / max;
+
+			level = f >= 1 ? 7 : (int)(f * 7.0 + 0.5);
 		}
 		if (v[i] <= 0)
 			put_wc(g, x + i, y, g->ascii ? L' ' : uni[0],
@@ -138,15 +193,18 @@ int con_grid_bar(con_grid_t *g, int x, int y, int width, double frac,
 		 con_role_t role)
 {
 	static const wchar_t eighths[] = L" ▏▎▍▌▋▊▉█";
-	int units;
+	long long units;
 
-	if (frac < 0)
+	if (!(frac > 0)) /* a NaN too */
 		frac = 0;
 	if (frac > 1)
 		frac = 1;
-	units = (int)(frac * width * 8 + 0.5);
-	for (int i = 0; i < width; i++) {
-		int u = units - i * 8;
+	if (width < 0)
+		width = 0;
+	units = (long long)(frac * width * 8 + 0.5);
+	/* Only what can show is visited (a huge @width costs nothing). */
+	for (int i = x < 0 ? -x : 0; i < width && i < g->w - x; i++) {
+		long long u = units - (long long)i * 8;
 		wchar_t wc;
 
 		if (u <= 0)

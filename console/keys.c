@@ -428,14 +428,16 @@ unsigned con_keys_handle(con_session_t *s, int key)
 
 void con_keys_help(con_grid_t *g, int top, int rows)
 {
-	int w = 84, x = (g->w - w) / 2, y = top + 1;
+	int w = g->w < 84 ? g->w : 84, x = (g->w - w) / 2, y = top + 1;
 
-	if (x < 0)
-		x = 0;
+	/* The box, as far as the grid (and its clip) lets it go. */
 	for (int r = top; r < top + rows && r < g->h; r++)
-		for (int c = x; c < x + w && c < g->w; c++)
-			g->cells[r * g->w + c] =
-				(con_cell_t){ L' ', CON_ROLE_HEADER };
+		for (int c = x; c < x + w; c++) {
+			con_cell_t *cl = con_grid_cell(g, c, r);
+
+			if (cl)
+				*cl = (con_cell_t){ L' ', CON_ROLE_HEADER };
+		}
 	con_grid_put(g, x + 2, y++, CON_ROLE_HEADER,
 		     "weft-console keys (any key closes)");
 	y++;

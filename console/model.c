@@ -53,8 +53,6 @@ void con_model_init(con_model_t *m, const char *target)
 	m->target = con_xstrdup(target);
 	m->process = con_xstrdup("");
 	m->clock = con_xstrdup("");
-	m->workers = con_xcalloc(CON_MAX_WORKERS, sizeof(*m->workers));
-	m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
 	m->hash_cap = 1024;
 	m->hash = con_xcalloc(m->hash_cap, sizeof(*m->hash));
 	m->retain_ns = CON_RETAIN_NS;
@@ -282,9 +280,33 @@ const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 	return NULL;
 }
 
+/*
+ * The workers, the recent events and the timeline's top polls grow as
+ * they come rather than being allocated whole at init (256 workers are
+ * 1 MB, the ring 2 MB): a console on a 4-worker process, and the fuzzer,
+ * which builds a model per input, pay for what they use.
+ */
+void con_model_workers_reserve(con_model_t *m, uint32_t n)
+{
+	uint32_t cap = m->workers_cap ? m->workers_cap : 8;
+
+	if (n > CON_MAX_WORKERS)
+		n = CON_MAX_WORKERS;
+	if (n <= m->workers_cap)
+		return;
+	while (cap < n)
+		cap *= 2;
+	if (cap > CON_MAX_WORKERS)
+		cap = CON_MAX_WORKERS;
+	m->workers = con_xreallocarray(m->workers, cap, sizeof(*m->workers));
+	memset(m->workers + m->workers_cap, 0,
+	       (cap - m->workers_cap) * sizeof(*m->workers));
+	m->workers_cap = cap;
+}
+
 const con_worker_t *con_model_worker(const con_model_t *m, uint32_t i)
 {
-	if (i >= CON_MAX_WORKERS || !m->workers[i].seen)
+	if (i >= m->workers_cap || !m->workers[i].seen)
 		return NULL;
 	return &m->workers[i];
 }
@@ -354,8 +376,10 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h)
 	set_str(&m->clock, h->clock);
 	m->pid = h->pid;
 	m->start_ns = h->start_ns;
-	if (h->workers <= CON_MAX_WORKERS && h->workers > m->nworkers)
+	if (h->workers <= CON_MAX_WORKERS && h->workers > m->nworkers) {
+		con_model_workers_reserve(m, h->workers);
 		m->nworkers = h->workers;
+	}
 }
 
 static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
@@ -436,6 +460,13 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 		m->bad_frames++;
 		return;
 	}
+	/* Before w is taken: the array may move. */
+	con_model_workers_reserve(m, x->index + 1);
+	if (x->n_stolen_from)
+		con_model_workers_reserve(m,
+					  x->n_stolen_from < CON_MAX_WORKERS ?
+						  (uint32_t)x->n_stolen_from :
+						  CON_MAX_WORKERS);
 	w = &m->workers[x->index];
 	w->seen = true;
 	w->index = x->index;
@@ -524,14 +555,15 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		if (!m->start_ns)
 			m->start_ns = u->stats->start_ns;
 		if (u->stats->workers <= CON_MAX_WORKERS &&
-		    u->stats->workers > m->nworkers)
+		    u->stats->workers > m->nworkers) {
+			con_model_workers_reserve(m, u->stats->workers);
 			m->nworkers = u->stats->workers;
+		}
 	}
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_set(m, u->tasks[i]);
 	if (u->n_workers) {
-		/* Only those ever written: the others' pages stay
-		 * untouched (256 workers are 1 MB). */
+		/* Only those ever written. */
 		for (uint32_t i = 0; i < m->stolen_hi; i++)
 			m->workers[i].stolen_by_others = 0;
 		m->worker_steals = 0;
@@ -577,10 +609,9 @@ void con_model_watch(con_model_t *m, uint64_t id)
 	m->nwatch = 0;
 	if (!id || !m->recent)
 		return;
-	from = m->nrecent > CON_RECENT_EVENTS ? m->nrecent - CON_RECENT_EVENTS :
-						0;
+	from = m->nrecent > m->recent_cap ? m->nrecent - m->recent_cap : 0;
 	for (uint64_t i = from; i < m->nrecent; i++) {
-		const weft_event_t *e = &m->recent[i % CON_RECENT_EVENTS];
+		const weft_event_t *e = &m->recent[i % m->recent_cap];
 
 		if (e->task == id)
 			watch_put(m, e);
@@ -604,12 +635,20 @@ const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back)
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 {
 	m->events += n;
-	/* Not zeroed: only the nrecent written are read. */
-	if (n && !m->recent)
-		m->recent = con_xreallocarray(NULL, CON_RECENT_EVENTS,
-					      sizeof(*m->recent));
 	for (size_t i = 0; i < n; i++) {
-		m->recent[m->nrecent++ % CON_RECENT_EVENTS] = ev[i];
+		/* Doubled while not yet wrapped (nrecent == recent_cap):
+		 * the events stay where they are.  Not zeroed: only the
+		 * nrecent written are read. */
+		if (m->nrecent == m->recent_cap &&
+		    m->recent_cap < CON_RECENT_EVENTS) {
+			m->recent_cap = m->recent_cap ? 2 * m->recent_cap :
+							1024;
+			if (m->recent_cap > CON_RECENT_EVENTS)
+				m->recent_cap = CON_RECENT_EVENTS;
+			m->recent = con_xreallocarray(m->recent, m->recent_cap,
+						      sizeof(*m->recent));
+		}
+		m->recent[m->nrecent++ % m->recent_cap] = ev[i];
 		if (m->watch_task && ev[i].task == m->watch_task)
 			watch_put(m, &ev[i]);
 	}
@@ -783,6 +822,14 @@ const char *con_mode_name(con_mode_t mode)
 	return "?";
 }
 
+/* The longest poll kept as polls came, as a scan finds it. */
+static bool worst_is_consistent(const con_model_t *m)
+{
+	uint64_t dur, b = con_model_tl_worst_scan(m, &dur);
+
+	return !m->tl_last || (b == m->tl_worst && dur == m->tl_worst_dur);
+}
+
 bool con_model_is_consistent(const con_model_t *m)
 {
 	size_t inhash = 0;
@@ -845,5 +892,11 @@ bool con_model_is_consistent(const con_model_t *m)
 			return false;
 	}
 	return m->nwarnings <= CON_MAX_WARNINGS &&
-	       m->nworkers <= CON_MAX_WORKERS && con_model_res_is_consistent(m);
+	       m->nworkers <= m->workers_cap &&
+	       m->stolen_hi <= m->workers_cap &&
+	       m->workers_cap <= CON_MAX_WORKERS &&
+	       m->recent_cap <= CON_RECENT_EVENTS && worst_is_consistent(m) &&
+	       (m->nrecent <= m->recent_cap ||
+		m->recent_cap == CON_RECENT_EVENTS) &&
+	       con_model_res_is_consistent(m);
 }

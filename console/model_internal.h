@@ -16,10 +16,16 @@ void con_model_str_unref(con_model_t *m, const char *s);
 extern const char con_model_empty[];
 /* Let go of a task (its strings, its histograms); kept for reuse. */
 void con_model_task_free(con_model_t *m, con_task_t *t);
+/* Room in workers[] for indices below @n (at most CON_MAX_WORKERS),
+ * zeroed; workers[] may move. */
+void con_model_workers_reserve(con_model_t *m, uint32_t n);
 /* Rebuild the index for ntasks at a load of at most a half. */
 void con_model_hash_rebuild(con_model_t *m);
 /* A POLL event into the workers' timeline and its bucket's top polls. */
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e);
+/* The strip's longest poll's bucket (0: none) and its length, by a
+ * scan of every bucket (model_timeline.c; the model keeps tl_worst). */
+uint64_t con_model_tl_worst_scan(const con_model_t *m, uint64_t *dur);
 /* The list's order (qsort_r; @arg the model): the sort column, then id. */
 int con_model_task_cmp(const void *pa, const void *pb, void *arg);
 

@@ -33,6 +33,10 @@ static void tl_advance(con_model_t *m, uint64_t b)
 		m->tl_first = b + 1 - CON_TL_BUCKETS;
 	if (!m->tl_first)
 		m->tl_first = b;
+	/* The longest poll's bucket left the strip: the next longest. */
+	if (m->tl_worst && (m->tl_worst < m->tl_first ||
+			    m->tl_worst + CON_TL_BUCKETS <= m->tl_last))
+		m->tl_worst = con_model_tl_worst_scan(m, &m->tl_worst_dur);
 }
 
 /* Keep @e among the bucket's CON_TL_TOP longest polls.  The common case
@@ -92,10 +96,18 @@ size_t con_model_spike(const con_model_t *m, uint64_t b, con_poll_t *out,
 	return t->ntop;
 }
 
-uint64_t con_model_worst_bucket(const con_model_t *m)
+/*
+ * The bucket on the strip with the longest poll, the newest of equals,
+ * by looking at every poll kept (CON_TL_BUCKETS x CON_TL_TOP); *@dur its
+ * length.  The model keeps the answer as polls come (tl_worst: the spike
+ * view asks at every redraw) and scans only when that bucket leaves the
+ * strip, and con_model_is_consistent() compares the two.
+ */
+uint64_t con_model_tl_worst_scan(const con_model_t *m, uint64_t *dur)
 {
 	uint64_t best = 0, best_dur = 0;
 
+	*dur = 0;
 	if (!m->tl_last)
 		return 0;
 	for (uint64_t b = m->tl_last;
@@ -109,7 +121,13 @@ uint64_t con_model_worst_bucket(const con_model_t *m)
 				best = b;
 			}
 	}
+	*dur = best_dur;
 	return best;
+}
+
+uint64_t con_model_worst_bucket(const con_model_t *m)
+{
+	return m->tl_last ? m->tl_worst : 0;
 }
 
 /*
@@ -124,7 +142,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 	uint64_t last, from, sum = 0, n = 0;
 	double r;
 
-	if (!m->tl_last || i >= CON_MAX_WORKERS)
+	if (!m->tl_last || i >= m->workers_cap)
 		return -1;
 	last = m->now_ns / CON_TL_BUCKET_NS;
 	if (last < m->tl_last)
@@ -145,27 +163,47 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 {
-	uint64_t end = e->ts, dur = e->a1, start;
+	uint64_t end = e->ts, dur = e->a1, start, first;
 	con_worker_t *w;
 
 	if (e->worker >= CON_MAX_WORKERS || dur > end)
 		return;
+	if (!m->tl_top)
+		m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
+	con_model_workers_reserve(m, e->worker + 1u);
 	start = end - dur;
 	if (end / CON_TL_BUCKET_NS > m->tl_last)
 		tl_advance(m, end / CON_TL_BUCKET_NS);
 	if (e->worker + 1u > m->nworkers)
 		m->nworkers = e->worker + 1u;
 	w = &m->workers[e->worker];
-	for (uint64_t b = start / CON_TL_BUCKET_NS; b <= end / CON_TL_BUCKET_NS;
-	     b++) {
-		uint64_t lo = b * CON_TL_BUCKET_NS, hi = lo + CON_TL_BUCKET_NS;
+	/* From the strip's oldest bucket at the earliest: a poll as long
+	 * as the input says (a corrupt file's, up to 2^64 ns) spans at most
+	 * CON_TL_BUCKETS of them, not every bucket since it began. */
+	first = start / CON_TL_BUCKET_NS;
+	if (first < m->tl_first)
+		first = m->tl_first;
+	if (m->tl_last >= CON_TL_BUCKETS &&
+	    first <= m->tl_last - CON_TL_BUCKETS)
+		first = m->tl_last - CON_TL_BUCKETS + 1;
+	for (uint64_t b = first; b <= end / CON_TL_BUCKET_NS; b++) {
+		uint64_t lo = b * CON_TL_BUCKET_NS;
+		uint64_t hi = lo > UINT64_MAX - CON_TL_BUCKET_NS ?
+				      UINT64_MAX :
+				      lo + CON_TL_BUCKET_NS;
 		uint64_t s = start > lo ? start : lo, x = end < hi ? end : hi;
 
-		if (b < m->tl_first || b + CON_TL_BUCKETS <= m->tl_last)
-			continue; /* older than the strip */
 		w->tl_poll_ns[b % CON_TL_BUCKETS] += x - s;
 		if (dur > w->tl_max_poll[b % CON_TL_BUCKETS])
 			w->tl_max_poll[b % CON_TL_BUCKETS] = dur;
 		tl_top_add(&m->tl_top[b % CON_TL_BUCKETS], e);
+		/* As con_model_tl_worst_scan() would say: the longest,
+		 * the newest bucket of equals, bucket 0 never. */
+		if (b && dur &&
+		    (dur > m->tl_worst_dur ||
+		     (dur == m->tl_worst_dur && b > m->tl_worst))) {
+			m->tl_worst = b;
+			m->tl_worst_dur = dur;
+		}
 	}
 }

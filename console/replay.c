@@ -16,10 +16,20 @@
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
+ *
+ * Only a regular file is opened: a directory would only say "read
+ * error", a FIFO with no writer would block the open for ever, a device
+ * might never end.  The path is opened without blocking and looked at
+ * first (one line says what it is), then the reader opens it by name: a
+ * FIFO put in the file's place between the two would still block (the
+ * reader takes a path, not a descriptor).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "console.h"
 
@@ -47,6 +57,15 @@ static Weft__V1__Frame *frame_copy(const Weft__V1__Frame *f)
 	h = weft__v1__frame__unpack(NULL, len, buf);
 	free(buf);
 	return h;
+}
+
+/* @f is the reader's header frame (it frees it on close), which the
+ * public header field points into; every other frame is the caller's. */
+static bool is_reader_header(const weft_trace_reader_t *rd,
+			     const Weft__V1__Frame *f)
+{
+	return f->body_case == WEFT__V1__FRAME__BODY_HEADER &&
+	       f->header == rd->header;
 }
 
 /* One more record in the index: the frame @f read at @off. */
@@ -84,14 +103,57 @@ static void index_add(con_replay_t *r, size_t *cap, uint64_t off,
 	r->n++;
 }
 
+static const char *file_kind(mode_t mode)
+{
+	return S_ISDIR(mode)  ? "is a directory" :
+	       S_ISFIFO(mode) ? "is a FIFO" :
+	       S_ISCHR(mode)  ? "is a character device" :
+	       S_ISBLK(mode)  ? "is a block device" :
+	       S_ISSOCK(mode) ? "is a socket" :
+				"is not a regular file";
+}
+
+/*
+ * @path is a regular file: 0 with its identity in @st; else a negative
+ * errno, said on stderr in one line.  Never blocks (O_NONBLOCK: a FIFO
+ * with no writer opens at once for reading).
+ */
+static int regular_file(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int err = 0;
+
+	if (fd < 0 || fstat(fd, st))
+		err = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		fprintf(stderr, "weft-console: %s: %s\n", path, strerror(-err));
+		return err;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		fprintf(stderr,
+			"weft-console: %s: %s, not a trace file (--replay "
+			"reads a regular file)\n",
+			path, file_kind(st->st_mode));
+		return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+	}
+	return 0;
+}
+
 int con_replay_open(con_replay_t *r, const char *path)
 {
-	weft_trace_reader_t *rd = con_xmalloc(sizeof(*rd));
+	weft_trace_reader_t *rd;
 	Weft__V1__Frame *f;
+	struct stat st;
 	size_t cap = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	rc = regular_file(path, &st);
+	if (rc)
+		return rc;
+	rd = con_xmalloc(sizeof(*rd));
 	rc = weft_trace_reader_open(rd, path);
 	if (rc) {
 		fprintf(stderr, "weft-console: %s: %s\n", path, strerror(-rc));
@@ -101,9 +163,13 @@ int con_replay_open(con_replay_t *r, const char *path)
 	r->rd = rd;
 	r->rd_at = SIZE_MAX;
 	while ((rc = weft_trace_reader_next(rd, &f)) == 1) {
-		if (rd->frames == 1) {
-			/* The header: time 0, so first of all on replay. */
-			r->hello = frame_copy(f);
+		/* The header is the reader's (freed on close): a copy is
+		 * kept, fed first of all on replay.  Any other frame is
+		 * ours, a second FileHeader too (indexed, fed as its hello,
+		 * freed). */
+		if (is_reader_header(rd, f)) {
+			if (!r->hello)
+				r->hello = frame_copy(f);
 			continue;
 		}
 		index_add(r, &cap, rd->dec.record_offset, f);
@@ -165,8 +231,9 @@ static Weft__V1__Frame *read_rec(con_replay_t *r, size_t i)
 		r->rd_at = SIZE_MAX;
 		return NULL;
 	}
-	if (rd->dec.record_offset != r->rec[i].off) {
-		weft_wire_frame_free(f);
+	if (is_reader_header(rd, f) || rd->dec.record_offset != r->rec[i].off) {
+		if (!is_reader_header(rd, f))
+			weft_wire_frame_free(f);
 		r->rd_at = SIZE_MAX;
 		return NULL;
 	}

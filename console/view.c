@@ -123,11 +123,8 @@ static void draw_header(const con_session_t *s, con_grid_t *g)
 			h.steal_rate * 100.0,
 			con_fmt_count(ev, sizeof(ev), h.events_per_s),
 			(unsigned long long)h.dropped, h.collector_cpu * 100.0);
-	x = 0;
-	/* Row 1's end, where there is a row 1 (a one-row terminal). */
-	for (int i = 0; g->h > 1 && i < g->w; i++)
-		if (g->cells[g->w + i].ch != L' ')
-			x = i + 1;
+	/* Row 1's end (0 where there is no row 1: a one-row terminal). */
+	x = con_grid_row_end(g, 1);
 	con_grid_printf(g, x + 2, 1, h.warnings ? CON_ROLE_WARN : CON_ROLE_NORMAL,
 			"warnings %llu", (unsigned long long)h.warnings);
 }
@@ -201,11 +198,20 @@ void con_screen_draw(const con_session_t *s, con_grid_t *g)
 	con_grid_clear(g);
 	draw_header(s, g);
 	draw_tabs(s, g);
-	if (rows > 0)
+	/* The view and the help draw in the view's rows only: what they
+	 * would put past them (a long detail, a help taller than the
+	 * screen) is dropped, not drawn over the status line. */
+	if (rows > 0) {
+		con_grid_clip(g, 3, rows);
 		v->draw(s, g, 3, rows);
+		con_grid_unclip(g);
+	}
 	if (!s->once) {
 		draw_status(s, g);
-		if (s->help)
+		if (s->help && rows > 0) {
+			con_grid_clip(g, 3, rows);
 			con_keys_help(g, 3, rows);
+			con_grid_unclip(g);
+		}
 	}
 }

@@ -81,8 +81,11 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 	int width = g->w - 8, y = top;
 	uint64_t cur = con_timeline_cursor(s);
 
+	/* The strip's columns: none on a grid narrower than its margins. */
 	if (width > CON_TL_BUCKETS)
 		width = CON_TL_BUCKETS;
+	if (width < 0)
+		width = 0;
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
 			" W     time in polls per %llums, newest right (%s: "
@@ -103,9 +106,9 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 			bool spike;
 			con_cell_t *c;
 
-			if (6 + k >= g->w)
+			c = con_grid_cell(g, 6 + k, y);
+			if (!c)
 				break;
-			c = &g->cells[y * g->w + 6 + k];
 			if (b > m->tl_last || b < m->tl_first) {
 				if (b == cur && !s->once)
 					c->role = CON_ROLE_SELECTED;
@@ -127,7 +130,7 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 		}
 	}
 	/* A caret under the cursor's column, then what it stands on. */
-	if (y < top + rows && cur + (uint64_t)width > m->tl_last) {
+	if (y < top + rows && width > 0 && cur + (uint64_t)width > m->tl_last) {
 		int k = width - 1 - (int)(m->tl_last - cur);
 
 		con_grid_put(g, 6 + k, y, CON_ROLE_TITLE, "^");

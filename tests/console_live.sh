@@ -12,7 +12,8 @@
 # task's detail with its events.  Then the real console in tmux on the live
 # process (skipped without tmux): views, sort, a / filter, Enter to the
 # detail, space to pause (the screen stops) and resume, the timeline's
-# spike list, a resize, q exits 0 and the process lives on.  A
+# spike list, a resize, every view down to 1x1 (console_sizes.sh), q
+# exits 0 and the process lives on.  A
 # server that sends garbage, and a target nobody listens on, end in a
 # plain message and exit 2, not a crash.  The workload is killed by pid.
 set -euo pipefail
@@ -182,6 +183,9 @@ interactive()
 		[[ ${#line} -le 90 ]] || fail "a line is wider than the resized window"
 	done <"$tmp/screen.txt"
 
+	# Every view at every small size, live (console_sizes.sh).
+	every_size
+
 	tm send-keys -t con q
 	end=$((SECONDS + 20))
 	while ((SECONDS < end)) && [[ ! -s "$tmp/rc" ]]; do
@@ -253,6 +257,8 @@ expect "live detail" "lock-acquire" "$tmp/d.txt"
 
 # Interactive, in tmux, on the live process (skipped without tmux).
 if command -v tmux >/dev/null 2>&1; then
+	# shellcheck source=tests/console_sizes.sh
+	. "$(dirname "${BASH_SOURCE[0]}")/console_sizes.sh"
 	interactive
 else
 	echo "console_live: tmux not found: interactive part skipped"

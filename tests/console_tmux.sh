@@ -11,8 +11,8 @@
 # shows the named task, the warnings view shows lock-held-across-await,
 # the task detail names the lock and lists the task's events, the
 # timeline's cursor picks a bucket whose polls list and lead to a task, a
-# resize redraws at the new size (down to 1x1 in every view), and q
-# exits 0.  Exits 77 (ctest
+# resize redraws at the new size (down to 1x1 in every view:
+# console_sizes.sh), and q exits 0.  Exits 77 (ctest
 # SKIP_RETURN_CODE) where tmux is absent.
 set -euo pipefail
 
@@ -193,17 +193,10 @@ done <"$tmp/screen.txt"
 check_workers "$tmp/screen.txt" "workers after resize"
 
 # Every view at every small size (the header once read row 1 of a 1-row
-# grid: a heap overflow under ASan), then back: still drawing, q exits 0.
-for size in 1x1 2x1 40x1 10x5 3x2 120x3; do
-	tm resize-window -t con -x "${size%x*}" -y "${size#*x}"
-	for key in w t x m '?' Escape w; do
-		tm send-keys -t con "$key"
-		sleep 0.05
-	done
-done
-tm resize-window -t con -x 90 -y 24
-tm send-keys -t con w
-wait_for "STEALS-IN" "workers view after the small sizes"
+# grid: a heap overflow under ASan), then back: still drawing.
+# shellcheck source=tests/console_sizes.sh
+. "$(dirname "${BASH_SOURCE[0]}")/console_sizes.sh"
+every_size
 check_workers "$tmp/screen.txt" "workers after the small sizes"
 
 tm send-keys -t con q

@@ -10,9 +10,11 @@
 #   fuzz_console_model  bytes -> record decoder -> the console's model,
 #                       the views rendered (console/*.c, proto/src/*.c)
 # Seeds: tests/fuzz/corpus/*, plus a trace recorded from
-# CONSOLE_WORKLOAD (WEFT_TRACE) cut at a few lengths, when given.
+# CONSOLE_WORKLOAD (WEFT_TRACE) cut after a few of its first records (at
+# most 4 KiB), when given.  The corpus is kept between runs (corpus.sh:
+# ~/.cache/weft/fuzz/TARGET, or $WEFT_FUZZ_CORPUS/TARGET).
 #
-# A longer run, corpus kept (from the source tree):
+# A longer run (from the source tree):
 #   tests/fuzz/console.sh /tmp/weft-fuzz-console 3600 build/tests/console_workload
 set -euo pipefail
 
@@ -50,23 +52,59 @@ for f in grid keys live model model_groups model_res model_retain model_sort \
 	view_tasks view_timeline view_warnings view_workers; do
 	srcs+=("$root/console/$f.c")
 done
-"$cc" "${flags[@]}" "${nc[@]}" "$here/$t.c" "${srcs[@]}" \
+"$cc" "${flags[@]}" "${nc[@]}" \
+	-fsanitize-coverage-ignorelist="$here/console_nocov.txt" \
+	"$here/$t.c" "${srcs[@]}" \
 	"$root"/proto/src/*.c "$out/gen/weft.pb-c.c" "${pc[@]}" -o "$out/$t"
-mkdir -p "$out/corpus-$t"
-cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
+# shellcheck source=tests/fuzz/corpus.sh
+. "$here/corpus.sh"
+corpus=$(fuzz_corpus "$t" "$out")
+fuzz_corpus_trim "$out/$t" "$corpus"
+seeds=$out/seeds-$t
+rm -rf "$seeds"
+mkdir -p "$seeds"
+cp "$here"/corpus/* "$seeds/" 2>/dev/null || true
+# The end of the record at byte $1 of the sample (tag, varint length,
+# frame); nothing at the sample's end.
+record_end()
+{
+	local at=$1 b len=0 shift=0 k=1
+	read -ra b <<<"$(od -An -tu1 -j "$at" -N11 "$out/sample.weft")"
+	((${#b[@]} > 1)) || return 0
+	while ((k < ${#b[@]})); do
+		len=$((len | (b[k] & 127) << shift))
+		((b[k] & 128)) || break
+		k=$((k + 1)) shift=$((shift + 7))
+	done
+	echo $((at + 1 + k + len))
+}
+
 if [[ -n "$workload" ]]; then
 	WEFT_TRACE="$out/sample.weft" "$workload" >/dev/null
-	for n in 256 1024 4096 16383; do
-		{ printf '\x00'; head -c "$n" "$out/sample.weft"; } \
-			>"$out/corpus-$t/sample-$n"
-		{ printf '\x85'; head -c "$n" "$out/sample.weft"; } \
-			>"$out/corpus-$t/sample-sorted-$n"
+	# Byte 0: split, sort, filter; byte 1: every view drawn at the end.
+	# The header and its first 1, 2, 4, 8 and 16 records whole (and 256
+	# bytes, inside the header), at most 4 KiB: libFuzzer lengthens its
+	# inputs when that finds more (-max_len stays 16 KiB).  Seeds of 16
+	# KiB made most inputs that long, milliseconds of events each; byte
+	# cuts of 4 KiB sometimes held no whole record past the header.
+	cuts=(256) at=0
+	for k in $(seq 0 16); do
+		at=$(record_end "$at")
+		if [[ -z "$at" ]] || ((at > 4096)); then
+			break
+		fi
+		case $k in 1 | 2 | 4 | 8 | 16) cuts+=("$at") ;; esac
+	done
+	for n in "${cuts[@]}"; do
+		{ printf '\x00\xff'; head -c "$n" "$out/sample.weft"; } \
+			>"$seeds/sample-$n"
+		{ printf '\xc5\xff'; head -c "$n" "$out/sample.weft"; } \
+			>"$seeds/sample-sorted-$n"
 	done
 fi
-
 rc=0
 "$out/$t" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=1024 \
-	-print_final_stats=1 "$out/corpus-$t" >"$out/$t.log" 2>&1 || rc=1
+	-print_final_stats=1 "$corpus" "$seeds" >"$out/$t.log" 2>&1 || rc=1
 grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
 	sed "s/^/fuzz: $t: /" || true
 if [[ $rc -ne 0 ]] || grep -q 'ERROR: \|==ERROR\|SUMMARY: ' "$out/$t.log"; then

@@ -14,9 +14,11 @@
 # FUZZ_TARGETS="a b" picks some (default: all three).
 # Seeds: tests/fuzz/corpus/* (and corpus_server/* for the server's), plus
 # a sample trace from `test_wire --write-sample` and its first records
-# when TEST_WIRE is given.
+# when TEST_WIRE is given.  Each target's corpus is kept between runs
+# (corpus.sh: ~/.cache/weft/fuzz/TARGET, or $WEFT_FUZZ_CORPUS/TARGET), the
+# seeds read beside it.
 #
-# A longer run, kept corpus and all (from the source tree):
+# A longer run (from the source tree):
 #   tests/fuzz/run.sh /tmp/weft-fuzz 3600 /tmp/wire-build/tests/test_wire
 set -euo pipefail
 
@@ -46,32 +48,40 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 	-I"$root/probe/include" -I"$root/runtime/include" -I"$root/runtime/src")
 read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
 read -ra targets <<<"${FUZZ_TARGETS:-fuzz_record fuzz_trace_file fuzz_server_input}"
+# shellcheck source=tests/fuzz/corpus.sh
+. "$here/corpus.sh"
+declare -A corpus
 for t in "${targets[@]}"; do
 	"$cc" "${flags[@]}" "$here/$t.c" "$root"/proto/src/*.c \
 		"$root/probe/src/delta.c" \
 		"$root/probe/src/server_input.c" "$out/gen/weft.pb-c.c" \
 		"${pc[@]}" -o "$out/$t"
-	mkdir -p "$out/corpus-$t"
-	cp "$here"/corpus/* "$out/corpus-$t/" 2>/dev/null || true
+	# The seeds apart, the corpus kept between runs (corpus.sh).
+	rm -rf "$out/seeds-$t"
+	mkdir -p "$out/seeds-$t"
+	cp "$here"/corpus/* "$out/seeds-$t/" 2>/dev/null || true
+	corpus[$t]=$(fuzz_corpus "$t" "$out")
+	fuzz_corpus_trim "$out/$t" "${corpus[$t]}"
 done
-if [[ -d "$out/corpus-fuzz_server_input" ]]; then
-	cp "$here"/corpus_server/* "$out/corpus-fuzz_server_input/"
+if [[ -d "$out/seeds-fuzz_server_input" ]]; then
+	cp "$here"/corpus_server/* "$out/seeds-fuzz_server_input/"
 fi
-if [[ -n "$test_wire" && -d "$out/corpus-fuzz_record" &&
-	-d "$out/corpus-fuzz_trace_file" ]]; then
+if [[ -n "$test_wire" && -d "$out/seeds-fuzz_record" &&
+	-d "$out/seeds-fuzz_trace_file" ]]; then
 	"$test_wire" --write-sample "$out/sample.weft"
 	for n in 64 256 1024 4096; do
-		head -c "$n" "$out/sample.weft" >"$out/corpus-fuzz_trace_file/sample-$n"
+		head -c "$n" "$out/sample.weft" >"$out/seeds-fuzz_trace_file/sample-$n"
 		{ printf '\x00'; head -c "$n" "$out/sample.weft"; } \
-			>"$out/corpus-fuzz_record/sample-$n"
+			>"$out/seeds-fuzz_record/sample-$n"
 	done
-	cp "$out/sample.weft" "$out/corpus-fuzz_trace_file/sample"
+	cp "$out/sample.weft" "$out/seeds-fuzz_trace_file/sample"
 fi
 
 pids=()
 for t in "${targets[@]}"; do
 	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 \
-		-print_final_stats=1 "$out/corpus-$t" >"$out/$t.log" 2>&1 &
+		-print_final_stats=1 "${corpus[$t]}" "$out/seeds-$t" \
+		>"$out/$t.log" 2>&1 &
 	pids+=($!)
 done
 rc=0

@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: MIT
+#
+# Sourced by run.sh and console.sh: where a fuzz target's corpus is kept
+# between runs.
+#
+# fuzz_corpus TARGET OUT_DIR prints the directory libFuzzer is to write
+# TARGET's new inputs to, made if need be: $WEFT_FUZZ_CORPUS/TARGET when
+# that is set, else ${XDG_CACHE_HOME:-~/.cache}/weft/fuzz/TARGET, outside
+# the build and the source tree, so a new build directory (CI's, ctest's
+# short runs) or a fresh checkout starts from what earlier runs found;
+# OUT_DIR/corpus-TARGET when neither can be made.  The seeds, committed
+# (tests/fuzz/corpus*) and generated, stay apart in OUT_DIR/seeds-TARGET,
+# a second corpus directory libFuzzer reads and never writes.
+#
+# fuzz_corpus_trim BINARY DIR keeps DIR under 2,000 inputs: above that,
+# libFuzzer's -merge=1 keeps only the inputs that bring new coverage
+# (what each run reads first stays a few seconds' work).
+fuzz_corpus()
+{
+	local t=$1 out=$2 base
+	base=${WEFT_FUZZ_CORPUS:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/weft/fuzz}
+	if mkdir -p "$base/$t" 2>/dev/null && [[ -w "$base/$t" ]]; then
+		echo "$base/$t"
+	else
+		mkdir -p "$out/corpus-$t"
+		echo "$out/corpus-$t"
+	fi
+}
+
+fuzz_corpus_trim()
+{
+	local bin=$1 dir=$2 n
+	n=$(find "$dir" -maxdepth 1 -type f | wc -l)
+	((n > 2000)) || return 0
+	rm -rf "$dir.merge"
+	mkdir "$dir.merge"
+	if "$bin" -merge=1 -rss_limit_mb=2048 "$dir.merge" "$dir" >"$dir.merge.log" 2>&1; then
+		rm -rf "$dir"
+		mv "$dir.merge" "$dir"
+		echo "fuzz: $(basename "$dir"): corpus of $n inputs merged to $(find "$dir" -maxdepth 1 -type f | wc -l)"
+	else
+		rm -rf "$dir.merge"
+	fi
+	rm -f "$dir.merge.log"
+}
