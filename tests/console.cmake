@@ -60,5 +60,6 @@ if(TARGET weft-console)
             ${CMAKE_CURRENT_BINARY_DIR}/fuzz-console 20
             $<TARGET_FILE:console_workload>)
   set_tests_properties(fuzz_console PROPERTIES
+  ENVIRONMENT "WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus"
     TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77)
 endif()

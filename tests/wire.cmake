@@ -86,7 +86,7 @@ add_test(NAME fuzz_wire
           ${CMAKE_CURRENT_BINARY_DIR}/fuzz 20 $<TARGET_FILE:test_wire>)
 set_tests_properties(fuzz_wire PROPERTIES
   TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
-  ENVIRONMENT "FUZZ_TARGETS=fuzz_record fuzz_trace_file")
+  ENVIRONMENT "FUZZ_TARGETS=fuzz_record fuzz_trace_file;WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus")
 
 # The server's input path (a client's bytes up to dispatch), 20 s.
 add_test(NAME fuzz_server
@@ -94,4 +94,4 @@ add_test(NAME fuzz_server
           ${CMAKE_CURRENT_BINARY_DIR}/fuzz-server 20)
 set_tests_properties(fuzz_server PROPERTIES
   TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
-  ENVIRONMENT "FUZZ_TARGETS=fuzz_server_input")
+  ENVIRONMENT "FUZZ_TARGETS=fuzz_server_input;WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus")
