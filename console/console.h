@@ -107,6 +107,10 @@ typedef struct con_task_s {
 	uint64_t waiting_on;
 	uint64_t waiting_since_ns;
 	uint8_t waiting_op;
+	/* Its total wait per resource, longest first (Task.waited): nwaited
+	 * of them; NULL until a record carries one (most tasks never wait). */
+	uint8_t nwaited;
+	weft_probe_task_wait_t *waited;
 	/* [0] poll time, [1] scheduled time; NULL until an update carries
 	 * one (most tasks of a big process never get them). */
 	weft_hist_t *hist;
@@ -722,6 +726,7 @@ typedef struct con_replay_s {
 	uint64_t first_ns, last_ns;
 	uint64_t pos_ns; /* the replay clock */
 	bool truncated;
+	uint64_t skipped; /* bytes of torn records passed over (the reader) */
 	char *error; /* why reading stopped early, or NULL */
 	size_t n;    /* records indexed (the header not counted) */
 	size_t next; /* the first record not yet fed to the model */

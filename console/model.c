@@ -182,6 +182,7 @@ void con_model_task_free(con_model_t *m, con_task_t *t)
 	str_unref(m, t->file);
 	str_unref(m, t->parked_file);
 	free(t->hist);
+	free(t->waited);
 	if (!m->spare)
 		m->spare = malloc(CON_TASK_SPARE * sizeof(*m->spare));
 	if (m->spare && m->nspare < CON_TASK_SPARE) {
@@ -439,6 +440,16 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->waiting_on = t->state == WEFT_TASK_DONE ? 0 : x->waiting_on;
 	t->waiting_since_ns = t->waiting_on ? x->waiting_since_ns : 0;
 	t->waiting_op = t->waiting_on ? (uint8_t)x->waiting_op : 0;
+	/* Every record carries them too (none: it has not waited). */
+	if (x->n_waited && !t->waited)
+		t->waited = con_xcalloc(WEFT_TASK_WAITED, sizeof(*t->waited));
+	t->nwaited = 0;
+	for (size_t i = 0; i < x->n_waited && i < WEFT_TASK_WAITED; i++)
+		t->waited[t->nwaited++] = (weft_probe_task_wait_t){
+			.res = x->waited[i]->resource,
+			.total_ns = x->waited[i]->total_ns,
+			.waits = x->waited[i]->waits,
+		};
 	if ((x->poll_hist || x->sched_hist) && !t->hist)
 		t->hist = con_xcalloc(2, sizeof(*t->hist));
 	if (x->poll_hist)

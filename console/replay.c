@@ -189,6 +189,7 @@ int con_replay_open(con_replay_t *r, const char *path)
 		}
 	}
 	r->truncated = rd->truncated;
+	r->skipped = rd->skipped;
 	if (!r->n && !r->hello) {
 		fprintf(stderr, "weft-console: %s: empty file\n", path);
 		con_replay_close(r);

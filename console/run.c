@@ -171,6 +171,11 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 		if (rp.error)
 			fprintf(stderr, "weft-console: %s: %s\n", o->replay,
 				rp.error);
+		if (rp.skipped)
+			fprintf(stderr,
+				"weft-console: %s: %llu bytes of torn records "
+				"skipped\n",
+				o->replay, (unsigned long long)rp.skipped);
 		con_grid_init(&g, o->width, (int)once_rows(s), s->ascii);
 		con_screen_draw(s, &g);
 		con_grid_print(&g, stdout);

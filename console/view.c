@@ -163,17 +163,26 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 	}
 	if (s->replay && s->rp) {
 		const con_replay_t *r = s->rp;
-		char a[16], b[16];
+		char a[16], b[16], note[80] = "";
 
+		/* What the file lost: the reader read around it. */
+		if (r->skipped)
+			snprintf(note, sizeof(note),
+				 "  [%llu bytes of torn records skipped%s]",
+				 (unsigned long long)r->skipped,
+				 r->truncated || r->error ? ", file cut" : "");
+		else if (r->truncated || r->error)
+			snprintf(note, sizeof(note), "  [file cut]");
 		con_grid_printf(g, 0, y, CON_ROLE_HEADER,
-				" %s / %s  p play/pause  +/- speed  [ ] seek"
+				" %s / %s%s  p play/pause  +/- speed  [ ] seek"
 				"  n next warning  ? help  q quit",
 				con_fmt_ns(a, sizeof(a),
 					   r->pos_ns > r->first_ns ?
 						   r->pos_ns - r->first_ns :
 						   0),
 				con_fmt_ns(b, sizeof(b),
-					   r->last_ns - r->first_ns));
+					   r->last_ns - r->first_ns),
+				note);
 		return;
 	}
 	if (s->live && !s->live->connected) {

@@ -403,6 +403,38 @@ static bool takes_locks(const con_model_t *m, const con_task_t *t)
 	}
 }
 
+
+/*
+ * Where the task has waited longest: its total per resource (ended
+ * waits), longest first, on one row.  Return: the next row.
+ */
+static int waited_draw(con_grid_t *g, const con_model_t *m,
+		       const con_task_t *t, int y)
+{
+	char line[512], label[CON_RES_STR_MAX + 16], total[16];
+	size_t at = 0;
+
+	at += (size_t)snprintf(line, sizeof(line), "waited longest on:");
+	for (unsigned i = 0; i < t->nwaited && at < sizeof(line); i++) {
+		const weft_probe_task_wait_t *w = &t->waited[i];
+		const con_resource_t *r = con_model_resource(m, w->res);
+
+		if (r)
+			con_res_label(r, label, sizeof(label));
+		else
+			snprintf(label, sizeof(label), "%llu",
+				 (unsigned long long)w->res);
+		at += (size_t)snprintf(
+			line + at, sizeof(line) - at, "%s %s %s %s in %u",
+			i ? "," : "",
+			r ? weft_resource_kind_name(r->kind) : "resource",
+			label, con_fmt_ns(total, sizeof(total), w->total_ns),
+			w->waits);
+	}
+	con_grid_put(g, 1, y++, CON_ROLE_NORMAL, line);
+	return y;
+}
+
 static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			int rows)
 {
@@ -463,6 +495,8 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "waiting on: no resource");
 	}
+	if (t->nwaited)
+		y = waited_draw(g, m, t, y);
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"polls %llu   busy %s   scheduled %s   idle %s   "
 			"max poll %s",

@@ -78,6 +78,11 @@ replays "a header alone" "$tmp/header.weft"
 replays "two headers" "$tmp/two-headers.weft"
 replays "the trace twice" "$tmp/twice.weft"
 replays "a trace cut short" "$tmp/cut.weft"
-replays "a record that does not decode" "$tmp/cut-then-more.weft"
+# A torn record with whole ones after it: read around, and said.
+replays "a torn record in the middle" "$tmp/cut-then-more.weft"
+grep -q "torn records skipped" "$tmp/err" || { cat "$tmp/err" >&2; fail "the torn record not said"; }
+# Bytes that are no records at all, after whole ones: the error's path.
+{ cat "$tmp/header.weft"; head -c 4096 /dev/zero; } >"$tmp/then-zeros.weft"
+replays "a record that does not decode" "$tmp/then-zeros.weft"
 grep -q "record at byte" "$tmp/err" || { cat "$tmp/err" >&2; fail "the bad record not said"; }
 echo "console_replay_files: ok"

@@ -1624,6 +1624,21 @@ static void resourced(con_model_t *m)
 	ts[3]->waiting_on = 6;
 	ts[3]->waiting_since_ns = 2500 * MS;
 	ts[3]->waiting_op = WEFT_RES_OP_SEND;
+	{
+		static Weft__V1__TaskWait w[2];
+		static Weft__V1__TaskWait *wp[2] = { &w[0], &w[1] };
+
+		weft__v1__task_wait__init(&w[0]);
+		weft__v1__task_wait__init(&w[1]);
+		w[0].resource = 5;
+		w[0].total_ns = 1200 * MS;
+		w[0].waits = 3;
+		w[1].resource = 6;
+		w[1].total_ns = 40 * MS;
+		w[1].waits = 2;
+		ts[3]->waited = wp;
+		ts[3]->n_waited = 2;
+	}
 	con_model_init(m, "test");
 	feed_res(m, 3 * SEC, ts, 4, rs, 2);
 }
@@ -1651,7 +1666,8 @@ static void test_console_views_resources(void **state)
 	assert_view(&s, CON_VIEW_DETAIL,
 		    (const char *[]){ "waiting on mpsc demo.c:88 (send) for "
 				      "500",
-				      NULL },
+				      "waited longest on: mutex cache ",
+				      " in 3, mpsc demo.c:88 ", " in 2", NULL },
 		    NULL);
 	s.detail_task = 0;
 	assert_view(&s, CON_VIEW_RESOURCES,
