@@ -34,6 +34,7 @@
 #include "weft/time.h"
 #include "weft/trace.h"
 
+#include "abi_internal.h"
 #include "knob.h"
 #include "collector.h"
 #include "delta_internal.h"
@@ -529,6 +530,9 @@ int weft_trace_start(const char *path, const weft_trace_opts_t *opts)
 	unsigned workers;
 	int err = 0;
 
+	if (opts &&
+	    !weft__reserved_zero(opts->reserved_, sizeof(opts->reserved_)))
+		return -EINVAL;
 	if (!WEFT_PROBE)
 		return -ENOTSUP;
 	pthread_mutex_lock(&rec.lock);
