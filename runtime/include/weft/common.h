@@ -37,7 +37,8 @@
  * - Private layout in the caller's memory (the futures, weft_mutex_t, the
  *   sync_async.h primitives, weft_resource_t, ...: "all fields private"):
  *   the size and alignment are ABI, the layout is not.  A new version may
- *   rearrange the fields or use padding holes, within the same size.
+ *   rearrange the fields or use padding holes, within the same size;
+ *   needing more room is a new major version.
  *
  * Why reserved words rather than a size field the caller sets: the spawn
  * macros fill weft_spawn_t in the caller's code on every spawn, and
