@@ -48,6 +48,7 @@
 #include "weft/metrics_endpoint.h"
 #include "weft/time.h"
 
+#include "abi_internal.h"
 #include "bind.h"
 #include "knob.h"
 #include "metrics_internal.h"
@@ -420,7 +421,8 @@ int weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,
 	sigset_t all, old;
 	int err;
 
-	if (!opts || !opts->bind || !out)
+	if (!opts || !opts->bind || !out ||
+	    !weft__reserved_zero(opts->reserved_, sizeof(opts->reserved_)))
 		return -EINVAL;
 	err = weft__bind_resolve(opts->bind, AI_NUMERICHOST, &res);
 	if (err)

@@ -24,6 +24,7 @@
 
 #include "weft/time.h"
 
+#include "abi_internal.h"
 #include "knob.h"
 #include "collector_internal.h"
 #include "metrics_internal.h"
@@ -402,7 +403,8 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	weft_probe_sub_t *s;
 	int err = 0;
 
-	if (!opts || !out)
+	if (!opts || !out ||
+	    !weft__reserved_zero(opts->reserved_, sizeof(opts->reserved_)))
 		return -EINVAL;
 #if !WEFT_PROBE
 	return -ENOTSUP;

@@ -34,6 +34,7 @@
 #include "weft/time.h"
 #include "weft/trace.h"
 
+#include "abi_internal.h"
 #include "knob.h"
 #include "collector.h"
 #include "delta_internal.h"
@@ -614,6 +615,9 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 	unsigned workers;
 	int err = 0;
 
+	if (opts &&
+	    !weft__reserved_zero(opts->reserved_, sizeof(opts->reserved_)))
+		return -EINVAL;
 	if (!WEFT_PROBE)
 		return -ENOTSUP;
 	pthread_mutex_lock(&rec.lock);

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "abi_internal.h"
 #include "resource_internal.h"
 #include "runtime_internal.h"
 
@@ -387,7 +388,8 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 
 	if (!rt)
 		rt = weft__cur_rt;
-	if (!rt || !spec || !spec->fn)
+	if (!rt || !spec || !spec->fn ||
+	    !weft__reserved_zero(spec->reserved_, sizeof(spec->reserved_)))
 		return -EINVAL;
 	p = &rt->blocking;
 	j = malloc(sizeof(*j));

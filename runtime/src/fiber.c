@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "abi_internal.h"
 #include "runtime_internal.h"
 #include "weft/fiber.h"
 #include "weft/time.h"
@@ -438,7 +439,7 @@ int weft_spawn_fiber_with(weft_runtime_t *rt, const weft_fiber_opts_t *opts,
 	fiber_t *f;
 	int err;
 
-	if (!fn)
+	if (!fn || !weft__reserved_zero(o.reserved_, sizeof(o.reserved_)))
 		return -EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f)

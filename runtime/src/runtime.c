@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi_internal.h"
 #include "runtime_internal.h"
 
 #define MAX_WORKERS 4096
@@ -86,7 +87,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	unsigned started;
 	int err;
 
-	if (!out)
+	if (!out || !weft__reserved_zero(cfg.reserved_, sizeof(cfg.reserved_)))
 		return -EINVAL;
 	if (cfg.workers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -483,6 +484,7 @@ int weft_worker_metrics(const weft_runtime_t *crt, unsigned index,
 	if (index >= rt->nworkers)
 		return -ERANGE;
 	c = &rt->workers[index].c;
+	memset(out, 0, sizeof(*out)); /* reserved_ included */
 	/* Relaxed loads: single-writer counters, whole values. */
 #define READ(f) out->f = load_relaxed((weft_counter_t *)&c->f)
 	READ(polls);

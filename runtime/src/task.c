@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "abi_internal.h"
 #include "runtime_internal.h"
 
 _Static_assert(sizeof(weft_task_t) % 16 == 0, "task header keeps alignment");
@@ -575,7 +576,8 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 
 	if (!rt)
 		rt = weft__cur_rt;
-	if (!rt || !spec || !spec->poll)
+	if (!rt || !spec || !spec->poll ||
+	    !weft__reserved_zero(spec->reserved_, sizeof(spec->reserved_)))
 		return -EINVAL;
 	if (spec->size > UINT32_MAX)
 		return -EINVAL;

@@ -34,6 +34,7 @@ extern "C" {
 
 typedef struct weft_metrics_endpoint_s weft_metrics_endpoint_t;
 
+/* Caller-filled and may grow (weft/common.h): reserved_ must be zero. */
 typedef struct weft_metrics_endpoint_opts_s {
 	/*
 	 * "host:port", "[v6]:port", ":port" or "port" (numeric; the host
@@ -45,6 +46,7 @@ typedef struct weft_metrics_endpoint_opts_s {
 	size_t header_max;   /* request line and headers; 0: 8 KiB */
 	unsigned timeout_ms; /* a connection's whole life; 0: 5 s */
 	bool histograms;     /* keep events flowing for the histograms */
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_metrics_endpoint_opts_t;
 
 /**
@@ -52,9 +54,10 @@ typedef struct weft_metrics_endpoint_opts_s {
  * @opts: where and the bounds; copied.
  * @out: receives the endpoint.
  *
- * Return: 0; -EINVAL (no or a bad bind address); -ENOMEM; a negative
- * errno from bind(2) or listen(2) (-EADDRINUSE); -EAGAIN (the thread);
- * -ENOTSUP (@histograms in a build without the probe).
+ * Return: 0; -EINVAL (no or a bad bind address, or a reserved word not
+ * zero); -ENOMEM; a negative errno from bind(2) or listen(2)
+ * (-EADDRINUSE); -EAGAIN (the thread); -ENOTSUP (@histograms in a build
+ * without the probe).
  */
 WEFT_EXTERN int
 weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,

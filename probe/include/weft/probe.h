@@ -28,6 +28,7 @@ extern "C" {
 
 typedef struct weft_probe_sub_s weft_probe_sub_t;
 
+/* Caller-filled and may grow (weft/common.h): reserved_ must be zero. */
 typedef struct weft_probe_sub_opts_s {
 	/* Turn event emission on while subscribed. */
 	bool events;
@@ -39,6 +40,7 @@ typedef struct weft_probe_sub_opts_s {
 	/* After each pass. */
 	void (*on_update)(void *ctx, const weft_probe_update_t *u);
 	void *ctx;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_sub_opts_t;
 
 /**
@@ -48,8 +50,9 @@ typedef struct weft_probe_sub_opts_s {
  *
  * The first update a subscriber gets is full (every known task).
  *
- * Return: 0; -EINVAL; -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a
- * build without the probe.
+ * Return: 0; -EINVAL (NULL argument, or a reserved word not zero);
+ * -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a build without the
+ * probe.
  */
 WEFT_EXTERN int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 				     weft_probe_sub_t **out);
@@ -91,7 +94,11 @@ WEFT_EXTERN bool weft_probe_listening(void);
  */
 WEFT_EXTERN void weft_probe_flush(void);
 
-/* Thresholds, read from the environment when the collector starts. */
+/*
+ * Thresholds, read from the environment when the collector starts.
+ * Library-filled and may grow (weft/common.h); the fields in place keep
+ * their order, new ones come at the end, out of reserved_.
+ */
 typedef struct weft_probe_config_s {
 	uint64_t long_poll_ns;        /* WEFT_LONG_POLL (ms), default 10 ms */
 	uint64_t sched_delay_ns;      /* WEFT_SCHED_DELAY (ms), default 50 ms */
@@ -109,6 +116,7 @@ typedef struct weft_probe_config_s {
 	/* Live tasks of one spawn site growing this long are a leak:
 	 * WEFT_TASK_LEAK_WINDOW (ms), default 3 s. */
 	uint64_t task_leak_window_ns;
+	uint64_t reserved_[8]; /* zero (weft/common.h) */
 } weft_probe_config_t;
 
 /** weft_probe_config() - the thresholds in force. */

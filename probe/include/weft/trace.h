@@ -37,6 +37,7 @@
 extern "C" {
 #endif
 
+/* Caller-filled and may grow (weft/common.h): reserved_ must be zero. */
 typedef struct weft_trace_opts_s {
 	/* Start a new file (path.1, path.2, ...) once this many bytes are
 	 * written (a file passes it by what one flush wrote); 0 for no
@@ -60,6 +61,7 @@ typedef struct weft_trace_opts_s {
 	/* Update records (task and worker state) at most this often; 0
 	 * for 100 ms.  Events are written as they are drained. */
 	unsigned update_ms;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_trace_opts_t;
 
 /**
@@ -67,9 +69,10 @@ typedef struct weft_trace_opts_s {
  * @path: the trace file (truncated), or NULL in flight-recorder mode.
  * @opts: NULL for the defaults; copied.
  *
- * Return: 0; -EINVAL (no path outside flight mode); -EBUSY (already
- * recording); -ENOMEM; -ENOTSUP (built without the probe); a negative
- * errno from open(2); -EAGAIN (the collector thread).
+ * Return: 0; -EINVAL (no path outside flight mode, or a reserved word of
+ * @opts not zero); -EBUSY (already recording); -ENOMEM; -ENOTSUP (built
+ * without the probe); a negative errno from open(2); -EAGAIN (the
+ * collector thread).
  */
 WEFT_EXTERN int weft_trace_start(const char *path,
 				 const weft_trace_opts_t *opts);

@@ -193,7 +193,7 @@ typedef enum weft_sched_where_e {
 
 #define WEFT_EVENT_NO_WORKER 0xffffu
 
-/* One event: 32 bytes. */
+/* One event: 32 bytes, fixed for good (weft/common.h): a record format. */
 typedef struct weft_event_s {
 	uint64_t ts;      /* raw clock (TSC ticks or ns): see the collector */
 	uint64_t task;    /* task id, 0 for none */

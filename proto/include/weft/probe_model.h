@@ -8,6 +8,11 @@
  * weft_worker_metrics_t (weft/metrics.h, types only here too).
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds.
+ *
+ * The probe fills these and hands them out in arrays, so their sizes are
+ * libweft.so's ABI: each one that may grow ends with reserved words,
+ * written as zero, that a later version takes new fields from
+ * (weft/common.h).
  */
 #ifndef WEFT_PROBE_MODEL_H
 #define WEFT_PROBE_MODEL_H
@@ -62,6 +67,7 @@ typedef enum weft_task_state_e {
  * values count as outliers (and in max_ns).
  */
 #define WEFT_HIST_BUCKETS 65
+/* Fixed for good (weft/common.h): its layout is its format. */
 typedef struct weft_hist_s {
 	uint32_t buckets[WEFT_HIST_BUCKETS];
 	uint64_t count;
@@ -77,7 +83,8 @@ WEFT_EXTERN uint64_t weft_hist_percentile(const weft_hist_t *h, double p);
 /** weft_hist_bucket_upper() - the upper bound (ns) of bucket @i. */
 WEFT_EXTERN uint64_t weft_hist_bucket_upper(unsigned i);
 
-/* A task's waits on one resource (weft_probe_task_t.waited). */
+/* A task's waits on one resource (weft_probe_task_t.waited).  Fixed for
+ * good (weft/common.h): an array in weft_probe_task_t. */
 #define WEFT_TASK_WAITED 4
 typedef struct weft_probe_task_wait_s {
 	uint64_t res; /* weft_probe_resource_t id */
@@ -85,7 +92,7 @@ typedef struct weft_probe_task_wait_s {
 	uint32_t waits;
 } weft_probe_task_wait_t;
 
-/* What the collector knows of one task. */
+/* What the collector knows of one task.  May grow (weft/common.h). */
 typedef struct weft_probe_task_s {
 	uint64_t id;
 	uint64_t parent;
@@ -143,9 +150,13 @@ typedef struct weft_probe_task_s {
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
 	const weft_hist_t *sched_hist;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_task_t;
 
-/* What the collector knows of one worker (rates over the last window). */
+/*
+ * What the collector knows of one worker (rates over the last window).
+ * May grow (weft/common.h).
+ */
 typedef struct weft_probe_worker_s {
 	uint16_t index;
 	uint8_t state;         /* 0 polling, 1 searching, 2 parked */
@@ -169,13 +180,14 @@ typedef struct weft_probe_worker_s {
 	 */
 	uint64_t off_cpu_ns;
 	double off_cpu_ratio; /* 0..1 over the window */
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_worker_t;
 
 /*
  * What the collector knows of one resource (RES_* events): a lock,
  * semaphore, notify, channel, oneshot, countdown, the blocking pool...
  * Holders and waiters are listed up to WEFT_RES_LIST tasks (waiters in
- * arrival order); the counts are whole.
+ * arrival order); the counts are whole.  May grow (weft/common.h).
  */
 #define WEFT_RES_LIST 8
 typedef struct weft_probe_resource_s {
@@ -202,8 +214,10 @@ typedef struct weft_probe_resource_s {
 	/* NULL until the first wait (hold) ended. */
 	const weft_hist_t *wait_hist;
 	const weft_hist_t *hold_hist;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_resource_t;
 
+/* A warning the collector raised.  May grow (weft/common.h). */
 typedef struct weft_probe_warning_s {
 	uint64_t seq;
 	uint8_t kind;          /* weft_warning_kind_t */
@@ -216,9 +230,10 @@ typedef struct weft_probe_warning_s {
 	uint64_t value_ns;     /* how long (poll, hold, delay), where it applies */
 	bool history;          /* raised before the subscriber subscribed */
 	char detail[160];      /* human text, e.g. the lock's name and where taken */
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_warning_t;
 
-/* Runtime-wide figures for one collector pass. */
+/* Runtime-wide figures for one collector pass.  May grow (weft/common.h). */
 typedef struct weft_probe_stats_s {
 	uint64_t now_ns;
 	uint64_t start_ns;
@@ -249,9 +264,10 @@ typedef struct weft_probe_stats_s {
 	/* Tasks taken for finished without their COMPLETE event (dropped):
 	 * found gone from the runtime's task list after drops. */
 	uint64_t tasks_end_unseen;
+	uint64_t reserved_[8]; /* zero (weft/common.h) */
 } weft_probe_stats_t;
 
-/* One collector pass, as handed to subscribers. */
+/* One collector pass, as handed to subscribers.  May grow (weft/common.h). */
 typedef struct weft_probe_update_s {
 	const weft_probe_stats_t *stats;
 	const weft_probe_task_t *const *tasks; /* changed (or all, first) */
@@ -265,6 +281,7 @@ typedef struct weft_probe_update_s {
 	 * dropped_ns set comes once more, then is forgotten. */
 	const weft_probe_resource_t *const *resources;
 	size_t nresources;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_probe_update_t;
 
 #ifdef __cplusplus

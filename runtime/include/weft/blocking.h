@@ -41,7 +41,10 @@ typedef void (*weft_blocking_discard_cb)(void *result);
 /* A handle on one blocking job: awaitable, then dropped.  Opaque. */
 typedef struct weft_blocking_s weft_blocking_t;
 
-/* What to run.  Fill with designated initialisers. */
+/*
+ * What to run.  Fill with designated initialisers.  Caller-filled and may
+ * grow (weft/common.h): reserved_ must be zero.
+ */
 typedef struct weft_blocking_spec_s {
 	weft_blocking_cb fn;              /* required */
 	void *arg;                        /* passed to @fn */
@@ -49,6 +52,7 @@ typedef struct weft_blocking_spec_s {
 	const char *name;                 /* static string, or NULL */
 	const char *file;                 /* where submitted (WEFT_HERE) */
 	int line;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_blocking_spec_t;
 
 /**
@@ -62,8 +66,8 @@ typedef struct weft_blocking_spec_s {
  * microseconds), and the call returns.  Safe from tasks, plain threads
  * and pool threads.
  *
- * Return: 0; -EINVAL (no runtime, or no function); -ENOMEM; -EAGAIN when
- * the pool has no thread and cannot start one; -ESHUTDOWN once
+ * Return: 0; -EINVAL (no runtime, no function, or a reserved word not
+ * zero); -ENOMEM; -EAGAIN when the pool has no thread and cannot start one; -ESHUTDOWN once
  * weft_runtime_destroy() has begun.  On error nothing was queued and
  * neither callback will run.
  */
@@ -99,7 +103,7 @@ static inline int weft__spawn_blocking_at(weft_runtime_t *rt, const char *name,
 					  weft_blocking_t **out)
 {
 	/* Every field, in order: C and C++ alike. */
-	weft_blocking_spec_t spec = { fn, arg, NULL, name, file, line };
+	weft_blocking_spec_t spec = { fn, arg, NULL, name, file, line, { 0 } };
 
 	return weft_spawn_blocking_with(rt, &spec, out);
 }

@@ -81,7 +81,8 @@ typedef enum weft_fd_dir_e {
 #define WEFT_FD_ERR 0x10u      /* an error is pending on the fd */
 #define WEFT_FD_SHUTDOWN 0x80u /* the runtime was destroyed: final */
 
-/* One poll's readiness: what it saw, and the token to clear it with. */
+/* One poll's readiness: what it saw, and the token to clear it with.
+ * Passed by value: fixed for good (weft/common.h). */
 typedef struct weft_fd_ready_s {
 	uint32_t events; /* WEFT_FD_* bits */
 	uint32_t token;  /* private: the readiness word it was read from */

@@ -52,11 +52,13 @@ extern "C" {
 
 typedef void *(*weft_fiber_fn)(void *arg);
 
+/* Caller-filled and may grow (weft/common.h): reserved_ must be zero. */
 typedef struct weft_fiber_opts_s {
 	size_t stack_size; /* usable bytes; 0: 64 KiB; rounded up to pages */
 	const char *name;
 	const char *file; /* spawn location */
 	int line;
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_fiber_opts_t;
 
 #define WEFT_FIBER_STACK_DEFAULT (64u * 1024u)
@@ -67,7 +69,8 @@ typedef struct weft_fiber_opts_s {
  * @opts: stack size, name and location (may be NULL).
  * @join: receives a join handle (the output is fn's return value), or NULL.
  *
- * Return: 0; -EINVAL; -ENOMEM (no memory or no stack); -ESHUTDOWN.
+ * Return: 0; -EINVAL (no @fn, or a reserved word not zero); -ENOMEM (no
+ * memory or no stack); -ESHUTDOWN.
  */
 WEFT_EXTERN int weft_spawn_fiber_with(weft_runtime_t *rt,
 				      const weft_fiber_opts_t *opts,
@@ -79,7 +82,7 @@ static inline int weft__spawn_fiber_at(weft_runtime_t *rt, const char *name,
 				       const char *file, int line,
 				       weft_join_t **join)
 {
-	weft_fiber_opts_t opts = { 0, name, file, line };
+	weft_fiber_opts_t opts = { 0, name, file, line, { 0 } };
 
 	return weft_spawn_fiber_with(rt, &opts, fn, arg, join);
 }

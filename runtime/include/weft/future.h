@@ -63,7 +63,7 @@ typedef void (*weft_drop_cb)(void *state);
  * The waker vtable.  @clone returns a new waker for the same target;
  * @wake wakes and consumes one reference; @wake_by_ref wakes without
  * consuming; @drop releases one reference.  All four may be called from
- * any thread, concurrently.
+ * any thread, concurrently.  Fixed for good (weft/common.h).
  */
 struct weft_waker_vtable_s {
 	weft_waker_t (*clone)(const void *data);
@@ -72,7 +72,10 @@ struct weft_waker_vtable_s {
 	void (*drop)(const void *data);
 };
 
-/* A waker.  A zeroed waker (vtable NULL) is empty: waking it does nothing. */
+/*
+ * A waker.  A zeroed waker (vtable NULL) is empty: waking it does nothing.
+ * Fixed for good (weft/common.h).
+ */
 struct weft_waker_s {
 	const weft_waker_vtable_t *vtable;
 	const void *data;
@@ -196,7 +199,8 @@ static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
  * tasks parked in it (as for a task's name and spawn file: static
  * strings that outlive the task).  A libweft.so loaded with dlopen()
  * needs a little static TLS (its thread-locals are initial-exec, under
- * 200 bytes), which glibc reserves for that.
+ * 200 bytes), which glibc reserves for that.  Fixed for good
+ * (weft/common.h): the library reads the callers' static ones.
  */
 typedef struct weft_site_s {
 	const char *file;

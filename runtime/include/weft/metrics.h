@@ -16,7 +16,10 @@
 extern "C" {
 #endif
 
-/* One worker's counters. */
+/*
+ * One worker's counters.  Library-filled and may grow (weft/common.h):
+ * reserved_ is written as zero.
+ */
 typedef struct weft_worker_metrics_s {
 	uint64_t polls;            /* task polls */
 	uint64_t steals;           /* tasks stolen from other workers */
@@ -36,9 +39,10 @@ typedef struct weft_worker_metrics_s {
 	                            * store's latency either way) */
 	uint64_t forced_yields;    /* polls cut short by the coop budget */
 	uint32_t local_queue_depth; /* run queue length (sampled) */
+	uint64_t reserved_[8];      /* zero (weft/common.h) */
 } weft_worker_metrics_t;
 
-/* Runtime-wide figures. */
+/* Runtime-wide figures.  Library-filled and may grow (weft/common.h). */
 typedef struct weft_runtime_metrics_s {
 	unsigned workers;
 	uint64_t live_tasks;        /* spawned and not yet completed */
@@ -58,6 +62,7 @@ typedef struct weft_runtime_metrics_s {
 	uint64_t timers_fired;          /* since start */
 	uint64_t io_events;             /* readiness events, since start */
 	uint64_t forced_yields;         /* the workers' sum (coop budget) */
+	uint64_t reserved_[8];          /* zero (weft/common.h) */
 } weft_runtime_metrics_t;
 
 /**

@@ -24,7 +24,11 @@ extern "C" {
 typedef struct weft_runtime_s weft_runtime_t;
 typedef struct weft_join_s weft_join_t;
 
-/* Runtime configuration; zero fields take the defaults. */
+/*
+ * Runtime configuration; zero fields take the defaults.  Caller-filled
+ * and may grow (weft/common.h): fill it with a designated initialiser,
+ * which zeroes reserved_.
+ */
 typedef struct weft_config_s {
 	/* Worker threads.  Default: $WEFT_WORKERS, else the CPU count. */
 	unsigned workers;
@@ -39,6 +43,7 @@ typedef struct weft_config_s {
 	/* How long an idle blocking pool thread waits for a job before it
 	 * exits, in nanoseconds.  Default 10 s. */
 	uint64_t blocking_keep_alive_ns;
+	uint64_t reserved_[8]; /* zero (weft/common.h) */
 } weft_config_t;
 
 /**
@@ -46,8 +51,9 @@ typedef struct weft_config_s {
  * @config: the configuration, or NULL for the defaults.
  * @out: receives the runtime.
  *
- * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included);
- * -ENOMEM; -EAGAIN when a thread cannot be started.
+ * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included, or
+ * a reserved word not zero); -ENOMEM; -EAGAIN when a thread cannot be
+ * started.
  */
 WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
 				    weft_runtime_t **out);
@@ -124,7 +130,10 @@ WEFT_EXTERN void weft_block_in_place(void (*fn)(void *arg), void *arg);
 /** weft_runtime_workers() - the number of worker threads of @rt. */
 WEFT_EXTERN unsigned weft_runtime_workers(const weft_runtime_t *rt);
 
-/* What to spawn.  Fill with designated initialisers; see weft_spawn(). */
+/*
+ * What to spawn.  Fill with designated initialisers; see weft_spawn().
+ * Caller-filled and may grow (weft/common.h): reserved_ must be zero.
+ */
 typedef struct weft_spawn_s {
 	weft_poll_cb poll;     /* required */
 	weft_drop_cb drop;     /* optional: releases what the state owns */
@@ -134,6 +143,7 @@ typedef struct weft_spawn_s {
 	const char *file;      /* spawn location (static string) */
 	int line;
 	int kind;              /* 0 a future; 1 a fiber (weft_spawn_fiber) */
+	uint64_t reserved_[4]; /* zero (weft/common.h) */
 } weft_spawn_t;
 
 /**
@@ -145,7 +155,8 @@ typedef struct weft_spawn_s {
  * From a worker the task is queued on that worker (its LIFO slot); from any
  * other thread it goes to the global queue and a parked worker is woken.
  *
- * Return: 0; -EINVAL (no runtime, or no poll function); -ENOMEM;
+ * Return: 0; -EINVAL (no runtime, no poll function, or a reserved word
+ * not zero); -ENOMEM;
  * -ESHUTDOWN when @rt is shutting down.  On error nothing was spawned and
  * the drop callback was not called.
  */
@@ -180,7 +191,9 @@ static inline int weft__spawn_at(weft_runtime_t *rt, const char *name,
 				 const char *file, int line, weft_join_t **join)
 {
 	/* Every field, in order: C and C++ alike, no missing initialiser. */
-	weft_spawn_t spec = { poll, drop, state, size, name, file, line, 0 };
+	weft_spawn_t spec = {
+		poll, drop, state, size, name, file, line, 0, { 0 },
+	};
 
 	return weft_spawn_with(rt, &spec, join);
 }

@@ -542,7 +542,8 @@ WEFT_EXTERN void weft_mpsc_recv_fini(weft_mpsc_recv_t *r);
 /*
  * One branch of a select or join: a future as a poll function over its
  * state, and optionally its drop.  @done is read-only: set once the branch
- * was seen READY.
+ * was seen READY.  Callers fill arrays of them: fixed for good
+ * (weft/common.h).
  */
 typedef struct weft_branch_s {
 	weft_poll_cb poll;
