@@ -53,7 +53,6 @@ void con_model_init(con_model_t *m, const char *target)
 	m->target = con_xstrdup(target);
 	m->process = con_xstrdup("");
 	m->clock = con_xstrdup("");
-	m->workers = con_xcalloc(CON_MAX_WORKERS, sizeof(*m->workers));
 	m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
 	m->hash_cap = 1024;
 	m->hash = con_xcalloc(m->hash_cap, sizeof(*m->hash));
@@ -282,9 +281,27 @@ const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 	return NULL;
 }
 
+void con_model_workers_fit(con_model_t *m, uint32_t n)
+{
+	if (n > m->workers_cap) {
+		/* Doubling, from 64: a stream names them one at a time. */
+		uint32_t cap = m->workers_cap ? 2 * m->workers_cap : 64;
+
+		if (cap < n)
+			cap = n;
+		m->workers =
+			con_xreallocarray(m->workers, cap, sizeof(*m->workers));
+		memset(&m->workers[m->workers_cap], 0,
+		       (cap - m->workers_cap) * sizeof(*m->workers));
+		m->workers_cap = cap;
+	}
+	if (n > m->nworkers)
+		m->nworkers = n;
+}
+
 const con_worker_t *con_model_worker(const con_model_t *m, uint32_t i)
 {
-	if (i >= CON_MAX_WORKERS || !m->workers[i].seen)
+	if (i >= m->nworkers || !m->workers[i].seen)
 		return NULL;
 	return &m->workers[i];
 }
@@ -354,8 +371,8 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h)
 	set_str(&m->clock, h->clock);
 	m->pid = h->pid;
 	m->start_ns = h->start_ns;
-	if (h->workers <= CON_MAX_WORKERS && h->workers > m->nworkers)
-		m->nworkers = h->workers;
+	if (h->workers <= CON_MAX_WORKERS)
+		con_model_workers_fit(m, h->workers);
 }
 
 static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
@@ -436,6 +453,7 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 		m->bad_frames++;
 		return;
 	}
+	con_model_workers_fit(m, x->index + 1);
 	w = &m->workers[x->index];
 	w->seen = true;
 	w->index = x->index;
@@ -454,14 +472,25 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	w->mean_poll_ns = x->mean_poll_ns;
 	w->max_poll_ns = x->max_poll_ns;
 	w->queue_depth = x->queue_depth;
+	/*
+	 * Its own count (stolen_out) from a peer that sends it; else an
+	 * older peer's breakdown by victim (stolen_from, at most 64 of
+	 * them), summed into each victim's.  A new peer's worker that
+	 * nobody stole from and that stole nothing sends neither: 0 both
+	 * ways.
+	 */
+	if (x->stolen_out || x->n_stolen) {
+		w->stolen_by_others = x->stolen_out;
+		if (x->index + 1 > m->stolen_hi)
+			m->stolen_hi = x->index + 1;
+	}
 	for (size_t v = 0; v < x->n_stolen_from && v < CON_MAX_WORKERS; v++)
 		if (v != x->index && x->stolen_from[v]) {
+			con_model_workers_fit(m, (uint32_t)v + 1);
 			m->workers[v].stolen_by_others += x->stolen_from[v];
 			if (v + 1 > m->stolen_hi)
 				m->stolen_hi = (uint32_t)v + 1;
 		}
-	if (x->index + 1 > m->nworkers)
-		m->nworkers = x->index + 1;
 }
 
 static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
@@ -523,15 +552,14 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 			m->now_ns = u->stats->now_ns;
 		if (!m->start_ns)
 			m->start_ns = u->stats->start_ns;
-		if (u->stats->workers <= CON_MAX_WORKERS &&
-		    u->stats->workers > m->nworkers)
-			m->nworkers = u->stats->workers;
+		if (u->stats->workers <= CON_MAX_WORKERS)
+			con_model_workers_fit(m, u->stats->workers);
 	}
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_set(m, u->tasks[i]);
 	if (u->n_workers) {
 		/* Only those ever written: the others' pages stay
-		 * untouched (256 workers are 1 MB). */
+		 * untouched (4 KiB a worker). */
 		for (uint32_t i = 0; i < m->stolen_hi; i++)
 			m->workers[i].stolen_by_others = 0;
 		m->worker_steals = 0;
@@ -845,5 +873,7 @@ bool con_model_is_consistent(const con_model_t *m)
 			return false;
 	}
 	return m->nwarnings <= CON_MAX_WARNINGS &&
-	       m->nworkers <= CON_MAX_WORKERS && con_model_res_is_consistent(m);
+	       m->nworkers <= CON_MAX_WORKERS &&
+	       m->nworkers <= m->workers_cap && m->stolen_hi <= m->nworkers &&
+	       con_model_res_is_consistent(m);
 }

@@ -124,7 +124,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 	uint64_t last, from, sum = 0, n = 0;
 	double r;
 
-	if (!m->tl_last || i >= CON_MAX_WORKERS)
+	if (!m->tl_last || i >= m->nworkers)
 		return -1;
 	last = m->now_ns / CON_TL_BUCKET_NS;
 	if (last < m->tl_last)
@@ -153,8 +153,7 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 	start = end - dur;
 	if (end / CON_TL_BUCKET_NS > m->tl_last)
 		tl_advance(m, end / CON_TL_BUCKET_NS);
-	if (e->worker + 1u > m->nworkers)
-		m->nworkers = e->worker + 1u;
+	con_model_workers_fit(m, e->worker + 1u);
 	w = &m->workers[e->worker];
 	for (uint64_t b = start / CON_TL_BUCKET_NS; b <= end / CON_TL_BUCKET_NS;
 	     b++) {
