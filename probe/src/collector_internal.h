@@ -540,6 +540,8 @@ void weft__collector_workers_reset(struct probe *p);
 /* A STEAL: @thief took @tasks from @victim. */
 void weft__collector_steal(struct probe *p, unsigned thief, unsigned victim,
 			   uint64_t tasks);
+/* Worker @i's record's stolen list, from its counts (each sample). */
+void weft__collector_publish_steals(struct probe *p, unsigned i);
 void weft__collector_workers_free(struct probe *p);
 
 /* collector_reconcile.c */

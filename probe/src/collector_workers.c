@@ -212,12 +212,14 @@ void weft__collector_steal(struct probe *p, unsigned thief, unsigned victim,
 }
 
 /* Worker @i's top victims, from its slots, most certain tasks first. */
-static void publish_steals(weft_probe_worker_t *w, const worker_rec_t *k)
+void weft__collector_publish_steals(struct probe *p, unsigned i)
 {
+	weft_probe_worker_t *w = &p->workers[i];
+	const worker_rec_t *k = &p->wk[i];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < STEAL_TRACKED; i++) {
-		const struct steal_slot_s *s = &k->steals[i];
+	for (unsigned q = 0; q < STEAL_TRACKED; q++) {
+		const struct steal_slot_s *s = &k->steals[q];
 		weft_probe_steal_t x = { s->victim, s->count - s->err };
 		unsigned j;
 
@@ -445,7 +447,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		w->off_cpu_ns = cur->off_cpu_read ? cur->off_cpu_ns : 0;
 		w->max_poll_ns = k->max_poll;
 		w->events_dropped = k->drops;
-		publish_steals(w, k);
+		weft__collector_publish_steals(p, i);
 		weft__runtime_worker_poll(rt, i, &task, &started);
 		w->current_task = task;
 		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) :
