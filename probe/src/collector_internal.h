@@ -227,6 +227,10 @@ struct probe {
 	weft_probe_worker_t *workers;
 	worker_rec_t *wk;
 	unsigned nworker_slots;
+	/* Their schedstat files open, and how many may be (0: not yet
+	 * known; collector_workers.c). */
+	unsigned sched_open;
+	unsigned sched_budget;
 	unsigned window_pos;
 	unsigned window_fill;
 	weft_probe_warning_t warnings[WARN_KEEP];

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collector_internal.h"
@@ -242,11 +243,29 @@ void weft__collector_publish_steals(struct probe *p, unsigned i)
 /* struct worker_sched_s's states. */
 enum { SCHED_UNOPENED, SCHED_OPEN, SCHED_FAILED };
 
-static void sched_close(struct worker_sched_s *ws)
+static void sched_close(struct probe *p, struct worker_sched_s *ws)
 {
-	if (ws->state == SCHED_OPEN)
+	if (ws->state == SCHED_OPEN) {
 		close(ws->fd);
+		p->sched_open--;
+	}
 	*ws = (struct worker_sched_s){ .state = SCHED_UNOPENED };
+}
+
+/*
+ * Schedstat files kept open at most: a quarter of the process's
+ * descriptors (RLIMIT_NOFILE), so that a runtime of thousands of
+ * workers does not take the application's.  Workers past it read no
+ * off-CPU time (0, as where /proc cannot be read).
+ */
+static unsigned sched_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / 4 >= PROBE_MAX_WORKERS)
+		return PROBE_MAX_WORKERS;
+	return (unsigned)(rl.rlim_cur / 4);
 }
 
 /* Every worker's: the runtime they were of is no longer described, or
@@ -254,7 +273,7 @@ static void sched_close(struct worker_sched_s *ws)
 void weft__collector_sched_close_all(struct probe *p)
 {
 	for (unsigned i = 0; i < p->nworker_slots; i++)
-		sched_close(&p->wk[i].sched);
+		sched_close(p, &p->wk[i].sched);
 }
 
 /*
@@ -282,19 +301,24 @@ static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 		return true;
 	/* Another thread in the same slot: start afresh for it. */
 	if (ws->state != SCHED_UNOPENED && ws->tid != tid)
-		sched_close(ws);
+		sched_close(p, ws);
 	if (ws->state == SCHED_FAILED)
 		return false;
 	if (ws->state == SCHED_UNOPENED) {
 		snprintf(buf, sizeof(buf), "/proc/self/task/%d/schedstat",
 			 (int)tid);
 		ws->tid = tid;
-		ws->fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (!p->sched_budget)
+			p->sched_budget = sched_budget();
+		ws->fd = p->sched_open < p->sched_budget ?
+				 open(buf, O_RDONLY | O_CLOEXEC) :
+				 -1;
 		if (ws->fd < 0) {
 			ws->state = SCHED_FAILED;
 			return false;
 		}
 		ws->state = SCHED_OPEN;
+		p->sched_open++;
 	}
 	n = pread(ws->fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
@@ -311,6 +335,7 @@ static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 
 out_close:
 	close(ws->fd);
+	p->sched_open--;
 	ws->state = SCHED_FAILED;
 	*on = *off = 0;
 	return false;
