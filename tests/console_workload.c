@@ -16,8 +16,9 @@
  *
  * console_workload --live SECS WORKERS: the same on WORKERS workers
  * (console_workers.sh: 100), each of which first runs one "gate" task:
- * WORKERS gates block their worker's poll until all have come (10 s at
- * most), so every worker has polled before "ready".
+ * WORKERS gates, spawned one at a time, block their worker's poll until
+ * all have come (10 s at most), so every worker has polled before
+ * "ready".
  *
  * The bad task unlocks only on the thread that locked (a pthread mutex
  * must be).  When a wake has moved it to the other worker it sleeps 1 ms
@@ -93,8 +94,8 @@ static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 10;
 	pthread_mutex_lock(&gate_lock);
-	if (++gate_arrived == gate_want)
-		pthread_cond_broadcast(&gate_cond);
+	gate_arrived++;
+	pthread_cond_broadcast(&gate_cond);
 	while (gate_arrived < gate_want &&
 	       !pthread_cond_timedwait(&gate_cond, &gate_lock, &until))
 		;
@@ -102,19 +103,41 @@ static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
-/* A gate per worker: each of the @n workers polls one. */
+/*
+ * A gate per worker: each of the @n workers polls one.  Each spawned
+ * once the one before is on a worker, so that the spawn wakes an idle
+ * worker (spawned at once, a worker may take several and block on the
+ * first).  Past 10 s, the gates are let go whatever came.
+ */
 static int run_gates(weft_runtime_t *rt, unsigned n)
 {
 	weft_join_t **j = calloc(n, sizeof(*j));
+	struct timespec until;
+	bool late = false;
+	unsigned k = 0;
 	int rc = 0;
 
 	if (!j)
 		return -1;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
 	gate_want = n;
-	for (unsigned i = 0; i < n && !rc; i++)
-		if (weft_spawn_named(rt, "gate", gate_poll, NULL, &j[i]))
+	for (; k < n && !late; k++) {
+		if (weft_spawn_named(rt, "gate", gate_poll, NULL, &j[k])) {
 			rc = -1;
-	for (unsigned i = 0; i < n && j[i]; i++) {
+			break;
+		}
+		pthread_mutex_lock(&gate_lock);
+		while (gate_arrived < k + 1 && !late)
+			late = pthread_cond_timedwait(&gate_cond, &gate_lock,
+						      &until) != 0;
+		pthread_mutex_unlock(&gate_lock);
+	}
+	pthread_mutex_lock(&gate_lock);
+	gate_want = 0; /* all let go */
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	for (unsigned i = 0; i < k; i++) {
 		weft_join_wait(j[i], NULL);
 		weft_join_drop(j[i]);
 	}

@@ -4,9 +4,10 @@
  * 100 workers under the probe, past the 64 the collector, the wire and
  * the server's filters once stopped at.
  *
- * Every worker is made to run a task: 100 gate tasks each block their
- * worker's poll until all 100 have come (or 10 s have passed), so no
- * worker can take a second one and each of the 100 takes one.  Then the
+ * Every worker is made to run a task: 100 gate tasks, spawned one at a
+ * time, each block their worker's poll until all 100 have come (or 10 s
+ * have passed), so no worker can take a second one and each of the 100
+ * takes one.  Then the
  * collector's update (in process), an unfiltered client's Update records
  * (the wire) and a client subscribed to worker 99 alone are looked at.
  */
@@ -33,8 +34,8 @@ static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 10;
 	pthread_mutex_lock(&gate_lock);
-	if (++gate_arrived == NW)
-		pthread_cond_broadcast(&gate_cond);
+	gate_arrived++;
+	pthread_cond_broadcast(&gate_cond);
 	while (!gate_open && gate_arrived < NW &&
 	       pthread_cond_timedwait(&gate_cond, &gate_lock, &until) == 0)
 		;
@@ -42,28 +43,45 @@ static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
-/* One gate per worker; true when all NW were on a worker at once. */
+/*
+ * One gate per worker, each spawned once the one before is on a worker:
+ * then every worker but the blocked ones is idle, and the spawn wakes
+ * one of them.  (Spawned all at once, a worker may take several into
+ * its queue and block on the first, the rest waiting on a steal.)  True
+ * when all NW were on a worker at once.
+ */
 static bool gates_run(weft_runtime_t *rt)
 {
 	weft_join_t *j[NW];
+	struct timespec until;
+	unsigned n = 0;
 	bool all;
 
 	pthread_mutex_lock(&gate_lock);
 	gate_arrived = 0;
 	gate_open = false;
 	pthread_mutex_unlock(&gate_lock);
-	for (unsigned i = 0; i < NW; i++)
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	for (bool late = false; n < NW && !late; n++) {
 		assert_int_equal(weft_spawn_named(rt, "gate", gate_poll, NULL,
-						  &j[i]),
+						  &j[n]),
 				 0);
-	for (unsigned i = 0; i < NW; i++) {
-		assert_int_equal(weft_join_wait(j[i], NULL), 0);
-		weft_join_drop(j[i]);
+		pthread_mutex_lock(&gate_lock);
+		while (gate_arrived < n + 1 && !late)
+			late = pthread_cond_timedwait(&gate_cond, &gate_lock,
+						      &until) != 0;
+		pthread_mutex_unlock(&gate_lock);
 	}
 	pthread_mutex_lock(&gate_lock);
 	all = gate_arrived == NW;
 	gate_open = true;
+	pthread_cond_broadcast(&gate_cond);
 	pthread_mutex_unlock(&gate_lock);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
 	return all;
 }
 
