@@ -81,6 +81,27 @@ static weft_poll_t lock_bad_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(l);
 }
 
+/* One round: @tickers tickers of @n rounds each and one lock-bad task. */
+static int run_round(weft_runtime_t *rt, weft_mutex_t *m, int tickers, int n)
+{
+	struct ticker t[16];
+	struct locker l = { .m = m };
+	weft_join_t *j[16 + 1];
+
+	for (int i = 0; i < tickers; i++) {
+		t[i] = (struct ticker){ .n = n };
+		if (weft_spawn_named(rt, "ticker", ticker_poll, &t[i], &j[i]))
+			return -1;
+	}
+	if (weft_spawn_named(rt, "lock-bad", lock_bad_poll, &l, &j[tickers]))
+		return -1;
+	for (int i = 0; i <= tickers; i++) {
+		weft_join_wait(j[i], NULL);
+		weft_join_drop(j[i]);
+	}
+	return 0;
+}
+
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static unsigned gate_arrived, gate_want;
@@ -143,27 +164,6 @@ static int run_gates(weft_runtime_t *rt, unsigned n)
 	}
 	free(j);
 	return rc;
-}
-
-/* One round: @tickers tickers of @n rounds each and one lock-bad task. */
-static int run_round(weft_runtime_t *rt, weft_mutex_t *m, int tickers, int n)
-{
-	struct ticker t[16];
-	struct locker l = { .m = m };
-	weft_join_t *j[16 + 1];
-
-	for (int i = 0; i < tickers; i++) {
-		t[i] = (struct ticker){ .n = n };
-		if (weft_spawn_named(rt, "ticker", ticker_poll, &t[i], &j[i]))
-			return -1;
-	}
-	if (weft_spawn_named(rt, "lock-bad", lock_bad_poll, &l, &j[tickers]))
-		return -1;
-	for (int i = 0; i <= tickers; i++) {
-		weft_join_wait(j[i], NULL);
-		weft_join_drop(j[i]);
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
