@@ -56,8 +56,9 @@ int con_parse_duration(const char *s, uint64_t *ns);
 #define CON_TL_POLL_WINDOW 10
 /* Per timeline bucket, the longest polls kept (for "select a spike"). */
 #define CON_TL_TOP 32
-/* The most workers the model keeps (extra indices are ignored). */
-#define CON_MAX_WORKERS 256
+/* The most workers the model keeps: the runtime's bound (a larger index
+ * is a bad frame).  Their records grow with the highest index seen. */
+#define CON_MAX_WORKERS 4096
 /* Warnings kept (the oldest go first; counted). */
 #define CON_MAX_WARNINGS 4096
 /* Every task's latest events (for a detail opened later), and the

@@ -305,9 +305,22 @@ void con_model_workers_reserve(con_model_t *m, uint32_t n)
 	m->workers_cap = cap;
 }
 
+/*
+ * Workers 0..@n-1 are known (a worker named by an update, a POLL, the
+ * header): their slots exist and nworkers covers them.
+ */
+void con_model_workers_fit(con_model_t *m, uint32_t n)
+{
+	con_model_workers_reserve(m, n);
+	if (n > m->workers_cap)
+		n = m->workers_cap;
+	if (n > m->nworkers)
+		m->nworkers = n;
+}
+
 const con_worker_t *con_model_worker(const con_model_t *m, uint32_t i)
 {
-	if (i >= m->workers_cap || !m->workers[i].seen)
+	if (i >= m->nworkers || !m->workers[i].seen)
 		return NULL;
 	return &m->workers[i];
 }
@@ -377,10 +390,8 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h)
 	set_str(&m->clock, h->clock);
 	m->pid = h->pid;
 	m->start_ns = h->start_ns;
-	if (h->workers <= CON_MAX_WORKERS && h->workers > m->nworkers) {
-		con_model_workers_reserve(m, h->workers);
-		m->nworkers = h->workers;
-	}
+	if (h->workers <= CON_MAX_WORKERS)
+		con_model_workers_fit(m, h->workers);
 }
 
 static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
@@ -471,13 +482,7 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 		m->bad_frames++;
 		return;
 	}
-	/* Before w is taken: the array may move. */
-	con_model_workers_reserve(m, x->index + 1);
-	if (x->n_stolen_from)
-		con_model_workers_reserve(m,
-					  x->n_stolen_from < CON_MAX_WORKERS ?
-						  (uint32_t)x->n_stolen_from :
-						  CON_MAX_WORKERS);
+	con_model_workers_fit(m, x->index + 1);
 	w = &m->workers[x->index];
 	w->seen = true;
 	w->index = x->index;
@@ -496,14 +501,25 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	w->mean_poll_ns = x->mean_poll_ns;
 	w->max_poll_ns = x->max_poll_ns;
 	w->queue_depth = x->queue_depth;
+	/*
+	 * Its own count (stolen_out) from a peer that sends it; else an
+	 * older peer's breakdown by victim (stolen_from, at most 64 of
+	 * them), summed into each victim's.  A new peer's worker that
+	 * nobody stole from and that stole nothing sends neither: 0 both
+	 * ways.
+	 */
+	if (x->stolen_out || x->n_stolen) {
+		w->stolen_by_others = x->stolen_out;
+		if (x->index + 1 > m->stolen_hi)
+			m->stolen_hi = x->index + 1;
+	}
 	for (size_t v = 0; v < x->n_stolen_from && v < CON_MAX_WORKERS; v++)
 		if (v != x->index && x->stolen_from[v]) {
+			con_model_workers_fit(m, (uint32_t)v + 1);
 			m->workers[v].stolen_by_others += x->stolen_from[v];
 			if (v + 1 > m->stolen_hi)
 				m->stolen_hi = (uint32_t)v + 1;
 		}
-	if (x->index + 1 > m->nworkers)
-		m->nworkers = x->index + 1;
 }
 
 static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
@@ -565,11 +581,8 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 			m->now_ns = u->stats->now_ns;
 		if (!m->start_ns)
 			m->start_ns = u->stats->start_ns;
-		if (u->stats->workers <= CON_MAX_WORKERS &&
-		    u->stats->workers > m->nworkers) {
-			con_model_workers_reserve(m, u->stats->workers);
-			m->nworkers = u->stats->workers;
-		}
+		if (u->stats->workers <= CON_MAX_WORKERS)
+			con_model_workers_fit(m, u->stats->workers);
 	}
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_set(m, u->tasks[i]);

@@ -21,6 +21,9 @@ void con_model_task_free(con_model_t *m, con_task_t *t);
 void con_model_workers_reserve(con_model_t *m, uint32_t n);
 /* Rebuild the index for ntasks at a load of at most a half. */
 void con_model_hash_rebuild(con_model_t *m);
+/* Worker records for indices below @n (<= CON_MAX_WORKERS), zeroed; and
+ * nworkers raised to @n. */
+void con_model_workers_fit(con_model_t *m, uint32_t n);
 /* A POLL event into the workers' timeline and its bucket's top polls. */
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e);
 /* The strip's longest poll's bucket (0: none) and its length, by a

@@ -142,7 +142,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 	uint64_t last, from, sum = 0, n = 0;
 	double r;
 
-	if (!m->tl_last || i >= m->workers_cap)
+	if (!m->tl_last || i >= m->nworkers)
 		return -1;
 	last = m->now_ns / CON_TL_BUCKET_NS;
 	if (last < m->tl_last)
@@ -170,12 +170,10 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 		return;
 	if (!m->tl_top)
 		m->tl_top = con_xcalloc(CON_TL_BUCKETS, sizeof(*m->tl_top));
-	con_model_workers_reserve(m, e->worker + 1u);
 	start = end - dur;
 	if (end / CON_TL_BUCKET_NS > m->tl_last)
 		tl_advance(m, end / CON_TL_BUCKET_NS);
-	if (e->worker + 1u > m->nworkers)
-		m->nworkers = e->worker + 1u;
+	con_model_workers_fit(m, e->worker + 1u);
 	w = &m->workers[e->worker];
 	/* From the strip's oldest bucket at the earliest: a poll as long
 	 * as the input says (a corrupt file's, up to 2^64 ns) spans at most

@@ -44,6 +44,14 @@ if(TARGET weft-console)
   set_tests_properties(console_live PROPERTIES
     TIMEOUT 180 LABELS "unit;probe")
 
+  # As many workers as the runtime (issue 20): --once, and a 140-row
+  # console in tmux where there is one, list all 100 of a 100-worker run.
+  add_test(NAME console_workers
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_workers.sh
+            $<TARGET_FILE:console_workload> $<TARGET_FILE:weft-console>)
+  set_tests_properties(console_workers PROPERTIES
+    TIMEOUT 60 LABELS "unit;probe")
+
   # The console over TCP: no token and a wrong one refused, --token-file
   # and WEFT_CONSOLE_TOKEN served (issue 19).
   add_test(NAME console_tcp

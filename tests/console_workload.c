@@ -14,6 +14,12 @@
  * only the warnings raised after it subscribed, so the warning must come
  * again and again.
  *
+ * console_workload --live SECS WORKERS: the same on WORKERS workers
+ * (console_workers.sh: 100), each of which first runs one "gate" task:
+ * WORKERS gates, spawned one at a time, block their worker's poll until
+ * all have come (10 s at most), so every worker has polled before
+ * "ready".
+ *
  * The bad task unlocks only on the thread that locked (a pthread mutex
  * must be).  When a wake has moved it to the other worker it sleeps 1 ms
  * and looks again: each such PENDING is one more warning (at least one
@@ -96,19 +102,86 @@ static int run_round(weft_runtime_t *rt, weft_mutex_t *m, int tickers, int n)
 	return 0;
 }
 
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static unsigned gate_arrived, gate_want;
+
+static weft_poll_t gate_poll(void *arg, weft_cx_t *cx)
+{
+	struct timespec until;
+
+	(void)arg;
+	(void)cx;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&gate_lock);
+	gate_arrived++;
+	pthread_cond_broadcast(&gate_cond);
+	while (gate_arrived < gate_want &&
+	       !pthread_cond_timedwait(&gate_cond, &gate_lock, &until))
+		;
+	pthread_mutex_unlock(&gate_lock);
+	return WEFT_READY;
+}
+
+/*
+ * A gate per worker: each of the @n workers polls one.  Each spawned
+ * once the one before is on a worker, so that the spawn wakes an idle
+ * worker (spawned at once, a worker may take several and block on the
+ * first).  Past 10 s, the gates are let go whatever came.
+ */
+static int run_gates(weft_runtime_t *rt, unsigned n)
+{
+	weft_join_t **j = calloc(n, sizeof(*j));
+	struct timespec until;
+	bool late = false;
+	unsigned k = 0;
+	int rc = 0;
+
+	if (!j)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	gate_want = n;
+	for (; k < n && !late; k++) {
+		if (weft_spawn_named(rt, "gate", gate_poll, NULL, &j[k])) {
+			rc = -1;
+			break;
+		}
+		pthread_mutex_lock(&gate_lock);
+		while (gate_arrived < k + 1 && !late)
+			late = pthread_cond_timedwait(&gate_cond, &gate_lock,
+						      &until) != 0;
+		pthread_mutex_unlock(&gate_lock);
+	}
+	pthread_mutex_lock(&gate_lock);
+	gate_want = 0; /* all let go */
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	for (unsigned i = 0; i < k; i++) {
+		weft_join_wait(j[i], NULL);
+		weft_join_drop(j[i]);
+	}
+	free(j);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	weft_config_t cfg = { .workers = 2 };
-	bool live = argc == 3 && !strcmp(argv[1], "--live");
+	bool live = (argc == 3 || argc == 4) && !strcmp(argv[1], "--live");
 	time_t end = live ? time(NULL) + atoi(argv[2]) : 0;
 	weft_runtime_t *rt;
 	weft_mutex_t m;
 	int rc = 0;
 
 	if (argc != 1 && !live) {
-		fputs("usage: console_workload [--live SECS]\n", stderr);
+		fputs("usage: console_workload [--live SECS [WORKERS]]\n",
+		      stderr);
 		return 2;
 	}
+	if (argc == 4)
+		cfg.workers = (unsigned)atoi(argv[3]);
 	weft_mutex_init(&m, "accounts");
 	if (weft_runtime_create(&cfg, &rt)) {
 		fputs("console_workload: cannot create the runtime\n", stderr);
@@ -117,6 +190,8 @@ int main(int argc, char **argv)
 	if (!live) {
 		rc = run_round(rt, &m, 16, 600);
 	} else {
+		if (argc == 4)
+			rc = run_gates(rt, cfg.workers);
 		printf("ready\n");
 		fflush(stdout);
 		while (!rc && time(NULL) < end)

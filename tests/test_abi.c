@@ -173,6 +173,13 @@ ABI_FIELD(weft_trace_opts_t, flight_ms, 24);
 ABI_FIELD(weft_trace_opts_t, update_ms, 28);
 ABI_RESERVED(weft_trace_opts_t, 32, 4);
 
+ABI_SIZE(weft_trace_stats_t, 64, 8);
+ABI_FIELD(weft_trace_stats_t, bytes_written, 0);
+ABI_FIELD(weft_trace_stats_t, bytes_lost, 8);
+ABI_FIELD(weft_trace_stats_t, write_errors, 16);
+ABI_FIELD(weft_trace_stats_t, error, 24);
+ABI_RESERVED(weft_trace_stats_t, 32, 4);
+
 /* weft/metrics_endpoint.h */
 ABI_SIZE(weft_metrics_endpoint_opts_t, 64, 8);
 ABI_FIELD(weft_metrics_endpoint_opts_t, bind, 0);
@@ -219,7 +226,7 @@ ABI_FIELD(weft_probe_task_t, poll_hist, 288);
 ABI_FIELD(weft_probe_task_t, sched_hist, 296);
 ABI_RESERVED(weft_probe_task_t, 304, 4);
 
-ABI_SIZE(weft_probe_worker_t, 840, 8);
+ABI_SIZE(weft_probe_worker_t, 592, 8);
 ABI_FIELD(weft_probe_worker_t, index, 0);
 ABI_FIELD(weft_probe_worker_t, state, 2);
 ABI_FIELD(weft_probe_worker_t, current_task, 8);
@@ -232,11 +239,17 @@ ABI_FIELD(weft_probe_worker_t, busy_ratio, 240);
 ABI_FIELD(weft_probe_worker_t, mean_poll_ns, 248);
 ABI_FIELD(weft_probe_worker_t, max_poll_ns, 256);
 ABI_FIELD(weft_probe_worker_t, queue_depth, 264);
-ABI_FIELD(weft_probe_worker_t, stolen_from, 272);
-ABI_FIELD(weft_probe_worker_t, events_dropped, 784);
-ABI_FIELD(weft_probe_worker_t, off_cpu_ns, 792);
-ABI_FIELD(weft_probe_worker_t, off_cpu_ratio, 800);
-ABI_RESERVED(weft_probe_worker_t, 808, 4);
+ABI_FIELD(weft_probe_worker_t, nstolen, 268);
+ABI_FIELD(weft_probe_worker_t, stolen, 272);
+ABI_FIELD(weft_probe_worker_t, stolen_out, 528);
+ABI_FIELD(weft_probe_worker_t, events_dropped, 536);
+ABI_FIELD(weft_probe_worker_t, off_cpu_ns, 544);
+ABI_FIELD(weft_probe_worker_t, off_cpu_ratio, 552);
+ABI_RESERVED(weft_probe_worker_t, 560, 4);
+
+ABI_SIZE(weft_probe_steal_t, 16, 8);
+ABI_FIELD(weft_probe_steal_t, victim, 0);
+ABI_FIELD(weft_probe_steal_t, tasks, 8);
 
 ABI_SIZE(weft_probe_resource_t, 296, 8);
 ABI_FIELD(weft_probe_resource_t, id, 0);
@@ -432,12 +445,15 @@ ABI_SIZE(weft_wire_hello_t, 504, 8);
 ABI_FIELD(weft_wire_hello_t, msg, 0);
 
 /* weft/trace_reader.h */
-ABI_SIZE(weft_trace_reader_t, 65712, 8);
+ABI_SIZE(weft_trace_reader_t, 65752, 8);
 ABI_FIELD(weft_trace_reader_t, header, 0);
 ABI_FIELD(weft_trace_reader_t, frames, 8);
 ABI_FIELD(weft_trace_reader_t, truncated, 16);
 ABI_FIELD(weft_trace_reader_t, error, 20);
 ABI_FIELD(weft_trace_reader_t, error_offset, 24);
+ABI_FIELD(weft_trace_reader_t, skipped, 32);
+ABI_FIELD(weft_trace_reader_t, skips, 40);
+ABI_FIELD(weft_trace_reader_t, first_skip, 48);
 
 /* weft/trace_stream.h */
 ABI_SIZE(weft_trace_item_t, 64, 8);

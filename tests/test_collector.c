@@ -343,6 +343,46 @@ static void test_res_end_before_start(void **state)
 	assert_int_equal(r.acquires, 2);
 }
 
+/*
+ * Workers past 64 (issue 20): a ring of worker 70 gets records for it
+ * (and its victims) as its events come.  Its steals from 40 workers, more
+ * than the 32 counted: the victim it then takes most from, 99, comes
+ * first with the tasks certainly taken from it, 16 victims listed; each
+ * victim's stolen_out is exact.
+ */
+static void test_steals_past_64(void **state)
+{
+	ring_entry_t *r = ring_add(70);
+	weft_probe_worker_t w;
+	unsigned at = 1;
+
+	(void)state;
+	ev(r, at++, WEFT_EV_SPAWN, 20, 0, 0);
+	poll(r, at, at + 1, 20, 0);
+	at += 2;
+	for (unsigned v = 0; v < 40; v++)
+		ev(r, at++, WEFT_EV_STEAL, 0, v, 1);
+	ev(r, at++, WEFT_EV_STEAL, 0, 99, 1);
+	ev(r, at++, WEFT_EV_STEAL, 0, 99, 9);
+	pass();
+
+	pthread_mutex_lock(&p->lock);
+	assert_true(p->nworker_slots >= 100);
+	assert_true(p->wk[70].max_poll > 0);
+	assert_int_equal(p->workers[99].stolen_out, 10);
+	assert_int_equal(p->workers[39].stolen_out, 1);
+	assert_int_equal(p->workers[0].stolen_out, 1);
+	weft__collector_publish_steals(p, 70);
+	w = p->workers[70];
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(w.nstolen, WEFT_WORKER_STOLEN);
+	assert_int_equal(w.stolen[0].victim, 99);
+	/* It took a slot counted at 1 (err 1): 10 certain, its exact 10. */
+	assert_int_equal(w.stolen[0].tasks, 10);
+	for (unsigned i = 1; i < w.nstolen; i++)
+		assert_int_equal(w.stolen[i].tasks, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +402,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_semaphore_permits,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steals_past_64, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_res_end_before_start,
 						setup, teardown),
 	};

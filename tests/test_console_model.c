@@ -140,6 +140,56 @@ static void test_console_model_update_applied(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * Workers past 64 (and past the 256 the model once kept), up to the
+ * runtime's 4,096: their records grow with the highest index; a peer's
+ * stolen_out is a worker's "out" (not summed from the thieves'
+ * breakdowns, which list the top victims only); 4096 is a bad frame.
+ */
+static void test_console_model_workers_past_64(void **state)
+{
+	con_model_t m;
+	Weft__V1__Worker w99 = WEFT__V1__WORKER__INIT,
+			 w4095 = WEFT__V1__WORKER__INIT,
+			 bad = WEFT__V1__WORKER__INIT;
+	Weft__V1__WorkerCounters c = WEFT__V1__WORKER_COUNTERS__INIT;
+	Weft__V1__WorkerSteal st = WEFT__V1__WORKER_STEAL__INIT,
+			      *stp[] = { &st };
+	Weft__V1__Worker *ws[] = { &w99, &w4095 }, *bs[] = { &bad };
+
+	(void)state;
+	con_model_init(&m, "test");
+	c.polls = 5;
+	w99.index = 99;
+	w99.counters = &c;
+	w99.stolen_out = 11;
+	st.victim = 99;
+	st.tasks = 11;
+	w4095.index = 4095;
+	w4095.counters = &c;
+	w4095.n_stolen = 1;
+	w4095.stolen = stp;
+	feed(&m, 3 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_int_equal(m.nworkers, 4096);
+	assert_non_null(con_model_worker(&m, 99));
+	assert_null(con_model_worker(&m, 98));
+	assert_int_equal(m.workers[99].counters.polls, 5);
+	assert_int_equal(m.workers[4095].counters.polls, 5);
+	assert_int_equal(m.workers[99].stolen_by_others, 11);
+	assert_int_equal(m.workers[4095].stolen_by_others, 0);
+	/* Again: set, not summed. */
+	feed(&m, 4 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_int_equal(m.workers[99].stolen_by_others, 11);
+	assert_true(con_model_is_consistent(&m));
+
+	bad.index = 4096;
+	feed(&m, 5 * SEC, NULL, 0, bs, 1, NULL, 0);
+	assert_int_equal(m.bad_frames, 1);
+	assert_int_equal(m.nworkers, 4096);
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+}
+
 static void test_console_model_update_merges(void **state)
 {
 	con_model_t m;
@@ -2312,6 +2362,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_console_model_update_applied),
+		cmocka_unit_test(test_console_model_workers_past_64),
 		cmocka_unit_test(test_console_model_update_merges),
 		cmocka_unit_test(test_console_model_retention),
 		cmocka_unit_test(test_console_model_many_tasks),

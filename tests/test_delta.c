@@ -75,7 +75,8 @@ static void test_delta_filter_from_subscribe(void **state)
 	Weft__V1__Filter m = WEFT__V1__FILTER__INIT;
 	uint64_t tasks[] = { 9, 3, 9, 5 };
 	uint32_t workers[] = { 1, 65535 }, kinds[] = { WEFT_EV_POLL };
-	uint32_t bad_worker[] = { 64 }, bad_kind[] = { 64 };
+	uint32_t high[] = { 99, 4095, 64 };
+	uint32_t bad_worker[] = { 4096 }, bad_kind[] = { 64 };
 	weft_delta_filter_t f, g;
 	weft_event_t ev = { .task = 3, .worker = 1, .kind = WEFT_EV_POLL };
 
@@ -93,7 +94,8 @@ static void test_delta_filter_from_subscribe(void **state)
 	assert_int_equal(weft__delta_filter_set(&f, &m), 0);
 	assert_int_equal(f.ntasks, 3); /* sorted, duplicates gone */
 	assert_true(f.other_threads);
-	assert_int_equal(f.workers, 1u << 1);
+	assert_int_equal(f.nwords, 1);
+	assert_int_equal(f.workers[0], 1u << 1);
 	assert_true(weft__delta_filter_event(&f, &ev));
 	ev.worker = WEFT_EVENT_NO_WORKER;
 	assert_true(weft__delta_filter_event(&f, &ev));
@@ -112,6 +114,28 @@ static void test_delta_filter_from_subscribe(void **state)
 	assert_false(weft__delta_filter_equal(&f, &g));
 	weft__delta_filter_fini(&g);
 	weft__delta_filter_fini(&f);
+
+	/* Any worker the runtime may have, past 64 too. */
+	m.n_workers = 3;
+	m.workers = high;
+	ev.task = 3;
+	assert_int_equal(weft__delta_filter_set(&f, &m), 0);
+	assert_int_equal(f.nwords, 64);
+	assert_false(f.other_threads);
+	for (uint16_t w = 0; w < 4096; w++) {
+		ev.worker = w;
+		assert_int_equal(weft__delta_filter_event(&f, &ev),
+				 w == 99 || w == 4095 || w == 64);
+	}
+	ev.worker = WEFT_EVENT_NO_WORKER;
+	assert_false(weft__delta_filter_event(&f, &ev));
+	assert_int_equal(weft__delta_filter_copy(&g, &f), 0);
+	assert_true(weft__delta_filter_equal(&f, &g));
+	g.workers[1] = 0; /* 64 gone */
+	assert_false(weft__delta_filter_equal(&f, &g));
+	weft__delta_filter_fini(&g);
+	weft__delta_filter_fini(&f);
+	ev.worker = 1;
 
 	m.n_workers = 1;
 	m.workers = bad_worker;

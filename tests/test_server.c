@@ -552,7 +552,8 @@ static void *bg_load_main(void *arg)
  */
 static void test_server_interval_and_filter(void **state)
 {
-	uint32_t kinds[] = { WEFT_EV_POLL }, workers[] = { 0 }, bad[] = { 99 };
+	uint32_t kinds[] = { WEFT_EV_POLL }, workers[] = { 0 },
+		 bad[] = { 4096 };
 	Weft__V1__Filter flt = WEFT__V1__FILTER__INIT;
 	struct bg_load w = { 0 };
 	struct tclient slow, polls, b;
@@ -617,7 +618,7 @@ static void test_server_interval_and_filter(void **state)
 	assert_true(batches >= 3);
 	assert_true(wupdates >= 3);
 
-	/* Worker 99 does not exist (nor can it: at most 64). */
+	/* Worker 4096 cannot exist (a runtime has at most 4,096). */
 	flt.workers = bad;
 	tc_open(&b, path);
 	tc_expect_header(&b);

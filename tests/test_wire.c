@@ -169,7 +169,9 @@ static void append_all_types(weft_wire_buf_t *b, weft_wire_hello_t *hello)
 	t.waited[1] = (weft_probe_task_wait_t){ 4, 1000, 1 };
 	weft_hist_record(&wait_h, 5000);
 	w[1].counters.polls = 77;
-	w[1].stolen_from[0] = 5;
+	w[1].nstolen = 1;
+	w[1].stolen[0] = (weft_probe_steal_t){ .victim = 0, .tasks = 5 };
+	w[0].stolen_out = 5;
 	w[1].off_cpu_ns = 75000000;
 	w[1].off_cpu_ratio = 0.25;
 	snprintf(warn.detail, sizeof(warn.detail), "long poll");
@@ -267,7 +269,11 @@ static void test_wire_round_trip_every_frame_type(void **state)
 			assert_int_equal(u->n_finished_tasks, 1);
 			assert_int_equal(u->n_workers, 2);
 			assert_int_equal(u->workers[1]->counters->polls, 77);
-			assert_int_equal(u->workers[1]->stolen_from[0], 5);
+			assert_int_equal(u->workers[1]->n_stolen, 1);
+			assert_int_equal(u->workers[1]->stolen[0]->victim, 0);
+			assert_int_equal(u->workers[1]->stolen[0]->tasks, 5);
+			assert_int_equal(u->workers[0]->stolen_out, 5);
+			assert_int_equal(u->workers[1]->n_stolen_from, 0);
 			assert_int_equal(u->workers[1]->off_cpu_ns, 75000000);
 			assert_true(u->workers[1]->off_cpu_ratio == 0.25);
 			/* Not read: absent, as in a file from before them. */
@@ -1180,8 +1186,13 @@ static void rnd_worker(weft_probe_worker_t *w)
 	w->mean_poll_ns = rnd_u64();
 	w->max_poll_ns = rnd_u64();
 	w->queue_depth = rnd_u32();
-	for (unsigned i = 0; i < 64; i++)
-		w->stolen_from[i] = rnd_below(2) ? 0 : rnd_u64();
+	w->nstolen = (uint8_t)rnd_below(WEFT_WORKER_STOLEN + 1);
+	for (unsigned i = 0; i < w->nstolen; i++)
+		w->stolen[i] = (weft_probe_steal_t){
+			.victim = rnd_below(2) ? rnd_u32() % 4096 : 0,
+			.tasks = rnd_below(2) ? 0 : rnd_u64(),
+		};
+	w->stolen_out = rnd_below(2) ? 0 : rnd_u64();
 	w->events_dropped = rnd_below(2) ? 0 : rnd_u64();
 	w->off_cpu_ns = rnd_below(2) ? 0 : rnd_u64();
 	w->off_cpu_ratio = rnd_below(2) ? 0 : rnd_double();
@@ -1326,7 +1337,8 @@ static void ref_resource(Weft__V1__Resource *m, Weft__V1__Histogram *h,
 }
 
 static void ref_worker(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
-		       const weft_probe_worker_t *w, size_t nworkers)
+		       Weft__V1__WorkerSteal *st, Weft__V1__WorkerSteal **stp,
+		       const weft_probe_worker_t *w)
 {
 	const weft_worker_metrics_t *k = &w->counters;
 
@@ -1360,11 +1372,18 @@ static void ref_worker(Weft__V1__Worker *m, Weft__V1__WorkerCounters *c,
 	m->mean_poll_ns = w->mean_poll_ns;
 	m->max_poll_ns = w->max_poll_ns;
 	m->queue_depth = w->queue_depth;
-	m->n_stolen_from = nworkers < 64 ? nworkers : 64;
-	m->stolen_from = (uint64_t *)w->stolen_from;
 	m->events_dropped = w->events_dropped;
 	m->off_cpu_ns = w->off_cpu_ns;
 	m->off_cpu_ratio = w->off_cpu_ratio;
+	for (size_t i = 0; i < w->nstolen; i++) {
+		weft__v1__worker_steal__init(&st[i]);
+		st[i].victim = w->stolen[i].victim;
+		st[i].tasks = w->stolen[i].tasks;
+		stp[i] = &st[i];
+	}
+	m->n_stolen = w->nstolen;
+	m->stolen = stp;
+	m->stolen_out = w->stolen_out;
 }
 
 static void ref_warning(Weft__V1__Warning *m, const weft_probe_warning_t *w)
@@ -1398,6 +1417,9 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	static Weft__V1__Worker workers[REF_WORKERS];
 	static Weft__V1__Worker *worker_ptrs[REF_WORKERS];
 	static Weft__V1__WorkerCounters counters[REF_WORKERS];
+	static Weft__V1__WorkerSteal steals[REF_WORKERS][WEFT_WORKER_STOLEN];
+	static Weft__V1__WorkerSteal
+		*steal_ptrs[REF_WORKERS][WEFT_WORKER_STOLEN];
 	static Weft__V1__Warning warnings[REF_WARNINGS];
 	static Weft__V1__Warning *warning_ptrs[REF_WARNINGS];
 	static uint64_t new_ids[REF_TASKS], fin_ids[REF_TASKS];
@@ -1447,8 +1469,8 @@ static void ref_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	m.new_tasks = new_ids;
 	m.finished_tasks = fin_ids;
 	for (size_t i = 0; i < u->nworkers; i++) {
-		ref_worker(&workers[i], &counters[i], &u->workers[i],
-			   u->nworkers);
+		ref_worker(&workers[i], &counters[i], steals[i], steal_ptrs[i],
+			   &u->workers[i]);
 		worker_ptrs[i] = &workers[i];
 	}
 	m.n_workers = u->nworkers;

@@ -323,9 +323,9 @@ static void warn_drops(struct probe *p, uint64_t now)
 	uint64_t most = p->other_drops;
 	int w = -1;
 
-	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++) {
-		if (p->worker_drops[i] > most) {
-			most = p->worker_drops[i];
+	for (unsigned i = 0; i < p->nworker_slots; i++) {
+		if (p->wk[i].drops > most) {
+			most = p->wk[i].drops;
 			w = (int)i;
 		}
 	}
@@ -523,6 +523,7 @@ void weft__collector_stop(struct probe *p)
 	/* Not left open for a runtime nobody may describe again. */
 	weft__collector_sched_close_all(p);
 	weft__collector_leak_stop(p);
+	weft__collector_workers_free(p);
 	free(p->table);
 	p->table = NULL;
 	p->table_size = 0;

@@ -97,8 +97,8 @@ again:
 			p->segs[nsegs++] = (struct seg_s){ e, head, tail, 0 };
 		drops = weft__ring_drops(&e->ring);
 		p->drops_total += drops - e->drops_seen;
-		if (e->worker < MAX_PROBE_WORKERS)
-			p->worker_drops[e->worker] += drops - e->drops_seen;
+		if (weft__collector_has_worker(p, e->worker))
+			p->wk[e->worker].drops += drops - e->drops_seen;
 		else
 			p->other_drops += drops - e->drops_seen;
 		e->drops_seen = drops;

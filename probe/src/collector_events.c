@@ -80,8 +80,8 @@ static void delay_cause(const struct probe *p, uint64_t from, uint64_t to,
 	unsigned wi = 0;
 	size_t n = strlen(d);
 
-	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++) {
-		const struct worker_long_s *l = &p->worker_long[i];
+	for (unsigned i = 0; i < p->nworker_slots; i++) {
+		const struct worker_long_s *l = &p->wk[i].lng;
 		uint64_t a = l->start > from ? l->start : from;
 		uint64_t b = l->end < to ? l->end : to;
 
@@ -157,8 +157,8 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		uint16_t before = t->pub.polls ? t->pub.last_worker
 					       : t->spawn_worker;
 
-		if (before < MAX_PROBE_WORKERS && before != ev->worker &&
-		    ev->worker < MAX_PROBE_WORKERS) {
+		if (before != WEFT_EVENT_NO_WORKER && before != ev->worker &&
+		    ev->worker != WEFT_EVENT_NO_WORKER) {
 			t->moved++;
 			t->moved_at = ev->ts;
 		}
@@ -170,17 +170,17 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.max_poll_ns = dur;
 	if (h)
 		weft_hist_add(&h[0], dur);
-	if (ev->worker < MAX_PROBE_WORKERS &&
-	    dur > p->worker_max_poll[ev->worker])
-		p->worker_max_poll[ev->worker] = dur;
+	if (weft__collector_has_worker(p, ev->worker) &&
+	    dur > p->wk[ev->worker].max_poll)
+		p->wk[ev->worker].max_poll = dur;
 
 	if (dur >= p->config.long_poll_ns) {
 		char why[160], d[sizeof(why) + 64];
 		uint64_t own = weft__collector_poll_why(p, ev->worker, start, 0,
 							dur, why, sizeof(why));
 
-		if (ev->worker < MAX_PROBE_WORKERS) {
-			struct worker_long_s *l = &p->worker_long[ev->worker];
+		if (weft__collector_has_worker(p, ev->worker)) {
+			struct worker_long_s *l = &p->wk[ev->worker].lng;
 
 			l->task = t->pub.id;
 			l->start = start;
@@ -244,8 +244,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->wake_in_poll = 0;
 	weft__collector_task_changed(p, t);
 	/* The wakes of the poll that ended here are counted. */
-	if (ev->worker < MAX_PROBE_WORKERS &&
-	    (p->wake_runs_open >> ev->worker & 1))
+	if (ev->worker < p->nworker_slots && p->wk[ev->worker].run_open)
 		weft__collector_burst_poll_end(p, ev);
 }
 
@@ -468,8 +467,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			weft__collector_on_complete(p, t, ev);
 		break;
 	case WEFT_EV_STEAL:
-		if (ev->worker < MAX_PROBE_WORKERS && ev->a1 < 64)
-			p->workers[ev->worker].stolen_from[ev->a1] += ev->a2;
+		weft__collector_steal(p, ev->worker, (unsigned)ev->a1, ev->a2);
 		break;
 	case WEFT_EV_LOCK_HELD_PENDING:
 		if (!t)

@@ -107,8 +107,67 @@ typedef struct worker_window_s {
 #define WINDOW 50           /* passes kept per worker (~1 s) */
 #define WARN_KEEP 1024      /* warnings kept */
 #define FOLD_SLOTS 64       /* kinds and spawn sites folded at once */
-#define MAX_PROBE_WORKERS 64
 #define LOCK_HOLDS 64       /* locks held across awaits, awaiting release */
+#define STEAL_TRACKED 32    /* victims counted per thief (Space-Saving) */
+#define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
+
+/*
+ * What the collector keeps of one worker beside its published record
+ * (struct probe's wk[], as many as workers[]: both sized from the
+ * runtime's worker count and the rings' workers, grown as needed by
+ * weft__collector_workers_fit()).
+ */
+typedef struct worker_rec_s {
+	worker_window_t window[WINDOW];
+	uint64_t yield_warned;
+	uint64_t storm_warned;
+	uint64_t preempt_warned;
+	/*
+	 * Its last long poll (collector_events.c): what a scheduling delay
+	 * in its time waited behind, named in its warning.  by_os: the OS
+	 * held the worker off its CPU most of it.
+	 */
+	struct worker_long_s {
+		uint64_t task, start, end;
+		bool by_os;
+		char name[40];
+	} lng;
+	/* Steal-storm bursts (passes entering the storm) since the last
+	 * warning, and whether the last pass was in one: every burst is
+	 * counted in a warning, only the text is rate-limited. */
+	uint32_t storm_bursts;
+	bool in_storm;
+	/* A run of wakes open in its slot (collector_leak.c), so a POLL
+	 * looks no further where none is (nearly every one). */
+	bool run_open;
+	uint64_t max_poll;
+	uint64_t drops; /* by its ring */
+	/*
+	 * Its thread's /proc schedstat, for its off-CPU time
+	 * (collector_workers.c): opened once its tid is known, kept open
+	 * for that tid, and closed when the described runtime changes.
+	 * state: collector_workers.c's SCHED_*, 0 (zeroed) not yet open.
+	 */
+	struct worker_sched_s {
+		int fd;
+		int32_t tid;
+		uint8_t state;
+	} sched;
+	/* The last RES_ACQUIRE on it, for the RES_SITE that follows. */
+	struct res_acq_s {
+		uint64_t task, res;
+	} res_last_acq;
+	/*
+	 * Its steals by victim (STEAL events): the heavy hitters by
+	 * Space-Saving, so bounded at any worker count.  A victim not held
+	 * takes the slot of the least count, from that count on (err: what
+	 * it started from, an overestimate bound).  count 0: free.
+	 */
+	struct steal_slot_s {
+		uint32_t victim;
+		uint64_t count, err;
+	} steals[STEAL_TRACKED];
+} worker_rec_t;
 
 /*
  * Steal storm: a worker whose polls are mostly tasks it stole (at least
@@ -160,41 +219,20 @@ struct probe {
 	task_rec_t *done_head;
 	task_rec_t *done_tail;
 	size_t ndone; /* on the done list */
-	weft_probe_worker_t workers[MAX_PROBE_WORKERS];
-	worker_window_t window[MAX_PROBE_WORKERS][WINDOW];
+	/*
+	 * Per worker: the published records and the collector's own, both
+	 * nworker_slots long (collector_workers.c grows them; an index past
+	 * them is a worker whose memory could not be had, skipped).
+	 */
+	weft_probe_worker_t *workers;
+	worker_rec_t *wk;
+	unsigned nworker_slots;
+	/* Their schedstat files open, and how many may be (0: not yet
+	 * known; collector_workers.c). */
+	unsigned sched_open;
+	unsigned sched_budget;
 	unsigned window_pos;
 	unsigned window_fill;
-	uint64_t worker_poll_started[MAX_PROBE_WORKERS];
-	uint64_t worker_yield_warned[MAX_PROBE_WORKERS];
-	uint64_t worker_storm_warned[MAX_PROBE_WORKERS];
-	uint64_t worker_preempt_warned[MAX_PROBE_WORKERS];
-	/*
-	 * Each worker's last long poll (collector_events.c): what a
-	 * scheduling delay in its time waited behind, named in its warning.
-	 * by_os: the OS held the worker off its CPU most of it.
-	 */
-	struct worker_long_s {
-		uint64_t task, start, end;
-		bool by_os;
-		char name[40];
-	} worker_long[MAX_PROBE_WORKERS];
-	/* Steal-storm bursts (passes entering the storm) since the last
-	 * warning, and whether the last pass was in one: every burst is
-	 * counted in a warning, only the text is rate-limited. */
-	uint32_t worker_storm_bursts[MAX_PROBE_WORKERS];
-	bool worker_in_storm[MAX_PROBE_WORKERS];
-	uint64_t worker_max_poll[MAX_PROBE_WORKERS];
-	/*
-	 * Each worker thread's /proc schedstat, for its off-CPU time
-	 * (collector_workers.c): opened once its tid is known, kept open
-	 * for that tid, and closed when the described runtime changes.
-	 * state: collector_workers.c's SCHED_*, 0 (zeroed) not yet open.
-	 */
-	struct worker_sched_s {
-		int fd;
-		int32_t tid;
-		uint8_t state;
-	} worker_sched[MAX_PROBE_WORKERS];
 	weft_probe_warning_t warnings[WARN_KEEP];
 	/*
 	 * Floods folded (collector_warnings.c): per kind and spawn site, the
@@ -255,7 +293,6 @@ struct probe {
 	 * delay or a lost waker measured across such a window is not raised:
 	 * the event that would have told otherwise may be the one dropped.
 	 */
-	uint64_t worker_drops[MAX_PROBE_WORKERS];
 	uint64_t other_drops;
 	uint64_t clean_pass_ns;
 	uint64_t drop_from_ns, drop_to_ns;
@@ -287,12 +324,8 @@ struct probe {
 	uint64_t res_overflow; /* resources not tracked (past the bound) */
 	uint64_t res_checked_at;
 	uint64_t res_rate_at;
-	struct {
-		uint64_t task, res;
-	} res_last_acq[MAX_PROBE_WORKERS + 1];
-	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off.
-	 * wake_runs_open: a bit per worker with a run of wakes open, so a
-	 * POLL looks no further where none is (nearly every one). */
+	struct res_acq_s other_last_acq; /* the other threads' */
+	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
 	struct leak_state *leak;
 	/*
 	 * weft_mutex_t held across an await, heard (LOCK_HELD_PENDING):
@@ -307,7 +340,6 @@ struct probe {
 		uint16_t worker;
 		uint64_t at, held_ns; /* when heard pending, held so far then */
 	} lock_holds[LOCK_HOLDS];
-	uint64_t wake_runs_open;
 };
 
 extern struct probe weft__probe;
@@ -495,6 +527,26 @@ const weft_probe_resource_t *weft__collector_res(struct probe *p,
 
 /* collector_workers.c */
 void weft__collector_sample_workers(struct probe *p, uint64_t now);
+/*
+ * Room for workers 0 .. @n - 1 (the records past the old ones zeroed),
+ * and in the leak state's runs of wakes.  Return: 0, or -ENOMEM with
+ * nothing changed (workers past nworker_slots are then skipped).
+ */
+int weft__collector_workers_fit(struct probe *p, unsigned n);
+/* Whether @w has records (fitting them now if it lacks them). */
+static inline bool weft__collector_has_worker(struct probe *p, unsigned w)
+{
+	return w < p->nworker_slots || (w < PROBE_MAX_WORKERS &&
+					!weft__collector_workers_fit(p, w + 1));
+}
+/* The described runtime changed: its workers' records zeroed. */
+void weft__collector_workers_reset(struct probe *p);
+/* A STEAL: @thief took @tasks from @victim. */
+void weft__collector_steal(struct probe *p, unsigned thief, unsigned victim,
+			   uint64_t tasks);
+/* Worker @i's record's stolen list, from its counts (each sample). */
+void weft__collector_publish_steals(struct probe *p, unsigned i);
+void weft__collector_workers_free(struct probe *p);
 
 /* collector_reconcile.c */
 void weft__collector_seed_tasks(struct probe *p, uint64_t now);
@@ -599,6 +651,8 @@ struct burst_said {
 /* collector_leak.c */
 int weft__collector_leak_start(struct probe *p);
 void weft__collector_leak_stop(struct probe *p);
+/* Runs of wakes for workers 0 .. @n - 1.  Return: 0 or -ENOMEM. */
+int weft__collector_leak_fit(struct probe *p, unsigned n);
 /* @t's spawn site is known (its SPAWN_LOC, or seeded): counted there. */
 void weft__collector_leak_spawned(struct probe *p, task_rec_t *t);
 /* @t (t->site set) finished, or its record goes. */

@@ -73,7 +73,6 @@ struct leak_site {
 
 /* ----------------------------------------------------------- wake burst */
 
-#define RUN_SLOTS (MAX_PROBE_WORKERS + 1) /* the last: other threads */
 #define RUN_HELD 16 /* scheduling-delay warnings held a run */
 /*
  * Wakes with no task: a pause ends a run, and so does its length.  The
@@ -101,7 +100,7 @@ struct wake_run {
 	uint64_t first_ts, last_ts;
 	uint32_t polled, over;
 	bool said; /* a burst said, kept for its last woken tasks' polls */
-	uint64_t open_bit; /* its bit in wake_runs_open, while a run */
+	bool flagged; /* its worker's run_open set, while a run */
 	weft_hist_t delays;
 	struct held {
 		uint64_t task, start, delay;
@@ -116,7 +115,12 @@ struct leak_state {
 	unsigned nused;
 	uint64_t sampled_at;
 	uint32_t seq;
-	struct wake_run runs[RUN_SLOTS];
+	/* A run per worker (slot: its index), nruns of them, grown with
+	 * the workers' records; and the other threads' (slot
+	 * WEFT_EVENT_NO_WORKER). */
+	struct wake_run *runs;
+	unsigned nruns;
+	struct wake_run other;
 	struct wake_run bursts[BURST_SLOTS]; /* seq 0: free */
 	unsigned nbursts;
 };
@@ -125,15 +129,47 @@ int weft__collector_leak_start(struct probe *p)
 {
 	if (!p->leak)
 		p->leak = calloc(1, sizeof(*p->leak));
-	return p->leak ? 0 : -ENOMEM;
+	if (!p->leak)
+		return -ENOMEM;
+	if (weft__collector_leak_fit(p, p->nworker_slots)) {
+		free(p->leak);
+		p->leak = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void weft__collector_leak_stop(struct probe *p)
 {
 	/* The records that pointed into it go with the pools. */
+	if (p->leak)
+		free(p->leak->runs);
 	free(p->leak);
 	p->leak = NULL;
-	p->wake_runs_open = 0;
+	for (unsigned i = 0; i < p->nworker_slots; i++)
+		p->wk[i].run_open = false;
+}
+
+int weft__collector_leak_fit(struct probe *p, unsigned n)
+{
+	struct leak_state *L = p->leak;
+	struct wake_run *r;
+
+	if (!L || n <= L->nruns)
+		return 0;
+	r = realloc(L->runs, n * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	memset(&r[L->nruns], 0, (n - L->nruns) * sizeof(*r));
+	L->runs = r;
+	L->nruns = n;
+	return 0;
+}
+
+/* The run of slot @slot (a worker's index, else the other threads'). */
+static struct wake_run *run_of(struct leak_state *L, unsigned slot)
+{
+	return slot < L->nruns ? &L->runs[slot] : &L->other;
 }
 
 static uint64_t window_ns(const struct probe *p)
@@ -318,7 +354,7 @@ static void site_sample(struct probe *p, struct leak_site *s, uint64_t now)
 static void run_reset(struct wake_run *r)
 {
 	r->seq = 0;
-	r->open_bit = 0;
+	r->flagged = false;
 	r->said = false;
 	r->woken = r->polled = r->over = 0;
 	r->nheld = 0;
@@ -362,8 +398,9 @@ static void run_close(struct probe *p, struct wake_run *r)
 {
 	struct leak_state *L = p->leak;
 
-	p->wake_runs_open &= ~r->open_bit;
-	r->open_bit = 0;
+	if (r->flagged && r->worker < p->nworker_slots)
+		p->wk[r->worker].run_open = false;
+	r->flagged = false;
 
 	if (r->woken > p->config.wake_burst) {
 		struct wake_run *b = NULL;
@@ -404,13 +441,16 @@ void weft__collector_burst_wake(struct probe *p, task_rec_t *t,
 				const weft_event_t *ev)
 {
 	struct leak_state *L = p->leak;
-	unsigned slot = ev->worker < MAX_PROBE_WORKERS ? ev->worker :
-							 MAX_PROBE_WORKERS;
+	unsigned slot;
 	struct wake_run *r;
 
 	if (!L)
 		return;
-	r = &L->runs[slot];
+	slot = weft__collector_has_worker(p, ev->worker) &&
+			       ev->worker < L->nruns ?
+		       ev->worker :
+		       WEFT_EVENT_NO_WORKER;
+	r = run_of(L, slot);
 	/*
 	 * Another waker (a POLL dropped); taskless wakes after a pause, or
 	 * past a run's span: a thread that wakes tasks steadily makes runs
@@ -434,9 +474,9 @@ void weft__collector_burst_wake(struct probe *p, task_rec_t *t,
 		r->worker = ev->worker;
 		r->source = (uint8_t)(ev->a2 & 0xff);
 		r->first_ts = r->last_ts = ev->ts;
-		if (slot < MAX_PROBE_WORKERS) {
-			r->open_bit = 1ull << slot;
-			p->wake_runs_open |= r->open_bit;
+		if (slot != WEFT_EVENT_NO_WORKER) {
+			r->flagged = true;
+			p->wk[slot].run_open = true;
 		}
 	}
 	r->woken++;
@@ -450,8 +490,8 @@ void weft__collector_burst_poll_end(struct probe *p, const weft_event_t *ev)
 {
 	struct wake_run *r;
 
-	if (!p->leak || ev->worker >= MAX_PROBE_WORKERS)
-		return; /* (the caller looked at wake_runs_open) */
+	if (!p->leak || ev->worker >= p->leak->nruns)
+		return; /* (the caller looked at run_open) */
 	r = &p->leak->runs[ev->worker];
 	if (!r->seq)
 		return;
@@ -470,9 +510,10 @@ bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
 	struct wake_run *r = NULL;
 	bool open = false;
 
-	if (!L || t->wake_slot >= RUN_SLOTS)
+	if (!L ||
+	    (t->wake_slot >= L->nruns && t->wake_slot != WEFT_EVENT_NO_WORKER))
 		return false;
-	r = &L->runs[t->wake_slot];
+	r = run_of(L, t->wake_slot);
 	/* Taskless wakes paused before this poll began: that run is over. */
 	if (r->seq == t->wake_seq && !r->waker &&
 	    start > r->last_ts + RUN_GAP_NS)
@@ -519,8 +560,8 @@ void weft__collector_leak_pass(struct probe *p, uint64_t now)
 	if (!L)
 		return;
 	/* Runs whose end no event will tell. */
-	for (unsigned i = 0; i < RUN_SLOTS; i++) {
-		struct wake_run *r = &L->runs[i];
+	for (unsigned i = 0; i <= L->nruns; i++) {
+		struct wake_run *r = i < L->nruns ? &L->runs[i] : &L->other;
 
 		if (r->seq && ((!r->waker && now > r->last_ts + RUN_STALE_NS) ||
 			       now > r->first_ts + RUN_MAX_NS))

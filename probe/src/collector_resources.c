@@ -293,15 +293,16 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 		       uint32_t n)
 {
-	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
-						    : MAX_PROBE_WORKERS;
+	struct res_acq_s *last = weft__collector_has_worker(p, ev->worker) ?
+					 &p->wk[ev->worker].res_last_acq :
+					 &p->other_last_acq;
 	uint64_t end;
 	weft_hist_t *h;
 
 	r->pub.acquires++;
 	r->rate_acq++;
-	p->res_last_acq[w].task = ev->task;
-	p->res_last_acq[w].res = r->pub.id;
+	last->task = ev->task;
+	last->res = r->pub.id;
 	/* Released already (its release came first): a hold, over. */
 	if (early_take(r, WEFT_EV_RES_RELEASE, ev->task, ev->ts, &end)) {
 		if ((h = res_hist(r, 1)))
@@ -399,12 +400,12 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
  * emitting thread made (the newest hold of that task). */
 static void on_site(struct probe *p, const weft_event_t *ev)
 {
-	unsigned w = ev->worker < MAX_PROBE_WORKERS ? ev->worker
-						    : MAX_PROBE_WORKERS;
+	struct res_acq_s *last = weft__collector_has_worker(p, ev->worker) ?
+					 &p->wk[ev->worker].res_last_acq :
+					 &p->other_last_acq;
 	res_rec_t *r;
 
-	if (p->res_last_acq[w].task != ev->task ||
-	    !(r = res_find(p, p->res_last_acq[w].res)))
+	if (last->task != ev->task || !(r = res_find(p, last->res)))
 		return;
 	for (uint32_t k = r->nh; k-- > 0;) {
 		if (r->holders[k].task != ev->task)
@@ -609,7 +610,9 @@ void weft__collector_res_stop(struct probe *p)
 	p->nres_changed = 0;
 	p->res_checked_at = 0;
 	p->res_rate_at = 0;
-	memset(p->res_last_acq, 0, sizeof(p->res_last_acq));
+	p->other_last_acq = (struct res_acq_s){ 0 };
+	for (unsigned i = 0; i < p->nworker_slots; i++)
+		p->wk[i].res_last_acq = (struct res_acq_s){ 0 };
 }
 
 size_t weft__collector_res_count(const struct probe *p)

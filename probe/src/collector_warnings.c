@@ -154,8 +154,8 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 				    uint64_t start_ns, uint64_t dur_ns,
 				    uint64_t own_ns)
 {
-	uint64_t *last = worker < MAX_PROBE_WORKERS ?
-				 &p->worker_preempt_warned[worker] :
+	uint64_t *last = weft__collector_has_worker(p, worker) ?
+				 &p->wk[worker].preempt_warned :
 				 NULL;
 
 	if (last && *last && start_ns < *last + 1000000000u)

@@ -5,10 +5,12 @@
  * thread's /proc schedstat), and the warnings they raise (a worker
  * blocked in one poll, a steal storm, more workers than CPUs).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collector_internal.h"
@@ -83,17 +85,12 @@ static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 {
 	struct site top = most_stolen(p, i, now);
 	char d[160];
-	unsigned victim = 0;
-	uint64_t most = 0;
+	unsigned victim = w->nstolen ? w->stolen[0].victim : 0;
+	uint64_t most = w->nstolen ? w->stolen[0].tasks : 0;
 	int len;
 
-	for (unsigned j = 0; j < n && j < 64; j++)
-		if (w->stolen_from[j] > most) {
-			most = w->stolen_from[j];
-			victim = j;
-		}
-	/* stolen_from counts STEAL events since start (not windowed; empty
-	 * in counters-only mode). */
+	/* stolen counts STEAL events since start (not windowed; empty in
+	 * counters-only mode). */
 	len = snprintf(d, sizeof(d),
 		       "worker %u: %.0f%% of its polls are stolen tasks "
 		       "(others %.0f%%), %.0f steals/s",
@@ -119,32 +116,164 @@ static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 				"?",
 			top.t->pub.line);
 	}
-	if (p->worker_storm_bursts[i] > 1 && len > 0 && (size_t)len < sizeof(d))
+	if (p->wk[i].storm_bursts > 1 && len > 0 && (size_t)len < sizeof(d))
 		snprintf(d + len, sizeof(d) - (size_t)len,
 			 "; %u bursts since the last warning",
-			 p->worker_storm_bursts[i]);
-	p->worker_storm_warned[i] = now;
-	p->worker_storm_bursts[i] = 0;
+			 p->wk[i].storm_bursts);
+	p->wk[i].storm_warned = now;
+	p->wk[i].storm_bursts = 0;
 	weft__collector_warn(p, WEFT_WARN_STEAL_STORM, top.t, (uint16_t)i, now,
 			     0, "%s", d);
+}
+
+int weft__collector_workers_fit(struct probe *p, unsigned n)
+{
+	unsigned cap = p->nworker_slots, old = p->nworker_slots;
+	weft_probe_worker_t *w;
+	worker_rec_t *wk;
+
+	if (n <= cap)
+		return 0;
+	if (n > PROBE_MAX_WORKERS)
+		return -EINVAL;
+	/* Doubling: a runtime's workers come one ring at a time. */
+	cap = cap ? 2 * cap : 8;
+	if (cap < n)
+		cap = n;
+	if (cap > PROBE_MAX_WORKERS)
+		cap = PROBE_MAX_WORKERS;
+	if (weft__collector_leak_fit(p, cap))
+		return -ENOMEM;
+	w = realloc(p->workers, cap * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	p->workers = w;
+	wk = realloc(p->wk, cap * sizeof(*wk));
+	if (!wk)
+		return -ENOMEM; /* workers[] larger, nworker_slots kept */
+	p->wk = wk;
+	memset(&w[old], 0, (cap - old) * sizeof(*w));
+	memset(&wk[old], 0, (cap - old) * sizeof(*wk));
+	p->nworker_slots = cap;
+	return 0;
+}
+
+void weft__collector_workers_reset(struct probe *p)
+{
+	for (unsigned i = 0; i < p->nworker_slots; i++) {
+		worker_rec_t *k = &p->wk[i];
+
+		memset(&p->workers[i], 0, sizeof(p->workers[i]));
+		/* Per-worker memory of the last runtime's warnings, maxima
+		 * and steals; its schedstat files are closed by the next
+		 * sample (the window is emptied), its drops kept (they are
+		 * its rings'). */
+		k->yield_warned = k->storm_warned = k->preempt_warned = 0;
+		memset(&k->lng, 0, sizeof(k->lng));
+		k->storm_bursts = 0;
+		k->in_storm = false;
+		k->max_poll = 0;
+		memset(k->steals, 0, sizeof(k->steals));
+	}
+}
+
+void weft__collector_workers_free(struct probe *p)
+{
+	free(p->workers);
+	free(p->wk);
+	p->workers = NULL;
+	p->wk = NULL;
+	p->nworker_slots = 0;
+	p->stats.workers = 0; /* none described until the next sample */
+}
+
+void weft__collector_steal(struct probe *p, unsigned thief, unsigned victim,
+			   uint64_t tasks)
+{
+	struct steal_slot_s *s, *least = NULL;
+
+	if (!weft__collector_has_worker(p, thief) ||
+	    !weft__collector_has_worker(p, victim))
+		return;
+	p->workers[victim].stolen_out += tasks;
+	s = p->wk[thief].steals;
+	for (unsigned i = 0; i < STEAL_TRACKED; i++) {
+		if (s[i].count && s[i].victim == victim) {
+			s[i].count += tasks;
+			return;
+		}
+		if (!least || s[i].count < least->count)
+			least = &s[i];
+	}
+	/* A free slot is the least (0); else the least count's victim
+	 * gives way, the newcomer counted from there (Space-Saving). */
+	*least = (struct steal_slot_s){ .victim = victim,
+					.count = least->count + tasks,
+					.err = least->count };
+}
+
+/* Worker @i's top victims, from its slots, most certain tasks first. */
+void weft__collector_publish_steals(struct probe *p, unsigned i)
+{
+	weft_probe_worker_t *w = &p->workers[i];
+	const worker_rec_t *k = &p->wk[i];
+	unsigned n = 0;
+
+	for (unsigned q = 0; q < STEAL_TRACKED; q++) {
+		const struct steal_slot_s *s = &k->steals[q];
+		weft_probe_steal_t x = { s->victim, s->count - s->err };
+		unsigned j;
+
+		if (!s->count || !x.tasks)
+			continue;
+		if (n == WEFT_WORKER_STOLEN &&
+		    x.tasks <= w->stolen[n - 1].tasks)
+			continue;
+		j = n < WEFT_WORKER_STOLEN ? n++ : n - 1;
+		/* Insertion: ties keep the lower slot first. */
+		while (j > 0 && w->stolen[j - 1].tasks < x.tasks) {
+			w->stolen[j] = w->stolen[j - 1];
+			j--;
+		}
+		w->stolen[j] = x;
+	}
+	w->nstolen = (uint8_t)n;
 }
 
 /* struct worker_sched_s's states. */
 enum { SCHED_UNOPENED, SCHED_OPEN, SCHED_FAILED };
 
-static void sched_close(struct worker_sched_s *ws)
+static void sched_close(struct probe *p, struct worker_sched_s *ws)
 {
-	if (ws->state == SCHED_OPEN)
+	if (ws->state == SCHED_OPEN) {
 		close(ws->fd);
+		p->sched_open--;
+	}
 	*ws = (struct worker_sched_s){ .state = SCHED_UNOPENED };
+}
+
+/*
+ * Schedstat files kept open at most: a quarter of the process's
+ * descriptors (RLIMIT_NOFILE), so that a runtime of thousands of
+ * workers does not take the application's.  Workers past it read no
+ * off-CPU time (0, as where /proc cannot be read).
+ */
+static unsigned sched_budget(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / 4 >= PROBE_MAX_WORKERS)
+		return PROBE_MAX_WORKERS;
+	return (unsigned)(rl.rlim_cur / 4);
 }
 
 /* Every worker's: the runtime they were of is no longer described, or
  * the collector stops (weft__collector_stop()). */
 void weft__collector_sched_close_all(struct probe *p)
 {
-	for (unsigned i = 0; i < MAX_PROBE_WORKERS; i++)
-		sched_close(&p->worker_sched[i]);
+	for (unsigned i = 0; i < p->nworker_slots; i++)
+		sched_close(p, &p->wk[i].sched);
 }
 
 /*
@@ -162,7 +291,7 @@ void weft__collector_sched_close_all(struct probe *p)
 static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 		       uint64_t *on, uint64_t *off)
 {
-	struct worker_sched_s *ws = &p->worker_sched[i];
+	struct worker_sched_s *ws = &p->wk[i].sched;
 	int32_t tid = weft__runtime_worker_tid(rt, i);
 	char buf[128], *f2, *end;
 	ssize_t n;
@@ -172,19 +301,24 @@ static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 		return true;
 	/* Another thread in the same slot: start afresh for it. */
 	if (ws->state != SCHED_UNOPENED && ws->tid != tid)
-		sched_close(ws);
+		sched_close(p, ws);
 	if (ws->state == SCHED_FAILED)
 		return false;
 	if (ws->state == SCHED_UNOPENED) {
 		snprintf(buf, sizeof(buf), "/proc/self/task/%d/schedstat",
 			 (int)tid);
 		ws->tid = tid;
-		ws->fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (!p->sched_budget)
+			p->sched_budget = sched_budget();
+		ws->fd = p->sched_open < p->sched_budget ?
+				 open(buf, O_RDONLY | O_CLOEXEC) :
+				 -1;
 		if (ws->fd < 0) {
 			ws->state = SCHED_FAILED;
 			return false;
 		}
 		ws->state = SCHED_OPEN;
+		p->sched_open++;
 	}
 	n = pread(ws->fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
@@ -201,6 +335,7 @@ static bool sched_read(struct probe *p, weft_runtime_t *rt, unsigned i,
 
 out_close:
 	close(ws->fd);
+	p->sched_open--;
 	ws->state = SCHED_FAILED;
 	*on = *off = 0;
 	return false;
@@ -223,14 +358,14 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	 * the oldest from within it, whose stretch holds the poll's end.
 	 */
 	for (unsigned k = 0; k < fill; k++) {
-		const worker_window_t *x = &p->window[worker][k];
+		const worker_window_t *x = &p->wk[worker].window[k];
 
 		if (x->off_cpu_read && x->at_ns <= start_ns &&
 		    (!a || x->at_ns > a->at_ns))
 			a = x;
 	}
 	for (unsigned k = 0; k < fill; k++) {
-		const worker_window_t *x = &p->window[worker][k];
+		const worker_window_t *x = &p->wk[worker].window[k];
 
 		if (x->off_cpu_read && x->at_ns < start_ns + dur_ns &&
 		    (!b || x->at_ns < b->at_ns))
@@ -265,7 +400,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 {
 	weft_runtime_t *rt = p->rt;
 	unsigned n, pos, old;
-	double rate[MAX_PROBE_WORKERS], per_s[MAX_PROBE_WORKERS];
+	double *rate, *per_s;
 
 	if (!rt) {
 		weft__collector_sched_close_all(p);
@@ -273,8 +408,11 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		return;
 	}
 	n = weft_runtime_workers(rt);
-	if (n > MAX_PROBE_WORKERS)
-		n = MAX_PROBE_WORKERS;
+	/* Without memory for all, the ones there is memory for. */
+	if (weft__collector_workers_fit(p, n))
+		n = p->nworker_slots;
+	rate = n ? malloc(2 * n * sizeof(*rate)) : NULL;
+	per_s = rate ? rate + n : NULL;
 	p->stats.workers = n;
 	pos = p->window_pos;
 	/*
@@ -287,8 +425,9 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	old = p->window_fill < WINDOW ? 0 : (pos + 1) % WINDOW;
 	for (unsigned i = 0; i < n; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
-		worker_window_t *cur = &p->window[i][pos];
-		worker_window_t *o = &p->window[i][old];
+		worker_rec_t *k = &p->wk[i];
+		worker_window_t *cur = &k->window[pos];
+		worker_window_t *o = &k->window[old];
 		double dt;
 		uint64_t polls, task, started;
 
@@ -331,8 +470,9 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				w->off_cpu_ratio = 1;
 		}
 		w->off_cpu_ns = cur->off_cpu_read ? cur->off_cpu_ns : 0;
-		w->max_poll_ns = p->worker_max_poll[i];
-		w->events_dropped = p->worker_drops[i];
+		w->max_poll_ns = k->max_poll;
+		w->events_dropped = k->drops;
+		weft__collector_publish_steals(p, i);
 		weft__runtime_worker_poll(rt, i, &task, &started);
 		w->current_task = task;
 		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) :
@@ -340,7 +480,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;
 		if (task && w->poll_started_ns &&
 		    now > w->poll_started_ns + p->config.long_poll_ns &&
-		    p->worker_yield_warned[i] != started) {
+		    k->yield_warned != started) {
 			uint64_t so_far = now - w->poll_started_ns, own;
 			char why[160], d[sizeof(why) + 64];
 			task_rec_t *t;
@@ -359,29 +499,33 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				 "is blocked%s",
 				 (double)so_far / 1e6, i, why);
 			if (t) {
-				p->worker_yield_warned[i] = started;
+				k->yield_warned = started;
 				weft__collector_warn_task(
 					p, WEFT_WARN_NEVER_YIELDED, t,
 					(uint16_t)i, w->poll_started_ns,
 					so_far, d);
 			}
 		}
-		rate[i] = w->steal_rate;
-		per_s[i] = w->steals_per_s;
+		if (rate) {
+			rate[i] = w->steal_rate;
+			per_s[i] = w->steals_per_s;
+		}
 	}
-	for (unsigned i = 0; i < n && n > 1; i++) {
+	/* No storms told without the memory to compare the workers. */
+	for (unsigned i = 0; rate && i < n && n > 1; i++) {
 		weft_probe_worker_t *w = &p->workers[i];
+		worker_rec_t *k = &p->wk[i];
 		bool storm = weft__probe_steal_storm(rate, per_s, n, i);
 
 		/* Every burst counted; the text at most every 5 s. */
-		if (storm && !p->worker_in_storm[i])
-			p->worker_storm_bursts[i]++;
-		p->worker_in_storm[i] = storm;
-		if (!p->worker_storm_bursts[i] ||
-		    now <= p->worker_storm_warned[i] + 5000000000u)
+		if (storm && !k->in_storm)
+			k->storm_bursts++;
+		k->in_storm = storm;
+		if (!k->storm_bursts || now <= k->storm_warned + 5000000000u)
 			continue;
 		warn_storm(p, w, i, n, rate, now);
 	}
+	free(rate);
 	if (!p->oversub_warned) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 

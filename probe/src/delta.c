@@ -120,28 +120,62 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 /*
+ * The worker bitmap of @m's workers (*@nwords words up to the highest
+ * named, NULL and 0 for none).  Return: 0; -EINVAL (a worker that is
+ * neither < WEFT_DELTA_FILTER_MAX_WORKERS nor 65535); -ENOMEM.
+ */
+static int worker_bits(const Weft__V1__Filter *m, uint64_t **bits,
+		       size_t *nwords)
+{
+	uint32_t top = 0;
+	bool any = false;
+
+	*bits = NULL;
+	*nwords = 0;
+	for (size_t i = 0; i < m->n_workers; i++) {
+		if (m->workers[i] == WEFT_EVENT_NO_WORKER)
+			continue;
+		if (m->workers[i] >= WEFT_DELTA_FILTER_MAX_WORKERS)
+			return -EINVAL;
+		if (!any || m->workers[i] > top)
+			top = m->workers[i];
+		any = true;
+	}
+	if (!any)
+		return 0;
+	*bits = calloc(top / 64 + 1, sizeof(**bits));
+	if (!*bits)
+		return -ENOMEM;
+	*nwords = top / 64 + 1;
+	for (size_t i = 0; i < m->n_workers; i++)
+		if (m->workers[i] != WEFT_EVENT_NO_WORKER)
+			(*bits)[m->workers[i] / 64] |= 1ull
+						       << (m->workers[i] % 64);
+	return 0;
+}
+
+/*
  * weft__delta_filter_set() - @f from a Subscribe's Filter (NULL: none).
- * Return: 0; -EINVAL (a worker that is neither < 64 nor 65535, a kind
+ * Return: 0; -EINVAL (a worker that is neither < 4,096 nor 65535, a kind
  * >= 32, more than WEFT_DELTA_FILTER_MAX_TASKS tasks); -ENOMEM.  @f is
  * empty on error.
  */
 int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m)
 {
 	size_t n = 0;
+	int err;
 
 	memset(f, 0, sizeof(*f));
 	if (!m)
 		return 0;
 	if (m->n_tasks > WEFT_DELTA_FILTER_MAX_TASKS)
 		return -EINVAL;
-	for (size_t i = 0; i < m->n_workers; i++) {
+	err = worker_bits(m, &f->workers, &f->nwords);
+	if (err)
+		return err;
+	for (size_t i = 0; i < m->n_workers; i++)
 		if (m->workers[i] == WEFT_EVENT_NO_WORKER)
 			f->other_threads = true;
-		else if (m->workers[i] < 64)
-			f->workers |= 1ull << m->workers[i];
-		else
-			goto out_inval;
-	}
 	for (size_t i = 0; i < m->n_kinds; i++) {
 		if (m->kinds[i] >= 64)
 			goto out_inval;
@@ -150,7 +184,7 @@ int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m)
 	if (m->n_tasks) {
 		f->tasks = malloc(m->n_tasks * sizeof(*f->tasks));
 		if (!f->tasks) {
-			memset(f, 0, sizeof(*f));
+			weft__delta_filter_fini(f);
 			return -ENOMEM;
 		}
 		memcpy(f->tasks, m->tasks, m->n_tasks * sizeof(*f->tasks));
@@ -163,20 +197,23 @@ int weft__delta_filter_set(weft_delta_filter_t *f, const Weft__V1__Filter *m)
 	return 0;
 
 out_inval:
-	memset(f, 0, sizeof(*f));
+	weft__delta_filter_fini(f);
 	return -EINVAL;
 }
 
 void weft__delta_filter_fini(weft_delta_filter_t *f)
 {
 	free(f->tasks);
+	free(f->workers);
 	memset(f, 0, sizeof(*f));
 }
 
 bool weft__delta_filter_equal(const weft_delta_filter_t *a,
 			      const weft_delta_filter_t *b)
 {
-	return a->workers == b->workers &&
+	return a->nwords == b->nwords &&
+	       (!a->nwords || !memcmp(a->workers, b->workers,
+				      a->nwords * sizeof(*a->workers))) &&
 	       a->other_threads == b->other_threads && a->kinds == b->kinds &&
 	       a->ntasks == b->ntasks &&
 	       (!a->ntasks ||
@@ -189,15 +226,25 @@ int weft__delta_filter_copy(weft_delta_filter_t *dst,
 {
 	*dst = *src;
 	dst->tasks = NULL;
+	dst->workers = NULL;
+	if (src->nwords) {
+		dst->workers = malloc(src->nwords * sizeof(*dst->workers));
+		if (!dst->workers)
+			goto out_nomem;
+		memcpy(dst->workers, src->workers,
+		       src->nwords * sizeof(*dst->workers));
+	}
 	if (!src->ntasks)
 		return 0;
 	dst->tasks = malloc(src->ntasks * sizeof(*dst->tasks));
-	if (!dst->tasks) {
-		memset(dst, 0, sizeof(*dst));
-		return -ENOMEM;
-	}
+	if (!dst->tasks)
+		goto out_nomem;
 	memcpy(dst->tasks, src->tasks, src->ntasks * sizeof(*dst->tasks));
 	return 0;
+
+out_nomem:
+	weft__delta_filter_fini(dst);
+	return -ENOMEM;
 }
 
 static bool filter_task(const weft_delta_filter_t *f, uint64_t id)
@@ -208,11 +255,11 @@ static bool filter_task(const weft_delta_filter_t *f, uint64_t id)
 
 static bool filter_worker(const weft_delta_filter_t *f, uint32_t w)
 {
-	if (!f->workers && !f->other_threads)
+	if (!f->nwords && !f->other_threads)
 		return true;
 	if (w == WEFT_EVENT_NO_WORKER)
 		return f->other_threads;
-	return w < 64 && (f->workers >> w & 1);
+	return w / 64 < f->nwords && (f->workers[w / 64] >> (w % 64) & 1);
 }
 
 bool weft__delta_filter_event(const weft_delta_filter_t *f,
@@ -236,7 +283,7 @@ const weft_event_t *weft__delta_events(weft_delta_t *d, const weft_event_t *ev,
 	const weft_delta_filter_t *f = &d->filter;
 	size_t k = 0;
 
-	if (!f->ntasks && !f->workers && !f->other_threads && !f->kinds)
+	if (!f->ntasks && !f->nwords && !f->other_threads && !f->kinds)
 		return ev;
 	if (*n > d->events_cap) {
 		weft_event_t *e = realloc(d->events, *n * sizeof(*e));
@@ -642,13 +689,22 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 						   d->dirty.slot[i]);
 		}
 	}
-	if (d->filter.workers || d->filter.other_threads) {
-		if (!d->workers) {
-			d->workers = malloc(64 * sizeof(*d->workers));
-			if (!d->workers)
+	if (d->filter.nwords || d->filter.other_threads) {
+		/* At most the filter's: its words' workers. */
+		size_t cap = d->filter.nwords * 64;
+
+		if (cap > u->nworkers)
+			cap = u->nworkers;
+		if (cap > d->workers_cap) {
+			weft_probe_worker_t *w =
+				realloc(d->workers, cap * sizeof(*w));
+
+			if (!w)
 				return -ENOMEM;
+			d->workers = w;
+			d->workers_cap = cap;
 		}
-		for (size_t i = 0; i < u->nworkers && i < 64; i++)
+		for (size_t i = 0; i < u->nworkers && nw < cap; i++)
 			if (filter_worker(&d->filter, u->workers[i].index))
 				d->workers[nw++] = u->workers[i];
 		r.workers = d->workers;

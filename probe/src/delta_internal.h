@@ -60,6 +60,8 @@
 #define WEFT_DELTA_HIST_EVERY_NS 1000000000ull
 /* Limits of a filter (a Subscribe asking for more is refused). */
 #define WEFT_DELTA_FILTER_MAX_TASKS 4096u
+/* Workers a filter may name: the runtime's bound (indices < this). */
+#define WEFT_DELTA_FILTER_MAX_WORKERS 4096u
 
 /* A set of task ids (open addressing, linear probing). */
 typedef struct weft_idset_s {
@@ -79,7 +81,10 @@ typedef struct weft_delta_res_s {
 typedef struct weft_delta_filter_s {
 	uint64_t *tasks; /* sorted, owned */
 	size_t ntasks;
-	uint64_t workers;   /* bit i: worker i; 0: every worker */
+	/* Bit i % 64 of word i / 64: worker i, for the nwords words up to
+	 * the highest worker named (owned); none: every worker. */
+	uint64_t *workers;
+	size_t nwords;
 	bool other_threads; /* events of threads that are not workers */
 	uint64_t kinds;     /* bit k: event kind k; 0: every kind */
 } weft_delta_filter_t;
@@ -110,7 +115,8 @@ typedef struct weft_delta_s {
 	uint32_t *res_index; /* by id: index + 1 into res; 0 empty */
 	size_t res_index_cap;
 	const weft_probe_resource_t **res_out; /* scratch, res_cap long */
-	weft_probe_worker_t *workers; /* scratch */
+	weft_probe_worker_t *workers;          /* scratch, workers_cap long */
+	size_t workers_cap;
 	weft_event_t *events;         /* scratch: filtered events */
 	size_t events_cap;
 } weft_delta_t;

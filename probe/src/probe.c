@@ -611,22 +611,9 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 		 */
 		weft__probe.rt = p->nattached ? p->runtimes[0] : NULL;
 		weft__probe.need_seed = weft__probe.rt != NULL;
-		memset(weft__probe.workers, 0, sizeof(weft__probe.workers));
-		/* Per-worker memory of the last runtime's warnings and maxima. */
-		memset(weft__probe.worker_yield_warned, 0,
-		       sizeof(weft__probe.worker_yield_warned));
-		memset(weft__probe.worker_storm_warned, 0,
-		       sizeof(weft__probe.worker_storm_warned));
-		memset(weft__probe.worker_storm_bursts, 0,
-		       sizeof(weft__probe.worker_storm_bursts));
-		memset(weft__probe.worker_in_storm, 0,
-		       sizeof(weft__probe.worker_in_storm));
-		memset(weft__probe.worker_max_poll, 0,
-		       sizeof(weft__probe.worker_max_poll));
-		memset(weft__probe.worker_preempt_warned, 0,
-		       sizeof(weft__probe.worker_preempt_warned));
-		memset(weft__probe.worker_long, 0,
-		       sizeof(weft__probe.worker_long));
+		/* Its workers' records, and the per-worker memory of its
+		 * warnings, maxima and steals. */
+		weft__collector_workers_reset(&weft__probe);
 		/*
 		 * Both: sample_workers() takes slot 0 as the oldest while the
 		 * window fills, so the next runtime's series starts there

@@ -346,17 +346,22 @@ static size_t counters_len(const weft_worker_metrics_t *k)
 	       uint_len(16, k->local_queue_depth);
 }
 
-/* stolen_from: one count per worker of the update, at most 64. */
-static size_t stolen_len(const weft_probe_worker_t *w, size_t n)
+/*
+ * Worker.stolen: the top victims with their indices, at any worker count
+ * (the old dense stolen_from, field 13, is no longer written).
+ */
+static size_t steal_len(const weft_probe_steal_t *s)
 {
-	size_t len = 0;
-
-	for (size_t i = 0; i < n; i++)
-		len += varint_len(w->stolen_from[i]);
-	return len;
+	return uint_len(1, s->victim) + uint_len(2, s->tasks);
 }
 
-static size_t worker_len(const weft_probe_worker_t *w, size_t nstolen)
+static size_t nstolen_of(const weft_probe_worker_t *w)
+{
+	return w->nstolen < WEFT_WORKER_STOLEN ? w->nstolen :
+						 WEFT_WORKER_STOLEN;
+}
+
+static size_t worker_len(const weft_probe_worker_t *w)
 {
 	size_t n =
 		uint_len(1, w->index) + uint_len(2, w->state) +
@@ -367,18 +372,18 @@ static size_t worker_len(const weft_probe_worker_t *w, size_t nstolen)
 		uint_len(10, w->mean_poll_ns) + uint_len(11, w->max_poll_ns) +
 		uint_len(12, w->queue_depth);
 
-	if (nstolen)
-		n += sub_len(13, stolen_len(w, nstolen));
-	return n + uint_len(14, w->events_dropped) +
-	       uint_len(15, w->off_cpu_ns) + double_len(16, w->off_cpu_ratio);
+	n += uint_len(14, w->events_dropped) + uint_len(15, w->off_cpu_ns) +
+	     double_len(16, w->off_cpu_ratio);
+	for (size_t i = 0; i < nstolen_of(w); i++)
+		n += sub_len(17, steal_len(&w->stolen[i]));
+	return n + uint_len(18, w->stolen_out);
 }
 
-static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
-			   size_t nstolen)
+static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w)
 {
 	const weft_worker_metrics_t *k = &w->counters;
 
-	p = put_sub(p, 3, worker_len(w, nstolen)); /* Update.workers */
+	p = put_sub(p, 3, worker_len(w)); /* Update.workers */
 	p = put_uint(p, 1, w->index);
 	p = put_uint(p, 2, w->state);
 	p = put_uint(p, 3, w->current_task);
@@ -407,14 +412,15 @@ static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w,
 	p = put_uint(p, 10, w->mean_poll_ns);
 	p = put_uint(p, 11, w->max_poll_ns);
 	p = put_uint(p, 12, w->queue_depth);
-	if (nstolen) {
-		p = put_sub(p, 13, stolen_len(w, nstolen));
-		for (size_t i = 0; i < nstolen; i++)
-			p = put_varint(p, w->stolen_from[i]);
-	}
 	p = put_uint(p, 14, w->events_dropped);
 	p = put_uint(p, 15, w->off_cpu_ns);
-	return put_double(p, 16, w->off_cpu_ratio);
+	p = put_double(p, 16, w->off_cpu_ratio);
+	for (size_t i = 0; i < nstolen_of(w); i++) {
+		p = put_sub(p, 17, steal_len(&w->stolen[i]));
+		p = put_uint(p, 1, w->stolen[i].victim);
+		p = put_uint(p, 2, w->stolen[i].tasks);
+	}
+	return put_uint(p, 18, w->stolen_out);
 }
 
 /* Warning (detail is a char array: bounded by it, not trusted to end). */
@@ -551,7 +557,6 @@ struct update_enc {
 	const struct task_size *sz;  /* per task */
 	const struct task_size *rsz; /* per resource */
 	size_t base; /* stats, workers, warnings and full: the first part's */
-	size_t nstolen;
 };
 
 static size_t items_of(const struct update_enc *e)
@@ -646,7 +651,7 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 		p = put_task(p, u->tasks[j], &e->sz[j]);
 	if (first) {
 		for (size_t j = 0; j < u->nworkers; j++)
-			p = put_worker(p, &u->workers[j], e->nstolen);
+			p = put_worker(p, &u->workers[j]);
 		for (size_t j = 0; j < u->nwarnings; j++)
 			p = put_warning(p, &u->warnings[j]);
 		p = put_uint(p, 5, u->full);
@@ -813,11 +818,10 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 		resource_len(u->resources[i], &sz[nt + i]);
 	e.sz = sz;
 	e.rsz = sz + nt;
-	e.nstolen = u->nworkers < 64 ? u->nworkers : 64;
 	if (u->stats)
 		e.base += sub_len(1, stats_len(u->stats));
 	for (size_t i = 0; i < u->nworkers; i++)
-		e.base += sub_len(3, worker_len(&u->workers[i], e.nstolen));
+		e.base += sub_len(3, worker_len(&u->workers[i]));
 	for (size_t i = 0; i < u->nwarnings; i++)
 		e.base += sub_len(4, warning_len(&u->warnings[i]));
 	e.base += uint_len(5, u->full);

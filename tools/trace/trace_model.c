@@ -252,6 +252,25 @@ static void header_note(tt_trace_t *t, const Weft__V1__FileHeader *h)
 	t->start_realtime_ns = hello->start_realtime_ns;
 }
 
+/* worker_drops and off_cpu for workers below @n, the new ones zeroed. */
+static void workers_fit(tt_trace_t *t, unsigned n)
+{
+	unsigned cap = t->nworker_cap ? 2 * t->nworker_cap : 64;
+
+	if (n <= t->nworker_cap)
+		return;
+	if (cap < n)
+		cap = n;
+	t->worker_drops =
+		tt_xrealloc(t->worker_drops, cap * sizeof(*t->worker_drops));
+	t->off_cpu = tt_xrealloc(t->off_cpu, cap * sizeof(*t->off_cpu));
+	memset(&t->worker_drops[t->nworker_cap], 0,
+	       (cap - t->nworker_cap) * sizeof(*t->worker_drops));
+	memset(&t->off_cpu[t->nworker_cap], 0,
+	       (cap - t->nworker_cap) * sizeof(*t->off_cpu));
+	t->nworker_cap = cap;
+}
+
 static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
 {
 	struct tt_off_cpu_s *o = &t->off_cpu[i];
@@ -285,8 +304,10 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 	for (size_t i = 0; i < u->n_workers; i++) {
 		const Weft__V1__Worker *w = u->workers[i];
 
-		if (w->index >= 64)
+		/* The runtime's bound: a larger index is no worker. */
+		if (w->index >= 4096)
 			continue;
+		workers_fit(t, w->index + 1);
 		t->worker_drops[w->index] = w->events_dropped;
 		if (w->index + 1 > t->nworker_drops)
 			t->nworker_drops = w->index + 1;
@@ -497,6 +518,8 @@ void tt_free(tt_trace_t *t)
 	}
 	free(t->tasks);
 	free(t->ended);
+	free(t->worker_drops);
+	free(t->off_cpu);
 	tt_res_free(&t->res);
 	for (size_t i = 0; i < t->nkept; i++)
 		free(t->warnings[i].detail), free(t->warnings[i].label);

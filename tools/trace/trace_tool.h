@@ -116,9 +116,12 @@ typedef struct tt_trace_s {
 	uint64_t events_dropped;   /* the last update's count */
 	uint64_t tasks_end_unseen; /* the same: tasks whose end was dropped */
 	/* The last update's drops by each worker's ring (the rest were
-	 * other threads'); nworker_drops: the highest index seen, plus 1. */
-	uint64_t worker_drops[64];
+	 * other threads'); nworker_drops: the highest index seen, plus 1.
+	 * worker_drops and off_cpu are nworker_cap long (grown as workers
+	 * are seen, up to the runtime's 4,096). */
+	uint64_t *worker_drops;
 	unsigned nworker_drops;
+	unsigned nworker_cap;
 	/*
 	 * Each worker's off-CPU time (its thread's schedstat run_delay,
 	 * cumulative) as the updates read it: the first and the last
@@ -131,7 +134,7 @@ typedef struct tt_trace_s {
 		uint64_t first, last, before;
 		uint64_t first_at, last_at;
 		bool seen;
-	} off_cpu[64];
+	} * off_cpu;
 	unsigned noff_cpu;
 	/* Events handed out so far: how many, the first's stamp, the
 	 * earliest and the latest (the trace's span: last_ts - min_ts). */

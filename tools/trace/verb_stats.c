@@ -42,7 +42,8 @@ static const char usage[] =
 	"rest are others), the timer wheel (timers fired per tick: p50,\n"
 	"p99, max) and the warnings (counts by kind, then the first N).\n";
 
-#define MAX_W 256
+/* A row per worker the runtime may have (4,096), the last: other threads. */
+#define MAX_W (4096 + 1)
 
 /* Whether a worker is parked, as far as its events have told. */
 enum { W_UNKNOWN, W_BUSY, W_PARKED };

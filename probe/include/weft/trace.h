@@ -119,7 +119,8 @@ WEFT_EXTERN int weft_trace_stop(void);
 WEFT_EXTERN int weft_trace_continue(const char *path,
 				    const weft_trace_opts_t *opts);
 
-/* The recorder's counts since the process started (weft_trace_stats()). */
+/* The recorder's counts since the process started (weft_trace_stats()).
+ * Filled by the library; may grow (weft/common.h). */
 typedef struct weft_trace_stats_s {
 	uint64_t bytes_written; /* to trace files, headers included */
 	uint64_t bytes_lost;    /* records a failed write held (no file has
@@ -128,6 +129,7 @@ typedef struct weft_trace_stats_s {
 	int error;              /* the recording's first error (what
 				 * weft_trace_stop() will return), or the
 				 * last recording's; 0 */
+	uint64_t reserved_[4];  /* zero (weft/common.h) */
 } weft_trace_stats_t;
 
 /**

@@ -154,6 +154,16 @@ typedef struct weft_probe_task_s {
 } weft_probe_task_t;
 
 /*
+ * A worker's steals from one other worker (weft_probe_worker_t.stolen):
+ * the victim's index and the tasks taken from it since start.
+ */
+#define WEFT_WORKER_STOLEN 16
+typedef struct weft_probe_steal_s {
+	uint32_t victim;
+	uint64_t tasks;
+} weft_probe_steal_t;
+
+/*
  * What the collector knows of one worker (rates over the last window).
  * May grow (weft/common.h).
  */
@@ -170,7 +180,19 @@ typedef struct weft_probe_worker_s {
 	uint64_t mean_poll_ns;
 	uint64_t max_poll_ns;  /* over the window */
 	uint32_t queue_depth;
-	uint64_t stolen_from[64]; /* tasks this worker stole from worker i */
+	/*
+	 * Whom it stole from most, since start: nstolen victims, most tasks
+	 * first.  Bounded whatever the worker count (up to 4,096): the
+	 * collector counts a worker's steals from at most 32 victims at a
+	 * time (the heavy hitters, Space-Saving).  Exact while it stole from
+	 * at most 32; past that, a victim's count is the tasks certainly
+	 * taken from it (those since it was last tracked), and a victim
+	 * stolen from rarely may be missing.  stolen_out is exact: the
+	 * tasks every other worker stole from this one.
+	 */
+	uint8_t nstolen;
+	weft_probe_steal_t stolen[WEFT_WORKER_STOLEN];
+	uint64_t stolen_out;
 	uint64_t events_dropped;  /* by this worker's ring, since start */
 	/*
 	 * Off-CPU: time the worker's thread was runnable but the OS ran
