@@ -767,6 +767,74 @@ static void test_sleep_waited_on(void **state)
 	rsink_free(r, sub);
 }
 
+static weft_poll_t long_sleeper_poll(void *arg, weft_cx_t *cx)
+{
+	struct sleeper *z = arg;
+
+	WEFT_ASYNC_BEGIN(z);
+	weft_sleep_init(&z->sl, WEFT_SEC(30));
+	WEFT_AWAIT(z, weft_sleep_poll(&z->sl, cx));
+	weft_sleep_fini(&z->sl);
+	WEFT_ASYNC_END(z);
+}
+
+/* The drop callback finishes the sleep: it runs as the task. */
+static void long_sleeper_drop(void *arg)
+{
+	struct sleeper *z = arg;
+
+	weft_sleep_fini(&z->sl);
+}
+
+/*
+ * A sleeping task aborted: its drop finishes the sleep, and that ends the
+ * wait for this task (not for "task 0"): the timer wheel lists no waiter
+ * and the task's total there holds the wait.
+ */
+static void test_sleep_aborted(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_resource_t res = { 0 };
+	weft_probe_task_t t = { 0 };
+	struct sleeper *z = calloc(1, sizeof(*z));
+	weft_join_t *j;
+	uint64_t id;
+	bool seen = false;
+
+	(void)state;
+	assert_non_null(z);
+	assert_int_equal(weft_spawn_drop(rt, "long-sleeper", long_sleeper_poll,
+					 long_sleeper_drop, z, &j),
+			 0);
+	id = weft_join_id(j);
+	for (int k = 0; k < 200 && !seen; k++) {
+		usleep(10000);
+		weft_probe_flush();
+		seen = rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
+				      &res) &&
+		       sink_task(&r->s, id, &t) && t.waiting_on == res.id;
+	}
+	assert_true(seen);
+	usleep(50000);
+	weft_join_abort(j);
+	weft_join_wait(j, NULL);
+	weft_join_drop(j);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
+				   &res));
+	assert_int_equal(res.nwaiters, 0);
+	assert_true(sink_task(&r->s, id, &t));
+	assert_int_equal(t.waiting_on, 0);
+	assert_int_equal(t.nwaited, 1);
+	assert_true(t.waited[0].total_ns >= WEFT_MSEC(40));
+	rt_done(rt);
+	free(z);
+	rsink_free(r, sub);
+}
+
 struct reader {
 	int weft_pc;
 	weft_fd_t *f;
@@ -869,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_blocking_queue_twin),
 		cmocka_unit_test(test_oneshot_waited_on),
 		cmocka_unit_test(test_sleep_waited_on),
+		cmocka_unit_test(test_sleep_aborted),
 		cmocka_unit_test(test_fd_waited_on),
 	};
 

@@ -17,6 +17,8 @@
 /* Resources tracked at most; holders and waiters listed per resource. */
 #define RES_MAX (1u << 20)
 #define RES_TRACK 4096u
+/* The timer wheel's waiters listed (collector_resources.c on_wait()). */
+#define RES_TRACK_TIMERS 64u
 /* A resource warns at most this often (its waits in between are counted
  * in the next warning). */
 #define RES_WARN_EVERY_NS 1000000000ull

@@ -161,18 +161,29 @@ static void task_wait_add(task_rec_t *t, uint64_t id, uint64_t ns)
 	}
 }
 
+/*
+ * @task's wait on resource @id ended at @ts: added to its total there,
+ * from @since (the waiter's start, as the resource listed it) or else
+ * from when the task was seen to begin waiting on @id.  It waits on
+ * nothing now, unless a later wait (a timeout's sleep around a receive)
+ * is the one it shows.
+ */
 static void task_waited(struct probe *p, uint64_t task, uint64_t id,
-			uint64_t ts)
+			uint64_t since, uint64_t ts)
 {
 	task_rec_t *t = task ? weft__collector_task_find(p, task) : NULL;
 
-	if (!t || t->pub.waiting_on != id)
+	if (!t)
 		return;
-	if (ts > t->pub.waiting_since_ns && t->pub.waiting_since_ns)
-		task_wait_add(t, id, ts - t->pub.waiting_since_ns);
-	t->pub.waiting_on = 0;
-	t->pub.waiting_since_ns = 0;
-	t->pub.waiting_op = 0;
+	if (!since && t->pub.waiting_on == id)
+		since = t->pub.waiting_since_ns;
+	if (since && ts > since)
+		task_wait_add(t, id, ts - since);
+	if (t->pub.waiting_on == id) {
+		t->pub.waiting_on = 0;
+		t->pub.waiting_since_ns = 0;
+		t->pub.waiting_op = 0;
+	}
 	weft__collector_task_changed(p, t);
 }
 
@@ -224,8 +235,15 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 			if (r->waiters[i].task == ev->task)
 				return false;
 	r->pub.nwaiters++;
-	if (track_grow((void **)&r->waiters, &r->capw, r->nw,
-		       sizeof(*r->waiters)))
+	/*
+	 * The timer wheel: every sleeping task waits on it, and each end
+	 * searches and closes up the list; a short one keeps that cheap
+	 * (the rest are counted, their tasks still show what they wait on).
+	 */
+	if (r->pub.kind == WEFT_RES_TIMER_WHEEL && r->nw >= RES_TRACK_TIMERS)
+		;
+	else if (track_grow((void **)&r->waiters, &r->capw, r->nw,
+			    sizeof(*r->waiters)))
 		r->waiters[r->nw++] =
 			(res_waiter_t){ .task = ev->task, .since = ev->ts,
 					.op = op };
@@ -250,7 +268,7 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		found = true;
 		break;
 	}
-	task_waited(p, ev->task, r->pub.id, ev->ts);
+	task_waited(p, ev->task, r->pub.id, found ? since : 0, ev->ts);
 	if (!found) {
 		/* Past RES_TRACK: one of the waiters not listed. */
 		if (r->pub.nwaiters > r->nw) {
@@ -468,7 +486,7 @@ void weft__collector_res_event(struct probe *p, const weft_event_t *ev)
 	if (!r || r->pub.dropped_ns) {
 		/* Still, the task waits no more. */
 		if (ev->kind == WEFT_EV_RES_WAIT_END)
-			task_waited(p, ev->task, ev->a1, ev->ts);
+			task_waited(p, ev->task, ev->a1, 0, ev->ts);
 		return;
 	}
 	switch (ev->kind) {

@@ -545,13 +545,18 @@ static void remove_at_exit(void)
 	pthread_mutex_unlock(&env_lock);
 }
 
-/* All clients' output together, WEFT_CONSOLE_BUFFER_MB: 1 MiB to 64 GiB. */
+/*
+ * All clients' output together, WEFT_CONSOLE_BUFFER_MB: 8 MiB to 64 GiB.
+ * At least twice the largest record (WEFT_WIRE_MAX_RECORD): a budget a
+ * full update alone could pass would drop one console for another's
+ * update, in turns.
+ */
 static const weft__knob_t buffer_knob = {
 	.name = "WEFT_CONSOLE_BUFFER_MB",
 	.kind = WEFT__KNOB_SIZE,
 	.unit = "MB",
 	.def = TOTAL_BUF_DEFAULT >> 20,
-	.min = 1,
+	.min = 2 * (WEFT_WIRE_MAX_RECORD >> 20),
 	.max = 64u << 10,
 };
 

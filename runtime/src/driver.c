@@ -362,6 +362,9 @@ weft_poll_t weft__timer_poll(weft_timer_entry_t *e, weft_cx_t *cx)
 		e->driver = d;
 	}
 	if (weft_now_ns() >= e->deadline_ns) {
+		/* Served, not cancelled: it ends before the cancel's look. */
+		if (e->told)
+			timer_wait_end(e, 0);
 		weft__timer_cancel(e);
 		__atomic_store_n(&e->state, TIMER_FIRED, __ATOMIC_RELAXED);
 		goto ready;
@@ -481,12 +484,24 @@ int weft__io_register_borrowed(driver_t *d, int fd, io_reg_t **out)
  * PENDING while the probe listens) and ended when it is READY or the
  * registration goes (see io_reg_t.wait_task).
  */
+static void io_wait_end(io_reg_t *r, enum io_dir dir, uint32_t flags);
+
 static void io_wait_told(io_reg_t *r, enum io_dir dir)
 {
-	uint64_t task = weft__cur_task_id;
+	uint64_t task = weft__cur_task_id, was;
 
-	if (!task || load_relaxed(&r->wait_task[dir]))
+	if (!task)
 		return;
+	was = load_relaxed(&r->wait_task[dir]);
+	if (was == task)
+		return; /* told already */
+	/*
+	 * Another task's wait, never ended: its future went without a
+	 * READY (a timeout around a read) and another task awaits the fd
+	 * now.  Its end is said, as cancelled, before this one starts.
+	 */
+	if (was)
+		io_wait_end(r, dir, WEFT_RES_CANCELLED);
 	store_relaxed(&r->wait_task[dir], task);
 	WEFT_RES_EVENT(&r->res, RES_WAIT, task,
 		       dir == IO_DIR_READ ? WEFT_RES_OP_READABLE :

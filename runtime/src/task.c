@@ -282,8 +282,18 @@ task_complete(weft_task_t *t, int status)
 {
 	uint64_t cur, next;
 
-	if (t->drop)
+	if (t->drop) {
+		/*
+		 * The drop runs as the task: what its futures' _fini say
+		 * (the end of a sleep's or a lock's wait) names it, at
+		 * completion, cancel and shutdown alike.
+		 */
+		uint64_t was = weft__cur_task_id;
+
+		weft__cur_task_id = t->id;
 		t->drop(t->future);
+		weft__cur_task_id = was;
+	}
 	t->status = status;
 	/*
 	 * The event goes out before COMPLETE is published: a thread that
