@@ -661,12 +661,31 @@ static void test_long_poll_says_why(void **state)
 	uint64_t spin, sleeper;
 
 	(void)state;
-	spin = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
-	sleeper = run_task(rt, "sleep-bad", sleep_bad_poll, NULL, 0);
-	weft_probe_flush();
-	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, spin, &w));
+	/*
+	 * Up to three tries each: on a crowded host the nice-19 monitor may
+	 * not look during a poll at all, and then where its time went is
+	 * not known (the warning says nothing of it, rightly).  What is
+	 * said must be right whenever it is said.
+	 */
+	for (int k = 0; k < 3; k++) {
+		spin = run_task(rt, "spin-bad", spin_bad_poll, NULL, 0);
+		weft_probe_flush();
+		assert_true(sink_find(s, WEFT_WARN_LONG_POLL, spin, &w));
+		if (strchr(w.detail, ':'))
+			break;
+	}
+	if (!strstr(w.detail, ": computing on a CPU, no await"))
+		print_warnings(s);
 	assert_non_null(strstr(w.detail, ": computing on a CPU, no await"));
-	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, sleeper, &w));
+	for (int k = 0; k < 3; k++) {
+		sleeper = run_task(rt, "sleep-bad", sleep_bad_poll, NULL, 0);
+		weft_probe_flush();
+		assert_true(sink_find(s, WEFT_WARN_LONG_POLL, sleeper, &w));
+		if (strchr(w.detail, ':'))
+			break;
+	}
+	if (!strstr(w.detail, ": asleep in the kernel"))
+		print_warnings(s);
 	assert_non_null(strstr(w.detail, ": asleep in the kernel"));
 	assert_non_null(strstr(w.detail, "(a blocking call)"));
 	assert_int_equal(sink_count(s, WEFT_WARN_PREEMPTED, 0), 0);
