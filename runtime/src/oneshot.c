@@ -106,6 +106,9 @@ void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx)
 {
 	oneshot_t *o = (oneshot_t *)tx;
 
+	/* A zeroed state's handle: a drop callback needs no flag. */
+	if (!o)
+		return;
 	tx_finish(o, OS_TX_GONE);
 	oneshot_release(o);
 }
@@ -177,6 +180,9 @@ void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx)
 {
 	oneshot_t *o = (oneshot_t *)rx;
 
+	/* As in weft_oneshot_tx_drop(). */
+	if (!o)
+		return;
 	rx_wait_end(o, WEFT_RES_CANCELLED);
 	/* acq_rel: tells the sender its value will not be taken. */
 	atomic_fetch_or_explicit(&o->state, OS_RX_GONE, memory_order_acq_rel);

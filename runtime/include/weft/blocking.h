@@ -144,12 +144,13 @@ WEFT_EXTERN bool weft_blocking_is_finished(const weft_blocking_t *h);
 
 /**
  * weft_blocking_drop() - release the handle.
- * @h: the handle; NULL is ignored.
+ * @h: the handle; NULL is ignored (a zeroed state's handle).
  *
  * A job that has not run yet still runs (queued or running, it is not
  * cancelled); its result then goes to the discard callback.  Everything
  * the pool allocated for the job is freed once both it and the handle are
- * done.
+ * done.  Safe on a zeroed future (NULL) and after READY, and required
+ * then too.  Once only: it releases the handle.
  */
 WEFT_EXTERN void weft_blocking_drop(weft_blocking_t *h);
 

@@ -63,7 +63,11 @@ WEFT_EXTERN weft_poll_t weft_fs_read_file_poll(weft_fs_read_file_t *op,
 					       weft_cx_t *cx, int *status,
 					       void **data, size_t *len);
 
-/** weft_fs_read_file_fini() - drop the operation (see the file comment). */
+/**
+ * weft_fs_read_file_fini() - drop the operation (see the file comment).
+ *
+ * Safe on a zeroed future and after READY.
+ */
 WEFT_EXTERN void weft_fs_read_file_fini(weft_fs_read_file_t *op);
 
 /* A whole-file write.  All fields private. */
@@ -104,7 +108,11 @@ WEFT_EXTERN int weft_fs_write_file_init(weft_fs_write_file_t *op,
 WEFT_EXTERN weft_poll_t weft_fs_write_file_poll(weft_fs_write_file_t *op,
 						weft_cx_t *cx, int *status);
 
-/** weft_fs_write_file_fini() - drop the operation (see the file comment). */
+/**
+ * weft_fs_write_file_fini() - drop the operation (see the file comment).
+ *
+ * Safe on a zeroed future and after READY.
+ */
 WEFT_EXTERN void weft_fs_write_file_fini(weft_fs_write_file_t *op);
 
 /* An fsync(2) or fdatasync(2) of an open fd.  All fields private. */
@@ -147,7 +155,11 @@ WEFT_EXTERN int weft_fs_fdatasync_init(weft_fs_sync_t *op, int fd);
 WEFT_EXTERN weft_poll_t weft_fs_sync_poll(weft_fs_sync_t *op, weft_cx_t *cx,
 					  int *status);
 
-/** weft_fs_sync_fini() - drop the operation (see the file comment). */
+/**
+ * weft_fs_sync_fini() - drop the operation (see the file comment).
+ *
+ * Safe on a zeroed future and after READY.
+ */
 WEFT_EXTERN void weft_fs_sync_fini(weft_fs_sync_t *op);
 
 #ifdef __cplusplus

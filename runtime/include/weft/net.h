@@ -199,6 +199,8 @@ WEFT_EXTERN weft_poll_t weft_connect_poll(weft_connect_t *c, weft_cx_t *cx,
 /**
  * weft_connect_fini() - drop the future; closes the socket unless a poll
  * handed it out.
+ *
+ * Safe on a zeroed future and after READY (and after a failed init).
  */
 WEFT_EXTERN void weft_connect_fini(weft_connect_t *c);
 

@@ -252,7 +252,10 @@ WEFT_EXTERN uint64_t weft_join_id(const weft_join_t *join);
 
 /**
  * weft_join_drop() - release the handle; the task goes on, detached.
- * @join: the handle; NULL is ignored.
+ * @join: the handle; NULL is ignored (a zeroed state's handle).
+ *
+ * Safe on a zeroed future (NULL) and after READY, and required then too.
+ * Once only: it releases the handle.
  */
 WEFT_EXTERN void weft_join_drop(weft_join_t *join);
 

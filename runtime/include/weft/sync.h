@@ -50,7 +50,11 @@ WEFT_EXTERN int weft_oneshot_create_at(weft_oneshot_tx_t **tx,
  */
 WEFT_EXTERN int weft_oneshot_send(weft_oneshot_tx_t *tx, void *value);
 
-/** weft_oneshot_tx_drop() - release the sender without sending. */
+/**
+ * weft_oneshot_tx_drop() - release the sender without sending.
+ * @tx: the sender; NULL is ignored (a zeroed state's handle).  Not after
+ * weft_oneshot_send(), which released it: clear the pointer then.
+ */
 WEFT_EXTERN void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx);
 
 /**
@@ -63,7 +67,13 @@ WEFT_EXTERN void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx);
 WEFT_EXTERN weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
 					  int *status, void **value);
 
-/** weft_oneshot_rx_drop() - release the receiver. */
+/**
+ * weft_oneshot_rx_drop() - release the receiver.
+ * @rx: the receiver; NULL is ignored (a zeroed state's handle).
+ *
+ * Safe on a zeroed future and after READY (and required then: a READY
+ * poll releases nothing).  Once only: it releases its half.
+ */
 WEFT_EXTERN void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx);
 
 /* A countdown latch.  Caller-allocated; fields are private. */
@@ -109,7 +119,12 @@ WEFT_EXTERN bool weft_countdown_done(weft_countdown_t *cd);
 /** weft_countdown_count() - the current count. */
 WEFT_EXTERN unsigned weft_countdown_count(const weft_countdown_t *cd);
 
-/** weft_countdown_poll() - READY once the count is zero. */
+/**
+ * weft_countdown_poll() - READY once the count is zero.
+ *
+ * No future, so nothing to drop: a task dropped while it waited leaves its
+ * waker in the latch until the count reaches zero or weft_countdown_fini().
+ */
 WEFT_EXTERN weft_poll_t weft_countdown_poll(weft_countdown_t *cd,
 					    weft_cx_t *cx);
 

@@ -14,6 +14,8 @@
  * next waiter, so cancelling a future never loses a wake-up and never
  * leaks.  Call _fini on every initialised future, READY or not; after READY
  * it releases nothing the caller now owns (a lock acquired stays held).
+ * Every _fini is also safe on a zeroed future, never initialised (a drop
+ * callback whose task ended before its first await needs no flag).
  * Polling a future again after READY returns READY and does nothing.
  *
  * Wakers are stored once per future (cloned at the first pending poll and
@@ -191,6 +193,7 @@ weft_semaphore_acquire_poll(weft_semaphore_acquire_t *acq, weft_cx_t *cx);
  *
  * A queued acquirer leaves the queue; permits already set aside for it go
  * to the next acquirers.  After READY with status 0 it releases nothing.
+ * Safe on a zeroed future and after READY.
  */
 WEFT_EXTERN void weft_semaphore_acquire_fini(weft_semaphore_acquire_t *acq);
 
@@ -261,6 +264,7 @@ WEFT_EXTERN weft_poll_t weft_async_mutex_lock_poll(weft_async_mutex_lock_t *lk,
  *
  * Still queued: leaves the queue.  Handed the lock but not yet polled to
  * READY: passes the lock on.  After READY: nothing (the lock stays held).
+ * Safe on a zeroed future and after READY.
  */
 WEFT_EXTERN void weft_async_mutex_lock_fini(weft_async_mutex_lock_t *lk);
 
@@ -365,7 +369,7 @@ WEFT_EXTERN weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx);
  *
  * Still queued: leaves the queue.  Woken by weft_notify_one() but not yet
  * polled to READY: the notification passes to the next waiter (or is
- * stored as the permit).
+ * stored as the permit).  Safe on a zeroed future and after READY.
  */
 WEFT_EXTERN void weft_notified_fini(weft_notified_t *nd);
 
@@ -495,7 +499,8 @@ WEFT_EXTERN weft_poll_t weft_mpsc_send_poll(weft_mpsc_send_t *s, weft_cx_t *cx);
  *
  * Still queued: leaves the queue.  Handed a slot but not yet polled: the
  * element is not sent; the receiver skips the slot and hands the room to
- * the next queued sender.  Each sender's elements stay in order.
+ * the next queued sender.  Each sender's elements stay in order.  Safe on
+ * a zeroed future and after READY.
  */
 WEFT_EXTERN void weft_mpsc_send_fini(weft_mpsc_send_t *s);
 
@@ -534,6 +539,8 @@ WEFT_EXTERN weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx);
 /**
  * weft_mpsc_recv_fini() - drop the future; no element is lost (one is
  * only taken on READY).
+ *
+ * Safe on a zeroed future and after READY.
  */
 WEFT_EXTERN void weft_mpsc_recv_fini(weft_mpsc_recv_t *r);
 
@@ -581,7 +588,8 @@ WEFT_EXTERN weft_poll_t weft_join_branches_poll(weft_branch_t *br, size_t n,
 
 /**
  * weft_branches_drop() - drop every branch, done or not.
- * @br: the branches; each drop callback runs once and is then cleared.
+ * @br: the branches; each drop callback runs once and is then cleared
+ * (zeroed branches have none: nothing runs).
  * @n: how many.
  */
 WEFT_EXTERN void weft_branches_drop(weft_branch_t *br, size_t n);

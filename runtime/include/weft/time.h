@@ -70,7 +70,11 @@ WEFT_EXTERN void weft_sleep_reset(weft_sleep_t *s, uint64_t deadline_ns);
 /** weft_sleep_deadline() - the deadline, in weft_now_ns() nanoseconds. */
 WEFT_EXTERN uint64_t weft_sleep_deadline(const weft_sleep_t *s);
 
-/** weft_sleep_fini() - cancel the sleep (drop); it may be re-inited. */
+/**
+ * weft_sleep_fini() - cancel the sleep (drop); it may be re-inited.
+ *
+ * Safe on a zeroed future and after READY.
+ */
 WEFT_EXTERN void weft_sleep_fini(weft_sleep_t *s);
 
 /*
@@ -100,7 +104,12 @@ WEFT_EXTERN weft_poll_t weft_timeout_poll_fn(weft_timeout_t *t, weft_cx_t *cx,
 					     weft_poll_cb inner,
 					     void *inner_state, int *status);
 
-/** weft_timeout_fini() - drop the timeout (cancels its timer). */
+/**
+ * weft_timeout_fini() - drop the timeout (cancels its timer, which may
+ * still be armed after READY: the inner future finished first).
+ *
+ * Safe on a zeroed future and after READY.
+ */
 WEFT_EXTERN void weft_timeout_fini(weft_timeout_t *t);
 
 /*
