@@ -470,6 +470,250 @@ static void test_time_interval_ticks(void **state)
 	free(st);
 }
 
+/*
+ * The missed-tick policies on a real runtime.  A task takes its first
+ * tick, then blocks its worker for two and a half periods (nanosleep),
+ * so that the ticks at P and 2P fall due while it cannot poll; then it
+ * takes IV_MISS_TICKS more.  Each tick records its scheduled time, when
+ * it was returned, and in which of the task's polls: ticks returned in
+ * the first poll were returned without waiting.  What depends on speed
+ * is read off the times the task saw (block_end, woke[]), never assumed,
+ * so a slow machine changes how many ticks were missed, not the verdict.
+ */
+#define IV_MISS_PERIOD WEFT_MSEC(20)
+#define IV_MISS_TICKS 7
+#define IV_DEFAULT (-1) /* leave the policy as init set it */
+
+struct iv_log {
+	int missed;     /* a weft_missed_tick_t, or IV_DEFAULT */
+	uint64_t start; /* 0: weft_interval_init(), else init_at(start) */
+	bool block;
+	int set_err;
+	uint64_t init;
+	uint64_t block_end;
+	unsigned polls;
+	unsigned n;
+	uint64_t at[IV_MISS_TICKS];
+	uint64_t woke[IV_MISS_TICKS];
+	unsigned poll_of[IV_MISS_TICKS];
+};
+
+struct iv_task {
+	int weft_pc;
+	struct iv_log *log;
+	weft_interval_t iv;
+	uint64_t tick;
+};
+
+static weft_poll_t iv_task_poll(void *arg, weft_cx_t *cx)
+{
+	struct iv_task *st = arg;
+	struct iv_log *log = st->log;
+
+	log->polls++;
+	WEFT_ASYNC_BEGIN(st);
+	log->init = weft_now_ns();
+	if (log->start)
+		weft_interval_init_at(&st->iv, log->start, IV_MISS_PERIOD);
+	else
+		weft_interval_init(&st->iv, IV_MISS_PERIOD);
+	if (log->missed != IV_DEFAULT)
+		log->set_err = weft_interval_set_missed(
+			&st->iv, (weft_missed_tick_t)log->missed);
+	while (log->n < IV_MISS_TICKS) {
+		WEFT_AWAIT(st, weft_interval_tick(&st->iv, cx, &st->tick));
+		log->woke[log->n] = weft_now_ns();
+		log->at[log->n] = st->tick;
+		log->poll_of[log->n++] = log->polls;
+		if (log->n == 1 && log->block) {
+			/* Block the worker past 2.5 periods from tick 0. */
+			while (weft_now_ns() <
+			       log->at[0] + IV_MISS_PERIOD * 5 / 2)
+				sleep_ms(5);
+			log->block_end = weft_now_ns();
+		}
+	}
+	weft_interval_fini(&st->iv);
+	WEFT_ASYNC_END(st);
+}
+
+static void iv_task_drop(void *arg)
+{
+	struct iv_task *st = arg;
+
+	if (st->weft_pc > 0)
+		weft_interval_fini(&st->iv);
+}
+
+static void iv_run(weft_runtime_t *rt, struct iv_log *log)
+{
+	struct iv_task st = { .log = log };
+	weft_join_t *j =
+		spawn_ok(rt, iv_task_poll, iv_task_drop, &st, sizeof(st), true);
+
+	assert_int_equal(join_wait_drop(j, NULL), 0);
+	assert_int_equal(log->set_err, 0);
+	assert_int_equal(log->n, IV_MISS_TICKS);
+	for (unsigned i = 0; i < log->n; i++) {
+		/* Never early, always in order. */
+		assert_true(log->woke[i] >= log->at[i]);
+		assert_true(log->woke[i] - log->at[i] < sanity_ns() * 4);
+		if (i)
+			assert_true(log->at[i] > log->at[i - 1]);
+	}
+}
+
+/* How many ticks were scheduled no later than @t. */
+static unsigned iv_due_by(const struct iv_log *log, uint64_t t)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < log->n; i++)
+		k += log->at[i] <= t;
+	return k;
+}
+
+static void iv_print(const char *what, const struct iv_log *log)
+{
+	print_message("%s: block ended at %.1f ms; ticks (at/returned, "
+		      "poll):",
+		      what,
+		      log->block ? (log->block_end - log->at[0]) / 1e6 : 0.0);
+	for (unsigned i = 0; i < log->n; i++)
+		print_message(" %.1f/%.1f (%u)",
+			      (log->at[i] - log->at[0]) / 1e6,
+			      (log->woke[i] - log->at[0]) / 1e6,
+			      log->poll_of[i]);
+	print_message("\n");
+}
+
+/*
+ * BURST: every grid time is returned, the missed ones at once in the
+ * poll that blocked (ticks 0, P and 2P at least), the grid kept.
+ */
+static void test_time_interval_missed_burst(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct iv_log log = { .missed = WEFT_MISSED_BURST, .block = true };
+	unsigned due;
+
+	(void)state;
+	iv_run(rt, &log);
+	iv_print("burst", &log);
+	for (unsigned i = 0; i < log.n; i++)
+		assert_true(log.at[i] == log.at[0] + i * IV_MISS_PERIOD);
+	due = iv_due_by(&log, log.block_end);
+	assert_true(due >= 3);
+	/* Due while the worker was blocked: all returned without a wait. */
+	for (unsigned i = 0; i < due; i++)
+		assert_int_equal(log.poll_of[i], 1);
+	assert_int_equal(timers_in_wheel(rt), 0);
+	weft_runtime_destroy(rt);
+}
+
+/*
+ * SKIP: one late tick (the one at P) comes after the block; the rest
+ * missed are dropped and the next is the first grid time after it was
+ * returned (3P or later); the grid is kept.  @missed is SKIP or
+ * IV_DEFAULT: the default is SKIP.
+ */
+static void iv_check_skip(int missed)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct iv_log log = { .missed = missed, .block = true };
+
+	iv_run(rt, &log);
+	iv_print(missed == IV_DEFAULT ? "default" : "skip", &log);
+	assert_int_equal(iv_due_by(&log, log.block_end), 2);
+	assert_true(log.at[1] == log.at[0] + IV_MISS_PERIOD);
+	assert_int_equal(log.poll_of[1], 1);
+	assert_true(log.at[2] > log.woke[1]);
+	assert_true(log.at[2] >= log.at[0] + 3 * IV_MISS_PERIOD);
+	for (unsigned i = 1; i < log.n; i++)
+		assert_int_equal((log.at[i] - log.at[0]) % IV_MISS_PERIOD, 0);
+	assert_int_equal(timers_in_wheel(rt), 0);
+	weft_runtime_destroy(rt);
+}
+
+static void test_time_interval_missed_skip(void **state)
+{
+	(void)state;
+	iv_check_skip(WEFT_MISSED_SKIP);
+	iv_check_skip(IV_DEFAULT);
+}
+
+/*
+ * DELAY: one late tick (the one at P) comes after the block; the next is
+ * one period after that tick was returned (between block_end + P and
+ * woke[1] + P), off the old grid, and the ticks after it at least a
+ * period apart.
+ */
+static void test_time_interval_missed_delay(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct iv_log log = { .missed = WEFT_MISSED_DELAY, .block = true };
+
+	(void)state;
+	iv_run(rt, &log);
+	iv_print("delay", &log);
+	assert_int_equal(iv_due_by(&log, log.block_end), 2);
+	assert_true(log.at[1] == log.at[0] + IV_MISS_PERIOD);
+	assert_int_equal(log.poll_of[1], 1);
+	assert_true(log.at[2] >= log.block_end + IV_MISS_PERIOD);
+	assert_true(log.at[2] <= log.woke[1] + IV_MISS_PERIOD);
+	for (unsigned i = 2; i < log.n; i++)
+		assert_true(log.at[i] - log.at[i - 1] >= IV_MISS_PERIOD);
+	assert_int_equal(timers_in_wheel(rt), 0);
+	weft_runtime_destroy(rt);
+}
+
+/*
+ * weft_interval_init_at(): a start one period ahead is the first tick's
+ * time, never returned before it, the grid from there (SKIP); a start
+ * two and a half periods past, under BURST, returns the three ticks
+ * already due at once.  weft_interval_set_missed() refuses an unknown
+ * policy.
+ */
+static void test_time_interval_init_at(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct iv_log ahead = { .missed = IV_DEFAULT };
+	struct iv_log past = { .missed = WEFT_MISSED_BURST };
+	weft_interval_t iv;
+	unsigned due;
+
+	(void)state;
+	ahead.start = weft_now_ns() + IV_MISS_PERIOD;
+	iv_run(rt, &ahead);
+	iv_print("init_at ahead", &ahead);
+	assert_true(ahead.at[0] == ahead.start);
+	assert_true(ahead.woke[0] >= ahead.start);
+	if (ahead.init < ahead.start)
+		assert_true(ahead.poll_of[0] >= 2); /* it waited */
+	for (unsigned i = 1; i < ahead.n; i++)
+		assert_int_equal((ahead.at[i] - ahead.start) % IV_MISS_PERIOD,
+				 0);
+
+	past.start = weft_now_ns() - IV_MISS_PERIOD * 5 / 2;
+	iv_run(rt, &past);
+	iv_print("init_at past", &past);
+	assert_true(past.at[0] == past.start);
+	for (unsigned i = 0; i < past.n; i++)
+		assert_true(past.at[i] == past.start + i * IV_MISS_PERIOD);
+	due = iv_due_by(&past, past.init);
+	assert_true(due >= 3);
+	for (unsigned i = 0; i < due; i++)
+		assert_int_equal(past.poll_of[i], 1);
+
+	weft_interval_init(&iv, IV_MISS_PERIOD);
+	assert_int_equal(weft_interval_set_missed(&iv, (weft_missed_tick_t)3),
+			 -EINVAL);
+	assert_int_equal(weft_interval_set_missed(&iv, WEFT_MISSED_DELAY), 0);
+	weft_interval_fini(&iv);
+	assert_int_equal(timers_in_wheel(rt), 0);
+	weft_runtime_destroy(rt);
+}
+
 /* 100,000 sleeps of 1-50 ms at once: all complete, none early. */
 static void test_time_many_timers(void **state)
 {
@@ -576,6 +820,10 @@ int main(void)
 		cmocka_unit_test(test_time_cancel_by_abort),
 		cmocka_unit_test(test_time_timeout),
 		cmocka_unit_test(test_time_interval_ticks),
+		cmocka_unit_test(test_time_interval_missed_burst),
+		cmocka_unit_test(test_time_interval_missed_skip),
+		cmocka_unit_test(test_time_interval_missed_delay),
+		cmocka_unit_test(test_time_interval_init_at),
 		cmocka_unit_test(test_time_many_timers),
 		cmocka_unit_test(test_time_earlier_timer_wakes_parked_driver),
 	};

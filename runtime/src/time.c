@@ -85,31 +85,68 @@ void weft_timeout_fini(weft_timeout_t *t)
 	weft_sleep_fini(&t->sleep);
 }
 
+void weft_interval_init_at(weft_interval_t *iv, uint64_t start_ns,
+			   uint64_t period_ns)
+{
+	/* The sleep's deadline is the next tick's time: no copy of it here. */
+	weft_sleep_init_until(&iv->sleep, start_ns);
+	iv->period_ns = period_ns ? period_ns : 1;
+	iv->missed = WEFT_MISSED_SKIP;
+}
+
 void weft_interval_init(weft_interval_t *iv, uint64_t period_ns)
 {
-	uint64_t now = weft_now_ns();
+	weft_interval_init_at(iv, weft_now_ns(), period_ns);
+}
 
-	iv->period_ns = period_ns ? period_ns : 1;
-	iv->next_ns = now;
-	weft_sleep_init_until(&iv->sleep, now);
+int weft_interval_set_missed(weft_interval_t *iv, weft_missed_tick_t missed)
+{
+	switch (missed) {
+	case WEFT_MISSED_SKIP:
+	case WEFT_MISSED_BURST:
+	case WEFT_MISSED_DELAY:
+		iv->missed = missed;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* @a + @b, or UINT64_MAX ("never") where that would wrap. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+/* The tick after the one at @tick, returned at @now (time.h's rules). */
+static uint64_t next_tick(const weft_interval_t *iv, uint64_t tick,
+			  uint64_t now)
+{
+	uint64_t period = iv->period_ns, next = add_sat(tick, period);
+
+	if (next > now)
+		return next; /* none missed */
+	switch (iv->missed) {
+	case WEFT_MISSED_BURST:
+		return next;
+	case WEFT_MISSED_DELAY:
+		return add_sat(now, period);
+	default:
+		/* SKIP: the first grid time after now (next <= now here). */
+		return add_sat(next, ((now - next) / period + 1) * period);
+	}
 }
 
 weft_poll_t weft_interval_tick(weft_interval_t *iv, weft_cx_t *cx,
 			       uint64_t *at)
 {
-	uint64_t now, next;
+	uint64_t tick;
 
 	if (weft_sleep_poll(&iv->sleep, cx) == WEFT_PENDING)
 		return WEFT_PENDING;
+	tick = weft_sleep_deadline(&iv->sleep);
 	if (at)
-		*at = iv->next_ns;
-	/* Skip missed ticks: the next one after now, on the period grid. */
-	now = weft_now_ns();
-	next = iv->next_ns + iv->period_ns;
-	if (next <= now)
-		next += ((now - next) / iv->period_ns + 1) * iv->period_ns;
-	iv->next_ns = next;
-	weft_sleep_reset(&iv->sleep, next);
+		*at = tick;
+	weft_sleep_reset(&iv->sleep, next_tick(iv, tick, weft_now_ns()));
 	return WEFT_READY;
 }
 

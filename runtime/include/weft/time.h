@@ -113,22 +113,115 @@ WEFT_EXTERN weft_poll_t weft_timeout_poll_fn(weft_timeout_t *t, weft_cx_t *cx,
 WEFT_EXTERN void weft_timeout_fini(weft_timeout_t *t);
 
 /*
- * An interval: ticks every @period_ns, the first tick at once.  A tick
- * missed because the task was late is not made up for: the next tick is
- * the next multiple of the period after now (Tokio's "Skip").
+ * An interval: ticks on a grid of @period_ns, each tick a time at which
+ * weft_interval_tick() becomes READY and reports that time.  The first
+ * tick is at the start (weft_interval_init(): at once;
+ * weft_interval_init_at(): a time you choose), then every period after
+ * it, as long as the task keeps up.
+ *
+ * A tick is missed when the task is late by a period or more: when
+ * weft_interval_tick() returns the tick at time T at a moment now >=
+ * T + period, the tick at T + period is missed.  A tick that is merely
+ * late (now < T + period) changes nothing: the next tick stays at
+ * T + period.  What happens to missed ticks is the interval's
+ * weft_missed_tick_t (Tokio's MissedTickBehavior), WEFT_MISSED_SKIP
+ * unless set otherwise.
+ *
+ * Private layout in the caller's memory (weft/common.h).  Like the sleep
+ * it holds, it must not move between its first tick poll and
+ * weft_interval_fini().
  */
 typedef struct weft_interval_s {
-	weft_sleep_t sleep; /* private */
+	weft_sleep_t sleep; /* private: its deadline is the next tick's time */
 	uint64_t period_ns; /* private */
-	uint64_t next_ns;   /* private */
+	uint32_t missed;    /* private: a weft_missed_tick_t */
 } weft_interval_t;
 
-/** weft_interval_init() - an interval of @period_ns (> 0). */
+/*
+ * What an interval does about missed ticks.  Below, T is the time of the
+ * tick weft_interval_tick() returns and now the moment it returns it,
+ * with now >= T + period (else the next tick is at T + period whatever
+ * the policy); the next tick is then at:
+ */
+typedef enum weft_missed_tick_e {
+	/*
+	 * The first grid time after now, T + k * period with the smallest
+	 * such k: the missed ticks are dropped, the grid is kept.  The
+	 * default, and what weft_interval_tick() did before there was a
+	 * choice.
+	 */
+	WEFT_MISSED_SKIP = 0,
+	/*
+	 * T + period, already due: the missed ticks are returned back to
+	 * back, each with its own grid time, with no wait in between, until
+	 * the interval has caught up; the grid is kept.  Every tick of the
+	 * grid is returned once.
+	 */
+	WEFT_MISSED_BURST = 1,
+	/*
+	 * now + period: the missed ticks are dropped and the grid moves, so
+	 * that the next tick comes one full period after the late one was
+	 * returned, and every period after that.  (Tokio's Delay also moves
+	 * the grid for a tick late by less than a period; this does not.)
+	 */
+	WEFT_MISSED_DELAY = 2,
+} weft_missed_tick_t;
+
+/**
+ * weft_interval_init() - an interval of @period_ns (> 0; 0 is taken as
+ * 1), its first tick at once.
+ *
+ * The first tick's time is weft_now_ns() at this call, so the first
+ * weft_interval_tick() is READY without waiting; the next tick is one
+ * period after this call.  The same as weft_interval_init_at(@iv,
+ * weft_now_ns(), @period_ns).  To start one period from now, use
+ * weft_interval_init_at(@iv, weft_now_ns() + @period_ns, @period_ns).
+ *
+ * Any thread; no runtime needed (the interval binds to one at its first
+ * tick poll, as a sleep does).  Never fails.
+ */
 WEFT_EXTERN void weft_interval_init(weft_interval_t *iv, uint64_t period_ns);
 
 /**
+ * weft_interval_init_at() - an interval of @period_ns (> 0; 0 is taken
+ * as 1), its first tick at @start_ns.
+ * @start_ns: the first tick's time, in weft_now_ns() nanoseconds.  A
+ * time already past is a tick already due: the first
+ * weft_interval_tick() returns it at once, and the ticks between
+ * @start_ns and now are missed ones (weft_interval_set_missed()).
+ *
+ * The ticks are at @start_ns + k * @period_ns while the task keeps up.
+ * Any thread; no runtime needed.  Never fails.
+ */
+WEFT_EXTERN void weft_interval_init_at(weft_interval_t *iv, uint64_t start_ns,
+				       uint64_t period_ns);
+
+/**
+ * weft_interval_set_missed() - choose what happens to missed ticks.
+ * @missed: WEFT_MISSED_SKIP (the default), WEFT_MISSED_BURST or
+ * WEFT_MISSED_DELAY.
+ *
+ * Applies from the next tick weft_interval_tick() returns; the tick
+ * already scheduled keeps its time.  Call it between init and
+ * weft_interval_fini(), from the task (or thread) that polls the
+ * interval, never during a poll of it on another thread.
+ *
+ * Return: 0; -EINVAL for a value not listed (the policy is unchanged).
+ */
+WEFT_EXTERN int weft_interval_set_missed(weft_interval_t *iv,
+					 weft_missed_tick_t missed);
+
+/**
  * weft_interval_tick() - READY at each tick.
- * @at: receives the tick's scheduled time (may be NULL).
+ * @at: receives the tick's scheduled time (may be NULL): its grid time,
+ * not when it was returned; with WEFT_MISSED_BURST each missed tick
+ * reports its own.
+ *
+ * A future's poll (a task, or weft_block_on()) only.  The next tick is
+ * scheduled when this one is returned, by the missed-tick policy.
+ *
+ * Return: WEFT_READY once the tick's time has come, else WEFT_PENDING
+ * (the task is woken then).
  */
 WEFT_EXTERN weft_poll_t weft_interval_tick(weft_interval_t *iv, weft_cx_t *cx,
 					   uint64_t *at);
