@@ -226,7 +226,10 @@ WEFT_EXTERN int weft_interval_set_missed(weft_interval_t *iv,
 WEFT_EXTERN weft_poll_t weft_interval_tick(weft_interval_t *iv, weft_cx_t *cx,
 					   uint64_t *at);
 
-/** weft_interval_fini() - drop the interval. */
+/**
+ * weft_interval_fini() - drop the interval.  Safe on a zeroed future and
+ * after READY.
+ */
 WEFT_EXTERN void weft_interval_fini(weft_interval_t *iv);
 
 #ifdef __cplusplus
