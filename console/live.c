@@ -207,6 +207,18 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 		n = read(l->fd, buf, sizeof(buf));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
+		/*
+		 * Over TCP, a server closes unanswered for the token: a
+		 * clean close, or a reset when our Hello was still unread
+		 * in its socket as it closed.
+		 */
+		if ((n == 0 || (n < 0 && errno == ECONNRESET)) &&
+		    !strncmp(l->target, "tcp://", 6) && !l->got_header) {
+			con_live_close(l, "closed before the process's hello: "
+					  "no token, or a wrong one? "
+					  "(--token-file)");
+			return -ECONNRESET;
+		}
 		if (n < 0) {
 			rc = -errno;
 			set_error(l, "connection lost: %s", strerror(errno));
@@ -214,7 +226,6 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 			return rc;
 		}
 		if (n == 0) {
-			/* Over TCP, a server closes unanswered for the token. */
 			bool tcp = !strncmp(l->target, "tcp://", 6);
 
 			con_live_close(l, tcp && !l->got_header ?
