@@ -117,10 +117,17 @@ static bool track_grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
 
 /* ----------------------------------------------------------- tasks */
 
+/*
+ * A wait is pushed during the poll and the poll's event at its end, both
+ * on the worker's ring, while the spawn went on the spawner's: read in a
+ * pass after the worker's (or in the next pass), it leaves the wait the
+ * first word of a task, which is made here as a poll would make it.
+ * Missed, the resource listed the waiter while the task showed nothing.
+ */
 static void task_waits(struct probe *p, uint64_t task, uint64_t id,
 		       uint64_t ts, uint8_t op)
 {
-	task_rec_t *t = task ? weft__collector_task_find(p, task) : NULL;
+	task_rec_t *t = weft__collector_task_get(p, task, ts);
 
 	if (!t || t->in_done)
 		return;
