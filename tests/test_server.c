@@ -771,6 +771,48 @@ static void test_server_tcp(void **state)
 	xdg_remove();
 }
 
+/*
+ * Two servers of one process share their paths (both are named for the
+ * pid): the first one stopping after the second started (a runtime
+ * destroyed as the next is made) leaves the second's socket and token
+ * file where they are.
+ */
+static void test_server_stop_leaves_the_next(void **state)
+{
+	weft_server_opts_t o = { .workers = 2, .tcp_bind = "127.0.0.1:0" };
+	char path[300], token[WEFT_WIRE_TOKEN_MAX + 1];
+	weft_server_t *a, *b;
+	struct tclient c;
+	struct stat st;
+	Weft__V1__Frame *f;
+
+	(void)state;
+	xdg_make();
+	snprintf(path, sizeof(path), "%s/shared.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &a), 0);
+	assert_int_equal(weft__server_create(&o, &b), 0);
+	assert_string_equal(weft__server_token_path(a),
+			    weft__server_token_path(b));
+	weft__server_destroy(a);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(weft_wire_token_read(weft__server_token_path(b),
+					      token, sizeof(token)),
+			 0);
+	assert_string_equal(token, weft__server_token(b));
+	tc_open(&c, path);
+	f = tc_next(&c, 10000);
+	assert_non_null(f);
+	assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_HEADER);
+	weft_wire_frame_free(f);
+	tc_close(&c);
+	/* Its own it takes away. */
+	weft__server_destroy(b);
+	assert_int_equal(lstat(path, &st), -1);
+	xdg_remove();
+}
+
 #ifdef WEFT_TRACE_TOOL
 static int run(char *const argv[])
 {
@@ -1030,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_server_bad_clients),
 		cmocka_unit_test(test_server_client_never_reads),
 		cmocka_unit_test(test_server_tcp),
+		cmocka_unit_test(test_server_stop_leaves_the_next),
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),

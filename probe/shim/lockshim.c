@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockshim_hooks.h"
 #include "weft/probe.h"
 #include "weft/time.h"
 

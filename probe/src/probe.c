@@ -26,6 +26,7 @@
 
 #include "abi_internal.h"
 #include "knob.h"
+#include "lockshim_hooks.h"
 #include "collector_internal.h"
 #include "metrics_internal.h"
 #include "recorder_internal.h"

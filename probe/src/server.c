@@ -248,6 +248,10 @@ static int listen_unix(weft_server_t *s, const char *path)
 	evconnlistener_set_error_cb(s->unix_l, accept_error_cb);
 	(void)chmod(path, 0600);
 	snprintf(s->unix_path, sizeof(s->unix_path), "%s", path);
+	/* Bound a moment ago: what is there is ours, unless another of
+	 * our servers bound there since, which is then never unlinked. */
+	if (!weft__file_id_of(path, &s->unix_id))
+		s->unix_id = (weft__file_id_t){ 0 };
 	return 0;
 }
 
@@ -332,10 +336,8 @@ static void server_free(weft_server_t *s)
 		event_free(s->accept_resume_ev);
 	if (s->base)
 		event_base_free(s->base);
-	if (s->unix_path[0])
-		unlink(s->unix_path);
-	if (s->token_path[0])
-		unlink(s->token_path);
+	weft__unlink_if_same(s->unix_path, &s->unix_id);
+	weft__unlink_if_same(s->token_path, &s->token_id);
 	while (s->qhead) {
 		struct item *it = s->qhead;
 
@@ -370,7 +372,7 @@ static int token_setup(weft_server_t *s, const char *given)
 		return err;
 	snprintf(s->token_path, sizeof(s->token_path), "%s/%d.token", dir,
 		 (int)getpid());
-	err = weft__server_token_write(s->token_path, s->token);
+	err = weft__server_token_write(s->token_path, s->token, &s->token_id);
 	if (err) {
 		s->token_path[0] = '\0';
 		return err;
@@ -532,16 +534,17 @@ static weft_server_t *env_srv;
 static struct weft_runtime_s *env_rt;
 static char exit_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static char exit_token_path[sizeof(exit_path) + 32];
+static weft__file_id_t exit_id, exit_token_id;
 static pid_t exit_pid;
 
 static void remove_at_exit(void)
 {
 	pthread_mutex_lock(&env_lock);
 	/* Not in a forked child: the socket is its parent's. */
-	if (exit_path[0] && getpid() == exit_pid)
-		unlink(exit_path);
-	if (exit_token_path[0] && getpid() == exit_pid)
-		unlink(exit_token_path);
+	if (getpid() == exit_pid) {
+		weft__unlink_if_same(exit_path, &exit_id);
+		weft__unlink_if_same(exit_token_path, &exit_token_id);
+	}
 	pthread_mutex_unlock(&env_lock);
 }
 
@@ -629,6 +632,8 @@ void weft__server_env_start(struct weft_runtime_s *rt)
 	env_rt = rt;
 	snprintf(exit_path, sizeof(exit_path), "%s", s->unix_path);
 	snprintf(exit_token_path, sizeof(exit_token_path), "%s", s->token_path);
+	exit_id = s->unix_id;
+	exit_token_id = s->token_id;
 	exit_pid = getpid();
 	if (!atexit_done) {
 		atexit(remove_at_exit);

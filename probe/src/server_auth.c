@@ -56,9 +56,11 @@ int weft__server_token_make(char *hex, size_t len)
  * link planted in it is not written through.
  * Return: 0 or a negative errno.
  */
-int weft__server_token_write(const char *path, const char *token)
+int weft__server_token_write(const char *path, const char *token,
+			     weft__file_id_t *id)
 {
 	size_t len = strlen(token);
+	struct stat st;
 	int fd, err = 0;
 
 	(void)unlink(path);
@@ -69,8 +71,10 @@ int weft__server_token_write(const char *path, const char *token)
 	errno = 0;
 	/* The umask can only take bits away; fchmod makes sure of 0600. */
 	if (fchmod(fd, 0600) || write(fd, token, len) != (ssize_t)len ||
-	    write(fd, "\n", 1) != 1)
+	    write(fd, "\n", 1) != 1 || fstat(fd, &st))
 		err = errno ? -errno : -EIO;
+	else
+		*id = (weft__file_id_t){ .dev = st.st_dev, .ino = st.st_ino };
 	if (close(fd) && !err)
 		err = -errno;
 	if (err)
@@ -92,4 +96,33 @@ bool weft__server_token_equal(const char *want, const char *got, size_t got_len)
 	for (size_t i = 0; i < WEFT_WIRE_TOKEN_MAX + 1; i++)
 		diff |= (unsigned char)want[i] ^ (unsigned char)got[i];
 	return (diff == 0) & (want_len == got_len) & (want_len > 0);
+}
+
+/* Whether @path names something (not followed): its id in @id. */
+bool weft__file_id_of(const char *path, weft__file_id_t *id)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return false;
+	*id = (weft__file_id_t){ .dev = st.st_dev, .ino = st.st_ino };
+	return true;
+}
+
+/*
+ * Unlinks @path if it still names the file @id says we made.  Two
+ * servers of one process share a path (the socket and the token are
+ * named for the pid): one stopping while the next starts (a runtime
+ * destroyed as another is made) must not take the new one's away.  A
+ * check then an unlink, not one step: a file replaced between the two
+ * is still lost, a window of two system calls, where without the check
+ * it was the whole of a server's life.
+ */
+void weft__unlink_if_same(const char *path, const weft__file_id_t *id)
+{
+	weft__file_id_t now;
+
+	if (path[0] && weft__file_id_of(path, &now) && now.dev == id->dev &&
+	    now.ino == id->ino)
+		(void)unlink(path);
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include <event2/util.h>
@@ -25,6 +26,12 @@
 #include "weft/probe.h"
 #include "weft/time.h"
 #include "weft/wire.h"
+
+/* A file as made: what a path names may change under us. */
+typedef struct {
+	dev_t dev;
+	ino_t ino;
+} weft__file_id_t;
 
 struct bufferevent;
 struct event;
@@ -115,6 +122,9 @@ struct weft_server_s {
 	weft__ratelimit_t accept_rl;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char token_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
+	/* What we made at those paths: only that is unlinked (another
+	 * server of this process may have made its own there since). */
+	weft__file_id_t unix_id, token_id;
 	char token[WEFT_WIRE_TOKEN_MAX + 1]; /* zero-padded */
 	int tcp_port;
 	size_t buf_max;
@@ -185,7 +195,10 @@ void weft__server_sweep(weft_server_t *s);
 
 /* server_auth.c */
 int weft__server_token_make(char *hex, size_t len);
-int weft__server_token_write(const char *path, const char *token);
+int weft__server_token_write(const char *path, const char *token,
+			     weft__file_id_t *id);
+bool weft__file_id_of(const char *path, weft__file_id_t *id);
+void weft__unlink_if_same(const char *path, const weft__file_id_t *id);
 bool weft__server_token_equal(const char *want, const char *got,
 			      size_t got_len);
 

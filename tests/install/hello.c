@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A small program against an installed libweft, from <weft/weft.h> (and
- * <weft/trace.h>):
+ * A small program against an installed libweft, from <weft/weft.h> alone:
  * two workers, one task that yields once and returns a value, joined from
  * main; a task spawned with a drop callback through the short form, which
- * takes a weft_mutex_t; a trace recorded to a file; and the library's
- * version against the headers'.  Prints "ok", and nothing else, when all
+ * takes a weft_mutex_t; the probe listened to, a trace recorded to a
+ * file; and the library's version against the headers'.  Prints "ok", and nothing else, when all
  * of it holds.  Built out of tree by tools/install-test.sh, with
  * pkg-config and with find_package(weft), against the shared and the
  * static library.
@@ -17,8 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <weft/weft.h>
-#include <weft/trace.h> /* not yet in weft.h: see issue 20 */
+#include <weft/weft.h> /* and nothing else of weft */
 
 #define ANSWER 42
 
@@ -38,6 +36,16 @@ static weft_poll_t answer_poll(void *arg, weft_cx_t *cx)
 
 static weft_mutex_t lock;
 static int dropped;
+static int updates; /* the probe's passes seen (under lock) */
+
+static void on_update(void *ctx, const weft_probe_update_t *u)
+{
+	(void)ctx;
+	(void)u;
+	weft_mutex_lock(&lock);
+	updates++;
+	weft_mutex_unlock(&lock);
+}
 
 struct owner {
 	char *buf;
@@ -69,6 +77,7 @@ static const char *more(weft_runtime_t *rt)
 {
 	char path[] = "/tmp/weft-install-trace-XXXXXX";
 	struct owner o = { malloc(8) };
+	weft_probe_sub_t *sub;
 	weft_join_t *join;
 	int fd, err, recorded;
 
@@ -83,6 +92,19 @@ static const char *more(weft_runtime_t *rt)
 		return "mkstemp";
 	close(fd);
 	/* ENOTSUP: a library built without the probe; the rest holds. */
+	err = weft_probe_subscribe(
+		&(weft_probe_sub_opts_t){ .on_update = on_update }, &sub);
+	if (err && err != -ENOTSUP)
+		return "weft_probe_subscribe";
+	if (!err) {
+		weft_probe_flush();
+		weft_mutex_lock(&lock);
+		err = updates ? 0 : -1;
+		weft_mutex_unlock(&lock);
+		weft_probe_unsubscribe(sub);
+		if (err)
+			return "the probe did not call back after a flush";
+	}
 	err = weft_trace_start(path, NULL);
 	if (err && err != -ENOTSUP)
 		return "weft_trace_start";

@@ -63,20 +63,6 @@ WEFT_EXTERN int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
  */
 WEFT_EXTERN void weft_probe_unsubscribe(weft_probe_sub_t *sub);
 
-/*
- * Raw pthread mutexes (the preloadable shim, libweft-lockshim.so).  The
- * shim installs a hook that the worker calls when a poll returns PENDING
- * while the thread holds a mutex the shim saw this task take; the hook
- * reports each one with weft_probe_report_lock_held().  Applications do
- * not call these.
- */
-typedef void (*weft_probe_raw_lock_hook)(uint64_t task);
-WEFT_EXTERN void weft_probe_set_raw_lock_hook(weft_probe_raw_lock_hook hook);
-WEFT_EXTERN uint64_t weft_probe_current_task(void);
-/* @name and @site must stay valid for the life of the process. */
-WEFT_EXTERN void weft_probe_report_lock_held(uint64_t task, const char *name,
-					     const char *site,
-					     uint64_t held_ns);
 
 /**
  * weft_probe_mark() - emit an application event (kind "mark") into the

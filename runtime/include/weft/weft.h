@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The whole public API of libweft. */
+/*
+ * The whole public API of libweft: every header it installs but the
+ * wire library's (weft/wire.h and its readers, libweft-wire).
+ */
 #ifndef WEFT_H
 #define WEFT_H
 
@@ -16,5 +19,8 @@
 #include "weft/fd.h"
 #include "weft/mutex.h"
 #include "weft/metrics.h"
+#include "weft/probe.h"
+#include "weft/trace.h"
+#include "weft/metrics_endpoint.h"
 
 #endif /* WEFT_H */
