@@ -54,6 +54,9 @@ typedef struct weft_metrics_endpoint_opts_s {
  * @opts: where and the bounds; copied.
  * @out: receives the endpoint.
  *
+ * Context: any thread; with @histograms not a probe subscriber's callback
+ * (it subscribes, which takes the probe's lock: a deadlock); a task may
+ * call it (it binds and starts a thread, and waits for neither).
  * Return: 0; -EINVAL (no or a bad bind address, or a reserved word not
  * zero); -ENOMEM; a negative errno from bind(2) or listen(2)
  * (-EADDRINUSE); -EAGAIN (the thread); -ENOTSUP (@histograms in a build
@@ -63,12 +66,21 @@ WEFT_EXTERN int
 weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,
 			     weft_metrics_endpoint_t **out);
 
-/** weft_metrics_endpoint_port() - the TCP port it listens on. */
+/**
+ * weft_metrics_endpoint_port() - the TCP port it listens on.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the port; -1 for a NULL @e.
+ */
 WEFT_EXTERN int weft_metrics_endpoint_port(const weft_metrics_endpoint_t *e);
 
 /**
  * weft_metrics_endpoint_destroy() - close every connection and the
  * listener, stop its thread.  NULL is ignored.
+ *
+ * Context: any thread but the endpoint's own or a probe subscriber's
+ * callback (its thread takes the probe's lock); a task may call it, but it
+ * waits for that thread to stop (joins it, briefly).
  */
 WEFT_EXTERN void weft_metrics_endpoint_destroy(weft_metrics_endpoint_t *e);
 
@@ -83,7 +95,10 @@ WEFT_EXTERN void weft_metrics_endpoint_destroy(weft_metrics_endpoint_t *e);
  * @text: receives the text (NUL-terminated), to free().
  * @len: receives its length, or NULL.
  *
- * Return: 0; -EINVAL; -ENOMEM.
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); a task may call it (it
+ * never waits for the collector).
+ * Return: 0; -EINVAL (a NULL @text or an unknown @format); -ENOMEM.
  */
 WEFT_EXTERN int weft_metrics_text(int format, char **text, size_t *len);
 

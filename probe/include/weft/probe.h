@@ -50,6 +50,9 @@ typedef struct weft_probe_sub_opts_s {
  *
  * The first update a subscriber gets is full (every known task).
  *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); a task may call it (the
+ * first one starts the collector thread, and waits for nothing).
  * Return: 0; -EINVAL (NULL argument, or a reserved word not zero);
  * -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a build without the
  * probe.
@@ -60,6 +63,11 @@ WEFT_EXTERN int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 /**
  * weft_probe_unsubscribe() - stop listening.  No callback of @sub runs
  * after this returns.  Must not be called from one of its callbacks.
+ *
+ * Context: any thread but a probe subscriber's callback, any subscriber's,
+ * not only @sub's (those run under the probe's lock, which this takes: a
+ * deadlock); a task may call it, but the last unsubscribe blocks until the
+ * collector thread has stopped (joins it).
  */
 WEFT_EXTERN void weft_probe_unsubscribe(weft_probe_sub_t *sub);
 
@@ -68,15 +76,27 @@ WEFT_EXTERN void weft_probe_unsubscribe(weft_probe_sub_t *sub);
  * weft_probe_mark() - emit an application event (kind "mark") into the
  * trace, attributed to the task being polled, if anyone listens.  Costs
  * one relaxed load when nobody does.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_probe_mark(uint64_t a1, uint32_t a2);
 
-/** weft_probe_listening() - true while events flow. */
+/**
+ * weft_probe_listening() - true while events flow.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true while a subscriber asks for events.
+ */
 WEFT_EXTERN bool weft_probe_listening(void);
 
 /**
  * weft_probe_flush() - make the collector drain and publish now, and wait
  * until it has (tests use this instead of sleeping).
+ *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); it blocks for the
+ * collector's next pass (returns at once when no collector runs), so a task
+ * that calls it holds up its worker meanwhile.
  */
 WEFT_EXTERN void weft_probe_flush(void);
 
@@ -105,7 +125,13 @@ typedef struct weft_probe_config_s {
 	uint64_t reserved_[8]; /* zero (weft/common.h) */
 } weft_probe_config_t;
 
-/** weft_probe_config() - the thresholds in force. */
+/**
+ * weft_probe_config() - the thresholds in force.
+ *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); a task may call it (the
+ * probe's lock is held briefly).
+ */
 WEFT_EXTERN void weft_probe_config(weft_probe_config_t *out);
 
 #ifdef __cplusplus

@@ -69,6 +69,9 @@ typedef struct weft_trace_opts_s {
  * @path: the trace file (truncated), or NULL in flight-recorder mode.
  * @opts: NULL for the defaults; copied.
  *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); it blocks on open(2),
+ * and a task that calls it holds up its worker meanwhile.
  * Return: 0; -EINVAL (no path outside flight mode, or a reserved word of
  * @opts not zero); -EBUSY (already recording); -ENOMEM; -ENOTSUP (built
  * without the probe); a negative errno from open(2); -EAGAIN (the
@@ -90,6 +93,11 @@ WEFT_EXTERN int weft_trace_start(const char *path,
  * writes on in the same file, or weft_trace_start() records anew (into
  * a new file, or this one from its start).
  *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); it blocks (a probe
+ * flush, which waits for a collector pass; the unsubscribe, joining the
+ * collector when last; the last writes), so a task that calls it holds up
+ * its worker meanwhile.
  * Return: 0; -ENOENT (not recording); a negative errno from write(2) or
  * close(2), the first one met while recording (records were lost).
  */
@@ -110,6 +118,7 @@ WEFT_EXTERN int weft_trace_stop(void);
  * first, so the tasks are named again.  What the probe saw in between is
  * not in the file (a gap in time).
  *
+ * Context: as weft_trace_start(); it also reads the whole file first.
  * Return: 0; -EINVAL (no path, rotation or flight mode); -EBUSY; -ENOMEM;
  * -ENOTSUP; -EPROTO (not a weft trace); -ESRCH (another process's
  * trace); a reader's error (weft/trace_reader.h: a record that does not
@@ -137,6 +146,8 @@ typedef struct weft_trace_stats_s {
  * waiting for a write in progress (each value whole; the set not read at
  * one instant).
  * @out: filled in; zeros in a build without the probe.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_trace_stats(weft_trace_stats_t *out);
 
@@ -145,6 +156,10 @@ WEFT_EXTERN void weft_trace_stats(weft_trace_stats_t *out);
  * a header, the state of every known task, then the kept records, oldest
  * first.  Recording goes on.
  *
+ * Context: any thread but a probe subscriber's callback (those run under
+ * the probe's lock, which this takes: a deadlock); it blocks for a probe
+ * flush (a collector pass) and the file's writes, so a task that calls it
+ * holds up its worker meanwhile.
  * Return: 0; -EINVAL (NULL path); -ENOENT (no flight recorder running);
  * -ENOMEM; a negative errno from open(2) or write(2).
  */

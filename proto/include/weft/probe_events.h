@@ -206,11 +206,27 @@ typedef struct weft_event_s {
 
 _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
 
-/** weft_event_kind_name() - "poll", "wake", ...; "?" for an unknown kind. */
+/**
+ * weft_event_kind_name() - "poll", "wake", ...; "?" for an unknown kind.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the label, a static string; "?" for an unknown value.
+ */
 WEFT_EXTERN const char *weft_event_kind_name(unsigned kind);
-/** weft_resource_kind_name() - "mutex", "mpsc", ...; "?" if unknown. */
+/**
+ * weft_resource_kind_name() - "mutex", "mpsc", ...; "?" if unknown.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the label, a static string; "?" for an unknown value.
+ */
 WEFT_EXTERN const char *weft_resource_kind_name(unsigned kind);
-/** weft_resource_op_name() - "acquire", "send", ...; "?" if unknown. */
+/**
+ * weft_resource_op_name() - "acquire", "send", ...; "?" if unknown.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the label of @op's low byte (flags are ignored), a static string;
+ * "?" if unknown.
+ */
 WEFT_EXTERN const char *weft_resource_op_name(unsigned op);
 
 #endif /* WEFT_PROBE_EVENTS_H */

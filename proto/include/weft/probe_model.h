@@ -51,7 +51,12 @@ typedef enum weft_warning_kind_e {
 	WEFT_WARN_MAX
 } weft_warning_kind_t;
 
-/** weft_warning_kind_name() - "long-poll", ...; "?" if unknown. */
+/**
+ * weft_warning_kind_name() - "long-poll", ...; "?" if unknown.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the label, a static string; "?" for an unknown value.
+ */
 WEFT_EXTERN const char *weft_warning_kind_name(unsigned kind);
 
 typedef enum weft_task_state_e {
@@ -76,11 +81,29 @@ typedef struct weft_hist_s {
 	uint64_t outliers; /* above the last bucket's range */
 } weft_hist_t;
 
-/** weft_hist_record() - add one value. */
+/**
+ * weft_hist_record() - add one value.
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_hist_record(weft_hist_t *h, uint64_t ns);
-/** weft_hist_percentile() - the value at @p (0..100), bucket-accurate. */
+/**
+ * weft_hist_percentile() - the value at @p (0..100), bucket-accurate.
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ * Return: the upper bound of the bucket holding the @p-th percentile, at
+ * most max_ns; 0 for an empty histogram.
+ */
 WEFT_EXTERN uint64_t weft_hist_percentile(const weft_hist_t *h, double p);
-/** weft_hist_bucket_upper() - the upper bound (ns) of bucket @i. */
+/**
+ * weft_hist_bucket_upper() - the upper bound (ns) of bucket @i.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the bound, in ns (@i is not checked: only 0..WEFT_HIST_BUCKETS -
+ * 1 mean anything).
+ */
 WEFT_EXTERN uint64_t weft_hist_bucket_upper(unsigned i);
 
 /* A task's waits on one resource (weft_probe_task_t.waited).  Fixed for

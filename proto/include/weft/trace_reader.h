@@ -57,12 +57,72 @@ typedef struct weft_trace_reader_s {
 #define WEFT_TRACE_E_NOT_TRACE (-EPROTO)
 
 /* trace_reader.c */
+
+/**
+ * weft_trace_reader_open() - read the trace file at @path.
+ *
+ * @r is zeroed first, so weft_trace_reader_close() is safe after a failure
+ * too.
+ *
+ * Context: any thread, one at a time per @r; it reads the file with
+ * blocking stdio, so not from a task on a worker.
+ * Return: 0, or a negative errno from fopen(3).
+ */
 int weft_trace_reader_open(weft_trace_reader_t *r, const char *path);
+
+/**
+ * weft_trace_reader_open_mem() - read a trace from the @len bytes at @data,
+ * which must outlive the reader.
+ *
+ * Context: any thread, one at a time per @r; a task may call it (never
+ * blocks).
+ */
 void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
 				 size_t len);
+
+/**
+ * weft_trace_reader_next() - the next frame.
+ * @frame: receives it; the caller frees it with weft_wire_frame_free()
+ * unless it is the header (@r->header's frame, which the reader owns and
+ * frees on close).
+ *
+ * Context: any thread, one at a time per @r; it reads the file with
+ * blocking stdio, so not from a task on a worker.
+ * Return: 1 with a frame; 0 at the end (@r->truncated when the file ends
+ * inside a record; torn records skipped on the way are in @r->skipped); a
+ * negative error, also in @r->error and for good: the decoder's
+ * (weft/wire.h), WEFT_TRACE_E_NOT_TRACE, -EIO.
+ */
 int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
+
+/**
+ * weft_trace_reader_seek() - read on from the record that starts at @offset
+ * (one a frame's record_offset named: the console's replay index).  The
+ * header, read first, stays.
+ *
+ * Context: any thread, one at a time per @r; it reads the file with
+ * blocking stdio, so not from a task on a worker.
+ * Return: 0; -EINVAL before the header was read, or past the end of a
+ * buffer; a negative errno from fseeko(3).
+ */
 int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset);
+
+/**
+ * weft_trace_reader_close() - close the file and free what the reader holds
+ * (the header frame too).
+ *
+ * Context: any thread, one at a time per @r; a task may call it (never
+ * blocks).
+ */
 void weft_trace_reader_close(weft_trace_reader_t *r);
+
+/**
+ * weft_trace_reader_strerror() - what a weft_trace_reader_next() error
+ * means.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: a static string.
+ */
 const char *weft_trace_reader_strerror(int err);
 
 #endif /* WEFT_TRACE_READER_H */

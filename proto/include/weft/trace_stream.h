@@ -49,17 +49,29 @@ typedef struct weft_trace_stream_s weft_trace_stream_t;
 
 /*
  * weft_trace_stream_open() - open @path (@opts may be NULL).
- * Return: 0, or a negative errno (the file does not open; -ENOMEM).
- * The first frame's checks (a weft trace, its header) come with the
- * first weft_trace_stream_next().
+ *
+ * Context: any thread; it opens and reads the file with blocking stdio, so
+ * not from a task on a worker.
+ * Return: 0, or a negative errno (-ENOMEM, or fopen(3)'s when the file does
+ * not open).  The first frame's checks (a weft trace, its header) come with
+ * the first weft_trace_stream_next().
  */
 int weft_trace_stream_open(weft_trace_stream_t **out, const char *path,
 			   const weft_trace_stream_opts_t *opts);
-/* The same over @len bytes at @data, which must outlive the stream. */
+/**
+ * weft_trace_stream_open_mem() - weft_trace_stream_open() over the @len
+ * bytes at @data, which must outlive the stream.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: 0 or -ENOMEM.
+ */
 int weft_trace_stream_open_mem(weft_trace_stream_t **out, const void *data,
 			       size_t len, const weft_trace_stream_opts_t *opts);
 /*
  * weft_trace_stream_next() - the next frame or event.
+ *
+ * Context: any thread, one at a time per @s; it reads the file with
+ * blocking stdio, so not from a task on a worker.
  * Return: 1 with *@it set; 0 at the end (a file cut inside a record ends
  * at its last whole one: weft_trace_stream_reader()->truncated); a
  * negative error, for good: the reader's (weft_trace_reader_strerror(),
@@ -67,21 +79,59 @@ int weft_trace_stream_open_mem(weft_trace_stream_t **out, const void *data,
  * not decode (at weft_trace_stream_error_offset()).
  */
 int weft_trace_stream_next(weft_trace_stream_t *s, weft_trace_item_t *it);
-/* The reader underneath: header, truncated, error, frames. */
+/**
+ * weft_trace_stream_reader() - the reader underneath: header, truncated,
+ * error, frames.
+ *
+ * Context: any thread, one at a time per @s; a task may call it (never
+ * blocks).
+ * Return: the stream's reader, valid until weft_trace_stream_close().
+ */
 const weft_trace_reader_t *weft_trace_stream_reader(
 	const weft_trace_stream_t *s);
-/* Where the record of the last error starts. */
+/**
+ * weft_trace_stream_error_offset() - where the record of the last error
+ * starts.
+ *
+ * Context: any thread, one at a time per @s; a task may call it (never
+ * blocks).
+ * Return: the record's offset in the file (0 with no error).
+ */
 uint64_t weft_trace_stream_error_offset(const weft_trace_stream_t *s);
-/* Events that came out after a later one had (beyond the window). */
+/**
+ * weft_trace_stream_late() - events that came out after a later one had
+ * (beyond the window).
+ *
+ * Context: any thread, one at a time per @s; a task may call it (never
+ * blocks).
+ * Return: their count, so far.
+ */
 uint64_t weft_trace_stream_late(const weft_trace_stream_t *s);
-/* Bytes of whole records read so far, and the file's size (0: unknown). */
+/**
+ * weft_trace_stream_progress() - bytes of whole records read so far
+ * (*@done), and the file's size (*@total; 0: unknown).
+ *
+ * Context: any thread, one at a time per @s; a task may call it (never
+ * blocks).
+ */
 void weft_trace_stream_progress(const weft_trace_stream_t *s, uint64_t *done,
 				uint64_t *total);
+
+/**
+ * weft_trace_stream_close() - close the stream and free it; NULL is
+ * ignored.
+ *
+ * Context: any thread, one at a time per @s; a task may call it (never
+ * blocks).
+ */
 void weft_trace_stream_close(weft_trace_stream_t *s);
 
 /*
  * weft_trace_frame_time() - a frame's time on the trace's clock: an
  * Update's now, an EventBatch's first stamp; 0 for others (a header).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: that time; 0 for other frames.
  */
 uint64_t weft_trace_frame_time(const Weft__V1__Frame *f);
 

@@ -101,7 +101,12 @@ typedef struct weft_wire_hello_s {
 	char **argv;
 } weft_wire_hello_t;
 
-/* The bucket of @ns in a weft_hist_t; WEFT_HIST_BUCKETS for an outlier. */
+/**
+ * weft_hist_index() - the bucket of @ns in a weft_hist_t.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the bucket's index; WEFT_HIST_BUCKETS for an outlier.
+ */
 static inline unsigned weft_hist_index(uint64_t ns)
 {
 	unsigned e;
@@ -116,7 +121,13 @@ static inline unsigned weft_hist_index(uint64_t ns)
 	return 2 * e - 13 + (unsigned)(ns >> (e - 1));
 }
 
-/* weft_hist_record(), inline for the collector's per-event paths. */
+/**
+ * weft_hist_add() - weft_hist_record(), inline for the collector's
+ * per-event paths.
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ */
 static inline void weft_hist_add(weft_hist_t *h, uint64_t ns)
 {
 	unsigned i = weft_hist_index(ns);
@@ -132,55 +143,303 @@ static inline void weft_hist_add(weft_hist_t *h, uint64_t ns)
 }
 
 /* record.c: buffers */
+
+/**
+ * weft_wire_buf_fini() - free the buffer's bytes; @b is left empty, ready
+ * for reuse.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ */
 void weft_wire_buf_fini(weft_wire_buf_t *b);
+
+/**
+ * weft_wire_buf_reserve() - make room for @more bytes past @b->len.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM (no memory, or @more too large; @b unchanged).
+ */
 int weft_wire_buf_reserve(weft_wire_buf_t *b, size_t more);
 
 /* record.c: records */
+
+/**
+ * weft_wire_varint_put() - @v as a protobuf varint at @out, which has room
+ * for 10 bytes.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the bytes written, 1 to 10.
+ */
 size_t weft_wire_varint_put(uint8_t *out, uint64_t v);
+
+/**
+ * weft_wire_record_append() - @f as one record at the end of @b.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE when the frame exceeds WEFT_WIRE_MAX_RECORD
+ * (@b's contents unchanged either way).
+ */
 int weft_wire_record_append(weft_wire_buf_t *b, const Weft__V1__Frame *f);
+
+/**
+ * weft_wire_record_pack() - @f as one record into the @cap bytes at @out.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the bytes written; -ENOSPC if @cap is too small; -EMSGSIZE if the
+ * frame exceeds WEFT_WIRE_MAX_RECORD.
+ */
 int weft_wire_record_pack(const Weft__V1__Frame *f, uint8_t *out, size_t cap);
+
+/**
+ * weft_wire_record_size() - the bytes @f takes as a record (tag, length and
+ * Frame).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: that size.
+ */
 size_t weft_wire_record_size(const Weft__V1__Frame *f);
+
+/**
+ * weft_wire_record_len() - the length of the whole record @rec starts with
+ * (its header and its Frame), from the header.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: that length; 0 when the @n bytes do not hold one (not a record
+ * tag, a bad length, or cut short).
+ */
 size_t weft_wire_record_len(const uint8_t *rec, size_t n);
 
 /* record.c: the decoder */
+
+/**
+ * weft_wire_decoder_init() - a decoder refusing records longer than
+ * @max_record (0: WEFT_WIRE_MAX_RECORD).
+ *
+ * Context: any thread, one at a time per @d; a task may call it (never
+ * blocks).
+ */
 void weft_wire_decoder_init(weft_wire_decoder_t *d, size_t max_record);
+
+/**
+ * weft_wire_decoder_fini() - free what the decoder holds.
+ *
+ * Context: any thread, one at a time per @d; a task may call it (never
+ * blocks).
+ */
 void weft_wire_decoder_fini(weft_wire_decoder_t *d);
+
+/**
+ * weft_wire_decoder_feed() - give the decoder stream bytes.
+ * @data, @len: the bytes.
+ * @used: receives how many it took (all, unless a frame ended first: feed
+ * the rest next).
+ * @frame: receives a whole frame, to free with weft_wire_frame_free().
+ *
+ * Context: any thread, one at a time per @d; a task may call it (never
+ * blocks).
+ * Return: WEFT_WIRE_FRAME, WEFT_WIRE_NEED_MORE, or an error (-EMSGSIZE,
+ * -EILSEQ, -EBADMSG, -ENOMEM: see above), after which every call returns
+ * the same error.
+ */
 int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 			    size_t len, size_t *used, Weft__V1__Frame **frame);
+
+/**
+ * weft_wire_decoder_mid_record() - whether the decoder holds part of a
+ * record.
+ *
+ * Context: any thread, one at a time per @d; a task may call it (never
+ * blocks).
+ * Return: true when bytes of an unfinished record were taken (a stream that
+ * ends now is cut short).
+ */
 bool weft_wire_decoder_mid_record(const weft_wire_decoder_t *d);
+
+/**
+ * weft_wire_frame_free() - free a frame a decoder returned; NULL is
+ * ignored.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 void weft_wire_frame_free(Weft__V1__Frame *f);
+
+/**
+ * weft_wire_strerror() - what a decoder error means.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: a static string; "unknown error" for a value not listed above.
+ */
 const char *weft_wire_strerror(int err);
 
 /* batch.c: event batches */
+
+/**
+ * weft_wire_batch_init() - an empty batch.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ */
 void weft_wire_batch_init(weft_wire_batch_t *b);
+
+/**
+ * weft_wire_batch_fini() - free the batch's columns; @b is left as after
+ * _init.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ */
 void weft_wire_batch_fini(weft_wire_batch_t *b);
+
+/**
+ * weft_wire_batch_encode() - put the first events of @ev into @b->msg: the
+ * leading run from one emitting thread, at most WEFT_WIRE_BATCH_MAX (a task
+ * id 2^63 from the previous one also ends it); the caller loops on the
+ * rest.  @b->msg points into @b until the next call.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: events taken (>= 1 when @n > 0); 0 when @n is 0; -ENOMEM.
+ */
 int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
 			    size_t n);
+
+/**
+ * weft_wire_batch_decode() - rebuild the events of one batch into @out,
+ * room for @cap events.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the number of events; -ENOSPC if @cap is too small; -EBADMSG if
+ * the columns do not agree with each other.
+ */
 int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
+
+/**
+ * weft_wire_batch_append() - @m as one EventBatch record at the end of @b
+ * (the bytes weft_wire_record_append() would write, encoded by hand).
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
+ */
 int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m);
 
 /* batch.c: a collector pass's events */
+
+/**
+ * weft_wire_events_init() - an empty event encoder.
+ *
+ * Context: any thread, one at a time per @e; a task may call it (never
+ * blocks).
+ */
 void weft_wire_events_init(weft_wire_events_t *e);
+
+/**
+ * weft_wire_events_fini() - free what the encoder holds; @e is left as
+ * after _init.
+ *
+ * Context: any thread, one at a time per @e; a task may call it (never
+ * blocks).
+ */
 void weft_wire_events_fini(weft_wire_events_t *e);
+
+/**
+ * weft_wire_events_group() - @ev regrouped per emitting thread, each
+ * thread's events in their order (a stable sort by worker).
+ *
+ * Context: any thread, one at a time per @e; a task may call it (never
+ * blocks).
+ * Return: @ev itself when it holds one thread's events, else @e's scratch
+ * copy (valid until the next call); NULL for no memory.
+ */
 const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
 					    const weft_event_t *ev, size_t n);
+
+/**
+ * weft_wire_events_append() - a collector pass's events as EventBatch
+ * records at the end of @b, one run per emitting thread.
+ *
+ * Context: any thread, one at a time per @e; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE.  On error @b holds the whole records
+ * appended before it.
+ */
 int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			     const weft_event_t *ev, size_t n);
 
 /* update.c: updates, split and recount */
+
+/**
+ * weft_wire_update_append() - one collector pass as an Update record at the
+ * end of @b; tasks spawned after @prev_now_ns are listed as new (0: none
+ * are).
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
+ */
 int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			     uint64_t prev_now_ns);
+
+/**
+ * weft_wire_update_append_split() - weft_wire_update_append() that splits
+ * an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD) into records
+ * back to back, applied in order as one update.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE (one task or resource alone, or everything
+ * but them, exceeds @max_record); @b unchanged on error.
+ */
 int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record);
+
+/**
+ * weft_wire_update_recount() - the Update records at @rec (@len bytes, from
+ * weft_wire_update_append_split()) again into @b, with one subscriber's
+ * updates_skipped (@skipped) and events_not_sent (@not_sent) set in the
+ * first.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -EINVAL (the first is not an Update record); -ENOMEM (@b
+ * unchanged).
+ */
 int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
 			      size_t len, uint64_t skipped, uint64_t not_sent);
 
 /* hello.c: the hello, a trace file's header */
+
+/**
+ * weft_wire_hello_init() - this process's hello, for @workers workers, its
+ * @clock and start time.
+ *
+ * Context: any thread, one at a time per @h; it reads /proc and the host
+ * name (local files, never the network), so a task may call it.
+ * Return: 0; -ENOMEM.
+ */
 int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
 			  const char *clock, uint64_t start_ns);
+
+/**
+ * weft_wire_hello_fini() - free what the hello holds.
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ */
 void weft_wire_hello_fini(weft_wire_hello_t *h);
+
+/**
+ * weft_wire_header_append() - a trace file's first record (segment @segment
+ * of a rotation) at the end of @b.
+ *
+ * Context: any thread, one at a time per @b; a task may call it (never
+ * blocks).
+ * Return: 0; -ENOMEM; -EMSGSIZE (a hello over WEFT_WIRE_MAX_RECORD).
+ */
 int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
 			     uint32_t segment);
 
@@ -189,6 +448,8 @@ int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
  * $XDG_RUNTIME_DIR/weft, else /tmp/weft-<uid>.
  * @create: make it (mode 0700) if missing.
  *
+ * Context: any thread; it makes blocking file-system calls (lstat(2),
+ * mkdir(2)): a client's, not a task's.
  * Return: 0; -ENAMETOOLONG; -ENOTDIR; -EPERM (owned by someone else, or
  * open to group or others: refused); a negative errno from mkdir(2) or
  * lstat(2).
@@ -203,9 +464,13 @@ int weft_wire_socket_dir(char *buf, size_t len, int create);
  * environment, empty if unset) is sent at once: the server sends
  * nothing before it, and closes the connection if it does not match.
  *
- * Return: the connected fd (close-on-exec, blocking); -EINVAL for a
- * target of none of those forms; -EHOSTUNREACH when the host does not
- * resolve; else a negative errno from socket(2), connect(2) or send(2).
+ * Context: any thread but a task on a worker: it blocks in connect(2), over
+ * TCP in getaddrinfo(3) and send(2) too.
+ * Return: the connected fd (close-on-exec, blocking); -EINVAL for a target
+ * of none of those forms; -EHOSTUNREACH when the host does not resolve;
+ * -ENAMETOOLONG for a socket path too long; else a negative errno from
+ * socket(2), connect(2) or send(2) (-EMSGSIZE, -ENOMEM from encoding the
+ * Hello).
  */
 int weft_wire_connect(const char *target);
 int weft_wire_connect_unix(const char *path);
@@ -216,14 +481,22 @@ int weft_wire_connect_unix(const char *path);
 /*
  * client.c: weft_wire_token_read() - a token from its file's first line
  * (the server's token file, or one the user wrote) into @buf.
+ *
+ * Context: any thread; it reads the file with blocking stdio: a client's,
+ * not a task's.
  * Return: 0; -EINVAL (empty, longer than WEFT_WIRE_TOKEN_MAX or @len);
  * a negative errno from fopen(3).
  */
 int weft_wire_token_read(const char *path, char *buf, size_t len);
 
-/*
- * client.c: weft_wire_send() - encode @f as one record and write it all
- * to @fd (no SIGPIPE).  Return: 0, -ENOMEM or a negative errno.
+/**
+ * weft_wire_send() - encode @f as one record and write it all to @fd (no
+ * SIGPIPE).
+ *
+ * Context: any thread, one writer per @fd; it blocks until everything is
+ * written when @fd is blocking (a task must not give it one).
+ * Return: 0; -ENOMEM; -EMSGSIZE (a frame over WEFT_WIRE_MAX_RECORD); a
+ * negative errno from send(2).
  */
 int weft_wire_send(int fd, const Weft__V1__Frame *f);
 
@@ -233,12 +506,19 @@ int weft_wire_send(int fd, const Weft__V1__Frame *f);
  * answered there, 0 if none did (a socket whose process is gone is then
  * removed), or a negative errno to stop the walk.
  *
+ * Context: any thread; blocking directory reads, and @fn runs on the
+ * caller's thread: a client's, not a task's.
  * Return: 0; @fn's error; or weft_wire_socket_dir()'s (-ENOENT: no
  * directory, so no live process).
  */
 int weft_wire_each_socket(int (*fn)(const char *path, void *arg), void *arg);
 
-/** client.c: weft_wire_now_ns() - CLOCK_MONOTONIC in nanoseconds. */
+/**
+ * client.c: weft_wire_now_ns() - CLOCK_MONOTONIC in nanoseconds.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: CLOCK_MONOTONIC, in nanoseconds.
+ */
 uint64_t weft_wire_now_ns(void);
 
 #endif /* WEFT_WIRE_H */

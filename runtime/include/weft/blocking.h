@@ -66,6 +66,8 @@ typedef struct weft_blocking_spec_s {
  * microseconds), and the call returns.  Safe from tasks, plain threads
  * and pool threads.
  *
+ * Context: any thread (a task, a plain thread, a pool job); a task may call
+ * it: it never waits for the job (it may start a pool thread).
  * Return: 0; -EINVAL (no runtime, no function, or a reserved word not
  * zero); -ENOMEM; -EAGAIN when the pool has no thread and cannot start one; -ESHUTDOWN once
  * weft_runtime_destroy() has begun.  On error nothing was queued and
@@ -84,6 +86,7 @@ WEFT_EXTERN int weft_spawn_blocking_with(weft_runtime_t *rt,
  *
  * weft_spawn_blocking_with() with no discard callback and no name.
  *
+ * Context: as weft_spawn_blocking_with(): any thread; a task may call it.
  * Return: as weft_spawn_blocking_with().
  */
 WEFT_EXTERN int weft_spawn_blocking(weft_runtime_t *rt, weft_blocking_cb fn,
@@ -124,6 +127,8 @@ static inline int weft__spawn_blocking_at(weft_runtime_t *rt, const char *name,
  * Once READY the result belongs to the caller (the discard callback will
  * not see it) and polling again is READY with the same value.
  *
+ * Context: the task (or weft_block_on() future) that owns @h, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY once the job has run, else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_blocking_poll(weft_blocking_t *h, weft_cx_t *cx,
@@ -135,11 +140,20 @@ WEFT_EXTERN weft_poll_t weft_blocking_poll(weft_blocking_t *h, weft_cx_t *cx,
  * @h: the handle; stays valid.
  * @result: receives the job's result (may be NULL).
  *
+ * Context: any thread but a worker: it blocks until the job has run (a task
+ * awaits weft_blocking_poll() instead); a pool job may call it (see the
+ * file comment on deadlock).
  * Return: 0; -EDEADLK when called from a worker thread; -ENOMEM.
  */
 WEFT_EXTERN int weft_blocking_wait(weft_blocking_t *h, void **result);
 
-/** weft_blocking_is_finished() - true once the job has run. */
+/**
+ * weft_blocking_is_finished() - true once the job has run.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true once the job has run (acquire: its result may then be
+ * taken).
+ */
 WEFT_EXTERN bool weft_blocking_is_finished(const weft_blocking_t *h);
 
 /**
@@ -151,6 +165,9 @@ WEFT_EXTERN bool weft_blocking_is_finished(const weft_blocking_t *h);
  * the pool allocated for the job is freed once both it and the handle are
  * done.  Safe on a zeroed future (NULL) and after READY, and required
  * then too.  Once only: it releases the handle.
+ *
+ * Context: any thread, by the handle's owner, not during a poll of @h; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_blocking_drop(weft_blocking_t *h);
 

@@ -87,6 +87,7 @@ extern "C" {
 /**
  * weft_version_string() - the library's version, e.g. "0.1.0".
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: a static string.
  */
 WEFT_EXTERN const char *weft_version_string(void);
@@ -95,6 +96,9 @@ WEFT_EXTERN const char *weft_version_string(void);
  * weft_version() - the library's version, as WEFT_VERSION_HEX is the
  * headers': (major << 16) | (minor << 8) | patch.  A program can check
  * that the library it runs with is the one it was built for, or newer.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: (major << 16) | (minor << 8) | patch of the library running.
  */
 WEFT_EXTERN unsigned weft_version(void);
 

@@ -96,9 +96,12 @@ typedef struct weft_fd_ready_s {
  *
  * Safe from any thread.
  *
- * Return: 0; -EINVAL (no runtime, @fd negative or not O_NONBLOCK);
- * -EPERM (a regular file or a directory); -EEXIST (already registered);
- * -EBADF; -ENOMEM; -ESHUTDOWN once weft_runtime_destroy() has begun.
+ * Context: any thread of the process (a task, a blocking job, a plain
+ * thread); a task may call it (never blocks).
+ * Return: 0; -EINVAL (no runtime, @fd negative or not O_NONBLOCK, NULL
+ * @out); -EPERM (a regular file or a directory); -EEXIST (already
+ * registered); -EBADF; -ENOMEM; -ESHUTDOWN once weft_runtime_destroy() has
+ * begun; another error of epoll_ctl(2).
  */
 WEFT_EXTERN int weft_fd_register(weft_runtime_t *rt, int fd, weft_fd_t **out);
 
@@ -112,6 +115,8 @@ WEFT_EXTERN int weft_fd_register(weft_runtime_t *rt, int fd, weft_fd_t **out);
  * Takes one unit of the task's coop budget when READY (a task that
  * finds its fd ready for ever still lets others run).  A task only.
  *
+ * Context: a task inside its poll (a weft_block_on() future works too); one
+ * awaiter per direction (a second replaces the first's waker).
  * Return: WEFT_READY with *@ready set, or WEFT_PENDING (the task is woken
  * at the next edge, hang-up, error or shutdown).
  */
@@ -128,10 +133,18 @@ WEFT_EXTERN weft_poll_t weft_fd_poll_ready(weft_fd_t *f, weft_fd_dir_t dir,
  * Keeps an edge newer than @ready, and the final HUP, ERR and SHUTDOWN
  * bits (ERR is cleared: an error the operation did not report was
  * transient).  Never fails.
+ *
+ * Context: the task that got @ready from weft_fd_poll_ready(), inside its
+ * poll; never blocks.
  */
 WEFT_EXTERN void weft_fd_clear_ready(weft_fd_t *f, weft_fd_ready_t ready);
 
-/** weft_fd_fd() - the fd @f watches. */
+/**
+ * weft_fd_fd() - the fd @f watches.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the fd given to weft_fd_register().
+ */
 WEFT_EXTERN int weft_fd_fd(const weft_fd_t *f);
 
 /**
@@ -141,6 +154,8 @@ WEFT_EXTERN int weft_fd_fd(const weft_fd_t *f);
  *
  * Must not run while a poll of @f does.  Safe from any thread.
  *
+ * Context: any thread, never while a poll of @f runs; a task may call it
+ * (never blocks).
  * Return: 0; -ESHUTDOWN when the runtime had already detached it (the
  * handle is freed all the same, and the fd is still open).
  */

@@ -69,8 +69,9 @@ typedef struct weft_fiber_opts_s {
  * @opts: stack size, name and location (may be NULL).
  * @join: receives a join handle (the output is fn's return value), or NULL.
  *
- * Return: 0; -EINVAL (no @fn, or a reserved word not zero); -ENOMEM (no
- * memory or no stack); -ESHUTDOWN.
+ * Context: any thread; a task may call it (never blocks).
+ * Return: 0; -EINVAL (no @fn, no runtime, or a reserved word not zero);
+ * -ENOMEM (no memory or no stack); -ESHUTDOWN when @rt is shutting down.
  */
 WEFT_EXTERN int weft_spawn_fiber_with(weft_runtime_t *rt,
 				      const weft_fiber_opts_t *opts,
@@ -101,23 +102,37 @@ static inline int weft__spawn_fiber_at(weft_runtime_t *rt, const char *name,
  * Outside a fiber, on a plain thread, this is weft_block_on() with the
  * current runtime.
  *
+ * Context: a fiber, which it suspends (not the worker); a plain thread (not
+ * a worker), which it blocks as weft_block_on() does; a task that is not a
+ * fiber gets -EPERM.
  * Return: 0 once the future is READY; -ECANCELED when the fiber is being
  * cancelled (the future may not have finished: drop it); -EPERM when called
- * from a task that is not a fiber.
+ * from a task that is not a fiber; on a plain thread, weft_block_on()'s
+ * -EINVAL (NULL @poll) or -ENOMEM.
  */
 WEFT_EXTERN int weft_await(weft_poll_cb poll, void *state);
 
-/** weft_in_fiber() - true when running on a fiber's stack. */
+/**
+ * weft_in_fiber() - true when running on a fiber's stack.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true on a fiber's stack, else false.
+ */
 WEFT_EXTERN bool weft_in_fiber(void);
 
 /**
  * weft_fiber_yield() - let the worker's other tasks run, then continue.
+ *
+ * Context: as weft_await(); on a plain thread it returns at once.
  * Return: 0, -ECANCELED or -EPERM as weft_await().
  */
 WEFT_EXTERN int weft_fiber_yield(void);
 
 /**
  * weft_fiber_sleep() - sleep for @ns nanoseconds.
+ *
+ * Context: as weft_await(); on a plain thread it blocks for @ns and needs a
+ * runtime current (without one the timer panics).
  * Return: 0, -ECANCELED or -EPERM as weft_await().
  */
 WEFT_EXTERN int weft_fiber_sleep(uint64_t ns);
@@ -127,6 +142,8 @@ WEFT_EXTERN int weft_fiber_sleep(uint64_t ns);
  * @status: receives the task's status (0 or -ECANCELED), may be NULL.
  * @out: receives its output, may be NULL.
  *
+ * Context: as weft_await(); on a plain thread it blocks until the task
+ * completes.
  * Return: 0, -ECANCELED or -EPERM as weft_await().
  */
 WEFT_EXTERN int weft_fiber_join(weft_join_t *join, int *status, void **out);

@@ -39,6 +39,7 @@ typedef struct weft_fs_read_file_s {
  * @op: the operation.
  * @path: the file; copied.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0; -EINVAL for a NULL or empty path; -ENOMEM.
  */
 WEFT_EXTERN int weft_fs_read_file_init(weft_fs_read_file_t *op,
@@ -56,6 +57,9 @@ WEFT_EXTERN int weft_fs_read_file_init(weft_fs_read_file_t *op,
  *	byte that @len does not count; the caller frees it.  NULL on error.
  * @len: receives the number of bytes read; 0 on error.
  *
+ * Context: the task (or weft_block_on() future) that owns @op, inside its
+ * poll; one poller at a time. A runtime must be current at the first poll
+ * (else *@status is -EINVAL).
  * Return: WEFT_READY once the read has finished or failed, and again
  * (with the same status, no data) if polled after that.
  */
@@ -67,6 +71,9 @@ WEFT_EXTERN weft_poll_t weft_fs_read_file_poll(weft_fs_read_file_t *op,
  * weft_fs_read_file_fini() - drop the operation (see the file comment).
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @op, from any thread, not during a poll of it; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_fs_read_file_fini(weft_fs_read_file_t *op);
 
@@ -86,6 +93,7 @@ typedef struct weft_fs_write_file_s {
  * @data: the contents; copied, so the caller may free it at once.
  * @len: their length; 0 makes an empty file.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0; -EINVAL for a NULL or empty path, or NULL @data with a
  * non-zero @len; -ENOMEM.
  */
@@ -102,6 +110,8 @@ WEFT_EXTERN int weft_fs_write_file_init(weft_fs_write_file_t *op,
  *	with (-ENOENT for a missing directory, -EACCES, -ENOSPC, ...), or
  *	what weft_spawn_blocking() can return.
  *
+ * Context: the task (or weft_block_on() future) that owns @op, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY once the write has finished or failed, and again
  * (with the same status) if polled after that.
  */
@@ -112,6 +122,9 @@ WEFT_EXTERN weft_poll_t weft_fs_write_file_poll(weft_fs_write_file_t *op,
  * weft_fs_write_file_fini() - drop the operation (see the file comment).
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @op, from any thread, not during a poll of it; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_fs_write_file_fini(weft_fs_write_file_t *op);
 
@@ -131,6 +144,7 @@ typedef struct weft_fs_sync_s {
  *	may close @fd whenever it likes (a sync still running after a drop
  *	never touches a reused fd number).
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0; -EBADF; -EMFILE (no fd left for the duplicate); -ENOMEM.
  */
 WEFT_EXTERN int weft_fs_fsync_init(weft_fs_sync_t *op, int fd);
@@ -138,6 +152,9 @@ WEFT_EXTERN int weft_fs_fsync_init(weft_fs_sync_t *op, int fd);
 /**
  * weft_fs_fdatasync_init() - the same with fdatasync(2): the data, and
  * only the metadata needed to read it back.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: as weft_fs_fsync_init().
  */
 WEFT_EXTERN int weft_fs_fdatasync_init(weft_fs_sync_t *op, int fd);
 
@@ -149,6 +166,8 @@ WEFT_EXTERN int weft_fs_fdatasync_init(weft_fs_sync_t *op, int fd);
  *	(-EIO, -ENOSPC, -EINVAL for an fd that cannot be synced, ...), or
  *	what weft_spawn_blocking() can return.
  *
+ * Context: the task (or weft_block_on() future) that owns @op, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY once the sync has finished or failed, and again (the
  * same status) if polled after that.
  */
@@ -159,6 +178,9 @@ WEFT_EXTERN weft_poll_t weft_fs_sync_poll(weft_fs_sync_t *op, weft_cx_t *cx,
  * weft_fs_sync_fini() - drop the operation (see the file comment).
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @op, from any thread, not during a poll of it; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_fs_sync_fini(weft_fs_sync_t *op);
 

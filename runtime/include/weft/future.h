@@ -83,18 +83,35 @@ struct weft_waker_s {
 
 #define WEFT_WAKER_EMPTY ((weft_waker_t){ NULL, NULL })
 
+/**
+ * weft_waker_is_empty() - true for an empty waker (no vtable).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true when waking @w would do nothing.
+ */
 static inline bool weft_waker_is_empty(const weft_waker_t *w)
 {
 	return w->vtable == NULL;
 }
 
-/* Returns a new reference to the same target (empty for an empty waker). */
+/**
+ * weft_waker_clone() - a new reference to @w's target.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the new waker, to be woken or dropped once; empty for an empty
+ * @w.
+ */
 static inline weft_waker_t weft_waker_clone(const weft_waker_t *w)
 {
 	return w->vtable ? w->vtable->clone(w->data) : WEFT_WAKER_EMPTY;
 }
 
-/* Wakes the target and consumes @w, which is left empty. */
+/**
+ * weft_waker_wake() - wake the target and consume @w, which is left empty.
+ *
+ * Context: any thread; a task may call it (never blocks: the target is only
+ * scheduled).
+ */
 static inline void weft_waker_wake(weft_waker_t *w)
 {
 	const weft_waker_vtable_t *vt = w->vtable;
@@ -107,14 +124,23 @@ static inline void weft_waker_wake(weft_waker_t *w)
 	}
 }
 
-/* Wakes the target; @w stays valid. */
+/**
+ * weft_waker_wake_by_ref() - wake the target; @w stays valid.
+ *
+ * Context: any thread; a task may call it (never blocks: the target is only
+ * scheduled).
+ */
 static inline void weft_waker_wake_by_ref(const weft_waker_t *w)
 {
 	if (w->vtable)
 		w->vtable->wake_by_ref(w->data);
 }
 
-/* Releases @w, which is left empty. */
+/**
+ * weft_waker_drop() - release @w, which is left empty.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 static inline void weft_waker_drop(weft_waker_t *w)
 {
 	const weft_waker_vtable_t *vt = w->vtable;
@@ -127,16 +153,24 @@ static inline void weft_waker_drop(weft_waker_t *w)
 	}
 }
 
-/* True when waking @a and @b has the same effect (same target). */
+/**
+ * weft_waker_will_wake() - whether waking @a and @b has the same effect.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true for the same vtable and data (the same target).
+ */
 static inline bool weft_waker_will_wake(const weft_waker_t *a,
 					const weft_waker_t *b)
 {
 	return a->vtable == b->vtable && a->data == b->data;
 }
 
-/*
- * Stores a clone of @src into @slot unless @slot already wakes the same
- * target; drops what @slot held before.
+/**
+ * weft_waker_set() - store a clone of @src into @slot unless @slot already
+ * wakes the same target; drops what @slot held before.
+ *
+ * Context: any thread, by the slot's owner (it is not atomic); a task may
+ * call it (never blocks).
  */
 static inline void weft_waker_set(weft_waker_t *slot, const weft_waker_t *src)
 {
@@ -150,6 +184,9 @@ static inline void weft_waker_set(weft_waker_t *slot, const weft_waker_t *src)
  * weft_cx_waker() - the waker of the task (or block_on call) being polled.
  * @cx: the context passed to the poll function.
  *
+ * Context: the poll function @cx was passed to (a task's or a
+ * weft_block_on() future's), during that poll; a task may call it (never
+ * blocks).
  * Return: a borrowed waker, valid for the duration of this poll; clone it
  * to keep it.
  */
@@ -159,6 +196,9 @@ WEFT_EXTERN const weft_waker_t *weft_cx_waker(weft_cx_t *cx);
  * weft_cx_return() - set the output of the task being polled.
  * @cx: the context passed to the poll function.
  * @value: the value a join handle hands over once the task is READY.
+ *
+ * Context: the poll function @cx was passed to, during that poll; under
+ * weft_block_on() the value goes to its @out.
  */
 WEFT_EXTERN void weft_cx_return(weft_cx_t *cx, void *value);
 
@@ -169,6 +209,9 @@ WEFT_EXTERN void weft_cx_return(weft_cx_t *cx, void *value);
  * The caller must return WEFT_PENDING from this poll.  Inside a task the
  * task goes to the back of its worker's queue (never the LIFO slot); under
  * weft_block_on() the future is simply polled again.
+ *
+ * Context: the poll function @cx was passed to, during that poll; a task
+ * may call it (never blocks).
  */
 WEFT_EXTERN void weft_cx_yield(weft_cx_t *cx);
 
@@ -180,6 +223,15 @@ typedef struct weft_yield_s {
 	bool yielded; /* private */
 } weft_yield_t;
 
+/**
+ * weft_yield_poll() - yield_now as a future: the first poll yields, the
+ * second is READY.
+ *
+ * Context: a poll function, with its @cx, during that poll; a task may call
+ * it (never blocks).
+ * Return: WEFT_PENDING on the first poll (after weft_cx_yield()),
+ * WEFT_READY on the next.
+ */
 static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
 {
 	if (y->yielded) {

@@ -67,6 +67,9 @@ typedef struct weft_runtime_metrics_s {
 
 /**
  * weft_runtime_metrics() - runtime-wide figures.
+ *
+ * Context: any thread while @rt lives; a task may call it (the blocking
+ * pool's lock is taken briefly).
  * Return: 0, or -EINVAL for a NULL argument.
  */
 WEFT_EXTERN int weft_runtime_metrics(const weft_runtime_t *rt,
@@ -74,6 +77,8 @@ WEFT_EXTERN int weft_runtime_metrics(const weft_runtime_t *rt,
 
 /**
  * weft_worker_metrics() - the counters of worker @index.
+ *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0; -EINVAL for a NULL argument; -ERANGE for a bad index.
  */
 WEFT_EXTERN int weft_worker_metrics(const weft_runtime_t *rt, unsigned index,

@@ -44,21 +44,47 @@ typedef struct weft_mutex_s {
 	uint64_t across_task;
 } weft_mutex_t;
 
-/** weft_mutex_init() - @name is a static string shown by the tools. */
+/**
+ * weft_mutex_init() - @name is a static string shown by the tools.
+ *
+ * Context: any thread, before the mutex is shared; a task may call it
+ * (never blocks).
+ */
 WEFT_EXTERN void weft_mutex_init(weft_mutex_t *m, const char *name);
 
-/** weft_mutex_fini() - destroy an unlocked mutex. */
+/**
+ * weft_mutex_fini() - destroy an unlocked mutex.
+ *
+ * Context: any thread, once nobody holds or waits for it (not checked: it
+ * frees nothing); a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_mutex_fini(weft_mutex_t *m);
 
-/** weft_mutex_lock_at() - lock, recording @file and @line. */
+/**
+ * weft_mutex_lock_at() - lock, recording @file and @line.
+ *
+ * Context: any thread; a task may call it, but a contended lock blocks the
+ * worker thread (a futex wait), and holding it across an await raises the
+ * probe's warning; not recursive.
+ */
 WEFT_EXTERN void weft_mutex_lock_at(weft_mutex_t *m, const char *file,
 				    int line);
 
-/** weft_mutex_trylock_at() - true if taken. */
+/**
+ * weft_mutex_trylock_at() - true if taken.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true if the caller now holds @m, false if it was taken.
+ */
 WEFT_EXTERN bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file,
 				       int line);
 
-/** weft_mutex_unlock() - unlock, from any thread (see above). */
+/**
+ * weft_mutex_unlock() - unlock, from any thread (see above).
+ *
+ * Context: any thread (not only the locker's); a task may call it (never
+ * blocks); unlocking a mutex that is not locked is not checked.
+ */
 WEFT_EXTERN void weft_mutex_unlock(weft_mutex_t *m);
 
 #define weft_mutex_lock(m) weft_mutex_lock_at((m), __FILE__, __LINE__)

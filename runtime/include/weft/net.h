@@ -60,6 +60,8 @@ typedef struct weft_udp_s weft_udp_t;
  * @out: receives the address.
  * @len: receives its length.
  *
+ * Context: any thread, no runtime needed; a task may call it (never
+ * blocks).
  * Return: 0; -EINVAL when @str is not such an address.
  */
 WEFT_EXTERN int weft_addr_parse(const char *str, struct sockaddr_storage *out,
@@ -75,13 +77,22 @@ WEFT_EXTERN int weft_addr_parse(const char *str, struct sockaddr_storage *out,
  *
  * SO_REUSEADDR is set, so a port in TIME_WAIT can be bound again.
  *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
  * Return: 0; -EINVAL (bad address, or no runtime current); -EADDRINUSE;
  * -EACCES; -ENOMEM; -EMFILE; other errors of socket(2), bind(2), listen(2).
  */
 WEFT_EXTERN int weft_tcp_listen(const char *addr, int backlog,
 				weft_listener_t **out);
 
-/** weft_tcp_listen_addr() - weft_tcp_listen() with a struct sockaddr. */
+/**
+ * weft_tcp_listen_addr() - weft_tcp_listen() with a struct sockaddr.
+ *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
+ * Return: as weft_tcp_listen(); -EINVAL also for a NULL @addr or a family
+ * other than AF_INET and AF_INET6.
+ */
 WEFT_EXTERN int weft_tcp_listen_addr(const struct sockaddr *addr, socklen_t len,
 				     int backlog, weft_listener_t **out);
 
@@ -92,8 +103,11 @@ WEFT_EXTERN int weft_tcp_listen_addr(const struct sockaddr *addr, socklen_t len,
  * @backlog: listen(2) backlog; 0 for WEFT_NET_DEFAULT_BACKLOG.
  * @out: receives the listener.
  *
- * Return: 0; -EINVAL (no runtime current); -ENAMETOOLONG; -EADDRINUSE;
- * other errors of socket(2), bind(2), listen(2).
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
+ * Return: 0; -EINVAL (no runtime current, or a NULL or empty @path);
+ * -ENAMETOOLONG; -EADDRINUSE; -ENOMEM; other errors of socket(2), bind(2),
+ * listen(2).
  */
 WEFT_EXTERN int weft_unix_listen(const char *path, int backlog,
 				 weft_listener_t **out);
@@ -108,6 +122,7 @@ WEFT_EXTERN int weft_unix_listen(const char *path, int backlog,
  * (resources: retrying later may succeed); other errors of accept4(2).
  * Connections reset before they were accepted are skipped.
  *
+ * Context: one task (or weft_block_on() future) at a time, inside its poll.
  * Return: WEFT_READY with *status set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_listener_accept(weft_listener_t *l, weft_cx_t *cx,
@@ -117,6 +132,8 @@ WEFT_EXTERN weft_poll_t weft_listener_accept(weft_listener_t *l, weft_cx_t *cx,
  * weft_listener_local_port() - the port a TCP listener is bound to.
  * @port: receives it.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -ESHUTDOWN; -EAFNOSUPPORT for a Unix listener.
  */
 WEFT_EXTERN int weft_listener_local_port(const weft_listener_t *l,
@@ -127,6 +144,8 @@ WEFT_EXTERN int weft_listener_local_port(const weft_listener_t *l,
  * @addr: receives it.
  * @len: receives its length.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -ESHUTDOWN; errors of getsockname(2).
  */
 WEFT_EXTERN int weft_listener_local_addr(const weft_listener_t *l,
@@ -136,6 +155,9 @@ WEFT_EXTERN int weft_listener_local_addr(const weft_listener_t *l,
 /**
  * weft_listener_close() - close and free the listener.
  * @l: the listener; NULL is ignored.  No task may be awaiting on it.
+ *
+ * Context: any thread, while no task awaits on it; a task may call it
+ * (never blocks).
  */
 WEFT_EXTERN void weft_listener_close(weft_listener_t *l);
 
@@ -164,12 +186,22 @@ typedef struct weft_connect_s {
  * Errors of the connection itself (-ECONNREFUSED, ...) are reported by
  * weft_connect_poll(), even when connect(2) reports them at once.
  *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks). connect(2) is
+ * started non-blocking.
  * Return: 0; -EINVAL (bad address, or no runtime current); -ENOMEM;
  * -EMFILE; -ENFILE.  On error @c needs no fini (calling it is harmless).
  */
 WEFT_EXTERN int weft_tcp_connect_init(weft_connect_t *c, const char *addr);
 
-/** weft_tcp_connect_init_addr() - weft_tcp_connect_init() with a sockaddr. */
+/**
+ * weft_tcp_connect_init_addr() - weft_tcp_connect_init() with a sockaddr.
+ *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
+ * Return: as weft_tcp_connect_init(); -EINVAL also for a NULL @addr or a
+ * family other than AF_INET and AF_INET6.
+ */
 WEFT_EXTERN int weft_tcp_connect_init_addr(weft_connect_t *c,
 					   const struct sockaddr *addr,
 					   socklen_t len);
@@ -177,6 +209,8 @@ WEFT_EXTERN int weft_tcp_connect_init_addr(weft_connect_t *c,
 /**
  * weft_unix_connect_init() - start connecting to the Unix socket at @path.
  *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
  * Return: as weft_tcp_connect_init(), plus -ENAMETOOLONG.  A listener whose
  * backlog is full makes the poll report -EAGAIN.
  */
@@ -191,6 +225,8 @@ WEFT_EXTERN int weft_unix_connect_init(weft_connect_t *c, const char *path);
  * -EHOSTUNREACH; -ESHUTDOWN (the runtime was destroyed); -EALREADY when
  * polled again after READY; other errors of connect(2).
  *
+ * Context: the task (or weft_block_on() future) that owns @c, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY with *status set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_connect_poll(weft_connect_t *c, weft_cx_t *cx,
@@ -201,6 +237,9 @@ WEFT_EXTERN weft_poll_t weft_connect_poll(weft_connect_t *c, weft_cx_t *cx,
  * handed it out.
  *
  * Safe on a zeroed future and after READY (and after a failed init).
+ *
+ * Context: the owner of @c, from any thread, not during a poll of it; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_connect_fini(weft_connect_t *c);
 
@@ -216,6 +255,8 @@ WEFT_EXTERN void weft_connect_fini(weft_connect_t *c);
  * errno: -ECONNRESET; -ETIMEDOUT; -ESHUTDOWN (runtime destroyed); other
  * errors of recv(2).
  *
+ * Context: one reading task (or weft_block_on() future) at a time, inside
+ * its poll; a writer may use @s meanwhile.
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_stream_read(weft_stream_t *s, weft_cx_t *cx,
@@ -231,6 +272,8 @@ WEFT_EXTERN weft_poll_t weft_stream_read(weft_stream_t *s, weft_cx_t *cx,
  * -EPIPE (the stream was shut down for writing, or the peer closed it; no
  * SIGPIPE is raised); -ECONNRESET; -ESHUTDOWN; other errors of send(2).
  *
+ * Context: one writing task (or weft_block_on() future) at a time, inside
+ * its poll; a reader may use @s meanwhile.
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_stream_write(weft_stream_t *s, weft_cx_t *cx,
@@ -248,6 +291,7 @@ WEFT_EXTERN weft_poll_t weft_stream_write(weft_stream_t *s, weft_cx_t *cx,
  * @status: receives 0 once every byte is written, or an error of
  * weft_stream_write().
  *
+ * Context: as weft_stream_write().
  * Return: WEFT_READY with *status set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_stream_write_all(weft_stream_t *s, weft_cx_t *cx,
@@ -259,6 +303,8 @@ WEFT_EXTERN weft_poll_t weft_stream_write_all(weft_stream_t *s, weft_cx_t *cx,
  * @how: SHUT_RD, SHUT_WR (the peer reads end of stream once it has read
  * what was written before) or SHUT_RDWR.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -EINVAL for a bad @how; -ENOTCONN; -ESHUTDOWN.
  */
 WEFT_EXTERN int weft_stream_shutdown(weft_stream_t *s, int how);
@@ -266,6 +312,8 @@ WEFT_EXTERN int weft_stream_shutdown(weft_stream_t *s, int how);
 /**
  * weft_stream_set_nodelay() - set TCP_NODELAY (disable Nagle).
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -EOPNOTSUPP on a Unix stream; -ESHUTDOWN.
  */
 WEFT_EXTERN int weft_stream_set_nodelay(weft_stream_t *s, bool on);
@@ -273,6 +321,8 @@ WEFT_EXTERN int weft_stream_set_nodelay(weft_stream_t *s, bool on);
 /**
  * weft_stream_local_addr() - the stream's local address.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -ESHUTDOWN; errors of getsockname(2).
  */
 WEFT_EXTERN int weft_stream_local_addr(const weft_stream_t *s,
@@ -282,6 +332,8 @@ WEFT_EXTERN int weft_stream_local_addr(const weft_stream_t *s,
 /**
  * weft_stream_peer_addr() - the stream's peer address.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -ESHUTDOWN; -ENOTCONN; errors of getpeername(2).
  */
 WEFT_EXTERN int weft_stream_peer_addr(const weft_stream_t *s,
@@ -293,6 +345,8 @@ WEFT_EXTERN int weft_stream_peer_addr(const weft_stream_t *s,
  *
  * Do not read, write or close it; it stays the stream's.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: the fd; -ESHUTDOWN once the runtime closed it.
  */
 WEFT_EXTERN int weft_stream_fd(const weft_stream_t *s);
@@ -300,6 +354,9 @@ WEFT_EXTERN int weft_stream_fd(const weft_stream_t *s);
 /**
  * weft_stream_close() - close and free the stream.
  * @s: the stream; NULL is ignored.  No task may be awaiting on it.
+ *
+ * Context: any thread, while no task awaits on it; a task may call it
+ * (never blocks).
  */
 WEFT_EXTERN void weft_stream_close(weft_stream_t *s);
 
@@ -309,12 +366,21 @@ WEFT_EXTERN void weft_stream_close(weft_stream_t *s);
  * weft_udp_bind() - a UDP socket bound to @addr ("127.0.0.1:0").
  * @out: receives the socket.
  *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
  * Return: 0; -EINVAL (bad address, or no runtime current); -EADDRINUSE;
  * -ENOMEM; other errors of socket(2) and bind(2).
  */
 WEFT_EXTERN int weft_udp_bind(const char *addr, weft_udp_t **out);
 
-/** weft_udp_bind_addr() - weft_udp_bind() with a struct sockaddr. */
+/**
+ * weft_udp_bind_addr() - weft_udp_bind() with a struct sockaddr.
+ *
+ * Context: a thread with a runtime current (a task, a weft_block_on()
+ * caller, a blocking job); a task may call it (never blocks).
+ * Return: as weft_udp_bind(); -EINVAL also for a NULL @addr or a family
+ * other than AF_INET and AF_INET6.
+ */
 WEFT_EXTERN int weft_udp_bind_addr(const struct sockaddr *addr, socklen_t len,
 				   weft_udp_t **out);
 
@@ -323,6 +389,8 @@ WEFT_EXTERN int weft_udp_bind_addr(const struct sockaddr *addr, socklen_t len,
  *
  * Datagrams from other addresses are then dropped by the kernel.
  *
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
  * Return: 0; -EINVAL (bad address); -ESHUTDOWN; errors of connect(2).
  */
 WEFT_EXTERN int weft_udp_connect(weft_udp_t *u, const char *addr);
@@ -333,6 +401,8 @@ WEFT_EXTERN int weft_udp_connect(weft_udp_t *u, const char *addr);
  * connected); -ECONNREFUSED (an earlier datagram was refused); -EMSGSIZE;
  * -ESHUTDOWN; other errors of send(2).
  *
+ * Context: one sending task (or weft_block_on() future) at a time, inside
+ * its poll.
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_udp_send(weft_udp_t *u, weft_cx_t *cx,
@@ -344,6 +414,8 @@ WEFT_EXTERN weft_poll_t weft_udp_send(weft_udp_t *u, weft_cx_t *cx,
  * discarded), or a negative errno: -ECONNREFUSED; -ESHUTDOWN; other errors
  * of recv(2).
  *
+ * Context: one receiving task (or weft_block_on() future) at a time, inside
+ * its poll.
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_udp_recv(weft_udp_t *u, weft_cx_t *cx, void *buf,
@@ -353,6 +425,7 @@ WEFT_EXTERN weft_poll_t weft_udp_recv(weft_udp_t *u, weft_cx_t *cx, void *buf,
  * weft_udp_send_to() - send one datagram to @to (a future).
  * @n: as weft_udp_send(), plus -EISCONN on a connected socket.
  *
+ * Context: as weft_udp_send().
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_udp_send_to(weft_udp_t *u, weft_cx_t *cx,
@@ -366,6 +439,7 @@ WEFT_EXTERN weft_poll_t weft_udp_send_to(weft_udp_t *u, weft_cx_t *cx,
  * @fromlen: receives its length (may be NULL).
  * @n: as weft_udp_recv().
  *
+ * Context: as weft_udp_recv().
  * Return: WEFT_READY with *n set, or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_udp_recv_from(weft_udp_t *u, weft_cx_t *cx,
@@ -376,13 +450,18 @@ WEFT_EXTERN weft_poll_t weft_udp_recv_from(weft_udp_t *u, weft_cx_t *cx,
 /**
  * weft_udp_local_port() - the port the socket is bound to.
  *
- * Return: 0; -ESHUTDOWN.
+ * Context: any thread that does not race with close; a task may call it
+ * (never blocks).
+ * Return: 0; -ESHUTDOWN; errors of getsockname(2).
  */
 WEFT_EXTERN int weft_udp_local_port(const weft_udp_t *u, uint16_t *port);
 
 /**
  * weft_udp_close() - close and free the socket.
  * @u: the socket; NULL is ignored.  No task may be awaiting on it.
+ *
+ * Context: any thread, while no task awaits on it; a task may call it
+ * (never blocks).
  */
 WEFT_EXTERN void weft_udp_close(weft_udp_t *u);
 

@@ -51,6 +51,8 @@ typedef struct weft_config_s {
  * @config: the configuration, or NULL for the defaults.
  * @out: receives the runtime.
  *
+ * Context: any thread; a task may call it (it starts threads, and waits for
+ * nothing else).
  * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included, or
  * a reserved word not zero); -ENOMEM; -EAGAIN when a thread cannot be
  * started.
@@ -79,6 +81,10 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * during and after destroy (waking a task of a destroyed runtime does
  * nothing; dropping the last reference frees it).  Calls that take @rt
  * itself (spawn, block_on) must not race with or follow destroy.
+ *
+ * Context: any thread but a worker or a blocking-pool thread of @rt (either
+ * panics); it blocks until the pool's jobs have run and the workers have
+ * stopped (a worker of another runtime calling it blocks that worker).
  */
 WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
 
@@ -93,7 +99,10 @@ WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);
  * exits).  The tasks that were cancelled stay cancelled; the rest, and the
  * driver's sockets and timers, are neither cancelled nor freed.
  *
- * Return: 0; -ETIMEDOUT when a worker was left behind.
+ * Context: as weft_runtime_destroy(); it blocks for the pool's jobs without
+ * a limit, then at most @timeout_ns for the workers.
+ * Return: 0 (also for a NULL @rt); -ETIMEDOUT when a worker was left
+ * behind.
  */
 WEFT_EXTERN int weft_runtime_destroy_timeout(weft_runtime_t *rt,
 					     uint64_t timeout_ns);
@@ -102,7 +111,9 @@ WEFT_EXTERN int weft_runtime_destroy_timeout(weft_runtime_t *rt,
  * weft_runtime_current() - the runtime whose worker (or block_on call) is
  * running on this thread.
  *
- * Return: the runtime, or NULL.
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the runtime of this thread's worker, weft_block_on() call or
+ * blocking job, or NULL.
  */
 WEFT_EXTERN weft_runtime_t *weft_runtime_current(void);
 
@@ -124,10 +135,18 @@ WEFT_EXTERN weft_runtime_t *weft_runtime_current(void);
  * Without it, a worker stuck in one poll for more than the stall
  * threshold (WEFT_STALL_US, 1 ms) is found by the runtime's monitor, which
  * hands the same work on then: this call only spares that millisecond.
+ *
+ * Context: a task inside its poll on a worker (anywhere else it just calls
+ * @fn); it blocks this thread for as long as @fn runs.
  */
 WEFT_EXTERN void weft_block_in_place(void (*fn)(void *arg), void *arg);
 
-/** weft_runtime_workers() - the number of worker threads of @rt. */
+/**
+ * weft_runtime_workers() - the number of worker threads of @rt.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the worker count, fixed at weft_runtime_create().
+ */
 WEFT_EXTERN unsigned weft_runtime_workers(const weft_runtime_t *rt);
 
 /*
@@ -155,10 +174,12 @@ typedef struct weft_spawn_s {
  * From a worker the task is queued on that worker (its LIFO slot); from any
  * other thread it goes to the global queue and a parked worker is woken.
  *
- * Return: 0; -EINVAL (no runtime, no poll function, or a reserved word
- * not zero); -ENOMEM;
- * -ESHUTDOWN when @rt is shutting down.  On error nothing was spawned and
- * the drop callback was not called.
+ * Context: any thread; a task may call it (never blocks); not racing with
+ * or after weft_runtime_destroy() of @rt.
+ * Return: 0; -EINVAL (no runtime, no poll function, a state larger than 4
+ * GiB, or a reserved word not zero); -ENOMEM; -ESHUTDOWN when @rt is
+ * shutting down.  On error nothing was spawned and the drop callback was
+ * not called.
  */
 WEFT_EXTERN int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 				weft_join_t **join);
@@ -219,7 +240,10 @@ static inline int weft__spawn_at(weft_runtime_t *rt, const char *name,
  *
  * The handle stays valid after READY; release it with weft_join_drop().
  *
- * Return: WEFT_READY once the task has completed, else WEFT_PENDING.
+ * Context: the task (or weft_block_on() future) that owns @join, inside its
+ * poll; one poller at a time.
+ * Return: WEFT_READY once the task has completed (*@status and *@out set),
+ * else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx,
 				       int *status, void **out);
@@ -230,12 +254,19 @@ WEFT_EXTERN weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx,
  * @join: the join handle; stays valid.
  * @out: receives the task's output (may be NULL).
  *
- * Return: 0; -ECANCELED when the task was aborted or cancelled;
- * -EDEADLK when called from a worker thread.
+ * Context: any thread but a worker: it blocks until the task completes (a
+ * task awaits weft_join_poll() instead).
+ * Return: 0; -ECANCELED when the task was aborted or cancelled; -EDEADLK
+ * when called from a worker thread; -ENOMEM (weft_block_on()'s).
  */
 WEFT_EXTERN int weft_join_wait(weft_join_t *join, void **out);
 
-/** weft_join_is_finished() - true once the task has completed. */
+/**
+ * weft_join_is_finished() - true once the task has completed.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true once the task has completed or was cancelled.
+ */
 WEFT_EXTERN bool weft_join_is_finished(const weft_join_t *join);
 
 /**
@@ -244,10 +275,18 @@ WEFT_EXTERN bool weft_join_is_finished(const weft_join_t *join);
  * A task that is not running is cancelled by the next worker that picks it
  * up; a running task is cancelled after its current poll.  A completed task
  * is unaffected.  Cancelling runs the future's drop callback.
+ *
+ * Context: any thread; a task may call it (never blocks: the drop callback
+ * runs later, on a worker).
  */
 WEFT_EXTERN void weft_join_abort(weft_join_t *join);
 
-/** weft_join_id() - the task's id (unique within the process). */
+/**
+ * weft_join_id() - the task's id (unique within the process).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the task's id.
+ */
 WEFT_EXTERN uint64_t weft_join_id(const weft_join_t *join);
 
 /**
@@ -256,6 +295,9 @@ WEFT_EXTERN uint64_t weft_join_id(const weft_join_t *join);
  *
  * Safe on a zeroed future (NULL) and after READY, and required then too.
  * Once only: it releases the handle.
+ *
+ * Context: any thread, by the handle's owner, not during a poll of @join; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_join_drop(weft_join_t *join);
 
@@ -267,7 +309,10 @@ WEFT_EXTERN void weft_join_drop(weft_join_t *join);
  * @cursor: progress, zero before the first call.
  * @cx: the polling context.
  *
- * Return: WEFT_READY once every task has completed.
+ * Context: the task (or weft_block_on() future) that owns @joins, inside
+ * its poll.
+ * Return: WEFT_READY once every task has completed (outputs in @outs), else
+ * WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_join_all(weft_join_t **joins, size_t n,
 				      void **outs, size_t *cursor,
@@ -282,7 +327,10 @@ WEFT_EXTERN weft_poll_t weft_join_all(weft_join_t **joins, size_t n,
  *
  * The thread sleeps while the future is pending.
  *
- * Return: 0; -EDEADLK when called from a worker thread; -ENOMEM.
+ * Context: any thread but a worker (-EDEADLK): it blocks the thread until
+ * the future is READY; a blocking job may call it.
+ * Return: 0; -EINVAL for a NULL @poll; -EDEADLK when called from a worker
+ * thread; -ENOMEM.
  */
 WEFT_EXTERN int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll,
 			      void *state, void **out);

@@ -31,12 +31,18 @@ typedef struct weft_oneshot_rx_s weft_oneshot_rx_t;
  * @tx: receives the sending half.
  * @rx: receives the receiving half.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0 or -ENOMEM.
  */
 WEFT_EXTERN int weft_oneshot_create(weft_oneshot_tx_t **tx,
 				    weft_oneshot_rx_t **rx);
-/* The same, with where it is made (the macro's way in): the probe names
- * the oneshot by it (a resource, weft/resource.h). */
+/**
+ * weft_oneshot_create_at() - the function behind the weft_oneshot_create()
+ * macro, with where it is made (the probe names the oneshot by it).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: as weft_oneshot_create().
+ */
 WEFT_EXTERN int weft_oneshot_create_at(weft_oneshot_tx_t **tx,
 				       weft_oneshot_rx_t **rx,
 				       const char *file, int line);
@@ -46,7 +52,9 @@ WEFT_EXTERN int weft_oneshot_create_at(weft_oneshot_tx_t **tx,
 /**
  * weft_oneshot_send() - send the value and release the sender.
  *
- * Return: 0; -EPIPE when the receiver is gone (the value was not taken).
+ * Context: any thread; a task may call it (never blocks).
+ * Return: 0; -EPIPE when the receiver is gone (the value was not taken: it
+ * is still the caller's).
  */
 WEFT_EXTERN int weft_oneshot_send(weft_oneshot_tx_t *tx, void *value);
 
@@ -54,6 +62,8 @@ WEFT_EXTERN int weft_oneshot_send(weft_oneshot_tx_t *tx, void *value);
  * weft_oneshot_tx_drop() - release the sender without sending.
  * @tx: the sender; NULL is ignored (a zeroed state's handle).  Not after
  * weft_oneshot_send(), which released it: clear the pointer then.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx);
 
@@ -62,7 +72,10 @@ WEFT_EXTERN void weft_oneshot_tx_drop(weft_oneshot_tx_t *tx);
  * @status: receives 0, or -EPIPE when the sender was dropped unsent.
  * @value: receives the value (may be NULL).
  *
- * Return: WEFT_READY once the value was sent or the sender dropped.
+ * Context: the task (or weft_block_on() future) that owns @rx, inside its
+ * poll; one poller at a time.
+ * Return: WEFT_READY once the value was sent or the sender dropped
+ * (*@status and *@value set), else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
 					  int *status, void **value);
@@ -73,6 +86,9 @@ WEFT_EXTERN weft_poll_t weft_oneshot_poll(weft_oneshot_rx_t *rx, weft_cx_t *cx,
  *
  * Safe on a zeroed future and after READY (and required then: a READY
  * poll releases nothing).  Once only: it releases its half.
+ *
+ * Context: any thread, by the receiver's owner, not during a poll of @rx; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_oneshot_rx_drop(weft_oneshot_rx_t *rx);
 
@@ -86,15 +102,30 @@ typedef struct weft_countdown_s {
 	weft_resource_t res;     /* private; what the probe sees */
 } weft_countdown_t;
 
-/** weft_countdown_init() - start the count at @count. */
+/**
+ * weft_countdown_init() - start the count at @count.
+ *
+ * Context: any thread, before @cd is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_countdown_init(weft_countdown_t *cd, unsigned count);
-/* The same, with where it is initialised (the macro's way in). */
+/**
+ * weft_countdown_init_at() - the function behind the weft_countdown_init()
+ * macro, with where it is initialised (the probe names the latch by it).
+ *
+ * Context: any thread, before @cd is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_countdown_init_at(weft_countdown_t *cd, unsigned count,
 					const char *file, int line);
 #define weft_countdown_init(cd, count)                                         \
 	weft_countdown_init_at((cd), (count), __FILE__, __LINE__)
 
-/** weft_countdown_name() - name it for the probe (a static string). */
+/**
+ * weft_countdown_name() - name it for the probe (a static string).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_countdown_name(weft_countdown_t *cd, const char *name);
 
 /**
@@ -103,20 +134,36 @@ WEFT_EXTERN void weft_countdown_name(weft_countdown_t *cd, const char *name);
  * Safe once every waiter has returned from weft_countdown_wait() or seen
  * weft_countdown_poll() READY (weft_countdown_count() == 0 alone is not
  * enough: the last weft_countdown_done() may still be running).
+ *
+ * Context: any thread, once no waiter is left (see above); a task may call
+ * it (never blocks).
  */
 WEFT_EXTERN void weft_countdown_fini(weft_countdown_t *cd);
 
-/** weft_countdown_add() - raise the count by @n (before it reached zero). */
+/**
+ * weft_countdown_add() - raise the count by @n (before it reached zero).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_countdown_add(weft_countdown_t *cd, unsigned n);
 
 /**
  * weft_countdown_done() - decrement; at zero, wake every waiter.
  *
+ * Context: any thread; a task may call it (never blocks: the last
+ * decrements take the latch's lock briefly, and the last one wakes the
+ * waiters).  Decrementing a count already zero panics.
  * Return: true for the call that took the count to zero.
  */
 WEFT_EXTERN bool weft_countdown_done(weft_countdown_t *cd);
 
-/** weft_countdown_count() - the current count. */
+/**
+ * weft_countdown_count() - the current count.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the count (an acquire load: a caller that sees zero sees what the
+ * counters did).
+ */
 WEFT_EXTERN unsigned weft_countdown_count(const weft_countdown_t *cd);
 
 /**
@@ -124,6 +171,12 @@ WEFT_EXTERN unsigned weft_countdown_count(const weft_countdown_t *cd);
  *
  * No future, so nothing to drop: a task dropped while it waited leaves its
  * waker in the latch until the count reaches zero or weft_countdown_fini().
+ *
+ * Context: a task (or weft_block_on() future), inside its poll; the latch's
+ * lock is held briefly.
+ * Return: WEFT_READY once the count is zero, else WEFT_PENDING (the waker
+ * is kept until then; with no memory to keep it, the task yields and is
+ * polled again).
  */
 WEFT_EXTERN weft_poll_t weft_countdown_poll(weft_countdown_t *cd,
 					    weft_cx_t *cx);
@@ -133,6 +186,9 @@ WEFT_EXTERN weft_poll_t weft_countdown_poll(weft_countdown_t *cd,
  *
  * Not from a worker thread (it would block the worker; panics): tasks
  * await weft_countdown_poll().
+ *
+ * Context: any thread but a worker (there it panics): it blocks (a futex
+ * wait) until the count is zero.
  */
 WEFT_EXTERN void weft_countdown_wait(weft_countdown_t *cd);
 

@@ -90,10 +90,20 @@ typedef struct weft_semaphore_s {
  * @sem: the semaphore.
  * @permits: the initial count, at most WEFT_SEMAPHORE_MAX_PERMITS.
  *
+ * Context: any thread, before @sem is shared; a task may call it (never
+ * blocks).
  * Return: 0; -EINVAL when @permits is too large.
  */
 WEFT_EXTERN int weft_semaphore_init(weft_semaphore_t *sem, uint64_t permits);
-/* The same, with where it is initialised (the macro's way in). */
+/**
+ * weft_semaphore_init_at() - the function behind the weft_semaphore_init()
+ * macro, with where it is initialised (the probe names the semaphore by
+ * it).
+ *
+ * Context: any thread, before @sem is shared; a task may call it (never
+ * blocks).
+ * Return: as weft_semaphore_init().
+ */
 WEFT_EXTERN int weft_semaphore_init_at(weft_semaphore_t *sem,
 				       uint64_t permits, const char *file,
 				       int line);
@@ -105,12 +115,18 @@ WEFT_EXTERN int weft_semaphore_init_at(weft_semaphore_t *sem,
  * @sem: the semaphore.
  * @name: a static string ("db connections"); by default the probe shows
  * where it was initialised.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_semaphore_name(weft_semaphore_t *sem, const char *name);
 
 /**
  * weft_semaphore_fini() - release the semaphore.
  * @sem: the semaphore; no acquire future may still be queued on it.
+ *
+ * Context: any thread, once no acquire future is queued (one still queued
+ * panics) and no call on @sem is in progress; a task may call it (never
+ * blocks).
  */
 WEFT_EXTERN void weft_semaphore_fini(weft_semaphore_t *sem);
 
@@ -122,6 +138,7 @@ WEFT_EXTERN void weft_semaphore_fini(weft_semaphore_t *sem);
  * Fails when fewer than @n permits are available, when acquirers are
  * queued (they come first) and when the semaphore is closed.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: true when the permits were taken.
  */
 WEFT_EXTERN bool weft_semaphore_try_acquire(weft_semaphore_t *sem, uint32_t n);
@@ -133,6 +150,10 @@ WEFT_EXTERN bool weft_semaphore_try_acquire(weft_semaphore_t *sem, uint32_t n);
  * WEFT_SEMAPHORE_MAX_PERMITS.
  *
  * Permits may be added after close (they can no longer be acquired).
+ *
+ * Context: any thread; a task may call it (never blocks: the primitive's
+ * lock is held only briefly).  Going past WEFT_SEMAPHORE_MAX_PERMITS
+ * panics.
  */
 WEFT_EXTERN void weft_semaphore_release(weft_semaphore_t *sem, uint32_t n);
 
@@ -142,16 +163,25 @@ WEFT_EXTERN void weft_semaphore_release(weft_semaphore_t *sem, uint32_t n);
  *
  * Queued acquire futures complete with -EPIPE; permits set aside for them
  * go back to the count.  Idempotent.
+ *
+ * Context: any thread; a task may call it (never blocks: the primitive's
+ * lock is held only briefly).
  */
 WEFT_EXTERN void weft_semaphore_close(weft_semaphore_t *sem);
 
-/** weft_semaphore_is_closed() - true once weft_semaphore_close() ran. */
+/**
+ * weft_semaphore_is_closed() - true once weft_semaphore_close() ran.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true once weft_semaphore_close() has run.
+ */
 WEFT_EXTERN bool weft_semaphore_is_closed(const weft_semaphore_t *sem);
 
 /**
  * weft_semaphore_available() - permits available right now.
  * @sem: the semaphore.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: the count, a snapshot (zero while acquirers are queued).
  */
 WEFT_EXTERN uint64_t weft_semaphore_available(const weft_semaphore_t *sem);
@@ -170,6 +200,8 @@ typedef struct weft_semaphore_acquire_s {
  * @acq: the future.
  * @sem: the semaphore.
  * @n: permits wanted; 0 completes at once.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_semaphore_acquire_init(weft_semaphore_acquire_t *acq,
 					     weft_semaphore_t *sem, uint32_t n);
@@ -182,6 +214,8 @@ WEFT_EXTERN void weft_semaphore_acquire_init(weft_semaphore_acquire_t *acq,
  * On READY, @acq->status is 0 (the caller now holds the permits and gives
  * them back with weft_semaphore_release()) or -EPIPE (closed).
  *
+ * Context: the task (or weft_block_on() future) that owns @acq, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t
@@ -194,6 +228,10 @@ weft_semaphore_acquire_poll(weft_semaphore_acquire_t *acq, weft_cx_t *cx);
  * A queued acquirer leaves the queue; permits already set aside for it go
  * to the next acquirers.  After READY with status 0 it releases nothing.
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @acq, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the primitive's lock is held only
+ * briefly).
  */
 WEFT_EXTERN void weft_semaphore_acquire_fini(weft_semaphore_acquire_t *acq);
 
@@ -208,18 +246,38 @@ typedef struct weft_async_mutex_s {
 	weft_semaphore_t sem;
 } weft_async_mutex_t;
 
-/** weft_async_mutex_init() - an unlocked mutex. */
+/**
+ * weft_async_mutex_init() - an unlocked mutex.
+ *
+ * Context: any thread, before @m is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_async_mutex_init(weft_async_mutex_t *m);
-/* The same, with where it is initialised (the macro's way in). */
+/**
+ * weft_async_mutex_init_at() - the function behind the
+ * weft_async_mutex_init() macro, with where it is initialised (the probe
+ * names the mutex by it).
+ *
+ * Context: any thread, before @m is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_async_mutex_init_at(weft_async_mutex_t *m,
 					  const char *file, int line);
 #define weft_async_mutex_init(m) weft_async_mutex_init_at((m), __FILE__, __LINE__)
 
-/** weft_async_mutex_name() - name it for the probe (a static string). */
+/**
+ * weft_async_mutex_name() - name it for the probe (a static string).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_async_mutex_name(weft_async_mutex_t *m,
 				       const char *name);
 
-/** weft_async_mutex_fini() - release it (unlocked, no lock future queued). */
+/**
+ * weft_async_mutex_fini() - release it (unlocked, no lock future queued).
+ *
+ * Context: as weft_semaphore_fini(): a lock future still queued panics.
+ */
 WEFT_EXTERN void weft_async_mutex_fini(weft_async_mutex_t *m);
 
 /**
@@ -228,6 +286,7 @@ WEFT_EXTERN void weft_async_mutex_fini(weft_async_mutex_t *m);
  *
  * Fails when the mutex is held or lock futures are queued.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: true when the caller now holds the lock.
  */
 WEFT_EXTERN bool weft_async_mutex_try_lock(weft_async_mutex_t *m);
@@ -236,6 +295,9 @@ WEFT_EXTERN bool weft_async_mutex_try_lock(weft_async_mutex_t *m);
  * weft_async_mutex_unlock() - release the lock; the next queued locker
  * gets it.
  * @m: the mutex, held by the caller (whatever task or thread locked it).
+ *
+ * Context: any thread; a task may call it (never blocks: the primitive's
+ * lock is held only briefly).  Unlocking a mutex that is not locked panics.
  */
 WEFT_EXTERN void weft_async_mutex_unlock(weft_async_mutex_t *m);
 
@@ -244,7 +306,11 @@ typedef struct weft_async_mutex_lock_s {
 	weft_semaphore_acquire_t acq;
 } weft_async_mutex_lock_t;
 
-/** weft_async_mutex_lock_init() - prepare to lock @m. */
+/**
+ * weft_async_mutex_lock_init() - prepare to lock @m.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_async_mutex_lock_init(weft_async_mutex_lock_t *lk,
 					    weft_async_mutex_t *m);
 
@@ -253,7 +319,9 @@ WEFT_EXTERN void weft_async_mutex_lock_init(weft_async_mutex_lock_t *lk,
  * @lk: the future.
  * @cx: the polling context.
  *
- * Return: WEFT_READY once the caller holds the lock.
+ * Context: the task (or weft_block_on() future) that owns @lk, inside its
+ * poll; one poller at a time.
+ * Return: WEFT_READY once the caller holds the lock, else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_async_mutex_lock_poll(weft_async_mutex_lock_t *lk,
 						   weft_cx_t *cx);
@@ -265,6 +333,10 @@ WEFT_EXTERN weft_poll_t weft_async_mutex_lock_poll(weft_async_mutex_lock_t *lk,
  * Still queued: leaves the queue.  Handed the lock but not yet polled to
  * READY: passes the lock on.  After READY: nothing (the lock stays held).
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @lk, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the primitive's lock is held only
+ * briefly).
  */
 WEFT_EXTERN void weft_async_mutex_lock_fini(weft_async_mutex_lock_t *lk);
 
@@ -288,14 +360,29 @@ typedef struct weft_notify_s {
 	weft_resource_t res;  /* what the probe sees (weft/resource.h) */
 } weft_notify_t;
 
-/** weft_notify_init() - a notify with no permit stored. */
+/**
+ * weft_notify_init() - a notify with no permit stored.
+ *
+ * Context: any thread, before @n is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_notify_init(weft_notify_t *n);
-/* The same, with where it is initialised (the macro's way in). */
+/**
+ * weft_notify_init_at() - the function behind the weft_notify_init() macro,
+ * with where it is initialised (the probe names the notify by it).
+ *
+ * Context: any thread, before @n is shared; a task may call it (never
+ * blocks).
+ */
 WEFT_EXTERN void weft_notify_init_at(weft_notify_t *n, const char *file,
 				     int line);
 #define weft_notify_init(n) weft_notify_init_at((n), __FILE__, __LINE__)
 
-/** weft_notify_name() - name it for the probe (a static string). */
+/**
+ * weft_notify_name() - name it for the probe (a static string).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_notify_name(weft_notify_t *n, const char *name);
 
 /**
@@ -312,6 +399,9 @@ WEFT_EXTERN void weft_notify_name(weft_notify_t *n, const char *name);
  * As for any primitive, no other call on @n (notify, or the first poll of
  * a notified future) may be in progress or come after: a notified future
  * initialised on @n but never polled may still be finished, not polled.
+ *
+ * Context: any thread; a task may call it (it does not sleep, but may yield
+ * the CPU while a future on another thread finishes with @n).
  */
 WEFT_EXTERN void weft_notify_fini(weft_notify_t *n);
 
@@ -321,6 +411,9 @@ WEFT_EXTERN void weft_notify_fini(weft_notify_t *n);
  *
  * At most one permit is stored: notifying twice with nobody waiting lets
  * one notified future through, not two.
+ *
+ * Context: any thread; a task may call it (never blocks: the primitive's
+ * lock is held only briefly).
  */
 WEFT_EXTERN void weft_notify_one(weft_notify_t *n);
 
@@ -329,6 +422,9 @@ WEFT_EXTERN void weft_notify_one(weft_notify_t *n);
  * @n: the notify.
  *
  * Stores no permit: a notified future initialised after the call waits.
+ *
+ * Context: any thread; a task may call it (never blocks: the primitive's
+ * lock is held only briefly).
  */
 WEFT_EXTERN void weft_notify_waiters(weft_notify_t *n);
 
@@ -348,6 +444,8 @@ typedef struct weft_notified_s {
  * The future already counts for weft_notify_waiters() calls made after
  * this, before its first poll: initialise it, check the condition, then
  * await it, and no wake-up is lost.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_notified_init(weft_notified_t *nd, weft_notify_t *n);
 
@@ -359,7 +457,10 @@ WEFT_EXTERN void weft_notified_init(weft_notified_t *nd, weft_notify_t *n);
  * On READY, @nd->status is 0 (notified, or a stored permit was taken) or
  * -EPIPE (weft_notify_fini() ran while it waited: @nd->notify is gone).
  *
- * Return: WEFT_READY once notified, or closed.
+ * Context: the task (or weft_block_on() future) that owns @nd, inside its
+ * poll; one poller at a time.
+ * Return: WEFT_READY once notified, or closed (@nd->status says which),
+ * else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx);
 
@@ -370,6 +471,10 @@ WEFT_EXTERN weft_poll_t weft_notified_poll(weft_notified_t *nd, weft_cx_t *cx);
  * Still queued: leaves the queue.  Woken by weft_notify_one() but not yet
  * polled to READY: the notification passes to the next waiter (or is
  * stored as the permit).  Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @nd, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the primitive's lock is held only
+ * briefly).
  */
 WEFT_EXTERN void weft_notified_fini(weft_notified_t *nd);
 
@@ -405,12 +510,20 @@ typedef struct weft_mpsc_rx_s weft_mpsc_rx_t;
  * @tx: receives the first sender.
  * @rx: receives the receiver.
  *
- * Return: 0; -EINVAL for a bad size; -ENOMEM.
+ * Context: any thread; a task may call it (never blocks).
+ * Return: 0; -EINVAL for a bad size or capacity, or a NULL @tx or @rx;
+ * -ENOMEM.
  */
 WEFT_EXTERN int weft_mpsc_create(size_t capacity, size_t elem_size,
 				 weft_drop_cb elem_drop, weft_mpsc_tx_t **tx,
 				 weft_mpsc_rx_t **rx);
-/* The same, with where it is made (the macro's way in). */
+/**
+ * weft_mpsc_create_at() - the function behind the weft_mpsc_create() macro,
+ * with where it is made (the probe names the channel by it).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: as weft_mpsc_create().
+ */
 WEFT_EXTERN int weft_mpsc_create_at(size_t capacity, size_t elem_size,
 				    weft_drop_cb elem_drop, weft_mpsc_tx_t **tx,
 				    weft_mpsc_rx_t **rx, const char *file,
@@ -422,6 +535,8 @@ WEFT_EXTERN int weft_mpsc_create_at(size_t capacity, size_t elem_size,
 /**
  * weft_mpsc_name() - name the channel for the probe (a static string).
  * @tx: any of its senders.
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_mpsc_name(weft_mpsc_tx_t *tx, const char *name);
 
@@ -429,14 +544,27 @@ WEFT_EXTERN void weft_mpsc_name(weft_mpsc_tx_t *tx, const char *name);
  * weft_mpsc_tx_clone() - another sender on the same channel.
  * @tx: a live sender.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: the new sender (release it with weft_mpsc_tx_drop()).
  */
 WEFT_EXTERN weft_mpsc_tx_t *weft_mpsc_tx_clone(weft_mpsc_tx_t *tx);
 
-/** weft_mpsc_tx_drop() - release a sender; NULL is ignored. */
+/**
+ * weft_mpsc_tx_drop() - release a sender; NULL is ignored.
+ *
+ * Context: any thread, once the sender's send futures are finished; a task
+ * may call it (never blocks; as the last sender after the receiver, it runs
+ * elem_drop on what is buffered, on this thread).
+ */
 WEFT_EXTERN void weft_mpsc_tx_drop(weft_mpsc_tx_t *tx);
 
-/** weft_mpsc_rx_drop() - release the receiver; NULL is ignored. */
+/**
+ * weft_mpsc_rx_drop() - release the receiver; NULL is ignored.
+ *
+ * Context: any thread, once the receiver's recv futures are finished; a
+ * task may call it (never blocks; elem_drop runs on what is buffered, on
+ * this thread).
+ */
 WEFT_EXTERN void weft_mpsc_rx_drop(weft_mpsc_rx_t *rx);
 
 /**
@@ -447,6 +575,7 @@ WEFT_EXTERN void weft_mpsc_rx_drop(weft_mpsc_rx_t *rx);
  * Takes the three outcomes Tokio's try_send has, so it returns an int
  * rather than the bool of the other try operations.
  *
+ * Context: any thread; a task may call it (never blocks).
  * Return: 0; -EAGAIN when the channel is full or senders are queued;
  * -EPIPE when the receiver is gone.
  */
@@ -457,6 +586,8 @@ WEFT_EXTERN int weft_mpsc_try_send(weft_mpsc_tx_t *tx, const void *elem);
  * @rx: the receiver.
  * @out: receives the element (elem_size bytes).
  *
+ * Context: any thread, one receiving caller at a time; a task may call it
+ * (never blocks).
  * Return: 0; -EAGAIN when nothing is buffered yet; -EPIPE when every
  * sender is gone and nothing is left.
  */
@@ -477,6 +608,8 @@ typedef struct weft_mpsc_send_s {
  * @tx: the sender.
  * @elem: the element; it must stay valid until READY or _fini (it is
  * copied when there is room).
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_mpsc_send_init(weft_mpsc_send_t *s, weft_mpsc_tx_t *tx,
 				     const void *elem);
@@ -489,6 +622,8 @@ WEFT_EXTERN void weft_mpsc_send_init(weft_mpsc_send_t *s, weft_mpsc_tx_t *tx,
  * On READY, @s->status is 0 (buffered) or -EPIPE (receiver gone; the
  * element was not sent).
  *
+ * Context: the task (or weft_block_on() future) that owns @s, inside its
+ * poll; one poller at a time.
  * Return: WEFT_READY or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_mpsc_send_poll(weft_mpsc_send_t *s, weft_cx_t *cx);
@@ -501,6 +636,10 @@ WEFT_EXTERN weft_poll_t weft_mpsc_send_poll(weft_mpsc_send_t *s, weft_cx_t *cx);
  * element is not sent; the receiver skips the slot and hands the room to
  * the next queued sender.  Each sender's elements stay in order.  Safe on
  * a zeroed future and after READY.
+ *
+ * Context: the owner of @s, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the primitive's lock is held only
+ * briefly).
  */
 WEFT_EXTERN void weft_mpsc_send_fini(weft_mpsc_send_t *s);
 
@@ -518,6 +657,8 @@ typedef struct weft_mpsc_recv_s {
  * @r: the future.
  * @rx: the receiver.
  * @out: where the element goes (elem_size bytes).
+ *
+ * Context: any thread; a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_mpsc_recv_init(weft_mpsc_recv_t *r, weft_mpsc_rx_t *rx,
 				     void *out);
@@ -532,6 +673,8 @@ WEFT_EXTERN void weft_mpsc_recv_init(weft_mpsc_recv_t *r, weft_mpsc_rx_t *rx,
  * futures a recv future may be polled again after READY: each READY
  * receives one more element.
  *
+ * Context: the task (or weft_block_on() future) that receives on the
+ * channel, inside its poll; one receiver at a time.
  * Return: WEFT_READY or WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx);
@@ -541,6 +684,10 @@ WEFT_EXTERN weft_poll_t weft_mpsc_recv_poll(weft_mpsc_recv_t *r, weft_cx_t *cx);
  * only taken on READY).
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @r, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the primitive's lock is held only
+ * briefly).
  */
 WEFT_EXTERN void weft_mpsc_recv_fini(weft_mpsc_recv_t *r);
 
@@ -570,7 +717,10 @@ typedef struct weft_branch_s {
  * (weft_branches_drop()), which hands back whatever they were about to
  * get.
  *
- * Return: WEFT_READY when one branch is.
+ * Context: a poll function (a task's or a weft_block_on() future's), with
+ * its @cx, during that poll.
+ * Return: WEFT_READY when one branch is (*@index says which), else
+ * WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_select_poll(weft_branch_t *br, size_t n,
 					 weft_cx_t *cx, size_t *index);
@@ -581,7 +731,8 @@ WEFT_EXTERN weft_poll_t weft_select_poll(weft_branch_t *br, size_t n,
  * @n: how many.
  * @cx: the polling context.
  *
- * Return: WEFT_READY once every branch has been READY.
+ * Context: as weft_select_poll().
+ * Return: WEFT_READY once every branch has been READY, else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_join_branches_poll(weft_branch_t *br, size_t n,
 						weft_cx_t *cx);
@@ -591,6 +742,9 @@ WEFT_EXTERN weft_poll_t weft_join_branches_poll(weft_branch_t *br, size_t n,
  * @br: the branches; each drop callback runs once and is then cleared
  * (zeroed branches have none: nothing runs).
  * @n: how many.
+ *
+ * Context: the owner of @br, from any thread, not during a poll of it; the
+ * drop callbacks run on this thread.
  */
 WEFT_EXTERN void weft_branches_drop(weft_branch_t *br, size_t n);
 

@@ -44,7 +44,12 @@ struct weft_timer_entry_s {
 	uint8_t told;         /* its wait was told to the probe (RES_WAIT) */
 };
 
-/** weft_now_ns() - the monotonic clock, in nanoseconds. */
+/**
+ * weft_now_ns() - the monotonic clock, in nanoseconds.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: CLOCK_MONOTONIC, in nanoseconds.
+ */
 WEFT_EXTERN uint64_t weft_now_ns(void);
 
 /* A sleep: READY once its deadline has passed. */
@@ -52,28 +57,55 @@ typedef struct weft_sleep_s {
 	weft_timer_entry_t entry; /* private */
 } weft_sleep_t;
 
-/** weft_sleep_init() - a sleep of @duration_ns from now. */
+/**
+ * weft_sleep_init() - a sleep of @duration_ns from now.
+ *
+ * Context: any thread, no runtime needed (the sleep binds to one at its
+ * first poll); a task may call it (never blocks).
+ */
 WEFT_EXTERN void weft_sleep_init(weft_sleep_t *s, uint64_t duration_ns);
 
-/** weft_sleep_init_until() - a sleep until @deadline_ns (weft_now_ns()). */
+/**
+ * weft_sleep_init_until() - a sleep until @deadline_ns (weft_now_ns()).
+ *
+ * Context: as weft_sleep_init().
+ */
 WEFT_EXTERN void weft_sleep_init_until(weft_sleep_t *s, uint64_t deadline_ns);
 
-/** weft_sleep_poll() - READY once the deadline has passed. */
+/**
+ * weft_sleep_poll() - READY once the deadline has passed.
+ *
+ * Context: the task (or weft_block_on() future) that owns @s, inside its
+ * poll, with a runtime current (with none it panics).
+ * Return: WEFT_READY once the deadline has passed, else WEFT_PENDING (the
+ * task is woken then).
+ */
 WEFT_EXTERN weft_poll_t weft_sleep_poll(weft_sleep_t *s, weft_cx_t *cx);
 
 /**
  * weft_sleep_reset() - cancel if pending and re-arm for @deadline_ns.
  * The sleep keeps its runtime.
+ *
+ * Context: the owner of @s, not during a poll of it on another thread; a
+ * task may call it (never blocks).
  */
 WEFT_EXTERN void weft_sleep_reset(weft_sleep_t *s, uint64_t deadline_ns);
 
-/** weft_sleep_deadline() - the deadline, in weft_now_ns() nanoseconds. */
+/**
+ * weft_sleep_deadline() - the deadline, in weft_now_ns() nanoseconds.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the deadline, in weft_now_ns() nanoseconds.
+ */
 WEFT_EXTERN uint64_t weft_sleep_deadline(const weft_sleep_t *s);
 
 /**
  * weft_sleep_fini() - cancel the sleep (drop); it may be re-inited.
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: the owner of @s, from any thread, not during a poll of it; a
+ * task may call it (never blocks: the driver's time lock is held briefly).
  */
 WEFT_EXTERN void weft_sleep_fini(weft_sleep_t *s);
 
@@ -90,7 +122,11 @@ typedef struct weft_timeout_s {
 	weft_sleep_t sleep; /* private */
 } weft_timeout_t;
 
-/** weft_timeout_init() - a time limit of @duration_ns from now. */
+/**
+ * weft_timeout_init() - a time limit of @duration_ns from now.
+ *
+ * Context: as weft_sleep_init().
+ */
 WEFT_EXTERN void weft_timeout_init(weft_timeout_t *t, uint64_t duration_ns);
 
 /**
@@ -98,7 +134,9 @@ WEFT_EXTERN void weft_timeout_init(weft_timeout_t *t, uint64_t duration_ns);
  * @status: receives 0 when @inner finished, -ETIMEDOUT when time ran out
  * first (then @inner was not finished: drop it).
  *
- * Return: WEFT_READY when either happened.
+ * Context: as weft_sleep_poll(); @inner is polled first, with the same @cx.
+ * Return: WEFT_READY when either happened (@inner first: READY with a
+ * status of 0 even past the deadline), else WEFT_PENDING.
  */
 WEFT_EXTERN weft_poll_t weft_timeout_poll_fn(weft_timeout_t *t, weft_cx_t *cx,
 					     weft_poll_cb inner,
@@ -109,6 +147,8 @@ WEFT_EXTERN weft_poll_t weft_timeout_poll_fn(weft_timeout_t *t, weft_cx_t *cx,
  * still be armed after READY: the inner future finished first).
  *
  * Safe on a zeroed future and after READY.
+ *
+ * Context: as weft_sleep_fini().
  */
 WEFT_EXTERN void weft_timeout_fini(weft_timeout_t *t);
 
@@ -179,6 +219,9 @@ typedef enum weft_missed_tick_e {
  *
  * Any thread; no runtime needed (the interval binds to one at its first
  * tick poll, as a sleep does).  Never fails.
+ *
+ * Context: any thread; no runtime needed (the interval binds to one at its
+ * first tick poll, as a sleep does); a task may call it (never blocks).
  */
 WEFT_EXTERN void weft_interval_init(weft_interval_t *iv, uint64_t period_ns);
 
@@ -192,6 +235,8 @@ WEFT_EXTERN void weft_interval_init(weft_interval_t *iv, uint64_t period_ns);
  *
  * The ticks are at @start_ns + k * @period_ns while the task keeps up.
  * Any thread; no runtime needed.  Never fails.
+ *
+ * Context: as weft_interval_init().
  */
 WEFT_EXTERN void weft_interval_init_at(weft_interval_t *iv, uint64_t start_ns,
 				       uint64_t period_ns);
@@ -206,6 +251,8 @@ WEFT_EXTERN void weft_interval_init_at(weft_interval_t *iv, uint64_t start_ns,
  * weft_interval_fini(), from the task (or thread) that polls the
  * interval, never during a poll of it on another thread.
  *
+ * Context: the task (or thread) that polls @iv, never during a poll of it
+ * on another thread; a task may call it (never blocks).
  * Return: 0; -EINVAL for a value not listed (the policy is unchanged).
  */
 WEFT_EXTERN int weft_interval_set_missed(weft_interval_t *iv,
@@ -220,6 +267,8 @@ WEFT_EXTERN int weft_interval_set_missed(weft_interval_t *iv,
  * A future's poll (a task, or weft_block_on()) only.  The next tick is
  * scheduled when this one is returned, by the missed-tick policy.
  *
+ * Context: as weft_sleep_poll(): a future's poll (a task, or
+ * weft_block_on()) only.
  * Return: WEFT_READY once the tick's time has come, else WEFT_PENDING
  * (the task is woken then).
  */
@@ -229,6 +278,8 @@ WEFT_EXTERN weft_poll_t weft_interval_tick(weft_interval_t *iv, weft_cx_t *cx,
 /**
  * weft_interval_fini() - drop the interval.  Safe on a zeroed future and
  * after READY.
+ *
+ * Context: as weft_sleep_fini().
  */
 WEFT_EXTERN void weft_interval_fini(weft_interval_t *iv);
 
