@@ -30,14 +30,17 @@ static void workers_draw(const con_session_t *s, con_grid_t *g, int top,
 {
 	const con_model_t *m = s->model;
 	size_t first = s->scroll[CON_VIEW_WORKERS];
-	int y = top;
+	int y = top, iw = 3;
 	char a[16], b[16], c[16];
 
+	/* As wide as the last worker's index (the runtime allows 4,096). */
+	for (size_t n = m->nworkers ? m->nworkers - 1 : 0; n >= 1000; n /= 10)
+		iw++;
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
-			" %-3s %-9s %5s %9s %-*s %7s %9s %10s %6s %5s %5s "
+			" %-*s %-9s %5s %9s %-*s %7s %9s %10s %6s %5s %5s "
 			"%5s %4s %6s %6s %5s",
-			"W", "STATE", "QUEUE", "POLLS", SPARK_W, "QUEUE-HIST",
+			iw, "W", "STATE", "QUEUE", "POLLS", SPARK_W, "QUEUE-HIST",
 			"POLLS/S", "STEALS-IN", "STEALS-OUT", "STEAL%", "PARKS",
 			"BUSY%", "POLL%", "OFF%", "MEAN", "MAX", "OVFL");
 	for (size_t i = first; i < m->nworkers && y < top + rows - 2; i++) {
@@ -55,7 +58,7 @@ static void workers_draw(const con_session_t *s, con_grid_t *g, int top,
 								 k));
 		if (sel)
 			con_grid_fill_row(g, y, CON_ROLE_SELECTED);
-		x = con_grid_printf(g, 0, y, r, " %-3zu ", i);
+		x = con_grid_printf(g, 0, y, r, " %-*zu ", iw, i);
 		x = con_grid_printf(g, x, y,
 				    sel ? r :
 				    w->state == 0 ? CON_ROLE_GOOD :

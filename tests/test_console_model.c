@@ -679,6 +679,51 @@ static void test_console_views_blocking_pool(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * Worker indices of four digits (the runtime allows 4,096 workers): the
+ * column widens for them, so worker 4095's state sits under STATE as
+ * worker 0's does.
+ */
+static void test_console_views_workers_wide_index(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_WORKERS };
+	Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+			 w4095 = WEFT__V1__WORKER__INIT;
+	Weft__V1__WorkerCounters c = WEFT__V1__WORKER_COUNTERS__INIT;
+	Weft__V1__Worker *ws[] = { &w0, &w4095 };
+	const char *rows[] = { "\n 0 ", "\n 4095 " };
+	char *out, *head, *state_col;
+
+	(void)state;
+	con_model_init(&m, "test");
+	c.polls = 5;
+	w0.counters = &c;
+	w4095.index = 4095;
+	w4095.counters = &c;
+	feed(&m, 3 * SEC, NULL, 0, ws, 2, NULL, 0);
+	out = render(&s, 200, 4200);
+	head = strstr(out, " W ");
+	assert_non_null(head);
+	state_col = strstr(head, "STATE");
+	assert_non_null(state_col);
+	for (size_t i = 0; i < 2; i++) {
+		char *row = strstr(out, rows[i]);
+		size_t at = (size_t)(state_col - head);
+
+		assert_non_null(row);
+		row++; /* past the newline */
+		if (row[at] == ' ' || row[at - 1] != ' ')
+			fail_msg("worker row '%.40s' not under '%.40s'", row,
+				 head);
+	}
+	free(out);
+	con_model_fini(&m);
+}
+
 static void test_console_views_render(void **state)
 {
 	con_model_t m;
@@ -2376,6 +2421,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_resources),
 		cmocka_unit_test(test_console_views_every_size),
 		cmocka_unit_test(test_console_views_render),
+		cmocka_unit_test(test_console_views_workers_wide_index),
 		cmocka_unit_test(test_console_keys_actions),
 		cmocka_unit_test(test_console_model_incremental_resort),
 		cmocka_unit_test(test_console_model_retains_at_most_retain_max),

@@ -999,6 +999,33 @@ static int fixture_teardown(void **state)
 	return 0;
 }
 
+/*
+ * An _init that fails leaves its future zeroed, so the _fini a drop
+ * callback calls anyway is safe: each future filled with garbage first
+ * (weft_fs_write_file_init() once returned -EINVAL over it untouched).
+ */
+static void test_fini_after_failed_init(void **state)
+{
+	weft_fs_read_file_t rd;
+	weft_fs_write_file_t wr;
+	weft_fs_sync_t sy;
+
+	(void)state;
+	memset(&rd, 0xa5, sizeof(rd));
+	assert_int_equal(weft_fs_read_file_init(&rd, ""), -EINVAL);
+	weft_fs_read_file_fini(&rd);
+	memset(&wr, 0xa5, sizeof(wr));
+	assert_int_equal(weft_fs_write_file_init(&wr, NULL, "x", 1), -EINVAL);
+	weft_fs_write_file_fini(&wr);
+	memset(&wr, 0xa5, sizeof(wr));
+	assert_int_equal(weft_fs_write_file_init(&wr, "/tmp/x", NULL, 1),
+			 -EINVAL);
+	weft_fs_write_file_fini(&wr);
+	memset(&sy, 0xa5, sizeof(sy));
+	assert_int_equal(weft_fs_fsync_init(&sy, -1), -EBADF);
+	weft_fs_sync_fini(&sy);
+}
+
 #define FINI_TEST(fn)                                                          \
 	cmocka_unit_test_setup_teardown(fn, fixture_setup, fixture_teardown)
 
@@ -1021,6 +1048,7 @@ int main(void)
 		FINI_TEST(test_fini_join),
 		FINI_TEST(test_fini_oneshot),
 		FINI_TEST(test_fini_branches),
+		cmocka_unit_test(test_fini_after_failed_init),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,10 @@
  * another worker than the one that took it: defined (a futex word, not a
  * pthread mutex), clean under ThreadSanitizer, and the lock works after.
  */
+#include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -214,12 +217,50 @@ static void test_mutex_unlock_on_another_worker(void **state)
 	weft_runtime_destroy(rt);
 }
 
+/*
+ * Unlocking a mutex that is not locked (twice, or never locked) panics,
+ * naming it, in a child: no second holder is let in unnoticed.
+ */
+static void test_mutex_unlock_unlocked_panics(void **state)
+{
+	char msg[512] = { 0 };
+	ssize_t n, got = 0;
+	int fds[2], status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		weft_mutex_t m;
+
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		weft_mutex_init(&m, "twice-unlocked");
+		weft_mutex_lock(&m);
+		weft_mutex_unlock(&m);
+		weft_mutex_unlock(&m);
+		_exit(0); /* not reached */
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], msg + got, sizeof(msg) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	assert_non_null(strstr(msg, "twice-unlocked"));
+	assert_non_null(strstr(msg, "unlocked while not locked"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mutex_exact_count),
 		cmocka_unit_test(test_mutex_trylock),
 		cmocka_unit_test(test_mutex_unlock_on_another_worker),
+		cmocka_unit_test(test_mutex_unlock_unlocked_panics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

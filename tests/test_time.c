@@ -714,6 +714,49 @@ static void test_time_interval_init_at(void **state)
 	weft_runtime_destroy(rt);
 }
 
+/* An interval never initialised (zeroed), ticked twice, then dropped. */
+struct iv_zero {
+	int weft_pc;
+	weft_interval_t iv;
+	uint64_t at[2];
+	int n;
+};
+
+static weft_poll_t iv_zero_poll(void *arg, weft_cx_t *cx)
+{
+	struct iv_zero *z = arg;
+
+	WEFT_ASYNC_BEGIN(z);
+	while (z->n < 2) {
+		WEFT_AWAIT(z, weft_interval_tick(&z->iv, cx, &z->at[z->n]));
+		z->n++;
+	}
+	weft_interval_fini(&z->iv);
+	weft_cx_return(cx, (void *)(uintptr_t)z->n);
+	WEFT_ASYNC_END(z);
+}
+
+/*
+ * A zeroed interval, ticked by mistake instead of initialised: its first
+ * tick is its start (time 0, long past), the next the first grid time
+ * after it was returned, as an interval of 1 ns would (its period was
+ * once divided by, and the task died of SIGFPE).
+ */
+static void test_time_interval_zeroed(void **state)
+{
+	weft_runtime_t *rt = rt_create(1);
+	struct iv_zero z = { 0 };
+	weft_join_t *j;
+	void *out = NULL;
+
+	(void)state;
+	j = spawn_ok(rt, iv_zero_poll, NULL, &z, sizeof(z), true);
+	assert_int_equal(join_wait_drop(j, &out), 0);
+	assert_int_equal((uintptr_t)out, 2);
+	assert_int_equal(timers_in_wheel(rt), 0);
+	weft_runtime_destroy(rt);
+}
+
 /* 100,000 sleeps of 1-50 ms at once: all complete, none early. */
 static void test_time_many_timers(void **state)
 {
@@ -824,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_time_interval_missed_skip),
 		cmocka_unit_test(test_time_interval_missed_delay),
 		cmocka_unit_test(test_time_interval_init_at),
+		cmocka_unit_test(test_time_interval_zeroed),
 		cmocka_unit_test(test_time_many_timers),
 		cmocka_unit_test(test_time_earlier_timer_wakes_parked_driver),
 	};

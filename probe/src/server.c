@@ -337,7 +337,7 @@ static void server_free(weft_server_t *s)
 	if (s->base)
 		event_base_free(s->base);
 	weft__unlink_if_same(s->unix_path, &s->unix_id);
-	weft__unlink_if_same(s->token_path, &s->token_id);
+	weft__server_token_unlink(s->token_path, s->token);
 	while (s->qhead) {
 		struct item *it = s->qhead;
 
@@ -372,7 +372,7 @@ static int token_setup(weft_server_t *s, const char *given)
 		return err;
 	snprintf(s->token_path, sizeof(s->token_path), "%s/%d.token", dir,
 		 (int)getpid());
-	err = weft__server_token_write(s->token_path, s->token, &s->token_id);
+	err = weft__server_token_write(s->token_path, s->token);
 	if (err) {
 		s->token_path[0] = '\0';
 		return err;
@@ -534,7 +534,8 @@ static weft_server_t *env_srv;
 static struct weft_runtime_s *env_rt;
 static char exit_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static char exit_token_path[sizeof(exit_path) + 32];
-static weft__file_id_t exit_id, exit_token_id;
+static char exit_token[WEFT_WIRE_TOKEN_MAX + 1];
+static weft__file_id_t exit_id;
 static pid_t exit_pid;
 
 static void remove_at_exit(void)
@@ -543,7 +544,7 @@ static void remove_at_exit(void)
 	/* Not in a forked child: the socket is its parent's. */
 	if (getpid() == exit_pid) {
 		weft__unlink_if_same(exit_path, &exit_id);
-		weft__unlink_if_same(exit_token_path, &exit_token_id);
+		weft__server_token_unlink(exit_token_path, exit_token);
 	}
 	pthread_mutex_unlock(&env_lock);
 }
@@ -633,7 +634,7 @@ void weft__server_env_start(struct weft_runtime_s *rt)
 	snprintf(exit_path, sizeof(exit_path), "%s", s->unix_path);
 	snprintf(exit_token_path, sizeof(exit_token_path), "%s", s->token_path);
 	exit_id = s->unix_id;
-	exit_token_id = s->token_id;
+	memcpy(exit_token, s->token, sizeof(exit_token));
 	exit_pid = getpid();
 	if (!atexit_done) {
 		atexit(remove_at_exit);

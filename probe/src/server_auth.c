@@ -56,11 +56,9 @@ int weft__server_token_make(char *hex, size_t len)
  * link planted in it is not written through.
  * Return: 0 or a negative errno.
  */
-int weft__server_token_write(const char *path, const char *token,
-			     weft__file_id_t *id)
+int weft__server_token_write(const char *path, const char *token)
 {
 	size_t len = strlen(token);
-	struct stat st;
 	int fd, err = 0;
 
 	(void)unlink(path);
@@ -71,10 +69,8 @@ int weft__server_token_write(const char *path, const char *token,
 	errno = 0;
 	/* The umask can only take bits away; fchmod makes sure of 0600. */
 	if (fchmod(fd, 0600) || write(fd, token, len) != (ssize_t)len ||
-	    write(fd, "\n", 1) != 1 || fstat(fd, &st))
+	    write(fd, "\n", 1) != 1)
 		err = errno ? -errno : -EIO;
-	else
-		*id = (weft__file_id_t){ .dev = st.st_dev, .ino = st.st_ino };
 	if (close(fd) && !err)
 		err = -errno;
 	if (err)
@@ -110,13 +106,15 @@ bool weft__file_id_of(const char *path, weft__file_id_t *id)
 }
 
 /*
- * Unlinks @path if it still names the file @id says we made.  Two
+ * Unlinks @path if it still names the socket @id says we bound.  Two
  * servers of one process share a path (the socket and the token are
  * named for the pid): one stopping while the next starts (a runtime
- * destroyed as another is made) must not take the new one's away.  A
- * check then an unlink, not one step: a file replaced between the two
- * is still lost, a window of two system calls, where without the check
- * it was the whole of a server's life.
+ * destroyed as another is made) must not take the new one's away.  The
+ * id is sound while our socket is open (it holds the inode, so the
+ * number is not reused), which is until just before this call: the
+ * other's inode was live beside ours.  A check then an unlink, not one
+ * step: a socket replaced between the two is still lost, a window of
+ * two system calls, where without the check it was a server's life.
  */
 void weft__unlink_if_same(const char *path, const weft__file_id_t *id)
 {
@@ -124,5 +122,21 @@ void weft__unlink_if_same(const char *path, const weft__file_id_t *id)
 
 	if (path[0] && weft__file_id_of(path, &now) && now.dev == id->dev &&
 	    now.ino == id->ino)
+		(void)unlink(path);
+}
+
+/*
+ * Unlinks the token file @path if it still holds @token, ours: a file's
+ * inode number is no proof there (nothing holds the file open, and a
+ * file system reuses a freed number at once: ext4 gave the next
+ * server's token file the number of ours), 128 random bits are.
+ */
+void weft__server_token_unlink(const char *path, const char *token)
+{
+	char got[WEFT_WIRE_TOKEN_MAX + 1];
+
+	if (path[0] && token[0] &&
+	    weft_wire_token_read(path, got, sizeof(got)) == 0 &&
+	    strcmp(got, token) == 0)
 		(void)unlink(path);
 }

@@ -122,9 +122,9 @@ struct weft_server_s {
 	weft__ratelimit_t accept_rl;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char token_path[sizeof(((struct sockaddr_un *)0)->sun_path) + 32];
-	/* What we made at those paths: only that is unlinked (another
-	 * server of this process may have made its own there since). */
-	weft__file_id_t unix_id, token_id;
+	/* The socket we bound at unix_path: only that is unlinked (another
+	 * server of this process may have bound its own there since). */
+	weft__file_id_t unix_id;
 	char token[WEFT_WIRE_TOKEN_MAX + 1]; /* zero-padded */
 	int tcp_port;
 	size_t buf_max;
@@ -195,8 +195,8 @@ void weft__server_sweep(weft_server_t *s);
 
 /* server_auth.c */
 int weft__server_token_make(char *hex, size_t len);
-int weft__server_token_write(const char *path, const char *token,
-			     weft__file_id_t *id);
+int weft__server_token_write(const char *path, const char *token);
+void weft__server_token_unlink(const char *path, const char *token);
 bool weft__file_id_of(const char *path, weft__file_id_t *id);
 void weft__unlink_if_same(const char *path, const weft__file_id_t *id);
 bool weft__server_token_equal(const char *want, const char *got,

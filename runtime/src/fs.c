@@ -331,6 +331,9 @@ int weft_fs_write_file_init(weft_fs_write_file_t *op, const char *path,
 {
 	struct fs_req *r;
 
+	/* Zeroed first, as every _init here: _fini is safe after a
+	 * failure too. */
+	memset(op, 0, sizeof(*op));
 	if (!path || !*path || (!data && len))
 		return -EINVAL;
 	r = req_new(path);
@@ -345,7 +348,6 @@ int weft_fs_write_file_init(weft_fs_write_file_t *op, const char *path,
 		memcpy(r->data, data, len);
 		r->len = len;
 	}
-	memset(op, 0, sizeof(*op));
 	op->job = r;
 	return 0;
 }

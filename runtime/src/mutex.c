@@ -141,6 +141,16 @@ void weft_mutex_unlock(weft_mutex_t *m)
 {
 	weft_task_t *t = weft__current_task();
 
+	/*
+	 * Unlocked twice, or never locked: a bug of the caller's, said
+	 * loudly as weft_async_mutex_unlock() says it, rather than a
+	 * release that lets a second holder in.  Relaxed: our own lock (or
+	 * its hand-over to us) is what made the word non-zero.
+	 */
+	if (atomic_load_explicit(word(m), memory_order_relaxed) == 0)
+		weft_panic("mutex \"%s\" unlocked while not locked",
+			   m->name ? m->name : "?");
+
 	if (t && m->owner_task == t->id) {
 		weft_mutex_t **pp = &t->held_locks;
 

@@ -121,7 +121,10 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 static uint64_t next_tick(const weft_interval_t *iv, uint64_t tick,
 			  uint64_t now)
 {
-	uint64_t period = iv->period_ns, next = add_sat(tick, period);
+	/* Zero only in an interval never initialised (init makes it 1):
+	 * polled anyway, it ticks as one of 1 ns, never divides by 0. */
+	uint64_t period = iv->period_ns ? iv->period_ns : 1;
+	uint64_t next = add_sat(tick, period);
 
 	if (next > now)
 		return next; /* none missed */

@@ -83,7 +83,8 @@ WEFT_EXTERN bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file,
  * weft_mutex_unlock() - unlock, from any thread (see above).
  *
  * Context: any thread (not only the locker's); a task may call it (never
- * blocks); unlocking a mutex that is not locked is not checked.
+ * blocks).  Unlocking a mutex that is not locked is a bug: it panics
+ * (abort, with the mutex's name on stderr).
  */
 WEFT_EXTERN void weft_mutex_unlock(weft_mutex_t *m);
 
