@@ -84,7 +84,7 @@ if [[ -n "$workload" ]]; then
 	# Byte 0: split, sort, filter; byte 1: every view drawn at the end.
 	# The header and its first 1, 2, 4, 8 and 16 records whole (and 256
 	# bytes, inside the header), at most 4 KiB: libFuzzer lengthens its
-	# inputs when that finds more (-max_len stays 16 KiB).  Seeds of 16
+	# inputs when that finds more, up to -max_len.  Seeds of 16
 	# KiB made most inputs that long, milliseconds of events each; byte
 	# cuts of 4 KiB sometimes held no whole record past the header.
 	cuts=(256) at=0
@@ -103,7 +103,11 @@ if [[ -n "$workload" ]]; then
 	done
 fi
 rc=0
-"$out/$t" -max_total_time="$secs" -max_len=16384 -rss_limit_mb=1024 \
+# -max_len 4 KiB: as long as the longest seed.  At 16 KiB the inputs grew
+# to it and ran 2,500 a second here; at 4 KiB, 4,000-5,000 (issue 19
+# asks for 5 k).  A 4 KiB input is still dozens of records, hundreds of
+# events, tasks past a screen, every view and its keys.
+"$out/$t" -max_total_time="$secs" -max_len=4096 -rss_limit_mb=1024 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
 	-print_final_stats=1 "$corpus" "$seeds" >"$out/$t.log" 2>&1 || rc=1
 grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
 	sed "s/^/fuzz: $t: /" || true

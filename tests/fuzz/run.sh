@@ -11,7 +11,9 @@
 #   fuzz_server_input  a client's bytes to the server: framing, decoding,
 #                      requests and their dispatch (server_input.c,
 #                      delta.c's filters)
-# FUZZ_TARGETS="a b" picks some (default: all three).
+# FUZZ_TARGETS="a b" picks some (default: all three).  FUZZ_RUNS=N stops
+# each after N executions, if SECONDS have not run out first (a
+# campaign's count; also read by console.sh and run_http.sh).
 # Seeds: tests/fuzz/corpus/* (and corpus_server/* for the server's), plus
 # a sample trace from `test_wire --write-sample` and its first records
 # when TEST_WIRE is given.  Each target's corpus is kept between runs
@@ -79,7 +81,7 @@ fi
 
 pids=()
 for t in "${targets[@]}"; do
-	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 \
+	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
 		-print_final_stats=1 "${corpus[$t]}" "$out/seeds-$t" \
 		>"$out/$t.log" 2>&1 &
 	pids+=($!)
