@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -24,7 +25,9 @@
 
 #include "probe_helpers.h"
 
+#include "weft/metrics_endpoint.h"
 #include "weft/mutex.h"
+#include "weft/trace.h"
 
 #include "collector_internal.h"
 #include "probe_internal.h"
@@ -1056,6 +1059,113 @@ static void test_probe_listening_reaches_busy_worker(void **state)
 	rt_done(rt);
 }
 
+/* What the probe's calls answered from inside a callback. */
+struct reentry {
+	_Atomic int calls;
+	int subscribe, trace_start, trace_stop, snapshot, metrics;
+	uint64_t long_poll_ns;
+	bool flushed;
+};
+
+static void reentry_update(void *ctx, const weft_probe_update_t *u)
+{
+	struct reentry *r = ctx;
+	weft_probe_sub_t *sub = NULL;
+	weft_probe_config_t cfg;
+	char *text = NULL;
+	size_t len;
+
+	(void)u;
+	if (atomic_fetch_add(&r->calls, 1))
+		return;
+	r->subscribe = weft_probe_subscribe(
+		&(weft_probe_sub_opts_t){ .on_update = reentry_update }, &sub);
+	weft_probe_flush(); /* returns: the pass it runs in */
+	r->flushed = true;
+	weft_probe_config(&cfg);
+	r->long_poll_ns = cfg.long_poll_ns;
+	r->trace_start = weft_trace_start("/dev/null", NULL);
+	r->trace_stop = weft_trace_stop();
+	r->snapshot = weft_trace_snapshot("/dev/null");
+	r->metrics = weft_metrics_text(WEFT_METRICS_PROMETHEUS, &text, &len);
+	free(text);
+}
+
+/*
+ * The calls that take the probe's lock, made from a subscriber's callback
+ * (which runs under it): each says -EDEADLK, or does what it can without
+ * the lock (flush, config), instead of hanging the collector for ever.
+ */
+static void test_probe_calls_from_a_callback(void **state)
+{
+	struct reentry r = { 0 };
+	weft_probe_config_t cfg;
+	weft_probe_sub_t *sub;
+
+	(void)state;
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){
+					 .on_update = reentry_update,
+					 .ctx = &r },
+				 &sub),
+			 0);
+	weft_probe_flush();
+	weft_probe_flush();
+	weft_probe_unsubscribe(sub);
+	assert_true(atomic_load(&r.calls) >= 1);
+	assert_int_equal(r.subscribe, -EDEADLK);
+	assert_true(r.flushed);
+	weft_probe_config(&cfg);
+	assert_int_equal(r.long_poll_ns, cfg.long_poll_ns);
+	assert_int_equal(r.trace_start, -EDEADLK);
+	assert_int_equal(r.trace_stop, -EDEADLK);
+	assert_int_equal(r.snapshot, -EDEADLK);
+	assert_int_equal(r.metrics, -EDEADLK);
+}
+
+static void unsub_update(void *ctx, const weft_probe_update_t *u)
+{
+	(void)u;
+	weft_probe_unsubscribe(*(weft_probe_sub_t **)ctx);
+}
+
+/* Unsubscribing from a callback (which would wait for itself) panics,
+ * saying so, in a child. */
+static void test_probe_unsubscribe_from_a_callback_panics(void **state)
+{
+	char msg[512] = { 0 };
+	ssize_t n, got = 0;
+	int fds[2], status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static weft_probe_sub_t *sub;
+
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		if (weft_probe_subscribe(
+			    &(weft_probe_sub_opts_t){ .on_update = unsub_update,
+						      .ctx = &sub },
+			    &sub))
+			_exit(3);
+		weft_probe_flush();
+		sleep(5);
+		_exit(0); /* not reached */
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], msg + got, sizeof(msg) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	assert_non_null(strstr(msg, "from a probe callback"));
+}
+
 int main(void)
 {
 	/* One test a line. */
@@ -1080,6 +1190,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_reports_collector_cpu, teardown),
 		cmocka_unit_test_teardown(test_probe_events_switch_off, teardown),
 		cmocka_unit_test_teardown(test_probe_listening_reaches_busy_worker, teardown),
+		cmocka_unit_test_teardown(test_probe_calls_from_a_callback, teardown),
+		cmocka_unit_test_teardown(test_probe_unsubscribe_from_a_callback_panics, teardown),
 	};
 	/* clang-format on */
 

@@ -52,6 +52,8 @@
 #include "bind.h"
 #include "knob.h"
 #include "metrics_internal.h"
+#include "probe_internal.h"
+#include "runtime_internal.h"
 
 #define MAX_CONNS_DEFAULT 16u
 #define HEADER_MAX_DEFAULT (8u << 10)
@@ -511,6 +513,9 @@ void weft_metrics_endpoint_destroy(weft_metrics_endpoint_t *e)
 {
 	if (!e)
 		return;
+	if (weft__in_collector)
+		weft_panic("weft_metrics_endpoint_destroy() called from a "
+			   "probe callback: its thread waits for the probe");
 	event_active(e->stop_ev, EV_READ, 0);
 	pthread_join(e->thread, NULL);
 	endpoint_free(e);

@@ -38,6 +38,7 @@
 #include "weft/trace.h"
 
 #include "metrics_internal.h"
+#include "probe_internal.h"
 #include "runtime_probe.h"
 
 /* ------------------------------------------------------------ the buffer */
@@ -592,6 +593,8 @@ int weft_metrics_text(int format, char **text, size_t *len)
 	    (format != WEFT_METRICS_PROMETHEUS &&
 	     format != WEFT_METRICS_OPENMETRICS))
 		return -EINVAL;
+	if (weft__in_collector)
+		return -EDEADLK; /* a callback: it reads under probe.lock */
 	weft__metrics_render(&b, format == WEFT_METRICS_OPENMETRICS);
 	if (b.oom) {
 		free(b.p);

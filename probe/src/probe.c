@@ -30,6 +30,7 @@
 #include "collector_internal.h"
 #include "metrics_internal.h"
 #include "recorder_internal.h"
+#include "runtime_internal.h"
 #include "server_internal.h"
 
 _Atomic uint32_t weft__probe_listening;
@@ -169,6 +170,12 @@ uint64_t weft__probe_long_poll_ns(void)
 
 void weft_probe_config(weft_probe_config_t *out)
 {
+	/* A callback: the collector holds the lock for it, and the config
+	 * was loaded when the collector started. */
+	if (weft__in_collector) {
+		*out = weft__probe.config;
+		return;
+	}
 	pthread_mutex_lock(&weft__probe.lock);
 	config_load();
 	*out = weft__probe.config;
@@ -355,12 +362,15 @@ static void collector_sleep(struct probe *p, uint64_t now, uint64_t until_ns)
 	pthread_mutex_lock(&p->lock);
 }
 
+WEFT_TLS bool weft__in_collector;
+
 static void *collector_main(void *arg)
 {
 	struct probe *p = &weft__probe;
 	uint64_t next = weft_now_ns();
 
 	(void)arg;
+	weft__in_collector = true;
 	pthread_setname_np(pthread_self(), "weft-collector");
 	collector_nice();
 	pthread_mutex_lock(&p->lock);
@@ -407,6 +417,8 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	if (!opts || !out ||
 	    !weft__reserved_zero(opts->reserved_, sizeof(opts->reserved_)))
 		return -EINVAL;
+	if (weft__in_collector)
+		return -EDEADLK; /* a callback: probe.lock is held for it */
 #if !WEFT_PROBE
 	return -ENOTSUP;
 #endif
@@ -467,6 +479,9 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 	bool last;
 	pthread_t thread;
 
+	if (sub && weft__in_collector)
+		weft_panic("weft_probe_unsubscribe() called from a probe "
+			   "callback: it would wait for itself");
 	if (!sub)
 		return;
 	pthread_mutex_lock(&p->lock);
@@ -524,6 +539,9 @@ void weft_probe_flush(void)
 	struct probe *p = &weft__probe;
 	uint64_t ticket;
 
+	/* A callback: the pass it runs in is the flush there is. */
+	if (weft__in_collector)
+		return;
 	pthread_mutex_lock(&p->lock);
 	if (!p->running) {
 		pthread_mutex_unlock(&p->lock);

@@ -139,6 +139,14 @@ extern WEFT_TLS uint16_t weft__probe_worker;
  */
 extern WEFT_TLS uint64_t weft__probe_poll_ts;
 
+/*
+ * probe.c: true on the collector thread, where subscribers' callbacks run
+ * under probe.lock.  The public calls that take that lock (or wait for
+ * the collector) check it and refuse (-EDEADLK), or panic where they
+ * return nothing, instead of deadlocking silently.
+ */
+extern __attribute__((visibility("hidden"))) WEFT_TLS bool weft__in_collector;
+
 /* probe.c: set by the preloadable shim for raw pthread mutexes. */
 extern __attribute__((visibility("hidden"))) void (*weft__probe_raw_hook)(
 	uint64_t task);

@@ -620,6 +620,8 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 		return -EINVAL;
 	if (!WEFT_PROBE)
 		return -ENOTSUP;
+	if (weft__in_collector)
+		return -EDEADLK; /* a callback: it would subscribe */
 	pthread_mutex_lock(&rec.lock);
 	if (rec.state != REC_IDLE) {
 		pthread_mutex_unlock(&rec.lock);
@@ -735,6 +737,9 @@ static int stop(bool *said)
 	weft_probe_sub_t *sub;
 	int err;
 
+	*said = false;
+	if (weft__in_collector)
+		return -EDEADLK; /* a callback: it would unsubscribe */
 	pthread_mutex_lock(&rec.lock);
 	if (rec.state != REC_RUNNING) {
 		pthread_mutex_unlock(&rec.lock);
@@ -845,6 +850,8 @@ int weft_trace_snapshot(const char *path)
 
 	if (!path)
 		return -EINVAL;
+	if (weft__in_collector)
+		return -EDEADLK; /* a callback: it would subscribe */
 	err = weft__trace_snapshot_append(&b);
 	if (err)
 		goto out_free;

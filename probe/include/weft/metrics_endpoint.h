@@ -55,7 +55,7 @@ typedef struct weft_metrics_endpoint_opts_s {
  * @out: receives the endpoint.
  *
  * Context: any thread; with @histograms not a probe subscriber's callback
- * (it subscribes, which takes the probe's lock: a deadlock); a task may
+ * (it subscribes: -EDEADLK there); a task may
  * call it (it binds and starts a thread, and waits for neither).
  * Return: 0; -EINVAL (no or a bad bind address, or a reserved word not
  * zero); -ENOMEM; a negative errno from bind(2) or listen(2)
@@ -79,8 +79,9 @@ WEFT_EXTERN int weft_metrics_endpoint_port(const weft_metrics_endpoint_t *e);
  * listener, stop its thread.  NULL is ignored.
  *
  * Context: any thread but the endpoint's own or a probe subscriber's
- * callback (its thread takes the probe's lock); a task may call it, but it
- * waits for that thread to stop (joins it, briefly).
+ * callback (its thread takes the probe's lock: from a callback it
+ * panics, naming the mistake, rather than deadlock); a task may call it,
+ * but it waits for that thread to stop (joins it, briefly).
  */
 WEFT_EXTERN void weft_metrics_endpoint_destroy(weft_metrics_endpoint_t *e);
 
@@ -96,9 +97,10 @@ WEFT_EXTERN void weft_metrics_endpoint_destroy(weft_metrics_endpoint_t *e);
  * @len: receives its length, or NULL.
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); a task may call it (it
- * never waits for the collector).
- * Return: 0; -EINVAL (a NULL @text or an unknown @format); -ENOMEM.
+ * the probe's lock, which this takes: -EDEADLK there); a task may call it
+ * (it never waits for the collector).
+ * Return: 0; -EINVAL (a NULL @text or an unknown @format); -ENOMEM;
+ * -EDEADLK (called from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_metrics_text(int format, char **text, size_t *len);
 

@@ -51,9 +51,10 @@ typedef struct weft_probe_sub_opts_s {
  * The first update a subscriber gets is full (every known task).
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); a task may call it (the
- * first one starts the collector thread, and waits for nothing).
+ * the probe's lock, which this takes: -EDEADLK there); a task may call it
+ * (the first one starts the collector thread, and waits for nothing).
  * Return: 0; -EINVAL (NULL argument, or a reserved word not zero);
+ * -EDEADLK (called from a probe subscriber's callback);
  * -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a build without the
  * probe.
  */
@@ -65,9 +66,10 @@ WEFT_EXTERN int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
  * after this returns.  Must not be called from one of its callbacks.
  *
  * Context: any thread but a probe subscriber's callback, any subscriber's,
- * not only @sub's (those run under the probe's lock, which this takes: a
- * deadlock); a task may call it, but the last unsubscribe blocks until the
- * collector thread has stopped (joins it).
+ * not only @sub's (those run under the probe's lock, which this takes:
+ * there it panics, naming the mistake, rather than wait for itself); a
+ * task may call it, but the last unsubscribe blocks until the collector
+ * thread has stopped (joins it).
  */
 WEFT_EXTERN void weft_probe_unsubscribe(weft_probe_sub_t *sub);
 
@@ -94,8 +96,8 @@ WEFT_EXTERN bool weft_probe_listening(void);
  * until it has (tests use this instead of sleeping).
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); it blocks for the
- * collector's next pass (returns at once when no collector runs), so a task
+ * the probe's lock: there it returns at once, the pass it runs in being
+ * the flush); it blocks for the collector's next pass (returns at once when no collector runs), so a task
  * that calls it holds up its worker meanwhile.
  */
 WEFT_EXTERN void weft_probe_flush(void);
@@ -129,8 +131,8 @@ typedef struct weft_probe_config_s {
  * weft_probe_config() - the thresholds in force.
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); a task may call it (the
- * probe's lock is held briefly).
+ * the probe's lock: there it reads the config without it); a task may call
+ * it (the probe's lock is held briefly).
  */
 WEFT_EXTERN void weft_probe_config(weft_probe_config_t *out);
 

@@ -70,7 +70,7 @@ typedef struct weft_trace_opts_s {
  * @opts: NULL for the defaults; copied.
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); it blocks on open(2),
+ * the probe's lock, which this takes: -EDEADLK there); it blocks on open(2),
  * and a task that calls it holds up its worker meanwhile.
  * Return: 0; -EINVAL (no path outside flight mode, or a reserved word of
  * @opts not zero); -EBUSY (already recording); -ENOMEM; -ENOTSUP (built
@@ -94,7 +94,7 @@ WEFT_EXTERN int weft_trace_start(const char *path,
  * a new file, or this one from its start).
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); it blocks (a probe
+ * the probe's lock, which this takes: -EDEADLK there); it blocks (a probe
  * flush, which waits for a collector pass; the unsubscribe, joining the
  * collector when last; the last writes), so a task that calls it holds up
  * its worker meanwhile.
@@ -157,7 +157,7 @@ WEFT_EXTERN void weft_trace_stats(weft_trace_stats_t *out);
  * first.  Recording goes on.
  *
  * Context: any thread but a probe subscriber's callback (those run under
- * the probe's lock, which this takes: a deadlock); it blocks for a probe
+ * the probe's lock, which this takes: -EDEADLK there); it blocks for a probe
  * flush (a collector pass) and the file's writes, so a task that calls it
  * holds up its worker meanwhile.
  * Return: 0; -EINVAL (NULL path); -ENOENT (no flight recorder running);
