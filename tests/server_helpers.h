@@ -11,6 +11,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,24 @@ static inline void workload(weft_runtime_t *rt, int tasks, int polls)
 		weft_join_drop(j[i]);
 	}
 	free(j);
+}
+
+/* Runs the workload (@tasks yielders of @polls polls, or 4 of 200) on its
+ * own thread, again and again, until told to stop. */
+struct bg_load {
+	weft_runtime_t *rt;
+	int tasks, polls;
+	_Atomic bool stop;
+};
+
+static inline void *bg_load_main(void *arg)
+{
+	struct bg_load *w = arg;
+
+	while (!atomic_load(&w->stop))
+		workload(w->rt, w->tasks ? w->tasks : 4,
+			 w->polls ? w->polls : 200);
+	return NULL;
 }
 
 /* ------------------------------------------------------------ temp dirs */

@@ -528,21 +528,6 @@ static void test_server_first_update_is_the_first_full(void **state)
 	xdg_remove();
 }
 
-/* Runs the workload on its own thread until told to stop. */
-struct bg_load {
-	weft_runtime_t *rt;
-	_Atomic bool stop;
-};
-
-static void *bg_load_main(void *arg)
-{
-	struct bg_load *w = arg;
-
-	while (!atomic_load(&w->stop))
-		workload(w->rt, 4, 200);
-	return NULL;
-}
-
 /*
  * A Subscribe's publish interval and filter: a client with a 300 ms
  * interval gets no update (but a full one) sooner than 300 ms after the
@@ -826,24 +811,10 @@ static int run(char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-struct bg_work {
-	weft_runtime_t *rt;
-	_Atomic bool stop;
-};
-
-static void *bg_main(void *arg)
-{
-	struct bg_work *w = arg;
-
-	while (!atomic_load(&w->stop))
-		workload(w->rt, 4, 200);
-	return NULL;
-}
-
 static void test_server_record_tool(void **state)
 {
 	char out[300], target[320];
-	struct bg_work w = { 0 };
+	struct bg_load w = { 0 };
 	weft_trace_reader_t r;
 	Weft__V1__Frame *f;
 	pthread_t th;
@@ -856,7 +827,7 @@ static void test_server_record_tool(void **state)
 	snprintf(out, sizeof(out), "%s/rec.weft", xdg);
 	snprintf(target, sizeof(target), "unix:%s",
 		 weft__server_unix_path(weft__server_default()));
-	assert_int_equal(pthread_create(&th, NULL, bg_main, &w), 0);
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
 	{
 		char *argv[] = { WEFT_TRACE_TOOL, "record", target, "-o", out,
 				 "--duration",    "1s",     NULL };

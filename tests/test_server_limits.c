@@ -392,20 +392,6 @@ static void test_server_limits_other_uid(void **state)
 
 /* ------------------------------------------------------------ memory */
 
-struct bg_work {
-	weft_runtime_t *rt;
-	_Atomic bool stop;
-};
-
-static void *bg_main(void *arg)
-{
-	struct bg_work *w = arg;
-
-	while (!atomic_load(&w->stop))
-		workload(w->rt, 8, 2000);
-	return NULL;
-}
-
 /*
  * 200 subscribers to everything that never read, on the default server
  * (its budget from WEFT_CONSOLE_BUFFER_MB, 64 MiB by default), while the
@@ -418,7 +404,7 @@ static void test_server_limits_non_readers_rss(void **state)
 {
 	enum { N = 200 };
 	struct tclient *c = calloc(N, sizeof(*c));
-	struct bg_work w = { 0 };
+	struct bg_load w = { .tasks = 8, .polls = 2000 };
 	unsigned long before, peak = 0, now;
 	weft_server_stats_t st;
 	struct timespec t0;
@@ -438,7 +424,7 @@ static void test_server_limits_non_readers_rss(void **state)
 		tc_subscribe(&c[i], true, true);
 	}
 	w.rt = rt;
-	assert_int_equal(pthread_create(&th, NULL, bg_main, &w), 0);
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (ms_since(&t0) < 4000) {
 		usleep(50000);
@@ -483,7 +469,7 @@ static void test_server_limits_partial_and_stall(void **state)
 	const uint8_t part[] = { 0x0a, 100, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 	struct tclient half, lazy, good;
 	struct seen seen = { 0 };
-	struct bg_work w = { 0 };
+	struct bg_load w = { .tasks = 8, .polls = 2000 };
 	weft_server_stats_t st;
 	weft_server_t *srv;
 	weft_runtime_t *rt;
@@ -514,7 +500,7 @@ static void test_server_limits_partial_and_stall(void **state)
 	tc_expect_header(&good);
 	tc_subscribe(&good, true, false);
 	w.rt = rt;
-	assert_int_equal(pthread_create(&th, NULL, bg_main, &w), 0);
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		struct seen s1 = { 0 };
