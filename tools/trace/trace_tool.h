@@ -304,6 +304,9 @@ bool tt_window_past(const tt_window_t *w, uint64_t ts);
 /* Whether @e belongs in the window; a poll (stamped at its end) does if
  * it overlaps it, and is cut to it (ts and a1 changed). */
 bool tt_window_clip(const tt_window_t *w, weft_event_t *e);
+/* Reading stopped past the window, before the end: the progress line
+ * tt_next() draws on a terminal is cleared, as at the end. */
+void tt_window_stop(tt_trace_t *t);
 /* "0.500000 s to 1.500000 s", "2.000000 s to the end". */
 const char *tt_window_label(const tt_window_t *w, char *buf, size_t len);
 

@@ -112,6 +112,14 @@ bool tt_window_clip(const tt_window_t *w, weft_event_t *e)
 	return true;
 }
 
+void tt_window_stop(tt_trace_t *t)
+{
+	/* What trace_model.c's progress() does at the end of the file. */
+	if (t->progress_shown)
+		fputs("\r\033[K", stderr);
+	t->progress_shown = false;
+}
+
 const char *tt_window_label(const tt_window_t *w, char *buf, size_t len)
 {
 	if (w->to_rel == UINT64_MAX)

@@ -155,8 +155,10 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
 		unsigned tid = tid_of(e->worker);
 
 		if (win->set && !tt_window_clip(win, &ev)) {
-			if (tt_window_past(win, ev.ts))
+			if (tt_window_past(win, ev.ts)) {
+				tt_window_stop(t);
 				break;
+			}
 			continue;
 		}
 		if (!named[tid]) {

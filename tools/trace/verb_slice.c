@@ -718,8 +718,10 @@ int tt_verb_slice(int argc, char **argv)
 		if (ev.ts < s.w.from)
 			continue;
 		if (ev.ts > s.w.to) {
-			if (tt_window_past(&s.w, ev.ts))
+			if (tt_window_past(&s.w, ev.ts)) {
+				tt_window_stop(&t);
 				break;
+			}
 			continue;
 		}
 		open_window(&s);
