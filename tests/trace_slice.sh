@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# usage: tests/trace_slice.sh SLICE_WORKLOAD WEFT_TRACE [WEFT_CONSOLE]
+# usage: tests/trace_slice.sh SLICE_WORKLOAD WEFT_TRACE PROTO_DIR [WEFT_CONSOLE]
 #
 # weft-trace slice and export --from/--to (issue 21).  Records 2 s of a
-# workload (slice_workload.c: sleepers parked from start to end, a
-# ticker all along), slices 0.6 s .. 1.4 s of it, and checks that the
-# slice opens alone: info reads it, its duration is within the window,
-# its events are exactly the whole's stamped within the window (fewer
-# than the whole's), the sleepers, which have no event in the window,
-# are named by tasks and by the console's replay (the state at --from),
-# and a slice of a slice reads too; a state of 40,000 tasks is split
-# into several records.  Then export --from/--to: valid JSON,
-# every time inside the window, fewer slices than the whole's.  A
+# workload (slice_workload.c: sleepers parked from start to end, a ticker
+# all along), slices 0.6 s .. 1.4 s of it, and checks that the slice
+# opens alone: info reads it, its duration is within the window, its
+# events are exactly the whole's stamped within the window (fewer than
+# the whole's); the sleepers, which have no event in the window, are
+# named by tasks, by the console's replay and by protoc --decode (the
+# state at --from); a slice of a slice reads too; a state of 40,000
+# tasks is split into several records.  Then export --from/--to: valid
+# JSON, every time inside the window, fewer slices than the whole's.  A
 # cut-short file slices up to its last whole record.  Bad arguments:
 # exit 2, one line on stderr, no output left behind.
 set -euo pipefail
 
-workload=$1 tool=$2 console=${3:-}
+workload=$1 tool=$2 proto=$3 console=${4:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-trace-slice.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trace=$tmp/run.weft
@@ -90,6 +90,15 @@ if [[ -n "$console" ]]; then
 		--width 160 >"$tmp/console.txt"
 	rows=$(grep -c ' sleeper ' "$tmp/console.txt" || true)
 	[[ $rows -eq 8 ]] || { cat "$tmp/console.txt" >&2; fail "console replay: $rows sleepers, expected 8"; }
+fi
+
+# The state is encoded by hand: protoc reads the slice as a weft.v1.Trace,
+# the sleepers' names in it, where protoc exists.
+if command -v protoc >/dev/null 2>&1; then
+	protoc --decode=weft.v1.Trace -I"$proto" "$proto/weft.proto" \
+		<"$tmp/s.weft" >"$tmp/protoc.txt"
+	rows=$(grep -c 'name: "sleeper"' "$tmp/protoc.txt" || true)
+	[[ $rows -ge 8 ]] || fail "protoc: $rows sleepers named, expected 8"
 fi
 
 # A slice of the slice: its times count from its own first event.

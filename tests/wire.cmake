@@ -86,7 +86,7 @@ if(TARGET weft-trace)
   add_test(NAME trace_slice
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_slice.sh
             $<TARGET_FILE:slice_workload> $<TARGET_FILE:weft-trace>
-            "${WEFT_SLICE_CONSOLE}")
+            ${PROJECT_SOURCE_DIR}/proto "${WEFT_SLICE_CONSOLE}")
   set_tests_properties(trace_slice PROPERTIES TIMEOUT 60
     LABELS "unit;probe")
 endif()
