@@ -19,8 +19,8 @@
  * One pass in time order (trace_model.c), after a look at the first
  * events for the trace's start, which TIMEs count from.  Memory: the
  * live tasks, resources and workers at a moment (each as one packed
- * record), the stream's reorder window, and a batch of events; never the
- * file.  Reading stops once the events are TT_WINDOW_SLACK_NS past --to.
+ * record in one allocation, names and files kept once for all), the
+ * stream's reorder window, and a batch of events; never the file.  Reading stops once the events are TT_WINDOW_SLACK_NS past --to.
  *
  * OUT is written beside itself as OUT.XXXXXX and renamed when whole: a
  * slice that fails leaves nothing, and an OUT there before stays unless
@@ -50,17 +50,21 @@ static const char usage[] =
 	"OUT must not exist (--force: replace it); it is written whole or\n"
 	"not at all.  A cut-short FILE is read to its last whole record.\n";
 
-/* A task's or a resource's last record, packed without its histograms. */
+/*
+ * A task's or a resource's last record, packed without its histograms
+ * (a task's without its name, file and line too), and its last
+ * histograms, packed: one allocation, made anew for each record.
+ */
 typedef struct entry_s {
 	uint64_t id;
-	uint8_t *rec;
-	size_t len;
-	uint8_t *hist[2]; /* the last histograms sent, packed; NULL: none */
-	size_t hlen[2];
+	struct entry_s *next;    /* hash chain */
 	const char *name, *file; /* tasks: the first sent (interned); NULL:
 				  * none yet */
 	uint32_t line;
-	struct entry_s *next; /* hash chain */
+	uint32_t len;     /* the record's bytes, at data */
+	uint32_t hlen[2]; /* the histograms', after it */
+	uint8_t hists;    /* bit i: histogram i was sent */
+	uint8_t data[];
 } entry_t;
 
 typedef struct table_s {
@@ -209,31 +213,9 @@ static void grow(table_t *t)
 	free(b);
 }
 
-static void entry_free(entry_t *e)
+static const uint8_t *entry_hist(const entry_t *e, int i)
 {
-	free(e->rec);
-	free(e->hist[0]);
-	free(e->hist[1]);
-	free(e);
-}
-
-/* @id's entry, made when missing. */
-static entry_t *entry_get(table_t *t, uint64_t id)
-{
-	entry_t **pp = slot(t, id), *e;
-
-	if (*pp)
-		return *pp;
-	if (t->n + 1 > 2 * t->nb) {
-		grow(t);
-		pp = slot(t, id);
-	}
-	e = tt_xmalloc(sizeof(*e));
-	memset(e, 0, sizeof(*e));
-	e->id = id;
-	*pp = e;
-	t->n++;
-	return e;
+	return e->data + e->len + (i ? e->hlen[0] : 0);
 }
 
 static void entry_remove(table_t *t, uint64_t id)
@@ -243,7 +225,7 @@ static void entry_remove(table_t *t, uint64_t id)
 	if (!e)
 		return;
 	*pp = e->next;
-	entry_free(e);
+	free(e);
 	t->n--;
 }
 
@@ -252,7 +234,7 @@ static void table_free(table_t *t)
 	for (size_t i = 0; i < t->nb; i++)
 		for (entry_t *e = t->b[i], *next; e; e = next) {
 			next = e->next;
-			entry_free(e);
+			free(e);
 		}
 	free(t->b);
 }
@@ -303,21 +285,54 @@ static void strtab_free(strtab_t *t)
 	free(t->b);
 }
 
-/* *@dst, *@len: @h packed, or left as they were when @h is NULL. */
-static void keep_hist(uint8_t **dst, size_t *len, const Weft__V1__Histogram *h)
+/*
+ * @id's entry anew: @m packed, then the histograms @h (the entry's last
+ * ones where NULL), the name, file and line kept.  The entry before it
+ * is freed.
+ */
+static void keep(table_t *t, uint64_t id, const ProtobufCMessage *m,
+		 const Weft__V1__Histogram *const h[2], const char *name,
+		 const char *file, uint32_t line)
 {
-	if (!h)
-		return;
-	*len = weft__v1__histogram__get_packed_size(h);
-	*dst = tt_xrealloc(*dst, *len ? *len : 1);
-	weft__v1__histogram__pack(h, *dst);
-}
+	entry_t **pp = slot(t, id), *old = *pp, *e;
+	size_t len = protobuf_c_message_get_packed_size(m), hlen[2];
 
-static void keep_rec(entry_t *e, const ProtobufCMessage *m)
-{
-	e->len = protobuf_c_message_get_packed_size(m);
-	e->rec = tt_xrealloc(e->rec, e->len ? e->len : 1);
-	protobuf_c_message_pack(m, e->rec);
+	if (!old && t->n + 1 > 2 * t->nb) {
+		grow(t);
+		pp = slot(t, id);
+	}
+	for (int i = 0; i < 2; i++)
+		hlen[i] = h[i] ? weft__v1__histogram__get_packed_size(h[i]) :
+			  old && old->hists >> i & 1 ? old->hlen[i] :
+						       0;
+	if (len + hlen[0] + hlen[1] > UINT32_MAX)
+		tt_die("slice: a record of %zu bytes", len);
+	e = tt_xmalloc(sizeof(*e) + len + hlen[0] + hlen[1]);
+	e->id = id;
+	e->next = old ? old->next : NULL;
+	e->name = name;
+	e->file = file;
+	e->line = line;
+	e->len = (uint32_t)len;
+	e->hists = 0;
+	protobuf_c_message_pack(m, e->data);
+	for (int i = 0; i < 2; i++) {
+		uint8_t *dst = e->data + len + (i ? hlen[0] : 0);
+
+		e->hlen[i] = (uint32_t)hlen[i];
+		if (h[i]) {
+			weft__v1__histogram__pack(h[i], dst);
+			e->hists |= 1u << i;
+		} else if (old && old->hists >> i & 1) {
+			memcpy(dst, entry_hist(old, i), hlen[i]);
+			e->hists |= 1u << i;
+		}
+	}
+	*pp = e;
+	if (old)
+		free(old);
+	else
+		t->n++;
 }
 
 static bool has(const char *s)
@@ -332,8 +347,12 @@ static bool has(const char *s)
  */
 static void note_task(struct slice *s, const Weft__V1__Task *m)
 {
+	static char none[1];
+	const Weft__V1__Histogram *h[2] = { m->poll_hist, m->sched_hist };
+	const char *name = NULL, *file = NULL;
 	Weft__V1__Task c = *m;
-	entry_t *e;
+	const entry_t *e;
+	uint32_t line = 0;
 
 	if (!m->id)
 		return;
@@ -341,33 +360,32 @@ static void note_task(struct slice *s, const Weft__V1__Task *m)
 		entry_remove(&s->tasks, m->id);
 		return;
 	}
-	e = entry_get(&s->tasks, m->id);
-	if (!e->name && has(m->name))
-		e->name = intern(&s->strs, m->name);
-	if (!e->file && has(m->file)) {
-		e->file = intern(&s->strs, m->file);
-		e->line = m->line;
+	if ((e = *slot(&s->tasks, m->id))) {
+		name = e->name;
+		file = e->file;
+		line = e->line;
 	}
-	/* Only read by the packing: the cast drops no write. */
-	if (e->name)
-		c.name = (char *)e->name;
-	if (e->file) {
-		c.file = (char *)e->file;
-		c.line = e->line;
+	if (!name && has(m->name))
+		name = intern(&s->strs, m->name);
+	if (!file && has(m->file)) {
+		file = intern(&s->strs, m->file);
+		line = m->line;
 	}
-	keep_hist(&e->hist[0], &e->hlen[0], m->poll_hist);
-	keep_hist(&e->hist[1], &e->hlen[1], m->sched_hist);
+	/* Put back when the state is written: kept once, not per task. */
+	c.name = none;
+	c.file = none;
+	c.line = 0;
 	c.poll_hist = NULL;
 	c.sched_hist = NULL;
-	keep_rec(e, &c.base);
+	keep(&s->tasks, m->id, &c.base, h, name, file, line);
 }
 
 /* A resource's record: its last, with its last histograms; a dropped
  * one's last record takes it off. */
 static void note_resource(struct slice *s, const Weft__V1__Resource *m)
 {
+	const Weft__V1__Histogram *h[2] = { m->wait_hist, m->hold_hist };
 	Weft__V1__Resource c = *m;
-	entry_t *e;
 
 	if (!m->id)
 		return;
@@ -375,12 +393,9 @@ static void note_resource(struct slice *s, const Weft__V1__Resource *m)
 		entry_remove(&s->res, m->id);
 		return;
 	}
-	e = entry_get(&s->res, m->id);
-	keep_hist(&e->hist[0], &e->hlen[0], m->wait_hist);
-	keep_hist(&e->hist[1], &e->hlen[1], m->hold_hist);
 	c.wait_hist = NULL;
 	c.hold_hist = NULL;
-	keep_rec(e, &c.base);
+	keep(&s->res, m->id, &c.base, h, NULL, NULL, 0);
 }
 
 static void note_worker(struct slice *s, const Weft__V1__Worker *m)
@@ -449,14 +464,23 @@ static void put_update_record(weft_wire_buf_t *b, const weft_wire_buf_t *body)
 	put_field(b, 4, body->data, body->len);
 }
 
-/* An item of the state: Update field @field holding @e's record and its
- * histograms (fields @hf). */
+/*
+ * An item of the state: Update field @field holding @e's record, a
+ * task's name, file and line (Task fields 3, 4, 5) and its histograms
+ * (fields @hf), appended: a field after the others is read the same.
+ */
 static size_t item_len(const entry_t *e, const unsigned hf[2])
 {
 	size_t n = e->len;
 
+	if (e->name)
+		n += field_len(3, strlen(e->name));
+	if (e->file)
+		n += field_len(4, strlen(e->file));
+	if (e->line)
+		n += 1 + varint_len(e->line);
 	for (int i = 0; i < 2; i++)
-		if (e->hist[i])
+		if (e->hists >> i & 1)
 			n += field_len(hf[i], e->hlen[i]);
 	return n;
 }
@@ -466,10 +490,18 @@ static void put_item(weft_wire_buf_t *b, unsigned field, const entry_t *e,
 {
 	put_varint(b, (uint64_t)field << 3 | 2);
 	put_varint(b, item_len(e, hf));
-	put_bytes(b, e->rec, e->len);
+	put_bytes(b, e->data, e->len);
+	if (e->name)
+		put_field(b, 3, e->name, strlen(e->name));
+	if (e->file)
+		put_field(b, 4, e->file, strlen(e->file));
+	if (e->line) {
+		put_varint(b, 5 << 3 | 0);
+		put_varint(b, e->line);
+	}
 	for (int i = 0; i < 2; i++)
-		if (e->hist[i])
-			put_field(b, hf[i], e->hist[i], e->hlen[i]);
+		if (e->hists >> i & 1)
+			put_field(b, hf[i], entry_hist(e, i), e->hlen[i]);
 }
 
 /* Adds @e to the update being built, after closing the record when it
