@@ -70,6 +70,27 @@ if(TARGET weft-trace)
     LABELS "unit;probe")
 endif()
 
+# weft-trace slice and export --from/--to (issue 21): a window of a
+# recorded workload as a trace of its own (info, tasks, dump, the
+# console's replay open it; the events are the whole's within the
+# window; tasks live across --from are named), the window exported as
+# JSON with every time inside it, and bad arguments refused.
+if(TARGET weft-trace)
+  add_executable(slice_workload slice_workload.c)
+  target_link_libraries(slice_workload PRIVATE weft Threads::Threads)
+  if(TARGET weft-console)
+    set(WEFT_SLICE_CONSOLE $<TARGET_FILE:weft-console>)
+  else()
+    set(WEFT_SLICE_CONSOLE "")
+  endif()
+  add_test(NAME trace_slice
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_slice.sh
+            $<TARGET_FILE:slice_workload> $<TARGET_FILE:weft-trace>
+            ${PROJECT_SOURCE_DIR}/proto "${WEFT_SLICE_CONSOLE}")
+  set_tests_properties(trace_slice PROPERTIES TIMEOUT 60
+    LABELS "unit;probe")
+endif()
+
 # weft-trace and resources (issue 18): tasks, stats and dump on a trace
 # test_wire writes (no probe needed).
 if(TARGET weft-trace)

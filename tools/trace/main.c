@@ -22,6 +22,7 @@ static const struct verb {
 	{ "record", tt_verb_record, "record a live process to a file" },
 	{ "snapshot", tt_verb_snapshot, "write a live flight recorder out" },
 	{ "tasks", tt_verb_tasks, "every live task, where it is parked" },
+	{ "slice", tt_verb_slice, "a window of a trace as a trace (--from --to)" },
 };
 
 static void usage(FILE *out)

@@ -272,6 +272,44 @@ void tt_pool_note(tt_pool_t *p, const tt_trace_t *t, const weft_event_t *e);
 void tt_pool_print(tt_pool_t *p, const tt_trace_t *t, unsigned long top);
 void tt_pool_free(tt_pool_t *p);
 
+/*
+ * trace_window.c: a window of a trace (slice, export --from/--to).
+ * TIMEs count from the trace's first event, as dump prints them; the
+ * window holds the events stamped from .from to .to, both included.
+ */
+typedef struct tt_window_s {
+	uint64_t from_rel, to_rel; /* ns from the first event; to: UINT64_MAX */
+	bool set;                  /* --from or --to given */
+	/* Stamps, once the first event is known (tt_window_start()). */
+	uint64_t base, from, to;
+} tt_window_t;
+
+/* Read on this far past --to for events written late, then stop. */
+#define TT_WINDOW_SLACK_NS (1000ull * 1000 * 1000)
+
+/* "12.5", "12.5s", "800ms", "40us", "2m", "1h": ns; false if not one. */
+bool tt_window_time(const char *s, uint64_t *ns);
+/* The whole trace: from its first event to its end. */
+void tt_window_init(tt_window_t *w);
+/* Takes argv[*@i] if it is --from or --to (and its TIME, *@i moved on);
+ * false if it is neither.  Dies on a bad TIME. */
+bool tt_window_opt(tt_window_t *w, const char *verb, int argc, char **argv,
+		   int *i);
+/* Dies when --from is after --to. */
+void tt_window_check(const tt_window_t *w, const char *verb);
+/* The window in stamps, from the trace's first event's. */
+void tt_window_start(tt_window_t *w, uint64_t first_ts);
+/* Whether @ts is so far past the window that reading can stop. */
+bool tt_window_past(const tt_window_t *w, uint64_t ts);
+/* Whether @e belongs in the window; a poll (stamped at its end) does if
+ * it overlaps it, and is cut to it (ts and a1 changed). */
+bool tt_window_clip(const tt_window_t *w, weft_event_t *e);
+/* Reading stopped past the window, before the end: the progress line
+ * tt_next() draws on a terminal is cleared, as at the end. */
+void tt_window_stop(tt_trace_t *t);
+/* "0.500000 s to 1.500000 s", "2.000000 s to the end". */
+const char *tt_window_label(const tt_window_t *w, char *buf, size_t len);
+
 /* verb_*.c: each takes argv after the verb name (argv[0] is the verb). */
 int tt_verb_info(int argc, char **argv);
 int tt_verb_dump(int argc, char **argv);
@@ -281,5 +319,6 @@ int tt_verb_list(int argc, char **argv);
 int tt_verb_record(int argc, char **argv);
 int tt_verb_snapshot(int argc, char **argv);
 int tt_verb_tasks(int argc, char **argv);
+int tt_verb_slice(int argc, char **argv);
 
 #endif /* WEFT_TRACE_TOOL_H */

@@ -7,19 +7,28 @@
  * and parks as thread instants ("i"), sampled queue depths as counters
  * ("C"), a wake and the task's next poll as a flow arrow ("s" / "f"),
  * thread names as metadata ("M").  Times are microseconds from the
- * first event.
+ * first event.  --from/--to export a window (trace_window.c): the events
+ * stamped within it, and the polls that overlap it cut to it, so that
+ * every time is inside it; reading stops a second past --to.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trace_tool.h"
 
 static const char usage[] =
-	"usage: weft-trace export --chrome FILE -o OUT.json\n"
+	"usage: weft-trace export --chrome FILE [--from TIME] [--to TIME] "
+	"-o OUT.json\n"
 	"Writes Chrome trace-event JSON (open it in https://ui.perfetto.dev):\n"
 	"polls as slices on one track per worker, steals and parks as\n"
-	"instants, queue depths as counters, wake -> poll as flow arrows.\n";
+	"instants, queue depths as counters, wake -> poll as flow arrows.\n"
+	"--from, --to: only that window (Perfetto does not open gigabytes of\n"
+	"JSON): the events stamped within it, polls that overlap it cut to\n"
+	"it.  TIME: seconds from the trace's first event, as weft-trace dump\n"
+	"counts them (2.5, 2.5s, 1500ms, 2m); times in the JSON count from\n"
+	"the same event, window or not.\n";
 
 static void json_str(FILE *out, const char *s)
 {
@@ -121,7 +130,8 @@ static void wake_forget(struct wake_map *m, uint64_t task)
 	m->slot[i].task = 0;
 }
 
-static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first)
+static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
+			  const tt_window_t *win)
 {
 	static bool named[65537];
 	struct wake_map wakes = { 0 };
@@ -144,6 +154,13 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first)
 		const weft_event_t *e = &ev;
 		unsigned tid = tid_of(e->worker);
 
+		if (win->set && !tt_window_clip(win, &ev)) {
+			if (tt_window_past(win, ev.ts)) {
+				tt_window_stop(t);
+				break;
+			}
+			continue;
+		}
 		if (!named[tid]) {
 			named[tid] = true;
 			if (tid)
@@ -272,9 +289,11 @@ int tt_verb_export(int argc, char **argv)
 	const char *path = NULL, *out_path = NULL;
 	bool chrome = false;
 	weft_event_t first;
+	tt_window_t win;
 	tt_trace_t t;
 	FILE *out;
 
+	tt_window_init(&win);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			fputs(usage, stdout);
@@ -284,6 +303,8 @@ int tt_verb_export(int argc, char **argv)
 			chrome = true;
 			continue;
 		}
+		if (tt_window_opt(&win, "export", argc, argv, &i))
+			continue;
 		if (!strcmp(argv[i], "-o")) {
 			if (++i >= argc)
 				tt_die("export: -o needs a file name");
@@ -300,14 +321,26 @@ int tt_verb_export(int argc, char **argv)
 		tt_die("export: no FILE (weft-trace export --help)");
 	if (!out_path)
 		tt_die("export: no output (-o OUT.json)");
+	tt_window_check(&win, "export");
 	tt_open(&t, path, false);
 	out = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
 	if (!out)
 		tt_die("export: %s: %s", out_path, strerror(errno));
-	if (tt_next(&t, &first))
-		export_chrome(&t, out, &first);
-	else
+	if (tt_next(&t, &first)) {
+		tt_window_start(&win, t.first_ts);
+		export_chrome(&t, out, &first, &win);
+	} else {
 		fputs("{\"traceEvents\":[]}\n", out);
+	}
+	if (win.set && t.nev && t.last_ts < win.from) {
+		/* Nothing of the window: no file that looks like it. */
+		if (out != stdout) {
+			fclose(out);
+			unlink(out_path);
+		}
+		tt_die("export: %s ends at %.6f s, before --from", path,
+		       (double)(t.last_ts - t.first_ts) / 1e9);
+	}
 	tt_free(&t);
 	if ((out != stdout && fclose(out)) || (out == stdout && fflush(out))) {
 		fprintf(stderr, "weft-trace: export: %s: write failed\n",
