@@ -1063,6 +1063,7 @@ static void test_probe_listening_reaches_busy_worker(void **state)
 struct reentry {
 	_Atomic int calls;
 	int subscribe, trace_start, trace_stop, snapshot, metrics;
+	int runtime, endpoint;
 	uint64_t long_poll_ns;
 	bool flushed;
 };
@@ -1089,6 +1090,16 @@ static void reentry_update(void *ctx, const weft_probe_update_t *u)
 	r->snapshot = weft_trace_snapshot("/dev/null");
 	r->metrics = weft_metrics_text(WEFT_METRICS_PROMETHEUS, &text, &len);
 	free(text);
+	{
+		weft_runtime_t *rt = NULL;
+		weft_metrics_endpoint_t *e = NULL;
+
+		r->runtime = weft_runtime_create(NULL, &rt);
+		r->endpoint = weft_metrics_endpoint_create(
+			&(weft_metrics_endpoint_opts_t){ .bind = "0",
+							 .histograms = true },
+			&e);
+	}
 }
 
 /*
@@ -1121,6 +1132,8 @@ static void test_probe_calls_from_a_callback(void **state)
 	assert_int_equal(r.trace_stop, -EDEADLK);
 	assert_int_equal(r.snapshot, -EDEADLK);
 	assert_int_equal(r.metrics, -EDEADLK);
+	assert_int_equal(r.runtime, -EDEADLK);
+	assert_int_equal(r.endpoint, -EDEADLK);
 }
 
 static void unsub_update(void *ctx, const weft_probe_update_t *u)

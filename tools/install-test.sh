@@ -14,6 +14,8 @@
 #                        -DWEFT_STATIC; must not need libweft.so at all
 #   find_package, shared tests/install/CMakeLists.txt with weft::weft
 #   find_package, static the same with weft::weft_static
+# and tests/install/hello_cxx.cpp with C++ (pkg-config, shared; where a
+# C++ compiler is installed): the headers parse and link from C++;
 # and tests/install/wire_client.c against libweft-wire alone (pkg-config
 # weft-wire), which must neither need libweft nor carry the runtime.
 # Registered with ctest as install_out_of_tree (tests/install/register.cmake).
@@ -102,6 +104,17 @@ say "pkg-config shared: $cc ${cflags[*]} hello.c ${libs[*]}"
 check_loads_from "pkg-config shared" "$tmp/hello-pc-shared" "$libdir" \
 	LD_LIBRARY_PATH="$libdir"
 run_hello "pkg-config shared" LD_LIBRARY_PATH="$libdir" "$tmp/hello-pc-shared"
+
+# The headers from C++: they parse, and what they declare links unmangled.
+if command -v "${CXX:-c++}" >/dev/null 2>&1; then
+	say "pkg-config C++: ${CXX:-c++} ${cflags[*]} hello_cxx.cpp ${libs[*]}"
+	"${CXX:-c++}" -Wall -Wextra -Werror "${cflags[@]}" \
+		"$root/tests/install/hello_cxx.cpp" -o "$tmp/hello-cxx" \
+		"${libs[@]}" || fail "pkg-config C++: build failed"
+	run_hello "pkg-config C++" LD_LIBRARY_PATH="$libdir" "$tmp/hello-cxx"
+else
+	say "pkg-config C++: no C++ compiler (${CXX:-c++}): skipped"
+fi
 
 # The archive is named explicitly: -lweft would pick the .so next to it.
 read -ra slibs <<<"$(pkg-config --static --libs weft)"

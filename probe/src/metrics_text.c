@@ -176,6 +176,11 @@ int weft__metrics_hist_get(void)
 				    .on_events = hist_on_events };
 	int err = 0;
 
+	/* A probe callback: sub_lock comes before probe.lock, which the
+	 * collector holds for it (another thread may hold sub_lock and
+	 * wait for probe.lock). */
+	if (weft__in_collector)
+		return -EDEADLK;
 	pthread_mutex_lock(&sub_lock);
 	if (hist_refs == 0)
 		err = weft_probe_subscribe(&o, &hist_sub);

@@ -322,6 +322,14 @@ static int header_build(weft_server_t *s, uint32_t workers)
 
 static void server_free(weft_server_t *s)
 {
+	/*
+	 * The socket's name first, while our listener is still open and
+	 * holds its inode: closed first, the inode could be freed (another
+	 * server of ours unlinking the name to bind its own) and its number
+	 * given to that server's socket, which the check would then take
+	 * for ours.
+	 */
+	weft__unlink_if_same(s->unix_path, &s->unix_id);
 	if (s->unix_l)
 		evconnlistener_free(s->unix_l);
 	if (s->tcp_l)
@@ -336,7 +344,6 @@ static void server_free(weft_server_t *s)
 		event_free(s->accept_resume_ev);
 	if (s->base)
 		event_base_free(s->base);
-	weft__unlink_if_same(s->unix_path, &s->unix_id);
 	weft__server_token_unlink(s->token_path, s->token);
 	while (s->qhead) {
 		struct item *it = s->qhead;

@@ -111,10 +111,10 @@ bool weft__file_id_of(const char *path, weft__file_id_t *id)
  * named for the pid): one stopping while the next starts (a runtime
  * destroyed as another is made) must not take the new one's away.  The
  * id is sound while our socket is open (it holds the inode, so the
- * number is not reused), which is until just before this call: the
- * other's inode was live beside ours.  A check then an unlink, not one
- * step: a socket replaced between the two is still lost, a window of
- * two system calls, where without the check it was a server's life.
+ * number is not reused): callers check before they close it.  A check
+ * then an unlink, not one step: a socket replaced between the two is
+ * still lost, a window of two system calls, where without the check it
+ * was a server's life.
  */
 void weft__unlink_if_same(const char *path, const weft__file_id_t *id)
 {
@@ -133,10 +133,25 @@ void weft__unlink_if_same(const char *path, const weft__file_id_t *id)
  */
 void weft__server_token_unlink(const char *path, const char *token)
 {
-	char got[WEFT_WIRE_TOKEN_MAX + 1];
+	char got[WEFT_WIRE_TOKEN_MAX + 2];
+	size_t len = strlen(token);
+	struct stat st;
+	ssize_t n;
+	int fd;
 
-	if (path[0] && token[0] &&
-	    weft_wire_token_read(path, got, sizeof(got)) == 0 &&
-	    strcmp(got, token) == 0)
+	if (!path[0] || !len)
+		return;
+	/* Not through a link, and never blocking on a FIFO put there: a
+	 * regular file, or it is not ours. */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ?
+		    read(fd, got, sizeof(got)) :
+		    -1;
+	close(fd);
+	/* Ours is the token and a newline, as token_write() wrote it. */
+	if (n == (ssize_t)len + 1 && got[len] == '\n' &&
+	    memcmp(got, token, len) == 0)
 		(void)unlink(path);
 }

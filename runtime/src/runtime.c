@@ -89,6 +89,10 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 
 	if (!out || !weft__reserved_zero(cfg.reserved_, sizeof(cfg.reserved_)))
 		return -EINVAL;
+	/* A probe callback: attaching to the probe takes the lock the
+	 * collector holds for it. */
+	if (weft__in_collector)
+		return -EDEADLK;
 	if (cfg.workers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -261,6 +265,9 @@ int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
 		return 0;
 	if (weft__cur_worker && weft__cur_worker->rt == rt)
 		weft_panic("weft_runtime_destroy() called from its own worker");
+	if (weft__in_collector)
+		weft_panic("weft_runtime_destroy() called from a probe callback: "
+			   "it waits for the probe");
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	if (timeout_ns > (uint64_t)INT32_MAX * 1000000000u)
 		timeout_ns = (uint64_t)INT32_MAX * 1000000000u;

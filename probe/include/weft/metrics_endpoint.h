@@ -60,7 +60,8 @@ typedef struct weft_metrics_endpoint_opts_s {
  * Return: 0; -EINVAL (no or a bad bind address, or a reserved word not
  * zero); -ENOMEM; a negative errno from bind(2) or listen(2)
  * (-EADDRINUSE); -EAGAIN (the thread); -ENOTSUP (@histograms in a build
- * without the probe).
+ * without the probe); -EDEADLK (@histograms, from a probe subscriber's
+ * callback).
  */
 WEFT_EXTERN int
 weft_metrics_endpoint_create(const weft_metrics_endpoint_opts_t *opts,

@@ -75,7 +75,7 @@ typedef struct weft_trace_opts_s {
  * Return: 0; -EINVAL (no path outside flight mode, or a reserved word of
  * @opts not zero); -EBUSY (already recording); -ENOMEM; -ENOTSUP (built
  * without the probe); a negative errno from open(2); -EAGAIN (the
- * collector thread).
+ * collector thread); -EDEADLK (called from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_trace_start(const char *path,
 				 const weft_trace_opts_t *opts);
@@ -99,7 +99,8 @@ WEFT_EXTERN int weft_trace_start(const char *path,
  * collector when last; the last writes), so a task that calls it holds up
  * its worker meanwhile.
  * Return: 0; -ENOENT (not recording); a negative errno from write(2) or
- * close(2), the first one met while recording (records were lost).
+ * close(2), the first one met while recording (records were lost);
+ * -EDEADLK (called from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_trace_stop(void);
 
@@ -123,7 +124,8 @@ WEFT_EXTERN int weft_trace_stop(void);
  * -ENOTSUP; -EPROTO (not a weft trace); -ESRCH (another process's
  * trace); a reader's error (weft/trace_reader.h: a record that does not
  * read, not one a resync skips); a negative errno from open(2),
- * ftruncate(2) or lseek(2); -EAGAIN.
+ * ftruncate(2) or lseek(2); -EAGAIN; -EDEADLK (from a probe subscriber's
+ * callback).
  */
 WEFT_EXTERN int weft_trace_continue(const char *path,
 				    const weft_trace_opts_t *opts);
@@ -161,7 +163,8 @@ WEFT_EXTERN void weft_trace_stats(weft_trace_stats_t *out);
  * flush (a collector pass) and the file's writes, so a task that calls it
  * holds up its worker meanwhile.
  * Return: 0; -EINVAL (NULL path); -ENOENT (no flight recorder running);
- * -ENOMEM; a negative errno from open(2) or write(2).
+ * -ENOMEM; a negative errno from open(2) or write(2); -EDEADLK (called
+ * from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_trace_snapshot(const char *path);
 

@@ -204,7 +204,15 @@ typedef struct weft_event_s {
 	uint8_t flags;
 } weft_event_t;
 
+#ifdef __cplusplus
+static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
+#else
 _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /**
  * weft_event_kind_name() - "poll", "wake", ...; "?" for an unknown kind.
@@ -228,5 +236,9 @@ WEFT_EXTERN const char *weft_resource_kind_name(unsigned kind);
  * "?" if unknown.
  */
 WEFT_EXTERN const char *weft_resource_op_name(unsigned op);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* WEFT_PROBE_EVENTS_H */

@@ -84,7 +84,9 @@ WEFT_EXTERN bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file,
  *
  * Context: any thread (not only the locker's); a task may call it (never
  * blocks).  Unlocking a mutex that is not locked is a bug: it panics
- * (abort, with the mutex's name on stderr).
+ * (abort, with the mutex's name on stderr) when it finds the mutex
+ * unlocked; a second unlock after another holder took it releases that
+ * holder's lock, unseen.
  */
 WEFT_EXTERN void weft_mutex_unlock(weft_mutex_t *m);
 

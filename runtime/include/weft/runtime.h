@@ -51,11 +51,12 @@ typedef struct weft_config_s {
  * @config: the configuration, or NULL for the defaults.
  * @out: receives the runtime.
  *
- * Context: any thread; a task may call it (it starts threads, and waits for
- * nothing else).
+ * Context: any thread but a probe subscriber's callback (-EDEADLK there:
+ * it attaches to the probe); a task may call it (it starts threads, and
+ * waits for nothing else).
  * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included, or
  * a reserved word not zero); -ENOMEM; -EAGAIN when a thread cannot be
- * started.
+ * started; -EDEADLK (from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
 				    weft_runtime_t **out);
@@ -82,8 +83,9 @@ WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
  * nothing; dropping the last reference frees it).  Calls that take @rt
  * itself (spawn, block_on) must not race with or follow destroy.
  *
- * Context: any thread but a worker or a blocking-pool thread of @rt (either
- * panics); it blocks until the pool's jobs have run and the workers have
+ * Context: any thread but a worker or a blocking-pool thread of @rt or a
+ * probe subscriber's callback (each panics); it blocks until the pool's
+ * jobs have run and the workers have
  * stopped (a worker of another runtime calling it blocks that worker).
  */
 WEFT_EXTERN void weft_runtime_destroy(weft_runtime_t *rt);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The whole public API of libweft: every header it installs but the
- * wire library's (weft/wire.h and its readers, libweft-wire).
+ * The whole public API of libweft, from C or C++.  A few of the headers
+ * it includes (weft/probe_model.h, the probe's structs) are installed
+ * with libweft-wire, whose own API (weft/wire.h and the trace readers)
+ * is not included here: a package of libweft's headers needs them too.
  */
 #ifndef WEFT_H
 #define WEFT_H
