@@ -248,6 +248,7 @@ static struct {
 	uint64_t bytes, events, spawned, completed, polls, warnings, updates,
 		batches, steals;
 	uint64_t live, live_max;
+	uint64_t prev_events, prev_polls, prev_steals; /* at the last update */
 	/* progress */
 	uint64_t t0, shown_at;
 	bool shown;
@@ -905,8 +906,14 @@ static void update_out(void)
 	st.spawned_tasks = g.spawned;
 	st.events = g.events;
 	st.warnings = g.warnings;
-	st.events_per_s = 0;
-	st.clock = NULL;
+	if (win > 0) {
+		st.events_per_s = (double)(g.events - g.prev_events) / win;
+		st.polls_per_s = (double)(g.polls - g.prev_polls) / win;
+		st.steals_per_s = (double)(g.steals - g.prev_steals) / win;
+	}
+	g.prev_events = g.events;
+	g.prev_polls = g.polls;
+	g.prev_steals = g.steals;
 	u.stats = &st;
 	u.tasks = g.tptrs;
 	u.ntasks = g.ndirty;
