@@ -213,16 +213,18 @@ void tt_res_free(tt_restab_t *r);
 
 /*
  * trace_durs.c: durations (or counts) for percentiles, each kept up to
- * TT_DURS_EXACT (exact ranks), past that a log-linear histogram (within
- * 1.6 %): bounded whatever the input.  Zeroed is empty.
+ * TT_DURS_EXACT or the set's exact_max (exact ranks), past that a
+ * log-linear histogram (within 1.6 %): bounded whatever the input.
+ * Zeroed is empty (exact_max may be set after).
  */
 #define TT_DURS_EXACT ((size_t)4 << 20)
 #define TT_DURS_SUB_BITS 6
 #define TT_DURS_BUCKETS ((64 - TT_DURS_SUB_BITS + 1) << TT_DURS_SUB_BITS)
 
 typedef struct tt_durs_s {
-	uint64_t *exact; /* NULL once past TT_DURS_EXACT (inexact) */
+	uint64_t *exact; /* NULL once past exact_max (inexact) */
 	size_t n, cap;
+	size_t exact_max; /* values kept exact at most (0: TT_DURS_EXACT) */
 	bool inexact;
 	uint64_t max, sum;
 	uint64_t buckets[TT_DURS_BUCKETS];
