@@ -18,7 +18,7 @@
  * upstream channel (100 ms) or, rarely, a blocking job (1 ms, on a pool
  * thread whose events are the "other threads'" run).  So most tasks live
  * a few milliseconds, a few thousand are live at a time, and a task
- * costs about fifteen events.  Beside them, long-lived tickers wake on
+ * costs about 22 events.  Beside them, long-lived tickers wake on
  * the timer every 250 ms.  Workers park when idle and steal from each
  * other (checked every millisecond of trace time, in lock step); one
  * poll in 100,000 takes 1 to 8 ms and raises a long-poll warning.
