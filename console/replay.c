@@ -94,9 +94,8 @@ static void progress(con_replay_t *r, uint64_t at, bool done)
 	r->progress_at = now;
 	/* This pass's rate: the index's, or the model's (slower). */
 	secs = (double)(now - r->pass_start) / 1e9;
-	left = at && r->size > at ?
-		       secs * (double)(r->size - at) / (double)at :
-		       0;
+	left = at && r->size > at ? secs * (double)(r->size - at) / (double)at :
+				    0;
 	fprintf(stderr,
 		"\rweft-console: %s: %s %3.0f%%  %.0f of %.0f MB  %.0f s "
 		"left\033[K",

@@ -42,8 +42,8 @@
 #include "weft/wire.h"
 
 #define SLICE_NS 1000000ull /* steals and queue samples, in lock step */
-#define PASS_SLICES 20u      /* a collector pass: 20 ms */
-#define UPDATE_PASSES 5u     /* an Update every 100 ms */
+#define PASS_SLICES 20u     /* a collector pass: 20 ms */
+#define UPDATE_PASSES 5u    /* an Update every 100 ms */
 #define FLUSH_BYTES (8u << 20)
 #define MAX_WORKERS 256u
 #define TICKERS_PER_WORKER 64u
@@ -100,8 +100,7 @@ static const struct wait_desc {
 		      171 },
 	[W_UPSTREAM] = { 100000000, R_UPSTREAM, WEFT_RES_OP_RECV,
 			 WEFT_WAKE_FOREIGN, 203 },
-	[W_JOB] = { 1000000, R_POOL, WEFT_RES_OP_JOB, WEFT_WAKE_BLOCKING,
-		    230 },
+	[W_JOB] = { 1000000, R_POOL, WEFT_RES_OP_JOB, WEFT_WAKE_BLOCKING, 230 },
 	[W_TICK] = { 250000000, 0, 0, WEFT_WAKE_TIMER, 41 },
 };
 
@@ -318,8 +317,8 @@ static uint32_t task_new(struct worker *w, unsigned site, uint64_t parent,
 		uint32_t old = g.ntasks_cap, cap = old ? 2 * old : 16384;
 
 		g.tasks = xrealloc(g.tasks, cap * sizeof(*g.tasks));
-		g.free_slots = xrealloc(g.free_slots,
-					cap * sizeof(*g.free_slots));
+		g.free_slots =
+			xrealloc(g.free_slots, cap * sizeof(*g.free_slots));
 		for (uint32_t i = cap; i-- > old;)
 			g.free_slots[g.nfree++] = i;
 		g.ntasks_cap = cap;
@@ -473,8 +472,8 @@ static void wake(struct worker *w, uint32_t slot)
 		     WEFT_EVENT_NO_WORKER, t->id, addr_of_await(W_JOB), 0);
 		emit(&g.pool, now, WEFT_EV_BLOCKING_END, WEFT_EVENT_NO_WORKER,
 		     t->id, run, 0);
-		emit(&g.pool, now, WEFT_EV_WAKE, WEFT_EVENT_NO_WORKER, t->id,
-		     0, WEFT_WAKE_BLOCKING | WEFT_WAKE_BY_VAL);
+		emit(&g.pool, now, WEFT_EV_WAKE, WEFT_EVENT_NO_WORKER, t->id, 0,
+		     WEFT_WAKE_BLOCKING | WEFT_WAKE_BY_VAL);
 		emit(&g.pool, now, WEFT_EV_RES_WAIT_END, WEFT_EVENT_NO_WORKER,
 		     t->id, R_POOL, WEFT_RES_OP_JOB);
 	} else {
@@ -553,15 +552,16 @@ static void poll_one(struct worker *w)
 	uint64_t start = w->now, dur = poll_duration(), end;
 	bool ready;
 
-	if (start - t->since > 500000 && start - w->last_delay_warn > 100000000) {
+	if (start - t->since > 500000 &&
+	    start - w->last_delay_warn > 100000000) {
 		char d[64];
 
 		snprintf(d, sizeof(d), "waited %.1f ms for a worker",
 			 (double)(start - t->since) / 1e6);
 		w->last_delay_warn = start;
 		t->warnings |= 1u << WEFT_WARN_SCHEDULING_DELAY;
-		warn(w, t, WEFT_WARN_SCHEDULING_DELAY, start,
-		     start - t->since, d);
+		warn(w, t, WEFT_WARN_SCHEDULING_DELAY, start, start - t->since,
+		     d);
 	}
 	t->scheduled_ns += start - t->since;
 	if (++g.long_poll_in == LONG_POLL_EVERY) {
@@ -588,15 +588,19 @@ static void poll_one(struct worker *w)
 		unsigned n = 0;
 
 		while (w->next_arrival <= start && n < 64) {
-			uint32_t s = task_new(w, SITE_REQ0 + (unsigned)rnd_below(
-							     NSITES - SITE_REQ0),
-					      t->id, start);
+			uint32_t s = task_new(
+				w,
+				SITE_REQ0 +
+					(unsigned)rnd_below(NSITES - SITE_REQ0),
+				t->id, start);
 
 			g.tasks[s].steps = (uint8_t)(1 + rnd_below(4));
 			runq_push(w, s);
-			w->next_arrival += (uint64_t)(-log(
-				(double)(rnd() >> 11) * 0x1.0p-53 + 0x1.0p-60) *
-				(double)w->mean_gap);
+			w->next_arrival +=
+				(uint64_t)(-log((double)(rnd() >> 11) *
+							0x1.0p-53 +
+						0x1.0p-60) *
+					   (double)w->mean_gap);
 			n++;
 		}
 		t = &g.tasks[slot]; /* the table may have moved */
@@ -622,8 +626,8 @@ static void poll_one(struct worker *w)
 		g.live--;
 	} else {
 		unsigned k = t->site == SITE_ACCEPTOR ? NWAIT :
-			     t->site == SITE_TICKER  ? W_TICK :
-						       pick_wait();
+			     t->site == SITE_TICKER   ? W_TICK :
+							pick_wait();
 		const struct wait_desc *d = &waits[k < NWAIT ? k : W_DB];
 
 		t->state = WEFT_TASK_IDLE;
@@ -678,8 +682,7 @@ static void run_slice(struct worker *w, uint64_t slice_end)
 		uint64_t t;
 
 		wake_due(w);
-		if (w->next_arrival <= w->now &&
-		    acc->state == WEFT_TASK_IDLE) {
+		if (w->next_arrival <= w->now && acc->state == WEFT_TASK_IDLE) {
 			unpark(w, 1);
 			wemit(w, w->now, WEFT_EV_IO_READY, 0, 3, 1);
 			wemit(w, w->now, WEFT_EV_WAKE, acc->id, 0,
@@ -885,9 +888,9 @@ static void update_out(void)
 		wk[i].polls_per_s = win > 0 ? (double)w->window_polls / win : 0;
 		wk[i].busy_ratio =
 			win > 0 ? (double)w->window_poll_ns / 1e9 / win : 0;
-		wk[i].mean_poll_ns = w->window_polls ? w->window_poll_ns /
-							       w->window_polls :
-						       0;
+		wk[i].mean_poll_ns =
+			w->window_polls ? w->window_poll_ns / w->window_polls :
+					  0;
 		wk[i].max_poll_ns = w->window_max;
 		/* One per cent of the time runnable with no CPU. */
 		wk[i].off_cpu_ns = (g.now - g.start_ns) / 100;
@@ -1018,8 +1021,8 @@ static uint64_t parse_size(const char *s)
 	return (uint64_t)(v * (double)mul);
 }
 
-static unsigned long parse_num(const char *opt, const char *s,
-			       unsigned long lo, unsigned long hi)
+static unsigned long parse_num(const char *opt, const char *s, unsigned long lo,
+			       unsigned long hi)
 {
 	char *end;
 	unsigned long v;
@@ -1065,7 +1068,8 @@ static void setup(void)
 		g.res[r].id = r;
 		g.res[r].kind = res_descs[r].kind;
 		g.res[r].name = res_descs[r].name;
-		g.res[r].file = r == R_WHEEL || r == R_POOL ? NULL : "src/main.c";
+		g.res[r].file = r == R_WHEEL || r == R_POOL ? NULL :
+							      "src/main.c";
 		g.res[r].line = r == R_WHEEL || r == R_POOL ? 0 : 20 + r;
 		g.res[r].created_ns = g.start_ns;
 	}

@@ -273,10 +273,9 @@ static void parked_note(tt_trace_t *t, tt_task_t *k, const Weft__V1__Task *m)
 	    !strcmp(k->parked_file, m->parked_file))
 		return;
 	task_strings_free(k, OWN_PARKED);
-	k->parked_file = m->parked_line ?
-				 intern(t, m->parked_file, &k->owned,
-					OWN_PARKED) :
-				 NULL;
+	k->parked_file = m->parked_line ? intern(t, m->parked_file, &k->owned,
+						 OWN_PARKED) :
+					  NULL;
 	k->parked_line = m->parked_line;
 }
 
