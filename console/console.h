@@ -739,11 +739,20 @@ typedef struct con_replay_s {
 	con_replay_rec_t *rec;
 	uint64_t *warn_bits;  /* an Update with warnings, one bit a record */
 	uint64_t *batch_bits; /* an EventBatch */
+	/* Progress on stderr while reading (replay.c): from open to
+	 * con_replay_progress_off(), when stderr is a terminal. */
+	bool progress;
+	const char *path;
+	uint64_t size;
+	uint64_t progress_start, progress_at, pass_start;
+	bool progress_shown;
 } con_replay_t;
 
 /* Index a file; returns 0 or a negative errno (message on stderr). */
 int con_replay_open(con_replay_t *r, const char *path);
 void con_replay_close(con_replay_t *r);
+/* No more progress lines on stderr (before the screen is taken over). */
+void con_replay_progress_off(con_replay_t *r);
 /* Feed the model every frame up to @pos_ns, read from the file
  * (rebuilding it from the start when @pos_ns is before the current
  * position). */

@@ -68,6 +68,49 @@ static bool is_reader_header(const weft_trace_reader_t *rd,
 	       f->header == rd->header;
 }
 
+/*
+ * Progress on stderr, when that is a terminal and reading has run for a
+ * second (a big file: the index reads it all, --once reads it again to
+ * the end): how far through the file, the time left.  Drawn at most 5
+ * times a second; @done true clears the line.
+ */
+static void progress(con_replay_t *r, uint64_t at, bool done)
+{
+	uint64_t now;
+	double secs, left;
+
+	if (!r->progress)
+		return;
+	if (done) {
+		if (r->progress_shown)
+			fputs("\r\033[K", stderr);
+		r->progress_shown = false;
+		return;
+	}
+	now = weft_wire_now_ns();
+	if (now - r->progress_start < 1000000000ull ||
+	    now - r->progress_at < 200000000ull)
+		return;
+	r->progress_at = now;
+	/* This pass's rate: the index's, or the model's (slower). */
+	secs = (double)(now - r->pass_start) / 1e9;
+	left = at && r->size > at ? secs * (double)(r->size - at) / (double)at :
+				    0;
+	fprintf(stderr,
+		"\rweft-console: %s: %s %3.0f%%  %.0f of %.0f MB  %.0f s "
+		"left\033[K",
+		r->path, r->next ? "replaying" : "indexing",
+		r->size ? 100.0 * (double)at / (double)r->size : 0.0,
+		(double)at / 1e6, (double)r->size / 1e6, left);
+	r->progress_shown = true;
+}
+
+void con_replay_progress_off(con_replay_t *r)
+{
+	progress(r, 0, true);
+	r->progress = false;
+}
+
 /* One more record in the index: the frame @f read at @off. */
 static void index_add(con_replay_t *r, size_t *cap, uint64_t off,
 		      const Weft__V1__Frame *f)
@@ -162,7 +205,13 @@ int con_replay_open(con_replay_t *r, const char *path)
 	}
 	r->rd = rd;
 	r->rd_at = SIZE_MAX;
+	r->path = path;
+	r->size = (uint64_t)st.st_size;
+	r->progress = isatty(STDERR_FILENO);
+	r->progress_start = r->pass_start = weft_wire_now_ns();
 	while ((rc = weft_trace_reader_next(rd, &f)) == 1) {
+		if (!(r->n & 15))
+			progress(r, rd->dec.offset, false);
 		/* The header is the reader's (freed on close): a copy is
 		 * kept, fed first of all on replay.  Any other frame is
 		 * ours, a second FileHeader too (indexed, fed as its hello,
@@ -175,6 +224,7 @@ int con_replay_open(con_replay_t *r, const char *path)
 		index_add(r, &cap, rd->dec.record_offset, f);
 		weft_wire_frame_free(f);
 	}
+	progress(r, 0, true);
 	if (rc < 0) {
 		char msg[256];
 
@@ -290,6 +340,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, r->hello);
 		r->hello_fed = true;
 	}
+	r->pass_start = weft_wire_now_ns();
 	while (r->next < r->n && r->rec[r->next].at <= pos_ns) {
 		Weft__V1__Frame *f = read_rec(r, r->next);
 
@@ -300,7 +351,10 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
+		if (!(r->next & 15))
+			progress(r, r->rec[r->next - 1].off, false);
 	}
+	progress(r, 0, true);
 	r->pos_ns = pos_ns;
 }
 

@@ -185,6 +185,7 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 			status = 1;
 	} else {
 		con_replay_seek(&rp, &m, rp.first_ns);
+		con_replay_progress_off(&rp);
 		status = con_tty_run(s);
 	}
 	con_model_fini(&m);

@@ -80,14 +80,16 @@ static void u64_select(uint64_t *v, size_t n, size_t k)
 void tt_durs_add(tt_durs_t *d, uint64_t v)
 {
 	if (!d->inexact && d->n == d->cap) {
-		if (d->n == TT_DURS_EXACT) {
+		size_t max = d->exact_max ? d->exact_max : TT_DURS_EXACT;
+
+		if (d->n >= max) {
 			free(d->exact);
 			d->exact = NULL;
 			d->inexact = true;
 		} else {
 			d->cap = d->cap ? 2 * d->cap : 256;
-			if (d->cap > TT_DURS_EXACT)
-				d->cap = TT_DURS_EXACT;
+			if (d->cap > max)
+				d->cap = max;
 			d->exact = tt_xrealloc(d->exact,
 					       d->cap * sizeof(*d->exact));
 		}
@@ -131,8 +133,11 @@ uint64_t tt_durs_pct(tt_durs_t *d, unsigned pct)
 
 void tt_durs_free(tt_durs_t *d)
 {
+	size_t max = d->exact_max;
+
 	free(d->exact);
 	memset(d, 0, sizeof(*d));
+	d->exact_max = max;
 }
 
 const char *tt_dur(char *buf, size_t len, uint64_t ns)

@@ -19,6 +19,18 @@
 #include "trace_tool.h"
 
 /*
+ * Interned strings take at most this much (the table and the bytes);
+ * past it, a task's strings are its own copies (a file with more
+ * distinct names than a program has call sites is no recording).
+ */
+#define STRS_BYTES ((size_t)32 << 20)
+
+/* Strings a task owns (tt_task_t.owned). */
+#define OWN_NAME 0x1u
+#define OWN_FILE 0x2u
+#define OWN_PARKED 0x4u
+
+/*
  * How long a task's name outlives its end, in trace time: its last
  * events (a waker dropped after the end) still find it, and it is more
  * than the stream's reorder window, within which they come out.
@@ -95,6 +107,89 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 }
 
 
+static size_t str_hash(const char *s)
+{
+	size_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static void strs_grow(tt_trace_t *t)
+{
+	size_t cap = t->strs_cap ? 2 * t->strs_cap : 1024;
+	char **slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		tt_die("out of memory");
+	for (size_t i = 0; i < t->strs_cap; i++) {
+		size_t j;
+
+		if (!t->strs[i])
+			continue;
+		for (j = str_hash(t->strs[i]) & (cap - 1); slot[j];
+		     j = (j + 1) & (cap - 1))
+			;
+		slot[j] = t->strs[i];
+	}
+	t->strs_bytes += (cap - t->strs_cap) * sizeof(*slot);
+	free(t->strs);
+	t->strs = slot;
+	t->strs_cap = cap;
+}
+
+/*
+ * @s, interned: the trace's copy, shared by every task that names it.
+ * Past STRS_BYTES a copy of its own, and *@owned gets @bit.
+ */
+static const char *intern(tt_trace_t *t, const char *s, uint8_t *owned,
+			  uint8_t bit)
+{
+	size_t len, j;
+
+	if (!s || !s[0])
+		return "";
+	if (!t->strs_cap)
+		strs_grow(t);
+	for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+	     j = (j + 1) & (t->strs_cap - 1))
+		if (!strcmp(t->strs[j], s))
+			return t->strs[j];
+	len = strlen(s) + 1;
+	if (2 * (t->nstrs + 1) > t->strs_cap) {
+		if (t->strs_bytes + t->strs_cap * sizeof(*t->strs) + len >
+		    STRS_BYTES) {
+			*owned |= bit;
+			return tt_xstrdup(s);
+		}
+		strs_grow(t);
+		for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+		     j = (j + 1) & (t->strs_cap - 1))
+			;
+	} else if (t->strs_bytes + len > STRS_BYTES) {
+		*owned |= bit;
+		return tt_xstrdup(s);
+	}
+	t->strs[j] = tt_xmalloc(len);
+	memcpy(t->strs[j], s, len);
+	t->strs_bytes += len;
+	t->nstrs++;
+	return t->strs[j];
+}
+
+/* Frees the strings @k owns (not the interned ones). */
+static void task_strings_free(tt_task_t *k, uint8_t bits)
+{
+	if (k->owned & bits & OWN_NAME)
+		free((char *)k->name);
+	if (k->owned & bits & OWN_FILE)
+		free((char *)k->file);
+	if (k->owned & bits & OWN_PARKED)
+		free((char *)k->parked_file);
+	k->owned &= (uint8_t)~bits;
+}
+
 /* Twice the buckets once the live tasks outnumber them twice. */
 static void tasks_grow(tt_trace_t *t)
 {
@@ -129,10 +224,11 @@ static void task_forget(tt_trace_t *t, uint64_t id)
 
 		if (k->id == id) {
 			*pp = k->next;
-			free(k->name);
-			free(k->file);
-			free(k->parked_file);
-			free(k);
+			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
+			/* Kept for the next task: a malloc and a free a
+			 * task were much of a read's time. */
+			k->next = t->spare_tasks;
+			t->spare_tasks = k;
 			t->live_tasks--;
 			return;
 		}
@@ -171,13 +267,15 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 }
 
 /* Every record says where the task is parked (empty in older files). */
-static void parked_note(tt_task_t *k, const Weft__V1__Task *m)
+static void parked_note(tt_trace_t *t, tt_task_t *k, const Weft__V1__Task *m)
 {
 	if (k->parked_line == m->parked_line && k->parked_file &&
 	    !strcmp(k->parked_file, m->parked_file))
 		return;
-	free(k->parked_file);
-	k->parked_file = m->parked_line ? tt_xstrdup(m->parked_file) : NULL;
+	task_strings_free(k, OWN_PARKED);
+	k->parked_file = m->parked_line ? intern(t, m->parked_file, &k->owned,
+						 OWN_PARKED) :
+					  NULL;
 	k->parked_line = m->parked_line;
 }
 
@@ -191,7 +289,11 @@ static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 		if (t->live_tasks >= 2 * t->ntask_buckets)
 			tasks_grow(t);
 		b = bucket(t, m->id);
-		k = tt_xmalloc(sizeof(*k));
+		k = t->spare_tasks;
+		if (k)
+			t->spare_tasks = k->next;
+		else
+			k = tt_xmalloc(sizeof(*k));
 		memset(k, 0, sizeof(*k));
 		k->id = m->id;
 		k->next = t->tasks[b];
@@ -201,17 +303,16 @@ static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 		if (m->finished_ns)
 			task_ended(t, m->id, m->finished_ns);
 	} else {
-		parked_note(k, m);
+		parked_note(t, k, m);
 		if (k->name[0] || !m->name[0])
 			return; /* the first name seen stays */
-		free(k->name);
-		free(k->file);
+		task_strings_free(k, OWN_NAME | OWN_FILE);
 	}
-	k->name = tt_xstrdup(m->name);
-	k->file = tt_xstrdup(m->file);
+	k->name = intern(t, m->name, &k->owned, OWN_NAME);
+	k->file = intern(t, m->file, &k->owned, OWN_FILE);
 	k->line = m->line;
 	if (!k->parked_file)
-		parked_note(k, m);
+		parked_note(t, k, m);
 }
 
 static char *join_argv(const Weft__V1__Hello *h)
@@ -509,13 +610,20 @@ void tt_free(tt_trace_t *t)
 		while (k) {
 			tt_task_t *next = k->next;
 
-			free(k->name);
-			free(k->file);
-			free(k->parked_file);
+			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
 			free(k);
 			k = next;
 		}
 	}
+	while (t->spare_tasks) {
+		tt_task_t *next = t->spare_tasks->next;
+
+		free(t->spare_tasks);
+		t->spare_tasks = next;
+	}
+	for (size_t i = 0; i < t->strs_cap; i++)
+		free(t->strs[i]);
+	free(t->strs);
 	free(t->tasks);
 	free(t->ended);
 	free(t->worker_drops);

@@ -25,15 +25,21 @@
 
 #define TT_EXIT_BAD_INPUT 2
 
+/*
+ * A task as the updates named it.  The strings are the trace's (interned:
+ * a program's names and files are a few static strings that every task
+ * repeats), valid until tt_free().
+ */
 typedef struct tt_task_s {
 	uint64_t id;
-	char *name; /* "" when unnamed */
-	char *file; /* "" when unknown */
+	const char *name; /* "" when unnamed */
+	const char *file; /* "" when unknown */
 	uint32_t line;
 	/* Where it is parked, as the last update said (NULL: not known). */
-	char *parked_file;
+	const char *parked_file;
 	uint32_t parked_line;
-	struct tt_task_s *next; /* hash chain */
+	uint8_t owned; /* private: strings it owns (the pool was full) */
+	struct tt_task_s *next; /* hash chain, or the spares' list */
 } tt_task_t;
 
 typedef struct tt_warning_s {
@@ -162,6 +168,11 @@ typedef struct tt_trace_s {
 	void *frame_ctx;
 	/* private */
 	struct weft_trace_stream_s *stream;
+	/* Interned strings (trace_model.c): open addressing, at most
+	 * TT_STRS_BYTES; tasks forgotten, kept for the next ones. */
+	char **strs;
+	size_t strs_cap, nstrs, strs_bytes;
+	tt_task_t *spare_tasks;
 	uint64_t progress_at, progress_start, progress_items;
 	bool progress_shown;
 } tt_trace_t;
@@ -202,16 +213,18 @@ void tt_res_free(tt_restab_t *r);
 
 /*
  * trace_durs.c: durations (or counts) for percentiles, each kept up to
- * TT_DURS_EXACT (exact ranks), past that a log-linear histogram (within
- * 1.6 %): bounded whatever the input.  Zeroed is empty.
+ * TT_DURS_EXACT or the set's exact_max (exact ranks), past that a
+ * log-linear histogram (within 1.6 %): bounded whatever the input.
+ * Zeroed is empty (exact_max may be set after).
  */
 #define TT_DURS_EXACT ((size_t)4 << 20)
 #define TT_DURS_SUB_BITS 6
 #define TT_DURS_BUCKETS ((64 - TT_DURS_SUB_BITS + 1) << TT_DURS_SUB_BITS)
 
 typedef struct tt_durs_s {
-	uint64_t *exact; /* NULL once past TT_DURS_EXACT (inexact) */
+	uint64_t *exact; /* NULL once past exact_max (inexact) */
 	size_t n, cap;
+	size_t exact_max; /* values kept exact at most (0: TT_DURS_EXACT) */
 	bool inexact;
 	uint64_t max, sum;
 	uint64_t buckets[TT_DURS_BUCKETS];

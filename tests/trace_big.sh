@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tests/trace_big.sh WEFT_BENCH_GENTRACE WEFT_TRACE [WEFT_CONSOLE]
+#
+# The trace tools on a big file, in bounded memory (issue 21).
+# weft-bench-gentrace writes a synthetic task-per-request trace of about
+# 200 MB (BIG_TRACE_BYTES; 16 M events, 700,000 tasks) in $TMPDIR, and
+# says what it wrote: events, tasks, polls, warnings, completions.  Then,
+# each under /usr/bin/time, its peak RSS under 256 MiB (BIG_TRACE_RSS_KB):
+#
+#   info     events, tasks named and warnings are the generator's
+#   stats    its event count and its poll count are the generator's
+#   tasks    one row a live task at the end (tasks - completed)
+#   console  --replay --once: the live tasks and the spawned count
+#
+# stats and the console run beside info and tasks (two cores, two lanes
+# of about the same time).  dump and export --chrome, the slowest per
+# event, read a 20 MB trace of the same generator (every event a line;
+# a poll slice per poll): tools/bench/big-trace.sh times them on GBs.
+# The files are removed at the end.  Skipped (77) without /usr/bin/time.
+set -euo pipefail
+
+gen=$1 tool=$2 console=${3:-}
+bytes=${BIG_TRACE_BYTES:-200M}
+bound=${BIG_TRACE_RSS_KB:-262144}
+
+[[ -x /usr/bin/time ]] || {
+	echo "trace_big: no /usr/bin/time: skipped"
+	exit 77
+}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-trace-big.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+fail()
+{
+	echo "trace_big: FAIL: $*" >&2
+	exit 1
+}
+
+# field SUMMARY KEY: KEY's value on the generator's summary line.
+field()
+{
+	sed -n "s/.*\<$2=\([0-9.]*\).*/\1/p" <<< "$1"
+}
+
+# timed NAME CMD...: runs CMD with stdout to $tmp/NAME.out, its time
+# and peak RSS to $tmp/NAME.time.
+timed()
+{
+	local name=$1
+
+	shift
+	/usr/bin/time -f '%e %M' -o "$tmp/$name.time" "$@" \
+		> "$tmp/$name.out" 2> "$tmp/$name.err" ||
+		{
+			cat "$tmp/$name.err" >&2
+			fail "$name exited non-zero"
+		}
+}
+
+# check_rss NAME: the bound, and a line for the log.
+check_rss()
+{
+	local s kb
+
+	read -r s kb < "$tmp/$1.time"
+	echo "trace_big: $1: $s s, peak RSS $((kb / 1024)) MiB"
+	((kb <= bound)) || fail "$1: peak RSS $kb KB over $bound KB"
+}
+
+# expect NAME WHAT GOT WANT
+expect()
+{
+	[[ "$3" == "$4" ]] || fail "$1: $2 is '$3', the generator wrote $4"
+}
+
+big=$tmp/big.weft
+"$gen" "$big" --bytes "$bytes" --quiet > "$tmp/gen.out"
+sum=$(tail -n 1 "$tmp/gen.out")
+echo "trace_big: $sum"
+events=$(field "$sum" events)
+tasks=$(field "$sum" tasks)
+polls=$(field "$sum" polls)
+warnings=$(field "$sum" warnings)
+spawned=$(field "$sum" spawned)
+live=$(($(field "$sum" tasks) - $(field "$sum" completed)))
+[[ -n "$events" && "$events" -gt 10000000 ]] ||
+	fail "the generator wrote '$events' events (want > 10 M)"
+
+(
+	timed stats "$tool" stats "$big"
+	if [[ -n "$console" ]]; then
+		timed console "$console" --replay "$big" --once --view workers
+	fi
+) &
+lane=$!
+timed info "$tool" info "$big"
+timed tasks "$tool" tasks "$big"
+wait "$lane" || fail "stats or the console failed"
+
+for v in info stats tasks ${console:+console}; do
+	check_rss "$v"
+done
+
+expect info events "$(sed -n 's/^events: *\([0-9]*\) .*/\1/p' "$tmp/info.out")" \
+	"$events"
+expect info "tasks named" \
+	"$(sed -n 's/^tasks named: *\([0-9]*\)$/\1/p' "$tmp/info.out")" "$tasks"
+expect info warnings "$(sed -n 's/^warnings: *\([0-9]*\)$/\1/p' "$tmp/info.out")" \
+	"$warnings"
+grep -q "cut short\|skipped" "$tmp/info.out" &&
+	fail "info: the file reads as damaged"
+expect stats events \
+	"$(sed -n '1s/.*: \([0-9]*\) events over .*/\1/p' "$tmp/stats.out")" \
+	"$events"
+expect stats polls \
+	"$(sed -n 's/^poll time: .*(\([0-9]*\) polls)$/\1/p' "$tmp/stats.out")" \
+	"$polls"
+# A header line and a column line, then a row per live task.
+expect tasks rows "$(($(wc -l < "$tmp/tasks.out") - 2))" "$live"
+if [[ -n "$console" ]]; then
+	expect console "live tasks" \
+		"$(sed -n 's/.* live tasks \([0-9]*\) .*/\1/p' "$tmp/console.out")" \
+		"$live"
+	expect console spawned \
+		"$(sed -n 's/.* spawned \([0-9]*\).*/\1/p' "$tmp/console.out")" \
+		"$spawned"
+fi
+rm -f "$big"
+
+small=$tmp/small.weft
+"$gen" "$small" --bytes 20M --quiet > "$tmp/gen.out"
+sum=$(tail -n 1 "$tmp/gen.out")
+events=$(field "$sum" events)
+polls=$(field "$sum" polls)
+timed dump "$tool" dump "$small" &
+dump_pid=$!
+timed export "$tool" export --chrome "$small" -o /dev/stdout
+wait "$dump_pid" || fail "dump failed"
+check_rss dump
+check_rss export
+expect dump lines "$(wc -l < "$tmp/dump.out")" "$events"
+expect export "poll slices" "$(grep -c '"ph":"X"' "$tmp/export.out")" "$polls"
+echo "trace_big: ok"

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# usage: tools/bench/big-trace.sh [BUILD_DIR] [SIZE]
+#
+# The trace tools on a big file (issue 21; tools/bench/README.md, "Big
+# traces"): weft-bench-gentrace writes a synthetic trace of SIZE bytes
+# (default 2G; 250M, 1G, 1Gi... as --bytes takes them) in $TMPDIR, then
+# every verb that reads a file runs on it once, under
+# /usr/bin/time -f '%e s %M KB':
+#
+#   info, stats, tasks, dump > /dev/null, export --chrome -o /dev/null,
+#   and weft-console --replay FILE --once (the console's replay: open,
+#   read to the end, print the tasks view)
+#
+# One row per verb: wall seconds, events per second (the generator's
+# event count over those seconds) and peak RSS.  `list` reads no file
+# (it lists live processes) and is timed as is, for the table's sake.
+# VERBS="info stats" runs only those (names as in the table's first
+# column); KEEP=1 keeps the file (its path is printed).  Not a test: it
+# asserts nothing.  Exits non-zero if a verb fails.
+set -euo pipefail
+
+build=${1:-build}
+size=${2:-2G}
+trace=$build/tools/trace/weft-trace
+console=$build/console/weft-console
+gen=$build/tools/bench/weft-bench-gentrace
+verbs=${VERBS:-"info stats tasks dump export console list"}
+
+for b in "$trace" "$gen"; do
+	[[ -x "$b" ]] || {
+		echo "big-trace.sh: $b not built (cmake --build $build)" >&2
+		exit 2
+	}
+done
+[[ -x /usr/bin/time ]] || {
+	echo "big-trace.sh: needs /usr/bin/time (GNU time)" >&2
+	exit 2
+}
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/big-trace.XXXXXX")
+file=$dir/big.weft
+cleanup()
+{
+	if [[ "${KEEP:-0}" == 1 ]]; then
+		echo "kept: $file"
+		rm -f "$dir/time.out"
+	else
+		rm -rf "$dir"
+	fi
+}
+trap cleanup EXIT
+
+echo "writing $size to $file"
+/usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+	"$gen" "$file" --bytes "$size" > "$dir/gen.out"
+summary=$(tail -n 1 "$dir/gen.out")
+echo "$summary"
+field()
+{
+	sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p" <<< "$summary"
+}
+events=$(field events)
+bytes=$(field bytes)
+read -r gen_s _ gen_kb _ < "$dir/time.out"
+printf '\n%-10s %9s %12s %10s\n' verb seconds events/s 'peak RSS'
+row()
+{
+	# row NAME SECONDS KB
+	local eps
+
+	eps=$(awk -v e="$events" -v s="$2" \
+		'BEGIN { printf (s > 0 ? "%.2fM" : "-"), e / s / 1e6 }')
+	printf '%-10s %9s %12s %7d MB\n' "$1" "$2" "$eps" $(($3 / 1024))
+}
+row gentrace "$gen_s" "$gen_kb"
+
+for v in $verbs; do
+	case $v in
+	info | stats | tasks | dump) cmd=("$trace" "$v" "$file") ;;
+	export) cmd=("$trace" export --chrome "$file" -o /dev/null) ;;
+	console)
+		[[ -x "$console" ]] || continue
+		cmd=("$console" --replay "$file" --once)
+		;;
+	list) cmd=("$trace" list) ;;
+	*)
+		echo "big-trace.sh: unknown verb '$v'" >&2
+		exit 2
+		;;
+	esac
+	if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+		"${cmd[@]}" > /dev/null 2> "$dir/err.out"; then
+		echo "big-trace.sh: $v failed:" >&2
+		cat "$dir/err.out" "$dir/time.out" >&2
+		exit 1
+	fi
+	read -r s _ kb _ < "$dir/time.out"
+	if [[ $v == list ]]; then
+		printf '%-10s %9s %12s %7d MB\n' list "$s" - $((kb / 1024))
+	else
+		row "$v" "$s" "$kb"
+	fi
+done
+printf '\n%s bytes, %s events (%s)\n' "$bytes" "$events" \
+	"$(awk -v b="$bytes" -v e="$events" 'BEGIN { printf "%.2f bytes/event", b / e }')"
