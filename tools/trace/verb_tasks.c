@@ -445,31 +445,6 @@ static void tasks_file(struct table *tab, const char *path, uint64_t at_rel)
 	tt_free(&t);
 }
 
-/* "12.5", "12.5s", "800ms", "2m", "1h": ns; false when it is not one. */
-static bool parse_time(const char *s, uint64_t *ns)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0 || v > 1e9)
-		return false;
-	if (!*end || !strcmp(end, "s"))
-		*ns = (uint64_t)(v * 1e9);
-	else if (!strcmp(end, "ms"))
-		*ns = (uint64_t)(v * 1e6);
-	else if (!strcmp(end, "us"))
-		*ns = (uint64_t)(v * 1e3);
-	else if (!strcmp(end, "m"))
-		*ns = (uint64_t)(v * 6e10);
-	else if (!strcmp(end, "h"))
-		*ns = (uint64_t)(v * 3.6e12);
-	else
-		return false;
-	return true;
-}
-
 /* A file when one is there by that name; else a live target. */
 static bool is_file(const char *what)
 {
@@ -514,7 +489,7 @@ int tt_verb_tasks(int argc, char **argv)
 	}
 	if (!what)
 		tt_die("tasks: no PID or FILE (weft-trace tasks --help)");
-	if (at && !parse_time(at, &at_rel))
+	if (at && !tt_window_time(at, &at_rel))
 		tt_die("tasks: bad --at '%s' (seconds from the trace's "
 		       "start: 12.5, 800ms, 2m)", at);
 	grow(&tab);
