@@ -101,6 +101,54 @@ static bool rsink_res(struct rsink *r, const char *name, uint32_t line,
 	return found;
 }
 
+/* The resource of kind @kind named "fd" @line, or with @name. */
+static bool rsink_res_kind(struct rsink *r, unsigned kind, const char *name,
+			   uint32_t line, weft_probe_resource_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->nres; i++) {
+		const weft_probe_resource_t *x = &r->res[i];
+
+		if (x->kind != kind)
+			continue;
+		if ((name && x->name && !strcmp(x->name, name)) ||
+		    (!name && x->file && !strcmp(x->file, "fd") &&
+		     x->line == line)) {
+			*out = *x;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&r->s.lock);
+	return found;
+}
+
+/*
+ * Waits up to @tries x 10 ms for task @id to be seen waiting on the
+ * resource of @kind named @name (or "fd" @line, or initialised at @line
+ * of this file for kind 0), listed among its waiters (@one: the only
+ * one).  The resource and the task as last seen go to @res and @t.
+ */
+static bool rsink_until_waiting(struct rsink *r, uint64_t id, unsigned kind,
+				const char *name, uint32_t line, bool one,
+				int tries, weft_probe_resource_t *res,
+				weft_probe_task_t *t)
+{
+	for (int k = 0; k < tries; k++) {
+		bool found;
+
+		usleep(10000);
+		weft_probe_flush();
+		found = kind ? rsink_res_kind(r, kind, name, line, res) :
+			       rsink_res(r, name, line, res);
+		if (found && (!one || res->nwaiters == 1) &&
+		    sink_task(&r->s, id, t) && t->waiting_on == res->id)
+			return true;
+	}
+	return false;
+}
+
 /* The last warning of @kind, whatever its task. */
 static bool rsink_warning(struct rsink *r, unsigned kind,
 			  weft_probe_warning_t *out)
@@ -644,7 +692,6 @@ static void test_oneshot_waited_on(void **state)
 	weft_probe_task_t t = { 0 };
 	weft_join_t *j;
 	uint64_t id;
-	bool seen = false;
 	int line;
 
 	(void)state;
@@ -654,14 +701,8 @@ static void test_oneshot_waited_on(void **state)
 					  (&(struct awaiter){ .rx = rx }), &j),
 			 0);
 	id = weft_join_id(j);
-	for (int k = 0; k < 200 && !seen; k++) {
-		usleep(10000);
-		weft_probe_flush();
-		seen = rsink_res(r, NULL, (uint32_t)line, &res) &&
-		       res.nwaiters == 1 && sink_task(&r->s, id, &t) &&
-		       t.waiting_on == res.id;
-	}
-	assert_true(seen);
+	assert_true(rsink_until_waiting(r, id, 0, NULL, (uint32_t)line, true,
+					200, &res, &t));
 	assert_int_equal(res.kind, WEFT_RES_ONESHOT);
 	assert_int_equal(res.waiters[0], id);
 	assert_int_equal(t.waiting_op, WEFT_RES_OP_DONE);
@@ -680,29 +721,6 @@ static void test_oneshot_waited_on(void **state)
 }
 
 /* ------------------------------------ the timer wheel and an fd */
-
-/* The resource of kind @kind named "fd" @line, or with @name. */
-static bool rsink_res_kind(struct rsink *r, unsigned kind, const char *name,
-			   uint32_t line, weft_probe_resource_t *out)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&r->s.lock);
-	for (size_t i = 0; i < r->nres; i++) {
-		const weft_probe_resource_t *x = &r->res[i];
-
-		if (x->kind != kind)
-			continue;
-		if ((name && x->name && !strcmp(x->name, name)) ||
-		    (!name && x->file && !strcmp(x->file, "fd") &&
-		     x->line == line)) {
-			*out = *x;
-			found = true;
-		}
-	}
-	pthread_mutex_unlock(&r->s.lock);
-	return found;
-}
 
 struct sleeper {
 	int weft_pc;
@@ -731,21 +749,14 @@ static void test_sleep_waited_on(void **state)
 	weft_probe_task_t t = { 0 };
 	weft_join_t *j;
 	uint64_t id;
-	bool seen = false;
 
 	(void)state;
 	assert_int_equal(weft_spawn_named(rt, "sleeper", sleeper_poll,
 					  (&(struct sleeper){ 0 }), &j),
 			 0);
 	id = weft_join_id(j);
-	for (int k = 0; k < 25 && !seen; k++) {
-		usleep(10000);
-		weft_probe_flush();
-		seen = rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
-				      &res) &&
-		       sink_task(&r->s, id, &t) && t.waiting_on == res.id;
-	}
-	assert_true(seen);
+	assert_true(rsink_until_waiting(r, id, WEFT_RES_TIMER_WHEEL,
+					"timer wheel", 0, false, 25, &res, &t));
 	assert_int_equal(t.waiting_op, WEFT_RES_OP_SLEEP);
 	assert_int_equal(weft_join_wait(j, NULL), 0);
 	weft_join_drop(j);
@@ -801,7 +812,6 @@ static void test_sleep_aborted(void **state)
 	struct sleeper *z = calloc(1, sizeof(*z));
 	weft_join_t *j;
 	uint64_t id;
-	bool seen = false;
 
 	(void)state;
 	assert_non_null(z);
@@ -809,14 +819,9 @@ static void test_sleep_aborted(void **state)
 					 long_sleeper_drop, z, &j),
 			 0);
 	id = weft_join_id(j);
-	for (int k = 0; k < 200 && !seen; k++) {
-		usleep(10000);
-		weft_probe_flush();
-		seen = rsink_res_kind(r, WEFT_RES_TIMER_WHEEL, "timer wheel", 0,
-				      &res) &&
-		       sink_task(&r->s, id, &t) && t.waiting_on == res.id;
-	}
-	assert_true(seen);
+	assert_true(rsink_until_waiting(r, id, WEFT_RES_TIMER_WHEEL,
+					"timer wheel", 0, false, 200, &res,
+					&t));
 	usleep(50000);
 	weft_join_abort(j);
 	weft_join_wait(j, NULL);
@@ -862,7 +867,6 @@ static void test_fd_waited_on(void **state)
 	struct reader rd = { 0 };
 	weft_join_t *j;
 	uint64_t id;
-	bool seen = false;
 	int fds[2];
 
 	(void)state;
@@ -871,15 +875,9 @@ static void test_fd_waited_on(void **state)
 	assert_int_equal(weft_spawn_named(rt, "reader", reader_poll, &rd, &j),
 			 0);
 	id = weft_join_id(j);
-	for (int k = 0; k < 200 && !seen; k++) {
-		usleep(10000);
-		weft_probe_flush();
-		seen = rsink_res_kind(r, WEFT_RES_IO, NULL, (uint32_t)fds[0],
-				      &res) &&
-		       res.nwaiters == 1 && sink_task(&r->s, id, &t) &&
-		       t.waiting_on == res.id;
-	}
-	assert_true(seen);
+	assert_true(rsink_until_waiting(r, id, WEFT_RES_IO, NULL,
+					(uint32_t)fds[0], true, 200, &res,
+					&t));
 	assert_int_equal(t.waiting_op, WEFT_RES_OP_READABLE);
 	assert_int_equal(write(fds[1], "x", 1), 1);
 	assert_int_equal(weft_join_wait(j, NULL), 0);
