@@ -1139,22 +1139,34 @@ static void test_probe_calls_from_a_callback(void **state)
 	assert_int_equal(r.endpoint, -EDEADLK);
 }
 
+/*
+ * The subscription, published once weft_probe_subscribe() has returned
+ * it: the first callback may run before that (CI's TSan saw the race on
+ * a plain pointer), and waits for a later pass.
+ */
+static _Atomic(weft_probe_sub_t *) unsub_target;
+
 static void unsub_update(void *ctx, const weft_probe_update_t *u)
 {
+	weft_probe_sub_t *sub = atomic_load(&unsub_target);
+
+	(void)ctx;
 	(void)u;
-	weft_probe_unsubscribe(*(weft_probe_sub_t **)ctx);
+	if (sub)
+		weft_probe_unsubscribe(sub);
 }
 
 /* The child's part: unsubscribe from a callback, which must panic. */
 static int unsubscribe_in_callback(void)
 {
-	static weft_probe_sub_t *sub;
+	weft_probe_sub_t *sub;
 
 	if (weft_probe_subscribe(
-		    &(weft_probe_sub_opts_t){ .on_update = unsub_update,
-					      .ctx = &sub },
+		    &(weft_probe_sub_opts_t){ .on_update = unsub_update },
 		    &sub))
 		return 3;
+	atomic_store(&unsub_target, sub);
+	weft_probe_flush();
 	weft_probe_flush();
 	sleep(5);
 	return 0; /* not reached */
