@@ -147,7 +147,8 @@ static inline void tc_close(struct tclient *c)
 	weft_wire_decoder_fini(&c->dec);
 }
 
-/* The next frame, or NULL at EOF or after @ms without one. */
+/* The next frame, or NULL at EOF or after @ms without one (@ms 0: only
+ * what has come already). */
 static inline Weft__V1__Frame *tc_next(struct tclient *c, int ms)
 {
 	struct timespec t0;
@@ -175,7 +176,8 @@ static inline Weft__V1__Frame *tc_next(struct tclient *c, int ms)
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
 			     (t1.tv_nsec - t0.tv_nsec) / 1000000);
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+		/* At the deadline (or with @ms 0), one look without waiting. */
+		if (poll(&pfd, 1, left > 0 ? (int)left : 0) <= 0)
 			return NULL;
 		n = read(c->fd, c->buf, sizeof(c->buf));
 		if (n <= 0) {

@@ -22,7 +22,8 @@
  * passed, records are thin, full updates split under the record limit),
  * encode what is due once per stream and hand the records to the server
  * thread through a bounded queue (full: dropped and counted, the
- * collector never waits).  Each client has an output bound: an update
+ * collector never waits; events may fill only three quarters of it, so
+ * that a flood of them leaves room for updates).  Each client has an output bound: an update
  * that does not fit is skipped (counted, and the count is in the Update
  * frames it does get), events that do not fit are counted as not sent; a
  * full update larger than the bound alone goes into an empty buffer; a

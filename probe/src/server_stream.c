@@ -58,9 +58,19 @@ static void push(struct sub_ctx *x, struct item *it)
 		 */
 		if (x == s->retiring && it->kind == ITEM_EVENTS)
 			s->drop_events += it->nevents;
-	} else if (s->qbytes + it->buf.len > s->queue_max &&
+	} else if (s->qbytes + it->buf.len >
+			   (it->kind == ITEM_EVENTS ?
+				    s->queue_max - s->queue_max / 4 :
+				    s->queue_max) &&
 		   !(it->full && s->qbytes == 0)) {
-		/* (A full update larger than the queue goes alone.) */
+		/*
+		 * Events may fill three quarters of the queue: the last
+		 * quarter is the updates'.  A flood of events the server
+		 * thread cannot keep up with (a client of every event, on a
+		 * starved machine) would otherwise drop every client's
+		 * updates, and the full ones that resync them, in turn.
+		 * (A full update larger than the queue goes alone.)
+		 */
 		if (it->kind == ITEM_UPDATE)
 			s->drop_updates++;
 		else
