@@ -7,6 +7,7 @@
  * over only in the next pass.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_helpers.h"
 
@@ -383,6 +384,112 @@ static void test_steals_past_64(void **state)
 		assert_int_equal(w.stolen[i].tasks, 1);
 }
 
+/* ------------------------------------------------- blocking-queue */
+
+/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
+static unsigned ms_ticks(unsigned ms)
+{
+	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
+		      weft__probe_clock_to_ns(base);
+
+	/* ns per 10^9 units: units per ms = 10^15 / ns. */
+	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
+}
+
+/* A pass whose clock reads tick @at (warnings look at it). */
+static void pass_at(unsigned at)
+{
+	pthread_mutex_lock(&p->lock);
+	weft__collector_pass(
+		p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The last warning of @kind raised on @task: found or not. */
+static bool warning_on(uint8_t kind, uint64_t task, weft_probe_warning_t *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
+	     s < p->warn_seq; s++) {
+		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
+
+		if (w->kind == kind && w->task == task) {
+			*out = *w;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return found;
+}
+
+static void pool_job_start(ring_entry_t *e, unsigned at, uint64_t task,
+			   uint64_t pool)
+{
+	ev(e, at, WEFT_EV_RES_ACQUIRE, task, pool, 1);
+	ev(e, at, WEFT_EV_RES_SITE, task, (uintptr_t) "routes.c", 12);
+	ev(e, at, WEFT_EV_RES_LABEL, task, (uintptr_t) "slow-report", 0);
+}
+
+/*
+ * A convoy over between two looks (they come every 250 ms): a job of
+ * task 60 held the pool's one thread 30 ms while task 61's job waited.
+ * Nobody holds it when looked at; the warning names the job that held
+ * it, and its task.
+ */
+static void test_res_pool_convoy_over(void **state)
+{
+	unsigned t0 = LATE, ms = ms_ticks(1);
+	weft_probe_warning_t w;
+
+	(void)state;
+	ev(ring_a, t0, WEFT_EV_SPAWN, 60, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 61, 0, 0);
+	ev(ring_a, t0, WEFT_EV_RES_NEW, 0, 110, WEFT_RES_BLOCKING_POOL);
+	pool_job_start(ring_b, t0 + 1, 60, 110);
+	ev(ring_a, t0 + 2, WEFT_EV_RES_WAIT, 61, 110, WEFT_RES_OP_JOB);
+	ev(ring_b, t0 + 30 * ms, WEFT_EV_RES_RELEASE, 60, 110, 1);
+	ev(ring_a, t0 + 30 * ms + 1, WEFT_EV_RES_WAIT_END, 61, 110,
+	   WEFT_RES_OP_JOB);
+	pool_job_start(ring_b, t0 + 30 * ms + 2, 61, 110);
+	ev(ring_b, t0 + 31 * ms, WEFT_EV_RES_RELEASE, 61, 110, 1);
+	pass_at(t0 + 300 * ms);
+	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 60, &w));
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "1 jobs waited > 10 ms"));
+	assert_non_null(strstr(w.detail, "held longest by \"slow-report\" "
+					 "(routes.c:12) of task 60"));
+}
+
+/*
+ * A wait read before the start of the job it waits behind (that job's
+ * thread's ring read a pass later, or the pool's threads still
+ * starting): no warning of an unknown culprit while the wait is young;
+ * once the job is seen, it is named.
+ */
+static void test_res_pool_culprit_late(void **state)
+{
+	unsigned t0 = 2 * LATE, ms = ms_ticks(1);
+	weft_probe_warning_t w;
+
+	(void)state;
+	ev(ring_a, t0, WEFT_EV_SPAWN, 62, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 63, 0, 0);
+	ev(ring_a, t0, WEFT_EV_RES_NEW, 0, 111, WEFT_RES_BLOCKING_POOL);
+	ev(ring_a, t0 + 2, WEFT_EV_RES_WAIT, 63, 111, WEFT_RES_OP_JOB);
+	pass_at(t0 + 30 * ms);
+	assert_false(warning_on(WEFT_WARN_BLOCKING_QUEUE, 0, &w));
+	assert_false(warning_on(WEFT_WARN_BLOCKING_QUEUE, 62, &w));
+	pool_job_start(ring_b, t0 + 1, 62, 111);
+	pass_at(t0 + 300 * ms);
+	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 62, &w));
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "its 1 thread ran 1 x "
+					 "\"slow-report\" (routes.c:12) of "
+					 "task 62"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +512,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_steals_past_64, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_end_before_start,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_pool_convoy_over,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_pool_culprit_late,
 						setup, teardown),
 	};
 

@@ -63,6 +63,7 @@ struct res_rec_s {
 	uint64_t win_waits, win_max_wait, win_first_at;
 	uint64_t win_hold_task, win_hold_ns, win_hold_end;
 	const char *win_hold_file;
+	const char *win_hold_label; /* a blocking job's name */
 	uint32_t win_hold_line;
 	uint64_t warned_at;
 	uint64_t ongoing_warned; /* the oldest wait already warned of */
@@ -108,17 +109,18 @@ static inline bool task_gone(struct probe *p, uint64_t id)
 
 /* The task that has held @r longest, now or in a release since the
  * window began, into the window. */
-static inline void window_holder(res_rec_t *r, uint64_t task, uint64_t held,
-			  const char *file, uint32_t line, uint64_t end)
+static inline void window_holder(res_rec_t *r, const res_holder_t *h,
+				 uint64_t held, uint64_t end)
 {
 	/* The longest since the window's first wait began. */
 	if (held <= r->win_hold_ns && r->win_hold_end >= r->win_first_at)
 		return;
 	r->win_hold_end = end;
 	r->win_hold_ns = held;
-	r->win_hold_task = task;
-	r->win_hold_file = file;
-	r->win_hold_line = line;
+	r->win_hold_task = h->task;
+	r->win_hold_file = h->file;
+	r->win_hold_label = h->label;
+	r->win_hold_line = h->line;
 }
 
 static inline bool waits_count(const res_rec_t *r, uint8_t op)
@@ -147,7 +149,7 @@ static inline void window_open(res_rec_t *r, uint64_t since)
 	if (r->win_hold_end >= since)
 		return;
 	r->win_hold_task = r->win_hold_ns = r->win_hold_end = 0;
-	r->win_hold_file = NULL;
+	r->win_hold_file = r->win_hold_label = NULL;
 	r->win_hold_line = 0;
 }
 

@@ -70,8 +70,7 @@ static void fmt_res(char *buf, size_t len, const res_rec_t *r)
 		return;
 	}
 	fmt_site(site, sizeof(site), r->pub.file, r->pub.line);
-	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind),
-		 site);
+	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind), site);
 }
 
 static const char *task_label(const task_rec_t *t)
@@ -83,8 +82,8 @@ static const char *task_label(const task_rec_t *t)
  * Raised on the guilty task when it is known (folded with its spawn
  * site's others, as every task's warnings are), else on none.
  */
-static void res_warn(struct probe *p, uint8_t kind, task_rec_t *t,
-		     uint64_t now, uint64_t value, const char *detail)
+static void res_warn(struct probe *p, uint8_t kind, task_rec_t *t, uint64_t now,
+		     uint64_t value, const char *detail)
 {
 	if (t)
 		weft__collector_warn_task(p, kind, t, WEFT_EVENT_NO_WORKER, now,
@@ -120,9 +119,8 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 		 "longest by %s, %.1f ms, acquired at %s",
 		 what, (unsigned long long)r->win_waits,
 		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6,
-		 (unsigned long long)waiting_now, held,
-		 (double)r->win_hold_ns / 1e6, acq);
+		 (double)r->win_max_wait / 1e6, (unsigned long long)waiting_now,
+		 held, (double)r->win_hold_ns / 1e6, acq);
 	res_warn(p, WEFT_WARN_CONTENTION, t, now, r->win_max_wait, d);
 }
 
@@ -151,9 +149,43 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
 		 "now); its receiver %s does not keep up",
 		 what, (unsigned long long)r->win_waits,
 		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6,
-		 (unsigned long long)waiting_now, rx);
+		 (double)r->win_max_wait / 1e6, (unsigned long long)waiting_now,
+		 rx);
 	res_warn(p, WEFT_WARN_CHANNEL_FULL, t, now, r->win_max_wait, d);
+}
+
+/*
+ * Blocking-queue, of a convoy over when looked at: no job runs now, the
+ * window's longest hold (a job released since its first wait began) is
+ * what held the threads.  @d holds the detail's first @len bytes.
+ */
+static void warn_pool_gone(struct probe *p, res_rec_t *r, uint64_t now, char *d,
+			   size_t size, size_t len)
+{
+	task_rec_t *t = r->win_hold_task ?
+				weft__collector_task_find(p, r->win_hold_task) :
+				NULL;
+	char site[80];
+
+	fmt_site(site, sizeof(site), r->win_hold_file, r->win_hold_line);
+	if (len >= size)
+		len = size - 1; /* (cannot be: the start is short) */
+	if (!r->win_hold_end)
+		snprintf(d + len, size - len, "no job was seen hold a thread");
+	else if (r->win_hold_task)
+		snprintf(d + len, size - len,
+			 "held longest by \"%s\" (%s) of task %llu (%s), "
+			 "%.1f ms",
+			 r->win_hold_label ? r->win_hold_label : "unnamed",
+			 site, (unsigned long long)r->win_hold_task,
+			 task_label(t), (double)r->win_hold_ns / 1e6);
+	else
+		snprintf(d + len, size - len,
+			 "held longest by \"%s\" (%s) of a plain thread, "
+			 "%.1f ms",
+			 r->win_hold_label ? r->win_hold_label : "unnamed",
+			 site, (double)r->win_hold_ns / 1e6);
+	res_warn(p, WEFT_WARN_BLOCKING_QUEUE, t, now, r->win_max_wait, d);
 }
 
 /*
@@ -177,11 +209,11 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 		uint32_t line, n;
 		const char *tname, *tfile; /* the submitting tasks' */
 		uint32_t tline;
-		bool thread;               /* submitted by a plain thread */
-		bool many;                 /* by more than one task */
-		uint64_t task, since;      /* the longest-running */
+		bool thread;          /* submitted by a plain thread */
+		bool many;            /* by more than one task */
+		uint64_t task, since; /* the longest-running */
 	} g[TOP] = { { 0 } };
-	unsigned ng = 0, best = 0, others = 0;
+	unsigned ng = 0, best = 0, others = 0, threads = 0;
 	char d[512], who[TOP][200], site[80];
 	task_rec_t *t;
 	size_t len;
@@ -203,7 +235,8 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 				break;
 		if (k == ng) {
 			if (ng == TOP) {
-				others++;
+				others += h->count ? h->count : 1;
+				threads += h->count ? h->count : 1;
 				continue;
 			}
 			g[ng++] = (struct grp){ .label = h->label,
@@ -216,7 +249,9 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 						.task = h->task,
 						.since = h->since };
 		}
-		g[k].n++;
+		/* A task's jobs on several threads: one holder, counted. */
+		g[k].n += h->count ? h->count : 1;
+		threads += h->count ? h->count : 1;
 		g[k].many |= h->task != g[k].task;
 		if (h->since < g[k].since) {
 			g[k].since = h->since;
@@ -247,13 +282,24 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 	}
 	len = (size_t)snprintf(d, sizeof(d),
 			       "pool full: %llu jobs waited > %.0f ms (max "
-			       "%.1f ms, %llu now); its %u threads ran ",
+			       "%.1f ms, %llu now); ",
 			       (unsigned long long)r->win_waits,
 			       (double)p->config.contention_ns / 1e6,
 			       (double)r->win_max_wait / 1e6,
-			       (unsigned long long)waiting_now, r->pub.nholders);
-	if (!ng && len < sizeof(d))
-		snprintf(d + len, sizeof(d) - len, "jobs not seen start");
+			       (unsigned long long)waiting_now);
+	if (!ng) {
+		/*
+		 * The convoy is over: its jobs ended and its waits too
+		 * since the last look (a look every 250 ms).  The guilty
+		 * one is the window's longest-held job.
+		 */
+		warn_pool_gone(p, r, now, d, sizeof(d), len);
+		return;
+	}
+	if (len < sizeof(d))
+		len += (size_t)snprintf(d + len, sizeof(d) - len,
+					"its %u thread%s ran ", threads,
+					threads == 1 ? "" : "s");
 	for (unsigned k = 0; k < ng && len < sizeof(d); k++) {
 		unsigned o = (best + k) % ng; /* the guilty first */
 
@@ -296,13 +342,21 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		return;
 	if (r->warned_at && now < r->warned_at + RES_WARN_EVERY_NS)
 		return;
+	/*
+	 * Waits going on and nobody seen holding it: the holder's start may
+	 * be on a ring read a pass later than the waits', or the pool's
+	 * threads are still starting with their first jobs (20 ms under
+	 * TSan).  The culprit is waited for, up to a second of the oldest
+	 * wait; then the warning says it was not seen.
+	 */
+	if (r->pub.kind != WEFT_RES_MPSC && waiting && !r->nh &&
+	    !r->win_hold_end && now - oldest < RES_WARN_EVERY_NS)
+		return;
 	/* A hold going on now may be the longest. */
 	for (uint32_t i = 0; i < r->nh; i++)
 		if (now > r->holders[i].since)
-			window_holder(r, r->holders[i].task,
-				      now - r->holders[i].since,
-				      r->holders[i].file, r->holders[i].line,
-				      now);
+			window_holder(r, &r->holders[i],
+				      now - r->holders[i].since, now);
 	if (!r->win_waits)
 		r->win_waits = waiting;
 	if (r->pub.kind == WEFT_RES_MPSC)
@@ -338,8 +392,8 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 			pp = &r->hnext;
 			if (r->pub.dropped_ns)
 				continue;
-			if (r->nw || (r->nh && r->pub.kind ==
-						       WEFT_RES_SEMAPHORE))
+			if (r->nw ||
+			    (r->nh && r->pub.kind == WEFT_RES_SEMAPHORE))
 				res_sweep(p, r);
 			if (r->pub.kind != WEFT_RES_MUTEX &&
 			    r->pub.kind != WEFT_RES_SEMAPHORE &&
@@ -351,4 +405,3 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 		}
 	}
 }
-

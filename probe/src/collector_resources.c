@@ -124,8 +124,8 @@ static bool track_grow(void **arr, uint32_t *cap, uint32_t n, size_t size)
  * first word of a task, which is made here as a poll would make it.
  * Missed, the resource listed the waiter while the task showed nothing.
  */
-static void task_waits(struct probe *p, uint64_t task, uint64_t id,
-		       uint64_t ts, uint8_t op)
+static void task_waits(struct probe *p, uint64_t task, uint64_t id, uint64_t ts,
+		       uint8_t op)
 {
 	task_rec_t *t = weft__collector_task_get(p, task, ts);
 
@@ -251,9 +251,9 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		;
 	else if (track_grow((void **)&r->waiters, &r->capw, r->nw,
 			    sizeof(*r->waiters)))
-		r->waiters[r->nw++] =
-			(res_waiter_t){ .task = ev->task, .since = ev->ts,
-					.op = op };
+		r->waiters[r->nw++] = (res_waiter_t){ .task = ev->task,
+						      .since = ev->ts,
+						      .op = op };
 	task_waits(p, ev->task, r->pub.id, ev->ts, op);
 	return true;
 }
@@ -412,8 +412,7 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		r->pub.longest_hold_ns = held;
 		r->pub.longest_holder = r->holders[i].task;
 	}
-	window_holder(r, r->holders[i].task, held, r->holders[i].file,
-		      r->holders[i].line, ev->ts);
+	window_holder(r, &r->holders[i], held, ev->ts);
 	if (r->holders[i].count > n)
 		r->holders[i].count -= n;
 	else
@@ -570,8 +569,7 @@ size_t weft__collector_res_list(struct probe *p, bool all, uint64_t now,
 	if (now >= p->res_rate_at + RES_RATE_NS) {
 		p->res_rate_at = now;
 		for (size_t i = 0; i < p->res_table_size; i++)
-			for (res_rec_t *r = p->res_table[i]; r;
-			     r = r->hnext) {
+			for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
 				bool was = r->changed;
 
 				res_sync(r, now);
