@@ -237,6 +237,16 @@ typedef struct con_worker_s {
 	uint64_t max_poll_ns;
 	uint32_t queue_depth;
 	uint64_t stolen_by_others; /* tasks other workers stole from it */
+	/* Its history and timeline; NULL until it has some. */
+	struct con_worker_series_s *series;
+} con_worker_t;
+
+/*
+ * A worker's series, 3.5 KiB, made when it is first sampled or polls:
+ * the slots of workers never seen (a process names worker 4000, and the
+ * model indexes by worker) cost 200 bytes each, not this.
+ */
+typedef struct con_worker_series_s {
 	/* Rings of CON_HISTORY samples, newest at (hist_next - 1). */
 	uint32_t depth_hist[CON_HISTORY];
 	float polls_hist[CON_HISTORY];
@@ -245,7 +255,7 @@ typedef struct con_worker_s {
 	 * (from POLL events; not busy time, which the parks decide). */
 	uint64_t tl_poll_ns[CON_TL_BUCKETS];
 	uint64_t tl_max_poll[CON_TL_BUCKETS];
-} con_worker_t;
+} con_worker_series_t;
 
 /* One poll of a timeline bucket. */
 typedef struct con_poll_s {
@@ -505,6 +515,8 @@ void con_model_res_resort(con_model_t *m);
 bool con_model_res_matches(const con_model_t *m, const con_resource_t *r);
 bool con_model_res_is_consistent(const con_model_t *m);
 /* The sample @back updates ago (0 the newest); 0 when none. */
+/* @w's series, made (zeroed) if it has none yet. */
+con_worker_series_t *con_worker_series(con_worker_t *w);
 uint32_t con_worker_depth_at(const con_model_t *m, const con_worker_t *w,
 			     unsigned back);
 bool con_model_is_consistent(const con_model_t *m);

@@ -209,6 +209,8 @@ void con_model_fini(con_model_t *m)
 	con_model_groups_free(m);
 	free(m->tasks);
 	free(m->warnings);
+	for (uint32_t i = 0; i < m->workers_cap; i++)
+		free(m->workers[i].series);
 	free(m->workers);
 	free(m->tl_top);
 	while (m->nspare)
@@ -600,11 +602,15 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		k = m->hist_next % CON_HISTORY;
 		for (uint32_t i = 0; i < m->nworkers; i++) {
 			con_worker_t *w = &m->workers[i];
+			con_worker_series_t *x;
 
-			w->depth_hist[k] = w->queue_depth;
-			w->polls_hist[k] = (float)w->polls_per_s;
-			w->busy_hist[k] = (float)w->busy_ratio;
 			m->worker_steals += w->counters.steals;
+			if (!w->seen)
+				continue; /* a slot below a seen one */
+			x = con_worker_series(w);
+			x->depth_hist[k] = w->queue_depth;
+			x->polls_hist[k] = (float)w->polls_per_s;
+			x->busy_hist[k] = (float)w->busy_ratio;
 		}
 		m->hist_next++;
 	}
@@ -752,9 +758,16 @@ void con_model_header(const con_model_t *m, con_header_t *h)
 uint32_t con_worker_depth_at(const con_model_t *m, const con_worker_t *w,
 			     unsigned back)
 {
-	if (back >= CON_HISTORY || back >= m->hist_next)
+	if (back >= CON_HISTORY || back >= m->hist_next || !w->series)
 		return 0;
-	return w->depth_hist[(m->hist_next - 1 - back) % CON_HISTORY];
+	return w->series->depth_hist[(m->hist_next - 1 - back) % CON_HISTORY];
+}
+
+con_worker_series_t *con_worker_series(con_worker_t *w)
+{
+	if (!w->series)
+		w->series = con_xcalloc(1, sizeof(*w->series));
+	return w->series;
 }
 
 const char *con_task_state_name(unsigned state)
@@ -788,8 +801,7 @@ const char *con_fmt_worker(char *buf, size_t len, uint32_t worker)
 
 const char *con_worker_state_name(unsigned state)
 {
-	static const char *const names[] = { "polling", "searching",
-					     "parked" };
+	static const char *const names[] = { "polling", "searching", "parked" };
 
 	return state < 3 ? names[state] : "?";
 }

@@ -23,8 +23,12 @@ static void tl_advance(con_model_t *m, uint64_t b)
 		from = b - (CON_TL_BUCKETS - 1);
 	for (uint64_t x = from; x <= b; x++) {
 		for (uint32_t i = 0; i < m->nworkers; i++) {
-			m->workers[i].tl_poll_ns[x % CON_TL_BUCKETS] = 0;
-			m->workers[i].tl_max_poll[x % CON_TL_BUCKETS] = 0;
+			con_worker_series_t *s = m->workers[i].series;
+
+			if (s) {
+				s->tl_poll_ns[x % CON_TL_BUCKETS] = 0;
+				s->tl_max_poll[x % CON_TL_BUCKETS] = 0;
+			}
 		}
 		memset(&m->tl_top[x % CON_TL_BUCKETS], 0, sizeof(*m->tl_top));
 	}
@@ -155,8 +159,9 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 	if (from > last)
 		return -1;
 	for (uint64_t b = from; b <= last; b++, n++)
-		if (b <= m->tl_last)
-			sum += m->workers[i].tl_poll_ns[b % CON_TL_BUCKETS];
+		if (b <= m->tl_last && m->workers[i].series)
+			sum += m->workers[i]
+				       .series->tl_poll_ns[b % CON_TL_BUCKETS];
 	r = (double)sum / (double)(n * CON_TL_BUCKET_NS);
 	return r > 1 ? 1 : r;
 }
@@ -164,7 +169,7 @@ double con_model_poll_ratio(const con_model_t *m, uint32_t i)
 void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 {
 	uint64_t end = e->ts, dur = e->a1, start, first;
-	con_worker_t *w;
+	con_worker_series_t *w;
 
 	if (e->worker >= CON_MAX_WORKERS || dur > end)
 		return;
@@ -174,7 +179,7 @@ void con_model_tl_poll(con_model_t *m, const weft_event_t *e)
 	if (end / CON_TL_BUCKET_NS > m->tl_last)
 		tl_advance(m, end / CON_TL_BUCKET_NS);
 	con_model_workers_fit(m, e->worker + 1u);
-	w = &m->workers[e->worker];
+	w = con_worker_series(&m->workers[e->worker]);
 	/* From the strip's oldest bucket at the earliest: a poll as long
 	 * as the input says (a corrupt file's, up to 2^64 ns) spans at most
 	 * CON_TL_BUCKETS of them, not every bucket since it began. */

@@ -114,15 +114,18 @@ static void timeline_draw(const con_session_t *s, con_grid_t *g, int top,
 					c->role = CON_ROLE_SELECTED;
 				continue;
 			}
-			f = (double)w->tl_poll_ns[b % CON_TL_BUCKETS] /
-			    (double)CON_TL_BUCKET_NS;
+			f = w->series ? (double)w->series->tl_poll_ns
+							[b % CON_TL_BUCKETS] /
+						(double)CON_TL_BUCKET_NS :
+					0;
 			level = f <= 0 ? 0 : (int)(f * 3.999) + 1;
 			if (level > 4)
 				level = 4;
-			spike = w->tl_max_poll[b % CON_TL_BUCKETS] >=
-				LONG_POLL_NS;
+			spike = w->series &&
+				w->series->tl_max_poll[b % CON_TL_BUCKETS] >=
+					LONG_POLL_NS;
 			c->ch = spike && g->ascii ? L'!' :
-				g->ascii	  ? asc[level] :
+				g->ascii          ? asc[level] :
 						    uni[level];
 			c->role = b == cur && !s->once ? CON_ROLE_SELECTED :
 				  spike                ? CON_ROLE_BAD :

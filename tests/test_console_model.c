@@ -24,8 +24,7 @@
 #define MS 1000000ull
 #define SEC 1000000000ull
 
-static Weft__V1__Task *task_msg(uint64_t id, const char *name,
-				uint64_t polls)
+static Weft__V1__Task *task_msg(uint64_t id, const char *name, uint64_t polls)
 {
 	Weft__V1__Task *t = calloc(1, sizeof(*t));
 
@@ -46,8 +45,8 @@ static Weft__V1__Task *task_msg(uint64_t id, const char *name,
  * jobs). */
 static uint64_t feed_blocking[3];
 
-static void feed(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
-		 size_t n, Weft__V1__Worker **workers, size_t nw,
+static void feed(con_model_t *m, uint64_t now, Weft__V1__Task **tasks, size_t n,
+		 Weft__V1__Worker **workers, size_t nw,
 		 Weft__V1__Warning **warnings, size_t nx)
 {
 	Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
@@ -522,10 +521,14 @@ static void test_console_model_timeline(void **state)
 	con_model_t m;
 	weft_event_t ev[2] = {
 		/* 50 ms poll ending at 1.250 s on worker 1 */
-		{ .ts = 1250 * MS, .a1 = 50 * MS, .worker = 1,
+		{ .ts = 1250 * MS,
+		  .a1 = 50 * MS,
+		  .worker = 1,
 		  .kind = WEFT_EV_POLL },
 		/* 100 ms poll ending at 1.350 s on worker 0: two buckets */
-		{ .ts = 1350 * MS, .a1 = 100 * MS, .worker = 0,
+		{ .ts = 1350 * MS,
+		  .a1 = 100 * MS,
+		  .worker = 0,
 		  .kind = WEFT_EV_POLL },
 	};
 	uint64_t b;
@@ -536,12 +539,15 @@ static void test_console_model_timeline(void **state)
 	assert_int_equal(m.events, 2);
 	b = 1350 * MS / CON_TL_BUCKET_NS;
 	assert_int_equal(m.tl_last, b);
-	assert_int_equal(m.workers[1].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
+	assert_int_equal(
+		m.workers[1].series->tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
+		50 * MS);
+	assert_int_equal(m.workers[0].series->tl_poll_ns[b % CON_TL_BUCKETS],
 			 50 * MS);
-	assert_int_equal(m.workers[0].tl_poll_ns[b % CON_TL_BUCKETS], 50 * MS);
-	assert_int_equal(m.workers[0].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
-			 50 * MS);
-	assert_int_equal(m.workers[0].tl_max_poll[b % CON_TL_BUCKETS],
+	assert_int_equal(
+		m.workers[0].series->tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
+		50 * MS);
+	assert_int_equal(m.workers[0].series->tl_max_poll[b % CON_TL_BUCKETS],
 			 100 * MS);
 	con_model_fini(&m);
 
@@ -557,10 +563,11 @@ static void test_console_model_timeline(void **state)
 	con_model_events(&m, ev, 1);
 	b = (UINT64_MAX - 5) / CON_TL_BUCKET_NS;
 	assert_int_equal(m.tl_last, b);
-	assert_int_equal(m.workers[0].tl_poll_ns[b % CON_TL_BUCKETS],
+	assert_int_equal(m.workers[0].series->tl_poll_ns[b % CON_TL_BUCKETS],
 			 UINT64_MAX - 5 - b * CON_TL_BUCKET_NS);
-	assert_int_equal(m.workers[0].tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
-			 CON_TL_BUCKET_NS);
+	assert_int_equal(
+		m.workers[0].series->tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
+		CON_TL_BUCKET_NS);
 	assert_true(con_model_is_consistent(&m));
 	con_model_fini(&m);
 }
@@ -573,8 +580,9 @@ static void test_console_model_malformed_ignored(void **state)
 	Weft__V1__Histogram hist = WEFT__V1__HISTOGRAM__INIT;
 	uint32_t buckets[200];
 	Weft__V1__Task *ts[] = { task_msg(5, "x", 1), task_msg(0, "zero", 1) };
-	weft_event_t bad = { .ts = 5, .a1 = 99, .worker = 9999,
-			     .kind = WEFT_EV_POLL };
+	weft_event_t bad = {
+		.ts = 5, .a1 = 99, .worker = 9999, .kind = WEFT_EV_POLL
+	};
 
 	(void)state;
 	for (int i = 0; i < 200; i++)
@@ -1224,7 +1232,8 @@ static void test_console_views_busy_and_poll(void **state)
 		    con_model_poll_ratio(&m, 0) < 0.501);
 	assert_true(con_model_poll_ratio(&m, 1) == 0);
 	assert_view(&s, CON_VIEW_WORKERS,
-		    (const char *[]){ " 97%   50% ", "  2%    0% ", NULL }, NULL);
+		    (const char *[]){ " 97%   50% ", "  2%    0% ", NULL },
+		    NULL);
 	/* Gone idle: the second after its last poll holds none. */
 	feed(&m, 4 * SEC, NULL, 0, ws, 2, NULL, 0);
 	assert_true(con_model_poll_ratio(&m, 0) == 0);
@@ -1263,7 +1272,8 @@ static void test_console_views_no_worker_and_cancelled(void **state)
 	feed(&m, 2 * SEC, ts, 3, NULL, 0, &x, 1);
 	free(x);
 	assert_view(&s, CON_VIEW_WARNINGS,
-		    (const char *[]){ "events-dropped", "   - ", NULL }, no_65535);
+		    (const char *[]){ "events-dropped", "   - ", NULL },
+		    no_65535);
 	assert_view(&s, CON_VIEW_TASKS,
 		    (const char *[]){ "hung          cancelled",
 				      "finished      done", NULL },
@@ -1410,12 +1420,10 @@ static void test_console_model_groups(void **state)
 	assert_int_equal(g->parked_line, 7);
 	assert_int_equal(g->parked_count, 1);
 	g = m.group_list[2];
-	assert_string_equal(con_group_site(g, buf, sizeof(buf)),
-			    "leak.c:120");
+	assert_string_equal(con_group_site(g, buf, sizeof(buf)), "leak.c:120");
 	assert_int_equal(g->running, 1);
 	assert_int_equal(g->parked_line, 0);
-	assert_string_equal(con_fmt_warning_bits(g->warnings, buf,
-						 sizeof(buf)),
+	assert_string_equal(con_fmt_warning_bits(g->warnings, buf, sizeof(buf)),
 			    weft_warning_kind_name(WEFT_WARN_LONG_POLL));
 
 	/* Inverted: the fewest first; by site; filtered. */
@@ -1599,7 +1607,7 @@ static void test_console_model_resources(void **state)
 	wait.max_ns = h.max_ns;
 	x[0]->wait_hist = &wait;
 	x[1] = res_msg(0, WEFT_RES_MUTEX, "zero", NULL, 0); /* refused */
-	x[2] = res_msg(2, 200, long_name, NULL, 0);          /* unknown kind */
+	x[2] = res_msg(2, 200, long_name, NULL, 0);         /* unknown kind */
 	feed_res(&m, 2 * SEC, NULL, 0, x, 3);
 	assert_int_equal(m.nres, 2);
 	assert_int_equal(m.bad_frames, 1);
