@@ -467,6 +467,7 @@ ABI_SIZE(weft_trace_stream_opts_t, 24, 8);
 ABI_FIELD(weft_trace_stream_opts_t, window_ns, 0);
 ABI_FIELD(weft_trace_stream_opts_t, max_pending, 8);
 ABI_FIELD(weft_trace_stream_opts_t, file_order, 16);
+ABI_FIELD(weft_trace_stream_opts_t, lean, 17);
 
 #else
 #define ABI_PINNED 0
