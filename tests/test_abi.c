@@ -430,7 +430,7 @@ ABI_FIELD(weft_wire_buf_t, data, 0);
 ABI_FIELD(weft_wire_buf_t, len, 8);
 ABI_FIELD(weft_wire_buf_t, cap, 16);
 
-ABI_SIZE(weft_wire_decoder_t, 88, 8);
+ABI_SIZE(weft_wire_decoder_t, 120, 8);
 ABI_FIELD(weft_wire_decoder_t, offset, 0);
 ABI_FIELD(weft_wire_decoder_t, record_offset, 8);
 ABI_FIELD(weft_wire_decoder_t, records, 16);
@@ -445,7 +445,7 @@ ABI_SIZE(weft_wire_hello_t, 504, 8);
 ABI_FIELD(weft_wire_hello_t, msg, 0);
 
 /* weft/trace_reader.h */
-ABI_SIZE(weft_trace_reader_t, 65752, 8);
+ABI_SIZE(weft_trace_reader_t, 66000, 8);
 ABI_FIELD(weft_trace_reader_t, header, 0);
 ABI_FIELD(weft_trace_reader_t, frames, 8);
 ABI_FIELD(weft_trace_reader_t, truncated, 16);
@@ -467,6 +467,7 @@ ABI_SIZE(weft_trace_stream_opts_t, 24, 8);
 ABI_FIELD(weft_trace_stream_opts_t, window_ns, 0);
 ABI_FIELD(weft_trace_stream_opts_t, max_pending, 8);
 ABI_FIELD(weft_trace_stream_opts_t, file_order, 16);
+ABI_FIELD(weft_trace_stream_opts_t, lean, 17);
 
 #else
 #define ABI_PINNED 0

@@ -1756,6 +1756,118 @@ static void test_wire_batch_hand_encoded_as_protobuf_c(void **state)
 	}
 }
 
+/*
+ * weft_wire_batch_decode_raw() against protobuf-c and
+ * weft_wire_batch_decode(), on the EventBatch bytes of @rec (a record as
+ * weft_wire_batch_append() writes it, maybe altered since): whatever the
+ * raw decoder takes, the slow path takes too, into the same events; and
+ * it refuses what the slow path refuses.  Return: whether it took them.
+ */
+static bool raw_agrees(const uint8_t *body, size_t len)
+{
+	static weft_event_t raw[WEFT_WIRE_BATCH_MAX], slow[WEFT_WIRE_BATCH_MAX];
+	Weft__V1__EventBatch m;
+	Weft__V1__EventBatch *u;
+	int got, want;
+
+	got = weft_wire_batch_decode_raw(body, len, &m, raw,
+					 WEFT_WIRE_BATCH_MAX);
+	u = weft__v1__event_batch__unpack(NULL, len, body);
+	if (!u) {
+		assert_int_equal(got, -EAGAIN);
+		return false;
+	}
+	want = u->count <= WEFT_WIRE_BATCH_MAX ?
+		       weft_wire_batch_decode(u, slow, WEFT_WIRE_BATCH_MAX) :
+		       -ENOSPC;
+	if (got >= 0) {
+		assert_int_equal(got, want);
+		assert_int_equal(m.worker, u->worker);
+		assert_int_equal(m.count, u->count);
+		assert_true(m.base_ts == u->base_ts);
+		assert_true(m.base_task == u->base_task);
+		assert_memory_equal(raw, slow, (size_t)got * sizeof(*raw));
+	} else {
+		assert_int_equal(got, -EAGAIN);
+		/* Refused: what the encoder writes is never refused. */
+	}
+	weft__v1__event_batch__free_unpacked(u, NULL);
+	return got >= 0;
+}
+
+static size_t get_varint(const uint8_t *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n && i < 10; i++) {
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80))
+			return i + 1;
+	}
+	fail_msg("bad varint");
+	return 0;
+}
+
+/* The EventBatch's bytes in one record of weft_wire_batch_append(). */
+static const uint8_t *batch_body(const weft_wire_buf_t *b, size_t *len)
+{
+	uint64_t flen, blen;
+	size_t k = 1, k2;
+
+	k += get_varint(b->data + 1, b->len - 1, &flen);
+	assert_int_equal(b->data[k], 0x2a);
+	k2 = get_varint(b->data + k + 1, b->len - k - 1, &blen);
+	*len = (size_t)blen;
+	return b->data + k + 1 + k2;
+}
+
+static void test_wire_batch_decode_raw_as_slow_path(void **state)
+{
+	static weft_event_t ev[4096];
+	static uint8_t bad[1 << 18];
+	size_t n, len, took = 0, refused = 0;
+
+	(void)state;
+	for (unsigned round = 0; round < scale_count(200); round++) {
+		weft_wire_batch_t wb;
+		weft_wire_buf_t b = { 0 };
+		const uint8_t *body;
+
+		n = realistic_events(ev, 8 + rnd_below(4088), 3);
+		for (size_t i = 0; i < n; i++)
+			if (!rnd_below(8))
+				ev[i].flags = (uint8_t)(1 + rnd_below(255));
+		weft_wire_batch_init(&wb);
+		assert_true(weft_wire_batch_encode(&wb, ev, n) > 0);
+		assert_int_equal(weft_wire_batch_append(&b, &wb.msg), 0);
+		body = batch_body(&b, &len);
+		/* What the encoder writes, the raw decoder takes. */
+		assert_true(raw_agrees(body, len));
+		assert_true(len <= sizeof(bad));
+		/* Altered: bytes changed, cut short, a column's length. */
+		for (unsigned k = 0; k < 20; k++) {
+			size_t l = len;
+
+			memcpy(bad, body, len);
+			if (k % 4 == 3)
+				l = rnd_below(len + 1);
+			else
+				for (unsigned j = 0; j <= k % 3; j++)
+					bad[rnd_below(len)] ^=
+						(uint8_t)(1u << rnd_below(8));
+			if (raw_agrees(bad, l))
+				took++;
+			else
+				refused++;
+		}
+		weft_wire_buf_fini(&b);
+		weft_wire_batch_fini(&wb);
+	}
+	/* Both kinds seen (flipped bits in a ts or an a1 often still
+	 * decode). */
+	assert_true(took > 0);
+	assert_true(refused > 0);
+}
+
 /* weft_wire_record_len(): whole records from their headers, 0 for
  * anything else. */
 static void test_wire_record_len(void **state)
@@ -1799,6 +1911,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_update_hand_encoded_as_protobuf_c),
 		cmocka_unit_test(test_wire_update_split_hand_encoded),
 		cmocka_unit_test(test_wire_batch_hand_encoded_as_protobuf_c),
+		cmocka_unit_test(test_wire_batch_decode_raw_as_slow_path),
 		cmocka_unit_test(test_wire_record_len),
 	};
 

@@ -225,6 +225,167 @@ int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 }
 
 /*
+ * The raw decoder's readers: a varint of at most 10 bytes (protobuf-c
+ * refuses a longer one, or one cut by its field's end), and one for a
+ * uint32 field, taken only when it holds its value whole (protobuf-c
+ * keeps 32 bits of a longer one).  They advance *@p and return false
+ * when the value is not one to take.
+ */
+static inline bool raw_u64(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x = 0;
+
+	if (q < end && *q < 0x80) {
+		*v = *q;
+		*p = q + 1;
+		return true;
+	}
+	for (unsigned shift = 0; shift < 70 && q < end; shift += 7) {
+		uint8_t b = *q++;
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			*p = q;
+			return true;
+		}
+	}
+	return false;
+}
+
+static inline bool raw_u32(const uint8_t **p, const uint8_t *end, uint32_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x;
+
+	if (q < end && *q < 0x80) {
+		*v = *q;
+		*p = q + 1;
+		return true;
+	}
+	if (!raw_u64(&q, end, &x) || q - *p > 5 || x > UINT32_MAX)
+		return false;
+	*v = (uint32_t)x;
+	*p = q;
+	return true;
+}
+
+/*
+ * weft_wire_batch_decode_raw() - the events of an EventBatch from its
+ * bytes, or -EAGAIN (weft/wire.h).  Refused unless it is sure: every
+ * field known, once, in order, with its wire type (protobuf-c would take
+ * it), every column read to its last byte and no further, with the
+ * checks of weft_wire_batch_decode() (which takes the same bytes the
+ * same way).  The caller's slow path then finds whatever is wrong.
+ */
+int weft_wire_batch_decode_raw(const uint8_t *p, size_t len,
+				Weft__V1__EventBatch *m, weft_event_t *out,
+				size_t cap)
+{
+	const uint8_t *end = p + len, *col[12] = { 0 }, *col_end[12] = { 0 };
+	uint64_t ts, prev_task, v;
+	unsigned last = 0;
+	uint32_t flag_at = 0;
+	bool flag_next;
+	size_t n;
+
+	weft__v1__event_batch__init(m);
+	while (p < end) {
+		unsigned tag = *p++, field = tag >> 3;
+		uint32_t v32;
+
+		if (tag & 0x80 || field <= last || field > 11)
+			return -EAGAIN;
+		last = field;
+		if (field >= 5) {
+			if ((tag & 7) != WT_LEN || !raw_u32(&p, end, &v32) ||
+			    v32 > (size_t)(end - p))
+				return -EAGAIN;
+			col[field] = p;
+			col_end[field] = p + v32;
+			p += v32;
+			continue;
+		}
+		if ((tag & 7) != WT_VARINT)
+			return -EAGAIN;
+		if (field <= 2) {
+			if (!raw_u32(&p, end, &v32))
+				return -EAGAIN;
+			if (field == 1)
+				m->worker = v32;
+			else
+				m->count = v32;
+		} else {
+			if (!raw_u64(&p, end, &v))
+				return -EAGAIN;
+			if (field == 3)
+				m->base_ts = v;
+			else
+				m->base_task = v;
+		}
+	}
+	n = m->count;
+	if (n > cap || n > INT32_MAX || m->worker > UINT16_MAX)
+		return -EAGAIN;
+	ts = m->base_ts;
+	prev_task = m->base_task;
+	/* The next flag's index, read ahead (taken when its event comes). */
+	flag_next = col[10] < col_end[10];
+	if (flag_next && !raw_u32(&col[10], col_end[10], &flag_at))
+		return -EAGAIN;
+	for (size_t k = 0; k < n; k++) {
+		weft_event_t *e = &out[k];
+		uint32_t h, a2, fl;
+		uint64_t a1 = 0, d;
+
+		if (!raw_u32(&col[5], col_end[5], &h) || h >> 2 > UINT8_MAX ||
+		    !raw_u64(&col[6], col_end[6], &d) ||
+		    !raw_u64(&col[7], col_end[7], &v))
+			return -EAGAIN;
+		ts += (uint64_t)unzigzag(d);
+		if (v)
+			prev_task += (uint64_t)unzigzag(v - 1);
+		e->ts = ts;
+		e->task = v ? prev_task : 0;
+		e->kind = (uint8_t)(h >> 2);
+		e->worker = (uint16_t)m->worker;
+		if (h & 2) {
+			if (!raw_u64(&col[8], col_end[8], &a1))
+				return -EAGAIN;
+			if (a1_is_task(e->kind))
+				a1 = e->task + (uint64_t)unzigzag(a1);
+			if (!a1)
+				return -EAGAIN;
+		}
+		e->a1 = a1;
+		a2 = 0;
+		if ((h & 1) && (!raw_u32(&col[9], col_end[9], &a2) || !a2))
+			return -EAGAIN;
+		e->a2 = a2;
+		e->flags = 0;
+		if (flag_next && flag_at == k) {
+			if (!raw_u32(&col[11], col_end[11], &fl) || !fl ||
+			    fl > UINT8_MAX)
+				return -EAGAIN;
+			e->flags = (uint8_t)fl;
+			flag_next = col[10] < col_end[10];
+			if (flag_next &&
+			    !raw_u32(&col[10], col_end[10], &flag_at))
+				return -EAGAIN;
+		}
+	}
+	/* Every column read whole: counts as weft_wire_batch_decode()
+	 * wants them, and every varint in them one protobuf-c takes. */
+	for (unsigned f = 5; f <= 11; f++)
+		if (col[f] != col_end[f])
+			return -EAGAIN;
+	if (flag_next)
+		return -EAGAIN;
+	return (int)n;
+}
+
+/*
  * Packed columns are written in one pass, not sized first: the values go
  * where the longest length prefix would leave them (the room for @max
  * payload bytes), then the actual length goes in front and the values

@@ -184,7 +184,14 @@ static int header_parse(const uint8_t *h, size_t n, size_t max, size_t *len)
 static int body_unpack(weft_wire_decoder_t *d, const uint8_t *p, size_t n,
 		       Weft__V1__Frame **frame)
 {
-	Weft__V1__Frame *f = weft__v1__frame__unpack(NULL, n, p);
+	Weft__V1__Frame *f;
+
+	if (d->take && d->take(d->take_ctx, p, n)) {
+		d->records++;
+		*frame = NULL;
+		return WEFT_WIRE_FRAME;
+	}
+	f = weft__v1__frame__unpack(NULL, n, p);
 
 	if (!f)
 		return d->error = -EBADMSG;
@@ -242,7 +249,11 @@ int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 				*used = i;
 				return rc;
 			}
-			d->body = malloc(d->body_len ? d->body_len : 1);
+			if (!d->keep_body || d->body_cap < d->body_len) {
+				free(d->body);
+				d->body_cap = d->body_len ? d->body_len : 1;
+				d->body = malloc(d->body_cap);
+			}
 			if (!d->body) {
 				*used = i;
 				return d->error = -ENOMEM;
@@ -260,8 +271,10 @@ int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 		if (d->body_have == d->body_len) {
 			d->in_body = false;
 			rc = body_unpack(d, d->body, d->body_len, frame);
-			free(d->body);
-			d->body = NULL;
+			if (!d->keep_body) {
+				free(d->body);
+				d->body = NULL;
+			}
 			*used = i;
 			return rc;
 		}

@@ -48,6 +48,13 @@
  * 64 KiB window (the reader's own buffer) and one candidate record
  * (max_record) at a time.  Only a source read at random (memory, a
  * regular file) is resynchronised; a pipe stops at the error.
+ *
+ * Lean mode (weft_trace_reader_lean(), the trace stream's): the decoder
+ * hands each record's Frame to lean_take() before protobuf-c, which
+ * takes an EventBatch only when weft_wire_batch_decode_raw() decodes it
+ * whole (bytes protobuf-c would unpack, columns that agree); anything
+ * else goes to protobuf-c as ever, so every check above, every skip and
+ * every error is the same in both modes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -63,13 +70,56 @@
 #define FRAME_TAG_UPDATE 0x22u
 #define FRAME_TAG_EVENTS 0x2au
 
+/*
+ * Lean mode: a Frame that is one EventBatch field filling it, whose bytes
+ * weft_wire_batch_decode_raw() takes, is taken here (the decoder's
+ * take hook) and never unpacked; any other is left to protobuf-c.  The
+ * length prefix as protobuf-c reads one: 5 bytes at most.
+ */
+static bool lean_take(void *ctx, const uint8_t *p, size_t n)
+{
+	weft_trace_reader_t *r = ctx;
+	uint64_t len;
+	size_t k;
+	int got;
+
+	if (n < 2 || p[0] != FRAME_TAG_EVENTS)
+		return false;
+	k = varint_get(p + 1, n - 1 < 5 ? n - 1 : 5, &len);
+	if (!k || len != n - 1 - k)
+		return false;
+	got = weft_wire_batch_decode_raw(p + 1 + k, (size_t)len,
+					 &r->lean_batch, r->lean_ev,
+					 WEFT_WIRE_BATCH_MAX);
+	if (got < 0)
+		return false;
+	r->lean_n = (size_t)got;
+	return true;
+}
+
+/*
+ * The decoder afresh (@max: 0 for the default), with the lean hook.  A
+ * record longer than the 64 KiB window is put together in the decoder's
+ * buffer, which a file's one reader keeps: an Update is 4 MiB, and a
+ * malloc and free of it each time cost a mapping and its page faults.
+ */
+static void dec_init(weft_trace_reader_t *r, size_t max)
+{
+	weft_wire_decoder_init(&r->dec, max);
+	r->dec.keep_body = true;
+	if (r->lean) {
+		r->dec.take = lean_take;
+		r->dec.take_ctx = r;
+	}
+}
+
 int weft_trace_reader_open(weft_trace_reader_t *r, const char *path)
 {
 	memset(r, 0, sizeof(*r));
 	r->fp = fopen(path, "rb");
 	if (!r->fp)
 		return -errno;
-	weft_wire_decoder_init(&r->dec, 0);
+	dec_init(r, 0);
 	return 0;
 }
 
@@ -79,7 +129,30 @@ void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
 	memset(r, 0, sizeof(*r));
 	r->mem = data;
 	r->mem_len = len;
-	weft_wire_decoder_init(&r->dec, 0);
+	dec_init(r, 0);
+}
+
+int weft_trace_reader_lean(weft_trace_reader_t *r)
+{
+	if (!r->lean_ev) {
+		r->lean_ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*r->lean_ev));
+		if (!r->lean_ev)
+			return -ENOMEM;
+	}
+	weft__v1__frame__init(&r->lean_frame);
+	r->lean_frame.body_case = WEFT__V1__FRAME__BODY_EVENTS;
+	r->lean_frame.events = &r->lean_batch;
+	weft__v1__event_batch__init(&r->lean_batch);
+	r->lean = true;
+	r->dec.take = lean_take;
+	r->dec.take_ctx = r;
+	return 0;
+}
+
+void weft_trace_reader_frame_free(weft_trace_reader_t *r, Weft__V1__Frame *f)
+{
+	if (f != r->header_frame && f != &r->lean_frame)
+		weft_wire_frame_free(f);
 }
 
 void weft_trace_reader_close(weft_trace_reader_t *r)
@@ -91,6 +164,9 @@ void weft_trace_reader_close(weft_trace_reader_t *r)
 	weft_wire_frame_free(r->header_frame);
 	r->header_frame = NULL;
 	r->header = NULL;
+	free(r->lean_ev);
+	r->lean_ev = NULL;
+	r->lean = false;
 }
 
 const char *weft_trace_reader_strerror(int err)
@@ -318,7 +394,7 @@ static bool position(weft_trace_reader_t *r, uint64_t at)
 		return false;
 	}
 	weft_wire_decoder_fini(&r->dec);
-	weft_wire_decoder_init(&r->dec, max);
+	dec_init(r, max);
 	r->dec.offset = at;
 	r->len = r->pos = 0;
 	return true;
@@ -506,8 +582,10 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 		}
 		if (rc == WEFT_WIRE_NEED_MORE)
 			continue;
+		if (!f)
+			f = &r->lean_frame; /* taken by lean_take() */
 		if (!r->frames && !is_header(f)) {
-			weft_wire_frame_free(f);
+			weft_trace_reader_frame_free(r, f);
 			r->error_offset = 0;
 			return r->error = WEFT_TRACE_E_NOT_TRACE;
 		}
@@ -531,19 +609,19 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 				limit = scan_limit(r, at, size);
 				found = scan(r, at, limit, size, &next);
 				if (found && next < end) {
-					weft_wire_frame_free(f);
+					weft_trace_reader_frame_free(r, f);
 					if (!skip_to(r, at, next))
 						return r->error = -EIO;
 					continue;
 				}
 				if (!found && limit == size &&
 				    cut_record_inside(r, at, end, size)) {
-					weft_wire_frame_free(f);
+					weft_trace_reader_frame_free(r, f);
 					r->truncated = r->cut_tail = true;
 					return 0;
 				}
 				if (!position(r, end)) {
-					weft_wire_frame_free(f);
+					weft_trace_reader_frame_free(r, f);
 					return r->error = -EIO;
 				}
 				/* Callers read the record's place here. */
@@ -579,7 +657,7 @@ int weft_trace_reader_seek(weft_trace_reader_t *r, uint64_t offset)
 		return r->fp ? -errno : -EINVAL;
 	}
 	weft_wire_decoder_fini(&r->dec);
-	weft_wire_decoder_init(&r->dec, 0);
+	dec_init(r, 0);
 	r->dec.offset = offset;
 	r->len = r->pos = 0;
 	r->error = 0;

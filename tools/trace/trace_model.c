@@ -446,7 +446,8 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 
 void tt_open(tt_trace_t *t, const char *path, bool file_order)
 {
-	weft_trace_stream_opts_t o = { .file_order = file_order };
+	/* Lean: the verbs read batches' events, never their columns. */
+	weft_trace_stream_opts_t o = { .file_order = file_order, .lean = true };
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -464,11 +465,12 @@ void tt_open(tt_trace_t *t, const char *path, bool file_order)
 /*
  * Progress on stderr, when that is a terminal and the read has run for
  * a second: how far through the file, the events' rate, the time left.
- * Looked at every 64 Ki items; drawn at most 5 times a second.
+ * Looked at every 64 Ki items (@items more now: frames, events); drawn
+ * at most 5 times a second.
  */
-static void progress(tt_trace_t *t, bool done)
+static void progress(tt_trace_t *t, bool done, size_t items)
 {
-	uint64_t now, read, total;
+	uint64_t now, read, total, was = t->progress_items;
 	double secs, rate, left;
 
 	if (done) {
@@ -477,7 +479,8 @@ static void progress(tt_trace_t *t, bool done)
 		t->progress_shown = false;
 		return;
 	}
-	if (++t->progress_items & 0xffff)
+	t->progress_items += items;
+	if ((was ^ t->progress_items) < 0x10000)
 		return;
 	now = weft_wire_now_ns();
 	if (now - t->progress_start < 1000000000ull ||
@@ -526,31 +529,47 @@ static void frame_note(tt_trace_t *t, const weft_trace_item_t *it)
 	}
 }
 
-bool tt_next(tt_trace_t *t, weft_event_t *ev)
+/* An event handed out: what the model notes of each. */
+static inline void event_note(tt_trace_t *t, const weft_event_t *ev)
+{
+	if (!t->nev++)
+		t->first_ts = t->min_ts = ev->ts;
+	if (ev->ts > t->last_ts)
+		t->last_ts = ev->ts;
+	if (ev->ts < t->min_ts)
+		t->min_ts = ev->ts;
+	if (ev->kind == WEFT_EV_COMPLETE && ev->task)
+		task_ended(t, ev->task, ev->ts);
+	if (t->ended_len)
+		forget_ended(t, ev->ts);
+}
+
+/*
+ * The stream's next block of events into t->blk, the frames before it
+ * noted; false at the end (an error dies).  The stream hands out events
+ * in blocks (weft_trace_stream_next_events()): the same events in the
+ * same order, between the same frames, as one at a time.
+ */
+static bool next_block(tt_trace_t *t)
 {
 	weft_trace_item_t it;
+	const weft_event_t *ev;
+	size_t n;
 	int rc;
 
-	while ((rc = weft_trace_stream_next(t->stream, &it)) == 1) {
-		progress(t, false);
+	t->blk_i = t->blk_n = 0;
+	while ((rc = weft_trace_stream_next_events(t->stream, &it, &ev,
+						   &n)) == 1) {
+		progress(t, false, n ? n : 1);
 		if (it.kind == WEFT_TRACE_ITEM_FRAME) {
 			frame_note(t, &it);
 			continue;
 		}
-		*ev = it.ev;
-		if (!t->nev++)
-			t->first_ts = t->min_ts = ev->ts;
-		if (ev->ts > t->last_ts)
-			t->last_ts = ev->ts;
-		if (ev->ts < t->min_ts)
-			t->min_ts = ev->ts;
-		if (ev->kind == WEFT_EV_COMPLETE && ev->task)
-			task_ended(t, ev->task, ev->ts);
-		if (t->ended_len)
-			forget_ended(t, ev->ts);
+		t->blk = ev;
+		t->blk_n = n;
 		return true;
 	}
-	progress(t, true);
+	progress(t, true, 0);
 	if (rc < 0) {
 		uint64_t at = weft_trace_stream_error_offset(t->stream);
 
@@ -570,12 +589,21 @@ bool tt_next(tt_trace_t *t, weft_event_t *ev)
 	return false;
 }
 
+bool tt_next(tt_trace_t *t, weft_event_t *ev)
+{
+	if (t->blk_i == t->blk_n && !next_block(t))
+		return false;
+	*ev = t->blk[t->blk_i++];
+	event_note(t, ev);
+	return true;
+}
+
 void tt_drain(tt_trace_t *t)
 {
-	weft_event_t ev;
-
-	while (tt_next(t, &ev))
-		;
+	do {
+		for (; t->blk_i < t->blk_n; t->blk_i++)
+			event_note(t, &t->blk[t->blk_i]);
+	} while (next_block(t));
 }
 
 /*

@@ -168,6 +168,9 @@ typedef struct tt_trace_s {
 	void *frame_ctx;
 	/* private */
 	struct weft_trace_stream_s *stream;
+	/* The stream's block of events being handed out: blk[blk_i, blk_n). */
+	const weft_event_t *blk;
+	size_t blk_i, blk_n;
 	/* Interned strings (trace_model.c): open addressing, at most
 	 * TT_STRS_BYTES; tasks forgotten, kept for the next ones. */
 	char **strs;

@@ -10,8 +10,17 @@
  * first event.  --from/--to export a window (trace_window.c): the events
  * stamped within it, and the polls that overlap it cut to it, so that
  * every time is inside it; reading stops a second past --to.
+ *
+ * The JSON is formatted by hand into a 1 MiB buffer written whole
+ * (struct jout): printf's formatting was most of the verb's time.  Byte
+ * for byte what the printf formats made: integers in decimal, times
+ * "%.3f" of whole nanoseconds over 1e3, which for a magnitude under
+ * 2^50 ns (13 days) is exactly the integer's microseconds and three
+ * digits (the double's error is far below half a thousandth); past
+ * that, snprintf as before.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,30 +39,151 @@ static const char usage[] =
 	"counts them (2.5, 2.5s, 1500ms, 2m); times in the JSON count from\n"
 	"the same event, window or not.\n";
 
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+/* The output: a buffer written whole when it fills. */
+#define JOUT_CAP ((size_t)1 << 20)
+/* Room a record's fixed parts take at most (names escaped apart). */
+#define JOUT_RECORD 512
 
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
+struct jout {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static void jo_flush(struct jout *o)
+{
+	if (o->len)
+		fwrite(o->buf, 1, o->len, o->f);
+	o->len = 0;
+}
+
+/* Room for @n more bytes. */
+static inline void jo_room(struct jout *o, size_t n)
+{
+	if (o->len + n > JOUT_CAP)
+		jo_flush(o);
+}
+
+static inline void jo_mem(struct jout *o, const char *s, size_t n)
+{
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+/* A string literal (no room check: a record's room was asked for). */
+#define jo_lit(o, s) jo_mem((o), (s), sizeof(s) - 1)
+
+static inline void jo_u64(struct jout *o, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[sizeof(tmp) - ++n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	jo_mem(o, tmp + sizeof(tmp) - n, n);
+}
+
+/* "%.3f" of @ns / 1e3 (the file comment has why it is the same). */
+static void jo_us(struct jout *o, int64_t ns)
+{
+	uint64_t m = ns < 0 ? -(uint64_t)ns : (uint64_t)ns, f;
+
+	if (m >= (1ull << 50)) {
+		o->len += (size_t)snprintf(o->buf + o->len, 64, "%.3f",
+					   (double)ns / 1e3);
+		return;
 	}
-	fputc('"', out);
+	if (ns < 0)
+		o->buf[o->len++] = '-';
+	jo_u64(o, m / 1000);
+	f = m % 1000;
+	o->buf[o->len] = '.';
+	o->buf[o->len + 1] = (char)('0' + f / 100);
+	o->buf[o->len + 2] = (char)('0' + f / 10 % 10);
+	o->buf[o->len + 3] = (char)('0' + f % 10);
+	o->len += 4;
+}
+
+/* printf into the buffer (the rare records). */
+__attribute__((format(printf, 2, 3))) static void
+jo_printf(struct jout *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	jo_room(o, JOUT_RECORD);
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, JOUT_CAP - o->len, fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < JOUT_CAP - o->len) {
+		o->len += (size_t)n;
+		return;
+	}
+	/* Longer than the room left: straight out. */
+	jo_flush(o);
+	va_start(ap, fmt);
+	vfprintf(o->f, fmt, ap);
+	va_end(ap);
+}
+
+/* @n bytes of @s escaped for a JSON string: quotes and backslashes,
+ * control characters as \u00XX (what json_str() printed). */
+static void jo_esc(struct jout *o, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	jo_room(o, 6 * n);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			o->buf[o->len++] = '\\';
+			o->buf[o->len++] = (char)c;
+		} else if (c < 0x20) {
+			jo_lit(o, "\\u00");
+			o->buf[o->len++] = hex[c >> 4];
+			o->buf[o->len++] = hex[c & 15];
+		} else {
+			o->buf[o->len++] = (char)c;
+		}
+	}
+}
+
+/* @s as a JSON string, in pieces that fit the buffer. */
+static void jo_json(struct jout *o, const char *s)
+{
+	size_t n = strlen(s), piece = JOUT_CAP / 8;
+
+	jo_room(o, 1);
+	o->buf[o->len++] = '"';
+	for (size_t at = 0; at < n; at += piece)
+		jo_esc(o, s + at, n - at < piece ? n - at : piece);
+	jo_room(o, 1);
+	o->buf[o->len++] = '"';
+}
+
+/* tt_task_label() of @id as a JSON string: the task's name (its first
+ * 63 bytes, as the label's buffer held), or "task ID". */
+static void jo_label(struct jout *o, const tt_trace_t *t, uint64_t id)
+{
+	const tt_task_t *k = tt_task(t, id);
+
+	jo_room(o, 2 + 6 * 63);
+	o->buf[o->len++] = '"';
+	if (k && k->name[0]) {
+		jo_esc(o, k->name, strnlen(k->name, 63));
+	} else {
+		jo_lit(o, "task ");
+		jo_u64(o, id);
+	}
+	o->buf[o->len++] = '"';
 }
 
 static unsigned tid_of(uint16_t worker)
 {
 	return worker == WEFT_EVENT_NO_WORKER ? 0 : (unsigned)worker + 1;
-}
-
-static double us(const tt_trace_t *t, uint64_t ns)
-{
-	return (double)(int64_t)(ns - t->first_ts) / 1e3;
 }
 
 /*
@@ -130,8 +260,22 @@ static void wake_forget(struct wake_map *m, uint64_t task)
 	m->slot[i].task = 0;
 }
 
-static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
-			  const tt_window_t *win)
+/* A record's "ts" and the rest of its fixed parts: ,"pid":P,"tid":T}. */
+static inline void jo_pid_tid(struct jout *o, unsigned pid, unsigned tid)
+{
+	jo_lit(o, ",\"pid\":");
+	jo_u64(o, pid);
+	jo_lit(o, ",\"tid\":");
+	jo_u64(o, tid);
+}
+
+static inline int64_t rel(const tt_trace_t *t, uint64_t ns)
+{
+	return (int64_t)(ns - t->first_ts);
+}
+
+static void export_chrome(tt_trace_t *t, struct jout *o,
+			  const weft_event_t *first, const tt_window_t *win)
 {
 	static bool named[65537];
 	struct wake_map wakes = { 0 };
@@ -140,13 +284,14 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
 	weft_event_t ev;
 	char name[64];
 
-	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-	fprintf(out,
-		"%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,"
-		"\"tid\":0,\"args\":{\"name\":",
-		sep, t->pid);
-	json_str(out, t->process ? t->process : "weft");
-	fputs("}}", out);
+	jo_printf(o, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	jo_printf(o,
+		  "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,"
+		  "\"tid\":0,\"args\":{\"name\":",
+		  sep, t->pid);
+	jo_json(o, t->process ? t->process : "weft");
+	jo_room(o, JOUT_RECORD);
+	jo_lit(o, "}}");
 	sep = ",\n";
 	memset(named, 0, sizeof(named));
 	ev = *first;
@@ -168,17 +313,18 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
 					 tid - 1);
 			else
 				snprintf(name, sizeof(name), "other threads");
-			fprintf(out,
-				"%s{\"ph\":\"M\",\"name\":\"thread_name\","
-				"\"pid\":%u,\"tid\":%u,\"args\":{\"name\":"
-				"\"%s\"}}",
-				sep, t->pid, tid, name);
-			fprintf(out,
-				"%s{\"ph\":\"M\",\"name\":"
-				"\"thread_sort_index\",\"pid\":%u,\"tid\":%u,"
-				"\"args\":{\"sort_index\":%u}}",
-				sep, t->pid, tid, tid);
+			jo_printf(o,
+				  "%s{\"ph\":\"M\",\"name\":\"thread_name\","
+				  "\"pid\":%u,\"tid\":%u,\"args\":{\"name\":"
+				  "\"%s\"}}",
+				  sep, t->pid, tid, name);
+			jo_printf(o,
+				  "%s{\"ph\":\"M\",\"name\":"
+				  "\"thread_sort_index\",\"pid\":%u,\"tid\":%u,"
+				  "\"args\":{\"sort_index\":%u}}",
+				  sep, t->pid, tid, tid);
 		}
+		jo_room(o, JOUT_RECORD);
 		switch (e->kind) {
 		case WEFT_EV_WAKE:
 			if (e->task) {
@@ -203,32 +349,40 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
 				/* The wake -> its next poll, as a flow. */
 				w->live = false;
 				flows++;
-				fprintf(out,
-					"%s{\"ph\":\"s\",\"cat\":\"wake\","
-					"\"name\":\"wake\",\"id\":%llu,"
-					"\"ts\":%.3f,\"pid\":%u,\"tid\":%u}",
-					sep, (unsigned long long)flows,
-					us(t, w->ts), t->pid, w->tid);
-				fprintf(out,
-					"%s{\"ph\":\"f\",\"bp\":\"e\","
-					"\"cat\":\"wake\",\"name\":\"wake\","
-					"\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
-					"\"tid\":%u}",
-					sep, (unsigned long long)flows,
-					us(t, start), t->pid, tid);
+				jo_lit(o, ",\n{\"ph\":\"s\",\"cat\":\"wake\","
+					  "\"name\":\"wake\",\"id\":");
+				jo_u64(o, flows);
+				jo_lit(o, ",\"ts\":");
+				jo_us(o, rel(t, w->ts));
+				jo_pid_tid(o, t->pid, w->tid);
+				jo_lit(o, "},\n{\"ph\":\"f\",\"bp\":\"e\","
+					  "\"cat\":\"wake\",\"name\":\"wake\","
+					  "\"id\":");
+				jo_u64(o, flows);
+				jo_lit(o, ",\"ts\":");
+				jo_us(o, rel(t, start));
+				jo_pid_tid(o, t->pid, tid);
+				jo_lit(o, "}");
 			}
-			fprintf(out,
-				"%s{\"ph\":\"X\",\"cat\":\"poll\",\"name\":",
-				sep);
-			json_str(out,
-				 tt_task_label(t, e->task, name, sizeof(name)));
-			fprintf(out,
-				",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-				"\"tid\":%u,\"args\":{\"task\":%llu,"
-				"\"result\":\"%s\"}}",
-				us(t, start), (double)(e->ts - start) / 1e3,
-				t->pid, tid, (unsigned long long)e->task,
-				e->a2 & WEFT_POLL_READY ? "ready" : "pending");
+			jo_lit(o, ",\n{\"ph\":\"X\",\"cat\":\"poll\",\"name\":");
+			jo_label(o, t, e->task);
+			jo_room(o, JOUT_RECORD);
+			jo_lit(o, ",\"ts\":");
+			jo_us(o, rel(t, start));
+			jo_lit(o, ",\"dur\":");
+			if (e->ts - start >= (1ull << 50))
+				o->len += (size_t)snprintf(
+					o->buf + o->len, 64, "%.3f",
+					(double)(e->ts - start) / 1e3);
+			else
+				jo_us(o, (int64_t)(e->ts - start));
+			jo_pid_tid(o, t->pid, tid);
+			jo_lit(o, ",\"args\":{\"task\":");
+			jo_u64(o, e->task);
+			if (e->a2 & WEFT_POLL_READY)
+				jo_lit(o, ",\"result\":\"ready\"}}");
+			else
+				jo_lit(o, ",\"result\":\"pending\"}}");
 			if ((e->a2 & WEFT_POLL_YIELDED) && e->task) {
 				/* A yield: a self-wake at the poll's end. */
 				struct pending_wake *y =
@@ -244,43 +398,53 @@ static void export_chrome(tt_trace_t *t, FILE *out, const weft_event_t *first,
 			wake_forget(&wakes, e->task);
 			break;
 		case WEFT_EV_STEAL:
-			fprintf(out,
-				"%s{\"ph\":\"i\",\"s\":\"t\",\"cat\":"
-				"\"sched\",\"name\":\"steal\",\"ts\":%.3f,"
-				"\"pid\":%u,\"tid\":%u,\"args\":{\"victim\":"
-				"%llu,\"tasks\":%u}}",
-				sep, us(t, e->ts), t->pid, tid,
-				(unsigned long long)e->a1, e->a2);
+			jo_lit(o, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":"
+				  "\"sched\",\"name\":\"steal\",\"ts\":");
+			jo_us(o, rel(t, e->ts));
+			jo_pid_tid(o, t->pid, tid);
+			jo_lit(o, ",\"args\":{\"victim\":");
+			jo_u64(o, e->a1);
+			jo_lit(o, ",\"tasks\":");
+			jo_u64(o, e->a2);
+			jo_lit(o, "}}");
 			break;
 		case WEFT_EV_PARK:
 		case WEFT_EV_UNPARK:
-			fprintf(out,
-				"%s{\"ph\":\"i\",\"s\":\"t\",\"cat\":"
-				"\"sched\",\"name\":\"%s\",\"ts\":%.3f,"
-				"\"pid\":%u,\"tid\":%u}",
-				sep, weft_event_kind_name(e->kind),
-				us(t, e->ts), t->pid, tid);
+			jo_lit(o, ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":"
+				  "\"sched\",\"name\":\"");
+			jo_mem(o, weft_event_kind_name(e->kind),
+			       strlen(weft_event_kind_name(e->kind)));
+			jo_lit(o, "\",\"ts\":");
+			jo_us(o, rel(t, e->ts));
+			jo_pid_tid(o, t->pid, tid);
+			jo_lit(o, "}");
 			break;
 		case WEFT_EV_LOCAL_DEPTH:
-			fprintf(out,
-				"%s{\"ph\":\"C\",\"name\":\"local queue %u\","
-				"\"ts\":%.3f,\"pid\":%u,\"args\":"
-				"{\"depth\":%u}}",
-				sep, tid ? tid - 1 : 0, us(t, e->ts), t->pid,
-				e->a2);
+			jo_lit(o, ",\n{\"ph\":\"C\",\"name\":\"local queue ");
+			jo_u64(o, tid ? tid - 1 : 0);
+			jo_lit(o, "\",\"ts\":");
+			jo_us(o, rel(t, e->ts));
+			jo_lit(o, ",\"pid\":");
+			jo_u64(o, t->pid);
+			jo_lit(o, ",\"args\":{\"depth\":");
+			jo_u64(o, e->a2);
+			jo_lit(o, "}}");
 			break;
 		case WEFT_EV_GLOBAL_DEPTH:
-			fprintf(out,
-				"%s{\"ph\":\"C\",\"name\":\"global queue\","
-				"\"ts\":%.3f,\"pid\":%u,\"args\":"
-				"{\"depth\":%u}}",
-				sep, us(t, e->ts), t->pid, e->a2);
+			jo_lit(o, ",\n{\"ph\":\"C\",\"name\":\"global queue\","
+				  "\"ts\":");
+			jo_us(o, rel(t, e->ts));
+			jo_lit(o, ",\"pid\":");
+			jo_u64(o, t->pid);
+			jo_lit(o, ",\"args\":{\"depth\":");
+			jo_u64(o, e->a2);
+			jo_lit(o, "}}");
 			break;
 		default:
 			break;
 		}
 	} while (tt_next(t, &ev));
-	fputs("\n]}\n", out);
+	jo_printf(o, "\n]}\n");
 	free(wakes.slot);
 }
 
@@ -291,6 +455,8 @@ int tt_verb_export(int argc, char **argv)
 	weft_event_t first;
 	tt_window_t win;
 	tt_trace_t t;
+	struct jout o;
+	bool bad;
 	FILE *out;
 
 	tt_window_init(&win);
@@ -327,8 +493,11 @@ int tt_verb_export(int argc, char **argv)
 	if (!out)
 		tt_die("export: %s: %s", out_path, strerror(errno));
 	if (tt_next(&t, &first)) {
+		o = (struct jout){ .f = out, .buf = tt_xmalloc(JOUT_CAP) };
 		tt_window_start(&win, t.first_ts);
-		export_chrome(&t, out, &first, &win);
+		export_chrome(&t, &o, &first, &win);
+		jo_flush(&o);
+		free(o.buf);
 	} else {
 		fputs("{\"traceEvents\":[]}\n", out);
 	}
@@ -342,7 +511,12 @@ int tt_verb_export(int argc, char **argv)
 		       (double)(t.last_ts - t.first_ts) / 1e9);
 	}
 	tt_free(&t);
-	if ((out != stdout && fclose(out)) || (out == stdout && fflush(out))) {
+	/* ferror(): a write that failed before the last (fclose() says
+	 * only whether its own flush did). */
+	bad = ferror(out);
+	if (out != stdout ? fclose(out) : fflush(out))
+		bad = true;
+	if (bad) {
 		fprintf(stderr, "weft-trace: export: %s: write failed\n",
 			out_path);
 		return 1;

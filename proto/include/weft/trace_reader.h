@@ -50,6 +50,13 @@ typedef struct weft_trace_reader_s {
 	uint64_t resync_from; /* the last bad record a resync left from */
 	bool resync_tried;
 	bool cut_tail; /* ended at a bad record with nothing whole after it */
+	/* Lean mode (weft_trace_reader_lean()): the last EventBatch read
+	 * without protobuf-c, its events lean_ev[0, lean_n). */
+	bool lean;
+	weft_event_t *lean_ev; /* WEFT_WIRE_BATCH_MAX of them */
+	size_t lean_n;
+	Weft__V1__Frame lean_frame;
+	Weft__V1__EventBatch lean_batch;
 } weft_trace_reader_t;
 
 /* Extra result of weft_trace_reader_next() for a file whose first record
@@ -94,6 +101,37 @@ void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
  * (weft/wire.h), WEFT_TRACE_E_NOT_TRACE, -EIO.
  */
 int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
+
+/**
+ * weft_trace_reader_lean() - read event batches without protobuf-c (a
+ * reader that wants their events, not their columns: the trace stream).
+ *
+ * From the next record on, an EventBatch laid out as the encoders write
+ * it is decoded straight from its bytes: it comes out as the reader's
+ * own frame (@r->lean_frame, freed by nobody: see
+ * weft_trace_reader_frame_free()), an EventBatch with its scalar fields
+ * only (worker, count, base_ts, base_task; no columns), and its events
+ * in @r->lean_ev[0, @r->lean_n), both valid until the next call.  Any
+ * other record, and a batch whose bytes are not so laid out or do not
+ * decode, is unpacked as before: what reads, and every error, is the
+ * same in both modes.
+ *
+ * Context: any thread, one at a time per @r; a task may call it (never
+ * blocks).
+ * Return: 0, or -ENOMEM (the events' buffer, 256 KiB).
+ */
+int weft_trace_reader_lean(weft_trace_reader_t *r);
+
+/**
+ * weft_trace_reader_frame_free() - free a frame weft_trace_reader_next()
+ * returned, unless the reader keeps it (the header; a lean batch).
+ * NULL is ignored.
+ *
+ * Context: any thread, one at a time per @r; a task may call it (never
+ * blocks).
+ */
+void weft_trace_reader_frame_free(weft_trace_reader_t *r,
+				  Weft__V1__Frame *f);
 
 /**
  * weft_trace_reader_seek() - read on from the record that starts at @offset

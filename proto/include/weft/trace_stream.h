@@ -26,6 +26,7 @@
 enum {
 	WEFT_TRACE_ITEM_FRAME = 1, /* .frame (an EventBatch's events follow) */
 	WEFT_TRACE_ITEM_EVENT = 2, /* .ev */
+	WEFT_TRACE_ITEM_EVENTS = 3, /* weft_trace_stream_next_events()'s */
 };
 
 typedef struct weft_trace_item_s {
@@ -43,6 +44,10 @@ typedef struct weft_trace_stream_opts_s {
 	size_t max_pending; /* events held at the most; 0: 2 Mi (64 MiB) */
 	bool file_order;    /* events as they stand, each batch after its
 			     * frame, no time order (a reader that counts) */
+	bool lean;          /* batches read without protobuf-c
+			     * (weft_trace_reader_lean()): an EventBatch frame
+			     * comes out with its scalar fields only, no
+			     * columns; its events are the same */
 } weft_trace_stream_opts_t;
 
 typedef struct weft_trace_stream_s weft_trace_stream_t;
@@ -79,6 +84,23 @@ int weft_trace_stream_open_mem(weft_trace_stream_t **out, const void *data,
  * not decode (at weft_trace_stream_error_offset()).
  */
 int weft_trace_stream_next(weft_trace_stream_t *s, weft_trace_item_t *it);
+/*
+ * weft_trace_stream_next_events() - weft_trace_stream_next(), with the
+ * events in blocks: WEFT_TRACE_ITEM_EVENTS, *@ev and *@n the next *@n
+ * events in order (exactly those that as many weft_trace_stream_next()
+ * calls would hand out one by one: the earliest run's, up to where
+ * another run's event or one not yet due comes first), valid until the
+ * next call.  Frames come out as from weft_trace_stream_next(), *@n 0.
+ * A reader that takes each event as it is saves a call and a copy an
+ * event.
+ *
+ * Context: any thread, one at a time per @s; it reads the file with
+ * blocking stdio, so not from a task on a worker.
+ * Return: as weft_trace_stream_next().
+ */
+int weft_trace_stream_next_events(weft_trace_stream_t *s,
+				  weft_trace_item_t *it,
+				  const weft_event_t **ev, size_t *n);
 /**
  * weft_trace_stream_reader() - the reader underneath: header, truncated,
  * error, frames.

@@ -65,6 +65,19 @@ typedef struct weft_wire_decoder_s {
 	size_t body_have;
 	bool in_body;
 	int error; /* sticky once set */
+	/*
+	 * The trace reader's lean mode (trace_reader.c): a Frame's bytes
+	 * it takes (returns true) are not unpacked, and come out as
+	 * WEFT_WIRE_FRAME with a NULL frame; those it leaves are unpacked
+	 * as ever.  NULL: every one is unpacked.
+	 */
+	bool (*take)(void *ctx, const uint8_t *body, size_t len);
+	void *take_ctx;
+	/* Keep the body's buffer for the next record (body_cap bytes; at
+	 * most max_record): one reader of big records (a trace file), not
+	 * a server's many clients. */
+	bool keep_body;
+	size_t body_cap;
 } weft_wire_decoder_t;
 
 /* An event batch being encoded: the message and its column storage. */
@@ -315,6 +328,28 @@ int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
  */
 int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
 			    size_t cap);
+
+/**
+ * weft_wire_batch_decode_raw() - weft_wire_batch_decode() straight from
+ * the @len bytes of an EventBatch message (no protobuf-c, no allocation),
+ * when they are laid out as weft_wire_batch_append() writes them: each
+ * field once, in field order, packed columns, every varint whole.
+ * @m: receives the scalar fields (worker, count, base_ts, base_task);
+ * its columns are left empty.
+ * @out, @cap: room for the events.
+ *
+ * Only bytes that protobuf-c would unpack, and whose columns
+ * weft_wire_batch_decode() would accept, decode here, into the same
+ * events; anything else (another layout, a bad varint, columns that do
+ * not agree, more than @cap events) is refused, and the caller unpacks
+ * the Frame with protobuf-c as before to learn what it is.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: the number of events; -EAGAIN when refused.
+ */
+int weft_wire_batch_decode_raw(const uint8_t *p, size_t len,
+				Weft__V1__EventBatch *m, weft_event_t *out,
+				size_t cap);
 
 /**
  * weft_wire_batch_append() - @m as one EventBatch record at the end of @b
