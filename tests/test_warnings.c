@@ -312,10 +312,10 @@ static weft_poll_t spins_poll(void *arg, weft_cx_t *cx)
 }
 
 /*
- * Nobody listening: five 25 ms polls, then a console attaches.  The
+ * Nobody listening: five 60 ms polls, then a console attaches.  The
  * runtime's monitor saw them (no events flowed), and the first update
  * lists all five long polls and their never-yielded, named, located and
- * marked as from before it came.  The fixed twin, the same 125 ms in 1 ms
+ * marked as from before it came.  The fixed twin, the same 300 ms in 1 ms
  * polls, raises nothing.
  */
 static void test_long_polls_before_attach(void **state)
@@ -326,20 +326,21 @@ static void test_long_polls_before_attach(void **state)
 	struct sink *s;
 	uint64_t bad, good;
 	/*
-	 * Longer polls in slow builds: the monitor's looks (every 5 ms) must
-	 * span 10 ms of each, and under TSan on a loaded host it went
-	 * without a CPU long enough to miss one in five of 25 ms.
+	 * The monitor's looks (every 5 ms, at nice 19) must span 10 ms of
+	 * each poll: on a loaded host (CI, and under TSan) they came too few
+	 * to see one in five 25 ms polls.  Polls of 60 ms, longer in slow
+	 * builds.
 	 */
-	unsigned k = slowdown() < 4 ? slowdown() : 4;
+	unsigned ms = 60 * (slowdown() < 4 ? slowdown() : 4);
 
 	(void)state;
 	assert_false(weft_probe_listening());
 	spins_longest_ns = 0;
-	bad = run_task(rt, "spin-5x25ms", spins_poll,
-		       &(struct spins){ .n = 5, .ms = 25 * k },
+	bad = run_task(rt, "spin-5x60ms", spins_poll,
+		       &(struct spins){ .n = 5, .ms = ms },
 		       sizeof(struct spins));
-	good = run_task(rt, "spin-125x1ms", spins_poll,
-			&(struct spins){ .n = 125 * k, .ms = 1 },
+	good = run_task(rt, "spin-300x1ms", spins_poll,
+			&(struct spins){ .n = 5 * ms, .ms = 1 },
 			sizeof(struct spins));
 	usleep(20000); /* the monitor's look after the last poll */
 	s = sink_new_history(false, true, &sub);
@@ -353,9 +354,9 @@ static void test_long_polls_before_attach(void **state)
 	assert_int_equal(sink_count(s, WEFT_WARN_NEVER_YIELDED, good), 0);
 	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, bad, &w));
 	assert_true(w.history);
-	assert_string_equal(w.task_name, "spin-5x25ms");
+	assert_string_equal(w.task_name, "spin-5x60ms");
 	assert_non_null(strstr(w.file, "test_warnings.c"));
-	/* A lower bound: under the poll's length (25 ms of CPU or more, at
+	/* A lower bound: under the poll's length (60 ms of CPU or more, at
 	 * least as long on the clock), and over the 10 ms threshold. */
 	assert_in_range(w.value_ns, WEFT_MSEC(10), spins_longest_ns);
 	assert_non_null(strstr(w.detail, "seen by the runtime monitor"));

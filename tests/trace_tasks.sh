@@ -85,11 +85,13 @@ sleep 2.5
 stop
 "$tool" tasks "$tmp/run.weft" --at 1.5 >"$tmp/file.txt"
 check "file --at 1.5" "$tmp/file.txt" 40
-grep -q '^# at 1\.[45][0-9]* s of ' "$tmp/file.txt" || { cat "$tmp/file.txt" >&2; fail "file: no '# at' line"; }
+# The state at the last update written by 1.5 s: on a loaded host the
+# one before it may be 0.1 s or more earlier (CI: "# at 1.399 s").
+grep -q '^# at 1\.[0-5][0-9]* s of ' "$tmp/file.txt" || { cat "$tmp/file.txt" >&2; fail "file: no '# at' line"; }
 # Recorded from the start, each parked poll was seen: idle from its end
 # (about 1.4 s at 1.5 s), not "?" nor 0.
-rows=$(grep -Ec "  parked +idle +1\.[0-9]{2}s  " "$tmp/file.txt" || true)
-[[ $rows -eq 40 ]] || { cat "$tmp/file.txt" >&2; fail "file: $rows parked tasks idle 1.xx s, expected 40"; }
+rows=$(grep -Ec "  parked +idle +(0\.[1-9][0-9]|1\.[0-9]{2})s  " "$tmp/file.txt" || true)
+[[ $rows -eq 40 ]] || { cat "$tmp/file.txt" >&2; fail "file: $rows parked tasks idle 0.1-1.99 s, expected 40"; }
 "$tool" tasks "$tmp/run.weft" >"$tmp/file-end.txt"
 ! grep -q "$site" "$tmp/file-end.txt" || { cat "$tmp/file-end.txt" >&2; fail "file at its end: a parked task is left"; }
 # dump names the await of each PARKED_AT, not an address.
