@@ -664,8 +664,10 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		else
 			snprintf(who, sizeof(who), "a unix client of uid %d",
 				 (int)uid);
-		evutil_closesocket(fd);
+		/* Counted before the close: a peer that sees it closed
+		 * finds it in the stats. */
 		refused(s, who, why);
+		evutil_closesocket(fd);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
