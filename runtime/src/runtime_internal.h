@@ -172,7 +172,14 @@ void weft__task_drop_notified(weft_task_t *t);
 /* ----------------------------------------------------------- task_alloc */
 
 #define TASK_ALLOC_CLASSES 4
+#define TASK_ALLOC_CLASS_SIZES { 192, 256, 512, 1024 }
 #define TASK_ALLOC_DIRECT 0xff
+
+/* The bytes weft_spawn_with() allocates for a task of @state_size bytes. */
+static inline size_t weft__task_block_size(size_t state_size)
+{
+	return sizeof(weft_task_t) + ((state_size + 15) & ~(size_t)15);
+}
 
 typedef struct worker_cache_s {
 	void *head;

@@ -594,7 +594,7 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	if (load_relaxed(&rt->shutdown))
 		return -ESHUTDOWN;
 
-	size = sizeof(*t) + ((spec->size + 15) & ~(size_t)15);
+	size = weft__task_block_size(spec->size);
 	t = weft__task_alloc(rt, size, &cls);
 	if (!t)
 		return -ENOMEM;

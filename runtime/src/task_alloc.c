@@ -29,7 +29,7 @@
 #define DEPOT_BYTES (4u << 20)  /* bytes the depot keeps per class */
 #define DEPOT_CHAINS 128u       /* chain slots per class */
 
-static const uint32_t class_size[TASK_ALLOC_CLASSES] = { 192, 256, 512, 1024 };
+static const uint32_t class_size[TASK_ALLOC_CLASSES] = TASK_ALLOC_CLASS_SIZES;
 
 typedef struct block_s {
 	struct block_s *next;
