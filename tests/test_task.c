@@ -627,6 +627,128 @@ static void test_task_ids_unique(void **state)
 	probe_fini(&p);
 }
 
+/*
+ * Sets its output in its first poll and yields (PENDING); in the second,
+ * f->i says whether it sets another before READY.
+ */
+static weft_poll_t output_then_yield_poll(void *arg, weft_cx_t *cx)
+{
+	struct fut *f = arg;
+
+	WEFT_ASYNC_BEGIN(f);
+	weft_cx_return(cx, (void *)0x77);
+	WEFT_AWAIT(f, weft_yield_poll(&f->y, cx));
+	if (f->i)
+		weft_cx_return(cx, (void *)0x88);
+	atomic_fetch_add(&f->p->polls, 1);
+	WEFT_ASYNC_END(f);
+}
+
+/* Sets its output, then waits for ever (until aborted). */
+static weft_poll_t output_then_park_poll(void *arg, weft_cx_t *cx)
+{
+	struct fut *f = arg;
+
+	weft_cx_return(cx, (void *)0x99);
+	tcount_add(&f->p->polled, 1);
+	return WEFT_PENDING;
+}
+
+/*
+ * An output set in a poll that returned PENDING is the task's output
+ * unless a later poll sets another (its word in the task is an owned
+ * link until completion: task.c keeps it aside); a cancelled task's is
+ * NULL.
+ */
+static void test_task_output_kept_across_pending(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct fut f = { 0 };
+	weft_join_t *j;
+	struct probe p;
+	void *out;
+
+	(void)state;
+	probe_init(&p);
+	f.p = &p;
+	for (unsigned again = 0; again < 2; again++) {
+		f.i = again;
+		j = spawn_ok(rt, output_then_yield_poll, NULL, &f, sizeof(f),
+			     true);
+		out = NULL;
+		assert_int_equal(join_wait_drop(j, &out), 0);
+		assert_ptr_equal(out, again ? (void *)0x88 : (void *)0x77);
+	}
+	assert_int_equal(atomic_load(&p.polls), 2);
+
+	j = spawn_ok(rt, output_then_park_poll, NULL, &f, sizeof(f), true);
+	tcount_wait(&p.polled, 1);
+	weft_join_abort(j);
+	out = (void *)1;
+	assert_int_equal(join_wait_drop(j, &out), -ECANCELED);
+	assert_null(out);
+	weft_runtime_destroy(rt);
+	probe_fini(&p);
+}
+
+/*
+ * Tasks of one spec share one spawn record; past the record table's
+ * 4096, a spec's record sits in its task's block.  Either way the
+ * record says what the spec said.
+ */
+static void test_task_spawn_records(void **state)
+{
+	enum { N = 5000 };
+	weft_runtime_t *rt = rt_create(2);
+	weft_join_t **j = calloc(N, sizeof(*j));
+	unsigned in_block = 0;
+	struct probe p;
+	struct fut f;
+
+	(void)state;
+	assert_non_null(j);
+	probe_init(&p);
+	f = (struct fut){ .p = &p };
+	j[0] = spawn_ok(rt, ready_poll, NULL, &f, sizeof(f), true);
+	j[1] = spawn_ok(rt, ready_poll, NULL, &f, sizeof(f), true);
+	assert_ptr_equal(task_of(j[0])->rec, task_of(j[1])->rec);
+	assert_int_equal(join_wait_drop(j[0], NULL), 0);
+	assert_int_equal(join_wait_drop(j[1], NULL), 0);
+
+	/* A spec per line: more than the table holds. */
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){ .poll = ready_poll,
+							 .state = &f,
+							 .size = sizeof(f),
+							 .name = "rec",
+							 .file = "records",
+							 .line = (int)i + 1 },
+					&j[i]),
+			0);
+	for (unsigned i = 0; i < N; i++) {
+		weft_task_t *t = task_of(j[i]);
+		const weft__spawn_rec_t *r = t->rec;
+
+		assert_ptr_equal(r->rt, rt);
+		assert_ptr_equal(r->poll, ready_poll);
+		assert_string_equal(r->name, "rec");
+		assert_string_equal(r->file, "records");
+		assert_int_equal(r->line, (int)i + 1);
+		assert_int_equal(r->state_size, sizeof(f));
+		if ((const unsigned char *)r > (const unsigned char *)t &&
+		    (const unsigned char *)r < t->future + sizeof(f) + 64)
+			in_block++;
+		assert_int_equal(join_wait_drop(j[i], NULL), 0);
+	}
+	assert_true(in_block >= N - 4096);
+	assert_int_equal(atomic_load(&p.polls), N + 2);
+	weft_runtime_destroy(rt);
+	free(j);
+	probe_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -639,6 +761,8 @@ int main(void)
 		cmocka_unit_test(test_task_waker_empty_and_set),
 		cmocka_unit_test(test_task_state_copied_and_dropped_once),
 		cmocka_unit_test(test_task_ids_unique),
+		cmocka_unit_test(test_task_output_kept_across_pending),
+		cmocka_unit_test(test_task_spawn_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

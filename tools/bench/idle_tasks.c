@@ -242,7 +242,7 @@ int bench_idle_main(int argc, char **argv)
 	r1 = rss_bytes();
 
 	header = sizeof(weft_task_t);
-	block = weft__task_block_size(sizeof(weft_notified_t));
+	block = weft__task_block_size(sizeof(weft_notified_t), false);
 	cls = alloc_class_size(block);
 	chunk = malloc_chunk(cls);
 	per_task = (double)(r1 - r0) / (double)n;
