@@ -691,6 +691,15 @@ static void test_task_output_kept_across_pending(void **state)
 	probe_fini(&p);
 }
 
+/* Whether @t's spawn record sits in its own block (the table was full). */
+static bool rec_in_block(const weft_task_t *t)
+{
+	const unsigned char *r = (const unsigned char *)t->rec;
+
+	return r > (const unsigned char *)t &&
+	       r < t->future + t->rec->state_size + 64;
+}
+
 /*
  * Tasks of one spec share one spawn record; past the record table's
  * 4096, a spec's record sits in its task's block.  Either way the
@@ -737,8 +746,7 @@ static void test_task_spawn_records(void **state)
 		assert_string_equal(r->file, "records");
 		assert_int_equal(r->line, (int)i + 1);
 		assert_int_equal(r->state_size, sizeof(f));
-		if ((const unsigned char *)r > (const unsigned char *)t &&
-		    (const unsigned char *)r < t->future + sizeof(f) + 64)
+		if (rec_in_block(t))
 			in_block++;
 		assert_int_equal(join_wait_drop(j[i], NULL), 0);
 	}
@@ -746,6 +754,81 @@ static void test_task_spawn_records(void **state)
 	assert_int_equal(atomic_load(&p.polls), N + 2);
 	weft_runtime_destroy(rt);
 	free(j);
+	probe_fini(&p);
+}
+
+struct rec_racer {
+	weft_runtime_t *rt;
+	struct fut f;
+	weft_join_t *j[300];
+};
+
+/* Spawns one task for each of 300 specs, which every racer also spawns. */
+static void *rec_racer_main(void *arg)
+{
+	struct rec_racer *r = arg;
+
+	for (int i = 0; i < 300; i++)
+		if (weft_spawn_with(r->rt,
+				    &(weft_spawn_t){ .poll = ready_poll,
+						     .state = &r->f,
+						     .size = sizeof(r->f),
+						     .name = "race",
+						     .file = "records-race",
+						     .line = 20000 + i },
+				    &r->j[i]) != 0)
+			r->j[i] = NULL;
+	return NULL;
+}
+
+/*
+ * Threads spawning the same specs at once (workers polling meanwhile):
+ * each spec gets one record, which every task of it names, right.
+ */
+static void test_task_spawn_records_racing(void **state)
+{
+	enum { NTHREADS = 4 };
+	weft_runtime_t *rt = rt_create(2);
+	struct rec_racer *r = calloc(NTHREADS, sizeof(*r));
+	pthread_t tid[NTHREADS];
+	struct probe p;
+
+	(void)state;
+	assert_non_null(r);
+	probe_init(&p);
+	for (unsigned k = 0; k < NTHREADS; k++) {
+		r[k].rt = rt;
+		r[k].f = (struct fut){ .p = &p };
+		assert_int_equal(
+			pthread_create(&tid[k], NULL, rec_racer_main, &r[k]), 0);
+	}
+	for (unsigned k = 0; k < NTHREADS; k++)
+		assert_int_equal(pthread_join(tid[k], NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		const weft__spawn_rec_t *shared = NULL;
+
+		for (unsigned k = 0; k < NTHREADS; k++) {
+			weft_task_t *t;
+
+			assert_non_null(r[k].j[i]);
+			t = task_of(r[k].j[i]);
+			assert_ptr_equal(t->rec->rt, rt);
+			assert_string_equal(t->rec->file, "records-race");
+			assert_int_equal(t->rec->line, 20000 + i);
+			assert_int_equal(t->rec->state_size,
+					 sizeof(struct fut));
+			if (!rec_in_block(t)) {
+				if (shared)
+					assert_ptr_equal(t->rec, shared);
+				shared = t->rec;
+			}
+		}
+		for (unsigned k = 0; k < NTHREADS; k++)
+			assert_int_equal(join_wait_drop(r[k].j[i], NULL), 0);
+	}
+	assert_int_equal(atomic_load(&p.polls), NTHREADS * 300);
+	weft_runtime_destroy(rt);
+	free(r);
 	probe_fini(&p);
 }
 
@@ -762,6 +845,7 @@ int main(void)
 		cmocka_unit_test(test_task_state_copied_and_dropped_once),
 		cmocka_unit_test(test_task_ids_unique),
 		cmocka_unit_test(test_task_output_kept_across_pending),
+		cmocka_unit_test(test_task_spawn_records_racing),
 		cmocka_unit_test(test_task_spawn_records),
 	};
 
