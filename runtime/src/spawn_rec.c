@@ -32,6 +32,12 @@
 static weft__spawn_rec_t recs[REC_MAX];
 static _Atomic(const weft__spawn_rec_t *) slots[REC_SLOTS];
 static unsigned nrecs; /* insert_lock */
+/*
+ * Set once nrecs reaches REC_MAX, so that a spawn of a spec the table has
+ * no room for goes to its task's block without taking insert_lock (every
+ * such spawn would, the table's free slots never running out).
+ */
+static _Atomic bool full;
 static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -118,7 +124,13 @@ const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
 	const weft__spawn_rec_t *r = lookup(h, rt, spec, &empty);
 	weft__spawn_rec_t *rec;
 
-	if (r || !empty)
+	/*
+	 * Relaxed: a hint.  Stale false, we take the lock and find the
+	 * table full under it.  Set, it stays set (no record ever goes);
+	 * seen before the last insert's slot, that spawn keeps its record
+	 * in its block, as right as the shared one.
+	 */
+	if (r || !empty || load_relaxed(&full))
 		return r;
 	pthread_mutex_lock(&insert_lock);
 	/* Again: another thread may have inserted it meanwhile. */
@@ -126,6 +138,8 @@ const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
 	if (r || !empty || nrecs == REC_MAX)
 		goto out_unlock;
 	rec = &recs[nrecs++];
+	if (nrecs == REC_MAX)
+		store_relaxed(&full, true);
 	weft__spawn_rec_fill(rec, rt, spec, false);
 	/*
 	 * Release: orders the record's fields before the slot that names
