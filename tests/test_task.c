@@ -683,10 +683,22 @@ static void test_task_output_kept_across_pending(void **state)
 
 	j = spawn_ok(rt, output_then_park_poll, NULL, &f, sizeof(f), true);
 	tcount_wait(&p.polled, 1);
+	/*
+	 * The kept value is flagged on the task (before to_idle), so that
+	 * only its completion locks.
+	 */
+	wait_not_running(j);
+	assert_true(flags_of(j) & TASK_OUTPUT_KEPT);
 	weft_join_abort(j);
 	out = (void *)1;
 	assert_int_equal(join_wait_drop(j, &out), -ECANCELED);
 	assert_null(out);
+
+	/* Tasks cancelled by destroy with a value kept (its cancel paths). */
+	for (unsigned i = 0; i < 8; i++)
+		(void)spawn_ok(rt, output_then_park_poll, NULL, &f, sizeof(f),
+			       false);
+	tcount_wait(&p.polled, 1 + 8);
 	weft_runtime_destroy(rt);
 	probe_fini(&p);
 }

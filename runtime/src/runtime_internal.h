@@ -43,6 +43,9 @@ typedef struct weft_worker_s weft_worker_t;
  *   JOIN_INTEREST a join handle exists
  *   JOIN_WAKER    the join waker field is set and belongs to the completer;
  *                 while clear, only the join handle may write that field
+ *   OUTPUT_KEPT   a poll that returned PENDING set an output, kept aside
+ *                 (task.c) until completion; set by the polling worker,
+ *                 never cleared
  *   refs          the reference count, in the bits above REF_SHIFT
  *
  * Transitions (all by CAS or fetch-op on the word, acq_rel):
@@ -65,7 +68,8 @@ typedef struct weft_worker_s weft_worker_t;
 #define TASK_CANCELLED ((uint64_t)1 << 3)
 #define TASK_JOIN_INTEREST ((uint64_t)1 << 4)
 #define TASK_JOIN_WAKER ((uint64_t)1 << 5)
-#define TASK_REF_SHIFT 6
+#define TASK_OUTPUT_KEPT ((uint64_t)1 << 6)
+#define TASK_REF_SHIFT 7
 #define TASK_REF_ONE ((uint64_t)1 << TASK_REF_SHIFT)
 #define TASK_REF_MASK (~(TASK_REF_ONE - 1))
 

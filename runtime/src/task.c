@@ -286,15 +286,18 @@ const weft_waker_vtable_t weft__task_waker_vtable = {
  * PENDING.  The task's own word for its output is an owned-list link
  * until the task completes (runtime_internal.h), so such a value waits
  * here, keyed by task id, until the task completes or is cancelled.
- * Rare (a task sets its output in the poll that returns READY), so a
- * list under a lock; kept_n lets every other completion skip the lock.
+ * Rare (a task sets its output in the poll that returns READY), so
+ * lists under one lock, hashed by id; the task's OUTPUT_KEPT bit lets
+ * every other completion skip the lock.
  *
- * kept_n is read relaxed: an entry for task T is added by a poll of T,
- * and the completion that looks for it follows that poll through T's
- * state word (to_idle's release, to_running's or a claim's acquire), so
- * it reads the count that includes T's entry, or a later one, which
- * cannot be zero while T's entry is there.
+ * The bit is set (relaxed) by the poll that keeps the value, on the
+ * task's state word, before that poll's to_idle.  Whoever completes the
+ * task later has done an RMW on the same word after it (to_running, a
+ * claim, or to_idle itself), so by coherence its load of the word sees
+ * the bit; the entry itself is guarded by kept_lock.
  */
+#define KEPT_BUCKETS 256u
+
 struct kept_output {
 	struct kept_output *next;
 	uint64_t id;
@@ -302,15 +305,20 @@ struct kept_output {
 };
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kept_output *kept_head; /* kept_lock */
-static _Atomic unsigned kept_n;
+static struct kept_output *kept_heads[KEPT_BUCKETS]; /* kept_lock */
 
+static struct kept_output **kept_bucket(const weft_task_t *t)
+{
+	return &kept_heads[t->id & (KEPT_BUCKETS - 1)];
+}
+
+/* From a poll of @t that returned PENDING, on its polling worker. */
 static void kept_put(weft_task_t *t, void *value)
 {
-	struct kept_output *k;
+	struct kept_output **head = kept_bucket(t), *k;
 
 	pthread_mutex_lock(&kept_lock);
-	for (k = kept_head; k; k = k->next)
+	for (k = *head; k; k = k->next)
 		if (k->id == t->id)
 			break;
 	if (!k) {
@@ -324,24 +332,30 @@ static void kept_put(weft_task_t *t, void *value)
 			return;
 		}
 		k->id = t->id;
-		k->next = kept_head;
-		kept_head = k;
-		fetch_add_relaxed(&kept_n, 1);
+		k->next = *head;
+		*head = k;
 	}
 	k->value = value;
 	pthread_mutex_unlock(&kept_lock);
+	/* Relaxed: see above; the running worker's RMW, to_idle's next. */
+	atomic_fetch_or_explicit(&t->state, TASK_OUTPUT_KEPT,
+				 memory_order_relaxed);
 }
 
-/* Takes @t's kept output out of the list: the value, or NULL. */
+/*
+ * Takes @t's kept output out of the list: the value, or NULL.  The
+ * caller completes @t and has done an RMW on its state word (see above).
+ */
 static void *kept_take(weft_task_t *t)
 {
+	struct kept_output **pp;
 	void *value = NULL;
 
 	/* Relaxed: see above. */
-	if (__builtin_expect(load_relaxed(&kept_n) == 0, 1))
+	if (__builtin_expect(!(load_relaxed(&t->state) & TASK_OUTPUT_KEPT), 1))
 		return NULL;
 	pthread_mutex_lock(&kept_lock);
-	for (struct kept_output **pp = &kept_head; *pp; pp = &(*pp)->next) {
+	for (pp = kept_bucket(t); *pp; pp = &(*pp)->next) {
 		struct kept_output *k = *pp;
 
 		if (k->id != t->id)
@@ -349,7 +363,6 @@ static void *kept_take(weft_task_t *t)
 		*pp = k->next;
 		value = k->value;
 		free(k);
-		fetch_sub_relaxed(&kept_n, 1);
 		break;
 	}
 	pthread_mutex_unlock(&kept_lock);
