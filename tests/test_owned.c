@@ -22,6 +22,7 @@
 struct fixture {
 	owned_t *o;
 	weft_task_t *tasks;
+	weft__spawn_rec_t *recs; /* one a task */
 };
 
 static int setup(void **state)
@@ -34,15 +35,19 @@ static int setup(void **state)
 	weft__owned_init(f->o);
 	f->tasks = calloc(NFAKE, sizeof(weft_task_t));
 	assert_non_null(f->tasks);
+	f->recs = calloc(NFAKE, sizeof(weft__spawn_rec_t));
+	assert_non_null(f->recs);
 	for (unsigned i = 0; i < NFAKE; i++) {
 		weft_task_t *t = &f->tasks[i];
+		weft__spawn_rec_t *r = &f->recs[i];
 
 		t->id = 1000 + i; /* every shard, several times */
-		t->name = "fake";
-		t->file = "test_owned.c";
-		t->line = (int)i;
-		t->state_size = 16 * i;
-		t->kind = (uint8_t)(i % 3);
+		r->name = "fake";
+		r->file = "test_owned.c";
+		r->line = (int)i;
+		r->state_size = 16 * i;
+		r->kind = (uint8_t)(i % 3);
+		t->rec = r;
 		atomic_store(&t->state, TASK_REF_ONE);
 	}
 	*state = f;
@@ -56,6 +61,7 @@ static int teardown(void **state)
 	weft__owned_fini(f->o);
 	free(f->o);
 	free(f->tasks);
+	free(f->recs);
 	free(f);
 	return 0;
 }

@@ -1144,11 +1144,11 @@ static void test_runtime_spawn_short_forms(void **state)
 	assert_int_equal(weft_spawn_named(rt, "plain", owning_poll, &plain,
 					  &j3),
 			 0);
-	assert_string_equal(((weft_task_t *)j1)->file, __FILE__);
-	assert_int_equal(((weft_task_t *)j1)->line, one);
-	assert_string_equal(((weft_task_t *)j1)->name, "owner");
-	assert_in_range(((weft_task_t *)j2)->line, first, last);
-	assert_string_equal(((weft_task_t *)j3)->file, __FILE__);
+	assert_string_equal(((weft_task_t *)j1)->rec->file, __FILE__);
+	assert_int_equal(((weft_task_t *)j1)->rec->line, one);
+	assert_string_equal(((weft_task_t *)j1)->rec->name, "owner");
+	assert_in_range(((weft_task_t *)j2)->rec->line, first, last);
+	assert_string_equal(((weft_task_t *)j3)->rec->file, __FILE__);
 	assert_int_equal(weft_join_wait(j1, NULL), 0);
 	assert_int_equal(weft_join_wait(j3, NULL), 0);
 	weft_join_drop(j1);

@@ -627,6 +627,223 @@ static void test_task_ids_unique(void **state)
 	probe_fini(&p);
 }
 
+/*
+ * Sets its output in its first poll and yields (PENDING); in the second,
+ * f->i says whether it sets another before READY.
+ */
+static weft_poll_t output_then_yield_poll(void *arg, weft_cx_t *cx)
+{
+	struct fut *f = arg;
+
+	WEFT_ASYNC_BEGIN(f);
+	weft_cx_return(cx, (void *)0x77);
+	WEFT_AWAIT(f, weft_yield_poll(&f->y, cx));
+	if (f->i)
+		weft_cx_return(cx, (void *)0x88);
+	atomic_fetch_add(&f->p->polls, 1);
+	WEFT_ASYNC_END(f);
+}
+
+/* Sets its output, then waits for ever (until aborted). */
+static weft_poll_t output_then_park_poll(void *arg, weft_cx_t *cx)
+{
+	struct fut *f = arg;
+
+	weft_cx_return(cx, (void *)0x99);
+	tcount_add(&f->p->polled, 1);
+	return WEFT_PENDING;
+}
+
+/*
+ * An output set in a poll that returned PENDING is the task's output
+ * unless a later poll sets another (its word in the task is an owned
+ * link until completion: task.c keeps it aside); a cancelled task's is
+ * NULL.
+ */
+static void test_task_output_kept_across_pending(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	struct fut f = { 0 };
+	weft_join_t *j;
+	struct probe p;
+	void *out;
+
+	(void)state;
+	probe_init(&p);
+	f.p = &p;
+	for (unsigned again = 0; again < 2; again++) {
+		f.i = again;
+		j = spawn_ok(rt, output_then_yield_poll, NULL, &f, sizeof(f),
+			     true);
+		out = NULL;
+		assert_int_equal(join_wait_drop(j, &out), 0);
+		assert_ptr_equal(out, again ? (void *)0x88 : (void *)0x77);
+	}
+	assert_int_equal(atomic_load(&p.polls), 2);
+
+	j = spawn_ok(rt, output_then_park_poll, NULL, &f, sizeof(f), true);
+	tcount_wait(&p.polled, 1);
+	/*
+	 * The kept value is flagged on the task (before to_idle), so that
+	 * only its completion locks.
+	 */
+	wait_not_running(j);
+	assert_true(flags_of(j) & TASK_OUTPUT_KEPT);
+	weft_join_abort(j);
+	out = (void *)1;
+	assert_int_equal(join_wait_drop(j, &out), -ECANCELED);
+	assert_null(out);
+
+	/* Tasks cancelled by destroy with a value kept (its cancel paths). */
+	for (unsigned i = 0; i < 8; i++)
+		(void)spawn_ok(rt, output_then_park_poll, NULL, &f, sizeof(f),
+			       false);
+	tcount_wait(&p.polled, 1 + 8);
+	weft_runtime_destroy(rt);
+	probe_fini(&p);
+}
+
+/* Whether @t's spawn record sits in its own block (the table was full). */
+static bool rec_in_block(const weft_task_t *t)
+{
+	const unsigned char *r = (const unsigned char *)t->rec;
+
+	return r > (const unsigned char *)t &&
+	       r < t->future + t->rec->state_size + 64;
+}
+
+/*
+ * Tasks of one spec share one spawn record; past the record table's
+ * 4096, a spec's record sits in its task's block.  Either way the
+ * record says what the spec said.
+ */
+static void test_task_spawn_records(void **state)
+{
+	enum { N = 5000 };
+	weft_runtime_t *rt = rt_create(2);
+	weft_join_t **j = calloc(N, sizeof(*j));
+	unsigned in_block = 0;
+	struct probe p;
+	struct fut f;
+
+	(void)state;
+	assert_non_null(j);
+	probe_init(&p);
+	f = (struct fut){ .p = &p };
+	j[0] = spawn_ok(rt, ready_poll, NULL, &f, sizeof(f), true);
+	j[1] = spawn_ok(rt, ready_poll, NULL, &f, sizeof(f), true);
+	assert_ptr_equal(task_of(j[0])->rec, task_of(j[1])->rec);
+	assert_int_equal(join_wait_drop(j[0], NULL), 0);
+	assert_int_equal(join_wait_drop(j[1], NULL), 0);
+
+	/* A spec per line: more than the table holds. */
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){ .poll = ready_poll,
+							 .state = &f,
+							 .size = sizeof(f),
+							 .name = "rec",
+							 .file = "records",
+							 .line = (int)i + 1 },
+					&j[i]),
+			0);
+	for (unsigned i = 0; i < N; i++) {
+		weft_task_t *t = task_of(j[i]);
+		const weft__spawn_rec_t *r = t->rec;
+
+		assert_ptr_equal(r->rt, rt);
+		assert_ptr_equal(r->poll, ready_poll);
+		assert_string_equal(r->name, "rec");
+		assert_string_equal(r->file, "records");
+		assert_int_equal(r->line, (int)i + 1);
+		assert_int_equal(r->state_size, sizeof(f));
+		if (rec_in_block(t))
+			in_block++;
+		assert_int_equal(join_wait_drop(j[i], NULL), 0);
+	}
+	assert_true(in_block >= N - 4096);
+	assert_int_equal(atomic_load(&p.polls), N + 2);
+	weft_runtime_destroy(rt);
+	free(j);
+	probe_fini(&p);
+}
+
+struct rec_racer {
+	weft_runtime_t *rt;
+	struct fut f;
+	weft_join_t *j[300];
+};
+
+/* Spawns one task for each of 300 specs, which every racer also spawns. */
+static void *rec_racer_main(void *arg)
+{
+	struct rec_racer *r = arg;
+
+	for (int i = 0; i < 300; i++)
+		if (weft_spawn_with(r->rt,
+				    &(weft_spawn_t){ .poll = ready_poll,
+						     .state = &r->f,
+						     .size = sizeof(r->f),
+						     .name = "race",
+						     .file = "records-race",
+						     .line = 20000 + i },
+				    &r->j[i]) != 0)
+			r->j[i] = NULL;
+	return NULL;
+}
+
+/*
+ * Threads spawning the same specs at once (workers polling meanwhile):
+ * each spec gets one record, which every task of it names, right.
+ */
+static void test_task_spawn_records_racing(void **state)
+{
+	enum { NTHREADS = 4 };
+	weft_runtime_t *rt = rt_create(2);
+	struct rec_racer *r = calloc(NTHREADS, sizeof(*r));
+	pthread_t tid[NTHREADS];
+	struct probe p;
+
+	(void)state;
+	assert_non_null(r);
+	probe_init(&p);
+	for (unsigned k = 0; k < NTHREADS; k++) {
+		r[k].rt = rt;
+		r[k].f = (struct fut){ .p = &p };
+		assert_int_equal(
+			pthread_create(&tid[k], NULL, rec_racer_main, &r[k]), 0);
+	}
+	for (unsigned k = 0; k < NTHREADS; k++)
+		assert_int_equal(pthread_join(tid[k], NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		const weft__spawn_rec_t *shared = NULL;
+
+		for (unsigned k = 0; k < NTHREADS; k++) {
+			weft_task_t *t;
+
+			assert_non_null(r[k].j[i]);
+			t = task_of(r[k].j[i]);
+			assert_ptr_equal(t->rec->rt, rt);
+			assert_string_equal(t->rec->file, "records-race");
+			assert_int_equal(t->rec->line, 20000 + i);
+			assert_int_equal(t->rec->state_size,
+					 sizeof(struct fut));
+			if (!rec_in_block(t)) {
+				if (shared)
+					assert_ptr_equal(t->rec, shared);
+				shared = t->rec;
+			}
+		}
+		for (unsigned k = 0; k < NTHREADS; k++)
+			assert_int_equal(join_wait_drop(r[k].j[i], NULL), 0);
+	}
+	assert_int_equal(atomic_load(&p.polls), NTHREADS * 300);
+	weft_runtime_destroy(rt);
+	free(r);
+	probe_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -639,6 +856,9 @@ int main(void)
 		cmocka_unit_test(test_task_waker_empty_and_set),
 		cmocka_unit_test(test_task_state_copied_and_dropped_once),
 		cmocka_unit_test(test_task_ids_unique),
+		cmocka_unit_test(test_task_output_kept_across_pending),
+		cmocka_unit_test(test_task_spawn_records_racing),
+		cmocka_unit_test(test_task_spawn_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

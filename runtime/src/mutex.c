@@ -247,9 +247,9 @@ static void unheard_release(weft_mutex_t *m, weft_task_t *t, uint32_t blocked)
 	uint64_t now = weft__probe_clock_ns();
 
 	if (t && t->id == info.id) {
-		info.name = t->name;
-		info.file = t->file;
-		info.line = t->line;
+		info.name = t->rec->name;
+		info.file = t->rec->file;
+		info.line = t->rec->line;
 	}
 	/* Never waits for the probe's lock: busy, the warning is lost. */
 	(void)weft__probe_unheard_lock_held(

@@ -157,11 +157,11 @@ bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 			if (c != t)
 				continue;
 			out->id = c->id;
-			out->name = c->name;
-			out->file = c->file;
-			out->line = c->line;
-			out->state_size = c->state_size;
-			out->kind = c->kind;
+			out->name = c->rec->name;
+			out->file = c->rec->file;
+			out->line = c->rec->line;
+			out->state_size = c->rec->state_size;
+			out->kind = c->rec->kind;
 			describe_parked(c, out);
 			pthread_mutex_unlock(&s->lock);
 			return true;
@@ -202,11 +202,11 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	if (s->count <= cap) {
 		for (weft_task_t *t = s->head; t; t = t->owned_next, n++) {
 			out[n].id = t->id;
-			out[n].name = t->name;
-			out[n].file = t->file;
-			out[n].line = t->line;
-			out[n].state_size = t->state_size;
-			out[n].kind = t->kind;
+			out[n].name = t->rec->name;
+			out[n].file = t->rec->file;
+			out[n].line = t->rec->line;
+			out[n].state_size = t->rec->state_size;
+			out[n].kind = t->rec->kind;
 			describe_parked(t, &out[n]);
 		}
 	} else {

@@ -437,6 +437,8 @@ int weft_block_on(weft_runtime_t *rt, weft_poll_cb poll, void *state,
 	cx.waker = (weft_waker_t){ &thread_waker_vtable, tw };
 	cx.task = NULL;
 	cx.output = NULL;
+	cx.returned = false;
+	cx.yielded = 0;
 	for (;;) {
 		weft__coop_budget = WEFT_COOP_BUDGET;
 		if (poll(state, &cx) == WEFT_READY)

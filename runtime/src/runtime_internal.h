@@ -43,6 +43,9 @@ typedef struct weft_worker_s weft_worker_t;
  *   JOIN_INTEREST a join handle exists
  *   JOIN_WAKER    the join waker field is set and belongs to the completer;
  *                 while clear, only the join handle may write that field
+ *   OUTPUT_KEPT   a poll that returned PENDING set an output, kept aside
+ *                 (task.c) until completion; set by the polling worker,
+ *                 never cleared
  *   refs          the reference count, in the bits above REF_SHIFT
  *
  * Transitions (all by CAS or fetch-op on the word, acq_rel):
@@ -65,7 +68,8 @@ typedef struct weft_worker_s weft_worker_t;
 #define TASK_CANCELLED ((uint64_t)1 << 3)
 #define TASK_JOIN_INTEREST ((uint64_t)1 << 4)
 #define TASK_JOIN_WAKER ((uint64_t)1 << 5)
-#define TASK_REF_SHIFT 6
+#define TASK_OUTPUT_KEPT ((uint64_t)1 << 6)
+#define TASK_REF_SHIFT 7
 #define TASK_REF_ONE ((uint64_t)1 << TASK_REF_SHIFT)
 #define TASK_REF_MASK (~(TASK_REF_ONE - 1))
 
@@ -74,31 +78,59 @@ static inline uint64_t task_refs(uint64_t s)
 	return s >> TASK_REF_SHIFT;
 }
 
+/*
+ * What every task spawned with the same spec shares, Rust's vtable in C:
+ * the runtime, the future's functions, its name and spawn location, its
+ * kind and state size, and the allocation class its block came from.
+ * Interned by spawn_rec.c (one record per distinct spec, never freed,
+ * immutable once published), so a task carries one pointer instead of
+ * seven fields; when the table is full, the record sits at the end of
+ * the task's own block instead.
+ */
+typedef struct weft__spawn_rec_s {
+	weft_runtime_t *rt;
+	weft_poll_cb poll;
+	weft_drop_cb drop;
+	const char *name;
+	const char *file;
+	int line;
+	uint32_t state_size;
+	uint8_t kind;        /* weft_spawn_t.kind, for the probe */
+	uint8_t alloc_class; /* task_alloc.c */
+} weft__spawn_rec_t;
+
+/*
+ * 80 bytes: the ten words below, no padding (the future starts 16-byte
+ * aligned).  Where two fields share a word they are never live together:
+ * the owned-list links die when the task leaves the list (under the
+ * shard's lock, before COMPLETE is published), and only then are the
+ * output and status written (task.c: task_run(), the cancel paths).
+ */
 struct weft_task_s {
 	/* Hot: touched by every transition. */
 	_Atomic uint64_t state;
 	/* Link in the global queue or a batch; owned by whoever holds it. */
 	weft_task_t *queue_next;
-	weft_poll_cb poll;
-	weft_drop_cb drop;
-	weft_runtime_t *rt;
+	/* Immutable: the spec's shared part (spawn_rec.c). */
+	const weft__spawn_rec_t *rec;
 	uint64_t id;
-	/* Owned list links, guarded by the shard's lock. */
-	weft_task_t *owned_prev;
-	weft_task_t *owned_next;
+	/*
+	 * Owned list links, guarded by the shard's lock, while the task is
+	 * on the list; then the output and status, for the join handle:
+	 * written before COMPLETE is published, read after it is observed.
+	 */
+	union {
+		weft_task_t *owned_prev;
+		void *output;
+	};
+	union {
+		weft_task_t *owned_next;
+		int status;
+	};
 	/* Join: see JOIN_WAKER above. */
 	weft_waker_t join_waker;
-	void *output;
-	int status;
-	uint32_t state_size;
-	uint8_t alloc_class; /* task_alloc.c */
-	uint8_t kind;        /* weft_spawn_t.kind, for the probe */
 	/* weft_mutex_t this task holds (mutex.c); its running thread only. */
 	struct weft_mutex_s *held_locks;
-	/* Cold: for the probe and the console. */
-	const char *name;
-	const char *file;
-	int line;
 	/*
 	 * Where the task last returned PENDING (weft/future.h), NULL if
 	 * not known.  Written by the polling worker before to_idle, read
@@ -107,6 +139,12 @@ struct weft_task_s {
 	_Atomic(const weft_site_t *) parked_at;
 	_Alignas(16) unsigned char future[];
 };
+
+/* The runtime @t was spawned on. */
+static inline weft_runtime_t *weft__task_rt(const weft_task_t *t)
+{
+	return t->rec->rt;
+}
 
 /* Where @t is parked (its last PENDING), NULL if not known; a hint. */
 static inline const weft_site_t *weft__task_parked_at(weft_task_t *t)
@@ -119,16 +157,20 @@ static inline const weft_site_t *weft__task_parked_at(weft_task_t *t)
 struct weft_cx_s {
 	weft_waker_t waker;
 	weft_task_t *task; /* NULL under block_on */
-	union {
-		void *output; /* block_on's output */
-		/*
-		 * A task's poll (its output goes to the task): non-zero once
-		 * the poll called weft_cx_yield(), for the probe's record of
-		 * the poll.  A store in the yield, where a probe site would
-		 * be a compare and a branch.
-		 */
-		uintptr_t yielded;
-	};
+	/*
+	 * weft_cx_return()'s value: block_on's output, or a task's, which
+	 * task_run() moves into the task once it is off the owned list
+	 * (the two share a word), or keeps aside meanwhile (task.c).
+	 * returned: weft_cx_return() was called in this poll.
+	 */
+	void *output;
+	bool returned;
+	/*
+	 * A task's poll: non-zero once the poll called weft_cx_yield(), for
+	 * the probe's record of the poll.  A store in the yield, where a
+	 * probe site would be a compare and a branch.
+	 */
+	uintptr_t yielded;
 };
 
 /* What a notify transition asks the caller to do. */
@@ -171,8 +213,29 @@ void weft__task_drop_notified(weft_task_t *t);
 
 /* ----------------------------------------------------------- task_alloc */
 
-#define TASK_ALLOC_CLASSES 4
+/*
+ * Block sizes: each 8 bytes short of a multiple of 16, so that glibc's
+ * chunk (the block, its 8-byte header, rounded up to 16) wastes nothing:
+ * chunks of 112, 176, 256, 512 and 1024 bytes.  176 is an 80-byte
+ * header with an 88-byte future (a weft_notified_t, weft-bench's
+ * idle-tasks).
+ */
+#define TASK_ALLOC_CLASSES 5
+#define TASK_ALLOC_CLASS_SIZES { 104, 168, 248, 504, 1016 }
 #define TASK_ALLOC_DIRECT 0xff
+
+/*
+ * The bytes weft_spawn_with() allocates for a task of @state_size bytes
+ * (@inline_rec: with its spawn record at the end, spawn_rec.c).
+ */
+static inline size_t weft__task_block_size(size_t state_size, bool inline_rec)
+{
+	size_t n = sizeof(weft_task_t) + state_size;
+
+	if (inline_rec)
+		n = ((n + 7) & ~(size_t)7) + sizeof(weft__spawn_rec_t);
+	return n;
+}
 
 typedef struct worker_cache_s {
 	void *head;
@@ -180,9 +243,18 @@ typedef struct worker_cache_s {
 } worker_cache_t;
 
 /* task_alloc.c */
-void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls);
+uint8_t weft__task_alloc_class(size_t size);
+void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t cls);
 void weft__task_free(weft_runtime_t *rt, void *p, uint8_t cls);
 void weft__worker_cache_fini(weft_worker_t *w);
+
+/* ----------------------------------------------------------- spawn_rec */
+
+/* spawn_rec.c */
+const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
+					     const weft_spawn_t *spec);
+void weft__spawn_rec_fill(weft__spawn_rec_t *rec, weft_runtime_t *rt,
+			  const weft_spawn_t *spec, bool inline_rec);
 
 /* ---------------------------------------------------------- local queue */
 

@@ -16,6 +16,8 @@
 #include "runtime_internal.h"
 
 _Static_assert(sizeof(weft_task_t) % 16 == 0, "task header keeps alignment");
+/* Ten words (runtime_internal.h): an idle task's memory, issue 21. */
+_Static_assert(sizeof(weft_task_t) == 80, "task header is 80 bytes");
 
 /*
  * The await this thread evaluated last (weft/future.h): stored by
@@ -31,8 +33,12 @@ static weft_task_t *from_join(const weft_join_t *j)
 
 static void task_dealloc(weft_task_t *t)
 {
+	/* Read first: an inline record goes with the block. */
+	weft_runtime_t *rt = weft__task_rt(t);
+	uint8_t cls = t->rec->alloc_class;
+
 	weft_waker_drop(&t->join_waker);
-	weft__task_free(t->rt, t, t->alloc_class);
+	weft__task_free(rt, t, cls);
 }
 
 static void ref_inc(weft_task_t *t)
@@ -139,8 +145,10 @@ static enum task_action notify_by_val(weft_task_t *t)
 
 static void count_remote_wake(weft_task_t *t)
 {
-	if (!weft__cur_worker || weft__cur_worker->rt != t->rt)
-		fetch_add_relaxed(&t->rt->remote_wakes, 1);
+	weft_runtime_t *rt = weft__task_rt(t);
+
+	if (!weft__cur_worker || weft__cur_worker->rt != rt)
+		fetch_add_relaxed(&rt->remote_wakes, 1);
 }
 
 /* Where a wake of @t comes from, for the probe. */
@@ -271,6 +279,96 @@ const weft_waker_vtable_t weft__task_waker_vtable = {
 	.drop = task_waker_drop,
 };
 
+/* ------------------------------------------------------- kept outputs */
+
+/*
+ * A value weft_cx_return() was given in a poll that then returned
+ * PENDING.  The task's own word for its output is an owned-list link
+ * until the task completes (runtime_internal.h), so such a value waits
+ * here, keyed by task id, until the task completes or is cancelled.
+ * Rare (a task sets its output in the poll that returns READY), so
+ * lists under one lock, hashed by id; the task's OUTPUT_KEPT bit lets
+ * every other completion skip the lock.
+ *
+ * The bit is set (relaxed) by the poll that keeps the value, on the
+ * task's state word, before that poll's to_idle.  Whoever completes the
+ * task later has done an RMW on the same word after it (to_running, a
+ * claim, or to_idle itself), so by coherence its load of the word sees
+ * the bit; the entry itself is guarded by kept_lock.
+ */
+#define KEPT_BUCKETS 256u
+
+struct kept_output {
+	struct kept_output *next;
+	uint64_t id;
+	void *value;
+};
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kept_output *kept_heads[KEPT_BUCKETS]; /* kept_lock */
+
+static struct kept_output **kept_bucket(const weft_task_t *t)
+{
+	return &kept_heads[t->id & (KEPT_BUCKETS - 1)];
+}
+
+/* From a poll of @t that returned PENDING, on its polling worker. */
+static void kept_put(weft_task_t *t, void *value)
+{
+	struct kept_output **head = kept_bucket(t), *k;
+
+	pthread_mutex_lock(&kept_lock);
+	for (k = *head; k; k = k->next)
+		if (k->id == t->id)
+			break;
+	if (!k) {
+		k = malloc(sizeof(*k));
+		if (!k) {
+			pthread_mutex_unlock(&kept_lock);
+			fprintf(stderr,
+				"weft: out of memory keeping task %llu's "
+				"output: its join will read NULL\n",
+				(unsigned long long)t->id);
+			return;
+		}
+		k->id = t->id;
+		k->next = *head;
+		*head = k;
+	}
+	k->value = value;
+	pthread_mutex_unlock(&kept_lock);
+	/* Relaxed: see above; the running worker's RMW, to_idle's next. */
+	atomic_fetch_or_explicit(&t->state, TASK_OUTPUT_KEPT,
+				 memory_order_relaxed);
+}
+
+/*
+ * Takes @t's kept output out of the list: the value, or NULL.  The
+ * caller completes @t and has done an RMW on its state word (see above).
+ */
+static void *kept_take(weft_task_t *t)
+{
+	struct kept_output **pp;
+	void *value = NULL;
+
+	/* Relaxed: see above. */
+	if (__builtin_expect(!(load_relaxed(&t->state) & TASK_OUTPUT_KEPT), 1))
+		return NULL;
+	pthread_mutex_lock(&kept_lock);
+	for (pp = kept_bucket(t); *pp; pp = &(*pp)->next) {
+		struct kept_output *k = *pp;
+
+		if (k->id != t->id)
+			continue;
+		*pp = k->next;
+		value = k->value;
+		free(k);
+		break;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return value;
+}
+
 /* ------------------------------------------------------------ running */
 
 /*
@@ -278,11 +376,12 @@ const weft_waker_vtable_t weft__task_waker_vtable = {
  * shutdown, the owned list's) and releases it afterwards.
  */
 static inline __attribute__((always_inline)) void
-task_complete(weft_task_t *t, int status)
+task_complete(weft_task_t *t, int status, void *output)
 {
+	weft_drop_cb drop = t->rec->drop;
 	uint64_t cur, next;
 
-	if (t->drop) {
+	if (drop) {
 		/*
 		 * The drop runs as the task: what its futures' _fini say
 		 * (the end of a sleep's or a lock's wait) names it, at
@@ -291,9 +390,14 @@ task_complete(weft_task_t *t, int status)
 		uint64_t was = weft__cur_task_id;
 
 		weft__cur_task_id = t->id;
-		t->drop(t->future);
+		drop(t->future);
 		weft__cur_task_id = was;
 	}
+	/*
+	 * Off the owned list (the caller took it off, under the shard's
+	 * lock): the links' words are the output's and the status's now.
+	 */
+	t->output = output;
 	t->status = status;
 	/*
 	 * The event goes out before COMPLETE is published: a thread that
@@ -333,7 +437,7 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_poll_start, start);
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
-	r = t->poll(t->future, cx);
+	r = t->rec->poll(t->future, cx);
 	/* Moved on if the poll's first event made this thread's ring. */
 	start = weft__probe_poll_ts;
 	weft__probe_poll_ts = 0;
@@ -381,6 +485,7 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	uint64_t cur = load_relaxed(&t->state), next;
 	const weft_site_t *site;
 	struct weft_cx_s cx;
+	void *output = NULL;
 	int status = 0;
 	weft_poll_t r;
 
@@ -406,6 +511,8 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 
 	cx.waker = (weft_waker_t){ &weft__task_waker_vtable, t };
 	cx.task = t;
+	cx.output = NULL;
+	cx.returned = false;
 	cx.yielded = 0;
 	counter_inc(&w->c.polls);
 	weft__coop_budget = WEFT_COOP_BUDGET;
@@ -424,7 +531,7 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 #else
 	(void)timed;
 #endif
-		r = t->poll(t->future, &cx);
+		r = t->rec->poll(t->future, &cx);
 	weft__cur_task_id = 0;
 	/*
 	 * Relaxed: ordered before the worker's next look at its LIFO slot by
@@ -439,8 +546,15 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	 */
 	if (r == WEFT_READY) {
 		weft__await_site = NULL;
+		/* One kept from an earlier poll, or none: taken either way. */
+		output = kept_take(t);
+		if (cx.returned)
+			output = cx.output;
 		goto complete;
 	}
+	/* Kept for the READY poll (see kept_put()); rare. */
+	if (__builtin_expect(cx.returned, 0))
+		kept_put(t, cx.output);
 	site = weft__await_site;
 	weft__await_site = NULL;
 	/*
@@ -484,16 +598,18 @@ task_run(weft_worker_t *w, weft_task_t *t, bool timed)
 	return;
 
 cancel:
-	t->output = NULL;
+	(void)kept_take(t);
+	output = NULL;
 	status = -ECANCELED;
 complete:
 	/*
 	 * Off the owned list before COMPLETE is published, so that a joiner
-	 * that sees it complete never counts it among the live tasks.
+	 * that sees it complete never counts it among the live tasks (and
+	 * before task_complete() writes the output over the links).
 	 */
-	weft__owned_remove(&t->rt->owned, t);
+	weft__owned_remove(&weft__task_rt(t)->owned, t);
 	counter_inc(&w->c.completed);
-	task_complete(t, status);
+	task_complete(t, status, output);
 	/* The running reference and the owned list's. */
 	ref_dec_n(t, 2);
 }
@@ -529,8 +645,9 @@ bool weft__task_claim_idle(weft_task_t *t)
 
 void weft__task_cancel_claimed(weft_task_t *t)
 {
-	t->output = NULL;
-	task_complete(t, -ECANCELED);
+	/* Off the list already (weft__owned_take_idle()). */
+	(void)kept_take(t);
+	task_complete(t, -ECANCELED, NULL);
 	ref_dec_n(t, 1); /* the owned list's */
 }
 
@@ -548,8 +665,9 @@ void weft__task_cancel_at_shutdown(weft_task_t *t)
 		next = cur | TASK_RUNNING | TASK_CANCELLED;
 		/* acq_rel: acquire the last poll's writes to the future. */
 	} while (!cas_acq_rel(&t->state, &cur, next));
-	t->output = NULL;
-	task_complete(t, -ECANCELED);
+	/* Off the list already (weft__owned_pop()). */
+	(void)kept_take(t);
+	task_complete(t, -ECANCELED, NULL);
 out:
 	ref_dec_n(t, 1);
 }
@@ -570,7 +688,7 @@ spawn_probed(const weft_task_t *t, const weft_spawn_t *spec)
 	if (weft__probe_poll_ts)
 		ts = weft__probe_poll_ts;
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_INFO, t->id,
-			    (uintptr_t)spec->name, t->state_size);
+			    (uintptr_t)spec->name, t->rec->state_size);
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_LOC, t->id,
 			    (uintptr_t)spec->file, (uint32_t)spec->line);
 }
@@ -580,6 +698,8 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 		    weft_join_t **join)
 {
 	weft_worker_t *w = weft__cur_worker;
+	const weft__spawn_rec_t *rec;
+	weft__spawn_rec_t own;
 	size_t size;
 	weft_task_t *t;
 	uint8_t cls;
@@ -594,34 +714,42 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 	if (load_relaxed(&rt->shutdown))
 		return -ESHUTDOWN;
 
-	size = sizeof(*t) + ((spec->size + 15) & ~(size_t)15);
-	t = weft__task_alloc(rt, size, &cls);
+	rec = weft__spawn_rec_get(rt, spec);
+	if (rec) {
+		size = weft__task_block_size(spec->size, false);
+		cls = rec->alloc_class;
+	} else {
+		/* The table is full: the record goes in the task's block. */
+		weft__spawn_rec_fill(&own, rt, spec, true);
+		size = weft__task_block_size(spec->size, true);
+		cls = own.alloc_class;
+	}
+	t = weft__task_alloc(rt, size, cls);
 	if (!t)
 		return -ENOMEM;
-	t->alloc_class = cls;
+	if (!rec) {
+		weft__spawn_rec_t *in =
+			(weft__spawn_rec_t *)((unsigned char *)t + size -
+					      sizeof(own));
+
+		*in = own;
+		rec = in;
+	}
 	/* Not yet shared: a relaxed store is enough. */
 	store_relaxed(&t->state, TASK_NOTIFIED | TASK_REF_ONE * (join ? 3 : 2) |
 					 (join ? TASK_JOIN_INTEREST : 0));
 	t->queue_next = NULL;
-	t->poll = spec->poll;
-	t->drop = spec->drop;
-	t->rt = rt;
+	t->rec = rec;
 	if (w && w->rt == rt) {
 		t->id = weft__next_task_id(w);
 	} else {
 		t->id = weft__next_task_id(NULL);
 	}
 	t->join_waker = WEFT_WAKER_EMPTY;
-	t->output = NULL;
-	t->status = 0;
+	/* The output and status are written at completion (task_complete). */
 	t->held_locks = NULL;
 	/* Not yet shared: a relaxed store is enough. */
 	store_relaxed(&t->parked_at, NULL);
-	t->state_size = (uint32_t)spec->size;
-	t->name = spec->name;
-	t->file = spec->file;
-	t->line = spec->line;
-	t->kind = (uint8_t)spec->kind;
 	if (spec->size) {
 		if (spec->state)
 			memcpy(t->future, spec->state, spec->size);
@@ -742,7 +870,8 @@ int weft_join_wait(weft_join_t *join, void **out)
 	struct join_wait_state s = { .join = join };
 	int err;
 
-	err = weft_block_on(from_join(join)->rt, join_wait_poll, &s, NULL);
+	err = weft_block_on(weft__task_rt(from_join(join)), join_wait_poll, &s,
+			    NULL);
 	if (err)
 		return err;
 	if (out)
@@ -833,10 +962,9 @@ const weft_waker_t *weft_cx_waker(weft_cx_t *cx)
 
 void weft_cx_return(weft_cx_t *cx, void *value)
 {
-	if (cx->task)
-		cx->task->output = value;
-	else
-		cx->output = value;
+	/* A task's goes to it when it completes (task_run()). */
+	cx->output = value;
+	cx->returned = true;
 }
 
 /* A yield's wake of its own RUNNING task (see weft_cx_yield). */

@@ -13,6 +13,8 @@
  * task that outlives its runtime can still be recycled), mutex-guarded,
  * and keeps at most DEPOT_BYTES per class; beyond that blocks are freed.
  * Threads that are not workers keep a thread-local cache the same way.
+ * The classes' sizes (runtime_internal.h) are glibc's chunk sizes less
+ * its 8-byte header, so a block costs its class and nothing more.
  *
  * Recycling hides a use after free from ASan and valgrind, so ASan builds
  * never cache, and WEFT_TASK_CACHE=0 turns caching off at run time (the
@@ -29,7 +31,7 @@
 #define DEPOT_BYTES (4u << 20)  /* bytes the depot keeps per class */
 #define DEPOT_CHAINS 128u       /* chain slots per class */
 
-static const uint32_t class_size[TASK_ALLOC_CLASSES] = { 192, 256, 512, 1024 };
+static const uint32_t class_size[TASK_ALLOC_CLASSES] = TASK_ALLOC_CLASS_SIZES;
 
 typedef struct block_s {
 	struct block_s *next;
@@ -210,12 +212,15 @@ static worker_cache_t *foreign_cache(int c)
 	return &foreign[c];
 }
 
-static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
-			 uint8_t *cls)
+/* The class of a block of @size bytes: the same for a size, always. */
+uint8_t weft__task_alloc_class(size_t size)
 {
-	int c = caching() ? class_of(size) : TASK_ALLOC_DIRECT;
+	return (uint8_t)(caching() ? class_of(size) : TASK_ALLOC_DIRECT);
+}
 
-	*cls = (uint8_t)c;
+static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
+			 uint8_t c)
+{
 	if (c == TASK_ALLOC_DIRECT)
 		return malloc(size);
 	if (w && w->rt == rt)
@@ -223,7 +228,7 @@ static void *alloc_block(weft_runtime_t *rt, weft_worker_t *w, size_t size,
 	return cache_pop(foreign_cache(c), c);
 }
 
-void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t *cls)
+void *weft__task_alloc(weft_runtime_t *rt, size_t size, uint8_t cls)
 {
 	weft_worker_t *w = weft__cur_worker;
 	void *p = alloc_block(rt, w, size, cls);

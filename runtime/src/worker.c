@@ -95,7 +95,7 @@ static bool push_local(weft_worker_t *w, weft_task_t *t)
 void weft__schedule(weft_task_t *t, bool is_yield)
 {
 	weft_worker_t *w = weft__cur_worker;
-	weft_runtime_t *rt = t->rt;
+	weft_runtime_t *rt = weft__task_rt(t);
 	bool notify;
 
 	if (!w || w->rt != rt || w->in_place || load_relaxed(&rt->shutdown)) {

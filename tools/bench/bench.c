@@ -226,6 +226,7 @@ static void usage(FILE *f)
 		"       weft-bench --list\n"
 		"       weft-bench --help\n"
 		"       weft-bench echo-server|http-server PORT [--workers N]\n"
+		"       weft-bench idle-tasks [N]\n"
 		"\n"
 		"Runs the selected shapes (default: all, in the order below) on one\n"
 		"weft runtime and prints one line per shape on stdout:\n"
@@ -359,6 +360,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && (!strcmp(argv[1], "echo-server") ||
 			 !strcmp(argv[1], "http-server")))
 		return bench_server_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "idle-tasks"))
+		return bench_idle_main(argc - 1, argv + 1);
 	parse_args(&o, argc, argv);
 
 	config.workers = (unsigned)o.workers;

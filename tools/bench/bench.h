@@ -95,4 +95,11 @@ extern const struct bench_shape shape_ping_pong_fiber;
  */
 int bench_server_main(int argc, char **argv);
 
+/*
+ * idle_tasks.c: `weft-bench idle-tasks [N]`, resident memory per idle
+ * task (the Tokio anchor's `tokio-bench idle-tasks N`); @argv[0] is the
+ * subcommand.
+ */
+int bench_idle_main(int argc, char **argv);
+
 #endif /* WEFT_BENCH_H */
