@@ -583,16 +583,17 @@ void weft__collector_fold_flush(struct probe *p, uint64_t now);
  * the monitor did not read it (it runs at nice 19, and a busy host may
  * hold it off its CPU past a whole poll): from the worker thread's
  * schedstat, the window's sample before the poll against one read now
- * (collector_workers.c).  False where there is none.
+ * (collector_workers.c).  @running: the poll goes on (a wait for a CPU
+ * going on now is counted).  False where there is none.
  */
-/* Closes the worker threads' schedstat files (collector_workers.c). */
-void weft__collector_sched_close_all(struct probe *p);
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 uint64_t start_ns, uint64_t dur_ns,
-				 weft__poll_split_t *out);
+				 bool running, weft__poll_split_t *out);
 uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,
 				  uint64_t dur_ns, char *why, size_t len);
+/* Closes the worker threads' schedstat files (collector_workers.c). */
+void weft__collector_sched_close_all(struct probe *p);
 /*
  * Whether a long poll of @dur_ns with @own_ns of its own (the rest
  * waiting for a CPU) was the OS's doing: its own part under the

@@ -145,7 +145,8 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 	 * the monitor has.
 	 */
 	if ((!found || (found->to_ns - found->from_ns) * 2 < dur_ns) &&
-	    weft__collector_sched_split(p, worker, start_ns, dur_ns, &est))
+	    weft__collector_sched_split(p, worker, start_ns, dur_ns,
+					raw_start != 0, &est))
 		found = &est;
 	return poll_why(found, dur_ns, why, len);
 }

@@ -341,9 +341,60 @@ out_close:
 	return false;
 }
 
+/* A thread CPU clock's reading (ns), 0 if it cannot be read. */
+static uint64_t cpu_clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Whether worker @i's thread waits for a CPU now: 'R' (running or
+ * runnable) in its /proc stat, its CPU clock not moving across the read
+ * (a running thread's moves on in the microseconds between).  The file
+ * is opened for this read alone: a poll still running past the
+ * threshold, at most once a pass a worker.
+ */
+static bool worker_waiting(weft_runtime_t *rt, unsigned i)
+{
+	int32_t tid = weft__runtime_worker_tid(rt, i);
+	clockid_t clk = (clockid_t)weft__runtime_worker_cpu_clock(rt, i);
+	char path[64], buf[512], *st;
+	uint64_t c0, c1;
+	ssize_t n;
+	int fd;
+
+	/* A thread CPU clock is negative; 0: none (wall time is no CPU
+	 * time). */
+	if (!tid || clk >= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	c0 = cpu_clock_ns(clk);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!c0 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	st = strrchr(buf, ')');
+	if (!st || st[1] != ' ' || st[2] != 'R')
+		return false;
+	c1 = cpu_clock_ns(clk);
+	return c1 && c1 == c0;
+}
+
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 uint64_t start_ns, uint64_t dur_ns,
-				 weft__poll_split_t *out)
+				 bool running, weft__poll_split_t *out)
 {
 	unsigned fill = p->window_fill;
 	const worker_window_t *a = NULL, *b = NULL;
@@ -377,6 +428,32 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 		return false;
 	d_on = on > a->on_cpu_ns ? on - a->on_cpu_ns : 0;
 	d_off = off > a->off_cpu_ns ? off - a->off_cpu_ns : 0;
+	/*
+	 * run_delay adds a wait only once it ends.  A poll still running
+	 * whose thread waits for a CPU now: the part of the stretch since
+	 * the newest sample that neither its CPU time nor an ended wait
+	 * covers is, most likely, this wait, going on (the monitor's
+	 * split_look() reasons the same).  Left out, a 4 ms computation
+	 * preempted when looked at read as 20 ms "asleep in the kernel"
+	 * and was blamed on its task (CI, under TSan on a loaded host).
+	 */
+	if (running && worker_waiting(p->rt, worker)) {
+		const worker_window_t *z = a;
+		uint64_t now = weft_now_ns(), used, span;
+
+		for (unsigned k = 0; k < fill; k++) {
+			const worker_window_t *x = &p->wk[worker].window[k];
+
+			if (x->off_cpu_read && x->at_ns <= now &&
+			    x->at_ns > z->at_ns)
+				z = x;
+		}
+		span = now > z->at_ns ? now - z->at_ns : 0;
+		used = (on > z->on_cpu_ns ? on - z->on_cpu_ns : 0) +
+		       (off > z->off_cpu_ns ? off - z->off_cpu_ns : 0);
+		if (span > used)
+			d_off += span - used;
+	}
 	/*
 	 * The stretch from that sample to now holds the poll and what the
 	 * thread did around it: the poll is given the stretch's share of

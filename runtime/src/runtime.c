@@ -582,3 +582,11 @@ int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i)
 	 * stored last, after the thread's CPU clock). */
 	return load_acquire(&rt->workers[i].tid);
 }
+
+int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i)
+{
+	/* Acquire on the tid first: the clock was stored before it. */
+	if (!load_acquire(&rt->workers[i].tid))
+		return 0;
+	return load_relaxed(&rt->workers[i].cpu_clock);
+}

@@ -91,6 +91,12 @@ unsigned weft__runtime_poll_splits(weft_runtime_t *rt, unsigned i,
  */
 int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i);
 
+/*
+ * Worker @i's thread CPU clock (a clockid_t, negative), 0 until its
+ * thread runs or if it has none.
+ */
+int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i);
+
 /* The id of the task being polled on this thread, 0 if none (worker.c). */
 extern WEFT_TLS uint64_t weft__cur_task_id;
 
