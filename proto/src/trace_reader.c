@@ -90,7 +90,31 @@ static bool lean_take(void *ctx, const uint8_t *p, size_t n)
 		return false;
 	got = weft_wire_batch_decode_raw(p + 1 + k, (size_t)len,
 					 &r->lean_batch, r->lean_ev,
-					 WEFT_WIRE_BATCH_MAX);
+					 r->lean_cap);
+	/*
+	 * Refused for want of room (the count is read first): grown to the
+	 * batch, and again.  Room for the largest batch at once was 256 KiB
+	 * a reader, which ASan's allocator maps and unmaps each time: a
+	 * fuzz input (four readers) ran at 125 a second.
+	 */
+	if (got < 0 && r->lean_batch.count > r->lean_cap &&
+	    r->lean_batch.count <= WEFT_WIRE_BATCH_MAX) {
+		size_t cap = r->lean_cap;
+		weft_event_t *ev;
+
+		while (cap < r->lean_batch.count)
+			cap *= 2;
+		if (cap > WEFT_WIRE_BATCH_MAX)
+			cap = WEFT_WIRE_BATCH_MAX;
+		ev = realloc(r->lean_ev, cap * sizeof(*ev));
+		if (!ev)
+			return false;
+		r->lean_ev = ev;
+		r->lean_cap = cap;
+		got = weft_wire_batch_decode_raw(p + 1 + k, (size_t)len,
+						 &r->lean_batch, r->lean_ev,
+						 r->lean_cap);
+	}
 	if (got < 0)
 		return false;
 	r->lean_n = (size_t)got;
@@ -135,7 +159,8 @@ void weft_trace_reader_open_mem(weft_trace_reader_t *r, const void *data,
 int weft_trace_reader_lean(weft_trace_reader_t *r)
 {
 	if (!r->lean_ev) {
-		r->lean_ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*r->lean_ev));
+		r->lean_cap = 64;
+		r->lean_ev = malloc(r->lean_cap * sizeof(*r->lean_ev));
 		if (!r->lean_ev)
 			return -ENOMEM;
 	}
@@ -166,6 +191,7 @@ void weft_trace_reader_close(weft_trace_reader_t *r)
 	r->header = NULL;
 	free(r->lean_ev);
 	r->lean_ev = NULL;
+	r->lean_cap = 0;
 	r->lean = false;
 }
 

@@ -53,8 +53,8 @@ typedef struct weft_trace_reader_s {
 	/* Lean mode (weft_trace_reader_lean()): the last EventBatch read
 	 * without protobuf-c, its events lean_ev[0, lean_n). */
 	bool lean;
-	weft_event_t *lean_ev; /* WEFT_WIRE_BATCH_MAX of them */
-	size_t lean_n;
+	weft_event_t *lean_ev; /* room for lean_cap, grown as batches ask */
+	size_t lean_n, lean_cap;
 	Weft__V1__Frame lean_frame;
 	Weft__V1__EventBatch lean_batch;
 } weft_trace_reader_t;
