@@ -435,7 +435,7 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	 * covers is, most likely, this wait, going on (the monitor's
 	 * split_look() reasons the same).  Left out, a 4 ms computation
 	 * preempted when looked at read as 20 ms "asleep in the kernel"
-	 * and was blamed on its task (CI, under TSan on a loaded host).
+	 * and was blamed on its task (under TSan, at a load of 6 here).
 	 */
 	if (running && worker_waiting(p->rt, worker)) {
 		const worker_window_t *z = a;
