@@ -17,8 +17,9 @@
  *
  * Memory.  Per client: at most client_buf_max bytes queued for output (a
  * record is added only if it fits; a full update larger than the bound
- * goes in while at most half of it is queued), the decoder's one record (at most
- * WEFT_WIRE_MAX_RECORD, refused before allocation when larger).  The
+ * goes in while at most half of it is queued), the decoder's one record (room
+ * for the bytes that came of it, at most twice; a request is at most
+ * REQUEST_MAX, refused before allocation when larger).  The
  * queue from the collector holds at most queue_max_bytes.
  */
 #include <arpa/inet.h>

@@ -124,6 +124,7 @@ void weft_wire_decoder_fini(weft_wire_decoder_t *d)
 {
 	free(d->body);
 	d->body = NULL;
+	d->body_cap = 0;
 }
 
 void weft_wire_frame_free(Weft__V1__Frame *f)
@@ -201,6 +202,31 @@ static int body_unpack(weft_wire_decoder_t *d, const uint8_t *p, size_t n,
 }
 
 /*
+ * Room in the body's buffer for its first @need bytes (@need <= body_len),
+ * grown by doubling as the bytes arrive: a record costs what has come of
+ * it, not what its header claims.  A peer that sends a 4 MiB header and
+ * a byte holds a few KiB, and so does a torn record at a file's end.
+ */
+static bool body_room(weft_wire_decoder_t *d, size_t need)
+{
+	size_t cap = d->body_cap ? d->body_cap : 4096;
+	uint8_t *b;
+
+	if (need <= d->body_cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	if (cap > d->body_len)
+		cap = d->body_len;
+	b = realloc(d->body, cap);
+	if (!b)
+		return false;
+	d->body = b;
+	d->body_cap = cap;
+	return true;
+}
+
+/*
  * weft_wire_decoder_feed() - give the decoder stream bytes.
  * @data, @len: the bytes; @used: how many it took (all, unless a frame
  * ended first); @frame: receives a whole frame (free it with
@@ -249,21 +275,16 @@ int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 				*used = i;
 				return rc;
 			}
-			if (!d->keep_body || d->body_cap < d->body_len) {
-				free(d->body);
-				d->body_cap = d->body_len ? d->body_len : 1;
-				d->body = malloc(d->body_cap);
-			}
-			if (!d->body) {
-				*used = i;
-				return d->error = -ENOMEM;
-			}
 			continue;
 		}
 		size_t take = d->body_len - d->body_have;
 
 		if (take > len - i)
 			take = len - i;
+		if (!body_room(d, d->body_have + take)) {
+			*used = i;
+			return d->error = -ENOMEM;
+		}
 		memcpy(d->body + d->body_have, p + i, take);
 		d->body_have += take;
 		d->offset += take;
@@ -274,6 +295,7 @@ int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
 			if (!d->keep_body) {
 				free(d->body);
 				d->body = NULL;
+				d->body_cap = 0;
 			}
 			*used = i;
 			return rc;

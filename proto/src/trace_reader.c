@@ -67,6 +67,7 @@
 
 /* The Frame's one field, as a recorder writes it after the header:
  * update = 4 and events = 5, length-delimited. */
+#define WINDOW ((size_t)1 << 16) /* a file's read buffer */
 #define FRAME_TAG_UPDATE 0x22u
 #define FRAME_TAG_EVENTS 0x2au
 
@@ -95,10 +96,13 @@ static bool lean_take(void *ctx, const uint8_t *p, size_t n)
 	 * Refused for want of room (the count is read first): grown to the
 	 * batch, and again.  Room for the largest batch at once was 256 KiB
 	 * a reader, which ASan's allocator maps and unmaps each time: a
-	 * fuzz input (four readers) ran at 125 a second.
+	 * fuzz input (four readers) ran at 125 a second.  Only for a count
+	 * the bytes can hold: every event has a varint, a byte at least,
+	 * in each of three columns (header, time, task).
 	 */
 	if (got < 0 && r->lean_batch.count > r->lean_cap &&
-	    r->lean_batch.count <= WEFT_WIRE_BATCH_MAX) {
+	    r->lean_batch.count <= WEFT_WIRE_BATCH_MAX &&
+	    r->lean_batch.count <= len / 3) {
 		size_t cap = r->lean_cap;
 		weft_event_t *ev;
 
@@ -193,6 +197,9 @@ void weft_trace_reader_close(weft_trace_reader_t *r)
 	r->lean_ev = NULL;
 	r->lean_cap = 0;
 	r->lean = false;
+	free(r->buf);
+	r->buf = NULL;
+	r->buf_cap = 0;
 }
 
 const char *weft_trace_reader_strerror(int err)
@@ -204,19 +211,42 @@ const char *weft_trace_reader_strerror(int err)
 	return weft_wire_strerror(err);
 }
 
+/*
+ * The window, made on first use: 64 KiB for a file, no more than the
+ * bytes for a source in memory (a small input costs no large buffer,
+ * which ASan would map and fault in afresh for every fuzz input).
+ */
+static bool window(weft_trace_reader_t *r)
+{
+	size_t cap = WINDOW;
+
+	if (r->buf)
+		return true;
+	if (r->mem && r->mem_len < cap)
+		cap = r->mem_len ? r->mem_len : 1;
+	r->buf = malloc(cap);
+	if (!r->buf)
+		return false;
+	r->buf_cap = cap;
+	return true;
+}
+
 /* More bytes into buf; false at the end. */
 static bool refill(weft_trace_reader_t *r)
 {
-	if (r->mem) {
+	if (!window(r)) {
+		r->len = 0;
+		r->error = -ENOMEM;
+	} else if (r->mem) {
 		size_t n = r->mem_len - r->mem_pos;
 
-		if (n > sizeof(r->buf))
-			n = sizeof(r->buf);
+		if (n > r->buf_cap)
+			n = r->buf_cap;
 		memcpy(r->buf, r->mem + r->mem_pos, n);
 		r->mem_pos += n;
 		r->len = n;
 	} else if (r->fp) {
-		r->len = fread(r->buf, 1, sizeof(r->buf), r->fp);
+		r->len = fread(r->buf, 1, r->buf_cap, r->fp);
 		if (!r->len && ferror(r->fp))
 			r->error = -EIO;
 	} else {
@@ -382,8 +412,10 @@ static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
 	size_t k;
 
 	/* The reader's buffer as the window (a scan just lost it). */
+	if (!window(r))
+		return false;
 	for (uint64_t base = at + 1; base < end;) {
-		size_t n = sizeof(r->buf);
+		size_t n = r->buf_cap;
 
 		if (n > end - base)
 			n = (size_t)(end - base);
@@ -435,8 +467,10 @@ static bool scan(weft_trace_reader_t *r, uint64_t bad, uint64_t limit,
 		 uint64_t size, uint64_t *found)
 {
 	r->len = r->pos = 0;
+	if (!window(r))
+		return false;
 	for (uint64_t base = bad + 1; base < limit;) {
-		size_t n = sizeof(r->buf);
+		size_t n = r->buf_cap;
 
 		if (n > limit - base)
 			n = (size_t)(limit - base);

@@ -43,7 +43,8 @@ typedef struct weft_trace_reader_s {
 	FILE *fp;
 	const uint8_t *mem;
 	size_t mem_len, mem_pos;
-	uint8_t buf[1 << 16];
+	uint8_t *buf; /* the window, buf_cap bytes: made on the first read */
+	size_t buf_cap;
 	size_t len, pos;
 	weft_wire_decoder_t dec;
 	Weft__V1__Frame *header_frame;
