@@ -18,12 +18,16 @@
 # (what each run reads first stays a few seconds' work).
 #
 # ASan's quarantine (freed memory held back to catch a use after free) is
-# 64 MiB in these runs, not its 256 MiB: a trace-file input allocates
-# about 200 KiB over four readings, so the quarantine still spans a few
-# hundred inputs, but the allocator reuses memory still mapped instead of
-# faulting in fresh pages (fuzz_trace_file: 5.4 s of CPU for 2,000 inputs
-# of its kept corpus, 3.4 s with this).  A caller's ASAN_OPTIONS wins.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64}
+# 8 MiB in these runs, not its 256 MiB.  No target keeps state from one
+# input to the next, so a use after free reads memory freed by the same
+# input, and an input frees far less than 8 MiB (fuzz_trace_file about
+# 200 KiB over its readings, the console model's largest Hello under
+# 1 MiB).  A large quarantine only makes every allocation land on memory
+# out of the cache, or not yet faulted in: the allocator's two loads of a
+# new chunk's shadow and header took 27% of fuzz_trace_file's time, and
+# 2,000 inputs of its kept corpus 5.4 s of CPU (2.6 s with this).  A
+# caller's ASAN_OPTIONS wins.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=8}
 fuzz_corpus()
 {
 	local t=$1 out=$2 base
