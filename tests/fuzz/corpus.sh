@@ -47,9 +47,14 @@ fuzz_corpus_trim()
 	((n > 2000)) || return 0
 	rm -rf "$dir.merge"
 	mkdir "$dir.merge"
+	# Swapped by renames: a run still writing to the old directory (two
+	# campaigns on one corpus) writes into DIR.old, never into a half
+	# removed DIR (rm -rf beside a writer failed and lost the merge).
 	if "$bin" -merge=1 -rss_limit_mb=2048 "$dir.merge" "$dir" >"$dir.merge.log" 2>&1; then
-		rm -rf "$dir"
+		rm -rf "$dir.old"
+		mv "$dir" "$dir.old"
 		mv "$dir.merge" "$dir"
+		rm -rf "$dir.old" 2>/dev/null || true
 		echo "fuzz: $(basename "$dir"): corpus of $n inputs merged to $(find "$dir" -maxdepth 1 -type f | wc -l)"
 	else
 		rm -rf "$dir.merge"
