@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Join handles (task.c): outputs, joining from threads and tasks,
+ * Join handles (join.c): outputs, joining from threads and tasks,
  * weft_join_all, aborts and detaching.  Public API only.
  *
  * Tasks that must stay pending wait on a oneshot the test holds; their drop

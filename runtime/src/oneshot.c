@@ -67,7 +67,7 @@ static void rx_wait_end(oneshot_t *o, uint32_t flags)
 
 static void oneshot_release(oneshot_t *o)
 {
-	/* acq_rel: the last reference frees (see task.c ref_dec_n). */
+	/* acq_rel: the last reference frees (see weft__task_ref_dec_n()). */
 	if (fetch_sub_acq_rel(&o->refs, 1) == 1) {
 		weft_waker_drop(&o->rx_waker);
 		weft__res_fini(&o->res);

@@ -378,7 +378,7 @@ static const weft_waker_vtable_t thread_waker_vtable;
 
 static void thread_waker_release(thread_waker_t *tw)
 {
-	/* acq_rel: the usual last-reference free; see ref_dec_n(). */
+	/* acq_rel: the usual last-reference free; see weft__task_ref_dec_n(). */
 	if (fetch_sub_acq_rel(&tw->refs, 1) == 1)
 		free(tw);
 }

@@ -210,6 +210,8 @@ void weft__task_cancel_at_shutdown(weft_task_t *t);
 bool weft__task_claim_idle(weft_task_t *t);
 void weft__task_cancel_claimed(weft_task_t *t);
 void weft__task_drop_notified(weft_task_t *t);
+/* Drops @n references to @t; the last one frees it. */
+void weft__task_ref_dec_n(weft_task_t *t, uint64_t n);
 
 /* ----------------------------------------------------------- task_alloc */
 

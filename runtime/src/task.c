@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tasks: allocation, the state machine documented in runtime_internal.h,
- * task wakers, join handles and spawning.
+ * task wakers and spawning; join handles are in join.c.
  *
  * References: the owned list holds one until the task completes; a queued
  * notification (or the running worker) holds one; the join handle one;
@@ -26,11 +26,6 @@ _Static_assert(sizeof(weft_task_t) == 80, "task header is 80 bytes");
  */
 WEFT_TLS const weft_site_t *weft__await_site;
 
-static weft_task_t *from_join(const weft_join_t *j)
-{
-	return (weft_task_t *)j;
-}
-
 static void task_dealloc(weft_task_t *t)
 {
 	/* Read first: an inline record goes with the block. */
@@ -54,7 +49,7 @@ static void ref_inc(weft_task_t *t)
 			   (unsigned long long)t->id);
 }
 
-static void ref_dec_n(weft_task_t *t, uint64_t n)
+void weft__task_ref_dec_n(weft_task_t *t, uint64_t n)
 {
 	/*
 	 * acq_rel: release orders our uses of the task before the free by
@@ -72,7 +67,7 @@ static void ref_dec_n(weft_task_t *t, uint64_t n)
 
 void weft__task_drop_notified(weft_task_t *t)
 {
-	ref_dec_n(t, 1);
+	weft__task_ref_dec_n(t, 1);
 }
 
 /* --------------------------------------------------------- notification */
@@ -221,7 +216,7 @@ __attribute__((noinline)) static void
 task_waker_drop_probed(weft_task_t *t)
 {
 	weft__probe_emit(WEFT_EV_WAKER_DROP, t->id, 0, 0);
-	ref_dec_n(t, 1);
+	weft__task_ref_dec_n(t, 1);
 }
 
 /* In a void function: when listening, make @call instead and return. */
@@ -269,7 +264,7 @@ static void task_waker_drop(const void *data)
 	weft_task_t *t = (weft_task_t *)data;
 
 	PROBE_DIVERT(task_waker_drop_probed(t));
-	ref_dec_n(t, 1);
+	weft__task_ref_dec_n(t, 1);
 }
 
 const weft_waker_vtable_t weft__task_waker_vtable = {
@@ -611,7 +606,7 @@ complete:
 	counter_inc(&w->c.completed);
 	task_complete(t, status, output);
 	/* The running reference and the owned list's. */
-	ref_dec_n(t, 2);
+	weft__task_ref_dec_n(t, 2);
 }
 
 void weft__task_run(weft_worker_t *w, weft_task_t *t)
@@ -648,7 +643,7 @@ void weft__task_cancel_claimed(weft_task_t *t)
 	/* Off the list already (weft__owned_take_idle()). */
 	(void)kept_take(t);
 	task_complete(t, -ECANCELED, NULL);
-	ref_dec_n(t, 1); /* the owned list's */
+	weft__task_ref_dec_n(t, 1); /* the owned list's */
 }
 
 void weft__task_cancel_at_shutdown(weft_task_t *t)
@@ -669,7 +664,7 @@ void weft__task_cancel_at_shutdown(weft_task_t *t)
 	(void)kept_take(t);
 	task_complete(t, -ECANCELED, NULL);
 out:
-	ref_dec_n(t, 1);
+	weft__task_ref_dec_n(t, 1);
 }
 
 /* ---------------------------------------------------------------- spawn */
@@ -773,184 +768,6 @@ int weft_spawn_with(weft_runtime_t *rt, const weft_spawn_t *spec,
 #endif
 	weft__schedule(t, false);
 	return 0;
-}
-
-/* ----------------------------------------------------------------- join */
-
-/* Reads the result; the caller observed COMPLETE with acquire. */
-static void join_read(weft_task_t *t, int *status, void **out)
-{
-	if (status)
-		*status = t->status;
-	if (out)
-		*out = t->output;
-}
-
-/*
- * Sets JOIN_WAKER after writing the waker field (which we own while the
- * bit is clear).  Returns false if the task completed meanwhile.
- */
-static bool join_set_waker_bit(weft_task_t *t)
-{
-	/* Acquire: if COMPLETE is seen here, the result is read next. */
-	uint64_t cur = load_acquire(&t->state);
-
-	do {
-		if (cur & TASK_COMPLETE)
-			return false;
-		/*
-		 * acq_rel: release publishes the waker field to the
-		 * completer (pairs with its acq_rel CAS to COMPLETE).
-		 */
-	} while (!cas_acq_rel(&t->state, &cur, cur | TASK_JOIN_WAKER));
-	return true;
-}
-
-/* Clears JOIN_WAKER to get the field back; false if completed. */
-static bool join_unset_waker_bit(weft_task_t *t)
-{
-	/* Acquire: as in join_set_waker_bit(). */
-	uint64_t cur = load_acquire(&t->state);
-
-	do {
-		if (cur & TASK_COMPLETE)
-			return false;
-		/* acq_rel: acquire our exclusive access to the field. */
-	} while (!cas_acq_rel(&t->state, &cur, cur & ~TASK_JOIN_WAKER));
-	return true;
-}
-
-weft_poll_t weft_join_poll(weft_join_t *join, weft_cx_t *cx, int *status,
-			   void **out)
-{
-	weft_task_t *t = from_join(join);
-	/* Acquire: pairs with the release in task_complete(). */
-	uint64_t s = load_acquire(&t->state);
-	const weft_waker_t *w = weft_cx_waker(cx);
-
-	if (!weft__coop_poll(cx))
-		return WEFT_PENDING;
-	if (s & TASK_COMPLETE)
-		goto ready;
-	if (s & TASK_JOIN_WAKER) {
-		if (weft_waker_will_wake(&t->join_waker, w))
-			return WEFT_PENDING;
-		if (!join_unset_waker_bit(t))
-			goto ready;
-	}
-	/* JOIN_WAKER is clear: the field is ours. */
-	weft_waker_drop(&t->join_waker);
-	t->join_waker = weft_waker_clone(w);
-	if (!join_set_waker_bit(t))
-		goto ready;
-	return WEFT_PENDING;
-
-ready:
-	/* COMPLETE was seen by an acquire load or a failed acq_rel CAS. */
-	weft__coop_progress();
-	join_read(t, status, out);
-	return WEFT_READY;
-}
-
-struct join_wait_state {
-	weft_join_t *join;
-	int status;
-	void *out;
-};
-
-static weft_poll_t join_wait_poll(void *arg, weft_cx_t *cx)
-{
-	struct join_wait_state *s = arg;
-
-	return weft_join_poll(s->join, cx, &s->status, &s->out);
-}
-
-int weft_join_wait(weft_join_t *join, void **out)
-{
-	struct join_wait_state s = { .join = join };
-	int err;
-
-	err = weft_block_on(weft__task_rt(from_join(join)), join_wait_poll, &s,
-			    NULL);
-	if (err)
-		return err;
-	if (out)
-		*out = s.out;
-	return s.status;
-}
-
-bool weft_join_is_finished(const weft_join_t *join)
-{
-	/* Acquire: a caller that sees true may read the result next. */
-	return load_acquire(&from_join(join)->state) & TASK_COMPLETE;
-}
-
-uint64_t weft_join_id(const weft_join_t *join)
-{
-	return from_join(join)->id;
-}
-
-void weft_join_abort(weft_join_t *join)
-{
-	weft_task_t *t = from_join(join);
-	uint64_t cur = load_relaxed(&t->state), next;
-	bool submit;
-
-	do {
-		if (cur & (TASK_COMPLETE | TASK_CANCELLED))
-			return;
-		submit = !(cur & (TASK_RUNNING | TASK_NOTIFIED));
-		next = cur | TASK_CANCELLED | TASK_NOTIFIED;
-		if (submit)
-			next += TASK_REF_ONE;
-		/* acq_rel: as in notify_by_ref. */
-	} while (!cas_acq_rel(&t->state, &cur, next));
-	if (submit)
-		weft__schedule(t, false);
-}
-
-void weft_join_drop(weft_join_t *join)
-{
-	weft_task_t *t = from_join(join);
-	uint64_t cur, next;
-
-	if (!join)
-		return;
-	cur = load_relaxed(&t->state);
-	do {
-		next = cur & ~TASK_JOIN_INTEREST;
-		/*
-		 * Before completion, clearing JOIN_WAKER too hands the field
-		 * back to us (the completer checks both bits).  After it, the
-		 * completer may still be reading the field: leave it to the
-		 * final free.
-		 */
-		if (!(cur & TASK_COMPLETE))
-			next &= ~TASK_JOIN_WAKER;
-		/* acq_rel: acquire ownership of the field (see above). */
-	} while (!cas_acq_rel(&t->state, &cur, next));
-	if (!(cur & TASK_COMPLETE))
-		weft_waker_drop(&t->join_waker);
-	ref_dec_n(t, 1);
-}
-
-weft_poll_t weft_join_all(weft_join_t **joins, size_t n, void **outs,
-			  size_t *cursor, weft_cx_t *cx)
-{
-	while (*cursor < n) {
-		size_t i = *cursor;
-
-		if (joins[i]) {
-			if (weft_join_poll(joins[i], cx, NULL,
-					   outs ? &outs[i] : NULL) ==
-			    WEFT_PENDING)
-				return WEFT_PENDING;
-			weft_join_drop(joins[i]);
-			joins[i] = NULL;
-		}
-		(*cursor)++;
-	}
-	return WEFT_READY;
 }
 
 /* ------------------------------------------------------------- context */

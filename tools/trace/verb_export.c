@@ -274,6 +274,29 @@ static inline int64_t rel(const tt_trace_t *t, uint64_t ns)
 	return (int64_t)(ns - t->first_ts);
 }
 
+/*
+ * A sampled queue depth (@e's a2) as a counter ("C"): the track is
+ * "local queue @worker" when @local, else "global queue".
+ */
+static void jo_depth(struct jout *o, const tt_trace_t *t, const weft_event_t *e,
+		     bool local, unsigned worker)
+{
+	jo_lit(o, ",\n{\"ph\":\"C\",\"name\":\"");
+	if (local) {
+		jo_lit(o, "local queue ");
+		jo_u64(o, worker);
+	} else {
+		jo_lit(o, "global queue");
+	}
+	jo_lit(o, "\",\"ts\":");
+	jo_us(o, rel(t, e->ts));
+	jo_lit(o, ",\"pid\":");
+	jo_u64(o, t->pid);
+	jo_lit(o, ",\"args\":{\"depth\":");
+	jo_u64(o, e->a2);
+	jo_lit(o, "}}");
+}
+
 static void export_chrome(tt_trace_t *t, struct jout *o,
 			  const weft_event_t *first, const tt_window_t *win)
 {
@@ -420,25 +443,10 @@ static void export_chrome(tt_trace_t *t, struct jout *o,
 			jo_lit(o, "}");
 			break;
 		case WEFT_EV_LOCAL_DEPTH:
-			jo_lit(o, ",\n{\"ph\":\"C\",\"name\":\"local queue ");
-			jo_u64(o, tid ? tid - 1 : 0);
-			jo_lit(o, "\",\"ts\":");
-			jo_us(o, rel(t, e->ts));
-			jo_lit(o, ",\"pid\":");
-			jo_u64(o, t->pid);
-			jo_lit(o, ",\"args\":{\"depth\":");
-			jo_u64(o, e->a2);
-			jo_lit(o, "}}");
+			jo_depth(o, t, e, true, tid ? tid - 1 : 0);
 			break;
 		case WEFT_EV_GLOBAL_DEPTH:
-			jo_lit(o, ",\n{\"ph\":\"C\",\"name\":\"global queue\","
-				  "\"ts\":");
-			jo_us(o, rel(t, e->ts));
-			jo_lit(o, ",\"pid\":");
-			jo_u64(o, t->pid);
-			jo_lit(o, ",\"args\":{\"depth\":");
-			jo_u64(o, e->a2);
-			jo_lit(o, "}}");
+			jo_depth(o, t, e, false, 0);
 			break;
 		default:
 			break;
