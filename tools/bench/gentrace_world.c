@@ -415,7 +415,9 @@ static void poll_one(struct worker *w)
 	}
 	ready = t->site >= SITE_REQ0 && !t->steps;
 	if (t->site == SITE_ACCEPTOR) {
-		/* Every request arrived by now, a task each. */
+		/* Every request arrived by now, a task each (task_new() may
+		 * move the table: the acceptor's id read once, before). */
+		uint64_t parent = t->id;
 		unsigned n = 0;
 
 		while (w->next_arrival <= start && n < 64) {
@@ -423,7 +425,7 @@ static void poll_one(struct worker *w)
 				w,
 				SITE_REQ0 +
 					(unsigned)rnd_below(NSITES - SITE_REQ0),
-				t->id, start);
+				parent, start);
 
 			g.tasks[s].steps = (uint8_t)(1 + rnd_below(4));
 			runq_push(w, s);
