@@ -147,7 +147,10 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 	char title[4096];
 	int status = 0;
 
-	if (con_replay_open(&rp, o->replay))
+	/* The first record indexed, or a tenth of a second's worth: the
+	 * first screen does not wait for the whole file's index (the rest
+	 * is indexed between frames, or as far as --once needs). */
+	if (con_replay_open_lazy(&rp, o->replay, CON_INDEX_OPEN_NS))
 		return 2;
 	snprintf(title, sizeof(title), "replay %s", o->replay);
 	con_model_init(&m, title);
@@ -161,9 +164,11 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 
 	if (o->once) {
 		con_grid_t g;
-		uint64_t pos = o->have_after ? rp.first_ns + o->after_ns :
-					       rp.last_ns;
+		uint64_t pos;
 
+		if (!o->have_after)
+			con_replay_index(&rp, UINT64_MAX);
+		pos = o->have_after ? rp.first_ns + o->after_ns : rp.last_ns;
 		s->once = true;
 		con_replay_seek(&rp, &m, pos);
 		con_session_resort(s);
