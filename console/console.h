@@ -804,6 +804,8 @@ int con_replay_open(con_replay_t *r, const char *path);
  * con_replay_index() or by seeks past what is known. */
 int con_replay_open_lazy(con_replay_t *r, const char *path,
 			 uint64_t budget_ns);
+/* The checkpoints' budget in bytes (0: none; those kept go). */
+void con_replay_checkpoints(con_replay_t *r, size_t budget);
 /* Index on for at most about @budget_ns (UINT64_MAX: to the end); true
  * once the whole file is indexed (last_ns, truncated, skipped and error
  * are then final). */
@@ -876,6 +878,7 @@ typedef struct con_opts_s {
 	uint64_t after_ns;  /* --after */
 	bool have_after;
 	bool once;   /* --once: one view as text */
+	bool seek_bench; /* --seek-bench: time the replay's open and seeks */
 	bool invert; /* --invert */
 	int width;   /* --width */
 	int col;     /* --sort */

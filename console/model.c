@@ -971,9 +971,9 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->nspare = 0;
 
 	/* Tasks, in order, and their index (same capacity). */
-	dst->tasks = src->tasks_cap ? con_xcalloc(src->tasks_cap,
-						  sizeof(*dst->tasks)) :
-				      NULL;
+	dst->tasks = src->tasks_cap ?
+			     con_xcalloc(src->tasks_cap, sizeof(*dst->tasks)) :
+			     NULL;
 	for (size_t i = 0; i < src->ntasks; i++) {
 		const con_task_t *s = src->tasks[i];
 		con_task_t *t = dup_mem(s, sizeof(*s));
@@ -993,8 +993,8 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->list_tmp = NULL;
 	if (src->list_cap) {
 		dst->list = con_xcalloc(src->list_cap, sizeof(*dst->list));
-		dst->list_tmp = con_xcalloc(src->list_cap,
-					    sizeof(*dst->list_tmp));
+		dst->list_tmp =
+			con_xcalloc(src->list_cap, sizeof(*dst->list_tmp));
 	}
 	for (size_t i = 0; i < src->nlist; i++)
 		dst->list[i] = con_model_task(dst, src->list[i]->id);
@@ -1006,8 +1006,8 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 			(con_task_t *)con_model_task(dst, src->dirty[i]->id);
 
 	/* Workers and their series. */
-	dst->workers = dup_mem(src->workers,
-			       src->workers_cap * sizeof(*src->workers));
+	dst->workers =
+		dup_mem(src->workers, src->workers_cap * sizeof(*src->workers));
 	for (uint32_t i = 0; i < src->workers_cap; i++)
 		dst->workers[i].series =
 			dup_mem(src->workers[i].series,
@@ -1024,9 +1024,12 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 		w->detail = w->detail ? con_xstrdup(w->detail) : NULL;
 	}
 
-	dst->tl_top = dup_mem(src->tl_top, CON_TL_BUCKETS * sizeof(*src->tl_top));
-	dst->recent = dup_mem(src->recent, src->recent_cap * sizeof(*src->recent));
-	dst->watch = dup_mem(src->watch, CON_WATCH_EVENTS * sizeof(*src->watch));
+	dst->tl_top =
+		dup_mem(src->tl_top, CON_TL_BUCKETS * sizeof(*src->tl_top));
+	dst->recent =
+		dup_mem(src->recent, src->recent_cap * sizeof(*src->recent));
+	dst->watch =
+		dup_mem(src->watch, CON_WATCH_EVENTS * sizeof(*src->watch));
 
 	con_model_res_clone(dst, src);
 

@@ -448,8 +448,8 @@ void con_model_res_clone(con_model_t *dst, const con_model_t *src)
 		res_hash_rebuild(dst);
 	dst->res_list = NULL;
 	if (src->res_list_cap) {
-		dst->res_list = con_xcalloc(src->res_list_cap,
-					    sizeof(*dst->res_list));
+		dst->res_list =
+			con_xcalloc(src->res_list_cap, sizeof(*dst->res_list));
 		for (size_t i = 0; i < src->nres_list; i++)
 			dst->res_list[i] =
 				con_model_resource(dst, src->res_list[i]->id);

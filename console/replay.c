@@ -1,28 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Replaying a trace file in bounded memory.  Opening reads the file once
- * and keeps only an index: per record its place in the file, its time
- * (weft_trace_frame_time(): an Update's now, an EventBatch's first
- * stamp; made non-decreasing) and two bits, "an Update with warnings"
- * and "an EventBatch".  The frames themselves are read again from the
- * file as the replay clock reaches them, fed to the model and freed; the
- * reader stays open, and is moved only when the record wanted is not
- * the one it reads next, so playing on reads the file in order.
+ * Replaying a trace file in bounded memory.  The replay keeps an index:
+ * per record its place in the file, its time (weft_trace_frame_time():
+ * an Update's now, an EventBatch's first stamp; made non-decreasing)
+ * and two bits, "an Update with warnings" and "an EventBatch".  The
+ * frames themselves are read again from the file as the replay clock
+ * reaches them, fed to the model and freed; that reader stays open, and
+ * is moved only when the record wanted is not the one it reads next, so
+ * playing on reads the file in order.
+ *
+ * The index is made incrementally, not in one pass at open (issue 21:
+ * the first screen of a 10 GB file must not wait for a read of all of
+ * it): a second reader of its own indexes the first record and at most
+ * a budget more at open (the console: CON_INDEX_OPEN_NS), then on in
+ * steps (con_replay_index(): the console's UI does CON_INDEX_STEP_NS a
+ * frame, the status line showing "indexing N%" and an end time that
+ * grows), and a seek past what is known indexes as far as it needs.
+ * last_ns, truncated, skipped and error are final once indexed is set.
+ * (No side index file next to the trace: every open still reads the
+ * whole file once, in the background.)
  *
  * Updates carry only changes, so the state at a time is known only by
  * feeding every record before it.  Checkpoints bound that: while the
  * replay reads forward it keeps deep copies of the model
  * (con_model_clone()) every ckpt_every bytes of file (CON_CKPT_EVERY, 8
  * MiB, at first), their bytes (con_model_bytes()) at most ckpt_budget
- * (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB): over it,
- * every other one goes and the spacing doubles, so a file of any size
- * keeps a bounded number, spread over what was read.  A seek back (or
- * forward over a part already read) restores the nearest checkpoint at
- * or before the time wanted and reads on from its record; with none
- * there, from the first record as before.  Either way the model keeps
- * the session's sort, filter, mode and retention.  A model bigger than
- * the whole budget is not copied: seeking back then reads from the
- * start.
+ * (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB): before a new
+ * one would pass it, every other one goes and the spacing doubles, so a
+ * file of any size keeps a bounded number, spread over what was read.
+ * A seek back (or forward over a part already read) restores the
+ * nearest checkpoint at or before the time wanted and reads on from its
+ * record; with none there, from the first record as before.  Either way
+ * the model keeps the session's sort, filter, mode and retention.  A
+ * model bigger than the whole budget is not copied.  The price: a seek
+ * reads up to the spacing's worth of file, and the spacing grows with
+ * the file (a model of 30 MB, a 128 MiB budget: four checkpoints, so a
+ * quarter of the file at worst; tools/bench/README.md, "Big traces").
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -343,8 +356,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 				r->error);
 			rc = -EINVAL;
 		} else {
-			fprintf(stderr, "weft-console: %s: empty file\n",
-				path);
+			fprintf(stderr, "weft-console: %s: empty file\n", path);
 			rc = -ENODATA;
 		}
 		con_replay_close(r);
@@ -494,24 +506,17 @@ static void ckpt_free_all(con_replay_t *r)
 }
 
 /*
- * Over the budget: every other checkpoint goes (the first stays) and
- * the spacing doubles, until under it; a single one over the budget goes
- * too (a model bigger than the budget is not copied at all: seeking back
- * replays from the start, as before).
+ * Room for @extra more bytes in the budget: every other checkpoint goes
+ * (the first stays) and the spacing doubles, as often as needed (the
+ * last one too, when it and @extra do not fit together).
  */
-static void ckpt_thin(con_replay_t *r)
+static void ckpt_thin(con_replay_t *r, size_t extra)
 {
-	while (r->nckpt && r->ckpt_bytes > r->ckpt_budget) {
+	while (r->nckpt && r->ckpt_bytes + extra > r->ckpt_budget) {
 		size_t k = 0;
 
-		if (r->nckpt == 1) {
-			ckpt_drop(r, 0);
-			r->nckpt = 0;
-			r->ckpt_every = UINT64_MAX;
-			break;
-		}
 		for (size_t i = 0; i < r->nckpt; i++) {
-			if (i % 2) {
+			if (i % 2 || r->nckpt == 1) {
 				ckpt_drop(r, i);
 				r->ckpt_thinned++;
 			} else {
@@ -520,9 +525,19 @@ static void ckpt_thin(con_replay_t *r)
 		}
 		r->nckpt = k;
 		r->ckpt_every = r->ckpt_every > UINT64_MAX / 2 ?
-					UINT64_MAX :
+					UINT64_MAX - 1 :
 					2 * r->ckpt_every;
 	}
+}
+
+void con_replay_checkpoints(con_replay_t *r, size_t budget)
+{
+	r->ckpt_budget = budget;
+	ckpt_thin(r, 0);
+	if (!budget)
+		r->ckpt_every = UINT64_MAX;
+	else if (r->ckpt_every == UINT64_MAX)
+		r->ckpt_every = CON_CKPT_EVERY;
 }
 
 /* The last checkpoint at or before record count @next (nckpt: none). */
@@ -548,30 +563,45 @@ static uint64_t ckpt_off(const con_replay_t *r, size_t next)
 }
 
 /*
- * After record r->next - 1 was fed: a checkpoint of @m when the nearest
- * ones either side are at least ckpt_every bytes of file away (a part
- * replayed again after a seek back fills in what thinning left out only
- * where the spacing allows).
+ * A checkpoint due at r->next: the nearest ones either side are at least
+ * ckpt_every bytes of file away (a part replayed again after a seek back
+ * fills in what thinning left out only where the spacing allows); *@at
+ * is where it goes in the array.
+ */
+static bool ckpt_due(const con_replay_t *r, size_t *at)
+{
+	size_t i = ckpt_before(r, r->next);
+	uint64_t off = ckpt_off(r, r->next);
+
+	if (off - (i < r->nckpt ? ckpt_off(r, r->ckpt[i].next) : 0) <
+	    r->ckpt_every)
+		return false;
+	*at = i < r->nckpt ? i + 1 : 0;
+	return *at >= r->nckpt ||
+	       ckpt_off(r, r->ckpt[*at].next) - off >= r->ckpt_every;
+}
+
+/*
+ * After record r->next - 1 was fed: a checkpoint of @m when one is due,
+ * the budget thinned first to make room (the spacing doubles, so it may
+ * no longer be due).  The checkpoints' bytes never pass the budget; a
+ * model bigger than the whole budget stops them (those kept stay).
  */
 static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
 {
-	size_t i = ckpt_before(r, r->next), at;
-	uint64_t off = ckpt_off(r, r->next);
-	size_t bytes;
+	size_t at, bytes;
 
-	if (r->ckpt_every == UINT64_MAX)
-		return;
-	if (off - (i < r->nckpt ? ckpt_off(r, r->ckpt[i].next) : 0) <
-	    r->ckpt_every)
-		return;
-	at = i < r->nckpt ? i + 1 : 0;
-	if (at < r->nckpt &&
-	    ckpt_off(r, r->ckpt[at].next) - off < r->ckpt_every)
+	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, &at))
 		return;
 	bytes = con_model_bytes(m);
 	if (bytes > r->ckpt_budget) {
-		r->ckpt_every = UINT64_MAX;
+		r->ckpt_every = UINT64_MAX; /* those kept stay */
 		return;
+	}
+	if (r->ckpt_bytes + bytes > r->ckpt_budget) {
+		ckpt_thin(r, bytes);
+		if (!ckpt_due(r, &at))
+			return;
 	}
 	if (r->nckpt == r->ckpt_cap) {
 		r->ckpt_cap = r->ckpt_cap ? 2 * r->ckpt_cap : 16;
@@ -588,7 +618,6 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
 	r->ckpt_taken++;
 	if (r->ckpt_bytes > r->ckpt_peak)
 		r->ckpt_peak = r->ckpt_bytes;
-	ckpt_thin(r);
 }
 
 /* @m becomes checkpoint @i's model, keeping its own settings. */
