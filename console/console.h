@@ -818,8 +818,11 @@ void con_replay_progress_off(con_replay_t *r);
  * the model; from the start when there is none), taking checkpoints on
  * the way. */
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
-/* The time of the next warning after the current position, or 0. */
+/* The time of the next warning after the current position, or 0 (in
+ * what is indexed so far). */
 uint64_t con_replay_next_warning(const con_replay_t *r);
+/* The same, indexing on until one is found or the file ends. */
+uint64_t con_replay_find_warning(con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
  * last, into @out (read from the file's event batches); returns how
  * many.  Moves the file's reader, not the model. */

@@ -709,6 +709,15 @@ uint64_t con_replay_next_warning(const con_replay_t *r)
 	return 0;
 }
 
+uint64_t con_replay_find_warning(con_replay_t *r)
+{
+	uint64_t at;
+
+	while (!(at = con_replay_next_warning(r)) && !r->indexed)
+		con_replay_index(r, CON_INDEX_STEP_NS);
+	return at;
+}
+
 static int ev_cmp_ts(const void *a, const void *b)
 {
 	const weft_event_t *x = a, *y = b;
