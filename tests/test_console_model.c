@@ -2539,7 +2539,7 @@ static void test_console_model_clone(void **state)
 static void test_console_replay_checkpoints(void **state)
 {
 	static const double at[] = { 0.9, 0.1, 0.5, 0.05, 0.95, 0.3,
-				     0.3, 0.7, 0.0, 1.0, 0.02 };
+				     0.3, 0.7, 0.0, 1.0,  0.02 };
 	char *path = replay_path("ckpt.weft");
 	uint64_t ids[] = { 2, 9 }, off, restored, every;
 	con_replay_t r;
@@ -2571,8 +2571,9 @@ static void test_console_replay_checkpoints(void **state)
 	for (size_t i = 1; i < r.nckpt; i++)
 		assert_true(r.ckpt[i].next > r.ckpt[i - 1].next);
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
-		uint64_t pos = r.first_ns +
-			       (uint64_t)(at[i] * (double)(r.last_ns - r.first_ns));
+		uint64_t pos =
+			r.first_ns +
+			(uint64_t)(at[i] * (double)(r.last_ns - r.first_ns));
 		size_t before = r.next;
 
 		restored = r.ckpt_restored;
