@@ -437,6 +437,12 @@ typedef struct con_model_s {
 
 void con_model_init(con_model_t *m, const char *target);
 void con_model_fini(con_model_t *m);
+/* A deep copy of @src into @dst (uninitialised): nothing shared, each
+ * fed, resorted and freed (con_model_fini) on its own.  The spawn-site
+ * groups are rebuilt when next read. */
+void con_model_clone(con_model_t *dst, const con_model_t *src);
+/* About the heap bytes @m holds: what a clone of it costs. */
+size_t con_model_bytes(const con_model_t *m);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
@@ -758,19 +764,65 @@ typedef struct con_replay_s {
 	uint64_t size;
 	uint64_t progress_start, progress_at, pass_start;
 	bool progress_shown;
+	/* Checkpoints (replay.c): copies of the model, by record, sorted;
+	 * ckpt_bytes of them at most ckpt_budget; one at most every
+	 * ckpt_every bytes of file (doubled when they are thinned). */
+	/* The index is made as the file is read (replay.c): by ix, up to
+	 * indexed_bytes of the file; last_ns grows until indexed. */
+	struct weft_trace_reader_s *ix;
+	bool indexed;
+	uint64_t indexed_bytes;
+	size_t rec_cap;
+	struct con_replay_ckpt_s *ckpt;
+	size_t nckpt, ckpt_cap;
+	size_t ckpt_bytes, ckpt_budget, ckpt_peak;
+	uint64_t ckpt_every;
+	uint64_t ckpt_taken, ckpt_thinned, ckpt_restored;
 } con_replay_t;
+
+/* A checkpoint: the model with records [0, next) fed. */
+typedef struct con_replay_ckpt_s {
+	size_t next;
+	size_t bytes; /* con_model_bytes() when taken */
+	con_model_t m;
+} con_replay_ckpt_t;
+
+/* Checkpoints' bytes at most (WEFT_CONSOLE_CHECKPOINT_MB overrides) and
+ * the file bytes between two at first. */
+#define CON_CKPT_BUDGET (128u << 20)
+#define CON_CKPT_EVERY (8u << 20)
+
+/* What weft-console indexes before its first screen, at most (the
+ * first record at least); then CON_INDEX_STEP_NS between frames. */
+#define CON_INDEX_OPEN_NS (100ull * 1000 * 1000)
+#define CON_INDEX_STEP_NS (40ull * 1000 * 1000)
 
 /* Index a file; returns 0 or a negative errno (message on stderr). */
 int con_replay_open(con_replay_t *r, const char *path);
+/* Index its first record, then on for at most @budget_ns (UINT64_MAX:
+ * the whole file, as con_replay_open()); the rest is indexed by
+ * con_replay_index() or by seeks past what is known. */
+int con_replay_open_lazy(con_replay_t *r, const char *path,
+			 uint64_t budget_ns);
+/* The checkpoints' budget in bytes (0: none; those kept go). */
+void con_replay_checkpoints(con_replay_t *r, size_t budget);
+/* Index on for at most about @budget_ns (UINT64_MAX: to the end); true
+ * once the whole file is indexed (last_ns, truncated, skipped and error
+ * are then final). */
+bool con_replay_index(con_replay_t *r, uint64_t budget_ns);
 void con_replay_close(con_replay_t *r);
 /* No more progress lines on stderr (before the screen is taken over). */
 void con_replay_progress_off(con_replay_t *r);
-/* Feed the model every frame up to @pos_ns, read from the file
- * (rebuilding it from the start when @pos_ns is before the current
- * position). */
+/* Feed the model every frame up to @pos_ns, read from the file (from
+ * the nearest checkpoint before @pos_ns when that is back, or ahead of
+ * the model; from the start when there is none), taking checkpoints on
+ * the way. */
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
-/* The time of the next warning after the current position, or 0. */
+/* The time of the next warning after the current position, or 0 (in
+ * what is indexed so far). */
 uint64_t con_replay_next_warning(const con_replay_t *r);
+/* The same, indexing on until one is found or the file ends. */
+uint64_t con_replay_find_warning(con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
  * last, into @out (read from the file's event batches); returns how
  * many.  Moves the file's reader, not the model. */
@@ -829,6 +881,7 @@ typedef struct con_opts_s {
 	uint64_t after_ns;  /* --after */
 	bool have_after;
 	bool once;   /* --once: one view as text */
+	bool seek_bench; /* --seek-bench: time the replay's open and seeks */
 	bool invert; /* --invert */
 	int width;   /* --width */
 	int col;     /* --sort */

@@ -303,7 +303,7 @@ static unsigned act_replay(con_session_t *s, int key)
 		s->seek_ns = r->pos_ns + SEEK_STEP_NS;
 		return CON_SEEK | CON_REDRAW | CON_RESORT;
 	case 'n': {
-		uint64_t at = con_replay_next_warning(r);
+		uint64_t at = con_replay_find_warning(r);
 
 		if (!at)
 			return 0;

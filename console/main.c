@@ -47,6 +47,11 @@ static void usage(FILE *out)
 	      "  --paused          start the replay paused\n"
 	      "  --fps N           redraws per second (default 10)\n"
 	      "  --exit-after D    quit by itself after D (benchmarks)\n"
+	      "  --seek-bench      --replay: time the first screen, the rest "
+	      "of the index\n"
+	      "                    and seeks to 10%, 50%, 90%, 5%, 50%, "
+	      "10% (seconds,\n"
+	      "                    peak RSS; one line each on stdout)\n"
 	      "  --stats FILE      at exit, write figures (redraws, CPU, "
 	      "RSS) to FILE\n"
 	      "  --ascii           ASCII sparklines and bars\n"
@@ -105,6 +110,8 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 			setenv("WEFT_CONSOLE_TOKEN", tok, 1);
 		} else if (!strcmp(a, "--once")) {
 			o->once = true;
+		} else if (!strcmp(a, "--seek-bench")) {
+			o->seek_bench = true;
 		} else if (!strcmp(a, "--view")) {
 			view = need(argc, argv, &i);
 		} else if (!strcmp(a, "--after")) {
@@ -158,6 +165,8 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 		s->color = false;
 	if (o->replay && o->target)
 		con_die("--replay FILE or a TARGET, not both (--help)");
+	if (o->seek_bench && !o->replay)
+		con_die("--seek-bench needs --replay FILE");
 	if (!strncmp(view, "task:", 5)) {
 		char *end;
 

@@ -32,4 +32,7 @@ uint64_t con_model_tl_worst_scan(const con_model_t *m, uint64_t *dur);
 /* The list's order (qsort_r; @arg the model): the sort column, then id. */
 int con_model_task_cmp(const void *pa, const void *pb, void *arg);
 
+/* con_model_clone()'s resources (model_res.c). */
+void con_model_res_clone(con_model_t *dst, const con_model_t *src);
+
 #endif

@@ -422,3 +422,36 @@ bool con_model_res_is_consistent(const con_model_t *m)
 				return false;
 	return true;
 }
+
+/* The resources of con_model_clone(): @dst holds @src's fields, its
+ * pointers still @src's; they are made its own. */
+void con_model_res_clone(con_model_t *dst, const con_model_t *src)
+{
+	dst->res = src->res_cap ? con_xcalloc(src->res_cap, sizeof(*dst->res)) :
+				  NULL;
+	for (size_t i = 0; i < src->nres; i++) {
+		const con_resource_t *s = src->res[i];
+		con_resource_t *r = con_xmalloc(sizeof(*r));
+
+		*r = *s;
+		r->name = con_model_str_ref(dst, s->name);
+		r->file = con_model_str_ref(dst, s->file);
+		if (s->hist) {
+			r->hist = con_xmalloc(2 * sizeof(*r->hist));
+			memcpy(r->hist, s->hist, 2 * sizeof(*r->hist));
+		}
+		dst->res[i] = r;
+	}
+	dst->res_hash = NULL;
+	dst->res_hash_cap = 0;
+	if (src->res_hash_cap)
+		res_hash_rebuild(dst);
+	dst->res_list = NULL;
+	if (src->res_list_cap) {
+		dst->res_list =
+			con_xcalloc(src->res_list_cap, sizeof(*dst->res_list));
+		for (size_t i = 0; i < src->nres_list; i++)
+			dst->res_list[i] =
+				con_model_resource(dst, src->res_list[i]->id);
+	}
+}

@@ -1,18 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Replaying a trace file in bounded memory.  Opening reads the file once
- * and keeps only an index: per record its place in the file, its time
- * (weft_trace_frame_time(): an Update's now, an EventBatch's first
- * stamp; made non-decreasing) and two bits, "an Update with warnings"
- * and "an EventBatch".  The frames themselves are read again from the
- * file as the replay clock reaches them, fed to the model and freed; the
- * reader stays open, and is moved only when the record wanted is not
- * the one it reads next, so playing on reads the file in order.
+ * Replaying a trace file in bounded memory.  The replay keeps an index:
+ * per record its place in the file, its time (weft_trace_frame_time():
+ * an Update's now, an EventBatch's first stamp; made non-decreasing)
+ * and two bits, "an Update with warnings" and "an EventBatch".  The
+ * frames themselves are read again from the file as the replay clock
+ * reaches them, fed to the model and freed; that reader stays open, and
+ * is moved only when the record wanted is not the one it reads next, so
+ * playing on reads the file in order.
  *
- * Seeking back rebuilds the model from the first record, keeping its
- * sort and filter: updates carry only changes, so there is no other way
- * to know the state at an earlier time.  (Checkpoints of the model every
- * so often would bound that re-reading; not yet.)
+ * The index is made incrementally, not in one pass at open (issue 21:
+ * the first screen of a 10 GB file must not wait for a read of all of
+ * it): a second reader of its own indexes the first record and at most
+ * a budget more at open (the console: CON_INDEX_OPEN_NS), then on in
+ * steps (con_replay_index(): the console's UI does CON_INDEX_STEP_NS a
+ * frame, the status line showing "indexing N%" and an end time that
+ * grows), and a seek past what is known indexes as far as it needs.
+ * last_ns, truncated, skipped and error are final once indexed is set.
+ * (No side index file next to the trace: every open still reads the
+ * whole file once, in the background.)
+ *
+ * Updates carry only changes, so the state at a time is known only by
+ * feeding every record before it.  Checkpoints bound that: while the
+ * replay reads forward it keeps deep copies of the model
+ * (con_model_clone()) every ckpt_every bytes of file (CON_CKPT_EVERY, 8
+ * MiB, at first), their bytes (con_model_bytes()) at most ckpt_budget
+ * (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB): before a new
+ * one would pass it, every other one goes and the spacing doubles, so a
+ * file of any size keeps a bounded number, spread over what was read.
+ * A seek back (or forward over a part already read) restores the
+ * nearest checkpoint at or before the time wanted and reads on from its
+ * record; with none there, from the first record as before.  Either way
+ * the model keeps the session's sort, filter, mode and retention.  A
+ * model bigger than the whole budget is not copied.  The price: a seek
+ * reads up to the spacing's worth of file, and the spacing grows with
+ * the file (a model of 30 MB, a 128 MiB budget: four checkpoints, so a
+ * quarter of the file at worst; tools/bench/README.md, "Big traces").
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -184,12 +207,108 @@ static int regular_file(const char *path, struct stat *st)
 	return 0;
 }
 
-int con_replay_open(con_replay_t *r, const char *path)
+/* The checkpoints' budget: CON_CKPT_BUDGET, or
+ * WEFT_CONSOLE_CHECKPOINT_MB MiB (0: no checkpoints). */
+static void ckpt_config(con_replay_t *r)
 {
-	weft_trace_reader_t *rd;
+	const char *e = getenv("WEFT_CONSOLE_CHECKPOINT_MB");
+	char *end;
+	unsigned long long mb;
+
+	r->ckpt_budget = CON_CKPT_BUDGET;
+	r->ckpt_every = CON_CKPT_EVERY;
+	if (e && *e) {
+		errno = 0;
+		mb = strtoull(e, &end, 10);
+		if (!errno && !*end && mb < (SIZE_MAX >> 20))
+			r->ckpt_budget = (size_t)mb << 20;
+	}
+	if (!r->ckpt_budget)
+		r->ckpt_every = UINT64_MAX;
+}
+
+/*
+ * The indexing pass's end (the file's end, or what stopped it, rc < 0):
+ * what it found kept, its reader closed.
+ */
+static void index_end(con_replay_t *r, int rc)
+{
+	weft_trace_reader_t *ix = r->ix;
+
+	if (rc < 0 && !r->error) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "%s (record at byte %llu)",
+			 weft_trace_reader_strerror(rc),
+			 (unsigned long long)ix->error_offset);
+		r->error = con_xstrdup(msg);
+	}
+	r->truncated = ix->truncated;
+	r->skipped = ix->skipped;
+	r->indexed_bytes = r->size;
+	weft_trace_reader_close(ix);
+	free(ix);
+	r->ix = NULL;
+	r->indexed = true;
+	progress(r, 0, true);
+}
+
+/* One more frame into the index (or its end); its rc when it ended. */
+static int index_one(con_replay_t *r)
+{
+	weft_trace_reader_t *ix = r->ix;
 	Weft__V1__Frame *f;
+	int rc;
+
+	if (r->indexed)
+		return 0;
+	rc = weft_trace_reader_next(ix, &f);
+	if (rc != 1) {
+		index_end(r, rc);
+		return rc;
+	}
+	r->indexed_bytes = ix->dec.offset;
+	if (!(r->n & 15))
+		progress(r, ix->dec.offset, false);
+	/* The header is the reader's (freed on close): a copy is kept, fed
+	 * first of all on replay.  Any other frame is ours, a second
+	 * FileHeader too (indexed, fed as its hello, freed). */
+	if (is_reader_header(ix, f)) {
+		if (!r->hello)
+			r->hello = frame_copy(f);
+		return 1;
+	}
+	index_add(r, &r->rec_cap, ix->dec.record_offset, f);
+	r->last_ns = r->rec[r->n - 1].at;
+	weft_wire_frame_free(f);
+	return 1;
+}
+
+bool con_replay_index(con_replay_t *r, uint64_t budget_ns)
+{
+	uint64_t until = budget_ns == UINT64_MAX ?
+				 UINT64_MAX :
+				 weft_wire_now_ns() + budget_ns;
+
+	while (!r->indexed) {
+		index_one(r);
+		if (budget_ns != UINT64_MAX && weft_wire_now_ns() >= until)
+			break;
+	}
+	return r->indexed;
+}
+
+/* Index on until a record after @pos_ns is known, or the end. */
+static void index_past(con_replay_t *r, uint64_t pos_ns)
+{
+	while (!r->indexed && (!r->n || r->rec[r->n - 1].at <= pos_ns))
+		index_one(r);
+}
+
+int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
+{
+	weft_trace_reader_t *rd, *ix;
 	struct stat st;
-	size_t cap = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -197,58 +316,64 @@ int con_replay_open(con_replay_t *r, const char *path)
 	if (rc)
 		return rc;
 	rd = con_xmalloc(sizeof(*rd));
-	rc = weft_trace_reader_open(rd, path);
+	ix = con_xmalloc(sizeof(*ix));
+	rc = weft_trace_reader_open(ix, path);
+	if (!rc) {
+		rc = weft_trace_reader_open(rd, path);
+		if (rc)
+			weft_trace_reader_close(ix);
+	}
 	if (rc) {
 		fprintf(stderr, "weft-console: %s: %s\n", path, strerror(-rc));
 		free(rd);
+		free(ix);
 		return rc;
 	}
+	/* rd moves only once its header is read: read it now (the reader's
+	 * own frame, or a first record, then ours to free). */
+	{
+		Weft__V1__Frame *f;
+
+		if (weft_trace_reader_next(rd, &f) == 1 &&
+		    !is_reader_header(rd, f))
+			weft_wire_frame_free(f);
+	}
 	r->rd = rd;
+	r->ix = ix;
 	r->rd_at = SIZE_MAX;
 	r->path = path;
 	r->size = (uint64_t)st.st_size;
 	r->progress = isatty(STDERR_FILENO);
 	r->progress_start = r->pass_start = weft_wire_now_ns();
-	while ((rc = weft_trace_reader_next(rd, &f)) == 1) {
-		if (!(r->n & 15))
-			progress(r, rd->dec.offset, false);
-		/* The header is the reader's (freed on close): a copy is
-		 * kept, fed first of all on replay.  Any other frame is
-		 * ours, a second FileHeader too (indexed, fed as its hello,
-		 * freed). */
-		if (is_reader_header(rd, f)) {
-			if (!r->hello)
-				r->hello = frame_copy(f);
-			continue;
+	/* The first record at least (the first screen), then as much as
+	 * the budget allows. */
+	while (!r->indexed && !r->n)
+		index_one(r);
+	con_replay_index(r, budget_ns);
+	if (r->indexed && !r->n && !r->hello) {
+		if (r->error) {
+			fprintf(stderr, "weft-console: %s: %s\n", path,
+				r->error);
+			rc = -EINVAL;
+		} else {
+			fprintf(stderr, "weft-console: %s: empty file\n", path);
+			rc = -ENODATA;
 		}
-		index_add(r, &cap, rd->dec.record_offset, f);
-		weft_wire_frame_free(f);
-	}
-	progress(r, 0, true);
-	if (rc < 0) {
-		char msg[256];
-
-		snprintf(msg, sizeof(msg), "%s (record at byte %llu)",
-			 weft_trace_reader_strerror(rc),
-			 (unsigned long long)rd->error_offset);
-		r->error = con_xstrdup(msg);
-		if (!r->n && !r->hello) {
-			fprintf(stderr, "weft-console: %s: %s\n", path, msg);
-			con_replay_close(r);
-			return rc;
-		}
-	}
-	r->truncated = rd->truncated;
-	r->skipped = rd->skipped;
-	if (!r->n && !r->hello) {
-		fprintf(stderr, "weft-console: %s: empty file\n", path);
 		con_replay_close(r);
-		return -ENODATA;
+		return rc;
 	}
-	r->last_ns = r->n ? r->rec[r->n - 1].at : 0;
 	r->pos_ns = r->first_ns;
+	ckpt_config(r);
 	return 0;
 }
+
+int con_replay_open(con_replay_t *r, const char *path)
+{
+	return con_replay_open_lazy(r, path, UINT64_MAX);
+}
+
+static void ckpt_drop(con_replay_t *r, size_t i);
+static void ckpt_free_all(con_replay_t *r);
 
 void con_replay_close(con_replay_t *r)
 {
@@ -256,11 +381,16 @@ void con_replay_close(con_replay_t *r)
 		weft_trace_reader_close(r->rd);
 		free(r->rd);
 	}
+	if (r->ix) {
+		weft_trace_reader_close(r->ix);
+		free(r->ix);
+	}
 	weft_wire_frame_free(r->hello);
 	free(r->rec);
 	free(r->warn_bits);
 	free(r->batch_bits);
 	free(r->error);
+	ckpt_free_all(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -305,33 +435,239 @@ static void cut_at(con_replay_t *r, size_t i)
 		r->error = con_xstrdup(msg);
 	}
 	r->n = i;
+	r->last_ns = i ? r->rec[i - 1].at : r->first_ns;
+	if (!r->indexed) {
+		weft_trace_reader_close(r->ix);
+		free(r->ix);
+		r->ix = NULL;
+		r->indexed = true;
+	}
+	while (r->nckpt && r->ckpt[r->nckpt - 1].next > i)
+		ckpt_drop(r, --r->nckpt);
+}
+
+/* What a model keeps over a reset or a restore: the session's
+ * settings (sort, filter, mode, retention). */
+typedef struct model_settings_s {
+	con_task_col_t col;
+	bool inv;
+	char filter[sizeof(((con_model_t *)0)->filter)];
+	con_mode_t mode;
+	uint64_t retain;
+	size_t retain_max;
+} model_settings_t;
+
+static void settings_get(const con_model_t *m, model_settings_t *st)
+{
+	st->col = m->sort_col;
+	st->inv = m->sort_invert;
+	memcpy(st->filter, m->filter, sizeof(st->filter));
+	st->mode = m->mode;
+	st->retain = m->retain_ns;
+	st->retain_max = m->retain_max;
+}
+
+static void settings_put(con_model_t *m, const model_settings_t *st)
+{
+	con_model_set_sort(m, st->col, st->inv);
+	con_model_set_filter(m, st->filter);
+	m->mode = st->mode;
+	m->retain_ns = st->retain;
+	m->retain_max = st->retain_max;
 }
 
 static void model_reset(con_model_t *m)
 {
 	char *target = con_xstrdup(m->target);
-	con_task_col_t col = m->sort_col;
-	bool inv = m->sort_invert;
-	char filter[sizeof(m->filter)];
-	con_mode_t mode = m->mode;
-	uint64_t retain = m->retain_ns;
-	size_t retain_max = m->retain_max;
+	model_settings_t st;
 
-	memcpy(filter, m->filter, sizeof(filter));
+	settings_get(m, &st);
 	con_model_fini(m);
 	con_model_init(m, target);
 	free(target);
-	con_model_set_sort(m, col, inv);
-	con_model_set_filter(m, filter);
-	m->mode = mode;
-	m->retain_ns = retain;
-	m->retain_max = retain_max;
+	settings_put(m, &st);
+}
+
+/* ------------------------------------------------------- checkpoints */
+
+static void ckpt_drop(con_replay_t *r, size_t i)
+{
+	r->ckpt_bytes -= r->ckpt[i].bytes;
+	con_model_fini(&r->ckpt[i].m);
+}
+
+static void ckpt_free_all(con_replay_t *r)
+{
+	for (size_t i = 0; i < r->nckpt; i++)
+		ckpt_drop(r, i);
+	free(r->ckpt);
+	r->ckpt = NULL;
+	r->nckpt = r->ckpt_cap = 0;
+}
+
+/*
+ * Room for @extra more bytes in the budget: every other checkpoint goes
+ * (the first stays) and the spacing doubles, as often as needed (the
+ * last one too, when it and @extra do not fit together).
+ */
+static void ckpt_thin(con_replay_t *r, size_t extra)
+{
+	while (r->nckpt && r->ckpt_bytes + extra > r->ckpt_budget) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < r->nckpt; i++) {
+			if (i % 2 || r->nckpt == 1) {
+				ckpt_drop(r, i);
+				r->ckpt_thinned++;
+			} else {
+				r->ckpt[k++] = r->ckpt[i];
+			}
+		}
+		r->nckpt = k;
+		r->ckpt_every = r->ckpt_every > UINT64_MAX / 2 ?
+					UINT64_MAX - 1 :
+					2 * r->ckpt_every;
+	}
+}
+
+void con_replay_checkpoints(con_replay_t *r, size_t budget)
+{
+	r->ckpt_budget = budget;
+	ckpt_thin(r, 0);
+	if (!budget)
+		r->ckpt_every = UINT64_MAX;
+	else if (r->ckpt_every == UINT64_MAX)
+		r->ckpt_every = CON_CKPT_EVERY;
+}
+
+/* The last checkpoint at or before record count @next (nckpt: none). */
+static size_t ckpt_before(const con_replay_t *r, size_t next)
+{
+	size_t lo = 0, hi = r->nckpt;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->ckpt[mid].next <= next)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : r->nckpt;
+}
+
+/* The file's offset of record count @next (0 for the start). */
+static uint64_t ckpt_off(const con_replay_t *r, size_t next)
+{
+	return next ? r->rec[next - 1].off : 0;
+}
+
+/*
+ * A checkpoint due at r->next: the nearest ones either side are at least
+ * ckpt_every bytes of file away (a part replayed again after a seek back
+ * fills in what thinning left out only where the spacing allows); *@at
+ * is where it goes in the array.
+ */
+static bool ckpt_due(const con_replay_t *r, size_t *at)
+{
+	size_t i = ckpt_before(r, r->next);
+	uint64_t off = ckpt_off(r, r->next);
+
+	if (off - (i < r->nckpt ? ckpt_off(r, r->ckpt[i].next) : 0) <
+	    r->ckpt_every)
+		return false;
+	*at = i < r->nckpt ? i + 1 : 0;
+	return *at >= r->nckpt ||
+	       ckpt_off(r, r->ckpt[*at].next) - off >= r->ckpt_every;
+}
+
+/*
+ * After record r->next - 1 was fed: a checkpoint of @m when one is due,
+ * the budget thinned first to make room (the spacing doubles, so it may
+ * no longer be due).  The checkpoints' bytes never pass the budget; a
+ * model bigger than the whole budget stops them (those kept stay).
+ */
+static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
+{
+	size_t at, bytes;
+
+	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, &at))
+		return;
+	bytes = con_model_bytes(m);
+	if (bytes > r->ckpt_budget) {
+		r->ckpt_every = UINT64_MAX; /* those kept stay */
+		return;
+	}
+	if (r->ckpt_bytes + bytes > r->ckpt_budget) {
+		ckpt_thin(r, bytes);
+		if (!ckpt_due(r, &at))
+			return;
+	}
+	if (r->nckpt == r->ckpt_cap) {
+		r->ckpt_cap = r->ckpt_cap ? 2 * r->ckpt_cap : 16;
+		r->ckpt = con_xreallocarray(r->ckpt, r->ckpt_cap,
+					    sizeof(*r->ckpt));
+	}
+	memmove(r->ckpt + at + 1, r->ckpt + at,
+		(r->nckpt - at) * sizeof(*r->ckpt));
+	r->ckpt[at].next = r->next;
+	r->ckpt[at].bytes = bytes;
+	con_model_clone(&r->ckpt[at].m, m);
+	r->nckpt++;
+	r->ckpt_bytes += bytes;
+	r->ckpt_taken++;
+	if (r->ckpt_bytes > r->ckpt_peak)
+		r->ckpt_peak = r->ckpt_bytes;
+}
+
+/* @m becomes checkpoint @i's model, keeping its own settings. */
+static void ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
+{
+	model_settings_t st;
+
+	settings_get(m, &st);
+	con_model_fini(m);
+	con_model_clone(m, &r->ckpt[i].m);
+	settings_put(m, &st);
+	/* The watched task: none, as after a reset (the session watches
+	 * again and fills it from the file). */
+	m->watch_task = 0;
+	m->nwatch = 0;
+	r->next = r->ckpt[i].next;
+	r->hello_fed = true;
+	r->ckpt_restored++;
+}
+
+/* Records with a time at most @pos_ns: how many (times are sorted). */
+static size_t recs_upto(const con_replay_t *r, uint64_t pos_ns)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->rec[mid].at <= pos_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 {
-	/* Back: from the first record again (no checkpoints yet). */
-	if (pos_ns < r->pos_ns && (r->next || r->hello_fed)) {
+	size_t want, c;
+
+	index_past(r, pos_ns);
+	want = recs_upto(r, pos_ns);
+	c = ckpt_before(r, want);
+
+	/* From the nearest checkpoint at or before the records wanted,
+	 * when the model is past them, or behind that checkpoint; from the
+	 * start when the model is past them and there is none. */
+	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next)) {
+		ckpt_restore(r, m, c);
+	} else if (want < r->next) {
 		model_reset(m);
 		r->next = 0;
 		r->hello_fed = false;
@@ -351,6 +687,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
+		ckpt_maybe(r, m);
 		if (!(r->next & 15))
 			progress(r, r->rec[r->next - 1].off, false);
 	}
@@ -370,6 +707,15 @@ uint64_t con_replay_next_warning(const con_replay_t *r)
 		i++;
 	}
 	return 0;
+}
+
+uint64_t con_replay_find_warning(con_replay_t *r)
+{
+	uint64_t at;
+
+	while (!(at = con_replay_next_warning(r)) && !r->indexed)
+		con_replay_index(r, CON_INDEX_STEP_NS);
+	return at;
 }
 
 static int ev_cmp_ts(const void *a, const void *b)

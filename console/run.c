@@ -5,6 +5,7 @@
  * (--once) or shown in the interactive UI (tty.c).
  */
 #include <errno.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -140,6 +141,110 @@ int con_run_live(con_session_t *s, const con_opts_t *o)
 	return status;
 }
 
+/* Peak RSS so far, in MiB. */
+static double peak_rss_mb(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* The screen as the UI would draw it (not printed). */
+static void bench_screen(con_session_t *s)
+{
+	con_grid_t g;
+
+	con_session_resort(s);
+	con_session_watch(s);
+	con_grid_init(&g, 120, 40, s->ascii);
+	con_screen_draw(s, &g);
+	con_grid_fini(&g);
+}
+
+static double secs_since(uint64_t t0)
+{
+	return (double)(weft_wire_now_ns() - t0) / 1e9;
+}
+
+/*
+ * --seek-bench: what the UI does on a file, timed, one line each on
+ * stdout: the open to the first screen drawn (a 120x40 grid, not
+ * printed), the rest of the index (the UI does it between frames),
+ * then seeks to 10%, 50%, 90% and 5% of the file's time and back to
+ * 50% and 10%, each with its screen; peak RSS so far after each, and
+ * the checkpoints kept.
+ */
+static int seek_bench(con_session_t *s, const con_opts_t *o)
+{
+	static const double at[] = { 0.10, 0.50, 0.90, 0.05, 0.50, 0.10 };
+	uint64_t t0 = weft_wire_now_ns();
+	char title[4096];
+	con_replay_t rp;
+	con_model_t m;
+
+	if (con_replay_open_lazy(&rp, o->replay, CON_INDEX_OPEN_NS))
+		return 2;
+	con_replay_progress_off(&rp);
+	snprintf(title, sizeof(title), "replay %s", o->replay);
+	con_model_init(&m, title);
+	m.mode = CON_MODE_REPLAY;
+	s->model = &m;
+	s->rp = &rp;
+	s->replay = true;
+	s->once = true;
+	con_replay_seek(&rp, &m, rp.first_ns);
+	bench_screen(s);
+	printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%zu records, %.0f MB "
+	       "indexed)\n",
+	       "first-screen", secs_since(t0), peak_rss_mb(), rp.n,
+	       (double)rp.indexed_bytes / 1e6);
+	fflush(stdout);
+	t0 = weft_wire_now_ns();
+	con_replay_index(&rp, UINT64_MAX);
+	printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%zu records, %.3f s of "
+	       "trace)\n",
+	       "index-rest", secs_since(t0), peak_rss_mb(), rp.n,
+	       (double)(rp.last_ns - rp.first_ns) / 1e9);
+	fflush(stdout);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		uint64_t pos =
+			rp.first_ns +
+			(uint64_t)(at[i] * (double)(rp.last_ns - rp.first_ns));
+		uint64_t restored = rp.ckpt_restored;
+		size_t from = rp.next;
+		char name[32];
+
+		t0 = weft_wire_now_ns();
+		con_replay_seek(&rp, &m, pos);
+		bench_screen(s);
+		snprintf(name, sizeof(name), "seek %.0f%%", at[i] * 100);
+		printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%s; %zu "
+		       "checkpoints, %.1f MiB, every %.0f MB)\n",
+		       name, secs_since(t0), peak_rss_mb(),
+		       rp.ckpt_restored > restored ? "from a checkpoint" :
+		       rp.next >= from             ? "read on" :
+						     "from the start",
+		       rp.nckpt, (double)rp.ckpt_bytes / 1048576.0,
+		       rp.ckpt_every == UINT64_MAX ?
+			       0.0 :
+			       (double)rp.ckpt_every / 1e6);
+		fflush(stdout);
+	}
+	printf("%-12s %zu tasks, %.1f MiB (con_model_bytes); %llu "
+	       "checkpoints taken, %llu thinned, %llu restored\n",
+	       "model", m.ntasks, (double)con_model_bytes(&m) / 1048576.0,
+	       (unsigned long long)rp.ckpt_taken,
+	       (unsigned long long)rp.ckpt_thinned,
+	       (unsigned long long)rp.ckpt_restored);
+	if (rp.error)
+		fprintf(stderr, "weft-console: %s: %s\n", o->replay, rp.error);
+	con_model_fini(&m);
+	con_replay_close(&rp);
+	return 0;
+}
+
 int con_run_replay(con_session_t *s, const con_opts_t *o)
 {
 	con_model_t m;
@@ -147,7 +252,13 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 	char title[4096];
 	int status = 0;
 
-	if (con_replay_open(&rp, o->replay))
+	if (o->seek_bench)
+		return seek_bench(s, o);
+
+	/* The first record indexed, or a tenth of a second's worth: the
+	 * first screen does not wait for the whole file's index (the rest
+	 * is indexed between frames, or as far as --once needs). */
+	if (con_replay_open_lazy(&rp, o->replay, CON_INDEX_OPEN_NS))
 		return 2;
 	snprintf(title, sizeof(title), "replay %s", o->replay);
 	con_model_init(&m, title);
@@ -161,9 +272,13 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 
 	if (o->once) {
 		con_grid_t g;
-		uint64_t pos = o->have_after ? rp.first_ns + o->after_ns :
-					       rp.last_ns;
+		uint64_t pos;
 
+		/* One pass forward: checkpoints would only cost. */
+		con_replay_checkpoints(&rp, 0);
+		if (!o->have_after)
+			con_replay_index(&rp, UINT64_MAX);
+		pos = o->have_after ? rp.first_ns + o->after_ns : rp.last_ns;
 		s->once = true;
 		con_replay_seek(&rp, &m, pos);
 		con_session_resort(s);

@@ -149,7 +149,7 @@ static void apply(struct tty *t, unsigned flags)
 	}
 	if ((flags & CON_SEEK) && s->rp) {
 		con_replay_seek(s->rp, s->model, s->seek_ns);
-		s->at_end = s->rp->pos_ns >= s->rp->last_ns;
+		s->at_end = s->rp->indexed && s->rp->pos_ns >= s->rp->last_ns;
 	}
 	if (flags & (CON_RESORT | CON_SEEK))
 		con_session_resort(s);
@@ -306,11 +306,14 @@ static void tty_tick_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(t->base);
 		return;
 	}
+	/* The rest of the file's index, a step per frame. */
+	if (s->replay && s->rp && !s->rp->indexed)
+		con_replay_index(s->rp, CON_INDEX_STEP_NS);
 	if (s->replay && s->rp && !s->paused && !s->at_end) {
 		con_replay_t *r = s->rp;
 		uint64_t pos = r->pos_ns + (uint64_t)((double)dt * s->speed);
 
-		if (pos >= r->last_ns) {
+		if (r->indexed && pos >= r->last_ns) {
 			pos = r->last_ns;
 			s->at_end = true;
 		}

@@ -173,6 +173,12 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 				 r->truncated || r->error ? ", file cut" : "");
 		else if (r->truncated || r->error)
 			snprintf(note, sizeof(note), "  [file cut]");
+		/* Still indexing: the end known so far, and how far. */
+		if (!r->indexed)
+			snprintf(note, sizeof(note), "  [indexing %.0f%%]",
+				 r->size ? 100.0 * (double)r->indexed_bytes /
+						   (double)r->size :
+					   0.0);
 		con_grid_printf(g, 0, y, CON_ROLE_HEADER,
 				" %s / %s%s  p play/pause  +/- speed  [ ] seek"
 				"  n next warning  ? help  q quit",

@@ -2200,6 +2200,10 @@ static void assert_replay_at(con_replay_t *r, con_model_t *m, const char *path,
  * and few (a file built here), so a task's events are exactly its
  * newest ones.
  */
+/* replay_check()'s checkpoint spacing and budget (0: the replay's). */
+static uint64_t replay_ckpt_every;
+static size_t replay_ckpt_budget;
+
 static void replay_check(const char *path, const uint64_t *ids, size_t nids,
 			 bool exact_events)
 {
@@ -2210,6 +2214,10 @@ static void replay_check(const char *path, const uint64_t *ids, size_t nids,
 
 	replay_reference(path, NULL, UINT64_MAX, &rf, 0, NULL, 0);
 	assert_int_equal(con_replay_open(&r, path), 0);
+	if (replay_ckpt_every)
+		r.ckpt_every = replay_ckpt_every;
+	if (replay_ckpt_budget)
+		r.ckpt_budget = replay_ckpt_budget;
 	assert_int_equal(r.n, rf.n);
 	assert_int_equal(r.first_ns, rf.first_ns);
 	assert_int_equal(r.last_ns, rf.last_ns);
@@ -2411,6 +2419,252 @@ static void test_console_replay_cut_and_malformed(void **state)
 	free(path);
 }
 
+/* ------------------------------------------------------------- clone */
+
+/* Every view of @m, drawn as text one after another. */
+static char *render_all(con_model_t *m)
+{
+	char *all = NULL, *x;
+	size_t len = 0;
+
+	for (int v = 0; v < CON_VIEW_MAX; v++) {
+		con_session_t s = { .model = m, .once = true, .ascii = true };
+
+		s.view = (con_view_id_t)v;
+		s.detail_task = 2;
+		s.detail_res = 5;
+		x = render(&s, 140, 40);
+		all = realloc(all, len + strlen(x) + 1);
+		assert_non_null(all);
+		memcpy(all + len, x, strlen(x) + 1);
+		len += strlen(x);
+		free(x);
+	}
+	return all;
+}
+
+/* More of everything: a task renamed, one new, a resource, events. */
+static void rich_more(con_model_t *m)
+{
+	Weft__V1__Task *ts[] = { task_msg(2, "renamed", 50),
+				 task_msg(77, "holder", 3) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(5, WEFT_RES_MUTEX, "cache", "app.c", 20),
+		res_msg(8, WEFT_RES_MPSC, "jobs", "jobs.c", 9),
+	};
+	weft_event_t ev[40];
+
+	for (size_t i = 0; i < 40; i++)
+		ev[i] = (weft_event_t){ .ts = 8 * SEC + i * MS,
+					.a1 = (i % 5) * MS,
+					.task = 77,
+					.worker = (uint16_t)(i % 2),
+					.kind = WEFT_EV_POLL };
+	con_model_events(m, ev, 40);
+	feed_res(m, 9 * SEC, ts, 2, rs, 2);
+}
+
+/*
+ * A clone is a deep copy: the same views; the source freed, the clone
+ * still reads and takes more frames as a model built the same way (under
+ * ASan a pointer shared with the freed source is a use after free); and
+ * the clone freed first leaves the source whole.
+ */
+static void test_console_model_clone(void **state)
+{
+	con_model_t a, b, c;
+	char *x, *y;
+
+	(void)state;
+	rich(&a);
+	con_model_watch(&a, 2);
+	con_model_resort(&a);
+	con_model_clone(&b, &a);
+	assert_true(con_model_is_consistent(&b));
+	assert_true(con_model_res_is_consistent(&b));
+	assert_true(con_model_bytes(&b) > sizeof(b));
+	x = render_all(&a);
+	y = render_all(&b);
+	assert_string_equal(x, y);
+	free(y);
+	con_model_fini(&a);
+	y = render_all(&b);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+
+	/* The clone fed on, as the source would have been. */
+	rich(&c);
+	con_model_watch(&c, 2);
+	rich_more(&b);
+	rich_more(&c);
+	assert_true(con_model_is_consistent(&b));
+	x = render_all(&b);
+	y = render_all(&c);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+
+	/* A clone of the clone, freed first: the clone reads on. */
+	con_model_clone(&a, &b);
+	x = render_all(&a);
+	con_model_fini(&a);
+	rich_more(&b);
+	rich_more(&c);
+	y = render_all(&b);
+	free(x);
+	x = render_all(&c);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	con_model_fini(&b);
+	con_model_fini(&c);
+
+	/* An empty model clones too. */
+	con_model_init(&a, "empty");
+	con_model_clone(&b, &a);
+	con_model_fini(&a);
+	x = render_all(&b);
+	free(x);
+	con_model_fini(&b);
+}
+
+/*
+ * Checkpoints: taken every few KB here (and thinned to a budget of a few
+ * models, the spacing doubled), seeks back and forth restore the nearest
+ * one and read on from it, and the model is the one every frame up to
+ * that time makes; seeking forward past what was read reads on.  Then
+ * the whole replay check with them, and with none at all.
+ */
+static void test_console_replay_checkpoints(void **state)
+{
+	static const double at[] = { 0.9, 0.1, 0.5, 0.05, 0.95, 0.3,
+				     0.3, 0.7, 0.0, 1.0,  0.02 };
+	char *path = replay_path("ckpt.weft");
+	uint64_t ids[] = { 2, 9 }, off, restored, every;
+	con_replay_t r;
+	con_model_t m;
+
+	(void)state;
+	replay_write(path, 0, &off);
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_int_equal(r.nckpt, 0);
+	r.ckpt_every = every = 2048;
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	/* The budget: room for about six copies of the whole model. */
+	{
+		con_model_t tmp;
+		struct replay_ref rf;
+
+		replay_reference(path, &tmp, UINT64_MAX, &rf, 0, NULL, 0);
+		r.ckpt_budget = 6 * con_model_bytes(&tmp);
+		con_model_fini(&tmp);
+	}
+	/* Halfway, then to the end: checkpoints all the way. */
+	assert_replay_at(&r, &m, path, (r.first_ns + r.last_ns) / 2);
+	assert_replay_at(&r, &m, path, r.last_ns);
+	assert_true(r.nckpt >= 2);
+	assert_true(r.ckpt_thinned > 0);
+	assert_true(r.ckpt_every > every);
+	assert_true(r.ckpt_bytes <= r.ckpt_budget);
+	for (size_t i = 1; i < r.nckpt; i++)
+		assert_true(r.ckpt[i].next > r.ckpt[i - 1].next);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		uint64_t pos =
+			r.first_ns +
+			(uint64_t)(at[i] * (double)(r.last_ns - r.first_ns));
+		size_t before = r.next;
+
+		restored = r.ckpt_restored;
+		assert_replay_at(&r, &m, path, pos);
+		assert_true(r.ckpt_bytes <= r.ckpt_budget);
+		/* Back past a checkpoint: restored, not read from the start. */
+		if (r.next < before && r.nckpt && r.ckpt[0].next <= r.next)
+			assert_int_equal(r.ckpt_restored, restored + 1);
+	}
+	assert_true(r.ckpt_restored >= 4);
+	/* The sort the session chose survives a restore. */
+	con_model_set_sort(&m, CON_COL_POLLS, true);
+	con_replay_seek(&r, &m, r.first_ns + (r.last_ns - r.first_ns) / 4);
+	assert_int_equal(m.sort_col, CON_COL_POLLS);
+	assert_true(m.sort_invert);
+	con_model_fini(&m);
+	con_replay_close(&r);
+
+	/* The whole check with checkpoints, then with none (budget 0). */
+	replay_ckpt_every = 1024;
+	replay_check(path, ids, 2, true);
+	setenv("WEFT_CONSOLE_CHECKPOINT_MB", "0", 1);
+	replay_ckpt_every = 0;
+	assert_int_equal(con_replay_open(&r, path), 0);
+	assert_int_equal(r.ckpt_budget, 0);
+	con_replay_close(&r);
+	replay_check(path, ids, 2, true);
+	unsetenv("WEFT_CONSOLE_CHECKPOINT_MB");
+	unlink(path);
+	free(path);
+}
+
+/*
+ * Opened lazily (the console's first screen): a record or two indexed,
+ * the rest as seeks reach past it and by con_replay_index(); the model
+ * is the same as every frame read in order all along, and the figures
+ * the whole index gives are the same at its end.
+ */
+static void test_console_replay_lazy_index(void **state)
+{
+	char *path = replay_path("lazy.weft");
+	con_replay_t r;
+	con_model_t m;
+	struct replay_ref rf;
+	uint64_t off, mid;
+
+	(void)state;
+	replay_write(path, 0, &off);
+	replay_reference(path, NULL, UINT64_MAX, &rf, 0, NULL, 0);
+	assert_int_equal(con_replay_open_lazy(&r, path, 0), 0);
+	assert_false(r.indexed);
+	assert_true(r.n >= 1 && r.n < rf.n);
+	assert_true(r.indexed_bytes < r.size);
+	assert_int_equal(r.first_ns, rf.first_ns);
+	assert_true(r.last_ns < rf.last_ns);
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	assert_replay_at(&r, &m, path, r.first_ns);
+	/* A seek past the index indexes as far as it needs, no further. */
+	mid = rf.first_ns + (rf.last_ns - rf.first_ns) / 2;
+	assert_replay_at(&r, &m, path, mid);
+	assert_false(r.indexed);
+	assert_true(r.n < rf.n);
+	assert_true(r.last_ns > mid);
+	/* A step at a time, then the rest. */
+	assert_false(con_replay_index(&r, 0));
+	assert_true(con_replay_index(&r, UINT64_MAX));
+	assert_true(r.indexed);
+	assert_null(r.ix);
+	assert_int_equal(r.n, rf.n);
+	assert_int_equal(r.last_ns, rf.last_ns);
+	assert_int_equal(r.indexed_bytes, r.size);
+	assert_replay_at(&r, &m, path, r.last_ns);
+	assert_replay_at(&r, &m, path, r.first_ns + (mid - r.first_ns) / 3);
+	con_model_fini(&m);
+	con_replay_close(&r);
+
+	/* The next warning, indexing on to find it; closed while still
+	 * indexing: nothing leaks (ASan). */
+	assert_int_equal(con_replay_open_lazy(&r, path, 0), 0);
+	assert_false(r.indexed);
+	assert_int_equal(con_replay_next_warning(&r), 0);
+	assert_int_equal(con_replay_find_warning(&r), rf.warn_after);
+	con_replay_close(&r);
+	assert_int_equal(con_replay_open_lazy(&r, path, 0), 0);
+	assert_false(r.indexed);
+	con_replay_close(&r);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2446,6 +2700,9 @@ int main(void)
 		cmocka_unit_test(test_console_model_groups),
 		cmocka_unit_test(test_console_replay_same_as_frames),
 		cmocka_unit_test(test_console_replay_cut_and_malformed),
+		cmocka_unit_test(test_console_model_clone),
+		cmocka_unit_test(test_console_replay_checkpoints),
+		cmocka_unit_test(test_console_replay_lazy_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

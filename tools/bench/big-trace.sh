@@ -13,6 +13,14 @@
 #   and weft-console --replay FILE --once (the console's replay: open,
 #   read to the end, print the tasks view)
 #
+# then (verb "seek") weft-console --replay FILE --seek-bench: the
+# console's first screen (the file opened, its first records indexed,
+# a screen drawn), the rest of its index, and seeks to 10%, 50%, 90%,
+# 5%, 50%, 10% of the file's time, one line each with its seconds and
+# the peak RSS so far (the seeks keep checkpoints of the model: 128 MiB
+# of them at most, WEFT_CONSOLE_CHECKPOINT_MB), then the whole run's
+# /usr/bin/time.
+#
 # One row per verb: wall seconds, events per second (the generator's
 # event count over those seconds) and peak RSS.  `list` reads no file
 # (it lists live processes) and is timed as is, for the table's sake.
@@ -26,7 +34,7 @@ size=${2:-2G}
 trace=$build/tools/trace/weft-trace
 console=$build/console/weft-console
 gen=$build/tools/bench/weft-bench-gentrace
-verbs=${VERBS:-"info stats tasks dump export console list"}
+verbs=${VERBS:-"info stats tasks dump export console seek list"}
 
 for b in "$trace" "$gen"; do
 	[[ -x "$b" ]] || {
@@ -83,6 +91,22 @@ for v in $verbs; do
 	console)
 		[[ -x "$console" ]] || continue
 		cmd=("$console" --replay "$file" --once)
+		;;
+	seek)
+		[[ -x "$console" ]] || continue
+		echo
+		echo "weft-console --replay --seek-bench:"
+		if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+			"$console" --replay "$file" --seek-bench \
+			2> "$dir/err.out" | sed 's/^/  /'; then
+			echo "big-trace.sh: seek failed:" >&2
+			cat "$dir/err.out" "$dir/time.out" >&2
+			exit 1
+		fi
+		read -r s _ kb _ < "$dir/time.out"
+		row seek-all "$s" "$kb"
+		echo
+		continue
 		;;
 	list) cmd=("$trace" list) ;;
 	*)
