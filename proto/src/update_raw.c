@@ -285,8 +285,13 @@ static char *str_put(char *to, const struct str *s, char **field)
 	return to + s->n + 1;
 }
 
-int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
-			      size_t len)
+/*
+ * A Task's bytes into @t->msg; @fill false: only checked (the record
+ * left unset), but @t's storage grown as filling it would, so that the
+ * same bytes then fill it without allocating.
+ */
+static int task_decode(weft_wire_task_raw_t *t, const uint8_t *p, size_t len,
+		       bool fill)
 {
 	const uint8_t *end = p + len;
 	Weft__V1__Task *m = &t->msg;
@@ -296,7 +301,8 @@ int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
 	bool has_poll = false, has_sched = false;
 	char *s;
 
-	weft__v1__task__init(m);
+	if (fill)
+		weft__v1__task__init(m);
 	while (p < end) {
 		uint32_t field;
 		unsigned wt;
@@ -447,6 +453,13 @@ int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
 		if (!grow((void **)&t->str, &t->str_cap,
 			  name.n + file.n + parked.n + 3, 1))
 			return -ENOMEM;
+	}
+	if (nw && !grow((void **)&t->waitp, &t->waitp_cap, nw,
+			sizeof(*t->waitp)))
+		return -ENOMEM;
+	if (!fill)
+		return 0;
+	if (name.set || file.set || parked.set) {
 		s = t->str;
 		s = str_put(s, &name, &m->name);
 		s = str_put(s, &file, &m->file);
@@ -463,15 +476,18 @@ int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
 		m->sched_hist = &t->sched;
 	}
 	if (nw) {
-		if (!grow((void **)&t->waitp, &t->waitp_cap, nw,
-			  sizeof(*t->waitp)))
-			return -ENOMEM;
 		for (size_t i = 0; i < nw; i++)
 			t->waitp[i] = &t->waits[i];
 		m->n_waited = nw;
 		m->waited = t->waitp;
 	}
 	return 0;
+}
+
+int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
+			      size_t len)
+{
+	return task_decode(t, p, len, true);
 }
 
 void weft_wire_task_raw_fini(weft_wire_task_raw_t *t)
@@ -510,7 +526,8 @@ int weft_wire_update_split_raw(const uint8_t *p, size_t len,
 			if (wt != WT_LEN)
 				return REFUSED;
 			k = rd_len(p, end, &tl);
-			rc = weft_wire_task_decode_raw(scratch, p + k, tl);
+			/* Checked only: the reader fills it later. */
+			rc = task_decode(scratch, p + k, tl, false);
 			if (rc)
 				return rc;
 			n++;

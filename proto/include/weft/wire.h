@@ -396,7 +396,8 @@ void weft_wire_task_raw_fini(weft_wire_task_raw_t *t);
 /**
  * weft_wire_update_split_raw() - walk the @len bytes of an Update message:
  * each of its tasks (field 2) must decode with weft_wire_task_decode_raw()
- * (into @scratch, which is then big enough for every one of them), and
+ * (checked only, @scratch's storage grown so that each of them then
+ * decodes into it without allocating), and
  * the bytes of every other field are appended to @rest as they stand,
  * for protobuf-c to unpack (the Update without its tasks: protobuf-c reads
  * the others the same with or without them).
