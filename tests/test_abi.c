@@ -435,6 +435,8 @@ ABI_FIELD(weft_wire_decoder_t, offset, 0);
 ABI_FIELD(weft_wire_decoder_t, record_offset, 8);
 ABI_FIELD(weft_wire_decoder_t, records, 16);
 
+ABI_SIZE(weft_wire_task_raw_t, 464, 8);
+ABI_FIELD(weft_wire_task_raw_t, msg, 0);
 ABI_SIZE(weft_wire_batch_t, 224, 8);
 ABI_FIELD(weft_wire_batch_t, msg, 0);
 
@@ -445,7 +447,7 @@ ABI_SIZE(weft_wire_hello_t, 504, 8);
 ABI_FIELD(weft_wire_hello_t, msg, 0);
 
 /* weft/trace_reader.h */
-ABI_SIZE(weft_trace_reader_t, 488, 8);
+ABI_SIZE(weft_trace_reader_t, 496, 8);
 ABI_FIELD(weft_trace_reader_t, header, 0);
 ABI_FIELD(weft_trace_reader_t, frames, 8);
 ABI_FIELD(weft_trace_reader_t, truncated, 16);
@@ -454,6 +456,9 @@ ABI_FIELD(weft_trace_reader_t, error_offset, 24);
 ABI_FIELD(weft_trace_reader_t, skipped, 32);
 ABI_FIELD(weft_trace_reader_t, skips, 40);
 ABI_FIELD(weft_trace_reader_t, first_skip, 48);
+/* 488 -> 496: lean_upd, the lean Updates' state (issue 21). */
+ABI_FIELD(weft_trace_reader_t, lean_upd, 488);
+ABI_SIZE(weft_trace_tasks_t, 40, 8);
 
 /* weft/trace_stream.h */
 ABI_SIZE(weft_trace_item_t, 64, 8);
@@ -468,6 +473,7 @@ ABI_FIELD(weft_trace_stream_opts_t, window_ns, 0);
 ABI_FIELD(weft_trace_stream_opts_t, max_pending, 8);
 ABI_FIELD(weft_trace_stream_opts_t, file_order, 16);
 ABI_FIELD(weft_trace_stream_opts_t, lean, 17);
+ABI_FIELD(weft_trace_stream_opts_t, lean_updates, 18);
 
 #else
 #define ABI_PINNED 0

@@ -16,6 +16,18 @@ weft_add_test(NAME test_trace_stream INTERNAL
   TIMEOUT 120)
 target_include_directories(test_trace_stream PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+# Updates read from their bytes (proto/src/update_raw.c), against
+# protobuf-c (issue 21).
+weft_add_test(NAME test_update_raw
+  SOURCES test_update_raw.c
+  LINK weft_wire
+  LABELS unit valgrind
+  TIMEOUT 120)
+# test_helpers.h includes weft/weft.h, which includes the probe's headers
+# (declarations only: libweft-wire alone is linked).
+target_include_directories(test_update_raw PRIVATE ${WEFT_PROTO_GEN_DIR}
+                           ${PROJECT_SOURCE_DIR}/probe/include)
+
 weft_add_test(NAME test_delta INTERNAL
   SOURCES test_delta.c
   LABELS unit valgrind

@@ -54,7 +54,10 @@
  * takes an EventBatch only when weft_wire_batch_decode_raw() decodes it
  * whole (bytes protobuf-c would unpack, columns that agree); anything
  * else goes to protobuf-c as ever, so every check above, every skip and
- * every error is the same in both modes.
+ * every error is the same in both modes.  With lean updates
+ * (weft_trace_reader_lean_updates()), an Update whose task records
+ * weft_wire_update_split_raw() reads whole is taken too: its other fields
+ * unpacked by protobuf-c, its bytes kept for weft_trace_reader_tasks().
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -71,6 +74,63 @@
 #define FRAME_TAG_UPDATE 0x22u
 #define FRAME_TAG_EVENTS 0x2au
 
+/* Lean updates: the last Update taken, and what reads its tasks. */
+struct weft_trace_lean_upd_s {
+	Weft__V1__Frame frame;  /* update: its fields but the tasks */
+	uint8_t *bytes;         /* the Update's bytes (a copy: the record's
+				 * buffer may go before the frame does) */
+	size_t len, cap;
+	weft_wire_buf_t rest;   /* the fields but the tasks, for protobuf-c */
+	weft_wire_task_raw_t task;
+	size_t ntasks;
+	bool taken; /* by the last lean_take() */
+};
+
+/*
+ * Lean updates: a Frame that is one Update field filling it, whose tasks
+ * weft_wire_update_split_raw() reads and whose other fields protobuf-c
+ * unpacks, is taken; else left to protobuf-c, whole.
+ */
+static bool lean_take_update(weft_trace_reader_t *r, const uint8_t *p,
+			     size_t n)
+{
+	struct weft_trace_lean_upd_s *u = r->lean_upd;
+	static const uint8_t none[1];
+	Weft__V1__Update *m;
+	uint64_t len;
+	size_t k;
+
+	k = varint_get(p + 1, n - 1 < 5 ? n - 1 : 5, &len);
+	if (!k || len != n - 1 - k)
+		return false;
+	p += 1 + k;
+	if (weft_wire_update_split_raw(p, (size_t)len, &u->task, &u->rest,
+				       &u->ntasks))
+		return false;
+	m = weft__v1__update__unpack(NULL, u->rest.len,
+				     u->rest.len ? u->rest.data : none);
+	if (!m)
+		return false;
+	if (len > u->cap) {
+		uint8_t *b = realloc(u->bytes, (size_t)len);
+
+		if (!b) {
+			weft__v1__update__free_unpacked(m, NULL);
+			return false;
+		}
+		u->bytes = b;
+		u->cap = (size_t)len;
+	}
+	if (len)
+		memcpy(u->bytes, p, (size_t)len);
+	u->len = (size_t)len;
+	if (u->frame.update)
+		weft__v1__update__free_unpacked(u->frame.update, NULL);
+	u->frame.update = m;
+	u->taken = true;
+	return true;
+}
+
 /*
  * Lean mode: a Frame that is one EventBatch field filling it, whose bytes
  * weft_wire_batch_decode_raw() takes, is taken here (the decoder's
@@ -84,6 +144,8 @@ static bool lean_take(void *ctx, const uint8_t *p, size_t n)
 	size_t k;
 	int got;
 
+	if (n >= 2 && p[0] == FRAME_TAG_UPDATE && r->lean_upd)
+		return lean_take_update(r, p, n);
 	if (n < 2 || p[0] != FRAME_TAG_EVENTS)
 		return false;
 	k = varint_get(p + 1, n - 1 < 5 ? n - 1 : 5, &len);
@@ -178,8 +240,61 @@ int weft_trace_reader_lean(weft_trace_reader_t *r)
 	return 0;
 }
 
+int weft_trace_reader_lean_updates(weft_trace_reader_t *r)
+{
+	int rc = weft_trace_reader_lean(r);
+
+	if (rc)
+		return rc;
+	if (!r->lean_upd) {
+		r->lean_upd = calloc(1, sizeof(*r->lean_upd));
+		if (!r->lean_upd)
+			return -ENOMEM;
+		weft__v1__frame__init(&r->lean_upd->frame);
+		r->lean_upd->frame.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+	}
+	return 0;
+}
+
+void weft_trace_reader_tasks(weft_trace_reader_t *r, const Weft__V1__Frame *f,
+			     weft_trace_tasks_t *it)
+{
+	struct weft_trace_lean_upd_s *u = r ? r->lean_upd : NULL;
+
+	memset(it, 0, sizeof(*it));
+	if (u && f == &u->frame) {
+		it->p = u->bytes;
+		it->end = u->bytes + u->len;
+		it->raw = &u->task;
+	} else if (f && f->body_case == WEFT__V1__FRAME__BODY_UPDATE) {
+		it->u = f->update;
+	}
+}
+
+const Weft__V1__Task *weft_trace_tasks_next(weft_trace_tasks_t *it)
+{
+	const uint8_t *t;
+	size_t n;
+
+	if (!it->raw)
+		return it->u && it->i < it->u->n_tasks ? it->u->tasks[it->i++] :
+							 NULL;
+	t = weft_wire_update_next_task_raw(&it->p, it->end, &n);
+	/* Read once already (lean_take_update()): it reads the same, in
+	 * storage already big enough. */
+	if (!t || weft_wire_task_decode_raw(it->raw, t, n))
+		return NULL;
+	return &it->raw->msg;
+}
+
 void weft_trace_reader_frame_free(weft_trace_reader_t *r, Weft__V1__Frame *f)
 {
+	if (r->lean_upd && f == &r->lean_upd->frame) {
+		if (f->update)
+			weft__v1__update__free_unpacked(f->update, NULL);
+		f->update = NULL;
+		return;
+	}
 	if (f != r->header_frame && f != &r->lean_frame)
 		weft_wire_frame_free(f);
 }
@@ -197,6 +312,17 @@ void weft_trace_reader_close(weft_trace_reader_t *r)
 	r->lean_ev = NULL;
 	r->lean_cap = 0;
 	r->lean = false;
+	if (r->lean_upd) {
+		struct weft_trace_lean_upd_s *u = r->lean_upd;
+
+		if (u->frame.update)
+			weft__v1__update__free_unpacked(u->frame.update, NULL);
+		free(u->bytes);
+		weft_wire_buf_fini(&u->rest);
+		weft_wire_task_raw_fini(&u->task);
+		free(u);
+		r->lean_upd = NULL;
+	}
 	free(r->buf);
 	r->buf = NULL;
 	r->buf_cap = 0;
@@ -642,8 +768,12 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 		}
 		if (rc == WEFT_WIRE_NEED_MORE)
 			continue;
-		if (!f)
+		if (!f && r->lean_upd && r->lean_upd->taken) {
+			r->lean_upd->taken = false;
+			f = &r->lean_upd->frame; /* lean_take_update() */
+		} else if (!f) {
 			f = &r->lean_frame; /* taken by lean_take() */
+		}
 		if (!r->frames && !is_header(f)) {
 			weft_trace_reader_frame_free(r, f);
 			r->error_offset = 0;

@@ -35,6 +35,7 @@ struct weft_trace_stream_s {
 	size_t max_pending;
 	bool file_order;
 	bool lean; /* batches read without protobuf-c (weft_trace_reader_lean()) */
+	bool lean_updates; /* and Updates' tasks (weft_trace_reader_lean_updates()) */
 	uint64_t total; /* the file's size; 0: unknown */
 	Weft__V1__Frame *frame; /* handed out last; freed on the next call */
 	struct run **heap;
@@ -173,6 +174,7 @@ static int stream_init(weft_trace_stream_t **out,
 						     DEFAULT_MAX_PENDING;
 	s->file_order = opts && opts->file_order;
 	s->lean = opts && opts->lean;
+	s->lean_updates = opts && opts->lean_updates;
 	return 0;
 }
 
@@ -185,7 +187,9 @@ int weft_trace_stream_open(weft_trace_stream_t **out, const char *path,
 	if (rc)
 		return rc;
 	rc = weft_trace_reader_open(&(*out)->rd, path);
-	if (!rc && (*out)->lean)
+	if (!rc && (*out)->lean_updates)
+		rc = weft_trace_reader_lean_updates(&(*out)->rd);
+	else if (!rc && (*out)->lean)
 		rc = weft_trace_reader_lean(&(*out)->rd);
 	if (rc) {
 		weft_trace_reader_close(&(*out)->rd);
@@ -207,7 +211,9 @@ int weft_trace_stream_open_mem(weft_trace_stream_t **out, const void *data,
 		return rc;
 	weft_trace_reader_open_mem(&(*out)->rd, data, len);
 	(*out)->total = len;
-	if ((*out)->lean && weft_trace_reader_lean(&(*out)->rd)) {
+	if ((*out)->lean_updates ?
+		    weft_trace_reader_lean_updates(&(*out)->rd) != 0 :
+		    (*out)->lean && weft_trace_reader_lean(&(*out)->rd)) {
 		weft_trace_reader_close(&(*out)->rd);
 		free(*out);
 		*out = NULL;
@@ -284,6 +290,12 @@ const weft_trace_reader_t *weft_trace_stream_reader(
 	const weft_trace_stream_t *s)
 {
 	return &s->rd;
+}
+
+void weft_trace_stream_tasks(weft_trace_stream_t *s, const Weft__V1__Frame *f,
+			     weft_trace_tasks_t *it)
+{
+	weft_trace_reader_tasks(&s->rd, f, it);
 }
 
 uint64_t weft_trace_stream_error_offset(const weft_trace_stream_t *s)

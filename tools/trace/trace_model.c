@@ -390,10 +390,16 @@ static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
 	o->last_at = at;
 }
 
-static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
+static void update_note(tt_trace_t *t, const Weft__V1__Frame *f)
 {
-	for (size_t i = 0; i < u->n_tasks; i++)
-		task_note(t, u->tasks[i]);
+	const Weft__V1__Update *u = f->update;
+	const Weft__V1__Task *m;
+	weft_trace_tasks_t ti;
+
+	/* Lean or not (tt_open_opts()): the same tasks, in order. */
+	weft_trace_stream_tasks(t->stream, f, &ti);
+	while ((m = weft_trace_tasks_next(&ti)))
+		task_note(t, m);
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
 	if (u->stats) {
@@ -446,8 +452,18 @@ static void update_note(tt_trace_t *t, const Weft__V1__Update *u)
 
 void tt_open(tt_trace_t *t, const char *path, bool file_order)
 {
-	/* Lean: the verbs read batches' events, never their columns. */
-	weft_trace_stream_opts_t o = { .file_order = file_order, .lean = true };
+	tt_open_opts(t, path, file_order, true);
+}
+
+void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
+		  bool lean_updates)
+{
+	/* Lean: the verbs read batches' events, never their columns; and,
+	 * unless a verb writes Updates out again (slice), Updates' tasks
+	 * one at a time from their bytes (tt_tasks()). */
+	weft_trace_stream_opts_t o = { .file_order = file_order,
+				       .lean = true,
+				       .lean_updates = lean_updates };
 	int rc;
 
 	memset(t, 0, sizeof(*t));
@@ -517,7 +533,7 @@ static void frame_note(tt_trace_t *t, const weft_trace_item_t *it)
 		break;
 	case WEFT__V1__FRAME__BODY_UPDATE:
 		t->updates++;
-		update_note(t, f->update);
+		update_note(t, f);
 		break;
 	case WEFT__V1__FRAME__BODY_EVENTS:
 		t->batches++;
@@ -527,6 +543,11 @@ static void frame_note(tt_trace_t *t, const weft_trace_item_t *it)
 		t->others++;
 		break;
 	}
+}
+
+void tt_tasks(tt_trace_t *t, const Weft__V1__Frame *f, weft_trace_tasks_t *it)
+{
+	weft_trace_stream_tasks(t->stream, f, it);
 }
 
 /* An event handed out: what the model notes of each. */

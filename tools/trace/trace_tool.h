@@ -21,6 +21,7 @@
 
 #include "weft/probe_events.h"
 #include "weft/probe_model.h"
+#include "weft/trace_reader.h"
 #include "weft/wire.h"
 
 #define TT_EXIT_BAD_INPUT 2
@@ -192,6 +193,16 @@ void tt_die(const char *fmt, ...)
  * counts them).
  */
 void tt_open(tt_trace_t *t, const char *path, bool file_order);
+/*
+ * tt_open(), @lean_updates false for a verb that needs an Update frame
+ * whole (slice: it writes them out again).  With it true (tt_open()'s),
+ * an Update frame's tasks are read with tt_tasks() only, never through
+ * update->tasks (n_tasks is 0 for an Update read lean).
+ */
+void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
+		  bool lean_updates);
+/* The tasks of @f, an Update frame handed to on_frame (lean or not). */
+void tt_tasks(tt_trace_t *t, const Weft__V1__Frame *f, weft_trace_tasks_t *it);
 /* The next event in time order into *@ev; false at the end. */
 bool tt_next(tt_trace_t *t, weft_event_t *ev);
 /* Reads to the end, every event passed over (a verb that only counts). */

@@ -743,7 +743,8 @@ int tt_verb_slice(int argc, char **argv)
 	grow(&s.tasks);
 	grow(&s.res);
 
-	tt_open(&t, path, false);
+	/* Updates whole: they are written out again. */
+	tt_open_opts(&t, path, false, false);
 	t.on_frame = slice_frame;
 	t.frame_ctx = &s;
 	while (tt_next(&t, &ev)) {

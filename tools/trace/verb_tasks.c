@@ -67,6 +67,7 @@ struct table {
 /* tasks: one file's reading */
 struct file_read {
 	struct table *tab;
+	tt_trace_t *t;
 	uint64_t at_rel;  /* --at, ns from the start; UINT64_MAX: the end */
 	uint64_t base;    /* the first frame's time */
 	bool applying;    /* the last update with stats was within TIME */
@@ -168,12 +169,17 @@ static void apply_task(struct table *t, const Weft__V1__Task *m)
 	r->waiting_on = m->waiting_on;
 }
 
-static void apply_update(struct table *t, const Weft__V1__Update *u)
+/* @f's tasks through @ti (weft_trace_reader_tasks(), tt_tasks()). */
+static void apply_update(struct table *t, const Weft__V1__Frame *f,
+			 weft_trace_tasks_t *ti)
 {
+	const Weft__V1__Update *u = f->update;
+	const Weft__V1__Task *m;
+
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
-	for (size_t i = 0; i < u->n_tasks; i++)
-		apply_task(t, u->tasks[i]);
+	while ((m = weft_trace_tasks_next(ti)))
+		apply_task(t, m);
 }
 
 /* What @r waits on, as printed: "mutex cache", "resource 17", "-". */
@@ -384,8 +390,12 @@ static void tasks_live(struct table *tab, const char *target)
 			in_full = true;
 			tab->now = u->stats ? u->stats->now_ns : 0;
 		}
-		if (in_full)
-			apply_update(tab, u);
+		if (in_full) {
+			weft_trace_tasks_t ti;
+
+			weft_trace_reader_tasks(NULL, f, &ti);
+			apply_update(tab, f, &ti);
+		}
 		weft_wire_frame_free(f);
 	}
 	tt_live_close(&l);
@@ -413,8 +423,12 @@ static void file_frame(void *ctx, const Weft__V1__Frame *f)
 		r->applying = true;
 		r->tab->now = at;
 	}
-	if (r->applying)
-		apply_update(r->tab, f->update);
+	if (r->applying) {
+		weft_trace_tasks_t ti;
+
+		tt_tasks(r->t, f, &ti);
+		apply_update(r->tab, f, &ti);
+	}
 }
 
 static void tasks_file(struct table *tab, const char *path, uint64_t at_rel)
@@ -426,6 +440,7 @@ static void tasks_file(struct table *tab, const char *path, uint64_t at_rel)
 	/* File order: the events only pass by, and an early TIME stops
 	 * the read as soon as an update after it comes. */
 	tt_open(&t, path, true);
+	r.t = &t;
 	t.on_frame = file_frame;
 	t.frame_ctx = &r;
 	while (!r.past && tt_next(&t, &ev))

@@ -58,7 +58,21 @@ typedef struct weft_trace_reader_s {
 	size_t lean_n, lean_cap;
 	Weft__V1__Frame lean_frame;
 	Weft__V1__EventBatch lean_batch;
+	/* Updates read without protobuf-c's tasks
+	 * (weft_trace_reader_lean_updates()); NULL: not. */
+	struct weft_trace_lean_upd_s *lean_upd;
 } weft_trace_reader_t;
+
+/*
+ * The tasks of an Update frame, however it was read
+ * (weft_trace_reader_tasks()): caller-allocated, private.
+ */
+typedef struct weft_trace_tasks_s {
+	const Weft__V1__Update *u; /* unpacked: its tasks[] */
+	size_t i;
+	const uint8_t *p, *end; /* lean: the Update's bytes left */
+	weft_wire_task_raw_t *raw;
+} weft_trace_tasks_t;
 
 /* Extra result of weft_trace_reader_next() for a file whose first record
  * is not a FileHeader with the magic (not a weft trace). */
@@ -122,6 +136,45 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame);
  * Return: 0, or -ENOMEM (the events' buffer, 256 KiB).
  */
 int weft_trace_reader_lean(weft_trace_reader_t *r);
+
+/**
+ * weft_trace_reader_lean_updates() - weft_trace_reader_lean(), and read
+ * the task records of Updates without protobuf-c too (a reader that goes
+ * through every Update's tasks once, in order: weft-trace's model).
+ *
+ * From the next record on, an Update whose bytes
+ * weft_wire_update_split_raw() accepts comes out as the reader's own
+ * frame: an Update with every field but its tasks (n_tasks 0, unpacked by
+ * protobuf-c), whose tasks weft_trace_reader_tasks() hands out one at a
+ * time from the record's bytes (kept by the reader until the next call).
+ * Any other Update is unpacked whole, as before; what reads, and every
+ * error, is the same in both modes.  A caller that reads an Update's
+ * tasks must do so through weft_trace_reader_tasks().
+ *
+ * Context: any thread, one at a time per @r; a task may call it.
+ * Return: 0, or -ENOMEM.
+ */
+int weft_trace_reader_lean_updates(weft_trace_reader_t *r);
+
+/**
+ * weft_trace_reader_tasks() - start going through the tasks of @f, an
+ * Update frame @r returned last (lean or not; @r may be NULL for a frame
+ * from elsewhere, a socket's); nothing for another frame.
+ * weft_trace_tasks_next() then gives each task in record order (the same
+ * Weft__V1__Task protobuf-c would unpack).
+ *
+ * Context: any thread, one at a time per @r; a task may call it.
+ */
+void weft_trace_reader_tasks(weft_trace_reader_t *r, const Weft__V1__Frame *f,
+			     weft_trace_tasks_t *it);
+/**
+ * weft_trace_tasks_next() - the next task of @it (weft_trace_reader_tasks()).
+ *
+ * Context: any thread, one at a time per reader; a task may call it.
+ * Return: the task (a lean one valid until the next call), NULL after the
+ * last.
+ */
+const Weft__V1__Task *weft_trace_tasks_next(weft_trace_tasks_t *it);
 
 /**
  * weft_trace_reader_frame_free() - free a frame weft_trace_reader_next()

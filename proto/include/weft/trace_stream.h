@@ -48,6 +48,10 @@ typedef struct weft_trace_stream_opts_s {
 			     * (weft_trace_reader_lean()): an EventBatch frame
 			     * comes out with its scalar fields only, no
 			     * columns; its events are the same */
+	bool lean_updates;  /* and Updates' tasks without protobuf-c
+			     * (weft_trace_reader_lean_updates()): an
+			     * Update frame's tasks must then be read with
+			     * weft_trace_stream_tasks() */
 } weft_trace_stream_opts_t;
 
 typedef struct weft_trace_stream_s weft_trace_stream_t;
@@ -111,6 +115,15 @@ int weft_trace_stream_next_events(weft_trace_stream_t *s,
  */
 const weft_trace_reader_t *weft_trace_stream_reader(
 	const weft_trace_stream_t *s);
+/**
+ * weft_trace_stream_tasks() - weft_trace_reader_tasks() for @f, the
+ * Update frame @s handed out last: how a caller of a stream opened with
+ * lean_updates reads an Update's tasks (and may, opened without).
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ */
+void weft_trace_stream_tasks(weft_trace_stream_t *s, const Weft__V1__Frame *f,
+			     weft_trace_tasks_t *it);
 /**
  * weft_trace_stream_error_offset() - where the record of the last error
  * starts.

@@ -351,6 +351,77 @@ int weft_wire_batch_decode_raw(const uint8_t *p, size_t len,
 				Weft__V1__EventBatch *m, weft_event_t *out,
 				size_t cap);
 
+/*
+ * A Task record read from its bytes (weft_wire_task_decode_raw()): the
+ * message as protobuf-c would unpack it, in storage kept from one record
+ * to the next (no allocation a field).  Caller-allocated, zeroed to
+ * start, weft_wire_task_raw_fini() at the end.
+ */
+typedef struct weft_wire_task_raw_s {
+	Weft__V1__Task msg; /* public, read-only: valid until the next decode */
+	/* private */
+	Weft__V1__Histogram poll, sched;
+	char *str; /* name, file, parked_file: copies, each NUL-ended */
+	size_t str_cap;
+	uint32_t *buckets; /* both histograms' */
+	size_t buckets_cap;
+	Weft__V1__TaskWait *waits;
+	Weft__V1__TaskWait **waitp;
+	size_t waits_cap, waitp_cap;
+} weft_wire_task_raw_t;
+
+/**
+ * weft_wire_task_decode_raw() - the @len bytes of a Task message into
+ * @t->msg, without protobuf-c: the same fields, strings NUL-ended,
+ * histograms and waits as protobuf-c unpacks them, but in @t's storage.
+ *
+ * Only bytes that protobuf-c would unpack decode here; of those, a known
+ * field of the wrong wire type, an unknown field, a histogram twice (which
+ * protobuf-c merges), a varint longer than protobuf-c reads or over its
+ * field's width are refused too (the caller unpacks with protobuf-c).
+ *
+ * Context: any thread, one at a time per @t; a task may call it.
+ * Return: 0; -EAGAIN when refused; -ENOMEM (growing @t's storage).
+ */
+int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
+			      size_t len);
+/**
+ * weft_wire_task_raw_fini() - free @t's storage; @t is left zeroed, ready
+ * for another decode.
+ *
+ * Context: any thread, one at a time per @t; a task may call it.
+ */
+void weft_wire_task_raw_fini(weft_wire_task_raw_t *t);
+
+/**
+ * weft_wire_update_split_raw() - walk the @len bytes of an Update message:
+ * each of its tasks (field 2) must decode with weft_wire_task_decode_raw()
+ * (checked only, @scratch's storage grown so that each of them then
+ * decodes into it without allocating), and
+ * the bytes of every other field are appended to @rest as they stand,
+ * for protobuf-c to unpack (the Update without its tasks: protobuf-c reads
+ * the others the same with or without them).
+ * @ntasks: receives the number of tasks.
+ *
+ * Context: any thread; a task may call it.
+ * Return: 0; -EAGAIN when refused (a task refused, a field whose tag,
+ * wire type or length protobuf-c would not read the same way); -ENOMEM.
+ */
+int weft_wire_update_split_raw(const uint8_t *p, size_t len,
+			       weft_wire_task_raw_t *scratch,
+			       weft_wire_buf_t *rest, size_t *ntasks);
+
+/**
+ * weft_wire_update_next_task_raw() - the next task's bytes in the Update
+ * bytes [*@p, @end) that weft_wire_update_split_raw() accepted: the
+ * task's start, its length in *@len, *@p moved past it.
+ *
+ * Context: any thread; a task may call it.
+ * Return: the task's bytes; NULL after the last one.
+ */
+const uint8_t *weft_wire_update_next_task_raw(const uint8_t **p,
+					      const uint8_t *end, size_t *len);
+
 /**
  * weft_wire_batch_append() - @m as one EventBatch record at the end of @b
  * (the bytes weft_wire_record_append() would write, encoded by hand).
