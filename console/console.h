@@ -361,8 +361,9 @@ typedef struct con_model_s {
 	 * that poll's length (con_model_worst_bucket) */
 	uint64_t tl_worst, tl_worst_dur;
 	/* CON_TL_BUCKETS, by bucket % CON_TL_BUCKETS; NULL until a poll
-	 * event (read only once tl_last is set). */
-	con_tl_top_t *tl_top;
+	 * event (read only once tl_last is set), and each bucket NULL
+	 * until a poll lands in it. */
+	con_tl_top_t **tl_top;
 	uint64_t hist_next;    /* worker history samples taken */
 	uint64_t retain_ns;
 	size_t retain_max; /* finished tasks kept at most (the oldest go) */

@@ -212,6 +212,8 @@ void con_model_fini(con_model_t *m)
 	for (uint32_t i = 0; i < m->workers_cap; i++)
 		free(m->workers[i].series);
 	free(m->workers);
+	for (uint32_t b = 0; m->tl_top && b < CON_TL_BUCKETS; b++)
+		free(m->tl_top[b]);
 	free(m->tl_top);
 	while (m->nspare)
 		free(m->spare[--m->nspare]);
@@ -1026,6 +1028,8 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 
 	dst->tl_top =
 		dup_mem(src->tl_top, CON_TL_BUCKETS * sizeof(*src->tl_top));
+	for (uint32_t b = 0; dst->tl_top && b < CON_TL_BUCKETS; b++)
+		dst->tl_top[b] = dup_mem(src->tl_top[b], sizeof(**src->tl_top));
 	dst->recent =
 		dup_mem(src->recent, src->recent_cap * sizeof(*src->recent));
 	dst->watch =
@@ -1064,8 +1068,9 @@ size_t con_model_bytes(const con_model_t *m)
 		if (m->workers[i].series)
 			n += sizeof(*m->workers[i].series);
 	n += m->warnings_cap * sizeof(*m->warnings) + m->nwarnings * 128;
-	if (m->tl_top)
-		n += CON_TL_BUCKETS * sizeof(*m->tl_top);
+	for (uint32_t b = 0; m->tl_top && b < CON_TL_BUCKETS; b++)
+		n += sizeof(*m->tl_top) +
+		     (m->tl_top[b] ? sizeof(**m->tl_top) : 0);
 	n += m->recent_cap * sizeof(*m->recent);
 	if (m->watch)
 		n += CON_WATCH_EVENTS * sizeof(*m->watch);
