@@ -32,6 +32,8 @@
 /* ------------------------------------------------------------- util.c */
 
 void *con_xmalloc(size_t n);
+/* A copy of @n bytes at @p; NULL for a NULL @p. */
+void *con_xmemdup(const void *p, size_t n);
 void *con_xcalloc(size_t n, size_t size);
 void *con_xreallocarray(void *p, size_t n, size_t size);
 char *con_xstrdup(const char *s);

@@ -246,7 +246,7 @@ static size_t slot_of(uint64_t id, size_t cap)
 	return (size_t)(id ^ (id >> 17) ^ (id >> 34) ^ (id >> 51)) & (cap - 1);
 }
 
-static void hash_put(con_task_t **hash, size_t cap, con_task_t *t)
+void con_model_hash_put(con_task_t **hash, size_t cap, con_task_t *t)
 {
 	size_t i = slot_of(t->id, cap);
 
@@ -270,7 +270,7 @@ void con_model_hash_rebuild(con_model_t *m)
 		memset(m->hash, 0, cap * sizeof(*m->hash));
 	}
 	for (size_t i = 0; i < m->ntasks; i++)
-		hash_put(m->hash, m->hash_cap, m->tasks[i]);
+		con_model_hash_put(m->hash, m->hash_cap, m->tasks[i]);
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -354,7 +354,7 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	if (2 * m->ntasks + 2 > m->hash_cap)
 		con_model_hash_rebuild(m);
 	else
-		hash_put(m->hash, m->hash_cap, t);
+		con_model_hash_put(m->hash, m->hash_cap, t);
 	return t;
 }
 
@@ -937,144 +937,4 @@ bool con_model_is_consistent(const con_model_t *m)
 	       (m->nrecent <= m->recent_cap ||
 		m->recent_cap == CON_RECENT_EVENTS) &&
 	       con_model_res_is_consistent(m);
-}
-
-/* ------------------------------------------------------------- clone */
-
-static void *dup_mem(const void *p, size_t n)
-{
-	void *q;
-
-	if (!p)
-		return NULL;
-	q = con_xmalloc(n ? n : 1);
-	memcpy(q, p, n);
-	return q;
-}
-
-/*
- * A deep copy: every pointer of @dst is its own (strings interned in its
- * own table, tasks, resources, series, rings), so either model may be
- * fed, resorted or freed without the other.  The tasks keep their order
- * (retention breaks ties by it), the list, dirty vector and resources'
- * list point at the copy's records (found again by id); the spawn-site
- * groups and the spare tasks are not copied (the groups are marked
- * stale: con_model_groups_resort() rebuilds them from the tasks).
- */
-void con_model_clone(con_model_t *dst, const con_model_t *src)
-{
-	*dst = *src;
-	dst->target = con_xstrdup(src->target);
-	dst->process = con_xstrdup(src->process);
-	dst->clock = con_xstrdup(src->clock);
-	dst->strs = NULL;
-	dst->strs_cap = dst->nstrs = 0;
-	dst->spare = NULL;
-	dst->nspare = 0;
-
-	/* Tasks, in order, and their index (same capacity). */
-	dst->tasks = src->tasks_cap ?
-			     con_xcalloc(src->tasks_cap, sizeof(*dst->tasks)) :
-			     NULL;
-	for (size_t i = 0; i < src->ntasks; i++) {
-		const con_task_t *s = src->tasks[i];
-		con_task_t *t = dup_mem(s, sizeof(*s));
-
-		t->name = str_ref(dst, s->name);
-		t->file = str_ref(dst, s->file);
-		t->parked_file = str_ref(dst, s->parked_file);
-		t->hist = dup_mem(s->hist, 2 * sizeof(*s->hist));
-		t->waited = dup_mem(s->waited,
-				    WEFT_TASK_WAITED * sizeof(*s->waited));
-		dst->tasks[i] = t;
-	}
-	dst->hash = con_xcalloc(src->hash_cap, sizeof(*dst->hash));
-	for (size_t i = 0; i < src->ntasks; i++)
-		hash_put(dst->hash, dst->hash_cap, dst->tasks[i]);
-	dst->list = NULL;
-	dst->list_tmp = NULL;
-	if (src->list_cap) {
-		dst->list = con_xcalloc(src->list_cap, sizeof(*dst->list));
-		dst->list_tmp =
-			con_xcalloc(src->list_cap, sizeof(*dst->list_tmp));
-	}
-	for (size_t i = 0; i < src->nlist; i++)
-		dst->list[i] = con_model_task(dst, src->list[i]->id);
-	dst->dirty = NULL;
-	if (src->dirty_cap)
-		dst->dirty = con_xcalloc(src->dirty_cap, sizeof(*dst->dirty));
-	for (size_t i = 0; i < src->ndirty; i++)
-		dst->dirty[i] =
-			(con_task_t *)con_model_task(dst, src->dirty[i]->id);
-
-	/* Workers and their series. */
-	dst->workers =
-		dup_mem(src->workers, src->workers_cap * sizeof(*src->workers));
-	for (uint32_t i = 0; i < src->workers_cap; i++)
-		dst->workers[i].series =
-			dup_mem(src->workers[i].series,
-				sizeof(*src->workers[i].series));
-
-	/* Warnings, their strings. */
-	dst->warnings = dup_mem(src->warnings,
-				src->warnings_cap * sizeof(*src->warnings));
-	for (size_t i = 0; i < src->nwarnings; i++) {
-		con_warning_t *w = &dst->warnings[i];
-
-		w->task_name = w->task_name ? con_xstrdup(w->task_name) : NULL;
-		w->file = w->file ? con_xstrdup(w->file) : NULL;
-		w->detail = w->detail ? con_xstrdup(w->detail) : NULL;
-	}
-
-	dst->tl_top =
-		dup_mem(src->tl_top, CON_TL_BUCKETS * sizeof(*src->tl_top));
-	for (uint32_t b = 0; dst->tl_top && b < CON_TL_BUCKETS; b++)
-		dst->tl_top[b] = dup_mem(src->tl_top[b], sizeof(**src->tl_top));
-	dst->recent =
-		dup_mem(src->recent, src->recent_cap * sizeof(*src->recent));
-	dst->watch =
-		dup_mem(src->watch, CON_WATCH_EVENTS * sizeof(*src->watch));
-
-	con_model_res_clone(dst, src);
-
-	/* The groups: rebuilt when next read. */
-	dst->groups = NULL;
-	dst->group_list = NULL;
-	dst->group_tmp = NULL;
-	dst->ngroups = dst->ngroup_list = dst->groups_cap = 0;
-	dst->groups_stale = true;
-}
-
-/* About the heap bytes @m holds (what a clone of it costs). */
-size_t con_model_bytes(const con_model_t *m)
-{
-	size_t n = sizeof(*m);
-
-	n += m->tasks_cap * sizeof(*m->tasks) + m->hash_cap * sizeof(*m->hash);
-	n += 2 * m->list_cap * sizeof(*m->list) +
-	     m->dirty_cap * sizeof(*m->dirty);
-	for (size_t i = 0; i < m->ntasks; i++) {
-		const con_task_t *t = m->tasks[i];
-
-		n += sizeof(*t) + 16; /* malloc's own */
-		if (t->hist)
-			n += 2 * sizeof(*t->hist);
-		if (t->waited)
-			n += WEFT_TASK_WAITED * sizeof(*t->waited);
-	}
-	n += m->strs_cap * sizeof(*m->strs) + m->nstrs * 64;
-	n += m->workers_cap * sizeof(*m->workers);
-	for (uint32_t i = 0; i < m->workers_cap; i++)
-		if (m->workers[i].series)
-			n += sizeof(*m->workers[i].series);
-	n += m->warnings_cap * sizeof(*m->warnings) + m->nwarnings * 128;
-	for (uint32_t b = 0; m->tl_top && b < CON_TL_BUCKETS; b++)
-		n += sizeof(*m->tl_top) +
-		     (m->tl_top[b] ? sizeof(**m->tl_top) : 0);
-	n += m->recent_cap * sizeof(*m->recent);
-	if (m->watch)
-		n += CON_WATCH_EVENTS * sizeof(*m->watch);
-	n += m->nres * (sizeof(con_resource_t) + 2 * sizeof(weft_hist_t));
-	n += (m->res_cap + m->res_hash_cap + m->res_list_cap) * sizeof(void *);
-	return n;
 }

@@ -2,7 +2,7 @@
 /*
  * Between the model's files only (model.c: the store and the frames;
  * model_timeline.c; model_sort.c: sort and filter; model_retain.c;
- * model_res.c: resources).
+ * model_res.c: resources; model_clone.c: copies).
  */
 #ifndef WEFT_CONSOLE_MODEL_INTERNAL_H
 #define WEFT_CONSOLE_MODEL_INTERNAL_H
@@ -21,6 +21,8 @@ void con_model_task_free(con_model_t *m, con_task_t *t);
 void con_model_workers_reserve(con_model_t *m, uint32_t n);
 /* Rebuild the index for ntasks at a load of at most a half. */
 void con_model_hash_rebuild(con_model_t *m);
+/* @t into the index @hash of @cap slots (a power of two, room left). */
+void con_model_hash_put(con_task_t **hash, size_t cap, con_task_t *t);
 /* Worker records for indices below @n (<= CON_MAX_WORKERS), zeroed; and
  * nworkers raised to @n. */
 void con_model_workers_fit(con_model_t *m, uint32_t n);

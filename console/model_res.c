@@ -436,10 +436,7 @@ void con_model_res_clone(con_model_t *dst, const con_model_t *src)
 		*r = *s;
 		r->name = con_model_str_ref(dst, s->name);
 		r->file = con_model_str_ref(dst, s->file);
-		if (s->hist) {
-			r->hist = con_xmalloc(2 * sizeof(*r->hist));
-			memcpy(r->hist, s->hist, 2 * sizeof(*r->hist));
-		}
+		r->hist = con_xmemdup(s->hist, 2 * sizeof(*r->hist));
 		dst->res[i] = r;
 	}
 	dst->res_hash = NULL;

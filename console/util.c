@@ -39,6 +39,17 @@ void *con_xmalloc(size_t n)
 	return con_xreallocarray(NULL, n, 1);
 }
 
+void *con_xmemdup(const void *p, size_t n)
+{
+	void *q;
+
+	if (!p)
+		return NULL;
+	q = con_xmalloc(n ? n : 1);
+	memcpy(q, p, n);
+	return q;
+}
+
 void *con_xcalloc(size_t n, size_t size)
 {
 	void *p;
