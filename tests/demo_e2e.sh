@@ -11,7 +11,9 @@
 #     location (as `weft-demo --routes` lists it, and the source line there
 #     is the /cpu route), and a long-poll warning for it;
 #   - every handler poll carries its own route's location;
-#   - a lock-held-across-await warning for "GET /lock";
+#   - a lock-held-across-await warning for "GET /lock", and a self-wakes
+#     one (the demo's /lock waits by trying the lock and yielding; three
+#     come in each burst, so two wait out the holder's 5 ms sleep);
 #   - none for "GET /lock-async", and no long-poll warning for
 #     "GET /cpu-offload", though both ran;
 #   - the waiting side: a contention warning on the mutex "demo-session"
@@ -183,6 +185,9 @@ warn()
 warn long-poll 'GET /cpu' || fail "no long-poll warning for GET /cpu"
 warn lock-held-across-await 'GET /lock' ||
 	fail "no lock-held-across-await warning for GET /lock"
+# The demo's /lock waits for the lock by trying and yielding: a busy-wait.
+warn self-wakes 'GET /lock' 'busy-waits: ' ||
+	fail "no self-wakes warning for GET /lock"
 ! warn lock-held-across-await 'GET /lock-async' ||
 	fail "a lock-held-across-await warning for GET /lock-async"
 ! warn long-poll 'GET /cpu-offload' ||
