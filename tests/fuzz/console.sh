@@ -107,7 +107,7 @@ rc=0
 # to it and ran 2,500 a second here; at 4 KiB, 4,000-5,000 (issue 19
 # asks for 5 k).  A 4 KiB input is still dozens of records, hundreds of
 # events, tasks past a screen, every view and its keys.
-"$out/$t" -max_total_time="$secs" -max_len=4096 -rss_limit_mb=1024 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
+"$out/$t" -max_total_time="$secs" -max_len=4096 -rss_limit_mb=1024 -artifact_prefix="$out/$t-" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
 	-print_final_stats=1 "$corpus" "$seeds" >"$out/$t.log" 2>&1 || rc=1
 grep -E '^(stat::number_of_executed_units|Done)' "$out/$t.log" |
 	sed "s/^/fuzz: $t: /" || true

@@ -81,7 +81,7 @@ fi
 
 pids=()
 for t in "${targets[@]}"; do
-	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
+	"$out/$t" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=1024 -artifact_prefix="$out/$t-" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
 		-print_final_stats=1 "${corpus[$t]}" "$out/seeds-$t" \
 		>"$out/$t.log" 2>&1 &
 	pids+=($!)

@@ -38,7 +38,7 @@ fi
 cp "$here"/corpus-http/* "$out/corpus/"
 
 rc=0
-"$out/fuzz_http" -max_total_time="$secs" -max_len=40000 -rss_limit_mb=1024 ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
+"$out/fuzz_http" -max_total_time="$secs" -max_len=40000 -rss_limit_mb=1024 -artifact_prefix="$out/fuzz_http-" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} \
 	-dict="$here/http.dict" -print_final_stats=1 "$out/corpus" \
 	>"$out/fuzz_http.log" 2>&1 || rc=1
 grep -E '^(stat::number_of_executed_units|Done)' "$out/fuzz_http.log" |
