@@ -16,6 +16,8 @@
  * (con_session_watch), newest first.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "console.h"
@@ -58,11 +60,10 @@ static int hist_draw(con_grid_t *g, int x, int y, int rows, int width,
 		char up[16];
 		int cx;
 
-		cx = con_grid_printf(g, x + 2, y + used, CON_ROLE_NORMAL,
-				     "<=%-7s ",
-				     con_fmt_ns(up, sizeof(up),
-						weft_hist_bucket_upper(
-							(unsigned)i)));
+		cx = con_grid_printf(
+			g, x + 2, y + used, CON_ROLE_NORMAL, "<=%-7s ",
+			con_fmt_ns(up, sizeof(up),
+				   weft_hist_bucket_upper((unsigned)i)));
 		cx = con_grid_bar(g, cx, y + used, width,
 				  (double)h->buckets[i] / max, CON_ROLE_SPARK);
 		con_grid_printf(g, cx, y + used, CON_ROLE_NORMAL, " %u",
@@ -243,6 +244,23 @@ static const char *res_text(const con_model_t *m, uint64_t id, char *buf,
 	return buf;
 }
 
+/*
+ * snprintf() into @buf, cut to fit: an event's row is as wide as the
+ * screen, and a long resource name is cut with it.  A function of our own
+ * so that GCC's -Wformat-truncation (Release builds: -O3 inlines
+ * res_text() and sees a name up to CON_RES_STR_MAX) does not take a cut
+ * meant for the screen for a mistake.
+ */
+static void __attribute__((format(printf, 3, 4)))
+text_fit(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 /* One event of the task, as text. */
 static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 		       size_t len)
@@ -251,12 +269,12 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 
 	switch (e->kind) {
 	case WEFT_EV_RES_WAIT:
-		snprintf(buf, len, "waits on %s (%s)",
+		text_fit(buf, len, "waits on %s (%s)",
 			 res_text(m, e->a1, r, sizeof(r)),
 			 weft_resource_op_name(e->a2));
 		break;
 	case WEFT_EV_RES_WAIT_END:
-		snprintf(buf, len, "wait on %s ended%s",
+		text_fit(buf, len, "wait on %s ended%s",
 			 res_text(m, e->a1, r, sizeof(r)),
 			 e->a2 & WEFT_RES_CANCELLED ? ", cancelled" :
 			 e->a2 & WEFT_RES_CLOSED    ? ", closed" :
@@ -264,17 +282,17 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 		break;
 	case WEFT_EV_RES_ACQUIRE:
 	case WEFT_EV_RES_RELEASE:
-		snprintf(buf, len, "%s %s (%u)",
+		text_fit(buf, len, "%s %s (%u)",
 			 e->kind == WEFT_EV_RES_ACQUIRE ? "acquired" :
 							  "released",
 			 res_text(m, e->a1, r, sizeof(r)), e->a2);
 		break;
 	case WEFT_EV_RES_OWNER:
-		snprintf(buf, len, "now served by %s",
+		text_fit(buf, len, "now served by %s",
 			 res_text(m, e->a1, r, sizeof(r)));
 		break;
 	case WEFT_EV_POLL:
-		snprintf(buf, len, "polled %s -> %s%s",
+		text_fit(buf, len, "polled %s -> %s%s",
 			 con_fmt_ns(a, sizeof(a), e->a1),
 			 e->a2 & WEFT_POLL_READY ? "ready" : "pending",
 			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "");
@@ -286,10 +304,9 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 #undef WAKE_LABEL
 		unsigned w = e->a2 & 0xff;
 
-		snprintf(buf, len, "woken by %s%s%.0llu%s",
+		text_fit(buf, len, "woken by %s%s%.0llu%s",
 			 w < sizeof(src) / sizeof(*src) ? src[w] : "?",
-			 e->a1 ? " " : "",
-			 (unsigned long long)e->a1,
+			 e->a1 ? " " : "", (unsigned long long)e->a1,
 			 e->a2 & WEFT_WAKE_BY_VAL ? "" : " (by ref)");
 		break;
 	}
@@ -297,58 +314,58 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 		static const char *const where[] = { "lifo", "local", "yield",
 						     "global" };
 
-		snprintf(buf, len, "scheduled (%s)",
+		text_fit(buf, len, "scheduled (%s)",
 			 e->a2 < 4 ? where[e->a2] : "?");
 		break;
 	}
 	case WEFT_EV_SPAWN:
-		snprintf(buf, len, "spawned by task %llu",
+		text_fit(buf, len, "spawned by task %llu",
 			 (unsigned long long)e->a1);
 		break;
 	case WEFT_EV_COMPLETE:
 		if ((int32_t)e->a2 == -ECANCELED)
-			snprintf(buf, len, "cancelled");
+			text_fit(buf, len, "cancelled");
 		else
-			snprintf(buf, len, "completed, status %d",
+			text_fit(buf, len, "completed, status %d",
 				 (int32_t)e->a2);
 		break;
 	case WEFT_EV_PARKED_AT:
 		/* a1 is the file's address in the process: the line only
 		 * (the file is in the task's record, above). */
 		if (e->a1)
-			snprintf(buf, len, "parked at line %u", e->a2);
+			text_fit(buf, len, "parked at line %u", e->a2);
 		else
-			snprintf(buf, len, "parked (where not known)");
+			text_fit(buf, len, "parked (where not known)");
 		break;
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_RELEASE:
-		snprintf(buf, len, "%s lock %#llx",
+		text_fit(buf, len, "%s lock %#llx",
 			 e->kind == WEFT_EV_LOCK_ACQUIRE ? "took" : "released",
 			 (unsigned long long)e->a1);
 		break;
 	case WEFT_EV_SPAWN_INFO:
-		snprintf(buf, len, "state %u bytes", e->a2);
+		text_fit(buf, len, "state %u bytes", e->a2);
 		break;
 	case WEFT_EV_SPAWN_LOC:
-		snprintf(buf, len, "spawned at line %u", e->a2);
+		text_fit(buf, len, "spawned at line %u", e->a2);
 		break;
 	case WEFT_EV_LOCK_SITE:
-		snprintf(buf, len, "the lock was taken at line %u", e->a2);
+		text_fit(buf, len, "the lock was taken at line %u", e->a2);
 		break;
 	case WEFT_EV_BLOCKING_START:
-		snprintf(buf, len, "a blocking job it spawned started");
+		text_fit(buf, len, "a blocking job it spawned started");
 		break;
 	case WEFT_EV_BLOCKING_END:
-		snprintf(buf, len, "a blocking job it spawned ran %s",
+		text_fit(buf, len, "a blocking job it spawned ran %s",
 			 con_fmt_ns(a, sizeof(a), e->a1));
 		break;
 	case WEFT_EV_LOCK_HELD_PENDING:
-		snprintf(buf, len, "returned pending holding lock %#llx (%s)",
+		text_fit(buf, len, "returned pending holding lock %#llx (%s)",
 			 (unsigned long long)e->a1,
 			 con_fmt_ns(a, sizeof(a), (uint64_t)e->a2 * 1000));
 		break;
 	default:
-		snprintf(buf, len, "%s  a1=%llu a2=%u",
+		text_fit(buf, len, "%s  a1=%llu a2=%u",
 			 weft_event_kind_name(e->kind),
 			 (unsigned long long)e->a1, e->a2);
 	}
@@ -403,13 +420,12 @@ static bool takes_locks(const con_model_t *m, const con_task_t *t)
 	}
 }
 
-
 /*
  * Where the task has waited longest: its total per resource (ended
  * waits), longest first, on one row.  Return: the next row.
  */
-static int waited_draw(con_grid_t *g, const con_model_t *m,
-		       const con_task_t *t, int y)
+static int waited_draw(con_grid_t *g, const con_model_t *m, const con_task_t *t,
+		       int y)
 {
 	char line[512], label[CON_RES_STR_MAX + 16], total[16];
 	size_t at = 0;
@@ -456,8 +472,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			" task %llu  %s  (%s, %s)  parent %llu",
 			(unsigned long long)t->id,
 			t->name[0] ? t->name : "(unnamed)",
-			t->kind ? "fiber" : "future",
-			con_task_status_name(t),
+			t->kind ? "fiber" : "future", con_task_status_name(t),
 			(unsigned long long)t->parent);
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"spawned at %s:%u   state %u bytes   last worker %s",
@@ -467,12 +482,12 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	if (t->state == WEFT_TASK_DONE)
 		;
 	else if (t->parked_line)
-		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
-				"parked at %s:%u%s",
+		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL, "parked at %s:%u%s",
 				t->parked_file[0] ? t->parked_file : "?",
 				t->parked_line,
-				t->state == WEFT_TASK_IDLE ? "" :
-				" (its last await; woken since)");
+				t->state == WEFT_TASK_IDLE ?
+					"" :
+					" (its last await; woken since)");
 	else
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "parked at: not known (never pending, or a poll "
@@ -482,15 +497,15 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 		char what[CON_RES_STR_MAX + 32], since[16];
 
 		con_task_waiting_text(m, t, what, sizeof(what));
-		con_grid_printf(g, 1, y++, CON_ROLE_WARN,
-				"waiting on %s (%s) for %s", what,
-				weft_resource_op_name(t->waiting_op),
-				con_fmt_ns(since, sizeof(since),
-					   t->waiting_since_ns &&
-							   m->now_ns >
-								   t->waiting_since_ns ?
-						   m->now_ns - t->waiting_since_ns :
-						   0));
+		con_grid_printf(
+			g, 1, y++, CON_ROLE_WARN, "waiting on %s (%s) for %s",
+			what, weft_resource_op_name(t->waiting_op),
+			con_fmt_ns(since, sizeof(since),
+				   t->waiting_since_ns &&
+						   m->now_ns >
+							   t->waiting_since_ns ?
+					   m->now_ns - t->waiting_since_ns :
+					   0));
 	} else if (t->state != WEFT_TASK_DONE) {
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "waiting on: no resource");
