@@ -167,6 +167,7 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 		pthread_mutex_unlock(&s->stat_lock);
 		weft__server_sub_reconcile(s, true);
 	}
+	weft__server_stream_have(s); /* what drained since */
 }
 static void *server_main(void *arg)
 {
