@@ -226,7 +226,7 @@ static void groups_build(con_model_t *m)
 	size_t n = 0;
 
 	if (m->ntasks > m->groups_cap) {
-		m->groups_cap = m->ntasks * 2;
+		m->groups_cap = m->ntasks + m->ntasks / 8;
 		m->group_tmp = con_xreallocarray(m->group_tmp, m->groups_cap,
 						 sizeof(*m->group_tmp));
 		m->groups = con_xreallocarray(m->groups, m->groups_cap,
