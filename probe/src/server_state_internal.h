@@ -161,6 +161,13 @@ struct weft_server_s {
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
 	uint64_t last_resync;
+	/*
+	 * The active subscription's full update has not been delivered
+	 * yet: a client waiting for it is not resynced (a new subscription
+	 * would throw away a first pass that may take seconds: seeding a
+	 * record for each of 1,000,000 tasks).
+	 */
+	bool full_pending;
 	uint64_t seen_drop_updates, seen_drop_events;
 
 	/* Guarded by qlock. */

@@ -599,6 +599,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	s->sub = nsub;
 	s->sub_ctx = x;
 	s->last_resync = weft_now_ns();
+	s->full_pending = true;
 	if (old)
 		weft_probe_unsubscribe(old); /* no callback of it after this */
 	sub_ctx_free(oldx);
@@ -644,6 +645,8 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 			if (!c->subscribed || c->stream != (int)it->stream)
 				continue;
 			if (it->kind == ITEM_UPDATE) {
+				if (it->full)
+					s->full_pending = false;
 				weft__server_client_send_update(c, it);
 			} else if (c->want_events && !c->paused &&
 				   !weft__server_client_send_item(c, it)) {
@@ -669,6 +672,8 @@ void weft__server_deliver(weft_server_t *s)
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
+	if (du)
+		s->full_pending = false; /* it may be among them */
 	deliver_list(s, list, du, de);
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
