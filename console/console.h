@@ -721,6 +721,11 @@ const con_view_t *con_view_by_name(const char *name);
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
 /* con_model_resort(), the spawn-site groups too when they show. */
 void con_session_resort(con_session_t *s);
+/* --once's text: the view as a grid @width wide, printed; the Tasks
+ * view a page of CON_ONCE_PAGE rows at a time. */
+void con_once_print(con_session_t *s, int width, FILE *out);
+/* Tasks a --once page prints (its grid: 120 columns of 8 bytes, 4 MiB). */
+#define CON_ONCE_PAGE 4096
 /* Keep sel inside the view's rows and scroll so that sel shows. */
 void con_session_clamp(con_session_t *s, int rows);
 /* Before drawing: make the model watch the task the detail shows (its
@@ -917,11 +922,7 @@ typedef struct con_opts_s {
 int con_run_live(con_session_t *s, const con_opts_t *o);
 /* run.c: replay the file o->replay; the exit status. */
 int con_run_replay(con_session_t *s, const con_opts_t *o);
-/* run.c: --once's text: the view as a grid @width wide, printed; the
- * Tasks view a page of CON_ONCE_PAGE rows at a time. */
-void con_once_print(con_session_t *s, int width, FILE *out);
-/* Tasks a --once page prints (its grid: 120 columns of 8 bytes, 4 MiB). */
-#define CON_ONCE_PAGE 4096
+
 
 /* -------------------------------------------------------------- tty.c */
 

@@ -187,7 +187,8 @@ con_task_t *con_model_task_alloc(con_model_t *m)
 	con_task_t *t = m->free_tasks;
 
 	if (t) {
-		memcpy(&m->free_tasks, t, sizeof(m->free_tasks));
+		/* The link is the record's first word (a pointer's size). */
+		memcpy(&m->free_tasks, (const void *)t, sizeof(void *));
 	} else {
 		if (!m->nslabs || m->slab_used == CON_TASK_SLAB) {
 			if (m->nslabs == m->slabs_cap) {
@@ -214,7 +215,7 @@ void con_model_task_free(con_model_t *m, con_task_t *t)
 	str_unref(m, t->parked_file);
 	free(t->hist);
 	free(t->waited);
-	memcpy(t, &m->free_tasks, sizeof(m->free_tasks));
+	memcpy((void *)t, &m->free_tasks, sizeof(void *));
 	m->free_tasks = t;
 }
 
