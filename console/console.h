@@ -724,8 +724,8 @@ void con_session_resort(con_session_t *s);
 /* --once's text: the view as a grid @width wide, printed; the Tasks
  * view a page of CON_ONCE_PAGE rows at a time. */
 void con_once_print(con_session_t *s, int width, FILE *out);
-/* Tasks a --once page prints (its grid: 120 columns of 8 bytes, 4 MiB). */
-#define CON_ONCE_PAGE 4096
+/* Tasks a --once page prints (its grid: 120 columns of 8 bytes, 1 MiB). */
+#define CON_ONCE_PAGE 1024
 /* Keep sel inside the view's rows and scroll so that sel shows. */
 void con_session_clamp(con_session_t *s, int rows);
 /* Before drawing: make the model watch the task the detail shows (its

@@ -173,7 +173,8 @@ static bool first_screen_ready(const con_model_t *m)
 
 /*
  * --attach-bench: a live attach as the UI makes it, timed, one line each
- * on stdout: connected; the first screen (the header's figures and a
+ * on stdout: connected; the first update (what the process took to send
+ * anything); the first screen (the header's figures and a
  * page of the view, drawn into a 120x40 grid); every task (as many in
  * the model as the process has live), or --after (default 60 s) given
  * up; the --once text of the Tasks view, to /dev/null.  Each with the
@@ -186,6 +187,7 @@ static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o)
 	uint64_t t0 = weft_wire_now_ns(), give_up, first = 0;
 	con_model_t *m = s->model;
 	uint64_t rss0 = rss_now();
+	bool got_update = false;
 	FILE *null;
 
 	give_up = con_live_now_ms() + (o->have_after ? o->after_ns / 1000000u :
@@ -203,6 +205,15 @@ static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o)
 	fflush(stdout);
 	while (l->connected && con_live_now_ms() < give_up) {
 		(void)con_live_pump(l, m, con_live_now_ms() + 5);
+		if (!got_update && m->updates) {
+			/* What the process took: the rest is ours. */
+			got_update = true;
+			printf("%-12s %8.3f s  peak RSS %7.1f MiB  (%zu tasks "
+			       "in it)\n",
+			       "first-update", secs_since(t0), peak_rss_mb(),
+			       m->ntasks);
+			fflush(stdout);
+		}
 		if (!first && first_screen_ready(m)) {
 			bench_screen(s);
 			first = weft_wire_now_ns();
@@ -216,6 +227,8 @@ static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o)
 		if (first && m->ntasks >= m->stats.live_tasks)
 			break;
 	}
+	/* Not read while the text is made: the server would drop it. */
+	con_live_close(l, NULL);
 	con_session_resort(s);
 	bench_screen(s);
 	printf("%-12s %8.3f s  peak RSS %7.1f MiB  (%zu tasks of %llu live%s)"

@@ -151,8 +151,10 @@ static void backlog_free(struct stream *st)
 /*
  * @a ascending, in place (@tmp as long): an LSD radix sort by 16 bits,
  * a pass skipped when every id has the same digit (ids are dense and
- * small: two passes for a million).  A comparison sort of 1,000,000 ids
- * took the collector's pass 110 ms.  Returns false without memory.
+ * small: two passes for a million), linear where a comparison sort is
+ * n log n in the collector's pass.  With the page's lookups, 70-117 ms
+ * for 1,000,000 ids on the loaded 2-vCPU guest.  Returns false without
+ * memory.
  */
 static bool ids_sort(uint64_t *a, uint64_t *tmp, size_t n)
 {

@@ -8,8 +8,9 @@
 # TASKS idle tasks (default 1,000,000), spawned before anyone listened,
 # so the probe's collector seeds a record for each on the console's
 # arrival.  weft-console --attach-bench times the attach and prints, one
-# line each: connected; first-screen (the header's figures and a page of
-# tasks, drawn); all-tasks (as many in the model as the process has
+# line each: connected; first-update (the first Update record: what the
+# process took); first-screen (the header's figures and a page of tasks,
+# drawn); all-tasks (as many in the model as the process has
 # live); once-text (the --once text of the Tasks view, to /dev/null);
 # per-task (peak RSS over the tasks).  Meanwhile the target's VmRSS is
 # sampled every 0.1 s: its growth while the console is attached, over
@@ -17,7 +18,8 @@
 #
 # Then one summary line:
 #
-#   tasks=N first_screen_s=S all_tasks_s=S console_bytes_per_task=B
+#   tasks=N first_update_s=S first_screen_s=S all_tasks_s=S
+#   console_bytes_per_task=B
 #   console_model_bytes_per_task=B collector_bytes_per_task=B
 #
 # Environment: ROUNDS (default 1), TARGET_WORKERS (2), GIVE_UP (the
@@ -81,14 +83,16 @@ for ((r = 1; r <= rounds; r++)); do
 	((status == 0)) ||
 		echo "million-console: --attach-bench exited $status" >&2
 	awk -v n="$tasks" -v before="$before" -v peak="$peak" '
+		$1 == "first-update" { upd = $2 }
 		$1 == "first-screen" { first = $2 }
 		$1 == "all-tasks" { all = $2 }
 		$1 == "per-task" { con = $2; model = $(NF - 4) }
 		END {
-			printf "tasks=%d first_screen_s=%s all_tasks_s=%s " \
+			printf "tasks=%d first_update_s=%s " \
+			       "first_screen_s=%s all_tasks_s=%s " \
 			       "console_bytes_per_task=%s " \
 			       "console_model_bytes_per_task=%s " \
-			       "collector_bytes_per_task=%.0f\n", n, first,
+			       "collector_bytes_per_task=%.0f\n", n, upd, first,
 			       all, con, model, (peak - before) * 1024 / n
 		}' "$tmp/bench.out"
 	kill "$tpid"
