@@ -615,6 +615,7 @@ static void test_console_model_warning_history(void **state)
 
 static void test_console_model_timeline(void **state)
 {
+	con_poll_t polls[CON_TL_TOP];
 	con_model_t m;
 	weft_event_t ev[2] = {
 		/* 50 ms poll ending at 1.250 s on worker 1 */
@@ -665,6 +666,26 @@ static void test_console_model_timeline(void **state)
 	assert_int_equal(
 		m.workers[0].series->tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
 		CON_TL_BUCKET_NS);
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+
+	/* Polls of bucket 0 (the clock's first 100 ms), then of a bucket
+	 * whose slot is the same (a multiple of CON_TL_BUCKETS, on the
+	 * strip): bucket 0's polls are not the new strip's (the fuzzer's
+	 * input, from a trace whose first events had small times). */
+	con_model_init(&m, "test");
+	ev[0] = (weft_event_t){ .ts = 1116195, .a1 = 29015, .worker = 1,
+				.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 1);
+	b = 4917 * (uint64_t)CON_TL_BUCKETS + 113;
+	ev[0] = (weft_event_t){ .ts = b * CON_TL_BUCKET_NS + 5,
+				.a1 = 3,
+				.worker = 0,
+				.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 1);
+	assert_int_equal(m.tl_last, b);
+	assert_int_equal(con_model_spike(&m, b - 113, polls, NULL), 0);
+	assert_int_equal(con_model_worst_bucket(&m), b);
 	assert_true(con_model_is_consistent(&m));
 	con_model_fini(&m);
 }
