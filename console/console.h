@@ -422,6 +422,7 @@ typedef struct con_model_s {
 	size_t res_cap, res_hash_cap, res_list_cap;
 	size_t groups_cap;
 	const con_task_t **group_tmp; /* the live tasks, groups_cap long */
+	size_t groups_room; /* groups and group_list, as long as this */
 	con_resource_t **res_hash;   /* open addressing by id */
 	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */

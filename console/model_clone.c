@@ -99,6 +99,7 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->group_list = NULL;
 	dst->group_tmp = NULL;
 	dst->ngroups = dst->ngroup_list = dst->groups_cap = 0;
+	dst->groups_room = 0;
 	dst->groups_stale = true;
 }
 

@@ -138,6 +138,7 @@ static void test_console_model_bytes_per_task(void **state)
 		assert_non_null(ts);
 		for (size_t i = 0; i < batch; i++) {
 			ts[i] = task_msg(at + i + 1, "idle", 1);
+			ts[i]->line = 12; /* one spawn site */
 			ts[i]->parked_file = (char *)"app.c";
 			ts[i]->parked_line = 7;
 		}
@@ -163,6 +164,17 @@ static void test_console_model_bytes_per_task(void **state)
 		      n, model_bytes / n, heap / n);
 	assert_true(model_bytes <= 300 * n);
 	/* glibc's count: not under valgrind or ASan (their own malloc). */
+	if (!on_valgrind() && hp.base)
+		assert_true(heap <= 300 * n);
+
+	/* The spawn-site groups shown too: room for the groups, not one
+	 * a task (a group is 88 bytes). */
+	ses.view = CON_VIEW_SITES;
+	con_session_resort(&ses);
+	assert_int_equal(m.ngroups, 1);
+	heap = heap_now() - hp.base;
+	print_message("with the spawn sites: heap %zu bytes a task\n",
+		      heap / n);
 	if (!on_valgrind() && hp.base)
 		assert_true(heap <= 300 * n);
 
