@@ -439,12 +439,13 @@ typedef struct con_model_s {
 	size_t hash_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
 	bool list_rebuild;  /* sort or filter changed: sort everything */
-	/* Changed since the list was built; past dirty_max (an eighth of
-	 * the tasks) the list is rebuilt whole instead (list_rebuild), and
-	 * the vector is not grown: a stream of every task (the first full
+	/* Changed since the list was built; past an eighth of the tasks
+	 * (dirty_overflow) they are only flagged (con_task_t.dirty), not
+	 * put in the vector: a stream of every task (the first full
 	 * update) would make it as long as the tasks. */
 	con_task_t **dirty;
 	size_t ndirty, dirty_cap;
+	bool dirty_overflow;
 	uint64_t oldest_finished_ns; /* of the finished tasks kept (0: none) */
 	uint32_t stolen_hi;   /* workers[] with stolen_by_others written */
 	uint32_t workers_cap; /* workers[] slots (con_model_workers_reserve) */

@@ -384,11 +384,11 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 }
 
 /*
- * The task changed: the list must take it again (con_model_resort).  A
- * merge of k changed tasks costs k log k; past an eighth of the tasks a
- * full sort costs about as much, and the vector would grow as long as
- * the tasks (a first full update names every one): the list is rebuilt
- * instead, and the flags are cleared by the rebuild.
+ * The task changed: the list must take it again (con_model_resort).  The
+ * vector stops at an eighth of the tasks (at least 4,096): a stream
+ * naming every task (a first full update) would make it as long as the
+ * tasks, 8 bytes each for good.  Past it the task is only flagged, and
+ * the merge finds the flagged ones by a pass over the tasks.
  */
 static void mark_dirty(con_model_t *m, con_task_t *t)
 {
@@ -396,8 +396,10 @@ static void mark_dirty(con_model_t *m, con_task_t *t)
 	m->groups_stale = true;
 	if (t->dirty || m->list_rebuild)
 		return;
-	if (m->ndirty >= 4096 && m->ndirty >= m->ntasks / 8) {
-		m->list_rebuild = true;
+	if (m->dirty_overflow ||
+	    (m->ndirty >= 4096 && m->ndirty >= m->ntasks / 8)) {
+		m->dirty_overflow = true;
+		t->dirty = true;
 		return;
 	}
 	if (m->ndirty == m->dirty_cap) {

@@ -167,6 +167,7 @@ static void list_rebuild(con_model_t *m)
 	for (size_t i = 0; i < m->ntasks; i++) {
 		con_task_t *t = m->tasks[i];
 
+		t->dirty = false; /* those past the vector too */
 		t->listed = con_model_task_matches(m, t);
 		if (t->listed)
 			m->list[m->nlist++] = t;
@@ -186,7 +187,8 @@ static void list_rebuild(con_model_t *m)
  */
 static void list_merge(con_model_t *m)
 {
-	size_t n = 0, k = 0, a, out;
+	size_t n = 0, k = 0, a, out, nd = m->ndirty;
+	con_task_t **dirty = m->dirty;
 
 	for (size_t i = 0; i < m->nlist; i++) {
 		con_task_t *t = (con_task_t *)m->list[i];
@@ -196,15 +198,33 @@ static void list_merge(con_model_t *m)
 		else
 			m->list[n++] = t;
 	}
-	for (size_t i = 0; i < m->ndirty; i++) {
-		con_task_t *t = m->dirty[i];
+	/*
+	 * More changed than the vector holds (a stream naming every task):
+	 * the flagged ones, found by a pass over the tasks, into a vector
+	 * made for this merge and freed after it.  The peak is what a full
+	 * sort's own buffer would be (glibc's qsort merges through one),
+	 * the time k log k, not n log n at every redraw while the stream
+	 * lasts.
+	 */
+	if (m->dirty_overflow) {
+		nd = 0;
+		for (size_t i = 0; i < m->ntasks; i++)
+			nd += m->tasks[i]->dirty;
+		dirty = con_xreallocarray(NULL, nd ? nd : 1, sizeof(*dirty));
+		nd = 0;
+		for (size_t i = 0; i < m->ntasks; i++)
+			if (m->tasks[i]->dirty)
+				dirty[nd++] = m->tasks[i];
+	}
+	for (size_t i = 0; i < nd; i++) {
+		con_task_t *t = dirty[i];
 
 		t->dirty = false;
 		if (con_model_task_matches(m, t))
-			m->dirty[k++] = t;
+			dirty[k++] = t;
 	}
 	if (k > 1)
-		qsort_r(m->dirty, k, sizeof(*m->dirty), con_model_task_cmp, m);
+		qsort_r(dirty, k, sizeof(*dirty), con_model_task_cmp, m);
 	/* Each changed task's place by binary search, largest first, the
 	 * runs between moved whole: k log n comparisons, not n + k. */
 	a = n;
@@ -215,8 +235,8 @@ static void list_merge(con_model_t *m)
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (con_model_task_cmp(&m->list[mid], &m->dirty[b],
-					       m) < 0)
+			if (con_model_task_cmp(&m->list[mid], &dirty[b], m) <
+			    0)
 				lo = mid + 1;
 			else
 				hi = mid;
@@ -226,10 +246,12 @@ static void list_merge(con_model_t *m)
 		memmove(m->list + out, m->list + lo,
 			(a - lo) * sizeof(*m->list));
 		a = lo;
-		m->dirty[b]->listed = true;
-		m->list[--out] = m->dirty[b];
+		dirty[b]->listed = true;
+		m->list[--out] = dirty[b];
 	}
 	m->nlist = n + k;
+	if (dirty != m->dirty)
+		free(dirty);
 }
 
 void con_model_resort(con_model_t *m)
@@ -253,6 +275,7 @@ void con_model_resort(con_model_t *m)
 		list_merge(m);
 	}
 	m->ndirty = 0;
+	m->dirty_overflow = false;
 	m->list_rebuild = false;
 	m->list_stale = false;
 }
