@@ -71,7 +71,15 @@ int con_parse_duration(const char *s, uint64_t *ns);
  * (the probe's own default bound, weft_probe_config_t.retain_max). */
 #define CON_RETAIN_NS (6ull * 1000 * 1000 * 1000)
 #define CON_RETAIN_MAX 100000
+/* Task records a slab holds (200 KiB). */
+#define CON_TASK_SLAB 1024
 
+/*
+ * A task as the model keeps it: 200 bytes, no allocation of its own (the
+ * records come from the model's slabs), the fields ordered so that
+ * nothing is padding (issue 21: a console on 1,000,000 tasks held 1.4 KB
+ * a task; the record was 240 bytes and a malloc chunk of 256).
+ */
 typedef struct con_task_s {
 	uint64_t id;
 	uint64_t parent;
@@ -79,12 +87,15 @@ typedef struct con_task_s {
 	 * table: 40,000 tasks a second named "GET /fast" are one copy). */
 	const char *name; /* "" when unnamed */
 	const char *file; /* "" when unknown */
-	uint32_t line;
-	uint32_t state_size;
-	uint8_t kind;  /* 0 future, 1 fiber */
-	uint8_t state; /* weft_task_state_t */
-	uint16_t last_worker;
-	int32_t status;
+	/* Where it is parked (its last PENDING poll's await), shared as
+	 * name and file are; "" and 0 when not known. */
+	const char *parked_file;
+	/* Its total wait per resource, longest first (Task.waited): nwaited
+	 * of them; NULL until a record carries one (most tasks never wait). */
+	weft_probe_task_wait_t *waited;
+	/* [0] poll time, [1] scheduled time; NULL until an update carries
+	 * one (most tasks of a big process never get them). */
+	weft_hist_t *hist;
 	uint64_t spawned_ns;
 	uint64_t finished_ns; /* 0 while live */
 	uint64_t polls;
@@ -96,12 +107,6 @@ typedef struct con_task_s {
 	uint64_t waker_clones;
 	uint64_t waker_drops;
 	uint64_t max_poll_ns;
-	uint32_t warnings; /* bit (1 << kind) */
-	uint32_t locks_held;
-	/* Where it is parked (its last PENDING poll's await), shared as
-	 * name and file are; "" and 0 when not known. */
-	const char *parked_file;
-	uint32_t parked_line;
 	/* While idle: when the stretch began (the end of its last pending
 	 * poll); 0 otherwise.  con_task_idle_ns() adds it up. */
 	uint64_t idle_since_ns;
@@ -109,18 +114,21 @@ typedef struct con_task_s {
 	 * when, for what (weft_resource_op_t). */
 	uint64_t waiting_on;
 	uint64_t waiting_since_ns;
+	uint32_t line;
+	uint32_t parked_line;
+	uint32_t state_size;
+	uint32_t warnings; /* bit (1 << kind) */
+	uint32_t locks_held;
+	int32_t status;
+	uint16_t last_worker;
+	uint8_t kind;  /* 0 future, 1 fiber */
+	uint8_t state; /* weft_task_state_t */
 	uint8_t waiting_op;
-	/* Its total wait per resource, longest first (Task.waited): nwaited
-	 * of them; NULL until a record carries one (most tasks never wait). */
 	uint8_t nwaited;
-	weft_probe_task_wait_t *waited;
-	/* [0] poll time, [1] scheduled time; NULL until an update carries
-	 * one (most tasks of a big process never get them). */
-	weft_hist_t *hist;
 	/* private: the model's bookkeeping */
-	bool dirty;  /* in the model's dirty vector */
-	bool listed; /* in the model's list */
-	bool doomed; /* being retired (con_model_retain) */
+	bool dirty : 1;  /* in the model's dirty vector */
+	bool listed : 1; /* in the model's list */
+	bool doomed : 1; /* being retired (con_model_retain) */
 } con_task_t;
 
 /* Resources kept at most (a new one past that is counted, not kept);
@@ -414,19 +422,30 @@ typedef struct con_model_s {
 	size_t res_cap, res_hash_cap, res_list_cap;
 	size_t groups_cap;
 	const con_task_t **group_tmp; /* the live tasks, groups_cap long */
+	size_t groups_room; /* groups and group_list, as long as this */
 	con_resource_t **res_hash;   /* open addressing by id */
 	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
 	size_t strs_cap, nstrs;
-	con_task_t **spare; /* retired tasks kept for reuse */
-	size_t nspare;
-	con_task_t **hash; /* open addressing by id */
+	/* The task records: slabs of CON_TASK_SLAB, the last one used up
+	 * to slab_used; retired records on a free list (linked through
+	 * their first word) for reuse. */
+	con_task_t **slabs;
+	size_t nslabs, slabs_cap, slab_used;
+	con_task_t *free_tasks;
+	/* Index by id, open addressing: 1 + the task's index in tasks[]
+	 * (0: empty), so a slot is 4 bytes, not a pointer's 8. */
+	uint32_t *hash;
 	size_t hash_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
 	bool list_rebuild;  /* sort or filter changed: sort everything */
-	con_task_t **dirty; /* changed since the list was built */
+	/* Changed since the list was built; past an eighth of the tasks
+	 * (dirty_overflow) they are only flagged (con_task_t.dirty), not
+	 * put in the vector: a stream of every task (the first full
+	 * update) would make it as long as the tasks. */
+	con_task_t **dirty;
 	size_t ndirty, dirty_cap;
-	const con_task_t **list_tmp; /* the merge's output, list_cap long */
+	bool dirty_overflow;
 	uint64_t oldest_finished_ns; /* of the finished tasks kept (0: none) */
 	uint32_t stolen_hi;   /* workers[] with stolen_by_others written */
 	uint32_t workers_cap; /* workers[] slots (con_model_workers_reserve) */
@@ -618,6 +637,8 @@ int con_grid_bar(con_grid_t *g, int x, int y, int width, double frac,
 		 con_role_t role);
 /* Rows down to the last non-blank one, as UTF-8, trailing blanks cut. */
 void con_grid_print(const con_grid_t *g, FILE *out);
+/* The same from row @from on. */
+void con_grid_print_from(const con_grid_t *g, int from, FILE *out);
 
 /* ------------------------------------------------------------ views */
 
@@ -702,6 +723,11 @@ const con_view_t *con_view_by_name(const char *name);
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
 /* con_model_resort(), the spawn-site groups too when they show. */
 void con_session_resort(con_session_t *s);
+/* --once's text: the view as a grid @width wide, printed; the Tasks
+ * view a page of CON_ONCE_PAGE rows at a time. */
+void con_once_print(con_session_t *s, int width, FILE *out);
+/* Tasks a --once page prints (its grid: 120 columns of 8 bytes, 1 MiB). */
+#define CON_ONCE_PAGE 1024
 /* Keep sel inside the view's rows and scroll so that sel shows. */
 void con_session_clamp(con_session_t *s, int rows);
 /* Before drawing: make the model watch the task the detail shows (its
@@ -885,6 +911,9 @@ typedef struct con_opts_s {
 	bool have_after;
 	bool once;   /* --once: one view as text */
 	bool seek_bench; /* --seek-bench: time the replay's open and seeks */
+	/* --attach-bench: time a live attach to its first screen and to
+	 * every task, and the memory a task costs */
+	bool attach_bench;
 	bool invert; /* --invert */
 	int width;   /* --width */
 	int col;     /* --sort */
@@ -895,6 +924,7 @@ typedef struct con_opts_s {
 int con_run_live(con_session_t *s, const con_opts_t *o);
 /* run.c: replay the file o->replay; the exit status. */
 int con_run_replay(con_session_t *s, const con_opts_t *o);
+
 
 /* -------------------------------------------------------------- tty.c */
 

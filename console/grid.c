@@ -222,13 +222,18 @@ int con_grid_bar(con_grid_t *g, int x, int y, int width, double frac,
 
 void con_grid_print(const con_grid_t *g, FILE *out)
 {
+	con_grid_print_from(g, 0, out);
+}
+
+void con_grid_print_from(const con_grid_t *g, int from, FILE *out)
+{
 	int last = -1;
 
 	for (int y = 0; y < g->h; y++)
 		for (int x = 0; x < g->w; x++)
 			if (g->cells[y * g->w + x].ch != L' ')
 				last = y;
-	for (int y = 0; y <= last; y++) {
+	for (int y = from < 0 ? 0 : from; y <= last; y++) {
 		int end = g->w;
 
 		while (end > 0 && g->cells[y * g->w + end - 1].ch == L' ')

@@ -52,6 +52,12 @@ static void usage(FILE *out)
 	      "                    and seeks to 10%, 50%, 90%, 5%, 50%, "
 	      "10% (seconds,\n"
 	      "                    peak RSS; one line each on stdout)\n"
+	      "  --attach-bench    live: time the attach to the first "
+	      "screen (the view's\n"
+	      "                    first page) and to every task, the "
+	      "--once text\n"
+	      "                    (to /dev/null) and peak RSS a task; "
+	      "--after: give up\n"
 	      "  --stats FILE      at exit, write figures (redraws, CPU, "
 	      "RSS) to FILE\n"
 	      "  --ascii           ASCII sparklines and bars\n"
@@ -112,6 +118,8 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 			o->once = true;
 		} else if (!strcmp(a, "--seek-bench")) {
 			o->seek_bench = true;
+		} else if (!strcmp(a, "--attach-bench")) {
+			o->attach_bench = true;
 		} else if (!strcmp(a, "--view")) {
 			view = need(argc, argv, &i);
 		} else if (!strcmp(a, "--after")) {
@@ -167,6 +175,8 @@ static bool parse_args(int argc, char **argv, con_session_t *s, con_opts_t *o)
 		con_die("--replay FILE or a TARGET, not both (--help)");
 	if (o->seek_bench && !o->replay)
 		con_die("--seek-bench needs --replay FILE");
+	if (o->attach_bench && o->replay)
+		con_die("--attach-bench attaches to a live process");
 	if (!strncmp(view, "task:", 5)) {
 		char *end;
 

@@ -37,6 +37,7 @@
  * list), model_retain.c (retention of finished tasks), model_res.c (the
  * resources tasks wait on: by id, bounded, their own list).
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@ void con_model_init(con_model_t *m, const char *target)
 	m->clock = con_xstrdup("");
 	m->hash_cap = 1024;
 	m->hash = con_xcalloc(m->hash_cap, sizeof(*m->hash));
+	static_assert(sizeof(con_task_t) <= 200, "a task record grew");
 	m->retain_ns = CON_RETAIN_NS;
 	m->retain_max = CON_RETAIN_MAX;
 	m->sort_col = CON_COL_ID;
@@ -173,8 +175,38 @@ static void str_set(con_model_t *m, const char **dst, const char *src)
 	*dst = str_ref(m, src);
 }
 
-/* Retired tasks kept for reuse: churn costs no malloc and free. */
-#define CON_TASK_SPARE 4096
+/*
+ * Task records come from slabs, not one malloc each: a record costs its
+ * 200 bytes, not a 208-byte chunk, and churn costs no malloc and free (a
+ * retired record goes on the free list, taken first).  The slabs stay
+ * until the model goes: a process that had 1,000,000 tasks keeps their
+ * room (the pointers into them must not move).
+ */
+con_task_t *con_model_task_alloc(con_model_t *m)
+{
+	con_task_t *t = m->free_tasks;
+
+	if (t) {
+		/* The link is the record's first word (a pointer's size). */
+		memcpy(&m->free_tasks, (const void *)t, sizeof(void *));
+	} else {
+		if (!m->nslabs || m->slab_used == CON_TASK_SLAB) {
+			if (m->nslabs == m->slabs_cap) {
+				m->slabs_cap = m->slabs_cap ? 2 * m->slabs_cap :
+							      16;
+				m->slabs = con_xreallocarray(m->slabs,
+							     m->slabs_cap,
+							     sizeof(*m->slabs));
+			}
+			m->slabs[m->nslabs++] = con_xmalloc(
+				CON_TASK_SLAB * sizeof(**m->slabs));
+			m->slab_used = 0;
+		}
+		t = &m->slabs[m->nslabs - 1][m->slab_used++];
+	}
+	memset(t, 0, sizeof(*t));
+	return t;
+}
 
 void con_model_task_free(con_model_t *m, con_task_t *t)
 {
@@ -183,13 +215,8 @@ void con_model_task_free(con_model_t *m, con_task_t *t)
 	str_unref(m, t->parked_file);
 	free(t->hist);
 	free(t->waited);
-	if (!m->spare)
-		m->spare = malloc(CON_TASK_SPARE * sizeof(*m->spare));
-	if (m->spare && m->nspare < CON_TASK_SPARE) {
-		m->spare[m->nspare++] = t;
-		return;
-	}
-	free(t);
+	memcpy((void *)t, &m->free_tasks, sizeof(void *));
+	m->free_tasks = t;
 }
 
 static void warning_free(con_warning_t *w)
@@ -215,13 +242,12 @@ void con_model_fini(con_model_t *m)
 	for (uint32_t b = 0; m->tl_top && b < CON_TL_BUCKETS; b++)
 		free(m->tl_top[b]);
 	free(m->tl_top);
-	while (m->nspare)
-		free(m->spare[--m->nspare]);
-	free(m->spare);
+	for (size_t i = 0; i < m->nslabs; i++)
+		free(m->slabs[i]);
+	free(m->slabs);
 	free(m->strs); /* empty: every task let go of its strings */
 	free(m->hash);
 	free(m->list);
-	free(m->list_tmp);
 	free(m->dirty);
 	free(m->recent);
 	free(m->watch);
@@ -246,13 +272,13 @@ static size_t slot_of(uint64_t id, size_t cap)
 	return (size_t)(id ^ (id >> 17) ^ (id >> 34) ^ (id >> 51)) & (cap - 1);
 }
 
-void con_model_hash_put(con_task_t **hash, size_t cap, con_task_t *t)
+void con_model_hash_put(con_model_t *m, size_t i)
 {
-	size_t i = slot_of(t->id, cap);
+	size_t cap = m->hash_cap, j = slot_of(m->tasks[i]->id, cap);
 
-	while (hash[i])
-		i = (i + 1) & (cap - 1);
-	hash[i] = t;
+	while (m->hash[j])
+		j = (j + 1) & (cap - 1);
+	m->hash[j] = (uint32_t)i + 1;
 }
 
 /* Rebuild the index for ntasks at a load of at most a half. */
@@ -270,7 +296,7 @@ void con_model_hash_rebuild(con_model_t *m)
 		memset(m->hash, 0, cap * sizeof(*m->hash));
 	}
 	for (size_t i = 0; i < m->ntasks; i++)
-		con_model_hash_put(m->hash, m->hash_cap, m->tasks[i]);
+		con_model_hash_put(m, i);
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -278,8 +304,10 @@ const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 	size_t i = slot_of(id, m->hash_cap);
 
 	while (m->hash[i]) {
-		if (m->hash[i]->id == id)
-			return m->hash[i];
+		const con_task_t *t = m->tasks[m->hash[i] - 1];
+
+		if (t->id == id)
+			return t;
 		i = (i + 1) & (m->hash_cap - 1);
 	}
 	return NULL;
@@ -340,12 +368,9 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 		m->tasks = con_xreallocarray(m->tasks, m->tasks_cap,
 					     sizeof(*m->tasks));
 	}
-	if (m->nspare) {
-		t = m->spare[--m->nspare];
-		memset(t, 0, sizeof(*t));
-	} else {
-		t = con_xcalloc(1, sizeof(*t));
-	}
+	if (m->ntasks >= UINT32_MAX - 1)
+		con_die("more than %u tasks", UINT32_MAX - 2);
+	t = con_model_task_alloc(m);
 	t->id = id;
 	t->name = con_empty;
 	t->file = con_empty;
@@ -354,17 +379,29 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	if (2 * m->ntasks + 2 > m->hash_cap)
 		con_model_hash_rebuild(m);
 	else
-		con_model_hash_put(m->hash, m->hash_cap, t);
+		con_model_hash_put(m, m->ntasks - 1);
 	return t;
 }
 
-/* The task changed: the list must take it again (con_model_resort). */
+/*
+ * The task changed: the list must take it again (con_model_resort).  The
+ * vector stops at an eighth of the tasks (at least 4,096): a stream
+ * naming every task (a first full update) would make it as long as the
+ * tasks, 8 bytes each for good.  Past it the task is only flagged, and
+ * the merge finds the flagged ones by a pass over the tasks.
+ */
 static void mark_dirty(con_model_t *m, con_task_t *t)
 {
 	m->list_stale = true;
 	m->groups_stale = true;
-	if (t->dirty)
+	if (t->dirty || m->list_rebuild)
 		return;
+	if (m->dirty_overflow ||
+	    (m->ndirty >= 4096 && m->ndirty >= m->ntasks / 8)) {
+		m->dirty_overflow = true;
+		t->dirty = true;
+		return;
+	}
 	if (m->ndirty == m->dirty_cap) {
 		m->dirty_cap = m->dirty_cap ? 2 * m->dirty_cap : 256;
 		m->dirty = con_xreallocarray(m->dirty, m->dirty_cap,
@@ -874,8 +911,13 @@ bool con_model_is_consistent(const con_model_t *m)
 
 	for (size_t i = 0; i < m->hash_cap; i++)
 		if (m->hash[i]) {
+			const con_task_t *t;
+
 			inhash++;
-			if (con_model_task(m, m->hash[i]->id) != m->hash[i])
+			if (m->hash[i] > m->ntasks)
+				return false;
+			t = m->tasks[m->hash[i] - 1];
+			if (con_model_task(m, t->id) != t)
 				return false;
 		}
 	if (inhash != m->ntasks || 2 * m->ntasks + 2 > m->hash_cap * 2)

@@ -26,8 +26,10 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->clock = con_xstrdup(src->clock);
 	dst->strs = NULL;
 	dst->strs_cap = dst->nstrs = 0;
-	dst->spare = NULL;
-	dst->nspare = 0;
+	/* Its own slabs, as many records as the tasks (no free ones). */
+	dst->slabs = NULL;
+	dst->nslabs = dst->slabs_cap = dst->slab_used = 0;
+	dst->free_tasks = NULL;
 
 	/* Tasks, in order, and their index (same capacity). */
 	dst->tasks = src->tasks_cap ?
@@ -35,7 +37,9 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 			     NULL;
 	for (size_t i = 0; i < src->ntasks; i++) {
 		const con_task_t *s = src->tasks[i];
-		con_task_t *t = con_xmemdup(s, sizeof(*s));
+		con_task_t *t = con_model_task_alloc(dst);
+
+		*t = *s;
 
 		t->name = con_model_str_ref(dst, s->name);
 		t->file = con_model_str_ref(dst, s->file);
@@ -45,16 +49,11 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 					WEFT_TASK_WAITED * sizeof(*s->waited));
 		dst->tasks[i] = t;
 	}
-	dst->hash = con_xcalloc(src->hash_cap, sizeof(*dst->hash));
-	for (size_t i = 0; i < src->ntasks; i++)
-		con_model_hash_put(dst->hash, dst->hash_cap, dst->tasks[i]);
+	/* The same indices: the index is copied as it is. */
+	dst->hash = con_xmemdup(src->hash, src->hash_cap * sizeof(*src->hash));
 	dst->list = NULL;
-	dst->list_tmp = NULL;
-	if (src->list_cap) {
+	if (src->list_cap)
 		dst->list = con_xcalloc(src->list_cap, sizeof(*dst->list));
-		dst->list_tmp =
-			con_xcalloc(src->list_cap, sizeof(*dst->list_tmp));
-	}
 	for (size_t i = 0; i < src->nlist; i++)
 		dst->list[i] = con_model_task(dst, src->list[i]->id);
 	dst->dirty = NULL;
@@ -100,6 +99,7 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->group_list = NULL;
 	dst->group_tmp = NULL;
 	dst->ngroups = dst->ngroup_list = dst->groups_cap = 0;
+	dst->groups_room = 0;
 	dst->groups_stale = true;
 }
 
@@ -109,12 +109,12 @@ size_t con_model_bytes(const con_model_t *m)
 	size_t n = sizeof(*m);
 
 	n += m->tasks_cap * sizeof(*m->tasks) + m->hash_cap * sizeof(*m->hash);
-	n += 2 * m->list_cap * sizeof(*m->list) +
-	     m->dirty_cap * sizeof(*m->dirty);
+	n += m->list_cap * sizeof(*m->list) + m->dirty_cap * sizeof(*m->dirty);
+	n += m->nslabs * CON_TASK_SLAB * sizeof(con_task_t) +
+	     m->slabs_cap * sizeof(*m->slabs);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		const con_task_t *t = m->tasks[i];
 
-		n += sizeof(*t) + 16; /* malloc's own */
 		if (t->hist)
 			n += 2 * sizeof(*t->hist);
 		if (t->waited)

@@ -225,14 +225,12 @@ static void groups_build(con_model_t *m)
 {
 	size_t n = 0;
 
+	size_t ng = 0;
+
 	if (m->ntasks > m->groups_cap) {
-		m->groups_cap = m->ntasks * 2;
+		m->groups_cap = m->ntasks + m->ntasks / 8;
 		m->group_tmp = con_xreallocarray(m->group_tmp, m->groups_cap,
 						 sizeof(*m->group_tmp));
-		m->groups = con_xreallocarray(m->groups, m->groups_cap,
-					      sizeof(*m->groups));
-		m->group_list = con_xreallocarray(m->group_list, m->groups_cap,
-						  sizeof(*m->group_list));
 	}
 	for (size_t i = 0; i < m->ntasks; i++)
 		if (m->tasks[i]->state != WEFT_TASK_DONE &&
@@ -240,6 +238,21 @@ static void groups_build(con_model_t *m)
 			m->group_tmp[n++] = m->tasks[i];
 	if (n > 1)
 		qsort(m->group_tmp, n, sizeof(*m->group_tmp), task_site_cmp);
+	/*
+	 * Room for the groups there are, not one a task: a group is 88
+	 * bytes, and 1,000,000 tasks of a few sites made 88 MB of them
+	 * (issue 21: at most 300 bytes a task, whatever the view).
+	 */
+	for (size_t i = 0; i < n; i++)
+		ng += !i || m->group_tmp[i]->file != m->group_tmp[i - 1]->file ||
+		      m->group_tmp[i]->line != m->group_tmp[i - 1]->line;
+	if (ng > m->groups_room) {
+		m->groups_room = ng + ng / 8;
+		m->groups = con_xreallocarray(m->groups, m->groups_room,
+					      sizeof(*m->groups));
+		m->group_list = con_xreallocarray(m->group_list, m->groups_room,
+						  sizeof(*m->group_list));
+	}
 	m->ngroups = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && m->group_tmp[j]->file ==
@@ -274,5 +287,5 @@ void con_model_groups_free(con_model_t *m)
 	m->groups = NULL;
 	m->group_list = NULL;
 	m->group_tmp = NULL;
-	m->ngroups = m->ngroup_list = m->groups_cap = 0;
+	m->ngroups = m->ngroup_list = m->groups_cap = m->groups_room = 0;
 }

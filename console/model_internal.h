@@ -21,8 +21,10 @@ void con_model_task_free(con_model_t *m, con_task_t *t);
 void con_model_workers_reserve(con_model_t *m, uint32_t n);
 /* Rebuild the index for ntasks at a load of at most a half. */
 void con_model_hash_rebuild(con_model_t *m);
-/* @t into the index @hash of @cap slots (a power of two, room left). */
-void con_model_hash_put(con_task_t **hash, size_t cap, con_task_t *t);
+/* tasks[@i] into the index (room left). */
+void con_model_hash_put(con_model_t *m, size_t i);
+/* A zeroed task record from the slabs (model.c). */
+con_task_t *con_model_task_alloc(con_model_t *m);
 /* Worker records for indices below @n (<= CON_MAX_WORKERS), zeroed; and
  * nworkers raised to @n. */
 void con_model_workers_fit(con_model_t *m, uint32_t n);

@@ -167,6 +167,7 @@ static void list_rebuild(con_model_t *m)
 	for (size_t i = 0; i < m->ntasks; i++) {
 		con_task_t *t = m->tasks[i];
 
+		t->dirty = false; /* those past the vector too */
 		t->listed = con_model_task_matches(m, t);
 		if (t->listed)
 			m->list[m->nlist++] = t;
@@ -179,11 +180,15 @@ static void list_rebuild(con_model_t *m)
 /*
  * Only what changed: take the dirty tasks out of the (sorted) list, sort
  * those of them that match, and merge the two runs.  The order is total
- * (ties go by id), so this gives exactly what a full sort would.
+ * (ties go by id), so this gives exactly what a full sort would.  The
+ * merge is in place, from the back: the list has room for every task, so
+ * the kept run's tail moves up by the changed tasks still to place (no
+ * second list as long as the first: 8 bytes a task).
  */
 static void list_merge(con_model_t *m)
 {
-	size_t n = 0, k = 0, a = 0, b = 0, out = 0;
+	size_t n = 0, k = 0, a, out, nd = m->ndirty;
+	con_task_t **dirty = m->dirty;
 
 	for (size_t i = 0; i < m->nlist; i++) {
 		con_task_t *t = (con_task_t *)m->list[i];
@@ -193,45 +198,60 @@ static void list_merge(con_model_t *m)
 		else
 			m->list[n++] = t;
 	}
-	for (size_t i = 0; i < m->ndirty; i++) {
-		con_task_t *t = m->dirty[i];
+	/*
+	 * More changed than the vector holds (a stream naming every task):
+	 * the flagged ones, found by a pass over the tasks, into a vector
+	 * made for this merge and freed after it.  The peak is what a full
+	 * sort's own buffer would be (glibc's qsort merges through one),
+	 * the time k log k, not n log n at every redraw while the stream
+	 * lasts.
+	 */
+	if (m->dirty_overflow) {
+		nd = 0;
+		for (size_t i = 0; i < m->ntasks; i++)
+			nd += m->tasks[i]->dirty;
+		dirty = con_xreallocarray(NULL, nd ? nd : 1, sizeof(*dirty));
+		nd = 0;
+		for (size_t i = 0; i < m->ntasks; i++)
+			if (m->tasks[i]->dirty)
+				dirty[nd++] = m->tasks[i];
+	}
+	for (size_t i = 0; i < nd; i++) {
+		con_task_t *t = dirty[i];
 
 		t->dirty = false;
 		if (con_model_task_matches(m, t))
-			m->dirty[k++] = t;
+			dirty[k++] = t;
 	}
 	if (k > 1)
-		qsort_r(m->dirty, k, sizeof(*m->dirty), con_model_task_cmp, m);
-	/* Each changed task's place by binary search, the runs between
-	 * copied whole: k log n comparisons, not n + k. */
-	for (b = 0; b < k; b++) {
-		size_t lo = a, hi = n;
+		qsort_r(dirty, k, sizeof(*dirty), con_model_task_cmp, m);
+	/* Each changed task's place by binary search, largest first, the
+	 * runs between moved whole: k log n comparisons, not n + k. */
+	a = n;
+	out = n + k;
+	for (size_t b = k; b-- > 0;) {
+		size_t lo = 0, hi = a;
 
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
-			if (con_model_task_cmp(&m->list[mid], &m->dirty[b],
-					       m) < 0)
+			if (con_model_task_cmp(&m->list[mid], &dirty[b], m) <
+			    0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		memcpy(m->list_tmp + out, m->list + a,
-		       (lo - a) * sizeof(*m->list));
-		out += lo - a;
+		/* list[lo, a) goes after dirty[b]. */
+		out -= a - lo;
+		memmove(m->list + out, m->list + lo,
+			(a - lo) * sizeof(*m->list));
 		a = lo;
-		m->dirty[b]->listed = true;
-		m->list_tmp[out++] = m->dirty[b];
+		dirty[b]->listed = true;
+		m->list[--out] = dirty[b];
 	}
-	memcpy(m->list_tmp + out, m->list + a, (n - a) * sizeof(*m->list));
-	out += n - a;
-	{
-		const con_task_t **x = m->list;
-
-		m->list = m->list_tmp;
-		m->list_tmp = x;
-	}
-	m->nlist = out;
+	m->nlist = n + k;
+	if (dirty != m->dirty)
+		free(dirty);
 }
 
 void con_model_resort(con_model_t *m)
@@ -241,12 +261,11 @@ void con_model_resort(con_model_t *m)
 		con_model_groups_resort(m); /* the spawn-site groups */
 	if (!m->list_stale)
 		return;
+	/* An eighth to spare: a list as long as the tasks, not twice. */
 	if (m->ntasks > m->list_cap) {
-		m->list_cap = m->ntasks * 2;
+		m->list_cap = m->ntasks + m->ntasks / 8;
 		m->list = con_xreallocarray(m->list, m->list_cap,
 					    sizeof(*m->list));
-		m->list_tmp = con_xreallocarray(m->list_tmp, m->list_cap,
-						sizeof(*m->list_tmp));
 	}
 	if (m->list_rebuild) {
 		for (size_t i = 0; i < m->ndirty; i++)
@@ -256,6 +275,7 @@ void con_model_resort(con_model_t *m)
 		list_merge(m);
 	}
 	m->ndirty = 0;
+	m->dirty_overflow = false;
 	m->list_rebuild = false;
 	m->list_stale = false;
 }

@@ -14,10 +14,17 @@
 #include "console.h"
 #include "model_internal.h"
 
-/* Make bucket number @b the newest, clearing the ones that reappear. */
+/*
+ * Make bucket number @b the newest, clearing the ones that reappear.  The
+ * first time (no bucket yet), every slot the strip reaches: polls ending
+ * in bucket 0 (the clock's first 100 ms) are kept in slot 0 without
+ * making a bucket newest, and a strip whose bucket number is a multiple
+ * of CON_TL_BUCKETS would read them as its own (the fuzzer's input: a
+ * 29 us poll of bucket 0 read as bucket 629,376's longest).
+ */
 static void tl_advance(con_model_t *m, uint64_t b)
 {
-	uint64_t from = m->tl_last ? m->tl_last + 1 : b;
+	uint64_t from = m->tl_last ? m->tl_last + 1 : 0;
 
 	if (b - from >= CON_TL_BUCKETS)
 		from = b - (CON_TL_BUCKETS - 1);

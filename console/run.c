@@ -11,26 +11,6 @@
 
 #include "console.h"
 
-static size_t once_rows(const con_session_t *s)
-{
-	const con_model_t *m = s->model;
-
-	switch (s->view) {
-	case CON_VIEW_TASKS:
-		return m->nlist + 8;
-	case CON_VIEW_WARNINGS:
-		return m->nwarnings + 8;
-	case CON_VIEW_WORKERS:
-	case CON_VIEW_TIMELINE:
-		return m->nworkers + 10;
-	case CON_VIEW_DETAIL:
-		/* Room for every recent event of the task, as text wants. */
-		return 60 + CON_WATCH_EVENTS;
-	default:
-		return 60;
-	}
-}
-
 /* No target: the only live weft process, or the list of them (exit 2). */
 static const char *find_target(char *buf, size_t len)
 {
@@ -53,7 +33,6 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 {
 	uint64_t until = con_live_now_ms() +
 			 (after_ns ? after_ns / 1000000u : 1000u);
-	con_grid_t g;
 	int status = 0;
 
 	uint64_t now, next_try = 0;
@@ -94,15 +73,14 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 		fprintf(stderr, "weft-console: %s: %s\n", l->target, l->error);
 	con_session_resort(s);
 	con_session_watch(s);
-	con_grid_init(&g, width, (int)once_rows(s), s->ascii);
-	con_screen_draw(s, &g);
-	con_grid_print(&g, stdout);
-	con_grid_fini(&g);
+	con_once_print(s, width, stdout);
 	if (s->view == CON_VIEW_DETAIL && s->detail_task &&
 	    !con_model_task(s->model, s->detail_task))
 		status = 1;
 	return status;
 }
+
+static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o);
 
 int con_run_live(con_session_t *s, const con_opts_t *o)
 {
@@ -125,7 +103,9 @@ int con_run_live(con_session_t *s, const con_opts_t *o)
 		con_model_set_filter(&m, o->filter);
 	s->model = &m;
 	s->live = &l;
-	if (o->once) {
+	if (o->attach_bench) {
+		status = attach_bench(s, &l, o);
+	} else if (o->once) {
 		s->once = true;
 		status = once_live(s, &l, o->have_after ? o->after_ns : 0,
 				   o->width);
@@ -166,6 +146,121 @@ static void bench_screen(con_session_t *s)
 static double secs_since(uint64_t t0)
 {
 	return (double)(weft_wire_now_ns() - t0) / 1e9;
+}
+
+/* Resident bytes now (/proc/self/statm), 0 when not known. */
+static uint64_t rss_now(void)
+{
+	unsigned long long size, res;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int got;
+
+	if (!f)
+		return 0;
+	got = fscanf(f, "%llu %llu", &size, &res);
+	fclose(f);
+	return got == 2 ? res * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* The first screen is up: the header's figures came (the stats), and
+ * the view's first page (the Tasks view's 40 rows, or all if fewer). */
+static bool first_screen_ready(const con_model_t *m)
+{
+	uint64_t want = m->stats.live_tasks < 40 ? m->stats.live_tasks : 40;
+
+	return m->have_stats && m->ntasks >= want;
+}
+
+/*
+ * --attach-bench: a live attach as the UI makes it, timed, one line each
+ * on stdout: connected; the first update (what the process took to send
+ * anything); the first screen (the header's figures and a
+ * page of the view, drawn into a 120x40 grid); every task (as many in
+ * the model as the process has live), or --after (default 60 s) given
+ * up; the --once text of the Tasks view, to /dev/null.  Each with the
+ * peak RSS so far; then bytes a task: the peak RSS over the tasks (all
+ * of it, the program's own few MiB included), and the model's own
+ * (con_model_bytes).
+ */
+static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o)
+{
+	uint64_t t0 = weft_wire_now_ns(), give_up, first = 0;
+	con_model_t *m = s->model;
+	uint64_t rss0 = rss_now();
+	bool got_update = false;
+	FILE *null;
+
+	give_up = con_live_now_ms() + (o->have_after ? o->after_ns / 1000000u :
+						       60000u);
+	while (con_live_connect(l)) {
+		if (con_live_now_ms() >= give_up) {
+			fprintf(stderr, "weft-console: %s: %s\n", l->target,
+				l->error);
+			return 2;
+		}
+		usleep(10000);
+	}
+	printf("%-12s %8.3f s  peak RSS %7.1f MiB\n", "connected",
+	       secs_since(t0), peak_rss_mb());
+	fflush(stdout);
+	while (l->connected && con_live_now_ms() < give_up) {
+		(void)con_live_pump(l, m, con_live_now_ms() + 5);
+		if (!got_update && m->updates) {
+			/* What the process took: the rest is ours. */
+			got_update = true;
+			printf("%-12s %8.3f s  peak RSS %7.1f MiB  (%zu tasks "
+			       "in it)\n",
+			       "first-update", secs_since(t0), peak_rss_mb(),
+			       m->ntasks);
+			fflush(stdout);
+		}
+		if (!first && first_screen_ready(m)) {
+			bench_screen(s);
+			first = weft_wire_now_ns();
+			printf("%-12s %8.3f s  peak RSS %7.1f MiB  (live tasks "
+			       "%llu, %zu in the model)\n",
+			       "first-screen", secs_since(t0), peak_rss_mb(),
+			       (unsigned long long)m->stats.live_tasks,
+			       m->ntasks);
+			fflush(stdout);
+		}
+		if (first && m->ntasks >= m->stats.live_tasks)
+			break;
+	}
+	/* Not read while the text is made: the server would drop it. */
+	con_live_close(l, NULL);
+	con_session_resort(s);
+	bench_screen(s);
+	printf("%-12s %8.3f s  peak RSS %7.1f MiB  (%zu tasks of %llu live%s)"
+	       "\n",
+	       "all-tasks", secs_since(t0), peak_rss_mb(), m->ntasks,
+	       (unsigned long long)m->stats.live_tasks,
+	       m->ntasks >= m->stats.live_tasks && first ? "" :
+							   ": given up");
+	fflush(stdout);
+	null = fopen("/dev/null", "we");
+	if (null) {
+		con_session_t once = *s;
+		uint64_t t1 = weft_wire_now_ns();
+
+		once.view = CON_VIEW_TASKS;
+		once.once = true;
+		con_once_print(&once, o->width, null);
+		fclose(null);
+		printf("%-12s %8.3f s  peak RSS %7.1f MiB  (--once --view tasks,"
+		       " %zu rows)\n",
+		       "once-text", secs_since(t1), peak_rss_mb(), m->nlist);
+	}
+	if (m->ntasks)
+		printf("%-12s %.0f bytes a task at peak RSS (%.0f over the "
+		       "start's %.1f MiB); model %.0f bytes a task "
+		       "(con_model_bytes)\n",
+		       "per-task", peak_rss_mb() * 1048576.0 / (double)m->ntasks,
+		       (peak_rss_mb() * 1048576.0 - (double)rss0) /
+			       (double)m->ntasks,
+		       (double)rss0 / 1048576.0,
+		       (double)con_model_bytes(m) / (double)m->ntasks);
+	return first && m->ntasks >= m->stats.live_tasks ? 0 : 1;
 }
 
 /*
@@ -271,7 +366,6 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 	s->replay = true;
 
 	if (o->once) {
-		con_grid_t g;
 		uint64_t pos;
 
 		/* One pass forward: checkpoints would only cost. */
@@ -291,10 +385,7 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 				"weft-console: %s: %llu bytes of torn records "
 				"skipped\n",
 				o->replay, (unsigned long long)rp.skipped);
-		con_grid_init(&g, o->width, (int)once_rows(s), s->ascii);
-		con_screen_draw(s, &g);
-		con_grid_print(&g, stdout);
-		con_grid_fini(&g);
+		con_once_print(s, o->width, stdout);
 		if (s->view == CON_VIEW_DETAIL && s->detail_task &&
 		    !con_model_task(&m, s->detail_task))
 			status = 1;

@@ -230,3 +230,53 @@ void con_screen_draw(const con_session_t *s, con_grid_t *g)
 		}
 	}
 }
+
+static size_t once_rows(const con_session_t *s)
+{
+	const con_model_t *m = s->model;
+
+	switch (s->view) {
+	case CON_VIEW_TASKS:
+		return m->nlist + 8;
+	case CON_VIEW_WARNINGS:
+		return m->nwarnings + 8;
+	case CON_VIEW_WORKERS:
+	case CON_VIEW_TIMELINE:
+		return m->nworkers + 10;
+	case CON_VIEW_DETAIL:
+		/* Room for every recent event of the task, as text wants. */
+		return 60 + CON_WATCH_EVENTS;
+	default:
+		return 60;
+	}
+}
+
+/*
+ * The Tasks view of many tasks a page at a time: one grid as tall as the
+ * list was 960 bytes a task (120 cells of 8 bytes a row), four times
+ * what the model holds for the task.  The first page prints the header
+ * and the column labels, the others their task rows only: the text is
+ * the same as one tall grid's.
+ */
+void con_once_print(con_session_t *s, int width, FILE *out)
+{
+	const con_model_t *m = s->model;
+	con_grid_t g;
+
+	if (s->view != CON_VIEW_TASKS || m->nlist <= CON_ONCE_PAGE) {
+		con_grid_init(&g, width, (int)once_rows(s), s->ascii);
+		con_screen_draw(s, &g);
+		con_grid_print(&g, out);
+		con_grid_fini(&g);
+		return;
+	}
+	/* Header (2), tabs, column labels, then the page. */
+	con_grid_init(&g, width, 4 + CON_ONCE_PAGE, s->ascii);
+	for (size_t at = 0; at < m->nlist; at += CON_ONCE_PAGE) {
+		s->scroll[CON_VIEW_TASKS] = at;
+		con_screen_draw(s, &g);
+		con_grid_print_from(&g, at ? 4 : 0, out);
+	}
+	s->scroll[CON_VIEW_TASKS] = 0;
+	con_grid_fini(&g);
+}

@@ -12,6 +12,7 @@
  * index (console/replay.c) against every frame read in order.
  */
 #include <curses.h>
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -76,6 +77,120 @@ static void feed(con_model_t *m, uint64_t now, Weft__V1__Task **tasks, size_t n,
 	con_model_frame(m, &f);
 	for (size_t i = 0; i < n; i++)
 		free(tasks[i]);
+}
+
+/*
+ * Memory a task costs the console (issue 21: at most 300 bytes, the
+ * --once text of the Tasks view included): 100,000 tasks fed as a first
+ * full update brings them (records of 10,000), the list sorted, the
+ * text printed.  Counted twice: the model's own count
+ * (con_model_bytes()), and the heap it grew by as glibc counts it, at
+ * its highest while the text is written (sampled at each of the FILE's
+ * writes: the page's grid is alive then).  Before the change, by the
+ * same count (estimated, not run: the test needs con_once_print()):
+ * about 330 bytes in the model (a 256-byte chunk a record, an index of
+ * pointers, two lists twice the tasks long, a dirty vector as long as
+ * them) and 960 more for the text's one tall grid; weft-console
+ * --once --view tasks on 1,000,000 tasks peaked at 1,195 bytes a task.
+ */
+struct heap_probe {
+	size_t base, peak;
+	size_t lines;
+};
+
+static size_t heap_now(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+static ssize_t heap_write(void *cookie, const char *buf, size_t n)
+{
+	struct heap_probe *hp = cookie;
+	size_t h = heap_now();
+
+	if (h > hp->peak)
+		hp->peak = h;
+	for (size_t i = 0; i < n; i++)
+		hp->lines += buf[i] == '\n';
+	return (ssize_t)n;
+}
+
+static void test_console_model_bytes_per_task(void **state)
+{
+	/* Under valgrind (slow, its own malloc): fewer, and no heap
+	 * figure; still more than a --once page. */
+	const size_t n = on_valgrind() ? 20000 : 100000, batch = 10000;
+	struct heap_probe hp = { 0 };
+	cookie_io_functions_t io = { .write = heap_write };
+	con_session_t ses = { .view = CON_VIEW_TASKS, .once = true };
+	size_t model_bytes, heap;
+	con_model_t m, c;
+	FILE *out;
+
+	(void)state;
+	hp.base = hp.peak = heap_now();
+	con_model_init(&m, "test");
+	for (size_t at = 0; at < n; at += batch) {
+		Weft__V1__Task **ts = calloc(batch, sizeof(*ts));
+
+		assert_non_null(ts);
+		for (size_t i = 0; i < batch; i++) {
+			ts[i] = task_msg(at + i + 1, "idle", 1);
+			ts[i]->line = 12; /* one spawn site */
+			ts[i]->parked_file = (char *)"app.c";
+			ts[i]->parked_line = 7;
+		}
+		feed(&m, 2 * SEC, ts, batch, NULL, 0, NULL, 0);
+		free(ts);
+		/* Sorted once early: the rest then comes past the dirty
+		 * vector's bound, flagged, and is merged in. */
+		if (!at) {
+			ses.model = &m;
+			con_session_resort(&ses);
+		}
+	}
+	assert_int_equal(m.ntasks, n);
+	assert_true(m.dirty_overflow);
+	con_session_resort(&ses);
+	assert_int_equal(m.nlist, n);
+	assert_true(con_model_is_consistent(&m));
+	out = fopencookie(&hp, "w", io);
+	assert_non_null(out);
+	con_once_print(&ses, 120, out);
+	fclose(out);
+	/* The header's three rows, the column labels, a row a task. */
+	assert_int_equal(hp.lines, n + 4);
+
+	model_bytes = con_model_bytes(&m);
+	heap = hp.peak - hp.base;
+	print_message("%zu tasks: model %zu bytes a task, heap at its peak "
+		      "%zu\n",
+		      n, model_bytes / n, heap / n);
+	assert_true(model_bytes <= 300 * n);
+	/* glibc's count: not under valgrind or ASan (their own malloc). */
+	if (!on_valgrind() && hp.base)
+		assert_true(heap <= 300 * n);
+
+	/* The spawn-site groups shown too: room for the groups, not one
+	 * a task (a group is 88 bytes). */
+	ses.view = CON_VIEW_SITES;
+	con_session_resort(&ses);
+	assert_int_equal(m.ngroups, 1);
+	heap = heap_now() - hp.base;
+	print_message("with the spawn sites: heap %zu bytes a task\n",
+		      heap / n);
+	if (!on_valgrind() && hp.base)
+		assert_true(heap <= 300 * n);
+
+	/* A copy (a replay's checkpoint) costs the same. */
+	con_model_clone(&c, &m);
+	assert_true(con_model_is_consistent(&c));
+	assert_int_equal(c.ntasks, n);
+	assert_true(con_model_bytes(&c) <= 300 * n);
+	con_model_fini(&c);
+	con_model_fini(&m);
 }
 
 static void test_console_model_update_applied(void **state)
@@ -518,6 +633,7 @@ static void test_console_model_warning_history(void **state)
 
 static void test_console_model_timeline(void **state)
 {
+	con_poll_t polls[CON_TL_TOP];
 	con_model_t m;
 	weft_event_t ev[2] = {
 		/* 50 ms poll ending at 1.250 s on worker 1 */
@@ -568,6 +684,26 @@ static void test_console_model_timeline(void **state)
 	assert_int_equal(
 		m.workers[0].series->tl_poll_ns[(b - 1) % CON_TL_BUCKETS],
 		CON_TL_BUCKET_NS);
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+
+	/* Polls of bucket 0 (the clock's first 100 ms), then of a bucket
+	 * whose slot is the same (a multiple of CON_TL_BUCKETS, on the
+	 * strip): bucket 0's polls are not the new strip's (the fuzzer's
+	 * input, from a trace whose first events had small times). */
+	con_model_init(&m, "test");
+	ev[0] = (weft_event_t){ .ts = 1116195, .a1 = 29015, .worker = 1,
+				.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 1);
+	b = 4917 * (uint64_t)CON_TL_BUCKETS + 113;
+	ev[0] = (weft_event_t){ .ts = b * CON_TL_BUCKET_NS + 5,
+				.a1 = 3,
+				.worker = 0,
+				.kind = WEFT_EV_POLL };
+	con_model_events(&m, ev, 1);
+	assert_int_equal(m.tl_last, b);
+	assert_int_equal(con_model_spike(&m, b - 113, polls, NULL), 0);
+	assert_int_equal(con_model_worst_bucket(&m), b);
 	assert_true(con_model_is_consistent(&m));
 	con_model_fini(&m);
 }
@@ -2701,6 +2837,7 @@ int main(void)
 		cmocka_unit_test(test_console_replay_same_as_frames),
 		cmocka_unit_test(test_console_replay_cut_and_malformed),
 		cmocka_unit_test(test_console_model_clone),
+		cmocka_unit_test(test_console_model_bytes_per_task),
 		cmocka_unit_test(test_console_replay_checkpoints),
 		cmocka_unit_test(test_console_replay_lazy_index),
 	};

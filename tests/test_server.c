@@ -719,6 +719,120 @@ static void test_server_full_update_split(void **state)
 	xdg_remove();
 }
 
+/* A task that waits on @idle_note until the test ends. */
+static weft_notify_t idle_note;
+
+struct idle {
+	int weft_pc;
+	weft_notified_t nd;
+};
+
+static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
+{
+	struct idle *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_notified_init(&t->nd, &idle_note);
+	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
+	weft_notified_fini(&t->nd);
+	WEFT_ASYNC_END(t);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A console attaching to a process of many tasks (20,000 here, spawned
+ * before anyone listened) gets its first screen first (issue 21): the
+ * full update's first record holds the stats and the tasks of lowest
+ * id, a page of them, not all; the others follow in later records, so
+ * that every task is named in the end, the first record's ids below
+ * all of theirs.
+ */
+static void test_server_full_update_streamed(void **state)
+{
+	enum { TASKS = 20000 };
+	uint64_t *ids = calloc(TASKS + 64, sizeof(*ids)), first_max = 0;
+	size_t nids = 0, first_n = 0, distinct = 0, first_len = 0,
+	       total_len = 0;
+	unsigned records = 0;
+	struct tclient c;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	bool first_seen = false;
+
+	(void)state;
+	assert_non_null(ids);
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < TASKS; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+
+	tc_open(&c, weft__server_unix_path(weft__server_default()));
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	while (distinct < TASKS && (f = tc_next(&c, 20000)) != NULL) {
+		const Weft__V1__Update *u = f->update;
+		size_t len = weft__v1__frame__get_packed_size(f);
+
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		if (!first_seen) {
+			/* The first screen: stats, the full flag, a page. */
+			assert_true(u->full);
+			assert_non_null(u->stats);
+			assert_true(u->stats->live_tasks >= TASKS);
+			assert_true(u->n_tasks > 0 && u->n_tasks < TASKS / 4);
+			first_seen = true;
+			first_n = u->n_tasks;
+			first_len = len;
+			for (size_t i = 0; i < u->n_tasks; i++)
+				if (u->tasks[i]->id > first_max)
+					first_max = u->tasks[i]->id;
+		} else {
+			/* Nothing the first page left out is below it. */
+			for (size_t i = 0; i < u->n_tasks; i++)
+				assert_true(u->tasks[i]->id > first_max);
+		}
+		assert_false(first_seen && records && u->full);
+		records++;
+		total_len += len;
+		for (size_t i = 0; i < u->n_tasks && nids < TASKS + 64; i++)
+			ids[nids++] = u->tasks[i]->id;
+		if (nids >= TASKS) {
+			qsort(ids, nids, sizeof(*ids), cmp_id);
+			distinct = 0;
+			for (size_t i = 0; i < nids; i++)
+				if (!i || ids[i] != ids[i - 1])
+					ids[distinct++] = ids[i];
+			nids = distinct;
+		}
+		weft_wire_frame_free(f);
+	}
+	print_message("first record: %zu tasks, %zu bytes; %zu tasks in %u "
+		      "records, %zu bytes\n",
+		      first_n, first_len, distinct, records, total_len);
+	assert_int_equal(distinct, TASKS);
+	assert_true(records > 2);
+	assert_true(first_len < total_len / 4);
+	tc_close(&c);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	free(ids);
+	xdg_remove();
+}
+
 /*
  * WEFT_CONSOLE_BIND's listener: loopback by default, any port; a client
  * that sends the token gets the header.  With no token given, the
@@ -1069,6 +1183,7 @@ int main(void)
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
+		cmocka_unit_test(test_server_full_update_streamed),
 		cmocka_unit_test(test_server_requests_not_read),
 		cmocka_unit_test(test_server_peer_bounds),
 #ifdef WEFT_TRACE_TOOL

@@ -59,8 +59,11 @@
 #define PARTIAL_DEFAULT_MS 10000u
 #define STALL_DEFAULT_MS 5000u
 #define TICK_MS 100
-/* A client that skipped updates gets a full one again, at most this often. */
+/* A client that skipped updates gets a full one again, at most this often;
+ * while the subscription's own full update is still to come, only after
+ * this long (it may have been lost in a way nobody counted). */
 #define RESYNC_EVERY_NS 1000000000ull
+#define RESYNC_PENDING_NS 10000000000ull
 
 void weft__server_log(const char *fmt, ...)
 {
@@ -161,12 +164,15 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 		    have <= s->buf_max / 2)
 			resync = true;
 	}
-	if (resync && now - s->last_resync >= RESYNC_EVERY_NS) {
+	if (resync && now - s->last_resync >= (s->full_pending ?
+							 RESYNC_PENDING_NS :
+							 RESYNC_EVERY_NS)) {
 		pthread_mutex_lock(&s->stat_lock);
 		s->st.resyncs++;
 		pthread_mutex_unlock(&s->stat_lock);
 		weft__server_sub_reconcile(s, true);
 	}
+	weft__server_stream_have(s); /* what drained since */
 }
 static void *server_main(void *arg)
 {

@@ -538,6 +538,16 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 		c->partial_since = weft_now_ns();
 }
 
+/* Its output drained: a streamed full update may go on (server_stream.c). */
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+
+	(void)bev;
+	if (c->subscribed && c->want_updates)
+		weft__server_stream_have(c->srv);
+}
+
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
@@ -693,7 +703,8 @@ void weft__server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	weft_wire_decoder_init(&c->dec, REQUEST_MAX);
 	c->accepted_ns = weft_now_ns();
-	bufferevent_setcb(c->bev, client_read_cb, NULL, client_event_cb, c);
+	bufferevent_setcb(c->bev, client_read_cb, client_write_cb,
+			  client_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->next = s->clients;
 	s->clients = c;

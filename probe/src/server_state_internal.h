@@ -68,6 +68,15 @@ struct stream {
 	bool updates, events;
 	weft_delta_t delta; /* its filter is the group's */
 	weft_wire_events_t enc;
+	/*
+	 * A full update streamed (server_stream.c): the ids of the tasks
+	 * its first record left out, ascending, and the first not yet
+	 * sent; NULL when none is under way.  chunk: scratch for one
+	 * record's tasks.  Collector thread only.
+	 */
+	uint64_t *backlog;
+	size_t nbacklog, backlog_at;
+	const weft_probe_task_t **chunk;
 };
 
 /* One probe subscription's encoder state: collector thread only (made
@@ -152,6 +161,13 @@ struct weft_server_s {
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
 	uint64_t last_resync;
+	/*
+	 * The active subscription's full update has not been delivered
+	 * yet: a client waiting for it is not resynced (a new subscription
+	 * would throw away a first pass that may take seconds: seeding a
+	 * record for each of 1,000,000 tasks).
+	 */
+	bool full_pending;
 	uint64_t seen_drop_updates, seen_drop_events;
 
 	/* Guarded by qlock. */
@@ -160,6 +176,10 @@ struct weft_server_s {
 	struct sub_ctx *retiring; /* the one active before (compared only) */
 	struct item *qhead, *qtail;
 	size_t qbytes;
+	/* The most output any client of the active context's stream k
+	 * holds, as the server thread last saw it (a streamed full update
+	 * is paced by it: server_stream.c). */
+	size_t stream_have[MAX_STREAMS];
 	uint64_t drop_updates, drop_events; /* events, not records */
 
 	/* Guarded by stat_lock. */
@@ -180,6 +200,7 @@ int weft__server_plan_find(const struct stream *plan, unsigned n,
 void weft__server_sub_reconcile(weft_server_t *s, bool fresh);
 void weft__server_sub_drop(weft_server_t *s);
 void weft__server_deliver(weft_server_t *s);
+void weft__server_stream_have(weft_server_t *s);
 
 /* server_client.c */
 void weft__server_client_close(struct client *c, const char *why, bool bad);
