@@ -119,11 +119,15 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 		return;
 	}
 	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+	/* Folded (most of a wave's): no words needed. */
+	if (!weft__collector_warn_task_row(p, WEFT_WARN_SCHEDULING_DELAY, t,
+					   worker, start, delay))
+		return;
 	snprintf(d, sizeof(d), "woken, then waited %.1f ms for a worker",
 		 (double)delay / 1e6);
 	delay_cause(p, woken_at, start, d, sizeof(d));
-	weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY, t, worker,
-				  start, delay, d);
+	weft__collector_warn(p, WEFT_WARN_SCHEDULING_DELAY, t, worker, start,
+			     delay, "%s", d);
 }
 
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)

@@ -577,6 +577,18 @@ void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail);
+/*
+ * weft__collector_warn_task()'s first half: @t marked, and whether the
+ * warning is a row of its own (then the caller words it and raises it
+ * with weft__collector_warn()) or counted in its fold.  For a warning
+ * whose words cost more than the fold: a wave of woken tasks raises
+ * thousands, nearly all folded, and formatting each (floating point, a
+ * walk of the workers) was most of the collector's time in a spawn
+ * burst under callgrind.
+ */
+bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,
+				   task_rec_t *t, uint16_t worker, uint64_t at,
+				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
 /* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
  * warning when released, or a second on if still held. */
