@@ -177,6 +177,123 @@ static void test_late_spawn_keeps_task_idle(void **state)
 	assert_int_equal(task(14).state, WEFT_TASK_IDLE);
 }
 
+/* Spawn sites: what the runtime's rings say of where tasks come from. */
+static const char site_name[] = "handler", site_file[] = "src/handler.c";
+static const char other_name[] = "other", other_file[] = "src/other.c";
+
+/* Site @id announced on @e's ring at tick @at (SITE, SITE_LOC). */
+static void site(ring_entry_t *e, unsigned at, uint64_t id, const char *name,
+		 const char *file, uint32_t line, uint32_t size)
+{
+	ev(e, at, WEFT_EV_SITE, id, (uintptr_t)name, size);
+	ev(e, at, WEFT_EV_SITE_LOC, id, (uintptr_t)file, line);
+}
+
+/* A SPAWN of @task from site @id (kind @kind). */
+static void spawn(ring_entry_t *e, unsigned at, uint64_t task, uint64_t id,
+		  uint32_t kind)
+{
+	ev(e, at, WEFT_EV_SPAWN, task, 0,
+	   kind | (uint32_t)id << WEFT_SPAWN_SITE_SHIFT);
+}
+
+/* A SPAWN naming a site met on its ring is that site's task: one event. */
+static void test_site_names_spawn(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	site(ring_a, 1, 5, site_name, site_file, 42, 96);
+	spawn(ring_a, 1, 70, 5, 1);
+	spawn(ring_a, 2, 71, 5, 0);
+	pass();
+	t = task(70);
+	assert_ptr_equal(t.name, site_name);
+	assert_ptr_equal(t.file, site_file);
+	assert_int_equal(t.line, 42);
+	assert_int_equal(t.state_size, 96);
+	assert_int_equal(t.kind, 1);
+	t = task(71);
+	assert_ptr_equal(t.name, site_name);
+	assert_int_equal(t.kind, 0);
+	/* The site's id is no task's. */
+	pthread_mutex_lock(&p->lock);
+	assert_null(weft__collector_task(p, 5));
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * A site whose announcement was dropped (or half of it): its tasks show
+ * as not known, not as the site met before them nor the one after.
+ */
+static void test_site_dropped_is_unknown(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	site(ring_a, 1, 5, site_name, site_file, 42, 96);
+	spawn(ring_a, 1, 72, 5, 0);
+	/* Site 6 never met, site 7 only half (its SITE_LOC dropped). */
+	spawn(ring_a, 2, 73, 6, 0);
+	ev(ring_b, 2, WEFT_EV_SITE, 7, (uintptr_t)other_name, 64);
+	spawn(ring_b, 3, 74, 7, 0);
+	/* Past every site a ring can announce. */
+	spawn(ring_b, 3, 75, 100000, 0);
+	pass();
+	assert_ptr_equal(task(72).name, site_name);
+	for (uint64_t id = 73; id <= 75; id++) {
+		t = task(id);
+		assert_null(t.name);
+		assert_null(t.file);
+		assert_int_equal(t.line, 0);
+	}
+	pthread_mutex_lock(&p->lock);
+	assert_int_equal(p->sites_unknown, 3);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * A trace from before sites (and a record with none): SPAWN with site 0,
+ * then SPAWN_INFO and SPAWN_LOC, read as they always were.
+ */
+static void test_site_old_format_reads(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	site(ring_a, 1, 5, site_name, site_file, 42, 96);
+	ev(ring_a, 2, WEFT_EV_SPAWN, 76, 0, 1);
+	ev(ring_a, 2, WEFT_EV_SPAWN_INFO, 76, (uintptr_t)other_name, 4096);
+	ev(ring_a, 2, WEFT_EV_SPAWN_LOC, 76, (uintptr_t)other_file, 7);
+	pass();
+	t = task(76);
+	assert_ptr_equal(t.name, other_name);
+	assert_ptr_equal(t.file, other_file);
+	assert_int_equal(t.line, 7);
+	assert_int_equal(t.state_size, 4096);
+	assert_int_equal(t.kind, 1);
+	assert_true(t.warnings & 1u << WEFT_WARN_LARGE_FUTURE);
+}
+
+/* A large future's warning from its site, located there. */
+static void test_site_large_future_located(void **state)
+{
+	const weft_probe_warning_t *w;
+
+	(void)state;
+	site(ring_b, 1, 9, other_name, other_file, 11, 8192);
+	spawn(ring_b, 1, 77, 9, 0);
+	pass();
+	assert_true(task(77).warnings & 1u << WEFT_WARN_LARGE_FUTURE);
+	pthread_mutex_lock(&p->lock);
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	assert_int_equal(w->kind, WEFT_WARN_LARGE_FUTURE);
+	assert_int_equal(w->task, 77);
+	assert_ptr_equal(w->file, other_file);
+	assert_int_equal(w->line, 11);
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* The SCHEDULING_DELAY warnings raised so far that name @task. */
 static unsigned delay_warnings(uint64_t task)
 {
@@ -516,6 +633,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_res_pool_convoy_over,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_pool_culprit_late,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_site_names_spawn, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_site_dropped_is_unknown,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_site_old_format_reads,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_site_large_future_located,
 						setup, teardown),
 	};
 

@@ -251,6 +251,129 @@ static void test_probe_names_tasks_spawned_before_listening(void **state)
 	sink_free(s, sub);
 }
 
+/* ---------------------------------------------------------- spawn sites */
+
+/* A sink that also counts the events of each kind it is handed. */
+struct kind_sink {
+	struct sink s; /* first: sink_update() takes the whole as one */
+	atomic_uint kinds[WEFT_EV_MAX];
+	atomic_uint site_spawns; /* SPAWNs naming a site */
+};
+
+static void kind_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	struct kind_sink *k = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind < WEFT_EV_MAX)
+			atomic_fetch_add(&k->kinds[ev[i].kind], 1);
+		if (ev[i].kind == WEFT_EV_SPAWN &&
+		    ev[i].a2 >> WEFT_SPAWN_SITE_SHIFT)
+			atomic_fetch_add(&k->site_spawns, 1);
+	}
+}
+
+static struct kind_sink *kind_sink_new(bool events, weft_probe_sub_t **sub)
+{
+	struct kind_sink *k = calloc(1, sizeof(*k));
+
+	assert_non_null(k);
+	pthread_mutex_init(&k->s.lock, NULL);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = events,
+						  .on_events = kind_events,
+						  .on_update = sink_update,
+						  .ctx = k },
+			sub),
+		0);
+	return k;
+}
+
+static void kind_sink_free(struct kind_sink *k, weft_probe_sub_t *sub)
+{
+	weft_probe_unsubscribe(sub);
+	pthread_mutex_destroy(&k->s.lock);
+	free(k);
+}
+
+#define SITE_SPAWNS 20
+
+/* @n tasks of one spawn site (this line), run from this thread. */
+static uint64_t spawn_from_site(weft_runtime_t *rt, unsigned n)
+{
+	struct quick q = { 0 };
+	uint64_t id = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		id = run_task_at(rt, "site-task", quick_poll, &q, sizeof(q),
+				 "site.c", 77);
+	return id;
+}
+
+static void assert_site_task(struct sink *s, uint64_t id)
+{
+	weft_probe_task_t t;
+
+	assert_true(sink_task(s, id, &t));
+	assert_non_null(t.name);
+	assert_string_equal(t.name, "site-task");
+	assert_non_null(t.file);
+	assert_string_equal(t.file, "site.c");
+	assert_int_equal(t.line, 77);
+	assert_int_equal(t.state_size, sizeof(struct quick));
+}
+
+/*
+ * A spawn is one event naming its site, which the spawning thread's ring
+ * announces once a listening period: a subscriber that comes after the
+ * collector stopped (a new listening period) still learns the site, and
+ * one that comes while another listens learns it from the collector.
+ */
+static void test_probe_spawn_sites(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub, *late;
+	struct kind_sink *a, *b, *c;
+	uint64_t id;
+
+	(void)state;
+	a = kind_sink_new(true, &sub);
+	id = spawn_from_site(rt, SITE_SPAWNS);
+	weft_probe_flush();
+	assert_site_task(&a->s, id);
+	assert_int_equal(atomic_load(&a->site_spawns), SITE_SPAWNS);
+	assert_int_equal(atomic_load(&a->kinds[WEFT_EV_SPAWN_INFO]), 0);
+	assert_int_equal(atomic_load(&a->kinds[WEFT_EV_SPAWN_LOC]), 0);
+	/* This thread's ring told it once (weft_probe_flush() spawns
+	 * nothing). */
+	assert_int_equal(atomic_load(&a->kinds[WEFT_EV_SITE]), 1);
+	assert_int_equal(atomic_load(&a->kinds[WEFT_EV_SITE_LOC]), 1);
+	kind_sink_free(a, sub);
+
+	/* The collector stopped and forgot it: a new period, told again. */
+	b = kind_sink_new(true, &sub);
+	id = spawn_from_site(rt, SITE_SPAWNS);
+	weft_probe_flush();
+	assert_site_task(&b->s, id);
+	assert_int_equal(atomic_load(&b->kinds[WEFT_EV_SITE]), 1);
+	assert_int_equal(atomic_load(&b->site_spawns), SITE_SPAWNS);
+
+	/* A late subscriber, while b listens: nothing told again, and its
+	 * first (full) update names the task all the same. */
+	c = kind_sink_new(true, &late);
+	weft_probe_flush();
+	assert_site_task(&c->s, id);
+	id = spawn_from_site(rt, SITE_SPAWNS);
+	weft_probe_flush();
+	assert_site_task(&c->s, id);
+	assert_int_equal(atomic_load(&c->kinds[WEFT_EV_SITE]), 0);
+	assert_int_equal(atomic_load(&b->kinds[WEFT_EV_SITE]), 1);
+	kind_sink_free(c, late);
+	kind_sink_free(b, sub);
+	rt_done(rt);
+}
+
 /*
  * Two runtimes: the probe describes the first one made.  When it is
  * destroyed, the other is described next: its workers, and its live
@@ -1234,6 +1357,7 @@ int main(int argc, char **argv)
 					  teardown),
 		cmocka_unit_test_teardown(test_probe_reports_off_cpu_time, teardown),
 		cmocka_unit_test_teardown(test_probe_names_tasks_spawned_before_listening, teardown),
+		cmocka_unit_test_teardown(test_probe_spawn_sites, teardown),
 		cmocka_unit_test_teardown(test_probe_first_event_needs_no_lock, teardown),
 		cmocka_unit_test_teardown(test_probe_late_release_revives_nothing,
 					  teardown),

@@ -547,6 +547,7 @@ void weft__collector_stop(struct probe *p)
 	p->pub_changed = NULL;
 	p->pub_cap = 0;
 	weft__collector_res_stop(p);
+	weft__collector_sites_free(p);
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);

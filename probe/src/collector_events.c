@@ -6,6 +6,7 @@
  * inline (the record cache's in collector_internal.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collector_internal.h"
@@ -118,11 +119,15 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 		return;
 	}
 	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+	/* Folded (most of a wave's): no words needed. */
+	if (!weft__collector_warn_task_row(p, WEFT_WARN_SCHEDULING_DELAY, t,
+					   worker, start, delay))
+		return;
 	snprintf(d, sizeof(d), "woken, then waited %.1f ms for a worker",
 		 (double)delay / 1e6);
 	delay_cause(p, woken_at, start, d, sizeof(d));
-	weft__collector_warn_task(p, WEFT_WARN_SCHEDULING_DELAY, t, worker,
-				  start, delay, d);
+	weft__collector_warn(p, WEFT_WARN_SCHEDULING_DELAY, t, worker, start,
+			     delay, "%s", d);
 }
 
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
@@ -317,6 +322,95 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 	weft__collector_task_changed(p, t);
 }
 
+/* ----------------------------------------------------------- spawn sites */
+
+void weft__collector_sites_free(struct probe *p)
+{
+	free(p->sites);
+	p->sites = NULL;
+	p->nsites = 0;
+	p->sites_unknown = 0;
+}
+
+/* Site @id's slot, grown to it (NULL: past the bound or no memory). */
+__attribute__((noinline)) static struct spawn_site *site_slot(struct probe *p,
+							      uint64_t id)
+{
+	size_t n = p->nsites ? p->nsites : 64;
+	struct spawn_site *s;
+
+	if (id == 0 || id > WEFT_RING_SITES)
+		return NULL;
+	if (id < p->nsites)
+		return &p->sites[id];
+	while (n <= id)
+		n *= 2;
+	s = realloc(p->sites, n * sizeof(*s));
+	if (!s)
+		return NULL;
+	memset(s + p->nsites, 0, (n - p->nsites) * sizeof(*s));
+	p->sites = s;
+	p->nsites = n;
+	return &s[id];
+}
+
+/*
+ * SITE or SITE_LOC: a site met, as its ring announced it before its
+ * first SPAWN there.  Again (another ring, a new listening period): the
+ * same values, ids being never reused.
+ */
+static void on_site(struct probe *p, const weft_event_t *ev)
+{
+	struct spawn_site *s = site_slot(p, ev->task);
+
+	if (!s)
+		return;
+	if (ev->kind == WEFT_EV_SITE) {
+		s->name = (const char *)(uintptr_t)ev->a1;
+		s->state_size = ev->a2;
+		s->have |= SITE_HAVE_NAME;
+	} else {
+		s->file = (const char *)(uintptr_t)ev->a1;
+		s->line = ev->a2;
+		s->have |= SITE_HAVE_LOC;
+	}
+}
+
+static void warn_large_future(struct probe *p, task_rec_t *t,
+			      const weft_event_t *ev)
+{
+	char d[96];
+
+	snprintf(d, sizeof(d), "its future's state is %u bytes",
+		 t->pub.state_size);
+	weft__collector_warn_task(p, WEFT_WARN_LARGE_FUTURE, t, ev->worker,
+				  ev->ts, 0, d);
+}
+
+/*
+ * A SPAWN's site (@site, not 0): @t named and located by it, if met.  A
+ * site not met leaves @t as it was (unnamed, or named by the owned list's
+ * seed): a dropped announcement costs its tasks their names, never gives
+ * them another's.
+ */
+static void spawn_site(struct probe *p, task_rec_t *t, const weft_event_t *ev,
+		       uint32_t site)
+{
+	const struct spawn_site *s = site < p->nsites ? &p->sites[site] : NULL;
+
+	if (!s || s->have != (SITE_HAVE_NAME | SITE_HAVE_LOC)) {
+		p->sites_unknown++;
+		return;
+	}
+	t->pub.name = s->name;
+	t->pub.state_size = s->state_size;
+	t->pub.file = s->file;
+	t->pub.line = s->line;
+	if (s->state_size >= p->config.large_future_bytes)
+		warn_large_future(p, t, ev);
+	weft__collector_leak_spawned(p, t);
+}
+
 /*
  * Whether an event of @kind may create the record of a task not known:
  * only those the task makes while it exists and that say something of it
@@ -370,6 +464,11 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			on_wake(p, t, ev);
 		return;
 	}
+	/* Spawn sites: their task field is the site's id. */
+	if (ev->kind == WEFT_EV_SITE || ev->kind == WEFT_EV_SITE_LOC) {
+		on_site(p, ev);
+		return;
+	}
 	/* Resources: their task field may be a resource's id (RES_NAME). */
 	if (ev->kind >= WEFT_EV_RES_NEW && ev->kind <= WEFT_EV_RES_LABEL) {
 		weft__collector_res_event(p, ev);
@@ -388,8 +487,12 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		t->seen_spawn = true;
 		t->spawn_worker = ev->worker;
 		t->pub.parent = ev->a1;
-		t->pub.kind = (uint8_t)ev->a2;
+		t->pub.kind = (uint8_t)(ev->a2 & WEFT_SPAWN_KIND_MASK);
 		t->pub.spawned_ns = ev->ts;
+		/* Site 0: a trace from before sites, or a record with none;
+		 * its SPAWN_INFO and SPAWN_LOC follow. */
+		if (ev->a2 >> WEFT_SPAWN_SITE_SHIFT)
+			spawn_site(p, t, ev, ev->a2 >> WEFT_SPAWN_SITE_SHIFT);
 		/*
 		 * Queued from its spawn, unless its polls came first: a pass
 		 * takes each ring up to the tail it saw, and a ring read
@@ -410,14 +513,8 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			break;
 		t->pub.name = (const char *)(uintptr_t)ev->a1;
 		t->pub.state_size = ev->a2;
-		if (ev->a2 >= p->config.large_future_bytes) {
-			char d[96];
-
-			snprintf(d, sizeof(d), "its future's state is %u bytes",
-				 ev->a2);
-			weft__collector_warn_task(p, WEFT_WARN_LARGE_FUTURE, t,
-						  ev->worker, ev->ts, 0, d);
-		}
+		if (ev->a2 >= p->config.large_future_bytes)
+			warn_large_future(p, t, ev);
 		break;
 	case WEFT_EV_SPAWN_LOC:
 		if (!t)

@@ -325,6 +325,19 @@ struct probe {
 	uint64_t res_checked_at;
 	uint64_t res_rate_at;
 	struct res_acq_s other_last_acq; /* the other threads' */
+	/*
+	 * Spawn sites met (SITE, SITE_LOC: collector_events.c), by id, for
+	 * the SPAWNs that name them; nsites slots (grown to the largest id
+	 * met).  A site not met (its announcement dropped) names nothing:
+	 * its tasks stay unnamed, never another site's.
+	 */
+	struct spawn_site {
+		const char *name, *file;
+		uint32_t line, state_size;
+		uint8_t have; /* SITE_HAVE_* */
+	} * sites;
+	size_t nsites;
+	uint64_t sites_unknown; /* SPAWNs of a site not met */
 	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
 	struct leak_state *leak;
 	/*
@@ -501,6 +514,10 @@ size_t weft__collector_take_chunk(struct probe *p, size_t *nheap);
 void weft__collector_free_orphans(struct probe *p);
 
 /* collector_events.c */
+#define SITE_HAVE_NAME 1u /* its SITE came */
+#define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
+/* Forgets the spawn sites met (the collector stops). */
+void weft__collector_sites_free(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 			     task_rec_t **last_spawn);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
@@ -560,6 +577,18 @@ void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail);
+/*
+ * weft__collector_warn_task()'s first half: @t marked, and whether the
+ * warning is a row of its own (then the caller words it and raises it
+ * with weft__collector_warn()) or counted in its fold.  For a warning
+ * whose words cost more than the fold: a wave of woken tasks raises
+ * thousands, nearly all folded, and formatting each (floating point, a
+ * walk of the workers) was most of the collector's time in a spawn
+ * burst under callgrind.
+ */
+bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,
+				   task_rec_t *t, uint16_t worker, uint64_t at,
+				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
 /* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
  * warning when released, or a second on if still held. */

@@ -294,14 +294,21 @@ void weft__collector_fold_flush(struct probe *p, uint64_t now)
 	}
 }
 
+bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,
+				   task_rec_t *t, uint16_t worker, uint64_t at,
+				   uint64_t value)
+{
+	t->pub.warnings |= 1u << kind;
+	weft__collector_task_changed(p, t);
+	return fold_row(p, kind, t->pub.name, t->pub.file, t->pub.line,
+			t->pub.id, worker, at, value);
+}
+
 void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 			       uint16_t worker, uint64_t at, uint64_t value,
 			       const char *detail)
 {
-	t->pub.warnings |= 1u << kind;
-	weft__collector_task_changed(p, t);
-	if (fold_row(p, kind, t->pub.name, t->pub.file, t->pub.line,
-		     t->pub.id, worker, at, value))
+	if (weft__collector_warn_task_row(p, kind, t, worker, at, value))
 		weft__collector_warn(p, kind, t, worker, at, value, "%s",
 				     detail);
 }

@@ -38,11 +38,23 @@ enum ring_drop_reason {
 	RING_DROP_REASONS
 };
 
+/* Spawn site ids a ring's bitmap covers (1 .. WEFT_RING_SITES). */
+#define WEFT_RING_SITES 4096u
+
 typedef struct weft_ring_s {
 	/* Producer side. */
 	weft__cacheline_aligned _Atomic uint64_t tail;
 	uint64_t check_at; /* look at head again when tail gets here */
 	weft_counter_t drops[RING_DROP_REASONS];
+	/*
+	 * The spawn sites this ring has announced (SITE, SITE_LOC; bit id - 1)
+	 * in listening period sites_gen (weft__probe_listen_gen): a site is
+	 * announced on every ring that spawns from it, before its first
+	 * SPAWN there, so the collector meets it first whatever order the
+	 * rings are read in (runtime/src/task.c).  The producer's alone.
+	 */
+	uint32_t sites_gen;
+	uint64_t sites_told[WEFT_RING_SITES / 64];
 	/* Consumer side. */
 	weft__cacheline_aligned _Atomic uint64_t head;
 	/* Fixed at creation. */

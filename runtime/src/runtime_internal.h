@@ -97,6 +97,12 @@ typedef struct weft__spawn_rec_s {
 	uint32_t state_size;
 	uint8_t kind;        /* weft_spawn_t.kind, for the probe */
 	uint8_t alloc_class; /* task_alloc.c */
+	/*
+	 * Its spawn site's id for the probe (SPAWN a2, SITE): its index in
+	 * the table + 1, never reused; 0 for a record in a task's block,
+	 * whose spawns name and locate themselves (SPAWN_INFO, SPAWN_LOC).
+	 */
+	uint16_t site;
 } weft__spawn_rec_t;
 
 /*

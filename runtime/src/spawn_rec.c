@@ -24,8 +24,12 @@
 #include <string.h>
 
 #include "runtime_internal.h"
+#include "ring.h"
 
 #define REC_MAX 4096u   /* records */
+/* A record's index + 1 is its spawn site's id, which a ring's bitmap of
+ * sites announced covers (ring.h). */
+_Static_assert(REC_MAX <= WEFT_RING_SITES, "site ids fit the rings' bitmaps");
 #define REC_SLOTS 8192u /* hash slots, a power of two */
 #define REC_PROBES 32u  /* slots a key may look at */
 
@@ -84,6 +88,7 @@ void weft__spawn_rec_fill(weft__spawn_rec_t *rec, weft_runtime_t *rt,
 	rec->kind = (uint8_t)spec->kind;
 	rec->alloc_class = weft__task_alloc_class(
 		weft__task_block_size(spec->size, inline_rec));
+	rec->site = 0; /* weft__spawn_rec_get() numbers the table's */
 }
 
 /*
@@ -141,6 +146,7 @@ const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
 	if (nrecs == REC_MAX)
 		store_relaxed(&full, true);
 	weft__spawn_rec_fill(rec, rt, spec, false);
+	rec->site = (uint16_t)nrecs; /* its index + 1 */
 	/*
 	 * Release: orders the record's fields before the slot that names
 	 * it; pairs with the acquire in lookup().  Tasks that hold it are

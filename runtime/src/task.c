@@ -670,20 +670,82 @@ out:
 /* ---------------------------------------------------------------- spawn */
 
 #if WEFT_PROBE
-/* The spawn's three events, out of line (see the waker's entry points). */
+/*
+ * Announces @rec's site on @r (SITE, SITE_LOC, stamped @ts) unless this
+ * ring did in this listening period.  Return: whether the collector will
+ * have met the site by this ring's next event.  Both events pushed or the
+ * site is not marked told: a ring that dropped half of it tells it again
+ * at the site's next spawn, and this spawn names itself the old way.
+ *
+ * Per ring, not per record: a spawn inside a poll is stamped with the
+ * poll's start, which can be older than another ring's announcement of
+ * the same site, and the collector merges rings by stamp; on one ring
+ * the SITE is always before the SPAWN.  Relaxed load of the generation:
+ * one stale a moment after listening began makes this ring announce its
+ * sites twice (the collector takes a repeat) or, at worst, take a site
+ * for told that the collector never met, which then shows as not known,
+ * never as another site (ids are not reused).
+ */
+static bool site_told(weft_ring_t *r, const weft__spawn_rec_t *rec, uint64_t ts)
+{
+	uint32_t gen = load_relaxed(&weft__probe_listen_gen);
+	unsigned i = rec->site - 1u;
+	uint64_t bit = 1ull << (i % 64);
+	weft_event_t ev = { .ts = ts,
+			    .task = rec->site,
+			    .a1 = (uintptr_t)rec->name,
+			    .a2 = rec->state_size,
+			    .worker = weft__probe_worker,
+			    .kind = WEFT_EV_SITE };
+
+	if (__builtin_expect(r->sites_gen != gen, 0)) {
+		memset(r->sites_told, 0, sizeof(r->sites_told));
+		r->sites_gen = gen;
+	}
+	if (r->sites_told[i / 64] & bit)
+		return true;
+	if (!weft__ring_push_spsc(r, &ev))
+		return false;
+	ev.kind = WEFT_EV_SITE_LOC;
+	ev.a1 = (uintptr_t)rec->file;
+	ev.a2 = (uint32_t)rec->line;
+	if (!weft__ring_push_spsc(r, &ev))
+		return false;
+	r->sites_told[i / 64] |= bit;
+	return true;
+}
+
+/*
+ * The spawn's event, out of line (see the waker's entry points): one
+ * SPAWN naming its site, the site announced first where this ring has
+ * not yet; or, for a record with no site (or a site this ring could not
+ * announce), the SPAWN and its SPAWN_INFO and SPAWN_LOC.
+ */
 __attribute__((noinline)) static void
 spawn_probed(const weft_task_t *t, const weft_spawn_t *spec)
 {
-	uint64_t ts = weft__probe_poll_ts ? weft__probe_poll_ts
-					  : weft__probe_clock();
+	const weft__spawn_rec_t *rec = t->rec;
+	weft_ring_t *r = weft__probe_ring;
+	uint32_t a2 = (uint32_t)spec->kind & WEFT_SPAWN_KIND_MASK;
+	uint64_t ts;
 
-	weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id,
-			    (uint32_t)spec->kind);
-	/* A first event moves a poll's start on (weft__probe_emit_first). */
-	if (weft__probe_poll_ts)
-		ts = weft__probe_poll_ts;
+	/*
+	 * The thread's first event: its ring first, which moves a poll's
+	 * start on (weft__probe_ring_register()), so every event below
+	 * takes the new one.  NULL: nobody listens any more.
+	 */
+	if (__builtin_expect(!r, 0) && !(r = weft__probe_ring_register()))
+		return;
+	ts = weft__probe_poll_ts ? weft__probe_poll_ts : weft__probe_clock();
+	if (rec->site && site_told(r, rec, ts)) {
+		weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id,
+				    a2 | (uint32_t)rec->site
+						    << WEFT_SPAWN_SITE_SHIFT);
+		return;
+	}
+	weft__probe_emit_at(ts, WEFT_EV_SPAWN, t->id, weft__cur_task_id, a2);
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_INFO, t->id,
-			    (uintptr_t)spec->name, t->rec->state_size);
+			    (uintptr_t)spec->name, rec->state_size);
 	weft__probe_emit_at(ts, WEFT_EV_SPAWN_LOC, t->id,
 			    (uintptr_t)spec->file, (uint32_t)spec->line);
 }

@@ -41,6 +41,7 @@ struct producer {
 	unsigned polls;   /* polls of the current round's tasks */
 	uint64_t ids[TASKS / RINGS];
 	size_t fill; /* events to push this time */
+	bool site_told; /* chained_spawn's site announced on this ring */
 };
 
 static void push(struct producer *pr, uint8_t kind, uint64_t task, uint64_t a1,
@@ -67,16 +68,23 @@ static void produce_chained(struct producer *pr)
 {
 	size_t n = 0;
 
+	/* The site, once a ring, before its first SPAWN (as a runtime's
+	 * ring announces it: runtime/src/task.c). */
+	if (!pr->site_told) {
+		pr->site_told = true;
+		push(pr, WEFT_EV_SITE, 1, (uintptr_t) "link", 64);
+		push(pr, WEFT_EV_SITE_LOC, 1, (uintptr_t)__FILE__, __LINE__);
+		n += 2;
+	}
 	while (n < pr->fill) {
 		uint64_t id = pr->next_id;
 
 		pr->next_id += RINGS;
-		push(pr, WEFT_EV_SPAWN, id, id > RINGS ? id - RINGS : 0, 0);
-		push(pr, WEFT_EV_SPAWN_INFO, id, (uintptr_t) "link", 64);
-		push(pr, WEFT_EV_SPAWN_LOC, id, (uintptr_t)__FILE__, __LINE__);
+		push(pr, WEFT_EV_SPAWN, id, id > RINGS ? id - RINGS : 0,
+		     1u << WEFT_SPAWN_SITE_SHIFT);
 		push(pr, WEFT_EV_POLL, id, 80, WEFT_POLL_READY);
 		push(pr, WEFT_EV_COMPLETE, id, 0, 0);
-		n += 5;
+		n += 3;
 	}
 }
 

@@ -19,6 +19,13 @@
 #
 # MODES="off record" picks some.  URL_PATH=/fast-task asks weft-demo for
 # /fast-task instead (a task per request; the other servers keep /fast).
+# With BASE=dir, MODES may name base-counters and base-events: counters
+# and events with weft-demo and weft-console from another build dir (a
+# tree before a change, built with the same flags), in the same
+# interleaved rounds; events against counters is then printed for each
+# tree, as the median of the rounds' ratios.
+# NO_BUILD=1 uses the build dirs as they are; JOBS=N builds with -jN
+# (default 2).
 # wrk -t1 -c64 -dSECONDS (default 10 s, 5 rounds; 1 s of warm-up each),
 # the servers with 2 workers.  Prints each round's req/s and then the
 # median per mode with the ratio to `off`.  Progress on stderr.
@@ -39,7 +46,7 @@ ANCHORS="${ANCHORS:-/tmp/anchors/build}"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -55,12 +62,16 @@ build()
 	say "building $dir"
 	cmake -S "$REPO" -B "$REPO/$dir" -DCMAKE_BUILD_TYPE=Release \
 		-DWEFT_BUILD_TESTS=OFF "$@" >/dev/null
-	cmake --build "$REPO/$dir" -j2 --target weft-demo weft-bench \
-		weft-console >/dev/null
+	cmake --build "$REPO/$dir" -j"${JOBS:-2}" --target weft-demo \
+		weft-bench weft-console >/dev/null
 }
 
-build build/bench-probe-on -DWEFT_PROBE=ON
-build build/bench-probe-off -DWEFT_PROBE=OFF
+if [ -z "${NO_BUILD:-}" ]; then
+	build build/bench-probe-on -DWEFT_PROBE=ON
+	case " ${MODES:-off} " in
+	*" off "*) build build/bench-probe-off -DWEFT_PROBE=OFF ;;
+	esac
+fi
 on=$REPO/build/bench-probe-on
 off=$REPO/build/bench-probe-off
 tokio=$ANCHORS/cargo-target/release/tokio-bench
@@ -108,6 +119,15 @@ cpu_ticks()
 }
 hz=$(getconf CLK_TCK)
 
+# dir_of MODE -> the build dir its weft-demo and weft-console come from
+dir_of()
+{
+	case $1 in
+	base-*) echo "$BASE" ;;
+	*) echo "$on" ;;
+	esac
+}
+
 # run MODE -> "req/s cpu-us-per-request" on stdout
 run()
 {
@@ -119,12 +139,12 @@ run()
 		WEFT_CONSOLE=off "$off/tools/demo/weft-demo" \
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
-	counters)
-		"$on/tools/demo/weft-demo" \
+	counters | base-counters)
+		"$(dir_of "$mode")/tools/demo/weft-demo" \
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
-	record | events)
-		WEFT_TRACE="$tmp/run.weft" "$on/tools/demo/weft-demo" \
+	record | events | base-events)
+		WEFT_TRACE="$tmp/run.weft" "$(dir_of "$mode")/tools/demo/weft-demo" \
 			--listen "127.0.0.1:$port" --workers 2 >/dev/null 2>&1 &
 		;;
 	bench)
@@ -140,8 +160,8 @@ run()
 	pid=$!
 	pids+=("$pid")
 	wait_port "$port"
-	if [ "$mode" = events ]; then
-		"$on/console/weft-console" --once --view tasks \
+	if [ "$mode" = events ] || [ "$mode" = base-events ]; then
+		"$(dir_of "$mode")/console/weft-console" --once --view tasks \
 			--after "$((SECS + 3))s" "$pid" >"$tmp/console" 2>&1 &
 		cpid=$!
 		sleep 0.5
@@ -159,7 +179,8 @@ run()
 	fi
 	kill -TERM "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
-	if [ "$mode" = events ] || [ "$mode" = record ]; then
+	if [ "$mode" = events ] || [ "$mode" = record ] ||
+		[ "$mode" = base-events ]; then
 		[ -s "$tmp/run.weft" ] || die "the recorder wrote nothing"
 		rm -f "$tmp/run.weft"
 	fi
@@ -193,4 +214,22 @@ for m in $modes; do
 		-v r="${all[$m]}" 'BEGIN {
 		printf "%-10s %10.0f %8.3f %12.2f %8.3f  %s\n", m, v, v / b,
 			c, (cb > 0 ? c / cb : 0), r }'
+done
+
+# events / counters, round by round, for this tree and BASE's; the same
+# for the CPU a request costs.
+ratios()
+{
+	paste <(echo "$1" | tr ' ' '\n' | sed '/^$/d') \
+		<(echo "$2" | tr ' ' '\n' | sed '/^$/d') |
+		awk '{ printf "%.3f\n", $2 / $1 }'
+}
+for pre in "" base-; do
+	[ -n "${all[${pre}counters]:-}" ] && [ -n "${all[${pre}events]:-}" ] ||
+		continue
+	r=$(ratios "${all[${pre}counters]}" "${all[${pre}events]}")
+	c=$(ratios "${cpu[${pre}counters]}" "${cpu[${pre}events]}")
+	printf '%s: req/s median %s (rounds %s); cpu/req median %s (rounds %s)\n' \
+		"${pre}events/${pre}counters" "$(echo "$r" | median)" \
+		"$(echo $r)" "$(echo "$c" | median)" "$(echo $c)"
 done

@@ -102,6 +102,9 @@ struct worker {
 	uint64_t poll_ns, window_polls, window_poll_ns, window_max;
 	uint64_t busy_since;
 	uint64_t last_delay_warn;
+	/* The spawn sites its ring has announced (bit: site index), as a
+	 * runtime's ring announces each before its first SPAWN there. */
+	uint32_t sites_told;
 };
 
 struct gentrace {

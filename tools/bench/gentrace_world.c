@@ -166,11 +166,20 @@ static uint32_t task_new(struct worker *w, unsigned site, uint64_t parent,
 	t->since = at;
 	t->wait = NWAIT;
 	t->parked = PARKED_NONE;
-	wemit(w, at, WEFT_EV_SPAWN, t->id, parent, 0);
-	wemit(w, at, WEFT_EV_SPAWN_INFO, t->id, addr_of_site(site),
-	      sites[site].state_size);
-	wemit(w, at, WEFT_EV_SPAWN_LOC, t->id, addr_of_file(site),
-	      sites[site].line);
+	/*
+	 * One event a spawn, naming its site (id: index + 1), which the
+	 * worker's ring announces before its first spawn from it, as a
+	 * runtime's does (runtime/src/task.c).
+	 */
+	if (!(w->sites_told & 1u << site)) {
+		w->sites_told |= 1u << site;
+		wemit(w, at, WEFT_EV_SITE, site + 1, addr_of_site(site),
+		      sites[site].state_size);
+		wemit(w, at, WEFT_EV_SITE_LOC, site + 1, addr_of_file(site),
+		      sites[site].line);
+	}
+	wemit(w, at, WEFT_EV_SPAWN, t->id, parent,
+	      (uint32_t)(site + 1) << WEFT_SPAWN_SITE_SHIFT);
 	w->model.counters.spawned++;
 	g.spawned++;
 	if (++g.live > g.live_max)

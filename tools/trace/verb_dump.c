@@ -69,8 +69,26 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 				 "?");
 		break;
 	case WEFT_EV_SPAWN:
-		snprintf(buf, len, "parent=%llu kind=%s", a1,
-			 a2 ? "fiber" : "future");
+		/* a2: the kind, and above it the site (0: none, a trace from
+		 * before sites; SPAWN_INFO and SPAWN_LOC follow). */
+		if (a2 >> WEFT_SPAWN_SITE_SHIFT)
+			snprintf(buf, len, "parent=%llu kind=%s site=%u", a1,
+				 a2 & WEFT_SPAWN_KIND_MASK ? "fiber" : "future",
+				 a2 >> WEFT_SPAWN_SITE_SHIFT);
+		else
+			snprintf(buf, len, "parent=%llu kind=%s", a1,
+				 a2 & WEFT_SPAWN_KIND_MASK ? "fiber" :
+							     "future");
+		break;
+	case WEFT_EV_SITE:
+		/* Its task field is the site's id; a1 a string's address in
+		 * the process: the name is in its tasks' records. */
+		snprintf(buf, len, "site=%llu size=%u",
+			 (unsigned long long)e->task, a2);
+		break;
+	case WEFT_EV_SITE_LOC:
+		snprintf(buf, len, "site=%llu line=%u",
+			 (unsigned long long)e->task, a2);
 		break;
 	case WEFT_EV_STEAL:
 		snprintf(buf, len, "victim=%llu count=%u", a1, a2);
@@ -195,8 +213,10 @@ int tt_verb_dump(int argc, char **argv)
 			snprintf(w, sizeof(w), "-");
 		else
 			snprintf(w, sizeof(w), "%u", e->worker);
-		/* RES_NAME's task field is its resource's id. */
-		if (e->task && e->kind != WEFT_EV_RES_NAME)
+		/* RES_NAME's task field is its resource's id, SITE's and
+		 * SITE_LOC's a spawn site's. */
+		if (e->task && e->kind != WEFT_EV_RES_NAME &&
+		    e->kind != WEFT_EV_SITE && e->kind != WEFT_EV_SITE_LOC)
 			snprintf(task, sizeof(task), "%llu(%s)",
 				 (unsigned long long)e->task,
 				 tt_task_label(&t, e->task, name,

@@ -16,9 +16,12 @@
 #include "weft/common.h"
 
 #define WEFT_EVENT_KINDS(X)                                                    \
-	X(SPAWN, 1, "spawn", "a1=parent task, a2=kind")                       \
+	X(SPAWN, 1, "spawn",                                                  \
+	  "a1=parent task, a2=kind | site id << WEFT_SPAWN_SITE_SHIFT (0: "   \
+	  "no site, SPAWN_INFO and SPAWN_LOC follow)")                        \
 	X(SPAWN_INFO, 2, "spawn-info",                                        \
-	  "a1=name (static string), a2=state size; follows SPAWN")            \
+	  "a1=name (static string), a2=state size; follows a SPAWN of no "    \
+	  "site")                                                             \
 	X(SPAWN_LOC, 3, "spawn-loc",                                          \
 	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
 	X(POLL, 4, "poll",                                                    \
@@ -85,7 +88,14 @@
 	X(LOCK_HELD_END, 36, "lock-held-end",                                 \
 	  "task=the holder, a1=lock (as in its LOCK_HELD_PENDING), "          \
 	  "a2=threads that began to block on it meanwhile: a weft_mutex_t "   \
-	  "held across an await was released")
+	  "held across an await was released")                               \
+	X(SITE, 37, "spawn-site",                                             \
+	  "task=the site's id (not a task's), a1=name (static string), "      \
+	  "a2=state size; announces a spawn site on its ring, before the "    \
+	  "ring's first SPAWN of it in a listening period; SITE_LOC follows") \
+	X(SITE_LOC, 38, "spawn-site-loc",                                     \
+	  "task=the site's id, a1=file (static string), a2=line; follows "    \
+	  "SITE")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
@@ -150,6 +160,22 @@ typedef enum weft_resource_op_e {
  */
 #define WEFT_RES_ACQUIRED 0x400u
 #define WEFT_RES_COUNT_SHIFT 16
+
+/*
+ * Spawn sites (SPAWN a2).  A spawn is one event: its kind in the low byte
+ * and, above it, the id of its site, the spawn record every task spawned
+ * with the same spec shares (name, file, line, state size, kind).  Ids
+ * are the process's, never reused, and mean the same record for as long
+ * as it runs.  A ring announces a site (SITE, SITE_LOC) before its first
+ * SPAWN of it in each listening period, so a reader meets the site before
+ * any task of it on that ring; a SPAWN whose site it never met (the
+ * announcement dropped, a reader that came late) is a task of a site not
+ * known, never another site's.  Site 0: no id (the record table was
+ * full, or a trace from before sites), and SPAWN_INFO and SPAWN_LOC
+ * follow the SPAWN as they always did.
+ */
+#define WEFT_SPAWN_KIND_MASK 0xffu
+#define WEFT_SPAWN_SITE_SHIFT 8
 
 /* Sources of a wake (WEFT_EV_WAKE a2). */
 #define WEFT_WAKE_SOURCES(X)                                                   \
