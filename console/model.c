@@ -682,7 +682,7 @@ void con_model_watch(con_model_t *m, uint64_t id)
 	for (uint64_t i = from; i < m->nrecent; i++) {
 		const weft_event_t *e = &m->recent[i % m->recent_cap];
 
-		if (e->task == id)
+		if (weft_event_task(e) == id)
 			watch_put(m, e);
 	}
 }
@@ -718,7 +718,7 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 						      sizeof(*m->recent));
 		}
 		m->recent[m->nrecent++ % m->recent_cap] = ev[i];
-		if (m->watch_task && ev[i].task == m->watch_task)
+		if (m->watch_task && weft_event_task(&ev[i]) == m->watch_task)
 			watch_put(m, &ev[i]);
 	}
 	for (size_t i = 0; i < n; i++)

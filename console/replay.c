@@ -761,7 +761,7 @@ size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
 		k = weft_wire_batch_decode(f->events, ev, f->events->count);
 		weft_wire_frame_free(f);
 		for (int j = k - 1; j >= 0 && n < cap; j--)
-			if (ev[j].task == id)
+			if (weft_event_task(&ev[j]) == id)
 				got[n++] = ev[j];
 		/* Once enough are found, a few more batches for the overlap. */
 		if (n >= max)

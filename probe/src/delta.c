@@ -267,16 +267,9 @@ bool weft__delta_filter_event(const weft_delta_filter_t *f,
 {
 	if (f->kinds && (ev->kind >= 64 || !(f->kinds >> ev->kind & 1)))
 		return false;
-	/*
-	 * RES_NAME's task field is its resource's id, SITE's and SITE_LOC's
-	 * a spawn site's: no task's event.
-	 */
-	bool not_task = ev->kind == WEFT_EV_RES_NAME ||
-			ev->kind == WEFT_EV_SITE ||
-			ev->kind == WEFT_EV_SITE_LOC;
-
+	/* RES_NAME, SITE and SITE_LOC are no task's events. */
 	return filter_worker(f, ev->worker) &&
-	       filter_task(f, not_task ? 0 : ev->task);
+	       filter_task(f, weft_event_task(ev));
 }
 
 /*

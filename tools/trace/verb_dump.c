@@ -215,8 +215,7 @@ int tt_verb_dump(int argc, char **argv)
 			snprintf(w, sizeof(w), "%u", e->worker);
 		/* RES_NAME's task field is its resource's id, SITE's and
 		 * SITE_LOC's a spawn site's. */
-		if (e->task && e->kind != WEFT_EV_RES_NAME &&
-		    e->kind != WEFT_EV_SITE && e->kind != WEFT_EV_SITE_LOC)
+		if (weft_event_task(e))
 			snprintf(task, sizeof(task), "%llu(%s)",
 				 (unsigned long long)e->task,
 				 tt_task_label(&t, e->task, name,

@@ -236,6 +236,25 @@ static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
 _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
 #endif
 
+/**
+ * weft_event_task() - the task @e concerns.
+ * @e: an event.
+ *
+ * RES_NAME's task field holds its resource's id, SITE's and SITE_LOC's a
+ * spawn site's: a reader that picks a task's events (a filter, a detail
+ * view) must not take those for the task of the same number.
+ *
+ * Context: any thread (reads @e only).
+ * Return: the task's id, 0 for none.
+ */
+static inline uint64_t weft_event_task(const weft_event_t *e)
+{
+	return e->kind == WEFT_EV_RES_NAME || e->kind == WEFT_EV_SITE ||
+			       e->kind == WEFT_EV_SITE_LOC ?
+		       0 :
+		       e->task;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
