@@ -440,6 +440,20 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 				err = -EAGAIN;
 			} else {
 				p->running = true;
+				/*
+				 * A collector starts with no sites or
+				 * resources known: a new listening period,
+				 * so that rings tell their sites again
+				 * (ring.h) and resources announce
+				 * themselves again, even if listening
+				 * never fell to 0 (a restart that failed in
+				 * weft_probe_unsubscribe() stopped the
+				 * collector under subscribers).  Ordering
+				 * as below: a site that reads a stale
+				 * generation leaves a task unnamed, never
+				 * misnamed.
+				 */
+				fetch_add_relaxed(&weft__probe_listen_gen, 1);
 			}
 		}
 	}
@@ -456,10 +470,13 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 		/* Relaxed: sites read it relaxed; see probe_internal.h. */
 		/*
 		 * A new listening period: resources announce themselves
-		 * again (resource.c).  Relaxed, stored before listening: on
-		 * x86-64 a site that sees listening sees the new generation
-		 * too; elsewhere it may take a resource for announced once,
-		 * and the collector shows that one by its id alone.
+		 * again (resource.c), rings tell their spawn sites again
+		 * (ring.h).  Relaxed, stored before listening: on x86-64 a
+		 * site that sees listening sees the new generation too;
+		 * elsewhere it may take a resource or a spawn site for
+		 * announced once, and the collector shows that resource by
+		 * its id alone, that task unnamed (never with another
+		 * site's name).
 		 */
 		if (load_relaxed(&weft__probe_listening) == 0)
 			fetch_add_relaxed(&weft__probe_listen_gen, 1);

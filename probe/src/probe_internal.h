@@ -121,8 +121,10 @@ static inline uint64_t weft__probe_clock(void)
 extern __attribute__((visibility("hidden"))) _Atomic uint32_t
 	weft__probe_listening;
 /*
- * Counts the times listening began (0 -> non-zero, probe.c): a resource
- * announces itself once per listening period (resource_internal.h).
+ * Counts the listening periods (listening going 0 -> non-zero, or a
+ * collector starting: probe.c): a resource announces itself once per
+ * period (resource_internal.h), a ring tells each spawn site once per
+ * period (ring.h).
  */
 extern __attribute__((visibility("hidden"))) _Atomic uint32_t
 	weft__probe_listen_gen;

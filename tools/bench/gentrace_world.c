@@ -58,6 +58,7 @@ const struct site sites[] = {
 };
 #define SITE_REQ0 2u
 #define NSITES (sizeof(sites) / sizeof(sites[0]))
+_Static_assert(NSITES <= 32, "a worker's sites_told has a bit a site");
 
 /* Bit-exact and fast: xorshift64*. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
