@@ -9,9 +9,11 @@
  * progress on stderr when that is a terminal.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "weft/trace_stream.h"
@@ -36,6 +38,9 @@
  * than the stream's reorder window, within which they come out.
  */
 #define FORGET_NS (1000ull * 1000 * 1000)
+
+/* Task nodes allocated at a time (tt_trace_t.task_chunks): 64 KiB. */
+#define TASK_CHUNK 1024
 
 struct tt_ended_s {
 	uint64_t at;
@@ -80,18 +85,142 @@ char *tt_xstrdup(const char *s)
 	return p;
 }
 
-static size_t bucket(const tt_trace_t *t, uint64_t id)
+#define BIG_PAGE ((size_t)2 << 20)
+
+void *tt_big_calloc(size_t n)
 {
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) &
-	       (t->ntask_buckets - 1);
+	size_t len, head;
+	uint8_t *p;
+	void *q;
+
+	if (n < BIG_PAGE) {
+		q = calloc(1, n);
+		if (!q)
+			tt_die("out of memory");
+		return q;
+	}
+	/* Aligned to a huge page: mapped a page larger, the ends given
+	 * back. */
+	len = (n + BIG_PAGE - 1) & ~(BIG_PAGE - 1);
+	p = mmap(NULL, len + BIG_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		tt_die("out of memory");
+	head = (BIG_PAGE - ((uintptr_t)p & (BIG_PAGE - 1))) & (BIG_PAGE - 1);
+	if (head)
+		munmap(p, head);
+	if (BIG_PAGE - head)
+		munmap(p + head + len, BIG_PAGE - head);
+	p += head;
+	/* A hint: without it (THP off), 4 KiB pages as before. */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
+
+void tt_big_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < BIG_PAGE)
+		free(p);
+	else
+		munmap(p, (n + BIG_PAGE - 1) & ~(BIG_PAGE - 1));
+}
+
+/*
+ * The live tasks' table: open addressing, Robin Hood (a slot's task is
+ * never further from its home than one inserted after it that passed
+ * it), a slot the id's hash and the node's index: a lookup reads a run
+ * of adjacent slots (a cache line, mostly) and touches a node only when
+ * the hash matches.  With chains, every lookup walked nodes in cold
+ * memory, most of them tasks ended and waiting to be forgotten (the
+ * table holds a second of them).  Removal shifts the run back (no
+ * tombstones).  Slots stay at most half full.
+ */
+static inline uint32_t task_hash(uint64_t id)
+{
+	return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static inline tt_task_t *task_node(const tt_trace_t *t, uint32_t node)
+{
+	uint32_t i = node - 1;
+
+	return &((tt_task_t *)t->task_chunks[i / TASK_CHUNK])[i % TASK_CHUNK];
+}
+
+/* The slot holding @id, or SIZE_MAX. */
+static inline size_t task_slot(const tt_trace_t *t, uint64_t id)
+{
+	size_t mask = t->ntask_slots - 1;
+	uint32_t h = task_hash(id);
+	size_t i = h & mask;
+
+	for (size_t d = 0;; d++, i = (i + 1) & mask) {
+		const tt_task_slot_t *s = &t->tasks[i];
+
+		if (!s->node)
+			return SIZE_MAX;
+		if (s->hash == h && task_node(t, s->node)->id == id)
+			return i;
+		/* Past where @id would have been put. */
+		if (((i - s->hash) & mask) < d)
+			return SIZE_MAX;
+	}
 }
 
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id)
 {
-	for (tt_task_t *k = t->tasks[bucket(t, id)]; k; k = k->next)
-		if (k->id == id)
-			return k;
-	return NULL;
+	size_t i = task_slot(t, id);
+
+	return i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
+}
+
+/* Puts node @node (its id not in the table) in a slot. */
+static void task_place(tt_trace_t *t, tt_task_slot_t cur)
+{
+	size_t mask = t->ntask_slots - 1, i = cur.hash & mask;
+
+	for (size_t d = 0;; d++, i = (i + 1) & mask) {
+		tt_task_slot_t *s = &t->tasks[i];
+		size_t sd;
+
+		if (!s->node) {
+			*s = cur;
+			return;
+		}
+		sd = (i - s->hash) & mask;
+		if (sd < d) {
+			tt_task_slot_t x = *s;
+
+			*s = cur;
+			cur = x;
+			d = sd;
+		}
+	}
+}
+
+/* Empties slot @i, the run after it shifted back. */
+static void task_unslot(tt_trace_t *t, size_t i)
+{
+	size_t mask = t->ntask_slots - 1;
+
+	for (;;) {
+		size_t j = (i + 1) & mask;
+
+		if (!t->tasks[j].node || !((j - t->tasks[j].hash) & mask)) {
+			t->tasks[i].node = 0;
+			return;
+		}
+		t->tasks[i] = t->tasks[j];
+		i = j;
+	}
+}
+
+/* Hints the cache to the slot where a lookup of @id starts. */
+static inline void task_prefetch(const tt_trace_t *t, uint64_t id)
+{
+	__builtin_prefetch(&t->tasks[task_hash(id) & (t->ntask_slots - 1)]);
 }
 
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
@@ -190,78 +319,109 @@ static void task_strings_free(tt_task_t *k, uint8_t bits)
 	k->owned &= (uint8_t)~bits;
 }
 
-/* Twice the buckets once the live tasks outnumber them twice. */
+/* Twice the slots once the live tasks fill half of them. */
 static void tasks_grow(tt_trace_t *t)
 {
-	size_t old = t->ntask_buckets;
-	tt_task_t **b = t->tasks;
+	size_t old = t->ntask_slots;
+	tt_task_slot_t *s = t->tasks;
 
-	t->ntask_buckets = old * 2;
-	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
-	if (!t->tasks)
-		tt_die("out of memory");
-	for (size_t i = 0; i < old; i++) {
-		tt_task_t *k = b[i];
+	t->ntask_slots = old * 2;
+	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
+	for (size_t i = 0; i < old; i++)
+		if (s[i].node)
+			task_place(t, s[i]);
+	tt_big_free(s, old * sizeof(*s));
+}
 
-		while (k) {
-			tt_task_t *next = k->next;
-			size_t j = bucket(t, k->id);
+/*
+ * A node for a new task, its index plus 1 into *@node: a forgotten one
+ * (the last forgotten first: it is still in the cache), else the next
+ * of a chunk.  Nodes in chunks: a malloc a task, and their frees at the
+ * end, were much of a read's time.
+ */
+static tt_task_t *task_alloc(tt_trace_t *t, uint32_t *node)
+{
+	tt_task_t *k = t->spare_tasks;
 
-			k->next = t->tasks[j];
-			t->tasks[j] = k;
-			k = next;
-		}
+	if (k) {
+		t->spare_tasks = k->next;
+		*node = k->node;
+		return k;
 	}
-	free(b);
+	if (!t->ntask_chunks || t->task_chunk_used == TASK_CHUNK) {
+		if ((uint64_t)(t->ntask_chunks + 1) * TASK_CHUNK >= UINT32_MAX)
+			tt_die("out of memory (over 4 G live tasks)");
+		t->task_chunks = tt_xrealloc(t->task_chunks,
+					     (t->ntask_chunks + 1) *
+						     sizeof(*t->task_chunks));
+		t->task_chunks[t->ntask_chunks++] =
+			tt_xmalloc(TASK_CHUNK * sizeof(tt_task_t));
+		t->task_chunk_used = 0;
+	}
+	*node = (uint32_t)((t->ntask_chunks - 1) * TASK_CHUNK +
+			   t->task_chunk_used + 1);
+	return &((tt_task_t *)t->task_chunks[t->ntask_chunks - 1])
+		[t->task_chunk_used++];
 }
 
 static void task_forget(tt_trace_t *t, uint64_t id)
 {
-	tt_task_t **pp = &t->tasks[bucket(t, id)];
+	size_t i = task_slot(t, id);
+	tt_task_t *k;
 
-	for (; *pp; pp = &(*pp)->next) {
-		tt_task_t *k = *pp;
-
-		if (k->id == id) {
-			*pp = k->next;
-			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
-			/* Kept for the next task: a malloc and a free a
-			 * task were much of a read's time. */
-			k->next = t->spare_tasks;
-			t->spare_tasks = k;
-			t->live_tasks--;
-			return;
-		}
-	}
+	if (i == SIZE_MAX)
+		return;
+	k = task_node(t, t->tasks[i].node);
+	task_unslot(t, i);
+	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
+	k->next = t->spare_tasks;
+	t->spare_tasks = k;
+	t->live_tasks--;
 }
 
 /* @id ended at @at: forgotten once the events reach @at + FORGET_NS. */
 static void task_ended(tt_trace_t *t, uint64_t id, uint64_t at)
 {
 	if (t->ended_len == t->ended_cap) {
+		/* A power of two: the ring's index is a mask, not a
+		 * division (this runs for every task). */
 		size_t cap = t->ended_cap ? 2 * t->ended_cap : 1024;
 		struct tt_ended_s *e = tt_xmalloc(cap * sizeof(*e));
 
 		for (size_t i = 0; i < t->ended_len; i++)
-			e[i] = t->ended[(t->ended_head + i) % t->ended_cap];
+			e[i] = t->ended[(t->ended_head + i) &
+					(t->ended_cap - 1)];
 		free(t->ended);
 		t->ended = e;
 		t->ended_cap = cap;
 		t->ended_head = 0;
 	}
-	t->ended[(t->ended_head + t->ended_len++) % t->ended_cap] =
+	t->ended[(t->ended_head + t->ended_len++) & (t->ended_cap - 1)] =
 		(struct tt_ended_s){ .at = at, .id = id };
 }
 
+/*
+ * How far ahead forget_ended() hints the cache to the slots it will
+ * look up: the ended tasks' slots were last touched a second of trace
+ * before, and are out of the cache.
+ */
+#define FORGET_AHEAD 8
+
 static void forget_ended(tt_trace_t *t, uint64_t now)
 {
+	size_t mask = t->ended_cap - 1;
+
 	while (t->ended_len) {
 		struct tt_ended_s *e = &t->ended[t->ended_head];
 
 		if (e->at + FORGET_NS > now)
 			return;
+		if (t->ended_len > FORGET_AHEAD)
+			task_prefetch(t, t->ended[(t->ended_head +
+						   FORGET_AHEAD) & mask]
+						 .id);
 		task_forget(t, e->id);
-		t->ended_head = (t->ended_head + 1) % t->ended_cap;
+		t->ended_head = (t->ended_head + 1) & mask;
 		t->ended_len--;
 	}
 }
@@ -281,23 +441,20 @@ static void parked_note(tt_trace_t *t, tt_task_t *k, const Weft__V1__Task *m)
 
 static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 {
-	tt_task_t *k = (tt_task_t *)tt_task(t, m->id);
+	size_t i = task_slot(t, m->id);
+	tt_task_t *k = i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
 
 	if (!k) {
-		size_t b;
+		uint32_t node;
 
-		if (t->live_tasks >= 2 * t->ntask_buckets)
+		if (2 * (t->live_tasks + 1) > t->ntask_slots)
 			tasks_grow(t);
-		b = bucket(t, m->id);
-		k = t->spare_tasks;
-		if (k)
-			t->spare_tasks = k->next;
-		else
-			k = tt_xmalloc(sizeof(*k));
+		k = task_alloc(t, &node);
 		memset(k, 0, sizeof(*k));
 		k->id = m->id;
-		k->next = t->tasks[b];
-		t->tasks[b] = k;
+		k->node = node;
+		task_place(t, (tt_task_slot_t){ .hash = task_hash(m->id),
+						 .node = node });
 		t->ntasks++;
 		t->live_tasks++;
 		if (m->finished_ns)
@@ -468,10 +625,8 @@ void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
 
 	memset(t, 0, sizeof(*t));
 	t->path = path;
-	t->ntask_buckets = 4096;
-	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
-	if (!t->tasks)
-		tt_die("out of memory");
+	t->ntask_slots = 8192;
+	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
 	rc = weft_trace_stream_open(&t->stream, path, &o);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
@@ -653,27 +808,17 @@ void tt_print_drops(FILE *out, const tt_trace_t *t)
 
 void tt_free(tt_trace_t *t)
 {
-	for (size_t b = 0; b < t->ntask_buckets; b++) {
-		tt_task_t *k = t->tasks[b];
-
-		while (k) {
-			tt_task_t *next = k->next;
-
-			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
-			free(k);
-			k = next;
-		}
-	}
-	while (t->spare_tasks) {
-		tt_task_t *next = t->spare_tasks->next;
-
-		free(t->spare_tasks);
-		t->spare_tasks = next;
-	}
+	for (size_t i = 0; i < t->ntask_slots; i++)
+		if (t->tasks[i].node)
+			task_strings_free(task_node(t, t->tasks[i].node),
+					  OWN_NAME | OWN_FILE | OWN_PARKED);
+	for (size_t i = 0; i < t->ntask_chunks; i++)
+		free(t->task_chunks[i]);
+	free(t->task_chunks);
 	for (size_t i = 0; i < t->strs_cap; i++)
 		free(t->strs[i]);
 	free(t->strs);
-	free(t->tasks);
+	tt_big_free(t->tasks, t->ntask_slots * sizeof(*t->tasks));
 	free(t->ended);
 	free(t->worker_drops);
 	free(t->off_cpu);

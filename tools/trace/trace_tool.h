@@ -36,12 +36,22 @@ typedef struct tt_task_s {
 	const char *name; /* "" when unnamed */
 	const char *file; /* "" when unknown */
 	uint32_t line;
+	uint32_t node; /* private: its index in the nodes, plus 1 */
 	/* Where it is parked, as the last update said (NULL: not known). */
 	const char *parked_file;
 	uint32_t parked_line;
 	uint8_t owned; /* private: strings it owns (the pool was full) */
-	struct tt_task_s *next; /* hash chain, or the spares' list */
+	struct tt_task_s *next; /* private: the spares' list */
 } tt_task_t;
+
+/*
+ * A slot of the live tasks' table (trace_model.c): the task's id hashed
+ * (its top 32 bits), and its node's index plus 1 (0: empty).
+ */
+typedef struct tt_task_slot_s {
+	uint32_t hash;
+	uint32_t node;
+} tt_task_slot_t;
 
 typedef struct tt_warning_s {
 	uint32_t kind;
@@ -147,9 +157,10 @@ typedef struct tt_trace_s {
 	 * earliest and the latest (the trace's span: last_ts - min_ts). */
 	uint64_t nev;
 	uint64_t first_ts, min_ts, last_ts;
-	/* Live tasks by id; ntasks counts every task ever named. */
-	tt_task_t **tasks;
-	size_t ntask_buckets;
+	/* Live tasks by id (trace_model.c: open addressing, ntask_slots a
+	 * power of two); ntasks counts every task ever named. */
+	tt_task_slot_t *tasks;
+	size_t ntask_slots;
 	size_t ntasks;
 	size_t live_tasks;
 	/* Tasks ended, in time order, forgotten two windows later. */
@@ -176,12 +187,24 @@ typedef struct tt_trace_s {
 	 * TT_STRS_BYTES; tasks forgotten, kept for the next ones. */
 	char **strs;
 	size_t strs_cap, nstrs, strs_bytes;
+	/* Task nodes, allocated TASK_CHUNK at a time (freed whole by
+	 * tt_free()); the forgotten ones kept for reuse, the last first. */
 	tt_task_t *spare_tasks;
+	void **task_chunks;
+	size_t ntask_chunks, task_chunk_used;
 	uint64_t progress_at, progress_start, progress_items;
 	bool progress_shown;
 } tt_trace_t;
 
 /* trace_model.c */
+/*
+ * Zeroed memory for a large table: from 2 MiB, its own mapping in
+ * transparent huge pages where the kernel gives them (a first touch a
+ * 2 MiB page, not a 4 KiB one: page faults were much of a read's CPU
+ * time on a VM).  Freed by tt_big_free() with the same @n.
+ */
+void *tt_big_calloc(size_t n);
+void tt_big_free(void *p, size_t n);
 void *tt_xmalloc(size_t n);
 void *tt_xrealloc(void *p, size_t n);
 char *tt_xstrdup(const char *s);
