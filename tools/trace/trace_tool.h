@@ -192,6 +192,7 @@ typedef struct tt_trace_s {
 	tt_task_t *spare_tasks;
 	void **task_chunks;
 	size_t ntask_chunks, task_chunk_used;
+	uintptr_t heap_advised; /* malloc's heap advised up to here */
 	uint64_t progress_at, progress_start, progress_items;
 	bool progress_shown;
 } tt_trace_t;
