@@ -185,12 +185,29 @@ static inline tt_task_t *task_node(const tt_trace_t *t, uint32_t node)
 	return &((tt_task_t *)t->task_chunks[i / TASK_CHUNK])[i % TASK_CHUNK];
 }
 
+/*
+ * How many tasks in the table have an id with these low bits (at most
+ * 254; 255 stays: "maybe").  Ids come in runs, so the counts of the
+ * tasks about are a few cache lines, where their slots are spread over
+ * the table: a lookup of a task not there (most of them, for a task's
+ * events before the update that names it) mostly stops here.
+ */
+#define TASK_COUNTS ((size_t)1 << 20)
+
+static inline uint8_t *task_count(const tt_trace_t *t, uint64_t id)
+{
+	return &t->task_counts[id & (TASK_COUNTS - 1)];
+}
+
 /* The slot holding @id, or SIZE_MAX. */
 static inline size_t task_slot(const tt_trace_t *t, uint64_t id)
 {
 	size_t mask = t->ntask_slots - 1;
 	uint32_t h = task_hash(id);
 	size_t i = h & mask;
+
+	if (!*task_count(t, id))
+		return SIZE_MAX;
 
 	for (size_t d = 0;; d++, i = (i + 1) & mask) {
 		const tt_task_slot_t *s = &t->tasks[i];
@@ -205,11 +222,41 @@ static inline size_t task_slot(const tt_trace_t *t, uint64_t id)
 	}
 }
 
+/*
+ * tt_task(): a task's events come one after another, most of them
+ * before an update names it (then it is not there), and the table's
+ * slots of the ~7,000 live tasks are spread over megabytes among those
+ * ended.  So its last answers, found or not, are kept by the id's low
+ * bits (ids come in runs: a few cache lines), and kept true: a task
+ * put in the table or forgotten updates its id's answer.
+ */
+#define TASK_MEMO 8192
+
+struct tt_task_memo_s {
+	uint64_t id;
+	tt_task_t *k; /* NULL: not in the table */
+};
+
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id)
 {
-	size_t i = task_slot(t, id);
+	struct tt_task_memo_s *m = &t->task_memo[id & (TASK_MEMO - 1)];
+	size_t i;
 
-	return i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
+	if (m->id == id)
+		return m->k;
+	i = task_slot(t, id);
+	m->id = id;
+	m->k = i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
+	return m->k;
+}
+
+/* @id is now @k (NULL: forgotten): its answer in the memo, if kept. */
+static inline void task_memo_set(tt_trace_t *t, uint64_t id, tt_task_t *k)
+{
+	struct tt_task_memo_s *m = &t->task_memo[id & (TASK_MEMO - 1)];
+
+	if (m->id == id)
+		m->k = k;
 }
 
 /* Puts node @node (its id not in the table) in a slot. */
@@ -410,6 +457,9 @@ static void task_forget(tt_trace_t *t, uint64_t id)
 	k = task_node(t, t->tasks[i].node);
 	task_unslot(t, i);
 	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
+	task_memo_set(t, id, NULL);
+	if (*task_count(t, id) != UINT8_MAX)
+		(*task_count(t, id))--;
 	k->next = t->spare_tasks;
 	t->spare_tasks = k;
 	t->live_tasks--;
@@ -491,6 +541,9 @@ static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 		k->node = node;
 		task_place(t, (tt_task_slot_t){ .hash = task_hash(m->id),
 						 .node = node });
+		task_memo_set(t, m->id, k);
+		if (*task_count(t, m->id) != UINT8_MAX)
+			(*task_count(t, m->id))++;
 		t->ntasks++;
 		t->live_tasks++;
 		if (m->finished_ns)
@@ -663,6 +716,8 @@ void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
 	t->path = path;
 	t->ntask_slots = 8192;
 	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
+	t->task_memo = tt_big_calloc(TASK_MEMO * sizeof(*t->task_memo));
+	t->task_counts = tt_big_calloc(TASK_COUNTS);
 	rc = weft_trace_stream_open(&t->stream, path, &o);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
@@ -857,6 +912,8 @@ void tt_free(tt_trace_t *t)
 		free(t->strs[i]);
 	free(t->strs);
 	tt_big_free(t->tasks, t->ntask_slots * sizeof(*t->tasks));
+	tt_big_free(t->task_memo, TASK_MEMO * sizeof(*t->task_memo));
+	tt_big_free(t->task_counts, TASK_COUNTS);
 	free(t->ended);
 	free(t->worker_drops);
 	free(t->off_cpu);

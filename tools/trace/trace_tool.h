@@ -161,6 +161,9 @@ typedef struct tt_trace_s {
 	 * power of two); ntasks counts every task ever named. */
 	tt_task_slot_t *tasks;
 	size_t ntask_slots;
+	/* private: tt_task()'s last answers, by the id's low bits. */
+	struct tt_task_memo_s *task_memo;
+	uint8_t *task_counts; /* private: tasks by their ids' low bits */
 	size_t ntasks;
 	size_t live_tasks;
 	/* Tasks ended, in time order, forgotten two windows later. */
