@@ -267,6 +267,7 @@ typedef struct tt_durs_s {
 	size_t n, cap;
 	size_t exact_max; /* values kept exact at most (0: TT_DURS_EXACT) */
 	bool inexact;
+	bool big; /* private: exact is tt_big_calloc()'s, cap values */
 	uint64_t max, sum;
 	uint64_t buckets[TT_DURS_BUCKETS];
 } tt_durs_t;
