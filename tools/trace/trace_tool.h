@@ -191,8 +191,9 @@ typedef struct tt_trace_s {
 	char **strs;
 	size_t strs_cap, nstrs, strs_bytes;
 	/* Task nodes, allocated TASK_CHUNK at a time (freed whole by
-	 * tt_free()); the forgotten ones kept for reuse, the last first. */
-	tt_task_t *spare_tasks;
+	 * tt_free()); the forgotten ones queued for reuse, the first
+	 * first. */
+	tt_task_t *spare_tasks, *spare_last;
 	void **task_chunks;
 	size_t ntask_chunks, task_chunk_used;
 	uintptr_t heap_advised; /* malloc's heap advised up to here */

@@ -227,9 +227,21 @@ struct wake_map {
 	size_t cap, used;
 };
 
+/*
+ * A task's home slot: ids in runs of 8 keep their order in 8 slots (the
+ * runtime hands ids out in blocks, and the live tasks' events are mostly
+ * of ids close together: fewer cache lines), the runs scattered.
+ */
+static inline size_t wake_home(const struct wake_map *m, uint64_t task)
+{
+	return (size_t)((((task >> 3) * 0x9e3779b97f4a7c15ull) >> 32) << 3 |
+			(task & 7)) &
+	       (m->cap - 1);
+}
+
 static struct pending_wake *wake_find(struct wake_map *m, uint64_t task)
 {
-	size_t i = (size_t)(task * 0x9e3779b97f4a7c15ull) & (m->cap - 1);
+	size_t i = wake_home(m, task);
 
 	while (m->slot[i].task && m->slot[i].task != task)
 		i = (i + 1) & (m->cap - 1);
@@ -271,8 +283,7 @@ static void wake_forget(struct wake_map *m, uint64_t task)
 	i = (size_t)(w - m->slot);
 	m->used--;
 	for (j = (i + 1) & mask; m->slot[j].task; j = (j + 1) & mask) {
-		size_t home = (size_t)(m->slot[j].task * 0x9e3779b97f4a7c15ull) &
-			      mask;
+		size_t home = wake_home(m, m->slot[j].task);
 
 		/* Moves into the hole only if its home is not in (i, j]. */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
