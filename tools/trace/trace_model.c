@@ -326,12 +326,12 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 }
 
 
-static size_t str_hash(const char *s)
+static size_t str_hash(const char *s, size_t n)
 {
 	size_t h = 0xcbf29ce484222325ull;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
 	return h;
 }
 
@@ -347,8 +347,8 @@ static void strs_grow(tt_trace_t *t)
 
 		if (!t->strs[i])
 			continue;
-		for (j = str_hash(t->strs[i]) & (cap - 1); slot[j];
-		     j = (j + 1) & (cap - 1))
+		for (j = str_hash(t->strs[i], strlen(t->strs[i])) & (cap - 1);
+		     slot[j]; j = (j + 1) & (cap - 1))
 			;
 		slot[j] = t->strs[i];
 	}
@@ -358,40 +358,51 @@ static void strs_grow(tt_trace_t *t)
 	t->strs_cap = cap;
 }
 
-/*
- * @s, interned: the trace's copy, shared by every task that names it.
- * Past STRS_BYTES a copy of its own, and *@owned gets @bit.
- */
-static const char *intern(tt_trace_t *t, const char *s, uint8_t *owned,
-			  uint8_t bit)
+/* @n bytes at @s, NUL-ended, in memory of their own. */
+static char *copy_n(const char *s, size_t n)
 {
-	size_t len, j;
+	char *p = tt_xmalloc(n + 1);
 
-	if (!s || !s[0])
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+/*
+ * The string of @n bytes at @s (not NUL-ended: a record's bytes),
+ * interned: the trace's copy, shared by every task that names it.  Past
+ * STRS_BYTES a copy of its own, and *@owned gets @bit.
+ */
+static const char *intern(tt_trace_t *t, const char *s, size_t n,
+			  uint8_t *owned, uint8_t bit)
+{
+	size_t len, j, h;
+
+	if (!n)
 		return "";
 	if (!t->strs_cap)
 		strs_grow(t);
-	for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+	h = str_hash(s, n);
+	for (j = h & (t->strs_cap - 1); t->strs[j];
 	     j = (j + 1) & (t->strs_cap - 1))
-		if (!strcmp(t->strs[j], s))
+		if (!strncmp(t->strs[j], s, n) && !t->strs[j][n])
 			return t->strs[j];
-	len = strlen(s) + 1;
+	len = n + 1;
 	if (2 * (t->nstrs + 1) > t->strs_cap) {
 		if (t->strs_bytes + t->strs_cap * sizeof(*t->strs) + len >
 		    STRS_BYTES) {
 			*owned |= bit;
-			return tt_xstrdup(s);
+			return copy_n(s, n);
 		}
 		strs_grow(t);
-		for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+		for (j = h & (t->strs_cap - 1); t->strs[j];
 		     j = (j + 1) & (t->strs_cap - 1))
 			;
 	} else if (t->strs_bytes + len > STRS_BYTES) {
 		*owned |= bit;
-		return tt_xstrdup(s);
+		return copy_n(s, n);
 	}
-	t->strs[j] = tt_xmalloc(len);
-	memcpy(t->strs[j], s, len);
+	t->strs[j] = copy_n(s, n);
 	t->strs_bytes += len;
 	t->nstrs++;
 	return t->strs[j];
@@ -526,19 +537,23 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 }
 
 /* Every record says where the task is parked (empty in older files). */
-static void parked_note(tt_trace_t *t, tt_task_t *k, const Weft__V1__Task *m)
+static void parked_note(tt_trace_t *t, tt_task_t *k,
+			const weft_wire_task_brief_t *m)
 {
 	if (k->parked_line == m->parked_line && k->parked_file &&
-	    !strcmp(k->parked_file, m->parked_file))
+	    !strncmp(k->parked_file, m->parked_file ? m->parked_file : "",
+		     m->parked_len) &&
+	    !k->parked_file[m->parked_len])
 		return;
 	task_strings_free(k, OWN_PARKED);
-	k->parked_file = m->parked_line ? intern(t, m->parked_file, &k->owned,
+	k->parked_file = m->parked_line ? intern(t, m->parked_file,
+						 m->parked_len, &k->owned,
 						 OWN_PARKED) :
 					  NULL;
 	k->parked_line = m->parked_line;
 }
 
-static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
+static void task_note(tt_trace_t *t, const weft_wire_task_brief_t *m)
 {
 	size_t i = task_slot(t, m->id);
 	tt_task_t *k = i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
@@ -563,12 +578,12 @@ static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
 			task_ended(t, m->id, m->finished_ns);
 	} else {
 		parked_note(t, k, m);
-		if (k->name[0] || !m->name[0])
+		if (k->name[0] || !m->name_len)
 			return; /* the first name seen stays */
 		task_strings_free(k, OWN_NAME | OWN_FILE);
 	}
-	k->name = intern(t, m->name, &k->owned, OWN_NAME);
-	k->file = intern(t, m->file, &k->owned, OWN_FILE);
+	k->name = intern(t, m->name, m->name_len, &k->owned, OWN_NAME);
+	k->file = intern(t, m->file, m->file_len, &k->owned, OWN_FILE);
 	k->line = m->line;
 	if (!k->parked_file)
 		parked_note(t, k, m);
@@ -652,13 +667,14 @@ static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
 static void update_note(tt_trace_t *t, const Weft__V1__Frame *f)
 {
 	const Weft__V1__Update *u = f->update;
-	const Weft__V1__Task *m;
+	weft_wire_task_brief_t m;
 	weft_trace_tasks_t ti;
 
-	/* Lean or not (tt_open_opts()): the same tasks, in order. */
+	/* Lean or not (tt_open_opts()): the same tasks, in order; of each,
+	 * only what the model keeps read (not its figures). */
 	weft_trace_stream_tasks(t->stream, f, &ti);
-	while ((m = weft_trace_tasks_next(&ti)))
-		task_note(t, m);
+	while (weft_trace_tasks_next_brief(&ti, &m))
+		task_note(t, &m);
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
 	if (u->stats) {
