@@ -887,10 +887,34 @@ static bool next_block(tt_trace_t *t)
 	return false;
 }
 
+/*
+ * For a verb that looks up each event's task (tt_trace_t.prefetch_tasks):
+ * the tasks of the events to come in the block, found ahead and their
+ * nodes hinted to the cache (their slots hinted further ahead), where
+ * each lookup was a miss or two.  The memo keeps what was found: the
+ * table changes in a block only by tasks forgotten, which update it.
+ */
+#define PREFETCH_NODE 8
+#define PREFETCH_SLOT 16
+
+static inline void prefetch_tasks(tt_trace_t *t)
+{
+	size_t i = t->blk_i;
+	const tt_task_t *k;
+
+	if (i + PREFETCH_SLOT < t->blk_n && t->blk[i + PREFETCH_SLOT].task)
+		task_prefetch(t, t->blk[i + PREFETCH_SLOT].task);
+	if (i + PREFETCH_NODE < t->blk_n && t->blk[i + PREFETCH_NODE].task &&
+	    (k = tt_task(t, t->blk[i + PREFETCH_NODE].task)))
+		__builtin_prefetch(k);
+}
+
 bool tt_next(tt_trace_t *t, weft_event_t *ev)
 {
 	if (t->blk_i == t->blk_n && !next_block(t))
 		return false;
+	if (t->prefetch_tasks)
+		prefetch_tasks(t);
 	*ev = t->blk[t->blk_i++];
 	event_note(t, ev);
 	return true;

@@ -181,6 +181,9 @@ typedef struct tt_trace_s {
 	 */
 	void (*on_frame)(void *ctx, const Weft__V1__Frame *f);
 	void *frame_ctx;
+	/* Set by a verb that calls tt_task() for most events (export,
+	 * dump): tt_next() finds the tasks of the events ahead. */
+	bool prefetch_tasks;
 	/* private */
 	struct weft_trace_stream_s *stream;
 	/* The stream's block of events being handed out: blk[blk_i, blk_n). */

@@ -531,6 +531,7 @@ int tt_verb_export(int argc, char **argv)
 		tt_die("export: no output (-o OUT.json)");
 	tt_window_check(&win, "export");
 	tt_open(&t, path, false);
+	t.prefetch_tasks = true; /* a poll's name, each */
 	out = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
 	if (!out)
 		tt_die("export: %s: %s", out_path, strerror(errno));
