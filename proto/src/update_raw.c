@@ -547,6 +547,16 @@ int weft_wire_task_brief_raw(const uint8_t *p, size_t len,
 			p += n;
 			break;
 		default:
+			/* Most skipped fields are varints: to the byte that
+			 * ends it, its value not put together (checked by
+			 * the split: at most 10 bytes). */
+			if (wt == WT_VARINT) {
+				while (p < end && *p & 0x80)
+					p++;
+				if (p++ == end)
+					return REFUSED;
+				break;
+			}
 			if (!(k = value_len(p, end, wt)))
 				return REFUSED;
 			p += k;
