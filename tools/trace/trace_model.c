@@ -464,8 +464,8 @@ static tt_task_t *task_alloc(tt_trace_t *t, uint32_t *node)
 	}
 	*node = (uint32_t)((t->ntask_chunks - 1) * TASK_CHUNK +
 			   t->task_chunk_used + 1);
-	return &((tt_task_t *)t->task_chunks[t->ntask_chunks - 1])
-		[t->task_chunk_used++];
+	return &((tt_task_t *)t->task_chunks[t->ntask_chunks -
+					     1])[t->task_chunk_used++];
 }
 
 static void task_forget(tt_trace_t *t, uint64_t id)
@@ -528,9 +528,10 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 		if (e->at + FORGET_NS > now)
 			return;
 		if (t->ended_len > FORGET_AHEAD)
-			task_prefetch(t, t->ended[(t->ended_head +
-						   FORGET_AHEAD) & mask]
-						 .id);
+			task_prefetch(
+				t,
+				t->ended[(t->ended_head + FORGET_AHEAD) & mask]
+					.id);
 		task_forget(t, e->id);
 		t->ended_head = (t->ended_head + 1) & mask;
 		t->ended_len--;
@@ -547,10 +548,10 @@ static void parked_note(tt_trace_t *t, tt_task_t *k,
 	    !k->parked_file[m->parked_len])
 		return;
 	task_strings_free(k, OWN_PARKED);
-	k->parked_file = m->parked_line ? intern(t, m->parked_file,
-						 m->parked_len, &k->owned,
-						 OWN_PARKED) :
-					  NULL;
+	k->parked_file = m->parked_line ?
+				 intern(t, m->parked_file, m->parked_len,
+					&k->owned, OWN_PARKED) :
+				 NULL;
 	k->parked_line = m->parked_line;
 }
 
@@ -569,7 +570,7 @@ static void task_note(tt_trace_t *t, const weft_wire_task_brief_t *m)
 		k->id = m->id;
 		k->node = node;
 		task_place(t, (tt_task_slot_t){ .hash = task_hash(m->id),
-						 .node = node });
+						.node = node });
 		task_memo_set(t, m->id, k);
 		if (*task_count(t, m->id) != UINT8_MAX)
 			(*task_count(t, m->id))++;
