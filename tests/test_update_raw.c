@@ -72,6 +72,29 @@ static void assert_same_packed(const ProtobufCMessage *a,
  * @p, @n read raw into @t: 0 and the same as protobuf-c's unpacking, or
  * refused (-EAGAIN).  Returns what the raw reading returned.
  */
+/* A brief string: @m's C string, in @len bytes at @s. */
+static void brief_str_agrees(const char *want, const char *s, size_t len)
+{
+	assert_int_equal(len, strlen(want));
+	if (len)
+		assert_memory_equal(s, want, len);
+}
+
+/* weft_wire_task_brief_raw() of a record taken: protobuf-c's values. */
+static void brief_agrees(const Weft__V1__Task *m, const uint8_t *p, size_t n)
+{
+	weft_wire_task_brief_t b;
+
+	assert_int_equal(weft_wire_task_brief_raw(p, n, &b), 0);
+	assert_int_equal(b.id, m->id);
+	assert_int_equal(b.finished_ns, m->finished_ns);
+	assert_int_equal(b.line, m->line);
+	assert_int_equal(b.parked_line, m->parked_line);
+	brief_str_agrees(m->name, b.name, b.name_len);
+	brief_str_agrees(m->file, b.file, b.file_len);
+	brief_str_agrees(m->parked_file, b.parked_file, b.parked_len);
+}
+
 static int task_agrees(weft_wire_task_raw_t *t, const uint8_t *p, size_t n)
 {
 	int rc = weft_wire_task_decode_raw(t, p, n);
@@ -92,6 +115,7 @@ static int task_agrees(weft_wire_task_raw_t *t, const uint8_t *p, size_t n)
 	assert_int_equal(m->status, t->msg.status);
 	assert_int_equal(!m->poll_hist, !t->msg.poll_hist);
 	assert_int_equal(m->n_waited, t->msg.n_waited);
+	brief_agrees(m, p, n);
 	weft__v1__task__free_unpacked(m, NULL);
 	return 0;
 }

@@ -287,6 +287,40 @@ const Weft__V1__Task *weft_trace_tasks_next(weft_trace_tasks_t *it)
 	return &it->raw->msg;
 }
 
+static void brief_of(const char *s, const char **to, size_t *len)
+{
+	*to = s;
+	*len = s ? strlen(s) : 0;
+}
+
+bool weft_trace_tasks_next_brief(weft_trace_tasks_t *it,
+				 weft_wire_task_brief_t *b)
+{
+	const uint8_t *t;
+	size_t n;
+
+	if (!it->raw) {
+		const Weft__V1__Task *m;
+
+		if (!it->u || it->i >= it->u->n_tasks)
+			return false;
+		m = it->u->tasks[it->i++];
+		memset(b, 0, sizeof(*b));
+		b->id = m->id;
+		b->finished_ns = m->finished_ns;
+		b->line = m->line;
+		b->parked_line = m->parked_line;
+		brief_of(m->name, &b->name, &b->name_len);
+		brief_of(m->file, &b->file, &b->file_len);
+		brief_of(m->parked_file, &b->parked_file, &b->parked_len);
+		return true;
+	}
+	t = weft_wire_update_next_task_raw(&it->p, it->end, &n);
+	/* Checked whole already (lean_take_update()): its fields read as
+	 * weft_wire_task_decode_raw() reads them. */
+	return t && !weft_wire_task_brief_raw(t, n, b);
+}
+
 void weft_trace_reader_frame_free(weft_trace_reader_t *r, Weft__V1__Frame *f)
 {
 	if (r->lean_upd && f == &r->lean_upd->frame) {

@@ -490,6 +490,82 @@ int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
 	return task_decode(t, p, len, true);
 }
 
+/* A string field's value at @p (@n bytes) into *@s, *@len as C string. */
+static void brief_str(const uint8_t *p, size_t n, const char **s, size_t *len)
+{
+	const uint8_t *nul = memchr(p, '\0', n);
+
+	*s = (const char *)p;
+	*len = nul ? (size_t)(nul - p) : n;
+}
+
+int weft_wire_task_brief_raw(const uint8_t *p, size_t len,
+			     weft_wire_task_brief_t *b)
+{
+	const uint8_t *end = p + len;
+
+	memset(b, 0, sizeof(*b));
+	while (p < end) {
+		uint32_t field;
+		unsigned wt;
+		size_t k = rd_tag(p, end, &field, &wt), n;
+		uint64_t v;
+
+		if (!k)
+			return REFUSED;
+		p += k;
+		switch (field) {
+		case 1:
+		case 5:
+		case 12:
+		case 27:
+			if (wt != WT_VARINT || !(k = rd_varint(p, end, &v)))
+				return REFUSED;
+			p += k;
+			if (field == 1)
+				b->id = v;
+			else if (field == 12)
+				b->finished_ns = v;
+			else if (field == 5)
+				b->line = (uint32_t)v;
+			else
+				b->parked_line = (uint32_t)v;
+			break;
+		case 3:
+		case 4:
+		case 26:
+			if (wt != WT_LEN || !(k = rd_len(p, end, &n)))
+				return REFUSED;
+			p += k;
+			if (field == 3)
+				brief_str(p, n, &b->name, &b->name_len);
+			else if (field == 4)
+				brief_str(p, n, &b->file, &b->file_len);
+			else
+				brief_str(p, n, &b->parked_file,
+					  &b->parked_len);
+			p += n;
+			break;
+		default:
+			/* Most skipped fields are varints: to the byte that
+			 * ends it, its value not put together (checked by
+			 * the split: at most 10 bytes). */
+			if (wt == WT_VARINT) {
+				while (p < end && *p & 0x80)
+					p++;
+				if (p++ == end)
+					return REFUSED;
+				break;
+			}
+			if (!(k = value_len(p, end, wt)))
+				return REFUSED;
+			p += k;
+			break;
+		}
+	}
+	return 0;
+}
+
 void weft_wire_task_raw_fini(weft_wire_task_raw_t *t)
 {
 	free(t->str);

@@ -77,15 +77,38 @@ static void u64_select(uint64_t *v, size_t n, size_t k)
 	}
 }
 
+/* From this size, a set's exact values are mapped at their most. */
+#define DURS_BIG ((size_t)2 << 20)
+
+static void exact_free(tt_durs_t *d)
+{
+	if (d->big)
+		tt_big_free(d->exact, d->cap * sizeof(*d->exact));
+	else
+		free(d->exact);
+	d->big = false;
+}
+
 void tt_durs_add(tt_durs_t *d, uint64_t v)
 {
 	if (!d->inexact && d->n == d->cap) {
 		size_t max = d->exact_max ? d->exact_max : TT_DURS_EXACT;
 
 		if (d->n >= max) {
-			free(d->exact);
+			exact_free(d);
 			d->exact = NULL;
 			d->inexact = true;
+		} else if (d->cap * 2 * sizeof(*d->exact) >= DURS_BIG) {
+			/* Mapped at its most (touched only as filled):
+			 * doubling it on malloc's heap copied it, each copy
+			 * new pages to fault. */
+			uint64_t *e = tt_big_calloc(max * sizeof(*e));
+
+			memcpy(e, d->exact, d->n * sizeof(*e));
+			free(d->exact);
+			d->exact = e;
+			d->cap = max;
+			d->big = true;
 		} else {
 			d->cap = d->cap ? 2 * d->cap : 256;
 			if (d->cap > max)
@@ -135,7 +158,7 @@ void tt_durs_free(tt_durs_t *d)
 {
 	size_t max = d->exact_max;
 
-	free(d->exact);
+	exact_free(d);
 	memset(d, 0, sizeof(*d));
 	d->exact_max = max;
 }

@@ -9,9 +9,13 @@
  * progress on stderr when that is a terminal.
  */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "weft/trace_stream.h"
@@ -36,6 +40,9 @@
  * than the stream's reorder window, within which they come out.
  */
 #define FORGET_NS (1000ull * 1000 * 1000)
+
+/* Task nodes allocated at a time (tt_trace_t.task_chunks): 64 KiB. */
+#define TASK_CHUNK 1024
 
 struct tt_ended_s {
 	uint64_t at;
@@ -80,18 +87,231 @@ char *tt_xstrdup(const char *s)
 	return p;
 }
 
-static size_t bucket(const tt_trace_t *t, uint64_t id)
+#define BIG_PAGE ((size_t)2 << 20)
+
+void *tt_big_calloc(size_t n)
 {
-	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) &
-	       (t->ntask_buckets - 1);
+	size_t len, head;
+	uint8_t *p;
+	void *q;
+
+	if (n < BIG_PAGE) {
+		q = calloc(1, n);
+		if (!q)
+			tt_die("out of memory");
+		return q;
+	}
+	/* Aligned to a huge page: mapped a page larger, the ends given
+	 * back. */
+	len = (n + BIG_PAGE - 1) & ~(BIG_PAGE - 1);
+	p = mmap(NULL, len + BIG_PAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		tt_die("out of memory");
+	head = (BIG_PAGE - ((uintptr_t)p & (BIG_PAGE - 1))) & (BIG_PAGE - 1);
+	if (head)
+		munmap(p, head);
+	if (BIG_PAGE - head)
+		munmap(p + head + len, BIG_PAGE - head);
+	p += head;
+	/* A hint: without it (THP off), 4 KiB pages as before. */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	return p;
 }
+
+/*
+ * malloc's heap in transparent huge pages.  A read's first touches of
+ * its memory (the stream's reorder window, stats' durations, the ended
+ * tasks' ring: 100-200 MB) were 4 KiB page faults, on a VM a tenth or
+ * more of the CPU time; glibc puts its heap in huge pages only when
+ * told by GLIBC_TUNABLES.  So: every block large or small from the heap
+ * (no mapping a block, each one's pages faulted afresh and given back
+ * when freed), the heap never trimmed, grown 64 MiB ahead, and each
+ * new stretch of it advised as huge pages (heap_advise(), as the read
+ * goes: it sees the heap grown before most of the stretch is touched).
+ * A hint: with THP off, 4 KiB pages as before.
+ */
+static void heap_huge_init(tt_trace_t *t)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+	mallopt(M_TOP_PAD, 64 << 20);
+	t->heap_advised = (uintptr_t)sbrk(0);
+}
+
+static inline void heap_advise(tt_trace_t *t)
+{
+	uintptr_t end = (uintptr_t)sbrk(0), from;
+	long pg = 4096;
+
+	if (end <= t->heap_advised || t->heap_advised == (uintptr_t)-1)
+		return;
+	from = (t->heap_advised + pg - 1) & ~(uintptr_t)(pg - 1);
+	end &= ~(uintptr_t)(pg - 1);
+	if (end > from)
+		(void)madvise((void *)from, end - from, MADV_HUGEPAGE);
+	t->heap_advised = end;
+}
+
+void tt_big_free(void *p, size_t n)
+{
+	if (!p)
+		return;
+	if (n < BIG_PAGE)
+		free(p);
+	else
+		munmap(p, (n + BIG_PAGE - 1) & ~(BIG_PAGE - 1));
+}
+
+/*
+ * The live tasks' table: open addressing, Robin Hood (a slot's task is
+ * never further from its home than one inserted after it that passed
+ * it), a slot the id's hash and the node's index: a lookup reads a run
+ * of adjacent slots (a cache line, mostly) and touches a node only when
+ * the hash matches.  With chains, every lookup walked nodes in cold
+ * memory, most of them tasks ended and waiting to be forgotten (the
+ * table holds a second of them).  Removal shifts the run back (no
+ * tombstones).  Slots stay at most three quarters full (Robin Hood keeps
+ * the runs short there; half full took 16 MiB more at a million tasks).
+ */
+/*
+ * Ids in runs of 8 keep their order, in a run of 8 slots (a cache line,
+ * the table being aligned): the runtime hands ids out in blocks, and an
+ * update's tasks, the events' and the forgotten come mostly in id
+ * order, so 8 of them share a line.  The runs are scattered.
+ */
+static inline uint32_t task_hash(uint64_t id)
+{
+	return (uint32_t)(((id >> 3) * 0x9e3779b97f4a7c15ull) >> 35) << 3 |
+	       (uint32_t)(id & 7);
+}
+
+static inline tt_task_t *task_node(const tt_trace_t *t, uint32_t node)
+{
+	uint32_t i = node - 1;
+
+	return &((tt_task_t *)t->task_chunks[i / TASK_CHUNK])[i % TASK_CHUNK];
+}
+
+/*
+ * How many tasks in the table have an id with these low bits (at most
+ * 254; 255 stays: "maybe").  Ids come in runs, so the counts of the
+ * tasks about are a few cache lines, where their slots are spread over
+ * the table: a lookup of a task not there (most of them, for a task's
+ * events before the update that names it) mostly stops here.
+ */
+#define TASK_COUNTS ((size_t)1 << 20)
+
+static inline uint8_t *task_count(const tt_trace_t *t, uint64_t id)
+{
+	return &t->task_counts[id & (TASK_COUNTS - 1)];
+}
+
+/* The slot holding @id, or SIZE_MAX. */
+static inline size_t task_slot(const tt_trace_t *t, uint64_t id)
+{
+	size_t mask = t->ntask_slots - 1;
+	uint32_t h = task_hash(id);
+	size_t i = h & mask;
+
+	if (!*task_count(t, id))
+		return SIZE_MAX;
+
+	for (size_t d = 0;; d++, i = (i + 1) & mask) {
+		const tt_task_slot_t *s = &t->tasks[i];
+
+		if (!s->node)
+			return SIZE_MAX;
+		if (s->hash == h && task_node(t, s->node)->id == id)
+			return i;
+		/* Past where @id would have been put. */
+		if (((i - s->hash) & mask) < d)
+			return SIZE_MAX;
+	}
+}
+
+/*
+ * tt_task(): a task's events come one after another, most of them
+ * before an update names it (then it is not there), and the table's
+ * slots of the ~7,000 live tasks are spread over megabytes among those
+ * ended.  So its last answers, found or not, are kept by the id's low
+ * bits (ids come in runs: a few cache lines), and kept true: a task
+ * put in the table or forgotten updates its id's answer.
+ */
+#define TASK_MEMO 8192
+
+struct tt_task_memo_s {
+	uint64_t id;
+	tt_task_t *k; /* NULL: not in the table */
+};
 
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id)
 {
-	for (tt_task_t *k = t->tasks[bucket(t, id)]; k; k = k->next)
-		if (k->id == id)
-			return k;
-	return NULL;
+	struct tt_task_memo_s *m = &t->task_memo[id & (TASK_MEMO - 1)];
+	size_t i;
+
+	if (m->id == id)
+		return m->k;
+	i = task_slot(t, id);
+	m->id = id;
+	m->k = i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
+	return m->k;
+}
+
+/* @id is now @k (NULL: forgotten): its answer in the memo, if kept. */
+static inline void task_memo_set(tt_trace_t *t, uint64_t id, tt_task_t *k)
+{
+	struct tt_task_memo_s *m = &t->task_memo[id & (TASK_MEMO - 1)];
+
+	if (m->id == id)
+		m->k = k;
+}
+
+/* Puts node @node (its id not in the table) in a slot. */
+static void task_place(tt_trace_t *t, tt_task_slot_t cur)
+{
+	size_t mask = t->ntask_slots - 1, i = cur.hash & mask;
+
+	for (size_t d = 0;; d++, i = (i + 1) & mask) {
+		tt_task_slot_t *s = &t->tasks[i];
+		size_t sd;
+
+		if (!s->node) {
+			*s = cur;
+			return;
+		}
+		sd = (i - s->hash) & mask;
+		if (sd < d) {
+			tt_task_slot_t x = *s;
+
+			*s = cur;
+			cur = x;
+			d = sd;
+		}
+	}
+}
+
+/* Empties slot @i, the run after it shifted back. */
+static void task_unslot(tt_trace_t *t, size_t i)
+{
+	size_t mask = t->ntask_slots - 1;
+
+	for (;;) {
+		size_t j = (i + 1) & mask;
+
+		if (!t->tasks[j].node || !((j - t->tasks[j].hash) & mask)) {
+			t->tasks[i].node = 0;
+			return;
+		}
+		t->tasks[i] = t->tasks[j];
+		i = j;
+	}
+}
+
+/* Hints the cache to the slot where a lookup of @id starts. */
+static inline void task_prefetch(const tt_trace_t *t, uint64_t id)
+{
+	__builtin_prefetch(&t->tasks[task_hash(id) & (t->ntask_slots - 1)]);
 }
 
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
@@ -107,12 +327,12 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 }
 
 
-static size_t str_hash(const char *s)
+static size_t str_hash(const char *s, size_t n)
 {
 	size_t h = 0xcbf29ce484222325ull;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
 	return h;
 }
 
@@ -128,8 +348,8 @@ static void strs_grow(tt_trace_t *t)
 
 		if (!t->strs[i])
 			continue;
-		for (j = str_hash(t->strs[i]) & (cap - 1); slot[j];
-		     j = (j + 1) & (cap - 1))
+		for (j = str_hash(t->strs[i], strlen(t->strs[i])) & (cap - 1);
+		     slot[j]; j = (j + 1) & (cap - 1))
 			;
 		slot[j] = t->strs[i];
 	}
@@ -139,40 +359,51 @@ static void strs_grow(tt_trace_t *t)
 	t->strs_cap = cap;
 }
 
-/*
- * @s, interned: the trace's copy, shared by every task that names it.
- * Past STRS_BYTES a copy of its own, and *@owned gets @bit.
- */
-static const char *intern(tt_trace_t *t, const char *s, uint8_t *owned,
-			  uint8_t bit)
+/* @n bytes at @s, NUL-ended, in memory of their own. */
+static char *copy_n(const char *s, size_t n)
 {
-	size_t len, j;
+	char *p = tt_xmalloc(n + 1);
 
-	if (!s || !s[0])
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+/*
+ * The string of @n bytes at @s (not NUL-ended: a record's bytes),
+ * interned: the trace's copy, shared by every task that names it.  Past
+ * STRS_BYTES a copy of its own, and *@owned gets @bit.
+ */
+static const char *intern(tt_trace_t *t, const char *s, size_t n,
+			  uint8_t *owned, uint8_t bit)
+{
+	size_t len, j, h;
+
+	if (!n)
 		return "";
 	if (!t->strs_cap)
 		strs_grow(t);
-	for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+	h = str_hash(s, n);
+	for (j = h & (t->strs_cap - 1); t->strs[j];
 	     j = (j + 1) & (t->strs_cap - 1))
-		if (!strcmp(t->strs[j], s))
+		if (!strncmp(t->strs[j], s, n) && !t->strs[j][n])
 			return t->strs[j];
-	len = strlen(s) + 1;
+	len = n + 1;
 	if (2 * (t->nstrs + 1) > t->strs_cap) {
 		if (t->strs_bytes + t->strs_cap * sizeof(*t->strs) + len >
 		    STRS_BYTES) {
 			*owned |= bit;
-			return tt_xstrdup(s);
+			return copy_n(s, n);
 		}
 		strs_grow(t);
-		for (j = str_hash(s) & (t->strs_cap - 1); t->strs[j];
+		for (j = h & (t->strs_cap - 1); t->strs[j];
 		     j = (j + 1) & (t->strs_cap - 1))
 			;
 	} else if (t->strs_bytes + len > STRS_BYTES) {
 		*owned |= bit;
-		return tt_xstrdup(s);
+		return copy_n(s, n);
 	}
-	t->strs[j] = tt_xmalloc(len);
-	memcpy(t->strs[j], s, len);
+	t->strs[j] = copy_n(s, n);
 	t->strs_bytes += len;
 	t->nstrs++;
 	return t->strs[j];
@@ -190,126 +421,171 @@ static void task_strings_free(tt_task_t *k, uint8_t bits)
 	k->owned &= (uint8_t)~bits;
 }
 
-/* Twice the buckets once the live tasks outnumber them twice. */
+/* Twice the slots once the live tasks fill three quarters of them. */
 static void tasks_grow(tt_trace_t *t)
 {
-	size_t old = t->ntask_buckets;
-	tt_task_t **b = t->tasks;
+	size_t old = t->ntask_slots;
+	tt_task_slot_t *s = t->tasks;
 
-	t->ntask_buckets = old * 2;
-	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
-	if (!t->tasks)
-		tt_die("out of memory");
-	for (size_t i = 0; i < old; i++) {
-		tt_task_t *k = b[i];
+	t->ntask_slots = old * 2;
+	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
+	for (size_t i = 0; i < old; i++)
+		if (s[i].node)
+			task_place(t, s[i]);
+	tt_big_free(s, old * sizeof(*s));
+}
 
-		while (k) {
-			tt_task_t *next = k->next;
-			size_t j = bucket(t, k->id);
+/*
+ * A node for a new task, its index plus 1 into *@node: a forgotten one
+ * (the first forgotten first: tasks are forgotten and named mostly in
+ * id order, so the nodes of tasks with ids close together stay close
+ * together, as in the table's slots), else the next of a chunk.  Nodes
+ * in chunks: a malloc a task, and their frees at the end, were much of
+ * a read's time.
+ */
+static tt_task_t *task_alloc(tt_trace_t *t, uint32_t *node)
+{
+	tt_task_t *k = t->spare_tasks;
 
-			k->next = t->tasks[j];
-			t->tasks[j] = k;
-			k = next;
-		}
+	if (k) {
+		t->spare_tasks = k->next;
+		*node = k->node;
+		return k;
 	}
-	free(b);
+	if (!t->ntask_chunks || t->task_chunk_used == TASK_CHUNK) {
+		if ((uint64_t)(t->ntask_chunks + 1) * TASK_CHUNK >= UINT32_MAX)
+			tt_die("out of memory (over 4 G live tasks)");
+		t->task_chunks = tt_xrealloc(t->task_chunks,
+					     (t->ntask_chunks + 1) *
+						     sizeof(*t->task_chunks));
+		t->task_chunks[t->ntask_chunks++] =
+			tt_xmalloc(TASK_CHUNK * sizeof(tt_task_t));
+		t->task_chunk_used = 0;
+	}
+	*node = (uint32_t)((t->ntask_chunks - 1) * TASK_CHUNK +
+			   t->task_chunk_used + 1);
+	return &((tt_task_t *)t->task_chunks[t->ntask_chunks -
+					     1])[t->task_chunk_used++];
 }
 
 static void task_forget(tt_trace_t *t, uint64_t id)
 {
-	tt_task_t **pp = &t->tasks[bucket(t, id)];
+	size_t i = task_slot(t, id);
+	tt_task_t *k;
 
-	for (; *pp; pp = &(*pp)->next) {
-		tt_task_t *k = *pp;
-
-		if (k->id == id) {
-			*pp = k->next;
-			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
-			/* Kept for the next task: a malloc and a free a
-			 * task were much of a read's time. */
-			k->next = t->spare_tasks;
-			t->spare_tasks = k;
-			t->live_tasks--;
-			return;
-		}
-	}
+	if (i == SIZE_MAX)
+		return;
+	k = task_node(t, t->tasks[i].node);
+	task_unslot(t, i);
+	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
+	task_memo_set(t, id, NULL);
+	if (*task_count(t, id) != UINT8_MAX)
+		(*task_count(t, id))--;
+	k->next = NULL;
+	if (t->spare_tasks)
+		t->spare_last->next = k;
+	else
+		t->spare_tasks = k;
+	t->spare_last = k;
+	t->live_tasks--;
 }
 
 /* @id ended at @at: forgotten once the events reach @at + FORGET_NS. */
 static void task_ended(tt_trace_t *t, uint64_t id, uint64_t at)
 {
 	if (t->ended_len == t->ended_cap) {
+		/* A power of two: the ring's index is a mask, not a
+		 * division (this runs for every task). */
 		size_t cap = t->ended_cap ? 2 * t->ended_cap : 1024;
 		struct tt_ended_s *e = tt_xmalloc(cap * sizeof(*e));
 
 		for (size_t i = 0; i < t->ended_len; i++)
-			e[i] = t->ended[(t->ended_head + i) % t->ended_cap];
+			e[i] = t->ended[(t->ended_head + i) &
+					(t->ended_cap - 1)];
 		free(t->ended);
 		t->ended = e;
 		t->ended_cap = cap;
 		t->ended_head = 0;
 	}
-	t->ended[(t->ended_head + t->ended_len++) % t->ended_cap] =
+	t->ended[(t->ended_head + t->ended_len++) & (t->ended_cap - 1)] =
 		(struct tt_ended_s){ .at = at, .id = id };
 }
 
+/*
+ * How far ahead forget_ended() hints the cache to the slots it will
+ * look up: the ended tasks' slots were last touched a second of trace
+ * before, and are out of the cache.
+ */
+#define FORGET_AHEAD 8
+
 static void forget_ended(tt_trace_t *t, uint64_t now)
 {
+	size_t mask = t->ended_cap - 1;
+
 	while (t->ended_len) {
 		struct tt_ended_s *e = &t->ended[t->ended_head];
 
 		if (e->at + FORGET_NS > now)
 			return;
+		if (t->ended_len > FORGET_AHEAD)
+			task_prefetch(
+				t,
+				t->ended[(t->ended_head + FORGET_AHEAD) & mask]
+					.id);
 		task_forget(t, e->id);
-		t->ended_head = (t->ended_head + 1) % t->ended_cap;
+		t->ended_head = (t->ended_head + 1) & mask;
 		t->ended_len--;
 	}
 }
 
 /* Every record says where the task is parked (empty in older files). */
-static void parked_note(tt_trace_t *t, tt_task_t *k, const Weft__V1__Task *m)
+static void parked_note(tt_trace_t *t, tt_task_t *k,
+			const weft_wire_task_brief_t *m)
 {
 	if (k->parked_line == m->parked_line && k->parked_file &&
-	    !strcmp(k->parked_file, m->parked_file))
+	    !strncmp(k->parked_file, m->parked_file ? m->parked_file : "",
+		     m->parked_len) &&
+	    !k->parked_file[m->parked_len])
 		return;
 	task_strings_free(k, OWN_PARKED);
-	k->parked_file = m->parked_line ? intern(t, m->parked_file, &k->owned,
-						 OWN_PARKED) :
-					  NULL;
+	k->parked_file = m->parked_line ?
+				 intern(t, m->parked_file, m->parked_len,
+					&k->owned, OWN_PARKED) :
+				 NULL;
 	k->parked_line = m->parked_line;
 }
 
-static void task_note(tt_trace_t *t, const Weft__V1__Task *m)
+static void task_note(tt_trace_t *t, const weft_wire_task_brief_t *m)
 {
-	tt_task_t *k = (tt_task_t *)tt_task(t, m->id);
+	size_t i = task_slot(t, m->id);
+	tt_task_t *k = i == SIZE_MAX ? NULL : task_node(t, t->tasks[i].node);
 
 	if (!k) {
-		size_t b;
+		uint32_t node;
 
-		if (t->live_tasks >= 2 * t->ntask_buckets)
+		if (4 * (t->live_tasks + 1) > 3 * t->ntask_slots)
 			tasks_grow(t);
-		b = bucket(t, m->id);
-		k = t->spare_tasks;
-		if (k)
-			t->spare_tasks = k->next;
-		else
-			k = tt_xmalloc(sizeof(*k));
+		k = task_alloc(t, &node);
 		memset(k, 0, sizeof(*k));
 		k->id = m->id;
-		k->next = t->tasks[b];
-		t->tasks[b] = k;
+		k->node = node;
+		task_place(t, (tt_task_slot_t){ .hash = task_hash(m->id),
+						.node = node });
+		task_memo_set(t, m->id, k);
+		if (*task_count(t, m->id) != UINT8_MAX)
+			(*task_count(t, m->id))++;
 		t->ntasks++;
 		t->live_tasks++;
 		if (m->finished_ns)
 			task_ended(t, m->id, m->finished_ns);
 	} else {
 		parked_note(t, k, m);
-		if (k->name[0] || !m->name[0])
+		if (k->name[0] || !m->name_len)
 			return; /* the first name seen stays */
 		task_strings_free(k, OWN_NAME | OWN_FILE);
 	}
-	k->name = intern(t, m->name, &k->owned, OWN_NAME);
-	k->file = intern(t, m->file, &k->owned, OWN_FILE);
+	k->name = intern(t, m->name, m->name_len, &k->owned, OWN_NAME);
+	k->file = intern(t, m->file, m->file_len, &k->owned, OWN_FILE);
 	k->line = m->line;
 	if (!k->parked_file)
 		parked_note(t, k, m);
@@ -393,13 +669,14 @@ static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
 static void update_note(tt_trace_t *t, const Weft__V1__Frame *f)
 {
 	const Weft__V1__Update *u = f->update;
-	const Weft__V1__Task *m;
+	weft_wire_task_brief_t m;
 	weft_trace_tasks_t ti;
 
-	/* Lean or not (tt_open_opts()): the same tasks, in order. */
+	/* Lean or not (tt_open_opts()): the same tasks, in order; of each,
+	 * only what the model keeps read (not its figures). */
 	weft_trace_stream_tasks(t->stream, f, &ti);
-	while ((m = weft_trace_tasks_next(&ti)))
-		task_note(t, m);
+	while (weft_trace_tasks_next_brief(&ti, &m))
+		task_note(t, &m);
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
 	if (u->stats) {
@@ -468,14 +745,15 @@ void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
 
 	memset(t, 0, sizeof(*t));
 	t->path = path;
-	t->ntask_buckets = 4096;
-	t->tasks = calloc(t->ntask_buckets, sizeof(*t->tasks));
-	if (!t->tasks)
-		tt_die("out of memory");
+	t->ntask_slots = 8192;
+	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
+	t->task_memo = tt_big_calloc(TASK_MEMO * sizeof(*t->task_memo));
+	t->task_counts = tt_big_calloc(TASK_COUNTS);
 	rc = weft_trace_stream_open(&t->stream, path, &o);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
 	t->progress_start = weft_wire_now_ns();
+	heap_huge_init(t);
 }
 
 /*
@@ -582,6 +860,7 @@ static bool next_block(tt_trace_t *t)
 	while ((rc = weft_trace_stream_next_events(t->stream, &it, &ev,
 						   &n)) == 1) {
 		progress(t, false, n ? n : 1);
+		heap_advise(t);
 		if (it.kind == WEFT_TRACE_ITEM_FRAME) {
 			frame_note(t, &it);
 			continue;
@@ -610,10 +889,34 @@ static bool next_block(tt_trace_t *t)
 	return false;
 }
 
+/*
+ * For a verb that looks up each event's task (tt_trace_t.prefetch_tasks):
+ * the tasks of the events to come in the block, found ahead and their
+ * nodes hinted to the cache (their slots hinted further ahead), where
+ * each lookup was a miss or two.  The memo keeps what was found: the
+ * table changes in a block only by tasks forgotten, which update it.
+ */
+#define PREFETCH_NODE 8
+#define PREFETCH_SLOT 16
+
+static inline void prefetch_tasks(tt_trace_t *t)
+{
+	size_t i = t->blk_i;
+	const tt_task_t *k;
+
+	if (i + PREFETCH_SLOT < t->blk_n && t->blk[i + PREFETCH_SLOT].task)
+		task_prefetch(t, t->blk[i + PREFETCH_SLOT].task);
+	if (i + PREFETCH_NODE < t->blk_n && t->blk[i + PREFETCH_NODE].task &&
+	    (k = tt_task(t, t->blk[i + PREFETCH_NODE].task)))
+		__builtin_prefetch(k);
+}
+
 bool tt_next(tt_trace_t *t, weft_event_t *ev)
 {
 	if (t->blk_i == t->blk_n && !next_block(t))
 		return false;
+	if (t->prefetch_tasks)
+		prefetch_tasks(t);
 	*ev = t->blk[t->blk_i++];
 	event_note(t, ev);
 	return true;
@@ -653,27 +956,19 @@ void tt_print_drops(FILE *out, const tt_trace_t *t)
 
 void tt_free(tt_trace_t *t)
 {
-	for (size_t b = 0; b < t->ntask_buckets; b++) {
-		tt_task_t *k = t->tasks[b];
-
-		while (k) {
-			tt_task_t *next = k->next;
-
-			task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
-			free(k);
-			k = next;
-		}
-	}
-	while (t->spare_tasks) {
-		tt_task_t *next = t->spare_tasks->next;
-
-		free(t->spare_tasks);
-		t->spare_tasks = next;
-	}
+	for (size_t i = 0; i < t->ntask_slots; i++)
+		if (t->tasks[i].node)
+			task_strings_free(task_node(t, t->tasks[i].node),
+					  OWN_NAME | OWN_FILE | OWN_PARKED);
+	for (size_t i = 0; i < t->ntask_chunks; i++)
+		free(t->task_chunks[i]);
+	free(t->task_chunks);
 	for (size_t i = 0; i < t->strs_cap; i++)
 		free(t->strs[i]);
 	free(t->strs);
-	free(t->tasks);
+	tt_big_free(t->tasks, t->ntask_slots * sizeof(*t->tasks));
+	tt_big_free(t->task_memo, TASK_MEMO * sizeof(*t->task_memo));
+	tt_big_free(t->task_counts, TASK_COUNTS);
 	free(t->ended);
 	free(t->worker_drops);
 	free(t->off_cpu);

@@ -36,12 +36,22 @@ typedef struct tt_task_s {
 	const char *name; /* "" when unnamed */
 	const char *file; /* "" when unknown */
 	uint32_t line;
+	uint32_t node; /* private: its index in the nodes, plus 1 */
 	/* Where it is parked, as the last update said (NULL: not known). */
 	const char *parked_file;
 	uint32_t parked_line;
 	uint8_t owned; /* private: strings it owns (the pool was full) */
-	struct tt_task_s *next; /* hash chain, or the spares' list */
+	struct tt_task_s *next; /* private: the spares' list */
 } tt_task_t;
+
+/*
+ * A slot of the live tasks' table (trace_model.c): the task's id hashed
+ * (its top 32 bits), and its node's index plus 1 (0: empty).
+ */
+typedef struct tt_task_slot_s {
+	uint32_t hash;
+	uint32_t node;
+} tt_task_slot_t;
 
 typedef struct tt_warning_s {
 	uint32_t kind;
@@ -147,9 +157,13 @@ typedef struct tt_trace_s {
 	 * earliest and the latest (the trace's span: last_ts - min_ts). */
 	uint64_t nev;
 	uint64_t first_ts, min_ts, last_ts;
-	/* Live tasks by id; ntasks counts every task ever named. */
-	tt_task_t **tasks;
-	size_t ntask_buckets;
+	/* Live tasks by id (trace_model.c: open addressing, ntask_slots a
+	 * power of two); ntasks counts every task ever named. */
+	tt_task_slot_t *tasks;
+	size_t ntask_slots;
+	/* private: tt_task()'s last answers, by the id's low bits. */
+	struct tt_task_memo_s *task_memo;
+	uint8_t *task_counts; /* private: tasks by their ids' low bits */
 	size_t ntasks;
 	size_t live_tasks;
 	/* Tasks ended, in time order, forgotten two windows later. */
@@ -167,6 +181,9 @@ typedef struct tt_trace_s {
 	 */
 	void (*on_frame)(void *ctx, const Weft__V1__Frame *f);
 	void *frame_ctx;
+	/* Set by a verb that calls tt_task() for most events (export,
+	 * dump): tt_next() finds the tasks of the events ahead. */
+	bool prefetch_tasks;
 	/* private */
 	struct weft_trace_stream_s *stream;
 	/* The stream's block of events being handed out: blk[blk_i, blk_n). */
@@ -176,12 +193,26 @@ typedef struct tt_trace_s {
 	 * TT_STRS_BYTES; tasks forgotten, kept for the next ones. */
 	char **strs;
 	size_t strs_cap, nstrs, strs_bytes;
-	tt_task_t *spare_tasks;
+	/* Task nodes, allocated TASK_CHUNK at a time (freed whole by
+	 * tt_free()); the forgotten ones queued for reuse, the first
+	 * first. */
+	tt_task_t *spare_tasks, *spare_last;
+	void **task_chunks;
+	size_t ntask_chunks, task_chunk_used;
+	uintptr_t heap_advised; /* malloc's heap advised up to here */
 	uint64_t progress_at, progress_start, progress_items;
 	bool progress_shown;
 } tt_trace_t;
 
 /* trace_model.c */
+/*
+ * Zeroed memory for a large table: from 2 MiB, its own mapping in
+ * transparent huge pages where the kernel gives them (a first touch a
+ * 2 MiB page, not a 4 KiB one: page faults were much of a read's CPU
+ * time on a VM).  Freed by tt_big_free() with the same @n.
+ */
+void *tt_big_calloc(size_t n);
+void tt_big_free(void *p, size_t n);
 void *tt_xmalloc(size_t n);
 void *tt_xrealloc(void *p, size_t n);
 char *tt_xstrdup(const char *s);
@@ -240,6 +271,7 @@ typedef struct tt_durs_s {
 	size_t n, cap;
 	size_t exact_max; /* values kept exact at most (0: TT_DURS_EXACT) */
 	bool inexact;
+	bool big; /* private: exact is tt_big_calloc()'s, cap values */
 	uint64_t max, sum;
 	uint64_t buckets[TT_DURS_BUCKETS];
 } tt_durs_t;

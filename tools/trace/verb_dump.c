@@ -205,6 +205,7 @@ int tt_verb_dump(int argc, char **argv)
 	if (!path)
 		tt_die("dump: no FILE (weft-trace dump --help)");
 	tt_open(&t, path, false);
+	t.prefetch_tasks = true; /* each event's task name */
 	while (tt_next(&t, &ev)) {
 		const weft_event_t *e = &ev;
 		char w[16], task[96], f[512], name[64];

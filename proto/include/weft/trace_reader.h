@@ -175,6 +175,18 @@ void weft_trace_reader_tasks(weft_trace_reader_t *r, const Weft__V1__Frame *f,
  * last.
  */
 const Weft__V1__Task *weft_trace_tasks_next(weft_trace_tasks_t *it);
+/**
+ * weft_trace_tasks_next_brief() - the next task of @it as
+ * weft_trace_tasks_next() would hand it out, only its identity, end and
+ * places, into @b (weft_wire_task_brief_t): a lean Update's record read
+ * for those fields alone (the figures, histograms and waits skipped).
+ * Use one or the other on an @it, not both.
+ *
+ * Context: any thread, one at a time per reader; a task may call it.
+ * Return: true; false after the last.
+ */
+bool weft_trace_tasks_next_brief(weft_trace_tasks_t *it,
+				 weft_wire_task_brief_t *b);
 
 /**
  * weft_trace_reader_frame_free() - free a frame weft_trace_reader_next()

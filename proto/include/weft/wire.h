@@ -393,6 +393,35 @@ int weft_wire_task_decode_raw(weft_wire_task_raw_t *t, const uint8_t *p,
  */
 void weft_wire_task_raw_fini(weft_wire_task_raw_t *t);
 
+/*
+ * A Task record's identity, end and places (weft_wire_task_brief_raw()):
+ * what a reader that keeps names, not figures, takes of each record.
+ * The strings point into the record's bytes, not NUL-ended: *_len is
+ * their length as C strings (up to a NUL, as protobuf-c's copy reads);
+ * NULL and 0 when absent.
+ */
+typedef struct weft_wire_task_brief_s {
+	uint64_t id;
+	uint64_t finished_ns;
+	uint32_t line;
+	uint32_t parked_line;
+	const char *name, *file, *parked_file;
+	size_t name_len, file_len, parked_len;
+} weft_wire_task_brief_t;
+
+/**
+ * weft_wire_task_brief_raw() - fields 1, 3, 4, 5, 12, 26 and 27 of the
+ * @len bytes of a Task message into @b, as weft_wire_task_decode_raw()
+ * reads them (the last of a field repeated stands); the other fields
+ * only skipped.  For a record weft_wire_update_split_raw() took (checked
+ * already): it does not check the fields it skips.
+ *
+ * Context: any thread; a task may call it.
+ * Return: 0; -EAGAIN for bytes it cannot walk.
+ */
+int weft_wire_task_brief_raw(const uint8_t *p, size_t len,
+			     weft_wire_task_brief_t *b);
+
 /**
  * weft_wire_update_split_raw() - walk the @len bytes of an Update message:
  * each of its tasks (field 2) must decode with weft_wire_task_decode_raw()
