@@ -1032,6 +1032,95 @@ static void test_server_full_update_forgotten_finished(void **state)
 }
 
 /*
+ * A streamed full update is paced by what its clients hold, the old
+ * subscription's output included: a client that subscribes again (a
+ * new subscription) while the server still holds half a bound of the
+ * old stream for it gets the new first record, and no backlog on top
+ * until it reads; nothing is skipped, nothing resynced.  (The pace read
+ * zero there: the first pass queued a client's bound of backlog on top,
+ * a record was skipped, and the resync restarted the stream.)
+ */
+static void test_server_stream_resubscribe_paced(void **state)
+{
+	enum { IDLE = 30000 };
+	weft_server_opts_t o = { .workers = 2, .client_buf_max = 1u << 20 };
+	weft_server_stats_t st;
+	struct timespec t0, t1;
+	struct tclient c;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	unsigned fulls = 0;
+	size_t named = 0;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < IDLE; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+	snprintf(path, sizeof(path), "%s/paced.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	f = tc_next(&c, 20000);
+	assert_non_null(f);
+	assert_true(f->update->full);
+	weft_wire_frame_free(f);
+	fulls = 1;
+	/* Not reading: the server holds about half the bound for it. */
+	usleep(300 * 1000);
+	tc_subscribe(&c, true, false);
+	usleep(300 * 1000);
+
+	/* Reading on: the second full update, then every task once. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	while (named < IDLE && t1.tv_sec - t0.tv_sec < 20 &&
+	       (f = tc_next(&c, 2000)) != NULL) {
+		const Weft__V1__Update *u = f->update;
+
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		assert_int_equal(u->updates_skipped, 0);
+		if (u->full) {
+			fulls++;
+			named = 0;
+		}
+		if (fulls == 2)
+			for (size_t i = 0; i < u->n_tasks; i++)
+				named += !strcmp(u->tasks[i]->name, "idle");
+		weft_wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	weft__server_stats(srv, &st);
+	print_message("%u full updates, %zu tasks in the second; skipped %llu, "
+		      "resyncs %llu, most held %zu\n",
+		      fulls, named, (unsigned long long)st.updates_skipped,
+		      (unsigned long long)st.resyncs, st.max_client_buffered);
+	assert_int_equal(fulls, 2);
+	assert_true(named >= IDLE);
+	assert_int_equal(st.updates_skipped, 0);
+	assert_int_equal(st.resyncs, 0);
+	assert_true(st.max_client_buffered <= o.client_buf_max);
+	tc_close(&c);
+	weft__server_destroy(srv);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	xdg_remove();
+}
+
+/*
  * WEFT_CONSOLE_BIND's listener: loopback by default, any port; a client
  * that sends the token gets the header.  With no token given, the
  * server makes one and writes it, mode 0600, beside the unix socket.
@@ -1385,6 +1474,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_full_update_split),
 		cmocka_unit_test(test_server_full_update_streamed),
 		cmocka_unit_test(test_server_full_update_forgotten_finished),
+		cmocka_unit_test(test_server_stream_resubscribe_paced),
 		cmocka_unit_test(test_server_requests_not_read),
 		cmocka_unit_test(test_server_peer_bounds),
 #ifdef WEFT_TRACE_TOOL

@@ -401,11 +401,11 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 
 /*
  * Server thread: the most output each stream's clients hold, for
- * backlog_pump() (a client waiting for a full update takes no backlog
- * record: it does not count).  After each delivery, on the tick, and
- * when a client's output has drained.
+ * backlog_pump().  A client waiting for a full update takes no backlog
+ * record: it does not count, unless @waiting (the subscription's own
+ * full update is to come: it is theirs, and its backlog too).
  */
-void weft__server_stream_have(weft_server_t *s)
+static void stream_have(weft_server_t *s, bool waiting)
 {
 	size_t have[MAX_STREAMS] = { 0 };
 
@@ -413,15 +413,25 @@ void weft__server_stream_have(weft_server_t *s)
 		size_t n;
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
-		    !c->subscribed || !c->want_updates || c->need_full)
+		    !c->subscribed || !c->want_updates ||
+		    (c->need_full && !waiting))
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
 		if (n > have[c->stream])
 			have[c->stream] = n;
 	}
+	/* Under qlock: backlog_pump() reads it under qlock too, with
+	 * qbytes, on the collector thread. */
 	pthread_mutex_lock(&s->qlock);
 	memcpy(s->stream_have, have, sizeof(have));
 	pthread_mutex_unlock(&s->qlock);
+}
+
+/* After each delivery, on the tick, and when a client's output has
+ * drained. */
+void weft__server_stream_have(weft_server_t *s)
+{
+	stream_have(s, s->full_pending);
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -545,8 +555,13 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
-	/* Its streams' clients hold nothing of it yet. */
-	memset(s->stream_have, 0, sizeof(s->stream_have));
+	/*
+	 * stream_have is left as it was, the old context's: @x makes no
+	 * pass until it subscribes, and the caller computes it for @x's
+	 * streams before that, once the clients are mapped to them.
+	 * (Zeroed here, @x's first pass pumped 4 MiB of backlog on top of
+	 * what the clients still held of the old one.)
+	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
 }
@@ -681,6 +696,9 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		c->stream = weft__server_client_active(c) ?
 				    weft__server_plan_find(x->st, n, c) :
 				    -1;
+	/* What they hold, old output included, before its first pass can
+	 * pump: every client of it takes its full update. */
+	stream_have(s, true);
 	err = weft_probe_subscribe(&o, &nsub);
 	if (err) {
 		weft__server_log("cannot subscribe to the probe: %s",
@@ -692,6 +710,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 					weft__server_plan_find(
 						oldx->st, oldx->nstreams, c) :
 					-1;
+		weft__server_stream_have(s);
 		sub_ctx_free(x);
 		return;
 	}
@@ -767,6 +786,16 @@ void weft__server_deliver(weft_server_t *s)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
+	/*
+	 * What leaves the queue goes to the clients' output: counted there
+	 * at once, in the same hold of qlock, until stream_have() below
+	 * measures it (a pass in between saw neither, and pumped as if
+	 * the clients held nothing).  Every item counts, events too: it
+	 * errs high.
+	 */
+	for (struct item *it = list; it; it = it->next)
+		if (it->stream < MAX_STREAMS)
+			s->stream_have[it->stream] += it->buf.len;
 	du = s->drop_updates - s->seen_drop_updates;
 	de = s->drop_events - s->seen_drop_events;
 	s->seen_drop_updates = s->drop_updates;
