@@ -76,9 +76,12 @@ void weft__server_item_unref(const void *data, size_t len, void *arg)
 		weft__server_item_free(it);
 }
 
-/* Collector thread, probe.lock held: hand @it to the server thread. */
-static void push(struct sub_ctx *x, struct item *it)
+/* Collector thread, probe.lock held: hand @it to the server thread.
+ * Returns whether it was queued (else it is freed, and counted dropped
+ * or discarded). */
+static bool push(struct sub_ctx *x, struct item *it)
 {
+	bool queued;
 	weft_server_t *s = x->srv;
 	bool wake = false;
 
@@ -127,10 +130,12 @@ static void push(struct sub_ctx *x, struct item *it)
 		it = NULL;
 	}
 	pthread_mutex_unlock(&s->qlock);
+	queued = !it;
 	if (it)
 		weft__server_item_free(it);
 	if (wake)
 		event_active(s->wake_ev, EV_READ, 0);
+	return queued;
 }
 
 static const weft_probe_task_t *srv_lookup(uint64_t id)
@@ -323,7 +328,7 @@ static const weft_probe_task_t *tombstone(struct stream *st, size_t i,
 	return t;
 }
 
-static void push(struct sub_ctx *x, struct item *it);
+static bool push(struct sub_ctx *x, struct item *it);
 
 /*
  * More of @x's stream @k's backlog, as far as its pace allows (see the
@@ -443,7 +448,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		const weft_probe_task_t **page = NULL;
 		size_t npage = 0;
 		struct item *it;
-		bool full;
+		bool full, streamed = false;
 		int rc;
 
 		if (!st->updates)
@@ -458,6 +463,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		    stream_start(st, u, &page, &npage)) {
 			weft_probe_update_t first = *u;
 
+			streamed = true;
 			first.tasks = page;
 			first.ntasks = npage;
 			rc = weft__delta_pass(&st->delta, &first, &it->buf,
@@ -474,12 +480,21 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 			x->srv->drop_updates++;
 			pthread_mutex_unlock(&x->srv->qlock);
 		}
+		/*
+		 * A backlog is the rest of a first record that went: without
+		 * it (failed, or dropped at push), the clients are owed a
+		 * full update (counted dropped) and its records would only be
+		 * skipped by them.
+		 */
 		if (rc <= 0) {
 			weft__server_item_free(it);
+			if (streamed)
+				backlog_free(st);
 			continue;
 		}
 		it->full = full;
-		push(x, it);
+		if (!push(x, it) && streamed)
+			backlog_free(st);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++)
 		backlog_pump(x, k);
