@@ -181,8 +181,9 @@ struct weft_server_s {
 	struct item *qhead, *qtail;
 	size_t qbytes;
 	/* The most output any client of the active context's stream k
-	 * holds, as the server thread last saw it (a streamed full update
-	 * is paced by it: server_stream.c). */
+	 * holds, as the server thread last saw it, plus what it took from
+	 * the queue since (a streamed full update is paced by it:
+	 * server_stream.c). */
 	size_t stream_have[MAX_STREAMS];
 	uint64_t drop_updates, drop_events; /* events, not records */
 

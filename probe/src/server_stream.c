@@ -35,7 +35,8 @@
  * (with its name: the delta knows only the first record's tasks).  The
  * pace is the slowest client's: a pass adds records only while the
  * output the stream's clients hold (stream_have, as the server thread
- * last saw it) and the queue stay under half a client's bound, and at
+ * last saw it, plus what it took from the queue since: never a stale
+ * zero) and the queue stay under half a client's bound, and at
  * most STREAM_PASS_MAX bytes; so a slow console slows its own stream,
  * never the collector, and its buffer stays in its bound (the records
  * are updates like any other: one that does not fit is skipped and a
