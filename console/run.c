@@ -26,8 +26,29 @@ static const char *find_target(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Above 4,096 tasks the server streams its full update: the first record
+ * has the stats and the tasks of lowest id, the others follow over the
+ * next passes (seconds at 1,000,000 tasks), with no mark at the end.
+ * --once waits, after its fixed wait, until the live tasks it holds are
+ * as many as the process says it has (the latest stats), at most
+ * ONCE_STREAM_MS, and says so on stderr if it stops short.  @slack: the
+ * tasks spawned over the last read, which the collector may not have
+ * seen yet (the runtime counts them at once).
+ */
+#define ONCE_STREAM_MS 15000u
+
+static bool once_all_tasks(const con_model_t *m, uint64_t slack)
+{
+	uint64_t live = m->ntasks - m->nfinished;
+
+	/* No stats yet: what came was a task's details, not the update. */
+	return m->have_stats && live + slack >= m->stats.live_tasks;
+}
+
 /* --once live: attach, read for @after_ns (retrying a refused connection
- * every second meanwhile), print the view.  2 if nothing ever came. */
+ * every second meanwhile), then until every task came (once_all_tasks),
+ * print the view.  2 if nothing ever came. */
 static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 		     int width)
 {
@@ -64,6 +85,33 @@ static int once_live(con_session_t *s, con_live_t *l, uint64_t after_ns,
 				    con_live_now_ms() + 50 < until ?
 					    con_live_now_ms() + 50 :
 					    until);
+	if (l->connected && s->model->updates) {
+		uint64_t spawned = s->model->stats.spawned_tasks, slack = 0;
+		bool had = s->model->have_stats;
+
+		until = con_live_now_ms() + ONCE_STREAM_MS;
+		while (l->connected && !once_all_tasks(s->model, slack) &&
+		       (now = con_live_now_ms()) < until) {
+			(void)con_live_pump(l, s->model,
+					    now + 100 < until ? now + 100 :
+								until);
+			/* Spawned since the last stats we had (none before
+			 * the first: their count is not a spawn rate). */
+			slack = had ? s->model->stats.spawned_tasks - spawned :
+				      0;
+			spawned = s->model->stats.spawned_tasks;
+			had = s->model->have_stats;
+		}
+		if (!once_all_tasks(s->model, slack))
+			fprintf(stderr,
+				"weft-console: %s: the task list may be "
+				"partial: %zu of %llu live tasks came within "
+				"%u s\n",
+				l->target,
+				s->model->ntasks - s->model->nfinished,
+				(unsigned long long)s->model->stats.live_tasks,
+				ONCE_STREAM_MS / 1000);
+	}
 	if (!l->frames) {
 		fprintf(stderr, "weft-console: %s: %s\n", l->target,
 			l->error[0] ? l->error : "nothing received");

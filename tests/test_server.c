@@ -34,6 +34,7 @@
 #include "weft/probe.h"
 #include "weft/trace.h"
 
+#include "collector_internal.h"
 #include "server_internal.h"
 #include "weft/trace_reader.h"
 #include "weft/wire.h"
@@ -833,6 +834,292 @@ static void test_server_full_update_streamed(void **state)
 	xdg_remove();
 }
 
+/* A task that waits on @fin_note, then finishes. */
+static weft_notify_t fin_note;
+
+static weft_poll_t fin_poll(void *arg, weft_cx_t *cx)
+{
+	struct idle *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_notified_init(&t->nd, &fin_note);
+	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
+	weft_notified_fini(&t->nd);
+	WEFT_ASYNC_END(t);
+}
+
+static void noop_update(void *ctx, const weft_probe_update_t *u)
+{
+	(void)ctx;
+	(void)u;
+}
+
+static void noop_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	(void)ctx;
+	(void)ev;
+	(void)n;
+}
+
+/* Sorted, deduplicated ids of tasks named "finisher" in @u, added to
+ * @ids (@n of them, room for @cap). */
+static void fin_collect(const Weft__V1__Update *u, uint64_t *ids, size_t *n,
+			size_t cap)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < u->n_tasks && *n < cap; i++)
+		if (!strcmp(u->tasks[i]->name, "finisher"))
+			ids[(*n)++] = u->tasks[i]->id;
+	qsort(ids, *n, sizeof(*ids), cmp_id);
+	for (size_t i = 0; i < *n; i++)
+		if (!i || ids[i] != ids[i - 1])
+			ids[k++] = ids[i];
+	*n = k;
+}
+
+/*
+ * A console merges a full update into what it holds; it does not clear
+ * it.  Tasks it holds live that had finished by a later full pass (it
+ * skipped their last records, or re-subscribed) are named again only in
+ * that full update's backlog: if the collector forgets them before the
+ * backlog reaches them (retention cut to 1 ms here, as retain_max churn
+ * or 6 s against a backlog of a million tasks does), they must come as
+ * tombstones, or the console shows them live for good.
+ *
+ * 8,000 idle tasks and 16,000 that wait, seen live; the client leaves,
+ * they finish; it subscribes again, reads the first record, stops
+ * reading (its stream stays paced, about a dozen records on their way)
+ * while the collector forgets the finished ones, then reads on: every
+ * one of them must end finished.
+ */
+static void test_server_full_update_forgotten_finished(void **state)
+{
+	enum { IDLE = 8000, FIN = 16000, CAP = FIN + 4096 };
+	weft_server_opts_t o = { .workers = 2, .client_buf_max = 1u << 20 };
+	weft_probe_sub_opts_t ko = { .events = true,
+				     .on_events = noop_events,
+				     .on_update = noop_update };
+	uint64_t *fin = calloc(CAP, sizeof(*fin)), retain;
+	bool *done = calloc(FIN, sizeof(*done));
+	weft_join_t **j = calloc(FIN, sizeof(*j));
+	size_t nfin = 0, ndone = 0, tombs = 0;
+	struct timespec t0, t1;
+	weft_probe_sub_t *keeper;
+	struct tclient c;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+
+	(void)state;
+	assert_non_null(fin);
+	assert_non_null(done);
+	assert_non_null(j);
+	xdg_make();
+	weft_notify_init(&idle_note);
+	weft_notify_init(&fin_note);
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/forgotten.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	/* The collector runs, with events, while the client is away (else
+	 * it would not see them finish: it is seeded from the runtime's
+	 * live tasks when it starts, and learns the rest from events). */
+	assert_int_equal(weft_probe_subscribe(&ko, &keeper), 0);
+	for (int i = 0; i < IDLE + FIN; i++) {
+		weft_spawn_t sp = { .poll = i < IDLE ? idle_poll : fin_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = i < IDLE ? "idle" : "finisher" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp,
+						 i < IDLE ? NULL : &j[i - IDLE]),
+				 0);
+	}
+
+	/* Seen live. */
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	while (nfin < FIN && (f = tc_next(&c, 20000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			fin_collect(f->update, fin, &nfin, CAP);
+		weft_wire_frame_free(f);
+	}
+	assert_int_equal(nfin, FIN);
+
+	/* Away while they finish. */
+	tc_subscribe(&c, false, false);
+	while ((f = tc_next(&c, 300)) != NULL)
+		weft_wire_frame_free(f);
+	weft_notify_waiters(&fin_note);
+	for (int i = 0; i < FIN; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+	weft_probe_flush();
+	weft_probe_flush();
+
+	/* Back: the first record, then not reading while they are
+	 * forgotten. */
+	tc_subscribe(&c, true, false);
+	f = tc_next(&c, 20000);
+	assert_non_null(f);
+	assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+	assert_true(f->update->full);
+	for (size_t i = 0; i < f->update->n_tasks; i++) {
+		uint64_t *at = bsearch(&f->update->tasks[i]->id, fin, FIN,
+				       sizeof(*fin), cmp_id);
+
+		if (at && f->update->tasks[i]->finished_ns &&
+		    !done[at - fin]) {
+			done[at - fin] = true;
+			ndone++;
+		}
+	}
+	weft_wire_frame_free(f);
+	pthread_mutex_lock(&weft__probe.lock);
+	retain = weft__probe.config.retain_ns;
+	weft__probe.config.retain_ns = 1000000;
+	pthread_mutex_unlock(&weft__probe.lock);
+	usleep(20 * 1000);
+	weft_probe_flush();
+	weft_probe_flush();
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.config.retain_ns = retain;
+	pthread_mutex_unlock(&weft__probe.lock);
+
+	/* Reading on, as the console merges: every one ends finished. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	while (ndone < FIN && t1.tv_sec - t0.tv_sec < 10 &&
+	       (f = tc_next(&c, 1000)) != NULL) {
+		const Weft__V1__Update *u = f->update;
+
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		for (size_t i = 0; i < u->n_tasks; i++) {
+			uint64_t *at = bsearch(&u->tasks[i]->id, fin, FIN,
+					       sizeof(*fin), cmp_id);
+
+			if (!at || !u->tasks[i]->finished_ns)
+				continue;
+			assert_int_equal(u->tasks[i]->state, WEFT_TASK_DONE);
+			tombs += !u->tasks[i]->name[0];
+			if (!done[at - fin]) {
+				done[at - fin] = true;
+				ndone++;
+			}
+		}
+		weft_wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	print_message("%zu of %zu finished tasks seen finished, %zu of them "
+		      "as tombstones\n",
+		      ndone, (size_t)FIN, tombs);
+	assert_int_equal(ndone, FIN);
+	tc_close(&c);
+	weft_probe_unsubscribe(keeper);
+	weft__server_destroy(srv);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&fin_note);
+	weft_notify_fini(&idle_note);
+	free(j);
+	free(done);
+	free(fin);
+	xdg_remove();
+}
+
+/*
+ * A streamed full update is paced by what its clients hold, the old
+ * subscription's output included: a client that subscribes again (a
+ * new subscription) while the server still holds half a bound of the
+ * old stream for it gets the new first record, and no backlog on top
+ * until it reads; nothing is skipped, nothing resynced.  (The pace read
+ * zero there: the first pass queued a client's bound of backlog on top,
+ * a record was skipped, and the resync restarted the stream.)
+ */
+static void test_server_stream_resubscribe_paced(void **state)
+{
+	enum { IDLE = 30000 };
+	weft_server_opts_t o = { .workers = 2, .client_buf_max = 1u << 20 };
+	weft_server_stats_t st;
+	struct timespec t0, t1;
+	struct tclient c;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	unsigned fulls = 0;
+	size_t named = 0;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < IDLE; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+	snprintf(path, sizeof(path), "%s/paced.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	f = tc_next(&c, 20000);
+	assert_non_null(f);
+	assert_true(f->update->full);
+	weft_wire_frame_free(f);
+	fulls = 1;
+	/* Not reading: the server holds about half the bound for it. */
+	usleep(300 * 1000);
+	tc_subscribe(&c, true, false);
+	usleep(300 * 1000);
+
+	/* Reading on: the second full update, then every task once. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = t0;
+	while (named < IDLE && t1.tv_sec - t0.tv_sec < 20 &&
+	       (f = tc_next(&c, 2000)) != NULL) {
+		const Weft__V1__Update *u = f->update;
+
+		assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_UPDATE);
+		assert_int_equal(u->updates_skipped, 0);
+		if (u->full) {
+			fulls++;
+			named = 0;
+		}
+		if (fulls == 2)
+			for (size_t i = 0; i < u->n_tasks; i++)
+				named += !strcmp(u->tasks[i]->name, "idle");
+		weft_wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	weft__server_stats(srv, &st);
+	print_message("%u full updates, %zu tasks in the second; skipped %llu, "
+		      "resyncs %llu, most held %zu\n",
+		      fulls, named, (unsigned long long)st.updates_skipped,
+		      (unsigned long long)st.resyncs, st.max_client_buffered);
+	assert_int_equal(fulls, 2);
+	assert_true(named >= IDLE);
+	assert_int_equal(st.updates_skipped, 0);
+	assert_int_equal(st.resyncs, 0);
+	assert_true(st.max_client_buffered <= o.client_buf_max);
+	tc_close(&c);
+	weft__server_destroy(srv);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	xdg_remove();
+}
+
 /*
  * WEFT_CONSOLE_BIND's listener: loopback by default, any port; a client
  * that sends the token gets the header.  With no token given, the
@@ -1170,7 +1457,9 @@ static void test_server_peer_bounds(void **state)
 	xdg_remove();
 }
 
-int main(void)
+/* An argument: run only the tests whose names match it (cmocka's
+ * pattern: * and ?). */
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_server_socket_dir_modes),
@@ -1184,6 +1473,8 @@ int main(void)
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
 		cmocka_unit_test(test_server_full_update_streamed),
+		cmocka_unit_test(test_server_full_update_forgotten_finished),
+		cmocka_unit_test(test_server_stream_resubscribe_paced),
 		cmocka_unit_test(test_server_requests_not_read),
 		cmocka_unit_test(test_server_peer_bounds),
 #ifdef WEFT_TRACE_TOOL
@@ -1197,5 +1488,7 @@ int main(void)
 	/* TEST_FILTER=test_server_tcp runs one case (by hand). */
 	if (getenv("TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TEST_FILTER"));
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

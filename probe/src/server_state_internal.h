@@ -70,13 +70,17 @@ struct stream {
 	weft_wire_events_t enc;
 	/*
 	 * A full update streamed (server_stream.c): the ids of the tasks
-	 * its first record left out, ascending, and the first not yet
-	 * sent; NULL when none is under way.  chunk: scratch for one
-	 * record's tasks.  Collector thread only.
+	 * its first record left out, the nfin that had finished first
+	 * (their finished_ns in fin_ns, for a tombstone), then the live
+	 * ones, each part ascending; and the first not yet sent; NULL when
+	 * none is under way.  chunk: scratch for one record's tasks; tomb:
+	 * for its tombstones (NULL until one is needed).  Collector thread
+	 * only.
 	 */
-	uint64_t *backlog;
-	size_t nbacklog, backlog_at;
+	uint64_t *backlog, *fin_ns;
+	size_t nbacklog, nfin, backlog_at;
 	const weft_probe_task_t **chunk;
+	weft_probe_task_t *tomb;
 };
 
 /* One probe subscription's encoder state: collector thread only (made
@@ -177,8 +181,9 @@ struct weft_server_s {
 	struct item *qhead, *qtail;
 	size_t qbytes;
 	/* The most output any client of the active context's stream k
-	 * holds, as the server thread last saw it (a streamed full update
-	 * is paced by it: server_stream.c). */
+	 * holds, as the server thread last saw it, plus what it took from
+	 * the queue since (a streamed full update is paced by it:
+	 * server_stream.c). */
 	size_t stream_have[MAX_STREAMS];
 	uint64_t drop_updates, drop_events; /* events, not records */
 

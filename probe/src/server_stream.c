@@ -19,13 +19,24 @@
  * 130 MB update, encoded in one pass, before it could draw anything).
  * Its first record is what a view needs first: the stats, workers,
  * warnings and resources, full set, and the STREAM_FIRST tasks of lowest
- * id (the Tasks view's default order).  The other tasks' ids are kept,
- * ascending, and sent in records of STREAM_CHUNK tasks over the next
- * passes, each task as the collector knows it when its record is made
- * (looked up by id: one forgotten since was sent when it finished).  The
+ * id (the Tasks view's default order).  The other tasks' ids are kept
+ * and sent in records of STREAM_CHUNK tasks over the next passes, each
+ * task as the collector knows it when its record is made (looked up by
+ * id).  Those that had finished at the full pass come first, ascending,
+ * then the live ones, ascending: a finished task changes no more, so no
+ * delta will name it again, and only its backlog record tells a reader
+ * that merges (the console keeps what it had: it may hold the task live
+ * from before a resync) that it finished; and the collector forgets it
+ * retain_ns after it finished, or sooner when more than retain_max are
+ * kept, while the backlog of 1,000,000 tasks takes seconds.  One
+ * forgotten before its record is made goes as a tombstone: its id, done,
+ * and the finished_ns the full pass had.  A live one forgotten since
+ * finished after the full pass: that change was the delta's to send
+ * (with its name: the delta knows only the first record's tasks).  The
  * pace is the slowest client's: a pass adds records only while the
  * output the stream's clients hold (stream_have, as the server thread
- * last saw it) and the queue stay under half a client's bound, and at
+ * last saw it, plus what it took from the queue since: never a stale
+ * zero) and the queue stay under half a client's bound, and at
  * most STREAM_PASS_MAX bytes; so a slow console slows its own stream,
  * never the collector, and its buffer stays in its bound (the records
  * are updates like any other: one that does not fit is skipped and a
@@ -66,9 +77,12 @@ void weft__server_item_unref(const void *data, size_t len, void *arg)
 		weft__server_item_free(it);
 }
 
-/* Collector thread, probe.lock held: hand @it to the server thread. */
-static void push(struct sub_ctx *x, struct item *it)
+/* Collector thread, probe.lock held: hand @it to the server thread.
+ * Returns whether it was queued (else it is freed, and counted dropped
+ * or discarded). */
+static bool push(struct sub_ctx *x, struct item *it)
 {
+	bool queued;
 	weft_server_t *s = x->srv;
 	bool wake = false;
 
@@ -117,10 +131,12 @@ static void push(struct sub_ctx *x, struct item *it)
 		it = NULL;
 	}
 	pthread_mutex_unlock(&s->qlock);
+	queued = !it;
 	if (it)
 		weft__server_item_free(it);
 	if (wake)
 		event_active(s->wake_ev, EV_READ, 0);
+	return queued;
 }
 
 static const weft_probe_task_t *srv_lookup(uint64_t id)
@@ -144,19 +160,22 @@ static const weft_probe_task_t *srv_lookup(uint64_t id)
 static void backlog_free(struct stream *st)
 {
 	free(st->backlog);
-	st->backlog = NULL;
-	st->nbacklog = st->backlog_at = 0;
+	free(st->fin_ns);
+	st->backlog = st->fin_ns = NULL;
+	st->nbacklog = st->nfin = st->backlog_at = 0;
 }
 
 /*
- * @a ascending, in place (@tmp as long): an LSD radix sort by 16 bits,
+ * @a ascending, in place (@tmp as long), @pay (if not NULL; @ptmp as
+ * long) moved along: an LSD radix sort by 16 bits,
  * a pass skipped when every id has the same digit (ids are dense and
  * small: two passes for a million), linear where a comparison sort is
  * n log n in the collector's pass.  With the page's lookups, 70-117 ms
  * for 1,000,000 ids on the loaded 2-vCPU guest.  Returns false without
  * memory.
  */
-static bool ids_sort(uint64_t *a, uint64_t *tmp, size_t n)
+static bool ids_sort(uint64_t *a, uint64_t *tmp, uint64_t *pay,
+		     uint64_t *ptmp, size_t n)
 {
 	size_t *count = malloc(65536 * sizeof(*count));
 
@@ -179,25 +198,33 @@ static bool ids_sort(uint64_t *a, uint64_t *tmp, size_t n)
 			count[d] = sum;
 			sum += c;
 		}
-		for (size_t i = 0; i < n; i++)
-			tmp[count[(a[i] >> shift) & 0xffff]++] = a[i];
+		for (size_t i = 0; i < n; i++) {
+			size_t at = count[(a[i] >> shift) & 0xffff]++;
+
+			tmp[at] = a[i];
+			if (pay)
+				ptmp[at] = pay[i];
+		}
 		memcpy(a, tmp, n * sizeof(*a));
+		if (pay)
+			memcpy(pay, ptmp, n * sizeof(*pay));
 	}
 	free(count);
 	return true;
 }
 
 /*
- * A full pass for @st, streamed: the ids of its tasks sorted, the first
- * STREAM_FIRST of them in the full record @u2 will carry (*@page, as
- * many as *@npage), the others kept as the backlog.  Returns false
+ * A full pass for @st, streamed: the ids of its tasks, the finished and
+ * the live ones each sorted; the STREAM_FIRST of lowest id in the full
+ * record will carry (*@page, as many as *@npage), the others kept as
+ * the backlog, finished first (see the top of the file).  Returns false
  * (nothing kept) without memory: the update then goes whole.
  */
 static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 			 const weft_probe_task_t ***page, size_t *npage)
 {
-	uint64_t *ids, *tmp;
-	size_t n = u->ntasks, k = 0;
+	uint64_t *ids, *tmp, *fin_ns = NULL, *ptmp = NULL, *live, *fin;
+	size_t n = u->ntasks, nfin = 0, nlive, li = 0, fi = 0, k = 0, left;
 
 	backlog_free(st);
 	if (!st->chunk) {
@@ -205,37 +232,104 @@ static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 		if (!st->chunk)
 			return false;
 	}
+	for (size_t i = 0; i < n; i++)
+		nfin += u->tasks[i]->finished_ns != 0;
+	nlive = n - nfin;
 	ids = malloc(n * sizeof(*ids));
 	tmp = malloc(n * sizeof(*tmp));
-	if (!ids || !tmp) {
-		free(ids);
-		free(tmp);
-		return false;
+	if (nfin) {
+		fin_ns = malloc(nfin * sizeof(*fin_ns));
+		ptmp = malloc(nfin * sizeof(*ptmp));
 	}
-	for (size_t i = 0; i < n; i++)
-		ids[i] = u->tasks[i]->id;
-	if (!ids_sort(ids, tmp, n)) {
-		free(ids);
-		free(tmp);
-		return false;
-	}
-	free(tmp);
-	/* The first page: records of this pass, looked up by id. */
-	for (size_t i = 0; i < n && k < STREAM_FIRST; i++) {
-		const weft_probe_task_t *t = srv_lookup(ids[i]);
+	if (!ids || !tmp || (nfin && (!fin_ns || !ptmp)))
+		goto out_free;
+	live = ids;
+	fin = ids + nlive;
+	for (size_t i = 0; i < n; i++) {
+		const weft_probe_task_t *t = u->tasks[i];
 
+		if (t->finished_ns) {
+			fin_ns[fi] = t->finished_ns;
+			fin[fi++] = t->id;
+		} else {
+			live[li++] = t->id;
+		}
+	}
+	if (!ids_sort(live, tmp, NULL, NULL, nlive) ||
+	    !ids_sort(fin, tmp, fin_ns, ptmp, nfin))
+		goto out_free;
+	free(ptmp);
+	/*
+	 * The first page: the lowest ids of both, records of this pass
+	 * looked up by id.  Exactly the ids taken are left out of the
+	 * backlog: one that finds no record (none should: a task retired
+	 * in this pass is freed only after it) lets the page take the
+	 * next, which is then not sent twice.
+	 */
+	li = fi = 0;
+	while (k < STREAM_FIRST && (li < nlive || fi < nfin)) {
+		const weft_probe_task_t *t;
+
+		if (fi == nfin || (li < nlive && live[li] < fin[fi]))
+			t = srv_lookup(live[li++]);
+		else
+			t = srv_lookup(fin[fi++]);
 		if (t)
 			st->chunk[k++] = t;
 	}
 	*page = st->chunk;
 	*npage = k;
-	st->backlog = ids;
-	st->nbacklog = n;
-	st->backlog_at = n < STREAM_FIRST ? n : STREAM_FIRST;
+	/* The backlog, in @tmp: the finished left, then the live left. */
+	left = nfin - fi;
+	memcpy(tmp, fin + fi, left * sizeof(*tmp));
+	memcpy(tmp + left, live + li, (nlive - li) * sizeof(*tmp));
+	if (left) {
+		memmove(fin_ns, fin_ns + fi, left * sizeof(*fin_ns));
+	} else {
+		free(fin_ns);
+		fin_ns = NULL;
+	}
+	free(ids);
+	st->backlog = tmp;
+	st->fin_ns = fin_ns;
+	st->nfin = left;
+	st->nbacklog = left + nlive - li;
+	st->backlog_at = 0;
 	return true;
+
+out_free:
+	free(ids);
+	free(tmp);
+	free(fin_ns);
+	free(ptmp);
+	return false;
 }
 
-static void push(struct sub_ctx *x, struct item *it);
+/*
+ * Slot @i of @st's tombstones, for task @id, forgotten since the full
+ * pass, where it had finished at @finished_ns: what a reader needs to
+ * take it for finished (a record with a name it already has keeps it).
+ * NULL without memory.
+ */
+static const weft_probe_task_t *tombstone(struct stream *st, size_t i,
+					  uint64_t id, uint64_t finished_ns)
+{
+	weft_probe_task_t *t;
+
+	if (!st->tomb) {
+		st->tomb = malloc(STREAM_CHUNK * sizeof(*st->tomb));
+		if (!st->tomb)
+			return NULL;
+	}
+	t = &st->tomb[i];
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	t->state = WEFT_TASK_DONE;
+	t->finished_ns = finished_ns;
+	return t;
+}
+
+static bool push(struct sub_ctx *x, struct item *it);
 
 /*
  * More of @x's stream @k's backlog, as far as its pace allows (see the
@@ -263,13 +357,22 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		room = STREAM_PASS_MAX;
 	while (room && st->backlog_at < st->nbacklog) {
 		weft_probe_update_t cu = { .tasks = st->chunk };
-		size_t at = st->backlog_at;
+		size_t at = st->backlog_at, ntomb = 0;
 		struct item *it;
 		int err;
 
 		while (cu.ntasks < STREAM_CHUNK && at < st->nbacklog) {
-			const weft_probe_task_t *t = srv_lookup(st->backlog[at++]);
+			uint64_t id = st->backlog[at];
+			const weft_probe_task_t *t = srv_lookup(id);
 
+			/* Forgotten: finished at the full pass, a tombstone;
+			 * live then, its delta told (top of the file). */
+			if (!t && at < st->nfin) {
+				t = tombstone(st, ntomb++, id, st->fin_ns[at]);
+				if (!t)
+					return; /* again next pass */
+			}
+			at++;
 			if (t)
 				st->chunk[cu.ntasks++] = t;
 		}
@@ -304,11 +407,11 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 
 /*
  * Server thread: the most output each stream's clients hold, for
- * backlog_pump() (a client waiting for a full update takes no backlog
- * record: it does not count).  After each delivery, on the tick, and
- * when a client's output has drained.
+ * backlog_pump().  A client waiting for a full update takes no backlog
+ * record: it does not count, unless @waiting (the subscription's own
+ * full update is to come: it is theirs, and its backlog too).
  */
-void weft__server_stream_have(weft_server_t *s)
+static void stream_have(weft_server_t *s, bool waiting)
 {
 	size_t have[MAX_STREAMS] = { 0 };
 
@@ -316,15 +419,25 @@ void weft__server_stream_have(weft_server_t *s)
 		size_t n;
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
-		    !c->subscribed || !c->want_updates || c->need_full)
+		    !c->subscribed || !c->want_updates ||
+		    (c->need_full && !waiting))
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
 		if (n > have[c->stream])
 			have[c->stream] = n;
 	}
+	/* Under qlock: backlog_pump() reads it under qlock too, with
+	 * qbytes, on the collector thread. */
 	pthread_mutex_lock(&s->qlock);
 	memcpy(s->stream_have, have, sizeof(have));
 	pthread_mutex_unlock(&s->qlock);
+}
+
+/* After each delivery, on the tick, and when a client's output has
+ * drained. */
+void weft__server_stream_have(weft_server_t *s)
+{
+	stream_have(s, s->full_pending);
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -336,7 +449,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		const weft_probe_task_t **page = NULL;
 		size_t npage = 0;
 		struct item *it;
-		bool full;
+		bool full, streamed = false;
 		int rc;
 
 		if (!st->updates)
@@ -351,6 +464,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		    stream_start(st, u, &page, &npage)) {
 			weft_probe_update_t first = *u;
 
+			streamed = true;
 			first.tasks = page;
 			first.ntasks = npage;
 			rc = weft__delta_pass(&st->delta, &first, &it->buf,
@@ -367,12 +481,21 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 			x->srv->drop_updates++;
 			pthread_mutex_unlock(&x->srv->qlock);
 		}
+		/*
+		 * A backlog is the rest of a first record that went: without
+		 * it (failed, or dropped at push), the clients are owed a
+		 * full update (counted dropped) and its records would only be
+		 * skipped by them.
+		 */
 		if (rc <= 0) {
 			weft__server_item_free(it);
+			if (streamed)
+				backlog_free(st);
 			continue;
 		}
 		it->full = full;
-		push(x, it);
+		if (!push(x, it) && streamed)
+			backlog_free(st);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++)
 		backlog_pump(x, k);
@@ -426,6 +549,7 @@ static void sub_ctx_free(struct sub_ctx *x)
 		weft_wire_events_fini(&x->st[k].enc);
 		backlog_free(&x->st[k]);
 		free(x->st[k].chunk);
+		free(x->st[k].tomb);
 	}
 	free(x);
 }
@@ -447,8 +571,13 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
-	/* Its streams' clients hold nothing of it yet. */
-	memset(s->stream_have, 0, sizeof(s->stream_have));
+	/*
+	 * stream_have is left as it was, the old context's: @x makes no
+	 * pass until it subscribes, and the caller computes it for @x's
+	 * streams before that, once the clients are mapped to them.
+	 * (Zeroed here, @x's first pass pumped 4 MiB of backlog on top of
+	 * what the clients still held of the old one.)
+	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
 }
@@ -583,6 +712,9 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		c->stream = weft__server_client_active(c) ?
 				    weft__server_plan_find(x->st, n, c) :
 				    -1;
+	/* What they hold, old output included, before its first pass can
+	 * pump: every client of it takes its full update. */
+	stream_have(s, true);
 	err = weft_probe_subscribe(&o, &nsub);
 	if (err) {
 		weft__server_log("cannot subscribe to the probe: %s",
@@ -594,6 +726,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 					weft__server_plan_find(
 						oldx->st, oldx->nstreams, c) :
 					-1;
+		weft__server_stream_have(s);
 		sub_ctx_free(x);
 		return;
 	}
@@ -669,6 +802,16 @@ void weft__server_deliver(weft_server_t *s)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
+	/*
+	 * What leaves the queue goes to the clients' output: counted there
+	 * at once, in the same hold of qlock, until stream_have() below
+	 * measures it (a pass in between saw neither, and pumped as if
+	 * the clients held nothing).  Every item counts, events too: it
+	 * errs high.
+	 */
+	for (struct item *it = list; it; it = it->next)
+		if (it->stream < MAX_STREAMS)
+			s->stream_have[it->stream] += it->buf.len;
 	du = s->drop_updates - s->seen_drop_updates;
 	de = s->drop_events - s->seen_drop_events;
 	s->seen_drop_updates = s->drop_updates;
