@@ -12,6 +12,8 @@
 #   info     events, tasks named and warnings are the generator's
 #   stats    its event count and its poll count are the generator's
 #   tasks    one row a live task at the end (tasks - completed)
+#   (and on the default sizes, each verb's whole output against the
+#   digest pinned below)
 #   console  --replay --once: the live tasks and the spawned count
 #
 # stats and the console run beside info and tasks (two cores, two lanes
@@ -75,6 +77,41 @@ expect()
 	[[ "$3" == "$4" ]] || fail "$1: $2 is '$3', the generator wrote $4"
 }
 
+# The verbs' whole output, pinned: the generator is deterministic (a
+# fixed seed; only the header's pid, start time and command differ from
+# run to run), so each verb's text on the default sizes is too, less the
+# lines that name the file, the process and the start.  The digests are
+# those of the tools as they were when pinned (2026-12-05, e0dffab; that
+# day's speed work on the verbs was diffed byte for byte against the
+# tools before it, every verb, whole, cut and damaged files): a change to
+# a verb's output, meant or not, shows here.  A meant one
+# updates them: TRACE_BIG_DIGESTS=print prints the new ones.  Other sizes
+# (BIG_TRACE_BYTES) check counts only.
+declare -A pinned=(
+	[info]=569f85cf24b5ec207e699fc388795310aa5f13ea0631a24a13ef7546089253a7
+	[stats]=791ae5629033bf5bc60ffcffde9c9b6bef0268c5785b93bb9288f9da0d949188
+	[tasks]=b4858fdcbac8d6e1a1b214e62b37248aa9083da92c6d26fecfb086c516000654
+	[dump]=23fdc3b2aade24166aebb5834d1cebc1b7ba5e5702ffead7c66e82527b00f916
+	[export]=2e8cb5e920206d7cc075ed5786b93a49ab4600a52df015c1b6fb6386e24d566b
+)
+
+# same NAME: $tmp/NAME.out, its run-to-run lines left out, against its
+# pinned digest.
+same()
+{
+	local got
+
+	got=$(sed -E -e '/^(file|process|command|start): /d' \
+		-e 's@[^ ]*/(big|small)\.weft@FILE@g' \
+		-e 's/"pid":[0-9]+/"pid":0/g' "$tmp/$1.out" | sha256sum)
+	got=${got%% *}
+	if [[ "${TRACE_BIG_DIGESTS:-}" == print ]]; then
+		echo "trace_big: digest $1 $got"
+	elif [[ "$got" != "${pinned[$1]}" ]]; then
+		fail "$1: its output differs from the pinned one (digest $got; TRACE_BIG_DIGESTS=print after a meant change)"
+	fi
+}
+
 big=$tmp/big.weft
 "$gen" "$big" --bytes "$bytes" --quiet > "$tmp/gen.out"
 sum=$(tail -n 1 "$tmp/gen.out")
@@ -119,6 +156,11 @@ expect stats polls \
 	"$polls"
 # A header line and a column line, then a row per live task.
 expect tasks rows "$(($(wc -l < "$tmp/tasks.out") - 2))" "$live"
+if [[ -z "${BIG_TRACE_BYTES:-}" ]]; then
+	for v in info stats tasks; do
+		same "$v"
+	done
+fi
 if [[ -n "$console" ]]; then
 	expect console "live tasks" \
 		"$(sed -n 's/.* live tasks \([0-9]*\) .*/\1/p' "$tmp/console.out")" \
@@ -142,4 +184,8 @@ check_rss dump
 check_rss export
 expect dump lines "$(wc -l < "$tmp/dump.out")" "$events"
 expect export "poll slices" "$(grep -c '"ph":"X"' "$tmp/export.out")" "$polls"
+if [[ -z "${BIG_TRACE_BYTES:-}" ]]; then
+	same dump
+	same export
+fi
 echo "trace_big: ok"
