@@ -11,6 +11,7 @@
  * Timing: the bad programs make waits of a hundred milliseconds and more
  * against the 10 ms threshold; the twins make none at all.
  */
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,10 +440,14 @@ struct consumer {
 	bool slow;
 };
 
+/* Polls of the consumers so far (run_channel waits for the first). */
+static _Atomic unsigned consumer_polls;
+
 static weft_poll_t consumer_poll(void *arg, weft_cx_t *cx)
 {
 	struct consumer *c = arg;
 
+	atomic_fetch_add(&consumer_polls, 1);
 	WEFT_ASYNC_BEGIN(c);
 	for (;;) {
 		weft_mpsc_recv_init(&c->r, c->rx, &c->v);
@@ -464,6 +469,7 @@ static weft_poll_t consumer_poll(void *arg, weft_cx_t *cx)
 static void run_channel(bool slow, uint64_t *consumer_id)
 {
 	weft_runtime_t *rt = rt_new(2);
+	unsigned before = atomic_load(&consumer_polls);
 	weft_mpsc_tx_t *tx;
 	weft_mpsc_rx_t *rx;
 	weft_join_t *pj[CHAN_PRODUCERS], *cj;
@@ -477,6 +483,17 @@ static void run_channel(bool slow, uint64_t *consumer_id)
 					  &cj),
 			 0);
 	*consumer_id = weft_join_id(cj);
+	/*
+	 * The receiver waits on the channel before anyone sends: a channel
+	 * whose receiver never received is warned of with its receiver
+	 * unknown (as it should be), and under ASan the producers were seen
+	 * to fill it before the consumer's first poll.  Its first poll
+	 * parks it on the empty channel; 20 ms more for that poll's end.
+	 */
+	for (int i = 0; i < 5000 && atomic_load(&consumer_polls) == before;
+	     i++)
+		usleep(1000);
+	usleep(20000);
 	/* Six senders queue behind one another: 6 x 6 ms a send. */
 	for (int i = 0; i < CHAN_PRODUCERS; i++)
 		txs[i] = i ? weft_mpsc_tx_clone(tx) : tx;
