@@ -140,6 +140,35 @@ static void streams_agree(const uint8_t *data, size_t len, bool file_order)
 	weft_trace_stream_close(l);
 }
 
+/* Brief string @s (@n bytes) against a decoded C string @c (NULL: ""). */
+static void same_str(const char *s, size_t n, const char *c)
+{
+	if (!c)
+		c = "";
+	if (strlen(c) != n || (n && memcmp(s, c, n)))
+		abort();
+}
+
+/*
+ * A record the raw decoder took, read brief (the fields the trace model
+ * keeps): the same values.  weft_wire_task_brief_raw() is only ever
+ * given records checked so, as weft-trace's model does.
+ */
+static void brief_agrees(const uint8_t *data, size_t len,
+			 const Weft__V1__Task *m)
+{
+	weft_wire_task_brief_t b;
+
+	if (weft_wire_task_brief_raw(data, len, &b))
+		abort();
+	if (b.id != m->id || b.finished_ns != m->finished_ns ||
+	    b.line != m->line || b.parked_line != m->parked_line)
+		abort();
+	same_str(b.name, b.name_len, m->name);
+	same_str(b.file, b.file_len, m->file);
+	same_str(b.parked_file, b.parked_len, m->parked_file);
+}
+
 /* The input as one Task and as one Update: raw only what protobuf-c
  * unpacks to the same. */
 static void raw_agrees(const uint8_t *data, size_t len)
@@ -155,6 +184,7 @@ static void raw_agrees(const uint8_t *data, size_t len)
 		if (!pt)
 			abort();
 		same_packed(&pt->base, &t.msg.base);
+		brief_agrees(data, len, pt);
 		weft__v1__task__free_unpacked(pt, NULL);
 	}
 	if (!weft_wire_update_split_raw(data, len, &t, &rest, &n)) {
