@@ -354,6 +354,119 @@ static void test_no_sched_delay_across_drops(void **state)
 	assert_int_equal(delay_warnings(21), 1);
 }
 
+/* ------------------------------------------------- a yielding task */
+
+/* Tick @at as the collector takes it, in ns. */
+static uint64_t ns_at(unsigned at)
+{
+	struct weft__probe_clock_conv cv;
+	uint64_t raw = base + (uint64_t)at * TICK;
+
+	weft__probe_clock_conv_get(&cv);
+	return cv.tsc ? weft__probe_clock_conv_ts(&cv, raw) : raw;
+}
+
+/*
+ * A task that yields again and again (the collector's fast path for a
+ * poll, collector_events.c's poll_fast()), with what takes it off that
+ * path in between: its first polls, a pass boundary, a wake of itself in
+ * a poll that then returns pending, a move to another worker, its end.
+ * Every count, sum and histogram must be what the events say, as worked
+ * out here poll by poll.
+ */
+static void test_yields_counted(void **state)
+{
+	enum { ID = 40, POLLS = 40, CUT = 21 };
+	struct {
+		unsigned from, to, wake;
+		uint32_t flags;
+	} q[POLLS];
+	const weft_probe_task_t *t;
+	weft_probe_task_t tc;
+	weft_hist_t ph, sh, gph, gsh;
+	uint64_t woken = 0, sched = 0, busy = 0, maxp = 0, wakes = 0;
+	unsigned at = 1, done = 0;
+
+	(void)state;
+	memset(&ph, 0, sizeof(ph));
+	memset(&sh, 0, sizeof(sh));
+	memset(&gph, 0, sizeof(gph));
+	memset(&gsh, 0, sizeof(gsh));
+	memset(&tc, 0, sizeof(tc));
+	ev(ring_a, at, WEFT_EV_SPAWN, ID, 0, 0);
+	for (unsigned i = 0; i < POLLS; i++) {
+		/* Worker 0, then worker 1 from poll 25 on. */
+		ring_entry_t *e = i < 25 ? ring_a : ring_b;
+
+		q[i].from = at + 1 + i % 3;
+		q[i].to = q[i].from + 1 + i % 4;
+		q[i].wake = 0;
+		q[i].flags = i == POLLS - 1 ? WEFT_POLL_READY :
+			     i == 12        ? 0 :
+					      WEFT_POLL_YIELDED;
+		if (i == 12) {
+			/* It wakes itself in the poll, which returns pending. */
+			q[i].wake = q[i].from + 1;
+			ev(e, q[i].wake, WEFT_EV_WAKE, ID, ID, 0);
+		}
+		poll(e, q[i].from, q[i].to, ID, q[i].flags);
+		at = q[i].to;
+		if (i + 1 != CUT && i + 1 != POLLS)
+			continue;
+		/*
+		 * What the pass makes of them, in ns as it converted them
+		 * (the clock's rate is refined at each pass's start).
+		 */
+		pass();
+		if (!done)
+			woken = ns_at(1);
+		for (; done <= i; done++) {
+			uint64_t delay = ns_at(q[done].from) - woken;
+			uint64_t dur = ns_at(q[done].to) - ns_at(q[done].from);
+
+			sched += delay;
+			busy += dur;
+			if (dur > maxp)
+				maxp = dur;
+			/* Both histograms from the second poll on. */
+			if (done > 0) {
+				weft_hist_record(&sh, delay);
+				weft_hist_record(&ph, dur);
+			}
+			if (q[done].wake) {
+				wakes++;
+				woken = ns_at(q[done].wake);
+			} else if (q[done].flags == WEFT_POLL_YIELDED) {
+				wakes++;
+				woken = ns_at(q[done].to);
+			}
+		}
+	}
+	/* Copied under the lock, checked out of it (a failed check leaves
+	 * the test by longjmp). */
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, ID);
+	if (t) {
+		tc = *t;
+		if (t->poll_hist)
+			gph = *t->poll_hist;
+		if (t->sched_hist)
+			gsh = *t->sched_hist;
+	}
+	pthread_mutex_unlock(&p->lock);
+	assert_non_null(t);
+	assert_int_equal(tc.state, WEFT_TASK_DONE);
+	assert_int_equal(tc.polls, POLLS);
+	assert_int_equal(tc.wakes, wakes);
+	assert_int_equal(tc.self_wakes, wakes);
+	assert_int_equal(tc.busy_ns, busy);
+	assert_int_equal(tc.scheduled_ns, sched);
+	assert_int_equal(tc.max_poll_ns, maxp);
+	assert_int_equal(tc.last_worker, 1);
+	assert_memory_equal(&gph, &ph, sizeof(ph));
+	assert_memory_equal(&gsh, &sh, sizeof(sh));
+}
+
 /* ------------------------------------------------------- resources */
 
 static weft_probe_resource_t res(uint64_t id, bool *found)
@@ -610,6 +723,8 @@ static void test_res_pool_culprit_late(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_yields_counted, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

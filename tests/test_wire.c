@@ -356,21 +356,11 @@ static void encode_events(weft_wire_buf_t *b, const weft_event_t *ev, size_t n,
 	weft_wire_batch_fini(&batch);
 }
 
-static void test_wire_events_round_trip_exactly(void **state)
+/* Random everything, in runs of random length per worker, including the
+ * extremes: zero, all ones, tasks 2^63 apart. */
+static void rnd_events(weft_event_t *ev, size_t n)
 {
-	enum { N = 50000 };
-	weft_event_t *ev = calloc(N, sizeof(*ev));
-	weft_event_t *back = calloc(N, sizeof(*back));
-	weft_wire_buf_t b = { 0 };
-	weft_wire_decoder_t d;
-	size_t batches = 0, got = 0, off = 0;
-
-	(void)state;
-	assert_non_null(ev);
-	assert_non_null(back);
-	/* Random everything, in runs of random length per worker, including
-	 * the extremes: zero, all ones, tasks 2^63 apart. */
-	for (size_t i = 0; i < N; i++) {
+	for (size_t i = 0; i < n; i++) {
 		weft_event_t *e = &ev[i];
 		uint64_t r = rnd();
 
@@ -392,6 +382,21 @@ static void test_wire_events_round_trip_exactly(void **state)
 		if ((r >> 20) % 5 == 1)
 			e->kind = WEFT_EV_SPAWN;
 	}
+}
+
+static void test_wire_events_round_trip_exactly(void **state)
+{
+	enum { N = 50000 };
+	weft_event_t *ev = calloc(N, sizeof(*ev));
+	weft_event_t *back = calloc(N, sizeof(*back));
+	weft_wire_buf_t b = { 0 };
+	weft_wire_decoder_t d;
+	size_t batches = 0, got = 0, off = 0;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_non_null(back);
+	rnd_events(ev, N);
 	encode_events(&b, ev, N, &batches);
 	assert_true(batches > 100);
 
@@ -1024,6 +1029,87 @@ static void test_wire_events_grouped_per_thread(void **state)
 	(void)state;
 	check_grouping(5, 10000);
 	check_grouping(300, 20000);
+}
+
+/*
+ * weft_wire_events_append() (batch.c's one sweep from events to bytes, the
+ * collector's path for a pass's events) against weft_wire_batch_encode()
+ * packed by protobuf-c, byte for byte, and decoded back to the events
+ * regrouped per thread.
+ */
+static void check_events_append(const weft_event_t *ev, size_t n)
+{
+	weft_wire_events_t e, e2;
+	weft_wire_buf_t hand = { 0 }, ref = { 0 };
+	weft_wire_decoder_t d;
+	weft_event_t *back = calloc(n + 1, sizeof(*back));
+	const weft_event_t *g;
+	size_t batches = 0, got = 0, off = 0;
+
+	assert_non_null(back);
+	weft_wire_events_init(&e);
+	weft_wire_events_init(&e2);
+	assert_int_equal(weft_wire_events_append(&e, &hand, ev, n), 0);
+	g = weft_wire_events_group(&e2, ev, n);
+	assert_non_null(g);
+	encode_events(&ref, g, n, &batches);
+	assert_int_equal(hand.len, ref.len);
+	assert_memory_equal(hand.data, ref.data, hand.len);
+
+	weft_wire_decoder_init(&d, 0);
+	while (off < hand.len) {
+		Weft__V1__Frame *f;
+		size_t used;
+		int rc = weft_wire_decoder_feed(&d, hand.data + off,
+						hand.len - off, &used, &f);
+
+		assert_int_equal(rc, WEFT_WIRE_FRAME);
+		off += used;
+		rc = weft_wire_batch_decode(f->events, back + got, n - got);
+		assert_true(rc > 0);
+		got += (size_t)rc;
+		weft_wire_frame_free(f);
+	}
+	weft_wire_decoder_fini(&d);
+	assert_int_equal(got, n);
+	assert_memory_equal(g, back, n * sizeof(*back));
+	weft_wire_events_fini(&e);
+	weft_wire_events_fini(&e2);
+	weft_wire_buf_fini(&hand);
+	weft_wire_buf_fini(&ref);
+	free(back);
+}
+
+static void test_wire_events_append_as_protobuf_c(void **state)
+{
+	enum { N = 40000 };
+	weft_event_t *ev = calloc(N, sizeof(*ev));
+	size_t n;
+
+	(void)state;
+	assert_non_null(ev);
+	/* Mixed threads, every extreme. */
+	rnd_events(ev, N);
+	check_events_append(ev, N);
+	/* One thread past WEFT_WIRE_BATCH_MAX: split. */
+	for (size_t i = 0; i < N; i++)
+		ev[i].worker = 3;
+	check_events_append(ev, N);
+	/* As the runtime emits them, two workers interleaved. */
+	n = realistic_events(ev, N / 2, 0);
+	n += realistic_events(ev + n, N - n, 1);
+	for (size_t i = 0; i + 1 < n; i += 7) {
+		weft_event_t x = ev[i];
+
+		ev[i] = ev[n - 1 - i];
+		ev[n - 1 - i] = x;
+	}
+	check_events_append(ev, n);
+	/* One event, and one with every field zero. */
+	check_events_append(ev, 1);
+	memset(ev, 0, sizeof(*ev));
+	check_events_append(ev, 1);
+	free(ev);
 }
 
 /* ------------------------------------------------------------ hand encoders */
@@ -1930,6 +2016,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_update_split_hand_encoded),
 		cmocka_unit_test(test_wire_batch_hand_encoded_as_protobuf_c),
 		cmocka_unit_test(test_wire_batch_decode_raw_as_slow_path),
+		cmocka_unit_test(test_wire_events_append_as_protobuf_c),
 		cmocka_unit_test(test_wire_record_len),
 	};
 

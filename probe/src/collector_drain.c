@@ -224,7 +224,9 @@ __attribute__((noinline)) size_t weft__collector_take_chunk(struct probe *p,
 	while (n && out < CHUNK_EVENTS) {
 		struct seg_s *s = h[0];
 		const weft_ring_t *r = &s->e->ring;
-		uint64_t bound = UINT64_MAX, k = s->end - s->pos;
+		uint64_t bound = UINT64_MAX, k = s->end - s->pos, pos, mask;
+		const weft_event_t *buf;
+		weft_event_t *d;
 
 		if (n > 1)
 			bound = h[1]->ts;
@@ -232,21 +234,29 @@ __attribute__((noinline)) size_t weft__collector_take_chunk(struct probe *p,
 			bound = h[2]->ts;
 		if (k > CHUNK_EVENTS - out)
 			k = CHUNK_EVENTS - out;
-		from = s->pos;
+		from = pos = s->pos;
+		/*
+		 * The ring's fields and the run's position in locals: a
+		 * store of a weft_event_t may alias any uint64_t, and in
+		 * memory they were loaded (and pos stored) again each event.
+		 */
+		buf = r->buf;
+		mask = r->mask;
+		d = &p->chunk[out];
 		if (cv.tsc) {
 			do {
-				weft_event_t *d = &p->chunk[out++];
-
-				*d = r->buf[s->pos++ & r->mask];
-				weft__probe_clock_conv_event(&cv, d);
-			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+				*d = buf[pos++ & mask];
+				weft__probe_clock_conv_event(&cv, d++);
+			} while (--k && buf[pos & mask].ts <= bound);
 		} else {
 			do {
-				p->chunk[out++] = r->buf[s->pos++ & r->mask];
-			} while (--k && r->buf[s->pos & r->mask].ts <= bound);
+				*d++ = buf[pos++ & mask];
+			} while (--k && buf[pos & mask].ts <= bound);
 		}
+		out = (size_t)(d - p->chunk);
+		s->pos = pos;
 		if (p->flush_rings)
-			flush_taken(r, from, s->pos);
+			flush_taken(r, from, pos);
 		if (s->pos == s->end)
 			h[0] = h[--n];
 		else
