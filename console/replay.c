@@ -21,21 +21,29 @@
  * whole file once, in the background.)
  *
  * Updates carry only changes, so the state at a time is known only by
- * feeding every record before it.  Checkpoints bound that: while the
- * replay reads forward it keeps deep copies of the model
- * (con_model_clone()) every ckpt_every bytes of file (CON_CKPT_EVERY, 8
- * MiB, at first), their bytes (con_model_bytes()) at most ckpt_budget
- * (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB): before a new
- * one would pass it, every other one goes and the spacing doubles, so a
- * file of any size keeps a bounded number, spread over what was read.
- * A seek back (or forward over a part already read) restores the
- * nearest checkpoint at or before the time wanted and reads on from its
- * record; with none there, from the first record as before.  Either way
- * the model keeps the session's sort, filter, mode and retention.  A
- * model bigger than the whole budget is not copied.  The price: a seek
- * reads up to the spacing's worth of file, and the spacing grows with
- * the file (a model of 30 MB, a 128 MiB budget: four checkpoints, so a
- * quarter of the file at worst; tools/bench/README.md, "Big traces").
+ * feeding every record before it.  Checkpoints bound that: packed copies
+ * of a model (con_model_pack(), model_pack.c: about 30 bytes a task
+ * against a deep copy's 290, so about 4 MB for the 115,000 tasks of the
+ * big-trace model against 34) every ckpt_every bytes of file
+ * (CON_CKPT_EVERY, 8 MiB, at first), their bytes (con_packed_bytes()) at
+ * most ckpt_budget (CON_CKPT_BUDGET, 128 MiB;
+ * WEFT_CONSOLE_CHECKPOINT_MB): before a new one would pass it, every
+ * other one goes and the spacing doubles, so a file of any size keeps a
+ * bounded number, spread over what was read.  They are taken by the
+ * index pass, which feeds a model of its own (im) every record it
+ * indexes, so that a seek forward into what was never replayed finds one
+ * too; and while the replay reads forward (a part replayed again after
+ * thinning fills in where the spacing allows).  A seek restores the
+ * nearest checkpoint at or before the time wanted, when the model is
+ * past it or behind that checkpoint, and reads on from its record; with
+ * none there, from the first record.  Either way the model keeps the
+ * session's title, sort, filter, mode and retention.  A model bigger
+ * than the whole budget is not copied.  The price: the index pass runs
+ * at the model's speed (about 45 MB/s, against 200 MB/s for the index
+ * alone; the first screen does not wait for it), holds a second model,
+ * and a seek reads up to the spacing's worth of file: at 1 GB, 128 MiB
+ * of checkpoints are about 32 MB of file apart; at 10 GB they would be
+ * about 300 MB apart (tools/bench/README.md, "Big traces").
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -227,6 +235,18 @@ static void ckpt_config(con_replay_t *r)
 		r->ckpt_every = UINT64_MAX;
 }
 
+static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next);
+
+/* The index pass's model goes (the index done, or no checkpoints). */
+static void im_free(con_replay_t *r)
+{
+	if (!r->im)
+		return;
+	con_model_fini(r->im);
+	free(r->im);
+	r->im = NULL;
+}
+
 /*
  * The indexing pass's end (the file's end, or what stopped it, rc < 0):
  * what it found kept, its reader closed.
@@ -250,6 +270,7 @@ static void index_end(con_replay_t *r, int rc)
 	free(ix);
 	r->ix = NULL;
 	r->indexed = true;
+	im_free(r);
 	progress(r, 0, true);
 }
 
@@ -274,12 +295,23 @@ static int index_one(con_replay_t *r)
 	 * first of all on replay.  Any other frame is ours, a second
 	 * FileHeader too (indexed, fed as its hello, freed). */
 	if (is_reader_header(ix, f)) {
-		if (!r->hello)
+		if (!r->hello) {
 			r->hello = frame_copy(f);
+			if (r->im)
+				con_model_frame(r->im, r->hello);
+		}
 		return 1;
 	}
 	index_add(r, &r->rec_cap, ix->dec.record_offset, f);
 	r->last_ns = r->rec[r->n - 1].at;
+	if (r->im && r->ckpt_every == UINT64_MAX)
+		im_free(r); /* no more checkpoints: the model is too big */
+	if (r->im) {
+		/* As a seek from the start would feed it: the hello, then
+		 * records [0, n). */
+		con_model_frame(r->im, f);
+		ckpt_maybe(r, r->im, r->n);
+	}
 	weft_wire_frame_free(f);
 	return 1;
 }
@@ -345,6 +377,12 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	r->size = (uint64_t)st.st_size;
 	r->progress = isatty(STDERR_FILENO);
 	r->progress_start = r->pass_start = weft_wire_now_ns();
+	ckpt_config(r);
+	if (r->ckpt_budget) {
+		r->im = con_xmalloc(sizeof(*r->im));
+		con_model_init(r->im, "replay");
+		r->im->mode = CON_MODE_REPLAY;
+	}
 	/* The first record at least (the first screen), then as much as
 	 * the budget allows. */
 	while (!r->indexed && !r->n)
@@ -363,7 +401,6 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 		return rc;
 	}
 	r->pos_ns = r->first_ns;
-	ckpt_config(r);
 	return 0;
 }
 
@@ -391,6 +428,7 @@ void con_replay_close(con_replay_t *r)
 	free(r->batch_bits);
 	free(r->error);
 	ckpt_free_all(r);
+	im_free(r);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -441,6 +479,7 @@ static void cut_at(con_replay_t *r, size_t i)
 		free(r->ix);
 		r->ix = NULL;
 		r->indexed = true;
+		im_free(r);
 	}
 	while (r->nckpt && r->ckpt[r->nckpt - 1].next > i)
 		ckpt_drop(r, --r->nckpt);
@@ -493,7 +532,7 @@ static void model_reset(con_model_t *m)
 static void ckpt_drop(con_replay_t *r, size_t i)
 {
 	r->ckpt_bytes -= r->ckpt[i].bytes;
-	con_model_fini(&r->ckpt[i].m);
+	con_packed_free(&r->ckpt[i].pk);
 }
 
 static void ckpt_free_all(con_replay_t *r)
@@ -534,10 +573,12 @@ void con_replay_checkpoints(con_replay_t *r, size_t budget)
 {
 	r->ckpt_budget = budget;
 	ckpt_thin(r, 0);
-	if (!budget)
+	if (!budget) {
 		r->ckpt_every = UINT64_MAX;
-	else if (r->ckpt_every == UINT64_MAX)
+		im_free(r);
+	} else if (r->ckpt_every == UINT64_MAX) {
 		r->ckpt_every = CON_CKPT_EVERY;
+	}
 }
 
 /* The last checkpoint at or before record count @next (nckpt: none). */
@@ -568,13 +609,15 @@ static uint64_t ckpt_off(const con_replay_t *r, size_t next)
  * fills in what thinning left out only where the spacing allows); *@at
  * is where it goes in the array.
  */
-static bool ckpt_due(const con_replay_t *r, size_t *at)
+static bool ckpt_due(const con_replay_t *r, size_t next, size_t *at)
 {
-	size_t i = ckpt_before(r, r->next);
-	uint64_t off = ckpt_off(r, r->next);
+	size_t i = ckpt_before(r, next);
+	uint64_t off = ckpt_off(r, next);
 
 	if (off - (i < r->nckpt ? ckpt_off(r, r->ckpt[i].next) : 0) <
 	    r->ckpt_every)
+		return false;
+	if (i < r->nckpt && r->ckpt[i].next == next)
 		return false;
 	*at = i < r->nckpt ? i + 1 : 0;
 	return *at >= r->nckpt ||
@@ -582,26 +625,32 @@ static bool ckpt_due(const con_replay_t *r, size_t *at)
 }
 
 /*
- * After record r->next - 1 was fed: a checkpoint of @m when one is due,
- * the budget thinned first to make room (the spacing doubles, so it may
- * no longer be due).  The checkpoints' bytes never pass the budget; a
- * model bigger than the whole budget stops them (those kept stay).
+ * After record @next - 1 was fed to @m (the session's model, or the
+ * index pass's): a checkpoint of @m when one is due, the budget thinned
+ * first to make room (the spacing doubles, so it may no longer be due).
+ * The checkpoints' bytes never pass the budget; a model bigger than the
+ * whole budget stops them (those kept stay).
  */
-static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
+static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 {
+	con_packed_t pk;
 	size_t at, bytes;
 
-	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, &at))
+	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, next, &at))
 		return;
-	bytes = con_model_bytes(m);
+	con_model_pack(&pk, m);
+	bytes = con_packed_bytes(&pk);
 	if (bytes > r->ckpt_budget) {
 		r->ckpt_every = UINT64_MAX; /* those kept stay */
+		con_packed_free(&pk);
 		return;
 	}
 	if (r->ckpt_bytes + bytes > r->ckpt_budget) {
 		ckpt_thin(r, bytes);
-		if (!ckpt_due(r, &at))
+		if (!ckpt_due(r, next, &at)) {
+			con_packed_free(&pk);
 			return;
+		}
 	}
 	if (r->nckpt == r->ckpt_cap) {
 		r->ckpt_cap = r->ckpt_cap ? 2 * r->ckpt_cap : 16;
@@ -610,9 +659,9 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
 	}
 	memmove(r->ckpt + at + 1, r->ckpt + at,
 		(r->nckpt - at) * sizeof(*r->ckpt));
-	r->ckpt[at].next = r->next;
+	r->ckpt[at].next = next;
 	r->ckpt[at].bytes = bytes;
-	con_model_clone(&r->ckpt[at].m, m);
+	r->ckpt[at].pk = pk;
 	r->nckpt++;
 	r->ckpt_bytes += bytes;
 	r->ckpt_taken++;
@@ -621,13 +670,21 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
 }
 
 /* @m becomes checkpoint @i's model, keeping its own settings. */
-static void ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
+static bool ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 {
 	model_settings_t st;
+	con_model_t got;
 
+	if (!con_model_unpack(&got, &r->ckpt[i].pk))
+		return false;
 	settings_get(m, &st);
+	/* The session's title, not the one the copy was taken with (the
+	 * index pass's model). */
+	free(got.target);
+	got.target = m->target;
+	m->target = NULL;
 	con_model_fini(m);
-	con_model_clone(m, &r->ckpt[i].m);
+	*m = got;
 	settings_put(m, &st);
 	/* The watched task: none, as after a reset (the session watches
 	 * again and fills it from the file). */
@@ -636,6 +693,7 @@ static void ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 	r->next = r->ckpt[i].next;
 	r->hello_fed = true;
 	r->ckpt_restored++;
+	return true;
 }
 
 /* Records with a time at most @pos_ns: how many (times are sorted). */
@@ -665,8 +723,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 	/* From the nearest checkpoint at or before the records wanted,
 	 * when the model is past them, or behind that checkpoint; from the
 	 * start when the model is past them and there is none. */
-	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next)) {
-		ckpt_restore(r, m, c);
+	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next) &&
+	    ckpt_restore(r, m, c)) {
+		/* restored */
 	} else if (want < r->next) {
 		model_reset(m);
 		r->next = 0;
@@ -687,7 +746,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
-		ckpt_maybe(r, m);
+		ckpt_maybe(r, m, r->next);
 		if (!(r->next & 15))
 			progress(r, r->rec[r->next - 1].off, false);
 	}
