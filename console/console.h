@@ -833,18 +833,32 @@ typedef struct con_replay_s {
 	 * forward into what was never replayed reads from the nearest one);
 	 * NULL without checkpoints, and once the index is done. */
 	con_model_t *im;
+	/* The checkpoints' packed tasks go to a file of their own (an
+	 * unlinked one in $TMPDIR; -1: none, they stay in memory):
+	 * spill_bytes of them in it at most spill_budget, so that many
+	 * more fit than in memory; written at spill_end, a dropped one's
+	 * blocks given back (a hole punched). */
+	int spill_fd;
+	uint64_t spill_end, spill_bytes, spill_budget;
 } con_replay_t;
 
 /* A checkpoint: the model with records [0, next) fed, packed. */
 typedef struct con_replay_ckpt_s {
 	size_t next;
-	size_t bytes; /* con_packed_bytes() */
+	size_t bytes; /* in memory: con_packed_bytes(), its blob's too
+		       * unless spilled */
+	bool spilled; /* pk.blob is NULL: pk.len bytes at spill_off */
+	uint64_t spill_off;
 	con_packed_t pk;
 } con_replay_ckpt_t;
 
 /* Checkpoints' bytes at most (WEFT_CONSOLE_CHECKPOINT_MB overrides) and
  * the file bytes between two at first. */
 #define CON_CKPT_BUDGET (128u << 20)
+/* The spill file's bytes at most, and at most a quarter of the trace's
+ * size (WEFT_CONSOLE_CHECKPOINT_DISK_MB overrides both; 0: the
+ * checkpoints stay in memory). */
+#define CON_CKPT_DISK_BUDGET (2048ull << 20)
 #define CON_CKPT_EVERY (8u << 20)
 
 /* What weft-console indexes before its first screen, at most (the

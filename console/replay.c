@@ -25,25 +25,33 @@
  * of a model (con_model_pack(), model_pack.c: about 30 bytes a task
  * against a deep copy's 290, so about 4 MB for the 115,000 tasks of the
  * big-trace model against 34) every ckpt_every bytes of file
- * (CON_CKPT_EVERY, 8 MiB, at first), their bytes (con_packed_bytes()) at
- * most ckpt_budget (CON_CKPT_BUDGET, 128 MiB;
- * WEFT_CONSOLE_CHECKPOINT_MB): before a new one would pass it, every
- * other one goes and the spacing doubles, so a file of any size keeps a
- * bounded number, spread over what was read.  They are taken by the
- * index pass, which feeds a model of its own (im) every record it
- * indexes, so that a seek forward into what was never replayed finds one
- * too; and while the replay reads forward (a part replayed again after
- * thinning fills in where the spacing allows).  A seek restores the
- * nearest checkpoint at or before the time wanted, when the model is
- * past it or behind that checkpoint, and reads on from its record; with
- * none there, from the first record.  Either way the model keeps the
- * session's title, sort, filter, mode and retention.  A model bigger
- * than the whole budget is not copied.  The price: the index pass runs
- * at the model's speed (about 45 MB/s, against 200 MB/s for the index
- * alone; the first screen does not wait for it), holds a second model,
- * and a seek reads up to the spacing's worth of file: at 1 GB, 128 MiB
- * of checkpoints are about 32 MB of file apart; at 10 GB they would be
- * about 300 MB apart (tools/bench/README.md, "Big traces").
+ * (CON_CKPT_EVERY, 8 MiB, at first).  Their packed tasks go to a spill
+ * file (unlinked, in $TMPDIR: spill_budget bytes of them at most,
+ * CON_CKPT_DISK_BUDGET and a quarter of the trace by default,
+ * WEFT_CONSOLE_CHECKPOINT_DISK_MB), the rest of each (about 120 KB)
+ * stays in memory; without that file they all stay in memory.  Their
+ * bytes in memory (con_packed_bytes(), less what was spilled) are at most
+ * ckpt_budget (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB):
+ * before a new one would pass either budget, every other one goes and
+ * the spacing doubles, so a file of any size keeps a bounded number,
+ * spread over what was read.  They are taken by the index pass, which
+ * feeds a model of its own (im) every record it indexes, so that a seek
+ * forward into what was never replayed finds one too; and while the
+ * replay reads forward (a part replayed again after thinning fills in
+ * where the spacing allows).  A seek restores the nearest checkpoint at
+ * or before the time wanted, when the model is past it or behind that
+ * checkpoint, and reads on from its record; with none there (or one
+ * that does not read back), from the first record.  Either way the
+ * model keeps the session's title, sort, filter, mode and retention.  A
+ * model bigger than the whole budget is not copied.  The price: the
+ * index pass runs at the model's speed (about 55 MB/s against 200 for
+ * the index alone; the first screen does not wait for it, and a seek
+ * past what is indexed waits for the index to get there), and it holds
+ * a second model.  A seek reads at most the spacing's worth of file: 16
+ * MB at 1 GB (50 checkpoints, 200 MB spilled), 32 MB from 2 to 16 GB
+ * (2 GiB spilled at most), 64 MB beyond (tools/bench/README.md, "Big
+ * traces").  No side file is kept between runs: every open indexes the
+ * whole file again at the model's speed.
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -217,22 +225,65 @@ static int regular_file(const char *path, struct stat *st)
 
 /* The checkpoints' budget: CON_CKPT_BUDGET, or
  * WEFT_CONSOLE_CHECKPOINT_MB MiB (0: no checkpoints). */
-static void ckpt_config(con_replay_t *r)
+static uint64_t env_mb(const char *name, uint64_t dflt)
 {
-	const char *e = getenv("WEFT_CONSOLE_CHECKPOINT_MB");
+	const char *e = getenv(name);
 	char *end;
 	unsigned long long mb;
 
-	r->ckpt_budget = CON_CKPT_BUDGET;
-	r->ckpt_every = CON_CKPT_EVERY;
-	if (e && *e) {
-		errno = 0;
-		mb = strtoull(e, &end, 10);
-		if (!errno && !*end && mb < (SIZE_MAX >> 20))
-			r->ckpt_budget = (size_t)mb << 20;
-	}
-	if (!r->ckpt_budget)
-		r->ckpt_every = UINT64_MAX;
+	if (!e || !*e)
+		return dflt;
+	errno = 0;
+	mb = strtoull(e, &end, 10);
+	if (errno || *end || mb >= (SIZE_MAX >> 20))
+		return dflt;
+	return (uint64_t)mb << 20;
+}
+
+/*
+ * A file for the checkpoints' packed tasks: unlinked from the start (it
+ * goes with the process), in $TMPDIR or /tmp; -1 when none can be made
+ * (they stay in memory).
+ */
+static int spill_open(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+#endif
+	if ((size_t)snprintf(path, sizeof(path), "%s/weft-console-XXXXXX",
+			     dir) >= sizeof(path))
+		return -1;
+	fd = mkstemp(path);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+/* The checkpoints' budgets: CON_CKPT_BUDGET in memory, or
+ * WEFT_CONSOLE_CHECKPOINT_MB MiB (0: no checkpoints); on disk
+ * WEFT_CONSOLE_CHECKPOINT_DISK_MB (0: none, the file not made), or by
+ * default CON_CKPT_DISK_BUDGET and at most a quarter of the trace. */
+static void ckpt_config(con_replay_t *r)
+{
+	r->ckpt_budget =
+		(size_t)env_mb("WEFT_CONSOLE_CHECKPOINT_MB", CON_CKPT_BUDGET);
+	r->ckpt_every = r->ckpt_budget ? CON_CKPT_EVERY : UINT64_MAX;
+	r->spill_budget = env_mb("WEFT_CONSOLE_CHECKPOINT_DISK_MB", UINT64_MAX);
+	if (r->spill_budget == UINT64_MAX)
+		r->spill_budget = r->size / 4 < CON_CKPT_DISK_BUDGET ?
+					  r->size / 4 :
+					  CON_CKPT_DISK_BUDGET;
+	r->spill_fd = -1;
+	if (r->ckpt_budget && r->spill_budget)
+		r->spill_fd = spill_open();
 }
 
 static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next);
@@ -344,6 +395,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	r->spill_fd = -1;
 	rc = regular_file(path, &st);
 	if (rc)
 		return rc;
@@ -429,6 +481,8 @@ void con_replay_close(con_replay_t *r)
 	free(r->error);
 	ckpt_free_all(r);
 	im_free(r);
+	if (r->rd && r->spill_fd >= 0)
+		close(r->spill_fd);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -529,10 +583,26 @@ static void model_reset(con_model_t *m)
 
 /* ------------------------------------------------------- checkpoints */
 
+/* @c's memory freed, its blocks in the spill file given back (the
+ * file's length stays; where punching fails they stay until the file
+ * goes: the budget counts what is live). */
+static void ckpt_release(con_replay_t *r, con_replay_ckpt_t *c)
+{
+	if (c->spilled)
+		(void)fallocate(r->spill_fd,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)c->spill_off, (off_t)c->pk.len);
+	con_packed_free(&c->pk);
+}
+
 static void ckpt_drop(con_replay_t *r, size_t i)
 {
-	r->ckpt_bytes -= r->ckpt[i].bytes;
-	con_packed_free(&r->ckpt[i].pk);
+	con_replay_ckpt_t *c = &r->ckpt[i];
+
+	r->ckpt_bytes -= c->bytes;
+	if (c->spilled)
+		r->spill_bytes -= c->pk.len;
+	ckpt_release(r, c);
 }
 
 static void ckpt_free_all(con_replay_t *r)
@@ -549,9 +619,10 @@ static void ckpt_free_all(con_replay_t *r)
  * (the first stays) and the spacing doubles, as often as needed (the
  * last one too, when it and @extra do not fit together).
  */
-static void ckpt_thin(con_replay_t *r, size_t extra)
+static void ckpt_thin(con_replay_t *r, size_t extra, uint64_t extra_disk)
 {
-	while (r->nckpt && r->ckpt_bytes + extra > r->ckpt_budget) {
+	while (r->nckpt && (r->ckpt_bytes + extra > r->ckpt_budget ||
+			    r->spill_bytes + extra_disk > r->spill_budget)) {
 		size_t k = 0;
 
 		for (size_t i = 0; i < r->nckpt; i++) {
@@ -572,7 +643,7 @@ static void ckpt_thin(con_replay_t *r, size_t extra)
 void con_replay_checkpoints(con_replay_t *r, size_t budget)
 {
 	r->ckpt_budget = budget;
-	ckpt_thin(r, 0);
+	ckpt_thin(r, 0, 0);
 	if (!budget) {
 		r->ckpt_every = UINT64_MAX;
 		im_free(r);
@@ -633,22 +704,37 @@ static bool ckpt_due(const con_replay_t *r, size_t next, size_t *at)
  */
 static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 {
-	con_packed_t pk;
-	size_t at, bytes;
+	con_replay_ckpt_t c = { .next = next };
+	size_t at;
+	uint64_t disk = 0;
 
 	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, next, &at))
 		return;
-	con_model_pack(&pk, m);
-	bytes = con_packed_bytes(&pk);
-	if (bytes > r->ckpt_budget) {
+	con_model_pack(&c.pk, m);
+	c.bytes = con_packed_bytes(&c.pk);
+	/* Its blob to the spill file when there is room (it was not made,
+	 * or a write fails: in memory). */
+	if (r->spill_fd >= 0 && c.pk.len <= r->spill_budget &&
+	    pwrite(r->spill_fd, c.pk.blob, c.pk.len, (off_t)r->spill_end) ==
+		    (ssize_t)c.pk.len) {
+		c.spilled = true;
+		c.spill_off = r->spill_end;
+		r->spill_end += c.pk.len;
+		c.bytes -= c.pk.len;
+		disk = c.pk.len;
+		free(c.pk.blob);
+		c.pk.blob = NULL;
+	}
+	if (c.bytes > r->ckpt_budget) {
 		r->ckpt_every = UINT64_MAX; /* those kept stay */
-		con_packed_free(&pk);
+		ckpt_release(r, &c);
 		return;
 	}
-	if (r->ckpt_bytes + bytes > r->ckpt_budget) {
-		ckpt_thin(r, bytes);
+	if (r->ckpt_bytes + c.bytes > r->ckpt_budget ||
+	    r->spill_bytes + disk > r->spill_budget) {
+		ckpt_thin(r, c.bytes, disk);
 		if (!ckpt_due(r, next, &at)) {
-			con_packed_free(&pk);
+			ckpt_release(r, &c);
 			return;
 		}
 	}
@@ -659,11 +745,10 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 	}
 	memmove(r->ckpt + at + 1, r->ckpt + at,
 		(r->nckpt - at) * sizeof(*r->ckpt));
-	r->ckpt[at].next = next;
-	r->ckpt[at].bytes = bytes;
-	r->ckpt[at].pk = pk;
+	r->ckpt[at] = c;
 	r->nckpt++;
-	r->ckpt_bytes += bytes;
+	r->ckpt_bytes += c.bytes;
+	r->spill_bytes += disk;
 	r->ckpt_taken++;
 	if (r->ckpt_bytes > r->ckpt_peak)
 		r->ckpt_peak = r->ckpt_bytes;
@@ -672,10 +757,23 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 /* @m becomes checkpoint @i's model, keeping its own settings. */
 static bool ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 {
+	con_replay_ckpt_t *c = &r->ckpt[i];
 	model_settings_t st;
 	con_model_t got;
+	bool ok;
 
-	if (!con_model_unpack(&got, &r->ckpt[i].pk))
+	if (c->spilled) {
+		/* Its blob read back for the while. */
+		c->pk.blob = con_xmalloc(c->pk.len ? c->pk.len : 1);
+		ok = pread(r->spill_fd, c->pk.blob, c->pk.len,
+			   (off_t)c->spill_off) == (ssize_t)c->pk.len &&
+		     con_model_unpack(&got, &c->pk);
+		free(c->pk.blob);
+		c->pk.blob = NULL;
+	} else {
+		ok = con_model_unpack(&got, &c->pk);
+	}
+	if (!ok)
 		return false;
 	settings_get(m, &st);
 	/* The session's title, not the one the copy was taken with (the

@@ -2843,7 +2843,7 @@ static void test_console_model_pack(void **state)
  * every seek gives the model every frame up to that time makes; on a
  * file cut inside its last record too.
  */
-static void index_ckpt_check(const char *path)
+static void index_ckpt_check(const char *path, bool spill)
 {
 	static const double at[] = { 0.9, 0.5, 0.95, 0.1, 0.6, 1.0, 0.0, 0.3 };
 	struct replay_ref rf;
@@ -2863,8 +2863,15 @@ static void index_ckpt_check(const char *path)
 	assert_int_equal(r.n, rf.n);
 	assert_true(r.nckpt >= 2);
 	assert_true(r.ckpt_bytes <= r.ckpt_budget);
+	assert_true(r.spill_bytes <= r.spill_budget);
 	for (size_t i = 1; i < r.nckpt; i++)
 		assert_true(r.ckpt[i].next > r.ckpt[i - 1].next);
+	/* Their packed tasks in the spill file, or in memory. */
+	assert_int_equal(r.spill_fd >= 0, spill);
+	for (size_t i = 0; i < r.nckpt; i++) {
+		assert_int_equal(r.ckpt[i].spilled, spill);
+		assert_int_equal(!r.ckpt[i].pk.blob, spill);
+	}
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
 		uint64_t pos =
 			r.first_ns +
@@ -2888,11 +2895,18 @@ static void test_console_replay_index_checkpoints(void **state)
 
 	(void)state;
 	replay_write(path, 0, &off);
-	index_ckpt_check(path);
+	/* Spilled to a file, then in memory. */
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "64", 1);
+	index_ckpt_check(path, true);
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "0", 1);
+	index_ckpt_check(path, false);
 	/* Cut inside its last record. */
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(truncate(path, st.st_size - 3), 0);
-	index_ckpt_check(path);
+	index_ckpt_check(path, false);
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "64", 1);
+	index_ckpt_check(path, true);
+	unsetenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB");
 	/* No checkpoints: no index model either. */
 	setenv("WEFT_CONSOLE_CHECKPOINT_MB", "0", 1);
 	{
