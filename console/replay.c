@@ -26,10 +26,12 @@
  * against a deep copy's 290, so about 4 MB for the 115,000 tasks of the
  * big-trace model against 34) every ckpt_every bytes of file
  * (CON_CKPT_EVERY, 8 MiB, at first).  Their packed tasks go to a spill
- * file (unlinked, in $TMPDIR: spill_budget bytes of them at most,
- * CON_CKPT_DISK_BUDGET and a quarter of the trace by default,
- * WEFT_CONSOLE_CHECKPOINT_DISK_MB), the rest of each (about 120 KB)
- * stays in memory; without that file they all stay in memory.  Their
+ * file (unlinked, in $TMPDIR, /var/tmp or /tmp, not a tmpfs:
+ * spill_budget bytes of them at most, CON_CKPT_DISK_BUDGET and a quarter
+ * of the trace by default, WEFT_CONSOLE_CHECKPOINT_DISK_MB), the rest of
+ * each (120-300 KB: the timeline's top polls, the workers' series, the
+ * warnings) stays in memory; without that file they all stay in
+ * memory.  Their
  * bytes in memory (con_packed_bytes(), less what was spilled) are at most
  * ckpt_budget (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB):
  * before a new one would pass either budget, every other one goes and
@@ -67,7 +69,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "console.h"
@@ -242,28 +246,43 @@ static uint64_t env_mb(const char *name, uint64_t dflt)
 
 /*
  * A file for the checkpoints' packed tasks: unlinked from the start (it
- * goes with the process), in $TMPDIR or /tmp; -1 when none can be made
- * (they stay in memory).
+ * goes with the process), in $TMPDIR, /var/tmp or /tmp, the first that
+ * is not a tmpfs (there the "disk" is memory, and RSS would not show
+ * it); -1 when none will do (they stay in memory, under its budget).
  */
-static int spill_open(void)
+static int spill_in(const char *dir)
 {
-	const char *dir = getenv("TMPDIR");
 	char path[4096];
-	int fd;
+	struct statfs fs;
+	int fd = -1;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
 #ifdef O_TMPFILE
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
 #endif
-	if ((size_t)snprintf(path, sizeof(path), "%s/weft-console-XXXXXX",
-			     dir) >= sizeof(path))
-		return -1;
-	fd = mkstemp(path);
-	if (fd >= 0)
-		unlink(path);
+	if (fd < 0) {
+		if ((size_t)snprintf(path, sizeof(path),
+				     "%s/weft-console-XXXXXX",
+				     dir) >= sizeof(path))
+			return -1;
+		fd = mkstemp(path);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd >= 0 && (fstatfs(fd, &fs) || fs.f_type == TMPFS_MAGIC)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static int spill_open(void)
+{
+	const char *dirs[] = { getenv("TMPDIR"), "/var/tmp", "/tmp" };
+	int fd = -1;
+
+	for (size_t i = 0; i < 3 && fd < 0; i++)
+		if (dirs[i] && *dirs[i])
+			fd = spill_in(dirs[i]);
 	return fd;
 }
 
