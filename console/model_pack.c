@@ -503,9 +503,14 @@ void con_model_pack(con_packed_t *p, const con_model_t *src)
 	put_var(&b, src->list_cap);
 	put_var(&b, src->ndirty);
 	put_var(&b, src->dirty_cap);
+	/* Its slots up to nrecent only: the ring grows as events come, and
+	 * those past it are not written yet. */
 	put_var(&b, src->recent ? src->recent_cap : 0);
 	if (src->recent)
-		put_events(&b, src->recent, src->recent_cap);
+		put_events(&b, src->recent,
+			   src->nrecent < src->recent_cap ?
+				   (size_t)src->nrecent :
+				   src->recent_cap);
 	for (size_t i = 0; i < src->ntasks; i++)
 		put_task(&b, src->tasks[i], &pv, &tab, &strs);
 	/* The list and the dirty vector: by the tasks' places in tasks[]. */
@@ -582,14 +587,20 @@ bool con_model_unpack(con_model_t *dst, const con_packed_t *p)
 	}
 	dst->recent_cap = (size_t)get_var(&r);
 	if (dst->recent_cap) {
-		if (dst->recent_cap > p->len) {
+		size_t n = dst->nrecent < dst->recent_cap ?
+				   (size_t)dst->nrecent :
+				   dst->recent_cap;
+
+		/* An event takes six bytes at least. */
+		if (r.bad || dst->recent_cap > CON_RECENT_EVENTS ||
+		    n > p->len / 6) {
 			free(strs);
 			con_model_fini(dst);
 			return false;
 		}
 		dst->recent =
 			con_xcalloc(dst->recent_cap, sizeof(*dst->recent));
-		get_events(&r, dst->recent, dst->recent_cap);
+		get_events(&r, dst->recent, n);
 	}
 	dst->tasks_cap = caps[0];
 	dst->tasks = dst->tasks_cap ?
