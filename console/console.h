@@ -840,6 +840,10 @@ typedef struct con_replay_s {
 	 * blocks given back (a hole punched). */
 	int spill_fd;
 	uint64_t spill_end, spill_bytes, spill_budget;
+	/* The last checkpoint's bytes in memory and on disk (the next
+	 * one's room is made before it is packed). */
+	size_t ckpt_last_mem;
+	uint64_t ckpt_last_disk;
 } con_replay_t;
 
 /* A checkpoint: the model with records [0, next) fed, packed. */

@@ -729,6 +729,15 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 
 	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, next, &at))
 		return;
+	/* Room made first, by the last one's size (a pack costs a pass
+	 * over the tasks: not one made to be thrown away), then checked
+	 * again by its own. */
+	if (r->ckpt_bytes + r->ckpt_last_mem > r->ckpt_budget ||
+	    r->spill_bytes + r->ckpt_last_disk > r->spill_budget) {
+		ckpt_thin(r, r->ckpt_last_mem, r->ckpt_last_disk);
+		if (!ckpt_due(r, next, &at))
+			return;
+	}
 	con_model_pack(&c.pk, m);
 	c.bytes = con_packed_bytes(&c.pk);
 	/* Its blob to the spill file when there is room (it was not made,
@@ -768,6 +777,8 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 	r->nckpt++;
 	r->ckpt_bytes += c.bytes;
 	r->spill_bytes += disk;
+	r->ckpt_last_mem = c.bytes;
+	r->ckpt_last_disk = disk;
 	r->ckpt_taken++;
 	if (r->ckpt_bytes > r->ckpt_peak)
 		r->ckpt_peak = r->ckpt_bytes;
