@@ -465,6 +465,27 @@ void con_model_fini(con_model_t *m);
 void con_model_clone(con_model_t *dst, const con_model_t *src);
 /* About the heap bytes @m holds: what a clone of it costs. */
 size_t con_model_bytes(const con_model_t *m);
+
+/*
+ * A packed copy of a model (model_pack.c): the tasks as varints in blob
+ * (strings, then tasks, list and dirty vector), the rest a deep copy with
+ * no tasks.  About 30 bytes a finished task against a clone's 290.
+ */
+typedef struct con_packed_s {
+	con_model_t rest;
+	uint8_t *blob;
+	size_t len, strs_len, nstrs;
+} con_packed_t;
+
+/* Pack @src into @p (uninitialised); @src is not changed. */
+void con_model_pack(con_packed_t *p, const con_model_t *src);
+/* @dst (uninitialised) becomes the model @p was packed from, as
+ * con_model_clone() would have made it; false (and @dst zeroed, nothing
+ * to free) when the blob does not parse. */
+bool con_model_unpack(con_model_t *dst, const con_packed_t *p);
+/* Its heap bytes (the budget's measure). */
+size_t con_packed_bytes(const con_packed_t *p);
+void con_packed_free(con_packed_t *p);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
@@ -793,9 +814,9 @@ typedef struct con_replay_s {
 	uint64_t size;
 	uint64_t progress_start, progress_at, pass_start;
 	bool progress_shown;
-	/* Checkpoints (replay.c): copies of the model, by record, sorted;
-	 * ckpt_bytes of them at most ckpt_budget; one at most every
-	 * ckpt_every bytes of file (doubled when they are thinned). */
+	/* Checkpoints (replay.c): packed copies of a model, by record,
+	 * sorted; ckpt_bytes of them at most ckpt_budget; one at most
+	 * every ckpt_every bytes of file (doubled when they are thinned). */
 	/* The index is made as the file is read (replay.c): by ix, up to
 	 * indexed_bytes of the file; last_ns grows until indexed. */
 	struct weft_trace_reader_s *ix;
@@ -807,18 +828,41 @@ typedef struct con_replay_s {
 	size_t ckpt_bytes, ckpt_budget, ckpt_peak;
 	uint64_t ckpt_every;
 	uint64_t ckpt_taken, ckpt_thinned, ckpt_restored;
+	/* The index pass's own model (replay.c), fed every record it
+	 * indexes so that it takes checkpoints all along the file (a seek
+	 * forward into what was never replayed reads from the nearest one);
+	 * NULL without checkpoints, and once the index is done. */
+	con_model_t *im;
+	/* The checkpoints' packed tasks go to a file of their own (an
+	 * unlinked one in $TMPDIR; -1: none, they stay in memory):
+	 * spill_bytes of them in it at most spill_budget, so that many
+	 * more fit than in memory; written at spill_end, a dropped one's
+	 * blocks given back (a hole punched). */
+	int spill_fd;
+	uint64_t spill_end, spill_bytes, spill_budget;
+	/* The last checkpoint's bytes in memory and on disk (the next
+	 * one's room is made before it is packed). */
+	size_t ckpt_last_mem;
+	uint64_t ckpt_last_disk;
 } con_replay_t;
 
-/* A checkpoint: the model with records [0, next) fed. */
+/* A checkpoint: the model with records [0, next) fed, packed. */
 typedef struct con_replay_ckpt_s {
 	size_t next;
-	size_t bytes; /* con_model_bytes() when taken */
-	con_model_t m;
+	size_t bytes; /* in memory: con_packed_bytes(), its blob's too
+		       * unless spilled */
+	bool spilled; /* pk.blob is NULL: pk.len bytes at spill_off */
+	uint64_t spill_off;
+	con_packed_t pk;
 } con_replay_ckpt_t;
 
 /* Checkpoints' bytes at most (WEFT_CONSOLE_CHECKPOINT_MB overrides) and
  * the file bytes between two at first. */
 #define CON_CKPT_BUDGET (128u << 20)
+/* The spill file's bytes at most, and at most a quarter of the trace's
+ * size (WEFT_CONSOLE_CHECKPOINT_DISK_MB overrides both; 0: the
+ * checkpoints stay in memory). */
+#define CON_CKPT_DISK_BUDGET (2048ull << 20)
 #define CON_CKPT_EVERY (8u << 20)
 
 /* What weft-console indexes before its first screen, at most (the

@@ -21,21 +21,39 @@
  * whole file once, in the background.)
  *
  * Updates carry only changes, so the state at a time is known only by
- * feeding every record before it.  Checkpoints bound that: while the
- * replay reads forward it keeps deep copies of the model
- * (con_model_clone()) every ckpt_every bytes of file (CON_CKPT_EVERY, 8
- * MiB, at first), their bytes (con_model_bytes()) at most ckpt_budget
- * (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB): before a new
- * one would pass it, every other one goes and the spacing doubles, so a
- * file of any size keeps a bounded number, spread over what was read.
- * A seek back (or forward over a part already read) restores the
- * nearest checkpoint at or before the time wanted and reads on from its
- * record; with none there, from the first record as before.  Either way
- * the model keeps the session's sort, filter, mode and retention.  A
- * model bigger than the whole budget is not copied.  The price: a seek
- * reads up to the spacing's worth of file, and the spacing grows with
- * the file (a model of 30 MB, a 128 MiB budget: four checkpoints, so a
- * quarter of the file at worst; tools/bench/README.md, "Big traces").
+ * feeding every record before it.  Checkpoints bound that: packed copies
+ * of a model (con_model_pack(), model_pack.c: about 30 bytes a task
+ * against a deep copy's 290, so about 4 MB for the 115,000 tasks of the
+ * big-trace model against 34) every ckpt_every bytes of file
+ * (CON_CKPT_EVERY, 8 MiB, at first).  Their packed tasks go to a spill
+ * file (unlinked, in $TMPDIR, /var/tmp or /tmp, not a tmpfs:
+ * spill_budget bytes of them at most, CON_CKPT_DISK_BUDGET and a quarter
+ * of the trace by default, WEFT_CONSOLE_CHECKPOINT_DISK_MB), the rest of
+ * each (120-300 KB: the timeline's top polls, the workers' series, the
+ * warnings) stays in memory; without that file they all stay in
+ * memory.  Their
+ * bytes in memory (con_packed_bytes(), less what was spilled) are at most
+ * ckpt_budget (CON_CKPT_BUDGET, 128 MiB; WEFT_CONSOLE_CHECKPOINT_MB):
+ * before a new one would pass either budget, every other one goes and
+ * the spacing doubles, so a file of any size keeps a bounded number,
+ * spread over what was read.  They are taken by the index pass, which
+ * feeds a model of its own (im) every record it indexes, so that a seek
+ * forward into what was never replayed finds one too; and while the
+ * replay reads forward (a part replayed again after thinning fills in
+ * where the spacing allows).  A seek restores the nearest checkpoint at
+ * or before the time wanted, when the model is past it or behind that
+ * checkpoint, and reads on from its record; with none there (or one
+ * that does not read back), from the first record.  Either way the
+ * model keeps the session's title, sort, filter, mode and retention.  A
+ * model bigger than the whole budget is not copied.  The price: the
+ * index pass runs at the model's speed (about 55 MB/s against 200 for
+ * the index alone; the first screen does not wait for it, and a seek
+ * past what is indexed waits for the index to get there), and it holds
+ * a second model.  A seek reads at most the spacing's worth of file: 16
+ * MB at 1 GB (50 checkpoints, 200 MB spilled), 32 MB from 2 to 16 GB
+ * (2 GiB spilled at most), 64 MB beyond (tools/bench/README.md, "Big
+ * traces").  No side file is kept between runs: every open indexes the
+ * whole file again at the model's speed.
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -51,7 +69,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "console.h"
@@ -209,22 +229,92 @@ static int regular_file(const char *path, struct stat *st)
 
 /* The checkpoints' budget: CON_CKPT_BUDGET, or
  * WEFT_CONSOLE_CHECKPOINT_MB MiB (0: no checkpoints). */
-static void ckpt_config(con_replay_t *r)
+static uint64_t env_mb(const char *name, uint64_t dflt)
 {
-	const char *e = getenv("WEFT_CONSOLE_CHECKPOINT_MB");
+	const char *e = getenv(name);
 	char *end;
 	unsigned long long mb;
 
-	r->ckpt_budget = CON_CKPT_BUDGET;
-	r->ckpt_every = CON_CKPT_EVERY;
-	if (e && *e) {
-		errno = 0;
-		mb = strtoull(e, &end, 10);
-		if (!errno && !*end && mb < (SIZE_MAX >> 20))
-			r->ckpt_budget = (size_t)mb << 20;
+	if (!e || !*e)
+		return dflt;
+	errno = 0;
+	mb = strtoull(e, &end, 10);
+	if (errno || *end || mb >= (SIZE_MAX >> 20))
+		return dflt;
+	return (uint64_t)mb << 20;
+}
+
+/*
+ * A file for the checkpoints' packed tasks: unlinked from the start (it
+ * goes with the process), in $TMPDIR, /var/tmp or /tmp, the first that
+ * is not a tmpfs (there the "disk" is memory, and RSS would not show
+ * it); -1 when none will do (they stay in memory, under its budget).
+ */
+static int spill_in(const char *dir)
+{
+	char path[4096];
+	struct statfs fs;
+	int fd = -1;
+
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+	if (fd < 0) {
+		if ((size_t)snprintf(path, sizeof(path),
+				     "%s/weft-console-XXXXXX",
+				     dir) >= sizeof(path))
+			return -1;
+		fd = mkstemp(path);
+		if (fd >= 0)
+			unlink(path);
 	}
-	if (!r->ckpt_budget)
-		r->ckpt_every = UINT64_MAX;
+	if (fd >= 0 && (fstatfs(fd, &fs) || fs.f_type == TMPFS_MAGIC)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static int spill_open(void)
+{
+	const char *dirs[] = { getenv("TMPDIR"), "/var/tmp", "/tmp" };
+	int fd = -1;
+
+	for (size_t i = 0; i < 3 && fd < 0; i++)
+		if (dirs[i] && *dirs[i])
+			fd = spill_in(dirs[i]);
+	return fd;
+}
+
+/* The checkpoints' budgets: CON_CKPT_BUDGET in memory, or
+ * WEFT_CONSOLE_CHECKPOINT_MB MiB (0: no checkpoints); on disk
+ * WEFT_CONSOLE_CHECKPOINT_DISK_MB (0: none, the file not made), or by
+ * default CON_CKPT_DISK_BUDGET and at most a quarter of the trace. */
+static void ckpt_config(con_replay_t *r)
+{
+	r->ckpt_budget =
+		(size_t)env_mb("WEFT_CONSOLE_CHECKPOINT_MB", CON_CKPT_BUDGET);
+	r->ckpt_every = r->ckpt_budget ? CON_CKPT_EVERY : UINT64_MAX;
+	r->spill_budget = env_mb("WEFT_CONSOLE_CHECKPOINT_DISK_MB", UINT64_MAX);
+	if (r->spill_budget == UINT64_MAX)
+		r->spill_budget = r->size / 4 < CON_CKPT_DISK_BUDGET ?
+					  r->size / 4 :
+					  CON_CKPT_DISK_BUDGET;
+	r->spill_fd = -1;
+	if (r->ckpt_budget && r->spill_budget)
+		r->spill_fd = spill_open();
+}
+
+static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next);
+
+/* The index pass's model goes (the index done, or no checkpoints). */
+static void im_free(con_replay_t *r)
+{
+	if (!r->im)
+		return;
+	con_model_fini(r->im);
+	free(r->im);
+	r->im = NULL;
 }
 
 /*
@@ -250,6 +340,7 @@ static void index_end(con_replay_t *r, int rc)
 	free(ix);
 	r->ix = NULL;
 	r->indexed = true;
+	im_free(r);
 	progress(r, 0, true);
 }
 
@@ -274,12 +365,23 @@ static int index_one(con_replay_t *r)
 	 * first of all on replay.  Any other frame is ours, a second
 	 * FileHeader too (indexed, fed as its hello, freed). */
 	if (is_reader_header(ix, f)) {
-		if (!r->hello)
+		if (!r->hello) {
 			r->hello = frame_copy(f);
+			if (r->im)
+				con_model_frame(r->im, r->hello);
+		}
 		return 1;
 	}
 	index_add(r, &r->rec_cap, ix->dec.record_offset, f);
 	r->last_ns = r->rec[r->n - 1].at;
+	if (r->im && r->ckpt_every == UINT64_MAX)
+		im_free(r); /* no more checkpoints: the model is too big */
+	if (r->im) {
+		/* As a seek from the start would feed it: the hello, then
+		 * records [0, n). */
+		con_model_frame(r->im, f);
+		ckpt_maybe(r, r->im, r->n);
+	}
 	weft_wire_frame_free(f);
 	return 1;
 }
@@ -312,6 +414,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	r->spill_fd = -1;
 	rc = regular_file(path, &st);
 	if (rc)
 		return rc;
@@ -345,6 +448,12 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	r->size = (uint64_t)st.st_size;
 	r->progress = isatty(STDERR_FILENO);
 	r->progress_start = r->pass_start = weft_wire_now_ns();
+	ckpt_config(r);
+	if (r->ckpt_budget) {
+		r->im = con_xmalloc(sizeof(*r->im));
+		con_model_init(r->im, "replay");
+		r->im->mode = CON_MODE_REPLAY;
+	}
 	/* The first record at least (the first screen), then as much as
 	 * the budget allows. */
 	while (!r->indexed && !r->n)
@@ -363,7 +472,6 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 		return rc;
 	}
 	r->pos_ns = r->first_ns;
-	ckpt_config(r);
 	return 0;
 }
 
@@ -391,6 +499,9 @@ void con_replay_close(con_replay_t *r)
 	free(r->batch_bits);
 	free(r->error);
 	ckpt_free_all(r);
+	im_free(r);
+	if (r->rd && r->spill_fd >= 0)
+		close(r->spill_fd);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -441,6 +552,7 @@ static void cut_at(con_replay_t *r, size_t i)
 		free(r->ix);
 		r->ix = NULL;
 		r->indexed = true;
+		im_free(r);
 	}
 	while (r->nckpt && r->ckpt[r->nckpt - 1].next > i)
 		ckpt_drop(r, --r->nckpt);
@@ -490,10 +602,26 @@ static void model_reset(con_model_t *m)
 
 /* ------------------------------------------------------- checkpoints */
 
+/* @c's memory freed, its blocks in the spill file given back (the
+ * file's length stays; where punching fails they stay until the file
+ * goes: the budget counts what is live). */
+static void ckpt_release(con_replay_t *r, con_replay_ckpt_t *c)
+{
+	if (c->spilled)
+		(void)fallocate(r->spill_fd,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)c->spill_off, (off_t)c->pk.len);
+	con_packed_free(&c->pk);
+}
+
 static void ckpt_drop(con_replay_t *r, size_t i)
 {
-	r->ckpt_bytes -= r->ckpt[i].bytes;
-	con_model_fini(&r->ckpt[i].m);
+	con_replay_ckpt_t *c = &r->ckpt[i];
+
+	r->ckpt_bytes -= c->bytes;
+	if (c->spilled)
+		r->spill_bytes -= c->pk.len;
+	ckpt_release(r, c);
 }
 
 static void ckpt_free_all(con_replay_t *r)
@@ -510,9 +638,10 @@ static void ckpt_free_all(con_replay_t *r)
  * (the first stays) and the spacing doubles, as often as needed (the
  * last one too, when it and @extra do not fit together).
  */
-static void ckpt_thin(con_replay_t *r, size_t extra)
+static void ckpt_thin(con_replay_t *r, size_t extra, uint64_t extra_disk)
 {
-	while (r->nckpt && r->ckpt_bytes + extra > r->ckpt_budget) {
+	while (r->nckpt && (r->ckpt_bytes + extra > r->ckpt_budget ||
+			    r->spill_bytes + extra_disk > r->spill_budget)) {
 		size_t k = 0;
 
 		for (size_t i = 0; i < r->nckpt; i++) {
@@ -533,11 +662,13 @@ static void ckpt_thin(con_replay_t *r, size_t extra)
 void con_replay_checkpoints(con_replay_t *r, size_t budget)
 {
 	r->ckpt_budget = budget;
-	ckpt_thin(r, 0);
-	if (!budget)
+	ckpt_thin(r, 0, 0);
+	if (!budget) {
 		r->ckpt_every = UINT64_MAX;
-	else if (r->ckpt_every == UINT64_MAX)
+		im_free(r);
+	} else if (r->ckpt_every == UINT64_MAX) {
 		r->ckpt_every = CON_CKPT_EVERY;
+	}
 }
 
 /* The last checkpoint at or before record count @next (nckpt: none). */
@@ -568,13 +699,15 @@ static uint64_t ckpt_off(const con_replay_t *r, size_t next)
  * fills in what thinning left out only where the spacing allows); *@at
  * is where it goes in the array.
  */
-static bool ckpt_due(const con_replay_t *r, size_t *at)
+static bool ckpt_due(const con_replay_t *r, size_t next, size_t *at)
 {
-	size_t i = ckpt_before(r, r->next);
-	uint64_t off = ckpt_off(r, r->next);
+	size_t i = ckpt_before(r, next);
+	uint64_t off = ckpt_off(r, next);
 
 	if (off - (i < r->nckpt ? ckpt_off(r, r->ckpt[i].next) : 0) <
 	    r->ckpt_every)
+		return false;
+	if (i < r->nckpt && r->ckpt[i].next == next)
 		return false;
 	*at = i < r->nckpt ? i + 1 : 0;
 	return *at >= r->nckpt ||
@@ -582,26 +715,56 @@ static bool ckpt_due(const con_replay_t *r, size_t *at)
 }
 
 /*
- * After record r->next - 1 was fed: a checkpoint of @m when one is due,
- * the budget thinned first to make room (the spacing doubles, so it may
- * no longer be due).  The checkpoints' bytes never pass the budget; a
- * model bigger than the whole budget stops them (those kept stay).
+ * After record @next - 1 was fed to @m (the session's model, or the
+ * index pass's): a checkpoint of @m when one is due, the budget thinned
+ * first to make room (the spacing doubles, so it may no longer be due).
+ * The checkpoints' bytes never pass the budget; a model bigger than the
+ * whole budget stops them (those kept stay).
  */
-static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
+static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 {
-	size_t at, bytes;
+	con_replay_ckpt_t c = { .next = next };
+	size_t at;
+	uint64_t disk = 0;
 
-	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, &at))
+	if (r->ckpt_every == UINT64_MAX || !ckpt_due(r, next, &at))
 		return;
-	bytes = con_model_bytes(m);
-	if (bytes > r->ckpt_budget) {
+	/* Room made first, by the last one's size (a pack costs a pass
+	 * over the tasks: not one made to be thrown away), then checked
+	 * again by its own. */
+	if (r->ckpt_bytes + r->ckpt_last_mem > r->ckpt_budget ||
+	    r->spill_bytes + r->ckpt_last_disk > r->spill_budget) {
+		ckpt_thin(r, r->ckpt_last_mem, r->ckpt_last_disk);
+		if (!ckpt_due(r, next, &at))
+			return;
+	}
+	con_model_pack(&c.pk, m);
+	c.bytes = con_packed_bytes(&c.pk);
+	/* Its blob to the spill file when there is room (it was not made,
+	 * or a write fails: in memory). */
+	if (r->spill_fd >= 0 && c.pk.len <= r->spill_budget &&
+	    pwrite(r->spill_fd, c.pk.blob, c.pk.len, (off_t)r->spill_end) ==
+		    (ssize_t)c.pk.len) {
+		c.spilled = true;
+		c.spill_off = r->spill_end;
+		r->spill_end += c.pk.len;
+		c.bytes -= c.pk.len;
+		disk = c.pk.len;
+		free(c.pk.blob);
+		c.pk.blob = NULL;
+	}
+	if (c.bytes > r->ckpt_budget) {
 		r->ckpt_every = UINT64_MAX; /* those kept stay */
+		ckpt_release(r, &c);
 		return;
 	}
-	if (r->ckpt_bytes + bytes > r->ckpt_budget) {
-		ckpt_thin(r, bytes);
-		if (!ckpt_due(r, &at))
+	if (r->ckpt_bytes + c.bytes > r->ckpt_budget ||
+	    r->spill_bytes + disk > r->spill_budget) {
+		ckpt_thin(r, c.bytes, disk);
+		if (!ckpt_due(r, next, &at)) {
+			ckpt_release(r, &c);
 			return;
+		}
 	}
 	if (r->nckpt == r->ckpt_cap) {
 		r->ckpt_cap = r->ckpt_cap ? 2 * r->ckpt_cap : 16;
@@ -610,24 +773,46 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m)
 	}
 	memmove(r->ckpt + at + 1, r->ckpt + at,
 		(r->nckpt - at) * sizeof(*r->ckpt));
-	r->ckpt[at].next = r->next;
-	r->ckpt[at].bytes = bytes;
-	con_model_clone(&r->ckpt[at].m, m);
+	r->ckpt[at] = c;
 	r->nckpt++;
-	r->ckpt_bytes += bytes;
+	r->ckpt_bytes += c.bytes;
+	r->spill_bytes += disk;
+	r->ckpt_last_mem = c.bytes;
+	r->ckpt_last_disk = disk;
 	r->ckpt_taken++;
 	if (r->ckpt_bytes > r->ckpt_peak)
 		r->ckpt_peak = r->ckpt_bytes;
 }
 
 /* @m becomes checkpoint @i's model, keeping its own settings. */
-static void ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
+static bool ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 {
+	con_replay_ckpt_t *c = &r->ckpt[i];
 	model_settings_t st;
+	con_model_t got;
+	bool ok;
 
+	if (c->spilled) {
+		/* Its blob read back for the while. */
+		c->pk.blob = con_xmalloc(c->pk.len ? c->pk.len : 1);
+		ok = pread(r->spill_fd, c->pk.blob, c->pk.len,
+			   (off_t)c->spill_off) == (ssize_t)c->pk.len &&
+		     con_model_unpack(&got, &c->pk);
+		free(c->pk.blob);
+		c->pk.blob = NULL;
+	} else {
+		ok = con_model_unpack(&got, &c->pk);
+	}
+	if (!ok)
+		return false;
 	settings_get(m, &st);
+	/* The session's title, not the one the copy was taken with (the
+	 * index pass's model). */
+	free(got.target);
+	got.target = m->target;
+	m->target = NULL;
 	con_model_fini(m);
-	con_model_clone(m, &r->ckpt[i].m);
+	*m = got;
 	settings_put(m, &st);
 	/* The watched task: none, as after a reset (the session watches
 	 * again and fills it from the file). */
@@ -636,6 +821,7 @@ static void ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 	r->next = r->ckpt[i].next;
 	r->hello_fed = true;
 	r->ckpt_restored++;
+	return true;
 }
 
 /* Records with a time at most @pos_ns: how many (times are sorted). */
@@ -665,8 +851,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 	/* From the nearest checkpoint at or before the records wanted,
 	 * when the model is past them, or behind that checkpoint; from the
 	 * start when the model is past them and there is none. */
-	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next)) {
-		ckpt_restore(r, m, c);
+	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next) &&
+	    ckpt_restore(r, m, c)) {
+		/* restored */
 	} else if (want < r->next) {
 		model_reset(m);
 		r->next = 0;
@@ -687,7 +874,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
-		ckpt_maybe(r, m);
+		ckpt_maybe(r, m, r->next);
 		if (!(r->next & 15))
 			progress(r, r->rec[r->next - 1].off, false);
 	}

@@ -364,12 +364,14 @@ static int seek_bench(con_session_t *s, const con_opts_t *o)
 		bench_screen(s);
 		snprintf(name, sizeof(name), "seek %.0f%%", at[i] * 100);
 		printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%s; %zu "
-		       "checkpoints, %.1f MiB, every %.0f MB)\n",
+		       "checkpoints, %.1f MiB in memory, %.0f MB on disk, "
+		       "every %.0f MB)\n",
 		       name, secs_since(t0), peak_rss_mb(),
 		       rp.ckpt_restored > restored ? "from a checkpoint" :
 		       rp.next >= from             ? "read on" :
 						     "from the start",
 		       rp.nckpt, (double)rp.ckpt_bytes / 1048576.0,
+		       (double)rp.spill_bytes / 1e6,
 		       rp.ckpt_every == UINT64_MAX ?
 			       0.0 :
 			       (double)rp.ckpt_every / 1e6);

@@ -14,6 +14,7 @@
 #include <curses.h>
 #include <malloc.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "test_helpers.h"
@@ -2747,6 +2748,188 @@ static void test_console_replay_checkpoints(void **state)
 }
 
 /*
+ * The checkpoints' packed form (model_pack.c): a model packed and
+ * unpacked is the same model (figures, every view, the tasks one by one),
+ * and a blob cut short, or with bytes changed, is refused or read within
+ * its bounds (never past them: ASan), never a crash.
+ */
+static void test_console_model_pack(void **state)
+{
+	char *path = replay_path("pack.weft");
+	con_model_t ref, got;
+	con_packed_t pk;
+	struct replay_ref rf;
+	uint64_t off, seed = 0x9e3779b97f4a7c15ull;
+	size_t len;
+
+	(void)state;
+	replay_write(path, 0, &off);
+	replay_reference(path, &ref, UINT64_MAX, &rf, 0, NULL, 0);
+	assert_true(ref.ntasks > 0);
+	con_session_resort(&(con_session_t){ .model = &ref, .once = true });
+	con_model_pack(&pk, &ref);
+	assert_true(con_packed_bytes(&pk) < con_model_bytes(&ref));
+	assert_true(con_model_unpack(&got, &pk));
+	assert_same_model(&got, &ref);
+	assert_int_equal(got.nlist, ref.nlist);
+	assert_int_equal(got.nfinished, ref.nfinished);
+	for (size_t i = 0; i < ref.ntasks; i++) {
+		const con_task_t *a = ref.tasks[i], *b = got.tasks[i];
+
+		assert_int_equal(a->id, b->id);
+		assert_int_equal(a->parent, b->parent);
+		assert_string_equal(a->name, b->name);
+		assert_string_equal(a->file, b->file);
+		assert_string_equal(a->parked_file, b->parked_file);
+		assert_int_equal(a->spawned_ns, b->spawned_ns);
+		assert_int_equal(a->finished_ns, b->finished_ns);
+		assert_int_equal(a->busy_ns, b->busy_ns);
+		assert_int_equal(a->idle_since_ns, b->idle_since_ns);
+		assert_int_equal(a->waiting_since_ns, b->waiting_since_ns);
+		assert_int_equal(a->status, b->status);
+		assert_int_equal(a->state, b->state);
+		assert_int_equal(!a->hist, !b->hist);
+		if (a->hist)
+			assert_memory_equal(a->hist, b->hist,
+					    2 * sizeof(*a->hist));
+		assert_int_equal(!a->waited, !b->waited);
+		if (a->waited)
+			assert_memory_equal(a->waited, b->waited,
+					    WEFT_TASK_WAITED *
+						    sizeof(*a->waited));
+		assert_ptr_equal(con_model_task(&got, a->id), b);
+	}
+	assert_int_equal(got.recent_cap, ref.recent_cap);
+	if (ref.recent)
+		assert_memory_equal(got.recent, ref.recent,
+				    (ref.nrecent < ref.recent_cap ?
+					     ref.nrecent :
+					     ref.recent_cap) *
+					    sizeof(*ref.recent));
+	/* The copy lives on its own: fed on, freed, the original intact. */
+	con_model_retain(&got);
+	con_model_fini(&got);
+
+	/* Cut short anywhere: refused. */
+	len = pk.len;
+	for (size_t cut = 0; cut < len; cut += 1 + cut / 7) {
+		pk.len = cut;
+		assert_false(con_model_unpack(&got, &pk));
+	}
+	pk.len = len;
+	/* Bytes changed: refused, or a model that frees cleanly. */
+	for (int i = 0; i < 400; i++) {
+		size_t at;
+		uint8_t was;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		at = (size_t)(seed >> 33) % len;
+		was = pk.blob[at];
+		pk.blob[at] ^= (uint8_t)(1u << (seed >> 29 & 7));
+		if (con_model_unpack(&got, &pk))
+			con_model_fini(&got);
+		pk.blob[at] = was;
+	}
+	assert_true(con_model_unpack(&got, &pk));
+	assert_same_model(&got, &ref);
+	con_model_fini(&got);
+	con_packed_free(&pk);
+	con_model_fini(&ref);
+	unlink(path);
+	free(path);
+}
+
+/*
+ * Checkpoints taken by the index pass (its own model fed every record
+ * it indexes): once the file is indexed, a seek forward into what was
+ * never replayed restores the nearest one instead of reading on, and
+ * every seek gives the model every frame up to that time makes; on a
+ * file cut inside its last record too.
+ */
+static void index_ckpt_check(const char *path, bool spill)
+{
+	static const double at[] = { 0.9, 0.5, 0.95, 0.1, 0.6, 1.0, 0.0, 0.3 };
+	struct replay_ref rf;
+	con_replay_t r;
+	con_model_t m;
+	size_t restores = 0;
+
+	replay_reference(path, NULL, UINT64_MAX, &rf, 0, NULL, 0);
+	assert_int_equal(con_replay_open_lazy(&r, path, 0), 0);
+	assert_non_null(r.im);
+	r.ckpt_every = 1024;
+	con_model_init(&m, "replay t.weft");
+	m.mode = CON_MODE_REPLAY;
+	assert_replay_at(&r, &m, path, r.first_ns);
+	assert_true(con_replay_index(&r, UINT64_MAX));
+	assert_null(r.im);
+	assert_int_equal(r.n, rf.n);
+	assert_true(r.nckpt >= 2);
+	assert_true(r.ckpt_bytes <= r.ckpt_budget);
+	assert_true(r.spill_bytes <= r.spill_budget);
+	for (size_t i = 1; i < r.nckpt; i++)
+		assert_true(r.ckpt[i].next > r.ckpt[i - 1].next);
+	/* Their packed tasks in the spill file, or in memory (also when
+	 * only tmpfs is there for the file). */
+	if (!spill)
+		assert_int_equal(r.spill_fd, -1);
+	spill = r.spill_fd >= 0;
+	for (size_t i = 0; i < r.nckpt; i++) {
+		assert_int_equal(r.ckpt[i].spilled, spill);
+		assert_int_equal(!r.ckpt[i].pk.blob, spill);
+	}
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		uint64_t pos =
+			r.first_ns +
+			(uint64_t)(at[i] * (double)(r.last_ns - r.first_ns));
+		uint64_t before = r.ckpt_restored;
+
+		assert_replay_at(&r, &m, path, pos);
+		restores += r.ckpt_restored > before;
+	}
+	assert_true(restores >= 3);
+	assert_null(r.error);
+	con_model_fini(&m);
+	con_replay_close(&r);
+}
+
+static void test_console_replay_index_checkpoints(void **state)
+{
+	char *path = replay_path("ixckpt.weft");
+	struct stat st;
+	uint64_t off;
+
+	(void)state;
+	replay_write(path, 0, &off);
+	/* Spilled to a file, then in memory. */
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "64", 1);
+	index_ckpt_check(path, true);
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "0", 1);
+	index_ckpt_check(path, false);
+	/* Cut inside its last record. */
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(truncate(path, st.st_size - 3), 0);
+	index_ckpt_check(path, false);
+	setenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB", "64", 1);
+	index_ckpt_check(path, true);
+	unsetenv("WEFT_CONSOLE_CHECKPOINT_DISK_MB");
+	/* No checkpoints: no index model either. */
+	setenv("WEFT_CONSOLE_CHECKPOINT_MB", "0", 1);
+	{
+		con_replay_t r;
+
+		assert_int_equal(con_replay_open_lazy(&r, path, 0), 0);
+		assert_null(r.im);
+		assert_true(con_replay_index(&r, UINT64_MAX));
+		assert_int_equal(r.nckpt, 0);
+		con_replay_close(&r);
+	}
+	unsetenv("WEFT_CONSOLE_CHECKPOINT_MB");
+	unlink(path);
+	free(path);
+}
+
+/*
  * Opened lazily (the console's first screen): a record or two indexed,
  * the rest as seeks reach past it and by con_replay_index(); the model
  * is the same as every frame read in order all along, and the figures
@@ -2844,6 +3027,8 @@ int main(void)
 		cmocka_unit_test(test_console_model_bytes_per_task),
 		cmocka_unit_test(test_console_replay_checkpoints),
 		cmocka_unit_test(test_console_replay_lazy_index),
+		cmocka_unit_test(test_console_model_pack),
+		cmocka_unit_test(test_console_replay_index_checkpoints),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,9 +17,12 @@
 # console's first screen (the file opened, its first records indexed,
 # a screen drawn), the rest of its index, and seeks to 10%, 50%, 90%,
 # 5%, 50%, 10% of the file's time, one line each with its seconds and
-# the peak RSS so far (the seeks keep checkpoints of the model: 128 MiB
-# of them at most, WEFT_CONSOLE_CHECKPOINT_MB), then the whole run's
-# /usr/bin/time.
+# the peak RSS so far (the index pass and the seeks keep packed
+# checkpoints of the model: 128 MiB of them at most,
+# WEFT_CONSOLE_CHECKPOINT_MB), then the whole run's /usr/bin/time.
+# BASE=DIR also runs DIR's weft-console on the same file, the two
+# one after the other (base, new; ROUNDS=N repeats the pair), for a
+# before and after.
 #
 # One row per verb: wall seconds, events per second (the generator's
 # event count over those seconds) and peak RSS.  `list` reads no file
@@ -94,17 +97,21 @@ for v in $verbs; do
 		;;
 	seek)
 		[[ -x "$console" ]] || continue
-		echo
-		echo "weft-console --replay --seek-bench:"
-		if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
-			"$console" --replay "$file" --seek-bench \
-			2> "$dir/err.out" | sed 's/^/  /'; then
-			echo "big-trace.sh: seek failed:" >&2
-			cat "$dir/err.out" "$dir/time.out" >&2
-			exit 1
-		fi
-		read -r s _ kb _ < "$dir/time.out"
-		row seek-all "$s" "$kb"
+		for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
+			for c in ${BASE:+"$BASE/console/weft-console"} "$console"; do
+				echo
+				echo "$c --replay --seek-bench (round $round, load $(cut -d' ' -f1 /proc/loadavg)):"
+				if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+					"$c" --replay "$file" --seek-bench \
+					2> "$dir/err.out" | sed 's/^/  /'; then
+					echo "big-trace.sh: seek failed:" >&2
+					cat "$dir/err.out" "$dir/time.out" >&2
+					exit 1
+				fi
+				read -r s _ kb _ < "$dir/time.out"
+				row seek-all "$s" "$kb"
+			done
+		done
 		echo
 		continue
 		;;
