@@ -569,6 +569,7 @@ static void task_ended(tt_trace_t *t, uint64_t id, uint64_t at)
 	}
 	t->ended[(t->ended_head + t->ended_len++) & (t->ended_cap - 1)] =
 		(struct tt_ended_s){ .at = at, .id = id };
+	t->forget_at = t->ended[t->ended_head].at + FORGET_NS;
 }
 
 /*
@@ -588,8 +589,10 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 	while (t->ended_len) {
 		struct tt_ended_s *e = &t->ended[t->ended_head];
 
-		if (e->at + FORGET_NS > now)
+		if (e->at + FORGET_NS > now) {
+			t->forget_at = e->at + FORGET_NS;
 			return;
+		}
 		if (t->ended_len > FORGET_SLOTS)
 			task_prefetch(
 				t,
@@ -935,7 +938,9 @@ static inline void event_note(tt_trace_t *t, const weft_event_t *ev)
 		t->min_ts = ev->ts;
 	if (ev->kind == WEFT_EV_COMPLETE && ev->task)
 		task_ended(t, ev->task, ev->ts);
-	if (t->ended_len)
+	/* forget_at: the first ended task's time to go, kept beside the
+	 * ring, so that an event with nothing to forget makes no call. */
+	if (t->ended_len && t->forget_at <= ev->ts)
 		forget_ended(t, ev->ts);
 }
 

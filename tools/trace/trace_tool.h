@@ -168,6 +168,7 @@ typedef struct tt_trace_s {
 	/* Tasks ended, in time order, forgotten two windows later. */
 	struct tt_ended_s *ended;
 	size_t ended_head, ended_len, ended_cap;
+	uint64_t forget_at; /* when ended_len: ended[ended_head].at + 1 s */
 	/* Resources, as the updates said. */
 	tt_restab_t res;
 	/* Warnings: the first TT_WARNINGS_KEPT whole, every one counted. */
