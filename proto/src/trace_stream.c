@@ -31,6 +31,20 @@ struct run {
 	uint64_t seq; /* place in the file: ties go to the earlier run */
 };
 
+/*
+ * A run in the merge's heap, keyed by its head event's stamp and its
+ * place in the file: a comparison reads the heap's own array, where it
+ * followed a pointer to the run and another to its head event (two
+ * dependent loads, each a miss as often as not: the heap was a tenth
+ * of a read in time order).  @ts is kept equal to r->ev[r->pos].ts by
+ * whoever moves r->pos of the root.
+ */
+struct hent {
+	uint64_t ts;
+	uint64_t seq;
+	struct run *r;
+};
+
 struct weft_trace_stream_s {
 	weft_trace_reader_t rd;
 	uint64_t window_ns;
@@ -40,7 +54,7 @@ struct weft_trace_stream_s {
 	bool lean_updates; /* and Updates' tasks (weft_trace_reader_lean_updates()) */
 	uint64_t total; /* the file's size; 0: unknown */
 	Weft__V1__Frame *frame; /* handed out last; freed on the next call */
-	struct run **heap;
+	struct hent *heap;
 	size_t nheap, heap_cap;
 	size_t pending; /* events held in the runs */
 	/* Runs done, kept for the next batches: a run's malloc and free
@@ -78,43 +92,73 @@ uint64_t weft_trace_frame_time(const Weft__V1__Frame *f)
 	}
 }
 
-static bool run_less(const struct run *a, const struct run *b)
+static inline bool hent_less(const struct hent *a, const struct hent *b)
 {
-	uint64_t x = a->ev[a->pos].ts, y = b->ev[b->pos].ts;
-
-	return x != y ? x < y : a->seq < b->seq;
+	return a->ts != b->ts ? a->ts < b->ts : a->seq < b->seq;
 }
 
-static void heap_up(struct run **h, size_t j)
+static void heap_up(struct hent *h, size_t j)
 {
+	struct hent x = h[j];
+
 	while (j) {
 		size_t p = (j - 1) / 2;
 
-		if (!run_less(h[j], h[p]))
-			return;
-		struct run *t = h[j];
+		if (!hent_less(&x, &h[p]))
+			break;
 		h[j] = h[p];
-		h[p] = t;
 		j = p;
 	}
+	h[j] = x;
 }
 
-static void heap_down(struct run **h, size_t n, size_t j)
+/* h[j] put in its place below (moved down, the lesser child up). */
+static void heap_down(struct hent *h, size_t n, size_t j)
 {
-	for (;;) {
-		size_t l = 2 * j + 1, r = l + 1, m = j;
+	struct hent x = h[j];
 
-		if (l < n && run_less(h[l], h[m]))
-			m = l;
-		if (r < n && run_less(h[r], h[m]))
-			m = r;
-		if (m == j)
-			return;
-		struct run *t = h[j];
+	for (;;) {
+		size_t l = 2 * j + 1, m;
+
+		if (l >= n)
+			break;
+		m = l + 1 < n && hent_less(&h[l + 1], &h[l]) ? l + 1 : l;
+		if (!hent_less(&h[m], &x))
+			break;
 		h[j] = h[m];
-		h[m] = t;
 		j = m;
 	}
+	h[j] = x;
+}
+
+/*
+ * The root's run moved on (r->pos): its key renewed, or the run out of
+ * the heap when done (given to @done: put back or lent); then the heap
+ * put right.
+ */
+static void root_moved(weft_trace_stream_t *s, struct run **done)
+{
+	struct run *r = s->heap[0].r;
+
+	*done = NULL;
+	if (r->pos == r->n) {
+		s->heap[0] = s->heap[--s->nheap];
+		*done = r;
+	} else {
+		s->heap[0].ts = r->ev[r->pos].ts;
+	}
+	if (s->nheap)
+		heap_down(s->heap, s->nheap, 0);
+}
+
+/* The root's runner-up (the lesser of its children), or NULL. */
+static inline const struct hent *runner_up(const weft_trace_stream_t *s)
+{
+	if (s->nheap < 2)
+		return NULL;
+	if (s->nheap > 2 && hent_less(&s->heap[2], &s->heap[1]))
+		return &s->heap[2];
+	return &s->heap[1];
 }
 
 /*
@@ -280,7 +324,7 @@ void weft_trace_stream_close(weft_trace_stream_t *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nheap; i++)
-		run_free(s->heap[i]);
+		run_free(s->heap[i].r);
 	if (s->lent)
 		run_free(s->lent);
 	while (s->spare) {
@@ -329,20 +373,17 @@ void weft_trace_stream_progress(const weft_trace_stream_t *s, uint64_t *done,
 /* Whether the earliest event held may go out now. */
 static bool may_emit(const weft_trace_stream_t *s)
 {
-	const struct run *r;
-
 	if (!s->nheap)
 		return false;
 	if (s->eof || s->pending > s->max_pending || s->file_order)
 		return true;
-	r = s->heap[0];
 	/* No overflow: the earliest event held is never after the newest. */
-	return s->newest - r->ev[r->pos].ts >= s->window_ns;
+	return s->newest - s->heap[0].ts >= s->window_ns;
 }
 
 static void emit(weft_trace_stream_t *s, weft_trace_item_t *it)
 {
-	struct run *r = s->heap[0];
+	struct run *r = s->heap[0].r, *done;
 
 	it->kind = WEFT_TRACE_ITEM_EVENT;
 	it->frame = NULL;
@@ -353,12 +394,9 @@ static void emit(weft_trace_stream_t *s, weft_trace_item_t *it)
 	else
 		s->emitted = it->ev.ts;
 	s->any_out = true;
-	if (r->pos == r->n) {
-		s->heap[0] = s->heap[--s->nheap];
-		run_put(s, r);
-	}
-	if (s->nheap)
-		heap_down(s->heap, s->nheap, 0);
+	root_moved(s, &done);
+	if (done)
+		run_put(s, done);
 }
 
 /*
@@ -371,24 +409,18 @@ static void emit(weft_trace_stream_t *s, weft_trace_item_t *it)
 static void emit_block(weft_trace_stream_t *s, weft_trace_item_t *it,
 		       const weft_event_t **ev, size_t *n)
 {
-	struct run *r = s->heap[0], *o = NULL;
+	struct run *r = s->heap[0].r;
+	const struct hent *o = runner_up(s);
 	bool always = s->eof || s->file_order;
 	size_t i = r->pos, pend = s->pending;
+	uint64_t rseq = s->heap[0].seq;
 
-	if (s->nheap > 1) {
-		o = s->heap[1];
-		if (s->nheap > 2 && run_less(s->heap[2], o))
-			o = s->heap[2];
-	}
 	for (; i < r->n; i++, pend--) {
 		uint64_t ts = r->ev[i].ts;
 
-		if (o && i > r->pos) {
-			uint64_t ots = o->ev[o->pos].ts;
-
-			if (ts > ots || (ts == ots && r->seq > o->seq))
-				break;
-		}
+		if (o && i > r->pos &&
+		    (ts > o->ts || (ts == o->ts && rseq > o->seq)))
+			break;
 		if (!always && pend <= s->max_pending &&
 		    s->newest - ts < s->window_ns)
 			break;
@@ -405,12 +437,7 @@ static void emit_block(weft_trace_stream_t *s, weft_trace_item_t *it,
 	*n = i - r->pos;
 	s->pending -= *n;
 	r->pos = i;
-	if (r->pos == r->n) {
-		s->heap[0] = s->heap[--s->nheap];
-		s->lent = r;
-	}
-	if (s->nheap)
-		heap_down(s->heap, s->nheap, 0);
+	root_moved(s, &s->lent);
 }
 
 /*
@@ -426,44 +453,50 @@ static void emit_block(weft_trace_stream_t *s, weft_trace_item_t *it,
 static void emit_merged(weft_trace_stream_t *s, weft_trace_item_t *it,
 			const weft_event_t **ev, size_t *n)
 {
+	weft_event_t *stage = s->stage;
 	size_t k = 0;
 
 	do {
-		struct run *r = s->heap[0], *o = NULL;
-		size_t i = r->pos;
-		uint64_t ots = 0;
+		struct run *r = s->heap[0].r, *done;
+		const struct hent *o = runner_up(s);
+		uint64_t rseq = s->heap[0].seq;
+		uint64_t ots = o ? o->ts : 0, oseq = o ? o->seq : 0;
+		/* In locals: a store to the stage may alias the stream's
+		 * counters (64-bit integers both), which the loop reloaded
+		 * an event each. */
+		const weft_event_t *rev = r->ev;
+		size_t i = r->pos, rn = r->n, pending = s->pending;
+		uint64_t emitted = s->emitted, late = s->late;
+		uint64_t newest = s->newest, window = s->window_ns;
+		size_t max_pending = s->max_pending;
+		bool any = s->any_out, eof = s->eof;
 
-		if (s->nheap > 1) {
-			o = s->heap[1];
-			if (s->nheap > 2 && run_less(s->heap[2], o))
-				o = s->heap[2];
-			ots = o->ev[o->pos].ts;
-		}
-		for (; i < r->n && k < STAGE; i++) {
-			uint64_t ts = r->ev[i].ts;
+		for (; i < rn && k < STAGE; i++) {
+			uint64_t ts = rev[i].ts;
 
 			if (o && i > r->pos &&
-			    (ts > ots || (ts == ots && r->seq > o->seq)))
+			    (ts > ots || (ts == ots && rseq > oseq)))
 				break;
-			if (!s->eof && s->pending <= s->max_pending &&
-			    s->newest - ts < s->window_ns)
+			if (!eof && pending <= max_pending &&
+			    newest - ts < window)
 				break;
 			/* Late as emit() counts it. */
-			if (s->any_out && ts < s->emitted)
-				s->late++;
+			if (any && ts < emitted)
+				late++;
 			else
-				s->emitted = ts;
-			s->any_out = true;
-			s->stage[k++] = r->ev[i];
-			s->pending--;
+				emitted = ts;
+			any = true;
+			stage[k++] = rev[i];
+			pending--;
 		}
+		s->pending = pending;
+		s->emitted = emitted;
+		s->late = late;
+		s->any_out = any;
 		r->pos = i;
-		if (r->pos == r->n) {
-			s->heap[0] = s->heap[--s->nheap];
-			run_put(s, r);
-		}
-		if (s->nheap)
-			heap_down(s->heap, s->nheap, 0);
+		root_moved(s, &done);
+		if (done)
+			run_put(s, done);
 	} while (k < STAGE && may_emit(s));
 	it->kind = WEFT_TRACE_ITEM_EVENTS;
 	it->frame = NULL;
@@ -496,7 +529,8 @@ static int run_add(weft_trace_stream_t *s, struct run *r)
 		s->newest = r->ev[r->n - 1].ts;
 	r->seq = s->seq++;
 	s->pending += r->n;
-	s->heap[s->nheap] = r;
+	s->heap[s->nheap] =
+		(struct hent){ .ts = r->ev[0].ts, .seq = r->seq, .r = r };
 	heap_up(s->heap, s->nheap++);
 	return 0;
 }
@@ -505,7 +539,7 @@ static int heap_room(weft_trace_stream_t *s)
 {
 	if (s->nheap == s->heap_cap) {
 		size_t cap = s->heap_cap ? 2 * s->heap_cap : 64;
-		struct run **h = realloc(s->heap, cap * sizeof(*h));
+		struct hent *h = realloc(s->heap, cap * sizeof(*h));
 
 		if (!h)
 			return -ENOMEM;
@@ -525,6 +559,27 @@ static int add_lean_run(weft_trace_stream_t *s)
 		return 0;
 	if (heap_room(s))
 		return -ENOMEM;
+	if (s->file_order) {
+		weft_event_t *ev;
+		size_t cap;
+
+		/* In file order the run goes out before the next batch is
+		 * read (the heap holds it alone): it takes the reader's
+		 * events as they are, and the reader the run's room for
+		 * the next batch (grown there as a batch asks), where a
+		 * copy of each batch (200 KiB) was a twentieth of info. */
+		r = run_get(s, 1);
+		if (!r)
+			return -ENOMEM;
+		ev = r->ev;
+		cap = r->cap;
+		r->ev = s->rd.lean_ev;
+		r->cap = s->rd.lean_cap;
+		s->rd.lean_ev = ev;
+		s->rd.lean_cap = cap;
+		r->n = n;
+		return run_add(s, r);
+	}
 	r = run_get(s, n);
 	if (!r)
 		return -ENOMEM;

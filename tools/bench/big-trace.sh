@@ -25,10 +25,21 @@
 # before and after.
 #
 # One row per verb: wall seconds, events per second (the generator's
-# event count over those seconds) and peak RSS.  `list` reads no file
+# event count over those seconds), CPU seconds (user and system) and
+# events per second over those (on a loaded machine the wall time
+# waits for a CPU; the CPU time much less), and peak RSS.  `list` reads no file
 # (it lists live processes) and is timed as is, for the table's sake.
 # VERBS="info stats" runs only those (names as in the table's first
-# column); KEEP=1 keeps the file (its path is printed).  Not a test: it
+# column); KEEP=1 keeps the file (its path is printed); FILE=PATH reads
+# that trace instead of writing one (the events counted by `weft-trace
+# info`).
+#
+# Before and after: BASE=OTHER_BUILD_DIR runs each verb with that
+# build's binaries too, alternately with BUILD_DIR's (base first), and
+# ROUNDS=N (default 1) does so N times; each row is then the median
+# over the rounds (wall, CPU) and the largest peak RSS, and a last
+# column gives the median of the rounds' CPU after/before.  The seek
+# verb is not repeated.  Not a test: it
 # asserts nothing.  Exits non-zero if a verb fails.
 set -euo pipefail
 
@@ -50,11 +61,20 @@ done
 	exit 2
 }
 
+base=${BASE:-}
+rounds=${ROUNDS:-1}
+if [[ -n "$base" && ! -x "$base/tools/trace/weft-trace" ]]; then
+	echo "big-trace.sh: $base/tools/trace/weft-trace not built" >&2
+	exit 2
+fi
+
 dir=$(mktemp -d "${TMPDIR:-/tmp}/big-trace.XXXXXX")
-file=$dir/big.weft
+file=${FILE:-$dir/big.weft}
 cleanup()
 {
-	if [[ "${KEEP:-0}" == 1 ]]; then
+	if [[ -n "${FILE:-}" ]]; then
+		rm -rf "$dir"
+	elif [[ "${KEEP:-0}" == 1 ]]; then
 		echo "kept: $file"
 		rm -f "$dir/time.out"
 	else
@@ -63,29 +83,72 @@ cleanup()
 }
 trap cleanup EXIT
 
-echo "writing $size to $file"
-/usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
-	"$gen" "$file" --bytes "$size" > "$dir/gen.out"
-summary=$(tail -n 1 "$dir/gen.out")
-echo "$summary"
-field()
+if [[ -n "${FILE:-}" ]]; then
+	echo "reading $file"
+	events=$("$trace" info "$file" | sed -n 's/^events: *\([0-9]*\).*/\1/p')
+	bytes=$(stat -c %s "$file")
+	gen_s= gen_kb=
+else
+	echo "writing $size to $file"
+	/usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+		"$gen" "$file" --bytes "$size" > "$dir/gen.out"
+	summary=$(tail -n 1 "$dir/gen.out")
+	echo "$summary"
+	field()
+	{
+		sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p" <<< "$summary"
+	}
+	events=$(field events)
+	bytes=$(field bytes)
+	read -r gen_s _ gen_kb _ < "$dir/time.out"
+fi
+eps()
 {
-	sed -n "s/.*\<$1=\([0-9.]*\).*/\1/p" <<< "$summary"
+	awk -v e="$events" -v s="$1" \
+		'BEGIN { printf (s > 0 ? "%.2fM" : "-"), e / s / 1e6 }'
 }
-events=$(field events)
-bytes=$(field bytes)
-read -r gen_s _ gen_kb _ < "$dir/time.out"
-printf '\n%-10s %9s %12s %10s\n' verb seconds events/s 'peak RSS'
+printf '\n%-13s %9s %12s %9s %12s %10s%s\n' verb seconds events/s \
+	'CPU s' 'events/CPU s' 'peak RSS' "${base:+  CPU after/before}"
 row()
 {
-	# row NAME SECONDS KB
-	local eps
-
-	eps=$(awk -v e="$events" -v s="$2" \
-		'BEGIN { printf (s > 0 ? "%.2fM" : "-"), e / s / 1e6 }')
-	printf '%-10s %9s %12s %7d MB\n' "$1" "$2" "$eps" $(($3 / 1024))
+	# row NAME SECONDS KB [CPU_SECONDS [RATIO]]
+	printf '%-13s %9s %12s %9s %12s %7d MB%s\n' "$1" "$2" "$(eps "$2")" \
+		"${4:--}" "$([[ -n "${4:-}" ]] && eps "$4" || echo -)" \
+		$(($3 / 1024)) "${5:+  $5}"
 }
-row gentrace "$gen_s" "$gen_kb"
+[[ -n "${FILE:-}" ]] || row gentrace "$gen_s" "$gen_kb"
+
+# median of the numbers on stdin
+median()
+{
+	sort -g | awk '{ a[NR] = $1 } END {
+		if (NR % 2) print a[(NR + 1) / 2];
+		else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# timed NAME CMD...: runs it once, appends "wall cpu kb" to $dir/NAME
+timed()
+{
+	local name=$1 s u sy kb
+	shift
+	if ! /usr/bin/time -f '%e %U %S %M' -o "$dir/time.out" \
+		"$@" > /dev/null 2> "$dir/err.out"; then
+		echo "big-trace.sh: $name failed:" >&2
+		cat "$dir/err.out" "$dir/time.out" >&2
+		exit 1
+	fi
+	read -r s u sy kb < "$dir/time.out"
+	echo "$s $(awk -v u="$u" -v s="$sy" 'BEGIN { printf "%.2f", u + s }') $kb" \
+		>> "$dir/$name"
+}
+
+# summary NAME: "wall cpu kb" medians (kb: the largest)
+summary()
+{
+	echo "$(cut -d' ' -f1 "$dir/$1" | median)" \
+		"$(cut -d' ' -f2 "$dir/$1" | median)" \
+		"$(cut -d' ' -f3 "$dir/$1" | sort -n | tail -n 1)"
+}
 
 for v in $verbs; do
 	case $v in
@@ -121,17 +184,36 @@ for v in $verbs; do
 		exit 2
 		;;
 	esac
-	if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
-		"${cmd[@]}" > /dev/null 2> "$dir/err.out"; then
-		echo "big-trace.sh: $v failed:" >&2
-		cat "$dir/err.out" "$dir/time.out" >&2
-		exit 1
-	fi
-	read -r s _ kb _ < "$dir/time.out"
 	if [[ $v == list ]]; then
-		printf '%-10s %9s %12s %7d MB\n' list "$s" - $((kb / 1024))
+		timed list "${cmd[@]}"
+		read -r s _ kb < <(summary list)
+		printf '%-13s %9s %12s %9s %12s %7d MB\n' list "$s" - - - \
+			$((kb / 1024))
+		continue
+	fi
+	rm -f "$dir/$v" "$dir/$v.base" "$dir/$v.ratio"
+	for ((i = 0; i < rounds; i++)); do
+		if [[ -n "$base" ]]; then
+			bcmd=("${cmd[@]}")
+			bcmd[0]=${cmd[0]/#$build/$base}
+			timed "$v.base" "${bcmd[@]}"
+		fi
+		timed "$v" "${cmd[@]}"
+		if [[ -n "$base" ]]; then
+			awk -v a="$(tail -n 1 "$dir/$v" | cut -d' ' -f2)" \
+				-v b="$(tail -n 1 "$dir/$v.base" | cut -d' ' -f2)" \
+				'BEGIN { printf "%.3f\n", (b > 0 ? a / b : 0) }' \
+				>> "$dir/$v.ratio"
+		fi
+	done
+	if [[ -n "$base" ]]; then
+		read -r s c kb < <(summary "$v.base")
+		row "$v (base)" "$s" "$kb" "$c"
+		read -r s c kb < <(summary "$v")
+		row "$v" "$s" "$kb" "$c" "$(median < "$dir/$v.ratio")"
 	else
-		row "$v" "$s" "$kb"
+		read -r s c kb < <(summary "$v")
+		row "$v" "$s" "$kb" "$c"
 	fi
 done
 printf '\n%s bytes, %s events (%s)\n' "$bytes" "$events" \

@@ -308,10 +308,41 @@ static void task_unslot(tt_trace_t *t, size_t i)
 	}
 }
 
-/* Hints the cache to the slot where a lookup of @id starts. */
-static inline void task_prefetch(const tt_trace_t *t, uint64_t id)
+/*
+ * Hints the cache to the slot where a lookup of @id starts.  The
+ * prefetching helpers are always inlined: GCC 12 at -O2 and -O3 finds
+ * a function that only prefetches free of side effects (pure) and drops
+ * its calls, so that tt_next()'s hints and forget_ended()'s hints to
+ * the nodes were not in the binary at all.
+ */
+static inline __attribute__((always_inline)) void
+task_prefetch(const tt_trace_t *t, uint64_t id)
 {
 	__builtin_prefetch(&t->tasks[task_hash(id) & (t->ntask_slots - 1)]);
+}
+
+/*
+ * Hints the cache to the node of the first slot whose hash is @id's,
+ * where a lookup of @id would look (its slots hinted before: no miss
+ * here).  Only a hint: the node is not checked to be @id's.
+ */
+static inline __attribute__((always_inline)) void
+task_prefetch_node(const tt_trace_t *t, uint64_t id)
+{
+	size_t mask = t->ntask_slots - 1;
+	uint32_t h = task_hash(id);
+	size_t i = h & mask;
+
+	for (size_t d = 0; d < 8; d++, i = (i + 1) & mask) {
+		const tt_task_slot_t *s = &t->tasks[i];
+
+		if (!s->node || ((i - s->hash) & mask) < d)
+			return;
+		if (s->hash == h) {
+			__builtin_prefetch(task_node(t, s->node));
+			return;
+		}
+	}
 }
 
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
@@ -436,6 +467,12 @@ static void tasks_grow(tt_trace_t *t)
 }
 
 /*
+ * How far ahead task_alloc() hints the cache to the spare node it will
+ * hand out: forgotten a while ago, it is cold, and about to be written.
+ */
+#define SPARE_AHEAD 4
+
+/*
  * A node for a new task, its index plus 1 into *@node: a forgotten one
  * (the first forgotten first: tasks are forgotten and named mostly in
  * id order, so the nodes of tasks with ids close together stay close
@@ -445,12 +482,20 @@ static void tasks_grow(tt_trace_t *t)
  */
 static tt_task_t *task_alloc(tt_trace_t *t, uint32_t *node)
 {
-	tt_task_t *k = t->spare_tasks;
+	if (t->nspare) {
+		size_t mask = t->spare_cap - 1;
 
-	if (k) {
-		t->spare_tasks = k->next;
-		*node = k->node;
-		return k;
+		*node = t->spare[t->spare_head];
+		t->spare_head = (t->spare_head + 1) & mask;
+		t->nspare--;
+		if (t->nspare > SPARE_AHEAD)
+			__builtin_prefetch(
+				task_node(
+					t,
+					t->spare[(t->spare_head + SPARE_AHEAD) &
+						 mask]),
+				1);
+		return task_node(t, *node);
 	}
 	if (!t->ntask_chunks || t->task_chunk_used == TASK_CHUNK) {
 		if ((uint64_t)(t->ntask_chunks + 1) * TASK_CHUNK >= UINT32_MAX)
@@ -468,25 +513,40 @@ static tt_task_t *task_alloc(tt_trace_t *t, uint32_t *node)
 					     1])[t->task_chunk_used++];
 }
 
+/* Node @node (its index plus 1) queued for reuse, after the others. */
+static void spare_put(tt_trace_t *t, uint32_t node)
+{
+	if (t->nspare == t->spare_cap) {
+		size_t cap = t->spare_cap ? 2 * t->spare_cap : 1024;
+		uint32_t *q = tt_xmalloc(cap * sizeof(*q));
+
+		for (size_t i = 0; i < t->nspare; i++)
+			q[i] = t->spare[(t->spare_head + i) &
+					(t->spare_cap - 1)];
+		free(t->spare);
+		t->spare = q;
+		t->spare_cap = cap;
+		t->spare_head = 0;
+	}
+	t->spare[(t->spare_head + t->nspare++) & (t->spare_cap - 1)] = node;
+}
+
 static void task_forget(tt_trace_t *t, uint64_t id)
 {
 	size_t i = task_slot(t, id);
+	uint32_t node;
 	tt_task_t *k;
 
 	if (i == SIZE_MAX)
 		return;
-	k = task_node(t, t->tasks[i].node);
+	node = t->tasks[i].node;
+	k = task_node(t, node);
 	task_unslot(t, i);
 	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
 	task_memo_set(t, id, NULL);
 	if (*task_count(t, id) != UINT8_MAX)
 		(*task_count(t, id))--;
-	k->next = NULL;
-	if (t->spare_tasks)
-		t->spare_last->next = k;
-	else
-		t->spare_tasks = k;
-	t->spare_last = k;
+	spare_put(t, node);
 	t->live_tasks--;
 }
 
@@ -509,14 +569,18 @@ static void task_ended(tt_trace_t *t, uint64_t id, uint64_t at)
 	}
 	t->ended[(t->ended_head + t->ended_len++) & (t->ended_cap - 1)] =
 		(struct tt_ended_s){ .at = at, .id = id };
+	t->forget_at = t->ended[t->ended_head].at + FORGET_NS;
 }
 
 /*
  * How far ahead forget_ended() hints the cache to the slots it will
- * look up: the ended tasks' slots were last touched a second of trace
- * before, and are out of the cache.
+ * look up (FORGET_SLOTS), then to their nodes (FORGET_NODES, their
+ * slots in the cache by then): the ended tasks' slots and nodes were
+ * last touched a second of trace before, and are out of the cache; the
+ * node's id is read to confirm the slot, and its strings freed.
  */
-#define FORGET_AHEAD 8
+#define FORGET_SLOTS 16
+#define FORGET_NODES 8
 
 static void forget_ended(tt_trace_t *t, uint64_t now)
 {
@@ -525,12 +589,19 @@ static void forget_ended(tt_trace_t *t, uint64_t now)
 	while (t->ended_len) {
 		struct tt_ended_s *e = &t->ended[t->ended_head];
 
-		if (e->at + FORGET_NS > now)
+		if (e->at + FORGET_NS > now) {
+			t->forget_at = e->at + FORGET_NS;
 			return;
-		if (t->ended_len > FORGET_AHEAD)
+		}
+		if (t->ended_len > FORGET_SLOTS)
 			task_prefetch(
 				t,
-				t->ended[(t->ended_head + FORGET_AHEAD) & mask]
+				t->ended[(t->ended_head + FORGET_SLOTS) & mask]
+					.id);
+		if (t->ended_len > FORGET_NODES)
+			task_prefetch_node(
+				t,
+				t->ended[(t->ended_head + FORGET_NODES) & mask]
 					.id);
 		task_forget(t, e->id);
 		t->ended_head = (t->ended_head + 1) & mask;
@@ -666,17 +737,45 @@ static void off_cpu_note(tt_trace_t *t, unsigned i, uint64_t ns, uint64_t at)
 	o->last_at = at;
 }
 
+/* Tasks of an update read ahead of the one noted (a power of two). */
+#define NOTE_AHEAD 16
+
 static void update_note(tt_trace_t *t, const Weft__V1__Frame *f)
 {
 	const Weft__V1__Update *u = f->update;
-	weft_wire_task_brief_t m;
+	weft_wire_task_brief_t q[NOTE_AHEAD];
 	weft_trace_tasks_t ti;
+	size_t head = 0, n = 0;
+	bool more = true;
 
 	/* Lean or not (tt_open_opts()): the same tasks, in order; of each,
-	 * only what the model keeps read (not its figures). */
+	 * only what the model keeps read (not its figures).  Read
+	 * NOTE_AHEAD ahead of the one noted: each one's slots hinted to
+	 * the cache as it is read, its node half way (task_prefetch_node():
+	 * the slots there by then), where each lookup was a miss or two in
+	 * a table of megabytes.  Only hints: the tasks noted in the same
+	 * order, each against the table as it is then. */
 	weft_trace_stream_tasks(t->stream, f, &ti);
-	while (weft_trace_tasks_next_brief(&ti, &m))
-		task_note(t, &m);
+	for (;;) {
+		while (more && n < NOTE_AHEAD) {
+			weft_wire_task_brief_t *b =
+				&q[(head + n) & (NOTE_AHEAD - 1)];
+
+			if (!(more = weft_trace_tasks_next_brief(&ti, b)))
+				break;
+			task_prefetch(t, b->id);
+			if (++n > NOTE_AHEAD / 2)
+				task_prefetch_node(
+					t, q[(head + n - 1 - NOTE_AHEAD / 2) &
+					     (NOTE_AHEAD - 1)]
+						   .id);
+		}
+		if (!n)
+			break;
+		task_note(t, &q[head]);
+		head = (head + 1) & (NOTE_AHEAD - 1);
+		n--;
+	}
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
 	if (u->stats) {
@@ -839,7 +938,9 @@ static inline void event_note(tt_trace_t *t, const weft_event_t *ev)
 		t->min_ts = ev->ts;
 	if (ev->kind == WEFT_EV_COMPLETE && ev->task)
 		task_ended(t, ev->task, ev->ts);
-	if (t->ended_len)
+	/* forget_at: the first ended task's time to go, kept beside the
+	 * ring, so that an event with nothing to forget makes no call. */
+	if (t->ended_len && t->forget_at <= ev->ts)
 		forget_ended(t, ev->ts);
 }
 
@@ -891,24 +992,28 @@ static bool next_block(tt_trace_t *t)
 
 /*
  * For a verb that looks up each event's task (tt_trace_t.prefetch_tasks):
- * the tasks of the events to come in the block, found ahead and their
- * nodes hinted to the cache (their slots hinted further ahead), where
- * each lookup was a miss or two.  The memo keeps what was found: the
- * table changes in a block only by tasks forgotten, which update it.
+ * the tasks of the events to come in the block hinted to the cache,
+ * their slots PREFETCH_SLOT ahead and their nodes PREFETCH_NODE ahead
+ * (task_prefetch_node(): the slots there by then), where each lookup
+ * was a miss or two.  The node is not read ahead (a lookup there, to
+ * fill the memo, waited for the node's line where the hint does not).
  */
 #define PREFETCH_NODE 8
 #define PREFETCH_SLOT 16
 
-static inline void prefetch_tasks(tt_trace_t *t)
+static inline __attribute__((always_inline)) void prefetch_tasks(tt_trace_t *t)
 {
 	size_t i = t->blk_i;
-	const tt_task_t *k;
 
-	if (i + PREFETCH_SLOT < t->blk_n && t->blk[i + PREFETCH_SLOT].task)
-		task_prefetch(t, t->blk[i + PREFETCH_SLOT].task);
-	if (i + PREFETCH_NODE < t->blk_n && t->blk[i + PREFETCH_NODE].task &&
-	    (k = tt_task(t, t->blk[i + PREFETCH_NODE].task)))
-		__builtin_prefetch(k);
+	if (i + PREFETCH_SLOT < t->blk_n && t->blk[i + PREFETCH_SLOT].task) {
+		uint64_t id = t->blk[i + PREFETCH_SLOT].task;
+
+		task_prefetch(t, id);
+		__builtin_prefetch(task_count(t, id));
+		__builtin_prefetch(&t->task_memo[id & (TASK_MEMO - 1)]);
+	}
+	if (i + PREFETCH_NODE < t->blk_n && t->blk[i + PREFETCH_NODE].task)
+		task_prefetch_node(t, t->blk[i + PREFETCH_NODE].task);
 }
 
 bool tt_next(tt_trace_t *t, weft_event_t *ev)
@@ -970,6 +1075,7 @@ void tt_free(tt_trace_t *t)
 	tt_big_free(t->task_memo, TASK_MEMO * sizeof(*t->task_memo));
 	tt_big_free(t->task_counts, TASK_COUNTS);
 	free(t->ended);
+	free(t->spare);
 	free(t->worker_drops);
 	free(t->off_cpu);
 	tt_res_free(&t->res);

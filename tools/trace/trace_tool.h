@@ -41,7 +41,6 @@ typedef struct tt_task_s {
 	const char *parked_file;
 	uint32_t parked_line;
 	uint8_t owned; /* private: strings it owns (the pool was full) */
-	struct tt_task_s *next; /* private: the spares' list */
 } tt_task_t;
 
 /*
@@ -169,6 +168,7 @@ typedef struct tt_trace_s {
 	/* Tasks ended, in time order, forgotten two windows later. */
 	struct tt_ended_s *ended;
 	size_t ended_head, ended_len, ended_cap;
+	uint64_t forget_at; /* when ended_len: ended[ended_head].at + 1 s */
 	/* Resources, as the updates said. */
 	tt_restab_t res;
 	/* Warnings: the first TT_WARNINGS_KEPT whole, every one counted. */
@@ -195,8 +195,11 @@ typedef struct tt_trace_s {
 	size_t strs_cap, nstrs, strs_bytes;
 	/* Task nodes, allocated TASK_CHUNK at a time (freed whole by
 	 * tt_free()); the forgotten ones queued for reuse, the first
-	 * first. */
-	tt_task_t *spare_tasks, *spare_last;
+	 * first: their indices plus 1 in a ring (spare[spare_head,
+	 * + nspare), a power of two long), not a list through the nodes,
+	 * whose next pointer was a cold read a task. */
+	uint32_t *spare;
+	size_t spare_head, nspare, spare_cap;
 	void **task_chunks;
 	size_t ntask_chunks, task_chunk_used;
 	uintptr_t heap_advised; /* malloc's heap advised up to here */

@@ -11,7 +11,7 @@
  * stamped within it, and the polls that overlap it cut to it, so that
  * every time is inside it; reading stops a second past --to.
  *
- * The JSON is formatted by hand into a 1 MiB buffer written whole
+ * The JSON is formatted by hand into a 64 KiB buffer written whole
  * (struct jout): printf's formatting was most of the verb's time.  Byte
  * for byte what the printf formats made: integers in decimal, times
  * "%.3f" of whole nanoseconds over 1e3, which for a magnitude under
@@ -40,7 +40,7 @@ static const char usage[] =
 	"the same event, window or not.\n";
 
 /* The output: a buffer written whole when it fills. */
-#define JOUT_CAP ((size_t)1 << 20)
+#define JOUT_CAP ((size_t)1 << 16)
 /* Room a record's fixed parts take at most (names escaped apart). */
 #define JOUT_RECORD 512
 
