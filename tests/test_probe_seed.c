@@ -78,8 +78,7 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 			s->got[id - s->base] = true;
 			s->nseen++;
 		}
-		if (u->tasks[i]->name &&
-		    !strcmp(u->tasks[i]->name, idle_name))
+		if (u->tasks[i]->name && !strcmp(u->tasks[i]->name, idle_name))
 			s->named[id - s->base] = true;
 	}
 	for (size_t i = 0; i < u->nwarnings; i++)
@@ -140,10 +139,10 @@ static weft_poll_t noop_poll(void *arg, weft_cx_t *cx)
  */
 static void worker_listens(struct world *w)
 {
-	assert_int_equal(join_wait_drop(spawn_ok(w->rt, noop_poll, NULL, NULL,
-						 0, true),
-					NULL),
-			 0);
+	assert_int_equal(
+		join_wait_drop(spawn_ok(w->rt, noop_poll, NULL, NULL, 0, true),
+			       NULL),
+		0);
 }
 
 static void world_stop(struct world *w)
@@ -206,7 +205,8 @@ static void records(uint64_t lo, size_t *nrec, size_t *nlive, size_t *named)
 	for (task_rec_t *t = p->live; t; t = t->lnext)
 		if (t->pub.id >= lo && t->pub.id < lo + TASKS) {
 			(*nlive)++;
-			*named += t->pub.name && !strcmp(t->pub.name, idle_name);
+			*named += t->pub.name &&
+				  !strcmp(t->pub.name, idle_name);
 		}
 	pthread_mutex_unlock(&p->lock);
 	for (size_t i = 0; i < TASKS; i++)
@@ -232,13 +232,14 @@ static void test_seed_lowest_first_then_all(void **state)
 	world_start(w);
 	s->base = w->lo;
 	knobs(100, FIRST, 40);
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){ .events = true,
-							   .on_events = no_events,
-							   .on_update = on_update,
-							   .ctx = s },
-				 &sub),
-			 0);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
 	weft_probe_flush();
 	pthread_mutex_lock(&s->lock);
 	assert_true(s->first_full);
@@ -289,13 +290,14 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 	world_start(w);
 	s->base = w->lo;
 	knobs(100, FIRST, 40);
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){ .events = true,
-							   .on_events = no_events,
-							   .on_update = on_update,
-							   .ctx = s },
-				 &sub),
-			 0);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
 	weft_probe_flush();
 	worker_listens(w);
 	weft_probe_flush();
@@ -364,13 +366,14 @@ static void test_seed_is_no_leak(void **state)
 	window = weft__probe.config.task_leak_window_ns;
 	weft__probe.config.task_leak_window_ns = 200000000; /* 200 ms */
 	pthread_mutex_unlock(&weft__probe.lock);
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){ .events = true,
-							   .on_events = no_events,
-							   .on_update = on_update,
-							   .ctx = s },
-				 &sub),
-			 0);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
 	/* Some 150 passes, 5 ms apart at least: over 0.75 s. */
 	weft_probe_flush();
 	while (seeding()) {
