@@ -8,7 +8,8 @@
  *
  * A real runtime whose idle tasks were spawned before anyone listened,
  * the seed's sizes made small (probe.lock held) so that a few thousand
- * tasks take dozens of passes; weft_probe_flush() makes the passes.
+ * tasks take dozens of passes; weft_probe_flush() makes passes (and the
+ * collector its own, every 20 ms).
  */
 #include <stdatomic.h>
 #include <string.h>
@@ -223,7 +224,6 @@ static void test_seed_lowest_first_then_all(void **state)
 	struct world *w = calloc(1, sizeof(*w));
 	weft_probe_sub_t *sub;
 	size_t nrec, nlive, named;
-	unsigned passes;
 
 	(void)state;
 	assert_non_null(s);
@@ -250,9 +250,7 @@ static void test_seed_lowest_first_then_all(void **state)
 	pthread_mutex_unlock(&s->lock);
 	assert_true(seeding());
 
-	passes = seed_out();
-	/* Forty a pass (a shard read with its budget spent is read again). */
-	assert_true(passes >= (TASKS - FIRST) / 40);
+	seed_out();
 	weft_probe_flush();
 	pthread_mutex_lock(&s->lock);
 	assert_int_equal(s->nseen, TASKS);
@@ -289,7 +287,7 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 	pthread_mutex_init(&s->lock, NULL);
 	world_start(w);
 	s->base = w->lo;
-	knobs(100, FIRST, 40);
+	knobs(100, FIRST, 10);
 	assert_int_equal(
 		weft_probe_subscribe(
 			&(weft_probe_sub_opts_t){ .events = true,
