@@ -108,9 +108,9 @@ static void seed_one(struct probe *p, task_rec_t *t,
  */
 #define SEED_AT_ONCE 131072u
 #define SEED_FIRST 4096u
-#define SEED_RATE 250000u
+#define SEED_RATE 500000u
 #define SEED_PASS_MIN 1024u
-#define SEED_PASS_MAX 16384u
+#define SEED_PASS_MAX 32768u
 _Static_assert(WEFT__TASK_SHARDS <= 64, "a bit a shard in seed_shards");
 
 /* The @n lowest-id of @h[0..*@k), a max-heap by id, with @in offered. */

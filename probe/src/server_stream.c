@@ -408,12 +408,15 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 /*
  * The tasks of a seed under way (collector_reconcile.c) that stream @k
  * takes in the collector's next pass: each comes as a change, about
- * SEED_TASK_BYTES on the wire, so as many as fit in half a client's
- * bound beside what its clients hold (as backlog_pump() counts it), the
- * tasks its delta has yet to send and its backlog.  Without it, a
- * console behind on a seed of a million tasks (32 MB a second) had
- * updates skipped, and took a full update again.  Collector thread,
- * probe.lock held.
+ * SEED_TASK_BYTES on the wire, so as many as fit in three quarters of a
+ * client's bound beside what its clients hold (as backlog_pump() counts
+ * it: erring high), the tasks its delta has yet to send and its backlog.
+ * Without it, a console behind on a seed of a million tasks (32 MB a
+ * second) had updates skipped, and took a full update again.  (Half the
+ * bound, as the backlog has, left the console idle: the output counts
+ * until it has drained whole, and the delta sends at its interval; a
+ * million tasks took 10-12 s, 7.3-11 s with three quarters.)  Collector
+ * thread, probe.lock held.
  */
 #define SEED_TASK_BYTES 130u
 
@@ -421,7 +424,7 @@ static void seed_room(struct sub_ctx *x, unsigned k)
 {
 	struct stream *st = &x->st[k];
 	weft_server_t *s = x->srv;
-	size_t held, limit = s->buf_max / 2;
+	size_t held, limit = s->buf_max / 4 * 3;
 
 	if (!st->updates)
 		return;
