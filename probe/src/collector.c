@@ -121,6 +121,8 @@ static void publish(struct probe *p, uint64_t now)
 	p->warn_seq_published = p->warn_seq;
 
 	p->stats.now_ns = now;
+	/* The subscribers' callbacks lower it (weft__sub_seed_room()). */
+	p->seed_room = SIZE_MAX;
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next) {
 		weft_probe_update_t u = {
 			.stats = &p->stats,
@@ -371,6 +373,12 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	if (p->need_seed && p->rt) {
 		p->need_seed = false;
 		weft__collector_seed_tasks(p, now);
+	} else if (p->seed_shards) {
+		/* The runtime seeded went: nothing more of it to name. */
+		if (p->rt)
+			weft__collector_seed_more(p, now, dt_ns);
+		else
+			weft__collector_seed_stop(p);
 	}
 	nheap = p->nsegs_pass = weft__collector_snapshot(p);
 	/*
@@ -474,7 +482,13 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 
 uint64_t weft__collector_interval(struct probe *p)
 {
-	uint64_t i = p->config.interval_ns, min = i / 20, next;
+	uint64_t i = p->config.interval_ns, min, next;
+
+	/* A seed under way goes on at its own pace (collector_reconcile.c),
+	 * whatever the interval. */
+	if (p->seed_shards && i > SEED_INTERVAL_NS)
+		i = SEED_INTERVAL_NS;
+	min = i / 20;
 
 	/*
 	 * Drain sooner while rings fill fast: the next pass when the
@@ -523,6 +537,7 @@ void weft__collector_stop(struct probe *p)
 	/* Not left open for a runtime nobody may describe again. */
 	weft__collector_sched_close_all(p);
 	weft__collector_leak_stop(p);
+	weft__collector_seed_stop(p);
 	weft__collector_workers_free(p);
 	free(p->table);
 	p->table = NULL;
@@ -573,6 +588,12 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 void weft__sub_want_full(weft_probe_sub_t *sub)
 {
 	sub->need_full = true;
+}
+
+void weft__sub_seed_room(size_t tasks)
+{
+	if (tasks < weft__probe.seed_room)
+		weft__probe.seed_room = tasks;
 }
 
 size_t weft__sub_tasks_held(void)

@@ -34,6 +34,15 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 /* In a callback: @sub's next update holds every known task. */
 void weft__sub_want_full(weft_probe_sub_t *sub);
 
+/*
+ * In on_update: the subscriber takes at most @tasks more tasks of a seed
+ * under way in the collector's next pass (collector_reconcile.c: a
+ * process of many tasks is seeded over several passes, each pass's
+ * seeded tasks a change in the updates).  The least of the subscribers'
+ * holds; one that says nothing takes any number.
+ */
+void weft__sub_seed_room(size_t tasks);
+
 /* In a callback: how many task records the collector holds. */
 size_t weft__sub_tasks_held(void);
 

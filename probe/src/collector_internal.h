@@ -186,6 +186,19 @@ struct probe {
 	pthread_t thread;
 	bool running;
 	bool need_seed;       /* name the runtime's live tasks next pass */
+	/*
+	 * A seed under way over several passes (collector_reconcile.c):
+	 * bit i, owned-list shard i is still to be read (0: no seed under
+	 * way); the next to read; the buffer read into, kept meanwhile.
+	 * seed_at_once, seed_first, seed_pass: the sizes (0: the defaults
+	 * there; tests set them, probe.lock held).
+	 */
+	uint64_t seed_shards;
+	unsigned seed_next;
+	weft__task_info_t *seed_buf;
+	size_t seed_cap;
+	uint32_t seed_at_once, seed_first, seed_pass;
+	size_t seed_room; /* weft__sub_seed_room()'s, at the last publish */
 	bool stop;
 	bool joining; /* an unsubscribe is joining the collector thread */
 	bool config_loaded;
@@ -567,6 +580,13 @@ void weft__collector_workers_free(struct probe *p);
 
 /* collector_reconcile.c */
 void weft__collector_seed_tasks(struct probe *p, uint64_t now);
+/* The rest of a seed begun by weft__collector_seed_tasks(), a part a
+ * pass (p->seed_shards set); @dt_ns: since the last pass. */
+void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns);
+/* Passes at most this far apart while a seed goes on. */
+#define SEED_INTERVAL_NS 20000000u
+/* Its buffer freed, nothing left to seed (the collector stops). */
+void weft__collector_seed_stop(struct probe *p);
 bool weft__collector_reconcile(struct probe *p, uint64_t now);
 
 /* collector_warnings.c */

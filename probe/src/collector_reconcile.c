@@ -51,45 +51,216 @@ static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
 	return true;
 }
 
+/* @t named from the owned list's @info (a record just made, or one heard
+ * of first by its events, whose name the events do not carry). */
+static void seed_one(struct probe *p, task_rec_t *t,
+		     const weft__task_info_t *info)
+{
+	if (parked_take(t, info))
+		weft__collector_task_changed(p, t);
+	if (t->pub.name || t->pub.file)
+		return;
+	t->pub.name = info->name;
+	t->pub.file = info->file;
+	t->pub.line = (uint32_t)info->line;
+	t->pub.state_size = info->state_size;
+	t->pub.kind = info->kind;
+	weft__collector_leak_spawned(p, t);
+	weft__collector_task_changed(p, t);
+}
+
+/*
+ * A process of many tasks is seeded over several passes (issue 21: a
+ * console attaching to 1,000,000 idle tasks waited 2.2-2.6 s for the
+ * collector's first pass, two thirds of it faulting in the 550 MB of
+ * records, before it had a first screen).  Up to SEED_AT_ONCE live
+ * tasks, all in the first pass, as ever (at 100,000 that is quick, 0.3
+ * s, and a console fed the tasks as changes peaked at 307-368 bytes a
+ * task against 265 fed one full update).  More: the first pass reads the
+ * owned list whole, as ever, but makes records for the SEED_FIRST of
+ * lowest id only (the Tasks view's default order: what a console shows
+ * first), and publishes.  The following passes seed the rest, an
+ * owned-list shard after another, read again then, SEED_RATE a second,
+ * no more than the subscribers take in (weft__sub_seed_room(): the
+ * server's streams, by what their clients hold), passes at most
+ * SEED_INTERVAL_NS apart meanwhile.  Each seeded task goes to the
+ * subscribers as a change.
+ *
+ * Why that is right.  Each part is read from the owned list at the
+ * start of its pass, before the pass's snapshot of the rings, as the
+ * whole seed was: so the argument of weft__collector_reconcile() holds
+ * for each, and a task not yet seeded is, to the collector, one whose
+ * events are yet to come.  A task on a shard read is live then (it
+ * leaves the list before its COMPLETE is pushed, which this pass or a
+ * later one folds in); one that finished before its shard was read is
+ * not on it, and is never seeded live.  An event of a task not yet
+ * seeded makes its record as for any task first heard of
+ * (collector_tasks.c); its shard's read then finds that record (one
+ * record a task, never two) and names it.  What it costs: a task that
+ * finished before its shard was read keeps no name (its events do not
+ * carry it), and a WAKE of one not yet seeded is not counted (a WAKE
+ * makes no record; its POLL is).  A shard read with the pass's budget
+ * spent midway is read again whole the next pass (those seeded are
+ * found).  The live-task count in the stats is the runtime's, right
+ * from the first pass.  The task-leak sampler waits for the seed to end
+ * (collector_leak.c): seeded over seconds, a site's count rises at
+ * every quarter.
+ */
+#define SEED_AT_ONCE 131072u
+#define SEED_FIRST 4096u
+#define SEED_RATE 500000u
+#define SEED_PASS_MIN 1024u
+#define SEED_PASS_MAX 32768u
+_Static_assert(WEFT__TASK_SHARDS <= 64, "a bit a shard in seed_shards");
+
+/* The @n lowest-id of @h[0..*@k), a max-heap by id, with @in offered. */
+static void heap_offer(weft__task_info_t *h, size_t *k, size_t n,
+		       const weft__task_info_t *in)
+{
+	size_t i;
+
+	if (*k < n) {
+		/* Up from the new leaf. */
+		for (i = (*k)++; i && h[(i - 1) / 2].id < in->id;
+		     i = (i - 1) / 2)
+			h[i] = h[(i - 1) / 2];
+		h[i] = *in;
+		return;
+	}
+	if (!n || in->id >= h[0].id)
+		return;
+	/* In place of the largest, down. */
+	for (i = 0;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1].id > h[c].id)
+			c++;
+		if (h[c].id <= in->id)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = *in;
+}
+
+void weft__collector_seed_stop(struct probe *p)
+{
+	free(p->seed_buf);
+	p->seed_buf = NULL;
+	p->seed_cap = 0;
+	p->seed_shards = 0;
+	p->seed_next = 0;
+}
+
 /*
  * Tasks spawned before anyone listened.  The collector learns of a task
  * from its events, so one idle since before the first listener (a
  * connection waiting for its next request) would never show, or show
  * without a name.  On the first pass after a listener or a runtime
- * arrives, the runtime's owned list names every live task.  Such a task's
+ * arrives, the runtime's owned list names every live task (many: the
+ * lowest ids now, the rest over the next passes, above).  Such a task's
  * state and counts start here (it is not known to have been spawned
  * while we watched: no lost-waker check).
  */
 void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 {
-	weft__task_info_t *buf = NULL;
-	size_t cap = 0;
+	size_t at_once = p->seed_at_once ? p->seed_at_once : SEED_AT_ONCE;
+	size_t first = p->seed_first ? p->seed_first : SEED_FIRST;
+	weft__task_info_t *heap = NULL;
+	size_t total = 0, k = 0;
 
+	weft__collector_seed_stop(p);
+	/* How many, each shard's count under its lock (nothing copied). */
+	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++)
+		total += weft__runtime_tasks(p->rt, i, NULL, 0);
+	/* Without memory for it, all at once. */
+	if (total > at_once)
+		heap = malloc(first * sizeof(*heap));
 	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++) {
-		size_t n = owned_shard(p, i, &buf, &cap);
+		size_t n = owned_shard(p, i, &p->seed_buf, &p->seed_cap);
 
 		if (n == SIZE_MAX)
 			break;
 		for (size_t j = 0; j < n; j++) {
-			task_rec_t *t =
-				weft__collector_task_get(p, buf[j].id, now);
+			task_rec_t *t;
 
-			if (!t)
+			if (heap) {
+				heap_offer(heap, &k, first, &p->seed_buf[j]);
 				continue;
-			if (parked_take(t, &buf[j]))
-				weft__collector_task_changed(p, t);
-			if (t->pub.name || t->pub.file)
-				continue;
-			t->pub.name = buf[j].name;
-			t->pub.file = buf[j].file;
-			t->pub.line = (uint32_t)buf[j].line;
-			t->pub.state_size = buf[j].state_size;
-			t->pub.kind = buf[j].kind;
-			weft__collector_leak_spawned(p, t);
-			weft__collector_task_changed(p, t);
+			}
+			t = weft__collector_task_get(p, p->seed_buf[j].id, now);
+			if (t)
+				seed_one(p, t, &p->seed_buf[j]);
 		}
 	}
-	free(buf);
+	if (!heap) {
+		weft__collector_seed_stop(p);
+		return;
+	}
+	for (size_t j = 0; j < k; j++) {
+		task_rec_t *t = weft__collector_task_get(p, heap[j].id, now);
+
+		if (t)
+			seed_one(p, t, &heap[j]);
+	}
+	free(heap);
+	p->seed_shards = ~(uint64_t)0 >> (64 - WEFT__TASK_SHARDS);
+	p->seed_next = 0;
+	p->seed_room = SIZE_MAX; /* until the subscribers say */
+}
+
+/* Up to @budget more records, a shard after another (see above). */
+static void seed_take(struct probe *p, uint64_t now, uint64_t budget)
+{
+	while (p->seed_shards && budget) {
+		unsigned i = p->seed_next;
+		size_t n, j;
+
+		if (!(p->seed_shards & ((uint64_t)1 << i))) {
+			p->seed_next = (i + 1) % WEFT__TASK_SHARDS;
+			continue;
+		}
+		n = owned_shard(p, i, &p->seed_buf, &p->seed_cap);
+		if (n == SIZE_MAX)
+			return; /* no memory: again next pass */
+		for (j = 0; j < n; j++) {
+			uint64_t id = p->seed_buf[j].id;
+			task_rec_t *t = weft__collector_task_find(p, id);
+
+			if (!t) {
+				if (!budget)
+					break;
+				budget--;
+				if (!(t = weft__collector_task_new(p, id, now)))
+					continue;
+			}
+			seed_one(p, t, &p->seed_buf[j]);
+		}
+		if (j < n)
+			return; /* this shard again, whole, next pass */
+		p->seed_shards &= ~((uint64_t)1 << i);
+		p->seed_next = (i + 1) % WEFT__TASK_SHARDS;
+	}
+	if (!p->seed_shards)
+		weft__collector_seed_stop(p);
+}
+
+void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
+{
+	uint64_t budget = (uint64_t)SEED_RATE * dt_ns / 1000000000u;
+
+	if (budget < SEED_PASS_MIN)
+		budget = SEED_PASS_MIN;
+	if (budget > SEED_PASS_MAX)
+		budget = SEED_PASS_MAX;
+	if (p->seed_pass)
+		budget = p->seed_pass;
+	/* What the subscribers take in now (a console's stream behind). */
+	if (budget > p->seed_room)
+		budget = p->seed_room;
+	seed_take(p, now, budget);
 }
 
 /*

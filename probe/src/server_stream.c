@@ -406,6 +406,38 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 }
 
 /*
+ * The tasks of a seed under way (collector_reconcile.c) that stream @k
+ * takes in the collector's next pass: each comes as a change, about
+ * SEED_TASK_BYTES on the wire, so as many as fit in three quarters of a
+ * client's bound beside what its clients hold (as backlog_pump() counts
+ * it: erring high), the tasks its delta has yet to send and its backlog.
+ * Without it, a console behind on a seed of a million tasks (32 MB a
+ * second) had updates skipped, and took a full update again.  (Half the
+ * bound, as the backlog has, left the console idle: the output counts
+ * until it has drained whole, and the delta sends at its interval; a
+ * million tasks took 10-12 s, 7.3-11 s with three quarters.)  Collector
+ * thread, probe.lock held.
+ */
+#define SEED_TASK_BYTES 130u
+
+static void seed_room(struct sub_ctx *x, unsigned k)
+{
+	struct stream *st = &x->st[k];
+	weft_server_t *s = x->srv;
+	size_t held, limit = s->buf_max / 4 * 3;
+
+	if (!st->updates)
+		return;
+	pthread_mutex_lock(&s->qlock);
+	held = s->active == x ? s->stream_have[k] + s->qbytes : limit;
+	pthread_mutex_unlock(&s->qlock);
+	held += (st->delta.dirty.n + st->nbacklog - st->backlog_at) *
+		SEED_TASK_BYTES;
+	weft__sub_seed_room(held < limit ? (limit - held) / SEED_TASK_BYTES :
+					   0);
+}
+
+/*
  * Server thread: the most output each stream's clients hold, for
  * backlog_pump().  A client waiting for a full update takes no backlog
  * record: it does not count, unless @waiting (the subscription's own
@@ -497,8 +529,10 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		if (!push(x, it) && streamed)
 			backlog_free(st);
 	}
-	for (unsigned k = 0; k < x->nstreams; k++)
+	for (unsigned k = 0; k < x->nstreams; k++) {
 		backlog_pump(x, k);
+		seed_room(x, k);
+	}
 }
 
 static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
