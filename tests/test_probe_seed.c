@@ -30,6 +30,7 @@ struct idle {
 	weft_notified_t nd;
 	weft_notify_t *n;
 	atomic_uint *parked;
+	atomic_bool *loop; /* woken, park again while set */
 };
 
 static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
@@ -37,10 +38,12 @@ static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
 	struct idle *s = arg;
 
 	WEFT_ASYNC_BEGIN(s);
-	weft_notified_init(&s->nd, s->n);
-	atomic_fetch_add(s->parked, 1);
-	WEFT_AWAIT(s, weft_notified_poll(&s->nd, cx));
-	weft_notified_fini(&s->nd);
+	do {
+		weft_notified_init(&s->nd, s->n);
+		atomic_fetch_add(s->parked, 1);
+		WEFT_AWAIT(s, weft_notified_poll(&s->nd, cx));
+		weft_notified_fini(&s->nd);
+	} while (atomic_load(s->loop));
 	WEFT_ASYNC_END(s);
 }
 
@@ -99,6 +102,7 @@ struct world {
 	weft_runtime_t *rt;
 	weft_notify_t a, b; /* half the tasks each */
 	atomic_uint parked;
+	atomic_bool loop;
 	weft_join_t *j[TASKS];
 	uint64_t lo;
 };
@@ -108,11 +112,13 @@ static void world_start(struct world *w)
 	weft_notify_init(&w->a);
 	weft_notify_init(&w->b);
 	atomic_init(&w->parked, 0);
+	atomic_init(&w->loop, false);
 	w->rt = rt_create(1);
 	w->lo = UINT64_MAX;
 	for (int i = 0; i < TASKS; i++) {
 		struct idle st = { .n = i % 2 ? &w->b : &w->a,
-				   .parked = &w->parked };
+				   .parked = &w->parked,
+				   .loop = &w->loop };
 		weft_spawn_t sp = { .poll = idle_poll,
 				    .state = &st,
 				    .size = sizeof(st),
@@ -148,11 +154,29 @@ static void worker_listens(struct world *w)
 
 static void world_stop(struct world *w)
 {
+	atomic_store(&w->loop, false);
 	weft_notify_waiters(&w->a);
 	weft_notify_waiters(&w->b);
 	for (int i = 0; i < TASKS; i++)
 		assert_int_equal(join_wait_drop(w->j[i], NULL), 0);
 	weft_runtime_destroy(w->rt);
+}
+
+/* The test's subscription: its teardown drops it if an assertion left
+ * the test before it did (the next test would find the collector
+ * running, and no seed). */
+static weft_probe_sub_t *cur_sub;
+
+static void knobs(uint32_t at_once, uint32_t first, uint32_t pass);
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (cur_sub)
+		weft_probe_unsubscribe(cur_sub);
+	cur_sub = NULL;
+	knobs(0, 0, 0);
+	return 0;
 }
 
 static void knobs(uint32_t at_once, uint32_t first, uint32_t pass)
@@ -240,6 +264,7 @@ static void test_seed_lowest_first_then_all(void **state)
 						  .ctx = s },
 			&sub),
 		0);
+	cur_sub = sub;
 	weft_probe_flush();
 	pthread_mutex_lock(&s->lock);
 	assert_true(s->first_full);
@@ -263,6 +288,7 @@ static void test_seed_lowest_first_then_all(void **state)
 	assert_int_equal(named, TASKS);
 
 	weft_probe_unsubscribe(sub);
+	cur_sub = NULL;
 	knobs(0, 0, 0);
 	world_stop(w);
 	pthread_mutex_destroy(&s->lock);
@@ -296,6 +322,7 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 						  .ctx = s },
 			&sub),
 		0);
+	cur_sub = sub;
 	weft_probe_flush();
 	worker_listens(w);
 	weft_probe_flush();
@@ -330,11 +357,75 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 	pthread_mutex_unlock(&s->lock);
 
 	weft_probe_unsubscribe(sub);
+	cur_sub = NULL;
 	knobs(0, 0, 0);
 	weft_notify_waiters(&w->b);
 	for (int i = 1; i < TASKS; i += 2)
 		assert_int_equal(join_wait_drop(w->j[i], NULL), 0);
 	weft_runtime_destroy(w->rt);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	free(w);
+}
+
+/*
+ * Tasks heard of by their events before their shard is read: half of
+ * them woken while the seed goes on, each polled (a record made by its
+ * POLL) and parked again.  When the seed is over every task is one
+ * record, live and named (the shard's read found the POLL's record and
+ * named it), and the subscriber saw each named.
+ */
+static void test_seed_names_tasks_heard_first(void **state)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct world *w = calloc(1, sizeof(*w));
+	weft_probe_sub_t *sub;
+	size_t nrec, nlive, named;
+	unsigned want;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(w);
+	pthread_mutex_init(&s->lock, NULL);
+	world_start(w);
+	s->base = w->lo;
+	knobs(100, FIRST, 10);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
+	cur_sub = sub;
+	weft_probe_flush();
+	worker_listens(w);
+	weft_probe_flush();
+	assert_true(seeding());
+	/* Half of them polled now, most before their shard is read. */
+	atomic_store(&w->loop, true);
+	want = atomic_load(&w->parked) + TASKS / 2;
+	weft_notify_waiters(&w->a);
+	while (atomic_load(&w->parked) < want)
+		usleep(1000);
+	weft_probe_flush();
+	seed_out();
+	weft_probe_flush();
+	records(w->lo, &nrec, &nlive, &named);
+	assert_int_equal(nrec, TASKS);
+	assert_int_equal(nlive, TASKS);
+	assert_int_equal(named, TASKS);
+	pthread_mutex_lock(&s->lock);
+	assert_int_equal(s->nseen, TASKS);
+	for (size_t i = 0; i < TASKS; i++)
+		assert_true(s->named[i]);
+	pthread_mutex_unlock(&s->lock);
+
+	weft_probe_unsubscribe(sub);
+	cur_sub = NULL;
+	knobs(0, 0, 0);
+	world_stop(w);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	free(w);
@@ -372,6 +463,7 @@ static void test_seed_is_no_leak(void **state)
 						  .ctx = s },
 			&sub),
 		0);
+	cur_sub = sub;
 	/* Some 150 passes, 5 ms apart at least: over 0.75 s. */
 	weft_probe_flush();
 	while (seeding()) {
@@ -389,6 +481,7 @@ static void test_seed_is_no_leak(void **state)
 	pthread_mutex_unlock(&s->lock);
 
 	weft_probe_unsubscribe(sub);
+	cur_sub = NULL;
 	pthread_mutex_lock(&weft__probe.lock);
 	weft__probe.config.task_leak_window_ns = window;
 	pthread_mutex_unlock(&weft__probe.lock);
@@ -402,9 +495,13 @@ static void test_seed_is_no_leak(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed_lowest_first_then_all),
-		cmocka_unit_test(test_seed_tasks_finishing_meanwhile),
-		cmocka_unit_test(test_seed_is_no_leak),
+		cmocka_unit_test_teardown(test_seed_lowest_first_then_all,
+					  teardown),
+		cmocka_unit_test_teardown(test_seed_tasks_finishing_meanwhile,
+					  teardown),
+		cmocka_unit_test_teardown(test_seed_names_tasks_heard_first,
+					  teardown),
+		cmocka_unit_test_teardown(test_seed_is_no_leak, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,8 +159,8 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	}
 	t->wake_seq = 0;
 	{
-		uint16_t before = t->pub.polls ? t->pub.last_worker
-					       : t->spawn_worker;
+		uint16_t before = t->pub.polls ? t->pub.last_worker :
+						 t->spawn_worker;
 
 		if (before != WEFT_EVENT_NO_WORKER && before != ev->worker &&
 		    ev->worker != WEFT_EVENT_NO_WORKER) {
@@ -228,8 +228,8 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		 * came first, and counts from when it came). */
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->pub.idle_since_ns = 0;
-		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll
-						       : ev->ts;
+		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll :
+							 ev->ts;
 	} else if (t->wake_in_poll >= start) {
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->pub.idle_since_ns = 0;
@@ -353,8 +353,8 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	 * before it happened.  Telling them apart needs a stamp of its own.
 	 */
 	if (t->pub.state == WEFT_TASK_IDLE) {
-		t->pub.idle_ns += ev->ts > t->idle_since ? ev->ts - t->idle_since
-							  : 0;
+		t->pub.idle_ns +=
+			ev->ts > t->idle_since ? ev->ts - t->idle_since : 0;
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->pub.idle_since_ns = 0;
 		t->woken_at = ev->ts;
@@ -556,8 +556,17 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		weft__collector_res_event(p, ev);
 		return;
 	}
+	/*
+	 * A seed under way (collector_reconcile.c): a task live at its
+	 * first read and not seeded yet that ends is let go unseen, not
+	 * shown as a finished task with no name, spawned at its end.  One
+	 * spawned since (with an id from a worker's older block, up to
+	 * seed_max_id) has its record from its SPAWN.
+	 */
 	if (ev->task)
-		t = creates_task(ev->kind) ?
+		t = creates_task(ev->kind) && !(ev->kind == WEFT_EV_COMPLETE &&
+						p->seed_shards &&
+						ev->task <= p->seed_max_id) ?
 			    weft__collector_task_get(p, ev->task, ev->ts) :
 		    ev->kind != WEFT_EV_STEAL ?
 			    weft__collector_task_find(p, ev->task) :

@@ -194,6 +194,13 @@ struct probe {
 	 * there; tests set them, probe.lock held).
 	 */
 	uint64_t seed_shards;
+	/*
+	 * The highest id the seed's first read saw: a COMPLETE of a task not
+	 * known, up to it, while the seed is under way, makes no record (it
+	 * was live then and ended before its shard was read: no name, and
+	 * its end's time for a spawn time; collector_events.c).
+	 */
+	uint64_t seed_max_id;
 	unsigned seed_next;
 	weft__task_info_t *seed_buf;
 	size_t seed_cap;

@@ -19,8 +19,7 @@ static size_t owned_shard(struct probe *p, unsigned i, weft__task_info_t **buf,
 {
 	size_t n;
 
-	while ((n = weft__runtime_tasks(p->rt, i, *buf, *cap)) >
-	       *cap) {
+	while ((n = weft__runtime_tasks(p->rt, i, *buf, *cap)) > *cap) {
 		size_t ncap = n + n / 2 + 16;
 		weft__task_info_t *nb = realloc(*buf, ncap * sizeof(**buf));
 
@@ -42,9 +41,8 @@ static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
 {
 	uint32_t line = info->parked_file ? (uint32_t)info->parked_line : 0;
 
-	if (t->parked_seen ||
-	    (t->pub.parked_file == info->parked_file &&
-	     t->pub.parked_line == line))
+	if (t->parked_seen || (t->pub.parked_file == info->parked_file &&
+			       t->pub.parked_line == line))
 		return false;
 	t->pub.parked_file = info->parked_file;
 	t->pub.parked_line = line;
@@ -113,6 +111,7 @@ static void seed_one(struct probe *p, task_rec_t *t,
 #define SEED_RATE 500000u
 #define SEED_PASS_MIN 1024u
 #define SEED_PASS_MAX 32768u
+#define SEED_PASS_FLOOR 64u
 _Static_assert(WEFT__TASK_SHARDS <= 64, "a bit a shard in seed_shards");
 
 /* The @n lowest-id of @h[0..*@k), a max-heap by id, with @in offered. */
@@ -154,6 +153,7 @@ void weft__collector_seed_stop(struct probe *p)
 	p->seed_cap = 0;
 	p->seed_shards = 0;
 	p->seed_next = 0;
+	p->seed_max_id = 0;
 }
 
 /*
@@ -172,6 +172,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	size_t first = p->seed_first ? p->seed_first : SEED_FIRST;
 	weft__task_info_t *heap = NULL;
 	size_t total = 0, k = 0;
+	uint64_t max_id = 0;
 
 	weft__collector_seed_stop(p);
 	/* How many, each shard's count under its lock (nothing copied). */
@@ -190,6 +191,8 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 
 			if (heap) {
 				heap_offer(heap, &k, first, &p->seed_buf[j]);
+				if (p->seed_buf[j].id > max_id)
+					max_id = p->seed_buf[j].id;
 				continue;
 			}
 			t = weft__collector_task_get(p, p->seed_buf[j].id, now);
@@ -210,6 +213,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	free(heap);
 	p->seed_shards = ~(uint64_t)0 >> (64 - WEFT__TASK_SHARDS);
 	p->seed_next = 0;
+	p->seed_max_id = max_id;
 	p->seed_room = SIZE_MAX; /* until the subscribers say */
 }
 
@@ -259,9 +263,17 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
 		budget = SEED_PASS_MAX;
 	if (p->seed_pass)
 		budget = p->seed_pass;
-	/* What the subscribers take in now (a console's stream behind). */
+	/*
+	 * What the subscribers take in now (a console's stream behind), but
+	 * never nothing: one console that stopped reading would otherwise
+	 * hold the seed (and the leak sampler, which waits for it) for every
+	 * subscriber, the recorder included, until the server closes it.
+	 * SEED_PASS_FLOOR a pass is a few hundred KB a second at most, which
+	 * a slow console's own stream absorbs or skips (its own resync).
+	 */
 	if (budget > p->seed_room)
-		budget = p->seed_room;
+		budget = p->seed_room > SEED_PASS_FLOOR ? p->seed_room :
+							  SEED_PASS_FLOOR;
 	seed_take(p, now, budget);
 }
 
@@ -323,7 +335,8 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 	}
 	free(buf);
 	for (t = p->live; t; t = next) {
-		weft_event_t end = { .ts = now, .task = t->pub.id,
+		weft_event_t end = { .ts = now,
+				     .task = t->pub.id,
 				     .kind = WEFT_EV_COMPLETE };
 
 		next = t->lnext;

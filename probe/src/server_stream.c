@@ -174,8 +174,8 @@ static void backlog_free(struct stream *st)
  * for 1,000,000 ids on the loaded 2-vCPU guest.  Returns false without
  * memory.
  */
-static bool ids_sort(uint64_t *a, uint64_t *tmp, uint64_t *pay,
-		     uint64_t *ptmp, size_t n)
+static bool ids_sort(uint64_t *a, uint64_t *tmp, uint64_t *pay, uint64_t *ptmp,
+		     size_t n)
 {
 	size_t *count = malloc(65536 * sizeof(*count));
 
@@ -425,12 +425,18 @@ static void seed_room(struct sub_ctx *x, unsigned k)
 	struct stream *st = &x->st[k];
 	weft_server_t *s = x->srv;
 	size_t held, limit = s->buf_max / 4 * 3;
+	bool retiring;
 
 	if (!st->updates)
 		return;
 	pthread_mutex_lock(&s->qlock);
-	held = s->active == x ? s->stream_have[k] + s->qbytes : limit;
+	retiring = s->active != x;
+	held = retiring ? 0 : s->stream_have[k] + s->qbytes;
 	pthread_mutex_unlock(&s->qlock);
+	/* A subscription being swapped out says nothing: its successor's
+	 * streams will (room 0 here paused the seed at every subscribe). */
+	if (retiring)
+		return;
 	held += (st->delta.dirty.n + st->nbacklog - st->backlog_at) *
 		SEED_TASK_BYTES;
 	weft__sub_seed_room(held < limit ? (limit - held) / SEED_TASK_BYTES :
