@@ -19,6 +19,7 @@
 
 #include "collector_internal.h"
 #include "weft/probe.h"
+#include "weft/trace.h"
 
 #define TASKS 3000
 #define FIRST 32
@@ -432,6 +433,58 @@ static void test_seed_names_tasks_heard_first(void **state)
 }
 
 /*
+ * A recorder that starts while a console's seed goes on: a file keeps
+ * what its full update names, so the seed ends whole in the next pass
+ * (weft__sub_seed_whole()), and every task is named then.
+ */
+static void test_seed_ends_whole_for_a_recorder(void **state)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	struct world *w = calloc(1, sizeof(*w));
+	weft_trace_opts_t o = { .flight_bytes = 1 << 20 };
+	weft_probe_sub_t *sub;
+	size_t nrec, nlive, named;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(w);
+	pthread_mutex_init(&s->lock, NULL);
+	world_start(w);
+	s->base = w->lo;
+	knobs(100, FIRST, 10);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
+	cur_sub = sub;
+	weft_probe_flush();
+	assert_true(seeding());
+	records(w->lo, &nrec, &nlive, &named);
+	assert_true(nrec < TASKS);
+	/* A flight recorder (in memory): its start asks for the rest. */
+	assert_int_equal(weft_trace_start(NULL, &o), 0);
+	weft_probe_flush();
+	assert_false(seeding());
+	records(w->lo, &nrec, &nlive, &named);
+	assert_int_equal(nrec, TASKS);
+	assert_int_equal(nlive, TASKS);
+	assert_int_equal(named, TASKS);
+	assert_int_equal(weft_trace_stop(), 0);
+
+	weft_probe_unsubscribe(sub);
+	cur_sub = NULL;
+	knobs(0, 0, 0);
+	world_stop(w);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	free(w);
+}
+
+/*
  * A seed longer than the task-leak window: the seeded site's count rises
  * at every quarter while it goes on, which is no leak.  (Sampled as it
  * went, the site was a leak: its tasks pending, older than half a window,
@@ -500,6 +553,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_seed_tasks_finishing_meanwhile,
 					  teardown),
 		cmocka_unit_test_teardown(test_seed_names_tasks_heard_first,
+					  teardown),
+		cmocka_unit_test_teardown(test_seed_ends_whole_for_a_recorder,
 					  teardown),
 		cmocka_unit_test_teardown(test_seed_is_no_leak, teardown),
 	};

@@ -380,6 +380,8 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		else
 			weft__collector_seed_stop(p);
 	}
+	/* Asked for (weft__sub_seed_whole()), done by the seed above. */
+	p->seed_whole = false;
 	nheap = p->nsegs_pass = weft__collector_snapshot(p);
 	/*
 	 * The window the drops just counted fell in: after the last pass
@@ -588,6 +590,18 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 void weft__sub_want_full(weft_probe_sub_t *sub)
 {
 	sub->need_full = true;
+}
+
+void weft__sub_seed_whole_locked(void)
+{
+	weft__probe.seed_whole = true;
+}
+
+void weft__sub_seed_whole(void)
+{
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.seed_whole = true;
+	pthread_mutex_unlock(&weft__probe.lock);
 }
 
 void weft__sub_seed_room(size_t tasks)

@@ -35,6 +35,17 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 void weft__sub_want_full(weft_probe_sub_t *sub);
 
 /*
+ * The next pass ends a seed under way whole, or makes the seed to come
+ * whole (collector_reconcile.c), so that the full updates it publishes
+ * name every live task: for a file (a recorder's start and its next
+ * file, a flight snapshot), which no pacing helps and which would keep
+ * the tasks a partial seed leaves out unnamed for good.  _locked: in a
+ * callback (probe.lock held); the other takes probe.lock.
+ */
+void weft__sub_seed_whole_locked(void);
+void weft__sub_seed_whole(void);
+
+/*
  * In on_update: the subscriber takes at most @tasks more tasks of a seed
  * under way in the collector's next pass (collector_reconcile.c: a
  * process of many tasks is seeded over several passes, each pass's

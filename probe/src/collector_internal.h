@@ -205,6 +205,8 @@ struct probe {
 	weft__task_info_t *seed_buf;
 	size_t seed_cap;
 	uint32_t seed_at_once, seed_first, seed_pass;
+	/* The next pass seeds whole (weft__sub_seed_whole()). */
+	bool seed_whole;
 	size_t seed_room; /* weft__sub_seed_room()'s, at the last publish */
 	bool stop;
 	bool joining; /* an unsubscribe is joining the collector thread */

@@ -178,8 +178,9 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	/* How many, each shard's count under its lock (nothing copied). */
 	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++)
 		total += weft__runtime_tasks(p->rt, i, NULL, 0);
-	/* Without memory for it, all at once. */
-	if (total > at_once)
+	/* Without memory for it, or asked to (a file's full update), all
+	 * at once. */
+	if (total > at_once && !p->seed_whole)
 		heap = malloc(first * sizeof(*heap));
 	for (unsigned i = 0; i < WEFT__TASK_SHARDS; i++) {
 		size_t n = owned_shard(p, i, &p->seed_buf, &p->seed_cap);
@@ -274,6 +275,9 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
 	if (budget > p->seed_room)
 		budget = p->seed_room > SEED_PASS_FLOOR ? p->seed_room :
 							  SEED_PASS_FLOOR;
+	/* A file's full update is due: the rest now (weft__sub_seed_whole()). */
+	if (p->seed_whole)
+		budget = UINT64_MAX;
 	seed_take(p, now, budget);
 }
 

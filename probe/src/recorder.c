@@ -451,8 +451,10 @@ static void rec_want_full(void)
 		 * ones too, can make megabytes).  Larger, the new file names
 		 * the tasks that change in it, as before.
 		 */
-		if (full_estimate() <= rec.opts.max_file_bytes / 4)
+		if (full_estimate() <= rec.opts.max_file_bytes / 4) {
 			weft__sub_want_full(rec.sub);
+			weft__sub_seed_whole_locked();
+		}
 		rec.want_full = false;
 	}
 }
@@ -694,7 +696,10 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 	rec.start_workers = workers;
 	pthread_mutex_unlock(&rec.lock);
 
-	/* Outside rec.lock: subscribing takes probe.lock (lock order). */
+	/* Outside rec.lock: subscribing takes probe.lock (lock order).
+	 * The file's first full update names every live task, a seed of
+	 * many over several passes (a console's) ended first. */
+	weft__sub_seed_whole();
 	err = weft_probe_subscribe(&so, &sub);
 	pthread_mutex_lock(&rec.lock);
 	if (err)
@@ -809,6 +814,7 @@ int weft__trace_snapshot_append(weft_wire_buf_t *out)
 	/* Outside rec.lock (lock order): a short-lived subscriber's first
 	 * update is full, so the snapshot names tasks whose spawn fell out
 	 * of the kept records. */
+	weft__sub_seed_whole();
 	if (!weft_probe_subscribe(&so, &sub)) {
 		weft_probe_flush();
 		weft_probe_unsubscribe(sub);
