@@ -180,6 +180,41 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* @s and @w made (calloc'd by the caller), the tasks spawned and parked. */
+static void fixture_start(struct seen *s, struct world *w)
+{
+	assert_non_null(s);
+	assert_non_null(w);
+	pthread_mutex_init(&s->lock, NULL);
+	world_start(w);
+	s->base = w->lo;
+}
+
+static void fixture_free(struct seen *s, struct world *w)
+{
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	free(w);
+}
+
+/* A subscriber of updates and events into @s; the teardown's to drop if
+ * the test leaves early. */
+static weft_probe_sub_t *listen_seen(struct seen *s)
+{
+	weft_probe_sub_t *sub;
+
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events,
+						  .on_update = on_update,
+						  .ctx = s },
+			&sub),
+		0);
+	cur_sub = sub;
+	return sub;
+}
+
 static void knobs(uint32_t at_once, uint32_t first, uint32_t pass)
 {
 	pthread_mutex_lock(&weft__probe.lock);
@@ -251,21 +286,9 @@ static void test_seed_lowest_first_then_all(void **state)
 	size_t nrec, nlive, named;
 
 	(void)state;
-	assert_non_null(s);
-	assert_non_null(w);
-	pthread_mutex_init(&s->lock, NULL);
-	world_start(w);
-	s->base = w->lo;
+	fixture_start(s, w);
 	knobs(100, FIRST, 40);
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events,
-						  .on_update = on_update,
-						  .ctx = s },
-			&sub),
-		0);
-	cur_sub = sub;
+	sub = listen_seen(s);
 	weft_probe_flush();
 	pthread_mutex_lock(&s->lock);
 	assert_true(s->first_full);
@@ -292,9 +315,7 @@ static void test_seed_lowest_first_then_all(void **state)
 	cur_sub = NULL;
 	knobs(0, 0, 0);
 	world_stop(w);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	free(w);
+	fixture_free(s, w);
 }
 
 /*
@@ -309,21 +330,9 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 	size_t nrec, nlive, named;
 
 	(void)state;
-	assert_non_null(s);
-	assert_non_null(w);
-	pthread_mutex_init(&s->lock, NULL);
-	world_start(w);
-	s->base = w->lo;
+	fixture_start(s, w);
 	knobs(100, FIRST, 10);
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events,
-						  .on_update = on_update,
-						  .ctx = s },
-			&sub),
-		0);
-	cur_sub = sub;
+	sub = listen_seen(s);
 	weft_probe_flush();
 	worker_listens(w);
 	weft_probe_flush();
@@ -364,9 +373,7 @@ static void test_seed_tasks_finishing_meanwhile(void **state)
 	for (int i = 1; i < TASKS; i += 2)
 		assert_int_equal(join_wait_drop(w->j[i], NULL), 0);
 	weft_runtime_destroy(w->rt);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	free(w);
+	fixture_free(s, w);
 }
 
 /*
@@ -385,21 +392,9 @@ static void test_seed_names_tasks_heard_first(void **state)
 	unsigned want;
 
 	(void)state;
-	assert_non_null(s);
-	assert_non_null(w);
-	pthread_mutex_init(&s->lock, NULL);
-	world_start(w);
-	s->base = w->lo;
+	fixture_start(s, w);
 	knobs(100, FIRST, 10);
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events,
-						  .on_update = on_update,
-						  .ctx = s },
-			&sub),
-		0);
-	cur_sub = sub;
+	sub = listen_seen(s);
 	weft_probe_flush();
 	worker_listens(w);
 	weft_probe_flush();
@@ -427,9 +422,7 @@ static void test_seed_names_tasks_heard_first(void **state)
 	cur_sub = NULL;
 	knobs(0, 0, 0);
 	world_stop(w);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	free(w);
+	fixture_free(s, w);
 }
 
 /*
@@ -446,21 +439,9 @@ static void test_seed_ends_whole_for_a_recorder(void **state)
 	size_t nrec, nlive, named;
 
 	(void)state;
-	assert_non_null(s);
-	assert_non_null(w);
-	pthread_mutex_init(&s->lock, NULL);
-	world_start(w);
-	s->base = w->lo;
+	fixture_start(s, w);
 	knobs(100, FIRST, 10);
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events,
-						  .on_update = on_update,
-						  .ctx = s },
-			&sub),
-		0);
-	cur_sub = sub;
+	sub = listen_seen(s);
 	weft_probe_flush();
 	assert_true(seeding());
 	records(w->lo, &nrec, &nlive, &named);
@@ -479,9 +460,7 @@ static void test_seed_ends_whole_for_a_recorder(void **state)
 	cur_sub = NULL;
 	knobs(0, 0, 0);
 	world_stop(w);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	free(w);
+	fixture_free(s, w);
 }
 
 /*
@@ -498,25 +477,13 @@ static void test_seed_is_no_leak(void **state)
 	uint64_t window;
 
 	(void)state;
-	assert_non_null(s);
-	assert_non_null(w);
-	pthread_mutex_init(&s->lock, NULL);
-	world_start(w);
-	s->base = w->lo;
+	fixture_start(s, w);
 	knobs(100, FIRST, 20);
 	pthread_mutex_lock(&weft__probe.lock);
 	window = weft__probe.config.task_leak_window_ns;
 	weft__probe.config.task_leak_window_ns = 200000000; /* 200 ms */
 	pthread_mutex_unlock(&weft__probe.lock);
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events,
-						  .on_update = on_update,
-						  .ctx = s },
-			&sub),
-		0);
-	cur_sub = sub;
+	sub = listen_seen(s);
 	/* Some 150 passes, 5 ms apart at least: over 0.75 s. */
 	weft_probe_flush();
 	while (seeding()) {
@@ -540,9 +507,7 @@ static void test_seed_is_no_leak(void **state)
 	pthread_mutex_unlock(&weft__probe.lock);
 	knobs(0, 0, 0);
 	world_stop(w);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-	free(w);
+	fixture_free(s, w);
 }
 
 int main(void)

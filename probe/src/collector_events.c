@@ -254,25 +254,6 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 }
 
 /*
- * weft_hist_add(), always inline: in process()'s loop GCC kept it out of
- * line, a call and its frame for each of a poll's two histograms.
- */
-static inline __attribute__((always_inline)) void hist_add(weft_hist_t *h,
-							   uint64_t ns)
-{
-	unsigned i = weft_hist_index(ns);
-
-	if (i >= WEFT_HIST_BUCKETS)
-		h->outliers++;
-	else
-		h->buckets[i]++;
-	h->count++;
-	h->sum_ns += ns;
-	if (ns > h->max_ns)
-		h->max_ns = ns;
-}
-
-/*
  * on_poll() for the poll nearly every event of a yielding task is: a
  * yield (the poll ended woken by itself, not READY) of a task known
  * since an earlier poll, queued, on the worker of its last poll, short,
@@ -314,12 +295,12 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	if (p->wk[worker].run_open)
 		return false;
 	t->pub.scheduled_ns += delay;
-	hist_add(&h[1], delay);
+	weft_hist_add(&h[1], delay);
 	t->pub.polls++;
 	t->pub.busy_ns += dur;
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
-	hist_add(&h[0], dur);
+	weft_hist_add(&h[0], dur);
 	if (dur > p->wk[worker].max_poll)
 		p->wk[worker].max_poll = dur;
 	/* self_wake_poll() */

@@ -454,6 +454,24 @@ static size_t col_max(unsigned field, size_t n, size_t max)
 }
 
 /*
+ * A record's head at @start: its tag, its length and the Frame.events
+ * field's head, for an EventBatch of @blen bytes.  Returns where the
+ * body goes, or NULL if the record would pass WEFT_WIRE_MAX_RECORD.
+ */
+static uint8_t *record_head(uint8_t *start, size_t blen)
+{
+	size_t flen = sub_len(5, blen); /* Frame.events */
+	uint8_t *p = start;
+
+	if (flen > WEFT_WIRE_MAX_RECORD)
+		return NULL;
+	*p++ = WEFT_WIRE_RECORD_TAG;
+	p = put_varint(p, flen);
+	return put_sub(p, 5, blen);
+}
+
+
+/*
  * weft_wire_batch_append() - @m as one EventBatch record, encoded by hand
  * (the same bytes as weft_wire_record_append() of the Frame, without
  * protobuf-c's three passes over every column: two sizing, one writing).
@@ -462,7 +480,7 @@ static size_t col_max(unsigned field, size_t n, size_t max)
  */
 int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
 {
-	size_t max, blen, flen, hlen;
+	size_t max, blen, hlen;
 	uint8_t *p, *body, *start;
 	int err;
 
@@ -501,13 +519,9 @@ int weft_wire_batch_append(weft_wire_buf_t *b, const Weft__V1__EventBatch *m)
 	p = put_col32(p, 10, m->flag_index, m->n_flag_index);
 	p = put_col32(p, 11, m->flag_value, m->n_flag_value);
 	blen = (size_t)(p - body);
-	flen = sub_len(5, blen); /* Frame.events */
-	if (flen > WEFT_WIRE_MAX_RECORD)
+	p = record_head(start, blen);
+	if (!p)
 		return -EMSGSIZE;
-	p = start;
-	*p++ = WEFT_WIRE_RECORD_TAG;
-	p = put_varint(p, flen);
-	p = put_sub(p, 5, blen);
 	if (p != body)
 		memmove(p, body, blen);
 	b->len += (size_t)(p - start) + blen;
@@ -534,7 +548,7 @@ static int batch_write(weft_wire_buf_t *b, const weft_event_t *ev, size_t n)
 	uint8_t *c[NCOL], *c0[NCOL], *start, *p;
 	uint64_t prev_ts, prev_task = 0, base_task = 0;
 	uint16_t worker;
-	size_t k, room, blen, flen, len[NCOL];
+	size_t k, room, blen, len[NCOL];
 	int err;
 
 	if (n == 0)
@@ -602,13 +616,9 @@ static int batch_write(weft_wire_buf_t *b, const weft_event_t *ev, size_t n)
 		if (len[i])
 			blen += sub_len(5 + i, len[i]);
 	}
-	flen = sub_len(5, blen); /* Frame.events */
-	if (flen > WEFT_WIRE_MAX_RECORD)
+	p = record_head(start, blen);
+	if (!p)
 		return -EMSGSIZE;
-	p = start;
-	*p++ = WEFT_WIRE_RECORD_TAG;
-	p = put_varint(p, flen);
-	p = put_sub(p, 5, blen);
 	p = put_uint(p, 1, worker);
 	p = put_uint(p, 2, k);
 	p = put_uint(p, 3, ev[0].ts);

@@ -216,6 +216,10 @@ typedef struct tt_trace_s {
  */
 void *tt_big_calloc(size_t n);
 void tt_big_free(void *p, size_t n);
+/* trace_mem.c: malloc's heap in transparent huge pages for a read
+ * (tt_open_opts()), and each new stretch of it advised as it grows. */
+void tt_heap_huge_init(tt_trace_t *t);
+void tt_heap_advise(tt_trace_t *t);
 void *tt_xmalloc(size_t n);
 void *tt_xrealloc(void *p, size_t n);
 char *tt_xstrdup(const char *s);
