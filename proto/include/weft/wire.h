@@ -136,15 +136,14 @@ static inline unsigned weft_hist_index(uint64_t ns)
 
 /**
  * weft_hist_add() - weft_hist_record(), inline for the collector's
- * per-event paths.
+ * per-event paths (always: in the collector's loop, two a poll, GCC kept
+ * it out of line, a call and a frame each).
  *
  * Context: any thread, one at a time per @h; a task may call it (never
  * blocks).
  */
-/* Always inline: the collector adds two a poll in its loop, where GCC
- * kept it out of line (a call and a frame each). */
-static inline __attribute__((always_inline)) void
-weft_hist_add(weft_hist_t *h, uint64_t ns)
+static inline __attribute__((always_inline)) void weft_hist_add(weft_hist_t *h,
+								uint64_t ns)
 {
 	unsigned i = weft_hist_index(ns);
 
