@@ -385,6 +385,7 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 			return; /* again next pass */
 		it->kind = ITEM_UPDATE;
 		it->stream = k;
+		it->gen = st->backlog_gen;
 		err = weft_wire_update_append_split(&it->buf, &cu, 0,
 						    st->delta.max_record);
 		if (err == -ENOMEM) {
@@ -401,8 +402,17 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		room = it->buf.len < room ? room - it->buf.len : 0;
 		push(x, it);
 	}
-	if (st->backlog_at >= st->nbacklog)
+	if (st->backlog_at >= st->nbacklog) {
+		bool want;
+
 		backlog_free(st);
+		/* A resync put off while it ran (resync_take()): now. */
+		pthread_mutex_lock(&s->qlock);
+		want = st->resync_want;
+		pthread_mutex_unlock(&s->qlock);
+		if (want && weft__sub_current())
+			weft__sub_want_full(weft__sub_current());
+	}
 }
 
 /*
@@ -478,62 +488,150 @@ void weft__server_stream_have(weft_server_t *s)
 	stream_have(s, s->full_pending);
 }
 
+/*
+ * One pass @u through delta @d of @x's stream @k (the stream's own, or a
+ * resync's), its record pushed for the clients of @gen (0: all of them);
+ * a full pass of many tasks streamed (its backlog carries @gen too).
+ */
+static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
+			  const weft_probe_update_t *u, uint64_t gen)
+{
+	struct stream *st = &x->st[k];
+	const weft_probe_task_t **page = NULL;
+	size_t npage = 0;
+	struct item *it;
+	bool full, streamed = false;
+	int rc;
+
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return;
+	it->kind = ITEM_UPDATE;
+	it->stream = k;
+	it->gen = gen;
+	if (u->full && u->ntasks > STREAM_MIN && !d->filter.ntasks &&
+	    stream_start(st, u, &page, &npage)) {
+		weft_probe_update_t first = *u;
+
+		streamed = true;
+		st->backlog_gen = gen;
+		first.tasks = page;
+		first.ntasks = npage;
+		rc = weft__delta_pass(d, &first, &it->buf, &full);
+	} else {
+		if (u->full)
+			backlog_free(st); /* a new full one */
+		rc = weft__delta_pass(d, u, &it->buf, &full);
+	}
+	if (rc < 0) {
+		/* No memory, or too big: the clients see it as skipped. */
+		pthread_mutex_lock(&x->srv->qlock);
+		x->srv->drop_updates++;
+		pthread_mutex_unlock(&x->srv->qlock);
+	}
+	/*
+	 * A backlog is the rest of a first record that went: without it
+	 * (failed, or dropped at push), the clients are owed a full update
+	 * (counted dropped) and its records would only be skipped by them.
+	 */
+	if (rc <= 0) {
+		weft__server_item_free(it);
+		if (streamed)
+			backlog_free(st);
+		return;
+	}
+	it->full = full;
+	if (!push(x, it) && streamed)
+		backlog_free(st);
+}
+
+/*
+ * Whether stream @k has a client owed a full update, taken (cleared) if
+ * so.  Not while a full update's backlog is under way on it: it would
+ * replace that backlog, which other clients are still taking; the
+ * server asks again (srv_tick_cb) once it is over.
+ */
+static bool resync_take(struct sub_ctx *x, unsigned k)
+{
+	struct stream *st = &x->st[k];
+	bool want;
+
+	pthread_mutex_lock(&x->srv->qlock);
+	want = st->resync_want && !st->backlog;
+	if (want)
+		st->resync_want = false;
+	pthread_mutex_unlock(&x->srv->qlock);
+	return want;
+}
+
+/*
+ * A full update for the clients of stream @k owed one (they skipped
+ * updates, or joined the stream): made through a delta of its own, so
+ * that the stream's delta (the others', thinned by what it sent them)
+ * goes on as before.  Its records carry a new gen: only the clients
+ * waiting for a full update take its first, and only those that took
+ * it take its backlog.  The pass's warnings are left out: the stream's
+ * next record carries them, for every client.
+ */
+static void stream_resync(struct sub_ctx *x, unsigned k,
+			  const weft_probe_update_t *u)
+{
+	struct stream *st = &x->st[k];
+	weft_probe_update_t f = *u;
+	weft_delta_t d;
+
+	weft__delta_init(&d);
+	d.interval_ns = st->delta.interval_ns;
+	d.max_record = st->delta.max_record;
+	d.lookup = st->delta.lookup;
+	if (weft__delta_filter_copy(&d.filter, &st->delta.filter)) {
+		/* No memory: the clients stay owed one; the server asks
+		 * again. */
+		weft__delta_fini(&d);
+		return;
+	}
+	f.warnings = NULL;
+	f.nwarnings = 0;
+	stream_update(x, k, &d, &f, ++x->gen);
+	weft__delta_fini(&d);
+}
+
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct sub_ctx *x = ctx;
+	/*
+	 * A full pass after the subscription's first: some clients are
+	 * owed a full update (weft__server_resync()).  Every other client
+	 * takes the pass as a delta, its changes only: a console that
+	 * skipped no longer restarts everyone's stream (at 1,000,000 tasks,
+	 * a full update streamed for seconds to every console).
+	 */
+	bool resync = u->full && x->had_full;
+	weft_probe_update_t delta;
 
+	if (u->full && !x->had_full) {
+		/* Its first: every client of it takes it, those that asked
+		 * for one of their own meanwhile too. */
+		pthread_mutex_lock(&x->srv->qlock);
+		for (unsigned k = 0; k < x->nstreams; k++)
+			x->st[k].resync_want = false;
+		pthread_mutex_unlock(&x->srv->qlock);
+		x->had_full = true;
+	}
+	if (resync) {
+		delta = *u;
+		delta.full = false;
+		weft__sub_pass_changes(&delta.tasks, &delta.ntasks,
+				       &delta.resources, &delta.nresources);
+	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
-		const weft_probe_task_t **page = NULL;
-		size_t npage = 0;
-		struct item *it;
-		bool full, streamed = false;
-		int rc;
 
 		if (!st->updates)
 			continue;
-		it = calloc(1, sizeof(*it));
-		if (!it)
-			return;
-		it->kind = ITEM_UPDATE;
-		it->stream = k;
-		if (u->full && u->ntasks > STREAM_MIN &&
-		    !st->delta.filter.ntasks &&
-		    stream_start(st, u, &page, &npage)) {
-			weft_probe_update_t first = *u;
-
-			streamed = true;
-			first.tasks = page;
-			first.ntasks = npage;
-			rc = weft__delta_pass(&st->delta, &first, &it->buf,
-					      &full);
-		} else {
-			if (u->full)
-				backlog_free(st); /* a new full one */
-			rc = weft__delta_pass(&st->delta, u, &it->buf, &full);
-		}
-		if (rc < 0) {
-			/* No memory, or too big: the clients see it as
-			 * skipped. */
-			pthread_mutex_lock(&x->srv->qlock);
-			x->srv->drop_updates++;
-			pthread_mutex_unlock(&x->srv->qlock);
-		}
-		/*
-		 * A backlog is the rest of a first record that went: without
-		 * it (failed, or dropped at push), the clients are owed a
-		 * full update (counted dropped) and its records would only be
-		 * skipped by them.
-		 */
-		if (rc <= 0) {
-			weft__server_item_free(it);
-			if (streamed)
-				backlog_free(st);
-			continue;
-		}
-		it->full = full;
-		if (!push(x, it) && streamed)
-			backlog_free(st);
+		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
+		if (resync && resync_take(x, k))
+			stream_resync(x, k, u);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		backlog_pump(x, k);
@@ -620,6 +718,9 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
+	/* @x's first update is full, gen 0, for every client. */
+	for (struct client *c = s->clients; c; c = c->next)
+		c->resync_gen = 0;
 }
 
 void weft__server_sub_drop(weft_server_t *s)
@@ -661,9 +762,10 @@ int weft__server_plan_find(const struct stream *plan, unsigned n,
  * Subscribes to the probe for what the clients want, or not at all: one
  * stream per distinct (interval, filter) among them.  @fresh: make a new
  * subscription even if the current one fits (its first update is full).
- * Server thread; holds none of our locks.
+ * Returns whether it made one (every client of it takes its first, full,
+ * update).  Server thread; holds none of our locks.
  */
-void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
+bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 {
 	weft_probe_sub_opts_t o = { 0 };
 	weft_probe_sub_t *nsub, *old;
@@ -694,7 +796,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	if (!n) {
 		if (s->sub)
 			weft__server_sub_drop(s);
-		return;
+		return false;
 	}
 	same = s->sub && !fresh && oldx->nstreams == n;
 	for (unsigned k = 0; same && k < n; k++) {
@@ -713,12 +815,12 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 				weft__server_client_active(c) ?
 					weft__server_plan_find(oldx->st, n, c) :
 					-1;
-		return;
+		return false;
 	}
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return;
+		return false;
 	x->srv = s;
 	for (unsigned k = 0; k < n; k++) {
 		struct stream *st = &x->st[k];
@@ -735,7 +837,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		if (weft__delta_filter_copy(&st->delta.filter,
 					    &plan[k].delta.filter)) {
 			sub_ctx_free(x);
-			return;
+			return false;
 		}
 	}
 	o.events = ev;
@@ -768,7 +870,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 					-1;
 		weft__server_stream_have(s);
 		sub_ctx_free(x);
-		return;
+		return false;
 	}
 	old = s->sub;
 	s->sub = nsub;
@@ -781,6 +883,47 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.subscribed = 1;
 	pthread_mutex_unlock(&s->stat_lock);
+	return true;
+}
+
+/*
+ * The clients owed a full update (they skipped updates, or joined a
+ * stream under way) that can take one now (their output at most half
+ * the bound), or @only (that just subscribed, whatever it holds), get
+ * one of their own: their streams are marked, and the collector asked
+ * for a full pass, which srv_on_update() gives them while the other
+ * clients take that pass's changes as any other's.  Returns whether any
+ * was.  Without a subscription, a new one (full for all).  Server
+ * thread; holds none of our locks.
+ */
+bool weft__server_resync(weft_server_t *s, const struct client *only)
+{
+	struct sub_ctx *x = s->sub_ctx;
+	bool any = false;
+
+	if (!s->sub || !x)
+		return weft__server_sub_reconcile(s, true);
+	pthread_mutex_lock(&s->qlock);
+	for (struct client *c = s->clients; c; c = c->next) {
+		size_t have;
+
+		if (!c->subscribed || !c->want_updates || !c->need_full ||
+		    c->stream < 0 || (unsigned)c->stream >= x->nstreams ||
+		    (only && c != only))
+			continue;
+		have = evbuffer_get_length(bufferevent_get_output(c->bev));
+		if (!only && have > s->buf_max / 2)
+			continue;
+		x->st[c->stream].resync_want = true;
+		any = true;
+	}
+	pthread_mutex_unlock(&s->qlock);
+	if (!any)
+		return false;
+	weft__sub_ask_full(s->sub);
+	s->last_resync = weft_now_ns();
+	s->full_pending = true;
+	return true;
 }
 
 static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client owed a full update gets one of its own (server_stream.c,
+ * weft__server_resync()): a console that skipped updates, or one that
+ * joins a stream under way, no longer restarts the stream of every other
+ * client (at 1,000,000 tasks a full update streams for seconds, to every
+ * console, each time one fell behind).
+ *
+ * A real runtime of 20,000 idle tasks (their full update is streamed:
+ * a first record and a backlog) under a load of short tasks, a server
+ * with a 1 MiB bound per client, three clients of updates on one stream
+ * (the default interval, no filter) through a real unix socket, and a
+ * subscriber of events in the process (events flow only while one
+ * listens): A reads all along on a thread of its own; B stops reading
+ * until it has skipped updates, then reads again; C joins meanwhile.  A
+ * takes one full update, its first, and skips nothing; B takes a second
+ * full update and C its first, each naming every task.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_helpers.h"
+#include "server_helpers.h"
+
+#include "server_internal.h"
+#include "weft/probe.h"
+#include "weft/wire.h"
+
+#define IDLE 20000
+
+static weft_notify_t idle_note;
+
+struct idle {
+	int weft_pc;
+	weft_notified_t nd;
+};
+
+static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
+{
+	struct idle *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_notified_init(&t->nd, &idle_note);
+	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
+	weft_notified_fini(&t->nd);
+	WEFT_ASYNC_END(t);
+}
+
+/* What a client saw: full updates, updates skipped, and the idle tasks
+ * named since its last full update. */
+struct saw {
+	unsigned fulls;
+	uint64_t skipped;
+	size_t named;
+};
+
+static void see(struct saw *s, const Weft__V1__Frame *f)
+{
+	const Weft__V1__Update *u;
+
+	if (f->body_case != WEFT__V1__FRAME__BODY_UPDATE)
+		return;
+	u = f->update;
+	if (u->updates_skipped > s->skipped)
+		s->skipped = u->updates_skipped;
+	if (u->full) {
+		s->fulls++;
+		s->named = 0;
+	}
+	for (size_t i = 0; i < u->n_tasks; i++)
+		s->named += !strcmp(u->tasks[i]->name, "idle");
+}
+
+/* Reads @c until every idle task was named since its last full update
+ * and @fulls full updates came, or @ms.  Returns whether they were. */
+static bool read_until(struct tclient *c, struct saw *s, unsigned fulls, int ms)
+{
+	struct timespec t0, t;
+	Weft__V1__Frame *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (s->fulls >= fulls && s->named >= IDLE)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+			    (t.tv_nsec - t0.tv_nsec) / 1000000 >
+		    ms)
+			return false;
+		f = tc_next(c, 1000);
+		if (!f)
+			continue;
+		see(s, f);
+		weft_wire_frame_free(f);
+	}
+}
+
+/* Client A: reads on its own thread until told to stop. */
+struct reader {
+	struct tclient *c;
+	struct saw s;
+	_Atomic bool stop;
+	_Atomic bool named_all;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		Weft__V1__Frame *f = tc_next(r->c, 200);
+
+		if (!f)
+			continue;
+		see(&r->s, f);
+		weft_wire_frame_free(f);
+		if (r->s.named >= IDLE)
+			atomic_store(&r->named_all, true);
+	}
+	return NULL;
+}
+
+/* Changes to send: rounds of 100 short tasks, 10 ms apart (about a
+ * MB a second of task records, well within the collector's pace). */
+struct load {
+	weft_runtime_t *rt;
+	_Atomic bool stop;
+};
+
+static void *load_main(void *arg)
+{
+	struct load *l = arg;
+
+	while (!atomic_load(&l->stop)) {
+		workload(l->rt, 100, 2);
+		usleep(10000);
+	}
+	return NULL;
+}
+
+static void no_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	(void)ctx;
+	(void)ev;
+	(void)n;
+}
+
+static void test_resync_is_the_skippers_alone(void **state)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 1u << 20,
+				 .slow_kick_ms = 60000,
+				 .stall_ms = 60000 };
+	struct tclient a, b, c;
+	struct reader ra = { .c = &a };
+	struct saw sb = { 0 }, sc = { 0 };
+	struct load load = { 0 };
+	weft_server_stats_t st;
+	weft_probe_sub_t *ev_sub;
+	pthread_t th, lt;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	int small = 4096;
+	bool b_named, c_named;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < IDLE; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events },
+			&ev_sub),
+		0);
+	snprintf(path, sizeof(path), "%s/resync.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	/* A and B subscribe together: one stream, one full update. */
+	tc_open(&a, path);
+	tc_expect_header(&a);
+	tc_open(&b, path);
+	setsockopt(b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_expect_header(&b);
+	tc_subscribe(&a, true, false);
+	tc_subscribe(&b, true, false);
+	assert_int_equal(pthread_create(&th, NULL, reader_main, &ra), 0);
+	/* B takes its first full update whole, then stops reading. */
+	assert_true(read_until(&b, &sb, 1, 30000));
+	for (int i = 0; i < 3000 && !atomic_load(&ra.named_all); i++)
+		usleep(10000);
+	assert_true(atomic_load(&ra.named_all));
+
+	/* Changes to send, until B has skipped updates (30 s at most). */
+	load.rt = rt;
+	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
+	for (int i = 0; i < 3000; i++) {
+		weft__server_stats(srv, &st);
+		if (st.updates_skipped)
+			break;
+		usleep(10000);
+	}
+	assert_true(st.updates_skipped > 0);
+
+	/* C joins the stream under way: a full update of its own. */
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	c_named = read_until(&c, &sc, 1, 30000);
+	/* B reads again: a full update of its own, every task named. */
+	b_named = read_until(&b, &sb, 2, 30000);
+
+	atomic_store(&load.stop, true);
+	pthread_join(lt, NULL);
+	/* A's frames of the while (a full update sent it would be there). */
+	usleep(500 * 1000);
+	atomic_store(&ra.stop, true);
+	pthread_join(th, NULL);
+	weft__server_stats(srv, &st);
+	print_message("A: %u full, %llu skipped; B: %u full, %zu named since; "
+		      "C: %u full, %zu named; server: %llu skipped, %llu "
+		      "resyncs\n",
+		      ra.s.fulls, (unsigned long long)ra.s.skipped, sb.fulls,
+		      sb.named, sc.fulls, sc.named,
+		      (unsigned long long)st.updates_skipped,
+		      (unsigned long long)st.resyncs);
+	assert_true(c_named);
+	assert_true(b_named);
+	assert_int_equal(ra.s.fulls, 1);
+	assert_int_equal(ra.s.skipped, 0);
+	assert_int_equal(sc.fulls, 1);
+	assert_true(sb.skipped > 0);
+	assert_true(st.resyncs >= 1);
+
+	tc_close(&a);
+	tc_close(&b);
+	tc_close(&c);
+	weft__server_destroy(srv);
+	weft_probe_unsubscribe(ev_sub);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	xdg_remove();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resync_is_the_skippers_alone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
