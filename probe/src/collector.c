@@ -611,6 +611,20 @@ void weft__sub_ask_full(weft_probe_sub_t *sub)
 	atomic_store_explicit(&sub->ask_full, true, memory_order_relaxed);
 }
 
+weft_probe_warning_t *weft__sub_warnings_kept(size_t *n)
+{
+	struct probe *p = &weft__probe;
+	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
+	weft_probe_warning_t *h = k ? malloc(k * sizeof(*h)) : NULL;
+
+	for (size_t i = 0; h && i < k; i++) {
+		h[i] = p->warnings[(p->warn_seq - k + i) % WARN_KEEP];
+		h[i].history = true;
+	}
+	*n = h ? k : 0;
+	return h;
+}
+
 weft_probe_sub_t *weft__sub_current(void)
 {
 	return weft__probe.pass_sub;

@@ -37,6 +37,14 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 void weft__sub_want_full(weft_probe_sub_t *sub);
 void weft__sub_ask_full(weft_probe_sub_t *sub);
 
+/*
+ * In on_update: every warning kept (the newest WARN_KEEP), marked history,
+ * in an array the caller frees (NULL and *@n 0 if none or no memory): what
+ * a new subscriber's first updates carry, for a reader that takes a full
+ * update of its own later (server_stream.c).
+ */
+weft_probe_warning_t *weft__sub_warnings_kept(size_t *n);
+
 /* In on_update: the subscription it was called for. */
 weft_probe_sub_t *weft__sub_current(void);
 

@@ -307,6 +307,7 @@ void weft__server_client_send_update(struct client *c, struct item *it)
 	if (ok) {
 		if (it->full) {
 			c->need_full = false;
+			c->resync_asked = false;
 			c->resync_gen = it->gen;
 		}
 		return;

@@ -12,6 +12,7 @@
 #define WEFT_SERVER_STATE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -88,6 +89,12 @@ struct stream {
 	uint64_t *backlog, *fin_ns;
 	size_t nbacklog, nfin, backlog_at;
 	uint64_t backlog_gen; /* the gen its records carry */
+	/* A backlog is under way: a hint for the server thread, which then
+	 * puts off asking for a resync's full pass (relaxed: resync_take()
+	 * decides, under qlock, and the backlog's end asks again). */
+	_Atomic bool backlog_busy;
+	/* Bytes a task in its last backlog record (0: none yet). */
+	size_t task_bytes;
 	/* A client of it is owed a full update (guarded by qlock: set by
 	 * the server thread, taken by the collector's next full pass). */
 	bool resync_want;
@@ -120,6 +127,9 @@ struct client {
 	/* The gen of the last full update it took (0: its subscription's
 	 * own): it takes that full update's backlog records only. */
 	uint64_t resync_gen;
+	/* Owed a full update and asked one of its own for (the stream's
+	 * backlog is paced by what it holds meanwhile). */
+	bool resync_asked;
 	uint64_t updates_skipped;
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
@@ -205,6 +215,9 @@ struct weft_server_s {
 	 * server_stream.c). */
 	size_t stream_have[MAX_STREAMS];
 	uint64_t drop_updates, drop_events; /* events, not records */
+	/* A resync's record dropped at push: its clients (resync_gen) are
+	 * owed a full update again, the others not. */
+	uint64_t drop_gen;
 
 	/* Guarded by stat_lock. */
 	pthread_mutex_t stat_lock;

@@ -47,6 +47,7 @@
  * first record's tasks), then the backlog's later copy.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,7 +109,9 @@ static bool push(struct sub_ctx *x, struct item *it)
 		 * updates, and the full ones that resync them, in turn.
 		 * (A full update larger than the queue goes alone.)
 		 */
-		if (it->kind == ITEM_UPDATE)
+		if (it->kind == ITEM_UPDATE && it->gen)
+			s->drop_gen = it->gen;
+		else if (it->kind == ITEM_UPDATE)
 			s->drop_updates++;
 		else
 			s->drop_events += it->nevents;
@@ -153,6 +156,7 @@ static const weft_probe_task_t *srv_lookup(uint64_t id)
 #define STREAM_MIN 4096u
 #define STREAM_FIRST 1024u
 #define STREAM_CHUNK 2048u
+#define STREAM_MIN_CHUNK 64u
 /* Backlog records a pass makes at most, in bytes (the collector's time
  * for it: about 10 ms at 1 GB/s of encoding, which it is not). */
 #define STREAM_PASS_MAX (4u << 20)
@@ -163,6 +167,7 @@ static void backlog_free(struct stream *st)
 	free(st->fin_ns);
 	st->backlog = st->fin_ns = NULL;
 	st->nbacklog = st->nfin = st->backlog_at = 0;
+	atomic_store_explicit(&st->backlog_busy, false, memory_order_relaxed);
 }
 
 /*
@@ -295,6 +300,7 @@ static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 	st->nfin = left;
 	st->nbacklog = left + nlive - li;
 	st->backlog_at = 0;
+	atomic_store_explicit(&st->backlog_busy, true, memory_order_relaxed);
 	return true;
 
 out_free:
@@ -357,11 +363,22 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		room = STREAM_PASS_MAX;
 	while (room && st->backlog_at < st->nbacklog) {
 		weft_probe_update_t cu = { .tasks = st->chunk };
-		size_t at = st->backlog_at, ntomb = 0;
+		size_t at = st->backlog_at, ntomb = 0, most = STREAM_CHUNK;
 		struct item *it;
 		int err;
 
-		while (cu.ntasks < STREAM_CHUNK && at < st->nbacklog) {
+		/*
+		 * No more tasks than the room takes, by the last record's
+		 * bytes a task: a record of 2,048 finished tasks is 600 KB
+		 * and more (histograms), which a client with a small bound
+		 * skipped whole, and then took a full update again, for
+		 * ever.  At least STREAM_MIN_CHUNK, or it would crawl.
+		 */
+		if (st->task_bytes && room / st->task_bytes < most)
+			most = room / st->task_bytes > STREAM_MIN_CHUNK ?
+				       room / st->task_bytes :
+				       STREAM_MIN_CHUNK;
+		while (cu.ntasks < most && at < st->nbacklog) {
 			uint64_t id = st->backlog[at];
 			const weft_probe_task_t *t = srv_lookup(id);
 
@@ -400,6 +417,7 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 			continue;
 		}
 		room = it->buf.len < room ? room - it->buf.len : 0;
+		st->task_bytes = it->buf.len / cu.ntasks + 1;
 		push(x, it);
 	}
 	if (st->backlog_at >= st->nbacklog) {
@@ -468,7 +486,7 @@ static void stream_have(weft_server_t *s, bool waiting)
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
 		    !c->subscribed || !c->want_updates ||
-		    (c->need_full && !waiting))
+		    (c->need_full && !waiting && !c->resync_asked))
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
 		if (n > have[c->stream])
@@ -566,12 +584,16 @@ static bool resync_take(struct sub_ctx *x, unsigned k)
 
 /*
  * A full update for the clients of stream @k owed one (they skipped
- * updates, or joined the stream): made through a delta of its own, so
- * that the stream's delta (the others', thinned by what it sent them)
- * goes on as before.  Its records carry a new gen: only the clients
- * waiting for a full update take its first, and only those that took
- * it take its backlog.  The pass's warnings are left out: the stream's
- * next record carries them, for every client.
+ * updates, or joined the stream under way), made through a delta of its
+ * own, with a new gen: only the clients waiting for a full update take
+ * its first record, and only those that took it its backlog and the
+ * warnings kept (as a new subscriber gets them), in a record of the same
+ * gen.  The stream's delta goes on for everyone, but sends names again
+ * (weft__delta_forget()): it had named tasks to the others that the
+ * backlog names to these later, or never (one live at the full pass and
+ * forgotten before its backlog record, which its delta tells).  The
+ * pass's warnings are left out of the full record: the stream's own
+ * records carry them, which these clients take from now on.
  */
 static void stream_resync(struct sub_ctx *x, unsigned k,
 			  const weft_probe_update_t *u)
@@ -579,6 +601,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	struct stream *st = &x->st[k];
 	weft_probe_update_t f = *u;
 	weft_delta_t d;
+	uint64_t gen;
 
 	weft__delta_init(&d);
 	d.interval_ns = st->delta.interval_ns;
@@ -590,10 +613,27 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 		weft__delta_fini(&d);
 		return;
 	}
+	weft__delta_forget(&st->delta);
 	f.warnings = NULL;
 	f.nwarnings = 0;
-	stream_update(x, k, &d, &f, ++x->gen);
+	gen = ++x->gen;
+	stream_update(x, k, &d, &f, gen);
 	weft__delta_fini(&d);
+
+	/* The warnings kept, for the clients that took it. */
+	f = (weft_probe_update_t){ .stats = u->stats,
+				   .workers = u->workers,
+				   .nworkers = u->nworkers };
+	f.warnings = weft__sub_warnings_kept(&f.nwarnings);
+	if (f.warnings) {
+		weft__delta_init(&d);
+		d.max_record = st->delta.max_record;
+		d.lookup = st->delta.lookup;
+		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
+			stream_update(x, k, &d, &f, gen);
+		weft__delta_fini(&d);
+		free((void *)f.warnings);
+	}
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -629,9 +669,11 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 
 		if (!st->updates)
 			continue;
-		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
+		/* The full record first: its clients take the pass's own
+		 * record after it (its warnings, and the delta's pending). */
 		if (resync && resync_take(x, k))
 			stream_resync(x, k, u);
+		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		backlog_pump(x, k);
@@ -718,9 +760,6 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
-	/* @x's first update is full, gen 0, for every client. */
-	for (struct client *c = s->clients; c; c = c->next)
-		c->resync_gen = 0;
 }
 
 void weft__server_sub_drop(weft_server_t *s)
@@ -899,30 +938,45 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 bool weft__server_resync(weft_server_t *s, const struct client *only)
 {
 	struct sub_ctx *x = s->sub_ctx;
-	bool any = false;
+	bool mark[MAX_STREAMS] = { false }, any = false, ask = false;
 
 	if (!s->sub || !x)
 		return weft__server_sub_reconcile(s, true);
-	pthread_mutex_lock(&s->qlock);
 	for (struct client *c = s->clients; c; c = c->next) {
-		size_t have;
-
 		if (!c->subscribed || !c->want_updates || !c->need_full ||
-		    c->stream < 0 || (unsigned)c->stream >= x->nstreams ||
 		    (only && c != only))
 			continue;
-		have = evbuffer_get_length(bufferevent_get_output(c->bev));
-		if (!only && have > s->buf_max / 2)
+		/* Not in a stream of this subscription (it could not be
+		 * made): the streams are made again. */
+		if (c->stream < 0 || (unsigned)c->stream >= x->nstreams)
+			return weft__server_sub_reconcile(s, false);
+		if (!only && evbuffer_get_length(bufferevent_get_output(
+				     c->bev)) > s->buf_max / 2)
 			continue;
-		x->st[c->stream].resync_want = true;
-		any = true;
+		mark[c->stream] = any = true;
+		c->resync_asked = true;
 	}
-	pthread_mutex_unlock(&s->qlock);
 	if (!any)
 		return false;
-	weft__sub_ask_full(s->sub);
+	/* What they hold counts from now: the backlog's first records may
+	 * come in the same pass as the full one. */
+	stream_have(s, s->full_pending);
+	pthread_mutex_lock(&s->qlock);
+	for (unsigned k = 0; k < x->nstreams; k++)
+		if (mark[k])
+			x->st[k].resync_want = true;
+	pthread_mutex_unlock(&s->qlock);
+	/*
+	 * A stream with a backlog under way puts its resync off until the
+	 * backlog ends, which asks then (backlog_pump()): a full pass now
+	 * would be for nothing there.
+	 */
+	for (unsigned k = 0; k < x->nstreams; k++)
+		ask |= mark[k] && !atomic_load_explicit(&x->st[k].backlog_busy,
+							memory_order_relaxed);
+	if (ask)
+		weft__sub_ask_full(s->sub);
 	s->last_resync = weft_now_ns();
-	s->full_pending = true;
 	return true;
 }
 
@@ -979,7 +1033,7 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 void weft__server_deliver(weft_server_t *s)
 {
 	struct item *list;
-	uint64_t du, de;
+	uint64_t du, de, gen;
 
 	pthread_mutex_lock(&s->qlock);
 	list = s->qhead;
@@ -997,11 +1051,20 @@ void weft__server_deliver(weft_server_t *s)
 			s->stream_have[it->stream] += it->buf.len;
 	du = s->drop_updates - s->seen_drop_updates;
 	de = s->drop_events - s->seen_drop_events;
+	gen = s->drop_gen;
+	s->drop_gen = 0;
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
 	if (du)
 		s->full_pending = false; /* it may be among them */
+	/* A resync's record dropped: its clients are owed one again. */
+	for (struct client *c = s->clients; gen && c; c = c->next)
+		if (c->subscribed && c->want_updates && !c->need_full &&
+		    c->resync_gen == gen) {
+			c->updates_skipped++;
+			c->need_full = true;
+		}
 	deliver_list(s, list, du, de);
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
