@@ -45,6 +45,20 @@
  * every task's latest state: a task changed before its backlog record
  * comes gets a delta first (with its name: the delta knows only the
  * first record's tasks), then the backlog's later copy.
+ *
+ * A client owed a full update later (it skipped updates, or subscribed
+ * to a stream under way) gets one of its own, not a new subscription
+ * (which restarted every client's stream: review item M1 of issue 21).
+ * weft__server_resync() marks its stream and asks the collector for a
+ * full pass; srv_on_update() makes the full update through a delta of
+ * its own, streamed as above, its records tagged with a new gen (the
+ * first goes to the clients waiting for a full update, the rest to
+ * those that took it), then a record of the same gen with the warnings
+ * kept, then the pass's changes as the stream's own record, for every
+ * client.  The stream's delta sends names again from then on (the
+ * backlog names tasks to the new clients later than the delta did to
+ * the others).  A resync waits while a backlog is under way on its
+ * stream; the backlog's end asks for the full pass.
  */
 #include <errno.h>
 #include <stdatomic.h>
