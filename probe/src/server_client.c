@@ -312,9 +312,11 @@ void weft__server_client_send_update(struct client *c, struct item *it)
 		}
 		return;
 	}
-	/* Skipped: what changed in it is lost, so a full one is due. */
+	/* Skipped: what changed in it is lost, so a full one is due (asked
+	 * again on the tick: meanwhile it holds nobody's backlog). */
 	c->updates_skipped++;
 	c->need_full = true;
+	c->resync_asked = false;
 	pthread_mutex_lock(&c->srv->stat_lock);
 	c->srv->st.updates_skipped++;
 	pthread_mutex_unlock(&c->srv->stat_lock);

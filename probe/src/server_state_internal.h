@@ -99,6 +99,7 @@ struct stream {
 	 * the server thread, taken by the collector's next full pass). */
 	bool resync_want;
 	const weft_probe_task_t **chunk;
+	size_t *chunk_end; /* backlog_at after each of chunk's tasks */
 	weft_probe_task_t *tomb;
 };
 
@@ -217,7 +218,7 @@ struct weft_server_s {
 	uint64_t drop_updates, drop_events; /* events, not records */
 	/* A resync's record dropped at push: its clients (resync_gen) are
 	 * owed a full update again, the others not. */
-	uint64_t drop_gen;
+	uint64_t drop_gen[MAX_STREAMS];
 
 	/* Guarded by stat_lock. */
 	pthread_mutex_t stat_lock;

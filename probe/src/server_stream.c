@@ -10,9 +10,12 @@
  * distinct interval and filter) is made and becomes the active one under
  * qlock (what the old one queued is delivered first, to the clients as
  * they were mapped), the clients are mapped to its streams, then it
- * subscribes (its first update is full, for a client that just
- * subscribed or that skipped updates), then the old one is dropped; what
- * the old one still encodes is discarded at push.
+ * subscribes (its first update is full, for every client of it), then
+ * the old one is dropped; what the old one still encodes is discarded at
+ * push.  That happens when the streams change (a client comes with an
+ * interval or a filter no stream has, or goes, or pauses its events); a
+ * client that joins a stream, or that skipped updates, gets a full
+ * update of its own instead (a resync, below).
  *
  * A full update of many tasks is streamed, not sent whole (issue 21: a
  * console attaching to a process of 1,000,000 tasks waited for a
@@ -20,7 +23,8 @@
  * Its first record is what a view needs first: the stats, workers,
  * warnings and resources, full set, and the STREAM_FIRST tasks of lowest
  * id (the Tasks view's default order).  The other tasks' ids are kept
- * and sent in records of STREAM_CHUNK tasks over the next passes, each
+ * and sent in records of at most STREAM_CHUNK tasks, each no larger than
+ * the room (below), over the next passes, each
  * task as the collector knows it when its record is made (looked up by
  * id).  Those that had finished at the full pass come first, ascending,
  * then the live ones, ascending: a finished task changes no more, so no
@@ -36,7 +40,9 @@
  * pace is the slowest client's: a pass adds records only while the
  * output the stream's clients hold (stream_have, as the server thread
  * last saw it, plus what it took from the queue since: never a stale
- * zero) and the queue stay under half a client's bound, and at
+ * zero; a client waiting for a full update counts only while the
+ * subscription's first is to come or a resync was asked for it) and the
+ * queue stay under half a client's bound, and at
  * most STREAM_PASS_MAX bytes; so a slow console slows its own stream,
  * never the collector, and its buffer stays in its bound (the records
  * are updates like any other: one that does not fit is skipped and a
@@ -57,8 +63,11 @@
  * kept, then the pass's changes as the stream's own record, for every
  * client.  The stream's delta sends names again from then on (the
  * backlog names tasks to the new clients later than the delta did to
- * the others).  A resync waits while a backlog is under way on its
- * stream; the backlog's end asks for the full pass.
+ * the others).  A stream has one backlog at a time: a resync waits
+ * while one is under way, and the backlog's end asks for the full pass;
+ * the subscription's first full update cancels the resyncs asked before
+ * it (every client takes that one).  A resync's record dropped on the
+ * way makes only the clients that took its full record owed one again.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -124,7 +133,7 @@ static bool push(struct sub_ctx *x, struct item *it)
 		 * (A full update larger than the queue goes alone.)
 		 */
 		if (it->kind == ITEM_UPDATE && it->gen)
-			s->drop_gen = it->gen;
+			s->drop_gen[it->stream] = it->gen;
 		else if (it->kind == ITEM_UPDATE)
 			s->drop_updates++;
 		else
@@ -251,6 +260,11 @@ static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 		if (!st->chunk)
 			return false;
 	}
+	if (!st->chunk_end) {
+		st->chunk_end = malloc(STREAM_CHUNK * sizeof(*st->chunk_end));
+		if (!st->chunk_end)
+			return false;
+	}
 	for (size_t i = 0; i < n; i++)
 		nfin += u->tasks[i]->finished_ns != 0;
 	nlive = n - nfin;
@@ -353,7 +367,7 @@ static bool push(struct sub_ctx *x, struct item *it);
 
 /*
  * More of @x's stream @k's backlog, as far as its pace allows (see the
- * top of the file): records of STREAM_CHUNK tasks, each task as the
+ * top of the file): records of at most STREAM_CHUNK tasks, each task as the
  * collector knows it now.  Collector thread, probe.lock held.
  */
 static void backlog_pump(struct sub_ctx *x, unsigned k)
@@ -382,11 +396,14 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		int err;
 
 		/*
-		 * No more tasks than the room takes, by the last record's
-		 * bytes a task: a record of 2,048 finished tasks is 600 KB
-		 * and more (histograms), which a client with a small bound
-		 * skipped whole, and then took a full update again, for
-		 * ever.  At least STREAM_MIN_CHUNK, or it would crawl.
+		 * No more tasks than the room takes: a record of 2,048
+		 * finished tasks is 600 KB and more (histograms), which a
+		 * client with a small bound skipped whole, and then took a
+		 * full update again, for ever.  As many as the last record's
+		 * bytes a task say (at least STREAM_MIN_CHUNK), and fewer
+		 * when the record made is over the room after all (finished
+		 * tasks after live ones weigh four times as much): halved
+		 * and made again, down to one task.
 		 */
 		if (st->task_bytes && room / st->task_bytes < most)
 			most = room / st->task_bytes > STREAM_MIN_CHUNK ?
@@ -404,8 +421,10 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 					return; /* again next pass */
 			}
 			at++;
-			if (t)
+			if (t) {
+				st->chunk_end[cu.ntasks] = at;
 				st->chunk[cu.ntasks++] = t;
+			}
 		}
 		if (!cu.ntasks) {
 			st->backlog_at = at;
@@ -417,8 +436,15 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		it->kind = ITEM_UPDATE;
 		it->stream = k;
 		it->gen = st->backlog_gen;
-		err = weft_wire_update_append_split(&it->buf, &cu, 0,
-						    st->delta.max_record);
+		for (;;) {
+			err = weft_wire_update_append_split(
+				&it->buf, &cu, 0, st->delta.max_record);
+			if (err || it->buf.len <= room || cu.ntasks == 1)
+				break;
+			it->buf.len = 0;
+			cu.ntasks /= 2;
+			at = st->chunk_end[cu.ntasks - 1];
+		}
 		if (err == -ENOMEM) {
 			weft__server_item_free(it);
 			return; /* again next pass */
@@ -555,8 +581,10 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 			backlog_free(st); /* a new full one */
 		rc = weft__delta_pass(d, u, &it->buf, &full);
 	}
-	if (rc < 0) {
-		/* No memory, or too big: the clients see it as skipped. */
+	if (rc < 0 && !gen) {
+		/* No memory, or too big: the clients see it as skipped (a
+		 * resync's: its clients are still owed one, and asked again
+		 * on the server's tick). */
 		pthread_mutex_lock(&x->srv->qlock);
 		x->srv->drop_updates++;
 		pthread_mutex_unlock(&x->srv->qlock);
@@ -614,8 +642,9 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 {
 	struct stream *st = &x->st[k];
 	weft_probe_update_t f = *u;
+	weft_probe_warning_t *kept;
 	weft_delta_t d;
-	uint64_t gen;
+	uint64_t gen, cut;
 
 	weft__delta_init(&d);
 	d.interval_ns = st->delta.interval_ns;
@@ -634,20 +663,29 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	stream_update(x, k, &d, &f, gen);
 	weft__delta_fini(&d);
 
-	/* The warnings kept, for the clients that took it. */
+	/*
+	 * The warnings kept, for the clients that took it, up to the first
+	 * the stream has yet to send (its own records bring those, to them
+	 * too: sent twice, the second copy was listed again).
+	 */
 	f = (weft_probe_update_t){ .stats = u->stats,
 				   .workers = u->workers,
 				   .nworkers = u->nworkers };
-	f.warnings = weft__sub_warnings_kept(&f.nwarnings);
-	if (f.warnings) {
+	f.warnings = kept = weft__sub_warnings_kept(&f.nwarnings);
+	cut = st->delta.nwarn ? st->delta.warn[0].seq : UINT64_MAX;
+	if (u->nwarnings && u->warnings[0].seq < cut)
+		cut = u->warnings[0].seq;
+	while (f.nwarnings && kept[f.nwarnings - 1].seq >= cut)
+		f.nwarnings--;
+	if (f.nwarnings) {
 		weft__delta_init(&d);
 		d.max_record = st->delta.max_record;
 		d.lookup = st->delta.lookup;
 		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
 			stream_update(x, k, &d, &f, gen);
 		weft__delta_fini(&d);
-		free((void *)f.warnings);
 	}
+	free(kept);
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -743,6 +781,7 @@ static void sub_ctx_free(struct sub_ctx *x)
 		weft_wire_events_fini(&x->st[k].enc);
 		backlog_free(&x->st[k]);
 		free(x->st[k].chunk);
+		free(x->st[k].chunk_end);
 		free(x->st[k].tomb);
 	}
 	free(x);
@@ -1047,7 +1086,7 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 void weft__server_deliver(weft_server_t *s)
 {
 	struct item *list;
-	uint64_t du, de, gen;
+	uint64_t du, de, gen[MAX_STREAMS];
 
 	pthread_mutex_lock(&s->qlock);
 	list = s->qhead;
@@ -1065,21 +1104,25 @@ void weft__server_deliver(weft_server_t *s)
 			s->stream_have[it->stream] += it->buf.len;
 	du = s->drop_updates - s->seen_drop_updates;
 	de = s->drop_events - s->seen_drop_events;
-	gen = s->drop_gen;
-	s->drop_gen = 0;
+	memcpy(gen, s->drop_gen, sizeof(gen));
+	memset(s->drop_gen, 0, sizeof(s->drop_gen));
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
 	if (du)
 		s->full_pending = false; /* it may be among them */
-	/* A resync's record dropped: its clients are owed one again. */
-	for (struct client *c = s->clients; gen && c; c = c->next)
+	deliver_list(s, list, du, de);
+	/*
+	 * A resync's record dropped: the clients that took its full one
+	 * (in this delivery or before) are owed a full update again.
+	 */
+	for (struct client *c = s->clients; c; c = c->next)
 		if (c->subscribed && c->want_updates && !c->need_full &&
-		    c->resync_gen == gen) {
+		    c->stream >= 0 && c->stream < MAX_STREAMS &&
+		    gen[c->stream] && c->resync_gen == gen[c->stream]) {
 			c->updates_skipped++;
 			c->need_full = true;
 		}
-	deliver_list(s, list, du, de);
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
 }
