@@ -72,8 +72,12 @@ static void publish(struct probe *p, uint64_t now)
 	size_t nhist = 0;
 	bool need_all = false;
 
-	for (weft_probe_sub_t *s = p->subs; s; s = s->next)
+	for (weft_probe_sub_t *s = p->subs; s; s = s->next) {
+		if (atomic_exchange_explicit(&s->ask_full, false,
+					     memory_order_relaxed))
+			s->need_full = true;
 		need_all |= s->need_full && s->opts.on_update;
+	}
 	nchanged = p->nchanged;
 	if (nchanged + 1 <= p->pub_cap) {
 		/* All in the array, oldest first: sent newest first, as the
@@ -121,6 +125,10 @@ static void publish(struct probe *p, uint64_t now)
 	p->warn_seq_published = p->warn_seq;
 
 	p->stats.now_ns = now;
+	p->pass_tasks = changed;
+	p->pass_ntasks = changed ? nchanged : 0;
+	p->pass_res = res_changed;
+	p->pass_nres = nres_changed;
 	/* The subscribers' callbacks lower it (weft__sub_seed_room()). */
 	p->seed_room = SIZE_MAX;
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next) {
@@ -134,6 +142,7 @@ static void publish(struct probe *p, uint64_t now)
 
 		if (!s->opts.on_update)
 			continue;
+		p->pass_sub = s;
 		/*
 		 * A new subscriber's history: every warning kept, in an
 		 * update of its own right after its first (full) one, which
@@ -178,6 +187,11 @@ static void publish(struct probe *p, uint64_t now)
 			hist = NULL;
 		}
 	}
+	p->pass_sub = NULL;
+	p->pass_tasks = NULL;
+	p->pass_ntasks = 0;
+	p->pass_res = NULL;
+	p->pass_nres = 0;
 	free(tmp);
 	free(all);
 	free(res_all);
@@ -590,6 +604,41 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 void weft__sub_want_full(weft_probe_sub_t *sub)
 {
 	sub->need_full = true;
+}
+
+void weft__sub_ask_full(weft_probe_sub_t *sub)
+{
+	atomic_store_explicit(&sub->ask_full, true, memory_order_relaxed);
+}
+
+weft_probe_warning_t *weft__sub_warnings_kept(size_t *n)
+{
+	struct probe *p = &weft__probe;
+	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
+	weft_probe_warning_t *h = k ? malloc(k * sizeof(*h)) : NULL;
+
+	for (size_t i = 0; h && i < k; i++) {
+		h[i] = p->warnings[(p->warn_seq - k + i) % WARN_KEEP];
+		h[i].history = true;
+	}
+	*n = h ? k : 0;
+	return h;
+}
+
+weft_probe_sub_t *weft__sub_current(void)
+{
+	return weft__probe.pass_sub;
+}
+
+void weft__sub_pass_changes(const weft_probe_task_t *const **tasks,
+			    size_t *ntasks,
+			    const weft_probe_resource_t *const **res,
+			    size_t *nres)
+{
+	*tasks = weft__probe.pass_tasks;
+	*ntasks = weft__probe.pass_ntasks;
+	*res = weft__probe.pass_res;
+	*nres = weft__probe.pass_nres;
 }
 
 void weft__sub_seed_whole_locked(void)

@@ -31,8 +31,33 @@ const weft_probe_task_t *weft__sub_task(uint64_t id);
 int weft__sub_event_records(const weft_event_t *ev, size_t n,
 			    const uint8_t **rec, size_t *len);
 
-/* In a callback: @sub's next update holds every known task. */
+/* In a callback: @sub's next update holds every known task.  _ask_:
+ * the same from any thread, without probe.lock (the one after, when a
+ * pass is under way). */
 void weft__sub_want_full(weft_probe_sub_t *sub);
+void weft__sub_ask_full(weft_probe_sub_t *sub);
+
+/*
+ * In on_update: every warning kept (the newest WARN_KEEP), marked history,
+ * in an array the caller frees (NULL and *@n 0 if none or no memory): what
+ * a new subscriber's first updates carry, for a reader that takes a full
+ * update of its own later (server_stream.c).
+ */
+weft_probe_warning_t *weft__sub_warnings_kept(size_t *n);
+
+/* In on_update: the subscription it was called for. */
+weft_probe_sub_t *weft__sub_current(void);
+
+/*
+ * In on_update: the tasks and resources that changed in this pass (what a
+ * delta update holds), also when the update handed out is full: for a
+ * subscriber that gives the full one to some of its readers and the
+ * pass's changes to the others (server_stream.c).
+ */
+void weft__sub_pass_changes(const weft_probe_task_t *const **tasks,
+			    size_t *ntasks,
+			    const weft_probe_resource_t *const **res,
+			    size_t *nres);
 
 /*
  * The next pass ends a seed under way whole, or makes the seed to come

@@ -35,6 +35,14 @@ extern _Atomic(ring_entry_t *) weft__probe_new_rings;
 struct weft_probe_sub_s {
 	weft_probe_sub_opts_t opts;
 	bool need_full;
+	/*
+	 * A full update asked for from another thread without probe.lock
+	 * (weft__sub_ask_full(): the server's thread, which must not wait
+	 * for a long pass): publish() takes it into need_full.  Relaxed: it
+	 * carries no data (what the asker wants is under its own lock), and
+	 * the exchange there never loses one set meanwhile.
+	 */
+	_Atomic bool ask_full;
 	/* Not yet published to: its first update carries every warning
 	 * kept, those up to since_seq (raised before it came) marked. */
 	bool fresh;
@@ -299,6 +307,14 @@ struct probe {
 	 * pass). */
 	const weft_probe_task_t **pub_changed;
 	size_t pub_cap;
+	/* While publish() calls the subscribers: the pass's own changes, also
+	 * when it hands out a full update (weft__sub_pass_changes()), and the
+	 * one called (weft__sub_current()).  NULL outside it. */
+	const weft_probe_task_t *const *pass_tasks;
+	size_t pass_ntasks;
+	const weft_probe_resource_t *const *pass_res;
+	size_t pass_nres;
+	weft_probe_sub_t *pass_sub;
 	/* The pass's events as records, for every subscriber that takes
 	 * them all (weft__collector_event_records()); NULL until needed. */
 	struct pass_records *records;

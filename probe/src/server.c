@@ -164,13 +164,13 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 		    have <= s->buf_max / 2)
 			resync = true;
 	}
-	if (resync && now - s->last_resync >= (s->full_pending ?
-							 RESYNC_PENDING_NS :
-							 RESYNC_EVERY_NS)) {
+	if (resync &&
+	    now - s->last_resync >=
+		    (s->full_pending ? RESYNC_PENDING_NS : RESYNC_EVERY_NS) &&
+	    weft__server_resync(s, NULL)) {
 		pthread_mutex_lock(&s->stat_lock);
 		s->st.resyncs++;
 		pthread_mutex_unlock(&s->stat_lock);
-		weft__server_sub_reconcile(s, true);
 	}
 	weft__server_stream_have(s); /* what drained since */
 }

@@ -290,6 +290,9 @@ void weft__server_client_send_update(struct client *c, struct item *it)
 
 	if (!c->want_updates || (c->need_full && !it->full))
 		return;
+	/* Another client's resync: its full record, or its backlog. */
+	if (it->gen && (it->full ? !c->need_full : c->resync_gen != it->gen))
+		return;
 	if (!c->updates_skipped && !c->events_not_sent) {
 		ok = client_send_ex(c, it->buf.data, it->buf.len, true,
 				    it->full, it);
@@ -302,13 +305,18 @@ void weft__server_client_send_update(struct client *c, struct item *it)
 	}
 	weft_wire_buf_fini(&tmp);
 	if (ok) {
-		if (it->full)
+		if (it->full) {
 			c->need_full = false;
+			c->resync_asked = false;
+			c->resync_gen = it->gen;
+		}
 		return;
 	}
-	/* Skipped: what changed in it is lost, so a full one is due. */
+	/* Skipped: what changed in it is lost, so a full one is due (asked
+	 * again on the tick: meanwhile it holds nobody's backlog). */
 	c->updates_skipped++;
 	c->need_full = true;
+	c->resync_asked = false;
 	pthread_mutex_lock(&c->srv->stat_lock);
 	c->srv->st.updates_skipped++;
 	pthread_mutex_unlock(&c->srv->stat_lock);
@@ -407,7 +415,13 @@ static const char *client_subscribe(struct client *c, weft_server_request_t *m)
 	c->want_updates = m->updates;
 	c->want_events = m->events;
 	c->need_full = c->want_updates;
-	weft__server_sub_reconcile(s, c->want_updates);
+	/*
+	 * Its first update is full: a new subscription's, when the streams
+	 * change; else one of its own (a resync), while the other clients
+	 * of its stream go on with their deltas.
+	 */
+	if (!weft__server_sub_reconcile(s, false) && c->need_full)
+		(void)weft__server_resync(s, c);
 	return NULL;
 }
 

@@ -12,6 +12,7 @@
 #define WEFT_SERVER_STATE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -55,6 +56,14 @@ struct item {
 	 */
 	unsigned refs;
 	unsigned stream; /* index in the sub_ctx that made it */
+	/*
+	 * 0: for every client of the stream.  Else a resync's (a full
+	 * update made for the clients of the stream that were owed one,
+	 * server_stream.c): its full record goes to the clients waiting
+	 * for a full update only, the rest of it (the backlog) to those
+	 * that took that full record (client.resync_gen).
+	 */
+	uint64_t gen;
 	size_t nevents;
 	weft_wire_buf_t buf;
 };
@@ -79,7 +88,18 @@ struct stream {
 	 */
 	uint64_t *backlog, *fin_ns;
 	size_t nbacklog, nfin, backlog_at;
+	uint64_t backlog_gen; /* the gen its records carry */
+	/* A backlog is under way: a hint for the server thread, which then
+	 * puts off asking for a resync's full pass (relaxed: resync_take()
+	 * decides, under qlock, and the backlog's end asks again). */
+	_Atomic bool backlog_busy;
+	/* Bytes a task in its last backlog record (0: none yet). */
+	size_t task_bytes;
+	/* A client of it is owed a full update (guarded by qlock: set by
+	 * the server thread, taken by the collector's next full pass). */
+	bool resync_want;
 	const weft_probe_task_t **chunk;
+	size_t *chunk_end; /* backlog_at after each of chunk's tasks */
 	weft_probe_task_t *tomb;
 };
 
@@ -88,6 +108,10 @@ struct stream {
 struct sub_ctx {
 	weft_server_t *srv;
 	unsigned nstreams;
+	/* Collector thread: its first (full) update was handed out; the
+	 * last resync gen given. */
+	bool had_full;
+	uint64_t gen;
 	struct stream st[MAX_STREAMS];
 };
 
@@ -101,6 +125,12 @@ struct client {
 	uint32_t interval_ms; /* clamped */
 	weft_delta_filter_t filter;
 	int stream; /* in the active sub_ctx, -1 for none */
+	/* The gen of the last full update it took (0: its subscription's
+	 * own): it takes that full update's backlog records only. */
+	uint64_t resync_gen;
+	/* Owed a full update and asked one of its own for (the stream's
+	 * backlog is paced by what it holds meanwhile). */
+	bool resync_asked;
 	uint64_t updates_skipped;
 	uint64_t events_not_sent;
 	uint64_t behind_since; /* over the bound since, or 0 */
@@ -186,6 +216,9 @@ struct weft_server_s {
 	 * server_stream.c). */
 	size_t stream_have[MAX_STREAMS];
 	uint64_t drop_updates, drop_events; /* events, not records */
+	/* A resync's record dropped at push: its clients (resync_gen) are
+	 * owed a full update again, the others not. */
+	uint64_t drop_gen[MAX_STREAMS];
 
 	/* Guarded by stat_lock. */
 	pthread_mutex_t stat_lock;
@@ -202,7 +235,8 @@ void weft__server_item_unref(const void *data, size_t len, void *arg);
 bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,
 			   const struct client *c);
-void weft__server_sub_reconcile(weft_server_t *s, bool fresh);
+bool weft__server_sub_reconcile(weft_server_t *s, bool fresh);
+bool weft__server_resync(weft_server_t *s, const struct client *only);
 void weft__server_sub_drop(weft_server_t *s);
 void weft__server_deliver(weft_server_t *s);
 void weft__server_stream_have(weft_server_t *s);

@@ -10,9 +10,12 @@
  * distinct interval and filter) is made and becomes the active one under
  * qlock (what the old one queued is delivered first, to the clients as
  * they were mapped), the clients are mapped to its streams, then it
- * subscribes (its first update is full, for a client that just
- * subscribed or that skipped updates), then the old one is dropped; what
- * the old one still encodes is discarded at push.
+ * subscribes (its first update is full, for every client of it), then
+ * the old one is dropped; what the old one still encodes is discarded at
+ * push.  That happens when the streams change (a client comes with an
+ * interval or a filter no stream has, or goes, or pauses its events); a
+ * client that joins a stream, or that skipped updates, gets a full
+ * update of its own instead (a resync, below).
  *
  * A full update of many tasks is streamed, not sent whole (issue 21: a
  * console attaching to a process of 1,000,000 tasks waited for a
@@ -20,7 +23,8 @@
  * Its first record is what a view needs first: the stats, workers,
  * warnings and resources, full set, and the STREAM_FIRST tasks of lowest
  * id (the Tasks view's default order).  The other tasks' ids are kept
- * and sent in records of STREAM_CHUNK tasks over the next passes, each
+ * and sent in records of at most STREAM_CHUNK tasks, each no larger than
+ * the room (below), over the next passes, each
  * task as the collector knows it when its record is made (looked up by
  * id).  Those that had finished at the full pass come first, ascending,
  * then the live ones, ascending: a finished task changes no more, so no
@@ -36,7 +40,9 @@
  * pace is the slowest client's: a pass adds records only while the
  * output the stream's clients hold (stream_have, as the server thread
  * last saw it, plus what it took from the queue since: never a stale
- * zero) and the queue stay under half a client's bound, and at
+ * zero; a client waiting for a full update counts only while the
+ * subscription's first is to come or a resync was asked for it) and the
+ * queue stay under half a client's bound, and at
  * most STREAM_PASS_MAX bytes; so a slow console slows its own stream,
  * never the collector, and its buffer stays in its bound (the records
  * are updates like any other: one that does not fit is skipped and a
@@ -45,8 +51,26 @@
  * every task's latest state: a task changed before its backlog record
  * comes gets a delta first (with its name: the delta knows only the
  * first record's tasks), then the backlog's later copy.
+ *
+ * A client owed a full update later (it skipped updates, or subscribed
+ * to a stream under way) gets one of its own, not a new subscription
+ * (which restarted every client's stream: review item M1 of issue 21).
+ * weft__server_resync() marks its stream and asks the collector for a
+ * full pass; srv_on_update() makes the full update through a delta of
+ * its own, streamed as above, its records tagged with a new gen (the
+ * first goes to the clients waiting for a full update, the rest to
+ * those that took it), then a record of the same gen with the warnings
+ * kept, then the pass's changes as the stream's own record, for every
+ * client.  The stream's delta sends names again from then on (the
+ * backlog names tasks to the new clients later than the delta did to
+ * the others).  A stream has one backlog at a time: a resync waits
+ * while one is under way, and the backlog's end asks for the full pass;
+ * the subscription's first full update cancels the resyncs asked before
+ * it (every client takes that one).  A resync's record dropped on the
+ * way makes only the clients that took its full record owed one again.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,7 +132,9 @@ static bool push(struct sub_ctx *x, struct item *it)
 		 * updates, and the full ones that resync them, in turn.
 		 * (A full update larger than the queue goes alone.)
 		 */
-		if (it->kind == ITEM_UPDATE)
+		if (it->kind == ITEM_UPDATE && it->gen)
+			s->drop_gen[it->stream] = it->gen;
+		else if (it->kind == ITEM_UPDATE)
 			s->drop_updates++;
 		else
 			s->drop_events += it->nevents;
@@ -153,6 +179,7 @@ static const weft_probe_task_t *srv_lookup(uint64_t id)
 #define STREAM_MIN 4096u
 #define STREAM_FIRST 1024u
 #define STREAM_CHUNK 2048u
+#define STREAM_MIN_CHUNK 64u
 /* Backlog records a pass makes at most, in bytes (the collector's time
  * for it: about 10 ms at 1 GB/s of encoding, which it is not). */
 #define STREAM_PASS_MAX (4u << 20)
@@ -163,6 +190,7 @@ static void backlog_free(struct stream *st)
 	free(st->fin_ns);
 	st->backlog = st->fin_ns = NULL;
 	st->nbacklog = st->nfin = st->backlog_at = 0;
+	atomic_store_explicit(&st->backlog_busy, false, memory_order_relaxed);
 }
 
 /*
@@ -232,6 +260,11 @@ static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 		if (!st->chunk)
 			return false;
 	}
+	if (!st->chunk_end) {
+		st->chunk_end = malloc(STREAM_CHUNK * sizeof(*st->chunk_end));
+		if (!st->chunk_end)
+			return false;
+	}
 	for (size_t i = 0; i < n; i++)
 		nfin += u->tasks[i]->finished_ns != 0;
 	nlive = n - nfin;
@@ -295,6 +328,7 @@ static bool stream_start(struct stream *st, const weft_probe_update_t *u,
 	st->nfin = left;
 	st->nbacklog = left + nlive - li;
 	st->backlog_at = 0;
+	atomic_store_explicit(&st->backlog_busy, true, memory_order_relaxed);
 	return true;
 
 out_free:
@@ -333,7 +367,7 @@ static bool push(struct sub_ctx *x, struct item *it);
 
 /*
  * More of @x's stream @k's backlog, as far as its pace allows (see the
- * top of the file): records of STREAM_CHUNK tasks, each task as the
+ * top of the file): records of at most STREAM_CHUNK tasks, each task as the
  * collector knows it now.  Collector thread, probe.lock held.
  */
 static void backlog_pump(struct sub_ctx *x, unsigned k)
@@ -357,11 +391,25 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 		room = STREAM_PASS_MAX;
 	while (room && st->backlog_at < st->nbacklog) {
 		weft_probe_update_t cu = { .tasks = st->chunk };
-		size_t at = st->backlog_at, ntomb = 0;
+		size_t at = st->backlog_at, ntomb = 0, most = STREAM_CHUNK;
 		struct item *it;
 		int err;
 
-		while (cu.ntasks < STREAM_CHUNK && at < st->nbacklog) {
+		/*
+		 * No more tasks than the room takes: a record of 2,048
+		 * finished tasks is 600 KB and more (histograms), which a
+		 * client with a small bound skipped whole, and then took a
+		 * full update again, for ever.  As many as the last record's
+		 * bytes a task say (at least STREAM_MIN_CHUNK), and fewer
+		 * when the record made is over the room after all (finished
+		 * tasks after live ones weigh four times as much): halved
+		 * and made again, down to one task.
+		 */
+		if (st->task_bytes && room / st->task_bytes < most)
+			most = room / st->task_bytes > STREAM_MIN_CHUNK ?
+				       room / st->task_bytes :
+				       STREAM_MIN_CHUNK;
+		while (cu.ntasks < most && at < st->nbacklog) {
 			uint64_t id = st->backlog[at];
 			const weft_probe_task_t *t = srv_lookup(id);
 
@@ -373,8 +421,10 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 					return; /* again next pass */
 			}
 			at++;
-			if (t)
+			if (t) {
+				st->chunk_end[cu.ntasks] = at;
 				st->chunk[cu.ntasks++] = t;
+			}
 		}
 		if (!cu.ntasks) {
 			st->backlog_at = at;
@@ -385,8 +435,16 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 			return; /* again next pass */
 		it->kind = ITEM_UPDATE;
 		it->stream = k;
-		err = weft_wire_update_append_split(&it->buf, &cu, 0,
-						    st->delta.max_record);
+		it->gen = st->backlog_gen;
+		for (;;) {
+			err = weft_wire_update_append_split(
+				&it->buf, &cu, 0, st->delta.max_record);
+			if (err || it->buf.len <= room || cu.ntasks == 1)
+				break;
+			it->buf.len = 0;
+			cu.ntasks /= 2;
+			at = st->chunk_end[cu.ntasks - 1];
+		}
 		if (err == -ENOMEM) {
 			weft__server_item_free(it);
 			return; /* again next pass */
@@ -399,10 +457,20 @@ static void backlog_pump(struct sub_ctx *x, unsigned k)
 			continue;
 		}
 		room = it->buf.len < room ? room - it->buf.len : 0;
+		st->task_bytes = it->buf.len / cu.ntasks + 1;
 		push(x, it);
 	}
-	if (st->backlog_at >= st->nbacklog)
+	if (st->backlog_at >= st->nbacklog) {
+		bool want;
+
 		backlog_free(st);
+		/* A resync put off while it ran (resync_take()): now. */
+		pthread_mutex_lock(&s->qlock);
+		want = st->resync_want;
+		pthread_mutex_unlock(&s->qlock);
+		if (want && weft__sub_current())
+			weft__sub_want_full(weft__sub_current());
+	}
 }
 
 /*
@@ -458,7 +526,7 @@ static void stream_have(weft_server_t *s, bool waiting)
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
 		    !c->subscribed || !c->want_updates ||
-		    (c->need_full && !waiting))
+		    (c->need_full && !waiting && !c->resync_asked))
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
 		if (n > have[c->stream])
@@ -478,62 +546,186 @@ void weft__server_stream_have(weft_server_t *s)
 	stream_have(s, s->full_pending);
 }
 
+/*
+ * One pass @u through delta @d of @x's stream @k (the stream's own, or a
+ * resync's), its record pushed for the clients of @gen (0: all of them);
+ * a full pass of many tasks streamed (its backlog carries @gen too).
+ */
+static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
+			  const weft_probe_update_t *u, uint64_t gen)
+{
+	struct stream *st = &x->st[k];
+	const weft_probe_task_t **page = NULL;
+	size_t npage = 0;
+	struct item *it;
+	bool full, streamed = false;
+	int rc;
+
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return;
+	it->kind = ITEM_UPDATE;
+	it->stream = k;
+	it->gen = gen;
+	if (u->full && u->ntasks > STREAM_MIN && !d->filter.ntasks &&
+	    stream_start(st, u, &page, &npage)) {
+		weft_probe_update_t first = *u;
+
+		streamed = true;
+		st->backlog_gen = gen;
+		first.tasks = page;
+		first.ntasks = npage;
+		rc = weft__delta_pass(d, &first, &it->buf, &full);
+	} else {
+		if (u->full)
+			backlog_free(st); /* a new full one */
+		rc = weft__delta_pass(d, u, &it->buf, &full);
+	}
+	if (rc < 0 && !gen) {
+		/* No memory, or too big: the clients see it as skipped (a
+		 * resync's: its clients are still owed one, and asked again
+		 * on the server's tick). */
+		pthread_mutex_lock(&x->srv->qlock);
+		x->srv->drop_updates++;
+		pthread_mutex_unlock(&x->srv->qlock);
+	}
+	/*
+	 * A backlog is the rest of a first record that went: without it
+	 * (failed, or dropped at push), the clients are owed a full update
+	 * (counted dropped) and its records would only be skipped by them.
+	 */
+	if (rc <= 0) {
+		weft__server_item_free(it);
+		if (streamed)
+			backlog_free(st);
+		return;
+	}
+	it->full = full;
+	if (!push(x, it) && streamed)
+		backlog_free(st);
+}
+
+/*
+ * Whether stream @k has a client owed a full update, taken (cleared) if
+ * so.  Not while a full update's backlog is under way on it: it would
+ * replace that backlog, which other clients are still taking; the
+ * server asks again (srv_tick_cb) once it is over.
+ */
+static bool resync_take(struct sub_ctx *x, unsigned k)
+{
+	struct stream *st = &x->st[k];
+	bool want;
+
+	pthread_mutex_lock(&x->srv->qlock);
+	want = st->resync_want && !st->backlog;
+	if (want)
+		st->resync_want = false;
+	pthread_mutex_unlock(&x->srv->qlock);
+	return want;
+}
+
+/*
+ * A full update for the clients of stream @k owed one (they skipped
+ * updates, or joined the stream under way), made through a delta of its
+ * own, with a new gen: only the clients waiting for a full update take
+ * its first record, and only those that took it its backlog and the
+ * warnings kept (as a new subscriber gets them), in a record of the same
+ * gen.  The stream's delta goes on for everyone, but sends names again
+ * (weft__delta_forget()): it had named tasks to the others that the
+ * backlog names to these later, or never (one live at the full pass and
+ * forgotten before its backlog record, which its delta tells).  The
+ * pass's warnings are left out of the full record: the stream's own
+ * records carry them, which these clients take from now on.
+ */
+static void stream_resync(struct sub_ctx *x, unsigned k,
+			  const weft_probe_update_t *u)
+{
+	struct stream *st = &x->st[k];
+	weft_probe_update_t f = *u;
+	weft_probe_warning_t *kept;
+	weft_delta_t d;
+	uint64_t gen, cut;
+
+	weft__delta_init(&d);
+	d.interval_ns = st->delta.interval_ns;
+	d.max_record = st->delta.max_record;
+	d.lookup = st->delta.lookup;
+	if (weft__delta_filter_copy(&d.filter, &st->delta.filter)) {
+		/* No memory: the clients stay owed one; the server asks
+		 * again. */
+		weft__delta_fini(&d);
+		return;
+	}
+	weft__delta_forget(&st->delta);
+	f.warnings = NULL;
+	f.nwarnings = 0;
+	gen = ++x->gen;
+	stream_update(x, k, &d, &f, gen);
+	weft__delta_fini(&d);
+
+	/*
+	 * The warnings kept, for the clients that took it, up to the first
+	 * the stream has yet to send (its own records bring those, to them
+	 * too: sent twice, the second copy was listed again).
+	 */
+	f = (weft_probe_update_t){ .stats = u->stats,
+				   .workers = u->workers,
+				   .nworkers = u->nworkers };
+	f.warnings = kept = weft__sub_warnings_kept(&f.nwarnings);
+	cut = st->delta.nwarn ? st->delta.warn[0].seq : UINT64_MAX;
+	if (u->nwarnings && u->warnings[0].seq < cut)
+		cut = u->warnings[0].seq;
+	while (f.nwarnings && kept[f.nwarnings - 1].seq >= cut)
+		f.nwarnings--;
+	if (f.nwarnings) {
+		weft__delta_init(&d);
+		d.max_record = st->delta.max_record;
+		d.lookup = st->delta.lookup;
+		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
+			stream_update(x, k, &d, &f, gen);
+		weft__delta_fini(&d);
+	}
+	free(kept);
+}
+
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct sub_ctx *x = ctx;
+	/*
+	 * A full pass after the subscription's first: some clients are
+	 * owed a full update (weft__server_resync()).  Every other client
+	 * takes the pass as a delta, its changes only: a console that
+	 * skipped no longer restarts everyone's stream (at 1,000,000 tasks,
+	 * a full update streamed for seconds to every console).
+	 */
+	bool resync = u->full && x->had_full;
+	weft_probe_update_t delta;
 
+	if (u->full && !x->had_full) {
+		/* Its first: every client of it takes it, those that asked
+		 * for one of their own meanwhile too. */
+		pthread_mutex_lock(&x->srv->qlock);
+		for (unsigned k = 0; k < x->nstreams; k++)
+			x->st[k].resync_want = false;
+		pthread_mutex_unlock(&x->srv->qlock);
+		x->had_full = true;
+	}
+	if (resync) {
+		delta = *u;
+		delta.full = false;
+		weft__sub_pass_changes(&delta.tasks, &delta.ntasks,
+				       &delta.resources, &delta.nresources);
+	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
-		const weft_probe_task_t **page = NULL;
-		size_t npage = 0;
-		struct item *it;
-		bool full, streamed = false;
-		int rc;
 
 		if (!st->updates)
 			continue;
-		it = calloc(1, sizeof(*it));
-		if (!it)
-			return;
-		it->kind = ITEM_UPDATE;
-		it->stream = k;
-		if (u->full && u->ntasks > STREAM_MIN &&
-		    !st->delta.filter.ntasks &&
-		    stream_start(st, u, &page, &npage)) {
-			weft_probe_update_t first = *u;
-
-			streamed = true;
-			first.tasks = page;
-			first.ntasks = npage;
-			rc = weft__delta_pass(&st->delta, &first, &it->buf,
-					      &full);
-		} else {
-			if (u->full)
-				backlog_free(st); /* a new full one */
-			rc = weft__delta_pass(&st->delta, u, &it->buf, &full);
-		}
-		if (rc < 0) {
-			/* No memory, or too big: the clients see it as
-			 * skipped. */
-			pthread_mutex_lock(&x->srv->qlock);
-			x->srv->drop_updates++;
-			pthread_mutex_unlock(&x->srv->qlock);
-		}
-		/*
-		 * A backlog is the rest of a first record that went: without
-		 * it (failed, or dropped at push), the clients are owed a
-		 * full update (counted dropped) and its records would only be
-		 * skipped by them.
-		 */
-		if (rc <= 0) {
-			weft__server_item_free(it);
-			if (streamed)
-				backlog_free(st);
-			continue;
-		}
-		it->full = full;
-		if (!push(x, it) && streamed)
-			backlog_free(st);
+		/* The full record first: its clients take the pass's own
+		 * record after it (its warnings, and the delta's pending). */
+		if (resync && resync_take(x, k))
+			stream_resync(x, k, u);
+		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		backlog_pump(x, k);
@@ -589,6 +781,7 @@ static void sub_ctx_free(struct sub_ctx *x)
 		weft_wire_events_fini(&x->st[k].enc);
 		backlog_free(&x->st[k]);
 		free(x->st[k].chunk);
+		free(x->st[k].chunk_end);
 		free(x->st[k].tomb);
 	}
 	free(x);
@@ -661,9 +854,10 @@ int weft__server_plan_find(const struct stream *plan, unsigned n,
  * Subscribes to the probe for what the clients want, or not at all: one
  * stream per distinct (interval, filter) among them.  @fresh: make a new
  * subscription even if the current one fits (its first update is full).
- * Server thread; holds none of our locks.
+ * Returns whether it made one (every client of it takes its first, full,
+ * update).  Server thread; holds none of our locks.
  */
-void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
+bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 {
 	weft_probe_sub_opts_t o = { 0 };
 	weft_probe_sub_t *nsub, *old;
@@ -694,7 +888,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	if (!n) {
 		if (s->sub)
 			weft__server_sub_drop(s);
-		return;
+		return false;
 	}
 	same = s->sub && !fresh && oldx->nstreams == n;
 	for (unsigned k = 0; same && k < n; k++) {
@@ -713,12 +907,12 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 				weft__server_client_active(c) ?
 					weft__server_plan_find(oldx->st, n, c) :
 					-1;
-		return;
+		return false;
 	}
 
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return;
+		return false;
 	x->srv = s;
 	for (unsigned k = 0; k < n; k++) {
 		struct stream *st = &x->st[k];
@@ -735,7 +929,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		if (weft__delta_filter_copy(&st->delta.filter,
 					    &plan[k].delta.filter)) {
 			sub_ctx_free(x);
-			return;
+			return false;
 		}
 	}
 	o.events = ev;
@@ -768,7 +962,7 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 					-1;
 		weft__server_stream_have(s);
 		sub_ctx_free(x);
-		return;
+		return false;
 	}
 	old = s->sub;
 	s->sub = nsub;
@@ -781,6 +975,62 @@ void weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	pthread_mutex_lock(&s->stat_lock);
 	s->st.subscribed = 1;
 	pthread_mutex_unlock(&s->stat_lock);
+	return true;
+}
+
+/*
+ * The clients owed a full update (they skipped updates, or joined a
+ * stream under way) that can take one now (their output at most half
+ * the bound), or @only (that just subscribed, whatever it holds), get
+ * one of their own: their streams are marked, and the collector asked
+ * for a full pass, which srv_on_update() gives them while the other
+ * clients take that pass's changes as any other's.  Returns whether any
+ * was.  Without a subscription, a new one (full for all).  Server
+ * thread; holds none of our locks.
+ */
+bool weft__server_resync(weft_server_t *s, const struct client *only)
+{
+	struct sub_ctx *x = s->sub_ctx;
+	bool mark[MAX_STREAMS] = { false }, any = false, ask = false;
+
+	if (!s->sub || !x)
+		return weft__server_sub_reconcile(s, true);
+	for (struct client *c = s->clients; c; c = c->next) {
+		if (!c->subscribed || !c->want_updates || !c->need_full ||
+		    (only && c != only))
+			continue;
+		/* Not in a stream of this subscription (it could not be
+		 * made): the streams are made again. */
+		if (c->stream < 0 || (unsigned)c->stream >= x->nstreams)
+			return weft__server_sub_reconcile(s, false);
+		if (!only && evbuffer_get_length(bufferevent_get_output(
+				     c->bev)) > s->buf_max / 2)
+			continue;
+		mark[c->stream] = any = true;
+		c->resync_asked = true;
+	}
+	if (!any)
+		return false;
+	/* What they hold counts from now: the backlog's first records may
+	 * come in the same pass as the full one. */
+	stream_have(s, s->full_pending);
+	pthread_mutex_lock(&s->qlock);
+	for (unsigned k = 0; k < x->nstreams; k++)
+		if (mark[k])
+			x->st[k].resync_want = true;
+	pthread_mutex_unlock(&s->qlock);
+	/*
+	 * A stream with a backlog under way puts its resync off until the
+	 * backlog ends, which asks then (backlog_pump()): a full pass now
+	 * would be for nothing there.
+	 */
+	for (unsigned k = 0; k < x->nstreams; k++)
+		ask |= mark[k] && !atomic_load_explicit(&x->st[k].backlog_busy,
+							memory_order_relaxed);
+	if (ask)
+		weft__sub_ask_full(s->sub);
+	s->last_resync = weft_now_ns();
+	return true;
 }
 
 static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
@@ -836,7 +1086,7 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 void weft__server_deliver(weft_server_t *s)
 {
 	struct item *list;
-	uint64_t du, de;
+	uint64_t du, de, gen[MAX_STREAMS];
 
 	pthread_mutex_lock(&s->qlock);
 	list = s->qhead;
@@ -854,12 +1104,25 @@ void weft__server_deliver(weft_server_t *s)
 			s->stream_have[it->stream] += it->buf.len;
 	du = s->drop_updates - s->seen_drop_updates;
 	de = s->drop_events - s->seen_drop_events;
+	memcpy(gen, s->drop_gen, sizeof(gen));
+	memset(s->drop_gen, 0, sizeof(s->drop_gen));
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
 	if (du)
 		s->full_pending = false; /* it may be among them */
 	deliver_list(s, list, du, de);
+	/*
+	 * A resync's record dropped: the clients that took its full one
+	 * (in this delivery or before) are owed a full update again.
+	 */
+	for (struct client *c = s->clients; c; c = c->next)
+		if (c->subscribed && c->want_updates && !c->need_full &&
+		    c->stream >= 0 && c->stream < MAX_STREAMS &&
+		    gen[c->stream] && c->resync_gen == gen[c->stream]) {
+			c->updates_skipped++;
+			c->need_full = true;
+		}
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
 }

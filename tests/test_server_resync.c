@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client owed a full update gets one of its own (server_stream.c,
+ * weft__server_resync()): a console that skipped updates, or one that
+ * joins a stream under way, no longer restarts the stream of every other
+ * client (at 1,000,000 tasks a full update streams for seconds, to every
+ * console, each time one fell behind).
+ *
+ * A real runtime of 20,000 idle tasks (their full update is streamed:
+ * a first record and a backlog) under a load of short tasks, a server
+ * with a 1 MiB bound per client, three clients of updates on one stream
+ * (the default interval, no filter) through a real unix socket, and a
+ * subscriber of events in the process (events flow only while one
+ * listens): A reads all along on a thread of its own; B stops reading
+ * until it has skipped updates, then reads again; C joins meanwhile.  A
+ * takes one full update, its first, and skips nothing; B takes a second
+ * full update and C its first, each naming every task and carrying the
+ * warning raised while B skipped (a task that held its worker 30 ms),
+ * once.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_helpers.h"
+#include "server_helpers.h"
+
+#include "server_internal.h"
+#include "weft/probe.h"
+#include "weft/wire.h"
+
+#define IDLE 20000
+
+static weft_notify_t idle_note;
+
+struct idle {
+	int weft_pc;
+	weft_notified_t nd;
+};
+
+static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
+{
+	struct idle *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_notified_init(&t->nd, &idle_note);
+	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
+	weft_notified_fini(&t->nd);
+	WEFT_ASYNC_END(t);
+}
+
+/* What a client saw: full updates, updates skipped, and the distinct
+ * idle tasks named since its last full update (ids kept sorted as they
+ * come: a task named twice counts once). */
+struct saw {
+	unsigned fulls;
+	uint64_t skipped;
+	size_t named;
+	uint64_t *ids;
+	size_t nids, cap;
+	/* Warnings by seq; a copy not marked history after the first (a
+	 * console lists it twice). */
+	uint64_t wseq[256];
+	size_t nw;
+	unsigned plain_again;
+	_Atomic unsigned blocker_warned;
+};
+
+static void saw_add(struct saw *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->nids;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->nids && s->ids[lo] == id)
+		return;
+	if (s->nids == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->ids = realloc(s->ids, s->cap * sizeof(*s->ids));
+		assert_non_null(s->ids);
+	}
+	memmove(s->ids + lo + 1, s->ids + lo, (s->nids - lo) * sizeof(*s->ids));
+	s->ids[lo] = id;
+	s->nids++;
+	s->named = s->nids;
+}
+
+static void see(struct saw *s, const Weft__V1__Frame *f)
+{
+	const Weft__V1__Update *u;
+
+	if (f->body_case != WEFT__V1__FRAME__BODY_UPDATE)
+		return;
+	u = f->update;
+	if (u->updates_skipped > s->skipped)
+		s->skipped = u->updates_skipped;
+	if (u->full) {
+		s->fulls++;
+		s->named = s->nids = 0;
+	}
+	for (size_t i = 0; i < u->n_tasks; i++)
+		if (!strcmp(u->tasks[i]->name, "idle"))
+			saw_add(s, u->tasks[i]->id);
+	for (size_t i = 0; i < u->n_warnings; i++) {
+		const Weft__V1__Warning *w = u->warnings[i];
+		bool again = false;
+
+		for (size_t j = 0; j < s->nw; j++)
+			again |= s->wseq[j] == w->seq;
+		if (again) {
+			s->plain_again += !w->history;
+			continue;
+		}
+		if (s->nw < sizeof(s->wseq) / sizeof(s->wseq[0]))
+			s->wseq[s->nw++] = w->seq;
+		if (!strcmp(w->task_name, "blocker"))
+			atomic_fetch_add(&s->blocker_warned, 1);
+	}
+}
+
+/* Reads @c until every idle task was named since its last full update
+ * and @fulls full updates came, or @ms.  Returns whether they were. */
+static bool read_until(struct tclient *c, struct saw *s, unsigned fulls, int ms)
+{
+	struct timespec t0, t;
+	Weft__V1__Frame *f;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (s->fulls >= fulls && s->named >= IDLE)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+			    (t.tv_nsec - t0.tv_nsec) / 1000000 >
+		    ms)
+			return false;
+		f = tc_next(c, 1000);
+		if (!f)
+			continue;
+		see(s, f);
+		weft_wire_frame_free(f);
+	}
+}
+
+/* Client A: reads on its own thread until told to stop. */
+struct reader {
+	struct tclient *c;
+	struct saw s;
+	_Atomic bool stop;
+	_Atomic bool named_all;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		Weft__V1__Frame *f = tc_next(r->c, 200);
+
+		if (!f)
+			continue;
+		see(&r->s, f);
+		weft_wire_frame_free(f);
+		if (r->s.named >= IDLE)
+			atomic_store(&r->named_all, true);
+	}
+	return NULL;
+}
+
+/* Changes to send: rounds of 50 short tasks, 10 ms apart (under a MB
+ * a second of task records, well within the collector's pace, and
+ * within what A's thread reads under TSan on a loaded machine). */
+struct load {
+	weft_runtime_t *rt;
+	_Atomic bool stop;
+};
+
+static void *load_main(void *arg)
+{
+	struct load *l = arg;
+
+	while (!atomic_load(&l->stop)) {
+		workload(l->rt, 50, 2);
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/* A task whose one poll holds its worker 30 ms: a long-poll warning
+ * (WEFT_LONG_POLL, 10 ms by default). */
+static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
+{
+	struct timespec t0, t;
+
+	(void)arg;
+	(void)cx;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec <
+	       30000000L);
+	return WEFT_READY;
+}
+
+static void no_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	(void)ctx;
+	(void)ev;
+	(void)n;
+}
+
+static void test_resync_is_the_skippers_alone(void **state)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 1u << 20,
+				 .slow_kick_ms = 60000,
+				 .stall_ms = 60000 };
+	struct tclient a, b, c;
+	struct reader ra = { .c = &a };
+	struct saw sb = { 0 }, sc = { 0 };
+	struct load load = { 0 };
+	weft_server_stats_t st;
+	weft_probe_sub_t *ev_sub;
+	pthread_t th, lt;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	int small = 4096;
+	bool b_named, c_named;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < IDLE; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events },
+			&ev_sub),
+		0);
+	snprintf(path, sizeof(path), "%s/resync.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+
+	/* A and B subscribe together: one stream, one full update. */
+	tc_open(&a, path);
+	tc_expect_header(&a);
+	tc_open(&b, path);
+	setsockopt(b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_expect_header(&b);
+	tc_subscribe(&a, true, false);
+	tc_subscribe(&b, true, false);
+	assert_int_equal(pthread_create(&th, NULL, reader_main, &ra), 0);
+	/* B takes its first full update whole, then stops reading. */
+	assert_true(read_until(&b, &sb, 1, 30000));
+	for (int i = 0; i < 3000 && !atomic_load(&ra.named_all); i++)
+		usleep(10000);
+	assert_true(atomic_load(&ra.named_all));
+
+	/* Changes to send, until B has skipped updates (30 s at most). */
+	load.rt = rt;
+	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
+	for (int i = 0; i < 3000; i++) {
+		weft__server_stats(srv, &st);
+		if (st.updates_skipped)
+			break;
+		usleep(10000);
+	}
+	assert_true(st.updates_skipped > 0);
+	/* A warning while B skips: B must have it after its resync. */
+	{
+		weft_join_t *j;
+		int n = 0;
+
+		assert_int_equal(weft_spawn_named(rt, "blocker", blocker_poll,
+						  &n, &j),
+				 0);
+		assert_int_equal(weft_join_wait(j, NULL), 0);
+		weft_join_drop(j);
+		for (int i = 0; i < 1000 && !atomic_load(&ra.s.blocker_warned);
+		     i++)
+			usleep(10000);
+		assert_true(atomic_load(&ra.s.blocker_warned) > 0);
+	}
+
+	/* C joins the stream under way: a full update of its own. */
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	c_named = read_until(&c, &sc, 1, 30000);
+	/* B reads again: a full update of its own, every task named. */
+	b_named = read_until(&b, &sb, 2, 30000);
+
+	atomic_store(&load.stop, true);
+	pthread_join(lt, NULL);
+	/* A's frames of the while (a full update sent it would be there). */
+	usleep(500 * 1000);
+	atomic_store(&ra.stop, true);
+	pthread_join(th, NULL);
+	weft__server_stats(srv, &st);
+	print_message("A: %u full, %llu skipped; B: %u full, %zu named since; "
+		      "C: %u full, %zu named; server: %llu skipped, %llu "
+		      "resyncs\n",
+		      ra.s.fulls, (unsigned long long)ra.s.skipped, sb.fulls,
+		      sb.named, sc.fulls, sc.named,
+		      (unsigned long long)st.updates_skipped,
+		      (unsigned long long)st.resyncs);
+	assert_true(c_named);
+	assert_true(b_named);
+	/*
+	 * A takes its first full update and no other, unless it skipped
+	 * itself (its thread starved on a loaded machine): then one for
+	 * each update it skipped at most, never B's or C's.
+	 */
+	if (ra.s.skipped)
+		print_message("A skipped %llu updates itself\n",
+			      (unsigned long long)ra.s.skipped);
+	assert_true(ra.s.fulls >= 1);
+	assert_true(ra.s.fulls - 1 <= ra.s.skipped);
+	assert_true(sc.fulls >= 1 && sc.fulls - 1 <= sc.skipped);
+	assert_true(sb.skipped > 0);
+	/* Every client has the warning once, and no plain copy twice. */
+	assert_true(atomic_load(&sb.blocker_warned) > 0);
+	assert_true(atomic_load(&sc.blocker_warned) > 0);
+	assert_int_equal(ra.s.plain_again, 0);
+	assert_int_equal(sb.plain_again, 0);
+	assert_int_equal(sc.plain_again, 0);
+
+	free(ra.s.ids);
+	free(sb.ids);
+	free(sc.ids);
+	tc_close(&a);
+	tc_close(&b);
+	tc_close(&c);
+	weft__server_destroy(srv);
+	weft_probe_unsubscribe(ev_sub);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	xdg_remove();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resync_is_the_skippers_alone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
