@@ -12,6 +12,10 @@ weft_add_test(NAME test_console_model
   LABELS unit valgrind
   TIMEOUT 60)
 target_link_libraries(test_console_model PRIVATE weft_console)
+# Its replay cases test the index made in memory: no side index
+# (test_console_side tests that).
+set_tests_properties(test_console_model PROPERTIES
+  ENVIRONMENT "WEFT_CONSOLE_INDEX=0")
 
 if(TARGET weft-console)
   # What the end-to-end test records: a busy runtime and one task that
