@@ -926,6 +926,14 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
 uint64_t con_replay_next_warning(const con_replay_t *r);
 /* The same, indexing on until one is found or the file ends. */
 uint64_t con_replay_find_warning(con_replay_t *r);
+/* replay_side.c: the side index, as this open found it ("whole": read
+ * instead of the trace, "part": gone on from, "written": made anew,
+ * "none": not kept) and what it became ("... -> whole": finished); its
+ * file's bytes now (0: none). */
+const char *con_replay_side_state(const con_replay_t *r);
+uint64_t con_replay_side_bytes(const con_replay_t *r);
+/* The side index's checkpoints (0: none). */
+size_t con_replay_side_ckpts(const con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
  * last, into @out (read from the file's event batches); returns how
  * many.  Moves the file's reader, not the model. */

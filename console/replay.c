@@ -471,17 +471,19 @@ static void side_open(con_replay_t *r, const struct stat *st)
 		ix->skipped = skipped;
 		return;
 	}
-	/* It does not read back: the whole trace is indexed again, with
-	 * no side index (the next open starts one anew). */
+	/* It does not read back: the whole trace is indexed again, into
+	 * a side index started anew (or none, when that fails). */
 	r->side_loaded = 0;
 	memset(r->warn_bits, 0, r->rec_cap / 64 * sizeof(*r->warn_bits));
 	memset(r->batch_bits, 0, r->rec_cap / 64 * sizeof(*r->batch_bits));
 	r->n = 0;
 	r->first_ns = r->last_ns = 0;
 	r->indexed_bytes = 0;
-	con_side_close(r->side);
-	free(r->side);
-	r->side = NULL;
+	if (!con_side_anew(r->side, st)) {
+		con_side_close(r->side);
+		free(r->side);
+		r->side = NULL;
+	}
 	if (r->im) {
 		con_model_fini(r->im);
 		con_model_init(r->im, "replay");
@@ -1014,7 +1016,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
-		ckpt_maybe(r, m, r->next);
+		/* Checkpoints of its own where the side index has none. */
+		if (!r->side || !r->side->nck)
+			ckpt_maybe(r, m, r->next);
 		if (!(r->next & 15))
 			progress(r, r->rec[r->next - 1].off, false);
 	}

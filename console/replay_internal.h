@@ -25,6 +25,7 @@ typedef struct con_side_ckpt_s {
 typedef struct con_side_s {
 	int fd;       /* the index file (-1: none) */
 	bool writing; /* appending to part (renamed to path at the end) */
+	bool done;    /* written whole and renamed, this open */
 	char *path;   /* FILE.weftidx, or the cache's name for it */
 	char *part;   /* path.part, while written */
 	int trace_fd; /* the trace, locked (flock) while its index is written */
@@ -65,6 +66,9 @@ size_t con_side_before(const con_side_t *s, size_t next);
 /* @m (uninitialised) becomes side checkpoint @i's model; false (@m
  * zeroed) when it does not read back (it is then dropped). */
 bool con_side_restore(con_side_t *s, size_t i, con_model_t *m);
+/* Start the index being written anew (its part emptied, a header
+ * written); false when it is not written, or that fails. */
+bool con_side_anew(con_side_t *s, const struct stat *st);
 void con_side_close(con_side_t *s);
 
 #endif /* WEFT_CONSOLE_REPLAY_INTERNAL_H */

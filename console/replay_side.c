@@ -33,10 +33,12 @@
  * (size, mtime), else (a trace being recorded: it grew) it is extended
  * from its END's mark, not rebuilt.  Anything else: rebuilt.
  *
- * Checkpoints go every CON_CKPT_EVERY bytes of trace at least, and at
- * least CON_SIDE_RATIO times their own size apart: the file stays
- * within about 1/CON_SIDE_RATIO of the trace's size (with its records:
- * 17 bytes each).  Only one console writes a trace's index at a time
+ * Checkpoints go every CON_CKPT_EVERY bytes of trace at least, and
+ * CON_SIDE_RATIO times their own size apart up to CON_SIDE_EVERY_MAX:
+ * the file is about 1/CON_SIDE_RATIO of the trace's size where the
+ * model is small beside 2 MiB, more where it is not (a seek reads 32
+ * MiB at most): 11% for a model of 115,000 tasks (tools/bench/README.md,
+ * "Big traces"), its records 17 bytes each besides.  Only one console writes a trace's index at a time
  * (it holds flock on the trace); another just reads a whole one, or
  * keeps none.  WEFT_CONSOLE_INDEX=0: no side index.
  */
@@ -52,8 +54,12 @@
 #define SIDE_MAGIC "WEFTIDX"
 #define SIDE_VERSION 1u
 #define SIDE_HEAD 4096 /* the trace's first bytes hashed; and 4 KiB tails */
-/* Checkpoints at least this many times their size apart in the trace. */
+/* Checkpoints this many times their size apart in the trace (the file
+ * about 1/16 of the trace's size), but never more than
+ * CON_SIDE_EVERY_MAX apart (a seek reads that much at most: about half
+ * a second at the model's speed, whatever the model's size). */
 #define CON_SIDE_RATIO 16
+#define CON_SIDE_EVERY_MAX (32ull << 20)
 
 enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END };
 
@@ -456,10 +462,13 @@ static bool mark_write(con_replay_t *r, const con_model_t *m, uint64_t covered,
 		goto out_stop;
 	ck_push(s, c);
 	s->covered = covered;
-	/* The next one CON_SIDE_RATIO times this one's size on at least. */
-	s->due = covered + (c.len * CON_SIDE_RATIO > CON_CKPT_EVERY ?
-				    c.len * CON_SIDE_RATIO :
-				    CON_CKPT_EVERY);
+	/* The next one CON_SIDE_RATIO times this one's size on, within
+	 * [CON_CKPT_EVERY, CON_SIDE_EVERY_MAX]. */
+	s->due = covered + (c.len * CON_SIDE_RATIO < CON_CKPT_EVERY ?
+				    CON_CKPT_EVERY :
+			    c.len * CON_SIDE_RATIO > CON_SIDE_EVERY_MAX ?
+				    CON_SIDE_EVERY_MAX :
+				    c.len * CON_SIDE_RATIO);
 	return true;
 out_stop:
 	stop_writing(s);
@@ -503,9 +512,10 @@ void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered)
 	memcpy(p, &e, sizeof(e));
 	memcpy(p + sizeof(e), r->error ? r->error : "", elen);
 	if (chunk_write(s, CH_END, p, sizeof(e) + elen, NULL) &&
-	    !rename(s->part, s->path))
+	    !rename(s->part, s->path)) {
 		s->writing = false;
-	else
+		s->done = true;
+	} else
 		stop_writing(s);
 	free(p);
 }
@@ -708,6 +718,15 @@ int con_side_open(con_replay_t *r, const struct stat *st, uint64_t *covered,
 	return got;
 }
 
+bool con_side_anew(con_side_t *s, const struct stat *st)
+{
+	if (!s->writing || !side_start(s, st)) {
+		s->writing = false;
+		return false;
+	}
+	return true;
+}
+
 size_t con_side_before(const con_side_t *s, size_t next)
 {
 	size_t lo = 0, hi = s ? s->nck : 0;
@@ -760,4 +779,33 @@ void con_side_close(con_side_t *s)
 	free(s->part);
 	memset(s, 0, sizeof(*s));
 	s->fd = s->trace_fd = -1;
+}
+
+const char *con_replay_side_state(const con_replay_t *r)
+{
+	static const char *const names[3][2] = {
+		{ "written", "written, whole" },
+		{ "whole", "whole" },
+		{ "part", "part, now whole" },
+	};
+	bool whole;
+
+	if (!r->side || r->side_loaded < 0 || r->side_loaded > 2)
+		return "none";
+	whole = r->side->done;
+	return names[r->side_loaded][r->side_loaded == 1 || whole];
+}
+
+uint64_t con_replay_side_bytes(const con_replay_t *r)
+{
+	struct stat st;
+
+	if (!r->side || r->side->fd < 0 || fstat(r->side->fd, &st))
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+size_t con_replay_side_ckpts(const con_replay_t *r)
+{
+	return r->side ? r->side->nck : 0;
 }
