@@ -24,6 +24,7 @@
  * exact; it reads the blob with bounds checks and says false on one that
  * does not parse (never past its end).
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -725,6 +726,18 @@ static char *get_xstr(rd_t *r)
 
 	return s ? con_xstrdup(s) : NULL;
 }
+
+/*
+ * get_rest() replaces every pointer of con_model_t it knows of: a field
+ * added to the model must be looked at there (a pointer replaced, or
+ * NULL), then this size updated.  (LP64 only: the size differs
+ * elsewhere.)
+ */
+#define CON_MODEL_SAVED_SIZE 992
+#if UINTPTR_MAX == UINT64_MAX
+static_assert(sizeof(con_model_t) == CON_MODEL_SAVED_SIZE,
+	      "con_model_t changed: check get_rest() in model_pack.c");
+#endif
 
 uint64_t con_model_save_layout(void)
 {

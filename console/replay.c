@@ -17,8 +17,35 @@
  * frame, the status line showing "indexing N%" and an end time that
  * grows), and a seek past what is known indexes as far as it needs.
  * last_ns, truncated, skipped and error are final once indexed is set.
- * (No side index file next to the trace: every open still reads the
- * whole file once, in the background.)
+ *
+ * What the index pass learns is kept between runs in a side index next
+ * to the trace (replay_side.c: FILE.weftidx, or in the cache where the
+ * folder is not writable): the records, and checkpoints of its model
+ * saved whole (con_model_save(): packed tasks and the rest), written as
+ * the pass goes.  An open that finds a whole one that fits the trace
+ * reads it instead of the trace (its first screen in milliseconds at 10
+ * GB); a part (a pass cut short) or the index of a trace that grew since
+ * gives the records to its last checkpoint, and the pass goes on from
+ * there with that checkpoint's model.  While a side index is kept, the
+ * index pass's checkpoints go there, not to memory, and seeks take
+ * none of their own; the side ones are read back (and checked) only
+ * when a seek restores one.  WEFT_CONSOLE_INDEX=0: none (the in-memory
+ * checkpoints below).
+ *
+ * A seek past what is indexed still waits for the pass (on a first
+ * open: every later one has the side index).  Seeking ahead of it from
+ * a full update in the file was not done: a recorder's file holds one,
+ * at its start (probe/src/recorder.c: each new file asks for every
+ * task), so a single trace file has nothing ahead to start from; only
+ * files put end to end (cat trace.0 trace.1) hold more, each after a
+ * FileHeader.  It would take finding a record boundary at an arbitrary
+ * offset (the reader's resync does it for torn records), scanning on
+ * to a FileHeader and the full update after it, feeding a fresh model
+ * from there; and that model would still lack the history a screen
+ * shows (timeline, warnings, the workers' series, recent events), so
+ * it would be a different screen from the one the exact replay gives
+ * there.  A recorder that wrote a full update every N MB of a file
+ * (probe/) would make it worth doing.
  *
  * Updates carry only changes, so the state at a time is known only by
  * feeding every record before it.  Checkpoints bound that: packed copies
@@ -52,8 +79,8 @@
  * a second model.  A seek reads at most the spacing's worth of file: 16
  * MB at 1 GB (50 checkpoints, 200 MB spilled), 32 MB from 2 to 16 GB
  * (2 GiB spilled at most), 64 MB beyond (tools/bench/README.md, "Big
- * traces").  No side file is kept between runs: every open indexes the
- * whole file again at the model's speed.
+ * traces").  With a side index, its checkpoints are 32 MiB of file
+ * apart at most instead, on disk only.
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
