@@ -92,7 +92,9 @@
  * FIFO put in the file's place between the two would still block (the
  * reader takes a path, not a descriptor).
  */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -797,20 +799,32 @@ void con_replay_checkpoints(con_replay_t *r, size_t budget)
 	}
 }
 
-/* The last checkpoint at or before record count @next (nckpt: none). */
-static size_t ckpt_before(const con_replay_t *r, size_t next)
+size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
+			      size_t next)
 {
-	size_t lo = 0, hi = r->nckpt;
+	const char *a = ckpts;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		size_t at;
 
-		if (r->ckpt[mid].next <= next)
+		memcpy(&at, a + mid * size, sizeof(at));
+		if (at <= next)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo ? lo - 1 : r->nckpt;
+	return lo ? lo - 1 : n;
+}
+
+/* The last checkpoint at or before record count @next (nckpt: none). */
+static size_t ckpt_before(const con_replay_t *r, size_t next)
+{
+	static_assert(offsetof(con_replay_ckpt_t, next) == 0,
+		      "con_replay_ckpt_before() reads next first");
+	return con_replay_ckpt_before(r->ckpt, r->nckpt, sizeof(*r->ckpt),
+				      next);
 }
 
 /* The file's offset of record count @next (0 for the start). */

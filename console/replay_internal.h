@@ -41,6 +41,11 @@ typedef struct con_side_s {
 /* replay.c: one more record in @r's index (CON_REC_* bits in @flags). */
 void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
 			 unsigned flags);
+/* replay.c: in @n checkpoints of @size bytes each, sorted by their
+ * first member (a size_t, the record count they were taken at), the
+ * last at or before @next (@n: none). */
+size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
+			      size_t next);
 
 /* replay_side.c */
 /*

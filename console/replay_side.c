@@ -42,7 +42,9 @@
  * (it holds flock on the trace); another just reads a whole one, or
  * keeps none.  WEFT_CONSOLE_INDEX=0: no side index.
  */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -729,17 +731,10 @@ bool con_side_anew(con_side_t *s, const struct stat *st)
 
 size_t con_side_before(const con_side_t *s, size_t next)
 {
-	size_t lo = 0, hi = s ? s->nck : 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (s->ck[mid].next <= next)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? lo - 1 : (s ? s->nck : 0);
+	static_assert(offsetof(con_side_ckpt_t, next) == 0,
+		      "con_replay_ckpt_before() reads next first");
+	return s ? con_replay_ckpt_before(s->ck, s->nck, sizeof(*s->ck), next) :
+		   0;
 }
 
 bool con_side_restore(con_side_t *s, size_t i, con_model_t *m)

@@ -3,7 +3,8 @@
  * The replay's side index (console/replay_side.c, issue 21) on real
  * traces written by weft-bench-gentrace (its path is argv[1]; 12 MB
  * each): written by a first open and reused by the second (which reads
- * far less than the trace: /proc/self/io's rchar), rebuilt when the
+ * far less than the trace: /proc/self/io's rchar), gone on from when a
+ * pass was cut short, rebuilt when the
  * trace is replaced, extended when it grew, ignored where it is corrupt
  * (bytes flipped, cut short) with no crash and no wrong screen, and
  * written to $XDG_CACHE_HOME/weft/ when the trace's folder is not
@@ -235,6 +236,26 @@ static void test_console_side_written_reused(void **state)
 		assert_true(got[i] == ref[i]);
 }
 
+/* An index pass cut short (the console quit) keeps what it wrote: the
+ * next open goes on from its last checkpoint, and ends it whole. */
+static void test_console_side_cut_short(void **state)
+{
+	con_replay_t r;
+
+	(void)state;
+	gen(trace, "12M", 6);
+	assert_int_equal(con_replay_open_lazy(&r, trace, 0), 0);
+	while (!r.indexed && r.indexed_bytes < (10u << 20))
+		con_replay_index(&r, 1);
+	assert_false(r.indexed);
+	con_replay_close(&r);
+	assert_true(exists(part));
+	assert_false(exists(idx));
+	assert_right(trace, 2);
+	assert_true(exists(idx));
+	assert_false(exists(part));
+}
+
 /* A trace replaced (another file by rename; the same file rewritten)
  * is indexed anew, not read through the old index. */
 static void test_console_side_stale_replaced(void **state)
@@ -399,6 +420,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_console_side_written_reused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_console_side_cut_short,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_console_side_stale_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_grown, setup,
