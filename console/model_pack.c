@@ -951,6 +951,16 @@ static bool get_rest(rd_t *r, con_model_t *m)
 	m->ndirty = m->dirty_cap = 0;
 	m->recent = NULL;
 	m->recent_cap = 0;
+	/* What indexes a table: in range (the session's sort and filter
+	 * replace the task list's on a restore). */
+	if ((unsigned)m->sort_col >= CON_COL_MAX)
+		m->sort_col = CON_COL_ID;
+	if ((unsigned)m->res_sort_col >= CON_RCOL_MAX)
+		m->res_sort_col = 0;
+	if ((unsigned)m->group_sort_col >= CON_GCOL_MAX)
+		m->group_sort_col = CON_GCOL_LIVE;
+	if ((unsigned)m->mode > CON_MODE_REPLAY)
+		m->mode = CON_MODE_REPLAY;
 	m->filter[sizeof(m->filter) - 1] = '\0';
 	m->res_filter[sizeof(m->res_filter) - 1] = '\0';
 	m->group_filter[sizeof(m->group_filter) - 1] = '\0';
