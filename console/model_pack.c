@@ -971,6 +971,7 @@ static bool get_rest(rd_t *r, con_model_t *m)
 	if (r->bad || raw.workers_cap > CON_MAX_WORKERS ||
 	    raw.nworkers > raw.workers_cap || raw.stolen_hi > raw.workers_cap ||
 	    raw.nwarnings > raw.warnings_cap ||
+	    raw.warnings_cap > 2 * CON_MAX_WARNINGS ||
 	    raw.nwarnings > CON_MAX_WARNINGS || raw.nres > CON_MAX_RESOURCES ||
 	    raw.nres_list > raw.nres ||
 	    (uint64_t)(r->end - r->p) <

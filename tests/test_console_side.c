@@ -370,6 +370,63 @@ static void test_console_side_corrupt(void **state)
 	assert_true(exists(idx));
 }
 
+/* A saved model's bytes flipped or cut (past the checksum: as if it
+ * matched) read back as false or as some model, never past the bytes
+ * (ASan) nor into a crash. */
+static void test_console_side_load_bad(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	con_replay_t r;
+	con_model_t m, got;
+	con_saved_t sv;
+	uint8_t *p;
+	int ok = 0, rounds = 300;
+
+	(void)state;
+	gen(trace, "3M", 8);
+	setenv("WEFT_CONSOLE_INDEX", "0", 1);
+	assert_int_equal(con_replay_open(&r, trace), 0);
+	con_model_init(&m, "t");
+	con_replay_seek(&r, &m, r.last_ns);
+	con_replay_close(&r);
+	unsetenv("WEFT_CONSOLE_INDEX");
+	con_model_save(&sv, &m);
+	assert_true(con_model_load(&got, sv.p, sv.len));
+	assert_true(digest(&got) == digest(&m));
+	con_model_fini(&got);
+	p = malloc(sv.len);
+	assert_non_null(p);
+	/* WEFT_TEST_SIDE_ROUNDS=N: more rounds, X: another seed. */
+	if (getenv("WEFT_TEST_SIDE_ROUNDS"))
+		rounds = atoi(getenv("WEFT_TEST_SIDE_ROUNDS"));
+	if (getenv("WEFT_TEST_SIDE_SEED"))
+		x += strtoull(getenv("WEFT_TEST_SIDE_SEED"), NULL, 10);
+	for (int i = 0; i < rounds; i++) {
+		size_t len = sv.len;
+
+		memcpy(p, sv.p, sv.len);
+		for (int k = 0; k < 1 + i % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* Most of them in the rest's first 64 KiB (counts,
+			 * lengths, flags), the others anywhere. */
+			p[(i % 3 ? x % (sv.len < 65536 ? sv.len : 65536) :
+				   x % sv.len)] ^= (uint8_t)(1u << (x >> 61));
+		}
+		if (i % 5 == 4)
+			len = (size_t)(x % sv.len);
+		if (con_model_load(&got, p, len)) {
+			ok++;
+			con_model_fini(&got);
+		}
+	}
+	free(p);
+	con_saved_free(&sv);
+	con_model_fini(&m);
+	(void)ok;
+}
+
 /* The trace's folder not writable: the index goes to the cache (as
  * another user when root, whom permissions do not stop). */
 static void test_console_side_readonly(void **state)
@@ -427,6 +484,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_console_side_grown, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_corrupt,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_console_side_load_bad,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_readonly,
 						setup, teardown),
