@@ -173,7 +173,7 @@ static void make_dirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		(void)mkdir(d, 0755);
+		(void)mkdir(d, 0700);
 		*p = '/';
 	}
 	free(d);
@@ -627,8 +627,10 @@ static int try_write(con_replay_t *r, const char *path, const struct stat *st,
 	side_read_t sr;
 	int fd;
 
+	/* As readable as the trace, no more (it tells what the trace
+	 * does); the cache's folders the user's own. */
 	make_dirs(path);
-	fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, st->st_mode & 0666);
 	if (fd < 0) {
 		free(part);
 		return -1;

@@ -162,6 +162,14 @@ static void assert_right(const char *path, int want_loaded)
 		assert_true(got[i] == ref[i]);
 }
 
+static mode_t current_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return m;
+}
+
 static bool exists(const char *p)
 {
 	return access(p, F_OK) == 0;
@@ -210,8 +218,9 @@ static void test_console_side_written_reused(void **state)
 	assert_false(exists(part));
 	for (size_t i = 0; i < NAT; i++)
 		assert_true(got[i] == ref[i]);
-	/* A small part of the trace's size. */
+	/* A small part of the trace's size, as readable as the trace. */
 	assert_int_equal(stat(idx, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644 & ~current_umask());
 	{
 		struct stat ts;
 
@@ -241,9 +250,12 @@ static void test_console_side_written_reused(void **state)
 static void test_console_side_cut_short(void **state)
 {
 	con_replay_t r;
+	struct stat st;
 
 	(void)state;
 	gen(trace, "12M", 6);
+	/* A private trace: its index private too. */
+	assert_int_equal(chmod(trace, 0600), 0);
 	assert_int_equal(con_replay_open_lazy(&r, trace, 0), 0);
 	while (!r.indexed && r.indexed_bytes < (10u << 20))
 		con_replay_index(&r, 1);
@@ -251,6 +263,8 @@ static void test_console_side_cut_short(void **state)
 	con_replay_close(&r);
 	assert_true(exists(part));
 	assert_false(exists(idx));
+	assert_int_equal(stat(part, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_right(trace, 2);
 	assert_true(exists(idx));
 	assert_false(exists(part));
