@@ -142,6 +142,18 @@ static void seeks(const char *path, bool side, uint64_t *d, int *loaded,
 								 r.first_ns)));
 		d[i] = digest(&m);
 	}
+	/* The records' bits too: the next warning, a task's events read
+	 * back from the batches before the position. */
+	d[NAT - 1] = mix(d[NAT - 1], con_replay_next_warning(&r));
+	if (m.ntasks) {
+		weft_event_t ev[16];
+		size_t n = con_replay_task_events(&r, m.tasks[m.ntasks / 2]->id,
+						  ev, 16);
+
+		d[NAT - 1] = mix(d[NAT - 1], n);
+		for (size_t i = 0; i < n; i++)
+			d[NAT - 1] = mix(d[NAT - 1], ev[i].ts);
+	}
 	if (restored)
 		*restored = r.side_restored;
 	con_model_fini(&m);
