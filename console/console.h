@@ -486,6 +486,27 @@ bool con_model_unpack(con_model_t *dst, const con_packed_t *p);
 /* Its heap bytes (the budget's measure). */
 size_t con_packed_bytes(const con_packed_t *p);
 void con_packed_free(con_packed_t *p);
+
+/*
+ * A model saved as bytes that outlive the process (model_pack.c: the
+ * replay's side index): the packed tasks and the rest laid out as in
+ * memory, so read back only by a build whose con_model_save_layout() is
+ * the same.
+ */
+typedef struct con_saved_s {
+	uint8_t *p;
+	size_t len;
+} con_saved_t;
+
+/* @m's bytes into @out (uninitialised; con_saved_free() frees them). */
+void con_model_save(con_saved_t *out, const con_model_t *m);
+/* @dst (uninitialised) becomes the model saved in the @len bytes at
+ * @bytes; false (and @dst zeroed, nothing to free) when they do not
+ * parse. */
+bool con_model_load(con_model_t *dst, const void *bytes, size_t len);
+void con_saved_free(con_saved_t *s);
+/* A number that changes with the layout con_model_save() writes. */
+uint64_t con_model_save_layout(void);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
@@ -844,6 +865,15 @@ typedef struct con_replay_s {
 	 * one's room is made before it is packed). */
 	size_t ckpt_last_mem;
 	uint64_t ckpt_last_disk;
+	/* The side index kept next to the trace (replay_side.c; NULL:
+	 * none): its checkpoints read from there, the index pass's written
+	 * there.  side_covered: the trace's bytes to the index pass's last
+	 * record's end; side_loaded: records read from it at open (1 the
+	 * whole index, 2 a part, 0 none). */
+	struct con_side_s *side;
+	uint64_t side_covered;
+	int side_loaded;
+	uint64_t side_restored; /* seeks from a side checkpoint */
 } con_replay_t;
 
 /* A checkpoint: the model with records [0, next) fed, packed. */
@@ -896,6 +926,14 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
 uint64_t con_replay_next_warning(const con_replay_t *r);
 /* The same, indexing on until one is found or the file ends. */
 uint64_t con_replay_find_warning(con_replay_t *r);
+/* replay_side.c: the side index, as this open found it ("whole": read
+ * instead of the trace, "part": gone on from, "written": made anew,
+ * "none": not kept) and what it became ("... -> whole": finished); its
+ * file's bytes now (0: none). */
+const char *con_replay_side_state(const con_replay_t *r);
+uint64_t con_replay_side_bytes(const con_replay_t *r);
+/* The side index's checkpoints (0: none). */
+size_t con_replay_side_ckpts(const con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
  * last, into @out (read from the file's event batches); returns how
  * many.  Moves the file's reader, not the model. */

@@ -17,8 +17,35 @@
  * frame, the status line showing "indexing N%" and an end time that
  * grows), and a seek past what is known indexes as far as it needs.
  * last_ns, truncated, skipped and error are final once indexed is set.
- * (No side index file next to the trace: every open still reads the
- * whole file once, in the background.)
+ *
+ * What the index pass learns is kept between runs in a side index next
+ * to the trace (replay_side.c: FILE.weftidx, or in the cache where the
+ * folder is not writable): the records, and checkpoints of its model
+ * saved whole (con_model_save(): packed tasks and the rest), written as
+ * the pass goes.  An open that finds a whole one that fits the trace
+ * reads it instead of the trace (its first screen in milliseconds at 10
+ * GB); a part (a pass cut short) or the index of a trace that grew since
+ * gives the records to its last checkpoint, and the pass goes on from
+ * there with that checkpoint's model.  While a side index is kept, the
+ * index pass's checkpoints go there, not to memory, and seeks take
+ * none of their own; the side ones are read back (and checked) only
+ * when a seek restores one.  WEFT_CONSOLE_INDEX=0: none (the in-memory
+ * checkpoints below).
+ *
+ * A seek past what is indexed still waits for the pass (on a first
+ * open: every later one has the side index).  Seeking ahead of it from
+ * a full update in the file was not done: a recorder's file holds one,
+ * at its start (probe/src/recorder.c: each new file asks for every
+ * task), so a single trace file has nothing ahead to start from; only
+ * files put end to end (cat trace.0 trace.1) hold more, each after a
+ * FileHeader.  It would take finding a record boundary at an arbitrary
+ * offset (the reader's resync does it for torn records), scanning on
+ * to a FileHeader and the full update after it, feeding a fresh model
+ * from there; and that model would still lack the history a screen
+ * shows (timeline, warnings, the workers' series, recent events), so
+ * it would be a different screen from the one the exact replay gives
+ * there.  A recorder that wrote a full update every N MB of a file
+ * (probe/) would make it worth doing.
  *
  * Updates carry only changes, so the state at a time is known only by
  * feeding every record before it.  Checkpoints bound that: packed copies
@@ -52,8 +79,8 @@
  * a second model.  A seek reads at most the spacing's worth of file: 16
  * MB at 1 GB (50 checkpoints, 200 MB spilled), 32 MB from 2 to 16 GB
  * (2 GiB spilled at most), 64 MB beyond (tools/bench/README.md, "Big
- * traces").  No side file is kept between runs: every open indexes the
- * whole file again at the model's speed.
+ * traces").  With a side index, its checkpoints are 32 MiB of file
+ * apart at most instead, on disk only.
  *
  * A file cut short replays up to its last whole record; a malformed
  * record ends the replay there with the reason kept in error.
@@ -65,7 +92,9 @@
  * FIFO put in the file's place between the two would still block (the
  * reader takes a path, not a descriptor).
  */
+#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +103,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "console.h"
+#include "replay_internal.h"
 
 #include "weft/trace_reader.h"
 #include "weft/trace_stream.h"
@@ -154,17 +183,17 @@ void con_replay_progress_off(con_replay_t *r)
 	r->progress = false;
 }
 
-/* One more record in the index: the frame @f read at @off. */
-static void index_add(con_replay_t *r, size_t *cap, uint64_t off,
-		      const Weft__V1__Frame *f)
+void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
+			 unsigned flags)
 {
 	size_t i = r->n;
 
-	if (i == *cap) {
-		size_t words = (*cap ? 2 * *cap : 4096) / 64, old = *cap / 64;
+	if (i == r->rec_cap) {
+		size_t words = (r->rec_cap ? 2 * r->rec_cap : 4096) / 64,
+		       old = r->rec_cap / 64;
 
-		*cap = words * 64;
-		r->rec = con_xreallocarray(r->rec, *cap, sizeof(*r->rec));
+		r->rec_cap = words * 64;
+		r->rec = con_xreallocarray(r->rec, r->rec_cap, sizeof(*r->rec));
 		r->warn_bits = con_xreallocarray(r->warn_bits, words,
 						 sizeof(*r->warn_bits));
 		r->batch_bits = con_xreallocarray(r->batch_bits, words,
@@ -175,18 +204,30 @@ static void index_add(con_replay_t *r, size_t *cap, uint64_t off,
 		       (words - old) * sizeof(*r->batch_bits));
 	}
 	r->rec[i].off = off;
-	r->rec[i].at = weft_trace_frame_time(f);
+	r->rec[i].at = at;
 	if (i && r->rec[i].at < r->rec[i - 1].at)
 		r->rec[i].at = r->rec[i - 1].at;
 	if (!r->first_ns && r->rec[i].at)
 		r->first_ns = r->rec[i].at;
-	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
-	    f->update->n_warnings)
+	if (flags & CON_REC_WARN)
 		bit_set(r->warn_bits, i);
-	if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS &&
-	    f->events->count <= WEFT_WIRE_BATCH_MAX)
+	if (flags & CON_REC_BATCH)
 		bit_set(r->batch_bits, i);
 	r->n++;
+}
+
+/* One more record in the index: the frame @f read at @off. */
+static void index_add(con_replay_t *r, uint64_t off, const Weft__V1__Frame *f)
+{
+	unsigned flags = 0;
+
+	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+	    f->update->n_warnings)
+		flags |= CON_REC_WARN;
+	if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS &&
+	    f->events->count <= WEFT_WIRE_BATCH_MAX)
+		flags |= CON_REC_BATCH;
+	con_replay_rec_push(r, off, weft_trace_frame_time(f), flags);
 }
 
 static const char *file_kind(mode_t mode)
@@ -336,6 +377,9 @@ static void index_end(con_replay_t *r, int rc)
 	r->truncated = ix->truncated;
 	r->skipped = ix->skipped;
 	r->indexed_bytes = r->size;
+	/* The side index's end (its last checkpoint: the model at the
+	 * file's end), and its name. */
+	con_side_end(r, r->im, r->side_covered);
 	weft_trace_reader_close(ix);
 	free(ix);
 	r->ix = NULL;
@@ -372,15 +416,20 @@ static int index_one(con_replay_t *r)
 		}
 		return 1;
 	}
-	index_add(r, &r->rec_cap, ix->dec.record_offset, f);
+	index_add(r, ix->dec.record_offset, f);
+	r->side_covered = ix->dec.offset;
 	r->last_ns = r->rec[r->n - 1].at;
 	if (r->im && r->ckpt_every == UINT64_MAX)
 		im_free(r); /* no more checkpoints: the model is too big */
 	if (r->im) {
 		/* As a seek from the start would feed it: the hello, then
-		 * records [0, n). */
+		 * records [0, n).  Its checkpoints to the side index, while
+		 * one is written; else kept in memory (and the spill file). */
 		con_model_frame(r->im, f);
-		ckpt_maybe(r, r->im, r->n);
+		if (r->side && r->side->writing)
+			con_side_step(r, r->im, r->side_covered, ix->skipped);
+		else
+			ckpt_maybe(r, r->im, r->n);
 	}
 	weft_wire_frame_free(f);
 	return 1;
@@ -405,6 +454,73 @@ static void index_past(con_replay_t *r, uint64_t pos_ns)
 {
 	while (!r->indexed && (!r->n || r->rec[r->n - 1].at <= pos_ns))
 		index_one(r);
+}
+
+static bool side_restore(con_replay_t *r, con_model_t *m, size_t i);
+
+/*
+ * The side index, when one is kept: a whole one is the index (the
+ * trace's header read, nothing else); a part gives the records to its
+ * last mark, and the index pass goes on from there with that mark's
+ * model.
+ */
+static void side_open(con_replay_t *r, const struct stat *st)
+{
+	weft_trace_reader_t *ix = r->ix;
+	uint64_t covered = 0, skipped = 0, hdr_end;
+	Weft__V1__Frame *f;
+	int got = con_side_open(r, st, &covered, &skipped);
+
+	r->side_loaded = got;
+	if (!got)
+		return;
+	/* The hello, from the trace's header. */
+	if (weft_trace_reader_next(ix, &f) == 1) {
+		if (is_reader_header(ix, f))
+			r->hello = frame_copy(f);
+		else
+			weft_wire_frame_free(f);
+	}
+	hdr_end = ix->dec.offset;
+	r->last_ns = r->n ? r->rec[r->n - 1].at : 0;
+	if (got == 1) {
+		r->indexed_bytes = r->size;
+		weft_trace_reader_close(ix);
+		free(ix);
+		r->ix = NULL;
+		r->indexed = true;
+		im_free(r);
+		return;
+	}
+	/* A part: on from its mark, with its model. */
+	r->side_covered = r->indexed_bytes = covered;
+	if (r->hello && r->im && r->side->nck &&
+	    side_restore(r, r->im, r->side->nck - 1) &&
+	    !weft_trace_reader_seek(ix, covered)) {
+		ix->skipped = skipped;
+		return;
+	}
+	/* It does not read back: the whole trace is indexed again, into
+	 * a side index started anew (or none, when that fails). */
+	r->side_loaded = 0;
+	memset(r->warn_bits, 0, r->rec_cap / 64 * sizeof(*r->warn_bits));
+	memset(r->batch_bits, 0, r->rec_cap / 64 * sizeof(*r->batch_bits));
+	r->n = 0;
+	r->first_ns = r->last_ns = 0;
+	r->indexed_bytes = 0;
+	if (!con_side_anew(r->side, st)) {
+		con_side_close(r->side);
+		free(r->side);
+		r->side = NULL;
+	}
+	if (r->im) {
+		con_model_fini(r->im);
+		con_model_init(r->im, "replay");
+		r->im->mode = CON_MODE_REPLAY;
+		con_model_frame(r->im, r->hello);
+	}
+	if (!r->hello || weft_trace_reader_seek(ix, hdr_end))
+		index_end(r, -EIO);
 }
 
 int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
@@ -454,6 +570,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 		con_model_init(r->im, "replay");
 		r->im->mode = CON_MODE_REPLAY;
 	}
+	side_open(r, &st);
 	/* The first record at least (the first screen), then as much as
 	 * the budget allows. */
 	while (!r->indexed && !r->n)
@@ -500,6 +617,10 @@ void con_replay_close(con_replay_t *r)
 	free(r->error);
 	ckpt_free_all(r);
 	im_free(r);
+	if (r->side) {
+		con_side_close(r->side);
+		free(r->side);
+	}
 	if (r->rd && r->spill_fd >= 0)
 		close(r->spill_fd);
 	memset(r, 0, sizeof(*r));
@@ -556,6 +677,13 @@ static void cut_at(con_replay_t *r, size_t i)
 	}
 	while (r->nckpt && r->ckpt[r->nckpt - 1].next > i)
 		ckpt_drop(r, --r->nckpt);
+	/* The side index's past it too; none written any more (the next
+	 * open checks the trace against it again). */
+	if (r->side) {
+		while (r->side->nck && r->side->ck[r->side->nck - 1].next > i)
+			r->side->nck--;
+		r->side->writing = false;
+	}
 }
 
 /* What a model keeps over a reset or a restore: the session's
@@ -671,20 +799,32 @@ void con_replay_checkpoints(con_replay_t *r, size_t budget)
 	}
 }
 
-/* The last checkpoint at or before record count @next (nckpt: none). */
-static size_t ckpt_before(const con_replay_t *r, size_t next)
+size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
+			      size_t next)
 {
-	size_t lo = 0, hi = r->nckpt;
+	const char *a = ckpts;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		size_t at;
 
-		if (r->ckpt[mid].next <= next)
+		memcpy(&at, a + mid * size, sizeof(at));
+		if (at <= next)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo ? lo - 1 : r->nckpt;
+	return lo ? lo - 1 : n;
+}
+
+/* The last checkpoint at or before record count @next (nckpt: none). */
+static size_t ckpt_before(const con_replay_t *r, size_t next)
+{
+	static_assert(offsetof(con_replay_ckpt_t, next) == 0,
+		      "con_replay_ckpt_before() reads next first");
+	return con_replay_ckpt_before(r->ckpt, r->nckpt, sizeof(*r->ckpt),
+				      next);
 }
 
 /* The file's offset of record count @next (0 for the start). */
@@ -784,11 +924,31 @@ static void ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next)
 		r->ckpt_peak = r->ckpt_bytes;
 }
 
+/* @m becomes @got (a checkpoint's model, taken), keeping its own
+ * settings and title. */
+static void adopt(con_model_t *m, con_model_t *got)
+{
+	model_settings_t st;
+
+	settings_get(m, &st);
+	/* The session's title, not the one the copy was taken with (the
+	 * index pass's model). */
+	free(got->target);
+	got->target = m->target;
+	m->target = NULL;
+	con_model_fini(m);
+	*m = *got;
+	settings_put(m, &st);
+	/* The watched task: none, as after a reset (the session watches
+	 * again and fills it from the file). */
+	m->watch_task = 0;
+	m->nwatch = 0;
+}
+
 /* @m becomes checkpoint @i's model, keeping its own settings. */
 static bool ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 {
 	con_replay_ckpt_t *c = &r->ckpt[i];
-	model_settings_t st;
 	con_model_t got;
 	bool ok;
 
@@ -805,22 +965,22 @@ static bool ckpt_restore(con_replay_t *r, con_model_t *m, size_t i)
 	}
 	if (!ok)
 		return false;
-	settings_get(m, &st);
-	/* The session's title, not the one the copy was taken with (the
-	 * index pass's model). */
-	free(got.target);
-	got.target = m->target;
-	m->target = NULL;
-	con_model_fini(m);
-	*m = got;
-	settings_put(m, &st);
-	/* The watched task: none, as after a reset (the session watches
-	 * again and fills it from the file). */
-	m->watch_task = 0;
-	m->nwatch = 0;
+	adopt(m, &got);
 	r->next = r->ckpt[i].next;
 	r->hello_fed = true;
 	r->ckpt_restored++;
+	return true;
+}
+
+/* @m becomes the side index's checkpoint @i's model (false: it did not
+ * read back, and is dropped). */
+static bool side_restore(con_replay_t *r, con_model_t *m, size_t i)
+{
+	con_model_t got;
+
+	if (!con_side_restore(r->side, i, &got))
+		return false;
+	adopt(m, &got);
 	return true;
 }
 
@@ -848,16 +1008,39 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 	want = recs_upto(r, pos_ns);
 	c = ckpt_before(r, want);
 
-	/* From the nearest checkpoint at or before the records wanted,
-	 * when the model is past them, or behind that checkpoint; from the
-	 * start when the model is past them and there is none. */
-	if (c < r->nckpt && (want < r->next || r->ckpt[c].next > r->next) &&
-	    ckpt_restore(r, m, c)) {
-		/* restored */
-	} else if (want < r->next) {
-		model_reset(m);
-		r->next = 0;
-		r->hello_fed = false;
+	/* From the nearest checkpoint at or before the records wanted (in
+	 * memory or in the side index: the later of the two, memory on a
+	 * tie), when the model is past them, or behind that checkpoint;
+	 * from the start when the model is past them and there is none.  A
+	 * side one that does not read back is dropped: the next is tried. */
+	for (;;) {
+		size_t sc = con_side_before(r->side, want);
+		size_t cn = c < r->nckpt ? r->ckpt[c].next : 0;
+		bool use_c = c < r->nckpt && (want < r->next || cn > r->next);
+		bool use_s =
+			r->side && sc < r->side->nck &&
+			(want < r->next || r->side->ck[sc].next > r->next) &&
+			(!use_c || r->side->ck[sc].next > cn);
+
+		if (use_s) {
+			size_t next = r->side->ck[sc].next;
+
+			if (!side_restore(r, m, sc))
+				continue;
+			r->next = next;
+			r->hello_fed = true;
+			r->ckpt_restored++;
+			r->side_restored++;
+			break;
+		}
+		if (use_c && ckpt_restore(r, m, c))
+			break;
+		if (want < r->next) {
+			model_reset(m);
+			r->next = 0;
+			r->hello_fed = false;
+		}
+		break;
 	}
 	if (!r->hello_fed) {
 		con_model_frame(m, r->hello);
@@ -874,7 +1057,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 		r->next++;
-		ckpt_maybe(r, m, r->next);
+		/* Checkpoints of its own where the side index has none. */
+		if (!r->side || !r->side->nck)
+			ckpt_maybe(r, m, r->next);
 		if (!(r->next & 15))
 			progress(r, r->rec[r->next - 1].off, false);
 	}

@@ -315,13 +315,14 @@ static int attach_bench(con_session_t *s, con_live_t *l, const con_opts_t *o)
  * --seek-bench: what the UI does on a file, timed, one line each on
  * stdout: the open to the first screen drawn (a 120x40 grid, not
  * printed), the rest of the index (the UI does it between frames),
- * then seeks to 10%, 50%, 90% and 5% of the file's time and back to
- * 50% and 10%, each with its screen; peak RSS so far after each, and
+ * then seeks to 10%, 50%, 90%, the end and 5% of the file's time and
+ * back to 50% and 10%, each with its screen; the side index's state
+ * and size at the end; peak RSS so far after each, and
  * the checkpoints kept.
  */
 static int seek_bench(con_session_t *s, const con_opts_t *o)
 {
-	static const double at[] = { 0.10, 0.50, 0.90, 0.05, 0.50, 0.10 };
+	static const double at[] = { 0.10, 0.50, 0.90, 1.0, 0.05, 0.50, 0.10 };
 	uint64_t t0 = weft_wire_now_ns();
 	char title[4096];
 	con_replay_t rp;
@@ -340,9 +341,9 @@ static int seek_bench(con_session_t *s, const con_opts_t *o)
 	con_replay_seek(&rp, &m, rp.first_ns);
 	bench_screen(s);
 	printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%zu records, %.0f MB "
-	       "indexed)\n",
+	       "indexed; side index %s)\n",
 	       "first-screen", secs_since(t0), peak_rss_mb(), rp.n,
-	       (double)rp.indexed_bytes / 1e6);
+	       (double)rp.indexed_bytes / 1e6, con_replay_side_state(&rp));
 	fflush(stdout);
 	t0 = weft_wire_now_ns();
 	con_replay_index(&rp, UINT64_MAX);
@@ -365,7 +366,7 @@ static int seek_bench(con_session_t *s, const con_opts_t *o)
 		snprintf(name, sizeof(name), "seek %.0f%%", at[i] * 100);
 		printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%s; %zu "
 		       "checkpoints, %.1f MiB in memory, %.0f MB on disk, "
-		       "every %.0f MB)\n",
+		       "every %.0f MB; %zu in the side index)\n",
 		       name, secs_since(t0), peak_rss_mb(),
 		       rp.ckpt_restored > restored ? "from a checkpoint" :
 		       rp.next >= from             ? "read on" :
@@ -374,15 +375,24 @@ static int seek_bench(con_session_t *s, const con_opts_t *o)
 		       (double)rp.spill_bytes / 1e6,
 		       rp.ckpt_every == UINT64_MAX ?
 			       0.0 :
-			       (double)rp.ckpt_every / 1e6);
+			       (double)rp.ckpt_every / 1e6,
+		       con_replay_side_ckpts(&rp));
 		fflush(stdout);
 	}
 	printf("%-12s %zu tasks, %.1f MiB (con_model_bytes); %llu "
-	       "checkpoints taken, %llu thinned, %llu restored\n",
+	       "checkpoints taken, %llu thinned, %llu restored (%llu from "
+	       "the side index)\n",
 	       "model", m.ntasks, (double)con_model_bytes(&m) / 1048576.0,
 	       (unsigned long long)rp.ckpt_taken,
 	       (unsigned long long)rp.ckpt_thinned,
-	       (unsigned long long)rp.ckpt_restored);
+	       (unsigned long long)rp.ckpt_restored,
+	       (unsigned long long)rp.side_restored);
+	printf("%-12s %s: %.1f MB, %.2f%% of the trace\n", "side-index",
+	       con_replay_side_state(&rp),
+	       (double)con_replay_side_bytes(&rp) / 1e6,
+	       rp.size ? 100.0 * (double)con_replay_side_bytes(&rp) /
+				 (double)rp.size :
+			 0.0);
 	if (rp.error)
 		fprintf(stderr, "weft-console: %s: %s\n", o->replay, rp.error);
 	con_model_fini(&m);

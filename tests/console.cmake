@@ -12,6 +12,24 @@ weft_add_test(NAME test_console_model
   LABELS unit valgrind
   TIMEOUT 60)
 target_link_libraries(test_console_model PRIVATE weft_console)
+# Its replay cases test the index made in memory: no side index
+# (test_console_side tests that).
+set_tests_properties(test_console_model PROPERTIES
+  ENVIRONMENT "WEFT_CONSOLE_INDEX=0")
+
+# The replay's side index (issue 21) on traces weft-bench-gentrace
+# writes (12 MB each): written, reused, rebuilt when stale, extended when
+# grown, corrupt ones ignored, a read-only folder's in the cache.
+if(TARGET weft-bench-gentrace)
+  add_executable(test_console_side test_console_side.c)
+  target_include_directories(test_console_side PRIVATE
+    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/console)
+  target_link_libraries(test_console_side PRIVATE weft_console
+    PkgConfig::CMOCKA Threads::Threads)
+  add_test(NAME test_console_side
+    COMMAND test_console_side $<TARGET_FILE:weft-bench-gentrace>)
+  set_tests_properties(test_console_side PROPERTIES TIMEOUT 240 LABELS unit)
+endif()
 
 if(TARGET weft-console)
   # What the end-to-end test records: a busy runtime and one task that

@@ -13,16 +13,20 @@
 #   and weft-console --replay FILE --once (the console's replay: open,
 #   read to the end, print the tasks view)
 #
-# then (verb "seek") weft-console --replay FILE --seek-bench: the
-# console's first screen (the file opened, its first records indexed,
-# a screen drawn), the rest of its index, and seeks to 10%, 50%, 90%,
+# then (verb "seek") weft-console --replay FILE --seek-bench, twice:
+# the first open with no side index (FILE.weftidx removed first: the
+# index pass reads the whole file and writes it), the second with the
+# index the first wrote.  Each: the console's first screen (the file
+# opened, its first records indexed or its side index read, a screen
+# drawn), the rest of its index, and seeks to 10%, 50%, 90%, the end,
 # 5%, 50%, 10% of the file's time, one line each with its seconds and
 # the peak RSS so far (the index pass and the seeks keep packed
-# checkpoints of the model: 128 MiB of them at most,
-# WEFT_CONSOLE_CHECKPOINT_MB), then the whole run's /usr/bin/time.
-# BASE=DIR also runs DIR's weft-console on the same file, the two
-# one after the other (base, new; ROUNDS=N repeats the pair), for a
-# before and after.
+# checkpoints of the model: 128 MiB of them at most in memory,
+# WEFT_CONSOLE_CHECKPOINT_MB; the side index's on disk), then the whole
+# run's /usr/bin/time; then the index's size and its share of the
+# trace's (removed after, unless KEEP=1).  BASE=DIR also runs DIR's
+# weft-console on the same file first (with WEFT_CONSOLE_INDEX=0: no
+# side index), for a before and after (ROUNDS=N repeats the three).
 #
 # One row per verb: wall seconds, events per second (the generator's
 # event count over those seconds), CPU seconds (user and system) and
@@ -160,21 +164,40 @@ for v in $verbs; do
 		;;
 	seek)
 		[[ -x "$console" ]] || continue
+		# seekbench LABEL CONSOLE: one --seek-bench run, its lines
+		# indented, then its whole run's row
+		seekbench()
+		{
+			echo
+			echo "$2 --replay --seek-bench: $1 (load $(cut -d' ' -f1 /proc/loadavg)):"
+			if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
+				"$2" --replay "$file" --seek-bench \
+				2> "$dir/err.out" | sed 's/^/  /'; then
+				echo "big-trace.sh: seek failed:" >&2
+				cat "$dir/err.out" "$dir/time.out" >&2
+				exit 1
+			fi
+			read -r s _ kb _ < "$dir/time.out"
+			row seek-all "$s" "$kb"
+		}
 		for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
-			for c in ${BASE:+"$BASE/console/weft-console"} "$console"; do
-				echo
-				echo "$c --replay --seek-bench (round $round, load $(cut -d' ' -f1 /proc/loadavg)):"
-				if ! /usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
-					"$c" --replay "$file" --seek-bench \
-					2> "$dir/err.out" | sed 's/^/  /'; then
-					echo "big-trace.sh: seek failed:" >&2
-					cat "$dir/err.out" "$dir/time.out" >&2
-					exit 1
-				fi
-				read -r s _ kb _ < "$dir/time.out"
-				row seek-all "$s" "$kb"
-			done
+			# The side index (FILE.weftidx) made by the first
+			# open, read by the second.
+			if [[ -n "$base" ]]; then
+				WEFT_CONSOLE_INDEX=0 seekbench "base, round $round" \
+					"$base/console/weft-console"
+			fi
+			rm -f "$file.weftidx" "$file.weftidx.part"
+			seekbench "first open, no index (round $round)" "$console"
+			seekbench "second open, its index (round $round)" "$console"
+			if [[ -f "$file.weftidx" ]]; then
+				idx=$(stat -c %s "$file.weftidx")
+				printf '%-13s %s bytes, %s of the trace\n' index \
+					"$idx" "$(awk -v i="$idx" -v b="$(stat -c %s "$file")" \
+					'BEGIN { printf "%.2f%%", 100 * i / b }')"
+			fi
 		done
+		[[ "${KEEP:-0}" == 1 ]] || rm -f "$file.weftidx" "$file.weftidx.part"
 		echo
 		continue
 		;;

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The replay's parts (replay.c, replay_side.c): prototypes by the file
+ * that defines them.
+ */
+#ifndef WEFT_CONSOLE_REPLAY_INTERNAL_H
+#define WEFT_CONSOLE_REPLAY_INTERNAL_H
+
+#include <sys/stat.h>
+
+#include "console.h"
+
+/* A record's bits in the index (con_replay_rec_push()). */
+#define CON_REC_WARN 1u
+#define CON_REC_BATCH 2u
+
+/* A checkpoint in the side index: the model with records [0, next) fed,
+ * saved in len bytes at off (their checksum hash). */
+typedef struct con_side_ckpt_s {
+	size_t next;
+	uint64_t off, len, hash;
+} con_side_ckpt_t;
+
+/* The side index of a trace (replay_side.c). */
+typedef struct con_side_s {
+	int fd;       /* the index file (-1: none) */
+	bool writing; /* appending to part (renamed to path at the end) */
+	bool done;    /* written whole and renamed, this open */
+	char *path;   /* FILE.weftidx, or the cache's name for it */
+	char *part;   /* path.part, while written */
+	int trace_fd; /* the trace, locked (flock) while its index is written */
+	con_side_ckpt_t *ck;
+	size_t nck, ck_cap;
+	uint64_t end;     /* where the next chunk goes */
+	size_t recs_out;  /* records written so far */
+	uint64_t due;     /* the trace's offset the next checkpoint is due at */
+	uint64_t covered; /* the trace's bytes indexed as of the last mark */
+	uint64_t bad;     /* checkpoints that did not read back (dropped) */
+} con_side_t;
+
+/* replay.c: one more record in @r's index (CON_REC_* bits in @flags). */
+void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
+			 unsigned flags);
+/* replay.c: in @n checkpoints of @size bytes each, sorted by their
+ * first member (a size_t, the record count they were taken at), the
+ * last at or before @next (@n: none). */
+size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
+			      size_t next);
+
+/* replay_side.c */
+/*
+ * Find, check and read the side index of @r's trace (@st: its identity):
+ * 1 when a whole one was found (@r's index filled: records, end time,
+ * truncated, skipped, error), 2 when a part was (@r's records up to
+ * its last mark, *@covered and *@skipped where the index pass goes on
+ * from; the last checkpoint is that mark's model), 0 when none (a new
+ * one is started when the index can be written).  @r->side is NULL when
+ * no index is kept (WEFT_CONSOLE_INDEX=0, no place to write one).
+ */
+int con_side_open(con_replay_t *r, const struct stat *st, uint64_t *covered,
+		  uint64_t *skipped);
+/* After the index pass's record @r->n - 1 ended at @covered: a
+ * checkpoint of @m when one is due. */
+void con_side_step(con_replay_t *r, const con_model_t *m, uint64_t covered,
+		   uint64_t skipped);
+/* The index pass is done: a last checkpoint (@m, when not NULL) and the
+ * end's facts written, the file given its name. */
+void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered);
+/* The last side checkpoint at or before record count @next (nck: none). */
+size_t con_side_before(const con_side_t *s, size_t next);
+/* @m (uninitialised) becomes side checkpoint @i's model; false (@m
+ * zeroed) when it does not read back (it is then dropped). */
+bool con_side_restore(con_side_t *s, size_t i, con_model_t *m);
+/* Start the index being written anew (its part emptied, a header
+ * written); false when it is not written, or that fails. */
+bool con_side_anew(con_side_t *s, const struct stat *st);
+void con_side_close(con_side_t *s);
+
+#endif /* WEFT_CONSOLE_REPLAY_INTERNAL_H */

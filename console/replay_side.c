@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The replay's side index (issue 21): what the index pass learns of a
+ * trace (its records' places, times and bits; checkpoints of its model)
+ * kept in a file next to it, FILE.weftidx, so that the next open of the
+ * same trace reads that instead of the whole trace.  Where the trace's
+ * folder is not writable, in $XDG_CACHE_HOME/weft/ (~/.cache/weft/),
+ * named by the trace's base name and a hash of its real path.
+ *
+ * The file: a header (magic, format version, the model's save layout,
+ * the trace's device, inode and a hash of its first 4 KiB), then chunks
+ * appended as the index pass goes, each with its type, length, its
+ * payload's hash and its own header's hash:
+ *
+ *   RECS  records [first, first + count): offset, time, bits
+ *   CKPT  a model (con_model_save()) with records [0, next) fed
+ *   MARK  the records so far and the CKPT before it: next, the trace's
+ *         bytes indexed (covered), bytes skipped, a hash of the trace's
+ *         4 KiB before covered, where the CKPT is and its hash
+ *   END   after a last CKPT and MARK: the trace's size and mtime then,
+ *         truncated, skipped, the error that ended reading
+ *
+ * It is written as FILE.weftidx.part, renamed to FILE.weftidx at the
+ * END: a pass cut short (the console quit) leaves the part, and the
+ * next open goes on from its last MARK.  Reading stops at the first
+ * chunk that does not check (a torn or flipped one): what is before its
+ * last good MARK is used, the rest rebuilt.  A CKPT's payload is checked
+ * only when it is restored (reading them all at open would read a
+ * tenth of the trace): one that does not check is dropped, the seek
+ * uses the one before.  The index is used when the trace is the same
+ * file (device, inode, first 4 KiB) and the bytes before its last mark
+ * are still the same; a whole one when the trace has not changed since
+ * (size, mtime), else (a trace being recorded: it grew) it is extended
+ * from its END's mark, not rebuilt.  Anything else: rebuilt.
+ *
+ * Checkpoints go every CON_CKPT_EVERY bytes of trace at least, and
+ * CON_SIDE_RATIO times their own size apart up to CON_SIDE_EVERY_MAX:
+ * the file is about 1/CON_SIDE_RATIO of the trace's size where the
+ * model is small beside 2 MiB, more where it is not (a seek reads 32
+ * MiB at most): 11% for a model of 115,000 tasks (tools/bench/README.md,
+ * "Big traces"), its records 17 bytes each besides.  Only one console writes a trace's index at a time
+ * (it holds flock on the trace); another just reads a whole one, or
+ * keeps none.  WEFT_CONSOLE_INDEX=0: no side index.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "replay_internal.h"
+
+#define SIDE_MAGIC "WEFTIDX"
+#define SIDE_VERSION 1u
+#define SIDE_HEAD 4096 /* the trace's first bytes hashed; and 4 KiB tails */
+/* Checkpoints this many times their size apart in the trace (the file
+ * about 1/16 of the trace's size), but never more than
+ * CON_SIDE_EVERY_MAX apart (a seek reads that much at most: about half
+ * a second at the model's speed, whatever the model's size). */
+#define CON_SIDE_RATIO 16
+#define CON_SIDE_EVERY_MAX (32ull << 20)
+
+enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END };
+
+typedef struct side_hdr_s {
+	char magic[8];
+	uint32_t version, pad;
+	uint64_t layout, dev, ino, head_hash, head_len;
+	uint64_t hash; /* of the bytes before it */
+} side_hdr_t;
+
+typedef struct chunk_hdr_s {
+	uint32_t type, pad;
+	uint64_t len, hash; /* the payload's */
+	uint64_t self;      /* of the 24 bytes before */
+} chunk_hdr_t;
+
+typedef struct mark_s {
+	uint64_t next, covered, skipped, tail_hash, ck_off, ck_len, ck_hash;
+} mark_t;
+
+typedef struct end_s {
+	uint64_t covered, size, mtime_s, mtime_ns, truncated, skipped;
+	/* then the error, NUL-ended ("" for none) */
+} end_t;
+
+/* A 64-bit hash of @n bytes (FNV-1a over 8-byte words, then the tail). */
+static uint64_t hash64(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t w;
+
+	for (; n >= 8; n -= 8, b += 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	for (; n; n--, b++)
+		h = (h ^ *b) * 0x100000001b3ull;
+	return h ^ (h >> 32);
+}
+
+#define HASH0 0xcbf29ce484222325ull
+
+/* The hash of the trace's @len bytes at @off (0 and false when they do
+ * not all read). */
+static bool trace_hash(int fd, uint64_t off, size_t len, uint64_t *h)
+{
+	uint8_t buf[SIDE_HEAD];
+
+	if (len > sizeof(buf) ||
+	    pread(fd, buf, len, (off_t)off) != (ssize_t)len)
+		return false;
+	*h = hash64(HASH0, buf, len);
+	return true;
+}
+
+/* The hash of the 4 KiB before @covered (fewer at the start). */
+static bool tail_hash(int fd, uint64_t covered, uint64_t *h)
+{
+	uint64_t len = covered < SIDE_HEAD ? covered : SIDE_HEAD;
+
+	return trace_hash(fd, covered - len, (size_t)len, h);
+}
+
+/* ------------------------------------------------------------- names */
+
+static char *str_cat(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = con_xmalloc(la + lb + 1);
+
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb + 1);
+	return s;
+}
+
+/* The cache's name for @trace's index (NULL: no cache folder). */
+static char *cache_path(const char *trace)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096], *real, *out;
+	const char *base = strrchr(trace, '/');
+	uint64_t h;
+	size_t n;
+
+	if (xdg && *xdg)
+		n = (size_t)snprintf(dir, sizeof(dir), "%s/weft", xdg);
+	else if (home && *home)
+		n = (size_t)snprintf(dir, sizeof(dir), "%s/.cache/weft", home);
+	else
+		return NULL;
+	if (n >= sizeof(dir))
+		return NULL;
+	real = realpath(trace, NULL);
+	h = hash64(HASH0, real ? real : trace, strlen(real ? real : trace));
+	free(real);
+	base = base ? base + 1 : trace;
+	out = con_xmalloc(n + strlen(base) + 64);
+	sprintf(out, "%s/%s-%016llx.weftidx", dir, base, (unsigned long long)h);
+	return out;
+}
+
+/* mkdir -p of @path's folder. */
+static void make_dirs(const char *path)
+{
+	char *d = con_xstrdup(path);
+
+	for (char *p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		(void)mkdir(d, 0700);
+		*p = '/';
+	}
+	free(d);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* What a side file holds, as far as it checks. */
+typedef struct side_read_s {
+	/* the records up to the last mark */
+	uint64_t *off, *at;
+	uint8_t *flags;
+	size_t n, cap;  /* read, marked or not */
+	size_t nmarked; /* up to the last mark */
+	con_side_ckpt_t *ck;
+	size_t nck, ck_cap;
+	mark_t mark; /* the last one (mark.next = nmarked) */
+	bool have_mark;
+	uint64_t good_end; /* the file's bytes up to the last mark */
+	bool complete;     /* an END after the last mark */
+	end_t end;
+	char *error;
+} side_read_t;
+
+static void side_read_free(side_read_t *sr)
+{
+	free(sr->off);
+	free(sr->at);
+	free(sr->flags);
+	free(sr->ck);
+	free(sr->error);
+	memset(sr, 0, sizeof(*sr));
+}
+
+static bool read_full(int fd, void *p, size_t len, uint64_t off)
+{
+	return pread(fd, p, len, (off_t)off) == (ssize_t)len;
+}
+
+/* The payload of a chunk, read and checked (NULL: it does not). */
+static uint8_t *chunk_payload(int fd, const chunk_hdr_t *h, uint64_t off)
+{
+	uint8_t *p;
+
+	if (h->len > (64u << 20))
+		return NULL;
+	p = con_xmalloc(h->len ? h->len : 1);
+	if (!read_full(fd, p, h->len, off) ||
+	    hash64(HASH0, p, h->len) != h->hash) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void recs_room(side_read_t *sr, size_t more)
+{
+	if (sr->n + more <= sr->cap)
+		return;
+	while (sr->n + more > sr->cap)
+		sr->cap = sr->cap ? 2 * sr->cap : 4096;
+	sr->off = con_xreallocarray(sr->off, sr->cap, sizeof(*sr->off));
+	sr->at = con_xreallocarray(sr->at, sr->cap, sizeof(*sr->at));
+	sr->flags = con_xreallocarray(sr->flags, sr->cap, 1);
+}
+
+/*
+ * Read the side file @fd of a trace @st: its chunks as far as they check.
+ * false when its header is not this trace's (another file, format,
+ * build), or the trace's first bytes changed.
+ */
+static bool side_read(int fd, int trace_fd, const struct stat *st,
+		      side_read_t *sr)
+{
+	side_hdr_t hd;
+	uint64_t pos = sizeof(hd), size, hh;
+	struct stat fs;
+	size_t pend_ck = SIZE_MAX; /* the CKPT read since the last mark */
+
+	memset(sr, 0, sizeof(*sr));
+	if (fstat(fd, &fs) || !read_full(fd, &hd, sizeof(hd), 0) ||
+	    memcmp(hd.magic, SIDE_MAGIC, 8) || hd.version != SIDE_VERSION ||
+	    hd.hash != hash64(HASH0, &hd, offsetof(side_hdr_t, hash)) ||
+	    hd.layout != con_model_save_layout() ||
+	    hd.dev != (uint64_t)st->st_dev || hd.ino != (uint64_t)st->st_ino ||
+	    hd.head_len > SIDE_HEAD || hd.head_len > (uint64_t)st->st_size ||
+	    !trace_hash(trace_fd, 0, (size_t)hd.head_len, &hh) ||
+	    hh != hd.head_hash)
+		return false;
+	size = (uint64_t)fs.st_size;
+	sr->good_end = pos;
+	while (pos + sizeof(chunk_hdr_t) <= size) {
+		chunk_hdr_t h;
+		uint8_t *p = NULL;
+		uint64_t body = pos + sizeof(h);
+
+		if (!read_full(fd, &h, sizeof(h), pos) ||
+		    h.self != hash64(HASH0, &h, offsetof(chunk_hdr_t, self)) ||
+		    h.len > size - body)
+			break;
+		if (h.type != CH_CKPT) {
+			p = chunk_payload(fd, &h, body);
+			if (!p)
+				break;
+		}
+		if (h.type == CH_RECS) {
+			uint64_t first, count;
+
+			if (h.len < 16)
+				goto bad;
+			memcpy(&first, p, 8);
+			memcpy(&count, p + 8, 8);
+			if (first != sr->n || count > (h.len - 16) / 17 ||
+			    16 + 17 * count != h.len)
+				goto bad;
+			recs_room(sr, (size_t)count);
+			for (uint64_t i = 0; i < count; i++) {
+				const uint8_t *q = p + 16 + 17 * i;
+
+				memcpy(&sr->off[sr->n], q, 8);
+				memcpy(&sr->at[sr->n], q + 8, 8);
+				sr->flags[sr->n] = q[16];
+				/* Records go forward in file and time. */
+				if (sr->n &&
+				    (sr->off[sr->n] <= sr->off[sr->n - 1] ||
+				     sr->at[sr->n] < sr->at[sr->n - 1]))
+					goto bad;
+				sr->n++;
+			}
+		} else if (h.type == CH_CKPT) {
+			if (sr->nck == sr->ck_cap) {
+				sr->ck_cap = sr->ck_cap ? 2 * sr->ck_cap : 64;
+				sr->ck = con_xreallocarray(sr->ck, sr->ck_cap,
+							   sizeof(*sr->ck));
+			}
+			sr->ck[sr->nck] = (con_side_ckpt_t){ .off = body,
+							     .len = h.len,
+							     .hash = h.hash };
+			pend_ck = sr->nck;
+		} else if (h.type == CH_MARK) {
+			mark_t mk;
+
+			if (h.len != sizeof(mk))
+				goto bad;
+			memcpy(&mk, p, sizeof(mk));
+			if (pend_ck == SIZE_MAX || mk.next != sr->n ||
+			    mk.ck_off != sr->ck[pend_ck].off ||
+			    mk.ck_len != sr->ck[pend_ck].len ||
+			    mk.ck_hash != sr->ck[pend_ck].hash ||
+			    (sr->have_mark && mk.covered < sr->mark.covered) ||
+			    (sr->n && mk.covered <= sr->off[sr->n - 1]))
+				goto bad;
+			sr->ck[pend_ck].next = (size_t)mk.next;
+			sr->nck = pend_ck + 1;
+			pend_ck = SIZE_MAX;
+			sr->mark = mk;
+			sr->have_mark = true;
+			sr->nmarked = sr->n;
+			sr->good_end = body + h.len;
+		} else if (h.type == CH_END) {
+			if (h.len < sizeof(end_t) + 1 || p[h.len - 1] != '\0' ||
+			    !sr->have_mark || pend_ck != SIZE_MAX ||
+			    sr->n != sr->nmarked)
+				goto bad;
+			memcpy(&sr->end, p, sizeof(sr->end));
+			if (sr->end.covered != sr->mark.covered)
+				goto bad;
+			sr->error =
+				con_xstrdup((const char *)p + sizeof(end_t));
+			sr->complete = true;
+			free(p);
+			break;
+		} else {
+			goto bad;
+		}
+		free(p);
+		pos = body + h.len;
+		continue;
+bad:
+		free(p);
+		break;
+	}
+	/* What follows the last mark is not used. */
+	sr->n = sr->nmarked;
+	if (pend_ck != SIZE_MAX)
+		sr->nck = pend_ck;
+	return true;
+}
+
+/* ------------------------------------------------------------ writing */
+
+static bool side_write(con_side_t *s, const void *p, size_t len)
+{
+	if (pwrite(s->fd, p, len, (off_t)s->end) != (ssize_t)len)
+		return false;
+	s->end += len;
+	return true;
+}
+
+/* A chunk; false when it did not all go (the index then stops being
+ * written: what is before it stays good). */
+static bool chunk_write(con_side_t *s, uint32_t type, const void *p, size_t len,
+			uint64_t *hash)
+{
+	chunk_hdr_t h = { .type = type, .len = len };
+
+	h.hash = hash64(HASH0, p, len);
+	h.self = hash64(HASH0, &h, offsetof(chunk_hdr_t, self));
+	if (hash)
+		*hash = h.hash;
+	if (side_write(s, &h, sizeof(h)) && side_write(s, p, len))
+		return true;
+	s->writing = false;
+	return false;
+}
+
+/* Stop writing: what is in the part stays for the next open. */
+static void stop_writing(con_side_t *s)
+{
+	s->writing = false;
+}
+
+/* The records not yet written, as one chunk. */
+static bool recs_write(con_replay_t *r)
+{
+	con_side_t *s = r->side;
+	size_t count = r->n - s->recs_out;
+	uint8_t *p = con_xmalloc(16 + 17 * count);
+	uint64_t first = s->recs_out, c = count;
+	bool ok;
+
+	memcpy(p, &first, 8);
+	memcpy(p + 8, &c, 8);
+	for (size_t i = 0; i < count; i++) {
+		size_t k = s->recs_out + i;
+		uint8_t *q = p + 16 + 17 * i;
+		uint8_t fl = (uint8_t)((r->warn_bits[k / 64] >> (k % 64) & 1 ?
+						CON_REC_WARN :
+						0) |
+				       (r->batch_bits[k / 64] >> (k % 64) & 1 ?
+						CON_REC_BATCH :
+						0));
+
+		memcpy(q, &r->rec[k].off, 8);
+		memcpy(q + 8, &r->rec[k].at, 8);
+		q[16] = fl;
+	}
+	ok = chunk_write(r->side, CH_RECS, p, 16 + 17 * count, NULL);
+	free(p);
+	if (ok)
+		s->recs_out = r->n;
+	return ok;
+}
+
+static void ck_push(con_side_t *s, con_side_ckpt_t c)
+{
+	if (s->nck == s->ck_cap) {
+		s->ck_cap = s->ck_cap ? 2 * s->ck_cap : 64;
+		s->ck = con_xreallocarray(s->ck, s->ck_cap, sizeof(*s->ck));
+	}
+	s->ck[s->nck++] = c;
+}
+
+/* Records so far, a checkpoint of @m and its mark. */
+static bool mark_write(con_replay_t *r, const con_model_t *m, uint64_t covered,
+		       uint64_t skipped)
+{
+	con_side_t *s = r->side;
+	con_saved_t sv;
+	con_side_ckpt_t c = { .next = r->n };
+	mark_t mk = { .next = r->n, .covered = covered, .skipped = skipped };
+	bool ok;
+
+	if (!s->writing || !tail_hash(s->trace_fd, covered, &mk.tail_hash) ||
+	    !recs_write(r))
+		goto out_stop;
+	con_model_save(&sv, m);
+	c.off = s->end + sizeof(chunk_hdr_t);
+	c.len = sv.len;
+	ok = chunk_write(s, CH_CKPT, sv.p, sv.len, &c.hash);
+	con_saved_free(&sv);
+	if (!ok)
+		goto out_stop;
+	mk.ck_off = c.off;
+	mk.ck_len = c.len;
+	mk.ck_hash = c.hash;
+	if (!chunk_write(s, CH_MARK, &mk, sizeof(mk), NULL))
+		goto out_stop;
+	ck_push(s, c);
+	s->covered = covered;
+	/* The next one CON_SIDE_RATIO times this one's size on, within
+	 * [CON_CKPT_EVERY, CON_SIDE_EVERY_MAX]. */
+	s->due = covered + (c.len * CON_SIDE_RATIO < CON_CKPT_EVERY ?
+				    CON_CKPT_EVERY :
+			    c.len * CON_SIDE_RATIO > CON_SIDE_EVERY_MAX ?
+				    CON_SIDE_EVERY_MAX :
+				    c.len * CON_SIDE_RATIO);
+	return true;
+out_stop:
+	stop_writing(s);
+	return false;
+}
+
+void con_side_step(con_replay_t *r, const con_model_t *m, uint64_t covered,
+		   uint64_t skipped)
+{
+	con_side_t *s = r->side;
+
+	if (s && s->writing && m && covered >= s->due)
+		mark_write(r, m, covered, skipped);
+}
+
+void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered)
+{
+	con_side_t *s = r->side;
+	struct stat st;
+	size_t elen = r->error ? strlen(r->error) + 1 : 1;
+	uint8_t *p;
+	end_t e = { .covered = covered,
+		    .truncated = r->truncated,
+		    .skipped = r->skipped };
+
+	if (!s || !s->writing)
+		return;
+	/* The last checkpoint at the end (a seek to the end restores it),
+	 * unless one was just taken there. */
+	if (!m || fstat(s->trace_fd, &st) ||
+	    ((s->covered != covered || !s->nck ||
+	      s->ck[s->nck - 1].next != r->n) &&
+	     !mark_write(r, m, covered, r->skipped))) {
+		stop_writing(s);
+		return;
+	}
+	e.size = (uint64_t)st.st_size;
+	e.mtime_s = (uint64_t)st.st_mtim.tv_sec;
+	e.mtime_ns = (uint64_t)st.st_mtim.tv_nsec;
+	p = con_xmalloc(sizeof(e) + elen);
+	memcpy(p, &e, sizeof(e));
+	memcpy(p + sizeof(e), r->error ? r->error : "", elen);
+	if (chunk_write(s, CH_END, p, sizeof(e) + elen, NULL) &&
+	    !rename(s->part, s->path)) {
+		s->writing = false;
+		s->done = true;
+	} else
+		stop_writing(s);
+	free(p);
+}
+
+/* ------------------------------------------------------------ opening */
+
+/* A new side file at @s->part: its header. */
+static bool side_start(con_side_t *s, const struct stat *st)
+{
+	side_hdr_t hd;
+
+	memset(&hd, 0, sizeof(hd));
+	memcpy(hd.magic, SIDE_MAGIC, 8);
+	hd.version = SIDE_VERSION;
+	hd.layout = con_model_save_layout();
+	hd.dev = (uint64_t)st->st_dev;
+	hd.ino = (uint64_t)st->st_ino;
+	hd.head_len = (uint64_t)st->st_size < SIDE_HEAD ?
+			      (uint64_t)st->st_size :
+			      SIDE_HEAD;
+	if (!trace_hash(s->trace_fd, 0, (size_t)hd.head_len, &hd.head_hash))
+		return false;
+	hd.hash = hash64(HASH0, &hd, offsetof(side_hdr_t, hash));
+	s->end = 0;
+	if (ftruncate(s->fd, 0) || !side_write(s, &hd, sizeof(hd)))
+		return false;
+	s->nck = 0;
+	s->recs_out = 0;
+	s->covered = 0;
+	s->due = CON_CKPT_EVERY;
+	return true;
+}
+
+/* @sr's records and checkpoints into @r and its side index. */
+static void side_take(con_replay_t *r, side_read_t *sr)
+{
+	con_side_t *s = r->side;
+
+	for (size_t i = 0; i < sr->n; i++)
+		con_replay_rec_push(r, sr->off[i], sr->at[i], sr->flags[i]);
+	free(s->ck);
+	s->ck = sr->ck;
+	s->nck = sr->nck;
+	s->ck_cap = sr->ck_cap;
+	sr->ck = NULL;
+	s->recs_out = sr->n;
+	s->covered = sr->mark.covered;
+	s->end = sr->good_end;
+	s->due = sr->mark.covered + CON_CKPT_EVERY;
+}
+
+/* @sr (read from a file) fits the trace as it is now: the bytes before
+ * its last mark unchanged. */
+static bool side_fits(const con_side_t *s, const side_read_t *sr,
+		      const struct stat *st)
+{
+	uint64_t h;
+
+	return sr->have_mark && sr->mark.covered <= (uint64_t)st->st_size &&
+	       tail_hash(s->trace_fd, sr->mark.covered, &h) &&
+	       h == sr->mark.tail_hash;
+}
+
+static bool side_unchanged(const side_read_t *sr, const struct stat *st)
+{
+	return sr->complete && sr->end.size == (uint64_t)st->st_size &&
+	       sr->end.mtime_s == (uint64_t)st->st_mtim.tv_sec &&
+	       sr->end.mtime_ns == (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* Try the whole index at @path: 1 used (r filled), 0 not. */
+static int try_whole(con_replay_t *r, const char *path, const struct stat *st)
+{
+	con_side_t *s = r->side;
+	side_read_t sr;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (!side_read(fd, s->trace_fd, st, &sr) || !side_unchanged(&sr, st) ||
+	    !side_fits(s, &sr, st)) {
+		side_read_free(&sr);
+		close(fd);
+		return 0;
+	}
+	s->fd = fd;
+	side_take(r, &sr);
+	r->truncated = sr.end.truncated;
+	r->skipped = sr.end.skipped;
+	if (sr.error && *sr.error)
+		r->error = con_xstrdup(sr.error);
+	side_read_free(&sr);
+	return 1;
+}
+
+/*
+ * Write the index at @path (through its part): go on from the part, or
+ * from a whole index of a trace that grew, or start anew.  2 with a
+ * prefix taken (r filled up to its mark), 0 started anew, -1 when the
+ * part cannot be made there.
+ */
+static int try_write(con_replay_t *r, const char *path, const struct stat *st,
+		     uint64_t *covered, uint64_t *skipped)
+{
+	con_side_t *s = r->side;
+	char *part = str_cat(path, ".part");
+	side_read_t sr;
+	int fd;
+
+	/* As readable as the trace, no more (it tells what the trace
+	 * does); the cache's folders the user's own. */
+	make_dirs(path);
+	fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, st->st_mode & 0666);
+	if (fd < 0) {
+		free(part);
+		return -1;
+	}
+	s->fd = fd;
+	s->path = con_xstrdup(path);
+	s->part = part;
+	s->writing = true;
+	/* The part as far as it checks and fits; else a whole index of a
+	 * trace that grew since (moved to the part: extended). */
+	for (int pass = 0; pass < 2; pass++) {
+		if (side_read(fd, s->trace_fd, st, &sr) &&
+		    side_fits(s, &sr, st) && sr.nck &&
+		    sr.ck[sr.nck - 1].next == sr.mark.next) {
+			if (ftruncate(fd, (off_t)sr.good_end)) {
+				side_read_free(&sr);
+				break;
+			}
+			*covered = sr.mark.covered;
+			*skipped = sr.mark.skipped;
+			side_take(r, &sr);
+			side_read_free(&sr);
+			return 2;
+		}
+		side_read_free(&sr);
+		if (pass || rename(path, part))
+			break;
+		close(fd);
+		fd = s->fd = open(part, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			break;
+	}
+	if (fd < 0 || !side_start(s, st)) {
+		s->writing = false;
+		return -1;
+	}
+	return 0;
+}
+
+int con_side_open(con_replay_t *r, const struct stat *st, uint64_t *covered,
+		  uint64_t *skipped)
+{
+	const char *e = getenv("WEFT_CONSOLE_INDEX");
+	char *paths[2];
+	con_side_t *s;
+	int got = 0;
+
+	if (e && !strcmp(e, "0"))
+		return 0;
+	s = con_xcalloc(1, sizeof(*s));
+	s->fd = -1;
+	s->trace_fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (s->trace_fd < 0) {
+		free(s);
+		return 0;
+	}
+	r->side = s;
+	paths[0] = str_cat(r->path, ".weftidx");
+	paths[1] = cache_path(r->path);
+	/* A whole index, next to the trace or in the cache. */
+	for (int i = 0; i < 2 && !got; i++)
+		if (paths[i])
+			got = try_whole(r, paths[i], st);
+	/* Else one written (and only by one console at a time): next to
+	 * the trace, or in the cache where that folder is not writable. */
+	if (!got && !flock(s->trace_fd, LOCK_EX | LOCK_NB)) {
+		for (int i = 0; i < 2 && !got && paths[i]; i++) {
+			int rc = try_write(r, paths[i], st, covered, skipped);
+
+			if (rc >= 0) {
+				got = rc;
+				break;
+			}
+			if (s->fd >= 0)
+				close(s->fd);
+			s->fd = -1;
+			free(s->path);
+			free(s->part);
+			s->path = s->part = NULL;
+		}
+	}
+	free(paths[0]);
+	free(paths[1]);
+	if (s->fd < 0) {
+		con_side_close(s);
+		free(s);
+		r->side = NULL;
+	}
+	return got;
+}
+
+bool con_side_anew(con_side_t *s, const struct stat *st)
+{
+	if (!s->writing || !side_start(s, st)) {
+		s->writing = false;
+		return false;
+	}
+	return true;
+}
+
+size_t con_side_before(const con_side_t *s, size_t next)
+{
+	static_assert(offsetof(con_side_ckpt_t, next) == 0,
+		      "con_replay_ckpt_before() reads next first");
+	return s ? con_replay_ckpt_before(s->ck, s->nck, sizeof(*s->ck), next) :
+		   0;
+}
+
+bool con_side_restore(con_side_t *s, size_t i, con_model_t *m)
+{
+	const con_side_ckpt_t *c = &s->ck[i];
+	uint8_t *p;
+	bool ok = false;
+
+	memset(m, 0, sizeof(*m));
+	if (c->len <= (1ull << 32)) {
+		p = con_xmalloc(c->len ? c->len : 1);
+		ok = read_full(s->fd, p, c->len, c->off) &&
+		     hash64(HASH0, p, c->len) == c->hash &&
+		     con_model_load(m, p, c->len);
+		free(p);
+	}
+	if (!ok) {
+		/* Never again: the seek takes the one before. */
+		memmove(s->ck + i, s->ck + i + 1,
+			(s->nck - i - 1) * sizeof(*s->ck));
+		s->nck--;
+		s->bad++;
+	}
+	return ok;
+}
+
+void con_side_close(con_side_t *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->trace_fd >= 0)
+		close(s->trace_fd); /* the lock goes with it */
+	free(s->ck);
+	free(s->path);
+	free(s->part);
+	memset(s, 0, sizeof(*s));
+	s->fd = s->trace_fd = -1;
+}
+
+const char *con_replay_side_state(const con_replay_t *r)
+{
+	static const char *const names[3][2] = {
+		{ "written", "written, whole" },
+		{ "whole", "whole" },
+		{ "part", "part, now whole" },
+	};
+	bool whole;
+
+	if (!r->side || r->side_loaded < 0 || r->side_loaded > 2)
+		return "none";
+	whole = r->side->done;
+	return names[r->side_loaded][r->side_loaded == 1 || whole];
+}
+
+uint64_t con_replay_side_bytes(const con_replay_t *r)
+{
+	struct stat st;
+
+	if (!r->side || r->side->fd < 0 || fstat(r->side->fd, &st))
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+size_t con_replay_side_ckpts(const con_replay_t *r)
+{
+	return r->side ? r->side->nck : 0;
+}
