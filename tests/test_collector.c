@@ -467,6 +467,153 @@ static void test_yields_counted(void **state)
 	assert_memory_equal(&gsh, &sh, sizeof(sh));
 }
 
+/*
+ * Many tasks yielding in turn on two workers, as yield_many's are, each
+ * poll of a task between polls of others (the collector's fast path
+ * finds each task by its hash bucket, not by the last one found): two of
+ * them share a bucket with another (ids a table's size apart), some move
+ * between the workers, some polls end pending with a wake of their own
+ * task in them, passes fall between them.  Every count, sum, maximum and
+ * histogram of every task is what the events say.
+ */
+static void test_interleaved_yields_counted(void **state)
+{
+	enum { NT = 14, ROUNDS = 24, CUT = 5 };
+	struct want {
+		uint64_t id, sched, busy, maxp, wakes;
+		uint64_t woken; /* a tick until its first poll, then ns */
+		unsigned polls, moved;
+		uint16_t worker;
+		weft_hist_t ph, sh;
+	} *w = calloc(NT, sizeof(*w));
+	/* A pass's polls, folded into w[] once it ran (in its ns). */
+	struct made {
+		unsigned k, from, to, wake;
+		uint32_t flags;
+	} *m = calloc((size_t)NT * CUT, sizeof(*m));
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	unsigned at = 1, nm = 0;
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(m);
+	for (unsigned k = 0; k < NT; k++) {
+		/* The last two share buckets with the first two. */
+		unsigned c = k - (NT - 2);
+
+		w[k].id = k < NT - 2 ? 500 + k : 500 + c + 1024 * (c + 1);
+		w[k].woken = at;
+		ev(ring_a, at++, WEFT_EV_SPAWN, w[k].id, 0, 0);
+	}
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		for (unsigned j = 0; j < NT; j++) {
+			/* Each round in its own order. */
+			unsigned k = (j * 5 + r * 3) % NT;
+			struct made *q = &m[nm++];
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/*
+			 * Mostly where it ran last; now and then the other (a
+			 * move, as is a first poll off the spawning worker).
+			 */
+			if (!r)
+				w[k].worker = k % 2;
+			else if (x % 7 == 0)
+				w[k].worker ^= 1;
+			if (!r ? w[k].worker != 0 : x % 7 == 0)
+				w[k].moved++;
+			q->k = k;
+			q->from = at + 1 + (unsigned)(x >> 8) % 3;
+			q->to = q->from + 1 + (unsigned)(x >> 16) % 5;
+			q->wake = 0;
+			q->flags = WEFT_POLL_YIELDED;
+			if (r == ROUNDS - 1) {
+				q->flags = WEFT_POLL_READY;
+			} else if ((x >> 24) % 9 == 0) {
+				/* Pending, woken by itself in the poll. */
+				q->flags = 0;
+				q->wake = q->from + 1;
+				ev(w[k].worker ? ring_b : ring_a, q->wake,
+				   WEFT_EV_WAKE, w[k].id, w[k].id, 0);
+			}
+			poll(w[k].worker ? ring_b : ring_a, q->from, q->to,
+			     w[k].id, q->flags);
+			at = q->to;
+		}
+		if (r % CUT != CUT - 1 && r != ROUNDS - 1)
+			continue;
+		/* The clock's rate is refined at each pass's start. */
+		pass();
+		for (unsigned i = 0; i < nm; i++) {
+			struct want *t = &w[m[i].k];
+			uint64_t delay, dur = ns_at(m[i].to) - ns_at(m[i].from);
+
+			/* Its spawn, in its first poll's pass. */
+			if (!t->polls)
+				t->woken = ns_at((unsigned)t->woken);
+			delay = ns_at(m[i].from) - t->woken;
+
+			t->sched += delay;
+			t->busy += dur;
+			if (dur > t->maxp)
+				t->maxp = dur;
+			if (t->polls++) {
+				weft_hist_record(&t->sh, delay);
+				weft_hist_record(&t->ph, dur);
+			}
+			if (m[i].wake) {
+				t->wakes++;
+				t->woken = ns_at(m[i].wake);
+			} else if (m[i].flags == WEFT_POLL_YIELDED) {
+				t->wakes++;
+				t->woken = ns_at(m[i].to);
+			}
+		}
+		nm = 0;
+	}
+	for (unsigned k = 0; k < NT; k++) {
+		const weft_probe_task_t *t;
+		weft_probe_task_t tc;
+		weft_hist_t gph, gsh;
+		uint32_t moved = 0;
+
+		memset(&gph, 0, sizeof(gph));
+		memset(&gsh, 0, sizeof(gsh));
+		pthread_mutex_lock(&p->lock);
+		t = weft__collector_task(p, w[k].id);
+		if (t) {
+			tc = *t;
+			if (t->poll_hist)
+				gph = *t->poll_hist;
+			if (t->sched_hist)
+				gsh = *t->sched_hist;
+			moved = ((const task_rec_t
+					  *)(const void *)((const char *)t -
+							   offsetof(task_rec_t,
+								    pub)))
+					->moved;
+		}
+		pthread_mutex_unlock(&p->lock);
+		assert_non_null(t);
+		assert_int_equal(tc.state, WEFT_TASK_DONE);
+		assert_int_equal(tc.polls, ROUNDS);
+		assert_int_equal(moved, w[k].moved);
+		assert_int_equal(tc.polls, w[k].polls);
+		assert_int_equal(tc.wakes, w[k].wakes);
+		assert_int_equal(tc.self_wakes, w[k].wakes);
+		assert_int_equal(tc.busy_ns, w[k].busy);
+		assert_int_equal(tc.scheduled_ns, w[k].sched);
+		assert_int_equal(tc.max_poll_ns, w[k].maxp);
+		assert_int_equal(tc.last_worker, w[k].worker);
+		assert_memory_equal(&gph, &w[k].ph, sizeof(gph));
+		assert_memory_equal(&gsh, &w[k].sh, sizeof(gsh));
+	}
+	free(m);
+	free(w);
+}
+
 /* ------------------------------------------------------- resources */
 
 static weft_probe_resource_t res(uint64_t id, bool *found)
@@ -725,6 +872,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_yields_counted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -13,6 +13,7 @@
 #define WEFT_COLLECTOR_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "weft/probe.h"
@@ -45,12 +46,12 @@ struct weft_probe_sub_s {
 /* One task as the collector tracks it. */
 typedef struct task_rec_s {
 	weft_probe_task_t pub;
-	weft_hist_t *hist;        /* [0] polls, [1] scheduling delays */
-	uint64_t idle_since;      /* when its last poll returned PENDING */
-	uint64_t woken_at;        /* when it was woken (SCHEDULED) */
-	uint64_t wake_in_poll;    /* a wake seen while it may have run */
-	int64_t outstanding;      /* wakers held elsewhere (clones - drops) */
-	uint64_t lost_check_at;   /* idle with no waker since */
+	weft_hist_t *hist;      /* [0] polls, [1] scheduling delays */
+	uint64_t idle_since;    /* when its last poll returned PENDING */
+	uint64_t woken_at;      /* when it was woken (SCHEDULED) */
+	uint64_t wake_in_poll;  /* a wake seen while it may have run */
+	int64_t outstanding;    /* wakers held elsewhere (clones - drops) */
+	uint64_t lost_check_at; /* idle with no waker since */
 	uint64_t last_long_warn;
 	/*
 	 * Polls on another worker than the one before (or, for the first,
@@ -61,15 +62,28 @@ typedef struct task_rec_s {
 	uint32_t moved;
 	uint64_t moved_at;
 	uint16_t spawn_worker;
-	bool seen_spawn;          /* spawned while we watched */
-	bool changed;
-	bool in_done;
-	bool retired;             /* off the done list, freed once published */
-	bool in_owned;            /* on the runtime's list (reconcile) */
-	bool end_unseen;          /* finished by reconcile */
-	bool parked_seen;         /* a PARKED_AT came: events say where */
-	uint16_t once;            /* warnings raised once per task */
-	bool self_in_poll;        /* woke itself in the poll under way */
+	bool seen_spawn;  /* spawned while we watched */
+	bool retired;     /* off the done list, freed once published */
+	bool in_owned;    /* on the runtime's list (reconcile) */
+	bool end_unseen;  /* finished by reconcile */
+	bool parked_seen; /* a PARKED_AT came: events say where */
+	uint16_t once;    /* warnings raised once per task */
+	/*
+	 * Four of the fields poll_fast() (collector_events.c) tests, in one
+	 * word it compares with one instruction (TASK_FAST_WORD: changed,
+	 * and none of the others).  fast_pad is never written: the record
+	 * comes zeroed from its pool.  The wake burst's fields: see below.
+	 */
+	union {
+		struct {
+			bool changed;
+			bool in_done;
+			bool self_in_poll; /* woke itself in the poll under way */
+			uint8_t fast_pad;
+			uint32_t wake_seq;
+		};
+		uint64_t fast_word;
+	};
 	uint32_t self_polls;      /* polls that ended woken by themselves */
 	uint64_t self_poll_ns;    /* and their time */
 	struct task_rec_s *hnext; /* hash chain */
@@ -89,9 +103,20 @@ typedef struct task_rec_s {
 	 */
 	struct leak_site *site;
 	struct task_rec_s *snext, *sprev;
-	uint32_t wake_seq;
-	uint16_t wake_slot;
+	uint16_t wake_slot; /* wake_seq: in fast_word, above */
 } task_rec_t;
+
+/* fast_word when changed is set and in_done, self_in_poll, wake_seq are
+ * not (changed: its first byte). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TASK_FAST_WORD ((uint64_t)1)
+#else
+#define TASK_FAST_WORD ((uint64_t)1 << 56)
+#endif
+_Static_assert(offsetof(task_rec_t, changed) ==
+			       offsetof(task_rec_t, fast_word) &&
+		       sizeof(bool) == 1,
+	       "task_rec_t's fast_word starts with changed");
 
 /* One resource as the collector tracks it (collector_resources.c). */
 typedef struct res_rec_s res_rec_t;
@@ -104,11 +129,11 @@ typedef struct worker_window_s {
 	bool off_cpu_read;
 } worker_window_t;
 
-#define WINDOW 50           /* passes kept per worker (~1 s) */
-#define WARN_KEEP 1024      /* warnings kept */
-#define FOLD_SLOTS 64       /* kinds and spawn sites folded at once */
-#define LOCK_HOLDS 64       /* locks held across awaits, awaiting release */
-#define STEAL_TRACKED 32    /* victims counted per thief (Space-Saving) */
+#define WINDOW 50              /* passes kept per worker (~1 s) */
+#define WARN_KEEP 1024         /* warnings kept */
+#define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
+#define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
+#define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
 
 /*
@@ -185,7 +210,7 @@ struct probe {
 	pthread_cond_t cond; /* flushers wait here (the collector on a futex) */
 	pthread_t thread;
 	bool running;
-	bool need_seed;       /* name the runtime's live tasks next pass */
+	bool need_seed; /* name the runtime's live tasks next pass */
 	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
@@ -320,7 +345,7 @@ struct probe {
 	uint64_t drop_from_ns, drop_to_ns;
 	uint64_t drops_suppressed; /* warnings not raised for that */
 	uint64_t reconciled_at;
-	unsigned nruntimes;        /* made and not yet destroyed, attached or not */
+	unsigned nruntimes; /* made and not yet destroyed, attached or not */
 	uint64_t last_pass_ns;
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;
@@ -561,8 +586,7 @@ void weft__collector_res_published(struct probe *p);
 void weft__collector_res_stop(struct probe *p);
 size_t weft__collector_res_count(const struct probe *p);
 /* Resource @id as published (its lists brought up to date), or NULL. */
-const weft_probe_resource_t *weft__collector_res(struct probe *p,
-						 uint64_t id);
+const weft_probe_resource_t *weft__collector_res(struct probe *p, uint64_t id);
 
 /* collector_workers.c */
 void weft__collector_sample_workers(struct probe *p, uint64_t now);
@@ -615,13 +639,14 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
  * walk of the workers) was most of the collector's time in a spawn
  * burst under callgrind.
  */
-bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,
-				   task_rec_t *t, uint16_t worker, uint64_t at,
+bool weft__collector_warn_task_row(struct probe *p, uint8_t kind, task_rec_t *t,
+				   uint16_t worker, uint64_t at,
 				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
 /* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
  * warning when released, or a second on if still held. */
-void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp,
+void weft__collector_lock_pending(struct probe *p,
+				  const struct lock_pending *lp,
 				  const char *file, uint32_t line);
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_check(struct probe *p, uint64_t now);
@@ -659,8 +684,8 @@ void weft__collector_sched_close_all(struct probe *p);
  * told only when its own part passes the threshold (any wait puts one
  * just past it under): the caller looks again.
  */
-static inline bool weft__collector_by_os(const struct probe *p,
-					 uint64_t own_ns, uint64_t dur_ns)
+static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
+					 uint64_t dur_ns)
 {
 	return own_ns < p->config.long_poll_ns && dur_ns - own_ns >= own_ns;
 }
@@ -680,16 +705,16 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 struct leak_said {
 	const char *file, *name; /* the spawn site, or the name it has */
 	uint32_t line;
-	uint32_t live;           /* live tasks of the site now */
-	uint32_t walked;         /* the oldest of them looked at */
-	uint32_t pending;        /* of those, pending since their first poll */
-	double per_s;            /* growth over the window */
+	uint32_t live;    /* live tasks of the site now */
+	uint32_t walked;  /* the oldest of them looked at */
+	uint32_t pending; /* of those, pending since their first poll */
+	double per_s;     /* growth over the window */
 	uint64_t window_ns;
 	uint64_t oldest, oldest_age_ns;
 	const char *oldest_name;
 	const char *parked_file; /* where most pending ones are parked */
 	uint32_t parked_line, parked_n;
-	uint32_t said_live;      /* at the last warning (0: the first) */
+	uint32_t said_live; /* at the last warning (0: the first) */
 	uint64_t at;
 };
 
@@ -698,8 +723,8 @@ struct burst_said {
 	uint64_t waker;          /* the waking task (0: none) */
 	const char *name, *file; /* its name and spawn site */
 	uint32_t line;
-	uint16_t worker;         /* WEFT_EVENT_NO_WORKER: another thread */
-	uint8_t source;          /* weft_wake_source_t of its first wake */
+	uint16_t worker; /* WEFT_EVENT_NO_WORKER: another thread */
+	uint8_t source;  /* weft_wake_source_t of its first wake */
 	uint32_t woken;
 	uint64_t at, span_ns;    /* the first wake, and to the last */
 	uint32_t polled;         /* woken tasks polled since */
