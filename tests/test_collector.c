@@ -525,8 +525,15 @@ static void test_interleaved_yields_counted(void **state)
 			if (!r ? w[k].worker != 0 : x % 7 == 0)
 				w[k].moved++;
 			q->k = k;
-			q->from = at + 1 + (unsigned)(x >> 8) % 3;
-			q->to = q->from + 1 + (unsigned)(x >> 16) % 5;
+			/*
+			 * Longer waits and polls in the last rounds: their
+			 * maxima come from polls taken once the busy-wait
+			 * warning is said (counted a chunk at a time).
+			 */
+			q->from = at + 1 + (unsigned)(x >> 8) % 3 +
+				  (r >= ROUNDS - 4 ? 3 * r : 0);
+			q->to = q->from + 1 + (unsigned)(x >> 16) % 5 +
+				(r >= ROUNDS - 4 ? r - 6 : 0);
 			q->wake = 0;
 			q->flags = WEFT_POLL_YIELDED;
 			if (r == ROUNDS - 1) {

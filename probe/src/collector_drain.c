@@ -193,7 +193,7 @@ static void flush_taken(const weft_ring_t *r, uint64_t from, uint64_t to)
 
 /*
  * @m events from @src (a stretch of a ring, in its order) to @d, each
- * converted to ns as it is copied (weft__probe_clock_conv_event()).
+ * converted to ns as it is copied (weft__collector_conv_copy()).
  */
 static inline __attribute__((always_inline)) void
 copy_run(const struct weft__probe_clock_conv *cv, weft_event_t *d,
@@ -205,10 +205,8 @@ copy_run(const struct weft__probe_clock_conv *cv, weft_event_t *d,
 		memcpy(d, src, m * sizeof(*d));
 		return;
 	}
-	for (; src < e; src++, d++) {
-		*d = *src;
-		weft__probe_clock_conv_event(cv, d);
-	}
+	for (; src < e; src++, d++)
+		weft__collector_conv_copy(cv, d, src);
 }
 
 /*
@@ -281,8 +279,8 @@ __attribute__((noinline)) size_t weft__collector_take_chunk(struct probe *p,
 			}
 		} else if (cv.tsc) {
 			do {
-				*d = buf[pos++ & mask];
-				weft__probe_clock_conv_event(&cv, d++);
+				weft__collector_conv_copy(&cv, d++,
+							  &buf[pos++ & mask]);
 			} while (--k && buf[pos & mask].ts <= bound);
 		} else {
 			do {

@@ -69,21 +69,36 @@ typedef struct task_rec_s {
 	bool parked_seen; /* a PARKED_AT came: events say where */
 	uint16_t once;    /* warnings raised once per task */
 	/*
-	 * Four of the fields poll_fast() (collector_events.c) tests, in one
-	 * word it compares with one instruction (TASK_FAST_WORD: changed,
-	 * and none of the others).  fast_pad is never written: the record
-	 * comes zeroed from its pool.  The wake burst's fields: see below.
+	 * Five of the fields poll_fast() (collector_events.c) tests, in one
+	 * word it compares with one instruction (TASK_FAST_WORD: changed and
+	 * fast_listed, and none of the others).  fast_listed: on the list of
+	 * records with polls poll_fast() took and has not folded in
+	 * (fast_n ...), for the chunk under way.  The wake burst's fields:
+	 * see below.
 	 */
 	union {
 		struct {
 			bool changed;
 			bool in_done;
 			bool self_in_poll; /* woke itself in the poll under way */
-			uint8_t fast_pad;
+			bool fast_listed;
 			uint32_t wake_seq;
 		};
 		uint64_t fast_word;
 	};
+	/*
+	 * Polls poll_fast() took, of a task whose busy-wait warning was said
+	 * (so that nothing in the chunk reads its counts): how many, their
+	 * time and their scheduling delays, not yet added to pub's polls,
+	 * wakes, self_wakes, busy_ns, scheduled_ns, to self_polls,
+	 * self_poll_ns, nor to the histograms' counts and sums (their buckets
+	 * and maxima are).  weft__collector_fast_fold() adds them: on the
+	 * record's next lookup (weft__collector_task_find()) and at the
+	 * chunk's end, before anything else reads them.
+	 */
+	uint32_t fast_n;
+	uint64_t fast_dur, fast_delay;
+	struct task_rec_s *fnext; /* the fast list, while fast_listed */
 	uint32_t self_polls;      /* polls that ended woken by themselves */
 	uint64_t self_poll_ns;    /* and their time */
 	struct task_rec_s *hnext; /* hash chain */
@@ -106,15 +121,19 @@ typedef struct task_rec_s {
 	uint16_t wake_slot; /* wake_seq: in fast_word, above */
 } task_rec_t;
 
-/* fast_word when changed is set and in_done, self_in_poll, wake_seq are
- * not (changed: its first byte). */
+/* fast_word when changed and fast_listed are set and in_done,
+ * self_in_poll, wake_seq are not; TASK_FAST_UNLISTED: not listed yet. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define TASK_FAST_WORD ((uint64_t)1)
+#define TASK_FAST_UNLISTED ((uint64_t)1)
+#define TASK_FAST_WORD ((uint64_t)1 | (uint64_t)1 << 24)
 #else
-#define TASK_FAST_WORD ((uint64_t)1 << 56)
+#define TASK_FAST_UNLISTED ((uint64_t)1 << 56)
+#define TASK_FAST_WORD ((uint64_t)1 << 56 | (uint64_t)1 << 32)
 #endif
 _Static_assert(offsetof(task_rec_t, changed) ==
 			       offsetof(task_rec_t, fast_word) &&
+		       offsetof(task_rec_t, fast_listed) ==
+			       offsetof(task_rec_t, fast_word) + 3 &&
 		       sizeof(bool) == 1,
 	       "task_rec_t's fast_word starts with changed");
 
@@ -455,19 +474,26 @@ static inline size_t weft__collector_hash_of(const struct probe *p, uint64_t id)
 	return (size_t)id & (p->table_size - 1);
 }
 
+/* collector_tasks.c: fast_n's polls into the record (task_rec_t). */
+void weft__collector_fast_fold(task_rec_t *t);
+
+/* The record of @id, its counts whole (fast_n folded in), or NULL. */
 static inline task_rec_t *weft__collector_task_find(struct probe *p,
 						    uint64_t id)
 {
 	task_rec_t *t = p->last_found;
 
 	/* A task's events come in runs (a wake, then its poll). */
-	if (t && t->pub.id == id)
-		return t;
-	t = p->table[weft__collector_hash_of(p, id)];
-	while (t && t->pub.id != id)
-		t = t->hnext;
-	if (t)
+	if (!t || t->pub.id != id) {
+		t = p->table[weft__collector_hash_of(p, id)];
+		while (t && t->pub.id != id)
+			t = t->hnext;
+		if (!t)
+			return NULL;
 		p->last_found = t;
+	}
+	if (__builtin_expect(t->fast_n != 0, 0))
+		weft__collector_fast_fold(t);
 	return t;
 }
 
@@ -531,6 +557,47 @@ static inline weft_hist_t *weft__collector_task_hist(struct probe *p,
 		}
 	}
 	return t->hist;
+}
+
+/* ------------------------------------------------------------ the clock */
+
+/*
+ * weft__probe_clock_conv_event() on a copy, for the drain: @s copied to
+ * @d, its stamp (and a POLL's or BLOCKING_END's duration) in ns, with the
+ * same results to the nanosecond and fewer instructions.  The stamp's
+ * product P = (raw - base_tsc) * q (q: ns a tick, 32.32) is made once,
+ * and the duration's ns, conv(raw) - conv(raw - a1), taken from it: with
+ * A = a1 * q, floor(P / 2^32) - floor((P - A) / 2^32) is
+ * floor(A / 2^32), plus 1 when P's low 32 bits are under A's (the
+ * borrow).  Exact whenever raw - a1 is not before base_tsc (else, and
+ * for a stamp before it, the general conversion).  @cv->tsc is the
+ * caller's to check.  tests/test_collector.c checks it against the
+ * general conversion.
+ */
+static inline __attribute__((always_inline)) void
+weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
+			  weft_event_t *d, const weft_event_t *s)
+{
+	__extension__ typedef unsigned __int128 u128;
+	uint64_t raw = s->ts, a1 = s->a1, dt = raw - cv->base_tsc;
+	u128 P, A;
+
+	*d = *s;
+	if (__builtin_expect(raw < cv->base_tsc, 0)) {
+		weft__probe_clock_conv_event(cv, d);
+		return;
+	}
+	P = (u128)dt * cv->ns_per_tick_q32;
+	d->ts = cv->base_ns + (uint64_t)(P >> 32);
+	if (__builtin_expect(s->kind != WEFT_EV_POLL, 0) &&
+	    s->kind != WEFT_EV_BLOCKING_END)
+		return;
+	if (__builtin_expect(a1 > dt, 0)) {
+		d->a1 = d->ts - weft__probe_clock_conv_ts(cv, raw - a1);
+		return;
+	}
+	A = (u128)a1 * cv->ns_per_tick_q32;
+	d->a1 = (uint64_t)(A >> 32) + ((uint32_t)P < (uint32_t)A);
 }
 
 /* ------------------------------------------------------------- the pass */

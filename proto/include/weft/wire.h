@@ -135,19 +135,20 @@ static inline unsigned weft_hist_index(uint64_t ns)
 }
 
 /**
- * weft_hist_add() - weft_hist_record(), inline for the collector's
- * per-event paths (always: in the collector's loop, two a poll, GCC kept
- * it out of line, a call and a frame each).  The buckets as
- * weft_hist_index() says, with its two range tests made one (64 <= @ns <
- * 2^38, one unsigned compare) and the index's arithmetic without a test
- * GCC cannot see is never taken: 23 -> 15 instructions an add
- * (callgrind; tests/test_hist_clock.c checks it against the index).
+ * weft_hist_add_bucket() - @ns counted in its bucket (or as an outlier),
+ * and nothing else: weft_hist_add() without count, sum_ns and max_ns, for
+ * a caller that adds those itself (the collector's, a batch at a time).
+ * The buckets as weft_hist_index() says, with its two range tests made
+ * one (64 <= @ns < 2^38, one unsigned compare) and the index's arithmetic
+ * without the test GCC could not see is never taken (callgrind: 23 -> 15
+ * instructions a weft_hist_add(); tests/test_hist.c checks the buckets
+ * against weft_hist_index()).
  *
  * Context: any thread, one at a time per @h; a task may call it (never
  * blocks).
  */
-static inline __attribute__((always_inline)) void weft_hist_add(weft_hist_t *h,
-								uint64_t ns)
+static inline __attribute__((always_inline)) void
+weft_hist_add_bucket(weft_hist_t *h, uint64_t ns)
 {
 	if (__builtin_expect(ns - 64 < ((uint64_t)1 << 38) - 64, 1)) {
 		unsigned e = 63 ^ (unsigned)__builtin_clzll(ns);
@@ -158,6 +159,20 @@ static inline __attribute__((always_inline)) void weft_hist_add(weft_hist_t *h,
 	} else {
 		h->outliers++;
 	}
+}
+
+/**
+ * weft_hist_add() - weft_hist_record(), inline for the collector's
+ * per-event paths (always: in the collector's loop, two a poll, GCC kept
+ * it out of line, a call and a frame each).
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ */
+static inline __attribute__((always_inline)) void weft_hist_add(weft_hist_t *h,
+								uint64_t ns)
+{
+	weft_hist_add_bucket(h, ns);
 	h->count++;
 	h->sum_ns += ns;
 	if (ns > h->max_ns)
