@@ -257,8 +257,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
  * on_poll() for the poll nearly every event of a yielding task is: a
  * yield (the poll ended woken by itself, not READY) of a task known
  * since an earlier poll, queued, on the worker of its last poll, short,
- * that no warning, wake burst or move is to be told about, already
- * marked changed this pass.  Exactly what on_poll() does then, without
+ * that no warning, wake burst or move is to be told about.  Exactly what on_poll() does then, without
  * its tests for the rest: false (nothing done) when the poll is not one
  * of those, and on_poll() takes it.  Inline in the loop
  * (weft__collector_process()), with no call nor on_poll()'s frame.
@@ -286,23 +285,28 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	/*
 	 * t->hist is set from a task's second poll on (polls never goes
 	 * back), so it says polls > 0.  fast_word: changed (publish() has it
-	 * listed), not finished, no wake of itself in the poll, no wake
-	 * burst (wake_seq) to hold its delay, on the fast list.
+	 * listed), on the fast list, not finished, no wake of itself in the
+	 * poll, no wake burst (wake_seq) to hold its delay.
 	 */
 	if ((ev->a2 & (WEFT_POLL_READY | WEFT_POLL_YIELDED)) !=
 		    WEFT_POLL_YIELDED ||
 	    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
 	    t->pub.last_worker != worker || worker >= nslots ||
-	    dur >= p->config.long_poll_ns || dur > ts || t->wake_in_poll)
+	    dur >= p->config.long_poll_ns || t->wake_in_poll ||
+	    __builtin_sub_overflow(ts, dur, &start))
 		return false;
 	if (__builtin_expect(t->fast_word != TASK_FAST_WORD, 0)) {
-		if (t->fast_word != TASK_FAST_UNLISTED)
+		/* Marked now if need be (on_poll() would mark it too, at
+		 * this same event: the same place in publish()'s order). */
+		if (t->fast_word & ~TASK_FAST_WORD)
 			return false;
-		t->fast_listed = true;
-		t->fnext = *fast;
-		*fast = t;
+		weft__collector_task_changed(p, t);
+		if (!t->fast_listed) {
+			t->fast_listed = true;
+			t->fnext = *fast;
+			*fast = t;
+		}
 	}
-	start = ts - dur;
 	/*
 	 * start - woken_at, which is under start only when woken_at is set
 	 * (not 0) and not after start: on_poll() counts no delay otherwise.

@@ -122,12 +122,11 @@ typedef struct task_rec_s {
 } task_rec_t;
 
 /* fast_word when changed and fast_listed are set and in_done,
- * self_in_poll, wake_seq are not; TASK_FAST_UNLISTED: not listed yet. */
+ * self_in_poll, wake_seq are not (bools are 0 or 1: the word has no
+ * other bit set). */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define TASK_FAST_UNLISTED ((uint64_t)1)
 #define TASK_FAST_WORD ((uint64_t)1 | (uint64_t)1 << 24)
 #else
-#define TASK_FAST_UNLISTED ((uint64_t)1 << 56)
 #define TASK_FAST_WORD ((uint64_t)1 << 56 | (uint64_t)1 << 32)
 #endif
 _Static_assert(offsetof(task_rec_t, changed) ==
