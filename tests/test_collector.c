@@ -468,6 +468,28 @@ static void test_yields_counted(void **state)
 }
 
 /*
+ * A copy of task @id's record and its two histograms (zeroed without
+ * them), taken under the lock and checked out of it (a failed check
+ * leaves the test by longjmp).  False: no record.
+ */
+static bool rec_copy(uint64_t id, task_rec_t *rec, weft_hist_t h[2])
+{
+	const weft_probe_task_t *t;
+
+	memset(h, 0, 2 * sizeof(*h));
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, id);
+	if (t) {
+		memcpy(rec, (const char *)t - offsetof(task_rec_t, pub),
+		       sizeof(*rec));
+		if (rec->hist)
+			memcpy(h, rec->hist, 2 * sizeof(*h));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return t != NULL;
+}
+
+/*
  * Many tasks yielding in turn on two workers, as yield_many's are, each
  * poll of a task between polls of others (the collector's fast path
  * finds each task by its hash bucket, not by the last one found): two of
@@ -581,41 +603,22 @@ static void test_interleaved_yields_counted(void **state)
 		nm = 0;
 	}
 	for (unsigned k = 0; k < NT; k++) {
-		const weft_probe_task_t *t;
-		weft_probe_task_t tc;
-		weft_hist_t gph, gsh;
-		uint32_t moved = 0;
+		task_rec_t r;
+		weft_hist_t h[2];
 
-		memset(&gph, 0, sizeof(gph));
-		memset(&gsh, 0, sizeof(gsh));
-		pthread_mutex_lock(&p->lock);
-		t = weft__collector_task(p, w[k].id);
-		if (t) {
-			tc = *t;
-			if (t->poll_hist)
-				gph = *t->poll_hist;
-			if (t->sched_hist)
-				gsh = *t->sched_hist;
-			moved = ((const task_rec_t
-					  *)(const void *)((const char *)t -
-							   offsetof(task_rec_t,
-								    pub)))
-					->moved;
-		}
-		pthread_mutex_unlock(&p->lock);
-		assert_non_null(t);
-		assert_int_equal(tc.state, WEFT_TASK_DONE);
-		assert_int_equal(tc.polls, ROUNDS);
-		assert_int_equal(moved, w[k].moved);
-		assert_int_equal(tc.polls, w[k].polls);
-		assert_int_equal(tc.wakes, w[k].wakes);
-		assert_int_equal(tc.self_wakes, w[k].wakes);
-		assert_int_equal(tc.busy_ns, w[k].busy);
-		assert_int_equal(tc.scheduled_ns, w[k].sched);
-		assert_int_equal(tc.max_poll_ns, w[k].maxp);
-		assert_int_equal(tc.last_worker, w[k].worker);
-		assert_memory_equal(&gph, &w[k].ph, sizeof(gph));
-		assert_memory_equal(&gsh, &w[k].sh, sizeof(gsh));
+		assert_true(rec_copy(w[k].id, &r, h));
+		assert_int_equal(r.pub.state, WEFT_TASK_DONE);
+		assert_int_equal(r.pub.polls, ROUNDS);
+		assert_int_equal(r.moved, w[k].moved);
+		assert_int_equal(r.pub.polls, w[k].polls);
+		assert_int_equal(r.pub.wakes, w[k].wakes);
+		assert_int_equal(r.pub.self_wakes, w[k].wakes);
+		assert_int_equal(r.pub.busy_ns, w[k].busy);
+		assert_int_equal(r.pub.scheduled_ns, w[k].sched);
+		assert_int_equal(r.pub.max_poll_ns, w[k].maxp);
+		assert_int_equal(r.pub.last_worker, w[k].worker);
+		assert_memory_equal(&h[0], &w[k].ph, sizeof(h[0]));
+		assert_memory_equal(&h[1], &w[k].sh, sizeof(h[1]));
 	}
 	free(m);
 	free(w);
