@@ -588,8 +588,12 @@ weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
 	}
 	P = (u128)dt * cv->ns_per_tick_q32;
 	d->ts = cv->base_ns + (uint64_t)(P >> 32);
-	if (__builtin_expect(s->kind != WEFT_EV_POLL, 0) &&
-	    s->kind != WEFT_EV_BLOCKING_END)
+	/* The kinds with a duration in a1, by table: one test for both. */
+	static const bool timed[256] = {
+		[WEFT_EV_POLL] = true, [WEFT_EV_BLOCKING_END] = true
+	};
+
+	if (!timed[s->kind])
 		return;
 	if (__builtin_expect(a1 > dt, 0)) {
 		d->a1 = d->ts - weft__probe_clock_conv_ts(cv, raw - a1);
