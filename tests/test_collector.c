@@ -468,6 +468,74 @@ static void test_yields_counted(void **state)
 }
 
 /*
+ * The drain's conversion (weft__collector_conv_copy(): a POLL's duration
+ * from its stamp's product) against the general one, to the nanosecond:
+ * rates from 0.3 to 5 GHz and odd ones, stamps from the base to 2^60
+ * ticks past it and before it, durations from 0 to past the stamp
+ * (the general conversion's own cases), every kind the copy tells apart.
+ */
+static void test_conv_copy_exact(void **state)
+{
+	static const uint64_t q[] = { 14316557653ull, 4294967296ull,
+				      2045222521ull,  1160802242ull,
+				      858993459ull,   3ull,
+				      4294967295ull,  2147483649ull };
+	static const uint8_t kinds[] = { WEFT_EV_POLL, WEFT_EV_BLOCKING_END,
+					 WEFT_EV_WAKE, WEFT_EV_SPAWN };
+	uint64_t x = 0x853C49E6748FEA9Bull;
+	unsigned checked = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		for (unsigned n = 0; n < 20000; n++) {
+			struct weft__probe_clock_conv cv = {
+				.tsc = true,
+				.base_tsc = n % 3 ? 1000000007ull * (n % 7) : 0,
+				.base_ns = 1700000000000000000ull,
+				.ns_per_tick_q32 = q[i],
+			};
+			weft_event_t s, got, want;
+			uint64_t dt;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* A stamp of any magnitude past the base, or before. */
+			dt = x >> (4 + x % 60);
+			memset(&s, 0, sizeof(s));
+			s.ts = n % 11 == 0 ?
+				       cv.base_tsc - dt % (cv.base_tsc + 1) :
+				       cv.base_tsc + dt;
+			s.kind = kinds[n % 4];
+			s.task = n;
+			s.a2 = (uint32_t)x;
+			s.worker = (uint16_t)(x >> 32);
+			/* Durations up to the stamp and past it. */
+			s.a1 = n % 13 == 0 ? dt + 1 + (x >> 40) :
+			       n % 5 == 0  ? dt :
+					     dt >> (x % 64);
+			want = s;
+			weft__probe_clock_conv_event(&cv, &want);
+			weft__collector_conv_copy(&cv, &got, &s);
+			if (memcmp(&got, &want, sizeof(got)))
+				fail_msg(
+					"q %llu base %llu raw %llu a1 %llu kind "
+					"%u: ts %llu a1 %llu, want %llu %llu",
+					(unsigned long long)q[i],
+					(unsigned long long)cv.base_tsc,
+					(unsigned long long)s.ts,
+					(unsigned long long)s.a1, s.kind,
+					(unsigned long long)got.ts,
+					(unsigned long long)got.a1,
+					(unsigned long long)want.ts,
+					(unsigned long long)want.a1);
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 8 * 20000);
+}
+
+/*
  * A copy of task @id's record and its two histograms (zeroed without
  * them), taken under the lock and checked out of it (a failed check
  * leaves the test by longjmp).  False: no record.
@@ -884,6 +952,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
 						setup, teardown),
+		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
