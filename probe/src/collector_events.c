@@ -257,8 +257,9 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
  * on_poll() for the poll nearly every event of a yielding task is: a
  * yield (the poll ended woken by itself, not READY) of a task known
  * since an earlier poll, queued, on the worker of its last poll, short,
- * that no warning, wake burst or move is to be told about.  Exactly what on_poll() does then, without
- * its tests for the rest: false (nothing done) when the poll is not one
+ * that no warning, wake burst or move is to be told about.  Exactly
+ * what on_poll() does then, without its tests for the rest: false
+ * (nothing done but the task marked changed and listed) when it is none
  * of those, and on_poll() takes it.  Inline in the loop
  * (weft__collector_process()), with no call nor on_poll()'s frame.
  * @wk, @nslots: p->wk and p->nworker_slots, which only a slow event
