@@ -467,6 +467,231 @@ static void test_yields_counted(void **state)
 	assert_memory_equal(&gsh, &sh, sizeof(sh));
 }
 
+/*
+ * The drain's conversion (weft__collector_conv_copy(): a POLL's duration
+ * from its stamp's product) against the general one, to the nanosecond:
+ * rates from 0.3 to 5 GHz and odd ones, stamps from the base to 2^60
+ * ticks past it and before it, durations from 0 to past the stamp
+ * (the general conversion's own cases), every kind the copy tells apart.
+ */
+static void test_conv_copy_exact(void **state)
+{
+	static const uint64_t q[] = { 14316557653ull, 4294967296ull,
+				      2045222521ull,  1160802242ull,
+				      858993459ull,   3ull,
+				      4294967295ull,  2147483649ull };
+	static const uint8_t kinds[] = { WEFT_EV_POLL, WEFT_EV_BLOCKING_END,
+					 WEFT_EV_WAKE, WEFT_EV_SPAWN };
+	uint64_t x = 0x853C49E6748FEA9Bull;
+	unsigned checked = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		for (unsigned n = 0; n < 20000; n++) {
+			struct weft__probe_clock_conv cv = {
+				.tsc = true,
+				.base_tsc = n % 3 ? 1000000007ull * (n % 7) : 0,
+				.base_ns = 1700000000000000000ull,
+				.ns_per_tick_q32 = q[i],
+			};
+			weft_event_t s, got, want;
+			uint64_t dt;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* A stamp of any magnitude past the base, or before. */
+			dt = x >> (4 + x % 60);
+			memset(&s, 0, sizeof(s));
+			s.ts = n % 11 == 0 ?
+				       cv.base_tsc - dt % (cv.base_tsc + 1) :
+				       cv.base_tsc + dt;
+			s.kind = kinds[n % 4];
+			s.task = n;
+			s.a2 = (uint32_t)x;
+			s.worker = (uint16_t)(x >> 32);
+			/* Durations up to the stamp and past it. */
+			s.a1 = n % 13 == 0 ? dt + 1 + (x >> 40) :
+			       n % 5 == 0  ? dt :
+					     dt >> (x % 64);
+			want = s;
+			weft__probe_clock_conv_event(&cv, &want);
+			weft__collector_conv_copy(&cv, &got, &s);
+			if (memcmp(&got, &want, sizeof(got)))
+				fail_msg(
+					"q %llu base %llu raw %llu a1 %llu kind "
+					"%u: ts %llu a1 %llu, want %llu %llu",
+					(unsigned long long)q[i],
+					(unsigned long long)cv.base_tsc,
+					(unsigned long long)s.ts,
+					(unsigned long long)s.a1, s.kind,
+					(unsigned long long)got.ts,
+					(unsigned long long)got.a1,
+					(unsigned long long)want.ts,
+					(unsigned long long)want.a1);
+			checked++;
+		}
+	}
+	assert_int_equal(checked, 8 * 20000);
+}
+
+/*
+ * A copy of task @id's record and its two histograms (zeroed without
+ * them), taken under the lock and checked out of it (a failed check
+ * leaves the test by longjmp).  False: no record.
+ */
+static bool rec_copy(uint64_t id, task_rec_t *rec, weft_hist_t h[2])
+{
+	const weft_probe_task_t *t;
+
+	memset(h, 0, 2 * sizeof(*h));
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, id);
+	if (t) {
+		memcpy(rec, (const char *)t - offsetof(task_rec_t, pub),
+		       sizeof(*rec));
+		if (rec->hist)
+			memcpy(h, rec->hist, 2 * sizeof(*h));
+	}
+	pthread_mutex_unlock(&p->lock);
+	return t != NULL;
+}
+
+/*
+ * Many tasks yielding in turn on two workers, as yield_many's are, each
+ * poll of a task between polls of others (the collector's fast path
+ * finds each task by its hash bucket, not by the last one found): two of
+ * them share a bucket with another (ids a table's size apart), some move
+ * between the workers, some polls end pending with a wake of their own
+ * task in them, passes fall between them.  Every count, sum, maximum and
+ * histogram of every task is what the events say.
+ */
+static void test_interleaved_yields_counted(void **state)
+{
+	enum { NT = 14, ROUNDS = 24, CUT = 5 };
+	struct want {
+		uint64_t id, sched, busy, maxp, wakes;
+		uint64_t woken; /* a tick until its first poll, then ns */
+		unsigned polls, moved;
+		uint16_t worker;
+		weft_hist_t ph, sh;
+	} *w = calloc(NT, sizeof(*w));
+	/* A pass's polls, folded into w[] once it ran (in its ns). */
+	struct made {
+		unsigned k, from, to, wake;
+		uint32_t flags;
+	} *m = calloc((size_t)NT * CUT, sizeof(*m));
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	unsigned at = 1, nm = 0;
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(m);
+	for (unsigned k = 0; k < NT; k++) {
+		/* The last two share buckets with the first two. */
+		unsigned c = k - (NT - 2);
+
+		w[k].id = k < NT - 2 ? 500 + k : 500 + c + 1024 * (c + 1);
+		w[k].woken = at;
+		ev(ring_a, at++, WEFT_EV_SPAWN, w[k].id, 0, 0);
+	}
+	for (unsigned r = 0; r < ROUNDS; r++) {
+		for (unsigned j = 0; j < NT; j++) {
+			/* Each round in its own order. */
+			unsigned k = (j * 5 + r * 3) % NT;
+			struct made *q = &m[nm++];
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/*
+			 * Mostly where it ran last; now and then the other (a
+			 * move, as is a first poll off the spawning worker).
+			 */
+			if (!r)
+				w[k].worker = k % 2;
+			else if (x % 7 == 0)
+				w[k].worker ^= 1;
+			if (!r ? w[k].worker != 0 : x % 7 == 0)
+				w[k].moved++;
+			q->k = k;
+			/*
+			 * Longer waits and polls in the last rounds: their
+			 * maxima come from polls taken once the busy-wait
+			 * warning is said (counted a chunk at a time).
+			 */
+			q->from = at + 1 + (unsigned)(x >> 8) % 3 +
+				  (r >= ROUNDS - 4 ? 3 * r : 0);
+			q->to = q->from + 1 + (unsigned)(x >> 16) % 5 +
+				(r >= ROUNDS - 4 ? r - 6 : 0);
+			q->wake = 0;
+			q->flags = WEFT_POLL_YIELDED;
+			if (r == ROUNDS - 1) {
+				q->flags = WEFT_POLL_READY;
+			} else if ((x >> 24) % 9 == 0) {
+				/* Pending, woken by itself in the poll. */
+				q->flags = 0;
+				q->wake = q->from + 1;
+				ev(w[k].worker ? ring_b : ring_a, q->wake,
+				   WEFT_EV_WAKE, w[k].id, w[k].id, 0);
+			}
+			poll(w[k].worker ? ring_b : ring_a, q->from, q->to,
+			     w[k].id, q->flags);
+			at = q->to;
+		}
+		if (r % CUT != CUT - 1 && r != ROUNDS - 1)
+			continue;
+		/* The clock's rate is refined at each pass's start. */
+		pass();
+		for (unsigned i = 0; i < nm; i++) {
+			struct want *t = &w[m[i].k];
+			uint64_t delay, dur = ns_at(m[i].to) - ns_at(m[i].from);
+
+			/* Its spawn, in its first poll's pass. */
+			if (!t->polls)
+				t->woken = ns_at((unsigned)t->woken);
+			delay = ns_at(m[i].from) - t->woken;
+
+			t->sched += delay;
+			t->busy += dur;
+			if (dur > t->maxp)
+				t->maxp = dur;
+			if (t->polls++) {
+				weft_hist_record(&t->sh, delay);
+				weft_hist_record(&t->ph, dur);
+			}
+			if (m[i].wake) {
+				t->wakes++;
+				t->woken = ns_at(m[i].wake);
+			} else if (m[i].flags == WEFT_POLL_YIELDED) {
+				t->wakes++;
+				t->woken = ns_at(m[i].to);
+			}
+		}
+		nm = 0;
+	}
+	for (unsigned k = 0; k < NT; k++) {
+		task_rec_t r;
+		weft_hist_t h[2];
+
+		assert_true(rec_copy(w[k].id, &r, h));
+		assert_int_equal(r.pub.state, WEFT_TASK_DONE);
+		assert_int_equal(r.pub.polls, ROUNDS);
+		assert_int_equal(r.moved, w[k].moved);
+		assert_int_equal(r.pub.polls, w[k].polls);
+		assert_int_equal(r.pub.wakes, w[k].wakes);
+		assert_int_equal(r.pub.self_wakes, w[k].wakes);
+		assert_int_equal(r.pub.busy_ns, w[k].busy);
+		assert_int_equal(r.pub.scheduled_ns, w[k].sched);
+		assert_int_equal(r.pub.max_poll_ns, w[k].maxp);
+		assert_int_equal(r.pub.last_worker, w[k].worker);
+		assert_memory_equal(&h[0], &w[k].ph, sizeof(h[0]));
+		assert_memory_equal(&h[1], &w[k].sh, sizeof(h[1]));
+	}
+	free(m);
+	free(w);
+}
+
 /* ------------------------------------------------------- resources */
 
 static weft_probe_resource_t res(uint64_t id, bool *found)
@@ -725,6 +950,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_yields_counted, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
+						setup, teardown),
+		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

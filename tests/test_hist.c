@@ -86,12 +86,70 @@ static void test_hist_add_is_record(void **state)
 	assert_int_equal(a.count, 10000);
 }
 
+/*
+ * weft_hist_add() has its own bucket arithmetic (one range test for the
+ * buckets past 0): each value lands where weft_hist_index() says, counted
+ * once, with its sum and max, at every bucket's bounds (each side), the
+ * range's ends, and values of every magnitude.
+ */
+static void check_add_at_index(uint64_t ns)
+{
+	weft_hist_t h, want;
+	unsigned i = weft_hist_index(ns);
+
+	memset(&h, 0, sizeof(h));
+	memset(&want, 0, sizeof(want));
+	h.max_ns = want.max_ns = 7;
+	if (i < WEFT_HIST_BUCKETS)
+		want.buckets[i] = 1;
+	else
+		want.outliers = 1;
+	want.count = 1;
+	want.sum_ns = ns;
+	if (ns > want.max_ns)
+		want.max_ns = ns;
+	weft_hist_add(&h, ns);
+	if (memcmp(&h, &want, sizeof(h)))
+		fail_msg("weft_hist_add(%llu): not bucket %u",
+			 (unsigned long long)ns, i);
+}
+
+static void test_hist_add_at_index(void **state)
+{
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	(void)state;
+	for (uint64_t ns = 0; ns < 4096; ns++)
+		check_add_at_index(ns);
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++) {
+		uint64_t up = weft_hist_bucket_upper(i);
+
+		for (uint64_t d = 0; d < 3; d++) {
+			check_add_at_index(up - 1 - d);
+			check_add_at_index(up + d);
+		}
+	}
+	for (unsigned e = 0; e < 64; e++) {
+		check_add_at_index((uint64_t)1 << e);
+		check_add_at_index(((uint64_t)1 << e) - 1);
+		check_add_at_index(((uint64_t)3 << e) >> 1);
+	}
+	check_add_at_index(UINT64_MAX);
+	for (unsigned i = 0; i < 100000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		check_add_at_index(x >> (x % 64));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hist_percentiles),
 		cmocka_unit_test(test_hist_index_matches_bucket_bounds),
 		cmocka_unit_test(test_hist_add_is_record),
+		cmocka_unit_test(test_hist_add_at_index),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -192,6 +192,24 @@ static void flush_taken(const weft_ring_t *r, uint64_t from, uint64_t to)
 #endif
 
 /*
+ * @m events from @src (a stretch of a ring, in its order) to @d, each
+ * converted to ns as it is copied (weft__collector_conv_copy()).
+ */
+static inline __attribute__((always_inline)) void
+copy_run(const struct weft__probe_clock_conv *cv, weft_event_t *d,
+	 const weft_event_t *src, uint64_t m)
+{
+	const weft_event_t *e = src + m;
+
+	if (!cv->tsc) {
+		memcpy(d, src, m * sizeof(*d));
+		return;
+	}
+	for (; src < e; src++, d++)
+		weft__collector_conv_copy(cv, d, src);
+}
+
+/*
  * Takes the next chunk of the pass's events, earliest first, into
  * p->chunk: a k-way merge over the runs' heads (each ring is in time
  * order), O(log k) an event, read straight from the rings.  Gives the
@@ -243,10 +261,26 @@ __attribute__((noinline)) size_t weft__collector_take_chunk(struct probe *p,
 		buf = r->buf;
 		mask = r->mask;
 		d = &p->chunk[out];
-		if (cv.tsc) {
+		if (n == 1) {
+			/*
+			 * The last run (one worker's, nearly always, when one
+			 * worker runs): all of it, with no stamp to compare,
+			 * in at most two stretches the ring's end splits.
+			 */
+			while (k) {
+				uint64_t i = pos & mask, m = mask + 1 - i;
+
+				if (m > k)
+					m = k;
+				copy_run(&cv, d, buf + i, m);
+				d += m;
+				pos += m;
+				k -= m;
+			}
+		} else if (cv.tsc) {
 			do {
-				*d = buf[pos++ & mask];
-				weft__probe_clock_conv_event(&cv, d++);
+				weft__collector_conv_copy(&cv, d++,
+							  &buf[pos++ & mask]);
 			} while (--k && buf[pos & mask].ts <= bound);
 		} else {
 			do {

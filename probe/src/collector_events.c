@@ -257,61 +257,103 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
  * on_poll() for the poll nearly every event of a yielding task is: a
  * yield (the poll ended woken by itself, not READY) of a task known
  * since an earlier poll, queued, on the worker of its last poll, short,
- * that no warning, wake burst or move is to be told about.  Exactly what
- * on_poll() does then, without its tests for the rest: false (nothing
- * done) when the poll is not one of those, and on_poll() takes it.
- * Inline in process()'s loop, with no call nor on_poll()'s frame
- * (callgrind, yield_many without a recorder: 239 -> 207 collector
- * instructions an event; test_collector's test_yields_counted checks
- * it against the events).
+ * that no warning, wake burst or move is to be told about.  Exactly
+ * what on_poll() does then, without its tests for the rest: false
+ * (nothing done but the task marked changed and listed) when it is none
+ * of those, and on_poll() takes it.  Inline in the loop
+ * (weft__collector_process()), with no call nor on_poll()'s frame.
+ * @wk, @nslots: p->wk and p->nworker_slots, which only a slow event
+ * changes.  @fast: the chunk's list of records with polls taken here
+ * (task_rec_t's fast_listed), which the loop folds in at its end.
+ *
+ * Once the task's busy-wait warning is said, nothing of the chunk reads
+ * its counts but a lookup of its record, which folds them in
+ * (weft__collector_task_find()): the counts and sums that every such
+ * poll adds to (polls, wakes, self_wakes, self_polls, busy, scheduled,
+ * the histograms' counts and sums) are added up in fast_n, fast_dur and
+ * fast_delay and folded in once (weft__collector_fast_fold()).
+ * test_collector's test_yields_counted and
+ * test_interleaved_yields_counted check it against the events.
  */
 static inline __attribute__((always_inline)) bool
-poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev)
+poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
+	  worker_rec_t *wk, unsigned nslots, task_rec_t **fast)
 {
-	uint64_t dur = ev->a1, ts = ev->ts, start, delay, w;
+	uint64_t dur = ev->a1, ts = ev->ts, start, delay;
 	weft_hist_t *h = t->hist;
 	unsigned worker = ev->worker;
 
 	/*
 	 * t->hist is set from a task's second poll on (polls never goes
-	 * back); wake_seq 0: no burst to hold its delay; once bit of the
-	 * delay warning, or a delay under it: none to raise.
+	 * back), so it says polls > 0.  fast_word: changed (publish() has it
+	 * listed), on the fast list, not finished, no wake of itself in the
+	 * poll, no wake burst (wake_seq) to hold its delay.
 	 */
 	if ((ev->a2 & (WEFT_POLL_READY | WEFT_POLL_YIELDED)) !=
 		    WEFT_POLL_YIELDED ||
-	    !h || !t->pub.polls || t->pub.state != WEFT_TASK_SCHEDULED ||
-	    t->in_done || t->self_in_poll || t->wake_seq ||
-	    t->pub.last_worker != worker || worker >= p->nworker_slots ||
-	    dur >= p->config.long_poll_ns || dur > ts || !t->changed)
+	    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
+	    t->pub.last_worker != worker || worker >= nslots ||
+	    dur >= p->config.long_poll_ns || t->wake_in_poll ||
+	    __builtin_sub_overflow(ts, dur, &start))
 		return false;
-	start = ts - dur;
-	w = t->woken_at;
-	if (!w || start < w)
+	if (__builtin_expect(t->fast_word != TASK_FAST_WORD, 0)) {
+		/* Marked now if need be (on_poll() would mark it too, at
+		 * this same event: the same place in publish()'s order). */
+		if (t->fast_word & ~TASK_FAST_WORD)
+			return false;
+		weft__collector_task_changed(p, t);
+		if (!t->fast_listed) {
+			t->fast_listed = true;
+			t->fnext = *fast;
+			*fast = t;
+		}
+	}
+	/*
+	 * start - woken_at, which is under start only when woken_at is set
+	 * (not 0) and not after start: on_poll() counts no delay otherwise.
+	 */
+	delay = start - t->woken_at;
+	if (delay >= start)
 		return false;
-	delay = start - w;
+	/* The once bit of the delay warning, or a delay under it: none to
+	 * raise. */
 	if (delay > p->config.sched_delay_ns &&
 	    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
 		return false;
-	if (p->wk[worker].run_open)
+	if (wk[worker].run_open)
 		return false;
+	if (dur > t->pub.max_poll_ns)
+		t->pub.max_poll_ns = dur;
+	if (dur > wk[worker].max_poll)
+		wk[worker].max_poll = dur;
+	/* The state stays SCHEDULED (idle_since_ns stays 0), from the
+	 * poll's end: no wake in it (wake_in_poll 0). */
+	t->woken_at = ts;
+	if (__builtin_expect(t->once & (1u << WEFT_WARN_SELF_WAKES), 1)) {
+		/* The counts for weft__collector_fast_fold(). */
+		t->fast_n++;
+		t->fast_dur += dur;
+		t->fast_delay += delay;
+		weft_hist_add_bucket(&h[1], delay);
+		if (delay > h[1].max_ns)
+			h[1].max_ns = delay;
+		weft_hist_add_bucket(&h[0], dur);
+		if (dur > h[0].max_ns)
+			h[0].max_ns = dur;
+		return true;
+	}
+	/* Not said yet (fast_n is 0): counted now, and checked. */
 	t->pub.scheduled_ns += delay;
 	weft_hist_add(&h[1], delay);
 	t->pub.polls++;
 	t->pub.busy_ns += dur;
-	if (dur > t->pub.max_poll_ns)
-		t->pub.max_poll_ns = dur;
 	weft_hist_add(&h[0], dur);
-	if (dur > p->wk[worker].max_poll)
-		p->wk[worker].max_poll = dur;
 	/* self_wake_poll() */
 	t->pub.wakes++;
 	t->pub.self_wakes++;
 	t->self_polls++;
 	t->self_poll_ns += dur;
 	check_self_wakes(p, t, ev);
-	t->pub.idle_since_ns = 0;
-	t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll : ts;
-	t->wake_in_poll = 0;
 	return true;
 }
 
@@ -517,8 +559,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 	 */
 	if (ev->kind == WEFT_EV_POLL) {
 		if (ev->task &&
-		    (t = weft__collector_task_get(p, ev->task, ev->ts)) &&
-		    !poll_fast(p, t, ev))
+		    (t = weft__collector_task_get(p, ev->task, ev->ts)))
 			on_poll(p, t, ev);
 		return;
 	}
@@ -664,10 +705,58 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 	}
 }
 
-/* The pass's chunk of @n events, into the records. */
+/*
+ * The pass's chunk of @n events, into the records.  A poll whose task
+ * heads its hash bucket (nearly every one: hash_of()) and that
+ * poll_fast() takes is done there; every other event, and a poll
+ * poll_fast() leaves, goes through process().  The table, its mask and
+ * the worker records are held in locals, taken again after each event
+ * process() took (which may grow them): kept in p, each fast event loaded
+ * them again, a store to a record being free to alias them.  At the end,
+ * the counts poll_fast() kept aside are folded into their records, so
+ * that between chunks (the subscribers', the rest of the pass) every
+ * record is whole.
+ */
 void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 			     task_rec_t **last_spawn)
 {
-	for (size_t i = 0; i < n; i++)
-		process(p, &p->chunk[i], lp, last_spawn);
+	const weft_event_t *ev = p->chunk, *end = ev + n;
+	task_rec_t **tab = p->table, *fast = NULL;
+	size_t mask = p->table_size - 1;
+	worker_rec_t *wk = p->wk;
+	unsigned nslots = p->nworker_slots;
+
+	for (; ev < end; ev++) {
+		if (ev->kind == WEFT_EV_POLL) {
+			/* Task 0 is no record's: it finds none here. */
+			task_rec_t *t = tab[ev->task & mask];
+
+			if (t && t->pub.id == ev->task) {
+				if (poll_fast(p, t, ev, wk, nslots, &fast))
+					continue;
+				/* As weft__collector_task_get() finds it. */
+				if (t->fast_n)
+					weft__collector_fast_fold(t);
+				p->last_found = t;
+				on_poll(p, t, ev);
+			} else {
+				process(p, ev, lp, last_spawn);
+			}
+		} else {
+			process(p, ev, lp, last_spawn);
+		}
+		tab = p->table;
+		mask = p->table_size - 1;
+		wk = p->wk;
+		nslots = p->nworker_slots;
+	}
+	/* No record is freed in a chunk: the list's are all there. */
+	while (fast) {
+		task_rec_t *t = fast;
+
+		fast = t->fnext;
+		t->fnext = NULL;
+		t->fast_listed = false;
+		weft__collector_fast_fold(t);
+	}
 }

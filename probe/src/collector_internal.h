@@ -13,6 +13,7 @@
 #define WEFT_COLLECTOR_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "weft/probe.h"
@@ -53,12 +54,12 @@ struct weft_probe_sub_s {
 /* One task as the collector tracks it. */
 typedef struct task_rec_s {
 	weft_probe_task_t pub;
-	weft_hist_t *hist;        /* [0] polls, [1] scheduling delays */
-	uint64_t idle_since;      /* when its last poll returned PENDING */
-	uint64_t woken_at;        /* when it was woken (SCHEDULED) */
-	uint64_t wake_in_poll;    /* a wake seen while it may have run */
-	int64_t outstanding;      /* wakers held elsewhere (clones - drops) */
-	uint64_t lost_check_at;   /* idle with no waker since */
+	weft_hist_t *hist;      /* [0] polls, [1] scheduling delays */
+	uint64_t idle_since;    /* when its last poll returned PENDING */
+	uint64_t woken_at;      /* when it was woken (SCHEDULED) */
+	uint64_t wake_in_poll;  /* a wake seen while it may have run */
+	int64_t outstanding;    /* wakers held elsewhere (clones - drops) */
+	uint64_t lost_check_at; /* idle with no waker since */
 	uint64_t last_long_warn;
 	/*
 	 * Polls on another worker than the one before (or, for the first,
@@ -69,15 +70,43 @@ typedef struct task_rec_s {
 	uint32_t moved;
 	uint64_t moved_at;
 	uint16_t spawn_worker;
-	bool seen_spawn;          /* spawned while we watched */
-	bool changed;
-	bool in_done;
-	bool retired;             /* off the done list, freed once published */
-	bool in_owned;            /* on the runtime's list (reconcile) */
-	bool end_unseen;          /* finished by reconcile */
-	bool parked_seen;         /* a PARKED_AT came: events say where */
-	uint16_t once;            /* warnings raised once per task */
-	bool self_in_poll;        /* woke itself in the poll under way */
+	bool seen_spawn;  /* spawned while we watched */
+	bool retired;     /* off the done list, freed once published */
+	bool in_owned;    /* on the runtime's list (reconcile) */
+	bool end_unseen;  /* finished by reconcile */
+	bool parked_seen; /* a PARKED_AT came: events say where */
+	uint16_t once;    /* warnings raised once per task */
+	/*
+	 * Five of the fields poll_fast() (collector_events.c) tests, in one
+	 * word it compares with one instruction (TASK_FAST_WORD: changed and
+	 * fast_listed, and none of the others).  fast_listed: on the list of
+	 * records with polls poll_fast() took and has not folded in
+	 * (fast_n ...), for the chunk under way.  The wake burst's fields:
+	 * see below.
+	 */
+	union {
+		struct {
+			bool changed;
+			bool in_done;
+			bool self_in_poll; /* woke itself in the poll under way */
+			bool fast_listed;
+			uint32_t wake_seq;
+		};
+		uint64_t fast_word;
+	};
+	/*
+	 * Polls poll_fast() took, of a task whose busy-wait warning was said
+	 * (so that nothing in the chunk reads its counts): how many, their
+	 * time and their scheduling delays, not yet added to pub's polls,
+	 * wakes, self_wakes, busy_ns, scheduled_ns, to self_polls,
+	 * self_poll_ns, nor to the histograms' counts and sums (their buckets
+	 * and maxima are).  weft__collector_fast_fold() adds them: on the
+	 * record's next lookup (weft__collector_task_find()) and at the
+	 * chunk's end, before anything else reads them.
+	 */
+	uint32_t fast_n;
+	uint64_t fast_dur, fast_delay;
+	struct task_rec_s *fnext; /* the fast list, while fast_listed */
 	uint32_t self_polls;      /* polls that ended woken by themselves */
 	uint64_t self_poll_ns;    /* and their time */
 	struct task_rec_s *hnext; /* hash chain */
@@ -97,9 +126,23 @@ typedef struct task_rec_s {
 	 */
 	struct leak_site *site;
 	struct task_rec_s *snext, *sprev;
-	uint32_t wake_seq;
-	uint16_t wake_slot;
+	uint16_t wake_slot; /* wake_seq: in fast_word, above */
 } task_rec_t;
+
+/* fast_word when changed and fast_listed are set and in_done,
+ * self_in_poll, wake_seq are not (bools are 0 or 1: the word has no
+ * other bit set). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TASK_FAST_WORD ((uint64_t)1 | (uint64_t)1 << 24)
+#else
+#define TASK_FAST_WORD ((uint64_t)1 << 56 | (uint64_t)1 << 32)
+#endif
+_Static_assert(offsetof(task_rec_t, changed) ==
+			       offsetof(task_rec_t, fast_word) &&
+		       offsetof(task_rec_t, fast_listed) ==
+			       offsetof(task_rec_t, fast_word) + 3 &&
+		       sizeof(bool) == 1,
+	       "task_rec_t's fast_word starts with changed");
 
 /* One resource as the collector tracks it (collector_resources.c). */
 typedef struct res_rec_s res_rec_t;
@@ -112,11 +155,11 @@ typedef struct worker_window_s {
 	bool off_cpu_read;
 } worker_window_t;
 
-#define WINDOW 50           /* passes kept per worker (~1 s) */
-#define WARN_KEEP 1024      /* warnings kept */
-#define FOLD_SLOTS 64       /* kinds and spawn sites folded at once */
-#define LOCK_HOLDS 64       /* locks held across awaits, awaiting release */
-#define STEAL_TRACKED 32    /* victims counted per thief (Space-Saving) */
+#define WINDOW 50              /* passes kept per worker (~1 s) */
+#define WARN_KEEP 1024         /* warnings kept */
+#define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
+#define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
+#define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
 
 /*
@@ -193,7 +236,7 @@ struct probe {
 	pthread_cond_t cond; /* flushers wait here (the collector on a futex) */
 	pthread_t thread;
 	bool running;
-	bool need_seed;       /* name the runtime's live tasks next pass */
+	bool need_seed; /* name the runtime's live tasks next pass */
 	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
@@ -336,7 +379,7 @@ struct probe {
 	uint64_t drop_from_ns, drop_to_ns;
 	uint64_t drops_suppressed; /* warnings not raised for that */
 	uint64_t reconciled_at;
-	unsigned nruntimes;        /* made and not yet destroyed, attached or not */
+	unsigned nruntimes; /* made and not yet destroyed, attached or not */
 	uint64_t last_pass_ns;
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;
@@ -446,19 +489,26 @@ static inline size_t weft__collector_hash_of(const struct probe *p, uint64_t id)
 	return (size_t)id & (p->table_size - 1);
 }
 
+/* collector_tasks.c: fast_n's polls into the record (task_rec_t). */
+void weft__collector_fast_fold(task_rec_t *t);
+
+/* The record of @id, its counts whole (fast_n folded in), or NULL. */
 static inline task_rec_t *weft__collector_task_find(struct probe *p,
 						    uint64_t id)
 {
 	task_rec_t *t = p->last_found;
 
 	/* A task's events come in runs (a wake, then its poll). */
-	if (t && t->pub.id == id)
-		return t;
-	t = p->table[weft__collector_hash_of(p, id)];
-	while (t && t->pub.id != id)
-		t = t->hnext;
-	if (t)
+	if (!t || t->pub.id != id) {
+		t = p->table[weft__collector_hash_of(p, id)];
+		while (t && t->pub.id != id)
+			t = t->hnext;
+		if (!t)
+			return NULL;
 		p->last_found = t;
+	}
+	if (__builtin_expect(t->fast_n != 0, 0))
+		weft__collector_fast_fold(t);
 	return t;
 }
 
@@ -524,6 +574,51 @@ static inline weft_hist_t *weft__collector_task_hist(struct probe *p,
 	return t->hist;
 }
 
+/* ------------------------------------------------------------ the clock */
+
+/*
+ * weft__probe_clock_conv_event() on a copy, for the drain: @s copied to
+ * @d, its stamp (and a POLL's or BLOCKING_END's duration) in ns, with the
+ * same results to the nanosecond and fewer instructions.  The stamp's
+ * product P = (raw - base_tsc) * q (q: ns a tick, 32.32) is made once,
+ * and the duration's ns, conv(raw) - conv(raw - a1), taken from it: with
+ * A = a1 * q, floor(P / 2^32) - floor((P - A) / 2^32) is
+ * floor(A / 2^32), plus 1 when P's low 32 bits are under A's (the
+ * borrow).  Exact whenever raw - a1 is not before base_tsc (else, and
+ * for a stamp before it, the general conversion).  @cv->tsc is the
+ * caller's to check.  tests/test_collector.c checks it against the
+ * general conversion.
+ */
+static inline __attribute__((always_inline)) void
+weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
+			  weft_event_t *d, const weft_event_t *s)
+{
+	__extension__ typedef unsigned __int128 u128;
+	uint64_t raw = s->ts, a1 = s->a1, dt = raw - cv->base_tsc;
+	u128 P, A;
+
+	*d = *s;
+	if (__builtin_expect(raw < cv->base_tsc, 0)) {
+		weft__probe_clock_conv_event(cv, d);
+		return;
+	}
+	P = (u128)dt * cv->ns_per_tick_q32;
+	d->ts = cv->base_ns + (uint64_t)(P >> 32);
+	/* The kinds with a duration in a1, by table: one test for both. */
+	static const bool timed[256] = {
+		[WEFT_EV_POLL] = true, [WEFT_EV_BLOCKING_END] = true
+	};
+
+	if (!timed[s->kind])
+		return;
+	if (__builtin_expect(a1 > dt, 0)) {
+		d->a1 = d->ts - weft__probe_clock_conv_ts(cv, raw - a1);
+		return;
+	}
+	A = (u128)a1 * cv->ns_per_tick_q32;
+	d->a1 = (uint64_t)(A >> 32) + ((uint32_t)P < (uint32_t)A);
+}
+
 /* ------------------------------------------------------------- the pass */
 
 /*
@@ -577,8 +672,7 @@ void weft__collector_res_published(struct probe *p);
 void weft__collector_res_stop(struct probe *p);
 size_t weft__collector_res_count(const struct probe *p);
 /* Resource @id as published (its lists brought up to date), or NULL. */
-const weft_probe_resource_t *weft__collector_res(struct probe *p,
-						 uint64_t id);
+const weft_probe_resource_t *weft__collector_res(struct probe *p, uint64_t id);
 
 /* collector_workers.c */
 void weft__collector_sample_workers(struct probe *p, uint64_t now);
@@ -631,13 +725,14 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
  * walk of the workers) was most of the collector's time in a spawn
  * burst under callgrind.
  */
-bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,
-				   task_rec_t *t, uint16_t worker, uint64_t at,
+bool weft__collector_warn_task_row(struct probe *p, uint8_t kind, task_rec_t *t,
+				   uint16_t worker, uint64_t at,
 				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
 /* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
  * warning when released, or a second on if still held. */
-void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp,
+void weft__collector_lock_pending(struct probe *p,
+				  const struct lock_pending *lp,
 				  const char *file, uint32_t line);
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_check(struct probe *p, uint64_t now);
@@ -675,8 +770,8 @@ void weft__collector_sched_close_all(struct probe *p);
  * told only when its own part passes the threshold (any wait puts one
  * just past it under): the caller looks again.
  */
-static inline bool weft__collector_by_os(const struct probe *p,
-					 uint64_t own_ns, uint64_t dur_ns)
+static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
+					 uint64_t dur_ns)
 {
 	return own_ns < p->config.long_poll_ns && dur_ns - own_ns >= own_ns;
 }
@@ -696,16 +791,16 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 struct leak_said {
 	const char *file, *name; /* the spawn site, or the name it has */
 	uint32_t line;
-	uint32_t live;           /* live tasks of the site now */
-	uint32_t walked;         /* the oldest of them looked at */
-	uint32_t pending;        /* of those, pending since their first poll */
-	double per_s;            /* growth over the window */
+	uint32_t live;    /* live tasks of the site now */
+	uint32_t walked;  /* the oldest of them looked at */
+	uint32_t pending; /* of those, pending since their first poll */
+	double per_s;     /* growth over the window */
 	uint64_t window_ns;
 	uint64_t oldest, oldest_age_ns;
 	const char *oldest_name;
 	const char *parked_file; /* where most pending ones are parked */
 	uint32_t parked_line, parked_n;
-	uint32_t said_live;      /* at the last warning (0: the first) */
+	uint32_t said_live; /* at the last warning (0: the first) */
 	uint64_t at;
 };
 
@@ -714,8 +809,8 @@ struct burst_said {
 	uint64_t waker;          /* the waking task (0: none) */
 	const char *name, *file; /* its name and spawn site */
 	uint32_t line;
-	uint16_t worker;         /* WEFT_EVENT_NO_WORKER: another thread */
-	uint8_t source;          /* weft_wake_source_t of its first wake */
+	uint16_t worker; /* WEFT_EVENT_NO_WORKER: another thread */
+	uint8_t source;  /* weft_wake_source_t of its first wake */
 	uint32_t woken;
 	uint64_t at, span_ns;    /* the first wake, and to the last */
 	uint32_t polled;         /* woken tasks polled since */

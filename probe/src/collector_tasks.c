@@ -36,6 +36,34 @@ static void table_grow(struct probe *p)
 	free(ot);
 }
 
+/*
+ * A record's polls taken by poll_fast() and not yet counted (task_rec_t's
+ * fast_n ...) added to its counts, sums and histograms: out of line, it
+ * runs once a task a chunk.
+ */
+__attribute__((noinline)) void weft__collector_fast_fold(task_rec_t *t)
+{
+	uint64_t n = t->fast_n, dur = t->fast_dur, delay = t->fast_delay;
+
+	if (!n)
+		return;
+	t->pub.polls += n;
+	t->pub.wakes += n;
+	t->pub.self_wakes += n;
+	t->self_polls += (uint32_t)n;
+	t->pub.busy_ns += dur;
+	t->self_poll_ns += dur;
+	t->pub.scheduled_ns += delay;
+	/* Set: fast_n's polls are a task's second or later. */
+	t->hist[0].count += n;
+	t->hist[0].sum_ns += dur;
+	t->hist[1].count += n;
+	t->hist[1].sum_ns += delay;
+	t->fast_n = 0;
+	t->fast_dur = 0;
+	t->fast_delay = 0;
+}
+
 /* weft__collector_task() - what the collector knows of task @id, or NULL;
  * probe.lock held (the record is valid until it is released). */
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id)

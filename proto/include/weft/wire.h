@@ -126,12 +126,39 @@ static inline unsigned weft_hist_index(uint64_t ns)
 
 	if (ns < 64)
 		return 0;
-	e = 63 - (unsigned)__builtin_clzll(ns); /* 6 .. */
+	e = 63 ^ (unsigned)__builtin_clzll(ns); /* 6 .., the top bit's */
 	if (e >= 38)
 		return WEFT_HIST_BUCKETS; /* outlier */
 	/* 1 + (e - 6) * 2 + the bit below the top one: ns >> (e - 1) is
 	 * the top two bits, 2 or 3, so no mask is needed. */
 	return 2 * e - 13 + (unsigned)(ns >> (e - 1));
+}
+
+/**
+ * weft_hist_add_bucket() - @ns counted in its bucket (or as an outlier),
+ * and nothing else: weft_hist_add() without count, sum_ns and max_ns, for
+ * a caller that adds those itself (the collector's, a batch at a time).
+ * The buckets as weft_hist_index() says, with its two range tests made
+ * one (64 <= @ns < 2^38, one unsigned compare) and the index's arithmetic
+ * without the test GCC could not see is never taken (callgrind: 23 -> 15
+ * instructions a weft_hist_add(); tests/test_hist.c checks the buckets
+ * against weft_hist_index()).
+ *
+ * Context: any thread, one at a time per @h; a task may call it (never
+ * blocks).
+ */
+static inline __attribute__((always_inline)) void
+weft_hist_add_bucket(weft_hist_t *h, uint64_t ns)
+{
+	if (__builtin_expect(ns - 64 < ((uint64_t)1 << 38) - 64, 1)) {
+		unsigned e = 63 ^ (unsigned)__builtin_clzll(ns);
+
+		h->buckets[2 * e - 13 + (unsigned)(ns >> (e - 1))]++;
+	} else if (ns < 64) {
+		h->buckets[0]++;
+	} else {
+		h->outliers++;
+	}
 }
 
 /**
@@ -145,12 +172,7 @@ static inline unsigned weft_hist_index(uint64_t ns)
 static inline __attribute__((always_inline)) void weft_hist_add(weft_hist_t *h,
 								uint64_t ns)
 {
-	unsigned i = weft_hist_index(ns);
-
-	if (i >= WEFT_HIST_BUCKETS)
-		h->outliers++;
-	else
-		h->buckets[i]++;
+	weft_hist_add_bucket(h, ns);
 	h->count++;
 	h->sum_ns += ns;
 	if (ns > h->max_ns)
@@ -258,8 +280,8 @@ void weft_wire_decoder_fini(weft_wire_decoder_t *d);
  * -EILSEQ, -EBADMSG, -ENOMEM: see above), after which every call returns
  * the same error.
  */
-int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data,
-			    size_t len, size_t *used, Weft__V1__Frame **frame);
+int weft_wire_decoder_feed(weft_wire_decoder_t *d, const void *data, size_t len,
+			   size_t *used, Weft__V1__Frame **frame);
 
 /**
  * weft_wire_decoder_mid_record() - whether the decoder holds part of a
@@ -318,7 +340,7 @@ void weft_wire_batch_fini(weft_wire_batch_t *b);
  * Return: events taken (>= 1 when @n > 0); 0 when @n is 0; -ENOMEM.
  */
 int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
-			    size_t n);
+			   size_t n);
 
 /**
  * weft_wire_batch_decode() - rebuild the events of one batch into @out,
@@ -329,7 +351,7 @@ int weft_wire_batch_encode(weft_wire_batch_t *b, const weft_event_t *ev,
  * the columns do not agree with each other.
  */
 int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
-			    size_t cap);
+			   size_t cap);
 
 /**
  * weft_wire_batch_decode_raw() - weft_wire_batch_decode() straight from
@@ -350,8 +372,8 @@ int weft_wire_batch_decode(const Weft__V1__EventBatch *m, weft_event_t *out,
  * Return: the number of events; -EAGAIN when refused.
  */
 int weft_wire_batch_decode_raw(const uint8_t *p, size_t len,
-				Weft__V1__EventBatch *m, weft_event_t *out,
-				size_t cap);
+			       Weft__V1__EventBatch *m, weft_event_t *out,
+			       size_t cap);
 
 /*
  * A Task record read from its bytes (weft_wire_task_decode_raw()): the
@@ -492,7 +514,7 @@ void weft_wire_events_fini(weft_wire_events_t *e);
  * copy (valid until the next call); NULL for no memory.
  */
 const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
-					    const weft_event_t *ev, size_t n);
+					   const weft_event_t *ev, size_t n);
 
 /**
  * weft_wire_events_append() - a collector pass's events as EventBatch
@@ -504,7 +526,7 @@ const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
  * appended before it.
  */
 int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
-			     const weft_event_t *ev, size_t n);
+			    const weft_event_t *ev, size_t n);
 
 /* update.c: updates, split and recount */
 
@@ -518,7 +540,7 @@ int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
  * Return: 0; -ENOMEM; -EMSGSIZE (@b unchanged on error).
  */
 int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
-			     uint64_t prev_now_ns);
+			    uint64_t prev_now_ns);
 
 /**
  * weft_wire_update_append_split() - weft_wire_update_append() that splits
@@ -531,8 +553,8 @@ int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
  * but them, exceeds @max_record); @b unchanged on error.
  */
 int weft_wire_update_append_split(weft_wire_buf_t *b,
-				   const weft_probe_update_t *u,
-				   uint64_t prev_now_ns, size_t max_record);
+				  const weft_probe_update_t *u,
+				  uint64_t prev_now_ns, size_t max_record);
 
 /**
  * weft_wire_update_recount() - the Update records at @rec (@len bytes, from
@@ -545,8 +567,8 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
  * Return: 0; -EINVAL (the first is not an Update record); -ENOMEM (@b
  * unchanged).
  */
-int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
-			      size_t len, uint64_t skipped, uint64_t not_sent);
+int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec, size_t len,
+			     uint64_t skipped, uint64_t not_sent);
 
 /* hello.c: the hello, a trace file's header */
 
@@ -559,7 +581,7 @@ int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
  * Return: 0; -ENOMEM.
  */
 int weft_wire_hello_init(weft_wire_hello_t *h, uint32_t workers,
-			  const char *clock, uint64_t start_ns);
+			 const char *clock, uint64_t start_ns);
 
 /**
  * weft_wire_hello_fini() - free what the hello holds.
@@ -578,7 +600,7 @@ void weft_wire_hello_fini(weft_wire_hello_t *h);
  * Return: 0; -ENOMEM; -EMSGSIZE (a hello over WEFT_WIRE_MAX_RECORD).
  */
 int weft_wire_header_append(weft_wire_buf_t *b, const Weft__V1__Hello *hello,
-			     uint32_t segment);
+			    uint32_t segment);
 
 /*
  * client.c: weft_wire_socket_dir() - the per-user socket directory:
