@@ -490,6 +490,15 @@ void con_packed_free(con_packed_t *p);
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
 void con_model_update(con_model_t *m, const Weft__V1__Update *u);
+/*
+ * The same as con_model_update() for an Update that
+ * weft_wire_update_split_raw() took: @u its fields but the tasks, the
+ * tasks read one by one from the Update's @len bytes at @p into
+ * @scratch (the split's), no allocation a task.
+ */
+void con_model_update_raw(con_model_t *m, const Weft__V1__Update *u,
+			  const uint8_t *p, size_t len,
+			  weft_wire_task_raw_t *scratch);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
 /* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);
@@ -913,8 +922,16 @@ typedef struct con_live_s {
 	uint64_t frames;   /* frames fed to the model, over all connections */
 	uint64_t attempts; /* connections tried */
 	char error[256];   /* why the last connection failed or ended */
+	/* Frames the hand decoder (live.c: updates and events read from
+	 * their bytes) left to protobuf-c: malformed ones among them. */
+	uint64_t raw_refused;
 	/* private */
 	weft_wire_decoder_t dec;
+	con_model_t *feeding;      /* the model con_live_feed() feeds */
+	weft_wire_task_raw_t task; /* an Update's tasks, one at a time */
+	weft_wire_buf_t rest;      /* an Update's other fields */
+	weft_event_t *ev;          /* an EventBatch's events */
+	size_t ev_cap;
 } con_live_t;
 
 /* A CLOCK_MONOTONIC time in ms. */

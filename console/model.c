@@ -605,12 +605,9 @@ static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
 	w->history = x->history;
 }
 
-void con_model_update(con_model_t *m, const Weft__V1__Update *u)
+/* An update's stats: before its tasks (they read now_ns). */
+static void update_head(con_model_t *m, const Weft__V1__Update *u)
 {
-	size_t k;
-
-	if (!u)
-		return;
 	m->updates++;
 	m->groups_stale = true; /* the oldest's age, the tasks */
 	if (u->stats) {
@@ -625,8 +622,13 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		if (u->stats->workers <= CON_MAX_WORKERS)
 			con_model_workers_fit(m, u->stats->workers);
 	}
-	for (size_t i = 0; i < u->n_tasks; i++)
-		task_set(m, u->tasks[i]);
+}
+
+/* An update's other fields, after its tasks, and the retention. */
+static void update_tail(con_model_t *m, const Weft__V1__Update *u)
+{
+	size_t k;
+
 	if (u->n_workers) {
 		/* Only those ever written. */
 		for (uint32_t i = 0; i < m->stolen_hi; i++)
@@ -659,6 +661,37 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		con_model_res_set(m, u->resources[i]);
 	con_model_retain(m);
 	con_model_res_retain(m);
+}
+
+void con_model_update(con_model_t *m, const Weft__V1__Update *u)
+{
+	if (!u)
+		return;
+	update_head(m, u);
+	for (size_t i = 0; i < u->n_tasks; i++)
+		task_set(m, u->tasks[i]);
+	update_tail(m, u);
+}
+
+void con_model_update_raw(con_model_t *m, const Weft__V1__Update *u,
+			  const uint8_t *p, size_t len,
+			  weft_wire_task_raw_t *scratch)
+{
+	const uint8_t *end = p + len, *t;
+	size_t n;
+
+	if (!u)
+		return;
+	update_head(m, u);
+	/* The tasks in the order they come, as protobuf-c lists them;
+	 * each decodes (weft_wire_update_split_raw() checked it, and grew
+	 * @scratch for it): one that does not is a bad frame, skipped. */
+	while ((t = weft_wire_update_next_task_raw(&p, end, &n)))
+		if (weft_wire_task_decode_raw(scratch, t, n))
+			m->bad_frames++;
+		else
+			task_set(m, &scratch->msg);
+	update_tail(m, u);
 }
 
 static void watch_put(con_model_t *m, const weft_event_t *e)

@@ -651,3 +651,22 @@ const uint8_t *weft_wire_update_next_task_raw(const uint8_t **pp,
 	*pp = end;
 	return NULL;
 }
+
+uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
+				 const uint8_t **body, size_t *len)
+{
+	const uint8_t *end = p + n;
+	uint32_t field;
+	unsigned wt;
+	size_t k = rd_tag(p, end, &field, &wt), v;
+
+	if (!k || wt != WT_LEN)
+		return 0;
+	p += k;
+	k = rd_len(p, end, &v);
+	if (!k || v != (size_t)(end - p) - k)
+		return 0;
+	*body = p + k;
+	*len = v;
+	return field;
+}

@@ -454,6 +454,19 @@ const uint8_t *weft_wire_update_next_task_raw(const uint8_t **p,
 					      const uint8_t *end, size_t *len);
 
 /**
+ * weft_wire_frame_one_raw() - the @n bytes of a Frame read as one
+ * length-delimited field filling them, as a server and a recorder write
+ * every Frame (update = 4, events = 5): its field number, and its value's
+ * bytes in *@body, *@len.  Tag and length as protobuf-c reads them.
+ *
+ * Context: any thread; a task may call it.
+ * Return: the field number; 0 when the bytes are not one such field (the
+ * caller unpacks the Frame with protobuf-c).
+ */
+uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
+				 const uint8_t **body, size_t *len);
+
+/**
  * weft_wire_batch_append() - @m as one EventBatch record at the end of @b
  * (the bytes weft_wire_record_append() would write, encoded by hand).
  *
