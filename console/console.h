@@ -131,6 +131,15 @@ typedef struct con_task_s {
 	bool doomed : 1; /* being retired (con_model_retain) */
 } con_task_t;
 
+/* A finished task in the model's retention heap (con_model_t.fin). */
+typedef struct con_fin_s {
+	uint64_t at; /* its finished_ns when it went in */
+	uint64_t id;
+} con_fin_t;
+
+/* A deleted slot of the model's index (con_model_t.hash). */
+#define CON_HASH_TOMB UINT32_MAX
+
 /* Resources kept at most (a new one past that is counted, not kept);
  * a dropped one stays retain_ns after it was dropped, as a finished
  * task does.  Names and files longer than CON_RES_STR_MAX are cut. */
@@ -434,9 +443,16 @@ typedef struct con_model_s {
 	size_t nslabs, slabs_cap, slab_used;
 	con_task_t *free_tasks;
 	/* Index by id, open addressing: 1 + the task's index in tasks[]
-	 * (0: empty), so a slot is 4 bytes, not a pointer's 8. */
+	 * (0: empty; CON_HASH_TOMB: a task deleted there, hash_tombs of
+	 * them), so a slot is 4 bytes, not a pointer's 8. */
 	uint32_t *hash;
-	size_t hash_cap;
+	size_t hash_cap, hash_tombs;
+	/* The finished tasks kept, by finish time: a binary min-heap of
+	 * (finished_ns, id), nfin of fin_cap (model_retain.c).  An entry
+	 * whose task is gone, or finished at another time, is stale: it
+	 * goes when it comes to the top, or in a compaction. */
+	con_fin_t *fin;
+	size_t nfin, fin_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
 	bool list_rebuild;  /* sort or filter changed: sort everything */
 	/* Changed since the list was built; past an eighth of the tasks

@@ -247,6 +247,7 @@ void con_model_fini(con_model_t *m)
 	free(m->slabs);
 	free(m->strs); /* empty: every task let go of its strings */
 	free(m->hash);
+	free(m->fin);
 	free(m->list);
 	free(m->dirty);
 	free(m->recent);
@@ -272,21 +273,24 @@ static size_t slot_of(uint64_t id, size_t cap)
 	return (size_t)(id ^ (id >> 17) ^ (id >> 34) ^ (id >> 51)) & (cap - 1);
 }
 
+/* The first free slot (empty or deleted) on @id's probe. */
 void con_model_hash_put(con_model_t *m, size_t i)
 {
 	size_t cap = m->hash_cap, j = slot_of(m->tasks[i]->id, cap);
 
-	while (m->hash[j])
+	while (m->hash[j] && m->hash[j] != CON_HASH_TOMB)
 		j = (j + 1) & (cap - 1);
+	if (m->hash[j] == CON_HASH_TOMB)
+		m->hash_tombs--;
 	m->hash[j] = (uint32_t)i + 1;
 }
 
-/* Rebuild the index for ntasks at a load of at most a half. */
-void con_model_hash_rebuild(con_model_t *m)
+/* The index rebuilt for ntasks with @want slots at least (and 1024). */
+static void hash_rebuild_at(con_model_t *m, size_t want)
 {
 	size_t cap = 1024;
 
-	while (cap < 2 * m->ntasks + 2)
+	while (cap < want)
 		cap *= 2;
 	if (cap != m->hash_cap) {
 		free(m->hash);
@@ -295,8 +299,39 @@ void con_model_hash_rebuild(con_model_t *m)
 	} else {
 		memset(m->hash, 0, cap * sizeof(*m->hash));
 	}
+	m->hash_tombs = 0;
 	for (size_t i = 0; i < m->ntasks; i++)
 		con_model_hash_put(m, i);
+}
+
+/* Rebuild the index for ntasks at a load of at most a half. */
+void con_model_hash_rebuild(con_model_t *m)
+{
+	hash_rebuild_at(m, 2 * m->ntasks + 2);
+}
+
+/*
+ * Deleted slots (retention deletes in place, model_retain.c) lengthen
+ * the probes as live ones do: once both fill half the index, it is
+ * rebuilt at a load of at most a quarter, so that the next rebuild is as
+ * many deletions away as there are tasks (a deletion costs O(1),
+ * amortised, not a rebuild of the whole index per batch); and smaller
+ * once the tasks fill less than a sixteenth of it.
+ */
+void con_model_hash_tidy(con_model_t *m)
+{
+	if (2 * (m->ntasks + m->hash_tombs) + 2 > m->hash_cap ||
+	    (m->hash_cap > 1024 && 16 * (m->ntasks + 1) < m->hash_cap))
+		hash_rebuild_at(m, 4 * m->ntasks + 4);
+}
+
+size_t con_model_hash_slot(const con_model_t *m, uint64_t id)
+{
+	size_t j = slot_of(id, m->hash_cap);
+
+	while (m->hash[j] == CON_HASH_TOMB || m->tasks[m->hash[j] - 1]->id != id)
+		j = (j + 1) & (m->hash_cap - 1);
+	return j;
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -304,10 +339,12 @@ const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 	size_t i = slot_of(id, m->hash_cap);
 
 	while (m->hash[i]) {
-		const con_task_t *t = m->tasks[m->hash[i] - 1];
+		if (m->hash[i] != CON_HASH_TOMB) {
+			const con_task_t *t = m->tasks[m->hash[i] - 1];
 
-		if (t->id == id)
-			return t;
+			if (t->id == id)
+				return t;
+		}
 		i = (i + 1) & (m->hash_cap - 1);
 	}
 	return NULL;
@@ -378,6 +415,8 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	m->tasks[m->ntasks++] = t;
 	if (2 * m->ntasks + 2 > m->hash_cap)
 		con_model_hash_rebuild(m);
+	else if (2 * (m->ntasks + m->hash_tombs) + 2 > m->hash_cap)
+		con_model_hash_tidy(m);
 	else
 		con_model_hash_put(m, m->ntasks - 1);
 	return t;
@@ -453,11 +492,13 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
 	con_task_t *t;
 	bool was_finished;
+	uint64_t finished;
 
 	if (!x || !x->id)
 		return;
 	t = task_get(m, x->id);
 	was_finished = t->finished_ns != 0;
+	finished = t->finished_ns;
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
 	if (x->name && x->name[0])
@@ -512,6 +553,8 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	    (!m->oldest_finished_ns || t->finished_ns < m->oldest_finished_ns))
 		m->oldest_finished_ns = t->finished_ns;
 	m->nfinished += (t->finished_ns != 0) - was_finished;
+	if (t->finished_ns && t->finished_ns != finished)
+		con_model_fin_push(m, t->finished_ns, t->id);
 	mark_dirty(m, t);
 }
 
@@ -930,6 +973,13 @@ const char *con_mode_name(con_mode_t mode)
 	return "?";
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* The longest poll kept as polls came, as a scan finds it. */
 static bool worst_is_consistent(const con_model_t *m)
 {
@@ -942,8 +992,12 @@ bool con_model_is_consistent(const con_model_t *m)
 {
 	size_t inhash = 0;
 
+	size_t tombs = 0;
+
 	for (size_t i = 0; i < m->hash_cap; i++)
-		if (m->hash[i]) {
+		if (m->hash[i] == CON_HASH_TOMB) {
+			tombs++;
+		} else if (m->hash[i]) {
 			const con_task_t *t;
 
 			inhash++;
@@ -953,8 +1007,33 @@ bool con_model_is_consistent(const con_model_t *m)
 			if (con_model_task(m, t->id) != t)
 				return false;
 		}
-	if (inhash != m->ntasks || 2 * m->ntasks + 2 > m->hash_cap * 2)
+	if (inhash != m->ntasks || tombs != m->hash_tombs ||
+	    2 * (m->ntasks + tombs) + 2 > m->hash_cap * 2)
 		return false;
+	/* Every finished task kept is in the retention heap, in order. */
+	for (size_t i = 1; i < m->nfin; i++) {
+		const con_fin_t *a = &m->fin[(i - 1) / 2], *b = &m->fin[i];
+
+		if (a->at > b->at || (a->at == b->at && a->id > b->id))
+			return false;
+	}
+	{
+		uint64_t *ids = con_xcalloc(m->nfin + 1, sizeof(*ids));
+		size_t n = 0, found = 0;
+
+		for (size_t i = 0; i < m->nfin; i++) {
+			const con_task_t *t = con_model_task(m, m->fin[i].id);
+
+			if (t && t->finished_ns == m->fin[i].at)
+				ids[n++] = t->id;
+		}
+		qsort(ids, n, sizeof(*ids), cmp_u64);
+		for (size_t i = 0; i < n; i++)
+			found += !i || ids[i] != ids[i - 1];
+		free(ids);
+		if (found != m->nfinished)
+			return false;
+	}
 	{
 		size_t finished = 0;
 
