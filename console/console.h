@@ -447,12 +447,15 @@ typedef struct con_model_s {
 	 * them), so a slot is 4 bytes, not a pointer's 8. */
 	uint32_t *hash;
 	size_t hash_cap, hash_tombs;
-	/* The finished tasks kept, by finish time: a binary min-heap of
-	 * (finished_ns, id), nfin of fin_cap (model_retain.c).  An entry
-	 * whose task is gone, or finished at another time, is stale: it
-	 * goes when it comes to the top, or in a compaction. */
-	con_fin_t *fin;
-	size_t nfin, fin_cap;
+	/* The finished tasks kept, by finish time (model_retain.c): a
+	 * sorted run fin[fin_lo, fin_hi), those finished since the last
+	 * update's end after it, unsorted, up to fin_pend (fin_cap room),
+	 * and a binary min-heap of those that came too far out of order,
+	 * nfin_heap of fin_heap_cap.  An entry whose task is gone, or
+	 * finished at another time, is stale: it goes when it comes
+	 * first, or in a compaction. */
+	con_fin_t *fin, *fin_heap;
+	size_t fin_lo, fin_hi, fin_pend, fin_cap, nfin_heap, fin_heap_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
 	bool list_rebuild;  /* sort or filter changed: sort everything */
 	/* Changed since the list was built; past an eighth of the tasks

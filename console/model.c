@@ -248,6 +248,7 @@ void con_model_fini(con_model_t *m)
 	free(m->strs); /* empty: every task let go of its strings */
 	free(m->hash);
 	free(m->fin);
+	free(m->fin_heap);
 	free(m->list);
 	free(m->dirty);
 	free(m->recent);
@@ -973,13 +974,6 @@ const char *con_mode_name(con_mode_t mode)
 	return "?";
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The longest poll kept as polls came, as a scan finds it. */
 static bool worst_is_consistent(const con_model_t *m)
 {
@@ -1010,30 +1004,8 @@ bool con_model_is_consistent(const con_model_t *m)
 	if (inhash != m->ntasks || tombs != m->hash_tombs ||
 	    2 * (m->ntasks + tombs) + 2 > m->hash_cap * 2)
 		return false;
-	/* Every finished task kept is in the retention heap, in order. */
-	for (size_t i = 1; i < m->nfin; i++) {
-		const con_fin_t *a = &m->fin[(i - 1) / 2], *b = &m->fin[i];
-
-		if (a->at > b->at || (a->at == b->at && a->id > b->id))
-			return false;
-	}
-	{
-		uint64_t *ids = con_xcalloc(m->nfin + 1, sizeof(*ids));
-		size_t n = 0, found = 0;
-
-		for (size_t i = 0; i < m->nfin; i++) {
-			const con_task_t *t = con_model_task(m, m->fin[i].id);
-
-			if (t && t->finished_ns == m->fin[i].at)
-				ids[n++] = t->id;
-		}
-		qsort(ids, n, sizeof(*ids), cmp_u64);
-		for (size_t i = 0; i < n; i++)
-			found += !i || ids[i] != ids[i - 1];
-		free(ids);
-		if (found != m->nfinished)
-			return false;
-	}
+	if (!con_model_fin_is_consistent(m))
+		return false;
 	{
 		size_t finished = 0;
 

@@ -52,6 +52,8 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	/* The same indices: the index is copied as it is. */
 	dst->hash = con_xmemdup(src->hash, src->hash_cap * sizeof(*src->hash));
 	dst->fin = con_xmemdup(src->fin, src->fin_cap * sizeof(*src->fin));
+	dst->fin_heap = con_xmemdup(src->fin_heap,
+				    src->fin_heap_cap * sizeof(*src->fin_heap));
 	dst->list = NULL;
 	if (src->list_cap)
 		dst->list = con_xcalloc(src->list_cap, sizeof(*dst->list));
@@ -110,7 +112,7 @@ size_t con_model_bytes(const con_model_t *m)
 	size_t n = sizeof(*m);
 
 	n += m->tasks_cap * sizeof(*m->tasks) + m->hash_cap * sizeof(*m->hash);
-	n += m->fin_cap * sizeof(*m->fin);
+	n += (m->fin_cap + m->fin_heap_cap) * sizeof(*m->fin);
 	n += m->list_cap * sizeof(*m->list) + m->dirty_cap * sizeof(*m->dirty);
 	n += m->nslabs * CON_TASK_SLAB * sizeof(con_task_t) +
 	     m->slabs_cap * sizeof(*m->slabs);

@@ -30,6 +30,8 @@ void con_model_hash_tidy(con_model_t *m);
 size_t con_model_hash_slot(const con_model_t *m, uint64_t id);
 /* A task finished at @at: into the retention heap (model_retain.c). */
 void con_model_fin_push(con_model_t *m, uint64_t at, uint64_t id);
+/* The retention's entries in order, every finished task among them. */
+bool con_model_fin_is_consistent(const con_model_t *m);
 /* A zeroed task record from the slabs (model.c). */
 con_task_t *con_model_task_alloc(con_model_t *m);
 /* Worker records for indices below @n (<= CON_MAX_WORKERS), zeroed; and

@@ -4,21 +4,24 @@
  * after it finished (by the traced process's clock), and at most
  * retain_max of them stay, then they go, in batches (see model.c).
  *
- * The finished tasks wait in a binary min-heap by finish time (m->fin:
- * (finished_ns, id), ties by id), pushed as they finish; a batch pops
- * the ones that go, oldest first (those too old, and the oldest over
- * retain_max: the same prefix of the finish order a scan of every task
- * found), and deletes each in place: from tasks[] (the last task moved
- * into its place), from the index (a tombstone, model.c's
- * con_model_hash_tidy()), from the list and the dirty vector (one pass,
- * only when one that goes is in them).  A batch costs what it forgets,
- * O(log n) each, where it cost a scan of every task, a selection over
- * the finished ones and a rebuild of the whole index (issue 21: 30% of
- * the console's time at 30,000 tasks a second).
+ * The finished tasks wait in finish order ((finished_ns, id), ties by
+ * id): a sorted run, each update's finished tasks sorted and added at
+ * its end (an update names them in no order, but after the previous
+ * update's: fin_flush()), and a heap for any that come too far out of
+ * order.  A
+ * batch takes the ones that go from the front, oldest first (those too
+ * old, and the oldest over retain_max: the same prefix of the finish
+ * order a scan of every task found), and deletes each in place: from
+ * tasks[] (the last task moved into its place), from the index (a
+ * tombstone, model.c's con_model_hash_tidy()), from the list and the
+ * dirty vector (one pass, only when one that goes is in them).  A batch
+ * costs what it forgets, where it cost a scan of every task, a selection
+ * over the finished ones and a rebuild of the whole index (issue 21:
+ * 30% of the console's time at 30,000 tasks a second).
  *
  * An entry is not removed when its task changes (a peer may send a task
  * unfinished again, or finished at another time): it is stale, and
- * goes when it comes to the top, or in a compaction once the entries
+ * goes when it comes first, or in a compaction once the entries
  * are over twice the finished tasks (memory: 16 bytes a finished task,
  * at most twice over).
  */
@@ -28,12 +31,19 @@
 #include "console.h"
 #include "model_internal.h"
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static bool fin_less(const con_fin_t *a, const con_fin_t *b)
 {
 	return a->at < b->at || (a->at == b->at && a->id < b->id);
 }
 
-static void fin_up(con_fin_t *h, size_t i)
+static void heap_up(con_fin_t *h, size_t i)
 {
 	con_fin_t e = h[i];
 
@@ -44,7 +54,7 @@ static void fin_up(con_fin_t *h, size_t i)
 	h[i] = e;
 }
 
-static void fin_down(con_fin_t *h, size_t n, size_t i)
+static void heap_down(con_fin_t *h, size_t n, size_t i)
 {
 	con_fin_t e = h[i];
 
@@ -63,59 +73,243 @@ static void fin_down(con_fin_t *h, size_t n, size_t i)
 	h[i] = e;
 }
 
+static size_t fin_count(const con_model_t *m)
+{
+	return m->fin_pend - m->fin_lo + m->nfin_heap;
+}
+
+/* The first entry (the smallest), NULL when none. */
+static const con_fin_t *fin_first(const con_model_t *m)
+{
+	const con_fin_t *a = m->fin_lo < m->fin_hi ? &m->fin[m->fin_lo] : NULL;
+	const con_fin_t *b = m->nfin_heap ? &m->fin_heap[0] : NULL;
+
+	if (!a || (b && fin_less(b, a)))
+		return b;
+	return a;
+}
+
+/* The first entry out (there is one). */
 static void fin_pop(con_model_t *m)
 {
-	m->fin[0] = m->fin[--m->nfin];
-	if (m->nfin)
-		fin_down(m->fin, m->nfin, 0);
+	if (m->fin_lo < m->fin_hi &&
+	    (!m->nfin_heap || !fin_less(&m->fin_heap[0], &m->fin[m->fin_lo]))) {
+		m->fin_lo++;
+		return;
+	}
+	m->fin_heap[0] = m->fin_heap[--m->nfin_heap];
+	if (m->nfin_heap)
+		heap_down(m->fin_heap, m->nfin_heap, 0);
 }
 
 /* The task entry @e stands for; NULL when stale. */
-static con_task_t *fin_task(con_model_t *m, const con_fin_t *e)
+static con_task_t *fin_task(const con_model_t *m, const con_fin_t *e)
 {
 	con_task_t *t = (con_task_t *)con_model_task(m, e->id);
 
 	return t && t->finished_ns == e->at ? t : NULL;
 }
 
-/*
- * Stale entries out (and a task's second entry: finished, unfinished,
- * finished again at the same time), the rest made a heap again; the
- * room halved when it is four times what is left.
- */
-static void fin_compact(con_model_t *m)
+/* Keep of @h's @n entries those not stale and not seen (a task's second
+ * entry: finished, unfinished, finished again at the same time), in
+ * their order, their tasks marked seen (doomed); returns how many. */
+static size_t fin_filter(con_model_t *m, con_fin_t *h, size_t n)
 {
-	size_t n = 0;
+	size_t k = 0;
 
-	for (size_t i = 0; i < m->nfin; i++) {
-		con_task_t *t = fin_task(m, &m->fin[i]);
+	for (size_t i = 0; i < n; i++) {
+		con_task_t *t = fin_task(m, &h[i]);
 
 		if (t && !t->doomed) {
-			t->doomed = true; /* seen: only here, cleared below */
-			m->fin[n++] = m->fin[i];
+			t->doomed = true;
+			h[k++] = h[i];
 		}
 	}
+	return k;
+}
+
+static void fin_unmark(con_model_t *m, const con_fin_t *h, size_t n)
+{
 	for (size_t i = 0; i < n; i++)
-		fin_task(m, &m->fin[i])->doomed = false;
-	m->nfin = n;
-	for (size_t i = n / 2; i-- > 0;)
-		fin_down(m->fin, n, i);
-	if (m->fin_cap > 1024 && 4 * n < m->fin_cap) {
+		fin_task(m, &h[i])->doomed = false;
+}
+
+/* A fresh array of @cap entries holding @n from @h (freed). */
+static con_fin_t *fin_move(con_fin_t *h, size_t n, size_t cap)
+{
+	con_fin_t *to = con_xreallocarray(NULL, cap, sizeof(*to));
+
+	if (n)
+		memcpy(to, h, n * sizeof(*to));
+	free(h);
+	return to;
+}
+
+/* Stale entries out, the run and the pending ones slid to the start
+ * (each keeping its order), the room halved when it is four times what
+ * is left. */
+static void fin_compact(con_model_t *m)
+{
+	size_t n, np, nh;
+
+	n = fin_filter(m, m->fin + m->fin_lo, m->fin_hi - m->fin_lo);
+	np = fin_filter(m, m->fin + m->fin_hi, m->fin_pend - m->fin_hi);
+	memmove(m->fin, m->fin + m->fin_lo, n * sizeof(*m->fin));
+	memmove(m->fin + n, m->fin + m->fin_hi, np * sizeof(*m->fin));
+	m->fin_lo = 0;
+	m->fin_hi = n;
+	m->fin_pend = n + np;
+	nh = fin_filter(m, m->fin_heap, m->nfin_heap);
+	fin_unmark(m, m->fin, n + np);
+	fin_unmark(m, m->fin_heap, nh);
+	m->nfin_heap = nh;
+	for (size_t i = nh / 2; i-- > 0;)
+		heap_down(m->fin_heap, nh, i);
+	if (m->fin_cap > 1024 && 4 * (n + np) < m->fin_cap) {
 		m->fin_cap /= 2;
-		m->fin = con_xreallocarray(m->fin, m->fin_cap, sizeof(*m->fin));
+		m->fin = fin_move(m->fin, n + np, m->fin_cap);
+	}
+	if (m->fin_heap_cap > 1024 && 4 * nh < m->fin_heap_cap) {
+		m->fin_heap_cap /= 2;
+		m->fin_heap = fin_move(m->fin_heap, nh, m->fin_heap_cap);
 	}
 }
 
 void con_model_fin_push(con_model_t *m, uint64_t at, uint64_t id)
 {
-	if (m->nfin >= 2 * m->nfinished + 1024)
+	if (fin_count(m) >= 2 * m->nfinished + 1024)
 		fin_compact(m);
-	if (m->nfin == m->fin_cap) {
-		m->fin_cap = m->fin_cap ? 2 * m->fin_cap : 256;
-		m->fin = con_xreallocarray(m->fin, m->fin_cap, sizeof(*m->fin));
+	if (m->fin_pend == m->fin_cap) {
+		size_t n = m->fin_pend - m->fin_lo;
+
+		/* Slid down when a quarter is free at the start (each entry
+		 * moves once per cap / 4 taken); else grown. */
+		if (m->fin_lo && m->fin_lo >= m->fin_cap / 4) {
+			memmove(m->fin, m->fin + m->fin_lo, n * sizeof(*m->fin));
+		} else {
+			con_fin_t *to;
+
+			m->fin_cap = m->fin_cap ? 2 * m->fin_cap : 256;
+			to = con_xreallocarray(NULL, m->fin_cap, sizeof(*to));
+			if (n)
+				memcpy(to, m->fin + m->fin_lo, n * sizeof(*to));
+			free(m->fin);
+			m->fin = to;
+		}
+		m->fin_hi -= m->fin_lo;
+		m->fin_pend = n;
+		m->fin_lo = 0;
 	}
-	m->fin[m->nfin] = (con_fin_t){ .at = at, .id = id };
-	fin_up(m->fin, m->nfin++);
+	m->fin[m->fin_pend++] = (con_fin_t){ .at = at, .id = id };
+}
+
+static int cmp_fin(const void *a, const void *b)
+{
+	const con_fin_t *x = a, *y = b;
+
+	return fin_less(x, y) ? -1 : fin_less(y, x);
+}
+
+static void heap_push(con_model_t *m, const con_fin_t *e)
+{
+	if (m->nfin_heap == m->fin_heap_cap) {
+		m->fin_heap_cap = m->fin_heap_cap ? 2 * m->fin_heap_cap : 256;
+		m->fin_heap = con_xreallocarray(m->fin_heap, m->fin_heap_cap,
+						sizeof(*m->fin_heap));
+	}
+	m->fin_heap[m->nfin_heap] = *e;
+	heap_up(m->fin_heap, m->nfin_heap++);
+}
+
+/*
+ * The pending entries (an update's finished tasks, in the order the
+ * update names them: not their finish order, the server lists them as
+ * its table holds them) sorted and put in the run: after it when they
+ * all finished after its last (the common case: an update's tasks
+ * finished after the previous update's), merged with the part of the run
+ * they overlap when that part is short; else those before the run's
+ * last go into the heap, so that a peer sending them backwards costs
+ * O(log n) each, not a merge with the whole run.
+ */
+static void fin_flush(con_model_t *m)
+{
+	size_t k = m->fin_pend - m->fin_hi, lo, hi, s;
+	con_fin_t *p = m->fin + m->fin_hi, *tmp;
+
+	if (!k)
+		return;
+	qsort(p, k, sizeof(*p), cmp_fin);
+	if (m->fin_lo == m->fin_hi ||
+	    !fin_less(&p[0], &m->fin[m->fin_hi - 1])) {
+		m->fin_hi = m->fin_pend;
+		return;
+	}
+	/* The run's first entry after p[0]: [lo, fin_hi) overlaps. */
+	lo = m->fin_lo;
+	hi = m->fin_hi;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fin_less(&p[0], &m->fin[mid]))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	s = m->fin_hi - lo;
+	if (s > 2 * k + 64) {
+		size_t j = 0;
+
+		while (j < k && fin_less(&p[j], &m->fin[m->fin_hi - 1]))
+			heap_push(m, &p[j++]);
+		memmove(p, p + j, (k - j) * sizeof(*p));
+		m->fin_hi += k - j;
+		m->fin_pend = m->fin_hi;
+		return;
+	}
+	/* Merged forward into [lo, fin_pend): the overlap copied out
+	 * first, so a write never passes the pending entry it reads. */
+	tmp = con_xreallocarray(NULL, s, sizeof(*tmp));
+	memcpy(tmp, m->fin + lo, s * sizeof(*tmp));
+	for (size_t i = 0, j = 0, w = lo; i < s || j < k; w++)
+		if (j == k || (i < s && !fin_less(&p[j], &tmp[i])))
+			m->fin[w] = tmp[i++];
+		else
+			m->fin[w] = p[j++];
+	free(tmp);
+	m->fin_hi = m->fin_pend;
+}
+
+bool con_model_fin_is_consistent(const con_model_t *m)
+{
+	uint64_t *ids;
+	size_t n = 0, found = 0;
+
+	if (m->fin_lo > m->fin_hi || m->fin_hi > m->fin_pend ||
+	    m->fin_pend > m->fin_cap ||
+	    m->nfin_heap > m->fin_heap_cap)
+		return false;
+	for (size_t i = m->fin_lo + 1; i < m->fin_hi; i++)
+		if (fin_less(&m->fin[i], &m->fin[i - 1]))
+			return false;
+	for (size_t i = 1; i < m->nfin_heap; i++)
+		if (fin_less(&m->fin_heap[i], &m->fin_heap[(i - 1) / 2]))
+			return false;
+	/* Every finished task kept has an entry (one at least). */
+	ids = con_xcalloc(fin_count(m) + 1, sizeof(*ids));
+	for (size_t i = m->fin_lo; i < m->fin_pend + m->nfin_heap; i++) {
+		const con_fin_t *e = i < m->fin_pend ?
+					     &m->fin[i] :
+					     &m->fin_heap[i - m->fin_pend];
+		const con_task_t *t = fin_task(m, e);
+
+		if (t)
+			ids[n++] = t->id;
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		found += !i || ids[i] != ids[i - 1];
+	free(ids);
+	return found == m->nfinished;
 }
 
 /* Out of tasks[] and the index, and freed: @t's place taken by the last
@@ -143,11 +337,12 @@ void con_model_retain(con_model_t *m)
 	size_t excess = 0, ngone = 0, cap = 0, kept = 0;
 	bool by_age, listed = false, dirty = false;
 
-	/* The oldest finished task kept: the heap's top, once the stale
-	 * entries above it are off. */
-	while (m->nfin && !fin_task(m, &m->fin[0]))
+	/* The oldest finished task kept: the first entry, once the stale
+	 * ones before it are off. */
+	fin_flush(m);
+	while (fin_count(m) && !fin_task(m, fin_first(m)))
 		fin_pop(m);
-	m->oldest_finished_ns = m->nfin ? m->fin[0].at : 0;
+	m->oldest_finished_ns = fin_count(m) ? fin_first(m)->at : 0;
 	/* Nothing finished, or nothing finished long enough ago: nothing
 	 * to do.  Due means an eighth of retain_ns late, so that steady
 	 * churn brings a batch every retain_ns / 8, not one per update.
@@ -163,8 +358,8 @@ void con_model_retain(con_model_t *m)
 		return;
 	/* Too old, or among the oldest over the count: a prefix of the
 	 * finish order (too old is finished before now - retain_ns). */
-	while (m->nfin) {
-		const con_fin_t *e = &m->fin[0];
+	while (fin_count(m)) {
+		const con_fin_t *e = fin_first(m);
 		con_task_t *t = fin_task(m, e);
 
 		if (t && !t->doomed) {
@@ -184,9 +379,9 @@ void con_model_retain(con_model_t *m)
 		}
 		fin_pop(m);
 	}
-	while (m->nfin && !fin_task(m, &m->fin[0]))
+	while (fin_count(m) && !fin_task(m, fin_first(m)))
 		fin_pop(m);
-	m->oldest_finished_ns = m->nfin ? m->fin[0].at : 0;
+	m->oldest_finished_ns = fin_count(m) ? fin_first(m)->at : 0;
 	if (!ngone)
 		return;
 	m->nfinished -= ngone;
