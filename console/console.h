@@ -137,6 +137,9 @@ typedef struct con_fin_s {
 	uint64_t id;
 } con_fin_t;
 
+/* String table entries remembered (a task's name, file, place; others). */
+#define CON_STR_HINTS 4
+
 /* A deleted slot of the model's index (con_model_t.hash). */
 #define CON_HASH_TOMB UINT32_MAX
 
@@ -436,6 +439,8 @@ typedef struct con_model_s {
 	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
 	size_t strs_cap, nstrs;
+	/* The entry each caller found last (model.c's str_ref_in()). */
+	struct con_str_s *str_hint[CON_STR_HINTS];
 	/* The task records: slabs of CON_TASK_SLAB, the last one used up
 	 * to slab_used; retired records on a free list (linked through
 	 * their first word) for reuse. */
@@ -510,14 +515,15 @@ void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
 void con_model_update(con_model_t *m, const Weft__V1__Update *u);
 /*
- * The same as con_model_update() for an Update that
- * weft_wire_update_split_raw() took: @u its fields but the tasks, the
- * tasks read one by one from the Update's @len bytes at @p into
- * @scratch (the split's), no allocation a task.
+ * One task of an Update from its @len bytes at @p (decoded into
+ * @scratch, no allocation a task), as con_model_update() applies each
+ * of u->tasks: an Update read from its bytes is its tasks, one by one,
+ * then con_model_update() with its other fields (the tasks' order
+ * against them does not matter; applying a task twice is applying it
+ * once).  Return: 0; the decoder's error, nothing applied.
  */
-void con_model_update_raw(con_model_t *m, const Weft__V1__Update *u,
-			  const uint8_t *p, size_t len,
-			  weft_wire_task_raw_t *scratch);
+int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
+		       const uint8_t *p, size_t len);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
 /* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);

@@ -114,27 +114,37 @@ int con_live_request_task(con_live_t *l, uint64_t id)
 #define FRAME_UPDATE 4
 #define FRAME_EVENTS 5
 
+/* One task of the Update being read (weft_wire_update_walk_raw()). */
+static int live_task(void *ctx, const uint8_t *p, size_t len)
+{
+	con_live_t *l = ctx;
+
+	return con_model_task_raw(l->feeding, &l->task, p, len);
+}
+
 /*
- * An Update read from its bytes: its tasks one at a time into l->task
- * (no protobuf-c, no allocation a task: issue 21, the console's largest
- * cost a task was unpacking and freeing them), its other fields (stats,
- * workers, warnings, resources: small, one set an update) by protobuf-c.
- * Bytes the split refuses go to protobuf-c whole, as before.
+ * An Update read from its bytes: its tasks one at a time into l->task,
+ * each applied as it comes (no protobuf-c, no allocation a task: issue
+ * 21, the console's largest cost a task was unpacking and freeing
+ * them), its other fields (stats, workers, warnings, resources: small,
+ * one set an update) unpacked by protobuf-c and applied after.  Bytes
+ * the hand decoders refuse go to protobuf-c whole, as before: the tasks
+ * applied already are applied again, which changes nothing; a frame
+ * protobuf-c refuses too closes the connection.
  */
 static bool take_update(con_live_t *l, con_model_t *m, const uint8_t *p,
 			size_t len)
 {
 	static const uint8_t none[1];
 	Weft__V1__Update *u;
-	size_t ntasks;
 
-	if (weft_wire_update_split_raw(p, len, &l->task, &l->rest, &ntasks))
+	if (weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))
 		return false;
 	u = weft__v1__update__unpack(NULL, l->rest.len,
 				     l->rest.len ? l->rest.data : none);
 	if (!u)
 		return false;
-	con_model_update_raw(m, u, p, len, &l->task);
+	con_model_update(m, u);
 	weft__v1__update__free_unpacked(u, NULL);
 	return true;
 }

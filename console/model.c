@@ -108,8 +108,10 @@ static void strs_grow(con_model_t *m)
 	m->strs_cap = cap;
 }
 
-/* A reference to the table's copy of @s ("" is not counted). */
-static const char *str_ref(con_model_t *m, const char *s)
+/* A reference to the table's copy of @s ("" is not counted); @hint
+ * the entry this caller found last. */
+static const char *str_ref_in(con_model_t *m, const char *s,
+			      struct con_str_s **hint)
 {
 	uint32_t h;
 	struct con_str_s *e;
@@ -117,11 +119,19 @@ static const char *str_ref(con_model_t *m, const char *s)
 
 	if (!s || !s[0])
 		return con_empty;
+	/* The one this caller found last first: tasks come in runs of
+	 * the same name and file (40,000 a second named "http-conn"). */
+	e = *hint;
+	if (e && !strcmp(e->s, s)) {
+		e->refs++;
+		return e->s;
+	}
 	h = str_hash(s);
 	if (m->strs_cap)
 		for (e = m->strs[h & (m->strs_cap - 1)]; e; e = e->next)
 			if (e->hash == h && !strcmp(e->s, s)) {
 				e->refs++;
+				*hint = e;
 				return e->s;
 			}
 	if (m->nstrs + 1 > m->strs_cap / 2 * 3 / 2)
@@ -134,7 +144,13 @@ static const char *str_ref(con_model_t *m, const char *s)
 	e->next = m->strs[h & (m->strs_cap - 1)];
 	m->strs[h & (m->strs_cap - 1)] = e;
 	m->nstrs++;
+	*hint = e;
 	return e->s;
+}
+
+static const char *str_ref(con_model_t *m, const char *s)
+{
+	return str_ref_in(m, s, &m->str_hint[CON_STR_HINTS - 1]);
 }
 
 /* Drops a reference taken by str_ref(); the last one frees the copy. */
@@ -154,6 +170,9 @@ static void str_unref(con_model_t *m, const char *s)
 			break;
 		}
 	m->nstrs--;
+	for (int i = 0; i < CON_STR_HINTS; i++)
+		if (m->str_hint[i] == e)
+			m->str_hint[i] = NULL;
 	free(e);
 }
 
@@ -167,12 +186,14 @@ void con_model_str_unref(con_model_t *m, const char *s)
 	str_unref(m, s);
 }
 
-static void str_set(con_model_t *m, const char **dst, const char *src)
+/* @hint: the caller's slot in str_hint (a task's name, file, place). */
+static void str_set(con_model_t *m, const char **dst, const char *src,
+		    int hint)
 {
 	if (!strcmp(*dst, src ? src : ""))
 		return;
 	str_unref(m, *dst);
-	*dst = str_ref(m, src);
+	*dst = str_ref_in(m, src, &m->str_hint[hint]);
 }
 
 /*
@@ -503,9 +524,9 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
 	if (x->name && x->name[0])
-		str_set(m, &t->name, x->name);
+		str_set(m, &t->name, x->name, 0);
 	if (x->file && x->file[0])
-		str_set(m, &t->file, x->file);
+		str_set(m, &t->file, x->file, 1);
 	if (x->line)
 		t->line = x->line;
 	t->state_size = x->state_size;
@@ -527,7 +548,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
 	/* Every record carries it (it changes): set, cleared too. */
-	str_set(m, &t->parked_file, x->parked_file);
+	str_set(m, &t->parked_file, x->parked_file, 2);
 	t->parked_line = x->parked_line;
 	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
 	/* Every record carries these too; a task done waits on nothing. */
@@ -717,25 +738,14 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 	update_tail(m, u);
 }
 
-void con_model_update_raw(con_model_t *m, const Weft__V1__Update *u,
-			  const uint8_t *p, size_t len,
-			  weft_wire_task_raw_t *scratch)
+int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
+		       const uint8_t *p, size_t len)
 {
-	const uint8_t *end = p + len, *t;
-	size_t n;
+	int rc = weft_wire_task_decode_raw(scratch, p, len);
 
-	if (!u)
-		return;
-	update_head(m, u);
-	/* The tasks in the order they come, as protobuf-c lists them;
-	 * each decodes (weft_wire_update_split_raw() checked it, and grew
-	 * @scratch for it): one that does not is a bad frame, skipped. */
-	while ((t = weft_wire_update_next_task_raw(&p, end, &n)))
-		if (weft_wire_task_decode_raw(scratch, t, n))
-			m->bad_frames++;
-		else
-			task_set(m, &scratch->msg);
-	update_tail(m, u);
+	if (!rc)
+		task_set(m, &scratch->msg);
+	return rc;
 }
 
 static void watch_put(con_model_t *m, const weft_event_t *e)
@@ -781,7 +791,10 @@ const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back)
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 {
 	m->events += n;
-	for (size_t i = 0; i < n; i++) {
+	/* Into the ring in runs (a memcpy each, up to its end). */
+	for (size_t i = 0; i < n;) {
+		size_t at, run;
+
 		/* Doubled while not yet wrapped (nrecent == recent_cap):
 		 * the events stay where they are.  Not zeroed: only the
 		 * nrecent written are read. */
@@ -794,17 +807,28 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 			m->recent = con_xreallocarray(m->recent, m->recent_cap,
 						      sizeof(*m->recent));
 		}
-		m->recent[m->nrecent++ % m->recent_cap] = ev[i];
+		at = m->nrecent % m->recent_cap;
+		run = m->recent_cap - at;
+		/* Not past the slot where the ring would grow first. */
+		if (m->recent_cap < CON_RECENT_EVENTS &&
+		    m->recent_cap - m->nrecent < run)
+			run = m->recent_cap - m->nrecent;
+		if (run > n - i)
+			run = n - i;
+		memcpy(&m->recent[at], &ev[i], run * sizeof(*ev));
+		m->nrecent += run;
+		i += run;
+	}
+	for (size_t i = 0; i < n; i++) {
 		if (m->watch_task && weft_event_task(&ev[i]) == m->watch_task)
 			watch_put(m, &ev[i]);
-	}
-	for (size_t i = 0; i < n; i++)
 		if (ev[i].kind == WEFT_EV_POLL)
 			con_model_tl_poll(m, &ev[i]);
 		else if (ev[i].kind == WEFT_EV_BLOCKING_START)
 			m->blocking_started++;
 		else if (ev[i].kind == WEFT_EV_BLOCKING_END)
 			m->blocking_ended++;
+	}
 }
 
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)

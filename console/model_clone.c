@@ -26,6 +26,7 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->clock = con_xstrdup(src->clock);
 	dst->strs = NULL;
 	dst->strs_cap = dst->nstrs = 0;
+	memset(dst->str_hint, 0, sizeof(dst->str_hint));
 	/* Its own slabs, as many records as the tasks (no free ones). */
 	dst->slabs = NULL;
 	dst->nslabs = dst->slabs_cap = dst->slab_used = 0;

@@ -670,3 +670,46 @@ uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
 	*len = v;
 	return field;
 }
+
+int weft_wire_update_walk_raw(const uint8_t *p, size_t len,
+			      weft_wire_buf_t *rest,
+			      int (*task)(void *ctx, const uint8_t *p,
+					  size_t len),
+			      void *ctx)
+{
+	const uint8_t *end = p + len;
+
+	rest->len = 0;
+	while (p < end) {
+		const uint8_t *at = p;
+		uint32_t field;
+		unsigned wt;
+		size_t k = rd_tag(p, end, &field, &wt), v;
+		int rc;
+
+		if (!k)
+			return REFUSED;
+		p += k;
+		if (!(v = value_len(p, end, wt)))
+			return REFUSED;
+		if (field == 2) {
+			size_t tl = 0;
+
+			if (wt != WT_LEN)
+				return REFUSED;
+			k = rd_len(p, end, &tl);
+			rc = task(ctx, p + k, tl);
+			if (rc)
+				return rc;
+		} else {
+			size_t f = (size_t)(p - at) + v;
+
+			if (weft_wire_buf_reserve(rest, f))
+				return -ENOMEM;
+			memcpy(rest->data + rest->len, at, f);
+			rest->len += f;
+		}
+		p += v;
+	}
+	return 0;
+}
