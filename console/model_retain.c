@@ -210,6 +210,58 @@ static int cmp_fin(const void *a, const void *b)
 	return fin_less(x, y) ? -1 : fin_less(y, x);
 }
 
+/*
+ * @p's @k entries in order: by finish time, a byte at a time from the
+ * lowest (LSD radix: stable), over the bytes in which they differ from
+ * the earliest (four for an update's 400 ms); qsort()'s merge sort cost
+ * 8% of the console's instructions.  Ties (the same nanosecond) are put
+ * in id order by qsort() over the result, when there are any.
+ */
+static void fin_sort(con_fin_t *p, size_t k)
+{
+	uint64_t lo = p[0].at, hi = p[0].at;
+	con_fin_t *a = p, *b, *tmp;
+	bool ties = false;
+
+	if (k < 32) {
+		qsort(p, k, sizeof(*p), cmp_fin);
+		return;
+	}
+	for (size_t i = 1; i < k; i++) {
+		if (p[i].at < lo)
+			lo = p[i].at;
+		if (p[i].at > hi)
+			hi = p[i].at;
+	}
+	b = tmp = con_xreallocarray(NULL, k, sizeof(*tmp));
+	for (unsigned shift = 0; shift < 64 && (hi - lo) >> shift;
+	     shift += 8) {
+		size_t count[256] = { 0 }, at = 0;
+		con_fin_t *t;
+
+		for (size_t i = 0; i < k; i++)
+			count[((a[i].at - lo) >> shift) & 255]++;
+		for (unsigned d = 0; d < 256; d++) {
+			size_t c = count[d];
+
+			count[d] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < k; i++)
+			b[count[((a[i].at - lo) >> shift) & 255]++] = a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	if (a != p)
+		memcpy(p, a, k * sizeof(*p));
+	free(tmp);
+	for (size_t i = 1; i < k && !ties; i++)
+		ties = p[i].at == p[i - 1].at;
+	if (ties)
+		qsort(p, k, sizeof(*p), cmp_fin);
+}
+
 static void heap_push(con_model_t *m, const con_fin_t *e)
 {
 	if (m->nfin_heap == m->fin_heap_cap) {
@@ -238,7 +290,7 @@ static void fin_flush(con_model_t *m)
 
 	if (!k)
 		return;
-	qsort(p, k, sizeof(*p), cmp_fin);
+	fin_sort(p, k);
 	if (m->fin_lo == m->fin_hi ||
 	    !fin_less(&p[0], &m->fin[m->fin_hi - 1])) {
 		m->fin_hi = m->fin_pend;
