@@ -152,6 +152,8 @@ static void fin_compact(con_model_t *m)
 {
 	size_t n, np, nh;
 
+	if (!m->fin)
+		return; /* nothing in the heap either: only a flush fills it */
 	n = fin_filter(m, m->fin + m->fin_lo, m->fin_hi - m->fin_lo);
 	np = fin_filter(m, m->fin + m->fin_hi, m->fin_pend - m->fin_hi);
 	memmove(m->fin, m->fin + m->fin_lo, n * sizeof(*m->fin));
@@ -286,10 +288,11 @@ static void heap_push(con_model_t *m, const con_fin_t *e)
 static void fin_flush(con_model_t *m)
 {
 	size_t k = m->fin_pend - m->fin_hi, lo, hi, s;
-	con_fin_t *p = m->fin + m->fin_hi, *tmp;
+	con_fin_t *p, *tmp;
 
 	if (!k)
 		return;
+	p = m->fin + m->fin_hi;
 	fin_sort(p, k);
 	if (m->fin_lo == m->fin_hi ||
 	    !fin_less(&p[0], &m->fin[m->fin_hi - 1])) {
