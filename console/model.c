@@ -187,8 +187,7 @@ void con_model_str_unref(con_model_t *m, const char *s)
 }
 
 /* @hint: the caller's slot in str_hint (a task's name, file, place). */
-static void str_set(con_model_t *m, const char **dst, const char *src,
-		    int hint)
+static void str_set(con_model_t *m, const char **dst, const char *src, int hint)
 {
 	if (!strcmp(*dst, src ? src : ""))
 		return;
@@ -351,7 +350,8 @@ size_t con_model_hash_slot(const con_model_t *m, uint64_t id)
 {
 	size_t j = slot_of(id, m->hash_cap);
 
-	while (m->hash[j] == CON_HASH_TOMB || m->tasks[m->hash[j] - 1]->id != id)
+	while (m->hash[j] == CON_HASH_TOMB ||
+	       m->tasks[m->hash[j] - 1]->id != id)
 		j = (j + 1) & (m->hash_cap - 1);
 	return j;
 }

@@ -187,7 +187,8 @@ void con_model_fin_push(con_model_t *m, uint64_t at, uint64_t id)
 		/* Slid down when a quarter is free at the start (each entry
 		 * moves once per cap / 4 taken); else grown. */
 		if (m->fin_lo && m->fin_lo >= m->fin_cap / 4) {
-			memmove(m->fin, m->fin + m->fin_lo, n * sizeof(*m->fin));
+			memmove(m->fin, m->fin + m->fin_lo,
+				n * sizeof(*m->fin));
 		} else {
 			con_fin_t *to;
 
@@ -236,8 +237,7 @@ static void fin_sort(con_fin_t *p, size_t k)
 			hi = p[i].at;
 	}
 	b = tmp = con_xreallocarray(NULL, k, sizeof(*tmp));
-	for (unsigned shift = 0; shift < 64 && (hi - lo) >> shift;
-	     shift += 8) {
+	for (unsigned shift = 0; shift < 64 && (hi - lo) >> shift; shift += 8) {
 		size_t count[256] = { 0 }, at = 0;
 		con_fin_t *t;
 
@@ -340,8 +340,7 @@ bool con_model_fin_is_consistent(const con_model_t *m)
 	size_t n = 0, found = 0;
 
 	if (m->fin_lo > m->fin_hi || m->fin_hi > m->fin_pend ||
-	    m->fin_pend > m->fin_cap ||
-	    m->nfin_heap > m->fin_heap_cap)
+	    m->fin_pend > m->fin_cap || m->nfin_heap > m->fin_heap_cap)
 		return false;
 	for (size_t i = m->fin_lo + 1; i < m->fin_hi; i++)
 		if (fin_less(&m->fin[i], &m->fin[i - 1]))

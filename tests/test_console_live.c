@@ -229,8 +229,8 @@ static void feed_frames(con_model_t *m, const weft_wire_buf_t *b)
 	while (off < b->len) {
 		Weft__V1__Frame *f = NULL;
 		size_t used = 0;
-		int rc = weft_wire_decoder_feed(&d, b->data + off,
-						b->len - off, &used, &f);
+		int rc = weft_wire_decoder_feed(&d, b->data + off, b->len - off,
+						&used, &f);
 
 		off += used;
 		assert_true(rc >= 0);
@@ -417,9 +417,10 @@ static void test_console_live_unknown_field(void **state)
 static void test_console_live_corrupt_update(void **state)
 {
 	/* Frame{update{tasks{id 127, name "abc", polls <cut varint>}}} */
-	static const uint8_t cut[] = { 0x22, 0x0c, 0x12, 0x0a, 0x08,
-				       0x7f, 0x1a, 0x03, 'a',  'b',
-				       'c',  0x68, 0xff, 0xff };
+	static const uint8_t cut[] = {
+		0x22, 0x0c, 0x12, 0x0a, 0x08, 0x7f, 0x1a,
+		0x03, 'a',  'b',  'c',  0x68, 0xff, 0xff
+	};
 	/* Frame{update{tasks: 0x40 bytes claimed, 2 there}} */
 	static const uint8_t over[] = { 0x22, 0x04, 0x12, 0x40, 0x08, 0x7e };
 	const struct {

@@ -671,11 +671,9 @@ uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
 	return field;
 }
 
-int weft_wire_update_walk_raw(const uint8_t *p, size_t len,
-			      weft_wire_buf_t *rest,
-			      int (*task)(void *ctx, const uint8_t *p,
-					  size_t len),
-			      void *ctx)
+int weft_wire_update_walk_raw(
+	const uint8_t *p, size_t len, weft_wire_buf_t *rest,
+	int (*task)(void *ctx, const uint8_t *p, size_t len), void *ctx)
 {
 	const uint8_t *end = p + len;
 

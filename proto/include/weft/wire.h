@@ -468,11 +468,9 @@ const uint8_t *weft_wire_update_next_task_raw(const uint8_t **p,
  * protobuf-c would not read the same way); -ENOMEM; or what @task
  * returned.
  */
-int weft_wire_update_walk_raw(const uint8_t *p, size_t len,
-			      weft_wire_buf_t *rest,
-			      int (*task)(void *ctx, const uint8_t *p,
-					  size_t len),
-			      void *ctx);
+int weft_wire_update_walk_raw(
+	const uint8_t *p, size_t len, weft_wire_buf_t *rest,
+	int (*task)(void *ctx, const uint8_t *p, size_t len), void *ctx);
 
 /**
  * weft_wire_frame_one_raw() - the @n bytes of a Frame read as one
