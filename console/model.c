@@ -7,9 +7,8 @@
  * known task), so the store merges: a task is created the first time an
  * update names it and overwritten by later ones; a finished task stays
  * for retain_ns after it finished (by the traced process's clock), then
- * goes, in batches: at most an eighth of retain_ns late, so that a
- * process finishing 40,000 tasks a second costs a scan of the tasks
- * every 0.75 s, not one per update.  Workers keep a ring of samples (queue depth, polls/s, busy
+ * goes, in batches: at most an eighth of retain_ns late (model_retain.c:
+ * in finish order, deleted in place).  Workers keep a ring of samples (queue depth, polls/s, busy
  * ratio) taken once per update, for sparklines; POLL events fill a
  * per-worker timeline of busy time in CON_TL_BUCKET_NS buckets.  Warnings
  * are kept in arrival order (the views show them newest first), at most
@@ -22,14 +21,20 @@
  * so the work follows the changes, not the task count: a task an update
  * names goes into a dirty vector, and resorting takes the dirty ones
  * out of the list, sorts them and merges them back in (a full sort only
- * after the sort or the filter changed); retention scans the tasks only
- * once the oldest finished one is due, and then rebuilds the index once.
+ * after the sort or the filter changed); retention takes the finished
+ * tasks that go from the front of their finish order, and deletes them
+ * from the index in place (tombstones, rebuilt once they crowd it).
  * Histograms are allocated only for the tasks that have them.  Names and
  * files are interned (a refcounted string table): a task costs no string
  * allocation when its name was seen, and retired tasks are kept for reuse.
  *
  * Nothing from a frame is trusted: indices are range-checked, strings
  * may be NULL, histograms may have any number of buckets.
+ *
+ * Live frames come read from their bytes (live.c: con_model_task_raw()
+ * for an Update's tasks, con_model_events() for a batch's events), the
+ * others unpacked by protobuf-c (con_model_frame()); both end in the
+ * same task_set().
  *
  * This file: the store, its string table and index, the frames folded
  * in, the figures the views read.  Beside it: model_timeline.c (the

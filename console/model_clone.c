@@ -13,7 +13,8 @@
  * A deep copy: every pointer of @dst is its own (strings interned in its
  * own table, tasks, resources, series, rings), so either model may be
  * fed, resorted or freed without the other.  The tasks keep their order
- * (retention breaks ties by it), the list, dirty vector and resources'
+ * and their index (deleted slots too), retention its finish order (by
+ * ids: nothing to find again); the list, dirty vector and resources'
  * list point at the copy's records (found again by id); the spawn-site
  * groups and the spare tasks are not copied (the groups are marked
  * stale: con_model_groups_resort() rebuilds them from the tasks).
