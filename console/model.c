@@ -214,6 +214,14 @@ con_task_t *con_model_task_alloc(con_model_t *m)
 	if (t) {
 		/* The link is the record's first word (a pointer's size). */
 		memcpy(&m->free_tasks, (const void *)t, sizeof(void *));
+		/* The next one fetched meanwhile: retired records are cold
+		 * (retention let them go a batch ago), and each link is
+		 * read from the one before (issue 21: 14% of the console's
+		 * time went to these misses at 50,000 tasks a second). */
+		if (m->free_tasks)
+			for (size_t b = 0; b < sizeof(con_task_t); b += 64)
+				__builtin_prefetch(
+					(const char *)m->free_tasks + b, 1);
 	} else {
 		if (!m->nslabs || m->slab_used == CON_TASK_SLAB) {
 			if (m->nslabs == m->slabs_cap) {
