@@ -369,6 +369,29 @@ size_t con_model_hash_slot(const con_model_t *m, uint64_t id)
 	return j;
 }
 
+void con_model_task_prefetch(const con_model_t *m, uint64_t id, int stage)
+{
+	size_t j = slot_of(id, m->hash_cap);
+	uint32_t v;
+
+	if (stage == 0) {
+		__builtin_prefetch(&m->hash[j]);
+		return;
+	}
+	v = m->hash[j]; /* fetched by stage 0 */
+	if (!v || v == CON_HASH_TOMB || v > m->ntasks)
+		return;
+	if (stage == 1) {
+		__builtin_prefetch(&m->tasks[v - 1]);
+		return;
+	}
+	/* Its id and links, its finish time, its flags. */
+	__builtin_prefetch(m->tasks[v - 1], 1);
+	__builtin_prefetch((const char *)m->tasks[v - 1] + 64, 1);
+	__builtin_prefetch(
+		(const char *)m->tasks[v - 1] + sizeof(con_task_t) - 1, 1);
+}
+
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 {
 	size_t i = slot_of(id, m->hash_cap);

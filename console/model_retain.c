@@ -413,8 +413,17 @@ void con_model_retain(con_model_t *m)
 	/* Too old, or among the oldest over the count: a prefix of the
 	 * finish order (too old is finished before now - retain_ns). */
 	while (fin_count(m)) {
-		const con_fin_t *e = fin_first(m);
-		con_task_t *t = fin_task(m, e);
+		const con_fin_t *e;
+		con_task_t *t;
+
+		/* The run's next ones fetched ahead: each is a lookup in a
+		 * cold index, tasks[] and record. */
+		for (int s = 0; s < 3; s++)
+			if (m->fin_lo + (8u >> s) < m->fin_hi)
+				con_model_task_prefetch(
+					m, m->fin[m->fin_lo + (8u >> s)].id, s);
+		e = fin_first(m);
+		t = fin_task(m, e);
 
 		if (t && !t->doomed) {
 			if (!(m->now_ns > e->at &&
