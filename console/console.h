@@ -131,6 +131,18 @@ typedef struct con_task_s {
 	bool doomed : 1; /* being retired (con_model_retain) */
 } con_task_t;
 
+/* A finished task in the model's retention heap (con_model_t.fin). */
+typedef struct con_fin_s {
+	uint64_t at; /* its finished_ns when it went in */
+	uint64_t id;
+} con_fin_t;
+
+/* String table entries remembered (a task's name, file, place; others). */
+#define CON_STR_HINTS 4
+
+/* A deleted slot of the model's index (con_model_t.hash). */
+#define CON_HASH_TOMB UINT32_MAX
+
 /* Resources kept at most (a new one past that is counted, not kept);
  * a dropped one stays retain_ns after it was dropped, as a finished
  * task does.  Names and files longer than CON_RES_STR_MAX are cut. */
@@ -427,6 +439,8 @@ typedef struct con_model_s {
 	uint64_t oldest_dropped_ns;  /* of the dropped resources kept */
 	struct con_str_s **strs; /* task names and files, by hash, chained */
 	size_t strs_cap, nstrs;
+	/* The entry each caller found last (model.c's str_ref_in()). */
+	struct con_str_s *str_hint[CON_STR_HINTS];
 	/* The task records: slabs of CON_TASK_SLAB, the last one used up
 	 * to slab_used; retired records on a free list (linked through
 	 * their first word) for reuse. */
@@ -434,9 +448,19 @@ typedef struct con_model_s {
 	size_t nslabs, slabs_cap, slab_used;
 	con_task_t *free_tasks;
 	/* Index by id, open addressing: 1 + the task's index in tasks[]
-	 * (0: empty), so a slot is 4 bytes, not a pointer's 8. */
+	 * (0: empty; CON_HASH_TOMB: a task deleted there, hash_tombs of
+	 * them), so a slot is 4 bytes, not a pointer's 8. */
 	uint32_t *hash;
-	size_t hash_cap;
+	size_t hash_cap, hash_tombs;
+	/* The finished tasks kept, by finish time (model_retain.c): a
+	 * sorted run fin[fin_lo, fin_hi), those finished since the last
+	 * update's end after it, unsorted, up to fin_pend (fin_cap room),
+	 * and a binary min-heap of those that came too far out of order,
+	 * nfin_heap of fin_heap_cap.  An entry whose task is gone, or
+	 * finished at another time, is stale: it goes when it comes
+	 * first, or in a compaction. */
+	con_fin_t *fin, *fin_heap;
+	size_t fin_lo, fin_hi, fin_pend, fin_cap, nfin_heap, fin_heap_cap;
 	size_t list_cap, tasks_cap, warnings_cap;
 	bool list_rebuild;  /* sort or filter changed: sort everything */
 	/* Changed since the list was built; past an eighth of the tasks
@@ -511,6 +535,16 @@ uint64_t con_model_save_layout(void);
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
 void con_model_update(con_model_t *m, const Weft__V1__Update *u);
+/*
+ * One task of an Update from its @len bytes at @p (decoded into
+ * @scratch, no allocation a task), as con_model_update() applies each
+ * of u->tasks: an Update read from its bytes is its tasks, one by one,
+ * then con_model_update() with its other fields (the tasks' order
+ * against them does not matter; applying a task twice is applying it
+ * once).  Return: 0; the decoder's error, nothing applied.
+ */
+int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
+		       const uint8_t *p, size_t len);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
 /* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);
@@ -951,8 +985,16 @@ typedef struct con_live_s {
 	uint64_t frames;   /* frames fed to the model, over all connections */
 	uint64_t attempts; /* connections tried */
 	char error[256];   /* why the last connection failed or ended */
+	/* Frames the hand decoder (live.c: updates and events read from
+	 * their bytes) left to protobuf-c: malformed ones among them. */
+	uint64_t raw_refused;
 	/* private */
 	weft_wire_decoder_t dec;
+	con_model_t *feeding;      /* the model con_live_feed() feeds */
+	weft_wire_task_raw_t task; /* an Update's tasks, one at a time */
+	weft_wire_buf_t rest;      /* an Update's other fields */
+	weft_event_t *ev;          /* an EventBatch's events */
+	size_t ev_cap;
 } con_live_t;
 
 /* A CLOCK_MONOTONIC time in ms. */

@@ -77,6 +77,11 @@ void con_live_fini(con_live_t *l)
 	con_live_close(l, NULL);
 	free(l->target);
 	l->target = NULL;
+	weft_wire_task_raw_fini(&l->task);
+	weft_wire_buf_fini(&l->rest);
+	free(l->ev);
+	l->ev = NULL;
+	l->ev_cap = 0;
 }
 
 static int send_subscribe(int fd)
@@ -105,6 +110,97 @@ int con_live_request_task(con_live_t *l, uint64_t id)
 	return weft_wire_send(l->fd, &f);
 }
 
+/* The Frame's fields (proto/weft.proto) read from their bytes. */
+#define FRAME_UPDATE 4
+#define FRAME_EVENTS 5
+
+/* One task of the Update being read (weft_wire_update_walk_raw()). */
+static int live_task(void *ctx, const uint8_t *p, size_t len)
+{
+	con_live_t *l = ctx;
+
+	return con_model_task_raw(l->feeding, &l->task, p, len);
+}
+
+/*
+ * An Update read from its bytes: its tasks one at a time into l->task,
+ * each applied as it comes (no protobuf-c, no allocation a task: issue
+ * 21, the console's largest cost a task was unpacking and freeing
+ * them), its other fields (stats, workers, warnings, resources: small,
+ * one set an update) unpacked by protobuf-c and applied after.  Bytes
+ * the hand decoders refuse go to protobuf-c whole, as before: the tasks
+ * applied already are applied again, which changes nothing; a frame
+ * protobuf-c refuses too closes the connection.
+ */
+static bool take_update(con_live_t *l, con_model_t *m, const uint8_t *p,
+			size_t len)
+{
+	static const uint8_t none[1];
+	Weft__V1__Update *u;
+
+	if (weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))
+		return false;
+	u = weft__v1__update__unpack(NULL, l->rest.len,
+				     l->rest.len ? l->rest.data : none);
+	if (!u)
+		return false;
+	con_model_update(m, u);
+	weft__v1__update__free_unpacked(u, NULL);
+	return true;
+}
+
+/* An EventBatch read from its bytes (con_model_frame()'s, without
+ * protobuf-c); one it refuses goes to protobuf-c whole. */
+static bool take_events(con_live_t *l, con_model_t *m, const uint8_t *p,
+			size_t len)
+{
+	Weft__V1__EventBatch b;
+	int got;
+
+	if (!l->ev) {
+		/* Untouched pages cost nothing: room for the largest. */
+		l->ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*l->ev));
+		if (!l->ev)
+			return false;
+		l->ev_cap = WEFT_WIRE_BATCH_MAX;
+	}
+	got = weft_wire_batch_decode_raw(p, len, &b, l->ev, l->ev_cap);
+	if (got < 0)
+		return false;
+	m->batches++;
+	con_model_events(m, l->ev, (size_t)got);
+	return true;
+}
+
+/*
+ * The decoder's take hook: an Update or an EventBatch, once the header
+ * came, is read here from the record's bytes and fed to the model; the
+ * decoder then returns WEFT_WIRE_FRAME with no frame.  Anything else,
+ * and any bytes the hand decoders refuse (counted in raw_refused), is
+ * unpacked by protobuf-c as before: its errors close the connection with
+ * the same reason.
+ */
+static bool live_take(void *ctx, const uint8_t *p, size_t n)
+{
+	con_live_t *l = ctx;
+	const uint8_t *body;
+	size_t len;
+	uint32_t field;
+	bool took;
+
+	if (!l->feeding || !l->got_header)
+		return false;
+	field = weft_wire_frame_one_raw(p, n, &body, &len);
+	if (field == FRAME_UPDATE)
+		took = take_update(l, l->feeding, body, len);
+	else if (field == FRAME_EVENTS)
+		took = take_events(l, l->feeding, body, len);
+	else
+		return false;
+	l->raw_refused += !took;
+	return took;
+}
+
 static int live_open(con_live_t *l, bool subscribe)
 {
 	int fd, err;
@@ -129,6 +225,11 @@ static int live_open(con_live_t *l, bool subscribe)
 	l->got_header = false;
 	l->error[0] = '\0';
 	weft_wire_decoder_init(&l->dec, WEFT_WIRE_MAX_RECORD);
+	l->dec.take = live_take;
+	l->dec.take_ctx = l;
+	/* One reader: a record longer than a read is put together in a
+	 * buffer kept for the next (at most the record limit). */
+	l->dec.keep_body = true;
 	return 0;
 }
 
@@ -155,6 +256,7 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
 {
 	const uint8_t *p = data;
 
+	l->feeding = m;
 	while (len) {
 		Weft__V1__Frame *f = NULL;
 		size_t used = 0;
@@ -163,6 +265,7 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
 		p += used;
 		len -= used;
 		if (rc < 0) {
+			l->feeding = NULL;
 			set_error(l, "bad record at byte %llu: %s",
 				  (unsigned long long)l->dec.record_offset,
 				  weft_wire_strerror(rc));
@@ -170,9 +273,14 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
 		}
 		if (rc != WEFT_WIRE_FRAME)
 			continue;
+		if (!f) { /* taken by live_take(), fed already */
+			l->frames++;
+			continue;
+		}
 		if (!l->got_header &&
 		    f->body_case != WEFT__V1__FRAME__BODY_HEADER) {
 			weft_wire_frame_free(f);
+			l->feeding = NULL;
 			set_error(l, "the server did not start with a header");
 			return -EPROTO;
 		}
@@ -181,6 +289,7 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
 		con_model_frame(m, f);
 		weft_wire_frame_free(f);
 	}
+	l->feeding = NULL;
 	return 0;
 }
 

@@ -7,9 +7,8 @@
  * known task), so the store merges: a task is created the first time an
  * update names it and overwritten by later ones; a finished task stays
  * for retain_ns after it finished (by the traced process's clock), then
- * goes, in batches: at most an eighth of retain_ns late, so that a
- * process finishing 40,000 tasks a second costs a scan of the tasks
- * every 0.75 s, not one per update.  Workers keep a ring of samples (queue depth, polls/s, busy
+ * goes, in batches: at most an eighth of retain_ns late (model_retain.c:
+ * in finish order, deleted in place).  Workers keep a ring of samples (queue depth, polls/s, busy
  * ratio) taken once per update, for sparklines; POLL events fill a
  * per-worker timeline of busy time in CON_TL_BUCKET_NS buckets.  Warnings
  * are kept in arrival order (the views show them newest first), at most
@@ -22,14 +21,20 @@
  * so the work follows the changes, not the task count: a task an update
  * names goes into a dirty vector, and resorting takes the dirty ones
  * out of the list, sorts them and merges them back in (a full sort only
- * after the sort or the filter changed); retention scans the tasks only
- * once the oldest finished one is due, and then rebuilds the index once.
+ * after the sort or the filter changed); retention takes the finished
+ * tasks that go from the front of their finish order, and deletes them
+ * from the index in place (tombstones, rebuilt once they crowd it).
  * Histograms are allocated only for the tasks that have them.  Names and
  * files are interned (a refcounted string table): a task costs no string
  * allocation when its name was seen, and retired tasks are kept for reuse.
  *
  * Nothing from a frame is trusted: indices are range-checked, strings
  * may be NULL, histograms may have any number of buckets.
+ *
+ * Live frames come read from their bytes (live.c: con_model_task_raw()
+ * for an Update's tasks, con_model_events() for a batch's events), the
+ * others unpacked by protobuf-c (con_model_frame()); both end in the
+ * same task_set().
  *
  * This file: the store, its string table and index, the frames folded
  * in, the figures the views read.  Beside it: model_timeline.c (the
@@ -108,8 +113,10 @@ static void strs_grow(con_model_t *m)
 	m->strs_cap = cap;
 }
 
-/* A reference to the table's copy of @s ("" is not counted). */
-static const char *str_ref(con_model_t *m, const char *s)
+/* A reference to the table's copy of @s ("" is not counted); @hint
+ * the entry this caller found last. */
+static const char *str_ref_in(con_model_t *m, const char *s,
+			      struct con_str_s **hint)
 {
 	uint32_t h;
 	struct con_str_s *e;
@@ -117,11 +124,19 @@ static const char *str_ref(con_model_t *m, const char *s)
 
 	if (!s || !s[0])
 		return con_empty;
+	/* The one this caller found last first: tasks come in runs of
+	 * the same name and file (40,000 a second named "http-conn"). */
+	e = *hint;
+	if (e && !strcmp(e->s, s)) {
+		e->refs++;
+		return e->s;
+	}
 	h = str_hash(s);
 	if (m->strs_cap)
 		for (e = m->strs[h & (m->strs_cap - 1)]; e; e = e->next)
 			if (e->hash == h && !strcmp(e->s, s)) {
 				e->refs++;
+				*hint = e;
 				return e->s;
 			}
 	if (m->nstrs + 1 > m->strs_cap / 2 * 3 / 2)
@@ -134,7 +149,13 @@ static const char *str_ref(con_model_t *m, const char *s)
 	e->next = m->strs[h & (m->strs_cap - 1)];
 	m->strs[h & (m->strs_cap - 1)] = e;
 	m->nstrs++;
+	*hint = e;
 	return e->s;
+}
+
+static const char *str_ref(con_model_t *m, const char *s)
+{
+	return str_ref_in(m, s, &m->str_hint[CON_STR_HINTS - 1]);
 }
 
 /* Drops a reference taken by str_ref(); the last one frees the copy. */
@@ -154,6 +175,9 @@ static void str_unref(con_model_t *m, const char *s)
 			break;
 		}
 	m->nstrs--;
+	for (int i = 0; i < CON_STR_HINTS; i++)
+		if (m->str_hint[i] == e)
+			m->str_hint[i] = NULL;
 	free(e);
 }
 
@@ -167,12 +191,13 @@ void con_model_str_unref(con_model_t *m, const char *s)
 	str_unref(m, s);
 }
 
-static void str_set(con_model_t *m, const char **dst, const char *src)
+/* @hint: the caller's slot in str_hint (a task's name, file, place). */
+static void str_set(con_model_t *m, const char **dst, const char *src, int hint)
 {
 	if (!strcmp(*dst, src ? src : ""))
 		return;
 	str_unref(m, *dst);
-	*dst = str_ref(m, src);
+	*dst = str_ref_in(m, src, &m->str_hint[hint]);
 }
 
 /*
@@ -189,6 +214,14 @@ con_task_t *con_model_task_alloc(con_model_t *m)
 	if (t) {
 		/* The link is the record's first word (a pointer's size). */
 		memcpy(&m->free_tasks, (const void *)t, sizeof(void *));
+		/* The next one fetched meanwhile: retired records are cold
+		 * (retention let them go a batch ago), and each link is
+		 * read from the one before (issue 21: 14% of the console's
+		 * time went to these misses at 50,000 tasks a second). */
+		if (m->free_tasks)
+			for (size_t b = 0; b < sizeof(con_task_t); b += 64)
+				__builtin_prefetch(
+					(const char *)m->free_tasks + b, 1);
 	} else {
 		if (!m->nslabs || m->slab_used == CON_TASK_SLAB) {
 			if (m->nslabs == m->slabs_cap) {
@@ -247,6 +280,8 @@ void con_model_fini(con_model_t *m)
 	free(m->slabs);
 	free(m->strs); /* empty: every task let go of its strings */
 	free(m->hash);
+	free(m->fin);
+	free(m->fin_heap);
 	free(m->list);
 	free(m->dirty);
 	free(m->recent);
@@ -272,21 +307,24 @@ static size_t slot_of(uint64_t id, size_t cap)
 	return (size_t)(id ^ (id >> 17) ^ (id >> 34) ^ (id >> 51)) & (cap - 1);
 }
 
+/* The first free slot (empty or deleted) on @id's probe. */
 void con_model_hash_put(con_model_t *m, size_t i)
 {
 	size_t cap = m->hash_cap, j = slot_of(m->tasks[i]->id, cap);
 
-	while (m->hash[j])
+	while (m->hash[j] && m->hash[j] != CON_HASH_TOMB)
 		j = (j + 1) & (cap - 1);
+	if (m->hash[j] == CON_HASH_TOMB)
+		m->hash_tombs--;
 	m->hash[j] = (uint32_t)i + 1;
 }
 
-/* Rebuild the index for ntasks at a load of at most a half. */
-void con_model_hash_rebuild(con_model_t *m)
+/* The index rebuilt for ntasks with @want slots at least (and 1024). */
+static void hash_rebuild_at(con_model_t *m, size_t want)
 {
 	size_t cap = 1024;
 
-	while (cap < 2 * m->ntasks + 2)
+	while (cap < want)
 		cap *= 2;
 	if (cap != m->hash_cap) {
 		free(m->hash);
@@ -295,8 +333,63 @@ void con_model_hash_rebuild(con_model_t *m)
 	} else {
 		memset(m->hash, 0, cap * sizeof(*m->hash));
 	}
+	m->hash_tombs = 0;
 	for (size_t i = 0; i < m->ntasks; i++)
 		con_model_hash_put(m, i);
+}
+
+/* Rebuild the index for ntasks at a load of at most a half. */
+void con_model_hash_rebuild(con_model_t *m)
+{
+	hash_rebuild_at(m, 2 * m->ntasks + 2);
+}
+
+/*
+ * Deleted slots (retention deletes in place, model_retain.c) lengthen
+ * the probes as live ones do: once both fill half the index, it is
+ * rebuilt at a load of at most a quarter, so that the next rebuild is as
+ * many deletions away as there are tasks (a deletion costs O(1),
+ * amortised, not a rebuild of the whole index per batch); and smaller
+ * once the tasks fill less than a sixteenth of it.
+ */
+void con_model_hash_tidy(con_model_t *m)
+{
+	if (2 * (m->ntasks + m->hash_tombs) + 2 > m->hash_cap ||
+	    (m->hash_cap > 1024 && 16 * (m->ntasks + 1) < m->hash_cap))
+		hash_rebuild_at(m, 4 * m->ntasks + 4);
+}
+
+size_t con_model_hash_slot(const con_model_t *m, uint64_t id)
+{
+	size_t j = slot_of(id, m->hash_cap);
+
+	while (m->hash[j] == CON_HASH_TOMB ||
+	       m->tasks[m->hash[j] - 1]->id != id)
+		j = (j + 1) & (m->hash_cap - 1);
+	return j;
+}
+
+void con_model_task_prefetch(const con_model_t *m, uint64_t id, int stage)
+{
+	size_t j = slot_of(id, m->hash_cap);
+	uint32_t v;
+
+	if (stage == 0) {
+		__builtin_prefetch(&m->hash[j]);
+		return;
+	}
+	v = m->hash[j]; /* fetched by stage 0 */
+	if (!v || v == CON_HASH_TOMB || v > m->ntasks)
+		return;
+	if (stage == 1) {
+		__builtin_prefetch(&m->tasks[v - 1]);
+		return;
+	}
+	/* Its id and links, its finish time, its flags. */
+	__builtin_prefetch(m->tasks[v - 1], 1);
+	__builtin_prefetch((const char *)m->tasks[v - 1] + 64, 1);
+	__builtin_prefetch(
+		(const char *)m->tasks[v - 1] + sizeof(con_task_t) - 1, 1);
 }
 
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
@@ -304,10 +397,12 @@ const con_task_t *con_model_task(const con_model_t *m, uint64_t id)
 	size_t i = slot_of(id, m->hash_cap);
 
 	while (m->hash[i]) {
-		const con_task_t *t = m->tasks[m->hash[i] - 1];
+		if (m->hash[i] != CON_HASH_TOMB) {
+			const con_task_t *t = m->tasks[m->hash[i] - 1];
 
-		if (t->id == id)
-			return t;
+			if (t->id == id)
+				return t;
+		}
 		i = (i + 1) & (m->hash_cap - 1);
 	}
 	return NULL;
@@ -378,6 +473,8 @@ static con_task_t *task_get(con_model_t *m, uint64_t id)
 	m->tasks[m->ntasks++] = t;
 	if (2 * m->ntasks + 2 > m->hash_cap)
 		con_model_hash_rebuild(m);
+	else if (2 * (m->ntasks + m->hash_tombs) + 2 > m->hash_cap)
+		con_model_hash_tidy(m);
 	else
 		con_model_hash_put(m, m->ntasks - 1);
 	return t;
@@ -453,17 +550,19 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
 	con_task_t *t;
 	bool was_finished;
+	uint64_t finished;
 
 	if (!x || !x->id)
 		return;
 	t = task_get(m, x->id);
 	was_finished = t->finished_ns != 0;
+	finished = t->finished_ns;
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
 	if (x->name && x->name[0])
-		str_set(m, &t->name, x->name);
+		str_set(m, &t->name, x->name, 0);
 	if (x->file && x->file[0])
-		str_set(m, &t->file, x->file);
+		str_set(m, &t->file, x->file, 1);
 	if (x->line)
 		t->line = x->line;
 	t->state_size = x->state_size;
@@ -485,7 +584,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
 	/* Every record carries it (it changes): set, cleared too. */
-	str_set(m, &t->parked_file, x->parked_file);
+	str_set(m, &t->parked_file, x->parked_file, 2);
 	t->parked_line = x->parked_line;
 	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
 	/* Every record carries these too; a task done waits on nothing. */
@@ -512,6 +611,8 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	    (!m->oldest_finished_ns || t->finished_ns < m->oldest_finished_ns))
 		m->oldest_finished_ns = t->finished_ns;
 	m->nfinished += (t->finished_ns != 0) - was_finished;
+	if (t->finished_ns && t->finished_ns != finished)
+		con_model_fin_push(m, t->finished_ns, t->id);
 	mark_dirty(m, t);
 }
 
@@ -605,12 +706,9 @@ static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
 	w->history = x->history;
 }
 
-void con_model_update(con_model_t *m, const Weft__V1__Update *u)
+/* An update's stats: before its tasks (they read now_ns). */
+static void update_head(con_model_t *m, const Weft__V1__Update *u)
 {
-	size_t k;
-
-	if (!u)
-		return;
 	m->updates++;
 	m->groups_stale = true; /* the oldest's age, the tasks */
 	if (u->stats) {
@@ -625,8 +723,13 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		if (u->stats->workers <= CON_MAX_WORKERS)
 			con_model_workers_fit(m, u->stats->workers);
 	}
-	for (size_t i = 0; i < u->n_tasks; i++)
-		task_set(m, u->tasks[i]);
+}
+
+/* An update's other fields, after its tasks, and the retention. */
+static void update_tail(con_model_t *m, const Weft__V1__Update *u)
+{
+	size_t k;
+
 	if (u->n_workers) {
 		/* Only those ever written. */
 		for (uint32_t i = 0; i < m->stolen_hi; i++)
@@ -659,6 +762,26 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 		con_model_res_set(m, u->resources[i]);
 	con_model_retain(m);
 	con_model_res_retain(m);
+}
+
+void con_model_update(con_model_t *m, const Weft__V1__Update *u)
+{
+	if (!u)
+		return;
+	update_head(m, u);
+	for (size_t i = 0; i < u->n_tasks; i++)
+		task_set(m, u->tasks[i]);
+	update_tail(m, u);
+}
+
+int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
+		       const uint8_t *p, size_t len)
+{
+	int rc = weft_wire_task_decode_raw(scratch, p, len);
+
+	if (!rc)
+		task_set(m, &scratch->msg);
+	return rc;
 }
 
 static void watch_put(con_model_t *m, const weft_event_t *e)
@@ -704,7 +827,10 @@ const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back)
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 {
 	m->events += n;
-	for (size_t i = 0; i < n; i++) {
+	/* Into the ring in runs (a memcpy each, up to its end). */
+	for (size_t i = 0; i < n;) {
+		size_t at, run;
+
 		/* Doubled while not yet wrapped (nrecent == recent_cap):
 		 * the events stay where they are.  Not zeroed: only the
 		 * nrecent written are read. */
@@ -717,17 +843,28 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 			m->recent = con_xreallocarray(m->recent, m->recent_cap,
 						      sizeof(*m->recent));
 		}
-		m->recent[m->nrecent++ % m->recent_cap] = ev[i];
+		at = m->nrecent % m->recent_cap;
+		run = m->recent_cap - at;
+		/* Not past the slot where the ring would grow first. */
+		if (m->recent_cap < CON_RECENT_EVENTS &&
+		    m->recent_cap - m->nrecent < run)
+			run = m->recent_cap - m->nrecent;
+		if (run > n - i)
+			run = n - i;
+		memcpy(&m->recent[at], &ev[i], run * sizeof(*ev));
+		m->nrecent += run;
+		i += run;
+	}
+	for (size_t i = 0; i < n; i++) {
 		if (m->watch_task && weft_event_task(&ev[i]) == m->watch_task)
 			watch_put(m, &ev[i]);
-	}
-	for (size_t i = 0; i < n; i++)
 		if (ev[i].kind == WEFT_EV_POLL)
 			con_model_tl_poll(m, &ev[i]);
 		else if (ev[i].kind == WEFT_EV_BLOCKING_START)
 			m->blocking_started++;
 		else if (ev[i].kind == WEFT_EV_BLOCKING_END)
 			m->blocking_ended++;
+	}
 }
 
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f)
@@ -909,8 +1046,12 @@ bool con_model_is_consistent(const con_model_t *m)
 {
 	size_t inhash = 0;
 
+	size_t tombs = 0;
+
 	for (size_t i = 0; i < m->hash_cap; i++)
-		if (m->hash[i]) {
+		if (m->hash[i] == CON_HASH_TOMB) {
+			tombs++;
+		} else if (m->hash[i]) {
 			const con_task_t *t;
 
 			inhash++;
@@ -920,7 +1061,10 @@ bool con_model_is_consistent(const con_model_t *m)
 			if (con_model_task(m, t->id) != t)
 				return false;
 		}
-	if (inhash != m->ntasks || 2 * m->ntasks + 2 > m->hash_cap * 2)
+	if (inhash != m->ntasks || tombs != m->hash_tombs ||
+	    2 * (m->ntasks + tombs) + 2 > m->hash_cap * 2)
+		return false;
+	if (!con_model_fin_is_consistent(m))
 		return false;
 	{
 		size_t finished = 0;

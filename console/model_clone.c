@@ -13,7 +13,8 @@
  * A deep copy: every pointer of @dst is its own (strings interned in its
  * own table, tasks, resources, series, rings), so either model may be
  * fed, resorted or freed without the other.  The tasks keep their order
- * (retention breaks ties by it), the list, dirty vector and resources'
+ * and their index (deleted slots too), retention its finish order (by
+ * ids: nothing to find again); the list, dirty vector and resources'
  * list point at the copy's records (found again by id); the spawn-site
  * groups and the spare tasks are not copied (the groups are marked
  * stale: con_model_groups_resort() rebuilds them from the tasks).
@@ -26,6 +27,7 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->clock = con_xstrdup(src->clock);
 	dst->strs = NULL;
 	dst->strs_cap = dst->nstrs = 0;
+	memset(dst->str_hint, 0, sizeof(dst->str_hint));
 	/* Its own slabs, as many records as the tasks (no free ones). */
 	dst->slabs = NULL;
 	dst->nslabs = dst->slabs_cap = dst->slab_used = 0;
@@ -51,6 +53,9 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	}
 	/* The same indices: the index is copied as it is. */
 	dst->hash = con_xmemdup(src->hash, src->hash_cap * sizeof(*src->hash));
+	dst->fin = con_xmemdup(src->fin, src->fin_cap * sizeof(*src->fin));
+	dst->fin_heap = con_xmemdup(src->fin_heap,
+				    src->fin_heap_cap * sizeof(*src->fin_heap));
 	dst->list = NULL;
 	if (src->list_cap)
 		dst->list = con_xcalloc(src->list_cap, sizeof(*dst->list));
@@ -109,6 +114,7 @@ size_t con_model_bytes(const con_model_t *m)
 	size_t n = sizeof(*m);
 
 	n += m->tasks_cap * sizeof(*m->tasks) + m->hash_cap * sizeof(*m->hash);
+	n += (m->fin_cap + m->fin_heap_cap) * sizeof(*m->fin);
 	n += m->list_cap * sizeof(*m->list) + m->dirty_cap * sizeof(*m->dirty);
 	n += m->nslabs * CON_TASK_SLAB * sizeof(con_task_t) +
 	     m->slabs_cap * sizeof(*m->slabs);

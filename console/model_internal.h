@@ -23,6 +23,19 @@ void con_model_workers_reserve(con_model_t *m, uint32_t n);
 void con_model_hash_rebuild(con_model_t *m);
 /* tasks[@i] into the index (room left). */
 void con_model_hash_put(con_model_t *m, size_t i);
+/* The index rebuilt if deleted slots crowd it, or smaller if the tasks
+ * fill little of it. */
+void con_model_hash_tidy(con_model_t *m);
+/* What looking task @id up reads, fetched ahead a stage at a time (0:
+ * its slot in the index, 1: its place in tasks[], 2: its record), each
+ * stage a few lookups after the one before it. */
+void con_model_task_prefetch(const con_model_t *m, uint64_t id, int stage);
+/* The index's slot holding task @id (it must be there). */
+size_t con_model_hash_slot(const con_model_t *m, uint64_t id);
+/* A task finished at @at: into the retention heap (model_retain.c). */
+void con_model_fin_push(con_model_t *m, uint64_t at, uint64_t id);
+/* The retention's entries in order, every finished task among them. */
+bool con_model_fin_is_consistent(const con_model_t *m);
 /* A zeroed task record from the slabs (model.c). */
 con_task_t *con_model_task_alloc(con_model_t *m);
 /* Worker records for indices below @n (<= CON_MAX_WORKERS), zeroed; and

@@ -31,6 +31,14 @@ if(TARGET weft-bench-gentrace)
   set_tests_properties(test_console_side PROPERTIES TIMEOUT 240 LABELS unit)
 endif()
 
+# The live path over a unix socket: Updates and events read from their
+# bytes build the model protobuf-c does; bad ones refused and counted.
+weft_add_test(NAME test_console_live
+  SOURCES test_console_live.c
+  LABELS unit valgrind
+  TIMEOUT 60)
+target_link_libraries(test_console_live PRIVATE weft_console)
+
 if(TARGET weft-console)
   # What the end-to-end test records: a busy runtime and one task that
   # holds a weft_mutex_t across an await.

@@ -501,6 +501,108 @@ static void test_console_model_retains_newest_in_any_order(void **state)
 	free(ts);
 }
 
+/* What retention holds: its entries, the index's deleted slots, the
+ * index (at most 16 times the tasks, or 1,024 slots). */
+static void retention_bounded(const con_model_t *m, size_t slack)
+{
+	assert_true(m->fin_pend - m->fin_lo + m->nfin_heap <=
+		    2 * m->nfinished + 1024 + slack);
+	assert_true(2 * (m->ntasks + m->hash_tombs) + 2 <= m->hash_cap);
+	assert_true(m->hash_cap <= 1024 || m->hash_cap <= 16 * (m->ntasks + 1));
+}
+
+/*
+ * Steady churn (issue 21: retention deletes in place, in finish order):
+ * rounds of finished tasks named in no order, overlapping the previous
+ * round's finish times (merged), every seventh round finished before
+ * all the others (stragglers), a few tasks sent unfinished again and
+ * finished again later.  After each round the newest retain_max
+ * finished tasks are those kept, the model consistent, what retention
+ * holds bounded; then one task finished, unfinished, finished again
+ * 3,000 times: the stale entries do not pile up (a bound two over, for
+ * the one sent unfinished after its push).
+ */
+static void test_console_model_retention_churn(void **state)
+{
+	enum { MAX = 1000, PER = 300, ROUNDS = 60, FLIP = 5 };
+	enum { IDS = ROUNDS * PER + 1 };
+	Weft__V1__Task *ts[PER + FLIP];
+	uint64_t *at = calloc(IDS, sizeof(*at)); /* 0: live or unknown */
+	uint64_t flipped[FLIP] = { 0 }, next_id = 1;
+	unsigned seed = 7;
+	con_model_t m;
+
+	(void)state;
+	assert_non_null(at);
+	con_model_init(&m, "test");
+	m.retain_max = MAX;
+	m.retain_ns = 100000 * SEC; /* by count only */
+	for (int r = 0; r < ROUNDS; r++) {
+		bool back = r % 7 == 5;
+		uint64_t round_first = next_id, max_gone = 0, min_kept = ~0ull;
+		size_t n = 0;
+
+		for (int i = 0; i < PER; i++) {
+			uint64_t id = next_id++;
+
+			seed = seed * 1103515245u + 12345u;
+			ts[n] = task_msg(id, "done", 1);
+			ts[n]->state = WEFT_TASK_DONE;
+			ts[n]->finished_ns =
+				back ? 1 * SEC + (seed >> 8) % 1000 :
+				       (10 + r) * SEC + (seed >> 4) % (2 * SEC);
+			at[id] = ts[n++]->finished_ns;
+		}
+		/* Last round's flipped ones finished again; five of this
+		 * round's sent unfinished (after their finished record). */
+		for (int i = 0; i < FLIP && r; i++) {
+			ts[n] = task_msg(flipped[i], "done", 1);
+			ts[n]->state = WEFT_TASK_DONE;
+			ts[n]->finished_ns = (11 + r) * SEC + (uint64_t)i;
+			at[flipped[i]] = ts[n++]->finished_ns;
+		}
+		feed(&m, (10 + r) * SEC, ts, n, NULL, 0, NULL, 0);
+		n = 0;
+		for (int i = 0; i < FLIP && !back; i++) {
+			flipped[i] = round_first + 10 * (uint64_t)i;
+			ts[n] = task_msg(flipped[i], "done", 1);
+			at[flipped[i]] = 0;
+			n++;
+		}
+		if (n)
+			feed(&m, (10 + r) * SEC, ts, n, NULL, 0, NULL, 0);
+		assert_true(con_model_is_consistent(&m));
+		assert_true(m.nfinished <= MAX + MAX / 8);
+		retention_bounded(&m, PER + 3 * FLIP);
+		/* None kept finished before one forgotten. */
+		for (uint64_t id = 1; id < next_id; id++) {
+			const con_task_t *t = con_model_task(&m, id);
+
+			if (!at[id])
+				continue;
+			if (t && at[id] < min_kept)
+				min_kept = at[id];
+			if (!t && at[id] > max_gone)
+				max_gone = at[id];
+		}
+		assert_true(max_gone <= min_kept);
+	}
+	/* The last round's flipped ones unfinished after its batch. */
+	assert_int_equal(m.nfinished, MAX - FLIP);
+	for (int i = 0; i < 6000; i++) {
+		ts[0] = task_msg(1000000, "flip", 1);
+		if (i % 2 == 0) {
+			ts[0]->state = WEFT_TASK_DONE;
+			ts[0]->finished_ns = (100 + i) * SEC;
+		}
+		feed(&m, 70 * SEC, ts, 1, NULL, 0, NULL, 0);
+		retention_bounded(&m, 2);
+	}
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+	free(at);
+}
+
 static void test_console_model_sort(void **state)
 {
 	con_model_t m;
@@ -3010,6 +3112,7 @@ int main(void)
 		cmocka_unit_test(test_console_keys_actions),
 		cmocka_unit_test(test_console_model_incremental_resort),
 		cmocka_unit_test(test_console_model_retains_at_most_retain_max),
+		cmocka_unit_test(test_console_model_retention_churn),
 		cmocka_unit_test(
 			test_console_model_retains_newest_in_any_order),
 		cmocka_unit_test(test_console_model_watch_events),

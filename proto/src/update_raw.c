@@ -575,49 +575,34 @@ void weft_wire_task_raw_fini(weft_wire_task_raw_t *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* weft_wire_update_split_raw()'s tasks: checked, counted. */
+struct split_s {
+	weft_wire_task_raw_t *scratch;
+	size_t n;
+};
+
+static int split_task(void *ctx, const uint8_t *p, size_t len)
+{
+	struct split_s *sp = ctx;
+	/* Checked only: the reader fills it later. */
+	int rc = task_decode(sp->scratch, p, len, false);
+
+	sp->n += !rc;
+	return rc;
+}
+
 int weft_wire_update_split_raw(const uint8_t *p, size_t len,
 			       weft_wire_task_raw_t *scratch,
 			       weft_wire_buf_t *rest, size_t *ntasks)
 {
-	const uint8_t *end = p + len;
-	size_t n = 0;
+	struct split_s sp = { .scratch = scratch };
+	int rc;
 
-	rest->len = 0;
 	*ntasks = 0;
-	while (p < end) {
-		const uint8_t *at = p;
-		uint32_t field;
-		unsigned wt;
-		size_t k = rd_tag(p, end, &field, &wt), v;
-
-		if (!k)
-			return REFUSED;
-		p += k;
-		if (!(v = value_len(p, end, wt)))
-			return REFUSED;
-		if (field == 2) {
-			size_t tl = 0;
-			int rc;
-
-			if (wt != WT_LEN)
-				return REFUSED;
-			k = rd_len(p, end, &tl);
-			/* Checked only: the reader fills it later. */
-			rc = task_decode(scratch, p + k, tl, false);
-			if (rc)
-				return rc;
-			n++;
-		} else {
-			size_t f = (size_t)(p - at) + v;
-
-			if (weft_wire_buf_reserve(rest, f))
-				return -ENOMEM;
-			memcpy(rest->data + rest->len, at, f);
-			rest->len += f;
-		}
-		p += v;
-	}
-	*ntasks = n;
+	rc = weft_wire_update_walk_raw(p, len, rest, split_task, &sp);
+	if (rc)
+		return rc;
+	*ntasks = sp.n;
 	return 0;
 }
 
@@ -650,4 +635,64 @@ const uint8_t *weft_wire_update_next_task_raw(const uint8_t **pp,
 	}
 	*pp = end;
 	return NULL;
+}
+
+uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
+				 const uint8_t **body, size_t *len)
+{
+	const uint8_t *end = p + n;
+	uint32_t field;
+	unsigned wt;
+	size_t k = rd_tag(p, end, &field, &wt), v;
+
+	if (!k || wt != WT_LEN)
+		return 0;
+	p += k;
+	k = rd_len(p, end, &v);
+	if (!k || v != (size_t)(end - p) - k)
+		return 0;
+	*body = p + k;
+	*len = v;
+	return field;
+}
+
+int weft_wire_update_walk_raw(
+	const uint8_t *p, size_t len, weft_wire_buf_t *rest,
+	int (*task)(void *ctx, const uint8_t *p, size_t len), void *ctx)
+{
+	const uint8_t *end = p + len;
+
+	rest->len = 0;
+	while (p < end) {
+		const uint8_t *at = p;
+		uint32_t field;
+		unsigned wt;
+		size_t k = rd_tag(p, end, &field, &wt), v;
+		int rc;
+
+		if (!k)
+			return REFUSED;
+		p += k;
+		if (!(v = value_len(p, end, wt)))
+			return REFUSED;
+		if (field == 2) {
+			size_t tl = 0;
+
+			if (wt != WT_LEN)
+				return REFUSED;
+			k = rd_len(p, end, &tl);
+			rc = task(ctx, p + k, tl);
+			if (rc)
+				return rc;
+		} else {
+			size_t f = (size_t)(p - at) + v;
+
+			if (weft_wire_buf_reserve(rest, f))
+				return -ENOMEM;
+			memcpy(rest->data + rest->len, at, f);
+			rest->len += f;
+		}
+		p += v;
+	}
+	return 0;
 }

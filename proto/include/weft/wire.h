@@ -476,6 +476,38 @@ const uint8_t *weft_wire_update_next_task_raw(const uint8_t **p,
 					      const uint8_t *end, size_t *len);
 
 /**
+ * weft_wire_update_walk_raw() - walk the @len bytes of an Update message
+ * as weft_wire_update_split_raw() does, without reading its tasks: each
+ * task's bytes (field 2) go to @task as they come, the bytes of every
+ * other field are appended to @rest as they stand (for protobuf-c).  A
+ * reader that decodes each task once (weft_wire_task_decode_raw()) and
+ * applies it as it comes, where the split read each twice; the tasks
+ * before a refused one have been handed over by then.
+ * @task: called with @ctx and a task's bytes; nonzero stops the walk.
+ *
+ * Context: any thread; a task may call it.
+ * Return: 0; -EAGAIN when refused (a field whose tag, wire type or length
+ * protobuf-c would not read the same way); -ENOMEM; or what @task
+ * returned.
+ */
+int weft_wire_update_walk_raw(
+	const uint8_t *p, size_t len, weft_wire_buf_t *rest,
+	int (*task)(void *ctx, const uint8_t *p, size_t len), void *ctx);
+
+/**
+ * weft_wire_frame_one_raw() - the @n bytes of a Frame read as one
+ * length-delimited field filling them, as a server and a recorder write
+ * every Frame (update = 4, events = 5): its field number, and its value's
+ * bytes in *@body, *@len.  Tag and length as protobuf-c reads them.
+ *
+ * Context: any thread; a task may call it.
+ * Return: the field number; 0 when the bytes are not one such field (the
+ * caller unpacks the Frame with protobuf-c).
+ */
+uint32_t weft_wire_frame_one_raw(const uint8_t *p, size_t n,
+				 const uint8_t **body, size_t *len);
+
+/**
  * weft_wire_batch_append() - @m as one EventBatch record at the end of @b
  * (the bytes weft_wire_record_append() would write, encoded by hand).
  *
