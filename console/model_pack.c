@@ -733,7 +733,7 @@ static char *get_xstr(rd_t *r)
  * NULL), then this size updated.  (LP64 only: the size differs
  * elsewhere.)
  */
-#define CON_MODEL_SAVED_SIZE 992
+#define CON_MODEL_SAVED_SIZE 1096
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(con_model_t) == CON_MODEL_SAVED_SIZE,
 	      "con_model_t changed: check get_rest() in model_pack.c");
@@ -753,6 +753,7 @@ uint64_t con_model_save_layout(void)
 		sizeof(weft_hist_t),
 		sizeof(weft_event_t),
 		sizeof(con_task_t),
+		sizeof(con_fin_t),
 		sizeof(Weft__V1__Stats),
 		CON_TL_BUCKETS,
 		CON_WATCH_EVENTS,
@@ -813,6 +814,44 @@ static void put_rest(buf_t *b, const con_model_t *m)
 	}
 	for (size_t i = 0; i < m->nres_list; i++)
 		put_var(b, m->res_list[i]->id);
+	/* Retention's finish order (model_retain.c): its entries only,
+	 * the sorted run and the pending ones, then the heap. */
+	put_var(b, m->fin_pend - m->fin_lo);
+	put_var(b, m->fin_hi - m->fin_lo);
+	if (m->fin_pend > m->fin_lo)
+		put_raw(b, m->fin + m->fin_lo,
+			(m->fin_pend - m->fin_lo) * sizeof(*m->fin));
+	put_var(b, m->nfin_heap);
+	if (m->nfin_heap)
+		put_raw(b, m->fin_heap, m->nfin_heap * sizeof(*m->fin_heap));
+}
+
+/* Retention's entries (put_rest()'s last part) into @m; false on a count
+ * past the bytes. */
+static bool get_fin(rd_t *r, con_model_t *m)
+{
+	uint64_t n = get_var(r), hi = get_var(r), nh;
+
+	if (r->bad || hi > n ||
+	    n > (uint64_t)(r->end - r->p) / sizeof(con_fin_t))
+		return false;
+	if (n) {
+		m->fin = con_xmalloc(n * sizeof(*m->fin));
+		m->fin_cap = m->fin_pend = (size_t)n;
+		m->fin_hi = (size_t)hi;
+		if (!get_copy(r, m->fin, n * sizeof(*m->fin)))
+			return false;
+	}
+	nh = get_var(r);
+	if (r->bad || nh > (uint64_t)(r->end - r->p) / sizeof(con_fin_t))
+		return false;
+	if (nh) {
+		m->fin_heap = con_xmalloc(nh * sizeof(*m->fin_heap));
+		m->fin_heap_cap = m->nfin_heap = (size_t)nh;
+		if (!get_copy(r, m->fin_heap, nh * sizeof(*m->fin_heap)))
+			return false;
+	}
+	return true;
 }
 
 static bool get_flag(rd_t *r)
@@ -946,7 +985,11 @@ static bool get_rest(rd_t *r, con_model_t *m)
 	m->nslabs = m->slabs_cap = m->slab_used = 0;
 	m->free_tasks = NULL;
 	m->hash = NULL;
-	m->hash_cap = 0;
+	m->hash_cap = m->hash_tombs = 0;
+	memset(m->str_hint, 0, sizeof(m->str_hint));
+	m->fin = m->fin_heap = NULL;
+	m->fin_lo = m->fin_hi = m->fin_pend = m->fin_cap = 0;
+	m->nfin_heap = m->fin_heap_cap = 0;
 	m->dirty = NULL;
 	m->ndirty = m->dirty_cap = 0;
 	m->recent = NULL;
@@ -1036,7 +1079,8 @@ static bool get_rest(rd_t *r, con_model_t *m)
 			      CON_WATCH_EVENTS * sizeof(*m->watch)))
 			return false;
 	}
-	return !r->bad && get_res(r, m, raw.nres, raw.nres_list);
+	return !r->bad && get_res(r, m, raw.nres, raw.nres_list) &&
+	       get_fin(r, m);
 }
 
 void con_model_save(con_saved_t *out, const con_model_t *m)
