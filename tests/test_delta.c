@@ -244,6 +244,88 @@ static weft_probe_update_t pass(weft_probe_stats_t *st, uint64_t now,
 	return u;
 }
 
+/*
+ * Streams that share encoded records (pass_seq set: the recorder, the
+ * server's streams) keep in step (issue 21): B, started out of phase
+ * with A at the same interval, waits for A's next send and sends in
+ * A's passes from then on, never sooner than its interval after its last
+ * record nor later than two; A, the anchor, sends as a lone stream does
+ * (A2, without pass_seq, given the same passes: the same bytes, record
+ * for record, though A and B share the encoded tasks).
+ */
+static void test_delta_shared_streams_in_step(void **state)
+{
+	enum { PASSES = 200 };
+	const uint64_t iv = 100000000, step = 20000000; /* 100, 20 ms */
+	weft_probe_stats_t st = { 0 };
+	const weft_probe_task_t *ch[NT];
+	weft_wire_buf_t ba = { 0 }, ba2 = { 0 }, bb = { 0 };
+	weft_delta_t a, a2, b;
+	uint64_t last_b = 0, x = 0x9E3779B97F4A7C15ull;
+	unsigned together = 0, b_sends = 0;
+	bool full;
+
+	(void)state;
+	tasks_make();
+	weft__delta_init(&a);
+	weft__delta_init(&a2);
+	weft__delta_init(&b);
+	a.interval_ns = a2.interval_ns = b.interval_ns = iv;
+	a.lookup = a2.lookup = b.lookup = lookup;
+	for (size_t i = 0; i < NT; i++)
+		ch[i] = &tasks[i + 1];
+	for (unsigned k = 0; k < PASSES; k++) {
+		/* Passes 20 ms apart, give or take 3 ms; B starts at the
+		 * 3rd, out of A's phase. */
+		uint64_t now = 5000000000ull + k * step + (x % 7) * 1000000;
+		size_t first = x % (NT - 20), n = 1 + (x >> 20) % 20;
+		weft_probe_update_t u;
+		int ra, ra2, rb = 0;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* Tasks change between passes (their polls stay their id:
+		 * tally_fn()), some finish. */
+		for (size_t i = first; i < first + n; i++) {
+			tasks[i + 1].busy_ns += now;
+			if ((x >> 30) % 8 == 0)
+				tasks[i + 1].finished_ns = now;
+		}
+		a.pass_seq = b.pass_seq = k + 1;
+		u = pass(&st, now, ch + first, n, k == 0);
+		ra = weft__delta_pass(&a, &u, &ba, &full);
+		ra2 = weft__delta_pass(&a2, &u, &ba2, &full);
+		assert_int_equal(ra, ra2);
+		if (k >= 3) {
+			u.full = k == 3;
+			rb = weft__delta_pass(&b, &u, &bb, &full);
+			assert_true(rb >= 0);
+		}
+		if (rb == 1) {
+			if (last_b && k > 3) {
+				assert_true(now - last_b >= iv);
+				assert_true(now - last_b <= 2 * iv + step);
+			}
+			last_b = now;
+			b_sends++;
+			together += ra == 1;
+		}
+	}
+	/* A as alone, to the byte. */
+	assert_int_equal(ba.len, ba2.len);
+	assert_memory_equal(ba.data, ba2.data, ba.len);
+	/* B in A's passes but for its first two sends at most. */
+	assert_true(b_sends > 20);
+	assert_true(together + 2 >= b_sends);
+	weft_wire_buf_fini(&ba);
+	weft_wire_buf_fini(&ba2);
+	weft_wire_buf_fini(&bb);
+	weft__delta_fini(&a);
+	weft__delta_fini(&a2);
+	weft__delta_fini(&b);
+}
+
 static void test_delta_interval_and_thin_records(void **state)
 {
 	weft_probe_stats_t st = { 0 };
@@ -782,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_delta_idset_matches_model),
 		cmocka_unit_test(test_delta_filter_from_subscribe),
 		cmocka_unit_test(test_delta_interval_and_thin_records),
+		cmocka_unit_test(test_delta_shared_streams_in_step),
 		cmocka_unit_test(test_delta_full_update_split),
 		cmocka_unit_test(test_delta_warnings_keep_the_newest),
 		cmocka_unit_test(test_delta_resources),

@@ -1387,6 +1387,112 @@ static void test_server_list_and_snapshot(void **state)
 #endif
 
 /*
+ * A recorder and a client at once (issue 21): their delta streams share
+ * each pass's encoded Task records.  Every task both saw finish, each
+ * saw with the same polls and end; the recorder started and stopped
+ * again and again while the client's stream runs, so the shared records
+ * change owners (ThreadSanitizer: label concurrency).
+ */
+/* By id modulo SHARED_IDS (the test's few hundred tasks have
+ * consecutive ids: none collide). */
+enum { SHARED_IDS = 1 << 16 };
+struct last_seen {
+	uint64_t id[SHARED_IDS], polls[SHARED_IDS], fin[SHARED_IDS];
+};
+
+static void last_seen_note(struct last_seen *l, const Weft__V1__Update *u)
+{
+	for (size_t i = 0; i < u->n_tasks; i++) {
+		const Weft__V1__Task *t = u->tasks[i];
+		size_t k = t->id % SHARED_IDS;
+
+		if (t->finished_ns) {
+			l->id[k] = t->id;
+			l->polls[k] = t->polls;
+			l->fin[k] = t->finished_ns;
+		}
+	}
+}
+
+/* The client's updates for @ms (they come every interval: never none). */
+static void last_seen_read(struct tclient *c, struct last_seen *l, int ms)
+{
+	struct timespec t0, t1;
+	Weft__V1__Frame *f;
+	long left = ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (left > 0 && (f = tc_next(c, (int)left)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			last_seen_note(l, f->update);
+		weft_wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
+			     (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+}
+
+static void test_server_with_recorder(void **state)
+{
+	static struct last_seen rec_seen, cli_seen;
+	struct tclient c;
+	weft_runtime_t *rt;
+	size_t both = 0;
+
+	(void)state;
+	memset(&rec_seen, 0, sizeof(rec_seen));
+	memset(&cli_seen, 0, sizeof(cli_seen));
+	xdg_make();
+	rt = rt_with_server();
+	tc_open(&c, weft__server_unix_path(weft__server_default()));
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	for (int round = 0; round < 4; round++) {
+		weft_trace_reader_t r;
+		Weft__V1__Frame *f;
+		char path[300];
+
+		snprintf(path, sizeof(path), "%s/rec%d.weft", xdg, round);
+		assert_int_equal(weft_trace_start(path, NULL), 0);
+		workload(rt, 8, 20);
+		workload(rt, 16, 1);
+		/* The client's updates meanwhile. */
+		for (int k = 0; k < 6; k++) {
+			workload(rt, 4, 2);
+			last_seen_read(&c, &cli_seen, 50);
+		}
+		assert_int_equal(weft_trace_stop(), 0);
+		assert_int_equal(weft_trace_reader_open(&r, path), 0);
+		while (weft_trace_reader_next(&r, &f) == WEFT_WIRE_FRAME) {
+			if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+				last_seen_note(&rec_seen, f->update);
+			if (f != r.header_frame)
+				weft_wire_frame_free(f);
+		}
+		assert_int_equal(r.error, 0);
+		weft_trace_reader_close(&r);
+		unlink(path);
+	}
+	/* What the client still has coming. */
+	weft_probe_flush();
+	last_seen_read(&c, &cli_seen, 500);
+	for (size_t k = 0; k < SHARED_IDS; k++) {
+		if (!rec_seen.fin[k] || !cli_seen.fin[k] ||
+		    rec_seen.id[k] != cli_seen.id[k])
+			continue;
+		assert_int_equal(rec_seen.fin[k], cli_seen.fin[k]);
+		assert_int_equal(rec_seen.polls[k], cli_seen.polls[k]);
+		both++;
+	}
+	print_message("%zu tasks seen finished by both\n", both);
+	/* 4 rounds of 48 tasks: most seen finished by both. */
+	assert_true(both >= 96);
+	tc_close(&c);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
+/*
  * What a peer can make the server hold: a request record is bounded at
  * 64 KiB (a peer announcing a 1 MiB one is closed at once; it could hold
  * 4 MiB a connection by sending all of one but its last byte); a peer
@@ -1477,6 +1583,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_stream_resubscribe_paced),
 		cmocka_unit_test(test_server_requests_not_read),
 		cmocka_unit_test(test_server_peer_bounds),
+		cmocka_unit_test(test_server_with_recorder),
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),

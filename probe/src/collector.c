@@ -62,6 +62,9 @@ static weft_probe_warning_t *history(struct probe *p,
 	return h;
 }
 
+/* Publishes so far (probe.lock): weft__sub_publish_seq(). */
+static uint64_t publish_seq;
+
 static void publish(struct probe *p, uint64_t now)
 {
 	const weft_probe_task_t **changed = NULL, **all = NULL;
@@ -129,6 +132,7 @@ static void publish(struct probe *p, uint64_t now)
 	p->pass_ntasks = changed ? nchanged : 0;
 	p->pass_res = res_changed;
 	p->pass_nres = nres_changed;
+	publish_seq++;
 	/* The subscribers' callbacks lower it (weft__sub_seed_room()). */
 	p->seed_room = SIZE_MAX;
 	for (weft_probe_sub_t *s = p->subs; s; s = s->next) {
@@ -599,6 +603,11 @@ int weft__sub_event_records(const weft_event_t *ev, size_t n,
 			    const uint8_t **rec, size_t *len)
 {
 	return weft__collector_event_records(&weft__probe, ev, n, rec, len);
+}
+
+uint64_t weft__sub_publish_seq(void)
+{
+	return publish_seq;
 }
 
 void weft__sub_want_full(weft_probe_sub_t *sub)

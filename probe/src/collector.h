@@ -31,6 +31,13 @@ const weft_probe_task_t *weft__sub_task(uint64_t id);
 int weft__sub_event_records(const weft_event_t *ev, size_t n,
 			    const uint8_t **rec, size_t *len);
 
+/*
+ * In on_update: which publish of the collector's this is (from 1): the
+ * task records stay as they are until the next one (a delta stream's
+ * pass_seq: its encoded records are shared with the other streams).
+ */
+uint64_t weft__sub_publish_seq(void);
+
 /* In a callback: @sub's next update holds every known task.  _ask_:
  * the same from any thread, without probe.lock (the one after, when a
  * pass is under way). */

@@ -4,6 +4,7 @@
  * and thinned (delta_internal.h has the model).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,6 +303,90 @@ const weft_event_t *weft__delta_events(weft_delta_t *d, const weft_event_t *ev,
 
 /* ------------------------------------------------------------ streams */
 
+/*
+ * The Task records of the collector's publish, shared by the streams
+ * (delta_internal.h).  Used only in weft__delta_pass(), on the
+ * collector thread with probe.lock held; memo_lock guards the count of
+ * streams holding it and its freeing by the last one (weft__delta_fini(),
+ * any thread, after its stream's last pass: a stream still passing
+ * holds a reference, so the memo is never freed under it).
+ */
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft_wire_task_memo_t memo;
+static unsigned memo_users;
+
+/* The memo for @d's pass (begun for its publish), or NULL. */
+static weft_wire_task_memo_t *memo_for(weft_delta_t *d)
+{
+	if (!d->pass_seq)
+		return NULL;
+	if (!d->memo_user) {
+		pthread_mutex_lock(&memo_lock);
+		memo_users++;
+		pthread_mutex_unlock(&memo_lock);
+		d->memo_user = true;
+	}
+	weft_wire_task_memo_begin(&memo, d->pass_seq);
+	return &memo;
+}
+
+/*
+ * Streams that share the memo (pass_seq set) and one interval send in
+ * the same passes, without ever sending sooner than their interval: a
+ * stream due that the last send of its interval's anchor (any such
+ * stream's, the latest) would have waiting less than another interval
+ * more waits for the anchor's next one (its records then the same as
+ * the others'), and joins a send made in this very pass.  Once joined,
+ * streams of one interval stay together: the same rule on the same
+ * passes.  So too the histograms' once a second.  Collector thread,
+ * probe.lock held (weft__delta_pass()).
+ */
+#define ANCHORS 16u
+static struct anchor {
+	uint64_t every; /* 0: free */
+	bool hists;     /* the histograms' (else records') */
+	uint64_t at;    /* the latest send, on the collector's clock */
+} anchors[ANCHORS];
+
+static struct anchor *anchor_of(uint64_t every, bool hists)
+{
+	struct anchor *free_slot = NULL;
+
+	for (unsigned i = 0; i < ANCHORS; i++) {
+		if (anchors[i].every == every && anchors[i].hists == hists)
+			return &anchors[i];
+		if (!anchors[i].every && !free_slot)
+			free_slot = &anchors[i];
+	}
+	if (free_slot) {
+		free_slot->every = every;
+		free_slot->hists = hists;
+	}
+	return free_slot; /* NULL: too many intervals, none aligned */
+}
+
+/*
+ * Whether something due every @every, last at @last, goes in the pass at
+ * @now (@d's, shared or not).  Never sooner than @every after @last; at
+ * most 2 * @every after it (a wait for the anchor is shorter).
+ */
+static bool due(const weft_delta_t *d, uint64_t every, bool hists,
+		uint64_t last, uint64_t now)
+{
+	struct anchor *a;
+
+	if (now - last < every)
+		return false;
+	if (!d->pass_seq || !every || !(a = anchor_of(every, hists)))
+		return true;
+	/* The anchor's next send within the wait allowed: this one's. */
+	if (a->at != now && a->at + every > now &&
+	    a->at + every - last <= 2 * every)
+		return false;
+	a->at = now;
+	return true;
+}
+
 void weft__delta_init(weft_delta_t *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -309,6 +394,12 @@ void weft__delta_init(weft_delta_t *d)
 
 void weft__delta_fini(weft_delta_t *d)
 {
+	if (d->memo_user) {
+		pthread_mutex_lock(&memo_lock);
+		if (--memo_users == 0)
+			weft_wire_task_memo_fini(&memo);
+		pthread_mutex_unlock(&memo_lock);
+	}
 	weft__idset_fini(&d->dirty);
 	weft__idset_fini(&d->known);
 	weft__delta_filter_fini(&d->filter);
@@ -428,17 +519,18 @@ static int scratch_tasks(weft_delta_t *d, size_t n)
 	return 0;
 }
 
-/* Adds the thinned copy of @t to the record being built. */
+/* Adds the thinned copy of @t to the record being built (@t itself when
+ * nothing is left out: a task's first and last record, often both). */
 static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 		      bool full, bool hists)
 {
 	weft_probe_task_t *c = &d->copies[*n];
+	bool thin_name = false;
+	bool thin_hists = !full && !hists && !t->finished_ns && !d->final &&
+			  (t->poll_hist || t->sched_hist);
 
-	*c = *t;
 	if (!full && weft__idset_has(&d->known, t->id)) {
-		c->name = NULL;
-		c->file = NULL;
-		c->line = 0;
+		thin_name = t->name || t->file || t->line;
 	} else if (!t->finished_ns && (t->name || t->file)) {
 		/* Known once a name or file went out (a task the collector
 		 * cannot name yet is sent again when it can).  No memory:
@@ -448,7 +540,17 @@ static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 	/* Its last record: the reader keeps it until it retires it. */
 	if (t->finished_ns)
 		weft__idset_remove(&d->known, t->id);
-	if (!full && !hists && !t->finished_ns && !d->final) {
+	if (!thin_name && !thin_hists) {
+		d->tasks[(*n)++] = t;
+		return;
+	}
+	*c = *t;
+	if (thin_name) {
+		c->name = NULL;
+		c->file = NULL;
+		c->line = 0;
+	}
+	if (thin_hists) {
 		c->poll_hist = NULL;
 		c->sched_hist = NULL;
 	}
@@ -669,12 +771,13 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 				return err;
 		}
 		if (d->emitted && !d->final &&
-		    now - d->last_emit_ns < d->interval_ns)
+		    !due(d, d->interval_ns, false, d->last_emit_ns, now))
 			return 0;
 		err = scratch_tasks(d, d->dirty.n);
 		if (err)
 			return err;
-		hists = now - d->last_hist_ns >= WEFT_DELTA_HIST_EVERY_NS;
+		hists = due(d, WEFT_DELTA_HIST_EVERY_NS, true, d->last_hist_ns,
+			    now);
 		for (size_t i = 0; i < d->dirty.cap; i++) {
 			const weft_probe_task_t *t;
 
@@ -716,8 +819,8 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	r.nwarnings = d->nwarn;
 	r.resources = d->res_out;
 	r.nresources = res_take(d, hists);
-	err = weft_wire_update_append_split(out, &r, d->prev_now_ns,
-					     d->max_record);
+	err = weft_wire_update_append_memo(out, &r, d->prev_now_ns,
+					   d->max_record, memo_for(d));
 	if (err == -ENOMEM)
 		return err;
 	idset_reset(&d->dirty, d->dirty.n);

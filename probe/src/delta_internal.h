@@ -34,6 +34,20 @@
  * Updates larger than max_record are split into several records
  * (weft_wire_update_append_split()).
  *
+ * Shared records: a stream given the collector's publish (pass_seq)
+ * takes its tasks' Task records from a memo of that publish shared by
+ * every such stream (weft_wire_update_append_memo()): a task changed in
+ * a pass is encoded once however many streams send it then, the others
+ * copy the bytes (a record differs by what it leaves out: name, file
+ * and line, histograms: each variant encoded once).  The bytes are
+ * those the stream would have encoded alone.  So that streams of one
+ * interval send in the same passes, a stream due may wait (less than
+ * another interval) for the next send of another stream of its
+ * interval, and then keeps in step with it; histograms alike (delta.c:
+ * due()).  Never sooner than the interval.  The memo is the collector
+ * thread's (probe.lock held in the callbacks), allocated while a stream
+ * that uses it lives.
+ *
  * Threads: a stream belongs to the thread that calls weft__delta_pass()
  * (the collector's, in the subscribers' callbacks, probe.lock held);
  * set-up and teardown happen before and after.
@@ -100,7 +114,11 @@ typedef struct weft_delta_s {
 	/* The collector's record of task @id now, or NULL (called in
 	 * weft__delta_pass(), probe.lock held). */
 	const weft_probe_task_t *(*lookup)(uint64_t id);
+	/* Set before each pass: the collector's publish
+	 * (weft__sub_publish_seq()), 0: none (records encoded alone). */
+	uint64_t pass_seq;
 	/* private */
+	bool memo_user;     /* holds a reference to the shared memo */
 	weft_idset_t dirty; /* changed since the last record */
 	weft_idset_t known; /* name and file already sent */
 	weft_probe_warning_t *warn;
@@ -117,7 +135,7 @@ typedef struct weft_delta_s {
 	const weft_probe_resource_t **res_out; /* scratch, res_cap long */
 	weft_probe_worker_t *workers;          /* scratch, workers_cap long */
 	size_t workers_cap;
-	weft_event_t *events;         /* scratch: filtered events */
+	weft_event_t *events; /* scratch: filtered events */
 	size_t events_cap;
 } weft_delta_t;
 

@@ -518,6 +518,8 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 	} else {
 		size_t before = b->len;
 
+		/* Its records shared with the server's streams (delta.c). */
+		rec.delta.pass_seq = weft__sub_publish_seq();
 		rc = weft__delta_pass(&rec.delta, u, b, &full);
 		if (rc < 0)
 			note_error(rc);

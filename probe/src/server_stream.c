@@ -567,6 +567,10 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 	it->kind = ITEM_UPDATE;
 	it->stream = k;
 	it->gen = gen;
+	/* Its records shared with the other streams and the recorder
+	 * (delta.c); the bytes are copied into the item: the server thread
+	 * owns them, the memo stays the collector's. */
+	d->pass_seq = weft__sub_publish_seq();
 	if (u->full && u->ntasks > STREAM_MIN && !d->filter.ntasks &&
 	    stream_start(st, u, &page, &npage)) {
 		weft_probe_update_t first = *u;

@@ -103,25 +103,46 @@ static size_t cstr_len(const char *s)
 
 /* Histogram */
 
-static size_t hist_len(const weft_hist_t *h)
+/*
+ * The packed buckets' payload.  Every bucket under 128 (a task's
+ * histogram nearly always: a count a bucket) is one byte each, found by
+ * one OR over them (vectorised), not a varint length a bucket.
+ */
+static size_t buckets_payload(const weft_hist_t *h)
 {
+	uint32_t all = 0;
 	size_t n = 0;
 
 	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+		all |= h->buckets[i];
+	if (all < 0x80)
+		return WEFT_HIST_BUCKETS;
+	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
 		n += varint_len(h->buckets[i]);
-	return sub_len(1, n) + uint_len(2, h->count) + uint_len(3, h->sum_ns) +
-	       uint_len(4, h->max_ns) + uint_len(5, h->outliers);
+	return n;
+}
+
+static size_t hist_len(const weft_hist_t *h)
+{
+	return sub_len(1, buckets_payload(h)) + uint_len(2, h->count) +
+	       uint_len(3, h->sum_ns) + uint_len(4, h->max_ns) +
+	       uint_len(5, h->outliers);
 }
 
 static uint8_t *put_hist(uint8_t *p, const weft_hist_t *h)
 {
-	size_t n = 0;
+	size_t n = buckets_payload(h);
 
-	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-		n += varint_len(h->buckets[i]);
 	p = put_sub(p, 1, n);
-	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-		p = put_varint(p, h->buckets[i]);
+	if (n == WEFT_HIST_BUCKETS) {
+		/* One byte each (buckets_payload()). */
+		for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+			p[i] = (uint8_t)h->buckets[i];
+		p += WEFT_HIST_BUCKETS;
+	} else {
+		for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+			p = put_varint(p, h->buckets[i]);
+	}
 	p = put_uint(p, 2, h->count);
 	p = put_uint(p, 3, h->sum_ns);
 	p = put_uint(p, 4, h->max_ns);
@@ -136,7 +157,8 @@ struct task_size {
 	size_t name, file, parked; /* string lengths */
 	size_t hist[2];    /* poll_hist, sched_hist bodies */
 	size_t waited[WEFT_TASK_WAITED]; /* TaskWait bodies */
-	bool is_new, is_finished;
+	size_t memo_off; /* the body's bytes in the memo, when memo */
+	bool is_new, is_finished, memo;
 };
 
 static size_t task_wait_len(const weft_probe_task_wait_t *w)
@@ -181,10 +203,40 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	return s->body = n;
 }
 
-static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
-			 const struct task_size *s)
+/*
+ * What put_task_body() needs of *@s but the body's size (strings,
+ * histograms, waits: task_len() less the sum of the fields), and
+ * returns: the most it writes (each field at most a 2-byte tag and a
+ * 10-byte varint, the submessages' lengths as long).  For a body
+ * written before its size is known (the memo's).
+ */
+static size_t task_parts(const weft_probe_task_t *t, struct task_size *s)
 {
-	p = put_sub(p, 2, s->body); /* Update.tasks */
+	size_t n = 32 * 12; /* 31 fields, their tags and varints */
+
+	s->name = cstr_len(t->name);
+	s->file = cstr_len(t->file);
+	s->parked = cstr_len(t->parked_file);
+	n += s->name + s->file + s->parked;
+	if (t->poll_hist) {
+		s->hist[0] = hist_len(t->poll_hist);
+		n += 12 + s->hist[0];
+	}
+	if (t->sched_hist) {
+		s->hist[1] = hist_len(t->sched_hist);
+		n += 12 + s->hist[1];
+	}
+	for (unsigned i = 0; i < t->nwaited && i < WEFT_TASK_WAITED; i++) {
+		s->waited[i] = task_wait_len(&t->waited[i]);
+		n += 12 + s->waited[i];
+	}
+	return n;
+}
+
+/* The Task message's fields (s->body bytes). */
+static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
+			      const struct task_size *s)
+{
 	p = put_uint(p, 1, t->id);
 	p = put_uint(p, 2, t->parent);
 	p = put_str(p, 3, t->name, s->name);
@@ -229,6 +281,19 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 		p = put_uint(p, 3, t->waited[i].waits);
 	}
 	return p;
+}
+
+/* Update.tasks: one task, from @m's bytes when s->memo. */
+static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
+			 const struct task_size *s,
+			 const weft_wire_task_memo_t *m)
+{
+	p = put_sub(p, 2, s->body);
+	if (s->memo) {
+		memcpy(p, m->bytes + s->memo_off, s->body);
+		return p + s->body;
+	}
+	return put_task_body(p, t, s);
 }
 
 /* Resource */
@@ -554,8 +619,9 @@ static struct task_size *scratch_sizes(size_t n)
  */
 struct update_enc {
 	const weft_probe_update_t *u;
-	const struct task_size *sz;  /* per task */
-	const struct task_size *rsz; /* per resource */
+	const weft_wire_task_memo_t *memo; /* where sz[i].memo bytes are */
+	const struct task_size *sz;        /* per task */
+	const struct task_size *rsz;       /* per resource */
 	size_t base; /* stats, workers, warnings and full: the first part's */
 };
 
@@ -648,7 +714,7 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	if (first && u->stats)
 		p = put_stats(p, u->stats);
 	for (size_t j = ti; j < tk; j++)
-		p = put_task(p, u->tasks[j], &e->sz[j]);
+		p = put_task(p, u->tasks[j], &e->sz[j], e->memo);
 	if (first) {
 		for (size_t j = 0; j < u->nworkers; j++)
 			p = put_worker(p, &u->workers[j]);
@@ -748,8 +814,13 @@ static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
  * order, as one update.  Return as weft_wire_update_append_split(); @b
  * unchanged on error.
  */
+static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			 uint64_t prev_now_ns, size_t max_record,
+			 weft_wire_task_memo_t *m);
+
 static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
-			  uint64_t prev_now_ns, size_t max)
+			  uint64_t prev_now_ns, size_t max,
+			  weft_wire_task_memo_t *m)
 {
 	weft_probe_update_t rest = *u;
 	size_t len0 = b->len, i = 0;
@@ -768,16 +839,189 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 								 w.nwarnings]));
 			w.nwarnings++;
 		}
-		err = weft_wire_update_append_split(b, &w, prev_now_ns, max);
+		err = update_append(b, &w, prev_now_ns, max, m);
 		i += w.nwarnings;
 	}
 	rest.warnings = NULL;
 	rest.nwarnings = 0;
 	if (!err)
-		err = weft_wire_update_append_split(b, &rest, prev_now_ns, max);
+		err = update_append(b, &rest, prev_now_ns, max, m);
 	if (err)
 		b->len = len0;
 	return err;
+}
+
+/* ------------------------------------------------------------ the memo */
+
+struct weft_wire_memo_entry {
+	uint64_t epoch;  /* empty unless the memo's (begin() clears none) */
+	uint64_t id;     /* a task without an id is not kept */
+	uint32_t fields; /* memo_fields() */
+	uint32_t len;
+	size_t off; /* in bytes */
+};
+
+/* Which of the fields a thinned copy may leave out @t's record has. */
+static uint32_t memo_fields(const weft_probe_task_t *t)
+{
+	return (uint32_t)(t->name != NULL) | (uint32_t)(t->file != NULL) << 1 |
+	       (uint32_t)(t->line != 0) << 2 |
+	       (uint32_t)(t->poll_hist != NULL) << 3 |
+	       (uint32_t)(t->sched_hist != NULL) << 4;
+}
+
+static size_t memo_hash(uint64_t id, uint32_t fields, size_t cap)
+{
+	return (size_t)(((id ^ (uint64_t)fields << 58) *
+			 0x9E3779B97F4A7C15ull) >>
+			17) &
+	       (cap - 1);
+}
+
+void weft_wire_task_memo_fini(weft_wire_task_memo_t *m)
+{
+	free(m->slot);
+	free(m->bytes);
+	memset(m, 0, sizeof(*m));
+}
+
+void weft_wire_task_memo_begin(weft_wire_task_memo_t *m, uint64_t gen)
+{
+	if (m->gen == gen)
+		return;
+	m->gen = gen;
+	if (m->n > m->peak)
+		m->peak = m->n;
+	/* After a burst, the table and the bytes back to about the last
+	 * snapshots' size: every later begin would clear the burst's. */
+	if (m->cap > 1024 && m->cap > 16 * m->peak) {
+		free(m->slot);
+		free(m->bytes);
+		m->slot = NULL;
+		m->bytes = NULL;
+		m->cap = m->bytes_cap = 0;
+		m->peak = 0;
+	}
+	/* Every entry empty: none is of the new epoch. */
+	m->epoch++;
+	m->peak = m->peak / 2; /* decays: a burst is forgotten */
+	m->n = 0;
+	m->len = 0;
+}
+
+static struct weft_wire_memo_entry *memo_find(const weft_wire_task_memo_t *m,
+					      uint64_t id, uint32_t fields)
+{
+	if (!m->n)
+		return NULL;
+	for (size_t i = memo_hash(id, fields, m->cap);;
+	     i = (i + 1) & (m->cap - 1)) {
+		struct weft_wire_memo_entry *e = &m->slot[i];
+
+		if (e->epoch != m->epoch)
+			return NULL;
+		if (e->id == id && e->fields == fields)
+			return e;
+	}
+}
+
+static bool memo_grow(weft_wire_task_memo_t *m)
+{
+	size_t ncap = m->cap ? 2 * m->cap : 256;
+	struct weft_wire_memo_entry *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return false;
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (m->slot[i].epoch != m->epoch)
+			continue;
+		for (j = memo_hash(m->slot[i].id, m->slot[i].fields, ncap);
+		     ns[j].epoch == m->epoch; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = m->slot[i];
+	}
+	free(m->slot);
+	m->slot = ns;
+	m->cap = ncap;
+	return true;
+}
+
+/*
+ * Task @t's body into @m, in one sweep (its size known once written:
+ * task_parts()), *@s its sizes and marked as there.  Return: false (@m
+ * full, or no memory; *@s has only task_parts()'s): the caller sizes it
+ * (task_len()) and encodes it in place.
+ */
+static bool memo_keep(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
+		      uint32_t fields, struct task_size *s)
+{
+	size_t bound = task_parts(t, s), j;
+	struct weft_wire_memo_entry *e;
+	uint8_t *p;
+
+	if (m->len + bound > WEFT_WIRE_TASK_MEMO_MAX || bound > UINT32_MAX)
+		return false;
+	if (2 * (m->n + 1) > m->cap && !memo_grow(m))
+		return false;
+	if (m->len + bound > m->bytes_cap) {
+		size_t cap = m->bytes_cap ? 2 * m->bytes_cap : 64u << 10;
+		uint8_t *x;
+
+		while (cap < m->len + bound)
+			cap *= 2;
+		x = realloc(m->bytes, cap);
+		if (!x)
+			return false;
+		m->bytes = x;
+		m->bytes_cap = cap;
+	}
+	p = put_task_body(m->bytes + m->len, t, s);
+	s->body = (size_t)(p - (m->bytes + m->len));
+	if (s->body > bound) {
+		/* task_parts()'s bound is broken: it wrote past it. */
+		check_written("Task (memo)", m->bytes + m->len, p, bound);
+	}
+	for (j = memo_hash(t->id, fields, m->cap); m->slot[j].epoch == m->epoch;
+	     j = (j + 1) & (m->cap - 1))
+		;
+	e = &m->slot[j];
+	e->epoch = m->epoch;
+	e->id = t->id;
+	e->fields = fields;
+	e->len = (uint32_t)s->body;
+	e->off = m->len;
+	m->n++;
+	m->len += s->body;
+	s->memo = true;
+	s->memo_off = e->off;
+	return true;
+}
+
+/* Task @t's sizes in *@s, its bytes from @m (or kept there) if any. */
+static void task_sized(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
+		       struct task_size *s)
+{
+	struct weft_wire_memo_entry *e;
+	uint32_t fields;
+
+	s->memo = false;
+	if (!m || !t->id || !m->epoch) {
+		/* Not begun (epoch 0: calloc'ed entries would all match). */
+		task_len(t, s);
+		return;
+	}
+	fields = memo_fields(t);
+	e = memo_find(m, t->id, fields);
+	if (e) {
+		s->body = e->len;
+		s->memo = true;
+		s->memo_off = e->off;
+		return;
+	}
+	if (!memo_keep(m, t, fields, s))
+		task_len(t, s);
 }
 
 /*
@@ -795,7 +1039,22 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
-	struct update_enc e = { .u = u };
+	return update_append(b, u, prev_now_ns, max_record, NULL);
+}
+
+int weft_wire_update_append_memo(weft_wire_buf_t *b,
+				 const weft_probe_update_t *u,
+				 uint64_t prev_now_ns, size_t max_record,
+				 weft_wire_task_memo_t *m)
+{
+	return update_append(b, u, prev_now_ns, max_record, m);
+}
+
+static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
+			 uint64_t prev_now_ns, size_t max_record,
+			 weft_wire_task_memo_t *m)
+{
+	struct update_enc e = { .u = u, .memo = m };
 	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
 	size_t nt = u->ntasks;
 	int err;
@@ -803,19 +1062,21 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
 	if (u->nwarnings > 1 && !sz_fits_warnings(u, max_record))
-		return warnings_first(b, u, prev_now_ns, max_record);
+		return warnings_first(b, u, prev_now_ns, max_record, m);
 	if (!sz)
 		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++) {
 		const weft_probe_task_t *t = u->tasks[i];
 
-		task_len(t, &sz[i]);
+		task_sized(m, t, &sz[i]);
 		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
 		sz[i].is_finished = t->finished_ns &&
 				    t->finished_ns > prev_now_ns;
 	}
-	for (size_t i = 0; i < u->nresources; i++)
+	for (size_t i = 0; i < u->nresources; i++) {
 		resource_len(u->resources[i], &sz[nt + i]);
+		sz[nt + i].memo = false;
+	}
 	e.sz = sz;
 	e.rsz = sz + nt;
 	if (u->stats)

@@ -349,6 +349,22 @@ static void parse_args(struct options *o, int argc, char **argv)
 	}
 }
 
+/*
+ * WEFT_BENCH_START_FILE=PATH: the shapes start once PATH exists (a
+ * minute at most), the runtime and its probe server up meanwhile: so
+ * that a script attaches a console first (collector-instr.sh CONSOLE=1).
+ */
+static void wait_start_file(void)
+{
+	const char *path = getenv("WEFT_BENCH_START_FILE");
+
+	for (int i = 0; path && *path && i < 6000; i++) {
+		if (!access(path, F_OK))
+			return;
+		usleep(10000);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	weft_config_t config = { 0 };
@@ -369,6 +385,7 @@ int main(int argc, char **argv)
 	if (rc)
 		bench_die("weft_runtime_create", rc);
 	bench_probe_start(&b, o.probe_events);
+	wait_start_file();
 	for (i = 0; i < NSHAPES; i++)
 		if (o.want[i])
 			run_shape(&b, &o, shapes[i]);

@@ -588,6 +588,62 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				  const weft_probe_update_t *u,
 				  uint64_t prev_now_ns, size_t max_record);
 
+/*
+ * A memo of Task records encoded for one snapshot of the tasks (a probe
+ * collector's pass): several encoders of that snapshot (a recorder, the
+ * streams of a probe server) encode each task once and copy the bytes.
+ * An entry is a task's id and which of name, file, line, poll_hist and
+ * sched_hist its record carries (a thinned copy leaves them out: its
+ * own entry); every other field is the snapshot's.  Its bytes are at
+ * most WEFT_WIRE_TASK_MEMO_MAX; past them tasks are encoded as without
+ * one.  Fields private.
+ */
+#define WEFT_WIRE_TASK_MEMO_MAX (8u << 20)
+
+struct weft_wire_memo_entry;
+
+typedef struct weft_wire_task_memo_s {
+	uint64_t gen;   /* the snapshot the entries are of */
+	uint64_t epoch; /* begins so far: the entries' tag */
+	struct weft_wire_memo_entry *slot;
+	size_t cap, n, peak;
+	uint8_t *bytes;
+	size_t len, bytes_cap;
+} weft_wire_task_memo_t;
+
+/**
+ * weft_wire_task_memo_begin() - @m for snapshot @gen: the entries of
+ * another snapshot are let go (memory kept, most of it given back after
+ * a burst).  A zeroed @m is empty, and keeps nothing until begun.
+ *
+ * Context: any thread, one at a time per @m (never blocks).
+ */
+void weft_wire_task_memo_begin(weft_wire_task_memo_t *m, uint64_t gen);
+
+/**
+ * weft_wire_task_memo_fini() - frees @m's memory; @m is empty after.
+ *
+ * Context: any thread, one at a time per @m (never blocks).
+ */
+void weft_wire_task_memo_fini(weft_wire_task_memo_t *m);
+
+/**
+ * weft_wire_update_append_memo() - weft_wire_update_append_split() whose
+ * Task records come from @m (NULL: none) when encoded there before, and
+ * are kept there otherwise.  The bytes are the same as without @m
+ * provided every task of @u with an id is its snapshot's record (fields
+ * as in @m's snapshot, bar name, file, line and the histograms, which
+ * may be left out).
+ *
+ * Context: any thread, one at a time per @b and @m; a task may call it
+ * (never blocks).
+ * Return: as weft_wire_update_append_split().
+ */
+int weft_wire_update_append_memo(weft_wire_buf_t *b,
+				 const weft_probe_update_t *u,
+				 uint64_t prev_now_ns, size_t max_record,
+				 weft_wire_task_memo_t *m);
+
 /**
  * weft_wire_update_recount() - the Update records at @rec (@len bytes, from
  * weft_wire_update_append_split()) again into @b, with one subscriber's
