@@ -10,7 +10,7 @@ endif()
 weft_add_test(NAME test_console_model
   SOURCES test_console_model.c
   LABELS unit valgrind
-  TIMEOUT 60)
+  TIMEOUT 120)
 target_link_libraries(test_console_model PRIVATE weft_console)
 # Its replay cases test the index made in memory: no side index
 # (test_console_side tests that).
