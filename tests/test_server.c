@@ -609,7 +609,9 @@ static void test_server_interval_and_filter(void **state)
 		    f->update->stats) {
 			uint64_t now = f->update->stats->now_ns;
 
-			if (prev && !f->update->full)
+			/* A pass's records after a full one (the warnings
+			 * kept, for a new subscriber) share its time. */
+			if (prev && !f->update->full && now != prev)
 				assert_true(now - prev >= 300000000u);
 			prev = now;
 			updates++;

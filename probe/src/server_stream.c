@@ -672,9 +672,10 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	 * the stream has yet to send (its own records bring those, to them
 	 * too: sent twice, the second copy was listed again).
 	 */
-	f = (weft_probe_update_t){ .stats = u->stats,
-				   .workers = u->workers,
-				   .nworkers = u->nworkers };
+	/* Warnings alone: no stats, no workers (a record with stats is a
+	 * pass's update, which a reader may time: it would come at the
+	 * full one's time, not an interval after it). */
+	f = (weft_probe_update_t){ 0 };
 	f.warnings = kept = weft__sub_warnings_kept(&f.nwarnings);
 	cut = st->delta.nwarn ? st->delta.warn[0].seq : UINT64_MAX;
 	if (u->nwarnings && u->warnings[0].seq < cut)
