@@ -1005,6 +1005,10 @@ void con_live_fini(con_live_t *l);
 /* Connect (blocking) and send a Subscribe; 0 or a negative errno (the
  * reason in error). */
 int con_live_connect(con_live_t *l);
+/* The connection made of @fd (-1: none; the bytes come through
+ * con_live_feed() alone, as the fuzzer gives them): the decoder set up
+ * with its hand decoding, a header expected first. */
+void con_live_begin(con_live_t *l, int fd);
 /* Ask for task @id's details (CONTROL_OP_TASK_DETAIL; the reply is an
  * Update holding that task, histograms included); 0 or a negative
  * errno (-ENOTCONN when not connected). */

@@ -220,6 +220,12 @@ static int live_open(con_live_t *l, bool subscribe)
 			return err;
 		}
 	}
+	con_live_begin(l, fd);
+	return 0;
+}
+
+void con_live_begin(con_live_t *l, int fd)
+{
 	l->fd = fd;
 	l->connected = true;
 	l->got_header = false;
@@ -230,7 +236,6 @@ static int live_open(con_live_t *l, bool subscribe)
 	/* One reader: a record longer than a read is put together in a
 	 * buffer kept for the next (at most the record limit). */
 	l->dec.keep_body = true;
-	return 0;
 }
 
 int con_live_connect(con_live_t *l)
@@ -251,8 +256,7 @@ void con_live_close(con_live_t *l, const char *why)
 	weft_wire_decoder_fini(&l->dec);
 }
 
-int con_live_feed(con_live_t *l, con_model_t *m, const void *data,
-		  size_t len)
+int con_live_feed(con_live_t *l, con_model_t *m, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
@@ -370,9 +374,10 @@ static bool probe_socket(const char *path, con_model_t *m)
 		return false;
 	}
 	while (l.connected && !l.got_header && con_live_now_ms() < until)
-		if (con_live_pump(&l, m, until < con_live_now_ms() + 50 ?
-						 until :
-						 con_live_now_ms() + 50))
+		if (con_live_pump(&l, m,
+				  until < con_live_now_ms() + 50 ?
+					  until :
+					  con_live_now_ms() + 50))
 			break;
 	ok = l.got_header && m->pid;
 	con_live_fini(&l);
