@@ -728,8 +728,20 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 			continue;
 		/* The full record first: its clients take the pass's own
 		 * record after it (its warnings, and the delta's pending). */
-		if (resync && resync_take(x, k))
+		if (resync && resync_take(x, k)) {
 			stream_resync(x, k, u);
+			stream_update(x, k, &st->delta, &delta, 0);
+			/*
+			 * The stream's next record an interval after the full
+			 * one at least, as after a subscription's first: its
+			 * clients see no update sooner than their interval
+			 * after it (the others' next one comes up to an
+			 * interval later than it would have; never sooner).
+			 */
+			if (u->stats && st->delta.emitted)
+				st->delta.last_emit_ns = u->stats->now_ns;
+			continue;
+		}
 		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
