@@ -229,8 +229,27 @@ struct weft_server_s {
 void weft__server_log(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
+/* Full updates of more tasks than this are streamed; the first record
+ * holds STREAM_FIRST of them, each later one STREAM_CHUNK (about 130
+ * bytes a task: 260 KiB). */
+#define STREAM_MIN 4096u
+#define STREAM_FIRST 1024u
+#define STREAM_CHUNK 2048u
+#define STREAM_MIN_CHUNK 64u
+/* Backlog records a pass makes at most, in bytes (the collector's time
+ * for it: about 10 ms at 1 GB/s of encoding, which it is not). */
+#define STREAM_PASS_MAX (4u << 20)
+
 /* server_stream.c */
 void weft__server_item_free(struct item *it);
+bool weft__server_push(struct sub_ctx *x, struct item *it);
+const weft_probe_task_t *weft__server_lookup(uint64_t id);
+
+/* server_backlog.c: a streamed full update's backlog */
+void weft__server_backlog_free(struct stream *st);
+bool weft__server_stream_start(struct stream *st, const weft_probe_update_t *u,
+			       const weft_probe_task_t ***page, size_t *npage);
+void weft__server_backlog_pump(struct sub_ctx *x, unsigned k);
 void weft__server_item_unref(const void *data, size_t len, void *arg);
 bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,

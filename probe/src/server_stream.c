@@ -104,7 +104,7 @@ void weft__server_item_unref(const void *data, size_t len, void *arg)
 /* Collector thread, probe.lock held: hand @it to the server thread.
  * Returns whether it was queued (else it is freed, and counted dropped
  * or discarded). */
-static bool push(struct sub_ctx *x, struct item *it)
+bool weft__server_push(struct sub_ctx *x, struct item *it)
 {
 	bool queued;
 	weft_server_t *s = x->srv;
@@ -165,319 +165,17 @@ static bool push(struct sub_ctx *x, struct item *it)
 	return queued;
 }
 
-static const weft_probe_task_t *srv_lookup(uint64_t id)
+const weft_probe_task_t *weft__server_lookup(uint64_t id)
 {
 	/* In the collector's callbacks: probe.lock is held. */
 	return weft__sub_task(id);
-}
-
-/* ------------------------------------------------- streamed full updates */
-
-/* Full updates of more tasks than this are streamed; the first record
- * holds STREAM_FIRST of them, each later one STREAM_CHUNK (about 130
- * bytes a task: 260 KiB). */
-#define STREAM_MIN 4096u
-#define STREAM_FIRST 1024u
-#define STREAM_CHUNK 2048u
-#define STREAM_MIN_CHUNK 64u
-/* Backlog records a pass makes at most, in bytes (the collector's time
- * for it: about 10 ms at 1 GB/s of encoding, which it is not). */
-#define STREAM_PASS_MAX (4u << 20)
-
-static void backlog_free(struct stream *st)
-{
-	free(st->backlog);
-	free(st->fin_ns);
-	st->backlog = st->fin_ns = NULL;
-	st->nbacklog = st->nfin = st->backlog_at = 0;
-	atomic_store_explicit(&st->backlog_busy, false, memory_order_relaxed);
-}
-
-/*
- * @a ascending, in place (@tmp as long), @pay (if not NULL; @ptmp as
- * long) moved along: an LSD radix sort by 16 bits,
- * a pass skipped when every id has the same digit (ids are dense and
- * small: two passes for a million), linear where a comparison sort is
- * n log n in the collector's pass.  With the page's lookups, 70-117 ms
- * for 1,000,000 ids on the loaded 2-vCPU guest.  Returns false without
- * memory.
- */
-static bool ids_sort(uint64_t *a, uint64_t *tmp, uint64_t *pay, uint64_t *ptmp,
-		     size_t n)
-{
-	size_t *count = malloc(65536 * sizeof(*count));
-
-	if (!count)
-		return false;
-	for (unsigned shift = 0; shift < 64; shift += 16) {
-		size_t sum = 0;
-		bool one = true;
-
-		memset(count, 0, 65536 * sizeof(*count));
-		for (size_t i = 0; i < n; i++)
-			count[(a[i] >> shift) & 0xffff]++;
-		for (size_t d = 0; d < 65536 && one; d++)
-			one = !count[d] || count[d] == n;
-		if (one)
-			continue;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++) {
-			size_t at = count[(a[i] >> shift) & 0xffff]++;
-
-			tmp[at] = a[i];
-			if (pay)
-				ptmp[at] = pay[i];
-		}
-		memcpy(a, tmp, n * sizeof(*a));
-		if (pay)
-			memcpy(pay, ptmp, n * sizeof(*pay));
-	}
-	free(count);
-	return true;
-}
-
-/*
- * A full pass for @st, streamed: the ids of its tasks, the finished and
- * the live ones each sorted; the STREAM_FIRST of lowest id in the full
- * record will carry (*@page, as many as *@npage), the others kept as
- * the backlog, finished first (see the top of the file).  Returns false
- * (nothing kept) without memory: the update then goes whole.
- */
-static bool stream_start(struct stream *st, const weft_probe_update_t *u,
-			 const weft_probe_task_t ***page, size_t *npage)
-{
-	uint64_t *ids, *tmp, *fin_ns = NULL, *ptmp = NULL, *live, *fin;
-	size_t n = u->ntasks, nfin = 0, nlive, li = 0, fi = 0, k = 0, left;
-
-	backlog_free(st);
-	if (!st->chunk) {
-		st->chunk = malloc(STREAM_CHUNK * sizeof(*st->chunk));
-		if (!st->chunk)
-			return false;
-	}
-	if (!st->chunk_end) {
-		st->chunk_end = malloc(STREAM_CHUNK * sizeof(*st->chunk_end));
-		if (!st->chunk_end)
-			return false;
-	}
-	for (size_t i = 0; i < n; i++)
-		nfin += u->tasks[i]->finished_ns != 0;
-	nlive = n - nfin;
-	ids = malloc(n * sizeof(*ids));
-	tmp = malloc(n * sizeof(*tmp));
-	if (nfin) {
-		fin_ns = malloc(nfin * sizeof(*fin_ns));
-		ptmp = malloc(nfin * sizeof(*ptmp));
-	}
-	if (!ids || !tmp || (nfin && (!fin_ns || !ptmp)))
-		goto out_free;
-	live = ids;
-	fin = ids + nlive;
-	for (size_t i = 0; i < n; i++) {
-		const weft_probe_task_t *t = u->tasks[i];
-
-		if (t->finished_ns) {
-			fin_ns[fi] = t->finished_ns;
-			fin[fi++] = t->id;
-		} else {
-			live[li++] = t->id;
-		}
-	}
-	if (!ids_sort(live, tmp, NULL, NULL, nlive) ||
-	    !ids_sort(fin, tmp, fin_ns, ptmp, nfin))
-		goto out_free;
-	free(ptmp);
-	/*
-	 * The first page: the lowest ids of both, records of this pass
-	 * looked up by id.  Exactly the ids taken are left out of the
-	 * backlog: one that finds no record (none should: a task retired
-	 * in this pass is freed only after it) lets the page take the
-	 * next, which is then not sent twice.
-	 */
-	li = fi = 0;
-	while (k < STREAM_FIRST && (li < nlive || fi < nfin)) {
-		const weft_probe_task_t *t;
-
-		if (fi == nfin || (li < nlive && live[li] < fin[fi]))
-			t = srv_lookup(live[li++]);
-		else
-			t = srv_lookup(fin[fi++]);
-		if (t)
-			st->chunk[k++] = t;
-	}
-	*page = st->chunk;
-	*npage = k;
-	/* The backlog, in @tmp: the finished left, then the live left. */
-	left = nfin - fi;
-	memcpy(tmp, fin + fi, left * sizeof(*tmp));
-	memcpy(tmp + left, live + li, (nlive - li) * sizeof(*tmp));
-	if (left) {
-		memmove(fin_ns, fin_ns + fi, left * sizeof(*fin_ns));
-	} else {
-		free(fin_ns);
-		fin_ns = NULL;
-	}
-	free(ids);
-	st->backlog = tmp;
-	st->fin_ns = fin_ns;
-	st->nfin = left;
-	st->nbacklog = left + nlive - li;
-	st->backlog_at = 0;
-	atomic_store_explicit(&st->backlog_busy, true, memory_order_relaxed);
-	return true;
-
-out_free:
-	free(ids);
-	free(tmp);
-	free(fin_ns);
-	free(ptmp);
-	return false;
-}
-
-/*
- * Slot @i of @st's tombstones, for task @id, forgotten since the full
- * pass, where it had finished at @finished_ns: what a reader needs to
- * take it for finished (a record with a name it already has keeps it).
- * NULL without memory.
- */
-static const weft_probe_task_t *tombstone(struct stream *st, size_t i,
-					  uint64_t id, uint64_t finished_ns)
-{
-	weft_probe_task_t *t;
-
-	if (!st->tomb) {
-		st->tomb = malloc(STREAM_CHUNK * sizeof(*st->tomb));
-		if (!st->tomb)
-			return NULL;
-	}
-	t = &st->tomb[i];
-	memset(t, 0, sizeof(*t));
-	t->id = id;
-	t->state = WEFT_TASK_DONE;
-	t->finished_ns = finished_ns;
-	return t;
-}
-
-static bool push(struct sub_ctx *x, struct item *it);
-
-/*
- * More of @x's stream @k's backlog, as far as its pace allows (see the
- * top of the file): records of at most STREAM_CHUNK tasks, each task as the
- * collector knows it now.  Collector thread, probe.lock held.
- */
-static void backlog_pump(struct sub_ctx *x, unsigned k)
-{
-	struct stream *st = &x->st[k];
-	weft_server_t *s = x->srv;
-	size_t room, limit = s->buf_max / 2;
-
-	if (!st->backlog)
-		return;
-	pthread_mutex_lock(&s->qlock);
-	if (s->active != x) {
-		room = 0;
-	} else {
-		size_t held = s->stream_have[k] + s->qbytes;
-
-		room = held < limit ? limit - held : 0;
-	}
-	pthread_mutex_unlock(&s->qlock);
-	if (room > STREAM_PASS_MAX)
-		room = STREAM_PASS_MAX;
-	while (room && st->backlog_at < st->nbacklog) {
-		weft_probe_update_t cu = { .tasks = st->chunk };
-		size_t at = st->backlog_at, ntomb = 0, most = STREAM_CHUNK;
-		struct item *it;
-		int err;
-
-		/*
-		 * No more tasks than the room takes: a record of 2,048
-		 * finished tasks is 600 KB and more (histograms), which a
-		 * client with a small bound skipped whole, and then took a
-		 * full update again, for ever.  As many as the last record's
-		 * bytes a task say (at least STREAM_MIN_CHUNK), and fewer
-		 * when the record made is over the room after all (finished
-		 * tasks after live ones weigh four times as much): halved
-		 * and made again, down to one task.
-		 */
-		if (st->task_bytes && room / st->task_bytes < most)
-			most = room / st->task_bytes > STREAM_MIN_CHUNK ?
-				       room / st->task_bytes :
-				       STREAM_MIN_CHUNK;
-		while (cu.ntasks < most && at < st->nbacklog) {
-			uint64_t id = st->backlog[at];
-			const weft_probe_task_t *t = srv_lookup(id);
-
-			/* Forgotten: finished at the full pass, a tombstone;
-			 * live then, its delta told (top of the file). */
-			if (!t && at < st->nfin) {
-				t = tombstone(st, ntomb++, id, st->fin_ns[at]);
-				if (!t)
-					return; /* again next pass */
-			}
-			at++;
-			if (t) {
-				st->chunk_end[cu.ntasks] = at;
-				st->chunk[cu.ntasks++] = t;
-			}
-		}
-		if (!cu.ntasks) {
-			st->backlog_at = at;
-			continue;
-		}
-		it = calloc(1, sizeof(*it));
-		if (!it)
-			return; /* again next pass */
-		it->kind = ITEM_UPDATE;
-		it->stream = k;
-		it->gen = st->backlog_gen;
-		for (;;) {
-			err = weft_wire_update_append_split(
-				&it->buf, &cu, 0, st->delta.max_record);
-			if (err || it->buf.len <= room || cu.ntasks == 1)
-				break;
-			it->buf.len = 0;
-			cu.ntasks /= 2;
-			at = st->chunk_end[cu.ntasks - 1];
-		}
-		if (err == -ENOMEM) {
-			weft__server_item_free(it);
-			return; /* again next pass */
-		}
-		st->backlog_at = at;
-		if (err) {
-			/* A task too big for a record alone: its delta, or
-			 * the next full update, tells. */
-			weft__server_item_free(it);
-			continue;
-		}
-		room = it->buf.len < room ? room - it->buf.len : 0;
-		st->task_bytes = it->buf.len / cu.ntasks + 1;
-		push(x, it);
-	}
-	if (st->backlog_at >= st->nbacklog) {
-		bool want;
-
-		backlog_free(st);
-		/* A resync put off while it ran (resync_take()): now. */
-		pthread_mutex_lock(&s->qlock);
-		want = st->resync_want;
-		pthread_mutex_unlock(&s->qlock);
-		if (want && weft__sub_current())
-			weft__sub_want_full(weft__sub_current());
-	}
 }
 
 /*
  * The tasks of a seed under way (collector_reconcile.c) that stream @k
  * takes in the collector's next pass: each comes as a change, about
  * SEED_TASK_BYTES on the wire, so as many as fit in three quarters of a
- * client's bound beside what its clients hold (as backlog_pump() counts
+ * client's bound beside what its clients hold (as weft__server_backlog_pump() counts
  * it: erring high), the tasks its delta has yet to send and its backlog.
  * Without it, a console behind on a seed of a million tasks (32 MB a
  * second) had updates skipped, and took a full update again.  (Half the
@@ -513,7 +211,7 @@ static void seed_room(struct sub_ctx *x, unsigned k)
 
 /*
  * Server thread: the most output each stream's clients hold, for
- * backlog_pump().  A client waiting for a full update takes no backlog
+ * weft__server_backlog_pump().  A client waiting for a full update takes no backlog
  * record: it does not count, unless @waiting (the subscription's own
  * full update is to come: it is theirs, and its backlog too).
  */
@@ -532,7 +230,7 @@ static void stream_have(weft_server_t *s, bool waiting)
 		if (n > have[c->stream])
 			have[c->stream] = n;
 	}
-	/* Under qlock: backlog_pump() reads it under qlock too, with
+	/* Under qlock: weft__server_backlog_pump() reads it under qlock too, with
 	 * qbytes, on the collector thread. */
 	pthread_mutex_lock(&s->qlock);
 	memcpy(s->stream_have, have, sizeof(have));
@@ -572,7 +270,7 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 	 * owns them, the memo stays the collector's. */
 	d->pass_seq = weft__sub_publish_seq();
 	if (u->full && u->ntasks > STREAM_MIN && !d->filter.ntasks &&
-	    stream_start(st, u, &page, &npage)) {
+	    weft__server_stream_start(st, u, &page, &npage)) {
 		weft_probe_update_t first = *u;
 
 		streamed = true;
@@ -582,7 +280,7 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 		rc = weft__delta_pass(d, &first, &it->buf, &full);
 	} else {
 		if (u->full)
-			backlog_free(st); /* a new full one */
+			weft__server_backlog_free(st); /* a new full one */
 		rc = weft__delta_pass(d, u, &it->buf, &full);
 	}
 	if (rc < 0 && !gen) {
@@ -601,12 +299,12 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 	if (rc <= 0) {
 		weft__server_item_free(it);
 		if (streamed)
-			backlog_free(st);
+			weft__server_backlog_free(st);
 		return;
 	}
 	it->full = full;
-	if (!push(x, it) && streamed)
-		backlog_free(st);
+	if (!weft__server_push(x, it) && streamed)
+		weft__server_backlog_free(st);
 }
 
 /*
@@ -745,7 +443,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
-		backlog_pump(x, k);
+		weft__server_backlog_pump(x, k);
 		seed_room(x, k);
 	}
 }
@@ -783,7 +481,7 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 			memcpy(it->buf.data, rec, len);
 			it->buf.len = len;
 		}
-		push(x, it);
+		weft__server_push(x, it);
 	}
 }
 
@@ -796,7 +494,7 @@ static void sub_ctx_free(struct sub_ctx *x)
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		weft__delta_fini(&x->st[k].delta);
 		weft_wire_events_fini(&x->st[k].enc);
-		backlog_free(&x->st[k]);
+		weft__server_backlog_free(&x->st[k]);
 		free(x->st[k].chunk);
 		free(x->st[k].chunk_end);
 		free(x->st[k].tomb);
@@ -942,7 +640,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		st->events = plan[k].events;
 		st->delta.interval_ns = (uint64_t)st->interval_ms * 1000000u;
 		st->delta.max_record = s->max_record;
-		st->delta.lookup = srv_lookup;
+		st->delta.lookup = weft__server_lookup;
 		if (weft__delta_filter_copy(&st->delta.filter,
 					    &plan[k].delta.filter)) {
 			sub_ctx_free(x);
@@ -1038,7 +736,7 @@ bool weft__server_resync(weft_server_t *s, const struct client *only)
 	pthread_mutex_unlock(&s->qlock);
 	/*
 	 * A stream with a backlog under way puts its resync off until the
-	 * backlog ends, which asks then (backlog_pump()): a full pass now
+	 * backlog ends, which asks then (weft__server_backlog_pump()): a full pass now
 	 * would be for nothing there.
 	 */
 	for (unsigned k = 0; k < x->nstreams; k++)
