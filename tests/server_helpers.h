@@ -84,6 +84,26 @@ static inline void *bg_load_main(void *arg)
 	return NULL;
 }
 
+/* A task that waits on @idle_note until the test ends (the test inits
+ * the note, and wakes and finis it at its end). */
+static weft_notify_t idle_note;
+
+struct idle {
+	int weft_pc;
+	weft_notified_t nd;
+};
+
+static inline weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
+{
+	struct idle *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_notified_init(&t->nd, &idle_note);
+	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
+	weft_notified_fini(&t->nd);
+	WEFT_ASYNC_END(t);
+}
+
 /* ------------------------------------------------------------ temp dirs */
 
 static char xdg[256];

@@ -731,24 +731,6 @@ static void test_server_full_update_split(void **state)
 	xdg_remove();
 }
 
-/* A task that waits on @idle_note until the test ends. */
-static weft_notify_t idle_note;
-
-struct idle {
-	int weft_pc;
-	weft_notified_t nd;
-};
-
-static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
-{
-	struct idle *t = arg;
-
-	WEFT_ASYNC_BEGIN(t);
-	weft_notified_init(&t->nd, &idle_note);
-	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
-	weft_notified_fini(&t->nd);
-	WEFT_ASYNC_END(t);
-}
 
 static int cmp_id(const void *a, const void *b)
 {

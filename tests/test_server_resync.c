@@ -36,23 +36,6 @@
 
 #define IDLE 20000
 
-static weft_notify_t idle_note;
-
-struct idle {
-	int weft_pc;
-	weft_notified_t nd;
-};
-
-static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
-{
-	struct idle *t = arg;
-
-	WEFT_ASYNC_BEGIN(t);
-	weft_notified_init(&t->nd, &idle_note);
-	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
-	weft_notified_fini(&t->nd);
-	WEFT_ASYNC_END(t);
-}
 
 /* What a client saw: full updates, updates skipped, and the distinct
  * idle tasks named since its last full update (ids kept sorted as they

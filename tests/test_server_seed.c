@@ -25,23 +25,6 @@
 #include "weft/probe.h"
 #include "weft/wire.h"
 
-static weft_notify_t idle_note;
-
-struct idle {
-	int weft_pc;
-	weft_notified_t nd;
-};
-
-static weft_poll_t idle_poll(void *arg, weft_cx_t *cx)
-{
-	struct idle *t = arg;
-
-	WEFT_ASYNC_BEGIN(t);
-	weft_notified_init(&t->nd, &idle_note);
-	WEFT_AWAIT(t, weft_notified_poll(&t->nd, cx));
-	weft_notified_fini(&t->nd);
-	WEFT_ASYNC_END(t);
-}
 
 static void knobs(uint32_t at_once, uint32_t first, uint32_t pass)
 {
