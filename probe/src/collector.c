@@ -48,18 +48,26 @@ static task_rec_t *rec_of(const weft_probe_task_t *pub)
  * from while nobody listened.  NULL without memory (it gets the new ones
  * only) or with none kept.
  */
-static weft_probe_warning_t *history(struct probe *p,
-				     const weft_probe_sub_t *s, size_t *n)
+/* The warnings kept, oldest first, those up to @since_seq marked
+ * history (NULL and *@n 0 if none or no memory). */
+static weft_probe_warning_t *kept_warnings(const struct probe *p,
+					   uint64_t since_seq, size_t *n)
 {
 	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
 	weft_probe_warning_t *h = k ? malloc(k * sizeof(*h)) : NULL;
 
 	for (size_t i = 0; h && i < k; i++) {
 		h[i] = p->warnings[(p->warn_seq - k + i) % WARN_KEEP];
-		h[i].history = h[i].seq <= s->since_seq;
+		h[i].history = h[i].seq <= since_seq;
 	}
 	*n = h ? k : 0;
 	return h;
+}
+
+static weft_probe_warning_t *history(struct probe *p,
+				     const weft_probe_sub_t *s, size_t *n)
+{
+	return kept_warnings(p, s->since_seq, n);
 }
 
 /* Publishes so far (probe.lock): weft__sub_publish_seq(). */
@@ -622,16 +630,7 @@ void weft__sub_ask_full(weft_probe_sub_t *sub)
 
 weft_probe_warning_t *weft__sub_warnings_kept(size_t *n)
 {
-	struct probe *p = &weft__probe;
-	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
-	weft_probe_warning_t *h = k ? malloc(k * sizeof(*h)) : NULL;
-
-	for (size_t i = 0; h && i < k; i++) {
-		h[i] = p->warnings[(p->warn_seq - k + i) % WARN_KEEP];
-		h[i].history = true;
-	}
-	*n = h ? k : 0;
-	return h;
+	return kept_warnings(&weft__probe, UINT64_MAX, n);
 }
 
 weft_probe_sub_t *weft__sub_current(void)
