@@ -63,11 +63,15 @@
  * kept, then the pass's changes as the stream's own record, for every
  * client.  The stream's delta sends names again from then on (the
  * backlog names tasks to the new clients later than the delta did to
- * the others).  A stream has one backlog at a time: a resync waits
- * while one is under way, and the backlog's end asks for the full pass;
- * the subscription's first full update cancels the resyncs asked before
- * it (every client takes that one).  A resync's record dropped on the
- * way makes only the clients that took its full record owed one again.
+ * the others), and its next record comes an interval after the full
+ * update, not sooner: a client that took the full update sees no update
+ * sooner than its interval after it (the others' next one comes up to an
+ * interval later than it would have).  A stream has one backlog at a
+ * time: a resync waits while one is under way, and the backlog's end
+ * asks for the full pass; the subscription's first full update cancels
+ * the resyncs asked before it (every client takes that one).  A
+ * resync's record dropped on the way makes only the clients that took
+ * its full record owed one again.
  */
 #include <errno.h>
 #include <stdatomic.h>
