@@ -6,8 +6,9 @@
  * References: the owned list holds one until the task completes; a queued
  * notification (or the running worker) holds one; the join handle one;
  * each waker clone one.  The last one out frees the task (and drops the
- * join waker, if any, which is only ever read by the completer while
- * JOIN_INTEREST and JOIN_WAKER are both set).
+ * join waker, if any, unless the completer took it: it is only ever read
+ * by the completer while JOIN_INTEREST and JOIN_WAKER are both set, and
+ * the completer wakes it by value).
  */
 #include <errno.h>
 #include <string.h>
@@ -31,8 +32,17 @@ static void task_dealloc(weft_task_t *t)
 	/* Read first: an inline record goes with the block. */
 	weft_runtime_t *rt = weft__task_rt(t);
 	uint8_t cls = t->rec->alloc_class;
+	/*
+	 * Relaxed: every other reference is gone, and the last one's
+	 * acq_rel drop ordered their writes of the word before this read.
+	 * COMPLETE with JOIN_WAKER: the completer took the join waker and
+	 * woke it by value (task_complete()); it is not ours to drop.
+	 */
+	uint64_t s = load_relaxed(&t->state);
 
-	weft_waker_drop(&t->join_waker);
+	if ((s & (TASK_COMPLETE | TASK_JOIN_WAKER)) !=
+	    (TASK_COMPLETE | TASK_JOIN_WAKER))
+		weft_waker_drop(&t->join_waker);
 	weft__task_free(rt, t, cls);
 }
 
@@ -412,8 +422,21 @@ task_complete(weft_task_t *t, int status, void *output)
 		 */
 	} while (!cas_acq_rel(&t->state, &cur, next));
 
-	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER))
-		weft_waker_wake_by_ref(&t->join_waker);
+	/*
+	 * JOIN_WAKER is only set while JOIN_INTEREST is (weft_join_drop()
+	 * clears both before completion), and neither the handle nor anyone
+	 * else changes it once COMPLETE is set: so COMPLETE with JOIN_WAKER
+	 * says, for good, that the waker is ours, and we wake it by value
+	 * (one WAKE, no WAKER_DROP at the free, one RMW on the joiner's
+	 * word fewer).  The handle may still read the field (will_wake), so
+	 * we wake a copy and leave the field as it is: task_dealloc() knows
+	 * from the same two bits not to drop it.
+	 */
+	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER)) {
+		weft_waker_t w = t->join_waker;
+
+		weft_waker_wake(&w);
+	}
 }
 
 #if WEFT_PROBE
