@@ -2,7 +2,10 @@
 /*
  * A task's wakers as the probe tells them (issue 21, fewer events a
  * request): a completing task wakes its joiner by value (one WAKE, no
- * WAKER_DROP), and so do a oneshot's sender and a blocking job's end.
+ * WAKER_DROP), and so do a oneshot's sender and a blocking job's end;
+ * clones of a task's own waker in its poll are counted in the POLL, not
+ * one WAKER_CLONE each, and the collector's totals and warnings are as
+ * they were.
  *
  * Raw events through a subscription of our own, and the collector's task
  * records through its updates (probe_helpers.h's sink); weft_probe_flush()
@@ -275,6 +278,236 @@ static void test_probe_wakers_oneshot_and_job_by_value(void **state)
 	seen_free(s, sub);
 }
 
+/* ----------------------------------------- clones of its own waker in a poll */
+
+/*
+ * Another thread that drops the wakers it is handed, at once: a poll
+ * hands it clones and waits until they are dropped, so that each drop's
+ * record is stamped before the end of the poll that made the clone (and
+ * so before its POLL, which counts it).
+ */
+#define DROPPER_MAX 64
+
+static struct dropper {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	weft_waker_t w[DROPPER_MAX];
+	unsigned n;
+	unsigned pushed;
+	atomic_uint dropped;
+	bool stop;
+	pthread_t thread;
+} dropper = { .lock = PTHREAD_MUTEX_INITIALIZER,
+	      .cond = PTHREAD_COND_INITIALIZER };
+
+static void *dropper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&dropper.lock);
+	while (!dropper.stop || dropper.n) {
+		while (dropper.n) {
+			weft_waker_t w = dropper.w[--dropper.n];
+
+			pthread_mutex_unlock(&dropper.lock);
+			weft_waker_drop(&w);
+			atomic_fetch_add(&dropper.dropped, 1);
+			pthread_mutex_lock(&dropper.lock);
+		}
+		if (!dropper.stop)
+			pthread_cond_wait(&dropper.cond, &dropper.lock);
+	}
+	pthread_mutex_unlock(&dropper.lock);
+	return NULL;
+}
+
+/* Hands @w over; returns how many must be dropped to have it dropped. */
+static unsigned dropper_push(weft_waker_t w)
+{
+	unsigned target;
+
+	pthread_mutex_lock(&dropper.lock);
+	assert_true(dropper.n < DROPPER_MAX);
+	dropper.w[dropper.n++] = w;
+	target = ++dropper.pushed;
+	pthread_cond_signal(&dropper.cond);
+	pthread_mutex_unlock(&dropper.lock);
+	return target;
+}
+
+static void dropper_start(void)
+{
+	dropper.stop = false;
+	assert_int_equal(
+		pthread_create(&dropper.thread, NULL, dropper_main, NULL), 0);
+}
+
+static void dropper_stop(void)
+{
+	pthread_mutex_lock(&dropper.lock);
+	dropper.stop = true;
+	pthread_cond_signal(&dropper.cond);
+	pthread_mutex_unlock(&dropper.lock);
+	pthread_join(dropper.thread, NULL);
+}
+
+/*
+ * A task whose first poll clones its own waker @n times, hands the first
+ * @drop clones to the dropper, waits until it dropped them, keeps the
+ * rest in @kept and returns PENDING; its next poll returns READY.
+ */
+struct cloner {
+	int step;
+	unsigned n, drop;
+	weft_waker_t *kept;
+	atomic_int *parked;
+};
+
+static weft_poll_t cloner_poll(void *arg, weft_cx_t *cx)
+{
+	struct cloner *c = arg;
+	unsigned target = 0;
+
+	if (c->step++)
+		return WEFT_READY;
+	for (unsigned i = 0; i < c->n; i++) {
+		weft_waker_t w = weft_waker_clone(weft_cx_waker(cx));
+
+		if (i < c->drop)
+			target = dropper_push(w);
+		else
+			c->kept[i - c->drop] = w;
+	}
+	while (atomic_load(&dropper.dropped) < target)
+		usleep(100);
+	atomic_fetch_add(c->parked, 1);
+	return WEFT_PENDING;
+}
+
+struct of_task {
+	unsigned clone_ev, drop_ev, polls;
+	unsigned in_poll;      /* the first POLL's count of clones */
+	uint64_t poll_end;     /* the first POLL's stamp */
+	uint64_t last_drop_ts; /* the last WAKER_DROP's stamp */
+};
+
+static struct of_task events_of(struct seen *s, uint64_t id)
+{
+	struct of_task o = { 0 };
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n; i++) {
+		const weft_event_t *e = &s->ev[i];
+
+		if (weft_event_task(e) != id)
+			continue;
+		if (e->kind == WEFT_EV_WAKER_CLONE)
+			o.clone_ev++;
+		if (e->kind == WEFT_EV_WAKER_DROP) {
+			o.drop_ev++;
+			o.last_drop_ts = e->ts;
+		}
+		if (e->kind == WEFT_EV_POLL && !o.polls++) {
+			o.in_poll = (e->a2 >> WEFT_POLL_CLONES_SHIFT) &
+				    WEFT_POLL_CLONES_MAX;
+			o.poll_end = e->ts;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return o;
+}
+
+/*
+ * Clones of its own waker in its poll are counted in the POLL (up to
+ * WEFT_POLL_CLONES_MAX; the rest, and a clone outside a poll, are
+ * WAKER_CLONE events), and the collector counts the same totals and
+ * gives the same warnings as from one event a clone: with clones dropped
+ * on another thread before the poll that made them ended (their drops
+ * read before the POLL that counts them), a task left pending with no
+ * waker is warned of, one with a waker left is not.
+ */
+static void test_probe_wakers_clones_in_poll(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct seen *s = seen_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_waker_t kept[1] = { WEFT_WAKER_EMPTY }, out;
+	atomic_int parked = 0;
+	weft_probe_task_t t;
+	struct of_task o;
+	weft_join_t *jg, *jb;
+	uint64_t good, bad;
+
+	(void)state;
+	atomic_store(&dropper.dropped, 0);
+	dropper.pushed = 0;
+	dropper_start();
+	/* 20 clones, 19 dropped during the poll, one kept. */
+	jg = spawn_ok(
+		rt, cloner_poll, NULL,
+		&(struct cloner){
+			.n = 20, .drop = 19, .kept = kept, .parked = &parked },
+		sizeof(struct cloner), true);
+	/* 3 clones, all dropped during the poll: none left. */
+	jb = spawn_ok(rt, cloner_poll, NULL,
+		      &(struct cloner){ .n = 3, .drop = 3, .parked = &parked },
+		      sizeof(struct cloner), true);
+	good = weft_join_id(jg);
+	bad = weft_join_id(jb);
+	while (atomic_load(&parked) < 2)
+		usleep(1000);
+	/* A clone outside any poll: an event of its own. */
+	out = weft_waker_clone(&kept[0]);
+	weft_waker_drop(&out);
+	/* The check needs the task idle without a waker for a second. */
+	for (int i = 0;
+	     i < 150 && !sink_count(s->sink, WEFT_WARN_LOST_WAKER, bad); i++) {
+		usleep(20000);
+		weft_probe_flush();
+	}
+	/* A second more: the good one had its chance to be taken for lost. */
+	for (int i = 0; i < 60; i++) {
+		usleep(20000);
+		weft_probe_flush();
+	}
+	if (sink_count(s->sink, WEFT_WARN_LOST_WAKER, good) ||
+	    !sink_count(s->sink, WEFT_WARN_LOST_WAKER, bad))
+		print_warnings(s->sink);
+	assert_int_equal(sink_count(s->sink, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s->sink, WEFT_WARN_LOST_WAKER, good), 0);
+
+	weft_waker_wake(&kept[0]);
+	assert_int_equal(join_wait_drop(jg, NULL), 0);
+	weft_join_drop(jb);
+	weft_probe_flush();
+	weft_probe_flush();
+	dropper_stop();
+
+	o = events_of(s, good);
+	assert_int_equal(o.polls, 2);
+	assert_int_equal(o.in_poll, WEFT_POLL_CLONES_MAX);
+	/* 20 - 15 past the count's bits, and the one outside a poll. */
+	assert_int_equal(o.clone_ev, 20 - WEFT_POLL_CLONES_MAX + 1);
+	assert_int_equal(o.drop_ev, 19 + 1);
+	t = task_of(s, good);
+	assert_int_equal(t.waker_clones, 21);
+	assert_int_equal(t.waker_drops, 20);
+	assert_int_equal(t.wakes, 1);
+
+	o = events_of(s, bad);
+	assert_int_equal(o.polls, 1);
+	assert_int_equal(o.in_poll, 3);
+	assert_int_equal(o.clone_ev, 0);
+	assert_int_equal(o.drop_ev, 3);
+	/* Dropped before the poll that made them ended. */
+	assert_true(o.last_drop_ts < o.poll_end);
+	t = task_of(s, bad);
+	assert_int_equal(t.waker_clones, 3);
+	assert_int_equal(t.waker_drops, 3);
+
+	rt_done(rt); /* cancels the lost one */
+	seen_free(s, sub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +516,8 @@ int main(void)
 		cmocka_unit_test_teardown(
 			test_probe_wakers_oneshot_and_job_by_value,
 			seen_teardown),
+		cmocka_unit_test_teardown(test_probe_wakers_clones_in_poll,
+					  seen_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,11 +130,30 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 			     delay, "%s", d);
 }
 
+/*
+ * The clones of its own waker the task made in the poll that @ev ends
+ * (WEFT_POLL_CLONES_SHIFT), counted as WAKER_CLONE events are.  Read at
+ * the poll's end, after any drop or by-value wake of them that another
+ * thread made during the poll (merged by time, those come first):
+ * outstanding may go below zero meanwhile and is right again here.  The
+ * one reader of it, the lost-waker check, looks only at a task idle
+ * since a POLL read (and for a second), so never in between.
+ */
+static inline void poll_clones(task_rec_t *t, const weft_event_t *ev)
+{
+	uint32_t n = (ev->a2 >> WEFT_POLL_CLONES_SHIFT) & WEFT_POLL_CLONES_MAX;
+
+	t->pub.waker_clones += n;
+	t->outstanding += n;
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
 	/* Both histograms count from the task's second poll: found once. */
 	weft_hist_t *h = t->pub.polls ? weft__collector_task_hist(p, t) : NULL;
+
+	poll_clones(t, ev);
 
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
@@ -322,6 +341,7 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		return false;
 	if (wk[worker].run_open)
 		return false;
+	poll_clones(t, ev);
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
 	if (dur > wk[worker].max_poll)

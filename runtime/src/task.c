@@ -198,11 +198,27 @@ static inline void wake_by_ref(weft_task_t *t)
 }
 
 #if WEFT_PROBE
+/*
+ * Clones of the polled task's own waker made during its timed poll
+ * (poll_probed()): told in the poll's record (POLL a2), not one
+ * WAKER_CLONE each.  The polling thread's alone.
+ */
+static WEFT_TLS uint32_t poll_clones;
+
 __attribute__((noinline)) static weft_waker_t
 task_waker_clone_probed(weft_task_t *t)
 {
 	ref_inc(t);
-	weft__probe_emit(WEFT_EV_WAKER_CLONE, t->id, 0, 0);
+	/*
+	 * In a timed poll (its start stamp set) of this very task, and room
+	 * left in the count: counted in the POLL.  Any other clone (another
+	 * task's waker, outside a poll, past the count's bits) is an event.
+	 */
+	if (weft__probe_poll_ts && t->id == weft__cur_task_id &&
+	    poll_clones < WEFT_POLL_CLONES_MAX)
+		poll_clones++;
+	else
+		weft__probe_emit(WEFT_EV_WAKER_CLONE, t->id, 0, 0);
 	return (weft_waker_t){ &weft__task_waker_vtable, t };
 }
 
@@ -455,6 +471,7 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_poll_start, start);
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
+	poll_clones = 0;
 	r = t->rec->poll(t->future, cx);
 	/* Moved on if the poll's first event made this thread's ring. */
 	start = weft__probe_poll_ts;
@@ -463,7 +480,8 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_task, 0);
 	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start,
 			    (uint32_t)r |
-				    (cx->yielded ? WEFT_POLL_YIELDED : 0));
+				    (cx->yielded ? WEFT_POLL_YIELDED : 0) |
+				    poll_clones << WEFT_POLL_CLONES_SHIFT);
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
 		/*
