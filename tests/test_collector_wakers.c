@@ -223,7 +223,8 @@ static void test_collector_wakers_wake_by_value(void **state)
 
 /*
  * Yields (polls that end woken by themselves), each with a clone: the
- * collector's fast path for them (poll_fast()) counts the clones too.
+ * collector's fast path for yields (poll_fast()) leaves them to
+ * on_poll(), which counts the clones.
  */
 static void test_collector_wakers_yields(void **state)
 {

@@ -143,8 +143,11 @@ static inline void poll_clones(task_rec_t *t, const weft_event_t *ev)
 {
 	uint32_t n = (ev->a2 >> WEFT_POLL_CLONES_SHIFT) & WEFT_POLL_CLONES_MAX;
 
-	t->pub.waker_clones += n;
-	t->outstanding += n;
+	/* A test and a branch for a poll of none (a yield loop's). */
+	if (n) {
+		t->pub.waker_clones += n;
+		t->outstanding += n;
+	}
 }
 
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
@@ -306,11 +309,13 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	 * t->hist is set from a task's second poll on (polls never goes
 	 * back), so it says polls > 0.  fast_word: changed (publish() has it
 	 * listed), on the fast list, not finished, no wake of itself in the
-	 * poll, no wake burst (wake_seq) to hold its delay.
+	 * poll, no wake burst (wake_seq) to hold its delay.  a2 exactly
+	 * YIELDED: a yield that cloned its waker (rare) goes to on_poll(),
+	 * which counts the clones (poll_clones()), so that this path pays
+	 * nothing for them.
 	 */
-	if ((ev->a2 & (WEFT_POLL_READY | WEFT_POLL_YIELDED)) !=
-		    WEFT_POLL_YIELDED ||
-	    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
+	if (ev->a2 != WEFT_POLL_YIELDED || !h ||
+	    t->pub.state != WEFT_TASK_SCHEDULED ||
 	    t->pub.last_worker != worker || worker >= nslots ||
 	    dur >= p->config.long_poll_ns || t->wake_in_poll ||
 	    __builtin_sub_overflow(ts, dur, &start))
@@ -341,7 +346,6 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		return false;
 	if (wk[worker].run_open)
 		return false;
-	poll_clones(t, ev);
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
 	if (dur > wk[worker].max_poll)
