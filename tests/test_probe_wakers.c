@@ -508,6 +508,78 @@ static void test_probe_wakers_clones_in_poll(void **state)
 	seen_free(s, sub);
 }
 
+/*
+ * A clone of another task's waker, made in a poll, is not the polled
+ * task's own: a WAKER_CLONE of the other task, as before.
+ */
+static weft_waker_t other_waker;
+
+static weft_poll_t owner_poll(void *arg, weft_cx_t *cx)
+{
+	struct cloner *c = arg;
+
+	if (c->step++)
+		return WEFT_READY;
+	other_waker = weft_waker_clone(weft_cx_waker(cx));
+	atomic_fetch_add(c->parked, 1);
+	return WEFT_PENDING;
+}
+
+static weft_poll_t borrower_poll(void *arg, weft_cx_t *cx)
+{
+	weft_waker_t w = weft_waker_clone(&other_waker);
+
+	(void)arg;
+	(void)cx;
+	weft_waker_drop(&w);
+	return WEFT_READY;
+}
+
+static void test_probe_wakers_other_task_clone(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct seen *s = seen_new(&sub);
+	weft_runtime_t *rt = rt_new(1);
+	atomic_int parked = 0;
+	weft_probe_task_t t;
+	struct of_task o;
+	weft_join_t *jo, *jb;
+	uint64_t owner, borrower;
+
+	(void)state;
+	jo = spawn_ok(rt, owner_poll, NULL,
+		      &(struct cloner){ .parked = &parked },
+		      sizeof(struct cloner), true);
+	owner = weft_join_id(jo);
+	while (atomic_load(&parked) < 1)
+		usleep(1000);
+	jb = spawn_ok(rt, borrower_poll, NULL, NULL, 0, true);
+	borrower = weft_join_id(jb);
+	assert_int_equal(join_wait_drop(jb, NULL), 0);
+	weft_waker_wake(&other_waker);
+	assert_int_equal(join_wait_drop(jo, NULL), 0);
+	weft_probe_flush();
+	weft_probe_flush();
+
+	o = events_of(s, owner);
+	assert_int_equal(o.polls, 2);
+	assert_int_equal(o.in_poll, 1);  /* its own, in its poll */
+	assert_int_equal(o.clone_ev, 1); /* made in the borrower's poll */
+	assert_int_equal(o.drop_ev, 1);
+	t = task_of(s, owner);
+	assert_int_equal(t.waker_clones, 2);
+	assert_int_equal(t.waker_drops, 1);
+	assert_int_equal(t.wakes, 1);
+	o = events_of(s, borrower);
+	assert_int_equal(o.in_poll, 0);
+	assert_int_equal(o.clone_ev, 0);
+	t = task_of(s, borrower);
+	assert_int_equal(t.waker_clones, 0);
+
+	rt_done(rt);
+	seen_free(s, sub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +589,8 @@ int main(void)
 			test_probe_wakers_oneshot_and_job_by_value,
 			seen_teardown),
 		cmocka_unit_test_teardown(test_probe_wakers_clones_in_poll,
+					  seen_teardown),
+		cmocka_unit_test_teardown(test_probe_wakers_other_task_clone,
 					  seen_teardown),
 	};
 
