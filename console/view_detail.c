@@ -291,12 +291,21 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 		text_fit(buf, len, "now served by %s",
 			 res_text(m, e->a1, r, sizeof(r)));
 		break;
-	case WEFT_EV_POLL:
-		text_fit(buf, len, "polled %s -> %s%s",
+	case WEFT_EV_POLL: {
+		/* Its clones of its own waker (once a waker-clone row each). */
+		unsigned cl = (e->a2 >> WEFT_POLL_CLONES_SHIFT) &
+			      WEFT_POLL_CLONES_MAX;
+		char c[32] = "";
+
+		if (cl)
+			snprintf(c, sizeof(c), ", %u waker clone%s", cl,
+				 cl > 1 ? "s" : "");
+		text_fit(buf, len, "polled %s -> %s%s%s",
 			 con_fmt_ns(a, sizeof(a), e->a1),
 			 e->a2 & WEFT_POLL_READY ? "ready" : "pending",
-			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "");
+			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "", c);
 		break;
+	}
 	case WEFT_EV_WAKE: {
 #define WAKE_LABEL(name, value, label) [value] = label,
 		static const char *const src[] = { WEFT_WAKE_SOURCES(

@@ -130,11 +130,33 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 			     delay, "%s", d);
 }
 
+/*
+ * The clones of its own waker the task made in the poll that @ev ends
+ * (WEFT_POLL_CLONES_SHIFT), counted as WAKER_CLONE events are.  Read at
+ * the poll's end, after any drop or by-value wake of them that another
+ * thread made during the poll (merged by time, those come first):
+ * outstanding may go below zero meanwhile and is right again here.  The
+ * one reader of it, the lost-waker check, looks only at a task idle
+ * since a POLL read (and for a second), so never in between.
+ */
+static inline void poll_clones(task_rec_t *t, const weft_event_t *ev)
+{
+	uint32_t n = (ev->a2 >> WEFT_POLL_CLONES_SHIFT) & WEFT_POLL_CLONES_MAX;
+
+	/* A test and a branch for a poll of none (a yield loop's). */
+	if (n) {
+		t->pub.waker_clones += n;
+		t->outstanding += n;
+	}
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
 	/* Both histograms count from the task's second poll: found once. */
 	weft_hist_t *h = t->pub.polls ? weft__collector_task_hist(p, t) : NULL;
+
+	poll_clones(t, ev);
 
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
@@ -287,11 +309,13 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	 * t->hist is set from a task's second poll on (polls never goes
 	 * back), so it says polls > 0.  fast_word: changed (publish() has it
 	 * listed), on the fast list, not finished, no wake of itself in the
-	 * poll, no wake burst (wake_seq) to hold its delay.
+	 * poll, no wake burst (wake_seq) to hold its delay.  a2 exactly
+	 * YIELDED: a yield that cloned its waker (rare) goes to on_poll(),
+	 * which counts the clones (poll_clones()), so that this path pays
+	 * nothing for them.
 	 */
-	if ((ev->a2 & (WEFT_POLL_READY | WEFT_POLL_YIELDED)) !=
-		    WEFT_POLL_YIELDED ||
-	    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
+	if (ev->a2 != WEFT_POLL_YIELDED || !h ||
+	    t->pub.state != WEFT_TASK_SCHEDULED ||
 	    t->pub.last_worker != worker || worker >= nslots ||
 	    dur >= p->config.long_poll_ns || t->wake_in_poll ||
 	    __builtin_sub_overflow(ts, dur, &start))

@@ -58,7 +58,7 @@ typedef struct task_rec_s {
 	uint64_t idle_since;    /* when its last poll returned PENDING */
 	uint64_t woken_at;      /* when it was woken (SCHEDULED) */
 	uint64_t wake_in_poll;  /* a wake seen while it may have run */
-	int64_t outstanding;    /* wakers held elsewhere (clones - drops) */
+	int64_t outstanding;    /* clones - drops: see poll_clones() */
 	uint64_t lost_check_at; /* idle with no waker since */
 	uint64_t last_long_warn;
 	/*

@@ -56,6 +56,9 @@ struct weft_blocking_s {
 	_Atomic uint32_t state;
 	_Atomic uint32_t refs;
 	bool taken; /* the handle took the result; handle side only */
+	/* job_complete() took the waker and woke it by value: the last
+	 * reference must not drop it.  The completer's, before its release. */
+	bool woken;
 };
 
 /* The pool this thread belongs to, for the destroy-from-a-job check. */
@@ -75,7 +78,8 @@ static void job_release(weft_blocking_t *j)
 		return;
 	if ((load_relaxed(&j->state) & B_DONE) && !j->taken && j->discard)
 		j->discard(j->result);
-	weft_waker_drop(&j->waker);
+	if (!j->woken)
+		weft_waker_drop(&j->waker);
 	free(j);
 }
 
@@ -92,11 +96,16 @@ static void job_complete(weft_blocking_t *j)
 
 	/*
 	 * The handle never writes the field once DONE is set, but may still
-	 * read it (will_wake): wake by reference and leave the field to the
-	 * last reference's job_release() (as the oneshot does).
+	 * read it (will_wake): wake a copy by value (one WAKE, no WAKER_DROP
+	 * at the free) and tell the last reference's job_release() not to
+	 * drop the field (as the oneshot does).
 	 */
-	if ((prev & B_WAKER) && !(prev & B_DROPPED))
-		weft_waker_wake_by_ref(&j->waker);
+	if ((prev & B_WAKER) && !(prev & B_DROPPED)) {
+		weft_waker_t w = j->waker;
+
+		j->woken = true;
+		weft_waker_wake(&w);
+	}
 }
 
 static weft_poll_t handle_ready(weft_blocking_t *h, void **result)
@@ -406,6 +415,7 @@ int weft_spawn_blocking_with(weft_runtime_t *rt,
 	j->result = NULL;
 	j->waker = WEFT_WAKER_EMPTY;
 	j->taken = false;
+	j->woken = false;
 	store_relaxed(&j->state, out ? 0 : B_DROPPED);
 	store_relaxed(&j->refs, out ? 2 : 1);
 

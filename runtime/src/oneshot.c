@@ -29,6 +29,12 @@ typedef struct oneshot_s {
 	 */
 	weft_resource_t res;
 	uint64_t rx_task;
+	/*
+	 * The sender took rx_waker and woke it by value (tx_finish()): the
+	 * last reference must not drop it.  Written by the sender before its
+	 * release, read by the last reference after its acq_rel drop.
+	 */
+	bool rx_woken;
 } oneshot_t;
 
 int weft_oneshot_create_at(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx,
@@ -44,6 +50,7 @@ int weft_oneshot_create_at(weft_oneshot_tx_t **tx, weft_oneshot_rx_t **rx,
 	o->rx_waker = WEFT_WAKER_EMPTY;
 	weft__res_init(&o->res, WEFT_RES_ONESHOT, file, line);
 	o->rx_task = 0;
+	o->rx_woken = false;
 	*tx = (weft_oneshot_tx_t *)o;
 	*rx = (weft_oneshot_rx_t *)o;
 	return 0;
@@ -69,7 +76,8 @@ static void oneshot_release(oneshot_t *o)
 {
 	/* acq_rel: the last reference frees (see weft__task_ref_dec_n()). */
 	if (fetch_sub_acq_rel(&o->refs, 1) == 1) {
-		weft_waker_drop(&o->rx_waker);
+		if (!o->rx_woken)
+			weft_waker_drop(&o->rx_waker);
 		weft__res_fini(&o->res);
 		free(o);
 	}
@@ -86,8 +94,18 @@ static uint32_t tx_finish(oneshot_t *o, uint32_t bit)
 	uint32_t prev = atomic_fetch_or_explicit(&o->state, bit,
 						 memory_order_acq_rel);
 
-	if ((prev & OS_RX_WAKER) && !(prev & OS_RX_GONE))
-		weft_waker_wake_by_ref(&o->rx_waker);
+	/*
+	 * The receiver never writes the field once we are done, but may
+	 * still read it (will_wake): we wake a copy by value (one WAKE, no
+	 * WAKER_DROP at the free, one RMW on the task's word fewer) and
+	 * tell the last reference not to drop it.
+	 */
+	if ((prev & OS_RX_WAKER) && !(prev & OS_RX_GONE)) {
+		weft_waker_t w = o->rx_waker;
+
+		o->rx_woken = true;
+		weft_waker_wake(&w);
+	}
 	return prev;
 }
 

@@ -6,8 +6,9 @@
  * References: the owned list holds one until the task completes; a queued
  * notification (or the running worker) holds one; the join handle one;
  * each waker clone one.  The last one out frees the task (and drops the
- * join waker, if any, which is only ever read by the completer while
- * JOIN_INTEREST and JOIN_WAKER are both set).
+ * join waker, if any, unless the completer took it: it is only ever read
+ * by the completer while JOIN_INTEREST and JOIN_WAKER are both set, and
+ * the completer wakes it by value).
  */
 #include <errno.h>
 #include <string.h>
@@ -31,8 +32,17 @@ static void task_dealloc(weft_task_t *t)
 	/* Read first: an inline record goes with the block. */
 	weft_runtime_t *rt = weft__task_rt(t);
 	uint8_t cls = t->rec->alloc_class;
+	/*
+	 * Relaxed: every other reference is gone, and the last one's
+	 * acq_rel drop ordered their writes of the word before this read.
+	 * COMPLETE with JOIN_WAKER: the completer took the join waker and
+	 * woke it by value (task_complete()); it is not ours to drop.
+	 */
+	uint64_t s = load_relaxed(&t->state);
 
-	weft_waker_drop(&t->join_waker);
+	if ((s & (TASK_COMPLETE | TASK_JOIN_WAKER)) !=
+	    (TASK_COMPLETE | TASK_JOIN_WAKER))
+		weft_waker_drop(&t->join_waker);
 	weft__task_free(rt, t, cls);
 }
 
@@ -188,11 +198,27 @@ static inline void wake_by_ref(weft_task_t *t)
 }
 
 #if WEFT_PROBE
+/*
+ * Clones of the polled task's own waker made during its timed poll
+ * (poll_probed()): told in the poll's record (POLL a2), not one
+ * WAKER_CLONE each.  The polling thread's alone.
+ */
+static WEFT_TLS uint32_t poll_clones;
+
 __attribute__((noinline)) static weft_waker_t
 task_waker_clone_probed(weft_task_t *t)
 {
 	ref_inc(t);
-	weft__probe_emit(WEFT_EV_WAKER_CLONE, t->id, 0, 0);
+	/*
+	 * In a timed poll (its start stamp set) of this very task, and room
+	 * left in the count: counted in the POLL.  Any other clone (another
+	 * task's waker, outside a poll, past the count's bits) is an event.
+	 */
+	if (weft__probe_poll_ts && t->id == weft__cur_task_id &&
+	    poll_clones < WEFT_POLL_CLONES_MAX)
+		poll_clones++;
+	else
+		weft__probe_emit(WEFT_EV_WAKER_CLONE, t->id, 0, 0);
 	return (weft_waker_t){ &weft__task_waker_vtable, t };
 }
 
@@ -412,8 +438,21 @@ task_complete(weft_task_t *t, int status, void *output)
 		 */
 	} while (!cas_acq_rel(&t->state, &cur, next));
 
-	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER))
-		weft_waker_wake_by_ref(&t->join_waker);
+	/*
+	 * JOIN_WAKER is only set while JOIN_INTEREST is (weft_join_drop()
+	 * clears both before completion), and neither the handle nor anyone
+	 * else changes it once COMPLETE is set: so COMPLETE with JOIN_WAKER
+	 * says, for good, that the waker is ours, and we wake it by value
+	 * (one WAKE, no WAKER_DROP at the free, one RMW on the joiner's
+	 * word fewer).  The handle may still read the field (will_wake), so
+	 * we wake a copy and leave the field as it is: task_dealloc() knows
+	 * from the same two bits not to drop it.
+	 */
+	if ((cur & TASK_JOIN_INTEREST) && (cur & TASK_JOIN_WAKER)) {
+		weft_waker_t w = t->join_waker;
+
+		weft_waker_wake(&w);
+	}
 }
 
 #if WEFT_PROBE
@@ -432,6 +471,7 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_poll_start, start);
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
+	poll_clones = 0;
 	r = t->rec->poll(t->future, cx);
 	/* Moved on if the poll's first event made this thread's ring. */
 	start = weft__probe_poll_ts;
@@ -440,7 +480,8 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_task, 0);
 	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start,
 			    (uint32_t)r |
-				    (cx->yielded ? WEFT_POLL_YIELDED : 0));
+				    (cx->yielded ? WEFT_POLL_YIELDED : 0) |
+				    poll_clones << WEFT_POLL_CLONES_SHIFT);
 	/* Locks held across the await: only worth a look if heard. */
 	if (r == WEFT_PENDING) {
 		/*

@@ -47,11 +47,19 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 	char nm[336];
 
 	switch (e->kind) {
-	case WEFT_EV_POLL:
-		snprintf(buf, len, "dur=%lluns %s%s", a1,
+	case WEFT_EV_POLL: {
+		/* Clones of its own waker in the poll (no waker-clone each). */
+		unsigned cl = (a2 >> WEFT_POLL_CLONES_SHIFT) &
+			      WEFT_POLL_CLONES_MAX;
+		char c[24] = "";
+
+		if (cl)
+			snprintf(c, sizeof(c), " clones=%u", cl);
+		snprintf(buf, len, "dur=%lluns %s%s%s", a1,
 			 a2 & WEFT_POLL_READY ? "ready" : "pending",
-			 a2 & WEFT_POLL_YIELDED ? " yielded" : "");
+			 a2 & WEFT_POLL_YIELDED ? " yielded" : "", c);
 		break;
+	}
 	case WEFT_EV_WAKE: {
 		unsigned src = a2 & 0xff;
 

@@ -25,10 +25,12 @@
 	X(SPAWN_LOC, 3, "spawn-loc",                                          \
 	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
 	X(POLL, 4, "poll",                                                    \
-	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED")      \
+	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED | "    \
+	  "clones of its own waker << WEFT_POLL_CLONES_SHIFT")                \
 	X(WAKE, 5, "wake",                                                    \
 	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")           \
-	X(WAKER_CLONE, 6, "waker-clone", "")                                  \
+	X(WAKER_CLONE, 6, "waker-clone",                                      \
+	  "a clone not counted in a POLL (WEFT_POLL_CLONES_SHIFT)")           \
 	X(WAKER_DROP, 7, "waker-drop", "")                                    \
 	X(SCHEDULE, 8, "schedule", "a2=where the task went")                  \
 	X(STEAL, 9, "steal", "a1=victim worker, a2=tasks stolen")             \
@@ -194,6 +196,20 @@ typedef enum weft_resource_op_e {
  * poll's, at the poll's end, when the task went back to the queue.
  */
 #define WEFT_POLL_YIELDED 0x2u
+/*
+ * POLL a2, bits 2-5: clones of the task's own waker made during the poll
+ * (registering with a resource, the common case), up to
+ * WEFT_POLL_CLONES_MAX; each has no WAKER_CLONE of its own.  Any other
+ * clone (of another task's waker, outside a poll, past the maximum) is a
+ * WAKER_CLONE event.  Small enough to keep a2 under 128: one varint byte
+ * on the wire.  A reader counts them as it counts WAKER_CLONE, knowing
+ * that the POLL, stamped at the poll's end, comes after a drop or wake
+ * of such a clone made by another thread during the poll: a task's
+ * clones minus its drops can be short until its POLL is read.  0 in a
+ * trace from before (its clones are all WAKER_CLONE events).
+ */
+#define WEFT_POLL_CLONES_SHIFT 2
+#define WEFT_POLL_CLONES_MAX 15u
 
 /* Set in a WAKE's a2 when the waker was consumed (wake, not wake_by_ref). */
 #define WEFT_WAKE_BY_VAL 0x100u

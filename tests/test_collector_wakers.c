@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The collector's count of a task's wakers from event streams built by
+ * hand (as test_collector.c: two rings, passes run on this thread): the
+ * clones of its own waker a POLL carries (WEFT_POLL_CLONES_SHIFT) count
+ * as WAKER_CLONE events do, also when a drop of one, made on another
+ * thread during the poll, is read a pass before the POLL that counts it;
+ * and an old trace's WAKER_CLONE events read as before.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_helpers.h"
+
+#include "collector_internal.h"
+
+#define TICK 1000 /* stamps apart, in clock units */
+
+static struct probe *p = &weft__probe;
+static ring_entry_t *ring_a, *ring_b;
+static uint64_t base;
+
+static ring_entry_t *ring_add(uint16_t worker)
+{
+	ring_entry_t *e = calloc(1, sizeof(*e));
+
+	assert_non_null(e);
+	assert_int_equal(weft__ring_init(&e->ring, 1024, false), 0);
+	e->worker = worker;
+	e->next = p->rings;
+	p->rings = e;
+	return e;
+}
+
+static int setup(void **state)
+{
+	weft_probe_config_t cfg;
+
+	(void)state;
+	weft_probe_config(&cfg);
+	pthread_mutex_lock(&p->lock);
+	assert_int_equal(weft__collector_start(p), 0);
+	ring_a = ring_add(0);
+	ring_b = ring_add(1);
+	pthread_mutex_unlock(&p->lock);
+	base = weft__probe_clock();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	/* Orphaned, the rings go with the next pass. */
+	for (ring_entry_t *e = p->rings; e; e = e->next)
+		atomic_store(&e->orphan, true);
+	weft__collector_pass(p,
+			     weft__probe_clock_to_ns(base) + 100000000000ull);
+	assert_null(p->rings);
+	weft__collector_stop(p);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+/* Event @kind at tick @at on @e's ring (a1, a2 as the kind says). */
+static void ev(ring_entry_t *e, unsigned at, uint8_t kind, uint64_t task,
+	       uint64_t a1, uint32_t a2)
+{
+	weft_event_t x = { .ts = base + (uint64_t)at * TICK,
+			   .task = task,
+			   .a1 = a1,
+			   .a2 = a2,
+			   .worker = e->worker,
+			   .kind = kind };
+
+	assert_true(weft__ring_push_spsc(&e->ring, &x));
+}
+
+/* A pending poll of @task from tick @from to tick @to that cloned its
+ * own waker @clones times. */
+static void poll_pending(ring_entry_t *e, unsigned from, unsigned to,
+			 uint64_t task, uint32_t clones)
+{
+	ev(e, to, WEFT_EV_POLL, task, (uint64_t)(to - from) * TICK,
+	   clones << WEFT_POLL_CLONES_SHIFT);
+}
+
+/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
+static unsigned ms_ticks(unsigned ms)
+{
+	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
+		      weft__probe_clock_to_ns(base);
+
+	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
+}
+
+/* Ten passes whose clock reads tick @at: the idle check runs in one. */
+static void passes_at(unsigned at)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < 10; i++)
+		weft__collector_pass(
+			p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
+	pthread_mutex_unlock(&p->lock);
+}
+
+static weft_probe_task_t task(uint64_t id)
+{
+	const weft_probe_task_t *t;
+	weft_probe_task_t out;
+
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, id);
+	assert_non_null(t);
+	out = *t;
+	pthread_mutex_unlock(&p->lock);
+	return out;
+}
+
+static unsigned lost_warnings(uint64_t task)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
+	     s < p->warn_seq; s++) {
+		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
+
+		n += w->kind == WEFT_WARN_LOST_WAKER && w->task == task;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+/*
+ * Four tasks parked after one poll, each spawned at tick 1 and polled
+ * from tick 2 to 10, their clones dropped on ring b at tick 5 (during
+ * the poll).  The drops are read a pass before the POLLs that count the
+ * clones.  71 cloned twice (in its POLL), 72 the same in the old form
+ * (two WAKER_CLONE events and a POLL of none): one dropped, one left,
+ * neither is lost.  73 cloned once, 74 in the old form: dropped, none
+ * left, both lost.
+ */
+static void test_collector_wakers_drop_before_poll(void **state)
+{
+	unsigned later = ms_ticks(1200);
+	weft_probe_task_t t;
+
+	(void)state;
+	for (uint64_t id = 71; id <= 74; id++) {
+		ev(ring_a, 1, WEFT_EV_SPAWN, id, 0, 0);
+		ev(ring_b, 5, WEFT_EV_WAKER_DROP, id, 0, 0);
+	}
+	ev(ring_a, 2, WEFT_EV_WAKER_CLONE, 72, 0, 0);
+	ev(ring_a, 2, WEFT_EV_WAKER_CLONE, 72, 0, 0);
+	ev(ring_a, 2, WEFT_EV_WAKER_CLONE, 74, 0, 0);
+	/* The drops (and the old form's clones) only. */
+	passes_at(6);
+	t = task(71);
+	assert_int_equal(t.waker_clones, 0);
+	assert_int_equal(t.waker_drops, 1);
+	poll_pending(ring_a, 2, 10, 71, 2);
+	poll_pending(ring_a, 2, 10, 72, 0);
+	poll_pending(ring_a, 2, 10, 73, 1);
+	poll_pending(ring_a, 2, 10, 74, 0);
+	passes_at(11);
+	passes_at(11 + later);
+	passes_at(11 + 2 * later);
+	for (uint64_t id = 71; id <= 74; id++) {
+		t = task(id);
+		assert_int_equal(t.state, WEFT_TASK_IDLE);
+		assert_int_equal(t.waker_clones, id == 71 || id == 72 ? 2 : 1);
+		assert_int_equal(t.waker_drops, 1);
+		assert_int_equal(lost_warnings(id),
+				 id == 71 || id == 72 ? 0 : 1);
+	}
+}
+
+/*
+ * A POLL's clones, a WAKE by value and a drop, in order: what is left is
+ * what the events say (a wake by value uses one up), whether the clones
+ * came in the POLL or as events.  Each task cloned twice in its first
+ * poll (75 and 77 in their POLLs, 76 and 78 as events), was woken by
+ * value and parked again: 75 and 76 with one waker left; 77 and 78 had
+ * the other dropped, and have none.
+ */
+static void test_collector_wakers_wake_by_value(void **state)
+{
+	unsigned later = ms_ticks(1200);
+	weft_probe_task_t t;
+
+	(void)state;
+	for (uint64_t id = 75; id <= 78; id++)
+		ev(ring_a, 1, WEFT_EV_SPAWN, id, 0, 0);
+	poll_pending(ring_a, 2, 4, 75, 2);
+	poll_pending(ring_a, 2, 4, 77, 2);
+	for (int i = 0; i < 2; i++) {
+		ev(ring_a, 3, WEFT_EV_WAKER_CLONE, 76, 0, 0);
+		ev(ring_a, 3, WEFT_EV_WAKER_CLONE, 78, 0, 0);
+	}
+	poll_pending(ring_a, 2, 4, 76, 0);
+	poll_pending(ring_a, 2, 4, 78, 0);
+	for (uint64_t id = 75; id <= 78; id++)
+		ev(ring_b, 6, WEFT_EV_WAKE, id, 0,
+		   WEFT_WAKE_TASK | WEFT_WAKE_BY_VAL);
+	ev(ring_b, 6, WEFT_EV_WAKER_DROP, 77, 0, 0);
+	ev(ring_b, 6, WEFT_EV_WAKER_DROP, 78, 0, 0);
+	for (uint64_t id = 75; id <= 78; id++)
+		poll_pending(ring_a, 7, 8, id, 0);
+	passes_at(10);
+	passes_at(10 + later);
+	passes_at(10 + 2 * later);
+	for (uint64_t id = 75; id <= 78; id++) {
+		t = task(id);
+		assert_int_equal(t.state, WEFT_TASK_IDLE);
+		assert_int_equal(t.polls, 2);
+		assert_int_equal(t.waker_clones, 2);
+		assert_int_equal(t.waker_drops, id <= 76 ? 0 : 1);
+		assert_int_equal(t.wakes, 1);
+		assert_int_equal(lost_warnings(id), id <= 76 ? 0 : 1);
+	}
+}
+
+/*
+ * Yields (polls that end woken by themselves), each with a clone: the
+ * collector's fast path for yields (poll_fast()) leaves them to
+ * on_poll(), which counts the clones.
+ */
+static void test_collector_wakers_yields(void **state)
+{
+	weft_probe_task_t t;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 79, 0, 0);
+	for (unsigned i = 0; i < 40; i++)
+		ev(ring_a, 3 + 2 * i, WEFT_EV_POLL, 79, TICK,
+		   WEFT_POLL_YIELDED | 1u << WEFT_POLL_CLONES_SHIFT);
+	passes_at(100);
+	t = task(79);
+	assert_int_equal(t.polls, 40);
+	assert_int_equal(t.self_wakes, 40);
+	assert_int_equal(t.waker_clones, 40);
+	assert_int_equal(t.waker_drops, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_collector_wakers_drop_before_poll, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_collector_wakers_wake_by_value, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_collector_wakers_yields,
+						setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
