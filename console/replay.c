@@ -576,6 +576,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	while (!r->indexed && !r->n)
 		index_one(r);
 	con_replay_index(r, budget_ns);
+	con_ahead_open(r);
 	if (r->indexed && !r->n && !r->hello) {
 		if (r->error) {
 			fprintf(stderr, "weft-console: %s: %s\n", path,
@@ -602,6 +603,7 @@ static void ckpt_free_all(con_replay_t *r);
 
 void con_replay_close(con_replay_t *r)
 {
+	con_ahead_close(r);
 	if (r->rd) {
 		weft_trace_reader_close(r->rd);
 		free(r->rd);
@@ -716,7 +718,7 @@ static void settings_put(con_model_t *m, const model_settings_t *st)
 	m->retain_max = st->retain_max;
 }
 
-static void model_reset(con_model_t *m)
+void con_replay_model_reset(con_model_t *m)
 {
 	char *target = con_xstrdup(m->target);
 	model_settings_t st;
@@ -1004,6 +1006,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 {
 	size_t want, c;
 
+	/* Ahead of the index pass: from a mark in the trace. */
+	if (con_ahead_seek(r, m, pos_ns))
+		return;
 	index_past(r, pos_ns);
 	want = recs_upto(r, pos_ns);
 	c = ckpt_before(r, want);
@@ -1036,7 +1041,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		if (use_c && ckpt_restore(r, m, c))
 			break;
 		if (want < r->next) {
-			model_reset(m);
+			con_replay_model_reset(m);
 			r->next = 0;
 			r->hello_fed = false;
 		}
