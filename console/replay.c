@@ -32,20 +32,14 @@
  * when a seek restores one.  WEFT_CONSOLE_INDEX=0: none (the in-memory
  * checkpoints below).
  *
- * A seek past what is indexed still waits for the pass (on a first
- * open: every later one has the side index).  Seeking ahead of it from
- * a full update in the file was not done: a recorder's file holds one,
- * at its start (probe/src/recorder.c: each new file asks for every
- * task), so a single trace file has nothing ahead to start from; only
- * files put end to end (cat trace.0 trace.1) hold more, each after a
- * FileHeader.  It would take finding a record boundary at an arbitrary
- * offset (the reader's resync does it for torn records), scanning on
- * to a FileHeader and the full update after it, feeding a fresh model
- * from there; and that model would still lack the history a screen
- * shows (timeline, warnings, the workers' series, recent events), so
- * it would be a different screen from the one the exact replay gives
- * there.  A recorder that wrote a full update every N MB of a file
- * (probe/) would make it worth doing.
+ * A seek past what is indexed does not wait for the pass when the trace
+ * has checkpoint marks (a recorder writes one before a full update every
+ * 16 MB or more: probe/src/recorder_ckpt.c): replay_ahead.c restores a
+ * fresh model from the last mark before the time wanted and reads on,
+ * a model that knows the tasks live there, not the history before it;
+ * once the pass covers that time, the exact path below takes over.  In
+ * a file without marks, such a seek waits for the pass (first opens
+ * only: later ones have the side index).
  *
  * Updates carry only changes, so the state at a time is known only by
  * feeding every record before it.  Checkpoints bound that: packed copies

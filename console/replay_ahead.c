@@ -12,7 +12,8 @@
  * end in 1 MiB reads for the sync pattern (each hit checked:
  * weft_wire_ckpt_get() checks its shape, its checksum and the offset it
  * names for itself, so a pattern inside a name or an event does not
- * pass; and the full update it announces must be whole in the file),
+ * pass; and the full update it announces must follow it whole, as
+ * Update records ending where it says: full_follows()),
  * then the chain of marks before it, each naming the previous one's
  * offset: one 54-byte read a mark, each checked the same way, down to
  * the first (prev 0) or one that does not check (a damaged file: the
@@ -54,13 +55,58 @@
 /* r->rd_at while rd is where the read-ahead left it. */
 #define RD_AHEAD (SIZE_MAX - 1)
 
+/* A varint at @p (@n bytes): its length, 0 when cut or too long. */
+static size_t varint(const uint8_t *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t i = 0; i < n && i < 10; i++) {
+		*v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80))
+			return i + 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether what mark @c announces follows it, whole: Update records (a
+ * record tag and length, the Frame's update field whose own length fills
+ * the record) back to back, ending exactly full_bytes after the mark.
+ * Bytes that only look like a mark (even a copy planted at its own
+ * offset inside a name) are not followed by that.
+ */
+static bool full_follows(int fd, const weft_wire_ckpt_t *c, uint64_t size)
+{
+	uint64_t at = c->offset + WEFT_WIRE_CKPT_LEN;
+	uint64_t end = at + c->full_bytes;
+
+	if (!c->full_bytes || c->full_bytes > size || end > size)
+		return false;
+	for (unsigned n = 0; at < end; n++) {
+		uint8_t h[24];
+		ssize_t got = pread(fd, h, sizeof(h), (off_t)at);
+		uint64_t len, sub;
+		size_t k, k2;
+
+		if (got < 4 || h[0] != 0x0a || n >= 4096)
+			return false;
+		k = varint(h + 1, (size_t)got - 1, &len);
+		if (!k || 1 + k >= (size_t)got || h[1 + k] != 0x22)
+			return false;
+		k2 = varint(h + 2 + k, (size_t)got - 2 - k, &sub);
+		if (!k2 || 1 + k2 + sub != len)
+			return false;
+		at += 1 + k + len;
+	}
+	return at == end;
+}
+
 static bool mark_at(int fd, uint64_t off, uint64_t size, weft_wire_ckpt_t *c)
 {
 	uint8_t b[WEFT_WIRE_CKPT_LEN];
 
 	return pread(fd, b, sizeof(b), (off_t)off) == (ssize_t)sizeof(b) &&
 	       weft_wire_ckpt_get(b, sizeof(b), off, c) &&
-	       c->full_bytes <= size - off - WEFT_WIRE_CKPT_LEN;
+	       full_follows(fd, c, size);
 }
 
 /* The last whole mark in [@from, @to) of the file, by a scan back. */
@@ -92,8 +138,7 @@ static bool last_mark(int fd, uint64_t from, uint64_t to, uint64_t size,
 				break;
 			if (weft_wire_ckpt_get(p, (size_t)got - i, start + i,
 					       &c) &&
-			    c.full_bytes <=
-				    size - c.offset - WEFT_WIRE_CKPT_LEN) {
+			    full_follows(fd, &c, size)) {
 				*out = c;
 				found = true; /* the last in the chunk wins */
 			}
