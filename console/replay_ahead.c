@@ -8,8 +8,10 @@
  * the pass to get there (5 minutes at 10 GB).
  *
  * Finding the marks (con_ahead_open(), once at open, when the index is
- * not whole yet): the file's last whole mark, by a scan back from its
- * end in 1 MiB reads for the sync pattern (each hit checked:
+ * not whole yet): whether the file has marks at all (one in its first
+ * 32 MiB: a recording's first full update is marked), then its last
+ * whole mark, by a scan back from its end in 1 MiB reads (256 MiB at
+ * most) for the sync pattern (each hit checked:
  * weft_wire_ckpt_get() checks its shape, its checksum and the offset it
  * names for itself, so a pattern inside a name or an event does not
  * pass; and the full update it announces must follow it whole, as
@@ -51,6 +53,13 @@
 #include "weft/trace_stream.h"
 
 #define SCAN_CHUNK (1u << 20)
+/* A marked file's first mark is in its first SCAN_HEAD bytes (its first
+ * full update: 100 ms of trace in); its last in its last SCAN_BACK_MAX
+ * (16 MB apart, more where a full update is big: then those farther
+ * from the end than this are not found, and a seek there waits for the
+ * index pass as in a file without marks). */
+#define SCAN_HEAD (32u << 20)
+#define SCAN_BACK_MAX (256ull << 20)
 
 /* r->rd_at while rd is where the read-ahead left it. */
 #define RD_AHEAD (SIZE_MAX - 1)
@@ -150,6 +159,38 @@ static bool last_mark(int fd, uint64_t from, uint64_t to, uint64_t size,
 	return found;
 }
 
+/* Whether a whole mark is in the file's first SCAN_HEAD bytes. */
+static bool first_mark(int fd, uint64_t size)
+{
+	uint8_t *buf = con_xmalloc(SCAN_CHUNK + WEFT_WIRE_CKPT_LEN);
+	bool found = false;
+
+	for (uint64_t start = 0; !found && start < size && start < SCAN_HEAD;
+	     start += SCAN_CHUNK) {
+		ssize_t got = pread(fd, buf,
+				    SCAN_CHUNK + WEFT_WIRE_CKPT_LEN - 1,
+				    (off_t)start);
+		const uint8_t *p;
+		size_t at = 0;
+
+		if (got <= 0)
+			break;
+		while (!found && at < SCAN_CHUNK && (size_t)got > at &&
+		       (p = weft_wire_ckpt_find(buf + at, (size_t)got - at))) {
+			size_t i = (size_t)(p - buf);
+			weft_wire_ckpt_t c;
+
+			found = i < SCAN_CHUNK &&
+				weft_wire_ckpt_get(p, (size_t)got - i,
+						   start + i, &c) &&
+				full_follows(fd, &c, size);
+			at = i + 1;
+		}
+	}
+	free(buf);
+	return found;
+}
+
 /* The trace's last record's time, read from @off (a mark's end) on. */
 static uint64_t end_time(const con_replay_t *r, uint64_t off, uint64_t t)
 {
@@ -183,7 +224,13 @@ void con_ahead_open(con_replay_t *r)
 	fd = open(r->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (!last_mark(fd, r->indexed_bytes, r->size, r->size, &c)) {
+	/* A file with marks has one at its start (a recording's first full
+	 * update); a file without (older, or marks turned off) is not
+	 * scanned back from its end: that would read all of it. */
+	if (!first_mark(fd, r->size) ||
+	    !last_mark(fd,
+		       r->size > SCAN_BACK_MAX ? r->size - SCAN_BACK_MAX : 0,
+		       r->size, r->size, &c)) {
 		close(fd);
 		return;
 	}
