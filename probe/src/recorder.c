@@ -20,7 +20,9 @@
  * (once a file has max_file_bytes) path.N starts with its own header,
  * names again the tasks it mentions, and gets an update with every task
  * (while such an update is under a quarter of a file): read alone, it
- * names the tasks that wait unchanged through it too.
+ * names the tasks that wait unchanged through it too.  Every 16 MB or
+ * more of a file, a checkpoint: a full update after a mark a reader
+ * finds from any offset (recorder_ckpt.c).
  */
 #include <errno.h>
 #include <fcntl.h>

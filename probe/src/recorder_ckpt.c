@@ -90,8 +90,10 @@ int weft__rec_ckpt_mark(weft_rec_ckpt_t *c, weft_wire_buf_t *b, size_t before,
 	if (!c->every)
 		return 0;
 	err = weft_wire_buf_reserve(b, WEFT_WIRE_CKPT_LEN);
-	if (err)
-		return err; /* the update goes unmarked */
+	if (err) {
+		c->asked = false; /* the update goes unmarked: asked again */
+		return err;
+	}
 	memmove(b->data + before + WEFT_WIRE_CKPT_LEN, b->data + before, full);
 	weft_wire_ckpt_put(b->data + before, &m);
 	b->len += WEFT_WIRE_CKPT_LEN;
