@@ -15,7 +15,7 @@
  * weft_wire_ckpt_get() checks its shape, its checksum and the offset it
  * names for itself, so a pattern inside a name or an event does not
  * pass; and the full update it announces must follow it whole, as
- * Update records ending where it says: full_follows()),
+ * records ending where it says: full_follows()),
  * then the chain of marks before it, each naming the previous one's
  * offset: one 54-byte read a mark, each checked the same way, down to
  * the first (prev 0) or one that does not check (a damaged file: the
@@ -77,9 +77,10 @@ static size_t varint(const uint8_t *p, size_t n, uint64_t *v)
 }
 
 /*
- * Whether what mark @c announces follows it, whole: Update records (a
- * record tag and length, the Frame's update field whose own length fills
- * the record) back to back, ending exactly full_bytes after the mark.
+ * Whether what mark @c announces follows it, whole: records (a record
+ * tag and length, the Frame's one field, length-delimited, whose own
+ * length fills the record: Updates, as a full update is written today)
+ * back to back, ending exactly full_bytes after the mark.
  * Bytes that only look like a mark (even a copy planted at its own
  * offset inside a name) are not followed by that.
  */
@@ -99,7 +100,10 @@ static bool full_follows(int fd, const weft_wire_ckpt_t *c, uint64_t size)
 		if (got < 4 || h[0] != 0x0a || n >= 4096)
 			return false;
 		k = varint(h + 1, (size_t)got - 1, &len);
-		if (!k || 1 + k >= (size_t)got || h[1 + k] != 0x22)
+		/* A Frame of one length-delimited field (an Update, or
+		 * whatever else a full update's records come to hold). */
+		if (!k || 1 + k >= (size_t)got || (h[1 + k] & 7) != 2 ||
+		    h[1 + k] & 0x80)
 			return false;
 		k2 = varint(h + 2 + k, (size_t)got - 2 - k, &sub);
 		if (!k2 || 1 + k2 + sub != len)
