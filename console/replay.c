@@ -1111,7 +1111,9 @@ size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
 	size_t cap = 2 * max + 64, n = 0, batches = 0, scanned = 0;
 	weft_event_t *got;
 
-	if (!id || !max)
+	/* Ahead of the index (replay_ahead.c): the batches before the
+	 * position are not indexed. */
+	if (!id || !max || (r->ahead && r->ahead->active))
 		return 0;
 	got = con_xcalloc(cap, sizeof(*got));
 	for (size_t i = r->next; i-- > 0 && batches < 64 && scanned < 4096;) {
