@@ -389,7 +389,8 @@ static const struct binding {
 	{ '[', act_replay, "[ ] left right",
 	  "replay: seek 1 s back, forward (arrows: not in the timeline)" },
 	{ ']', act_replay, NULL, NULL },
-	{ '{', act_replay, "{ }", "replay: seek a tenth of the trace back, on" },
+	{ '{', act_replay, "{ }",
+	  "replay: seek a tenth of the trace back, on" },
 	{ '}', act_replay, NULL, NULL },
 	{ 'n', act_replay, "n", "replay: jump to the next warning" },
 };

@@ -391,8 +391,7 @@ static int seek_bench(con_session_t *s, const con_opts_t *o)
 	printf("%-12s %8.3f s  peak RSS %6.1f MiB  (%zu records, %.3f s of "
 	       "trace%s)\n",
 	       ahead ? "trace-end" : "index-rest", secs_since(t0),
-	       peak_rss_mb(), rp.n,
-	       (double)(end - rp.first_ns) / 1e9,
+	       peak_rss_mb(), rp.n, (double)(end - rp.first_ns) / 1e9,
 	       ahead ? "; not indexed on: the seeks go ahead of it" : "");
 	fflush(stdout);
 	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
