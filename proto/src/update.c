@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Update records: a collector pass's model (stats, tasks, workers,
- * warnings, resources), encoded by hand, split into several records when
- * too large, and recounted for one subscriber
- * (weft/wire.h has the model).
+ * warnings, resources), encoded by hand and split into several records
+ * when too large (weft/wire.h has the model); update_site.c has the
+ * sites and the recount for one subscriber.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -187,7 +187,8 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	    uint_len(22, t->warnings) + uint_len(23, t->locks_held) +
 	    str_len(26, s->parked) + uint_len(27, t->parked_line) +
 	    uint_len(28, t->idle_since_ns) + uint_len(29, t->waiting_on) +
-	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op);
+	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op) +
+	    uint_len(33, t->site);
 	if (t->poll_hist) {
 		s->hist[0] = hist_len(t->poll_hist);
 		n += sub_len(24, s->hist[0]);
@@ -212,7 +213,7 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
  */
 static size_t task_parts(const weft_probe_task_t *t, struct task_size *s)
 {
-	size_t n = 32 * 12; /* 31 fields, their tags and varints */
+	size_t n = 33 * 12; /* 32 fields, their tags and varints */
 
 	s->name = cstr_len(t->name);
 	s->file = cstr_len(t->file);
@@ -280,7 +281,7 @@ static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
 		p = put_uint(p, 2, t->waited[i].total_ns);
 		p = put_uint(p, 3, t->waited[i].waits);
 	}
-	return p;
+	return put_uint(p, 33, t->site);
 }
 
 /* Update.tasks: one task, from @m's bytes when s->memo. */
@@ -622,7 +623,9 @@ struct update_enc {
 	const weft_wire_task_memo_t *memo; /* where sz[i].memo bytes are */
 	const struct task_size *sz;        /* per task */
 	const struct task_size *rsz;       /* per resource */
-	size_t base; /* stats, workers, warnings and full: the first part's */
+	size_t base; /* stats, workers, warnings, full, sites: the first's */
+	const weft_wire_site_t *sites;
+	size_t nsites;
 };
 
 static size_t items_of(const struct update_enc *e)
@@ -726,6 +729,8 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	p = put_ids(p, e, ti, tk, true, nfin);
 	for (size_t j = ri; j < rk; j++)
 		p = put_resource(p, u->resources[j], &e->rsz[j]);
+	for (size_t j = 0; first && j < e->nsites; j++)
+		p = weft__wire_site_put(p, &e->sites[j]);
 	check_written("Update", start, p, 1 + varint_len(flen) + flen);
 	b->len += (size_t)(p - start);
 	return 0;
@@ -816,11 +821,13 @@ static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
  */
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
-			 weft_wire_task_memo_t *m);
+			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			 size_t nst);
 
 static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			  uint64_t prev_now_ns, size_t max,
-			  weft_wire_task_memo_t *m)
+			  weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			  size_t nst)
 {
 	weft_probe_update_t rest = *u;
 	size_t len0 = b->len, i = 0;
@@ -839,13 +846,13 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 								 w.nwarnings]));
 			w.nwarnings++;
 		}
-		err = update_append(b, &w, prev_now_ns, max, m);
+		err = update_append(b, &w, prev_now_ns, max, m, NULL, 0);
 		i += w.nwarnings;
 	}
 	rest.warnings = NULL;
 	rest.nwarnings = 0;
 	if (!err)
-		err = update_append(b, &rest, prev_now_ns, max, m);
+		err = update_append(b, &rest, prev_now_ns, max, m, st, nst);
 	if (err)
 		b->len = len0;
 	return err;
@@ -867,7 +874,8 @@ static uint32_t memo_fields(const weft_probe_task_t *t)
 	return (uint32_t)(t->name != NULL) | (uint32_t)(t->file != NULL) << 1 |
 	       (uint32_t)(t->line != 0) << 2 |
 	       (uint32_t)(t->poll_hist != NULL) << 3 |
-	       (uint32_t)(t->sched_hist != NULL) << 4;
+	       (uint32_t)(t->sched_hist != NULL) << 4 |
+	       (uint32_t)(t->state_size != 0) << 5;
 }
 
 static size_t memo_hash(uint64_t id, uint32_t fields, size_t cap)
@@ -1039,7 +1047,7 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
-	return update_append(b, u, prev_now_ns, max_record, NULL);
+	return update_append(b, u, prev_now_ns, max_record, NULL, NULL, 0);
 }
 
 int weft_wire_update_append_memo(weft_wire_buf_t *b,
@@ -1047,14 +1055,24 @@ int weft_wire_update_append_memo(weft_wire_buf_t *b,
 				 uint64_t prev_now_ns, size_t max_record,
 				 weft_wire_task_memo_t *m)
 {
-	return update_append(b, u, prev_now_ns, max_record, m);
+	return update_append(b, u, prev_now_ns, max_record, m, NULL, 0);
+}
+
+int weft_wire_update_append_sites(weft_wire_buf_t *b,
+				  const weft_probe_update_t *u,
+				  const weft_wire_site_t *sites, size_t n,
+				  uint64_t prev_now_ns, size_t max_record,
+				  weft_wire_task_memo_t *m)
+{
+	return update_append(b, u, prev_now_ns, max_record, m, sites, n);
 }
 
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
-			 weft_wire_task_memo_t *m)
+			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			 size_t nst)
 {
-	struct update_enc e = { .u = u, .memo = m };
+	struct update_enc e = { .u = u, .memo = m, .sites = st, .nsites = nst };
 	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
 	size_t nt = u->ntasks;
 	int err;
@@ -1062,7 +1080,8 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
 	if (u->nwarnings > 1 && !sz_fits_warnings(u, max_record))
-		return warnings_first(b, u, prev_now_ns, max_record, m);
+		return warnings_first(b, u, prev_now_ns, max_record, m, st,
+				      nst);
 	if (!sz)
 		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++) {
@@ -1086,6 +1105,8 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	for (size_t i = 0; i < u->nwarnings; i++)
 		e.base += sub_len(4, warning_len(&u->warnings[i]));
 	e.base += uint_len(5, u->full);
+	for (size_t i = 0; i < nst; i++)
+		e.base += weft__wire_site_len(&st[i]);
 
 	/*
 	 * Whole, it keeps the parts' slack too: weft_wire_update_recount()
@@ -1098,65 +1119,4 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	if (err == -EMSGSIZE && items_of(&e))
 		err = update_split(b, &e, max_record);
 	return err;
-}
-
-/*
- * weft_wire_update_recount() - Update records again, with one
- * subscriber's updates_skipped and events_not_sent set in the first.
- * @rec, @len: whole records from weft_wire_update_append_split(); the
- * first is an Update, the others are copied as they are.
- *
- * The fields are appended to the Update's bytes (protobuf keeps the last
- * value of a repeated scalar field), so the record is re-framed, not
- * re-encoded: the cost is a copy.
- *
- * Return: 0; -EINVAL (not an Update record); -ENOMEM (@b unchanged).
- */
-int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
-			      size_t len, uint64_t skipped, uint64_t not_sent)
-{
-	uint8_t extra[2 * 11], hdr[2 * 11];
-	uint64_t flen, ulen;
-	size_t i = 1, k, nx = 0, nh = 0, end, rest;
-	int err;
-
-	if (len < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
-		return -EINVAL;
-	k = varint_get(rec + i, len - i, &flen);
-	if (!k || flen > len - i - k)
-		return -EINVAL;
-	i += k;
-	end = i + (size_t)flen; /* the first record's end */
-	rest = len - end;
-	/* Frame.update: field 4, length-delimited. */
-	if (i >= end || rec[i] != (4u << 3 | 2u))
-		return -EINVAL;
-	i++;
-	k = varint_get(rec + i, end - i, &ulen);
-	if (!k || ulen != end - i - k)
-		return -EINVAL;
-	i += k;
-	if (skipped) {
-		extra[nx++] = 8u << 3; /* Update.updates_skipped, varint */
-		nx += weft_wire_varint_put(extra + nx, skipped);
-	}
-	if (not_sent) {
-		extra[nx++] = 9u << 3; /* Update.events_not_sent, varint */
-		nx += weft_wire_varint_put(extra + nx, not_sent);
-	}
-	ulen += nx;
-	flen = 1 + varint_len(ulen) + ulen;
-	hdr[nh++] = WEFT_WIRE_RECORD_TAG;
-	nh += weft_wire_varint_put(hdr + nh, flen);
-	hdr[nh++] = 4u << 3 | 2u;
-	nh += weft_wire_varint_put(hdr + nh, ulen);
-	err = weft_wire_buf_reserve(b, nh + (end - i) + nx + rest);
-	if (err)
-		return err;
-	memcpy(b->data + b->len, hdr, nh);
-	memcpy(b->data + b->len + nh, rec + i, end - i);
-	memcpy(b->data + b->len + nh + (end - i), extra, nx);
-	memcpy(b->data + b->len + nh + (end - i) + nx, rec + end, rest);
-	b->len += nh + (end - i) + nx + rest;
-	return 0;
 }
