@@ -90,6 +90,9 @@ static const char usage[] =
 	"  --rate R      requests per second of trace time (default 400000)\n"
 	"  --seed S      the generator's seed (default 1)\n"
 	"  --quiet       no progress on stderr (shown when it is a terminal)\n"
+	"  --sites       tasks name their spawn site (each site's record once)\n"
+	"                instead of carrying its name and file; N counts the\n"
+	"                bytes they would have taken, so the run is the same\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"The last line on stdout: bytes=, events=, tasks= (every task named in\n"
@@ -175,6 +178,8 @@ int main(int argc, char **argv)
 					 0xffffffffUL);
 		} else if (!strcmp(a, "--quiet")) {
 			g.progress = false;
+		} else if (!strcmp(a, "--sites")) {
+			g.sites_mode = true;
 		} else if (a[0] == '-' && a[1]) {
 			die(2, "unknown option '%s' (--help)", a);
 		} else if (g.path) {
@@ -196,7 +201,7 @@ int main(int argc, char **argv)
 	file_begin();
 	world_setup();
 
-	while (g.bytes + g.out.len < g.want_bytes) {
+	while (g.bytes + g.out.len + g.saved < g.want_bytes) {
 		for (unsigned s = 0; s < PASS_SLICES; s++) {
 			uint64_t end = g.now + SLICE_NS;
 

@@ -128,6 +128,44 @@ static void task_model(weft_probe_task_t *c, const struct task *t)
 	}
 }
 
+/*
+ * --sites: @u's tasks named by their sites, each site's record with the
+ * first record naming it; g.saved grows by what the names form (encoded
+ * beside, to be measured) would have taken more.
+ */
+static void sites_out(weft_probe_update_t *u)
+{
+	weft_wire_site_t st[64];
+	size_t n = 0, len0 = g.out.len;
+
+	g.legacy.len = 0;
+	check(weft_wire_update_append_split(&g.legacy, u, g.prev_update_ns, 0),
+	      "appending an update");
+	for (size_t i = 0; i < u->ntasks; i++) {
+		weft_probe_task_t *c = &g.copies[i];
+		unsigned k = g.tasks[g.dirty[i]].site;
+
+		c->site = k + 1;
+		c->name = c->file = NULL;
+		c->line = c->state_size = 0;
+		if (k < 64 && !(g.sites_sent >> k & 1)) {
+			g.sites_sent |= 1ull << k;
+			st[n++] = (weft_wire_site_t){
+				.id = k + 1,
+				.name = sites[k].name,
+				.file = sites[k].file,
+				.line = sites[k].line,
+				.state_size = sites[k].state_size,
+			};
+		}
+	}
+	check(weft_wire_update_append_sites(&g.out, u, st, n, g.prev_update_ns,
+					    0, NULL),
+	      "appending an update");
+	if (g.legacy.len > g.out.len - len0)
+		g.saved += g.legacy.len - (g.out.len - len0);
+}
+
 void update_out(void)
 {
 	weft_probe_stats_t st = { 0 };
@@ -196,8 +234,12 @@ void update_out(void)
 	u.nwarnings = g.nwarn;
 	u.resources = rp;
 	u.nresources = NRES;
-	check(weft_wire_update_append_split(&g.out, &u, g.prev_update_ns, 0),
-	      "appending an update");
+	if (g.sites_mode)
+		sites_out(&u);
+	else
+		check(weft_wire_update_append_split(&g.out, &u,
+						    g.prev_update_ns, 0),
+		      "appending an update");
 	g.updates++;
 	g.prev_update_ns = g.now;
 	g.nwarn = 0;
