@@ -554,9 +554,14 @@ static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
 	return true;
 }
 
-/* Adds the thinned copy of @t to the record being built (@t itself when
- * nothing is left out: a task's first and last record, often both, when
- * it has no site). */
+/*
+ * Adds the thinned copy of @t to the record being built (@t itself when
+ * nothing is left out: a task's first and last record, often both; and a
+ * task named by its site, whose strings the encoder leaves out,
+ * weft_wire_update_append_sites(): no copy of the record for it).  A
+ * task with a site that cannot name it goes as a copy with no site, its
+ * strings in.
+ */
 static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 		      bool full, bool hists)
 {
@@ -566,7 +571,7 @@ static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 			  (t->poll_hist || t->sched_hist);
 
 	if (by_site) {
-		thin_name = true;
+		/* Its strings left out by the encoder. */
 	} else if (!full && weft__idset_has(&d->known, t->id)) {
 		thin_name = t->name || t->file || t->line;
 	} else if (!t->finished_ns && (t->name || t->file)) {
@@ -578,17 +583,17 @@ static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 	/* Its last record: the reader keeps it until it retires it. */
 	if (t->finished_ns)
 		weft__idset_remove(&d->known, t->id);
-	if (!thin_name && !thin_hists) {
+	if (!thin_name && !thin_hists && (by_site || !t->site)) {
 		d->tasks[(*n)++] = t;
 		return;
 	}
 	*c = *t;
+	if (!by_site)
+		c->site = 0;
 	if (thin_name) {
 		c->name = NULL;
 		c->file = NULL;
 		c->line = 0;
-		if (by_site)
-			c->state_size = 0;
 	}
 	if (thin_hists) {
 		c->poll_hist = NULL;

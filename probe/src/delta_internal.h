@@ -27,8 +27,11 @@
  * again (a reader may start there: a resync, a new file), as
  * weft__delta_forget() makes the next records do.  A site whose record
  * could not go out (no memory, too big) is sent by the next record that
- * names it.  A task with no site, or named otherwise than its site, goes
- * by the rule above.
+ * names it.  A task with no site, or named otherwise than its site (or
+ * whose site's record cannot be listed), goes by the rule above, its
+ * record with no site.  The encoder leaves a named-by-site task's
+ * strings out (weft_wire_update_append_sites()): its record is the
+ * collector's own, not a copy.
  *
  * Resources: each pass's changed resources are copied into the stream
  * (histograms too: the collector's may change or go before the record

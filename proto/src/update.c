@@ -159,6 +159,7 @@ struct task_size {
 	size_t waited[WEFT_TASK_WAITED]; /* TaskWait bodies */
 	size_t memo_off; /* the body's bytes in the memo, when memo */
 	bool is_new, is_finished, memo;
+	bool strip; /* named by its site: no name, file, line, state_size */
 };
 
 static size_t task_wait_len(const weft_probe_task_wait_t *w)
@@ -171,12 +172,12 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 {
 	size_t n;
 
-	s->name = cstr_len(t->name);
-	s->file = cstr_len(t->file);
+	s->name = s->strip ? 0 : cstr_len(t->name);
+	s->file = s->strip ? 0 : cstr_len(t->file);
 	s->parked = cstr_len(t->parked_file);
 	n = uint_len(1, t->id) + uint_len(2, t->parent) + str_len(3, s->name) +
-	    str_len(4, s->file) + uint_len(5, t->line) +
-	    uint_len(6, t->state_size) + uint_len(7, t->kind) +
+	    str_len(4, s->file) + uint_len(5, s->strip ? 0 : t->line) +
+	    uint_len(6, s->strip ? 0 : t->state_size) + uint_len(7, t->kind) +
 	    uint_len(8, t->state) + uint_len(9, t->last_worker) +
 	    uint_len(10, zigzag32(t->status)) + uint_len(11, t->spawned_ns) +
 	    uint_len(12, t->finished_ns) + uint_len(13, t->polls) +
@@ -215,8 +216,8 @@ static size_t task_parts(const weft_probe_task_t *t, struct task_size *s)
 {
 	size_t n = 33 * 12; /* 32 fields, their tags and varints */
 
-	s->name = cstr_len(t->name);
-	s->file = cstr_len(t->file);
+	s->name = s->strip ? 0 : cstr_len(t->name);
+	s->file = s->strip ? 0 : cstr_len(t->file);
 	s->parked = cstr_len(t->parked_file);
 	n += s->name + s->file + s->parked;
 	if (t->poll_hist) {
@@ -242,8 +243,8 @@ static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
 	p = put_uint(p, 2, t->parent);
 	p = put_str(p, 3, t->name, s->name);
 	p = put_str(p, 4, t->file, s->file);
-	p = put_uint(p, 5, t->line);
-	p = put_uint(p, 6, t->state_size);
+	p = put_uint(p, 5, s->strip ? 0 : t->line);
+	p = put_uint(p, 6, s->strip ? 0 : t->state_size);
 	p = put_uint(p, 7, t->kind);
 	p = put_uint(p, 8, t->state);
 	p = put_uint(p, 9, t->last_worker);
@@ -822,12 +823,12 @@ static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
 			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
-			 size_t nst);
+			 ptrdiff_t nst);
 
 static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			  uint64_t prev_now_ns, size_t max,
 			  weft_wire_task_memo_t *m, const weft_wire_site_t *st,
-			  size_t nst)
+			  ptrdiff_t nst)
 {
 	weft_probe_update_t rest = *u;
 	size_t len0 = b->len, i = 0;
@@ -846,7 +847,7 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 								 w.nwarnings]));
 			w.nwarnings++;
 		}
-		err = update_append(b, &w, prev_now_ns, max, m, NULL, 0);
+		err = update_append(b, &w, prev_now_ns, max, m, NULL, -1);
 		i += w.nwarnings;
 	}
 	rest.warnings = NULL;
@@ -869,13 +870,14 @@ struct weft_wire_memo_entry {
 };
 
 /* Which of the fields a thinned copy may leave out @t's record has. */
-static uint32_t memo_fields(const weft_probe_task_t *t)
+static uint32_t memo_fields(const weft_probe_task_t *t, bool strip)
 {
-	return (uint32_t)(t->name != NULL) | (uint32_t)(t->file != NULL) << 1 |
-	       (uint32_t)(t->line != 0) << 2 |
+	return (uint32_t)(!strip && t->name) |
+	       (uint32_t)(!strip && t->file) << 1 |
+	       (uint32_t)(!strip && t->line) << 2 |
 	       (uint32_t)(t->poll_hist != NULL) << 3 |
 	       (uint32_t)(t->sched_hist != NULL) << 4 |
-	       (uint32_t)(t->state_size != 0) << 5;
+	       (uint32_t)(!strip && t->state_size) << 5;
 }
 
 static size_t memo_hash(uint64_t id, uint32_t fields, size_t cap)
@@ -1014,13 +1016,13 @@ static void task_sized(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 	struct weft_wire_memo_entry *e;
 	uint32_t fields;
 
-	s->memo = false;
+	s->memo = false; /* s->strip: the caller's */
 	if (!m || !t->id || !m->epoch) {
 		/* Not begun (epoch 0: calloc'ed entries would all match). */
 		task_len(t, s);
 		return;
 	}
-	fields = memo_fields(t);
+	fields = memo_fields(t, s->strip);
 	e = memo_find(m, t->id, fields);
 	if (e) {
 		s->body = e->len;
@@ -1047,7 +1049,7 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
-	return update_append(b, u, prev_now_ns, max_record, NULL, NULL, 0);
+	return update_append(b, u, prev_now_ns, max_record, NULL, NULL, -1);
 }
 
 int weft_wire_update_append_memo(weft_wire_buf_t *b,
@@ -1055,7 +1057,7 @@ int weft_wire_update_append_memo(weft_wire_buf_t *b,
 				 uint64_t prev_now_ns, size_t max_record,
 				 weft_wire_task_memo_t *m)
 {
-	return update_append(b, u, prev_now_ns, max_record, m, NULL, 0);
+	return update_append(b, u, prev_now_ns, max_record, m, NULL, -1);
 }
 
 int weft_wire_update_append_sites(weft_wire_buf_t *b,
@@ -1064,15 +1066,21 @@ int weft_wire_update_append_sites(weft_wire_buf_t *b,
 				  uint64_t prev_now_ns, size_t max_record,
 				  weft_wire_task_memo_t *m)
 {
-	return update_append(b, u, prev_now_ns, max_record, m, sites, n);
+	return update_append(b, u, prev_now_ns, max_record, m, sites,
+			     (ptrdiff_t)n);
 }
 
+/* @nst < 0: no sites, tasks keep their strings; else @nst sites at
+ * @st, and tasks that name a site go without the site's strings. */
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
 			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
-			 size_t nst)
+			 ptrdiff_t nst)
 {
-	struct update_enc e = { .u = u, .memo = m, .sites = st, .nsites = nst };
+	struct update_enc e = { .u = u,
+				.memo = m,
+				.sites = st,
+				.nsites = nst > 0 ? (size_t)nst : 0 };
 	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
 	size_t nt = u->ntasks;
 	int err;
@@ -1087,6 +1095,7 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	for (size_t i = 0; i < nt; i++) {
 		const weft_probe_task_t *t = u->tasks[i];
 
+		sz[i].strip = nst >= 0 && t->site;
 		task_sized(m, t, &sz[i]);
 		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
 		sz[i].is_finished = t->finished_ns &&
@@ -1105,7 +1114,7 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	for (size_t i = 0; i < u->nwarnings; i++)
 		e.base += sub_len(4, warning_len(&u->warnings[i]));
 	e.base += uint_len(5, u->full);
-	for (size_t i = 0; i < nst; i++)
+	for (size_t i = 0; i < e.nsites; i++)
 		e.base += weft__wire_site_len(&st[i]);
 
 	/*

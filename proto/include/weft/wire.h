@@ -736,8 +736,11 @@ int weft_wire_update_append_memo(weft_wire_buf_t *b,
 
 /**
  * weft_wire_update_append_sites() - weft_wire_update_append_memo() with
- * the @n spawn sites at @sites in the (first) record's sites, for the
- * tasks that name them.
+ * the @n spawn sites at @sites in the (first) record's sites, and every
+ * task of @u that names a site (site not 0) written without its name,
+ * file, line and state_size: the caller makes sure they are its site's
+ * (and that the reader has the site, from these records or earlier
+ * ones); a task to keep its strings goes with site 0.
  *
  * Context: any thread, one at a time per @b and @m; a task may call it
  * (never blocks).
