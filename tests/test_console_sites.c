@@ -53,23 +53,32 @@ static void put_update(weft_wire_buf_t *b, unsigned k)
 	weft_probe_task_t t[3] = {
 		{ .id = 1, .site = 3, .polls = 1, .spawned_ns = SEC },
 		{ .id = 2, .site = 9, .polls = 2, .spawned_ns = SEC },
-		{ .id = 3, .name = "old", .file = "old.c", .line = 4,
-		  .state_size = 8, .polls = 3, .spawned_ns = SEC },
+		{ .id = 3,
+		  .name = "old",
+		  .file = "old.c",
+		  .line = 4,
+		  .state_size = 8,
+		  .polls = 3,
+		  .spawned_ns = SEC },
 	};
-	weft_probe_task_t t4 = { .id = 4, .site = 3, .polls = 4,
-				 .spawned_ns = 2 * SEC };
+	weft_probe_task_t t4 = {
+		.id = 4, .site = 3, .polls = 4, .spawned_ns = 2 * SEC
+	};
 	const weft_probe_task_t *tp[3] = { &t[0], &t[1], &t[2] };
 	const weft_probe_task_t *tp4[1] = { &t4 };
 	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 3 };
-	weft_wire_site_t s = { .id = 3, .name = "three", .file = "3.c",
-			       .line = 33, .state_size = 300 };
+	weft_wire_site_t s = { .id = 3,
+			       .name = "three",
+			       .file = "3.c",
+			       .line = 33,
+			       .state_size = 300 };
 
 	if (k) {
 		u.tasks = tp4;
 		u.ntasks = 1;
 	}
-	assert_int_equal(weft_wire_update_append_sites(b, &u, &s, k == 0, 0,
-							0, NULL),
+	assert_int_equal(weft_wire_update_append_sites(b, &u, &s, k == 0, 0, 0,
+						       NULL),
 			 0);
 }
 

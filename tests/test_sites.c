@@ -94,8 +94,8 @@ static void read_records(const weft_wire_buf_t *b, weft_wire_sites_t *sites,
 	while (off < b->len) {
 		Weft__V1__Frame *f;
 		size_t used;
-		int rc = weft_wire_decoder_feed(&d, b->data + off,
-						 b->len - off, &used, &f);
+		int rc = weft_wire_decoder_feed(&d, b->data + off, b->len - off,
+						&used, &f);
 
 		off += used;
 		assert_true(rc >= 0);
@@ -241,16 +241,22 @@ static void records_by_hand(weft_wire_buf_t *b, bool with_site)
 	weft_probe_task_t t[3] = {
 		{ .id = 1, .site = 3, .polls = 1 },
 		{ .id = 2, .site = 9, .polls = 2 },
-		{ .id = 3, .name = "old", .file = "old.c", .line = 4,
+		{ .id = 3,
+		  .name = "old",
+		  .file = "old.c",
+		  .line = 4,
 		  .polls = 3 },
 	};
 	const weft_probe_task_t *tp[3] = { &t[0], &t[1], &t[2] };
 	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 3 };
-	weft_wire_site_t s = { .id = 3, .name = "three", .file = "3.c",
-			       .line = 33, .state_size = 300 };
+	weft_wire_site_t s = { .id = 3,
+			       .name = "three",
+			       .file = "3.c",
+			       .line = 33,
+			       .state_size = 300 };
 
-	assert_int_equal(weft_wire_update_append_sites(b, &u, &s, with_site,
-							0, 0, NULL),
+	assert_int_equal(weft_wire_update_append_sites(b, &u, &s, with_site, 0,
+						       0, NULL),
 			 0);
 }
 
@@ -327,14 +333,12 @@ static void test_sites_raw_walk(void **state)
 		hdr++;
 	hdr++;
 	flen = b.len - hdr;
-	assert_int_equal(weft_wire_frame_one_raw(b.data + hdr, flen, &body,
-						 &len),
-			 4);
+	assert_int_equal(
+		weft_wire_frame_one_raw(b.data + hdr, flen, &body, &len), 4);
 	assert_int_equal(weft_wire_update_walk_sites_raw(body, len, &sites), 0);
 	assert_int_equal(sites.n, 1);
-	assert_int_equal(weft_wire_update_walk_raw(body, len, &rest, raw_task,
-						   ctx),
-			 0);
+	assert_int_equal(
+		weft_wire_update_walk_raw(body, len, &rest, raw_task, ctx), 0);
 	assert_string_equal(names[1], "three:33:300");
 	assert_string_equal(names[2], ":0:0");
 	assert_string_equal(names[3], "old:4:0");

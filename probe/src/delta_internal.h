@@ -139,7 +139,7 @@ typedef struct weft_delta_s {
 	bool memo_user;     /* holds a reference to the shared memo */
 	weft_idset_t dirty; /* changed since the last record */
 	weft_idset_t known; /* name and file already sent */
-	weft_idset_t sites_sent; /* spawn sites sent (ids) */
+	weft_idset_t sites_sent;    /* spawn sites sent (ids) */
 	weft_wire_site_t *site_out; /* the record's sites, nsite_out */
 	size_t nsite_out, site_out_cap;
 	weft_probe_warning_t *warn;

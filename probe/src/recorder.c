@@ -803,8 +803,8 @@ static void capture_update(void *ctx, const weft_probe_update_t *u)
 	/* Every site met: the kept records may name one whose own record
 	 * went out with an older chunk. */
 	sites = weft__sub_sites_all(&n);
-	c->err = weft_wire_update_append_sites(&c->buf, u, sites, n, 0, 0,
-					       NULL);
+	c->err =
+		weft_wire_update_append_sites(&c->buf, u, sites, n, 0, 0, NULL);
 	free(sites);
 	c->done = true;
 }

@@ -70,7 +70,8 @@ int weft_wire_sites_add(weft_wire_sites_t *s, const Weft__V1__Site *m)
 int weft_wire_sites_add_update(weft_wire_sites_t *s, const Weft__V1__Update *u)
 {
 	for (size_t i = 0; u && i < u->n_sites; i++)
-		if (u->sites[i] && weft_wire_sites_add(s, u->sites[i]) == -ENOMEM)
+		if (u->sites[i] &&
+		    weft_wire_sites_add(s, u->sites[i]) == -ENOMEM)
 			return -ENOMEM;
 	return 0;
 }

@@ -431,7 +431,7 @@ typedef struct weft_wire_task_brief_s {
 	uint32_t parked_line;
 	const char *name, *file, *parked_file;
 	size_t name_len, file_len, parked_len;
-	uint32_t site; /* Task.site (0: none) */
+	uint32_t site;       /* Task.site (0: none) */
 	uint32_t state_size; /* weft_trace_tasks_next_brief(): its site's */
 } weft_wire_task_brief_t;
 
