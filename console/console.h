@@ -479,6 +479,10 @@ typedef struct con_model_s {
 	weft_event_t *recent;
 	size_t recent_cap;
 	uint64_t nrecent; /* events put in it */
+	/* Spawn sites met (every Update's sites), naming the tasks whose
+	 * records name one (task_set()); .unknown: records of a site not
+	 * met, left unnamed. */
+	weft_wire_sites_t sites;
 } con_model_t;
 
 void con_model_init(con_model_t *m, const char *target);
@@ -531,6 +535,16 @@ bool con_model_load(con_model_t *dst, const void *bytes, size_t len);
 void con_saved_free(con_saved_t *s);
 /* A number that changes with the layout con_model_save() writes. */
 uint64_t con_model_save_layout(void);
+/* model_sites.c: a model's sites copied (aborts without memory), and
+ * saved as bytes (con_xmalloc'ed, *@len) and loaded back (false: the
+ * bytes do not read). */
+void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src);
+uint8_t *con_sites_save(const weft_wire_sites_t *s, size_t *len);
+bool con_sites_load(weft_wire_sites_t *s, const uint8_t *p, size_t len);
+/* @x named by its spawn site (a copy in *@scratch) when its record
+ * names one and leaves its strings out; else @x. */
+const Weft__V1__Task *con_sites_name(con_model_t *m, const Weft__V1__Task *x,
+				     Weft__V1__Task *scratch);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);

@@ -138,7 +138,9 @@ static bool take_update(con_live_t *l, con_model_t *m, const uint8_t *p,
 	static const uint8_t none[1];
 	Weft__V1__Update *u;
 
-	if (weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))
+	/* Its sites first: its tasks may name them. */
+	if (weft_wire_update_walk_sites_raw(p, len, &m->sites) ||
+	    weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))
 		return false;
 	u = weft__v1__update__unpack(NULL, l->rest.len,
 				     l->rest.len ? l->rest.data : none);

@@ -289,6 +289,7 @@ void con_model_fini(con_model_t *m)
 	free(m->target);
 	free(m->process);
 	free(m->clock);
+	weft_wire_sites_fini(&m->sites);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -555,12 +556,14 @@ static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
 
 static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
+	Weft__V1__Task named;
 	con_task_t *t;
 	bool was_finished;
 	uint64_t finished;
 
 	if (!x || !x->id)
 		return;
+	x = con_sites_name(m, x, &named); /* its site's strings */
 	t = task_get(m, x->id);
 	was_finished = t->finished_ns != 0;
 	finished = t->finished_ns;
@@ -775,6 +778,7 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 {
 	if (!u)
 		return;
+	(void)weft_wire_sites_add_update(&m->sites, u); /* before its tasks */
 	update_head(m, u);
 	for (size_t i = 0; i < u->n_tasks; i++)
 		task_set(m, u->tasks[i]);

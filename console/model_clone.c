@@ -25,6 +25,7 @@ void con_model_clone(con_model_t *dst, const con_model_t *src)
 	dst->target = con_xstrdup(src->target);
 	dst->process = con_xstrdup(src->process);
 	dst->clock = con_xstrdup(src->clock);
+	con_sites_copy(&dst->sites, &src->sites);
 	dst->strs = NULL;
 	dst->strs_cap = dst->nstrs = 0;
 	memset(dst->str_hint, 0, sizeof(dst->str_hint));

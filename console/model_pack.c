@@ -733,7 +733,7 @@ static char *get_xstr(rd_t *r)
  * NULL), then this size updated.  (LP64 only: the size differs
  * elsewhere.)
  */
-#define CON_MODEL_SAVED_SIZE 1096
+#define CON_MODEL_SAVED_SIZE 1128
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(con_model_t) == CON_MODEL_SAVED_SIZE,
 	      "con_model_t changed: check get_rest() in model_pack.c");
@@ -775,7 +775,8 @@ uint64_t con_model_save_layout(void)
  * the packed blob holds those). */
 static void put_rest(buf_t *b, const con_model_t *m)
 {
-	uint8_t flag;
+	uint8_t flag, *blob;
+	size_t n;
 
 	put_raw(b, m, sizeof(*m));
 	put_str(b, m->target);
@@ -824,6 +825,10 @@ static void put_rest(buf_t *b, const con_model_t *m)
 	put_var(b, m->nfin_heap);
 	if (m->nfin_heap)
 		put_raw(b, m->fin_heap, m->nfin_heap * sizeof(*m->fin_heap));
+	blob = con_sites_save(&m->sites, &n); /* model_sites.c */
+	put_var(b, n);
+	put_raw(b, blob, n);
+	free(blob);
 }
 
 /* Retention's entries (put_rest()'s last part) into @m; false on a count
@@ -950,6 +955,8 @@ static bool get_rest(rd_t *r, con_model_t *m)
 	const Weft__V1__Stats stats0 = WEFT__V1__STATS__INIT;
 	const Weft__V1__WorkerCounters wc0 = WEFT__V1__WORKER_COUNTERS__INIT;
 	con_model_t raw;
+	const uint8_t *sites;
+	uint64_t n;
 	bool tl, watch;
 
 	memset(m, 0, sizeof(*m));
@@ -994,6 +1001,7 @@ static bool get_rest(rd_t *r, con_model_t *m)
 	m->ndirty = m->dirty_cap = 0;
 	m->recent = NULL;
 	m->recent_cap = 0;
+	memset(&m->sites, 0, sizeof(m->sites));
 	/* What indexes a table: in range (the session's sort and filter
 	 * replace the task list's on a restore). */
 	if ((unsigned)m->sort_col >= CON_COL_MAX)
@@ -1079,8 +1087,11 @@ static bool get_rest(rd_t *r, con_model_t *m)
 			      CON_WATCH_EVENTS * sizeof(*m->watch)))
 			return false;
 	}
-	return !r->bad && get_res(r, m, raw.nres, raw.nres_list) &&
-	       get_fin(r, m);
+	if (r->bad || !get_res(r, m, raw.nres, raw.nres_list) || !get_fin(r, m))
+		return false;
+	n = get_var(r);
+	sites = get_raw(r, n);
+	return sites && con_sites_load(&m->sites, sites, n);
 }
 
 void con_model_save(con_saved_t *out, const con_model_t *m)

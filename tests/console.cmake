@@ -17,6 +17,13 @@ target_link_libraries(test_console_model PRIVATE weft_console)
 set_tests_properties(test_console_model PROPERTIES
   ENVIRONMENT "WEFT_CONSOLE_INDEX=0")
 
+# Tasks named by their spawn sites, live and replayed, across checkpoints.
+weft_add_test(NAME test_console_sites
+  SOURCES test_console_sites.c
+  LABELS unit valgrind
+  TIMEOUT 60)
+target_link_libraries(test_console_sites PRIVATE weft_console)
+
 # The replay's side index (issue 21) on traces weft-bench-gentrace
 # writes (12 MB each): written, reused, rebuilt when stale, extended when
 # grown, corrupt ones ignored, a read-only folder's in the cache.

@@ -224,7 +224,8 @@ ABI_FIELD(weft_probe_task_t, nwaited, 185);
 ABI_FIELD(weft_probe_task_t, waited, 192);
 ABI_FIELD(weft_probe_task_t, poll_hist, 288);
 ABI_FIELD(weft_probe_task_t, sched_hist, 296);
-ABI_RESERVED(weft_probe_task_t, 304, 4);
+ABI_FIELD(weft_probe_task_t, site, 304);
+ABI_RESERVED(weft_probe_task_t, 312, 3);
 
 ABI_SIZE(weft_probe_worker_t, 592, 8);
 ABI_FIELD(weft_probe_worker_t, index, 0);
@@ -435,7 +436,7 @@ ABI_FIELD(weft_wire_decoder_t, offset, 0);
 ABI_FIELD(weft_wire_decoder_t, record_offset, 8);
 ABI_FIELD(weft_wire_decoder_t, records, 16);
 
-ABI_SIZE(weft_wire_task_raw_t, 464, 8);
+ABI_SIZE(weft_wire_task_raw_t, 472, 8);
 ABI_FIELD(weft_wire_task_raw_t, msg, 0);
 ABI_SIZE(weft_wire_batch_t, 224, 8);
 ABI_FIELD(weft_wire_batch_t, msg, 0);
@@ -447,7 +448,7 @@ ABI_SIZE(weft_wire_hello_t, 504, 8);
 ABI_FIELD(weft_wire_hello_t, msg, 0);
 
 /* weft/trace_reader.h */
-ABI_SIZE(weft_trace_reader_t, 496, 8);
+ABI_SIZE(weft_trace_reader_t, 528, 8);
 ABI_FIELD(weft_trace_reader_t, header, 0);
 ABI_FIELD(weft_trace_reader_t, frames, 8);
 ABI_FIELD(weft_trace_reader_t, truncated, 16);
@@ -458,7 +459,7 @@ ABI_FIELD(weft_trace_reader_t, skips, 40);
 ABI_FIELD(weft_trace_reader_t, first_skip, 48);
 /* 488 -> 496: lean_upd, the lean Updates' state (issue 21). */
 ABI_FIELD(weft_trace_reader_t, lean_upd, 488);
-ABI_SIZE(weft_trace_tasks_t, 40, 8);
+ABI_SIZE(weft_trace_tasks_t, 312, 8);
 
 /* weft/trace_stream.h */
 ABI_SIZE(weft_trace_item_t, 64, 8);

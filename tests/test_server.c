@@ -671,6 +671,7 @@ static void test_server_full_update_split(void **state)
 	bool in_full = false, done = false;
 	unsigned records = 0;
 	size_t named = 0;
+	weft_wire_sites_t sites = { 0 };
 
 	(void)state;
 	xdg_make();
@@ -712,10 +713,17 @@ static void test_server_full_update_split(void **state)
 		} else if (in_full && u->stats) {
 			done = true; /* the next pass's update */
 		}
+		(void)weft_wire_sites_add_update(&sites, u);
 		if (in_full && !done) {
 			records++;
-			for (size_t i = 0; i < u->n_tasks; i++)
-				named += !strcmp(u->tasks[i]->name, "yielder");
+			/* Named by their spawn site: the first record has
+			 * it. */
+			for (size_t i = 0; i < u->n_tasks; i++) {
+				Weft__V1__Task c = *u->tasks[i];
+
+				weft_wire_sites_resolve(&sites, &c);
+				named += !strcmp(c.name, "yielder");
+			}
 		}
 		weft_wire_frame_free(f);
 	}
@@ -724,6 +732,7 @@ static void test_server_full_update_split(void **state)
 	assert_true(done);
 	assert_true(records >= 2);
 	assert_true(named >= TASKS);
+	weft_wire_sites_fini(&sites);
 	tc_close(&late);
 	tc_close(&first);
 	weft__server_destroy(srv);

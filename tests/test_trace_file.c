@@ -165,11 +165,15 @@ static struct summary read_trace(weft_trace_reader_t *r)
 		case WEFT__V1__FRAME__BODY_HEADER:
 			s.headers++;
 			break;
-		case WEFT__V1__FRAME__BODY_UPDATE:
-			s.updates++;
-			for (size_t i = 0; i < f->update->n_tasks; i++) {
-				Weft__V1__Task *t = f->update->tasks[i];
+		case WEFT__V1__FRAME__BODY_UPDATE: {
+			weft_trace_tasks_t ti;
+			const Weft__V1__Task *t;
 
+			s.updates++;
+			/* Through the reader: a record naming its spawn site
+			 * is named by the site. */
+			weft_trace_reader_tasks(r, f, &ti);
+			while ((t = weft_trace_tasks_next(&ti))) {
 				if (!strcmp(t->name, "yielder") &&
 				    strstr(t->file, "test_trace_file.c"))
 					s.named = true;
@@ -177,6 +181,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 					s.sleeper = true;
 			}
 			break;
+		}
 		case WEFT__V1__FRAME__BODY_EVENTS: {
 			int n = weft_wire_batch_decode(f->events, ev,
 							WEFT_WIRE_BATCH_MAX);

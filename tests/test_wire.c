@@ -705,8 +705,15 @@ static int write_sample(const char *path)
 	weft_event_t ev[256];
 	size_t n, batches = 0;
 	FILE *fp;
+	weft_probe_task_t st = { .id = 99, .site = 5, .polls = 1 };
+	const weft_probe_task_t *stp = &st;
+	weft_probe_update_t su = { .tasks = &stp, .ntasks = 1 };
+	weft_wire_site_t site = { .id = 5, .name = "s", .file = "s.c" };
 
 	append_all_types(&b, &hello);
+	/* A task named by its spawn site, the Site with it. */
+	if (weft_wire_update_append_sites(&b, &su, &site, 1, 0, 0, NULL))
+		return 1;
 	n = realistic_events(ev, 256, 0);
 	encode_events(&b, ev, n, &batches);
 	fp = fopen(path, "wb");

@@ -235,4 +235,42 @@ if [[ -z "${BIG_TRACE_BYTES:-}" ]]; then
 	same dump
 	same export
 fi
+
+# The same run with its tasks named by their spawn sites (--sites: a
+# Task record names its site, each Site sent once, as the recorder
+# writes them since sites came): every verb, a slice of it and the
+# console's replay read it as the names form above, but for what names
+# the file and its size and records.  The slice's window holds the
+# run's last two updates, whose new tasks name sites sent only in the
+# first (before --from): its state must carry them.
+sites=$tmp/small-sites.weft
+"$gen" "$sites" --bytes 20M --quiet --sites > "$tmp/gen-sites.out"
+[[ "$(tail -n 1 "$tmp/gen-sites.out" | sed 's/^bytes=[0-9]* //; s/ secs=.*//')" == \
+	"$(tail -n 1 "$tmp/gen.out" | sed 's/^bytes=[0-9]* //; s/ secs=.*//')" ]] ||
+	fail "--sites: the generator's run differs from the names form's"
+norm()
+{
+	sed -E -e '/^(file|process|command|start|frames|bytes|bytes\/event): /d' \
+		-e 's@[^ ]*/(small(-sites)?|slice(-sites)?)\.weft@FILE@g' \
+		-e 's/"pid":[0-9]+/"pid":0/g' -e 's/ pid [0-9]+ / pid 0 /' \
+		-e 's/ +/ /g' "$1"
+}
+"$tool" slice "$small" --from 0.1s --to 0.2s -o "$tmp/slice.weft" > /dev/null
+"$tool" slice "$sites" --from 0.1s --to 0.2s -o "$tmp/slice-sites.weft" > /dev/null
+for v in info stats tasks dump export slice ${console:+console}; do
+	for f in small small-sites; do
+		x=$tmp/$f.weft
+		case $v in
+		export) "$tool" export --chrome "$x" -o /dev/stdout ;;
+		slice) "$tool" tasks "$tmp/${f/small/slice}.weft" ;;
+		console) "$console" --replay "$x" --once --view tasks ;;
+		*) "$tool" "$v" "$x" ;;
+		esac > "$tmp/$v-$f.out" 2> "$tmp/$v-$f.err" ||
+			fail "$v on $f failed: $(cat "$tmp/$v-$f.err")"
+	done
+	[[ "$(norm "$tmp/$v-small.out" | sha256sum)" == \
+		"$(norm "$tmp/$v-small-sites.out" | sha256sum)" ]] ||
+		fail "$v: the trace naming sites reads otherwise than the names form"
+done
+echo "trace_big: --sites: info, stats, tasks, dump, export, a slice${console:+, the console} read as the names form"
 echo "trace_big: ok"

@@ -34,6 +34,12 @@ weft_add_test(NAME test_delta INTERNAL
   TIMEOUT 120)
 target_include_directories(test_delta PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+weft_add_test(NAME test_sites INTERNAL
+  SOURCES test_sites.c
+  LABELS unit valgrind
+  TIMEOUT 120)
+target_include_directories(test_sites PRIVATE ${WEFT_PROTO_GEN_DIR})
+
 add_test(NAME wire_protoc
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/wire_protoc.sh
           $<TARGET_FILE:test_wire> ${PROJECT_SOURCE_DIR}/proto)

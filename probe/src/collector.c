@@ -607,6 +607,38 @@ const weft_probe_task_t *weft__sub_task(uint64_t id)
 	return weft__collector_task(&weft__probe, id);
 }
 
+bool weft__sub_site(uint32_t id, weft_wire_site_t *out)
+{
+	const struct probe *p = &weft__probe;
+	const struct spawn_site *s = id < p->nsites ? &p->sites[id] : NULL;
+
+	if (!s || s->have != (SITE_HAVE_NAME | SITE_HAVE_LOC))
+		return false;
+	*out = (weft_wire_site_t){ .id = id,
+				   .line = s->line,
+				   .state_size = s->state_size,
+				   .name = s->name,
+				   .file = s->file };
+	return true;
+}
+
+weft_wire_site_t *weft__sub_sites_all(size_t *n)
+{
+	const struct probe *p = &weft__probe;
+	weft_wire_site_t *v = NULL;
+	size_t k = 0;
+
+	for (size_t i = 1; i < p->nsites; i++)
+		k += p->sites[i].have == (SITE_HAVE_NAME | SITE_HAVE_LOC);
+	if (k)
+		v = malloc(k * sizeof(*v));
+	*n = 0;
+	for (size_t i = 1; v && i < p->nsites; i++)
+		if (weft__sub_site((uint32_t)i, &v[*n]))
+			(*n)++;
+	return v;
+}
+
 int weft__sub_event_records(const weft_event_t *ev, size_t n,
 			    const uint8_t **rec, size_t *len)
 {

@@ -22,6 +22,15 @@
 /* In a callback: what the collector knows of task @id, or NULL. */
 const weft_probe_task_t *weft__sub_task(uint64_t id);
 
+struct weft_wire_site_s;
+/* In a callback: spawn site @id as the collector met it (its SITE and
+ * SITE_LOC both), into *@out; false when not met.  The strings are
+ * static: they outlive the callback. */
+bool weft__sub_site(uint32_t id, struct weft_wire_site_s *out);
+/* In a callback: every spawn site met, in a new array (free()) of *@n;
+ * NULL (*@n 0) for none or no memory. */
+struct weft_wire_site_s *weft__sub_sites_all(size_t *n);
+
 /*
  * In on_events: the batch @ev..@n as EventBatch records, encoded once for
  * every subscriber that asks (weft__collector_event_records()).  Returns

@@ -530,6 +530,7 @@ static void spawn_site(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		p->sites_unknown++;
 		return;
 	}
+	t->pub.site = site;
 	t->pub.name = s->name;
 	t->pub.state_size = s->state_size;
 	t->pub.file = s->file;

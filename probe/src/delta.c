@@ -402,6 +402,8 @@ void weft__delta_fini(weft_delta_t *d)
 	}
 	weft__idset_fini(&d->dirty);
 	weft__idset_fini(&d->known);
+	weft__idset_fini(&d->sites_sent);
+	free(d->site_out);
 	weft__delta_filter_fini(&d->filter);
 	free(d->warn);
 	free(d->tasks);
@@ -414,10 +416,12 @@ void weft__delta_fini(weft_delta_t *d)
 	weft__delta_init(d);
 }
 
-/* weft__delta_forget() - send names and files again (a new file). */
+/* weft__delta_forget() - send names, files and sites again (a new file,
+ * a resync). */
 void weft__delta_forget(weft_delta_t *d)
 {
 	weft__idset_clear(&d->known);
+	weft__idset_clear(&d->sites_sent);
 }
 
 static bool filter_warning(const weft_delta_filter_t *f,
@@ -519,17 +523,56 @@ static int scratch_tasks(weft_delta_t *d, size_t n)
 	return 0;
 }
 
-/* Adds the thinned copy of @t to the record being built (@t itself when
- * nothing is left out: a task's first and last record, often both). */
+/*
+ * Whether @t is named by its spawn site (its four fields the site's), the
+ * site's record then in the record being built if this stream has not
+ * sent it.  False (the strings go out) when the site is not known or no
+ * memory is left to list it.
+ */
+static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
+{
+	weft_wire_site_t s;
+
+	if (!t->site || !d->site || !d->site(t->site, &s) || s.id != t->site ||
+	    s.name != t->name || s.file != t->file || s.line != t->line ||
+	    s.state_size != t->state_size)
+		return false;
+	if (weft__idset_has(&d->sites_sent, t->site))
+		return true;
+	if (d->nsite_out == d->site_out_cap) {
+		size_t cap = d->site_out_cap ? 2 * d->site_out_cap : 16;
+		weft_wire_site_t *x = realloc(d->site_out, cap * sizeof(*x));
+
+		if (!x)
+			return false;
+		d->site_out = x;
+		d->site_out_cap = cap;
+	}
+	if (weft__idset_add(&d->sites_sent, t->site))
+		return false;
+	d->site_out[d->nsite_out++] = s;
+	return true;
+}
+
+/*
+ * Adds the thinned copy of @t to the record being built (@t itself when
+ * nothing is left out: a task's first and last record, often both; and a
+ * task named by its site, whose strings the encoder leaves out,
+ * weft_wire_update_append_sites(): no copy of the record for it).  A
+ * task with a site that cannot name it goes as a copy with no site, its
+ * strings in.
+ */
 static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 		      bool full, bool hists)
 {
 	weft_probe_task_t *c = &d->copies[*n];
-	bool thin_name = false;
+	bool thin_name = false, by_site = site_names(d, t);
 	bool thin_hists = !full && !hists && !t->finished_ns && !d->final &&
 			  (t->poll_hist || t->sched_hist);
 
-	if (!full && weft__idset_has(&d->known, t->id)) {
+	if (by_site) {
+		/* Its strings left out by the encoder. */
+	} else if (!full && weft__idset_has(&d->known, t->id)) {
 		thin_name = t->name || t->file || t->line;
 	} else if (!t->finished_ns && (t->name || t->file)) {
 		/* Known once a name or file went out (a task the collector
@@ -540,11 +583,13 @@ static void task_take(weft_delta_t *d, size_t *n, const weft_probe_task_t *t,
 	/* Its last record: the reader keeps it until it retires it. */
 	if (t->finished_ns)
 		weft__idset_remove(&d->known, t->id);
-	if (!thin_name && !thin_hists) {
+	if (!thin_name && !thin_hists && (by_site || !t->site)) {
 		d->tasks[(*n)++] = t;
 		return;
 	}
 	*c = *t;
+	if (!by_site)
+		c->site = 0;
 	if (thin_name) {
 		c->name = NULL;
 		c->file = NULL;
@@ -752,9 +797,11 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 				err = res_keep(d, u->resources[i]);
 	if (err)
 		return err;
+	d->nsite_out = 0;
 	if (u->full) {
 		weft__idset_clear(&d->dirty);
 		weft__idset_clear(&d->known);
+		weft__idset_clear(&d->sites_sent);
 		err = scratch_tasks(d, u->ntasks);
 		if (err)
 			return err;
@@ -819,8 +866,14 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	r.nwarnings = d->nwarn;
 	r.resources = d->res_out;
 	r.nresources = res_take(d, hists);
-	err = weft_wire_update_append_memo(out, &r, d->prev_now_ns,
-					   d->max_record, memo_for(d));
+	err = weft_wire_update_append_sites(out, &r, d->site_out, d->nsite_out,
+					    d->prev_now_ns, d->max_record,
+					    memo_for(d));
+	/* Sites that did not go out: the next record naming them sends
+	 * them. */
+	for (size_t i = 0; err && i < d->nsite_out; i++)
+		weft__idset_remove(&d->sites_sent, d->site_out[i].id);
+	d->nsite_out = 0;
 	if (err == -ENOMEM)
 		return err;
 	idset_reset(&d->dirty, d->dirty.n);

@@ -19,6 +19,20 @@
  * one task's histograms any time), and in a task's last record (once it
  * has finished).  Every other field always goes out.
  *
+ * Spawn sites: a task whose name, file, line and state_size are its
+ * spawn site's (weft_probe_task_t.site; the site as the collector met
+ * it, d->site) leaves all four out of every record, and names its site
+ * by id: the site's own record (weft.proto's Site) goes out once per
+ * stream, in the first record naming it.  A full update sends them
+ * again (a reader may start there: a resync, a new file), as
+ * weft__delta_forget() makes the next records do.  A site whose record
+ * could not go out (no memory, too big) is sent by the next record that
+ * names it.  A task with no site, or named otherwise than its site (or
+ * whose site's record cannot be listed), goes by the rule above, its
+ * record with no site.  The encoder leaves a named-by-site task's
+ * strings out (weft_wire_update_append_sites()): its record is the
+ * collector's own, not a copy.
+ *
  * Resources: each pass's changed resources are copied into the stream
  * (histograms too: the collector's may change or go before the record
  * is due), by id, the latest copy kept, and all go out in the next
@@ -114,6 +128,10 @@ typedef struct weft_delta_s {
 	/* The collector's record of task @id now, or NULL (called in
 	 * weft__delta_pass(), probe.lock held). */
 	const weft_probe_task_t *(*lookup)(uint64_t id);
+	/* Spawn site @id as the collector met it, into *@out; false when
+	 * not met (called in weft__delta_pass(), probe.lock held).  NULL:
+	 * records carry their tasks' names (no sites). */
+	bool (*site)(uint32_t id, weft_wire_site_t *out);
 	/* Set before each pass: the collector's publish
 	 * (weft__sub_publish_seq()), 0: none (records encoded alone). */
 	uint64_t pass_seq;
@@ -121,6 +139,9 @@ typedef struct weft_delta_s {
 	bool memo_user;     /* holds a reference to the shared memo */
 	weft_idset_t dirty; /* changed since the last record */
 	weft_idset_t known; /* name and file already sent */
+	weft_idset_t sites_sent;    /* spawn sites sent (ids) */
+	weft_wire_site_t *site_out; /* the record's sites, nsite_out */
+	size_t nsite_out, site_out_cap;
 	weft_probe_warning_t *warn;
 	size_t nwarn, warn_cap;
 	uint64_t last_emit_ns, last_hist_ns, prev_now_ns;

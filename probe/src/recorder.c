@@ -687,6 +687,7 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 						   UPDATE_DEFAULT_MS) *
 				1000000u;
 	rec.delta.lookup = rec_lookup;
+	rec.delta.site = weft__sub_site;
 	if (path) {
 		rec.path = strdup(path);
 		if (!rec.path) {
@@ -827,9 +828,17 @@ static void capture_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct capture *c = ctx;
 
+	weft_wire_site_t *sites;
+	size_t n;
+
 	if (c->done || !u->full)
 		return;
-	c->err = weft_wire_update_append_split(&c->buf, u, 0, 0);
+	/* Every site met: the kept records may name one whose own record
+	 * went out with an older chunk. */
+	sites = weft__sub_sites_all(&n);
+	c->err =
+		weft_wire_update_append_sites(&c->buf, u, sites, n, 0, 0, NULL);
+	free(sites);
 	c->done = true;
 }
 

@@ -356,6 +356,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	d.interval_ns = st->delta.interval_ns;
 	d.max_record = st->delta.max_record;
 	d.lookup = st->delta.lookup;
+	d.site = st->delta.site;
 	if (weft__delta_filter_copy(&d.filter, &st->delta.filter)) {
 		/* No memory: the clients stay owed one; the server asks
 		 * again. */
@@ -388,6 +389,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 		weft__delta_init(&d);
 		d.max_record = st->delta.max_record;
 		d.lookup = st->delta.lookup;
+		d.site = st->delta.site;
 		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
 			stream_update(x, k, &d, &f, gen);
 		weft__delta_fini(&d);
@@ -645,6 +647,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		st->delta.interval_ns = (uint64_t)st->interval_ms * 1000000u;
 		st->delta.max_record = s->max_record;
 		st->delta.lookup = weft__server_lookup;
+		st->delta.site = weft__sub_site;
 		if (weft__delta_filter_copy(&st->delta.filter,
 					    &plan[k].delta.filter)) {
 			sub_ctx_free(x);

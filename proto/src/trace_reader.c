@@ -265,6 +265,7 @@ void weft_trace_reader_tasks(weft_trace_reader_t *r, const Weft__V1__Frame *f,
 	struct weft_trace_lean_upd_s *u = r ? r->lean_upd : NULL;
 
 	memset(it, 0, sizeof(*it));
+	it->sites = r ? &r->sites : NULL;
 	if (u && f == &u->frame) {
 		it->p = u->bytes;
 		it->end = u->bytes + u->len;
@@ -279,15 +280,49 @@ const Weft__V1__Task *weft_trace_tasks_next(weft_trace_tasks_t *it)
 	const uint8_t *t;
 	size_t n;
 
-	if (!it->raw)
-		return it->u && it->i < it->u->n_tasks ? it->u->tasks[it->i++] :
-							 NULL;
+	if (!it->raw) {
+		const Weft__V1__Task *m;
+
+		if (!it->u || it->i >= it->u->n_tasks)
+			return NULL;
+		m = it->u->tasks[it->i++];
+		if (!it->sites || !m->site)
+			return m;
+		/* A shallow copy: protobuf-c frees the record's strings. */
+		it->copy = *m;
+		return weft_wire_sites_resolve(it->sites, &it->copy) ?
+			       &it->copy :
+			       m;
+	}
 	t = weft_wire_update_next_task_raw(&it->p, it->end, &n);
 	/* Read once already (lean_take_update()): it reads the same, in
 	 * storage already big enough. */
 	if (!t || weft_wire_task_decode_raw(it->raw, t, n))
 		return NULL;
+	if (it->sites)
+		weft_wire_sites_resolve(it->sites, &it->raw->msg);
 	return &it->raw->msg;
+}
+
+/* @b named by its site, as weft_wire_sites_resolve() names a task. */
+static bool brief_site(weft_trace_tasks_t *it, weft_wire_task_brief_t *b)
+{
+	const weft_wire_site_t *e;
+
+	if (!it->sites || !b->site || b->name_len || b->file_len)
+		return true;
+	e = weft_wire_sites_get(it->sites, b->site);
+	if (!e) {
+		it->sites->unknown++;
+		return true;
+	}
+	b->name = e->name;
+	b->name_len = strlen(e->name);
+	b->file = e->file;
+	b->file_len = strlen(e->file);
+	b->line = e->line;
+	b->state_size = e->state_size;
+	return true;
 }
 
 static void brief_of(const char *s, const char **to, size_t *len)
@@ -316,12 +351,14 @@ bool weft_trace_tasks_next_brief(weft_trace_tasks_t *it,
 		brief_of(m->name, &b->name, &b->name_len);
 		brief_of(m->file, &b->file, &b->file_len);
 		brief_of(m->parked_file, &b->parked_file, &b->parked_len);
-		return true;
+		b->site = m->site;
+		b->state_size = m->state_size;
+		return brief_site(it, b);
 	}
 	t = weft_wire_update_next_task_raw(&it->p, it->end, &n);
 	/* Checked whole already (lean_take_update()): its fields read as
 	 * weft_wire_task_decode_raw() reads them. */
-	return t && !weft_wire_task_brief_raw(t, n, b);
+	return t && !weft_wire_task_brief_raw(t, n, b) && brief_site(it, b);
 }
 
 void weft_trace_reader_frame_free(weft_trace_reader_t *r, Weft__V1__Frame *f)
@@ -360,6 +397,7 @@ void weft_trace_reader_close(weft_trace_reader_t *r)
 		free(u);
 		r->lean_upd = NULL;
 	}
+	weft_wire_sites_fini(&r->sites);
 	free(r->buf);
 	r->buf = NULL;
 	r->buf_cap = 0;
@@ -862,6 +900,9 @@ int weft_trace_reader_next(weft_trace_reader_t *r, Weft__V1__Frame **frame)
 			r->header_frame = f;
 			r->header = f->header;
 		}
+		/* No memory: its tasks go unnamed (counted), reading goes on. */
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			(void)weft_wire_sites_add_update(&r->sites, f->update);
 		r->frames++;
 		*frame = f;
 		return 1;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Update records: a collector pass's model (stats, tasks, workers,
- * warnings, resources), encoded by hand, split into several records when
- * too large, and recounted for one subscriber
- * (weft/wire.h has the model).
+ * warnings, resources), encoded by hand and split into several records
+ * when too large (weft/wire.h has the model); update_site.c has the
+ * sites and the recount for one subscriber.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -159,6 +159,7 @@ struct task_size {
 	size_t waited[WEFT_TASK_WAITED]; /* TaskWait bodies */
 	size_t memo_off; /* the body's bytes in the memo, when memo */
 	bool is_new, is_finished, memo;
+	bool strip; /* named by its site: no name, file, line, state_size */
 };
 
 static size_t task_wait_len(const weft_probe_task_wait_t *w)
@@ -171,12 +172,12 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 {
 	size_t n;
 
-	s->name = cstr_len(t->name);
-	s->file = cstr_len(t->file);
+	s->name = s->strip ? 0 : cstr_len(t->name);
+	s->file = s->strip ? 0 : cstr_len(t->file);
 	s->parked = cstr_len(t->parked_file);
 	n = uint_len(1, t->id) + uint_len(2, t->parent) + str_len(3, s->name) +
-	    str_len(4, s->file) + uint_len(5, t->line) +
-	    uint_len(6, t->state_size) + uint_len(7, t->kind) +
+	    str_len(4, s->file) + uint_len(5, s->strip ? 0 : t->line) +
+	    uint_len(6, s->strip ? 0 : t->state_size) + uint_len(7, t->kind) +
 	    uint_len(8, t->state) + uint_len(9, t->last_worker) +
 	    uint_len(10, zigzag32(t->status)) + uint_len(11, t->spawned_ns) +
 	    uint_len(12, t->finished_ns) + uint_len(13, t->polls) +
@@ -187,7 +188,8 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	    uint_len(22, t->warnings) + uint_len(23, t->locks_held) +
 	    str_len(26, s->parked) + uint_len(27, t->parked_line) +
 	    uint_len(28, t->idle_since_ns) + uint_len(29, t->waiting_on) +
-	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op);
+	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op) +
+	    uint_len(33, t->site);
 	if (t->poll_hist) {
 		s->hist[0] = hist_len(t->poll_hist);
 		n += sub_len(24, s->hist[0]);
@@ -212,10 +214,10 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
  */
 static size_t task_parts(const weft_probe_task_t *t, struct task_size *s)
 {
-	size_t n = 32 * 12; /* 31 fields, their tags and varints */
+	size_t n = 33 * 12; /* 32 fields, their tags and varints */
 
-	s->name = cstr_len(t->name);
-	s->file = cstr_len(t->file);
+	s->name = s->strip ? 0 : cstr_len(t->name);
+	s->file = s->strip ? 0 : cstr_len(t->file);
 	s->parked = cstr_len(t->parked_file);
 	n += s->name + s->file + s->parked;
 	if (t->poll_hist) {
@@ -241,8 +243,8 @@ static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
 	p = put_uint(p, 2, t->parent);
 	p = put_str(p, 3, t->name, s->name);
 	p = put_str(p, 4, t->file, s->file);
-	p = put_uint(p, 5, t->line);
-	p = put_uint(p, 6, t->state_size);
+	p = put_uint(p, 5, s->strip ? 0 : t->line);
+	p = put_uint(p, 6, s->strip ? 0 : t->state_size);
 	p = put_uint(p, 7, t->kind);
 	p = put_uint(p, 8, t->state);
 	p = put_uint(p, 9, t->last_worker);
@@ -280,7 +282,7 @@ static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
 		p = put_uint(p, 2, t->waited[i].total_ns);
 		p = put_uint(p, 3, t->waited[i].waits);
 	}
-	return p;
+	return put_uint(p, 33, t->site);
 }
 
 /* Update.tasks: one task, from @m's bytes when s->memo. */
@@ -622,7 +624,9 @@ struct update_enc {
 	const weft_wire_task_memo_t *memo; /* where sz[i].memo bytes are */
 	const struct task_size *sz;        /* per task */
 	const struct task_size *rsz;       /* per resource */
-	size_t base; /* stats, workers, warnings and full: the first part's */
+	size_t base; /* stats, workers, warnings, full, sites: the first's */
+	const weft_wire_site_t *sites;
+	size_t nsites;
 };
 
 static size_t items_of(const struct update_enc *e)
@@ -726,6 +730,8 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	p = put_ids(p, e, ti, tk, true, nfin);
 	for (size_t j = ri; j < rk; j++)
 		p = put_resource(p, u->resources[j], &e->rsz[j]);
+	for (size_t j = 0; first && j < e->nsites; j++)
+		p = weft__wire_site_put(p, &e->sites[j]);
 	check_written("Update", start, p, 1 + varint_len(flen) + flen);
 	b->len += (size_t)(p - start);
 	return 0;
@@ -816,11 +822,13 @@ static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
  */
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
-			 weft_wire_task_memo_t *m);
+			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			 ptrdiff_t nst);
 
 static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			  uint64_t prev_now_ns, size_t max,
-			  weft_wire_task_memo_t *m)
+			  weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			  ptrdiff_t nst)
 {
 	weft_probe_update_t rest = *u;
 	size_t len0 = b->len, i = 0;
@@ -839,13 +847,13 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 								 w.nwarnings]));
 			w.nwarnings++;
 		}
-		err = update_append(b, &w, prev_now_ns, max, m);
+		err = update_append(b, &w, prev_now_ns, max, m, NULL, -1);
 		i += w.nwarnings;
 	}
 	rest.warnings = NULL;
 	rest.nwarnings = 0;
 	if (!err)
-		err = update_append(b, &rest, prev_now_ns, max, m);
+		err = update_append(b, &rest, prev_now_ns, max, m, st, nst);
 	if (err)
 		b->len = len0;
 	return err;
@@ -862,12 +870,14 @@ struct weft_wire_memo_entry {
 };
 
 /* Which of the fields a thinned copy may leave out @t's record has. */
-static uint32_t memo_fields(const weft_probe_task_t *t)
+static uint32_t memo_fields(const weft_probe_task_t *t, bool strip)
 {
-	return (uint32_t)(t->name != NULL) | (uint32_t)(t->file != NULL) << 1 |
-	       (uint32_t)(t->line != 0) << 2 |
+	return (uint32_t)(!strip && t->name) |
+	       (uint32_t)(!strip && t->file) << 1 |
+	       (uint32_t)(!strip && t->line) << 2 |
 	       (uint32_t)(t->poll_hist != NULL) << 3 |
-	       (uint32_t)(t->sched_hist != NULL) << 4;
+	       (uint32_t)(t->sched_hist != NULL) << 4 |
+	       (uint32_t)(!strip && t->state_size) << 5;
 }
 
 static size_t memo_hash(uint64_t id, uint32_t fields, size_t cap)
@@ -1006,13 +1016,13 @@ static void task_sized(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 	struct weft_wire_memo_entry *e;
 	uint32_t fields;
 
-	s->memo = false;
+	s->memo = false; /* s->strip: the caller's */
 	if (!m || !t->id || !m->epoch) {
 		/* Not begun (epoch 0: calloc'ed entries would all match). */
 		task_len(t, s);
 		return;
 	}
-	fields = memo_fields(t);
+	fields = memo_fields(t, s->strip);
 	e = memo_find(m, t->id, fields);
 	if (e) {
 		s->body = e->len;
@@ -1039,7 +1049,7 @@ int weft_wire_update_append_split(weft_wire_buf_t *b,
 				   const weft_probe_update_t *u,
 				   uint64_t prev_now_ns, size_t max_record)
 {
-	return update_append(b, u, prev_now_ns, max_record, NULL);
+	return update_append(b, u, prev_now_ns, max_record, NULL, NULL, -1);
 }
 
 int weft_wire_update_append_memo(weft_wire_buf_t *b,
@@ -1047,14 +1057,30 @@ int weft_wire_update_append_memo(weft_wire_buf_t *b,
 				 uint64_t prev_now_ns, size_t max_record,
 				 weft_wire_task_memo_t *m)
 {
-	return update_append(b, u, prev_now_ns, max_record, m);
+	return update_append(b, u, prev_now_ns, max_record, m, NULL, -1);
 }
 
+int weft_wire_update_append_sites(weft_wire_buf_t *b,
+				  const weft_probe_update_t *u,
+				  const weft_wire_site_t *sites, size_t n,
+				  uint64_t prev_now_ns, size_t max_record,
+				  weft_wire_task_memo_t *m)
+{
+	return update_append(b, u, prev_now_ns, max_record, m, sites,
+			     (ptrdiff_t)n);
+}
+
+/* @nst < 0: no sites, tasks keep their strings; else @nst sites at
+ * @st, and tasks that name a site go without the site's strings. */
 static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			 uint64_t prev_now_ns, size_t max_record,
-			 weft_wire_task_memo_t *m)
+			 weft_wire_task_memo_t *m, const weft_wire_site_t *st,
+			 ptrdiff_t nst)
 {
-	struct update_enc e = { .u = u, .memo = m };
+	struct update_enc e = { .u = u,
+				.memo = m,
+				.sites = st,
+				.nsites = nst > 0 ? (size_t)nst : 0 };
 	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
 	size_t nt = u->ntasks;
 	int err;
@@ -1062,12 +1088,14 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	if (!max_record || max_record > WEFT_WIRE_MAX_RECORD)
 		max_record = WEFT_WIRE_MAX_RECORD;
 	if (u->nwarnings > 1 && !sz_fits_warnings(u, max_record))
-		return warnings_first(b, u, prev_now_ns, max_record, m);
+		return warnings_first(b, u, prev_now_ns, max_record, m, st,
+				      nst);
 	if (!sz)
 		return -ENOMEM;
 	for (size_t i = 0; i < nt; i++) {
 		const weft_probe_task_t *t = u->tasks[i];
 
+		sz[i].strip = nst >= 0 && t->site;
 		task_sized(m, t, &sz[i]);
 		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
 		sz[i].is_finished = t->finished_ns &&
@@ -1086,6 +1114,8 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	for (size_t i = 0; i < u->nwarnings; i++)
 		e.base += sub_len(4, warning_len(&u->warnings[i]));
 	e.base += uint_len(5, u->full);
+	for (size_t i = 0; i < e.nsites; i++)
+		e.base += weft__wire_site_len(&st[i]);
 
 	/*
 	 * Whole, it keeps the parts' slack too: weft_wire_update_recount()
@@ -1098,65 +1128,4 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 	if (err == -EMSGSIZE && items_of(&e))
 		err = update_split(b, &e, max_record);
 	return err;
-}
-
-/*
- * weft_wire_update_recount() - Update records again, with one
- * subscriber's updates_skipped and events_not_sent set in the first.
- * @rec, @len: whole records from weft_wire_update_append_split(); the
- * first is an Update, the others are copied as they are.
- *
- * The fields are appended to the Update's bytes (protobuf keeps the last
- * value of a repeated scalar field), so the record is re-framed, not
- * re-encoded: the cost is a copy.
- *
- * Return: 0; -EINVAL (not an Update record); -ENOMEM (@b unchanged).
- */
-int weft_wire_update_recount(weft_wire_buf_t *b, const uint8_t *rec,
-			      size_t len, uint64_t skipped, uint64_t not_sent)
-{
-	uint8_t extra[2 * 11], hdr[2 * 11];
-	uint64_t flen, ulen;
-	size_t i = 1, k, nx = 0, nh = 0, end, rest;
-	int err;
-
-	if (len < 2 || rec[0] != WEFT_WIRE_RECORD_TAG)
-		return -EINVAL;
-	k = varint_get(rec + i, len - i, &flen);
-	if (!k || flen > len - i - k)
-		return -EINVAL;
-	i += k;
-	end = i + (size_t)flen; /* the first record's end */
-	rest = len - end;
-	/* Frame.update: field 4, length-delimited. */
-	if (i >= end || rec[i] != (4u << 3 | 2u))
-		return -EINVAL;
-	i++;
-	k = varint_get(rec + i, end - i, &ulen);
-	if (!k || ulen != end - i - k)
-		return -EINVAL;
-	i += k;
-	if (skipped) {
-		extra[nx++] = 8u << 3; /* Update.updates_skipped, varint */
-		nx += weft_wire_varint_put(extra + nx, skipped);
-	}
-	if (not_sent) {
-		extra[nx++] = 9u << 3; /* Update.events_not_sent, varint */
-		nx += weft_wire_varint_put(extra + nx, not_sent);
-	}
-	ulen += nx;
-	flen = 1 + varint_len(ulen) + ulen;
-	hdr[nh++] = WEFT_WIRE_RECORD_TAG;
-	nh += weft_wire_varint_put(hdr + nh, flen);
-	hdr[nh++] = 4u << 3 | 2u;
-	nh += weft_wire_varint_put(hdr + nh, ulen);
-	err = weft_wire_buf_reserve(b, nh + (end - i) + nx + rest);
-	if (err)
-		return err;
-	memcpy(b->data + b->len, hdr, nh);
-	memcpy(b->data + b->len + nh, rec + i, end - i);
-	memcpy(b->data + b->len + nh + (end - i), extra, nx);
-	memcpy(b->data + b->len + nh + (end - i) + nx, rec + end, rest);
-	b->len += nh + (end - i) + nx + rest;
-	return 0;
 }

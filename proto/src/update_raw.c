@@ -444,6 +444,9 @@ static int task_decode(weft_wire_task_raw_t *t, const uint8_t *p, size_t len,
 			p += n;
 			break;
 		}
+		case 33:
+			U32(m->site);
+			break;
 		default:
 			return REFUSED;
 		}
@@ -519,6 +522,7 @@ int weft_wire_task_brief_raw(const uint8_t *p, size_t len,
 		case 5:
 		case 12:
 		case 27:
+		case 33:
 			if (wt != WT_VARINT || !(k = rd_varint(p, end, &v)))
 				return REFUSED;
 			p += k;
@@ -528,6 +532,8 @@ int weft_wire_task_brief_raw(const uint8_t *p, size_t len,
 				b->finished_ns = v;
 			else if (field == 5)
 				b->line = (uint32_t)v;
+			else if (field == 33)
+				b->site = (uint32_t)v;
 			else
 				b->parked_line = (uint32_t)v;
 			break;
@@ -691,6 +697,40 @@ int weft_wire_update_walk_raw(
 				return -ENOMEM;
 			memcpy(rest->data + rest->len, at, f);
 			rest->len += f;
+		}
+		p += v;
+	}
+	return 0;
+}
+
+int weft_wire_update_walk_sites_raw(const uint8_t *p, size_t len,
+				    weft_wire_sites_t *s)
+{
+	const uint8_t *end = p + len;
+
+	while (p < end) {
+		uint32_t field;
+		unsigned wt;
+		size_t k = rd_tag(p, end, &field, &wt), v, n;
+
+		if (!k)
+			return REFUSED;
+		p += k;
+		if (!(v = value_len(p, end, wt)))
+			return REFUSED;
+		if (field == 11) {
+			Weft__V1__Site *m;
+			int rc;
+
+			if (wt != WT_LEN || !(k = rd_len(p, end, &n)))
+				return REFUSED;
+			m = weft__v1__site__unpack(NULL, n, p + k);
+			if (!m)
+				return REFUSED;
+			rc = weft_wire_sites_add(s, m);
+			weft__v1__site__free_unpacked(m, NULL);
+			if (rc == -ENOMEM)
+				return rc;
 		}
 		p += v;
 	}

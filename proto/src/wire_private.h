@@ -90,4 +90,8 @@ static inline size_t varint_get(const uint8_t *p, size_t n, uint64_t *v)
 	return 0;
 }
 
+/* update_site.c: an Update's Site (field 11), its tag and length too */
+size_t weft__wire_site_len(const struct weft_wire_site_s *s);
+uint8_t *weft__wire_site_put(uint8_t *p, const struct weft_wire_site_s *s);
+
 #endif /* WEFT_WIRE_PRIVATE_H */

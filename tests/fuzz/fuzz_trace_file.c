@@ -45,14 +45,16 @@ static void same_packed(const ProtobufCMessage *a, const ProtobufCMessage *b)
 	free(y);
 }
 
-/* An Update as unpacked (@p) and as the lean stream @ls handed it (@l):
- * the same fields but the tasks, and the same tasks in order. */
-static void same_update(weft_trace_stream_t *ls, const Weft__V1__Frame *p,
-			const Weft__V1__Frame *l)
+/* An Update as the plain stream @ps (@p) and the lean stream @ls handed
+ * it (@l): the same fields but the tasks, and the same tasks in order,
+ * each read through its stream (a task naming its spawn site named by
+ * the sites each met). */
+static void same_update(weft_trace_stream_t *ps, weft_trace_stream_t *ls,
+			const Weft__V1__Frame *p, const Weft__V1__Frame *l)
 {
 	Weft__V1__Update a = *p->update, b = *l->update;
-	weft_trace_tasks_t it;
-	const Weft__V1__Task *m;
+	weft_trace_tasks_t it, pit;
+	const Weft__V1__Task *m, *pm;
 	size_t i = 0;
 
 	a.n_tasks = 0;
@@ -61,17 +63,19 @@ static void same_update(weft_trace_stream_t *ls, const Weft__V1__Frame *p,
 	b.tasks = NULL;
 	same_packed(&a.base, &b.base);
 	weft_trace_stream_tasks(ls, l, &it);
+	weft_trace_stream_tasks(ps, p, &pit);
 	while ((m = weft_trace_tasks_next(&it))) {
-		if (i >= p->update->n_tasks)
+		if (i++ >= p->update->n_tasks ||
+		    !(pm = weft_trace_tasks_next(&pit)))
 			abort();
-		same_packed(&p->update->tasks[i++]->base, &m->base);
+		same_packed(&pm->base, &m->base);
 	}
 	if (i != p->update->n_tasks)
 		abort();
 }
 
-static void same_frame(weft_trace_stream_t *ls, const weft_trace_item_t *p,
-		       const weft_trace_item_t *l)
+static void same_frame(weft_trace_stream_t *ps, weft_trace_stream_t *ls,
+		       const weft_trace_item_t *p, const weft_trace_item_t *l)
 {
 	const Weft__V1__EventBatch *a, *b;
 
@@ -80,7 +84,7 @@ static void same_frame(weft_trace_stream_t *ls, const weft_trace_item_t *p,
 	    p->frame->body_case != l->frame->body_case)
 		abort();
 	if (p->frame->body_case == WEFT__V1__FRAME__BODY_UPDATE)
-		same_update(ls, p->frame, l->frame);
+		same_update(ps, ls, p->frame, l->frame);
 	if (p->frame->body_case != WEFT__V1__FRAME__BODY_EVENTS)
 		return;
 	a = p->frame->events;
@@ -124,7 +128,7 @@ static void streams_agree(const uint8_t *data, size_t len, bool file_order)
 			at++;
 			continue;
 		}
-		same_frame(l, &pi, &li);
+		same_frame(p, l, &pi, &li);
 		nblk = at = 0;
 	}
 	if (weft_trace_stream_error_offset(p) !=
@@ -163,7 +167,8 @@ static void brief_agrees(const uint8_t *data, size_t len,
 	if (weft_wire_task_brief_raw(data, len, &b))
 		abort();
 	if (b.id != m->id || b.finished_ns != m->finished_ns ||
-	    b.line != m->line || b.parked_line != m->parked_line)
+	    b.line != m->line || b.parked_line != m->parked_line ||
+	    b.site != m->site)
 		abort();
 	same_str(b.name, b.name_len, m->name);
 	same_str(b.file, b.file_len, m->file);
@@ -214,6 +219,15 @@ static void raw_agrees(const uint8_t *data, size_t len)
 		pu->n_tasks = 0; /* the rest: the same without them */
 		same_packed(&pu->base, &ru->base);
 		pu->n_tasks = n;
+		/* Its sites from the bytes: those protobuf-c has, at most. */
+		{
+			weft_wire_sites_t st = { 0 };
+
+			if (!weft_wire_update_walk_sites_raw(data, len, &st) &&
+			    st.n > pu->n_sites)
+				abort();
+			weft_wire_sites_fini(&st);
+		}
 		weft__v1__update__free_unpacked(pu, NULL);
 		weft__v1__update__free_unpacked(ru, NULL);
 	}

@@ -93,6 +93,9 @@ static const char usage[] =
 	"                N MiB of file at least, as the recorder writes them\n"
 	"                (default 16; 0: none)\n"
 	"  --quiet       no progress on stderr (shown when it is a terminal)\n"
+	"  --sites       tasks name their spawn site (each site's record once)\n"
+	"                instead of carrying its name and file; N counts the\n"
+	"                bytes they would have taken, so the run is the same\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"The last line on stdout: bytes=, events=, tasks= (every task named in\n"
@@ -185,6 +188,8 @@ int main(int argc, char **argv)
 				       << 20;
 		} else if (!strcmp(a, "--quiet")) {
 			g.progress = false;
+		} else if (!strcmp(a, "--sites")) {
+			g.sites_mode = true;
 		} else if (a[0] == '-' && a[1]) {
 			die(2, "unknown option '%s' (--help)", a);
 		} else if (g.path) {
@@ -206,7 +211,7 @@ int main(int argc, char **argv)
 	file_begin();
 	world_setup();
 
-	while (g.bytes + g.out.len - g.ckpt_bytes < g.want_bytes) {
+	while (g.bytes + g.out.len - g.ckpt_bytes + g.saved < g.want_bytes) {
 		for (unsigned s = 0; s < PASS_SLICES; s++) {
 			uint64_t end = g.now + SLICE_NS;
 

@@ -113,6 +113,14 @@ struct gentrace {
 	unsigned nworkers;
 	double rate; /* requests per second, all workers */
 	bool progress;
+	/* --sites: Task records name their spawn site (Task.site, each
+	 * Site once, as the delta stream sends them) instead of carrying
+	 * its strings; the budget counts the bytes the records would have
+	 * taken with them (saved), so that both forms hold the same run. */
+	bool sites_mode;
+	uint64_t saved;
+	uint64_t sites_sent;    /* bit: site index sent */
+	weft_wire_buf_t legacy; /* scratch: an update in the names form */
 	/* the world */
 	struct task *tasks;
 	uint32_t ntasks_cap, *free_slots, nfree;

@@ -243,6 +243,44 @@ static size_t delta_bytes(void)
 	return n;
 }
 
+/*
+ * --sites: @u's tasks named by their sites, each site's record with the
+ * first record naming it; g.saved grows by what the names form (encoded
+ * beside, to be measured) would have taken more.
+ */
+static void sites_out(weft_probe_update_t *u)
+{
+	weft_wire_site_t st[64];
+	size_t n = 0, len0 = g.out.len;
+
+	g.legacy.len = 0;
+	check(weft_wire_update_append_split(&g.legacy, u, g.prev_update_ns, 0),
+	      "appending an update");
+	for (size_t i = 0; i < u->ntasks; i++) {
+		weft_probe_task_t *c = &g.copies[i];
+		unsigned k = g.tasks[g.dirty[i]].site;
+
+		c->site = k + 1;
+		c->name = c->file = NULL;
+		c->line = c->state_size = 0;
+		if (k < 64 && !(g.sites_sent >> k & 1)) {
+			g.sites_sent |= 1ull << k;
+			st[n++] = (weft_wire_site_t){
+				.id = k + 1,
+				.name = sites[k].name,
+				.file = sites[k].file,
+				.line = sites[k].line,
+				.state_size = sites[k].state_size,
+			};
+		}
+	}
+	check(weft_wire_update_append_sites(&g.out, u, st, n, g.prev_update_ns,
+					    0, NULL),
+	      "appending an update");
+	if (g.legacy.len > g.out.len - len0)
+		g.saved += g.legacy.len - (g.out.len - len0);
+}
+
 void update_out(void)
 {
 	/* A checkpoint due: this update full, after a mark (patched once
@@ -267,8 +305,16 @@ void update_out(void)
 		check(weft_wire_ckpt_append(&g.out, &mark), "a mark");
 	}
 	update_fill(&u, &st, wk, rp, full);
-	check(weft_wire_update_append_split(&g.out, &u, g.prev_update_ns, 0),
-	      "appending an update");
+	if (g.sites_mode) {
+		/* A checkpoint is read on its own: its sites go again. */
+		if (full)
+			g.sites_sent = 0;
+		sites_out(&u);
+	} else {
+		check(weft_wire_update_append_split(&g.out, &u,
+						    g.prev_update_ns, 0),
+		      "appending an update");
+	}
 	if (full) {
 		size_t bytes = g.out.len - mark_at - WEFT_WIRE_CKPT_LEN;
 		/* What the mark added, as recorder_ckpt.c counts it: the

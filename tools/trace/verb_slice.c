@@ -14,7 +14,10 @@
  * keeps its warning bits).  An update's thin records leave out what the
  * stream sent before (a task's name, file and line; histograms but once
  * a second), so the state keeps a task's first name and its last
- * histograms beside its last record, and puts them back together.
+ * histograms beside its last record, and puts them back together.  A
+ * record that names its spawn site instead (Task.site) is named by the
+ * site (the Sites met before it), and the state carries every Site met
+ * before --from (Update.sites): the window's records may name them.
  *
  * One pass in time order (trace_model.c), after a look at the first
  * events for the trace's start, which TIMEs count from.  Memory: the
@@ -104,6 +107,7 @@ struct slice {
 	enum mode mode;  /* of the last update record */
 	bool opened;     /* the header and the state are written */
 	bool have_header;
+	weft_wire_sites_t sites; /* every Site met so far */
 	/* The output. */
 	FILE *out;
 	weft_wire_buf_t buf; /* records not yet written */
@@ -425,8 +429,12 @@ static void note_worker(struct slice *s, const Weft__V1__Worker *m)
 
 static void note_update(struct slice *s, const Weft__V1__Update *u)
 {
-	for (size_t i = 0; i < u->n_tasks; i++)
-		note_task(s, u->tasks[i]);
+	for (size_t i = 0; i < u->n_tasks; i++) {
+		Weft__V1__Task c = *u->tasks[i]; /* named by its site */
+
+		weft_wire_sites_resolve(&s->sites, &c);
+		note_task(s, &c);
+	}
 	for (size_t i = 0; i < u->n_resources; i++)
 		note_resource(s, u->resources[i]);
 	for (size_t i = 0; i < u->n_workers; i++)
@@ -536,6 +544,26 @@ static void write_state(struct slice *s)
 		if (s->workers[i])
 			put_field(&body, 3, s->workers[i], s->worker_len[i]);
 	put_bytes(&body, full, sizeof(full));
+	/* Every site met (a field after the others is read the same). */
+	for (size_t i = 0; i < s->sites.cap; i++) {
+		const weft_wire_site_t *e = &s->sites.v[i];
+		Weft__V1__Site m = WEFT__V1__SITE__INIT;
+		uint8_t *one;
+		size_t n;
+
+		if (!e->name)
+			continue;
+		m.id = e->id;
+		m.name = (char *)e->name;
+		m.file = (char *)e->file;
+		m.line = e->line;
+		m.state_size = e->state_size;
+		n = weft__v1__site__get_packed_size(&m);
+		one = tt_xrealloc(NULL, n);
+		weft__v1__site__pack(&m, one);
+		put_field(&body, 11, one, n);
+		free(one);
+	}
 	for (size_t i = 0; i < s->res.nb; i++)
 		for (entry_t *e = s->res.b[i]; e; e = e->next) {
 			add_item(s, &body, 10, e, res_hist_fields);
@@ -610,6 +638,8 @@ static void slice_frame(void *ctx, const Weft__V1__Frame *f)
 		return; /* event batches: their events come one by one */
 	}
 	u = f->update;
+	if (weft_wire_sites_add_update(&s->sites, u))
+		oom();
 	if (u->stats) {
 		/* A record with stats starts an update; the next ones
 		 * without are more of it. */
@@ -805,6 +835,7 @@ int tt_verb_slice(int argc, char **argv)
 	free(s.stats);
 	free(s.ev);
 	weft_wire_events_fini(&s.enc);
+	weft_wire_sites_fini(&s.sites);
 	weft_wire_buf_fini(&s.buf);
 	return 0;
 }

@@ -346,6 +346,7 @@ static void tasks_live(struct table *tab, const char *target)
 {
 	Weft__V1__Frame sub_frame = WEFT__V1__FRAME__INIT, *f;
 	Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+	weft_wire_sites_t sites = { 0 };
 	bool in_full = false;
 	uint64_t until;
 	tt_live_t l;
@@ -393,11 +394,15 @@ static void tasks_live(struct table *tab, const char *target)
 		if (in_full) {
 			weft_trace_tasks_t ti;
 
+			if (weft_wire_sites_add_update(&sites, u))
+				tt_die("out of memory");
 			weft_trace_reader_tasks(NULL, f, &ti);
+			ti.sites = &sites; /* the socket's: no reader's */
 			apply_update(tab, f, &ti);
 		}
 		weft_wire_frame_free(f);
 	}
+	weft_wire_sites_fini(&sites);
 	tt_live_close(&l);
 }
 

@@ -173,7 +173,16 @@ typedef struct weft_probe_task_s {
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
 	const weft_hist_t *sched_hist;
-	uint64_t reserved_[4]; /* zero (weft/common.h) */
+	/*
+	 * Its spawn site: the id of the spawn record its name, file, line
+	 * and state_size came from (weft.proto's Site), shared by every
+	 * task spawned with the same spec; 0 for none (seeded from the
+	 * runtime's task list, a spawn whose site's announcement was lost,
+	 * or a trace from before sites).
+	 */
+	uint32_t site;
+	uint32_t reserved32_;  /* zero */
+	uint64_t reserved_[3]; /* zero (weft/common.h) */
 } weft_probe_task_t;
 
 /*

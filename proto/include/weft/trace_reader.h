@@ -61,6 +61,12 @@ typedef struct weft_trace_reader_s {
 	/* Updates read without protobuf-c's tasks
 	 * (weft_trace_reader_lean_updates()); NULL: not. */
 	struct weft_trace_lean_upd_s *lean_upd;
+	/* The spawn sites met (every Update's sites, kept across seeks: a
+	 * site's id names it for the whole trace), by which
+	 * weft_trace_tasks_next() and _next_brief() name the tasks whose
+	 * records name a site; read-only for callers (.unknown: records
+	 * of a site not met). */
+	weft_wire_sites_t sites;
 } weft_trace_reader_t;
 
 /*
@@ -72,6 +78,8 @@ typedef struct weft_trace_tasks_s {
 	size_t i;
 	const uint8_t *p, *end; /* lean: the Update's bytes left */
 	weft_wire_task_raw_t *raw;
+	weft_wire_sites_t *sites; /* the reader's; NULL: none */
+	Weft__V1__Task copy;      /* an unpacked task named by its site */
 } weft_trace_tasks_t;
 
 /* Extra result of weft_trace_reader_next() for a file whose first record
@@ -161,7 +169,10 @@ int weft_trace_reader_lean_updates(weft_trace_reader_t *r);
  * Update frame @r returned last (lean or not; @r may be NULL for a frame
  * from elsewhere, a socket's); nothing for another frame.
  * weft_trace_tasks_next() then gives each task in record order (the same
- * Weft__V1__Task protobuf-c would unpack).
+ * Weft__V1__Task protobuf-c would unpack), a task whose record names a
+ * spawn site met with the site's name, file, line and state_size
+ * (weft_wire_sites_resolve(); @r's sites, none when @r is NULL: a
+ * caller reading a socket resolves them itself).
  *
  * Context: any thread, one at a time per @r; a task may call it.
  */

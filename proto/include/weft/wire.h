@@ -431,10 +431,12 @@ typedef struct weft_wire_task_brief_s {
 	uint32_t parked_line;
 	const char *name, *file, *parked_file;
 	size_t name_len, file_len, parked_len;
+	uint32_t site;       /* Task.site (0: none) */
+	uint32_t state_size; /* weft_trace_tasks_next_brief(): its site's */
 } weft_wire_task_brief_t;
 
 /**
- * weft_wire_task_brief_raw() - fields 1, 3, 4, 5, 12, 26 and 27 of the
+ * weft_wire_task_brief_raw() - fields 1, 3, 4, 5, 12, 26, 27 and 33 of the
  * @len bytes of a Task message into @b, as weft_wire_task_decode_raw()
  * reads them (the last of a field repeated stands); the other fields
  * only skipped.  For a record weft_wire_update_split_raw() took (checked
@@ -560,6 +562,94 @@ const weft_event_t *weft_wire_events_group(weft_wire_events_t *e,
 int weft_wire_events_append(weft_wire_events_t *e, weft_wire_buf_t *b,
 			    const weft_event_t *ev, size_t n);
 
+/*
+ * Spawn sites (weft.proto's Site).  A stream sends a site once, in an
+ * Update's sites, before or with the first Task record that names it
+ * (Task.site); such a record leaves out name, file, line and
+ * state_size.  An encoder's site: the strings are the caller's.
+ */
+typedef struct weft_wire_site_s {
+	uint32_t id; /* 1 .. WEFT_WIRE_SITE_MAX */
+	uint32_t line;
+	uint32_t state_size;
+	const char *name, *file; /* NULL: none */
+} weft_wire_site_t;
+
+/* Site ids a reader keeps (one above: refused, its tasks unnamed). */
+#define WEFT_WIRE_SITE_MAX 65536u
+
+/*
+ * A reader's sites (sites.c): every Site met, by id, its strings copied.
+ * Caller-allocated, zeroed to start, weft_wire_sites_fini() at the end.
+ * unknown counts the Task records resolved that named a site not met
+ * (they stay unnamed, never another site's name).
+ */
+typedef struct weft_wire_sites_s {
+	weft_wire_site_t *v; /* by id; name NULL: not met */
+	size_t cap;
+	size_t n;         /* sites met */
+	uint64_t unknown; /* records naming a site not met */
+} weft_wire_sites_t;
+
+/**
+ * weft_wire_sites_add() - keep Site @m (again: its new values).
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: 0; -EINVAL (id 0 or over WEFT_WIRE_SITE_MAX: ignored);
+ * -ENOMEM (@s unchanged).
+ */
+int weft_wire_sites_add(weft_wire_sites_t *s, const Weft__V1__Site *m);
+
+/**
+ * weft_wire_sites_add_update() - keep the sites of Update @u.
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: 0; -ENOMEM (the sites before the one that failed are kept).
+ */
+int weft_wire_sites_add_update(weft_wire_sites_t *s, const Weft__V1__Update *u);
+
+/**
+ * weft_wire_sites_get() - site @id as met.
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: the site (valid until @s changes); NULL when not met.
+ */
+const weft_wire_site_t *weft_wire_sites_get(const weft_wire_sites_t *s,
+					    uint32_t id);
+
+/**
+ * weft_wire_sites_resolve() - Task @t named by its site: a record with
+ * a site and neither name nor file gets the site's name, file, line and
+ * state_size (pointers into @s, valid while @s keeps the site); a site
+ * not met leaves it unnamed and counts it in @s->unknown.  A record
+ * with its own strings is left as it is.  @t must not be one protobuf-c
+ * will free (a raw decode's, or a shallow copy).
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: true when @t was named from its site.
+ */
+bool weft_wire_sites_resolve(weft_wire_sites_t *s, Weft__V1__Task *t);
+
+/**
+ * weft_wire_sites_fini() - free what @s holds; @s is left zeroed.
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ */
+void weft_wire_sites_fini(weft_wire_sites_t *s);
+
+/**
+ * weft_wire_update_walk_sites_raw() - each Site of the @len bytes of an
+ * Update message (field 11), unpacked and kept in @s, wherever they
+ * stand among its fields: a reader that takes the tasks from the bytes
+ * (weft_wire_update_walk_raw()) calls it first.
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: 0; -EAGAIN for bytes it cannot walk or a Site that does not
+ * unpack; -ENOMEM.
+ */
+int weft_wire_update_walk_sites_raw(const uint8_t *p, size_t len,
+				    weft_wire_sites_t *s);
+
 /* update.c: updates, split and recount */
 
 /**
@@ -643,6 +733,24 @@ int weft_wire_update_append_memo(weft_wire_buf_t *b,
 				 const weft_probe_update_t *u,
 				 uint64_t prev_now_ns, size_t max_record,
 				 weft_wire_task_memo_t *m);
+
+/**
+ * weft_wire_update_append_sites() - weft_wire_update_append_memo() with
+ * the @n spawn sites at @sites in the (first) record's sites, and every
+ * task of @u that names a site (site not 0) written without its name,
+ * file, line and state_size: the caller makes sure they are its site's
+ * (and that the reader has the site, from these records or earlier
+ * ones); a task to keep its strings goes with site 0.
+ *
+ * Context: any thread, one at a time per @b and @m; a task may call it
+ * (never blocks).
+ * Return: as weft_wire_update_append_split().
+ */
+int weft_wire_update_append_sites(weft_wire_buf_t *b,
+				  const weft_probe_update_t *u,
+				  const weft_wire_site_t *sites, size_t n,
+				  uint64_t prev_now_ns, size_t max_record,
+				  weft_wire_task_memo_t *m);
 
 /**
  * weft_wire_update_recount() - the Update records at @rec (@len bytes, from

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model's spawn sites (con_model_t.sites: every Update's sites, kept
+ * for the records that name a site instead of carrying its name, file,
+ * line and state_size): copied with a model (con_model_clone()) and
+ * saved with it (model_pack.c: a checkpoint restored mid-trace must name
+ * the tasks of sites announced before it).  Saved as the Update message
+ * that would carry them, so the bytes' checks are protobuf-c's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "console.h"
+
+const Weft__V1__Task *con_sites_name(con_model_t *m, const Weft__V1__Task *x,
+				     Weft__V1__Task *scratch)
+{
+	if (!x->site || (x->name && x->name[0]) || (x->file && x->file[0]))
+		return x;
+	*scratch = *x; /* protobuf-c's record keeps its own strings */
+	return weft_wire_sites_resolve(&m->sites, scratch) ? scratch : x;
+}
+
+void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	for (size_t i = 0; i < src->cap; i++) {
+		const weft_wire_site_t *e = &src->v[i];
+		Weft__V1__Site m = WEFT__V1__SITE__INIT;
+
+		if (!e->name)
+			continue;
+		m.id = e->id;
+		m.line = e->line;
+		m.state_size = e->state_size;
+		m.name = (char *)e->name;
+		m.file = (char *)e->file;
+		if (weft_wire_sites_add(dst, &m) == -ENOMEM)
+			con_die("out of memory");
+	}
+	dst->unknown = src->unknown;
+}
+
+uint8_t *con_sites_save(const weft_wire_sites_t *s, size_t *len)
+{
+	Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
+	Weft__V1__Site *v = con_xcalloc(s->n + 1, sizeof(*v));
+	Weft__V1__Site **pv = con_xcalloc(s->n + 1, sizeof(*pv));
+	uint8_t *out;
+
+	for (size_t i = 0; i < s->cap && u.n_sites < s->n; i++) {
+		const weft_wire_site_t *e = &s->v[i];
+		Weft__V1__Site *m = &v[u.n_sites];
+
+		if (!e->name)
+			continue;
+		weft__v1__site__init(m);
+		m->id = e->id;
+		m->line = e->line;
+		m->state_size = e->state_size;
+		m->name = (char *)e->name;
+		m->file = (char *)e->file;
+		pv[u.n_sites++] = m;
+	}
+	u.sites = pv;
+	*len = weft__v1__update__get_packed_size(&u);
+	out = con_xmalloc(*len + 1);
+	weft__v1__update__pack(&u, out);
+	free(v);
+	free(pv);
+	return out;
+}
+
+bool con_sites_load(weft_wire_sites_t *s, const uint8_t *p, size_t len)
+{
+	Weft__V1__Update *u = weft__v1__update__unpack(NULL, len, p);
+	bool ok = u && weft_wire_sites_add_update(s, u) == 0;
+
+	if (u)
+		weft__v1__update__free_unpacked(u, NULL);
+	return ok;
+}
