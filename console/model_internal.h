@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Between the model's files only (model.c: the store and the frames;
- * model_timeline.c; model_sort.c: sort and filter; model_retain.c;
- * model_res.c: resources; model_clone.c: copies).
+ * model_check.c: its consistency; model_figures.c; model_timeline.c;
+ * model_sort.c: sort and filter; model_retain.c; model_res.c:
+ * resources; model_clone.c: copies).
  */
 #ifndef WEFT_CONSOLE_MODEL_INTERNAL_H
 #define WEFT_CONSOLE_MODEL_INTERNAL_H
 
 #include "console.h"
 
-/* The string table (model.c): interned copies, reference-counted. */
+/* The string table (model.c): interned copies, reference-counted; an
+ * entry of its buckets (m->strs). */
+struct con_str_s {
+	struct con_str_s *next;
+	uint32_t hash;
+	uint32_t refs;
+	char s[];
+};
 const char *con_model_str_ref(con_model_t *m, const char *s);
 void con_model_str_unref(con_model_t *m, const char *s);
 /* The empty string the table hands out uncounted. */

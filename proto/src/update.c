@@ -2,8 +2,9 @@
 /*
  * Update records: a collector pass's model (stats, tasks, workers,
  * warnings, resources), encoded by hand and split into several records
- * when too large (weft/wire.h has the model); update_site.c has the
- * sites and the recount for one subscriber.
+ * when too large (weft/wire.h has the model); update_parts.c has the
+ * resources, workers, warnings and stats, update_site.c the sites and the
+ * recount for one subscriber.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -11,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weft/wire.h"
-#include "wire_private.h"
+#include "update_private.h"
 
 /* ------------------------------------------------------------ updates */
 
@@ -37,130 +37,7 @@
  * arrays of before were megabytes faulted in again each time).
  */
 
-/* sint32: zigzag, as 32 bits. */
-static inline uint32_t zigzag32(int32_t v)
-{
-	return (uint32_t)v << 1 ^ (uint32_t)(v >> 31);
-}
-
-/* A double: absent when it compares equal to 0 (so -0.0 too). */
-static inline size_t double_len(unsigned field, double v)
-{
-	return v != 0 ? tag_len(field) + 8 : 0;
-}
-
-static inline uint8_t *put_double(uint8_t *p, unsigned field, double v)
-{
-	uint64_t bits;
-
-	if (v == 0)
-		return p;
-	memcpy(&bits, &v, sizeof(bits));
-	p = put_tag(p, field, WT_I64);
-	for (unsigned i = 0; i < 8; i++)
-		*p++ = (uint8_t)(bits >> (8 * i));
-	return p;
-}
-
-/*
- * The sizes and the writes are two codings of one message: a record
- * written longer than it was sized has run past the room reserved for
- * it.  A broken invariant, so abort (not weft_panic(): the fuzzers build
- * this file without the runtime).
- */
-static void check_written(const char *what, const uint8_t *start,
-			  const uint8_t *end, size_t sized)
-{
-	if ((size_t)(end - start) != sized) {
-		fprintf(stderr, "weft: wire: %s sized %zu bytes, written %zu\n",
-			what, sized, (size_t)(end - start));
-		abort();
-	}
-}
-
-/* A string (of @len bytes): absent when empty. */
-static inline size_t str_len(unsigned field, size_t len)
-{
-	return len ? tag_len(field) + varint_len(len) + len : 0;
-}
-
-static inline uint8_t *put_str(uint8_t *p, unsigned field, const char *s,
-			       size_t len)
-{
-	if (len) {
-		p = put_tag(p, field, WT_LEN);
-		p = put_varint(p, len);
-		memcpy(p, s, len);
-		p += len;
-	}
-	return p;
-}
-
-static size_t cstr_len(const char *s)
-{
-	return s ? strlen(s) : 0;
-}
-
-/* Histogram */
-
-/*
- * The packed buckets' payload.  Every bucket under 128 (a task's
- * histogram nearly always: a count a bucket) is one byte each, found by
- * one OR over them (vectorised), not a varint length a bucket.
- */
-static size_t buckets_payload(const weft_hist_t *h)
-{
-	uint32_t all = 0;
-	size_t n = 0;
-
-	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-		all |= h->buckets[i];
-	if (all < 0x80)
-		return WEFT_HIST_BUCKETS;
-	for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-		n += varint_len(h->buckets[i]);
-	return n;
-}
-
-static size_t hist_len(const weft_hist_t *h)
-{
-	return sub_len(1, buckets_payload(h)) + uint_len(2, h->count) +
-	       uint_len(3, h->sum_ns) + uint_len(4, h->max_ns) +
-	       uint_len(5, h->outliers);
-}
-
-static uint8_t *put_hist(uint8_t *p, const weft_hist_t *h)
-{
-	size_t n = buckets_payload(h);
-
-	p = put_sub(p, 1, n);
-	if (n == WEFT_HIST_BUCKETS) {
-		/* One byte each (buckets_payload()). */
-		for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-			p[i] = (uint8_t)h->buckets[i];
-		p += WEFT_HIST_BUCKETS;
-	} else {
-		for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
-			p = put_varint(p, h->buckets[i]);
-	}
-	p = put_uint(p, 2, h->count);
-	p = put_uint(p, 3, h->sum_ns);
-	p = put_uint(p, 4, h->max_ns);
-	return put_uint(p, 5, h->outliers);
-}
-
 /* Task */
-
-/* A task's sizes, from the size pass to the write. */
-struct task_size {
-	size_t body;       /* the Task message */
-	size_t name, file, parked; /* string lengths */
-	size_t hist[2];    /* poll_hist, sched_hist bodies */
-	size_t waited[WEFT_TASK_WAITED]; /* TaskWait bodies */
-	size_t memo_off; /* the body's bytes in the memo, when memo */
-	bool is_new, is_finished, memo;
-	bool strip; /* named by its site: no name, file, line, state_size */
-};
 
 static size_t task_wait_len(const weft_probe_task_wait_t *w)
 {
@@ -296,272 +173,6 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 		return p + s->body;
 	}
 	return put_task_body(p, t, s);
-}
-
-/* Resource */
-
-/* Entries of a holders or waiters list that go out: at most the list's. */
-static size_t res_list_n(uint32_t n)
-{
-	return n < WEFT_RES_LIST ? n : WEFT_RES_LIST;
-}
-
-/* Payload bytes of a packed list of @n ids. */
-static size_t ids_payload(const uint64_t *ids, size_t n)
-{
-	size_t len = 0;
-
-	for (size_t i = 0; i < n; i++)
-		len += varint_len(ids[i]);
-	return len;
-}
-
-static size_t packed_len(unsigned field, const uint64_t *ids, size_t n)
-{
-	return n ? sub_len(field, ids_payload(ids, n)) : 0;
-}
-
-static uint8_t *put_packed(uint8_t *p, unsigned field, const uint64_t *ids,
-			   size_t n)
-{
-	if (!n)
-		return p;
-	p = put_sub(p, field, ids_payload(ids, n));
-	for (size_t i = 0; i < n; i++)
-		p = put_varint(p, ids[i]);
-	return p;
-}
-
-/* A resource's sizes (struct task_size: name and file, the two
- * histograms: wait, hold). */
-static size_t resource_len(const weft_probe_resource_t *r,
-			   struct task_size *s)
-{
-	size_t n;
-
-	s->name = cstr_len(r->name);
-	s->file = cstr_len(r->file);
-	s->is_new = s->is_finished = false;
-	n = uint_len(1, r->id) + uint_len(2, r->kind) + str_len(3, s->name) +
-	    str_len(4, s->file) + uint_len(5, r->line) +
-	    uint_len(6, r->created_ns) + uint_len(7, r->dropped_ns) +
-	    uint_len(8, r->nholders) + uint_len(9, r->nwaiters) +
-	    packed_len(10, r->holders, res_list_n(r->nholders)) +
-	    packed_len(11, r->waiters, res_list_n(r->nwaiters)) +
-	    uint_len(12, r->owner) + uint_len(13, r->acquires) +
-	    uint_len(14, r->waits) + double_len(15, r->acquires_per_s) +
-	    uint_len(16, r->oldest_wait_ns) +
-	    uint_len(17, r->longest_holder) +
-	    uint_len(18, r->longest_hold_ns);
-	if (r->wait_hist) {
-		s->hist[0] = hist_len(r->wait_hist);
-		n += sub_len(19, s->hist[0]);
-	}
-	if (r->hold_hist) {
-		s->hist[1] = hist_len(r->hold_hist);
-		n += sub_len(20, s->hist[1]);
-	}
-	return s->body = n;
-}
-
-static uint8_t *put_resource(uint8_t *p, const weft_probe_resource_t *r,
-			     const struct task_size *s)
-{
-	p = put_sub(p, 10, s->body); /* Update.resources */
-	p = put_uint(p, 1, r->id);
-	p = put_uint(p, 2, r->kind);
-	p = put_str(p, 3, r->name, s->name);
-	p = put_str(p, 4, r->file, s->file);
-	p = put_uint(p, 5, r->line);
-	p = put_uint(p, 6, r->created_ns);
-	p = put_uint(p, 7, r->dropped_ns);
-	p = put_uint(p, 8, r->nholders);
-	p = put_uint(p, 9, r->nwaiters);
-	p = put_packed(p, 10, r->holders, res_list_n(r->nholders));
-	p = put_packed(p, 11, r->waiters, res_list_n(r->nwaiters));
-	p = put_uint(p, 12, r->owner);
-	p = put_uint(p, 13, r->acquires);
-	p = put_uint(p, 14, r->waits);
-	p = put_double(p, 15, r->acquires_per_s);
-	p = put_uint(p, 16, r->oldest_wait_ns);
-	p = put_uint(p, 17, r->longest_holder);
-	p = put_uint(p, 18, r->longest_hold_ns);
-	if (r->wait_hist) {
-		p = put_sub(p, 19, s->hist[0]);
-		p = put_hist(p, r->wait_hist);
-	}
-	if (r->hold_hist) {
-		p = put_sub(p, 20, s->hist[1]);
-		p = put_hist(p, r->hold_hist);
-	}
-	return p;
-}
-
-/* Worker, WorkerCounters */
-
-static size_t counters_len(const weft_worker_metrics_t *k)
-{
-	return uint_len(1, k->polls) + uint_len(2, k->steals) +
-	       uint_len(3, k->steal_ops) + uint_len(4, k->parks) +
-	       uint_len(5, k->unparks) + uint_len(6, k->noop_wakes) +
-	       uint_len(7, k->local_schedules) +
-	       uint_len(8, k->lifo_schedules) +
-	       uint_len(9, k->global_schedules) +
-	       uint_len(10, k->remote_schedules) + uint_len(11, k->overflows) +
-	       uint_len(12, k->spawned) + uint_len(13, k->completed) +
-	       uint_len(14, k->busy_ns) + uint_len(15, k->forced_yields) +
-	       uint_len(16, k->local_queue_depth);
-}
-
-/*
- * Worker.stolen: the top victims with their indices, at any worker count
- * (the old dense stolen_from, field 13, is no longer written).
- */
-static size_t steal_len(const weft_probe_steal_t *s)
-{
-	return uint_len(1, s->victim) + uint_len(2, s->tasks);
-}
-
-static size_t nstolen_of(const weft_probe_worker_t *w)
-{
-	return w->nstolen < WEFT_WORKER_STOLEN ? w->nstolen :
-						 WEFT_WORKER_STOLEN;
-}
-
-static size_t worker_len(const weft_probe_worker_t *w)
-{
-	size_t n =
-		uint_len(1, w->index) + uint_len(2, w->state) +
-		uint_len(3, w->current_task) + uint_len(4, w->poll_started_ns) +
-		sub_len(5, counters_len(&w->counters)) +
-		double_len(6, w->polls_per_s) + double_len(7, w->steals_per_s) +
-		double_len(8, w->steal_rate) + double_len(9, w->busy_ratio) +
-		uint_len(10, w->mean_poll_ns) + uint_len(11, w->max_poll_ns) +
-		uint_len(12, w->queue_depth);
-
-	n += uint_len(14, w->events_dropped) + uint_len(15, w->off_cpu_ns) +
-	     double_len(16, w->off_cpu_ratio);
-	for (size_t i = 0; i < nstolen_of(w); i++)
-		n += sub_len(17, steal_len(&w->stolen[i]));
-	return n + uint_len(18, w->stolen_out);
-}
-
-static uint8_t *put_worker(uint8_t *p, const weft_probe_worker_t *w)
-{
-	const weft_worker_metrics_t *k = &w->counters;
-
-	p = put_sub(p, 3, worker_len(w)); /* Update.workers */
-	p = put_uint(p, 1, w->index);
-	p = put_uint(p, 2, w->state);
-	p = put_uint(p, 3, w->current_task);
-	p = put_uint(p, 4, w->poll_started_ns);
-	p = put_sub(p, 5, counters_len(k));
-	p = put_uint(p, 1, k->polls);
-	p = put_uint(p, 2, k->steals);
-	p = put_uint(p, 3, k->steal_ops);
-	p = put_uint(p, 4, k->parks);
-	p = put_uint(p, 5, k->unparks);
-	p = put_uint(p, 6, k->noop_wakes);
-	p = put_uint(p, 7, k->local_schedules);
-	p = put_uint(p, 8, k->lifo_schedules);
-	p = put_uint(p, 9, k->global_schedules);
-	p = put_uint(p, 10, k->remote_schedules);
-	p = put_uint(p, 11, k->overflows);
-	p = put_uint(p, 12, k->spawned);
-	p = put_uint(p, 13, k->completed);
-	p = put_uint(p, 14, k->busy_ns);
-	p = put_uint(p, 15, k->forced_yields);
-	p = put_uint(p, 16, k->local_queue_depth);
-	p = put_double(p, 6, w->polls_per_s);
-	p = put_double(p, 7, w->steals_per_s);
-	p = put_double(p, 8, w->steal_rate);
-	p = put_double(p, 9, w->busy_ratio);
-	p = put_uint(p, 10, w->mean_poll_ns);
-	p = put_uint(p, 11, w->max_poll_ns);
-	p = put_uint(p, 12, w->queue_depth);
-	p = put_uint(p, 14, w->events_dropped);
-	p = put_uint(p, 15, w->off_cpu_ns);
-	p = put_double(p, 16, w->off_cpu_ratio);
-	for (size_t i = 0; i < nstolen_of(w); i++) {
-		p = put_sub(p, 17, steal_len(&w->stolen[i]));
-		p = put_uint(p, 1, w->stolen[i].victim);
-		p = put_uint(p, 2, w->stolen[i].tasks);
-	}
-	return put_uint(p, 18, w->stolen_out);
-}
-
-/* Warning (detail is a char array: bounded by it, not trusted to end). */
-
-static size_t warning_len(const weft_probe_warning_t *w)
-{
-	return uint_len(1, w->seq) + uint_len(2, w->kind) +
-	       uint_len(3, w->worker) + uint_len(4, w->task) +
-	       str_len(5, cstr_len(w->task_name)) +
-	       str_len(6, cstr_len(w->file)) + uint_len(7, w->line) +
-	       uint_len(8, w->at_ns) + uint_len(9, w->value_ns) +
-	       str_len(10, strnlen(w->detail, sizeof(w->detail))) +
-	       uint_len(11, w->history);
-}
-
-static uint8_t *put_warning(uint8_t *p, const weft_probe_warning_t *w)
-{
-	p = put_sub(p, 4, warning_len(w)); /* Update.warnings */
-	p = put_uint(p, 1, w->seq);
-	p = put_uint(p, 2, w->kind);
-	p = put_uint(p, 3, w->worker);
-	p = put_uint(p, 4, w->task);
-	p = put_str(p, 5, w->task_name, cstr_len(w->task_name));
-	p = put_str(p, 6, w->file, cstr_len(w->file));
-	p = put_uint(p, 7, w->line);
-	p = put_uint(p, 8, w->at_ns);
-	p = put_uint(p, 9, w->value_ns);
-	p = put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
-	return put_uint(p, 11, w->history);
-}
-
-/* Stats */
-
-static size_t stats_len(const weft_probe_stats_t *s)
-{
-	return uint_len(1, s->now_ns) + uint_len(2, s->start_ns) +
-	       uint_len(3, s->workers) + uint_len(4, s->live_tasks) +
-	       uint_len(5, s->spawned_tasks) +
-	       uint_len(6, s->global_queue_depth) + uint_len(7, s->events) +
-	       uint_len(8, s->events_dropped) + uint_len(9, s->warnings) +
-	       double_len(10, s->events_per_s) +
-	       double_len(11, s->polls_per_s) +
-	       double_len(12, s->steals_per_s) +
-	       str_len(13, cstr_len(s->clock)) +
-	       uint_len(14, s->collector_cpu_ns) +
-	       double_len(15, s->collector_cpu) +
-	       uint_len(16, s->blocking_busy) +
-	       uint_len(17, s->blocking_queued) +
-	       uint_len(18, s->blocking_jobs) +
-	       uint_len(19, s->tasks_end_unseen);
-}
-
-static uint8_t *put_stats(uint8_t *p, const weft_probe_stats_t *s)
-{
-	p = put_sub(p, 1, stats_len(s)); /* Update.stats */
-	p = put_uint(p, 1, s->now_ns);
-	p = put_uint(p, 2, s->start_ns);
-	p = put_uint(p, 3, s->workers);
-	p = put_uint(p, 4, s->live_tasks);
-	p = put_uint(p, 5, s->spawned_tasks);
-	p = put_uint(p, 6, s->global_queue_depth);
-	p = put_uint(p, 7, s->events);
-	p = put_uint(p, 8, s->events_dropped);
-	p = put_uint(p, 9, s->warnings);
-	p = put_double(p, 10, s->events_per_s);
-	p = put_double(p, 11, s->polls_per_s);
-	p = put_double(p, 12, s->steals_per_s);
-	p = put_str(p, 13, s->clock, cstr_len(s->clock));
-	p = put_uint(p, 14, s->collector_cpu_ns);
-	p = put_double(p, 15, s->collector_cpu);
-	p = put_uint(p, 16, s->blocking_busy);
-	p = put_uint(p, 17, s->blocking_queued);
-	p = put_uint(p, 18, s->blocking_jobs);
-	return put_uint(p, 19, s->tasks_end_unseen);
 }
 
 /* The per-thread scratch: one task_size per task and per resource of the
@@ -716,20 +327,20 @@ static int update_part(weft_wire_buf_t *b, const struct update_enc *e, size_t i,
 	p = put_varint(p, flen);
 	p = put_sub(p, 4, ulen);
 	if (first && u->stats)
-		p = put_stats(p, u->stats);
+		p = weft__upd_put_stats(p, u->stats);
 	for (size_t j = ti; j < tk; j++)
 		p = put_task(p, u->tasks[j], &e->sz[j], e->memo);
 	if (first) {
 		for (size_t j = 0; j < u->nworkers; j++)
-			p = put_worker(p, &u->workers[j]);
+			p = weft__upd_put_worker(p, &u->workers[j]);
 		for (size_t j = 0; j < u->nwarnings; j++)
-			p = put_warning(p, &u->warnings[j]);
+			p = weft__upd_put_warning(p, &u->warnings[j]);
 		p = put_uint(p, 5, u->full);
 	}
 	p = put_ids(p, e, ti, tk, false, nnew);
 	p = put_ids(p, e, ti, tk, true, nfin);
 	for (size_t j = ri; j < rk; j++)
-		p = put_resource(p, u->resources[j], &e->rsz[j]);
+		p = weft__upd_put_resource(p, u->resources[j], &e->rsz[j]);
 	for (size_t j = 0; first && j < e->nsites; j++)
 		p = weft__wire_site_put(p, &e->sites[j]);
 	check_written("Update", start, p, 1 + varint_len(flen) + flen);
@@ -808,7 +419,7 @@ static bool sz_fits_warnings(const weft_probe_update_t *u, size_t max)
 	size_t n = 0;
 
 	for (size_t i = 0; i < u->nwarnings; i++)
-		n += sub_len(4, warning_len(&u->warnings[i]));
+		n += sub_len(4, weft__upd_warning_len(&u->warnings[i]));
 	return n <= max / 2;
 }
 
@@ -840,11 +451,12 @@ static int warnings_first(weft_wire_buf_t *b, const weft_probe_update_t *u,
 
 		while (i + w.nwarnings < u->nwarnings &&
 		       (w.nwarnings == 0 ||
-			n + sub_len(4, warning_len(&u->warnings[i +
-								w.nwarnings])) <=
+			n + sub_len(4,
+				    weft__upd_warning_len(
+					    &u->warnings[i + w.nwarnings])) <=
 				max / 2)) {
-			n += sub_len(4, warning_len(&u->warnings[i +
-								 w.nwarnings]));
+			n += sub_len(4, weft__upd_warning_len(
+						&u->warnings[i + w.nwarnings]));
 			w.nwarnings++;
 		}
 		err = update_append(b, &w, prev_now_ns, max, m, NULL, -1);
@@ -1102,17 +714,17 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 				    t->finished_ns > prev_now_ns;
 	}
 	for (size_t i = 0; i < u->nresources; i++) {
-		resource_len(u->resources[i], &sz[nt + i]);
+		weft__upd_resource_len(u->resources[i], &sz[nt + i]);
 		sz[nt + i].memo = false;
 	}
 	e.sz = sz;
 	e.rsz = sz + nt;
 	if (u->stats)
-		e.base += sub_len(1, stats_len(u->stats));
+		e.base += sub_len(1, weft__upd_stats_len(u->stats));
 	for (size_t i = 0; i < u->nworkers; i++)
-		e.base += sub_len(3, worker_len(&u->workers[i]));
+		e.base += sub_len(3, weft__upd_worker_len(&u->workers[i]));
 	for (size_t i = 0; i < u->nwarnings; i++)
-		e.base += sub_len(4, warning_len(&u->warnings[i]));
+		e.base += sub_len(4, weft__upd_warning_len(&u->warnings[i]));
 	e.base += uint_len(5, u->full);
 	for (size_t i = 0; i < e.nsites; i++)
 		e.base += weft__wire_site_len(&st[i]);
