@@ -276,7 +276,7 @@ struct probe {
 	 * with no record yet, held for the record's creation to settle
 	 * (collector_tasks.c, weft__collector_early_waker()).  early_pass:
 	 * the collector's passes (weft__collector_pass()); unsure_until:
-	 * records made up to that pass get wakers_unsure.
+	 * records made before that pass get wakers_unsure.
 	 */
 	struct early_waker {
 		uint64_t id; /* 0: free */

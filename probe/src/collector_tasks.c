@@ -267,7 +267,8 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	p->table[h] = t;
 	p->ntasks++;
 	live_add(p, t);
-	/* Nearly always none: one test. */
+	/* Nothing held and nothing lost (nearly always): two tests.  A
+	 * stale slot kept (a retired task's) costs a slot's look. */
 	if (p->nearly || p->early_pass < p->early_unsure_until)
 		early_settle(p, t);
 	return t;
