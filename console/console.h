@@ -908,6 +908,7 @@ typedef struct con_replay_s {
 	uint64_t side_covered;
 	int side_loaded;
 	uint64_t side_restored; /* seeks from a side checkpoint */
+	struct con_ahead_s *ahead; /* marks in the trace (replay_ahead.c) */
 } con_replay_t;
 
 /* A checkpoint: the model with records [0, next) fed, packed. */
@@ -955,6 +956,10 @@ void con_replay_progress_off(con_replay_t *r);
  * the model; from the start when there is none), taking checkpoints on
  * the way. */
 void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
+/* replay_ahead.c: whether the model came from a mark ahead of the index
+ * (*@from_ns its time); *@end_ns the trace's end the marks told (0). */
+bool con_replay_ahead(const con_replay_t *r, uint64_t *from_ns,
+		      uint64_t *end_ns);
 /* The time of the next warning after the current position, or 0 (in
  * what is indexed so far). */
 uint64_t con_replay_next_warning(const con_replay_t *r);

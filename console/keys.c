@@ -302,6 +302,26 @@ static unsigned act_replay(con_session_t *s, int key)
 	case KEY_RIGHT:
 		s->seek_ns = r->pos_ns + SEEK_STEP_NS;
 		return CON_SEEK | CON_REDRAW | CON_RESORT;
+	case '{':
+	case '}': {
+		/* A tenth of the trace's time, as far as the index or the
+		 * trace's checkpoint marks know it (ahead of the index pass:
+		 * replay_ahead.c). */
+		uint64_t from, end, step;
+
+		con_replay_ahead(r, &from, &end);
+		if (end < r->last_ns)
+			end = r->last_ns;
+		step = end > r->first_ns ? (end - r->first_ns) / 10 : 0;
+		if (key == '{')
+			s->seek_ns = r->pos_ns > r->first_ns + step ?
+					     r->pos_ns - step :
+					     r->first_ns;
+		else
+			s->seek_ns = r->pos_ns + step < end ? r->pos_ns + step :
+							      end;
+		return CON_SEEK | CON_REDRAW | CON_RESORT;
+	}
 	case 'n': {
 		uint64_t at = con_replay_find_warning(r);
 
@@ -369,6 +389,9 @@ static const struct binding {
 	{ '[', act_replay, "[ ] left right",
 	  "replay: seek 1 s back, forward (arrows: not in the timeline)" },
 	{ ']', act_replay, NULL, NULL },
+	{ '{', act_replay, "{ }",
+	  "replay: seek a tenth of the trace back, on" },
+	{ '}', act_replay, NULL, NULL },
 	{ 'n', act_replay, "n", "replay: jump to the next warning" },
 };
 

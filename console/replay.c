@@ -32,20 +32,14 @@
  * when a seek restores one.  WEFT_CONSOLE_INDEX=0: none (the in-memory
  * checkpoints below).
  *
- * A seek past what is indexed still waits for the pass (on a first
- * open: every later one has the side index).  Seeking ahead of it from
- * a full update in the file was not done: a recorder's file holds one,
- * at its start (probe/src/recorder.c: each new file asks for every
- * task), so a single trace file has nothing ahead to start from; only
- * files put end to end (cat trace.0 trace.1) hold more, each after a
- * FileHeader.  It would take finding a record boundary at an arbitrary
- * offset (the reader's resync does it for torn records), scanning on
- * to a FileHeader and the full update after it, feeding a fresh model
- * from there; and that model would still lack the history a screen
- * shows (timeline, warnings, the workers' series, recent events), so
- * it would be a different screen from the one the exact replay gives
- * there.  A recorder that wrote a full update every N MB of a file
- * (probe/) would make it worth doing.
+ * A seek past what is indexed does not wait for the pass when the trace
+ * has checkpoint marks (a recorder writes one before a full update every
+ * 16 MB or more: probe/src/recorder_ckpt.c): replay_ahead.c restores a
+ * fresh model from the last mark before the time wanted and reads on,
+ * a model that knows the tasks live there, not the history before it;
+ * once the pass covers that time, the exact path below takes over.  In
+ * a file without marks, such a seek waits for the pass (first opens
+ * only: later ones have the side index).
  *
  * Updates carry only changes, so the state at a time is known only by
  * feeding every record before it.  Checkpoints bound that: packed copies
@@ -576,6 +570,7 @@ int con_replay_open_lazy(con_replay_t *r, const char *path, uint64_t budget_ns)
 	while (!r->indexed && !r->n)
 		index_one(r);
 	con_replay_index(r, budget_ns);
+	con_ahead_open(r);
 	if (r->indexed && !r->n && !r->hello) {
 		if (r->error) {
 			fprintf(stderr, "weft-console: %s: %s\n", path,
@@ -602,6 +597,7 @@ static void ckpt_free_all(con_replay_t *r);
 
 void con_replay_close(con_replay_t *r)
 {
+	con_ahead_close(r);
 	if (r->rd) {
 		weft_trace_reader_close(r->rd);
 		free(r->rd);
@@ -716,7 +712,7 @@ static void settings_put(con_model_t *m, const model_settings_t *st)
 	m->retain_max = st->retain_max;
 }
 
-static void model_reset(con_model_t *m)
+void con_replay_model_reset(con_model_t *m)
 {
 	char *target = con_xstrdup(m->target);
 	model_settings_t st;
@@ -1004,6 +1000,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 {
 	size_t want, c;
 
+	/* Ahead of the index pass: from a mark in the trace. */
+	if (con_ahead_seek(r, m, pos_ns))
+		return;
 	index_past(r, pos_ns);
 	want = recs_upto(r, pos_ns);
 	c = ckpt_before(r, want);
@@ -1036,7 +1035,7 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns)
 		if (use_c && ckpt_restore(r, m, c))
 			break;
 		if (want < r->next) {
-			model_reset(m);
+			con_replay_model_reset(m);
 			r->next = 0;
 			r->hello_fed = false;
 		}
@@ -1112,7 +1111,9 @@ size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
 	size_t cap = 2 * max + 64, n = 0, batches = 0, scanned = 0;
 	weft_event_t *got;
 
-	if (!id || !max)
+	/* Ahead of the index (replay_ahead.c): the batches before the
+	 * position are not indexed. */
+	if (!id || !max || (r->ahead && r->ahead->active))
 		return 0;
 	got = con_xcalloc(cap, sizeof(*got));
 	for (size_t i = r->next; i-- > 0 && batches < 64 && scanned < 4096;) {

@@ -47,6 +47,38 @@ void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
 size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
 			      size_t next);
 
+/* replay.c: @m emptied, its session's settings and title kept. */
+void con_replay_model_reset(con_model_t *m);
+
+/* A checkpoint mark in the trace (replay_ahead.c): where, and its time. */
+typedef struct con_ahead_mark_s {
+	uint64_t off, at;
+} con_ahead_mark_t;
+
+/* Seeks ahead of the index pass (replay_ahead.c). */
+typedef struct con_ahead_s {
+	int fd;               /* the trace, for the marks' reads */
+	con_ahead_mark_t *mk; /* the marks found, by offset (and time) */
+	size_t nmk, cap;
+	uint64_t end_ns; /* the trace's last record's time */
+	/* The model was restored from the mark at from (time from_ns) and
+	 * read on to next_off (the last record fed at last_at; pending:
+	 * read, after the position, not fed yet). */
+	bool active, at_end;
+	uint64_t from, from_ns, next_off, last_at;
+	Weft__V1__Frame *pending;
+	uint64_t seeks; /* restored from a mark */
+} con_ahead_t;
+
+/* replay_ahead.c */
+/* After the open's first indexing: the trace's marks beyond it found
+ * (r->ahead set when there are any). */
+void con_ahead_open(con_replay_t *r);
+void con_ahead_close(con_replay_t *r);
+/* A seek to @pos served from a mark (true), or left to the usual path
+ * (false: @m reset first when it was ahead). */
+bool con_ahead_seek(con_replay_t *r, con_model_t *m, uint64_t pos);
+
 /* replay_side.c */
 /*
  * Find, check and read the side index of @r's trace (@st: its identity):

@@ -164,6 +164,8 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 	if (s->replay && s->rp) {
 		const con_replay_t *r = s->rp;
 		char a[16], b[16], note[80] = "";
+		uint64_t from_ns, end_ns, last;
+		bool ahead = con_replay_ahead(r, &from_ns, &end_ns);
 
 		/* What the file lost: the reader read around it. */
 		if (r->skipped)
@@ -173,9 +175,15 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 				 r->truncated || r->error ? ", file cut" : "");
 		else if (r->truncated || r->error)
 			snprintf(note, sizeof(note), "  [file cut]");
-		/* Still indexing: the end known so far, and how far. */
+		/* Still indexing: the end known so far (the marks' when they
+		 * tell one), and how far; ahead of it, from a mark in the
+		 * file, which knows the tasks live there, not those before. */
+		last = end_ns > r->last_ns ? end_ns : r->last_ns;
 		if (!r->indexed)
-			snprintf(note, sizeof(note), "  [indexing %.0f%%]",
+			snprintf(note, sizeof(note), "  [%sindexing %.0f%%]",
+				 ahead ? "from a checkpoint: tasks ended "
+					 "before it not shown; " :
+					 "",
 				 r->size ? 100.0 * (double)r->indexed_bytes /
 						   (double)r->size :
 					   0.0);
@@ -186,8 +194,7 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 					   r->pos_ns > r->first_ns ?
 						   r->pos_ns - r->first_ns :
 						   0),
-				con_fmt_ns(b, sizeof(b),
-					   r->last_ns - r->first_ns),
+				con_fmt_ns(b, sizeof(b), last - r->first_ns),
 				note);
 		return;
 	}

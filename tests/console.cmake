@@ -29,6 +29,18 @@ if(TARGET weft-bench-gentrace)
   add_test(NAME test_console_side
     COMMAND test_console_side $<TARGET_FILE:weft-bench-gentrace>)
   set_tests_properties(test_console_side PROPERTIES TIMEOUT 240 LABELS unit)
+
+  # Seeks ahead of the index pass from the trace's checkpoint marks
+  # (issue 21): found, restored, matched against the whole replay; a
+  # file cut in one, a fake one, none.
+  add_executable(test_console_ahead test_console_ahead.c)
+  target_include_directories(test_console_ahead PRIVATE
+    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/console)
+  target_link_libraries(test_console_ahead PRIVATE weft_console
+    PkgConfig::CMOCKA Threads::Threads)
+  add_test(NAME test_console_ahead
+    COMMAND test_console_ahead $<TARGET_FILE:weft-bench-gentrace>)
+  set_tests_properties(test_console_ahead PROPERTIES TIMEOUT 120 LABELS unit)
 endif()
 
 # The live path over a unix socket: Updates and events read from their

@@ -48,6 +48,14 @@ weft_add_test(NAME test_trace_file INTERNAL
   TIMEOUT 180)
 target_include_directories(test_trace_file PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+# The recorder's checkpoint marks (issue 21): written, chained, each
+# before a full update; none when turned off.
+weft_add_test(NAME test_trace_ckpt INTERNAL
+  SOURCES test_trace_ckpt.c
+  LABELS unit concurrency probe
+  TIMEOUT 120)
+target_include_directories(test_trace_ckpt PRIVATE ${WEFT_PROTO_GEN_DIR})
+
 if(TARGET weft-trace)
   add_test(NAME trace_tools
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_tools.sh

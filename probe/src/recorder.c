@@ -20,7 +20,9 @@
  * (once a file has max_file_bytes) path.N starts with its own header,
  * names again the tasks it mentions, and gets an update with every task
  * (while such an update is under a quarter of a file): read alone, it
- * names the tasks that wait unchanged through it too.
+ * names the tasks that wait unchanged through it too.  Every 16 MB or
+ * more of a file, a checkpoint: a full update after a mark a reader
+ * finds from any offset (recorder_ckpt.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +83,7 @@ static struct recorder {
 	 * an estimate of the next one's (rec_want_full()). */
 	size_t last_full_bytes;
 	size_t last_full_tasks;
+	weft_rec_ckpt_t ckpt; /* a file's checkpoint marks (recorder_ckpt.c) */
 	weft_wire_hello_t hello;
 	weft_wire_events_t enc;
 	int error;                 /* the first write error */
@@ -222,6 +225,7 @@ static int rotate(void)
 	 */
 	weft__delta_forget(&rec.delta);
 	rec.want_full = true;
+	weft__rec_ckpt_new_file(&rec.ckpt);
 	err = weft_wire_header_append(&hdr, &rec.hello.msg, rec.segment);
 	if (!err) {
 		err = write_all(rec.fd, hdr.data, hdr.len);
@@ -443,6 +447,13 @@ static size_t full_estimate(void)
 
 static void rec_want_full(void)
 {
+	/* A checkpoint due (recorder_ckpt.c): a full update naming every
+	 * live task, marked when it comes. */
+	if (!rec.want_full && rec.sub && !flight_mode() &&
+	    weft__rec_ckpt_want(&rec.ckpt, rec.file_bytes + rec.out.len)) {
+		weft__sub_want_full(rec.sub);
+		weft__sub_seed_whole_locked();
+	}
 	if (rec.want_full && rec.sub) {
 		/*
 		 * Only while a full update is small beside a file: one that
@@ -501,6 +512,21 @@ static const weft_probe_task_t *rec_lookup(uint64_t id)
 	return weft__sub_task(id);
 }
 
+/* A full update's records in the file's buffer from @before: its mark
+ * (recorder_ckpt.c). */
+static void mark_full(weft_wire_buf_t *b, size_t before,
+		      const weft_probe_update_t *u)
+{
+	const weft_probe_task_t *const *t;
+	const weft_probe_resource_t *const *res;
+	size_t changed, nres;
+
+	weft__sub_pass_changes(&t, &changed, &res, &nres);
+	note_error(weft__rec_ckpt_mark(
+		&rec.ckpt, b, before, rec.file_bytes + before,
+		u->stats ? u->stats->now_ns : 0, u->ntasks, changed));
+}
+
 static void on_update(void *ctx, const weft_probe_update_t *u)
 {
 	weft_wire_buf_t *b;
@@ -526,6 +552,10 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		else if (rc > 0 && full) {
 			rec.last_full_bytes = b->len - before;
 			rec.last_full_tasks = u->ntasks;
+			/* In a file, after its mark (b is rec.out, written
+			 * at file_bytes). */
+			if (!flight_mode())
+				mark_full(b, before, u);
 		}
 	}
 	if (flight_mode())
@@ -649,6 +679,9 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 	rec.last_flush_ns = weft_now_ns();
 	weft_wire_events_init(&rec.enc);
 	weft__delta_init(&rec.delta);
+	weft__rec_ckpt_start(&rec.ckpt);
+	if (flight_mode())
+		rec.ckpt.every = 0; /* a snapshot is small: no marks */
 	rec.delta.interval_ns = (uint64_t)(rec.opts.update_ms ?
 						   rec.opts.update_ms :
 						   UPDATE_DEFAULT_MS) *

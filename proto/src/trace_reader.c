@@ -13,10 +13,10 @@
  * checks that random or misaligned bytes almost never pass:
  *
  *   - 0x0a, then a length within the decoder's limit and the file;
- *   - the Frame inside is exactly one field, an Update (0x22) or an
- *     EventBatch (0x2a), the only frames a recorder writes after the
- *     header, whose own length fills the record to its last byte (two
- *     nested lengths that agree);
+ *   - the Frame inside is exactly one field, an Update (0x22), an
+ *     EventBatch (0x2a) or a checkpoint mark (0x7a), the only frames a
+ *     recorder writes after the header, whose own length fills the
+ *     record to its last byte (two nested lengths that agree);
  *   - the record ends at the file's end, or where another record header
  *     starts (0x0a and a length within the limit);
  *   - the Frame decodes, and an EventBatch's columns agree with each
@@ -73,6 +73,9 @@
 #define WINDOW ((size_t)1 << 16) /* a file's read buffer */
 #define FRAME_TAG_UPDATE 0x22u
 #define FRAME_TAG_EVENTS 0x2au
+#define FRAME_TAG_CKPT 0x7au /* a checkpoint mark, field 15 (ckpt.c) */
+/* Its magic, "WEFTCKPT" as a little-endian fixed64. */
+#define CKPT_MAGIC 0x54504b4354464557ull
 
 /* Lean updates: the last Update taken, and what reads its tasks. */
 struct weft_trace_lean_upd_s {
@@ -494,6 +497,8 @@ static bool frame_plausible(const Weft__V1__Frame *f)
 
 	if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
 		return true;
+	if (f->body_case == WEFT__V1__FRAME__BODY_CHECKPOINT)
+		return f->checkpoint->magic == CKPT_MAGIC;
 	if (f->body_case != WEFT__V1__FRAME__BODY_EVENTS ||
 	    f->events->count > WEFT_WIRE_BATCH_MAX)
 		return false;
@@ -507,8 +512,8 @@ static bool frame_plausible(const Weft__V1__Frame *f)
 
 /* Whether a record a recorder could have written starts at @at, from its
  * first bytes: 0x0a, a length within the limit, and one Frame field, an
- * Update or an EventBatch, whose length fills the record.  Return: the
- * header's size, with *@len the Frame's; 0 when not. */
+ * Update, an EventBatch or a mark, whose length fills the record.
+ * Return: the header's size, with *@len the Frame's; 0 when not. */
 static size_t record_start_at(weft_trace_reader_t *r, uint64_t at,
 			      uint64_t *len)
 {
@@ -519,7 +524,8 @@ static size_t record_start_at(weft_trace_reader_t *r, uint64_t at,
 	k = rec_header(h, n, r->dec.max_record, len);
 	if (!k || *len < 2 || n < k + 2)
 		return 0;
-	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS)
+	if (h[k] != FRAME_TAG_UPDATE && h[k] != FRAME_TAG_EVENTS &&
+	    h[k] != FRAME_TAG_CKPT)
 		return 0;
 	k2 = varint_get(h + k + 1, n - k - 1, &sub);
 	if (!k2 || 1 + k2 + sub != *len)

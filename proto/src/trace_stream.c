@@ -87,6 +87,8 @@ uint64_t weft_trace_frame_time(const Weft__V1__Frame *f)
 		return f->update->stats ? f->update->stats->now_ns : 0;
 	case WEFT__V1__FRAME__BODY_EVENTS:
 		return f->events->base_ts;
+	case WEFT__V1__FRAME__BODY_CHECKPOINT:
+		return f->checkpoint->time_ns;
 	default:
 		return 0;
 	}

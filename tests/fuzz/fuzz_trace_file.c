@@ -12,7 +12,8 @@
  * (an Update's fields and tasks the same, packed again by protobuf-c),
  * the same end or error (a crash says where not).  The input's bytes are
  * also read as one Update and as one Task, raw and by protobuf-c: what
- * the raw reading takes, protobuf-c must unpack to the same.
+ * the raw reading takes, protobuf-c must unpack to the same; and the
+ * checkpoint marks in it (weft_wire_ckpt_get()) checked.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -218,8 +219,30 @@ static void raw_agrees(const uint8_t *data, size_t len)
 	}
 }
 
+/* Every place the input holds a mark's sync pattern, checked as a mark
+ * at its offset (ckpt.c): within its bytes, and one that passes packs
+ * back to the same bytes. */
+static void marks_check(const uint8_t *data, size_t len)
+{
+	const uint8_t *p = data;
+	weft_wire_ckpt_t c;
+	uint8_t b[WEFT_WIRE_CKPT_LEN];
+
+	while ((p = weft_wire_ckpt_find(p, len - (size_t)(p - data)))) {
+		size_t at = (size_t)(p - data);
+
+		if (weft_wire_ckpt_get(p, len - at, at, &c)) {
+			weft_wire_ckpt_put(b, &c);
+			if (memcmp(b, p, sizeof(b)))
+				abort();
+		}
+		p++;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
+	marks_check(data, len);
 	raw_agrees(data, len);
 	streams_agree(data, len, false);
 	streams_agree(data, len, true);

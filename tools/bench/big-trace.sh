@@ -13,7 +13,11 @@
 #   and weft-console --replay FILE --once (the console's replay: open,
 #   read to the end, print the tasks view)
 #
-# then (verb "seek") weft-console --replay FILE --seek-bench, twice:
+# then (verb "seek") weft-console --replay FILE --seek-bench, three
+# times: a first open that seeks at once, before the index pass
+# (WEFT_CONSOLE_SEEK_AHEAD=1: from the trace's checkpoint marks, or
+# waiting for the pass where it has none; GEN_ARGS="--checkpoint-mb 0"
+# writes a file without them, for a before), then
 # the first open with no side index (FILE.weftidx removed first: the
 # index pass reads the whole file and writes it), the second with the
 # index the first wrote.  Each: the console's first screen (the file
@@ -95,7 +99,7 @@ if [[ -n "${FILE:-}" ]]; then
 else
 	echo "writing $size to $file"
 	/usr/bin/time -f '%e s %M KB' -o "$dir/time.out" \
-		"$gen" "$file" --bytes "$size" > "$dir/gen.out"
+		"$gen" "$file" --bytes "$size" ${GEN_ARGS:-} > "$dir/gen.out"
 	summary=$(tail -n 1 "$dir/gen.out")
 	echo "$summary"
 	field()
@@ -188,6 +192,12 @@ for v in $verbs; do
 					"$base/console/weft-console"
 			fi
 			rm -f "$file.weftidx" "$file.weftidx.part"
+			# Seeks before the index pass has got there: from the
+			# trace's checkpoint marks (or, in a file without
+			# them, waiting for the pass).
+			WEFT_CONSOLE_INDEX=0 WEFT_CONSOLE_SEEK_AHEAD=1 \
+				seekbench "first open, seeks ahead of the index pass (round $round)" \
+				"$console"
 			seekbench "first open, no index (round $round)" "$console"
 			seekbench "second open, its index (round $round)" "$console"
 			if [[ -f "$file.weftidx" ]]; then

@@ -89,12 +89,16 @@ static const char usage[] =
 	"  --workers N   workers (default 4, at most 256)\n"
 	"  --rate R      requests per second of trace time (default 400000)\n"
 	"  --seed S      the generator's seed (default 1)\n"
+	"  --checkpoint-mb N  a checkpoint (a mark, then a full update) every\n"
+	"                N MiB of file at least, as the recorder writes them\n"
+	"                (default 16; 0: none)\n"
 	"  --quiet       no progress on stderr (shown when it is a terminal)\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"The last line on stdout: bytes=, events=, tasks= (every task named in\n"
 	"an update), spawned=, completed=, polls=, warnings=, updates=,\n"
-	"batches=, steals=, live_max=, trace_s= (trace time), secs= (wall).\n";
+	"batches=, steals=, live_max=, checkpoints=, trace_s= (trace time),\n"
+	"secs= (wall).\n";
 
 static uint64_t parse_size(const char *s)
 {
@@ -155,6 +159,7 @@ int main(int argc, char **argv)
 
 	g.nworkers = 4;
 	g.rate = 400000;
+	g.ckpt_every = 16ull << 20;
 	g.progress = isatty(STDERR_FILENO);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -173,6 +178,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--seed")) {
 			seed = parse_num(a, need(argc, argv, &i), 0,
 					 0xffffffffUL);
+		} else if (!strcmp(a, "--checkpoint-mb")) {
+			g.ckpt_every = (uint64_t)parse_num(a,
+							   need(argc, argv, &i),
+							   0, 1u << 20)
+				       << 20;
 		} else if (!strcmp(a, "--quiet")) {
 			g.progress = false;
 		} else if (a[0] == '-' && a[1]) {
@@ -196,7 +206,7 @@ int main(int argc, char **argv)
 	file_begin();
 	world_setup();
 
-	while (g.bytes + g.out.len < g.want_bytes) {
+	while (g.bytes + g.out.len - g.ckpt_bytes < g.want_bytes) {
 		for (unsigned s = 0; s < PASS_SLICES; s++) {
 			uint64_t end = g.now + SLICE_NS;
 
@@ -219,14 +229,15 @@ int main(int argc, char **argv)
 	progress(true);
 	printf("bytes=%llu events=%llu tasks=%llu spawned=%llu completed=%llu "
 	       "polls=%llu warnings=%llu updates=%llu batches=%llu "
-	       "steals=%llu live_max=%llu trace_s=%.3f secs=%.3f\n",
+	       "steals=%llu live_max=%llu checkpoints=%llu trace_s=%.3f "
+	       "secs=%.3f\n",
 	       (unsigned long long)g.bytes, (unsigned long long)g.events,
 	       (unsigned long long)(g.next_id - 1),
 	       (unsigned long long)g.spawned, (unsigned long long)g.completed,
 	       (unsigned long long)g.polls, (unsigned long long)g.warnings,
 	       (unsigned long long)g.updates, (unsigned long long)g.batches,
 	       (unsigned long long)g.steals, (unsigned long long)g.live_max,
-	       (double)(g.now - g.start_ns) / 1e9,
+	       (unsigned long long)g.ckpts, (double)(g.now - g.start_ns) / 1e9,
 	       (double)(weft_wire_now_ns() - g.t0) / 1e9);
 	return 0;
 }

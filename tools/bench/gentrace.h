@@ -139,6 +139,11 @@ struct gentrace {
 	weft_probe_task_t *copies;
 	const weft_probe_task_t **tptrs;
 	size_t copies_cap;
+	/* checkpoints (gentrace_file.c): every ckpt_every bytes at least
+	 * (0: none), the last mark's offset, how many */
+	uint64_t ckpt_every, ckpt_last, ckpt_due, ckpts;
+	uint64_t ckpt_bytes; /* what they added (not counted to --bytes) */
+	uint8_t *slot_free;  /* scratch: a checkpoint's free slots */
 	/* what was written */
 	uint64_t bytes, events, spawned, completed, polls, warnings, updates,
 		batches, steals;

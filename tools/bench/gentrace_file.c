@@ -87,13 +87,14 @@ void pass_out(void)
 	}
 }
 
-static void task_model(weft_probe_task_t *c, const struct task *t)
+static void task_model(weft_probe_task_t *c, const struct task *t, bool full)
 {
 	memset(c, 0, sizeof(*c));
 	c->id = t->id;
 	c->parent = t->parent;
-	/* The name goes out once, as the delta stream sends it. */
-	if (!t->named) {
+	/* The name goes out once, as the delta stream sends it (and in
+	 * every full update). */
+	if (!t->named || full) {
 		c->name = sites[t->site].name;
 		c->file = sites[t->site].file;
 		c->line = sites[t->site].line;
@@ -128,25 +129,54 @@ static void task_model(weft_probe_task_t *c, const struct task *t)
 	}
 }
 
-void update_out(void)
+/*
+ * A checkpoint's tasks, as the recorder's full update lists them: every
+ * task the world holds (the live ones, and those finished since the last
+ * update: their slots are not free yet), into g.dirty, each once.
+ */
+static void full_tasks(void)
 {
-	weft_probe_stats_t st = { 0 };
-	weft_probe_worker_t wk[MAX_WORKERS];
-	const weft_probe_resource_t *rp[NRES];
-	weft_probe_update_t u = { 0 };
+	uint32_t n = g.ntasks_cap;
+
+	g.slot_free = xrealloc(g.slot_free, n ? n : 1);
+	memset(g.slot_free, 0, n);
+	for (uint32_t i = 0; i < g.nfree; i++)
+		g.slot_free[g.free_slots[i]] = 1;
+	g.ndirty = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (g.slot_free[i])
+			continue;
+		if (g.ndirty == g.dirty_cap) {
+			g.dirty_cap = g.dirty_cap ? 2 * g.dirty_cap : 1024;
+			g.dirty = xrealloc(g.dirty,
+					   g.dirty_cap * sizeof(*g.dirty));
+		}
+		g.tasks[i].dirty_epoch = g.epoch + 1;
+		g.dirty[g.ndirty++] = i;
+	}
+}
+
+/*
+ * The update due now into @u (its parts in @st, @wk and @rp; the tasks
+ * g.dirty lists, in g.copies), changing nothing: it may be encoded only
+ * to be measured (delta_bytes()).
+ */
+static void update_fill(weft_probe_update_t *u, weft_probe_stats_t *st,
+			weft_probe_worker_t *wk,
+			const weft_probe_resource_t **rp, bool full)
+{
 	double win = (double)(g.now - g.prev_update_ns) / 1e9;
 
+	memset(u, 0, sizeof(*u));
+	memset(st, 0, sizeof(*st));
 	if (g.ndirty > g.copies_cap) {
 		g.copies_cap = g.ndirty;
 		g.copies = xrealloc(g.copies, g.copies_cap * sizeof(*g.copies));
 		g.tptrs = xrealloc(g.tptrs, g.copies_cap * sizeof(*g.tptrs));
 	}
 	for (size_t i = 0; i < g.ndirty; i++) {
-		struct task *t = &g.tasks[g.dirty[i]];
-
-		task_model(&g.copies[i], t);
+		task_model(&g.copies[i], &g.tasks[g.dirty[i]], full);
 		g.tptrs[i] = &g.copies[i];
-		t->named = 1;
 	}
 	for (unsigned i = 0; i < g.nworkers; i++) {
 		struct worker *w = &g.w[i];
@@ -165,39 +195,103 @@ void update_out(void)
 		/* One per cent of the time runnable with no CPU. */
 		wk[i].off_cpu_ns = (g.now - g.start_ns) / 100;
 		wk[i].off_cpu_ratio = 0.01;
-		w->window_polls = w->window_poll_ns = w->window_max = 0;
 	}
 	for (unsigned r = 1; r <= NRES; r++) {
 		g.res[r].wait_hist = &g.res_wait[r];
 		g.res[r].hold_hist = r == R_CACHE ? &g.res_hold[r] : NULL;
 		rp[r - 1] = &g.res[r];
 	}
-	st.now_ns = g.now;
-	st.start_ns = g.start_ns;
-	st.workers = g.nworkers;
-	st.live_tasks = g.live;
-	st.spawned_tasks = g.spawned;
-	st.events = g.events;
-	st.warnings = g.warnings;
+	st->now_ns = g.now;
+	st->start_ns = g.start_ns;
+	st->workers = g.nworkers;
+	st->live_tasks = g.live;
+	st->spawned_tasks = g.spawned;
+	st->events = g.events;
+	st->warnings = g.warnings;
 	if (win > 0) {
-		st.events_per_s = (double)(g.events - g.prev_events) / win;
-		st.polls_per_s = (double)(g.polls - g.prev_polls) / win;
-		st.steals_per_s = (double)(g.steals - g.prev_steals) / win;
+		st->events_per_s = (double)(g.events - g.prev_events) / win;
+		st->polls_per_s = (double)(g.polls - g.prev_polls) / win;
+		st->steals_per_s = (double)(g.steals - g.prev_steals) / win;
 	}
+	u->stats = st;
+	u->tasks = g.tptrs;
+	u->ntasks = g.ndirty;
+	u->workers = wk;
+	u->nworkers = g.nworkers;
+	u->warnings = g.warn;
+	u->nwarnings = g.nwarn;
+	u->resources = rp;
+	u->nresources = NRES;
+	u->full = full;
+}
+
+/* The bytes of the update due now as a delta (encoded and dropped). */
+static size_t delta_bytes(void)
+{
+	weft_probe_update_t u;
+	weft_probe_stats_t st;
+	weft_probe_worker_t wk[MAX_WORKERS];
+	const weft_probe_resource_t *rp[NRES];
+	weft_wire_buf_t b = { 0 };
+	size_t n;
+
+	update_fill(&u, &st, wk, rp, false);
+	check(weft_wire_update_append_split(&b, &u, g.prev_update_ns, 0),
+	      "appending an update");
+	n = b.len;
+	weft_wire_buf_fini(&b);
+	return n;
+}
+
+void update_out(void)
+{
+	/* A checkpoint due: this update full, after a mark (patched once
+	 * the update's size is known), as recorder_ckpt.c writes them. */
+	bool full = g.ckpt_every && g.bytes + g.out.len >= g.ckpt_due;
+	weft_wire_ckpt_t mark = { 0 };
+	size_t mark_at = g.out.len, delta = 0;
+	weft_probe_stats_t st;
+	weft_probe_worker_t wk[MAX_WORKERS];
+	const weft_probe_resource_t *rp[NRES];
+	weft_probe_update_t u;
+
+	if (full) {
+		/* What the delta would have taken: the checkpoint's cost,
+		 * left out of the size the run stops at, so that the same
+		 * options write the same events with or without them. */
+		delta = delta_bytes();
+		full_tasks();
+		mark.offset = g.bytes + g.out.len;
+		mark.prev = g.ckpt_last;
+		mark.time_ns = g.now;
+		check(weft_wire_ckpt_append(&g.out, &mark), "a mark");
+	}
+	update_fill(&u, &st, wk, rp, full);
+	check(weft_wire_update_append_split(&g.out, &u, g.prev_update_ns, 0),
+	      "appending an update");
+	if (full) {
+		size_t bytes = g.out.len - mark_at - WEFT_WIRE_CKPT_LEN;
+		/* What the mark added, as recorder_ckpt.c counts it: the
+		 * tasks a delta would not have named. */
+		uint64_t extra = bytes > delta ? bytes - delta : 0;
+
+		mark.full_bytes = bytes;
+		weft_wire_ckpt_put(g.out.data + mark_at, &mark);
+		g.ckpt_last = mark.offset;
+		g.ckpt_due =
+			mark.offset +
+			(32 * extra > g.ckpt_every ? 32 * extra : g.ckpt_every);
+		g.ckpts++;
+		g.ckpt_bytes += WEFT_WIRE_CKPT_LEN + extra;
+	}
+	for (size_t i = 0; i < g.ndirty; i++)
+		g.tasks[g.dirty[i]].named = 1;
+	for (unsigned i = 0; i < g.nworkers; i++)
+		g.w[i].window_polls = g.w[i].window_poll_ns =
+			g.w[i].window_max = 0;
 	g.prev_events = g.events;
 	g.prev_polls = g.polls;
 	g.prev_steals = g.steals;
-	u.stats = &st;
-	u.tasks = g.tptrs;
-	u.ntasks = g.ndirty;
-	u.workers = wk;
-	u.nworkers = g.nworkers;
-	u.warnings = g.warn;
-	u.nwarnings = g.nwarn;
-	u.resources = rp;
-	u.nresources = NRES;
-	check(weft_wire_update_append_split(&g.out, &u, g.prev_update_ns, 0),
-	      "appending an update");
 	g.updates++;
 	g.prev_update_ns = g.now;
 	g.nwarn = 0;

@@ -27,6 +27,12 @@
  * rotation; WEFT_TRACE_FLIGHT_MB and/or WEFT_TRACE_FLIGHT_S the
  * flight-recorder mode instead, keeping the last that many MiB and/or
  * seconds).
+ *
+ * A file (not a flight recorder's) gets a checkpoint every
+ * WEFT_TRACE_CHECKPOINT_MB of it or more (16 by default; 0: none): a
+ * small mark record, then an update with every task, so that a reader
+ * can start anywhere from the state there (weft/wire.h,
+ * weft_wire_ckpt_get(); the console's replay seeks with them).
  */
 #ifndef WEFT_TRACE_H
 #define WEFT_TRACE_H

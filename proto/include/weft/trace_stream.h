@@ -163,7 +163,8 @@ void weft_trace_stream_close(weft_trace_stream_t *s);
 
 /*
  * weft_trace_frame_time() - a frame's time on the trace's clock: an
- * Update's now, an EventBatch's first stamp; 0 for others (a header).
+ * Update's now, an EventBatch's first stamp, a Checkpoint mark's time; 0 for
+ * others (a header).
  *
  * Context: any thread; a task may call it (never blocks).
  * Return: that time; 0 for other frames.

@@ -760,6 +760,62 @@ int weft_wire_send(int fd, const Weft__V1__Frame *f);
  */
 int weft_wire_each_socket(int (*fn)(const char *path, void *arg), void *arg);
 
+/*
+ * Checkpoint marks (ckpt.c; weft.proto's Checkpoint): a 54-byte record
+ * of a fixed shape that a recorder writes before a full update every so
+ * often, so that a reader can find the state near any byte offset of a
+ * file.  A reader scans for its first WEFT_WIRE_CKPT_SYNC_LEN bytes and
+ * checks the rest with weft_wire_ckpt_get().
+ */
+#define WEFT_WIRE_CKPT_LEN 54
+#define WEFT_WIRE_CKPT_SYNC_LEN 13
+
+/* A mark's fields: the full update's time (its stats' now), the mark's
+ * own offset in its file, the previous mark's (0: none known) and the
+ * bytes of the full update's records that follow the mark. */
+typedef struct weft_wire_ckpt_s {
+	uint64_t time_ns, offset, prev, full_bytes;
+} weft_wire_ckpt_t;
+
+/**
+ * ckpt.c: weft_wire_ckpt_put() - the mark @c as its record's
+ * WEFT_WIRE_CKPT_LEN bytes at @out (patching one written before: the
+ * length stays).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
+void weft_wire_ckpt_put(uint8_t *out, const weft_wire_ckpt_t *c);
+
+/**
+ * ckpt.c: weft_wire_ckpt_append() - the mark @c's record at the end of
+ * @b.
+ *
+ * Context: any thread, one at a time per @b; a task may call it.
+ * Return: 0; -ENOMEM (@b unchanged).
+ */
+int weft_wire_ckpt_append(weft_wire_buf_t *b, const weft_wire_ckpt_t *c);
+
+/**
+ * ckpt.c: weft_wire_ckpt_get() - whether the @n bytes at @p, read at
+ * offset @at of a file, start a whole mark: its shape, its check, its
+ * own offset @at, a previous mark before it.  Fills @c when so.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true with @c filled; false (bytes that only look like one).
+ */
+bool weft_wire_ckpt_get(const uint8_t *p, size_t n, uint64_t at,
+			weft_wire_ckpt_t *c);
+
+/**
+ * ckpt.c: weft_wire_ckpt_find() - the first place in the @n bytes at @p
+ * where a mark's sync pattern starts (to be checked by
+ * weft_wire_ckpt_get()).
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: a pointer into @p, or NULL when the pattern is not there.
+ */
+const uint8_t *weft_wire_ckpt_find(const uint8_t *p, size_t n);
+
 /**
  * client.c: weft_wire_now_ns() - CLOCK_MONOTONIC in nanoseconds.
  *
