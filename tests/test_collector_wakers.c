@@ -4,8 +4,9 @@
  * hand (as test_collector.c: two rings, passes run on this thread): the
  * clones of its own waker a POLL carries (WEFT_POLL_CLONES_SHIFT) count
  * as WAKER_CLONE events do, also when a drop of one, made on another
- * thread during the poll, is read a pass before the POLL that counts it;
- * and an old trace's WAKER_CLONE events read as before.
+ * thread during the poll, is read a pass before the POLL that counts it,
+ * or before the task's record; and an old trace's WAKER_CLONE events
+ * read as before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -243,6 +244,79 @@ static void test_collector_wakers_yields(void **state)
 	assert_int_equal(t.waker_drops, 0);
 }
 
+/*
+ * Tasks whose SPAWN is read a pass after their first POLL (its ring, a
+ * third, read early: the SPAWN case in collector_events.c), the POLL
+ * making their record.  A drop or a wake by value of a clone made in
+ * that poll, on another thread, comes before the record: held for it
+ * (weft__collector_early_waker()), not lost.  81 cloned once in its POLL,
+ * dropped; 82 the same in the old form (a WAKER_CLONE event, before the
+ * record too); 83 cloned once, woken by value (a joiner's wake); 84
+ * cloned twice, one dropped, one left.  81-83 have no waker left and are
+ * warned lost; 84 is not.
+ */
+static void test_collector_wakers_spawn_late(void **state)
+{
+	unsigned later = ms_ticks(1200);
+	ring_entry_t *ring_c;
+	weft_probe_task_t t;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	ring_c = ring_add(2);
+	pthread_mutex_unlock(&p->lock);
+	ev(ring_a, 2, WEFT_EV_WAKER_CLONE, 82, 0, 0);
+	ev(ring_b, 5, WEFT_EV_WAKER_DROP, 81, 0, 0);
+	ev(ring_b, 5, WEFT_EV_WAKER_DROP, 82, 0, 0);
+	ev(ring_b, 5, WEFT_EV_WAKE, 83, 0, WEFT_WAKE_TASK | WEFT_WAKE_BY_VAL);
+	ev(ring_b, 5, WEFT_EV_WAKER_DROP, 84, 0, 0);
+	poll_pending(ring_a, 2, 10, 81, 1);
+	poll_pending(ring_a, 2, 10, 82, 0);
+	poll_pending(ring_a, 2, 10, 83, 1);
+	poll_pending(ring_a, 2, 10, 84, 2);
+	passes_at(11);
+	for (uint64_t id = 81; id <= 84; id++)
+		ev(ring_c, 1, WEFT_EV_SPAWN, id, 0, 0);
+	passes_at(12);
+	passes_at(12 + later);
+	passes_at(12 + 2 * later);
+	for (uint64_t id = 81; id <= 84; id++) {
+		t = task(id);
+		assert_int_equal(t.state, WEFT_TASK_IDLE);
+		assert_int_equal(t.waker_clones, id == 84 ? 2 : 1);
+		assert_int_equal(t.waker_drops, id == 83 ? 0 : 1);
+		assert_int_equal(lost_warnings(id), id == 84 ? 0 : 1);
+	}
+}
+
+/*
+ * An early count lost: 85's clone (a WAKER_CLONE from another thread,
+ * before its record) is held, then its slot taken by a drop of 149 (same
+ * low bits) while young.  85's POLL makes its record with none of it:
+ * 85, which holds that clone, must not be warned lost (its waker count
+ * is not trusted, wakers_unsure).
+ */
+static void test_collector_wakers_early_lost(void **state)
+{
+	unsigned later = ms_ticks(1200);
+	ring_entry_t *ring_c;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	ring_c = ring_add(2);
+	pthread_mutex_unlock(&p->lock);
+	ev(ring_b, 3, WEFT_EV_WAKER_CLONE, 85, 0, 0);
+	ev(ring_b, 4, WEFT_EV_WAKER_DROP, 85 + EARLY_WAKERS, 0, 0);
+	poll_pending(ring_a, 2, 10, 85, 0);
+	passes_at(11);
+	ev(ring_c, 1, WEFT_EV_SPAWN, 85, 0, 0);
+	passes_at(12);
+	passes_at(12 + later);
+	passes_at(12 + 2 * later);
+	assert_int_equal(task(85).state, WEFT_TASK_IDLE);
+	assert_int_equal(lost_warnings(85), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +327,10 @@ int main(void)
 			test_collector_wakers_wake_by_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collector_wakers_yields,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_collector_wakers_spawn_late, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_collector_wakers_early_lost, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -580,6 +580,100 @@ static void test_probe_wakers_other_task_clone(void **state)
 	seen_free(s, sub);
 }
 
+/* ---------------------- a drop's clone inside another task's poll */
+
+/* Parks holding a clone of its own waker; its drop clones that once
+ * more and drops both. */
+struct stash {
+	atomic_int *parked;
+	weft_waker_t w;
+};
+
+static weft_poll_t stash_poll(void *arg, weft_cx_t *cx)
+{
+	struct stash *st = arg;
+
+	if (!st->w.vtable) {
+		st->w = weft_waker_clone(weft_cx_waker(cx));
+		atomic_store(st->parked, 1);
+	}
+	return WEFT_PENDING;
+}
+
+static void stash_drop(void *arg)
+{
+	struct stash *st = arg;
+	weft_waker_t c = weft_waker_clone(&st->w);
+
+	weft_waker_drop(&c);
+	weft_waker_drop(&st->w);
+}
+
+static weft_runtime_t *victim_rt;
+
+/* Destroys victim_rt: its parked task's drop runs in this poll. */
+static weft_poll_t destroyer_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	weft_runtime_destroy(victim_rt);
+	return WEFT_READY;
+}
+
+/*
+ * A task's drop run inside another task's timed poll (a runtime
+ * destroyed from a task of another cancels its parked tasks there) that
+ * clones the dying task's own waker: a WAKER_CLONE of the dying task, not
+ * a clone counted in the destroyer's POLL (task_complete() names the
+ * dying task as current while its drop runs).
+ */
+static void test_probe_wakers_drop_in_other_poll(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct seen *s = seen_new(&sub);
+	weft_runtime_t *rt = rt_new(1);
+	atomic_int parked = 0;
+	weft_join_t *jv, *jd;
+	uint64_t victim, destroyer;
+	struct of_task o;
+	weft_probe_task_t t;
+
+	(void)state;
+	assert_int_equal(weft_runtime_create(&(weft_config_t){ .workers = 1 },
+					     &victim_rt),
+			 0);
+	jv = spawn_ok(victim_rt, stash_poll, stash_drop,
+		      &(struct stash){ .parked = &parked,
+				       .w = WEFT_WAKER_EMPTY },
+		      sizeof(struct stash), true);
+	victim = weft_join_id(jv);
+	while (atomic_load(&parked) < 1)
+		usleep(1000);
+	jd = spawn_ok(rt, destroyer_poll, NULL, NULL, 0, true);
+	destroyer = weft_join_id(jd);
+	assert_int_equal(join_wait_drop(jd, NULL), 0);
+	weft_join_drop(jv);
+	weft_probe_flush();
+	weft_probe_flush();
+
+	o = events_of(s, destroyer);
+	assert_int_equal(o.polls, 1);
+	assert_int_equal(o.in_poll, 0);
+	assert_int_equal(o.clone_ev, 0);
+	t = task_of(s, destroyer);
+	assert_int_equal(t.waker_clones, 0);
+	o = events_of(s, victim);
+	assert_int_equal(o.in_poll, 1);  /* its own poll's */
+	assert_int_equal(o.clone_ev, 1); /* its drop's */
+	assert_int_equal(o.drop_ev, 2);
+	t = task_of(s, victim);
+	assert_int_equal(t.waker_clones, 2);
+	assert_int_equal(t.waker_drops, 2);
+
+	rt_done(rt);
+	seen_free(s, sub);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +685,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_probe_wakers_clones_in_poll,
 					  seen_teardown),
 		cmocka_unit_test_teardown(test_probe_wakers_other_task_clone,
+					  seen_teardown),
+		cmocka_unit_test_teardown(test_probe_wakers_drop_in_other_poll,
 					  seen_teardown),
 	};
 

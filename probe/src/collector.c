@@ -396,6 +396,8 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	uint64_t drops_before = p->drops_total;
 
 	weft__probe_clock_calibrate();
+	/* The age of an early waker count (weft__collector_early_waker()). */
+	p->early_pass++;
 	if (p->need_seed && p->rt) {
 		p->need_seed = false;
 		weft__collector_seed_tasks(p, now);
@@ -549,6 +551,9 @@ int weft__collector_start(struct probe *p)
 	p->ntasks = 0;
 	p->last_found = NULL;
 	p->live = NULL;
+	memset(p->early, 0, sizeof(p->early));
+	p->nearly = 0;
+	p->early_pass = p->early_unsure_until = 0;
 	p->need_seed = true;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;

@@ -591,6 +591,9 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 	if (ev->kind == WEFT_EV_WAKE) {
 		if (ev->task && (t = weft__collector_task_find(p, ev->task)))
 			on_wake(p, t, ev);
+		else if (ev->task && (ev->a2 & WEFT_WAKE_BY_VAL))
+			/* A waker gone before its task's record came. */
+			weft__collector_early_waker(p, ev->task, -1, 0, 0);
 		return;
 	}
 	/* Spawn sites: their task field is the site's id. */
@@ -636,7 +639,9 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		 * takes each ring up to the tail it saw, and a ring read
 		 * early can leave the spawn to the next pass while the ring
 		 * of the worker that stole and ran the task, read a moment
-		 * later, had its polls (and its end).
+		 * later, had its polls (and its end).  Waker events of it
+		 * read before its record were held for it
+		 * (weft__collector_early_waker()).
 		 */
 		if (!t->pub.polls && !t->in_done) {
 			t->pub.state = WEFT_TASK_SCHEDULED;
@@ -689,12 +694,16 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 		if (t) {
 			t->pub.waker_clones++;
 			t->outstanding++;
+		} else if (ev->task) {
+			weft__collector_early_waker(p, ev->task, 1, 1, 0);
 		}
 		break;
 	case WEFT_EV_WAKER_DROP:
 		if (t) {
 			t->pub.waker_drops++;
 			t->outstanding--;
+		} else if (ev->task) {
+			weft__collector_early_waker(p, ev->task, -1, 0, 1);
 		}
 		break;
 	case WEFT_EV_COMPLETE:

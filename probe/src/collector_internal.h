@@ -75,6 +75,9 @@ typedef struct task_rec_s {
 	bool in_owned;    /* on the runtime's list (reconcile) */
 	bool end_unseen;  /* finished by reconcile */
 	bool parked_seen; /* a PARKED_AT came: events say where */
+	/* outstanding not to be trusted: an early waker count may be lost
+	 * (weft__collector_early_waker()); no lost-waker check. */
+	bool wakers_unsure;
 	uint16_t once;    /* warnings raised once per task */
 	/*
 	 * Five of the fields poll_fast() (collector_events.c) tests, in one
@@ -156,6 +159,8 @@ typedef struct worker_window_s {
 } worker_window_t;
 
 #define WINDOW 50              /* passes kept per worker (~1 s) */
+#define EARLY_WAKERS 64        /* early waker counts held, by id bits */
+#define EARLY_PASSES 8         /* passes one waits for its record */
 #define WARN_KEEP 1024         /* warnings kept */
 #define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
 #define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
@@ -266,6 +271,21 @@ struct probe {
 	uint64_t flush_requested;
 	uint64_t flush_done;
 	uint64_t passes;
+	/*
+	 * Waker events (WAKER_CLONE, WAKER_DROP, a WAKE by value) of a task
+	 * with no record yet, held for the record's creation to settle
+	 * (collector_tasks.c, weft__collector_early_waker()).  early_pass:
+	 * the collector's passes (weft__collector_pass()); unsure_until:
+	 * records made before that pass get wakers_unsure.
+	 */
+	struct early_waker {
+		uint64_t id; /* 0: free */
+		uint64_t pass;
+		int32_t delta; /* clones - drops - wakes by value */
+		uint32_t clones, drops;
+	} early[EARLY_WAKERS];
+	unsigned nearly;
+	uint64_t early_pass, early_unsure_until;
 	weft_probe_config_t config;
 	weft_probe_sub_t *subs;
 	ring_entry_t *rings;
@@ -526,6 +546,8 @@ static inline void weft__collector_live_remove(struct probe *p, task_rec_t *t)
 /* collector_tasks.c */
 task_rec_t *weft__collector_task_new(struct probe *p, uint64_t id,
 				     uint64_t now);
+void weft__collector_early_waker(struct probe *p, uint64_t id, int32_t delta,
+				 uint32_t clones, uint32_t drops);
 void weft__collector_task_free(struct probe *p, task_rec_t *t);
 void *weft__collector_pool_get(struct pool *pl, size_t size);
 void weft__collector_pool_fini(struct pool *pl);

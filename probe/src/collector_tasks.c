@@ -2,7 +2,8 @@
 /*
  * The collector's record cache: the table of task records (found by id,
  * collector_internal.h), the pools they and their histograms come from,
- * the live and done lists, and the retiring of finished tasks.
+ * the live and done lists, the retiring of finished tasks, and the waker
+ * counts of tasks not recorded yet (weft__collector_early_waker()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,64 @@ void weft__collector_pool_fini(struct pool *pl)
 	memset(pl, 0, sizeof(*pl));
 }
 
+/*
+ * Waker events of @id, a task with no record: @delta to its outstanding
+ * (a WAKER_CLONE +1, a WAKER_DROP or a WAKE by value -1), @clones and
+ * @drops to its counts, held for its record's creation to settle
+ * (early_settle()).  A task's first POLL can make its record, its SPAWN
+ * read a pass later (a ring read early: see the SPAWN case in
+ * collector_events.c); a drop or a wake by value of a clone made in that
+ * poll, on another thread, is read before it.  Ignored, the POLL's count
+ * of the clone left outstanding at +1 for good: a task left with no
+ * waker was never warned.
+ *
+ * A waker of a task retired long ago (ids are never reused) comes here
+ * too, and stays until its slot is wanted.  Its record comes within a
+ * pass or two of such an event, or never: a slot older than EARLY_PASSES
+ * is free for another id.  A count lost so (a slot taken while young, or
+ * one that added a clone: too few would be outstanding, a false "no
+ * waker left") makes the records of the next EARLY_PASSES passes
+ * wakers_unsure, never checked for a lost waker: a warning missed rather
+ * than a wrong one.  One slot an id, by its low bits: a new task's id is
+ * next to the one before (weft__collector_hash_of()).
+ */
+__attribute__((noinline, cold)) void
+weft__collector_early_waker(struct probe *p, uint64_t id, int32_t delta,
+			    uint32_t clones, uint32_t drops)
+{
+	struct early_waker *e = &p->early[id & (EARLY_WAKERS - 1)];
+
+	if (e->id != id) {
+		if (!e->id)
+			p->nearly++;
+		else if (e->delta > 0 ||
+			 (e->delta < 0 &&
+			  p->early_pass - e->pass <= EARLY_PASSES))
+			p->early_unsure_until =
+				p->early_pass + EARLY_PASSES + 1;
+		*e = (struct early_waker){ .id = id, .pass = p->early_pass };
+	}
+	e->delta += delta;
+	e->clones += clones;
+	e->drops += drops;
+}
+
+/* @t, new: its early waker counts, if any, and whether to trust them. */
+static void early_settle(struct probe *p, task_rec_t *t)
+{
+	struct early_waker *e = &p->early[t->pub.id & (EARLY_WAKERS - 1)];
+
+	if (p->early_pass < p->early_unsure_until)
+		t->wakers_unsure = true;
+	if (e->id != t->pub.id)
+		return;
+	t->outstanding += e->delta;
+	t->pub.waker_clones += e->clones;
+	t->pub.waker_drops += e->drops;
+	*e = (struct early_waker){ 0 };
+	p->nearly--;
+}
+
 /* A task first heard of: out of line, so that finding one saves nothing. */
 __attribute__((noinline)) task_rec_t *
 weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
@@ -208,6 +267,10 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	p->table[h] = t;
 	p->ntasks++;
 	live_add(p, t);
+	/* Nothing held and nothing lost (nearly always): two tests.  A
+	 * stale slot kept (a retired task's) costs a slot's look. */
+	if (p->nearly || p->early_pass < p->early_unsure_until)
+		early_settle(p, t);
 	return t;
 }
 

@@ -513,7 +513,8 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 {
 	for (task_rec_t *t = p->live; t; t = t->lnext) {
 		if (t->pub.state != WEFT_TASK_IDLE || !t->seen_spawn ||
-		    t->outstanding > 0 || t->pub.polls == 0 ||
+		    t->outstanding > 0 || t->wakers_unsure ||
+		    t->pub.polls == 0 ||
 		    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
 			continue;
 		if (!t->lost_check_at) {

@@ -201,21 +201,26 @@ static inline void wake_by_ref(weft_task_t *t)
 /*
  * Clones of the polled task's own waker made during its timed poll
  * (poll_probed()): told in the poll's record (POLL a2), not one
- * WAKER_CLONE each.  The polling thread's alone.
+ * WAKER_CLONE each.  The polling thread's alone.  poll_task: the task in
+ * that poll (0: none), set by poll_probed() only.  Not weft__cur_task_id,
+ * which task_complete() sets to a dying task while its drop runs, maybe
+ * inside another task's poll (a runtime destroyed from a task of
+ * another): a clone that drop makes of its own waker is its own
+ * WAKER_CLONE, not one in the polled task's POLL.
  */
 static WEFT_TLS uint32_t poll_clones;
+static WEFT_TLS uint64_t poll_task;
 
 __attribute__((noinline)) static weft_waker_t
 task_waker_clone_probed(weft_task_t *t)
 {
 	ref_inc(t);
 	/*
-	 * In a timed poll (its start stamp set) of this very task, and room
-	 * left in the count: counted in the POLL.  Any other clone (another
+	 * In a timed poll of this very task (poll_task), and room left in
+	 * the count: counted in the POLL.  Any other clone (another
 	 * task's waker, outside a poll, past the count's bits) is an event.
 	 */
-	if (weft__probe_poll_ts && t->id == weft__cur_task_id &&
-	    poll_clones < WEFT_POLL_CLONES_MAX)
+	if (t->id == poll_task && poll_clones < WEFT_POLL_CLONES_MAX)
 		poll_clones++;
 	else
 		weft__probe_emit(WEFT_EV_WAKER_CLONE, t->id, 0, 0);
@@ -472,7 +477,9 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	store_relaxed(&w->probe_task, t->id);
 	weft__probe_poll_ts = start;
 	poll_clones = 0;
+	poll_task = t->id;
 	r = t->rec->poll(t->future, cx);
+	poll_task = 0;
 	/* Moved on if the poll's first event made this thread's ring. */
 	start = weft__probe_poll_ts;
 	weft__probe_poll_ts = 0;

@@ -391,7 +391,8 @@ static void poll_one(struct worker *w)
 	uint32_t slot = runq_pop(w);
 	struct task *t = &g.tasks[slot];
 	uint64_t start = w->now, dur = poll_duration(), end;
-	bool ready;
+	unsigned k = NWAIT;
+	bool ready, clone;
 
 	if (start - t->since > 500000 &&
 	    start - w->last_delay_warn > 100000000) {
@@ -448,7 +449,20 @@ static void poll_one(struct worker *w)
 		}
 		t = &g.tasks[slot]; /* the table may have moved */
 	}
-	wemit(w, end, WEFT_EV_POLL, t->id, dur, ready ? WEFT_POLL_READY : 0);
+	/*
+	 * Where a pending poll parks, drawn here (no draw in between, as
+	 * before): a task that waits on the database or upstream clones its
+	 * own waker in its poll, counted in the POLL as the runtime does
+	 * (WEFT_POLL_CLONES_SHIFT), no WAKER_CLONE of its own.
+	 */
+	if (!ready)
+		k = t->site == SITE_ACCEPTOR ? NWAIT :
+		    t->site == SITE_TICKER   ? W_TICK :
+					       pick_wait();
+	clone = !ready && (k == W_DB || k == W_UPSTREAM);
+	wemit(w, end, WEFT_EV_POLL, t->id, dur,
+	      (ready ? WEFT_POLL_READY : 0) |
+		      (clone ? 1u << WEFT_POLL_CLONES_SHIFT : 0));
 	t->polls++;
 	t->busy_ns += dur;
 	if (dur > t->max_poll_ns)
@@ -468,9 +482,6 @@ static void poll_one(struct worker *w)
 		g.completed++;
 		g.live--;
 	} else {
-		unsigned k = t->site == SITE_ACCEPTOR ? NWAIT :
-			     t->site == SITE_TICKER   ? W_TICK :
-							pick_wait();
 		const struct wait_desc *d = &waits[k < NWAIT ? k : W_DB];
 
 		t->state = WEFT_TASK_IDLE;
@@ -493,10 +504,8 @@ static void poll_one(struct worker *w)
 				t->waiting = 1;
 				t->waiting_since_ns = end;
 			}
-			if (k == W_DB || k == W_UPSTREAM) {
-				wemit(w, end, WEFT_EV_WAKER_CLONE, t->id, 0, 0);
+			if (clone)
 				t->clones++;
-			}
 			t->wait = (uint8_t)k;
 			fifo_push(&w->fifo[k], slot,
 				  end + lat - lat / 4 + rnd_below(lat / 2 + 1));

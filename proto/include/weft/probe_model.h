@@ -135,6 +135,15 @@ typedef struct weft_probe_task_s {
 	uint64_t idle_ns;      /* pending, waiting for a wake */
 	uint64_t wakes;
 	uint64_t self_wakes;
+	/*
+	 * waker_clones: clones of its waker made (weft_waker_clone(); the
+	 * waker a poll is lent is not one).  waker_drops: clones dropped
+	 * (weft_waker_drop()), whether woken by reference before or not.
+	 * A wake by value (weft_waker_wake(): a joiner's, a oneshot's or a
+	 * blocking job's waiter, I/O, timers, notify) uses a clone up with
+	 * no drop, and is counted in neither: clones - drops is the wakers
+	 * held plus those woken by value, not the wakers held.
+	 */
 	uint64_t waker_clones;
 	uint64_t waker_drops;
 	uint64_t max_poll_ns;
