@@ -222,10 +222,15 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 						       dur, own);
 		} else if (ev->ts > t->last_long_warn + 1000000000u) {
 			t->last_long_warn = ev->ts;
+			/* No split to tell the OS's part from the task's
+			 * (no schedstat, a runtime just described): said. */
 			snprintf(d, sizeof(d),
 				 "one poll ran %.1f ms and blocked worker "
 				 "%u%s",
-				 (double)dur / 1e6, ev->worker, why);
+				 (double)dur / 1e6, ev->worker,
+				 why[0] ? why :
+					  " (how long the OS held it off a "
+					  "CPU is not known)");
 			weft__collector_warn_task(p, WEFT_WARN_LONG_POLL, t,
 						  ev->worker, start, dur, d);
 		}

@@ -398,7 +398,7 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 {
 	unsigned fill = p->window_fill;
 	const worker_window_t *a = NULL, *b = NULL;
-	uint64_t on, off, d_on, d_off, wait, cpu;
+	uint64_t on, off, d_on, d_off, wait, cpu, from;
 	double share;
 
 	if (!p->rt || worker >= p->stats.workers || !dur_ns)
@@ -461,12 +461,24 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	 * stretch had (a poll asleep in the kernel on a crowded CPU waits
 	 * only at its wake-up: its sleep is its task's).
 	 */
+	/*
+	 * A sample from within the poll (none before it: a runtime just
+	 * described) covers only the poll's part after it: the split is
+	 * of that part, not of the whole poll, whose earlier part would
+	 * otherwise read as neither CPU nor waiting, "asleep in the
+	 * kernel", and be blamed on the task (a 4 ms computation held off
+	 * a hogged CPU, under load).  split_usable() decides whether the
+	 * part stands for the poll.
+	 */
+	from = a->at_ns > start_ns ? a->at_ns - start_ns : 0;
+	if (from >= dur_ns)
+		return false;
 	share = d_on + d_off ? (double)d_off / (double)(d_on + d_off) : 0;
-	wait = (uint64_t)((double)dur_ns * share);
+	wait = (uint64_t)((double)(dur_ns - from) * share);
 	if (wait > d_off)
 		wait = d_off;
-	cpu = dur_ns - wait < d_on ? dur_ns - wait : d_on;
-	*out = (weft__poll_split_t){ .from_ns = 0,
+	cpu = dur_ns - from - wait < d_on ? dur_ns - from - wait : d_on;
+	*out = (weft__poll_split_t){ .from_ns = from,
 				     .to_ns = dur_ns,
 				     .cpu_ns = cpu,
 				     .wait_ns = wait };
@@ -566,15 +578,27 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 						       w->poll_started_ns,
 						       started, so_far, why,
 						       sizeof(why));
-			/* Its own part under the threshold so far: looked
-			 * at again (weft__collector_by_os()). */
+			/*
+			 * Its own part under the threshold so far: looked
+			 * at again (weft__collector_by_os()).  So is a poll
+			 * whose split is not known yet (no usable sample:
+			 * a runtime just described, a pass late under
+			 * load): its time is not yet the task's to be
+			 * blamed for, until four thresholds in (a system
+			 * without schedstat never has a split).
+			 */
+			if (!why[0] && so_far < 4 * p->config.long_poll_ns)
+				own = 0;
 			t = own >= p->config.long_poll_ns ?
 				    weft__collector_task_get(p, task, now) :
 				    NULL;
 			snprintf(d, sizeof(d),
 				 "still in one poll after %.1f ms: worker %u "
 				 "is blocked%s",
-				 (double)so_far / 1e6, i, why);
+				 (double)so_far / 1e6, i,
+				 why[0] ? why :
+					  " (how long the OS held it off a "
+					  "CPU is not known)");
 			if (t) {
 				k->yield_warned = started;
 				weft__collector_warn_task(
