@@ -205,6 +205,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 	struct stream *st = &x->st[k];
 	weft_server_t *s = x->srv;
 	size_t room, limit = s->buf_max / 2;
+	uint64_t made = 0;
 
 	if (!st->backlog)
 		return;
@@ -248,7 +249,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 			if (!t && at < st->nfin) {
 				t = tombstone(st, ntomb++, id, st->fin_ns[at]);
 				if (!t)
-					return; /* again next pass */
+					goto out_count; /* again next pass */
 			}
 			at++;
 			if (t) {
@@ -262,7 +263,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		it = calloc(1, sizeof(*it));
 		if (!it)
-			return; /* again next pass */
+			goto out_count; /* again next pass */
 		it->kind = ITEM_UPDATE;
 		it->stream = k;
 		it->gen = st->backlog_gen;
@@ -277,7 +278,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		if (err == -ENOMEM) {
 			weft__server_item_free(it);
-			return; /* again next pass */
+			goto out_count; /* again next pass */
 		}
 		st->backlog_at = at;
 		if (err) {
@@ -288,7 +289,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		room = it->buf.len < room ? room - it->buf.len : 0;
 		st->task_bytes = it->buf.len / cu.ntasks + 1;
-		weft__server_push(x, it);
+		made += weft__server_push(x, it);
 	}
 	if (st->backlog_at >= st->nbacklog) {
 		bool want;
@@ -300,5 +301,11 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		pthread_mutex_unlock(&s->qlock);
 		if (want && weft__sub_current())
 			weft__sub_want_full(weft__sub_current());
+	}
+out_count:
+	if (made) {
+		pthread_mutex_lock(&s->qlock);
+		s->backlog_records += made;
+		pthread_mutex_unlock(&s->qlock);
 	}
 }

@@ -367,6 +367,9 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	f.warnings = NULL;
 	f.nwarnings = 0;
 	gen = ++x->gen;
+	pthread_mutex_lock(&x->srv->qlock);
+	x->srv->resync_fulls++;
+	pthread_mutex_unlock(&x->srv->qlock);
 	stream_update(x, k, &d, &f, gen);
 	weft__delta_fini(&d);
 
