@@ -277,6 +277,7 @@ void weft__server_backlog_free(struct stream *st);
 bool weft__server_stream_start(struct stream *st, const weft_probe_update_t *u,
 			       const weft_probe_task_t ***page, size_t *npage);
 void weft__server_backlog_pump(struct sub_ctx *x, unsigned k);
+bool weft__server_owed(const struct sub_ctx *x, unsigned k);
 void weft__server_item_unref(const void *data, size_t len, void *arg);
 bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,

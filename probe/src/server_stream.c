@@ -72,6 +72,16 @@
  * the resyncs asked before it (every client takes that one).  A
  * resync's record dropped on the way makes only the clients that took
  * its full record owed one again.
+ *
+ * Neither is made for nobody (a peer could otherwise make the collector
+ * encode records nobody takes: seconds of them at 1,000,000 tasks).  A
+ * backlog no client of the stream takes any more, nor will (they left,
+ * or skipped and are owed another), stops, and a resync put off for it
+ * goes on as at its end; the server thread tells the collector who
+ * takes which gen in stream_have() (the argument is there).  A resync
+ * whose clients all took another full update meanwhile, or left, makes
+ * no full update: the collector asks the server thread's word, owed,
+ * where it would make it (resync_take()) and at a backlog's end.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -218,26 +228,64 @@ static void seed_room(struct sub_ctx *x, unsigned k)
  * weft__server_backlog_pump().  A client waiting for a full update takes no backlog
  * record: it does not count, unless @waiting (the subscription's own
  * full update is to come: it is theirs, and its backlog too).
+ *
+ * With it, in the same walk, what the collector needs to stop a backlog
+ * nobody takes and to skip a resync nobody needs (server_backlog.c):
+ * for the gen of each stream's backlog (bl_gen, which the collector set
+ * when it started it), whether a client of the stream takes its
+ * records (bl_keep), and whether one is owed a full update (owed).
+ * Read under qlock first, stored under qlock after: the walk runs
+ * without it (the collector never waits for a walk of the clients).
+ * The answer is for the gen read (bl_keep_gen): a backlog started
+ * meanwhile has another gen, and the collector keeps it until it has
+ * an answer for it.  It can only err towards keeping a backlog: a
+ * client takes records of gen G only if it took G's full record, which
+ * is delivered once: once it was (full_gen), who did not take it never
+ * will; before, any client of the stream may (it counts).  A client
+ * that comes to a stream after the walk and takes the full record of a
+ * backlog stopped meanwhile is made owed a full update again by the
+ * next delivery (bl_stopped).  owed is stored before any resync is
+ * marked (weft__server_resync() walks, then sets resync_want under
+ * qlock): the collector that sees a resync wanted sees the owed that
+ * asked for it, or a later one.
  */
 static void stream_have(weft_server_t *s, bool waiting)
 {
 	size_t have[MAX_STREAMS] = { 0 };
+	uint64_t gen[MAX_STREAMS];
+	bool keep[MAX_STREAMS] = { false }, owed[MAX_STREAMS] = { false };
 
+	pthread_mutex_lock(&s->qlock);
+	memcpy(gen, s->bl_gen, sizeof(gen));
+	pthread_mutex_unlock(&s->qlock);
 	for (struct client *c = s->clients; c; c = c->next) {
+		unsigned k;
 		size_t n;
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
-		    !c->subscribed || !c->want_updates ||
-		    (c->need_full && !waiting && !c->resync_asked))
+		    !c->subscribed || !c->want_updates)
+			continue;
+		k = (unsigned)c->stream;
+		owed[k] |= c->need_full;
+		/* As weft__server_client_send_update() hands records of a
+		 * gen: the full one to those waiting (the subscription's,
+		 * gen 0, to all), the rest to those that took it. */
+		keep[k] |= s->full_gen[k] != gen[k] ||
+			   (!c->need_full &&
+			    (gen[k] == 0 || c->resync_gen == gen[k]));
+		if (c->need_full && !waiting && !c->resync_asked)
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
-		if (n > have[c->stream])
-			have[c->stream] = n;
+		if (n > have[k])
+			have[k] = n;
 	}
 	/* Under qlock: weft__server_backlog_pump() reads it under qlock too, with
 	 * qbytes, on the collector thread. */
 	pthread_mutex_lock(&s->qlock);
 	memcpy(s->stream_have, have, sizeof(have));
+	memcpy(s->bl_keep_gen, gen, sizeof(gen));
+	memcpy(s->bl_keep, keep, sizeof(keep));
+	memcpy(s->owed, owed, sizeof(owed));
 	pthread_mutex_unlock(&s->qlock);
 }
 
@@ -279,6 +327,11 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 
 		streamed = true;
 		st->backlog_gen = gen;
+		/* For the server thread's walk (stream_have()): who takes it. */
+		pthread_mutex_lock(&x->srv->qlock);
+		if (x->srv->active == x)
+			x->srv->bl_gen[k] = gen;
+		pthread_mutex_unlock(&x->srv->qlock);
 		first.tasks = page;
 		first.ntasks = npage;
 		rc = weft__delta_pass(d, &first, &it->buf, &full);
@@ -315,7 +368,9 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
  * Whether stream @k has a client owed a full update, taken (cleared) if
  * so.  Not while a full update's backlog is under way on it: it would
  * replace that backlog, which other clients are still taking; the
- * server asks again (srv_tick_cb) once it is over.
+ * server asks again (srv_tick_cb) once it is over.  Not if none of its
+ * clients is owed one any more (they took another full update since it
+ * was asked, or left): a full update nobody takes (cleared too).
  */
 static bool resync_take(struct sub_ctx *x, unsigned k)
 {
@@ -323,6 +378,8 @@ static bool resync_take(struct sub_ctx *x, unsigned k)
 	bool want;
 
 	pthread_mutex_lock(&x->srv->qlock);
+	if (!weft__server_owed(x, k))
+		st->resync_want = false;
 	want = st->resync_want && !st->backlog;
 	if (want)
 		st->resync_want = false;
@@ -528,6 +585,13 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
+	/* @x's streams: no backlog known, nor who takes it; owed until the
+	 * server thread has said (stream_have()). */
+	for (unsigned k = 0; k < MAX_STREAMS; k++) {
+		s->bl_gen[k] = s->bl_keep_gen[k] = GEN_NONE;
+		s->owed[k] = true;
+		s->bl_stopped[k] = false;
+	}
 	/*
 	 * stream_have is left as it was, the old context's: @x makes no
 	 * pass until it subscribes, and the caller computes it for @x's
@@ -537,6 +601,9 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
+	/* After the old context's records: none of @x's delivered yet. */
+	for (unsigned k = 0; k < MAX_STREAMS; k++)
+		s->full_gen[k] = GEN_NONE;
 }
 
 void weft__server_sub_drop(weft_server_t *s)
@@ -795,8 +862,12 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 			if (!c->subscribed || c->stream != (int)it->stream)
 				continue;
 			if (it->kind == ITEM_UPDATE) {
-				if (it->full)
+				if (it->full) {
 					s->full_pending = false;
+					if (it->stream < MAX_STREAMS)
+						s->full_gen[it->stream] =
+							it->gen;
+				}
 				weft__server_client_send_update(c, it);
 			} else if (c->want_events && !c->paused &&
 				   !weft__server_client_send_item(c, it)) {
@@ -811,7 +882,8 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 void weft__server_deliver(weft_server_t *s)
 {
 	struct item *list;
-	uint64_t du, de, gen[MAX_STREAMS];
+	uint64_t du, de, gen[MAX_STREAMS], stopped_gen[MAX_STREAMS];
+	bool stopped[MAX_STREAMS];
 
 	pthread_mutex_lock(&s->qlock);
 	list = s->qhead;
@@ -831,6 +903,9 @@ void weft__server_deliver(weft_server_t *s)
 	de = s->drop_events - s->seen_drop_events;
 	memcpy(gen, s->drop_gen, sizeof(gen));
 	memset(s->drop_gen, 0, sizeof(s->drop_gen));
+	memcpy(stopped, s->bl_stopped, sizeof(stopped));
+	memcpy(stopped_gen, s->bl_stopped_gen, sizeof(stopped_gen));
+	memset(s->bl_stopped, 0, sizeof(s->bl_stopped));
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
@@ -841,13 +916,26 @@ void weft__server_deliver(weft_server_t *s)
 	 * A resync's record dropped: the clients that took its full one
 	 * (in this delivery or before) are owed a full update again.
 	 */
-	for (struct client *c = s->clients; c; c = c->next)
-		if (c->subscribed && c->want_updates && !c->need_full &&
-		    c->stream >= 0 && c->stream < MAX_STREAMS &&
-		    gen[c->stream] && c->resync_gen == gen[c->stream]) {
+	for (struct client *c = s->clients; c; c = c->next) {
+		unsigned k = (unsigned)c->stream;
+
+		if (!c->subscribed || !c->want_updates || c->need_full ||
+		    c->stream < 0 || k >= MAX_STREAMS)
+			continue;
+		/*
+		 * Or a backlog stopped as nobody's (weft__server_backlog_pump())
+		 * whose full record a client took after all: it will not have
+		 * the rest (its full record was in this delivery or before:
+		 * it was queued before the backlog stopped).  By its gen
+		 * alone, 0 too: one that took a later full record in this
+		 * delivery is not owed one.
+		 */
+		if ((gen[k] && c->resync_gen == gen[k]) ||
+		    (stopped[k] && c->resync_gen == stopped_gen[k])) {
 			c->updates_skipped++;
 			c->need_full = true;
 		}
+	}
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
 }
