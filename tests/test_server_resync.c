@@ -17,6 +17,11 @@
  * full update and C its first, each naming every task and carrying the
  * warning raised while B skipped (a task that held its worker 30 ms),
  * once.
+ *
+ * Nor is one made for nobody: a resync's backlog whose clients all left
+ * stops, and a resync asked for a client that took another full update
+ * meanwhile makes none (each case's comment has its scenario).  Each
+ * case runs in a process of its own (main()).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +37,7 @@
 #include "server_helpers.h"
 
 #include "server_internal.h"
+#include "server_state_internal.h"
 #include "weft/probe.h"
 #include "weft/wire.h"
 
@@ -51,6 +58,9 @@ struct saw {
 	size_t nw;
 	unsigned plain_again;
 	_Atomic unsigned blocker_warned;
+	/* Records since its last full update that named tasks with no
+	 * stats: its backlog's (a pass's records have stats). */
+	unsigned task_records;
 };
 
 static void saw_add(struct saw *s, uint64_t id)
@@ -90,7 +100,9 @@ static void see(struct saw *s, const Weft__V1__Frame *f)
 	if (u->full) {
 		s->fulls++;
 		s->named = s->nids = 0;
+		s->task_records = 0;
 	}
+	s->task_records += u->n_tasks && !u->full && !u->stats;
 	for (size_t i = 0; i < u->n_tasks; i++)
 		if (!strcmp(u->tasks[i]->name, "idle"))
 			saw_add(s, u->tasks[i]->id);
@@ -350,11 +362,273 @@ static void test_resync_is_the_skippers_alone(void **state)
 	xdg_remove();
 }
 
-int main(void)
+/* Reads @c until @fulls full updates came, or @ms.  Returns whether. */
+static bool read_fulls(struct tclient *c, struct saw *s, unsigned fulls, int ms)
+{
+	for (int waited = 0; s->fulls < fulls && waited < ms; waited += 100) {
+		Weft__V1__Frame *f = tc_next(c, 100);
+
+		if (!f)
+			continue;
+		see(s, f);
+		weft_wire_frame_free(f);
+	}
+	return s->fulls >= fulls;
+}
+
+/* A runtime of IDLE idle tasks, and an events subscriber in the process
+ * (events flow only while one listens). */
+static weft_runtime_t *idle_runtime(weft_probe_sub_t **ev_sub)
+{
+	weft_runtime_t *rt;
+
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < IDLE; i++) {
+		weft_spawn_t sp = { .poll = idle_poll,
+				    .state = &(struct idle){ 0 },
+				    .size = sizeof(struct idle),
+				    .name = "idle" };
+
+		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
+	}
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = no_events },
+			ev_sub),
+		0);
+	return rt;
+}
+
+static void idle_runtime_destroy(weft_runtime_t *rt, weft_probe_sub_t *ev_sub)
+{
+	weft_probe_unsubscribe(ev_sub);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	xdg_remove();
+}
+
+/*
+ * A resync's backlog whose clients all left stops: B skips, takes its
+ * resync's full record and stops reading, so that the backlog waits for
+ * it; C joins meanwhile (its resync waits for that backlog's end); B
+ * closes.  The server makes no record of B's backlog after that: the
+ * records it makes are C's backlog, every one of which C takes (before,
+ * B's backlog ran to its end for nobody: 1,800 KB of records here, at
+ * 1,000,000 tasks seconds of the collector's time).  A has every task
+ * and one full update; C one full update and every task.
+ */
+static void test_resync_backlog_stops_when_its_clients_leave(void **state)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 1u << 20,
+				 .slow_kick_ms = 60000,
+				 .stall_ms = 60000 };
+	struct tclient a, b, c;
+	struct reader ra = { .c = &a };
+	struct saw sb = { 0 }, sc = { 0 };
+	struct load load = { 0 };
+	weft_server_stats_t st;
+	weft_probe_sub_t *ev_sub;
+	pthread_t th, lt;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	uint64_t made, rec0;
+	int small = 4096, still = 0;
+
+	(void)state;
+	rt = idle_runtime(&ev_sub);
+	snprintf(path, sizeof(path), "%s/stop.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&a, path);
+	tc_expect_header(&a);
+	tc_open(&b, path);
+	setsockopt(b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_expect_header(&b);
+	tc_subscribe(&a, true, false);
+	tc_subscribe(&b, true, false);
+	assert_int_equal(pthread_create(&th, NULL, reader_main, &ra), 0);
+	assert_true(read_until(&b, &sb, 1, 30000));
+	for (int i = 0; i < 3000 && !atomic_load(&ra.named_all); i++)
+		usleep(10000);
+	assert_true(atomic_load(&ra.named_all));
+
+	/* B skips (it does not read while changes come). */
+	load.rt = rt;
+	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
+	for (int i = 0; i < 3000; i++) {
+		weft__server_stats(srv, &st);
+		if (st.updates_skipped)
+			break;
+		usleep(10000);
+	}
+	assert_true(st.updates_skipped > 0);
+	atomic_store(&load.stop, true);
+	pthread_join(lt, NULL);
+
+	/* B takes its resync's full record, then stops reading: its backlog
+	 * waits for B (1 s without a record). */
+	assert_true(read_fulls(&b, &sb, 2, 30000));
+	weft__server_stats(srv, &st);
+	rec0 = st.backlog_records;
+	for (int i = 0; i < 300 && still < 10; i++) {
+		usleep(100 * 1000);
+		weft__server_stats(srv, &st);
+		still = st.backlog_records == rec0 ? still + 1 : 0;
+		rec0 = st.backlog_records;
+	}
+	assert_int_equal(still, 10);
+	assert_int_equal(st.backlogs_stopped, 0);
+
+	/* C joins: its resync waits for B's backlog.  Then B goes. */
+	tc_open(&c, path);
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, false);
+	usleep(300 * 1000);
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.backlog_records, rec0);
+	tc_close(&b);
+
+	/* C's full update, every task named. */
+	assert_true(read_until(&c, &sc, 1, 30000));
+	/* Its last backlog record was made before C read it (counted at
+	 * the end of that pass: a moment later). */
+	usleep(300 * 1000);
+	weft__server_stats(srv, &st);
+	made = st.backlog_records - rec0;
+	atomic_store(&ra.stop, true);
+	pthread_join(th, NULL);
+	print_message("after B closed: %llu backlog records made, C took %u; "
+		      "%llu stopped; A: %u full, %zu named; C: %u full, %zu "
+		      "named\n",
+		      (unsigned long long)made, sc.task_records,
+		      (unsigned long long)st.backlogs_stopped, ra.s.fulls,
+		      ra.s.named, sc.fulls, sc.named);
+	assert_int_equal(st.backlogs_stopped, 1);
+	assert_int_equal(made, sc.task_records);
+	assert_int_equal(sc.fulls, 1);
+	assert_int_equal(sc.named, IDLE);
+	assert_true(ra.s.fulls >= 1 && ra.s.fulls - 1 <= ra.s.skipped);
+	assert_int_equal(ra.s.named, IDLE);
+
+	free(ra.s.ids);
+	free(sb.ids);
+	free(sc.ids);
+	tc_close(&a);
+	tc_close(&c);
+	weft__server_destroy(srv);
+	idle_runtime_destroy(rt, ev_sub);
+}
+
+/*
+ * A resync asked for a client that then takes the subscription's full
+ * update makes no full update: A subscribes (a new subscription) and
+ * subscribes again, in one write, which the server reads in one go;
+ * between the two, the collector makes the subscription's full update
+ * (the server thread is held on stat_lock, which reconcile takes after
+ * subscribing, until that update is in the queue: the race made
+ * certain).  A's second Subscribe asks a resync for it, which waits for
+ * the full update's backlog; A then takes that full update and its
+ * backlog.  Before, the backlog's end made the resync's full update
+ * anyway, for nobody.
+ */
+static void test_resync_for_a_client_that_took_the_first_full(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+	weft_wire_buf_t two = { 0 };
+	struct saw sa = { 0 };
+	weft_server_stats_t st;
+	weft_probe_sub_t *ev_sub;
+	struct tclient a;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	bool queued = false;
+
+	(void)state;
+	rt = idle_runtime(&ev_sub);
+	snprintf(path, sizeof(path), "%s/took.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&a, path);
+	tc_expect_header(&a);
+
+	sub.updates = true;
+	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+	f.subscribe = &sub;
+	assert_int_equal(weft_wire_record_append(&two, &f), 0);
+	assert_int_equal(weft_wire_record_append(&two, &f), 0);
+	pthread_mutex_lock(&srv->stat_lock);
+	tc_send_raw(&a, two.data, two.len);
+	for (int i = 0; i < 3000 && !queued; i++) {
+		usleep(10000);
+		pthread_mutex_lock(&srv->qlock);
+		queued = srv->qhead && srv->qhead->full;
+		pthread_mutex_unlock(&srv->qlock);
+	}
+	pthread_mutex_unlock(&srv->stat_lock);
+	weft_wire_buf_fini(&two);
+	assert_true(queued);
+
+	/* The full update, its backlog, then a second for a possible
+	 * resync's full update to come (ten passes). */
+	assert_true(read_until(&a, &sa, 1, 30000));
+	read_fulls(&a, &sa, 2, 1000);
+	weft__server_stats(srv, &st);
+	print_message("A: %u full, %zu named; %llu resync full updates\n",
+		      sa.fulls, sa.named, (unsigned long long)st.resync_fulls);
+	assert_int_equal(sa.fulls, 1);
+	assert_int_equal(sa.named, IDLE);
+	assert_int_equal(st.resync_fulls, 0);
+
+	free(sa.ids);
+	tc_close(&a);
+	weft__server_destroy(srv);
+	idle_runtime_destroy(rt, ev_sub);
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resync_is_the_skippers_alone),
+		cmocka_unit_test(
+			test_resync_backlog_stops_when_its_clients_leave),
+		cmocka_unit_test(
+			test_resync_for_a_client_that_took_the_first_full),
 	};
+	int failed = 0;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	if (argc > 1) {
+		cmocka_set_test_filter(argv[1]);
+		return cmocka_run_group_tests(tests, NULL, NULL);
+	}
+	/*
+	 * Each case in a process of its own: the probe is the process's,
+	 * and keeps a finished task 6 s, so that a case's full updates
+	 * would carry the last one's idle tasks.  (No thread runs yet.)
+	 */
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		fflush(stderr);
+		pid = fork();
+		if (pid == 0) {
+			cmocka_set_test_filter(tests[i].name);
+			status = cmocka_run_group_tests(tests, NULL, NULL);
+			_exit(status ? 1 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+	}
+	return failed ? 1 : 0;
 }
