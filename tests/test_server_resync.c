@@ -509,8 +509,8 @@ static void test_resync_backlog_stops_when_its_clients_leave(void **state)
 		      (unsigned long long)made, sc.task_records,
 		      (unsigned long long)st.backlogs_stopped, ra.s.fulls,
 		      ra.s.named, sc.fulls, sc.named);
-	assert_int_equal(st.backlogs_stopped, 1);
 	assert_int_equal(made, sc.task_records);
+	assert_int_equal(st.backlogs_stopped, 1);
 	assert_int_equal(sc.fulls, 1);
 	assert_int_equal(sc.named, IDLE);
 	assert_true(ra.s.fulls >= 1 && ra.s.fulls - 1 <= ra.s.skipped);
