@@ -23,6 +23,7 @@
  * meanwhile makes none (each case's comment has its scenario).  Each
  * case runs in a process of its own (main()).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -594,6 +595,85 @@ static void test_resync_for_a_client_that_took_the_first_full(void **state)
 	idle_runtime_destroy(rt, ev_sub);
 }
 
+/* Full updates @c gets within @ms, read until @most came. */
+static unsigned fulls_within(struct tclient *c, int ms, unsigned most)
+{
+	struct timespec t0, t;
+	unsigned n = 0;
+	long left = ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (n < most && left > 0) {
+		Weft__V1__Frame *f = tc_next(c, (int)left);
+
+		if (f && f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			n += f->update->full;
+		weft_wire_frame_free(f);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = ms - ((t.tv_sec - t0.tv_sec) * 1000 +
+			     (t.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	return n;
+}
+
+/*
+ * A client that joins a stream that exists restarts no other stream,
+ * whatever the order of the clients: X on a 100 ms stream, then Y on a
+ * 200 ms one (a new stream: both take a full update, as before), then Z
+ * on X's.  The clients' list, newest first, then names X's stream
+ * first, where the subscription had Y's: the streams were taken for
+ * others, and X and Y took a full update again.  Now only Z takes one,
+ * of its own.
+ */
+static void test_resync_join_restarts_no_other_stream(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	weft_server_stats_t st;
+	struct tclient x, y, z;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	unsigned xf, yf;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/join.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&x, path);
+	tc_expect_header(&x);
+	tc_open(&y, path);
+	tc_expect_header(&y);
+	tc_subscribe_ex(&x, true, false, 100, NULL);
+	assert_int_equal(fulls_within(&x, 10000, 1), 1);
+	tc_subscribe_ex(&y, true, false, 200, NULL);
+	assert_int_equal(fulls_within(&y, 10000, 1), 1);
+	assert_int_equal(fulls_within(&x, 10000, 1), 1);
+
+	tc_open(&z, path);
+	tc_expect_header(&z);
+	tc_subscribe_ex(&z, true, false, 100, NULL);
+	assert_int_equal(fulls_within(&z, 10000, 1), 1);
+	/* X's and Y's updates of the while: five of Y's intervals. */
+	xf = fulls_within(&x, 1000, UINT_MAX);
+	yf = fulls_within(&y, 1000, UINT_MAX);
+	weft__server_stats(srv, &st);
+	print_message("after Z joined: X %u full, Y %u full; %llu resync "
+		      "full updates\n",
+		      xf, yf, (unsigned long long)st.resync_fulls);
+	assert_int_equal(xf, 0);
+	assert_int_equal(yf, 0);
+	assert_int_equal(st.resync_fulls, 1);
+
+	tc_close(&x);
+	tc_close(&y);
+	tc_close(&z);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +682,7 @@ int main(int argc, char **argv)
 			test_resync_backlog_stops_when_its_clients_leave),
 		cmocka_unit_test(
 			test_resync_for_a_client_that_took_the_first_full),
+		cmocka_unit_test(test_resync_join_restarts_no_other_stream),
 	};
 	int failed = 0;
 

@@ -681,15 +681,24 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 			weft__server_sub_drop(s);
 		return false;
 	}
+	/*
+	 * The same streams, in any order: the plan's is the clients' list's
+	 * (newest first), which a client that comes or goes reorders (one
+	 * joining the older of two streams restarted both).  Each plan
+	 * stream matched in the current ones, as many and all distinct: the
+	 * same set.
+	 */
 	same = s->sub && !fresh && oldx->nstreams == n;
 	for (unsigned k = 0; same && k < n; k++) {
-		const struct stream *cur = &oldx->st[k];
+		const struct stream *cur = NULL;
 
-		same = cur->interval_ms == plan[k].interval_ms &&
-		       cur->updates == plan[k].updates &&
-		       cur->events == plan[k].events &&
-		       weft__delta_filter_equal(&cur->delta.filter,
-						&plan[k].delta.filter);
+		for (unsigned j = 0; j < n && !cur; j++)
+			if (oldx->st[j].interval_ms == plan[k].interval_ms &&
+			    weft__delta_filter_equal(&oldx->st[j].delta.filter,
+						     &plan[k].delta.filter))
+				cur = &oldx->st[j];
+		same = cur && cur->updates == plan[k].updates &&
+		       cur->events == plan[k].events;
 	}
 	if (same) {
 		/* A client may have joined a stream that exists. */
