@@ -595,7 +595,8 @@ static void test_resync_for_a_client_that_took_the_first_full(void **state)
 	idle_runtime_destroy(rt, ev_sub);
 }
 
-/* Full updates @c gets within @ms, read until @most came. */
+/* Full updates @c gets within @ms, read until @most came (@ms 0: in
+ * what has come already). */
 static unsigned fulls_within(struct tclient *c, int ms, unsigned most)
 {
 	struct timespec t0, t;
@@ -603,6 +604,16 @@ static unsigned fulls_within(struct tclient *c, int ms, unsigned most)
 	long left = ms;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!ms) { /* what has come, all of it */
+		Weft__V1__Frame *f;
+
+		while ((f = tc_next(c, 0)) != NULL) {
+			if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+				n += f->update->full;
+			weft_wire_frame_free(f);
+		}
+		return n;
+	}
 	while (n < most && left > 0) {
 		Weft__V1__Frame *f = tc_next(c, (int)left);
 
@@ -617,19 +628,21 @@ static unsigned fulls_within(struct tclient *c, int ms, unsigned most)
 }
 
 /*
- * A client that joins a stream that exists restarts no other stream,
- * whatever the order of the clients: X on a 100 ms stream, then Y on a
+ * A client that joins a stream that exists, or leaves the last of its
+ * stream, restarts no other stream: X on a 100 ms stream, then Y on a
  * 200 ms one (a new stream: both take a full update, as before), then Z
  * on X's.  The clients' list, newest first, then names X's stream
  * first, where the subscription had Y's: the streams were taken for
  * others, and X and Y took a full update again.  Now only Z takes one,
- * of its own.
+ * of its own.  Then Y leaves: X and Z took a new subscription's full
+ * update; now they go on.
  */
-static void test_resync_join_restarts_no_other_stream(void **state)
+static void test_resync_streams_kept_for_others(void **state)
 {
 	weft_server_opts_t o = { .workers = 2 };
 	weft_server_stats_t st;
 	struct tclient x, y, z;
+	struct seen sx, sz;
 	char path[300];
 	weft_server_t *srv;
 	weft_runtime_t *rt;
@@ -666,8 +679,23 @@ static void test_resync_join_restarts_no_other_stream(void **state)
 	assert_int_equal(yf, 0);
 	assert_int_equal(st.resync_fulls, 1);
 
-	tc_close(&x);
+	/* Y leaves: X and Z go on, with updates (their next ten, read
+	 * from the close on). */
+	fulls_within(&x, 0, UINT_MAX);
+	fulls_within(&z, 0, UINT_MAX);
 	tc_close(&y);
+	memset(&sx, 0, sizeof(sx));
+	memset(&sz, 0, sizeof(sz));
+	tc_count(&x, &sx, 1000, 10, 0);
+	tc_count(&z, &sz, 1000, 10, 0);
+	print_message("after Y left: X %u updates, %u full; Z %u, %u full\n",
+		      sx.updates, sx.full, sz.updates, sz.full);
+	assert_int_equal(sx.updates, 10);
+	assert_int_equal(sz.updates, 10);
+	assert_int_equal(sx.full, 0);
+	assert_int_equal(sz.full, 0);
+
+	tc_close(&x);
 	tc_close(&z);
 	weft__server_destroy(srv);
 	weft_runtime_destroy(rt);
@@ -682,7 +710,7 @@ int main(int argc, char **argv)
 			test_resync_backlog_stops_when_its_clients_leave),
 		cmocka_unit_test(
 			test_resync_for_a_client_that_took_the_first_full),
-		cmocka_unit_test(test_resync_join_restarts_no_other_stream),
+		cmocka_unit_test(test_resync_streams_kept_for_others),
 	};
 	int failed = 0;
 

@@ -100,6 +100,11 @@ struct stream {
 	/* A client of it is owed a full update (guarded by qlock: set by
 	 * the server thread, taken by the collector's next full pass). */
 	bool resync_want;
+	/* Its last client left, and its subscription went on for the
+	 * others: set once by the server thread, never cleared; the
+	 * collector makes nothing more for it (relaxed: a hint, see
+	 * stream_gone() in server_stream.c). */
+	_Atomic bool gone;
 	const weft_probe_task_t **chunk;
 	size_t *chunk_end; /* backlog_at after each of chunk's tasks */
 	weft_probe_task_t *tomb;
@@ -114,6 +119,8 @@ struct sub_ctx {
 	 * last resync gen given. */
 	bool had_full;
 	uint64_t gen;
+	/* Server thread: subscribed to events. */
+	bool events;
 	struct stream st[MAX_STREAMS];
 };
 

@@ -13,9 +13,10 @@
  * subscribes (its first update is full, for every client of it), then
  * the old one is dropped; what the old one still encodes is discarded at
  * push.  That happens when the streams change (a client comes with an
- * interval or a filter no stream has, or goes, or pauses its events); a
- * client that joins a stream, or that skipped updates, gets a full
- * update of its own instead (a resync, below).
+ * interval or a filter no stream has, or changes a stream's updates or
+ * events, or the first wants events or the last no longer); a stream
+ * whose clients all left goes alone (plan_fits()); a client that joins
+ * a stream, or skipped updates, gets a full update of its own (below).
  *
  * A full update of many tasks is streamed, not sent whole (issue 21: a
  * console attaching to a process of 1,000,000 tasks waited for a
@@ -234,11 +235,10 @@ static void seed_room(struct sub_ctx *x, unsigned k)
  * for the gen of each stream's backlog (bl_gen, which the collector set
  * when it started it), whether a client of the stream takes its
  * records (bl_keep), and whether one is owed a full update (owed).
- * Read under qlock first, stored under qlock after: the walk runs
- * without it (the collector never waits for a walk of the clients).
- * The answer is for the gen read (bl_keep_gen): a backlog started
- * meanwhile has another gen, and the collector keeps it until it has
- * an answer for it.  It can only err towards keeping a backlog: a
+ * Read under qlock first, stored under qlock after (the collector never
+ * waits for a walk).  The answer is for the gen read (bl_keep_gen): a
+ * backlog started meanwhile has another gen, and the collector keeps it
+ * until it has an answer for it.  It can only err towards keeping: a
  * client takes records of gen G only if it took G's full record, which
  * is delivered once: once it was (full_gen), who did not take it never
  * will; before, any client of the stream may (it counts).  A client
@@ -457,6 +457,21 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	free(kept);
 }
 
+/*
+ * Collector thread: whether @st's clients all left it (plan_fits()); its
+ * backlog is freed then.  Relaxed: a hint that is never taken back; a
+ * pass that misses it makes records for nobody, which the delivery frees
+ * (the server thread mapped no client to the stream before it set it).
+ */
+static bool stream_gone(struct stream *st)
+{
+	if (!atomic_load_explicit(&st->gone, memory_order_relaxed))
+		return false;
+	if (st->backlog)
+		weft__server_backlog_free(st);
+	return true;
+}
+
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct sub_ctx *x = ctx;
@@ -488,7 +503,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
 
-		if (!st->updates)
+		if (!st->updates || stream_gone(st))
 			continue;
 		/* The full record first: its clients take the pass's own
 		 * record after it (its warnings, and the delta's pending). */
@@ -509,6 +524,8 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
+		if (stream_gone(&x->st[k]))
+			continue;
 		weft__server_backlog_pump(x, k);
 		seed_room(x, k);
 	}
@@ -526,7 +543,7 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		size_t m = n, len;
 		int err;
 
-		if (!st->events)
+		if (!st->events || stream_gone(st))
 			continue;
 		g = weft__delta_events(&st->delta, ev, &m);
 		if (!g || !m)
@@ -641,6 +658,60 @@ int weft__server_plan_find(const struct stream *plan, unsigned n,
 	return -1;
 }
 
+/* The stream of @x, not gone, that @c belongs in, or -1. */
+static int live_find(const struct sub_ctx *x, const struct client *c)
+{
+	int k = weft__server_plan_find(x->st, x->nstreams, c);
+
+	return k >= 0 && !atomic_load_explicit(&x->st[k].gone,
+					       memory_order_relaxed) ?
+		       k :
+		       -1;
+}
+
+/*
+ * Whether @x serves @plan (@n streams, events @ev) as it is, so that no
+ * client restarts: each plan stream one of @x's not gone, with the same
+ * updates and events, in any order (the plan's is the clients' list's,
+ * newest first, which a client that comes or goes reorders: one joining
+ * the older of two streams restarted both), and the events subscribed
+ * as @ev says.  @x's streams the plan leaves out (their last client
+ * left, or now wants nothing) are then gone: the collector makes
+ * nothing more for them (a client that wants one again gets a new
+ * subscription: its delta is stale).  A stream whose updates or events
+ * change, and events wanted or no longer by anyone, still make a new
+ * one.  Server thread.
+ */
+static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
+		      bool ev)
+{
+	bool used[MAX_STREAMS] = { false };
+
+	if (x->events != ev)
+		return false;
+	for (unsigned k = 0; k < n; k++) {
+		const struct stream *cur = NULL;
+		unsigned j;
+
+		for (j = 0; j < x->nstreams && !cur; j++)
+			if (!atomic_load_explicit(&x->st[j].gone,
+						  memory_order_relaxed) &&
+			    x->st[j].interval_ms == plan[k].interval_ms &&
+			    weft__delta_filter_equal(&x->st[j].delta.filter,
+						     &plan[k].delta.filter))
+				cur = &x->st[j];
+		if (!cur || cur->updates != plan[k].updates ||
+		    cur->events != plan[k].events)
+			return false;
+		used[j - 1] = true;
+	}
+	for (unsigned j = 0; j < x->nstreams; j++)
+		if (!used[j])
+			atomic_store_explicit(&x->st[j].gone, true,
+					      memory_order_relaxed);
+	return true;
+}
+
 /*
  * Subscribes to the probe for what the clients want, or not at all: one
  * stream per distinct (interval, filter) among them.  @fresh: make a new
@@ -655,7 +726,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	struct sub_ctx *x, *oldx = s->sub_ctx;
 	struct stream plan[MAX_STREAMS];
 	unsigned n = 0;
-	bool ev = false, same;
+	bool ev = false;
 	int err;
 
 	memset(plan, 0, sizeof(plan));
@@ -681,32 +752,12 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 			weft__server_sub_drop(s);
 		return false;
 	}
-	/*
-	 * The same streams, in any order: the plan's is the clients' list's
-	 * (newest first), which a client that comes or goes reorders (one
-	 * joining the older of two streams restarted both).  Each plan
-	 * stream matched in the current ones, as many and all distinct: the
-	 * same set.
-	 */
-	same = s->sub && !fresh && oldx->nstreams == n;
-	for (unsigned k = 0; same && k < n; k++) {
-		const struct stream *cur = NULL;
-
-		for (unsigned j = 0; j < n && !cur; j++)
-			if (oldx->st[j].interval_ms == plan[k].interval_ms &&
-			    weft__delta_filter_equal(&oldx->st[j].delta.filter,
-						     &plan[k].delta.filter))
-				cur = &oldx->st[j];
-		same = cur && cur->updates == plan[k].updates &&
-		       cur->events == plan[k].events;
-	}
-	if (same) {
+	if (s->sub && !fresh && plan_fits(oldx, plan, n, ev)) {
 		/* A client may have joined a stream that exists. */
 		for (struct client *c = s->clients; c; c = c->next)
-			c->stream =
-				weft__server_client_active(c) ?
-					weft__server_plan_find(oldx->st, n, c) :
-					-1;
+			c->stream = weft__server_client_active(c) ?
+					    live_find(oldx, c) :
+					    -1;
 		return false;
 	}
 
@@ -733,7 +784,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 			return false;
 		}
 	}
-	o.events = ev;
+	x->events = o.events = ev;
 	o.on_events = ev ? srv_on_events : NULL;
 	o.on_update = srv_on_update;
 	o.ctx = x;
@@ -756,11 +807,9 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 				 strerror(-err));
 		sub_activate(s, oldx);
 		for (struct client *c = s->clients; c; c = c->next)
-			c->stream =
-				oldx && weft__server_client_active(c) ?
-					weft__server_plan_find(
-						oldx->st, oldx->nstreams, c) :
-					-1;
+			c->stream = oldx && weft__server_client_active(c) ?
+					    live_find(oldx, c) :
+					    -1;
 		weft__server_stream_have(s);
 		sub_ctx_free(x);
 		return false;
