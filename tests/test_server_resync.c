@@ -702,6 +702,92 @@ static void test_resync_streams_kept_for_others(void **state)
 	xdg_remove();
 }
 
+static void tc_control(struct tclient *c, Weft__V1__ControlOp op)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Control ctl = WEFT__V1__CONTROL__INIT;
+
+	ctl.op = op;
+	f.body_case = WEFT__V1__FRAME__BODY_CONTROL;
+	f.control = &ctl;
+	tc_send(c, &f);
+}
+
+/*
+ * A pause of events restarts no stream while another's events go on: X
+ * and Y take updates and events, on streams of their own (100 and 200
+ * ms), under a light load of short tasks (each client unread for a
+ * while holds its events: well under its 8 MiB).  X pauses its events: before, a new
+ * subscription, a full update for X and for Y; now neither, and X's
+ * updates go on.  X resumes: its events come again, no full update.
+ */
+static void test_resync_pause_keeps_streams(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	struct load load = { 0 };
+	struct seen sx = { 0 }, sy = { 0 };
+	struct tclient x, y;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	pthread_t lt;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	load.rt = rt;
+	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
+	snprintf(path, sizeof(path), "%s/pause.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&x, path);
+	tc_expect_header(&x);
+	tc_open(&y, path);
+	tc_expect_header(&y);
+	tc_subscribe_ex(&x, true, true, 100, NULL);
+	assert_int_equal(fulls_within(&x, 10000, 1), 1);
+	tc_subscribe_ex(&y, true, true, 200, NULL);
+	assert_int_equal(fulls_within(&y, 10000, 1), 1);
+	assert_int_equal(fulls_within(&x, 10000, 1), 1);
+
+	/* X pauses: its next ten updates, Y's next five. */
+	fulls_within(&x, 0, UINT_MAX);
+	fulls_within(&y, 0, UINT_MAX);
+	tc_control(&x, WEFT__V1__CONTROL_OP__CONTROL_OP_PAUSE_EVENTS);
+	tc_count(&x, &sx, 2000, 10, 0);
+	tc_count(&y, &sy, 2000, 5, 0);
+	print_message("X paused: X %u updates, %u full; Y %u, %u full, %llu "
+		      "skipped\n",
+		      sx.updates, sx.full, sy.updates, sy.full,
+		      (unsigned long long)sy.skipped);
+	assert_int_equal(sx.updates, 10);
+	assert_int_equal(sy.updates, 5);
+	assert_int_equal(sx.full, 0);
+	assert_int_equal(sy.full, 0);
+
+	/* X resumes: events again, no full update for anyone. */
+	memset(&sx, 0, sizeof(sx));
+	memset(&sy, 0, sizeof(sy));
+	fulls_within(&y, 0, UINT_MAX);
+	tc_control(&x, WEFT__V1__CONTROL_OP__CONTROL_OP_RESUME_EVENTS);
+	tc_count(&x, &sx, 5000, 10, 1);
+	tc_count(&y, &sy, 2000, 5, 0);
+	print_message("X resumed: X %u updates, %u full, %u batches; Y %u, "
+		      "%u full\n",
+		      sx.updates, sx.full, sx.batches, sy.updates, sy.full);
+	assert_true(sx.batches >= 1);
+	assert_int_equal(sx.full, 0);
+	assert_int_equal(sy.full, 0);
+
+	atomic_store(&load.stop, true);
+	pthread_join(lt, NULL);
+	tc_close(&x);
+	tc_close(&y);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -711,6 +797,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(
 			test_resync_for_a_client_that_took_the_first_full),
 		cmocka_unit_test(test_resync_streams_kept_for_others),
+		cmocka_unit_test(test_resync_pause_keeps_streams),
 	};
 	int failed = 0;
 

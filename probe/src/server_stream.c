@@ -14,9 +14,9 @@
  * the old one is dropped; what the old one still encodes is discarded at
  * push.  That happens when the streams change (a client comes with an
  * interval or a filter no stream has, or changes a stream's updates or
- * events, or the first wants events or the last no longer); a stream
- * whose clients all left goes alone (plan_fits()); a client that joins
- * a stream, or skipped updates, gets a full update of its own (below).
+ * adds events, or the first wants events or the last no longer); a
+ * stream whose clients all left goes alone, a pause keeps (plan_fits());
+ * one that joins a stream, or skipped, gets a full update (below).
  *
  * A full update of many tasks is streamed, not sent whole (issue 21: a
  * console attaching to a process of 1,000,000 tasks waited for a
@@ -457,12 +457,9 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	free(kept);
 }
 
-/*
- * Collector thread: whether @st's clients all left it (plan_fits()); its
- * backlog is freed then.  Relaxed: a hint that is never taken back; a
- * pass that misses it makes records for nobody, which the delivery frees
- * (the server thread mapped no client to the stream before it set it).
- */
+/* Collector: whether @st's clients all left (plan_fits()); its backlog
+ * freed then.  Relaxed: a hint never taken back; a pass that misses it
+ * makes records the delivery frees (no client is mapped to it). */
 static bool stream_gone(struct stream *st)
 {
 	if (!atomic_load_explicit(&st->gone, memory_order_relaxed))
@@ -678,9 +675,9 @@ static int live_find(const struct sub_ctx *x, const struct client *c)
  * as @ev says.  @x's streams the plan leaves out (their last client
  * left, or now wants nothing) are then gone: the collector makes
  * nothing more for them (a client that wants one again gets a new
- * subscription: its delta is stale).  A stream whose updates or events
- * change, and events wanted or no longer by anyone, still make a new
- * one.  Server thread.
+ * subscription: its delta is stale).  A stream whose updates change, or
+ * that wants events it was not made with, and events wanted or no
+ * longer by anyone, still make a new one.  Server thread.
  */
 static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
 		      bool ev)
@@ -700,8 +697,10 @@ static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
 			    weft__delta_filter_equal(&x->st[j].delta.filter,
 						     &plan[k].delta.filter))
 				cur = &x->st[j];
+		/* Events no longer wanted (paused) go on while others' do
+		 * (@ev): delivered to nobody paused; a resume finds them. */
 		if (!cur || cur->updates != plan[k].updates ||
-		    cur->events != plan[k].events)
+		    (!cur->events && plan[k].events))
 			return false;
 		used[j - 1] = true;
 	}
