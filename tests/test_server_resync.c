@@ -20,8 +20,10 @@
  *
  * Nor is one made for nobody: a resync's backlog whose clients all left
  * stops, and a resync asked for a client that took another full update
- * meanwhile makes none (each case's comment has its scenario).  Each
- * case runs in a process of its own (main()).
+ * meanwhile makes none; and a client that joins a stream, leaves the
+ * last of one, or pauses its events restarts no other client's stream
+ * (each case's comment has its scenario).  Each case runs in a process
+ * of its own (main()).
  */
 #include <limits.h>
 #include <pthread.h>
