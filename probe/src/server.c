@@ -539,6 +539,12 @@ void weft__server_stats(weft_server_t *s, weft_server_stats_t *out)
 	pthread_mutex_lock(&s->stat_lock);
 	*out = s->st;
 	pthread_mutex_unlock(&s->stat_lock);
+	/* The collector's, under qlock (stat_lock is a leaf). */
+	pthread_mutex_lock(&s->qlock);
+	out->backlog_records = s->backlog_records;
+	out->backlogs_stopped = s->backlogs_stopped;
+	out->resync_fulls = s->resync_fulls;
+	pthread_mutex_unlock(&s->qlock);
 }
 
 /* ------------------------------------------------------------ the default */

@@ -3,7 +3,9 @@
  * A streamed full update's backlog (server_stream.c's top comment has
  * the model): the ids a full pass left out of its first record, sorted,
  * and their records made over the next passes at the stream's clients'
- * pace.  Collector thread, probe.lock held, but for
+ * pace, or stopped when none of them takes it any more (the server
+ * thread says so under qlock: stream_have() in server_stream.c).
+ * Collector thread, probe.lock held, but for
  * weft__server_backlog_free() on a context no longer subscribed.
  */
 #include <errno.h>
@@ -195,6 +197,36 @@ static const weft_probe_task_t *tombstone(struct stream *st, size_t i,
 	return t;
 }
 
+/* Under qlock: whether a client of @x's stream @k is owed a full
+ * update, as the server thread last said (stream_have()); a context no
+ * longer active is asked nothing (true: as before it was said). */
+bool weft__server_owed(const struct sub_ctx *x, unsigned k)
+{
+	return x->srv->active != x || x->srv->owed[k];
+}
+
+/*
+ * @x's stream @k's backlog is over (sent, or stopped as nobody's): a
+ * resync put off while it ran (resync_take()) goes on now, if a client
+ * of the stream is still owed a full update; else it is nobody's
+ * (cleared).
+ */
+static void backlog_end(struct sub_ctx *x, unsigned k)
+{
+	struct stream *st = &x->st[k];
+	weft_server_t *s = x->srv;
+	bool want;
+
+	weft__server_backlog_free(st);
+	pthread_mutex_lock(&s->qlock);
+	if (!weft__server_owed(x, k))
+		st->resync_want = false;
+	want = st->resync_want;
+	pthread_mutex_unlock(&s->qlock);
+	if (want && weft__sub_current())
+		weft__sub_want_full(weft__sub_current());
+}
+
 /*
  * More of @x's stream @k's backlog, as far as its pace allows (see the
  * top of the file): records of at most STREAM_CHUNK tasks, each task as the
@@ -205,6 +237,8 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 	struct stream *st = &x->st[k];
 	weft_server_t *s = x->srv;
 	size_t room, limit = s->buf_max / 2;
+	uint64_t made = 0;
+	bool nobody = false;
 
 	if (!st->backlog)
 		return;
@@ -215,8 +249,26 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		size_t held = s->stream_have[k] + s->qbytes;
 
 		room = held < limit ? limit - held : 0;
+		/*
+		 * No client takes it, nor will (the server thread's answer
+		 * for this gen: stream_have() has the argument): stopped.  A
+		 * client that took its full record after all is told by the
+		 * next delivery (bl_stopped); one stop at a time is told,
+		 * so the next waits until it was.
+		 */
+		nobody = s->bl_keep_gen[k] == st->backlog_gen &&
+			 !s->bl_keep[k] && !s->bl_stopped[k];
+		if (nobody) {
+			s->bl_stopped[k] = true;
+			s->bl_stopped_gen[k] = st->backlog_gen;
+			s->backlogs_stopped++;
+		}
 	}
 	pthread_mutex_unlock(&s->qlock);
+	if (nobody) {
+		backlog_end(x, k);
+		return;
+	}
 	if (room > STREAM_PASS_MAX)
 		room = STREAM_PASS_MAX;
 	while (room && st->backlog_at < st->nbacklog) {
@@ -248,7 +300,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 			if (!t && at < st->nfin) {
 				t = tombstone(st, ntomb++, id, st->fin_ns[at]);
 				if (!t)
-					return; /* again next pass */
+					goto out_count; /* again next pass */
 			}
 			at++;
 			if (t) {
@@ -262,7 +314,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		it = calloc(1, sizeof(*it));
 		if (!it)
-			return; /* again next pass */
+			goto out_count; /* again next pass */
 		it->kind = ITEM_UPDATE;
 		it->stream = k;
 		it->gen = st->backlog_gen;
@@ -277,7 +329,7 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		if (err == -ENOMEM) {
 			weft__server_item_free(it);
-			return; /* again next pass */
+			goto out_count; /* again next pass */
 		}
 		st->backlog_at = at;
 		if (err) {
@@ -288,17 +340,14 @@ void weft__server_backlog_pump(struct sub_ctx *x, unsigned k)
 		}
 		room = it->buf.len < room ? room - it->buf.len : 0;
 		st->task_bytes = it->buf.len / cu.ntasks + 1;
-		weft__server_push(x, it);
+		made += weft__server_push(x, it);
 	}
-	if (st->backlog_at >= st->nbacklog) {
-		bool want;
-
-		weft__server_backlog_free(st);
-		/* A resync put off while it ran (resync_take()): now. */
+	if (st->backlog_at >= st->nbacklog)
+		backlog_end(x, k);
+out_count:
+	if (made) {
 		pthread_mutex_lock(&s->qlock);
-		want = st->resync_want;
+		s->backlog_records += made;
 		pthread_mutex_unlock(&s->qlock);
-		if (want && weft__sub_current())
-			weft__sub_want_full(weft__sub_current());
 	}
 }

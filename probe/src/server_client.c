@@ -91,6 +91,9 @@ void weft__server_client_close(struct client *c, const char *why, bool bad)
 	pthread_mutex_unlock(&s->stat_lock);
 	free(c);
 	weft__server_sub_reconcile(s, false);
+	/* It may have been the last to take a backlog: the collector
+	 * stops it (server_backlog.c). */
+	weft__server_stream_have(s);
 }
 
 /*

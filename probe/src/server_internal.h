@@ -115,6 +115,12 @@ typedef struct weft_server_stats_s {
 	 * client_buf_max (0 if none was). */
 	size_t max_full_over_bound;
 	unsigned subscribed; /* 1 while a probe subscriber */
+	/* Records a streamed full update's backlog made; backlogs stopped
+	 * because no client took them any more; full updates made for
+	 * clients owed one (a resync's full pass, server_stream.c). */
+	uint64_t backlog_records;
+	uint64_t backlogs_stopped;
+	uint64_t resync_fulls;
 } weft_server_stats_t;
 
 /* What a client asked for, from one frame (server_input.c). */

@@ -41,6 +41,8 @@ struct evconnlistener;
 
 /* Distinct (interval, filter) pairs among the clients at once. */
 #define MAX_STREAMS 8
+/* No gen: no full record, or no backlog, known (gens count from 0). */
+#define GEN_NONE UINT64_MAX
 
 enum item_kind { ITEM_UPDATE, ITEM_EVENTS };
 
@@ -98,6 +100,11 @@ struct stream {
 	/* A client of it is owed a full update (guarded by qlock: set by
 	 * the server thread, taken by the collector's next full pass). */
 	bool resync_want;
+	/* Its last client left, and its subscription went on for the
+	 * others: set once by the server thread, never cleared; the
+	 * collector makes nothing more for it (relaxed: a hint, see
+	 * stream_gone() in server_stream.c). */
+	_Atomic bool gone;
 	const weft_probe_task_t **chunk;
 	size_t *chunk_end; /* backlog_at after each of chunk's tasks */
 	weft_probe_task_t *tomb;
@@ -112,6 +119,8 @@ struct sub_ctx {
 	 * last resync gen given. */
 	bool had_full;
 	uint64_t gen;
+	/* Server thread: subscribed to events. */
+	bool events;
 	struct stream st[MAX_STREAMS];
 };
 
@@ -203,6 +212,10 @@ struct weft_server_s {
 	 */
 	bool full_pending;
 	uint64_t seen_drop_updates, seen_drop_events;
+	/* The gen of the last full record delivered on each stream of the
+	 * active context (GEN_NONE: none yet, or not known): who took it
+	 * takes its backlog (stream_have()). */
+	uint64_t full_gen[MAX_STREAMS];
 
 	/* Guarded by qlock. */
 	pthread_mutex_t qlock;
@@ -219,6 +232,27 @@ struct weft_server_s {
 	/* A resync's record dropped at push: its clients (resync_gen) are
 	 * owed a full update again, the others not. */
 	uint64_t drop_gen[MAX_STREAMS];
+	/*
+	 * Whether stream k's backlog still has a client (a backlog nobody
+	 * takes is stopped: server_backlog.c).  bl_gen[k]: the gen of the
+	 * backlog the collector started last on it (GEN_NONE: none since
+	 * the context became active), set by the collector.  bl_keep[k]:
+	 * the server thread's answer for gen bl_keep_gen[k], the bl_gen it
+	 * read before its walk of the clients (stream_have()): a client of
+	 * the stream took that gen's full record and is owed none since, or
+	 * the record is still to be delivered and the stream has a client.
+	 * owed[k]: a client of stream k is owed a full update (a resync's
+	 * full pass is for someone).  bl_stopped[k]: a backlog of gen
+	 * bl_stopped_gen[k] was stopped; the next delivery makes a client
+	 * that took its full record after all (a race) owed one again, as
+	 * for drop_gen.
+	 */
+	uint64_t bl_gen[MAX_STREAMS], bl_keep_gen[MAX_STREAMS];
+	bool bl_keep[MAX_STREAMS], owed[MAX_STREAMS];
+	bool bl_stopped[MAX_STREAMS];
+	uint64_t bl_stopped_gen[MAX_STREAMS];
+	/* The collector's counts, copied out by weft__server_stats(). */
+	uint64_t backlog_records, backlogs_stopped, resync_fulls;
 
 	/* Guarded by stat_lock. */
 	pthread_mutex_t stat_lock;
@@ -250,6 +284,7 @@ void weft__server_backlog_free(struct stream *st);
 bool weft__server_stream_start(struct stream *st, const weft_probe_update_t *u,
 			       const weft_probe_task_t ***page, size_t *npage);
 void weft__server_backlog_pump(struct sub_ctx *x, unsigned k);
+bool weft__server_owed(const struct sub_ctx *x, unsigned k);
 void weft__server_item_unref(const void *data, size_t len, void *arg);
 bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,

@@ -13,9 +13,10 @@
  * subscribes (its first update is full, for every client of it), then
  * the old one is dropped; what the old one still encodes is discarded at
  * push.  That happens when the streams change (a client comes with an
- * interval or a filter no stream has, or goes, or pauses its events); a
- * client that joins a stream, or that skipped updates, gets a full
- * update of its own instead (a resync, below).
+ * interval or a filter no stream has, or changes a stream's updates or
+ * adds events, or the first wants events or the last no longer); a
+ * stream whose clients all left goes alone, a pause keeps (plan_fits());
+ * one that joins a stream, or skipped, gets a full update (below).
  *
  * A full update of many tasks is streamed, not sent whole (issue 21: a
  * console attaching to a process of 1,000,000 tasks waited for a
@@ -72,6 +73,16 @@
  * the resyncs asked before it (every client takes that one).  A
  * resync's record dropped on the way makes only the clients that took
  * its full record owed one again.
+ *
+ * Neither is made for nobody (a peer could otherwise make the collector
+ * encode records nobody takes: seconds of them at 1,000,000 tasks).  A
+ * backlog no client of the stream takes any more, nor will (they left,
+ * or skipped and are owed another), stops, and a resync put off for it
+ * goes on as at its end; the server thread tells the collector who
+ * takes which gen in stream_have() (the argument is there).  A resync
+ * whose clients all took another full update meanwhile, or left, makes
+ * no full update: the collector asks the server thread's word, owed,
+ * where it would make it (resync_take()) and at a backlog's end.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -218,26 +229,63 @@ static void seed_room(struct sub_ctx *x, unsigned k)
  * weft__server_backlog_pump().  A client waiting for a full update takes no backlog
  * record: it does not count, unless @waiting (the subscription's own
  * full update is to come: it is theirs, and its backlog too).
+ *
+ * With it, in the same walk, what the collector needs to stop a backlog
+ * nobody takes and to skip a resync nobody needs (server_backlog.c):
+ * for the gen of each stream's backlog (bl_gen, which the collector set
+ * when it started it), whether a client of the stream takes its
+ * records (bl_keep), and whether one is owed a full update (owed).
+ * Read under qlock first, stored under qlock after (the collector never
+ * waits for a walk).  The answer is for the gen read (bl_keep_gen): a
+ * backlog started meanwhile has another gen, and the collector keeps it
+ * until it has an answer for it.  It can only err towards keeping: a
+ * client takes records of gen G only if it took G's full record, which
+ * is delivered once: once it was (full_gen), who did not take it never
+ * will; before, any client of the stream may (it counts).  A client
+ * that comes to a stream after the walk and takes the full record of a
+ * backlog stopped meanwhile is made owed a full update again by the
+ * next delivery (bl_stopped).  owed is stored before any resync is
+ * marked (weft__server_resync() walks, then sets resync_want under
+ * qlock): the collector that sees a resync wanted sees the owed that
+ * asked for it, or a later one.
  */
 static void stream_have(weft_server_t *s, bool waiting)
 {
 	size_t have[MAX_STREAMS] = { 0 };
+	uint64_t gen[MAX_STREAMS];
+	bool keep[MAX_STREAMS] = { false }, owed[MAX_STREAMS] = { false };
 
+	pthread_mutex_lock(&s->qlock);
+	memcpy(gen, s->bl_gen, sizeof(gen));
+	pthread_mutex_unlock(&s->qlock);
 	for (struct client *c = s->clients; c; c = c->next) {
+		unsigned k;
 		size_t n;
 
 		if (c->stream < 0 || c->stream >= MAX_STREAMS ||
-		    !c->subscribed || !c->want_updates ||
-		    (c->need_full && !waiting && !c->resync_asked))
+		    !c->subscribed || !c->want_updates)
+			continue;
+		k = (unsigned)c->stream;
+		owed[k] |= c->need_full;
+		/* As weft__server_client_send_update() hands records of a
+		 * gen: the full one to those waiting (the subscription's,
+		 * gen 0, to all), the rest to those that took it. */
+		keep[k] |= s->full_gen[k] != gen[k] ||
+			   (!c->need_full &&
+			    (gen[k] == 0 || c->resync_gen == gen[k]));
+		if (c->need_full && !waiting && !c->resync_asked)
 			continue;
 		n = evbuffer_get_length(bufferevent_get_output(c->bev));
-		if (n > have[c->stream])
-			have[c->stream] = n;
+		if (n > have[k])
+			have[k] = n;
 	}
 	/* Under qlock: weft__server_backlog_pump() reads it under qlock too, with
 	 * qbytes, on the collector thread. */
 	pthread_mutex_lock(&s->qlock);
 	memcpy(s->stream_have, have, sizeof(have));
+	memcpy(s->bl_keep_gen, gen, sizeof(gen));
+	memcpy(s->bl_keep, keep, sizeof(keep));
+	memcpy(s->owed, owed, sizeof(owed));
 	pthread_mutex_unlock(&s->qlock);
 }
 
@@ -279,6 +327,11 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 
 		streamed = true;
 		st->backlog_gen = gen;
+		/* For the server thread's walk (stream_have()): who takes it. */
+		pthread_mutex_lock(&x->srv->qlock);
+		if (x->srv->active == x)
+			x->srv->bl_gen[k] = gen;
+		pthread_mutex_unlock(&x->srv->qlock);
 		first.tasks = page;
 		first.ntasks = npage;
 		rc = weft__delta_pass(d, &first, &it->buf, &full);
@@ -315,7 +368,9 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
  * Whether stream @k has a client owed a full update, taken (cleared) if
  * so.  Not while a full update's backlog is under way on it: it would
  * replace that backlog, which other clients are still taking; the
- * server asks again (srv_tick_cb) once it is over.
+ * server asks again (srv_tick_cb) once it is over.  Not if none of its
+ * clients is owed one any more (they took another full update since it
+ * was asked, or left): a full update nobody takes (cleared too).
  */
 static bool resync_take(struct sub_ctx *x, unsigned k)
 {
@@ -323,6 +378,8 @@ static bool resync_take(struct sub_ctx *x, unsigned k)
 	bool want;
 
 	pthread_mutex_lock(&x->srv->qlock);
+	if (!weft__server_owed(x, k))
+		st->resync_want = false;
 	want = st->resync_want && !st->backlog;
 	if (want)
 		st->resync_want = false;
@@ -367,6 +424,9 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	f.warnings = NULL;
 	f.nwarnings = 0;
 	gen = ++x->gen;
+	pthread_mutex_lock(&x->srv->qlock);
+	x->srv->resync_fulls++;
+	pthread_mutex_unlock(&x->srv->qlock);
 	stream_update(x, k, &d, &f, gen);
 	weft__delta_fini(&d);
 
@@ -395,6 +455,18 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 		weft__delta_fini(&d);
 	}
 	free(kept);
+}
+
+/* Collector: whether @st's clients all left (plan_fits()); its backlog
+ * freed then.  Relaxed: a hint never taken back; a pass that misses it
+ * makes records the delivery frees (no client is mapped to it). */
+static bool stream_gone(struct stream *st)
+{
+	if (!atomic_load_explicit(&st->gone, memory_order_relaxed))
+		return false;
+	if (st->backlog)
+		weft__server_backlog_free(st);
+	return true;
 }
 
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
@@ -428,7 +500,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
 
-		if (!st->updates)
+		if (!st->updates || stream_gone(st))
 			continue;
 		/* The full record first: its clients take the pass's own
 		 * record after it (its warnings, and the delta's pending). */
@@ -449,6 +521,8 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
+		if (stream_gone(&x->st[k]))
+			continue;
 		weft__server_backlog_pump(x, k);
 		seed_room(x, k);
 	}
@@ -466,7 +540,7 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		size_t m = n, len;
 		int err;
 
-		if (!st->events)
+		if (!st->events || stream_gone(st))
 			continue;
 		g = weft__delta_events(&st->delta, ev, &m);
 		if (!g || !m)
@@ -525,6 +599,13 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	list = s->qhead;
 	s->qhead = s->qtail = NULL;
 	s->qbytes = 0;
+	/* @x's streams: no backlog known, nor who takes it; owed until the
+	 * server thread has said (stream_have()). */
+	for (unsigned k = 0; k < MAX_STREAMS; k++) {
+		s->bl_gen[k] = s->bl_keep_gen[k] = GEN_NONE;
+		s->owed[k] = true;
+		s->bl_stopped[k] = false;
+	}
 	/*
 	 * stream_have is left as it was, the old context's: @x makes no
 	 * pass until it subscribes, and the caller computes it for @x's
@@ -534,6 +615,9 @@ static void sub_activate(weft_server_t *s, struct sub_ctx *x)
 	 */
 	pthread_mutex_unlock(&s->qlock);
 	deliver_list(s, list, 0, 0);
+	/* After the old context's records: none of @x's delivered yet. */
+	for (unsigned k = 0; k < MAX_STREAMS; k++)
+		s->full_gen[k] = GEN_NONE;
 }
 
 void weft__server_sub_drop(weft_server_t *s)
@@ -571,6 +655,62 @@ int weft__server_plan_find(const struct stream *plan, unsigned n,
 	return -1;
 }
 
+/* The stream of @x, not gone, that @c belongs in, or -1. */
+static int live_find(const struct sub_ctx *x, const struct client *c)
+{
+	int k = weft__server_plan_find(x->st, x->nstreams, c);
+
+	return k >= 0 && !atomic_load_explicit(&x->st[k].gone,
+					       memory_order_relaxed) ?
+		       k :
+		       -1;
+}
+
+/*
+ * Whether @x serves @plan (@n streams, events @ev) as it is, so that no
+ * client restarts: each plan stream one of @x's not gone, with the same
+ * updates and events, in any order (the plan's is the clients' list's,
+ * newest first, which a client that comes or goes reorders: one joining
+ * the older of two streams restarted both), and the events subscribed
+ * as @ev says.  @x's streams the plan leaves out (their last client
+ * left, or now wants nothing) are then gone: the collector makes
+ * nothing more for them (a client that wants one again gets a new
+ * subscription: its delta is stale).  A stream whose updates change, or
+ * that wants events it was not made with, and events wanted or no
+ * longer by anyone, still make a new one.  Server thread.
+ */
+static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
+		      bool ev)
+{
+	bool used[MAX_STREAMS] = { false };
+
+	if (x->events != ev)
+		return false;
+	for (unsigned k = 0; k < n; k++) {
+		const struct stream *cur = NULL;
+		unsigned j;
+
+		for (j = 0; j < x->nstreams && !cur; j++)
+			if (!atomic_load_explicit(&x->st[j].gone,
+						  memory_order_relaxed) &&
+			    x->st[j].interval_ms == plan[k].interval_ms &&
+			    weft__delta_filter_equal(&x->st[j].delta.filter,
+						     &plan[k].delta.filter))
+				cur = &x->st[j];
+		/* Events no longer wanted (paused) go on while others' do
+		 * (@ev): delivered to nobody paused; a resume finds them. */
+		if (!cur || cur->updates != plan[k].updates ||
+		    (!cur->events && plan[k].events))
+			return false;
+		used[j - 1] = true;
+	}
+	for (unsigned j = 0; j < x->nstreams; j++)
+		if (!used[j])
+			atomic_store_explicit(&x->st[j].gone, true,
+					      memory_order_relaxed);
+	return true;
+}
+
 /*
  * Subscribes to the probe for what the clients want, or not at all: one
  * stream per distinct (interval, filter) among them.  @fresh: make a new
@@ -585,7 +725,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	struct sub_ctx *x, *oldx = s->sub_ctx;
 	struct stream plan[MAX_STREAMS];
 	unsigned n = 0;
-	bool ev = false, same;
+	bool ev = false;
 	int err;
 
 	memset(plan, 0, sizeof(plan));
@@ -611,23 +751,12 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 			weft__server_sub_drop(s);
 		return false;
 	}
-	same = s->sub && !fresh && oldx->nstreams == n;
-	for (unsigned k = 0; same && k < n; k++) {
-		const struct stream *cur = &oldx->st[k];
-
-		same = cur->interval_ms == plan[k].interval_ms &&
-		       cur->updates == plan[k].updates &&
-		       cur->events == plan[k].events &&
-		       weft__delta_filter_equal(&cur->delta.filter,
-						&plan[k].delta.filter);
-	}
-	if (same) {
+	if (s->sub && !fresh && plan_fits(oldx, plan, n, ev)) {
 		/* A client may have joined a stream that exists. */
 		for (struct client *c = s->clients; c; c = c->next)
-			c->stream =
-				weft__server_client_active(c) ?
-					weft__server_plan_find(oldx->st, n, c) :
-					-1;
+			c->stream = weft__server_client_active(c) ?
+					    live_find(oldx, c) :
+					    -1;
 		return false;
 	}
 
@@ -654,7 +783,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 			return false;
 		}
 	}
-	o.events = ev;
+	x->events = o.events = ev;
 	o.on_events = ev ? srv_on_events : NULL;
 	o.on_update = srv_on_update;
 	o.ctx = x;
@@ -677,11 +806,9 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 				 strerror(-err));
 		sub_activate(s, oldx);
 		for (struct client *c = s->clients; c; c = c->next)
-			c->stream =
-				oldx && weft__server_client_active(c) ?
-					weft__server_plan_find(
-						oldx->st, oldx->nstreams, c) :
-					-1;
+			c->stream = oldx && weft__server_client_active(c) ?
+					    live_find(oldx, c) :
+					    -1;
 		weft__server_stream_have(s);
 		sub_ctx_free(x);
 		return false;
@@ -792,8 +919,12 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 			if (!c->subscribed || c->stream != (int)it->stream)
 				continue;
 			if (it->kind == ITEM_UPDATE) {
-				if (it->full)
+				if (it->full) {
 					s->full_pending = false;
+					if (it->stream < MAX_STREAMS)
+						s->full_gen[it->stream] =
+							it->gen;
+				}
 				weft__server_client_send_update(c, it);
 			} else if (c->want_events && !c->paused &&
 				   !weft__server_client_send_item(c, it)) {
@@ -808,7 +939,8 @@ static void deliver_list(weft_server_t *s, struct item *list, uint64_t du,
 void weft__server_deliver(weft_server_t *s)
 {
 	struct item *list;
-	uint64_t du, de, gen[MAX_STREAMS];
+	uint64_t du, de, gen[MAX_STREAMS], stopped_gen[MAX_STREAMS];
+	bool stopped[MAX_STREAMS];
 
 	pthread_mutex_lock(&s->qlock);
 	list = s->qhead;
@@ -828,6 +960,9 @@ void weft__server_deliver(weft_server_t *s)
 	de = s->drop_events - s->seen_drop_events;
 	memcpy(gen, s->drop_gen, sizeof(gen));
 	memset(s->drop_gen, 0, sizeof(s->drop_gen));
+	memcpy(stopped, s->bl_stopped, sizeof(stopped));
+	memcpy(stopped_gen, s->bl_stopped_gen, sizeof(stopped_gen));
+	memset(s->bl_stopped, 0, sizeof(s->bl_stopped));
 	s->seen_drop_updates = s->drop_updates;
 	s->seen_drop_events = s->drop_events;
 	pthread_mutex_unlock(&s->qlock);
@@ -838,13 +973,26 @@ void weft__server_deliver(weft_server_t *s)
 	 * A resync's record dropped: the clients that took its full one
 	 * (in this delivery or before) are owed a full update again.
 	 */
-	for (struct client *c = s->clients; c; c = c->next)
-		if (c->subscribed && c->want_updates && !c->need_full &&
-		    c->stream >= 0 && c->stream < MAX_STREAMS &&
-		    gen[c->stream] && c->resync_gen == gen[c->stream]) {
+	for (struct client *c = s->clients; c; c = c->next) {
+		unsigned k = (unsigned)c->stream;
+
+		if (!c->subscribed || !c->want_updates || c->need_full ||
+		    c->stream < 0 || k >= MAX_STREAMS)
+			continue;
+		/*
+		 * Or a backlog stopped as nobody's (weft__server_backlog_pump())
+		 * whose full record a client took after all: it will not have
+		 * the rest (its full record was in this delivery or before:
+		 * it was queued before the backlog stopped).  By its gen
+		 * alone, 0 too: one that took a later full record in this
+		 * delivery is not owed one.
+		 */
+		if ((gen[k] && c->resync_gen == gen[k]) ||
+		    (stopped[k] && c->resync_gen == stopped_gen[k])) {
 			c->updates_skipped++;
 			c->need_full = true;
 		}
+	}
 	weft__server_sweep(s); /* those dropped over the budget */
 	weft__server_stream_have(s);
 }
