@@ -688,8 +688,8 @@ static void test_resync_streams_kept_for_others(void **state)
 	tc_close(&y);
 	memset(&sx, 0, sizeof(sx));
 	memset(&sz, 0, sizeof(sz));
-	tc_count(&x, &sx, 1000, 10, 0);
-	tc_count(&z, &sz, 1000, 10, 0);
+	tc_count(&x, &sx, 5000, 10, 0);
+	tc_count(&z, &sz, 5000, 10, 0);
 	print_message("after Y left: X %u updates, %u full; Z %u, %u full\n",
 		      sx.updates, sx.full, sz.updates, sz.full);
 	assert_int_equal(sx.updates, 10);
@@ -756,8 +756,8 @@ static void test_resync_pause_keeps_streams(void **state)
 	fulls_within(&x, 0, UINT_MAX);
 	fulls_within(&y, 0, UINT_MAX);
 	tc_control(&x, WEFT__V1__CONTROL_OP__CONTROL_OP_PAUSE_EVENTS);
-	tc_count(&x, &sx, 2000, 10, 0);
-	tc_count(&y, &sy, 2000, 5, 0);
+	tc_count(&x, &sx, 5000, 10, 0);
+	tc_count(&y, &sy, 5000, 5, 0);
 	print_message("X paused: X %u updates, %u full; Y %u, %u full, %llu "
 		      "skipped\n",
 		      sx.updates, sx.full, sy.updates, sy.full,
@@ -773,7 +773,7 @@ static void test_resync_pause_keeps_streams(void **state)
 	fulls_within(&y, 0, UINT_MAX);
 	tc_control(&x, WEFT__V1__CONTROL_OP__CONTROL_OP_RESUME_EVENTS);
 	tc_count(&x, &sx, 5000, 10, 1);
-	tc_count(&y, &sy, 2000, 5, 0);
+	tc_count(&y, &sy, 5000, 5, 0);
 	print_message("X resumed: X %u updates, %u full, %u batches; Y %u, "
 		      "%u full\n",
 		      sx.updates, sx.full, sx.batches, sy.updates, sy.full);

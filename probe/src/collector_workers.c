@@ -478,10 +478,9 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	if (wait > d_off)
 		wait = d_off;
 	cpu = dur_ns - from - wait < d_on ? dur_ns - from - wait : d_on;
-	*out = (weft__poll_split_t){ .from_ns = from,
-				     .to_ns = dur_ns,
-				     .cpu_ns = cpu,
-				     .wait_ns = wait };
+	*out = (weft__poll_split_t){
+		.from_ns = from, .to_ns = dur_ns, .cpu_ns = cpu, .wait_ns = wait
+	};
 	return true;
 }
 
