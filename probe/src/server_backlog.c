@@ -27,6 +27,18 @@ void weft__server_backlog_free(struct stream *st)
 	atomic_store_explicit(&st->backlog_busy, false, memory_order_relaxed);
 }
 
+/* Collector: whether @st's clients all left (plan_fits()); its backlog
+ * freed then.  Relaxed: a hint never taken back; a pass that misses it
+ * makes records the delivery frees (no client is mapped to it). */
+bool weft__server_stream_gone(struct stream *st)
+{
+	if (!atomic_load_explicit(&st->gone, memory_order_relaxed))
+		return false;
+	if (st->backlog)
+		weft__server_backlog_free(st);
+	return true;
+}
+
 /*
  * @a ascending, in place (@tmp as long), @pay (if not NULL; @ptmp as
  * long) moved along: an LSD radix sort by 16 bits,

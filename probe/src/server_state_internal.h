@@ -105,6 +105,13 @@ struct stream {
 	 * collector makes nothing more for it (relaxed: a hint, see
 	 * stream_gone() in server_stream.c). */
 	_Atomic bool gone;
+	/* Made with events, and none of its clients wants them now (all
+	 * paused): no events made for it until one does.  Set and cleared
+	 * by the server thread (plan_fits()), read by the collector's
+	 * srv_on_events(); relaxed: a pass or two of events made for
+	 * nobody, or missed by a client just resumed, is what a pause
+	 * means anyway, and nothing else is published through it. */
+	_Atomic bool muted;
 	const weft_probe_task_t **chunk;
 	size_t *chunk_end; /* backlog_at after each of chunk's tasks */
 	weft_probe_task_t *tomb;
@@ -281,6 +288,8 @@ const weft_probe_task_t *weft__server_lookup(uint64_t id);
 
 /* server_backlog.c: a streamed full update's backlog */
 void weft__server_backlog_free(struct stream *st);
+/* Collector: @st's clients all left; its backlog freed (server_backlog.c). */
+bool weft__server_stream_gone(struct stream *st);
 bool weft__server_stream_start(struct stream *st, const weft_probe_update_t *u,
 			       const weft_probe_task_t ***page, size_t *npage);
 void weft__server_backlog_pump(struct sub_ctx *x, unsigned k);

@@ -457,18 +457,6 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	free(kept);
 }
 
-/* Collector: whether @st's clients all left (plan_fits()); its backlog
- * freed then.  Relaxed: a hint never taken back; a pass that misses it
- * makes records the delivery frees (no client is mapped to it). */
-static bool stream_gone(struct stream *st)
-{
-	if (!atomic_load_explicit(&st->gone, memory_order_relaxed))
-		return false;
-	if (st->backlog)
-		weft__server_backlog_free(st);
-	return true;
-}
-
 static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 {
 	struct sub_ctx *x = ctx;
@@ -500,7 +488,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		struct stream *st = &x->st[k];
 
-		if (!st->updates || stream_gone(st))
+		if (!st->updates || weft__server_stream_gone(st))
 			continue;
 		/* The full record first: its clients take the pass's own
 		 * record after it (its warnings, and the delta's pending). */
@@ -521,7 +509,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
-		if (stream_gone(&x->st[k]))
+		if (weft__server_stream_gone(&x->st[k]))
 			continue;
 		weft__server_backlog_pump(x, k);
 		seed_room(x, k);
@@ -540,7 +528,8 @@ static void srv_on_events(void *ctx, const weft_event_t *ev, size_t n)
 		size_t m = n, len;
 		int err;
 
-		if (!st->events || stream_gone(st))
+		if (!st->events || weft__server_stream_gone(st) ||
+		    atomic_load_explicit(&st->muted, memory_order_relaxed))
 			continue;
 		g = weft__delta_events(&st->delta, ev, &m);
 		if (!g || !m)
@@ -682,7 +671,7 @@ static int live_find(const struct sub_ctx *x, const struct client *c)
 static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
 		      bool ev)
 {
-	bool used[MAX_STREAMS] = { false };
+	bool used[MAX_STREAMS] = { false }, mute[MAX_STREAMS] = { false };
 
 	if (x->events != ev)
 		return false;
@@ -697,17 +686,22 @@ static bool plan_fits(struct sub_ctx *x, const struct stream *plan, unsigned n,
 			    weft__delta_filter_equal(&x->st[j].delta.filter,
 						     &plan[k].delta.filter))
 				cur = &x->st[j];
-		/* Events no longer wanted (paused) go on while others' do
-		 * (@ev): delivered to nobody paused; a resume finds them. */
+		/* Events no longer wanted (paused) while others' go on
+		 * (@ev): muted, none made for it (queued for nobody, they
+		 * crowded the queue); a resume unmutes it. */
 		if (!cur || cur->updates != plan[k].updates ||
 		    (!cur->events && plan[k].events))
 			return false;
 		used[j - 1] = true;
+		mute[j - 1] = cur->events && !plan[k].events;
 	}
-	for (unsigned j = 0; j < x->nstreams; j++)
+	for (unsigned j = 0; j < x->nstreams; j++) {
 		if (!used[j])
 			atomic_store_explicit(&x->st[j].gone, true,
 					      memory_order_relaxed);
+		atomic_store_explicit(&x->st[j].muted, mute[j],
+				      memory_order_relaxed);
+	}
 	return true;
 }
 
@@ -805,10 +799,15 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		weft__server_log("cannot subscribe to the probe: %s",
 				 strerror(-err));
 		sub_activate(s, oldx);
-		for (struct client *c = s->clients; c; c = c->next)
+		/* Its backlog state forgotten by sub_activate(): every
+		 * client owed a full update, none left with part of one. */
+		for (struct client *c = s->clients; c; c = c->next) {
 			c->stream = oldx && weft__server_client_active(c) ?
 					    live_find(oldx, c) :
 					    -1;
+			if (c->stream >= 0 && c->want_updates)
+				c->need_full = true;
+		}
 		weft__server_stream_have(s);
 		sub_ctx_free(x);
 		return false;
