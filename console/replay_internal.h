@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The replay's parts (replay.c, replay_side.c): prototypes by the file
- * that defines them.
+ * The replay's parts (replay.c, replay_ckpt.c, replay_ahead.c,
+ * replay_side.c): prototypes by the file that defines them.
  */
 #ifndef WEFT_CONSOLE_REPLAY_INTERNAL_H
 #define WEFT_CONSOLE_REPLAY_INTERNAL_H
@@ -38,17 +38,40 @@ typedef struct con_side_s {
 	uint64_t bad;     /* checkpoints that did not read back (dropped) */
 } con_side_t;
 
-/* replay.c: one more record in @r's index (CON_REC_* bits in @flags). */
+/* replay.c */
+/* One more record in @r's index (CON_REC_* bits in @flags). */
 void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
 			 unsigned flags);
-/* replay.c: in @n checkpoints of @size bytes each, sorted by their
- * first member (a size_t, the record count they were taken at), the
- * last at or before @next (@n: none). */
+/* The index pass's model goes (the index done, or no checkpoints). */
+void con_replay_im_free(con_replay_t *r);
+
+/* replay_ckpt.c */
+/* The checkpoints' budgets (the environment's, or by the trace's
+ * size) and their spill file. */
+void con_replay_ckpt_config(con_replay_t *r);
+/* After record @next - 1 was fed to @m: a checkpoint of it when one is
+ * due. */
+void con_replay_ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next);
+/* Checkpoint @i's memory and spilled bytes given back (r->nckpt is the
+ * caller's). */
+void con_replay_ckpt_drop(con_replay_t *r, size_t i);
+void con_replay_ckpt_free_all(con_replay_t *r);
+/* In @n checkpoints of @size bytes each, sorted by their first member
+ * (a size_t, the record count they were taken at), the last at or
+ * before @next (@n: none). */
 size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
 			      size_t next);
-
-/* replay.c: @m emptied, its session's settings and title kept. */
+/* The last checkpoint in memory at or before record count @next
+ * (r->nckpt: none). */
+size_t con_replay_ckpt_find(const con_replay_t *r, size_t next);
+/* @m becomes checkpoint @i's model, keeping its own settings; false
+ * when it does not read back. */
+bool con_replay_ckpt_restore(con_replay_t *r, con_model_t *m, size_t i);
+/* @m emptied, its session's settings and title kept. */
 void con_replay_model_reset(con_model_t *m);
+/* @m becomes @got (a checkpoint's model, taken), keeping its own
+ * settings and title. */
+void con_replay_model_adopt(con_model_t *m, con_model_t *got);
 
 /* A checkpoint mark in the trace (replay_ahead.c): where, and its time. */
 typedef struct con_ahead_mark_s {
