@@ -516,7 +516,7 @@ size_t con_packed_bytes(const con_packed_t *p);
 void con_packed_free(con_packed_t *p);
 
 /*
- * A model saved as bytes that outlive the process (model_pack.c: the
+ * A model saved as bytes that outlive the process (model_save.c: the
  * replay's side index): the packed tasks and the rest laid out as in
  * memory, so read back only by a build whose con_model_save_layout() is
  * the same.
