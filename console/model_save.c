@@ -124,6 +124,41 @@ uint64_t con_model_save_layout(void)
 	return h;
 }
 
+/*
+ * The bytes are written as they are in memory, padding too: every
+ * structure written raw must have its padding defined (zeroed), or the
+ * index holds whatever was there (and valgrind says so at its write).
+ * The model, its workers, timeline buckets, resources and histograms are
+ * allocated zeroed (calloc, memset) and changed field by field, so their
+ * padding stays zero; copies of them are whole-struct copies of those.
+ * The warnings are not (model.c grows their array with realloc and
+ * fills each field): each is written through a zeroed copy, field by
+ * field.  A field added to con_warning_t goes in put_warning() too.
+ */
+#if UINTPTR_MAX == UINT64_MAX
+static_assert(sizeof(con_warning_t) == 80,
+	      "con_warning_t changed: check put_warning() in model_save.c");
+#endif
+
+static void put_warning(buf_t *b, const con_warning_t *w)
+{
+	con_warning_t c;
+
+	memset(&c, 0, sizeof(c));
+	c.seq = w->seq;
+	c.kind = w->kind;
+	c.worker = w->worker;
+	c.task = w->task;
+	c.task_name = w->task_name;
+	c.file = w->file;
+	c.line = w->line;
+	c.at_ns = w->at_ns;
+	c.value_ns = w->value_ns;
+	c.detail = w->detail;
+	c.history = w->history;
+	put_raw(b, &c, sizeof(c));
+}
+
 /* The rest of @m (not its tasks, list, dirty vector or recent events:
  * the packed blob holds those). */
 static void put_rest(buf_t *b, const con_model_t *m)
@@ -144,7 +179,7 @@ static void put_rest(buf_t *b, const con_model_t *m)
 	for (size_t i = 0; i < m->nwarnings; i++) {
 		const con_warning_t *w = &m->warnings[i];
 
-		put_raw(b, w, sizeof(*w));
+		put_warning(b, w);
 		put_str(b, w->task_name);
 		put_str(b, w->file);
 		put_str(b, w->detail);
