@@ -68,14 +68,15 @@ static void usage(FILE *out)
 	      "beside it (the next\n"
 	      "open reads that instead of the trace), or in "
 	      "$XDG_CACHE_HOME/weft/ when the\n"
-	      "trace's folder is not writable; WEFT_CONSOLE_INDEX=0: none. "
-	      "Writing one there\n"
-	      "trims that cache: indexes of traces gone or replaced, those "
-	      "unused for\n"
-	      "WEFT_CONSOLE_INDEX_CACHE_DAYS (30), then the least recently "
-	      "used beyond\n"
-	      "WEFT_CONSOLE_INDEX_CACHE_MB (2048) are removed; never one "
-	      "being written.\n",
+	      "trace's folder is not writable (--once finishes it too); "
+	      "WEFT_CONSOLE_INDEX=0:\n"
+	      "none. Writing one there trims that cache: indexes of traces "
+	      "gone or replaced,\n"
+	      "those unused for WEFT_CONSOLE_INDEX_CACHE_DAYS (30), then the "
+	      "least recently\n"
+	      "used beyond WEFT_CONSOLE_INDEX_CACHE_MB (2048) are removed; "
+	      "never one being\n"
+	      "written.\n",
 	      out);
 }
 

@@ -304,8 +304,9 @@ static int index_one(con_replay_t *r)
 	index_add(r, ix->dec.record_offset, f);
 	r->side_covered = ix->dec.offset;
 	r->last_ns = r->rec[r->n - 1].at;
-	/* No more checkpoints: the model is too big. */
-	if (r->im && r->ckpt_every == UINT64_MAX)
+	/* No more checkpoints (the model is too big, or none wanted), in
+	 * memory nor in a side index. */
+	if (r->im && r->ckpt_every == UINT64_MAX && !con_replay_side_writing(r))
 		con_replay_im_free(r);
 	if (r->im) {
 		/* As a seek from the start would feed it: the hello, then

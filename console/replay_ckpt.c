@@ -237,7 +237,10 @@ void con_replay_checkpoints(con_replay_t *r, size_t budget)
 	ckpt_thin(r, 0, 0);
 	if (!budget) {
 		r->ckpt_every = UINT64_MAX;
-		con_replay_im_free(r);
+		/* While a side index is written, the index pass's model
+		 * stays: its checkpoints go there, not to memory. */
+		if (!con_replay_side_writing(r))
+			con_replay_im_free(r);
 	} else if (r->ckpt_every == UINT64_MAX) {
 		r->ckpt_every = CON_CKPT_EVERY;
 	}

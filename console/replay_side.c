@@ -909,3 +909,8 @@ size_t con_replay_side_ckpts(const con_replay_t *r)
 {
 	return r->side ? r->side->nck : 0;
 }
+
+bool con_replay_side_writing(const con_replay_t *r)
+{
+	return r->side && r->side->writing;
+}

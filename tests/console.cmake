@@ -59,6 +59,14 @@ if(TARGET weft-bench-gentrace)
               $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)
     set_tests_properties(console_index_valgrind PROPERTIES
       TIMEOUT 180 LABELS unit SKIP_RETURN_CODE 77)
+
+    # --once finishes the index pass: a whole side index left, the
+    # same text as with none, the first time and the next.
+    add_test(NAME console_once_index
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_once_index.sh
+              $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)
+    set_tests_properties(console_once_index PROPERTIES
+      TIMEOUT 60 LABELS unit)
   endif()
 endif()
 
