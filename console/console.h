@@ -516,7 +516,7 @@ size_t con_packed_bytes(const con_packed_t *p);
 void con_packed_free(con_packed_t *p);
 
 /*
- * A model saved as bytes that outlive the process (model_pack.c: the
+ * A model saved as bytes that outlive the process (model_save.c: the
  * replay's side index): the packed tasks and the rest laid out as in
  * memory, so read back only by a build whose con_model_save_layout() is
  * the same.
@@ -987,6 +987,9 @@ const char *con_replay_side_state(const con_replay_t *r);
 uint64_t con_replay_side_bytes(const con_replay_t *r);
 /* The side index's checkpoints (0: none). */
 size_t con_replay_side_ckpts(const con_replay_t *r);
+/* A side index is being written (the index pass not done, or its end
+ * not written yet). */
+bool con_replay_side_writing(const con_replay_t *r);
 /* Up to @max of task @id's events before the current position, newest
  * last, into @out (read from the file's event batches); returns how
  * many.  Moves the file's reader, not the model. */

@@ -62,7 +62,21 @@ static void usage(FILE *out)
 	      "RSS) to FILE\n"
 	      "  --ascii           ASCII sparklines and bars\n"
 	      "  --no-color        no colours\n"
-	      "  -h, --help        this help\n",
+	      "  -h, --help        this help\n"
+	      "\n"
+	      "A replay keeps what it learns of a trace in FILE.weftidx "
+	      "beside it (the next\n"
+	      "open reads that instead of the trace), or in "
+	      "$XDG_CACHE_HOME/weft/ when the\n"
+	      "trace's folder is not writable (--once finishes it too); "
+	      "WEFT_CONSOLE_INDEX=0:\n"
+	      "none. Writing one there trims that cache: indexes of traces "
+	      "gone or replaced,\n"
+	      "those unused for WEFT_CONSOLE_INDEX_CACHE_DAYS (30), then the "
+	      "least recently\n"
+	      "used beyond WEFT_CONSOLE_INDEX_CACHE_MB (2048) are removed; "
+	      "never one being\n"
+	      "written.\n",
 	      out);
 }
 

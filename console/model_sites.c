@@ -3,7 +3,7 @@
  * The model's spawn sites (con_model_t.sites: every Update's sites, kept
  * for the records that name a site instead of carrying its name, file,
  * line and state_size): copied with a model (con_model_clone()) and
- * saved with it (model_pack.c: a checkpoint restored mid-trace must name
+ * saved with it (model_save.c: a checkpoint restored mid-trace must name
  * the tasks of sites announced before it).  Saved as the Update message
  * that would carry them, so the bytes' checks are protobuf-c's.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The replay's parts (replay.c, replay_side.c): prototypes by the file
- * that defines them.
+ * The replay's parts (replay.c, replay_ckpt.c, replay_ahead.c,
+ * replay_side.c): prototypes by the file that defines them.
  */
 #ifndef WEFT_CONSOLE_REPLAY_INTERNAL_H
 #define WEFT_CONSOLE_REPLAY_INTERNAL_H
@@ -36,19 +36,50 @@ typedef struct con_side_s {
 	uint64_t due;     /* the trace's offset the next checkpoint is due at */
 	uint64_t covered; /* the trace's bytes indexed as of the last mark */
 	uint64_t bad;     /* checkpoints that did not read back (dropped) */
+	char *trace_real; /* the trace's real path (the index's PATH chunk) */
+	bool in_cache;    /* path is in the cache's folder (trimmed) */
 } con_side_t;
 
-/* replay.c: one more record in @r's index (CON_REC_* bits in @flags). */
+/* What con_side_peek() reads of an index: the trace it was made of. */
+typedef struct con_side_peek_s {
+	uint64_t dev, ino, head_len, head_hash;
+	char *trace; /* its real path (the caller frees it) */
+} con_side_peek_t;
+
+/* replay.c */
+/* One more record in @r's index (CON_REC_* bits in @flags). */
 void con_replay_rec_push(con_replay_t *r, uint64_t off, uint64_t at,
 			 unsigned flags);
-/* replay.c: in @n checkpoints of @size bytes each, sorted by their
- * first member (a size_t, the record count they were taken at), the
- * last at or before @next (@n: none). */
+/* The index pass's model goes (the index done, or no checkpoints). */
+void con_replay_im_free(con_replay_t *r);
+
+/* replay_ckpt.c */
+/* The checkpoints' budgets (the environment's, or by the trace's
+ * size) and their spill file. */
+void con_replay_ckpt_config(con_replay_t *r);
+/* After record @next - 1 was fed to @m: a checkpoint of it when one is
+ * due. */
+void con_replay_ckpt_maybe(con_replay_t *r, const con_model_t *m, size_t next);
+/* Checkpoint @i's memory and spilled bytes given back (r->nckpt is the
+ * caller's). */
+void con_replay_ckpt_drop(con_replay_t *r, size_t i);
+void con_replay_ckpt_free_all(con_replay_t *r);
+/* In @n checkpoints of @size bytes each, sorted by their first member
+ * (a size_t, the record count they were taken at), the last at or
+ * before @next (@n: none). */
 size_t con_replay_ckpt_before(const void *ckpts, size_t n, size_t size,
 			      size_t next);
-
-/* replay.c: @m emptied, its session's settings and title kept. */
+/* The last checkpoint in memory at or before record count @next
+ * (r->nckpt: none). */
+size_t con_replay_ckpt_find(const con_replay_t *r, size_t next);
+/* @m becomes checkpoint @i's model, keeping its own settings; false
+ * when it does not read back. */
+bool con_replay_ckpt_restore(con_replay_t *r, con_model_t *m, size_t i);
+/* @m emptied, its session's settings and title kept. */
 void con_replay_model_reset(con_model_t *m);
+/* @m becomes @got (a checkpoint's model, taken), keeping its own
+ * settings and title. */
+void con_replay_model_adopt(con_model_t *m, con_model_t *got);
 
 /* A checkpoint mark in the trace (replay_ahead.c): where, and its time. */
 typedef struct con_ahead_mark_s {
@@ -107,5 +138,30 @@ bool con_side_restore(con_side_t *s, size_t i, con_model_t *m);
  * written); false when it is not written, or that fails. */
 bool con_side_anew(con_side_t *s, const struct stat *st);
 void con_side_close(con_side_t *s);
+/* The index @fd's header and PATH chunk into @pk: 1 read whole; 0 an
+ * index this build does not read (another version or layout: @pk's
+ * trace NULL) or one with no PATH; -1 not an index at all. */
+int con_side_peek(int fd, con_side_peek_t *pk);
+/* @trace is still the file @pk's index was made of (device, inode,
+ * first bytes). */
+bool con_side_head_matches(const char *trace, const con_side_peek_t *pk);
+
+/* replay_cache.c */
+/* The cache's bounds (WEFT_CONSOLE_INDEX_CACHE_MB, _DAYS). */
+#define CON_CACHE_MB 2048
+#define CON_CACHE_DAYS 30
+/*
+ * The side indexes in @dir trimmed (the cache's folder): those whose
+ * trace is gone or is another file now, those unused (mtime) for more
+ * than @max_age seconds before @now, then the least recently used
+ * until their bytes are at most @budget.  @keep (a path in @dir, or
+ * NULL) and any file locked (being written) stay.  Only files named
+ * *.weftidx and *.weftidx.part are looked at.  The number removed.
+ */
+size_t con_replay_cache_evict(const char *dir, const char *keep,
+			      uint64_t budget, uint64_t max_age, time_t now);
+/* con_replay_cache_evict() on @keep's folder, with the environment's
+ * bounds (or CON_CACHE_MB, CON_CACHE_DAYS). */
+void con_replay_cache_trim(const char *keep);
 
 #endif /* WEFT_CONSOLE_REPLAY_INTERNAL_H */

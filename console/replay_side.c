@@ -19,6 +19,8 @@
  *         4 KiB before covered, where the CKPT is and its hash
  *   END   after a last CKPT and MARK: the trace's size and mtime then,
  *         truncated, skipped, the error that ended reading
+ *   PATH  first of all: the trace's real path (the cache's trim looks
+ *         whether the trace is still there, replay_cache.c)
  *
  * It is written as FILE.weftidx.part, renamed to FILE.weftidx at the
  * END: a pass cut short (the console quit) leaves the part, and the
@@ -39,8 +41,12 @@
  * model is small beside 2 MiB, more where it is not (a seek reads 32
  * MiB at most): 11% for a model of 115,000 tasks (tools/bench/README.md,
  * "Big traces"), its records 17 bytes each besides.  Only one console writes a trace's index at a time
- * (it holds flock on the trace); another just reads a whole one, or
- * keeps none.  WEFT_CONSOLE_INDEX=0: no side index.
+ * (it holds flock on the trace, and on the part while it writes it:
+ * the cache's trim leaves a locked file); another just reads a whole
+ * one, or keeps none.  Indexes in the cache are trimmed when one is
+ * written there (replay_cache.c: by their trace, age and total size),
+ * and one read from there has its mtime set (used, for the trim's
+ * least recently used).  WEFT_CONSOLE_INDEX=0: no side index.
  */
 #include <assert.h>
 #include <errno.h>
@@ -54,7 +60,7 @@
 #include "replay_internal.h"
 
 #define SIDE_MAGIC "WEFTIDX"
-#define SIDE_VERSION 1u
+#define SIDE_VERSION 2u /* 2: the PATH chunk */
 #define SIDE_HEAD 4096 /* the trace's first bytes hashed; and 4 KiB tails */
 /* Checkpoints this many times their size apart in the trace (the file
  * about 1/16 of the trace's size), but never more than
@@ -63,7 +69,7 @@
 #define CON_SIDE_RATIO 16
 #define CON_SIDE_EVERY_MAX (32ull << 20)
 
-enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END };
+enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END, CH_PATH };
 
 typedef struct side_hdr_s {
 	char magic[8];
@@ -279,7 +285,11 @@ static bool side_read(int fd, int trace_fd, const struct stat *st,
 			if (!p)
 				break;
 		}
-		if (h.type == CH_RECS) {
+		if (h.type == CH_PATH) {
+			/* The trace's path, for the cache's trim only. */
+			if (pos != sizeof(hd) || !h.len || p[h.len - 1] != '\0')
+				goto bad;
+		} else if (h.type == CH_RECS) {
 			uint64_t first, count;
 
 			if (h.len < 16)
@@ -361,6 +371,56 @@ bad:
 	if (pend_ck != SIZE_MAX)
 		sr->nck = pend_ck;
 	return true;
+}
+
+int con_side_peek(int fd, con_side_peek_t *pk)
+{
+	side_hdr_t hd;
+	chunk_hdr_t h;
+	uint8_t *p;
+
+	memset(pk, 0, sizeof(*pk));
+	if (!read_full(fd, &hd, sizeof(hd), 0) ||
+	    memcmp(hd.magic, SIDE_MAGIC, 8) ||
+	    hd.hash != hash64(HASH0, &hd, offsetof(side_hdr_t, hash)))
+		return -1;
+	if (hd.version != SIDE_VERSION || hd.layout != con_model_save_layout())
+		return 0;
+	pk->dev = hd.dev;
+	pk->ino = hd.ino;
+	pk->head_len = hd.head_len;
+	pk->head_hash = hd.head_hash;
+	if (!read_full(fd, &h, sizeof(h), sizeof(hd)) ||
+	    h.self != hash64(HASH0, &h, offsetof(chunk_hdr_t, self)) ||
+	    h.type != CH_PATH || !h.len || h.len > 4096)
+		return 0;
+	p = chunk_payload(fd, &h, sizeof(hd) + sizeof(h));
+	if (!p)
+		return 0;
+	if (p[h.len - 1] != '\0') {
+		free(p);
+		return 0;
+	}
+	pk->trace = (char *)p;
+	return 1;
+}
+
+bool con_side_head_matches(const char *trace, const con_side_peek_t *pk)
+{
+	struct stat st;
+	uint64_t h;
+	int fd = open(trace, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	     (uint64_t)st.st_dev == pk->dev && (uint64_t)st.st_ino == pk->ino &&
+	     pk->head_len <= SIDE_HEAD &&
+	     pk->head_len <= (uint64_t)st.st_size &&
+	     trace_hash(fd, 0, (size_t)pk->head_len, &h) && h == pk->head_hash;
+	close(fd);
+	return ok;
 }
 
 /* ------------------------------------------------------------ writing */
@@ -517,6 +577,8 @@ void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered)
 	    !rename(s->part, s->path)) {
 		s->writing = false;
 		s->done = true;
+		if (s->in_cache)
+			con_replay_cache_trim(s->path);
 	} else
 		stop_writing(s);
 	free(p);
@@ -542,7 +604,9 @@ static bool side_start(con_side_t *s, const struct stat *st)
 		return false;
 	hd.hash = hash64(HASH0, &hd, offsetof(side_hdr_t, hash));
 	s->end = 0;
-	if (ftruncate(s->fd, 0) || !side_write(s, &hd, sizeof(hd)))
+	if (ftruncate(s->fd, 0) || !side_write(s, &hd, sizeof(hd)) ||
+	    !chunk_write(s, CH_PATH, s->trace_real, strlen(s->trace_real) + 1,
+			 NULL))
 		return false;
 	s->nck = 0;
 	s->recs_out = 0;
@@ -604,6 +668,10 @@ static int try_whole(con_replay_t *r, const char *path, const struct stat *st)
 		return 0;
 	}
 	s->fd = fd;
+	/* Used now: the cache's trim goes by this time, least recently
+	 * used first. */
+	if (s->in_cache)
+		(void)futimens(fd, NULL);
 	side_take(r, &sr);
 	r->truncated = sr.end.truncated;
 	r->skipped = sr.end.skipped;
@@ -611,6 +679,29 @@ static int try_whole(con_replay_t *r, const char *path, const struct stat *st)
 		r->error = con_xstrdup(sr.error);
 	side_read_free(&sr);
 	return 1;
+}
+
+/*
+ * The part at @path opened for writing (O_RDWR | @flags) and locked
+ * (flock, held while it is written: the cache's trim never removes a
+ * locked file), or -1.  A part the trim removed between the open and
+ * the lock is opened again, once.
+ */
+static int part_open(const char *path, int flags, mode_t mode)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		int fd = open(path, O_RDWR | O_CLOEXEC | flags, mode);
+		struct stat a, b;
+
+		if (fd < 0)
+			return -1;
+		if (!flock(fd, LOCK_EX | LOCK_NB) && !fstat(fd, &a) &&
+		    !stat(path, &b) && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return fd;
+		close(fd);
+	}
+	return -1;
 }
 
 /*
@@ -630,7 +721,7 @@ static int try_write(con_replay_t *r, const char *path, const struct stat *st,
 	/* As readable as the trace, no more (it tells what the trace
 	 * does); the cache's folders the user's own. */
 	make_dirs(path);
-	fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, st->st_mode & 0666);
+	fd = part_open(part, O_CREAT, st->st_mode & 0666);
 	if (fd < 0) {
 		free(part);
 		return -1;
@@ -659,7 +750,7 @@ static int try_write(con_replay_t *r, const char *path, const struct stat *st,
 		if (pass || rename(path, part))
 			break;
 		close(fd);
-		fd = s->fd = open(part, O_RDWR | O_CLOEXEC);
+		fd = s->fd = part_open(part, 0, 0);
 		if (fd < 0)
 			break;
 	}
@@ -688,20 +779,31 @@ int con_side_open(con_replay_t *r, const struct stat *st, uint64_t *covered,
 		return 0;
 	}
 	r->side = s;
+	s->trace_real = realpath(r->path, NULL);
+	if (!s->trace_real)
+		s->trace_real = con_xstrdup(r->path);
 	paths[0] = str_cat(r->path, ".weftidx");
 	paths[1] = cache_path(r->path);
 	/* A whole index, next to the trace or in the cache. */
-	for (int i = 0; i < 2 && !got; i++)
+	for (int i = 0; i < 2 && !got; i++) {
+		s->in_cache = i == 1;
 		if (paths[i])
 			got = try_whole(r, paths[i], st);
+	}
 	/* Else one written (and only by one console at a time): next to
 	 * the trace, or in the cache where that folder is not writable. */
 	if (!got && !flock(s->trace_fd, LOCK_EX | LOCK_NB)) {
 		for (int i = 0; i < 2 && !got && paths[i]; i++) {
-			int rc = try_write(r, paths[i], st, covered, skipped);
+			int rc;
 
+			s->in_cache = i == 1;
+			rc = try_write(r, paths[i], st, covered, skipped);
 			if (rc >= 0) {
 				got = rc;
+				/* The cache grows by one: trimmed now (and
+				 * again when this one is whole). */
+				if (s->in_cache)
+					con_replay_cache_trim(s->part);
 				break;
 			}
 			if (s->fd >= 0)
@@ -774,6 +876,7 @@ void con_side_close(con_side_t *s)
 	free(s->ck);
 	free(s->path);
 	free(s->part);
+	free(s->trace_real);
 	memset(s, 0, sizeof(*s));
 	s->fd = s->trace_fd = -1;
 }
@@ -805,4 +908,9 @@ uint64_t con_replay_side_bytes(const con_replay_t *r)
 size_t con_replay_side_ckpts(const con_replay_t *r)
 {
 	return r->side ? r->side->nck : 0;
+}
+
+bool con_replay_side_writing(const con_replay_t *r)
+{
+	return r->side && r->side->writing;
 }

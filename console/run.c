@@ -472,7 +472,12 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 	if (o->once) {
 		uint64_t pos;
 
-		/* One pass forward: checkpoints would only cost. */
+		/* One pass forward: checkpoints in memory would only cost.
+		 * Those of a side index being written are taken (the index
+		 * pass feeds its own model), and the pass is finished, so
+		 * the next open of the trace reads the index: without
+		 * --after, the seek to the end then restores the last one
+		 * instead of replaying the trace again. */
 		con_replay_checkpoints(&rp, 0);
 		if (!o->have_after)
 			con_replay_index(&rp, UINT64_MAX);
@@ -493,6 +498,12 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 		if (s->view == CON_VIEW_DETAIL && s->detail_task &&
 		    !con_model_task(&m, s->detail_task))
 			status = 1;
+		/* --after stopped the index pass where the seek needed it:
+		 * on to the end for the side index, the text out first. */
+		if (con_replay_side_writing(&rp)) {
+			fflush(stdout);
+			con_replay_index(&rp, UINT64_MAX);
+		}
 	} else {
 		con_replay_seek(&rp, &m, rp.first_ns);
 		con_replay_progress_off(&rp);

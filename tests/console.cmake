@@ -48,6 +48,26 @@ if(TARGET weft-bench-gentrace)
   add_test(NAME test_console_ahead
     COMMAND test_console_ahead $<TARGET_FILE:weft-bench-gentrace>)
   set_tests_properties(test_console_ahead PROPERTIES TIMEOUT 120 LABELS unit)
+
+  # The side index written and read back by the real console under
+  # valgrind (--error-exitcode=1): every byte it writes defined (the
+  # saved model's padding zeroed).  Runs valgrind itself: not labelled
+  # valgrind (that phase runs tests under memcheck).  Skips (77) without.
+  if(TARGET weft-console)
+    add_test(NAME console_index_valgrind
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_index_valgrind.sh
+              $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)
+    set_tests_properties(console_index_valgrind PROPERTIES
+      TIMEOUT 180 LABELS unit SKIP_RETURN_CODE 77)
+
+    # --once finishes the index pass: a whole side index left, the
+    # same text as with none, the first time and the next.
+    add_test(NAME console_once_index
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_once_index.sh
+              $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)
+    set_tests_properties(console_once_index PROPERTIES
+      TIMEOUT 60 LABELS unit)
+  endif()
 endif()
 
 # The live path over a unix socket: Updates and events read from their

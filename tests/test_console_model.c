@@ -12,10 +12,17 @@
  * index (console/replay.c) against every frame read in order.
  */
 #include <curses.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define HAVE_MEMCHECK 1
+#endif
+#endif
 
 #include "test_helpers.h"
 
@@ -2942,6 +2949,57 @@ static void test_console_model_pack(void **state)
 }
 
 /*
+ * A model saved whole (model_save.c, the side index's checkpoints) is
+ * bytes every one of which is defined: the structures written as they
+ * are in memory have zeroed padding (the warnings' array, grown with
+ * realloc, is written through zeroed copies).  Under valgrind (the
+ * suite's valgrind phase) the bytes are checked and written to a real
+ * file, as the side index writes them; loaded back, the same model.
+ */
+static void test_console_model_save_defined(void **state)
+{
+	char *path = replay_path("save.weft"), *out = replay_path("save.bin");
+	con_model_t ref, got;
+	con_saved_t sv;
+	struct replay_ref rf;
+	uint64_t off;
+	int fd;
+
+	(void)state;
+	replay_write(path, 0, &off);
+	replay_reference(path, &ref, UINT64_MAX, &rf, 0, NULL, 0);
+	assert_true(ref.nwarnings > 0);
+	assert_true(ref.nworkers > 0);
+	con_model_save(&sv, &ref);
+#ifdef HAVE_MEMCHECK
+	/* 0 when every byte is defined; else the first undefined one's
+	 * address (and valgrind's report of where it was made). */
+	assert_true(VALGRIND_CHECK_MEM_IS_DEFINED(sv.p, sv.len) == 0);
+#endif
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, sv.p, sv.len), (ssize_t)sv.len);
+	assert_int_equal(close(fd), 0);
+	assert_true(con_model_load(&got, sv.p, sv.len));
+	assert_same_model(&got, &ref);
+	assert_int_equal(got.nwarnings, ref.nwarnings);
+	for (size_t i = 0; i < ref.nwarnings; i++) {
+		assert_int_equal(got.warnings[i].seq, ref.warnings[i].seq);
+		assert_int_equal(got.warnings[i].kind, ref.warnings[i].kind);
+		assert_int_equal(got.warnings[i].line, ref.warnings[i].line);
+		assert_int_equal(got.warnings[i].history,
+				 ref.warnings[i].history);
+	}
+	con_model_fini(&got);
+	con_saved_free(&sv);
+	con_model_fini(&ref);
+	unlink(out);
+	unlink(path);
+	free(out);
+	free(path);
+}
+
+/*
  * Checkpoints taken by the index pass (its own model fed every record
  * it indexes): once the file is indexed, a seek forward into what was
  * never replayed restores the nearest one instead of reading on, and
@@ -3131,6 +3189,7 @@ int main(void)
 		cmocka_unit_test(test_console_replay_checkpoints),
 		cmocka_unit_test(test_console_replay_lazy_index),
 		cmocka_unit_test(test_console_model_pack),
+		cmocka_unit_test(test_console_model_save_defined),
 		cmocka_unit_test(test_console_replay_index_checkpoints),
 	};
 

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -453,11 +455,195 @@ static void test_console_side_load_bad(void **state)
 	(void)ok;
 }
 
+/* A file of @len bytes of @c at @path, last used @ago seconds ago. */
+static void put_file(const char *path, size_t len, int c, time_t ago)
+{
+	char buf[4096];
+	struct timespec ts[2];
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	memset(buf, c, sizeof(buf));
+	for (size_t n = 0; n < len; n += sizeof(buf))
+		assert_int_equal(fwrite(buf, 1,
+					len - n < sizeof(buf) ? len - n :
+								sizeof(buf),
+					f),
+				 len - n < sizeof(buf) ? len - n : sizeof(buf));
+	assert_int_equal(fclose(f), 0);
+	ts[0].tv_sec = ts[1].tv_sec = time(NULL) - ago;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void set_used(const char *path, time_t ago)
+{
+	struct timespec ts[2];
+
+	ts[0].tv_sec = ts[1].tv_sec = time(NULL) - ago;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* @trace's whole index (written next to it) moved to @to. */
+static void index_into(const char *tr, const char *to)
+{
+	char ix[400];
+	uint64_t d[NAT];
+	int loaded;
+
+	snprintf(ix, sizeof(ix), "%s.weftidx", tr);
+	seeks(tr, true, d, &loaded, NULL);
+	assert_int_equal(loaded, 0);
+	assert_int_equal(rename(ix, to), 0);
+}
+
+/*
+ * The cache's trim (replay_cache.c) on real indexes and others: those
+ * whose trace is gone or was replaced go, then those unused too long,
+ * then the least recently used down to the budget; the one just written,
+ * a locked one, files of other names and subfolders stay.
+ */
+static void test_console_side_cache_evict(void **state)
+{
+	char cdir[320], ta[320], tb[320], tc[320], ea[400], eb[400], ec[400],
+		junk[400], part2[400], notes[400], sub[400], subf[400];
+	time_t now = time(NULL);
+	int fd;
+
+	(void)state;
+	snprintf(cdir, sizeof(cdir), "%s/weft", cache);
+	assert_int_equal(mkdir(cache, 0700), 0);
+	assert_int_equal(mkdir(cdir, 0700), 0);
+	snprintf(ta, sizeof(ta), "%s/a.weft", dir);
+	snprintf(tb, sizeof(tb), "%s/b.weft", dir);
+	snprintf(tc, sizeof(tc), "%s/c.weft", dir);
+	snprintf(ea, sizeof(ea), "%s/a.weft-00000000000000aa.weftidx", cdir);
+	snprintf(eb, sizeof(eb), "%s/b.weft-00000000000000bb.weftidx", cdir);
+	snprintf(ec, sizeof(ec), "%s/c.weft-00000000000000cc.weftidx", cdir);
+	snprintf(junk, sizeof(junk), "%s/junk.weftidx", cdir);
+	snprintf(part2, sizeof(part2),
+		 "%s/d.weft-00000000000000dd.weftidx.part", cdir);
+	snprintf(notes, sizeof(notes), "%s/notes.txt", cdir);
+	snprintf(sub, sizeof(sub), "%s/fuzz", cdir);
+	snprintf(subf, sizeof(subf), "%s/fuzz/x.weftidx", cdir);
+	gen(ta, "4M", 11);
+	gen(tb, "4M", 12);
+	gen(tc, "4M", 13);
+	index_into(ta, ea);
+	index_into(tb, eb);
+	index_into(tc, ec);
+	put_file(junk, 1000, 'j', 10);
+	put_file(part2, 1000, 'p', 10);
+	put_file(notes, 1000, 'n', 100 * 86400);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	put_file(subf, 1000, 'x', 100 * 86400);
+
+	/* Nothing stale, nothing old, all fit: nothing goes. */
+	assert_int_equal(con_replay_cache_evict(cdir, NULL, UINT64_MAX,
+						30 * 86400, now),
+			 0);
+	/* a's trace gone, b's another file at its path (the same path
+	 * written anew: its first bytes differ): both go; c, whose trace
+	 * is there, and the files this build does not read, stay. */
+	assert_int_equal(unlink(ta), 0);
+	gen(tb, "4M", 14);
+	assert_int_equal(con_replay_cache_evict(cdir, NULL, UINT64_MAX,
+						30 * 86400, now),
+			 2);
+	assert_false(exists(ea));
+	assert_false(exists(eb));
+	assert_true(exists(ec));
+	assert_true(exists(junk));
+	assert_true(exists(part2));
+
+	/* Unused for 31 days: goes, unless locked (being written). */
+	set_used(junk, 31 * 86400);
+	set_used(part2, 31 * 86400);
+	fd = open(part2, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(con_replay_cache_evict(cdir, NULL, UINT64_MAX,
+						30 * 86400, now),
+			 1);
+	assert_false(exists(junk));
+	assert_true(exists(part2));
+
+	/* Over the budget: the least recently used first, never the one
+	 * kept nor the locked one.  c (1 h ago) and e (2 h ago) and f (3 h
+	 * ago), 1000 bytes each besides c's size; room for c and one. */
+	{
+		char ee[400], ef[400];
+		struct stat cs;
+
+		snprintf(ee, sizeof(ee), "%s/e.weftidx", cdir);
+		snprintf(ef, sizeof(ef), "%s/f.weftidx.part", cdir);
+		put_file(ee, 1000, 'e', 2 * 3600);
+		put_file(ef, 1000, 'f', 3 * 3600);
+		set_used(ec, 3600);
+		assert_int_equal(stat(ec, &cs), 0);
+		/* The budget counts the locked part's 1000 too. */
+		assert_int_equal(
+			con_replay_cache_evict(cdir, NULL,
+					       (uint64_t)cs.st_size + 2000,
+					       30 * 86400, now),
+			1);
+		assert_false(exists(ef));
+		assert_true(exists(ee));
+		assert_true(exists(ec));
+		/* Kept: e is the one just written; c goes instead (older
+		 * than e by its time now). */
+		set_used(ec, 4 * 3600);
+		assert_int_equal(con_replay_cache_evict(cdir, ee, 1000,
+							30 * 86400, now),
+				 1);
+		assert_false(exists(ec));
+		assert_true(exists(ee));
+		assert_true(exists(part2));
+	}
+	close(fd);
+	/* The lock gone: the old part goes too. */
+	assert_int_equal(con_replay_cache_evict(cdir, NULL, UINT64_MAX,
+						30 * 86400, now),
+			 1);
+	assert_false(exists(part2));
+	/* Other names and subfolders never. */
+	assert_true(exists(notes));
+	assert_true(exists(subf));
+}
+
+/* A console writing an index holds a lock on its part: a trim of its
+ * folder leaves it (and its pass ends whole), while an unlocked old
+ * part beside it goes. */
+static void test_console_side_cache_writer_locked(void **state)
+{
+	char other[400];
+	con_replay_t r;
+
+	(void)state;
+	gen(trace, "12M", 15);
+	snprintf(other, sizeof(other), "%s/o.weft.weftidx.part", dir);
+	put_file(other, 1000, 'o', 10);
+	assert_int_equal(con_replay_open_lazy(&r, trace, 0), 0);
+	assert_false(r.indexed);
+	assert_true(exists(part));
+	assert_int_equal(con_replay_cache_evict(dir, NULL, 0, 0, time(NULL)),
+			 1);
+	assert_false(exists(other));
+	assert_true(exists(part));
+	con_replay_index(&r, UINT64_MAX);
+	assert_true(r.side->done);
+	con_replay_close(&r);
+	assert_true(exists(idx));
+	assert_right(trace, 1);
+}
+
 /* The trace's folder not writable: the index goes to the cache (as
- * another user when root, whom permissions do not stop). */
+ * another user when root, whom permissions do not stop), and the cache
+ * is trimmed as it is written. */
 static void test_console_side_readonly(void **state)
 {
-	char cdir[400];
+	char cdir[400], old[500], recent[500];
 	pid_t pid;
 	int status;
 
@@ -465,6 +651,21 @@ static void test_console_side_readonly(void **state)
 	gen(trace, "12M", 4);
 	assert_int_equal(mkdir(cache, 0777), 0);
 	assert_int_equal(chmod(cache, 0777), 0);
+	/* The cache holds an index unused for 40 days and a recent one:
+	 * the index written there trims the first (replay_cache.c). */
+	snprintf(cdir, sizeof(cdir), "%s/weft", cache);
+	snprintf(old, sizeof(old), "%s/old.weft-0123456789abcdef.weftidx",
+		 cdir);
+	snprintf(recent, sizeof(recent), "%s/new.weft-0123456789abcdef.weftidx",
+		 cdir);
+	assert_int_equal(mkdir(cdir, 0700), 0);
+	put_file(old, 1000, 'o', 40 * 86400);
+	put_file(recent, 1000, 'n', 60);
+	if (geteuid() == 0)
+		assert_int_equal(chown(cdir, 65534, 65534) ||
+					 chown(old, 65534, 65534) ||
+					 chown(recent, 65534, 65534),
+				 0);
 	assert_int_equal(chmod(dir, 0555), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -485,7 +686,8 @@ static void test_console_side_readonly(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_int_equal(chmod(dir, 0700), 0);
 	assert_false(exists(idx));
-	snprintf(cdir, sizeof(cdir), "%s/weft", cache);
+	assert_false(exists(old));
+	assert_true(exists(recent));
 	{
 		char cmd[600];
 
@@ -515,6 +717,10 @@ int main(int argc, char **argv)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_readonly,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_console_side_cache_evict,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_console_side_cache_writer_locked, setup, teardown),
 	};
 
 	if (argc < 2) {
