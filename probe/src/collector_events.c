@@ -346,8 +346,6 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		return false;
 	if (wk[worker].run_open)
 		return false;
-	if (dur > t->pub.max_poll_ns)
-		t->pub.max_poll_ns = dur;
 	if (dur > wk[worker].max_poll)
 		wk[worker].max_poll = dur;
 	/* The state stays SCHEDULED (idle_since_ns stays 0), from the
@@ -362,11 +360,21 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		if (delay > h[1].max_ns)
 			h[1].max_ns = delay;
 		weft_hist_add_bucket(&h[0], dur);
-		if (dur > h[0].max_ns)
+		/*
+		 * max_poll_ns is never under h[0]'s max (every poll counted
+		 * in h[0] is in it, and the first poll too): a poll under
+		 * h[0]'s max is under both, one test for the two.
+		 */
+		if (dur > h[0].max_ns) {
 			h[0].max_ns = dur;
+			if (dur > t->pub.max_poll_ns)
+				t->pub.max_poll_ns = dur;
+		}
 		return true;
 	}
 	/* Not said yet (fast_n is 0): counted now, and checked. */
+	if (dur > t->pub.max_poll_ns)
+		t->pub.max_poll_ns = dur;
 	t->pub.scheduled_ns += delay;
 	weft_hist_add(&h[1], delay);
 	t->pub.polls++;
