@@ -317,8 +317,7 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	if (ev->a2 != WEFT_POLL_YIELDED || !h ||
 	    t->pub.state != WEFT_TASK_SCHEDULED ||
 	    t->pub.last_worker != worker || worker >= nslots ||
-	    dur >= p->config.long_poll_ns || t->wake_in_poll ||
-	    __builtin_sub_overflow(ts, dur, &start))
+	    dur >= p->config.long_poll_ns || t->wake_in_poll || dur > ts)
 		return false;
 	if (__builtin_expect(t->fast_word != TASK_FAST_WORD, 0)) {
 		/* Marked now if need be (on_poll() would mark it too, at
@@ -332,6 +331,9 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 			*fast = t;
 		}
 	}
+	/* Made here, not with the test above: kept across the block, it
+	 * was spilled and loaded again (callgrind). */
+	start = ts - dur;
 	/*
 	 * start - woken_at, which is under start only when woken_at is set
 	 * (not 0) and not after start: on_poll() counts no delay otherwise.
