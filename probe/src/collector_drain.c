@@ -213,12 +213,13 @@ copy_run(const struct weft__probe_clock_conv *cv, weft_event_t *d,
  * The head run's events up to the next run's head: its first, then each
  * while its stamp is not after @bound, @k at most, from ring position
  * *@pos (advanced), converted to ns (@tsc) as they are copied to @d.
- * Returns the end of what it copied.  In stretches the ring's end
- * splits, walked by pointer: indexed by position, each event cost a
- * mask, a shift and the next slot's address twice (callgrind).  The same
- * events as a test of each next stamp against @bound, not a stretch's
- * last: a ring is not always in time order (a wake in a poll carries the
- * poll's start).  tests/test_collector_drain.c checks the order.
+ * Returns the end of what it copied.  Past the first, in stretches the
+ * ring's end splits, walked by pointer: indexed by position, each event
+ * cost a mask, a shift and the next slot's address twice (callgrind).
+ * The same events as a test of each next stamp against @bound, not a
+ * stretch's last: a ring is not always in time order (a wake in a poll
+ * carries the poll's start).  tests/test_collector_drain.c checks the
+ * order.
  */
 static inline __attribute__((always_inline)) weft_event_t *
 merge_run(const struct weft__probe_clock_conv *cv, bool tsc, weft_event_t *d,
@@ -227,6 +228,21 @@ merge_run(const struct weft__probe_clock_conv *cv, bool tsc, weft_event_t *d,
 {
 	uint64_t p = *pos;
 
+	/*
+	 * The head alone first: with two busy workers the runs alternate
+	 * an event or two at a time, and a stretch's set-up would cost
+	 * more than it saves.
+	 */
+	if (tsc)
+		weft__collector_conv_copy(cv, d, &buf[p & mask]);
+	else
+		*d = buf[p & mask];
+	d++;
+	p++;
+	if (!--k || buf[p & mask].ts > bound) {
+		*pos = p;
+		return d;
+	}
 	for (;;) {
 		uint64_t i = p & mask, m = mask + 1 - i;
 		const weft_event_t *src = buf + i, *e;
