@@ -52,7 +52,8 @@ if(TARGET weft-bench-gentrace)
   # The side index written and read back by the real console under
   # valgrind (--error-exitcode=1): every byte it writes defined (the
   # saved model's padding zeroed).  Runs valgrind itself: not labelled
-  # valgrind (that phase runs tests under memcheck).  Skips (77) without.
+  # valgrind (that phase runs tests under memcheck).  Skips (77) without,
+  # or on a sanitizer's build (the asan phase).
   if(TARGET weft-console)
     add_test(NAME console_index_valgrind
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_index_valgrind.sh
