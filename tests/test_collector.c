@@ -13,65 +13,21 @@
 
 #include "collector_internal.h"
 
-#define TICK 1000 /* stamps apart, in clock units */
+#include "collector_harness.h"
 
-static struct probe *p = &weft__probe;
-static ring_entry_t *ring_a, *ring_b;
-static uint64_t base, now_ns = 1;
-
-static ring_entry_t *ring_add(uint16_t worker)
-{
-	ring_entry_t *e = calloc(1, sizeof(*e));
-
-	assert_non_null(e);
-	assert_int_equal(weft__ring_init(&e->ring, 1024, false), 0);
-	e->worker = worker;
-	e->next = p->rings;
-	p->rings = e;
-	return e;
-}
+static uint64_t now_ns = 1;
 
 static int setup(void **state)
 {
-	weft_probe_config_t cfg;
-
 	(void)state;
-	weft_probe_config(&cfg);
-	pthread_mutex_lock(&p->lock);
-	assert_int_equal(weft__collector_start(p), 0);
-	ring_a = ring_add(0);
-	ring_b = ring_add(1);
-	pthread_mutex_unlock(&p->lock);
-	base = weft__probe_clock();
-	return 0;
+	return harness_setup();
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	pthread_mutex_lock(&p->lock);
-	/* Orphaned, the rings go with the next pass. */
-	for (ring_entry_t *e = p->rings; e; e = e->next)
-		atomic_store(&e->orphan, true);
-	weft__collector_pass(p, now_ns += 1000000);
-	assert_null(p->rings);
-	weft__collector_stop(p);
-	pthread_mutex_unlock(&p->lock);
+	harness_teardown(now_ns += 1000000);
 	return 0;
-}
-
-/* Event @kind at tick @at on @e's ring (a1, a2 as the kind says). */
-static void ev(ring_entry_t *e, unsigned at, uint8_t kind, uint64_t task,
-	       uint64_t a1, uint32_t a2)
-{
-	weft_event_t x = { .ts = base + (uint64_t)at * TICK,
-			   .task = task,
-			   .a1 = a1,
-			   .a2 = a2,
-			   .worker = e->worker,
-			   .kind = kind };
-
-	assert_true(weft__ring_push_spsc(&e->ring, &x));
 }
 
 /* A poll of @task from tick @from to tick @to, with @flags. */
