@@ -300,8 +300,12 @@ void weft__server_stream_have(weft_server_t *s)
  * One pass @u through delta @d of @x's stream @k (the stream's own, or a
  * resync's), its record pushed for the clients of @gen (0: all of them);
  * a full pass of many tasks streamed (its backlog carries @gen too).
+ *
+ * Return: whether a record was queued (not when memory ran out, the
+ * record was too big, the pass had nothing to say or the queue refused
+ * it).
  */
-static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
+static bool stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 			  const weft_probe_update_t *u, uint64_t gen)
 {
 	struct stream *st = &x->st[k];
@@ -313,7 +317,7 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 
 	it = calloc(1, sizeof(*it));
 	if (!it)
-		return;
+		return false;
 	it->kind = ITEM_UPDATE;
 	it->stream = k;
 	it->gen = gen;
@@ -357,11 +361,14 @@ static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 		weft__server_item_free(it);
 		if (streamed)
 			weft__server_backlog_free(st);
-		return;
+		return false;
 	}
 	it->full = full;
-	if (!weft__server_push(x, it) && streamed)
+	if (weft__server_push(x, it))
+		return true;
+	if (streamed)
 		weft__server_backlog_free(st);
+	return false;
 }
 
 /*
@@ -424,10 +431,13 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	f.warnings = NULL;
 	f.nwarnings = 0;
 	gen = ++x->gen;
-	pthread_mutex_lock(&x->srv->qlock);
-	x->srv->resync_fulls++;
-	pthread_mutex_unlock(&x->srv->qlock);
-	stream_update(x, k, &d, &f, gen);
+	/* Counted when made: a pass that failed leaves its clients owed
+	 * one, asked again on the server's tick. */
+	if (stream_update(x, k, &d, &f, gen)) {
+		pthread_mutex_lock(&x->srv->qlock);
+		x->srv->resync_fulls++;
+		pthread_mutex_unlock(&x->srv->qlock);
+	}
 	weft__delta_fini(&d);
 
 	/*
@@ -451,7 +461,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 		d.lookup = st->delta.lookup;
 		d.site = st->delta.site;
 		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
-			stream_update(x, k, &d, &f, gen);
+			(void)stream_update(x, k, &d, &f, gen);
 		weft__delta_fini(&d);
 	}
 	free(kept);
@@ -494,7 +504,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		 * record after it (its warnings, and the delta's pending). */
 		if (resync && resync_take(x, k)) {
 			stream_resync(x, k, u);
-			stream_update(x, k, &st->delta, &delta, 0);
+			(void)stream_update(x, k, &st->delta, &delta, 0);
 			/*
 			 * The stream's next record an interval after the full
 			 * one at least, as after a subscription's first: its
@@ -506,7 +516,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 				st->delta.last_emit_ns = u->stats->now_ns;
 			continue;
 		}
-		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
+		(void)stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		if (weft__server_stream_gone(&x->st[k]))
