@@ -719,6 +719,22 @@ int con_grid_printf(con_grid_t *g, int x, int y, con_role_t role,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A row's role (cells not yet written keep theirs). */
 void con_grid_fill_row(con_grid_t *g, int y, con_role_t role);
+/*
+ * A table's header row at @y (the tasks, sites and resources views), in
+ * CON_ROLE_COLUMN: @n columns, column c @wid[c] cells wide (negative:
+ * left-aligned), labelled @label[c], the sort arrow after @sort_col's
+ * (down when @invert).  Returns the column after the last.
+ */
+int con_table_head(con_grid_t *g, int y, const int *wid,
+		   const char *const *label, int n, int sort_col, bool invert);
+/* One cell of a table's row at (@x, @y): a space, then @s in @wid cells
+ * (negative: left-aligned), cut as con_fit_end() does.  Returns the
+ * column after it. */
+int con_table_cell(con_grid_t *g, int x, int y, con_role_t role, int wid,
+		   const char *s);
+/* @s in @width bytes, its end kept after a "~" (file names matter more
+ * than their folders): @s itself when it fits, else @buf. */
+const char *con_fit_end(const char *s, int width, char *buf, size_t len);
 /* Sparkline of @n values scaled to @max (0: the values' max). */
 int con_grid_spark(con_grid_t *g, int x, int y, const double *v, int n,
 		   double max);

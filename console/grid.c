@@ -153,6 +153,54 @@ void con_grid_fill_row(con_grid_t *g, int y, con_role_t role)
 		row[x].role = (uint8_t)role;
 }
 
+int con_table_head(con_grid_t *g, int y, const int *wid,
+		   const char *const *label, int n, int sort_col, bool invert)
+{
+	int x = 0;
+
+	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
+	for (int c = 0; c < n; c++) {
+		char text[48];
+		int w = wid[c] < 0 ? -wid[c] : wid[c];
+		int len;
+
+		len = snprintf(text, sizeof(text), "%s%s", label[c],
+			       c != sort_col ? "" :
+			       invert        ? (g->ascii ? "v" : "▼") :
+					       (g->ascii ? "^" : "▲"));
+		/* The arrow is one column but three bytes: pad by hand. */
+		if (c == sort_col && !g->ascii)
+			len -= 2;
+		x++;
+		if (wid[c] > 0 && len < w)
+			x += w - len;
+		x = con_grid_put(g, x, y, CON_ROLE_COLUMN, text);
+		if (wid[c] < 0 && len < w)
+			x += w - len;
+	}
+	return x;
+}
+
+int con_table_cell(con_grid_t *g, int x, int y, con_role_t role, int wid,
+		   const char *s)
+{
+	char cut[512];
+
+	return con_grid_printf(g, x, y, role, " %*s", wid,
+			       con_fit_end(s, wid < 0 ? -wid : wid, cut,
+					   sizeof(cut)));
+}
+
+const char *con_fit_end(const char *s, int width, char *buf, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (width <= 0 || n <= (size_t)width)
+		return s;
+	snprintf(buf, len, "~%s", s + n - (size_t)width + 1);
+	return buf;
+}
+
 static void put_wc(con_grid_t *g, int x, int y, wchar_t wc, con_role_t role)
 {
 	con_cell_t *c = cell(g, x, y);

@@ -92,43 +92,21 @@ static void cell_text(const con_resource_t *r, con_res_col_t c, char *buf,
 	}
 }
 
-/* Long strings keep their end (file names matter more than dirs). */
-static const char *fit(const char *s, int width, char *buf, size_t len)
-{
-	size_t n = strlen(s);
-
-	if (width <= 0 || n <= (size_t)width)
-		return s;
-	snprintf(buf, len, "~%s", s + n - (size_t)width + 1);
-	return buf;
-}
-
 static void resources_draw(const con_session_t *s, con_grid_t *g, int top,
 			   int rows)
 {
 	const con_model_t *m = s->model;
-	int x = 0, y = top;
+	const char *label[CON_RCOL_MAX];
+	int wid[CON_RCOL_MAX];
+	int x, y = top;
 
-	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	for (int c = 0; c < CON_RCOL_MAX; c++) {
-		char label[32];
-		int w = col_width(c, g->w);
-		int len;
-
-		len = snprintf(label, sizeof(label), "%s%s",
-			       con_res_col_label(c),
-			       (int)m->res_sort_col != c ? "" :
-			       m->res_sort_invert ? (g->ascii ? "v" : "▼") :
-						    (g->ascii ? "^" : "▲"));
-		if ((int)m->res_sort_col == c && !g->ascii)
-			len -= 2;
-		x++;
-		if (cols[c].width > 0 && len < w)
-			x += w - len;
-		x = con_grid_put(g, x, y, CON_ROLE_COLUMN, label);
-		if (cols[c].width <= 0 && len < w)
-			x += w - len;
+		wid[c] = cols[c].width > 0 ? col_width(c, g->w) :
+					     -col_width(c, g->w);
+		label[c] = con_res_col_label(c);
 	}
+	x = con_table_head(g, y, wid, label, CON_RCOL_MAX, (int)m->res_sort_col,
+			   m->res_sort_invert);
 	if (m->res_filter[0])
 		con_grid_printf(g, x + 2, y, CON_ROLE_WARN, "filter: %s",
 				m->res_filter);
@@ -146,14 +124,10 @@ static void resources_draw(const con_session_t *s, con_grid_t *g, int top,
 			con_grid_fill_row(g, y, role);
 		x = 0;
 		for (int c = 0; c < CON_RCOL_MAX; c++) {
-			char buf[CON_RES_STR_MAX + 16],
-				cut[CON_RES_STR_MAX + 16];
-			int w = col_width(c, g->w);
+			char buf[CON_RES_STR_MAX + 16];
 
 			cell_text(r, c, buf, sizeof(buf));
-			x = con_grid_printf(g, x, y, role, " %*s",
-					    cols[c].width > 0 ? w : -w,
-					    fit(buf, w, cut, sizeof(cut)));
+			x = con_table_cell(g, x, y, role, wid[c], buf);
 		}
 	}
 	if (!m->nres_list)

@@ -7,6 +7,7 @@
  * was initialised) and where it was spawned, share what the others
  * leave of the width (file names keep their end, with the line).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "console.h"
@@ -126,17 +127,6 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 	}
 }
 
-/* Long strings keep their end (file names matter more than dirs). */
-static const char *fit(const char *s, int width, char *buf, size_t len)
-{
-	size_t n = strlen(s);
-
-	if (width <= 0 || n <= (size_t)width)
-		return s;
-	snprintf(buf, len, "~%s", s + n - (size_t)width + 1);
-	return buf;
-}
-
 /*
  * WAITING ON's text, "KIND NAME", cut: the kind stays whole (what a task
  * waits on at a glance), the name keeps its end, as file names do.
@@ -148,10 +138,10 @@ static const char *fit_waiting(const char *s, int width, char *buf,
 	size_t n = strlen(s), kind;
 
 	if (width <= 0 || n <= (size_t)width || !sp)
-		return fit(s, width, buf, len);
+		return con_fit_end(s, width, buf, len);
 	kind = (size_t)(sp - s) + 1;
 	if (kind + 2 > (size_t)width)
-		return fit(s, width, buf, len);
+		return con_fit_end(s, width, buf, len);
 	snprintf(buf, len, "%.*s~%s", (int)kind, s,
 		 s + n - ((size_t)width - kind - 1));
 	return buf;
@@ -161,29 +151,17 @@ static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
 		       int rows)
 {
 	const con_model_t *m = s->model;
-	int x = 0, y = top;
+	const char *label[CON_COL_MAX];
+	int wid[CON_COL_MAX];
+	int x, y = top;
 
-	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	for (int c = 0; c < CON_COL_MAX; c++) {
-		char label[32];
-		int w = col_width(c, g->w);
-		int len;
-
-		/* The arrow is one column but three bytes: pad by hand. */
-		len = snprintf(label, sizeof(label), "%s%s",
-			       con_task_col_label(c),
-			       (int)m->sort_col != c ? "" :
-			       m->sort_invert ? (g->ascii ? "v" : "▼") :
-						(g->ascii ? "^" : "▲"));
-		if ((int)m->sort_col == c && !g->ascii)
-			len -= 2;
-		x++;
-		if (cols[c].width > 0 && len < w)
-			x += w - len;
-		x = con_grid_put(g, x, y, CON_ROLE_COLUMN, label);
-		if (cols[c].width < 0 && len < w)
-			x += w - len;
+		wid[c] = cols[c].width > 0 ? col_width(c, g->w) :
+					     -col_width(c, g->w);
+		label[c] = con_task_col_label(c);
 	}
+	x = con_table_head(g, y, wid, label, CON_COL_MAX, (int)m->sort_col,
+			   m->sort_invert);
 	if (m->filter[0])
 		con_grid_printf(g, x + 2, y, CON_ROLE_WARN, "filter: %s",
 				m->filter);
@@ -202,16 +180,16 @@ static void tasks_draw(const con_session_t *s, con_grid_t *g, int top,
 		x = 0;
 		for (int c = 0; c < CON_COL_MAX; c++) {
 			char buf[256], cut[256];
-			int w = col_width(c, g->w);
 
 			cell_text(m, t, c, buf, sizeof(buf));
-			x = con_grid_printf(g, x, y, r, " %*s",
-					    cols[c].width < 0 ? -w : w,
-					    c == CON_COL_WAITING ?
-						    fit_waiting(buf, w, cut,
-								sizeof(cut)) :
-						    fit(buf, w, cut,
-							sizeof(cut)));
+			/* WAITING ON keeps its kind whole; the rest keep
+			 * their ends (con_table_cell()). */
+			x = con_table_cell(g, x, y, r, wid[c],
+					   c == CON_COL_WAITING ?
+						   fit_waiting(buf, abs(wid[c]),
+							       cut,
+							       sizeof(cut)) :
+						   buf);
 		}
 	}
 	if (!m->nlist)
