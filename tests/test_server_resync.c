@@ -194,177 +194,6 @@ static void *load_main(void *arg)
 	return NULL;
 }
 
-/*
- * A task whose one poll holds its worker for 30 ms of its own CPU time: a
- * long-poll warning (WEFT_LONG_POLL, 10 ms by default).  CPU time, not
- * wall time: on a loaded machine a wall-clock spin is mostly off the
- * CPU, and the probe rightly blames no task for that.
- */
-static long cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
-static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
-{
-	long t0 = cpu_ns();
-
-	(void)arg;
-	(void)cx;
-	while (cpu_ns() - t0 < 30000000L)
-		;
-	return WEFT_READY;
-}
-
-static void no_events(void *ctx, const weft_event_t *ev, size_t n)
-{
-	(void)ctx;
-	(void)ev;
-	(void)n;
-}
-
-static void test_resync_is_the_skippers_alone(void **state)
-{
-	weft_server_opts_t o = { .workers = 2,
-				 .client_buf_max = 1u << 20,
-				 .slow_kick_ms = 60000,
-				 .stall_ms = 60000 };
-	struct tclient a, b, c;
-	struct reader ra = { .c = &a };
-	struct saw sb = { 0 }, sc = { 0 };
-	struct load load = { 0 };
-	weft_server_stats_t st;
-	weft_probe_sub_t *ev_sub;
-	pthread_t th, lt;
-	char path[300];
-	weft_server_t *srv;
-	weft_runtime_t *rt;
-	int small = 4096;
-	bool b_named, c_named;
-
-	(void)state;
-	xdg_make();
-	weft_notify_init(&idle_note);
-	rt = rt_with_server();
-	for (int i = 0; i < IDLE; i++) {
-		weft_spawn_t sp = { .poll = idle_poll,
-				    .state = &(struct idle){ 0 },
-				    .size = sizeof(struct idle),
-				    .name = "idle" };
-
-		assert_int_equal(weft_spawn_with(rt, &sp, NULL), 0);
-	}
-	assert_int_equal(
-		weft_probe_subscribe(
-			&(weft_probe_sub_opts_t){ .events = true,
-						  .on_events = no_events },
-			&ev_sub),
-		0);
-	snprintf(path, sizeof(path), "%s/resync.sock", xdg);
-	o.unix_path = path;
-	assert_int_equal(weft__server_create(&o, &srv), 0);
-
-	/* A and B subscribe together: one stream, one full update. */
-	tc_open(&a, path);
-	tc_expect_header(&a);
-	tc_open(&b, path);
-	setsockopt(b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	tc_expect_header(&b);
-	tc_subscribe(&a, true, false);
-	tc_subscribe(&b, true, false);
-	assert_int_equal(pthread_create(&th, NULL, reader_main, &ra), 0);
-	/* B takes its first full update whole, then stops reading. */
-	assert_true(read_until(&b, &sb, 1, 30000));
-	for (int i = 0; i < 3000 && !atomic_load(&ra.named_all); i++)
-		usleep(10000);
-	assert_true(atomic_load(&ra.named_all));
-
-	/* Changes to send, until B has skipped updates (30 s at most). */
-	load.rt = rt;
-	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
-	for (int i = 0; i < 3000; i++) {
-		weft__server_stats(srv, &st);
-		if (st.updates_skipped)
-			break;
-		usleep(10000);
-	}
-	assert_true(st.updates_skipped > 0);
-	/* A warning while B skips: B must have it after its resync. */
-	{
-		weft_join_t *j;
-		int n = 0;
-
-		assert_int_equal(weft_spawn_named(rt, "blocker", blocker_poll,
-						  &n, &j),
-				 0);
-		assert_int_equal(weft_join_wait(j, NULL), 0);
-		weft_join_drop(j);
-		for (int i = 0; i < 3000 && !atomic_load(&ra.s.blocker_warned);
-		     i++)
-			usleep(10000);
-		assert_true(atomic_load(&ra.s.blocker_warned) > 0);
-	}
-
-	/* C joins the stream under way: a full update of its own. */
-	tc_open(&c, path);
-	tc_expect_header(&c);
-	tc_subscribe(&c, true, false);
-	c_named = read_until(&c, &sc, 1, 30000);
-	/* B reads again: a full update of its own, every task named. */
-	b_named = read_until(&b, &sb, 2, 30000);
-
-	atomic_store(&load.stop, true);
-	pthread_join(lt, NULL);
-	/* A's frames of the while (a full update sent it would be there). */
-	usleep(500 * 1000);
-	atomic_store(&ra.stop, true);
-	pthread_join(th, NULL);
-	weft__server_stats(srv, &st);
-	print_message("A: %u full, %llu skipped; B: %u full, %zu named since; "
-		      "C: %u full, %zu named; server: %llu skipped, %llu "
-		      "resyncs\n",
-		      ra.s.fulls, (unsigned long long)ra.s.skipped, sb.fulls,
-		      sb.named, sc.fulls, sc.named,
-		      (unsigned long long)st.updates_skipped,
-		      (unsigned long long)st.resyncs);
-	assert_true(c_named);
-	assert_true(b_named);
-	/*
-	 * A takes its first full update and no other, unless it skipped
-	 * itself (its thread starved on a loaded machine): then one for
-	 * each update it skipped at most, never B's or C's.
-	 */
-	if (ra.s.skipped)
-		print_message("A skipped %llu updates itself\n",
-			      (unsigned long long)ra.s.skipped);
-	assert_true(ra.s.fulls >= 1);
-	assert_true(ra.s.fulls - 1 <= ra.s.skipped);
-	assert_true(sc.fulls >= 1 && sc.fulls - 1 <= sc.skipped);
-	assert_true(sb.skipped > 0);
-	/* Every client has the warning once, and no plain copy twice. */
-	assert_true(atomic_load(&sb.blocker_warned) > 0);
-	assert_true(atomic_load(&sc.blocker_warned) > 0);
-	assert_int_equal(ra.s.plain_again, 0);
-	assert_int_equal(sb.plain_again, 0);
-	assert_int_equal(sc.plain_again, 0);
-
-	free(ra.s.ids);
-	free(sb.ids);
-	free(sc.ids);
-	tc_close(&a);
-	tc_close(&b);
-	tc_close(&c);
-	weft__server_destroy(srv);
-	weft_probe_unsubscribe(ev_sub);
-	weft_notify_waiters(&idle_note);
-	weft_runtime_destroy(rt);
-	weft_notify_fini(&idle_note);
-	xdg_remove();
-}
-
 /* Reads @c until @fulls full updates came, or @ms.  Returns whether. */
 static bool read_fulls(struct tclient *c, struct saw *s, unsigned fulls, int ms)
 {
@@ -377,6 +206,13 @@ static bool read_fulls(struct tclient *c, struct saw *s, unsigned fulls, int ms)
 		weft_wire_frame_free(f);
 	}
 	return s->fulls >= fulls;
+}
+
+static void no_events(void *ctx, const weft_event_t *ev, size_t n)
+{
+	(void)ctx;
+	(void)ev;
+	(void)n;
 }
 
 /* A runtime of IDLE idle tasks, and an events subscriber in the process
@@ -415,6 +251,195 @@ static void idle_runtime_destroy(weft_runtime_t *rt, weft_probe_sub_t *ev_sub)
 }
 
 /*
+ * The start both A-and-B cases share: IDLE idle tasks, a server on
+ * @sock (in $XDG_RUNTIME_DIR) whose slow clients are never kicked, A
+ * and B subscribed to updates together (one stream, one full update).
+ * A is read by a thread of its own all along; B, with a small receive
+ * buffer, takes its first full update whole and then stops reading.
+ * Returns once A has every task and B has skipped updates under a load
+ * of changes (running until ab_stop_load()).
+ */
+struct ab {
+	weft_runtime_t *rt;
+	weft_probe_sub_t *ev_sub;
+	weft_server_t *srv;
+	char path[300];
+	struct tclient a, b;
+	struct reader ra;
+	struct saw sb;
+	struct load load;
+	pthread_t th, lt;
+};
+
+static void ab_start(struct ab *f, const char *sock)
+{
+	weft_server_opts_t o = { .workers = 2,
+				 .client_buf_max = 1u << 20,
+				 .slow_kick_ms = 60000,
+				 .stall_ms = 60000 };
+	weft_server_stats_t st;
+	int small = 4096;
+
+	memset(f, 0, sizeof(*f));
+	f->ra.c = &f->a;
+	f->rt = idle_runtime(&f->ev_sub);
+	snprintf(f->path, sizeof(f->path), "%s/%s", xdg, sock);
+	o.unix_path = f->path;
+	assert_int_equal(weft__server_create(&o, &f->srv), 0);
+	tc_open(&f->a, f->path);
+	tc_expect_header(&f->a);
+	tc_open(&f->b, f->path);
+	setsockopt(f->b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_expect_header(&f->b);
+	tc_subscribe(&f->a, true, false);
+	tc_subscribe(&f->b, true, false);
+	assert_int_equal(pthread_create(&f->th, NULL, reader_main, &f->ra), 0);
+	assert_true(read_until(&f->b, &f->sb, 1, 30000));
+	for (int i = 0; i < 3000 && !atomic_load(&f->ra.named_all); i++)
+		usleep(10000);
+	assert_true(atomic_load(&f->ra.named_all));
+
+	/* Changes to send, until B has skipped updates (30 s at most). */
+	f->load.rt = f->rt;
+	assert_int_equal(pthread_create(&f->lt, NULL, load_main, &f->load), 0);
+	for (int i = 0; i < 3000; i++) {
+		weft__server_stats(f->srv, &st);
+		if (st.updates_skipped)
+			break;
+		usleep(10000);
+	}
+	assert_true(st.updates_skipped > 0);
+}
+
+static void ab_stop_load(struct ab *f)
+{
+	atomic_store(&f->load.stop, true);
+	pthread_join(f->lt, NULL);
+}
+
+/* A's reader stopped (after what it has read), and its stats. */
+static void ab_stop_reader(struct ab *f)
+{
+	atomic_store(&f->ra.stop, true);
+	pthread_join(f->th, NULL);
+}
+
+/* A new client on @f's server, subscribed to updates. */
+static void ab_join(struct ab *f, struct tclient *c)
+{
+	tc_open(c, f->path);
+	tc_expect_header(c);
+	tc_subscribe(c, true, false);
+}
+
+/* Everything ab_start() made, B and A closed if still open (fd >= 0). */
+static void ab_end(struct ab *f)
+{
+	free(f->ra.s.ids);
+	free(f->sb.ids);
+	tc_close(&f->a);
+	if (f->b.fd >= 0)
+		tc_close(&f->b);
+	weft__server_destroy(f->srv);
+	idle_runtime_destroy(f->rt, f->ev_sub);
+}
+
+/*
+ * A task whose one poll holds its worker for 30 ms of its own CPU time: a
+ * long-poll warning (WEFT_LONG_POLL, 10 ms by default).  CPU time, not
+ * wall time: on a loaded machine a wall-clock spin is mostly off the
+ * CPU, and the probe rightly blames no task for that.
+ */
+static long cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
+{
+	long t0 = cpu_ns();
+
+	(void)arg;
+	(void)cx;
+	while (cpu_ns() - t0 < 30000000L)
+		;
+	return WEFT_READY;
+}
+
+static void test_resync_is_the_skippers_alone(void **state)
+{
+	struct tclient c;
+	struct saw sc = { 0 };
+	weft_server_stats_t st;
+	struct ab f;
+	bool b_named, c_named;
+
+	(void)state;
+	ab_start(&f, "resync.sock");
+	/* A warning while B skips: B must have it after its resync. */
+	{
+		weft_join_t *j;
+		int n = 0;
+
+		assert_int_equal(weft_spawn_named(f.rt, "blocker", blocker_poll,
+						  &n, &j),
+				 0);
+		assert_int_equal(weft_join_wait(j, NULL), 0);
+		weft_join_drop(j);
+		for (int i = 0;
+		     i < 3000 && !atomic_load(&f.ra.s.blocker_warned); i++)
+			usleep(10000);
+		assert_true(atomic_load(&f.ra.s.blocker_warned) > 0);
+	}
+
+	/* C joins the stream under way: a full update of its own. */
+	ab_join(&f, &c);
+	c_named = read_until(&c, &sc, 1, 30000);
+	/* B reads again: a full update of its own, every task named. */
+	b_named = read_until(&f.b, &f.sb, 2, 30000);
+
+	ab_stop_load(&f);
+	/* A's frames of the while (a full update sent it would be there). */
+	usleep(500 * 1000);
+	ab_stop_reader(&f);
+	weft__server_stats(f.srv, &st);
+	print_message("A: %u full, %llu skipped; B: %u full, %zu named since; "
+		      "C: %u full, %zu named; server: %llu skipped, %llu "
+		      "resyncs\n",
+		      f.ra.s.fulls, (unsigned long long)f.ra.s.skipped,
+		      f.sb.fulls, f.sb.named, sc.fulls, sc.named,
+		      (unsigned long long)st.updates_skipped,
+		      (unsigned long long)st.resyncs);
+	assert_true(c_named);
+	assert_true(b_named);
+	/*
+	 * A takes its first full update and no other, unless it skipped
+	 * itself (its thread starved on a loaded machine): then one for
+	 * each update it skipped at most, never B's or C's.
+	 */
+	if (f.ra.s.skipped)
+		print_message("A skipped %llu updates itself\n",
+			      (unsigned long long)f.ra.s.skipped);
+	assert_true(f.ra.s.fulls >= 1);
+	assert_true(f.ra.s.fulls - 1 <= f.ra.s.skipped);
+	assert_true(sc.fulls >= 1 && sc.fulls - 1 <= sc.skipped);
+	assert_true(f.sb.skipped > 0);
+	/* Every client has the warning once, and no plain copy twice. */
+	assert_true(atomic_load(&f.sb.blocker_warned) > 0);
+	assert_true(atomic_load(&sc.blocker_warned) > 0);
+	assert_int_equal(f.ra.s.plain_again, 0);
+	assert_int_equal(f.sb.plain_again, 0);
+	assert_int_equal(sc.plain_again, 0);
+
+	free(sc.ids);
+	tc_close(&c);
+	ab_end(&f);
+}
+
+/*
  * A resync's backlog whose clients all left stops: B skips, takes its
  * resync's full record and stops reading, so that the backlog waits for
  * it; C joins meanwhile (its resync waits for that backlog's end); B
@@ -426,62 +451,26 @@ static void idle_runtime_destroy(weft_runtime_t *rt, weft_probe_sub_t *ev_sub)
  */
 static void test_resync_backlog_stops_when_its_clients_leave(void **state)
 {
-	weft_server_opts_t o = { .workers = 2,
-				 .client_buf_max = 1u << 20,
-				 .slow_kick_ms = 60000,
-				 .stall_ms = 60000 };
-	struct tclient a, b, c;
-	struct reader ra = { .c = &a };
-	struct saw sb = { 0 }, sc = { 0 };
-	struct load load = { 0 };
+	struct tclient c;
+	struct saw sc = { 0 };
 	weft_server_stats_t st;
-	weft_probe_sub_t *ev_sub;
-	pthread_t th, lt;
-	char path[300];
-	weft_server_t *srv;
-	weft_runtime_t *rt;
 	uint64_t made, rec0;
-	int small = 4096, still = 0;
+	struct ab f;
+	int still = 0;
 
 	(void)state;
-	rt = idle_runtime(&ev_sub);
-	snprintf(path, sizeof(path), "%s/stop.sock", xdg);
-	o.unix_path = path;
-	assert_int_equal(weft__server_create(&o, &srv), 0);
-	tc_open(&a, path);
-	tc_expect_header(&a);
-	tc_open(&b, path);
-	setsockopt(b.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-	tc_expect_header(&b);
-	tc_subscribe(&a, true, false);
-	tc_subscribe(&b, true, false);
-	assert_int_equal(pthread_create(&th, NULL, reader_main, &ra), 0);
-	assert_true(read_until(&b, &sb, 1, 30000));
-	for (int i = 0; i < 3000 && !atomic_load(&ra.named_all); i++)
-		usleep(10000);
-	assert_true(atomic_load(&ra.named_all));
-
 	/* B skips (it does not read while changes come). */
-	load.rt = rt;
-	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
-	for (int i = 0; i < 3000; i++) {
-		weft__server_stats(srv, &st);
-		if (st.updates_skipped)
-			break;
-		usleep(10000);
-	}
-	assert_true(st.updates_skipped > 0);
-	atomic_store(&load.stop, true);
-	pthread_join(lt, NULL);
+	ab_start(&f, "stop.sock");
+	ab_stop_load(&f);
 
 	/* B takes its resync's full record, then stops reading: its backlog
 	 * waits for B (1 s without a record). */
-	assert_true(read_fulls(&b, &sb, 2, 30000));
-	weft__server_stats(srv, &st);
+	assert_true(read_fulls(&f.b, &f.sb, 2, 30000));
+	weft__server_stats(f.srv, &st);
 	rec0 = st.backlog_records;
 	for (int i = 0; i < 300 && still < 10; i++) {
 		usleep(100 * 1000);
-		weft__server_stats(srv, &st);
+		weft__server_stats(f.srv, &st);
 		still = st.backlog_records == rec0 ? still + 1 : 0;
 		rec0 = st.backlog_records;
 	}
@@ -489,43 +478,36 @@ static void test_resync_backlog_stops_when_its_clients_leave(void **state)
 	assert_int_equal(st.backlogs_stopped, 0);
 
 	/* C joins: its resync waits for B's backlog.  Then B goes. */
-	tc_open(&c, path);
-	tc_expect_header(&c);
-	tc_subscribe(&c, true, false);
+	ab_join(&f, &c);
 	usleep(300 * 1000);
-	weft__server_stats(srv, &st);
+	weft__server_stats(f.srv, &st);
 	assert_int_equal(st.backlog_records, rec0);
-	tc_close(&b);
+	tc_close(&f.b);
 
 	/* C's full update, every task named. */
 	assert_true(read_until(&c, &sc, 1, 30000));
 	/* Its last backlog record was made before C read it (counted at
 	 * the end of that pass: a moment later). */
 	usleep(300 * 1000);
-	weft__server_stats(srv, &st);
+	weft__server_stats(f.srv, &st);
 	made = st.backlog_records - rec0;
-	atomic_store(&ra.stop, true);
-	pthread_join(th, NULL);
+	ab_stop_reader(&f);
 	print_message("after B closed: %llu backlog records made, C took %u; "
 		      "%llu stopped; A: %u full, %zu named; C: %u full, %zu "
 		      "named\n",
 		      (unsigned long long)made, sc.task_records,
-		      (unsigned long long)st.backlogs_stopped, ra.s.fulls,
-		      ra.s.named, sc.fulls, sc.named);
+		      (unsigned long long)st.backlogs_stopped, f.ra.s.fulls,
+		      f.ra.s.named, sc.fulls, sc.named);
 	assert_int_equal(made, sc.task_records);
 	assert_int_equal(st.backlogs_stopped, 1);
 	assert_int_equal(sc.fulls, 1);
 	assert_int_equal(sc.named, IDLE);
-	assert_true(ra.s.fulls >= 1 && ra.s.fulls - 1 <= ra.s.skipped);
-	assert_int_equal(ra.s.named, IDLE);
+	assert_true(f.ra.s.fulls >= 1 && f.ra.s.fulls - 1 <= f.ra.s.skipped);
+	assert_int_equal(f.ra.s.named, IDLE);
 
-	free(ra.s.ids);
-	free(sb.ids);
 	free(sc.ids);
-	tc_close(&a);
 	tc_close(&c);
-	weft__server_destroy(srv);
-	idle_runtime_destroy(rt, ev_sub);
+	ab_end(&f);
 }
 
 /*
