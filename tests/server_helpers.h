@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the probe's server tests (test_server.c,
- * test_server_limits.c): a workload of yielders, a temporary
+ * test_server_limits.c): a workload of yielders (yielders.h), a temporary
  * XDG_RUNTIME_DIR, and a client that speaks the protocol over a real
  * socket (unix or TCP), reading with a deadline.
  */
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "test_helpers.h"
+#include "yielders.h"
 
 #include "weft/probe.h"
 #include "weft/wire.h"
@@ -29,42 +30,6 @@
 #include "server_internal.h"
 
 /* ------------------------------------------------------------ workload */
-
-struct yielder {
-	int weft_pc;
-	int i;
-	int n;
-};
-
-static inline weft_poll_t yielder_poll(void *arg, weft_cx_t *cx)
-{
-	struct yielder *s = arg;
-
-	WEFT_ASYNC_BEGIN(s);
-	for (s->i = 0; s->i < s->n; s->i++)
-		WEFT_YIELD(s, cx);
-	WEFT_ASYNC_END(s);
-}
-
-/* @tasks yielders of @polls polls each; waits for them. */
-static inline void workload(weft_runtime_t *rt, int tasks, int polls)
-{
-	weft_join_t **j = calloc((size_t)tasks, sizeof(*j));
-
-	assert_non_null(j);
-	for (int i = 0; i < tasks; i++) {
-		struct yielder y = { .n = polls };
-
-		assert_int_equal(weft_spawn_named(rt, "yielder", yielder_poll,
-						  &y, &j[i]),
-				 0);
-	}
-	for (int i = 0; i < tasks; i++) {
-		assert_int_equal(weft_join_wait(j[i], NULL), 0);
-		weft_join_drop(j[i]);
-	}
-	free(j);
-}
 
 /* Runs the workload (@tasks yielders of @polls polls, or 4 of 200) on its
  * own thread, again and again, until told to stop. */

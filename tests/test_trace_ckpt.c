@@ -16,50 +16,11 @@
 #include <unistd.h>
 
 #include "test_helpers.h"
+#include "yielders.h"
 
 #include "weft/probe.h"
 #include "weft/trace.h"
 #include "weft/trace_reader.h"
-
-struct yielder {
-	int weft_pc;
-	int i;
-	int n;
-};
-
-static weft_poll_t yielder_poll(void *arg, weft_cx_t *cx)
-{
-	struct yielder *s = arg;
-
-	WEFT_ASYNC_BEGIN(s);
-	for (s->i = 0; s->i < s->n; s->i++)
-		WEFT_YIELD(s, cx);
-	WEFT_ASYNC_END(s);
-}
-
-/* @tasks tasks named "yielder", each polled @polls times, on 2 workers. */
-static void workload(int tasks, int polls)
-{
-	weft_config_t cfg = { .workers = 2 };
-	weft_runtime_t *rt;
-	weft_join_t **j = calloc((size_t)tasks, sizeof(*j));
-
-	assert_non_null(j);
-	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
-	for (int i = 0; i < tasks; i++) {
-		struct yielder y = { .n = polls };
-
-		assert_int_equal(weft_spawn_named(rt, "yielder", yielder_poll,
-						  &y, &j[i]),
-				 0);
-	}
-	for (int i = 0; i < tasks; i++) {
-		assert_int_equal(weft_join_wait(j[i], NULL), 0);
-		weft_join_drop(j[i]);
-	}
-	weft_runtime_destroy(rt);
-	free(j);
-}
 
 static char *tmp_path(const char *name)
 {
@@ -102,7 +63,7 @@ static uint8_t *record(const char *mb, size_t *len)
 
 	setenv("WEFT_TRACE_CHECKPOINT_MB", mb, 1);
 	assert_int_equal(weft_trace_start(path, &o), 0);
-	workload(64, 60000);
+	workload_alone(64, 60000);
 	assert_int_equal(weft_trace_stop(), 0);
 	unsetenv("WEFT_TRACE_CHECKPOINT_MB");
 	b = slurp(path, len);
@@ -231,7 +192,7 @@ static void test_trace_ckpt_rotated_files(void **state)
 	(void)state;
 	setenv("WEFT_TRACE_CHECKPOINT_MB", "1", 1);
 	assert_int_equal(weft_trace_start(path, &o), 0);
-	workload(64, 60000);
+	workload_alone(64, 60000);
 	assert_int_equal(weft_trace_stop(), 0);
 	unsetenv("WEFT_TRACE_CHECKPOINT_MB");
 	for (unsigned i = 0;; i++) {

@@ -22,52 +22,13 @@
 #include <unistd.h>
 
 #include "test_helpers.h"
+#include "yielders.h"
 
 #include "weft/probe.h"
 #include "weft/trace.h"
 
 #include "collector_internal.h"
 #include "weft/trace_reader.h"
-
-struct yielder {
-	int weft_pc;
-	int i;
-	int n;
-};
-
-static weft_poll_t yielder_poll(void *arg, weft_cx_t *cx)
-{
-	struct yielder *s = arg;
-
-	WEFT_ASYNC_BEGIN(s);
-	for (s->i = 0; s->i < s->n; s->i++)
-		WEFT_YIELD(s, cx);
-	WEFT_ASYNC_END(s);
-}
-
-/* @tasks tasks named "yielder", each polled @polls times, on 2 workers. */
-static void workload(int tasks, int polls)
-{
-	weft_config_t cfg = { .workers = 2 };
-	weft_runtime_t *rt;
-	weft_join_t **j = calloc((size_t)tasks, sizeof(*j));
-
-	assert_non_null(j);
-	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
-	for (int i = 0; i < tasks; i++) {
-		struct yielder y = { .n = polls };
-
-		assert_int_equal(weft_spawn_named(rt, "yielder", yielder_poll,
-						  &y, &j[i]),
-				 0);
-	}
-	for (int i = 0; i < tasks; i++) {
-		assert_int_equal(weft_join_wait(j[i], NULL), 0);
-		weft_join_drop(j[i]);
-	}
-	weft_runtime_destroy(rt);
-	free(j);
-}
 
 static weft_poll_t hung_poll(void *arg, weft_cx_t *cx)
 {
@@ -145,7 +106,7 @@ static char *tmp_path(const char *name)
 
 struct summary {
 	uint64_t frames, headers, updates, batches, events, polls;
-	bool named; /* an update named a task "yielder" with its file */
+	bool named; /* an update named a task "yielder", spawned in yielders.h */
 	bool sleeper; /* an update named a task "sleeper" */
 	bool truncated;
 	int error;
@@ -175,7 +136,7 @@ static struct summary read_trace(weft_trace_reader_t *r)
 			weft_trace_reader_tasks(r, f, &ti);
 			while ((t = weft_trace_tasks_next(&ti))) {
 				if (!strcmp(t->name, "yielder") &&
-				    strstr(t->file, "test_trace_file.c"))
+				    strstr(t->file, "yielders.h"))
 					s.named = true;
 				if (!strcmp(t->name, "sleeper"))
 					s.sleeper = true;
@@ -234,7 +195,7 @@ static void test_trace_file_records_workload(void **state)
 	(void)state;
 	assert_int_equal(weft_trace_start(path, NULL), 0);
 	assert_int_equal(weft_trace_start(path, NULL), -EBUSY);
-	workload(50, 20);
+	workload_alone(50, 20);
 	assert_int_equal(weft_trace_stop(), 0);
 	assert_int_equal(weft_trace_stop(), -ENOENT);
 
@@ -290,14 +251,14 @@ static void test_trace_file_full_disk(void **state)
 	assert_int_equal(weft_trace_start(path, NULL), 0);
 	/* Small flushes (one each 100 ms) until the file is half full... */
 	for (int i = 0; i < 300; i++) {
-		workload(4, 4);
+		workload_alone(4, 4);
 		usleep(120 * 1000);
 		assert_int_equal(stat(path, &st), 0);
 		if (st.st_size >= 32 * 1024)
 			break;
 	}
 	/* ...then one that crosses the limit. */
-	workload(200, 20);
+	workload_alone(200, 20);
 	err = weft_trace_stop();
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	signal(SIGXFSZ, SIG_DFL);
@@ -331,7 +292,7 @@ static void test_trace_file_full_disk(void **state)
 	assert_int_equal(truncate(again, 3), 0);
 	assert_int_equal(weft_trace_continue(again, NULL), -EPROTO);
 	assert_int_equal(weft_trace_continue(path, NULL), 0);
-	workload(10, 5);
+	workload_alone(10, 5);
 	assert_int_equal(weft_trace_stop(), 0);
 	weft_trace_stats(&after);
 	assert_int_equal(after.error, 0);
@@ -353,7 +314,7 @@ static void test_trace_file_full_disk(void **state)
 
 	/* Or a new recording. */
 	assert_int_equal(weft_trace_start(again, NULL), 0);
-	workload(10, 5);
+	workload_alone(10, 5);
 	assert_int_equal(weft_trace_stop(), 0);
 	unlink(path);
 	unlink(again);
@@ -374,7 +335,7 @@ static void test_trace_file_truncated_at_every_offset(void **state)
 
 	(void)state;
 	assert_int_equal(weft_trace_start(path, NULL), 0);
-	workload(4, 3);
+	workload_alone(4, 3);
 	assert_int_equal(weft_trace_stop(), 0);
 	buf = slurp(path, &len);
 
@@ -475,7 +436,7 @@ static void test_trace_file_torn_record_skipped(void **state)
 
 	(void)state;
 	assert_int_equal(weft_trace_start(path, NULL), 0);
-	workload(8, 4);
+	workload_alone(8, 4);
 	assert_int_equal(weft_trace_stop(), 0);
 	buf = slurp(path, &len);
 	weft_trace_reader_open_mem(&r, buf, len);
@@ -694,7 +655,7 @@ static void rotates(int burst)
 	}
 	/* Few tasks, many events: an update with every task stays well
 	 * under a quarter of a segment, as rotation asks for one. */
-	workload(20, 20000);
+	workload_alone(20, 20000);
 	assert_int_equal(weft_trace_stop(), 0);
 	weft_runtime_destroy(rt);
 	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
@@ -785,7 +746,7 @@ static void test_trace_file_flight_snapshot(void **state)
 	assert_int_equal(weft_trace_snapshot(path), -ENOENT);
 	assert_int_equal(weft_trace_start(NULL, NULL), -EINVAL);
 	assert_int_equal(weft_trace_start(NULL, &o), 0);
-	workload(200, 30);
+	workload_alone(200, 30);
 	weft_probe_flush();
 	assert_int_equal(weft_trace_snapshot(path), 0);
 	assert_int_equal(weft_trace_stop(), 0);
@@ -929,7 +890,7 @@ static int full_disk_mode(const char *path, const char *go, const char *fsize)
 	if (weft_trace_start(path, NULL))
 		return 2;
 	for (int i = 0; i < 600 && st.write_errors == st0.write_errors; i++) {
-		workload(20, 10);
+		workload_alone(20, 10);
 		usleep(20 * 1000);
 		weft_trace_stats(&st);
 	}
@@ -954,7 +915,7 @@ static int full_disk_mode(const char *path, const char *go, const char *fsize)
 		fprintf(stderr, "full-disk: continue: %s\n", strerror(-err));
 		return 5;
 	}
-	workload(50, 20);
+	workload_alone(50, 20);
 	err = weft_trace_stop();
 	if (err) {
 		fprintf(stderr, "full-disk: stop: %s\n", strerror(-err));
@@ -1013,7 +974,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc == 2 && !strcmp(argv[1], "--workload")) {
-		workload(200, 50);
+		workload_alone(200, 50);
 		return 0;
 	}
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--full-disk"))

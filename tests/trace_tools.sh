@@ -52,7 +52,7 @@ expect dump ' spawn [0-9]+\(yielder\) parent=' "$tmp/dump.txt"
 "$tool" stats "$trace" >"$tmp/stats.txt"
 expect stats '^worker +polls +steals-in' "$tmp/stats.txt"
 expect stats '^[0-9]+ +[1-9]' "$tmp/stats.txt"
-expect stats 'yielder +[^ ]*test_trace_file\.c:[0-9]+$' "$tmp/stats.txt"
+expect stats 'yielder +[^ ]*yielders\.h:[0-9]+$' "$tmp/stats.txt"
 
 # busy% is time not parked, poll% time in polls.  A worker spinning on a
 # task that wakes itself is never parked: close to 100% busy, however
