@@ -1236,6 +1236,42 @@ static int run(char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/*
+ * The checkpoint marks in @path (weft-trace record writes them): every
+ * one whole, each naming the one before (the first none), times in
+ * order.  Returns how many.
+ */
+static unsigned marks_chained(const char *path)
+{
+	weft_wire_ckpt_t c, prev = { 0 };
+	struct stat st;
+	uint8_t *buf;
+	unsigned n = 0;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	buf = malloc((size_t)st.st_size);
+	assert_non_null(buf);
+	assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
+	close(fd);
+	for (const uint8_t *p = buf, *end = buf + st.st_size;
+	     (p = weft_wire_ckpt_find(p, (size_t)(end - p))) != NULL; p++) {
+		if (!weft_wire_ckpt_get(p, (size_t)(end - p),
+					(uint64_t)(p - buf), &c))
+			continue;
+		assert_int_equal(c.prev, n ? prev.offset : 0);
+		assert_true(c.time_ns >= prev.time_ns);
+		assert_true(c.full_bytes > 0);
+		assert_true(c.offset + WEFT_WIRE_CKPT_LEN + c.full_bytes <=
+			    (uint64_t)st.st_size);
+		prev = c;
+		n++;
+	}
+	free(buf);
+	return n;
+}
+
 static void test_server_record_tool(void **state)
 {
 	char out[300], target[320];
@@ -1243,7 +1279,8 @@ static void test_server_record_tool(void **state)
 	weft_trace_reader_t r;
 	Weft__V1__Frame *f;
 	pthread_t th;
-	unsigned batches = 0;
+	unsigned batches = 0, marks = 0, marks_full = 0;
+	bool after_mark = false;
 	int rc;
 
 	(void)state;
@@ -1254,8 +1291,16 @@ static void test_server_record_tool(void **state)
 		 weft__server_unix_path(weft__server_default()));
 	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
 	{
-		char *argv[] = { WEFT_TRACE_TOOL, "record", target, "-o", out,
-				 "--duration",    "1s",     NULL };
+		char *argv[] = { WEFT_TRACE_TOOL,
+				 "record",
+				 target,
+				 "-o",
+				 out,
+				 "--duration",
+				 "1s",
+				 "--checkpoint-every",
+				 "16K",
+				 NULL };
 
 		rc = run(argv);
 	}
@@ -1266,6 +1311,13 @@ static void test_server_record_tool(void **state)
 	assert_int_equal(weft_trace_reader_open(&r, out), 0);
 	while ((rc = weft_trace_reader_next(&r, &f)) == WEFT_WIRE_FRAME) {
 		batches += f->body_case == WEFT__V1__FRAME__BODY_EVENTS;
+		/* Each mark is followed by its full update. */
+		if (after_mark)
+			marks_full += f->body_case ==
+					      WEFT__V1__FRAME__BODY_UPDATE &&
+				      f->update->full;
+		after_mark = f->body_case == WEFT__V1__FRAME__BODY_CHECKPOINT;
+		marks += after_mark;
 		/* The reader keeps the header (r.header). */
 		if (r.frames > 1)
 			weft_wire_frame_free(f);
@@ -1275,6 +1327,12 @@ static void test_server_record_tool(void **state)
 	assert_int_equal(r.header->hello->pid, (uint32_t)getpid());
 	weft_trace_reader_close(&r);
 	assert_true(batches > 0);
+	/* The first full update's mark and, every 16 KiB or so, more. */
+	print_message("%u checkpoints, %u followed by their full update\n",
+		      marks, marks_full);
+	assert_true(marks >= 2);
+	assert_int_equal(marks_full, marks);
+	assert_int_equal(marks_chained(out), marks);
 	{
 		char *argv[] = { WEFT_TRACE_TOOL, "info", out, NULL };
 		int fd = open("/dev/null", O_WRONLY);
