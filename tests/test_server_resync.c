@@ -772,6 +772,71 @@ static void test_resync_pause_keeps_streams(void **state)
 	xdg_remove();
 }
 
+/*
+ * A client that subscribes again to what it has gets a full update, and
+ * nobody else does (weft-trace record asks its checkpoints so): X and Y
+ * on one stream of updates and events; Y sends its Subscribe again.  Y
+ * takes one full update within its next ten updates, X none, and the
+ * server made one resync's full update.
+ */
+static void test_resync_subscribe_again(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	struct load load = { 0 };
+	struct seen sx = { 0 }, sy = { 0 };
+	weft_server_stats_t st;
+	struct tclient x, y;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	uint64_t r0;
+	pthread_t lt;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	load.rt = rt;
+	assert_int_equal(pthread_create(&lt, NULL, load_main, &load), 0);
+	snprintf(path, sizeof(path), "%s/again.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&x, path);
+	tc_expect_header(&x);
+	tc_open(&y, path);
+	tc_expect_header(&y);
+	tc_subscribe_ex(&x, true, true, 100, NULL);
+	assert_int_equal(fulls_within(&x, 10000, 1), 1);
+	tc_subscribe_ex(&y, true, true, 100, NULL);
+	assert_int_equal(fulls_within(&y, 10000, 1), 1);
+	fulls_within(&x, 0, UINT_MAX);
+	/* Y's joining may have made one (or the subscription's, if it came
+	 * with X's first). */
+	weft__server_stats(srv, &st);
+	r0 = st.resync_fulls;
+
+	tc_subscribe_ex(&y, true, true, 100, NULL);
+	tc_count(&y, &sy, 5000, 10, 0);
+	tc_count(&x, &sx, 5000, 10, 0);
+	weft__server_stats(srv, &st);
+	print_message("Y subscribed again: Y %u updates, %u full; X %u, %u "
+		      "full; %llu resync full updates\n",
+		      sy.updates, sy.full, sx.updates, sx.full,
+		      (unsigned long long)(st.resync_fulls - r0));
+	assert_int_equal(sy.updates, 10);
+	assert_int_equal(sy.full, 1);
+	assert_int_equal(sx.updates, 10);
+	assert_int_equal(sx.full, 0);
+	assert_int_equal(st.resync_fulls - r0, 1);
+
+	atomic_store(&load.stop, true);
+	pthread_join(lt, NULL);
+	tc_close(&x);
+	tc_close(&y);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -782,6 +847,7 @@ int main(int argc, char **argv)
 			test_resync_for_a_client_that_took_the_first_full),
 		cmocka_unit_test(test_resync_streams_kept_for_others),
 		cmocka_unit_test(test_resync_pause_keeps_streams),
+		cmocka_unit_test(test_resync_subscribe_again),
 	};
 	int failed = 0;
 

@@ -169,6 +169,10 @@ bool weft__server_push(struct sub_ctx *x, struct item *it)
 			s->qhead = it;
 		s->qtail = it;
 		s->qbytes += it->buf.len;
+		/* A resync's full record (a gen of its own: stream_resync()),
+		 * counted once queued, before a client can have it. */
+		if (it->kind == ITEM_UPDATE && it->full && it->gen)
+			s->resync_fulls++;
 		it = NULL;
 	}
 	pthread_mutex_unlock(&s->qlock);
@@ -300,12 +304,8 @@ void weft__server_stream_have(weft_server_t *s)
  * One pass @u through delta @d of @x's stream @k (the stream's own, or a
  * resync's), its record pushed for the clients of @gen (0: all of them);
  * a full pass of many tasks streamed (its backlog carries @gen too).
- *
- * Return: whether a record was queued (not when memory ran out, the
- * record was too big, the pass had nothing to say or the queue refused
- * it).
  */
-static bool stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
+static void stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 			  const weft_probe_update_t *u, uint64_t gen)
 {
 	struct stream *st = &x->st[k];
@@ -317,7 +317,7 @@ static bool stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 
 	it = calloc(1, sizeof(*it));
 	if (!it)
-		return false;
+		return;
 	it->kind = ITEM_UPDATE;
 	it->stream = k;
 	it->gen = gen;
@@ -361,14 +361,11 @@ static bool stream_update(struct sub_ctx *x, unsigned k, weft_delta_t *d,
 		weft__server_item_free(it);
 		if (streamed)
 			weft__server_backlog_free(st);
-		return false;
+		return;
 	}
 	it->full = full;
-	if (weft__server_push(x, it))
-		return true;
-	if (streamed)
+	if (!weft__server_push(x, it) && streamed)
 		weft__server_backlog_free(st);
-	return false;
 }
 
 /*
@@ -431,13 +428,9 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	f.warnings = NULL;
 	f.nwarnings = 0;
 	gen = ++x->gen;
-	/* Counted when made: a pass that failed leaves its clients owed
-	 * one, asked again on the server's tick. */
-	if (stream_update(x, k, &d, &f, gen)) {
-		pthread_mutex_lock(&x->srv->qlock);
-		x->srv->resync_fulls++;
-		pthread_mutex_unlock(&x->srv->qlock);
-	}
+	/* Counted when queued (weft__server_push()): a pass that failed
+	 * leaves its clients owed one, asked again on the server's tick. */
+	stream_update(x, k, &d, &f, gen);
 	weft__delta_fini(&d);
 
 	/*
@@ -461,7 +454,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 		d.lookup = st->delta.lookup;
 		d.site = st->delta.site;
 		if (!weft__delta_filter_copy(&d.filter, &st->delta.filter))
-			(void)stream_update(x, k, &d, &f, gen);
+			stream_update(x, k, &d, &f, gen);
 		weft__delta_fini(&d);
 	}
 	free(kept);
@@ -504,7 +497,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 		 * record after it (its warnings, and the delta's pending). */
 		if (resync && resync_take(x, k)) {
 			stream_resync(x, k, u);
-			(void)stream_update(x, k, &st->delta, &delta, 0);
+			stream_update(x, k, &st->delta, &delta, 0);
 			/*
 			 * The stream's next record an interval after the full
 			 * one at least, as after a subscription's first: its
@@ -516,7 +509,7 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 				st->delta.last_emit_ns = u->stats->now_ns;
 			continue;
 		}
-		(void)stream_update(x, k, &st->delta, resync ? &delta : u, 0);
+		stream_update(x, k, &st->delta, resync ? &delta : u, 0);
 	}
 	for (unsigned k = 0; k < x->nstreams; k++) {
 		if (weft__server_stream_gone(&x->st[k]))
