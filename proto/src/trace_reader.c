@@ -604,25 +604,23 @@ static bool whole_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
 }
 
 /*
- * Whether a record that the source's end cuts starts inside (@at,
- * @end): a torn record that decoded swallowed the start of the record
- * after it, and when that one is cut short there is no whole one to
- * find, but its start is there.
+ * The first offset in (@from, @limit) where a record tag starts and
+ * @is(@r, offset, @size) holds, into *@found.  The reader's buffer is
+ * the window: its bytes are lost either way (the caller repositions).
  */
-static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
-			      uint64_t size)
+static bool tag_where(weft_trace_reader_t *r, uint64_t from, uint64_t limit,
+		      uint64_t size,
+		      bool (*is)(weft_trace_reader_t *, uint64_t, uint64_t),
+		      uint64_t *found)
 {
-	uint64_t len;
-	size_t k;
-
-	/* The reader's buffer as the window (a scan just lost it). */
+	r->len = r->pos = 0;
 	if (!window(r))
 		return false;
-	for (uint64_t base = at + 1; base < end;) {
+	for (uint64_t base = from + 1; base < limit;) {
 		size_t n = r->buf_cap;
 
-		if (n > end - base)
-			n = (size_t)(end - base);
+		if (n > limit - base)
+			n = (size_t)(limit - base);
 		n = src_read_at(r, base, r->buf, n);
 		if (!n)
 			break;
@@ -633,14 +631,39 @@ static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
 			if (!p)
 				break;
 			i = (size_t)(p - r->buf);
-			k = record_start_at(r, base + i, &len);
-			if (k && len > size - (base + i) - k)
+			if (is(r, base + i, size)) {
+				r->len = r->pos = 0;
+				*found = base + i;
 				return true;
+			}
 		}
 		base += n;
 	}
 	r->len = r->pos = 0;
 	return false;
+}
+
+/* Whether a record starts at @at and runs past the source's @size. */
+static bool cut_record_at(weft_trace_reader_t *r, uint64_t at, uint64_t size)
+{
+	uint64_t len;
+	size_t k = record_start_at(r, at, &len);
+
+	return k && len > size - at - k;
+}
+
+/*
+ * Whether a record that the source's end cuts starts inside (@at,
+ * @end): a torn record that decoded swallowed the start of the record
+ * after it, and when that one is cut short there is no whole one to
+ * find, but its start is there.
+ */
+static bool cut_record_inside(weft_trace_reader_t *r, uint64_t at, uint64_t end,
+			      uint64_t size)
+{
+	uint64_t where;
+
+	return tag_where(r, at, end, size, cut_record_at, &where);
 }
 
 /* Reads on from @at: the decoder starts afresh there. */
@@ -670,32 +693,7 @@ static bool position(weft_trace_reader_t *r, uint64_t at)
 static bool scan(weft_trace_reader_t *r, uint64_t bad, uint64_t limit,
 		 uint64_t size, uint64_t *found)
 {
-	r->len = r->pos = 0;
-	if (!window(r))
-		return false;
-	for (uint64_t base = bad + 1; base < limit;) {
-		size_t n = r->buf_cap;
-
-		if (n > limit - base)
-			n = (size_t)(limit - base);
-		n = src_read_at(r, base, r->buf, n);
-		if (!n)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			const uint8_t *p =
-				memchr(r->buf + i, WEFT_WIRE_RECORD_TAG, n - i);
-
-			if (!p)
-				break;
-			i = (size_t)(p - r->buf);
-			if (whole_record_at(r, base + i, size)) {
-				*found = base + i;
-				return true;
-			}
-		}
-		base += n;
-	}
-	return false;
+	return tag_where(r, bad, limit, size, whole_record_at, found);
 }
 
 /* Reads on from @at, the bytes from @bad counted as skipped. */
