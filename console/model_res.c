@@ -136,20 +136,6 @@ static const char *str_ref_cut(con_model_t *m, const char *s)
 	return con_model_str_ref(m, buf);
 }
 
-static void hist_from(weft_hist_t *h, const Weft__V1__Histogram *x)
-{
-	size_t n = x->n_buckets < WEFT_HIST_BUCKETS ? x->n_buckets :
-						      WEFT_HIST_BUCKETS;
-
-	memset(h, 0, sizeof(*h));
-	if (x->buckets)
-		memcpy(h->buckets, x->buckets, n * sizeof(h->buckets[0]));
-	h->count = x->count;
-	h->sum_ns = x->sum_ns;
-	h->max_ns = x->max_ns;
-	h->outliers = x->outliers;
-}
-
 static uint8_t list_copy(uint64_t *dst, const uint64_t *src, size_t n)
 {
 	if (!src)
@@ -201,13 +187,13 @@ void con_model_res_set(con_model_t *m, const Weft__V1__Resource *x)
 	if ((x->wait_hist || x->hold_hist) && !r->hist)
 		r->hist = con_xcalloc(2, sizeof(*r->hist));
 	if (x->wait_hist) {
-		hist_from(&r->hist[0], x->wait_hist);
+		weft_wire_hist_get(&r->hist[0], x->wait_hist);
 		r->wait_p50 = weft_hist_percentile(&r->hist[0], 50);
 		r->wait_p99 = weft_hist_percentile(&r->hist[0], 99);
 		r->wait_max = r->hist[0].max_ns;
 	}
 	if (x->hold_hist) {
-		hist_from(&r->hist[1], x->hold_hist);
+		weft_wire_hist_get(&r->hist[1], x->hold_hist);
 		r->hold_p99 = weft_hist_percentile(&r->hist[1], 99);
 	}
 	if (r->dropped_ns &&

@@ -2090,6 +2090,46 @@ static void test_wire_record_len(void **state)
 	weft_wire_buf_fini(&b);
 }
 
+/* A histogram read from the wire: buckets past WEFT_HIST_BUCKETS
+ * dropped, the ones it lacks zero, whatever @h held before. */
+static void test_wire_hist_get(void **state)
+{
+	Weft__V1__Histogram m = WEFT__V1__HISTOGRAM__INIT;
+	uint32_t many[WEFT_HIST_BUCKETS + 3], few[3] = { 7, 0, 9 };
+	weft_hist_t h;
+
+	(void)state;
+	for (size_t i = 0; i < WEFT_HIST_BUCKETS + 3; i++)
+		many[i] = (uint32_t)i + 1;
+	m.buckets = many;
+	m.n_buckets = WEFT_HIST_BUCKETS + 3;
+	m.count = 12;
+	m.sum_ns = 3400;
+	m.max_ns = 900;
+	m.outliers = 2;
+	weft_wire_hist_get(&h, &m);
+	assert_int_equal(h.buckets[0], 1);
+	assert_int_equal(h.buckets[WEFT_HIST_BUCKETS - 1], WEFT_HIST_BUCKETS);
+	assert_int_equal(h.count, 12);
+	assert_int_equal(h.sum_ns, 3400);
+	assert_int_equal(h.max_ns, 900);
+	assert_int_equal(h.outliers, 2);
+
+	m.buckets = few;
+	m.n_buckets = 3;
+	weft_wire_hist_get(&h, &m);
+	assert_int_equal(h.buckets[0], 7);
+	assert_int_equal(h.buckets[2], 9);
+	for (size_t i = 3; i < WEFT_HIST_BUCKETS; i++)
+		assert_int_equal(h.buckets[i], 0);
+
+	m.buckets = NULL;
+	m.n_buckets = 0;
+	weft_wire_hist_get(&h, &m);
+	assert_int_equal(h.buckets[0], 0);
+	assert_int_equal(h.count, 12);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -2109,6 +2149,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_batch_decode_raw_as_slow_path),
 		cmocka_unit_test(test_wire_events_append_as_protobuf_c),
 		cmocka_unit_test(test_wire_record_len),
+		cmocka_unit_test(test_wire_hist_get),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--write-sample"))

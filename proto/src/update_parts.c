@@ -271,3 +271,17 @@ uint8_t *weft__upd_put_stats(uint8_t *p, const weft_probe_stats_t *s)
 	p = put_uint(p, 18, s->blocking_jobs);
 	return put_uint(p, 19, s->tasks_end_unseen);
 }
+
+void weft_wire_hist_get(weft_hist_t *h, const Weft__V1__Histogram *m)
+{
+	size_t n = m->n_buckets < WEFT_HIST_BUCKETS ? m->n_buckets :
+						      WEFT_HIST_BUCKETS;
+
+	memset(h, 0, sizeof(*h));
+	if (m->buckets)
+		memcpy(h->buckets, m->buckets, n * sizeof(h->buckets[0]));
+	h->count = m->count;
+	h->sum_ns = m->sum_ns;
+	h->max_ns = m->max_ns;
+	h->outliers = m->outliers;
+}

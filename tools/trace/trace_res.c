@@ -83,20 +83,6 @@ static char *str_cut(const char *s)
 	return d;
 }
 
-static void hist_from(weft_hist_t *h, const Weft__V1__Histogram *m)
-{
-	size_t n = m->n_buckets < WEFT_HIST_BUCKETS ? m->n_buckets :
-						      WEFT_HIST_BUCKETS;
-
-	memset(h, 0, sizeof(*h));
-	if (m->buckets)
-		memcpy(h->buckets, m->buckets, n * sizeof(h->buckets[0]));
-	h->count = m->count;
-	h->sum_ns = m->sum_ns;
-	h->max_ns = m->max_ns;
-	h->outliers = m->outliers;
-}
-
 /*
  * Whether waiting on @kind is contention: a sleep waits on the timer wheel
  * and an idle connection on its fd by design, however long.
@@ -210,9 +196,9 @@ void tt_res_note(tt_restab_t *r, const Weft__V1__Resource *m)
 	x->longest_holder = m->longest_holder;
 	x->longest_hold_ns = m->longest_hold_ns;
 	if (m->wait_hist)
-		hist_from(&x->wait, m->wait_hist);
+		weft_wire_hist_get(&x->wait, m->wait_hist);
 	if (m->hold_hist)
-		hist_from(&x->hold, m->hold_hist);
+		weft_wire_hist_get(&x->hold, m->hold_hist);
 	if (x->dropped_ns) {
 		*pp = x->next;
 		x->next = NULL;

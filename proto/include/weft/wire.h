@@ -665,6 +665,15 @@ int weft_wire_update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 			    uint64_t prev_now_ns);
 
 /**
+ * weft_wire_hist_get() - histogram @m as read from the wire into @h: its
+ * buckets (those past WEFT_HIST_BUCKETS dropped, those missing zero),
+ * count, sum, maximum and outliers.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ */
+void weft_wire_hist_get(weft_hist_t *h, const Weft__V1__Histogram *m);
+
+/**
  * weft_wire_update_append_split() - weft_wire_update_append() that splits
  * an update larger than @max_record (0: WEFT_WIRE_MAX_RECORD) into records
  * back to back, applied in order as one update.
