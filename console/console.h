@@ -45,6 +45,14 @@ const char *con_fmt_ns(char *buf, size_t len, uint64_t ns);
 const char *con_fmt_count(char *buf, size_t len, double v);
 /* "2s", "500ms", "1.5s", "1m" into ns; -EINVAL when not a duration. */
 int con_parse_duration(const char *s, uint64_t *ns);
+/* Whether @needle is in @hay, in any case (an empty one always is):
+ * the views' filters. */
+bool con_contains_ci(const char *hay, const char *needle);
+/* -1, 0 or 1 as @a is below, equal to or above @b: the sorts' keys. */
+static inline int con_cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
 
 /* ------------------------------------------------------------ model.c */
 

@@ -70,16 +70,6 @@ const char *con_fmt_warning_bits(uint32_t bits, char *buf, size_t len)
 	return buf;
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; *hay; hay++)
-		if (!strncasecmp(hay, needle, n))
-			return true;
-	return !n;
-}
-
 /* The filter is a substring (any case) of the site (file:line), the
  * name, or the most common parked-at file. */
 bool con_model_group_matches(const con_model_t *m, const con_group_t *g)
@@ -89,14 +79,9 @@ bool con_model_group_matches(const con_model_t *m, const con_group_t *g)
 	if (!m->group_filter[0])
 		return true;
 	con_group_site(g, site, sizeof(site));
-	return contains_ci(site, m->group_filter) ||
-	       contains_ci(g->name, m->group_filter) ||
-	       contains_ci(g->parked_file, m->group_filter);
-}
-
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
+	return con_contains_ci(site, m->group_filter) ||
+	       con_contains_ci(g->name, m->group_filter) ||
+	       con_contains_ci(g->parked_file, m->group_filter);
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -111,19 +96,20 @@ static int task_site_cmp(const void *pa, const void *pb)
 	const con_task_t *b = *(const con_task_t *const *)pb;
 	int c;
 
-	if ((c = cmp_ptr(a->file, b->file)) || (c = cmp_u64(a->line, b->line)))
+	if ((c = cmp_ptr(a->file, b->file)) ||
+	    (c = con_cmp_u64(a->line, b->line)))
 		return c;
 	if ((c = cmp_ptr(a->parked_file, b->parked_file)) ||
-	    (c = cmp_u64(a->parked_line, b->parked_line)))
+	    (c = con_cmp_u64(a->parked_line, b->parked_line)))
 		return c;
-	return cmp_u64(a->id, b->id);
+	return con_cmp_u64(a->id, b->id);
 }
 
 static int site_cmp(const con_group_t *a, const con_group_t *b)
 {
 	int c = strcmp(a->file, b->file);
 
-	return c ? c : cmp_u64(a->line, b->line);
+	return c ? c : con_cmp_u64(a->line, b->line);
 }
 
 static int group_cmp(const void *pa, const void *pb, void *arg)
@@ -138,29 +124,29 @@ static int group_cmp(const void *pa, const void *pb, void *arg)
 		c = strcmp(a->name, b->name);
 		break;
 	case CON_GCOL_IDLE:
-		c = cmp_u64(a->idle, b->idle);
+		c = con_cmp_u64(a->idle, b->idle);
 		break;
 	case CON_GCOL_SCHED:
-		c = cmp_u64(a->scheduled, b->scheduled);
+		c = con_cmp_u64(a->scheduled, b->scheduled);
 		break;
 	case CON_GCOL_RUNNING:
-		c = cmp_u64(a->running, b->running);
+		c = con_cmp_u64(a->running, b->running);
 		break;
 	case CON_GCOL_LIVE:
-		c = cmp_u64(a->live, b->live);
+		c = con_cmp_u64(a->live, b->live);
 		break;
 	case CON_GCOL_OLDEST:
 		/* By age: the oldest spawned last, as the largest. */
-		c = cmp_u64(b->oldest_spawned_ns, a->oldest_spawned_ns);
+		c = con_cmp_u64(b->oldest_spawned_ns, a->oldest_spawned_ns);
 		break;
 	case CON_GCOL_PARKED:
 		c = strcmp(a->parked_file, b->parked_file);
 		if (!c)
-			c = cmp_u64(a->parked_line, b->parked_line);
+			c = con_cmp_u64(a->parked_line, b->parked_line);
 		break;
 	case CON_GCOL_WARN:
-		c = cmp_u64((uint64_t)__builtin_popcount(a->warnings),
-			    (uint64_t)__builtin_popcount(b->warnings));
+		c = con_cmp_u64((uint64_t)__builtin_popcount(a->warnings),
+				(uint64_t)__builtin_popcount(b->warnings));
 		break;
 	case CON_GCOL_SITE:
 	default:

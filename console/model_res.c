@@ -271,16 +271,6 @@ void con_model_res_set_filter(con_model_t *m, const char *filter)
 	m->res_stale = true;
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; *hay; hay++)
-		if (!strncasecmp(hay, needle, n))
-			return true;
-	return !n;
-}
-
 /*
  * A resource matches when the filter is a substring (any case) of its
  * kind, its name or its file, or equals its id.
@@ -292,15 +282,11 @@ bool con_model_res_matches(const con_model_t *m, const con_resource_t *r)
 	if (!m->res_filter[0])
 		return true;
 	snprintf(id, sizeof(id), "%llu", (unsigned long long)r->id);
-	return contains_ci(weft_resource_kind_name(r->kind), m->res_filter) ||
-	       contains_ci(r->name, m->res_filter) ||
-	       contains_ci(r->file, m->res_filter) ||
+	return con_contains_ci(weft_resource_kind_name(r->kind),
+			       m->res_filter) ||
+	       con_contains_ci(r->name, m->res_filter) ||
+	       con_contains_ci(r->file, m->res_filter) ||
 	       !strcmp(id, m->res_filter);
-}
-
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
 }
 
 static int res_cmp(const void *pa, const void *pb, void *arg)
@@ -323,10 +309,10 @@ static int res_cmp(const void *pa, const void *pb, void *arg)
 		break;
 	}
 	case CON_RCOL_HOLDERS:
-		c = cmp_u64(a->nholders, b->nholders);
+		c = con_cmp_u64(a->nholders, b->nholders);
 		break;
 	case CON_RCOL_WAITERS:
-		c = cmp_u64(a->nwaiters, b->nwaiters);
+		c = con_cmp_u64(a->nwaiters, b->nwaiters);
 		break;
 	case CON_RCOL_RATE:
 		c = a->acquires_per_s < b->acquires_per_s ?
@@ -334,23 +320,23 @@ static int res_cmp(const void *pa, const void *pb, void *arg)
 			    a->acquires_per_s > b->acquires_per_s;
 		break;
 	case CON_RCOL_WAIT_P50:
-		c = cmp_u64(a->wait_p50, b->wait_p50);
+		c = con_cmp_u64(a->wait_p50, b->wait_p50);
 		break;
 	case CON_RCOL_WAIT_P99:
-		c = cmp_u64(a->wait_p99, b->wait_p99);
+		c = con_cmp_u64(a->wait_p99, b->wait_p99);
 		break;
 	case CON_RCOL_WAIT_MAX:
-		c = cmp_u64(a->wait_max, b->wait_max);
+		c = con_cmp_u64(a->wait_max, b->wait_max);
 		break;
 	case CON_RCOL_HOLD_P99:
-		c = cmp_u64(a->hold_p99, b->hold_p99);
+		c = con_cmp_u64(a->hold_p99, b->hold_p99);
 		break;
 	case CON_RCOL_ID:
 	default:
 		break;
 	}
 	if (!c)
-		c = cmp_u64(a->id, b->id);
+		c = con_cmp_u64(a->id, b->id);
 	return m->res_sort_invert ? -c : c;
 }
 

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "console.h"
 
@@ -127,4 +128,14 @@ int con_parse_duration(const char *s, uint64_t *ns)
 		return -EINVAL;
 	*ns = (uint64_t)(v * mul);
 	return 0;
+}
+
+bool con_contains_ci(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; *hay; hay++)
+		if (!strncasecmp(hay, needle, n))
+			return true;
+	return !n;
 }
