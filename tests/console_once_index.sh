@@ -6,14 +6,19 @@
 # --once finishes the replay's index pass, so its side index is written
 # whole (FILE.weftidx, no .part left) and the next open reads it: on a
 # 24 MB trace weft-bench-gentrace writes (more than the open's first
-# tenth of a second indexes), --once to the end and --once --after 200ms
-# each leave a whole index; to the end, the text is what it is with no
-# side index (WEFT_CONSOLE_INDEX=0), the first time and the next (the
-# seek restores the index's last checkpoint, taken at the end).  With
-# --after the text is not compared: a seek that restores a checkpoint
-# and reads on from it, or one served ahead of the index pass from the
-# trace's marks (timing: how far the open's tenth of a second got), can
-# print otherwise than a replay from the start (seen on main too).
+# tenth of a second indexes), --once to the end and --once --after D
+# each leave a whole index, and print what they print with no side index
+# (WEFT_CONSOLE_INDEX=0), the first time (the index written) and the
+# next (read: the seek restores its checkpoint before D and reads on).
+#
+# --after is tried at several points, each with the view that showed a
+# difference: past the trace's second checkpoint mark (about 16 MiB in,
+# 0.16 s) a first open used to seek from that mark, ahead of the index
+# pass, and print a model that knew only the tasks live at the mark (no
+# finished tasks, warnings, workers' series, timeline or blocking jobs
+# from before it), while an open that found a whole side index printed
+# the exact state.  --once never seeks from a mark now
+# (con_replay_ahead_off()).
 set -euo pipefail
 
 gentrace=$1 console=$2
@@ -46,9 +51,22 @@ for run in first next; do
 	cmp -s "$tmp/ref" "$tmp/out" || fail "--once ($run): not the same text"
 done
 
-for run in first next; do
-	"$console" --replay "$tmp/u.weft" --once --after 200ms >"$tmp/out"
-	whole "$tmp/u.weft" "--once --after ($run)"
-	[ -s "$tmp/out" ] || fail "--once --after ($run): no text"
+# D and the view compared there.
+points="60ms:workers 170ms:tasks 200ms:warnings 250ms:timeline 270ms:workers"
+for p in $points; do
+	d=${p%%:*} v=${p#*:}
+	WEFT_CONSOLE_INDEX=0 "$console" --replay "$tmp/u.weft" --once \
+		--after "$d" --view "$v" >"$tmp/ref"
+	[ -s "$tmp/ref" ] || fail "--once --after $d: no text"
+	# No index: the first open writes it anew, the next reads it.
+	rm -f "$tmp/u.weft.weftidx"
+	for run in first next; do
+		"$console" --replay "$tmp/u.weft" --once --after "$d" \
+			--view "$v" >"$tmp/out"
+		whole "$tmp/u.weft" "--once --after $d ($run)"
+		cmp -s "$tmp/ref" "$tmp/out" ||
+			fail "--once --after $d --view $v ($run): not the" \
+				"same text"
+	done
 done
 echo "console_once_index: ok"
