@@ -63,7 +63,7 @@ if(TARGET weft-bench-gentrace)
 
     # --once finishes the index pass: a whole side index left, the
     # same text as with none, the first time and the next, to the end
-    # and at five --after points (18 runs: 32 s under ASan).
+    # and at six --after points (21 runs: 47 s under ASan).
     add_test(NAME console_once_index
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_once_index.sh
               $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)

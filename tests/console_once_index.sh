@@ -11,13 +11,15 @@
 # (WEFT_CONSOLE_INDEX=0), the first time (the index written) and the
 # next (read: the seek restores its checkpoint before D and reads on).
 #
-# --after is tried at several points, each with the view that showed a
-# difference: past the trace's second checkpoint mark (about 16 MiB in,
-# 0.16 s) a first open used to seek from that mark, ahead of the index
-# pass, and print a model that knew only the tasks live at the mark (no
-# finished tasks, warnings, workers' series, timeline or blocking jobs
-# from before it), while an open that found a whole side index printed
-# the exact state.  --once never seeks from a mark now
+# --after is tried at six points, each with one view.  Past the open's
+# first tenth of a second of indexing, a first open with no whole index
+# used to seek from the trace's last checkpoint mark before D (written
+# every 16 MiB, the first at 0.1 s), ahead of the index pass, and print
+# a model that knew only the tasks live at the mark (no workers' series,
+# timeline, finished tasks, warnings or blocking jobs from before it),
+# while an open that found a whole side index printed the exact state:
+# on this trace the workers and timeline views differed at every point
+# from 120 ms on.  --once never seeks from a mark now
 # (con_replay_ahead_off()).
 set -euo pipefail
 
@@ -52,7 +54,8 @@ for run in first next; do
 done
 
 # D and the view compared there.
-points="60ms:workers 170ms:tasks 200ms:warnings 250ms:timeline 270ms:workers"
+points="60ms:workers 120ms:timeline 170ms:workers 200ms:tasks 230ms:warnings
+	270ms:timeline"
 for p in $points; do
 	d=${p%%:*} v=${p#*:}
 	WEFT_CONSOLE_INDEX=0 "$console" --replay "$tmp/u.weft" --once \
