@@ -998,6 +998,9 @@ void con_replay_seek(con_replay_t *r, con_model_t *m, uint64_t pos_ns);
  * (*@from_ns its time); *@end_ns the trace's end the marks told (0). */
 bool con_replay_ahead(const con_replay_t *r, uint64_t *from_ns,
 		      uint64_t *end_ns);
+/* replay_ahead.c: no seek from a mark any more (each waits for the
+ * index pass: the exact state); @m, when it came from one, is reset. */
+void con_replay_ahead_off(con_replay_t *r, con_model_t *m);
 /* The time of the next warning after the current position, or 0 (in
  * what is indexed so far). */
 uint64_t con_replay_next_warning(const con_replay_t *r);

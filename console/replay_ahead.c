@@ -39,7 +39,9 @@
  * checkpoint (the exact replay).  A file with no marks (written before
  * them, or with WEFT_TRACE_CHECKPOINT_MB=0) seeks as before: it waits
  * for the index pass.  Neither the index nor the side index learns from
- * what is read here.
+ * what is read here.  --once never seeks from a mark
+ * (con_replay_ahead_off()): its text is the exact state, the same with
+ * a side index or without.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -393,6 +395,25 @@ bool con_ahead_seek(con_replay_t *r, con_model_t *m, uint64_t pos)
 	read_on(r, m, pos);
 	r->pos_ns = pos;
 	return true;
+}
+
+/*
+ * The marks forgotten: every seek from now on waits for the index pass
+ * and restores the index's own checkpoints (the exact state).  --once
+ * prints the state at a time as text, for scripts and tests to compare:
+ * a model from a mark lacks what ended before it (finished tasks,
+ * warnings, the workers' series, the timeline, the blocking pool's job
+ * count), and whether a seek went ahead depended on how far the open's
+ * tenth of a second indexed, so the text changed with the machine's
+ * speed and with whether a side index was there.
+ */
+void con_replay_ahead_off(con_replay_t *r, con_model_t *m)
+{
+	if (!r->ahead)
+		return;
+	if (r->ahead->active)
+		leave(r, m);
+	con_ahead_close(r);
 }
 
 bool con_replay_ahead(const con_replay_t *r, uint64_t *from_ns,

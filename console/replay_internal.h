@@ -35,6 +35,7 @@ typedef struct con_side_s {
 	size_t recs_out;  /* records written so far */
 	uint64_t due;     /* the trace's offset the next checkpoint is due at */
 	uint64_t covered; /* the trace's bytes indexed as of the last mark */
+	uint64_t mark_skipped, mark_tail; /* the last mark's (the TOC's) */
 	uint64_t bad;     /* checkpoints that did not read back (dropped) */
 	char *trace_real; /* the trace's real path (the index's PATH chunk) */
 	bool in_cache;    /* path is in the cache's folder (trimmed) */

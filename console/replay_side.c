@@ -21,6 +21,18 @@
  *         truncated, skipped, the error that ended reading
  *   PATH  first of all: the trace's real path (the cache's trim looks
  *         whether the trace is still there, replay_cache.c)
+ *   TOC   after the END: all of it that an open reads (the records
+ *         again, the checkpoints' places, the last MARK, the END), then
+ *         a trailer, the file's last 24 bytes, that says where the TOC
+ *         is.
+ *
+ * An open of a whole index reads its header, its trailer and its TOC:
+ * four reads whatever the trace's size, where walking the chunks takes
+ * about five a checkpoint (some 1,500 at 10 GB, most of them small and
+ * far apart: slow on a cold cache, a disk or a network file system).
+ * A TOC or trailer that does not check, or none (an index written
+ * before them), and the chunks are walked as before; a build that does
+ * not know the TOC stops at the END and never reads it.
  *
  * It is written as FILE.weftidx.part, renamed to FILE.weftidx at the
  * END: a pass cut short (the console quit) leaves the part, and the
@@ -69,7 +81,9 @@
 #define CON_SIDE_RATIO 16
 #define CON_SIDE_EVERY_MAX (32ull << 20)
 
-enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END, CH_PATH };
+enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END, CH_PATH, CH_TOC };
+
+#define TOC_MAGIC "WEFTTOC"
 
 typedef struct side_hdr_s {
 	char magic[8];
@@ -92,6 +106,22 @@ typedef struct end_s {
 	uint64_t covered, size, mtime_s, mtime_ns, truncated, skipped;
 	/* then the error, NUL-ended ("" for none) */
 } end_t;
+
+/* The TOC's payload: this, its records (17 bytes each, as in RECS),
+ * its checkpoints (next, off, len, hash: 32 bytes each), the END's
+ * error (NUL-ended). */
+typedef struct toc_s {
+	uint64_t nrec, nck, good_end;
+	mark_t mark;
+	end_t end;
+} toc_t;
+
+/* The file's last bytes: where the TOC chunk's header is. */
+typedef struct toc_tail_s {
+	char magic[8];
+	uint64_t off;
+	uint64_t self; /* of the 16 bytes before */
+} toc_tail_t;
 
 /* A 64-bit hash of @n bytes (FNV-1a over 8-byte words, then the tail). */
 static uint64_t hash64(uint64_t h, const void *p, size_t n)
@@ -246,6 +276,112 @@ static void recs_room(side_read_t *sr, size_t more)
 	sr->flags = con_xreallocarray(sr->flags, sr->cap, 1);
 }
 
+/* @count records (17 bytes each at @q) after @sr's; false when they do
+ * not go forward in file and time. */
+static bool recs_add(side_read_t *sr, const uint8_t *q, uint64_t count)
+{
+	recs_room(sr, (size_t)count);
+	for (uint64_t i = 0; i < count; i++, q += 17) {
+		memcpy(&sr->off[sr->n], q, 8);
+		memcpy(&sr->at[sr->n], q + 8, 8);
+		sr->flags[sr->n] = q[16];
+		if (sr->n && (sr->off[sr->n] <= sr->off[sr->n - 1] ||
+			      sr->at[sr->n] < sr->at[sr->n - 1]))
+			return false;
+		sr->n++;
+	}
+	return true;
+}
+
+/*
+ * The TOC of the whole side file @fd (@size bytes) into @sr: what the
+ * walk of its chunks would find, in three reads (the trailer, the TOC's
+ * header, its payload; the file's header is read first).  Everything is checked as the walk checks it
+ * (the checkpoints' payloads are not read: a restore checks them); false
+ * (@sr left empty) when anything does not, or there is no TOC: the
+ * caller walks the chunks.
+ */
+static bool toc_read(int fd, uint64_t size, side_read_t *sr)
+{
+	toc_tail_t tl;
+	chunk_hdr_t h;
+	toc_t t;
+	uint8_t *p = NULL;
+	const uint8_t *q;
+	uint64_t body, elen, prev_next = 0;
+
+	if (size < sizeof(side_hdr_t) + sizeof(h) + sizeof(tl) ||
+	    !read_full(fd, &tl, sizeof(tl), size - sizeof(tl)) ||
+	    memcmp(tl.magic, TOC_MAGIC, 8) ||
+	    tl.self != hash64(HASH0, &tl, offsetof(toc_tail_t, self)) ||
+	    tl.off < sizeof(side_hdr_t) ||
+	    tl.off > size - sizeof(tl) - sizeof(h) ||
+	    !read_full(fd, &h, sizeof(h), tl.off) ||
+	    h.self != hash64(HASH0, &h, offsetof(chunk_hdr_t, self)) ||
+	    h.type != CH_TOC)
+		return false;
+	body = tl.off + sizeof(h);
+	if (h.len != size - sizeof(tl) - body || h.len < sizeof(t) + 1)
+		return false;
+	p = chunk_payload(fd, &h, body);
+	if (!p)
+		return false;
+	memcpy(&t, p, sizeof(t));
+	/* Its parts fill it exactly, the error last, NUL-ended. */
+	if (t.nrec > (h.len - sizeof(t)) / 17 ||
+	    t.nck > (h.len - sizeof(t) - 17 * t.nrec) / 32 || !t.nck)
+		goto out_bad;
+	elen = h.len - sizeof(t) - 17 * t.nrec - 32 * t.nck;
+	q = p + sizeof(t) + 17 * t.nrec + 32 * t.nck;
+	if (!elen || q[elen - 1] != '\0' || strlen((const char *)q) + 1 != elen)
+		goto out_bad;
+	if (!recs_add(sr, p + sizeof(t), t.nrec))
+		goto out_bad;
+	sr->error = con_xstrdup((const char *)q);
+	/* The checkpoints: in the file before the END, by their records. */
+	sr->ck = con_xcalloc((size_t)t.nck, sizeof(*sr->ck));
+	sr->ck_cap = (size_t)t.nck;
+	q = p + sizeof(t) + 17 * t.nrec;
+	for (uint64_t i = 0; i < t.nck; i++, q += 32) {
+		con_side_ckpt_t *c = &sr->ck[i];
+		uint64_t next;
+
+		memcpy(&next, q, 8);
+		memcpy(&c->off, q + 8, 8);
+		memcpy(&c->len, q + 16, 8);
+		memcpy(&c->hash, q + 24, 8);
+		if (next > t.nrec || next < prev_next ||
+		    c->off < sizeof(side_hdr_t) + sizeof(h) ||
+		    c->len > t.good_end || c->off > t.good_end - c->len)
+			goto out_bad;
+		c->next = (size_t)next;
+		prev_next = next;
+	}
+	sr->nck = (size_t)t.nck;
+	/* The last mark: the last checkpoint's, at the last record; the
+	 * END's; where the good part of the file ends (before the END). */
+	if (t.mark.next != t.nrec || sr->ck[t.nck - 1].next != t.nrec ||
+	    t.mark.ck_off != sr->ck[t.nck - 1].off ||
+	    t.mark.ck_len != sr->ck[t.nck - 1].len ||
+	    t.mark.ck_hash != sr->ck[t.nck - 1].hash ||
+	    (t.nrec && t.mark.covered <= sr->off[t.nrec - 1]) ||
+	    t.end.covered != t.mark.covered ||
+	    t.good_end < sizeof(side_hdr_t) || t.good_end > tl.off)
+		goto out_bad;
+	sr->mark = t.mark;
+	sr->have_mark = true;
+	sr->nmarked = sr->n;
+	sr->good_end = t.good_end;
+	sr->complete = true;
+	sr->end = t.end;
+	free(p);
+	return true;
+out_bad:
+	free(p);
+	side_read_free(sr);
+	return false;
+}
+
 /*
  * Read the side file @fd of a trace @st: its chunks as far as they check.
  * false when its header is not this trace's (another file, format,
@@ -270,6 +406,8 @@ static bool side_read(int fd, int trace_fd, const struct stat *st,
 	    hh != hd.head_hash)
 		return false;
 	size = (uint64_t)fs.st_size;
+	if (toc_read(fd, size, sr))
+		return true;
 	sr->good_end = pos;
 	while (pos + sizeof(chunk_hdr_t) <= size) {
 		chunk_hdr_t h;
@@ -299,20 +437,8 @@ static bool side_read(int fd, int trace_fd, const struct stat *st,
 			if (first != sr->n || count > (h.len - 16) / 17 ||
 			    16 + 17 * count != h.len)
 				goto bad;
-			recs_room(sr, (size_t)count);
-			for (uint64_t i = 0; i < count; i++) {
-				const uint8_t *q = p + 16 + 17 * i;
-
-				memcpy(&sr->off[sr->n], q, 8);
-				memcpy(&sr->at[sr->n], q + 8, 8);
-				sr->flags[sr->n] = q[16];
-				/* Records go forward in file and time. */
-				if (sr->n &&
-				    (sr->off[sr->n] <= sr->off[sr->n - 1] ||
-				     sr->at[sr->n] < sr->at[sr->n - 1]))
-					goto bad;
-				sr->n++;
-			}
+			if (!recs_add(sr, p + 16, count))
+				goto bad;
 		} else if (h.type == CH_CKPT) {
 			if (sr->nck == sr->ck_cap) {
 				sr->ck_cap = sr->ck_cap ? 2 * sr->ck_cap : 64;
@@ -524,6 +650,8 @@ static bool mark_write(con_replay_t *r, const con_model_t *m, uint64_t covered,
 		goto out_stop;
 	ck_push(s, c);
 	s->covered = covered;
+	s->mark_skipped = skipped;
+	s->mark_tail = mk.tail_hash;
 	/* The next one CON_SIDE_RATIO times this one's size on, within
 	 * [CON_CKPT_EVERY, CON_SIDE_EVERY_MAX]. */
 	s->due = covered + (c.len * CON_SIDE_RATIO < CON_CKPT_EVERY ?
@@ -546,12 +674,79 @@ void con_side_step(con_replay_t *r, const con_model_t *m, uint64_t covered,
 		mark_write(r, m, covered, skipped);
 }
 
+/*
+ * After the END at @good_end (@e, @err): the TOC and its trailer.  One
+ * that does not all go is cut off again (false only when that fails
+ * too: the file is then not to be kept); the walk of the chunks reads
+ * the index without it.
+ */
+static bool toc_write(con_replay_t *r, uint64_t good_end, const end_t *e,
+		      const char *err)
+{
+	con_side_t *s = r->side;
+	const con_side_ckpt_t *last = &s->ck[s->nck - 1];
+	size_t elen = strlen(err) + 1, len;
+	uint64_t at = s->end;
+	toc_t t = { .nrec = r->n, .nck = s->nck, .good_end = good_end };
+	toc_tail_t tl = { .magic = TOC_MAGIC, .off = at };
+	chunk_hdr_t h = { .type = CH_TOC };
+	uint8_t *p, *q;
+	bool ok;
+
+	t.mark = (mark_t){ .next = r->n,
+			   .covered = s->covered,
+			   .skipped = s->mark_skipped,
+			   .tail_hash = s->mark_tail,
+			   .ck_off = last->off,
+			   .ck_len = last->len,
+			   .ck_hash = last->hash };
+	t.end = *e;
+	len = sizeof(t) + 17 * r->n + 32 * s->nck + elen;
+	/* Past what an open reads back (chunk_payload()): none. */
+	if (len > (64u << 20))
+		return true;
+	p = con_xmalloc(len);
+	memcpy(p, &t, sizeof(t));
+	q = p + sizeof(t);
+	for (size_t k = 0; k < r->n; k++, q += 17) {
+		memcpy(q, &r->rec[k].off, 8);
+		memcpy(q + 8, &r->rec[k].at, 8);
+		q[16] = (uint8_t)((r->warn_bits[k / 64] >> (k % 64) & 1 ?
+					   CON_REC_WARN :
+					   0) |
+				  (r->batch_bits[k / 64] >> (k % 64) & 1 ?
+					   CON_REC_BATCH :
+					   0));
+	}
+	for (size_t i = 0; i < s->nck; i++, q += 32) {
+		uint64_t next = s->ck[i].next;
+
+		memcpy(q, &next, 8);
+		memcpy(q + 8, &s->ck[i].off, 8);
+		memcpy(q + 16, &s->ck[i].len, 8);
+		memcpy(q + 24, &s->ck[i].hash, 8);
+	}
+	memcpy(q, err, elen);
+	h.len = len;
+	h.hash = hash64(HASH0, p, len);
+	h.self = hash64(HASH0, &h, offsetof(chunk_hdr_t, self));
+	tl.self = hash64(HASH0, &tl, offsetof(toc_tail_t, self));
+	ok = side_write(s, &h, sizeof(h)) && side_write(s, p, len) &&
+	     side_write(s, &tl, sizeof(tl));
+	free(p);
+	if (ok)
+		return true;
+	s->end = at;
+	return !ftruncate(s->fd, (off_t)at);
+}
+
 void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered)
 {
 	con_side_t *s = r->side;
 	struct stat st;
 	size_t elen = r->error ? strlen(r->error) + 1 : 1;
 	uint8_t *p;
+	uint64_t good_end;
 	end_t e = { .covered = covered,
 		    .truncated = r->truncated,
 		    .skipped = r->skipped };
@@ -573,7 +768,9 @@ void con_side_end(con_replay_t *r, const con_model_t *m, uint64_t covered)
 	p = con_xmalloc(sizeof(e) + elen);
 	memcpy(p, &e, sizeof(e));
 	memcpy(p + sizeof(e), r->error ? r->error : "", elen);
+	good_end = s->end;
 	if (chunk_write(s, CH_END, p, sizeof(e) + elen, NULL) &&
+	    toc_write(r, good_end, &e, r->error ? r->error : "") &&
 	    !rename(s->part, s->path)) {
 		s->writing = false;
 		s->done = true;
@@ -629,6 +826,8 @@ static void side_take(con_replay_t *r, side_read_t *sr)
 	sr->ck = NULL;
 	s->recs_out = sr->n;
 	s->covered = sr->mark.covered;
+	s->mark_skipped = sr->mark.skipped;
+	s->mark_tail = sr->mark.tail_hash;
 	s->end = sr->good_end;
 	s->due = sr->mark.covered + CON_CKPT_EVERY;
 }

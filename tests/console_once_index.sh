@@ -6,14 +6,21 @@
 # --once finishes the replay's index pass, so its side index is written
 # whole (FILE.weftidx, no .part left) and the next open reads it: on a
 # 24 MB trace weft-bench-gentrace writes (more than the open's first
-# tenth of a second indexes), --once to the end and --once --after 200ms
-# each leave a whole index; to the end, the text is what it is with no
-# side index (WEFT_CONSOLE_INDEX=0), the first time and the next (the
-# seek restores the index's last checkpoint, taken at the end).  With
-# --after the text is not compared: a seek that restores a checkpoint
-# and reads on from it, or one served ahead of the index pass from the
-# trace's marks (timing: how far the open's tenth of a second got), can
-# print otherwise than a replay from the start (seen on main too).
+# tenth of a second indexes), --once to the end and --once --after D
+# each leave a whole index, and print what they print with no side index
+# (WEFT_CONSOLE_INDEX=0), the first time (the index written) and the
+# next (read: the seek restores its checkpoint before D and reads on).
+#
+# --after is tried at six points, each with one view.  Past the open's
+# first tenth of a second of indexing, a first open with no whole index
+# used to seek from the trace's last checkpoint mark before D (written
+# every 16 MiB, the first at 0.1 s), ahead of the index pass, and print
+# a model that knew only the tasks live at the mark (no workers' series,
+# timeline, finished tasks, warnings or blocking jobs from before it),
+# while an open that found a whole side index printed the exact state:
+# on this trace the workers and timeline views differed at every point
+# from 120 ms on.  --once never seeks from a mark now
+# (con_replay_ahead_off()).
 set -euo pipefail
 
 gentrace=$1 console=$2
@@ -46,9 +53,23 @@ for run in first next; do
 	cmp -s "$tmp/ref" "$tmp/out" || fail "--once ($run): not the same text"
 done
 
-for run in first next; do
-	"$console" --replay "$tmp/u.weft" --once --after 200ms >"$tmp/out"
-	whole "$tmp/u.weft" "--once --after ($run)"
-	[ -s "$tmp/out" ] || fail "--once --after ($run): no text"
+# D and the view compared there.
+points="60ms:workers 120ms:timeline 170ms:workers 200ms:tasks 230ms:warnings
+	270ms:timeline"
+for p in $points; do
+	d=${p%%:*} v=${p#*:}
+	WEFT_CONSOLE_INDEX=0 "$console" --replay "$tmp/u.weft" --once \
+		--after "$d" --view "$v" >"$tmp/ref"
+	[ -s "$tmp/ref" ] || fail "--once --after $d: no text"
+	# No index: the first open writes it anew, the next reads it.
+	rm -f "$tmp/u.weft.weftidx"
+	for run in first next; do
+		"$console" --replay "$tmp/u.weft" --once --after "$d" \
+			--view "$v" >"$tmp/out"
+		whole "$tmp/u.weft" "--once --after $d ($run)"
+		cmp -s "$tmp/ref" "$tmp/out" ||
+			fail "--once --after $d --view $v ($run): not the" \
+				"same text"
+	done
 done
 echo "console_once_index: ok"

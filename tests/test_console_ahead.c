@@ -10,7 +10,8 @@
  * file cut inside its last checkpoint uses the one before; bytes that
  * look like a mark (a copy made valid for its own offset, planted after
  * the last one) are not taken for one; a file with no marks seeks as
- * before.  The mark's own checks (ckpt.c) at the end.
+ * before; once the marks are turned off (--once), a seek is the exact
+ * replay's again.  The mark's own checks (ckpt.c) at the end.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -318,6 +319,42 @@ static void test_console_ahead_none_without_marks(void **state)
 	con_replay_close(&r);
 }
 
+/* con_replay_ahead_off() (--once): a model from a mark is reset, and the
+ * next seek is the exact replay's, finished tasks and warnings too, not
+ * one from a mark again. */
+static void test_console_ahead_off_exact(void **state)
+{
+	con_replay_t r, x;
+	con_model_t m, mx;
+	uint64_t from, end, pos = time_at(trace, 0.9);
+
+	(void)state;
+	open_first(&r, trace, &m);
+	con_replay_seek(&r, &m, pos);
+	assert_true(con_replay_ahead(&r, &from, &end));
+	con_replay_ahead_off(&r, &m);
+	assert_null(r.ahead);
+	assert_false(con_replay_ahead(&r, &from, &end));
+	assert_int_equal(m.ntasks, 0);
+	con_replay_seek(&r, &m, pos);
+	assert_false(con_replay_ahead(&r, &from, &end));
+
+	assert_int_equal(con_replay_open(&x, trace), 0);
+	con_model_init(&mx, "x");
+	mx.mode = CON_MODE_REPLAY;
+	con_replay_seek(&x, &mx, pos);
+	assert_same_live(&m, &mx);
+	assert_int_equal(m.ntasks, mx.ntasks);
+	assert_int_equal(m.nwarnings, mx.nwarnings);
+	assert_int_equal(m.updates, mx.updates);
+	assert_int_equal(m.events, mx.events);
+
+	con_model_fini(&m);
+	con_model_fini(&mx);
+	con_replay_close(&r);
+	con_replay_close(&x);
+}
+
 /* The mark's checks: its own offset, its check, its tags. */
 static void test_console_ahead_mark_checks(void **state)
 {
@@ -361,6 +398,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_console_ahead_cut_mid_checkpoint),
 		cmocka_unit_test(test_console_ahead_fake_mark_ignored),
 		cmocka_unit_test(test_console_ahead_none_without_marks),
+		cmocka_unit_test(test_console_ahead_off_exact),
 	};
 
 	if (argc < 2) {

@@ -398,6 +398,49 @@ static void test_console_side_corrupt(void **state)
 	assert_true(exists(idx));
 }
 
+/* A whole index is read from its TOC (replay_side.c: the records again
+ * and the checkpoints' places, at its end, a trailer pointing at it):
+ * its first chunk after the PATH broken, which stops a walk of the
+ * chunks, it still opens whole and right.  A TOC that does not check,
+ * or a trailer cut off: the chunks are walked (whole, right); both: the
+ * index is rebuilt, still right. */
+static void test_console_side_toc(void **state)
+{
+	char tail[8], *real;
+	struct stat st;
+	off_t first;
+	int fd;
+
+	(void)state;
+	gen(trace, "12M", 8);
+	assert_right(trace, 0);
+	assert_int_equal(stat(idx, &st), 0);
+	fd = open(idx, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, tail, 8, st.st_size - 24), 8);
+	close(fd);
+	assert_memory_equal(tail, "WEFTTOC", 8);
+	/* The header (64 bytes), the PATH chunk (32 and the real path):
+	 * the first RECS chunk's header, its type. */
+	real = realpath(trace, NULL);
+	assert_non_null(real);
+	first = 64 + 32 + (off_t)strlen(real) + 1;
+	free(real);
+	flip(idx, first);
+	assert_right(trace, 1);
+
+	flip(idx, first);
+	flip(idx, st.st_size - 24 - 8);
+	assert_right(trace, 1);
+	flip(idx, st.st_size - 24 - 8);
+	assert_int_equal(truncate(idx, st.st_size - 24), 0);
+	assert_right(trace, 1);
+
+	flip(idx, first);
+	assert_right(trace, -1);
+	assert_right(trace, 1);
+}
+
 /* A saved model's bytes flipped or cut (past the checksum: as if it
  * matched) read back as false or as some model, never past the bytes
  * (ASan) nor into a crash. */
@@ -713,6 +756,8 @@ int main(int argc, char **argv)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_corrupt,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_console_side_toc, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_load_bad,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_console_side_readonly,
