@@ -541,10 +541,14 @@ uint64_t con_model_save_layout(void);
 void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src);
 uint8_t *con_sites_save(const weft_wire_sites_t *s, size_t *len);
 bool con_sites_load(weft_wire_sites_t *s, const uint8_t *p, size_t len);
-/* @x named by its spawn site (a copy in *@scratch) when its record
- * names one and leaves its strings out; else @x. */
-const Weft__V1__Task *con_sites_name(con_model_t *m, const Weft__V1__Task *x,
-				     Weft__V1__Task *scratch);
+/* A task record's name, file, line and state size: its own, or its
+ * spawn site's when it names one and leaves its strings out. */
+typedef struct con_task_names_s {
+	const char *name, *file; /* may be NULL */
+	uint32_t line, state_size;
+} con_task_names_t;
+void con_sites_name(con_model_t *m, const Weft__V1__Task *x,
+		    con_task_names_t *out);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);

@@ -551,26 +551,26 @@ static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
 
 static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
-	Weft__V1__Task named;
+	con_task_names_t named;
 	con_task_t *t;
 	bool was_finished;
 	uint64_t finished;
 
 	if (!x || !x->id)
 		return;
-	x = con_sites_name(m, x, &named); /* its site's strings */
+	con_sites_name(m, x, &named); /* its site's strings */
 	t = task_get(m, x->id);
 	was_finished = t->finished_ns != 0;
 	finished = t->finished_ns;
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
-	if (x->name && x->name[0])
-		str_set(m, &t->name, x->name, 0);
-	if (x->file && x->file[0])
-		str_set(m, &t->file, x->file, 1);
-	if (x->line)
-		t->line = x->line;
-	t->state_size = x->state_size;
+	if (named.name && named.name[0])
+		str_set(m, &t->name, named.name, 0);
+	if (named.file && named.file[0])
+		str_set(m, &t->file, named.file, 1);
+	if (named.line)
+		t->line = named.line;
+	t->state_size = named.state_size;
 	t->kind = (uint8_t)x->kind;
 	t->state = x->state <= WEFT_TASK_DONE ? (uint8_t)x->state : 0;
 	t->last_worker = (uint16_t)x->last_worker;

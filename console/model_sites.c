@@ -13,13 +13,31 @@
 
 #include "console.h"
 
-const Weft__V1__Task *con_sites_name(con_model_t *m, const Weft__V1__Task *x,
-				     Weft__V1__Task *scratch)
+/*
+ * As weft_wire_sites_resolve() names a record, without copying the record
+ * (300 bytes a task, issue 21: 3% of a live console's time at 60,000
+ * tasks a second): the four values it would change, read out.
+ */
+void con_sites_name(con_model_t *m, const Weft__V1__Task *x,
+		    con_task_names_t *out)
 {
+	const weft_wire_site_t *e;
+
+	out->name = x->name;
+	out->file = x->file;
+	out->line = x->line;
+	out->state_size = x->state_size;
 	if (!x->site || (x->name && x->name[0]) || (x->file && x->file[0]))
-		return x;
-	*scratch = *x; /* protobuf-c's record keeps its own strings */
-	return weft_wire_sites_resolve(&m->sites, scratch) ? scratch : x;
+		return;
+	e = weft_wire_sites_get(&m->sites, x->site);
+	if (!e) {
+		m->sites.unknown++;
+		return;
+	}
+	out->name = e->name;
+	out->file = e->file;
+	out->line = e->line;
+	out->state_size = e->state_size;
 }
 
 void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src)
