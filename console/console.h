@@ -563,6 +563,14 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u);
  */
 int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
 		       const uint8_t *p, size_t len);
+/*
+ * Stage @stage (0: its index slot, 1: its place in tasks[], 2: its
+ * record) of what con_model_task_raw() of the task record at @p (@len
+ * bytes) will read, fetched ahead; nothing when the record does not
+ * start with its id.  Changes nothing.
+ */
+void con_model_task_raw_ahead(const con_model_t *m, const uint8_t *p,
+			      size_t len, int stage);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
 /* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);
@@ -1002,6 +1010,9 @@ size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
 
 /* ------------------------------------------------------------- live.c */
 
+/* How far ahead live.c fetches an Update's tasks (a power of two). */
+#define CON_LIVE_AHEAD 32
+
 typedef struct con_live_s {
 	/* public, read-only */
 	char *target;    /* PID, unix:PATH or tcp://HOST:PORT */
@@ -1021,6 +1032,12 @@ typedef struct con_live_s {
 	weft_wire_buf_t rest;      /* an Update's other fields */
 	weft_event_t *ev;          /* an EventBatch's events */
 	size_t ev_cap;
+	/* The Update's tasks read ahead of the one applied (live_task()):
+	 * where the next is, and the last CON_LIVE_AHEAD found. */
+	const uint8_t *ahead, *ahead_end;
+	size_t ahead_found, ahead_done;
+	const uint8_t *ahead_p[CON_LIVE_AHEAD];
+	size_t ahead_len[CON_LIVE_AHEAD];
 } con_live_t;
 
 /* A CLOCK_MONOTONIC time in ms. */

@@ -114,11 +114,40 @@ int con_live_request_task(con_live_t *l, uint64_t id)
 #define FRAME_UPDATE 4
 #define FRAME_EVENTS 5
 
-/* One task of the Update being read (weft_wire_update_walk_raw()). */
+/*
+ * One task of the Update being read (weft_wire_update_walk_raw()).  The
+ * tasks after it are found ahead (weft_wire_update_next_task_raw(), the
+ * same tasks in the same order for bytes the walk takes) and what
+ * applying each reads, its index slot, its place in tasks[] and its
+ * record, is fetched 32, 16 and 8 tasks ahead: a task already known (a
+ * record sent live, then finished) was a miss on each in turn, a third
+ * of the time a task took (issue 21).  Only fetches: bytes the walk
+ * reads otherwise fetch the wrong lines, nothing else.
+ */
 static int live_task(void *ctx, const uint8_t *p, size_t len)
 {
 	con_live_t *l = ctx;
 
+	while (l->ahead_found < l->ahead_done + CON_LIVE_AHEAD && l->ahead) {
+		size_t k = l->ahead_found % CON_LIVE_AHEAD;
+
+		l->ahead_p[k] = weft_wire_update_next_task_raw(
+			&l->ahead, l->ahead_end, &l->ahead_len[k]);
+		if (!l->ahead_p[k]) {
+			l->ahead = NULL;
+			break;
+		}
+		l->ahead_found++;
+	}
+	for (int s = 0; s < 3; s++) {
+		size_t at = l->ahead_done + ((CON_LIVE_AHEAD - 1) >> s);
+
+		if (at < l->ahead_found)
+			con_model_task_raw_ahead(
+				l->feeding, l->ahead_p[at % CON_LIVE_AHEAD],
+				l->ahead_len[at % CON_LIVE_AHEAD], s);
+	}
+	l->ahead_done++;
 	return con_model_task_raw(l->feeding, &l->task, p, len);
 }
 
@@ -138,6 +167,9 @@ static bool take_update(con_live_t *l, con_model_t *m, const uint8_t *p,
 	static const uint8_t none[1];
 	Weft__V1__Update *u;
 
+	l->ahead = p;
+	l->ahead_end = p + len;
+	l->ahead_found = l->ahead_done = 0;
 	/* Its sites first: its tasks may name them. */
 	if (weft_wire_update_walk_sites_raw(p, len, &m->sites) ||
 	    weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))

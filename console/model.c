@@ -805,6 +805,23 @@ int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
 	return rc;
 }
 
+void con_model_task_raw_ahead(const con_model_t *m, const uint8_t *p,
+			      size_t len, int stage)
+{
+	uint64_t id = 0;
+
+	/* Field 1 (the id), a varint, first: as the server writes it. */
+	if (len < 2 || p[0] != 0x08)
+		return;
+	for (size_t i = 1; i < len && i < 10; i++) {
+		id |= (uint64_t)(p[i] & 0x7f) << (7 * (i - 1));
+		if (!(p[i] & 0x80)) {
+			con_model_task_prefetch(m, id, stage);
+			return;
+		}
+	}
+}
+
 static void watch_put(con_model_t *m, const weft_event_t *e)
 {
 	if (!m->watch)
