@@ -1032,7 +1032,7 @@ typedef struct con_live_s {
 	weft_wire_buf_t rest;      /* an Update's other fields */
 	weft_event_t *ev;          /* an EventBatch's events */
 	size_t ev_cap;
-	uint8_t *rbuf;             /* con_live_pump()'s reads */
+	uint8_t *rbuf; /* con_live_pump()'s reads */
 	/* The Update's tasks read ahead of the one applied (live_task()):
 	 * where the next is, and the last CON_LIVE_AHEAD found. */
 	const uint8_t *ahead, *ahead_end;

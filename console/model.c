@@ -342,9 +342,8 @@ static void hash_rebuild_at(con_model_t *m, size_t want)
 		if (i + 16 < m->ntasks)
 			__builtin_prefetch(m->tasks[i + 16]);
 		if (i + 8 < m->ntasks)
-			__builtin_prefetch(&m->hash[slot_of(m->tasks[i + 8]->id,
-							    cap)],
-					   1);
+			__builtin_prefetch(
+				&m->hash[slot_of(m->tasks[i + 8]->id, cap)], 1);
 		con_model_hash_put(m, i);
 	}
 }
