@@ -441,6 +441,7 @@ typedef struct con_model_s {
 	size_t strs_cap, nstrs;
 	/* The entry each caller found last (model.c's str_ref_in()). */
 	struct con_str_s *str_hint[CON_STR_HINTS];
+
 	/* The task records: slabs of CON_TASK_SLAB, the last one used up
 	 * to slab_used; retired records on a free list (linked through
 	 * their first word) for reuse. */
@@ -546,9 +547,13 @@ bool con_sites_load(weft_wire_sites_t *s, const uint8_t *p, size_t len);
 typedef struct con_task_names_s {
 	const char *name, *file; /* may be NULL */
 	uint32_t line, state_size;
+	bool from_site; /* name and file are the site's, in m->sites */
 } con_task_names_t;
 void con_sites_name(con_model_t *m, const Weft__V1__Task *x,
 		    con_task_names_t *out);
+/* Any model's sites may change (before a frame's sites go in, a copy, a
+ * restore): the string table's memories of site strings are let go. */
+void con_sites_changed(void);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);

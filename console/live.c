@@ -173,6 +173,7 @@ static bool take_update(con_live_t *l, con_model_t *m, const uint8_t *p,
 	l->ahead_end = p + len;
 	l->ahead_found = l->ahead_done = 0;
 	/* Its sites first: its tasks may name them. */
+	con_sites_changed();
 	if (weft_wire_update_walk_sites_raw(p, len, &m->sites) ||
 	    weft_wire_update_walk_raw(p, len, &l->rest, live_task, l))
 		return false;

@@ -112,30 +112,74 @@ static void strs_grow(con_model_t *m)
 	m->strs_cap = cap;
 }
 
-/* A reference to the table's copy of @s ("" is not counted); @hint
- * the entry this caller found last. */
-static const char *str_ref_in(con_model_t *m, const char *s,
-			      struct con_str_s **hint)
+/*
+ * Site strings by their pointers (str_ref_in()): a pointer into a
+ * model's sites names the same string until those sites change, and
+ * every change (a frame's sites, a copy, a restore) is preceded by
+ * con_sites_changed().  One counter for every model: the console feeds
+ * its models from one thread.
+ */
+uint64_t con_model_sites_gen = 1;
+
+void con_sites_changed(void)
 {
-	uint32_t h;
+	con_model_sites_gen++;
+}
+
+/* Hint @h's entry is @site's string (a pointer into a model's sites). */
+static bool hint_is_site(const con_model_t *m, int h, const char *site)
+{
+	const struct con_str_s *e = m->str_hint[h];
+
+	return site && e && e->site == site &&
+	       e->site_gen == con_model_sites_gen;
+}
+
+static void hint_take(con_model_t *m, int h, struct con_str_s *e,
+		      const char *site)
+{
+	m->str_hint[h] = e;
+	if (site) {
+		e->site = site;
+		e->site_gen = con_model_sites_gen;
+	}
+}
+
+/*
+ * A reference to the table's copy of @s ("" is not counted); @h the
+ * caller's hint (the entry it found last); @site @s itself when it is a
+ * spawn site's string in m->sites, else NULL: a site's string met again
+ * (every task of the site names it) is found by its pointer, with no
+ * compare (issue 21: strcmp() was 3% of a live console's time at 60,000
+ * tasks a second, two a task).
+ */
+static const char *str_ref_in(con_model_t *m, const char *s, int h,
+			      const char *site)
+{
+	uint32_t hv;
 	struct con_str_s *e;
 	size_t len;
 
 	if (!s || !s[0])
 		return con_empty;
+	if (hint_is_site(m, h, site)) {
+		m->str_hint[h]->refs++;
+		return m->str_hint[h]->s;
+	}
 	/* The one this caller found last first: tasks come in runs of
 	 * the same name and file (40,000 a second named "http-conn"). */
-	e = *hint;
+	e = m->str_hint[h];
 	if (e && !strcmp(e->s, s)) {
 		e->refs++;
+		hint_take(m, h, e, site);
 		return e->s;
 	}
-	h = str_hash(s);
+	hv = str_hash(s);
 	if (m->strs_cap)
-		for (e = m->strs[h & (m->strs_cap - 1)]; e; e = e->next)
-			if (e->hash == h && !strcmp(e->s, s)) {
+		for (e = m->strs[hv & (m->strs_cap - 1)]; e; e = e->next)
+			if (e->hash == hv && !strcmp(e->s, s)) {
 				e->refs++;
-				*hint = e;
+				hint_take(m, h, e, site);
 				return e->s;
 			}
 	if (m->nstrs + 1 > m->strs_cap / 2 * 3 / 2)
@@ -143,18 +187,20 @@ static const char *str_ref_in(con_model_t *m, const char *s,
 	len = strlen(s);
 	e = con_xmalloc(sizeof(*e) + len + 1);
 	memcpy(e->s, s, len + 1);
-	e->hash = h;
+	e->site = NULL;
+	e->site_gen = 0;
+	e->hash = hv;
 	e->refs = 1;
-	e->next = m->strs[h & (m->strs_cap - 1)];
-	m->strs[h & (m->strs_cap - 1)] = e;
+	e->next = m->strs[hv & (m->strs_cap - 1)];
+	m->strs[hv & (m->strs_cap - 1)] = e;
 	m->nstrs++;
-	*hint = e;
+	hint_take(m, h, e, site);
 	return e->s;
 }
 
 static const char *str_ref(con_model_t *m, const char *s)
 {
-	return str_ref_in(m, s, &m->str_hint[CON_STR_HINTS - 1]);
+	return str_ref_in(m, s, CON_STR_HINTS - 1, NULL);
 }
 
 /* Drops a reference taken by str_ref(); the last one frees the copy. */
@@ -190,13 +236,21 @@ void con_model_str_unref(con_model_t *m, const char *s)
 	str_unref(m, s);
 }
 
-/* @hint: the caller's slot in str_hint (a task's name, file, place). */
-static void str_set(con_model_t *m, const char **dst, const char *src, int hint)
+/* @hint: the caller's slot in str_hint (a task's name, file, place);
+ * @site: as str_ref_in()'s. */
+static void str_set(con_model_t *m, const char **dst, const char *src, int hint,
+		    const char *site)
 {
-	if (!strcmp(*dst, src ? src : ""))
+	const char *to = src ? src : "";
+
+	/* Equal: the site's entry, or by compare (the first bytes first:
+	 * a task's place is "" twice for most tasks, a call saved). */
+	if (hint_is_site(m, hint, site) ?
+		    *dst == m->str_hint[hint]->s :
+		    (*dst)[0] == to[0] && (!to[0] || !strcmp(*dst, to)))
 		return;
 	str_unref(m, *dst);
-	*dst = str_ref_in(m, src, &m->str_hint[hint]);
+	*dst = str_ref_in(m, src, hint, site);
 }
 
 /*
@@ -579,9 +633,11 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
 	if (named.name && named.name[0])
-		str_set(m, &t->name, named.name, 0);
+		str_set(m, &t->name, named.name, 0,
+			named.from_site ? named.name : NULL);
 	if (named.file && named.file[0])
-		str_set(m, &t->file, named.file, 1);
+		str_set(m, &t->file, named.file, 1,
+			named.from_site ? named.file : NULL);
 	if (named.line)
 		t->line = named.line;
 	t->state_size = named.state_size;
@@ -603,7 +659,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
 	/* Every record carries it (it changes): set, cleared too. */
-	str_set(m, &t->parked_file, x->parked_file, 2);
+	str_set(m, &t->parked_file, x->parked_file, 2, NULL);
 	t->parked_line = x->parked_line;
 	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
 	/* Every record carries these too; a task done waits on nothing. */
@@ -787,6 +843,7 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 {
 	if (!u)
 		return;
+	con_sites_changed();
 	(void)weft_wire_sites_add_update(&m->sites, u); /* before its tasks */
 	update_head(m, u);
 	for (size_t i = 0; i < u->n_tasks; i++)
