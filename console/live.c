@@ -344,10 +344,13 @@ int con_live_feed(con_live_t *l, con_model_t *m, const void *data, size_t len)
  * and two context switches (issue 21: a fifth of its time in the
  * kernel).  The server keeps what a pause holds back (90 KiB at that
  * rate) in the client's buffer, 8 MiB at least (WEFT_CONSOLE_BUFFER_MB),
- * and the socket's.
+ * and the socket's.  A read under CON_LIVE_GATHER_MIN is a quiet stream's
+ * (an idle process's updates): no pause, which would only be one more
+ * wake-up.
  */
 #define CON_LIVE_READ (256u << 10)
 #define CON_LIVE_GATHER_MS 10u
+#define CON_LIVE_GATHER_MIN (16u << 10)
 
 int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 {
@@ -417,7 +420,8 @@ int con_live_pump(con_live_t *l, con_model_t *m, uint64_t until_ms)
 			con_live_close(l, NULL);
 			return rc;
 		}
-		gather = (size_t)n < CON_LIVE_READ;
+		gather = (size_t)n < CON_LIVE_READ &&
+			 (size_t)n >= CON_LIVE_GATHER_MIN;
 	}
 	return -ENOTCONN;
 }
