@@ -449,6 +449,7 @@ typedef struct con_model_s {
 	size_t strs_cap, nstrs;
 	/* The entry each caller found last (model.c's str_ref_in()). */
 	struct con_str_s *str_hint[CON_STR_HINTS];
+
 	/* The task records: slabs of CON_TASK_SLAB, the last one used up
 	 * to slab_used; retired records on a free list (linked through
 	 * their first word) for reuse. */
@@ -549,10 +550,18 @@ uint64_t con_model_save_layout(void);
 void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src);
 uint8_t *con_sites_save(const weft_wire_sites_t *s, size_t *len);
 bool con_sites_load(weft_wire_sites_t *s, const uint8_t *p, size_t len);
-/* @x named by its spawn site (a copy in *@scratch) when its record
- * names one and leaves its strings out; else @x. */
-const Weft__V1__Task *con_sites_name(con_model_t *m, const Weft__V1__Task *x,
-				     Weft__V1__Task *scratch);
+/* A task record's name, file, line and state size: its own, or its
+ * spawn site's when it names one and leaves its strings out. */
+typedef struct con_task_names_s {
+	const char *name, *file; /* may be NULL */
+	uint32_t line, state_size;
+	bool from_site; /* name and file are the site's, in m->sites */
+} con_task_names_t;
+void con_sites_name(con_model_t *m, const Weft__V1__Task *x,
+		    con_task_names_t *out);
+/* Any model's sites may change (before a frame's sites go in, a copy, a
+ * restore): the string table's memories of site strings are let go. */
+void con_sites_changed(void);
 /* Feed one decoded frame; malformed content is ignored and counted. */
 void con_model_frame(con_model_t *m, const Weft__V1__Frame *f);
 void con_model_hello(con_model_t *m, const Weft__V1__Hello *h);
@@ -567,6 +576,14 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u);
  */
 int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
 		       const uint8_t *p, size_t len);
+/*
+ * Stage @stage (0: its index slot, 1: its place in tasks[], 2: its
+ * record) of what con_model_task_raw() of the task record at @p (@len
+ * bytes) will read, fetched ahead; nothing when the record does not
+ * start with its id.  Changes nothing.
+ */
+void con_model_task_raw_ahead(const con_model_t *m, const uint8_t *p,
+			      size_t len, int stage);
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n);
 const con_task_t *con_model_task(const con_model_t *m, uint64_t id);
 /* Bucket @b's longest polls, longest first, into @out (CON_TL_TOP);
@@ -1025,6 +1042,9 @@ size_t con_replay_task_events(con_replay_t *r, uint64_t id, weft_event_t *out,
 
 /* ------------------------------------------------------------- live.c */
 
+/* How far ahead live.c fetches an Update's tasks (a power of two). */
+#define CON_LIVE_AHEAD 32
+
 typedef struct con_live_s {
 	/* public, read-only */
 	char *target;    /* PID, unix:PATH or tcp://HOST:PORT */
@@ -1044,6 +1064,13 @@ typedef struct con_live_s {
 	weft_wire_buf_t rest;      /* an Update's other fields */
 	weft_event_t *ev;          /* an EventBatch's events */
 	size_t ev_cap;
+	uint8_t *rbuf; /* con_live_pump()'s reads */
+	/* The Update's tasks read ahead of the one applied (live_task()):
+	 * where the next is, and the last CON_LIVE_AHEAD found. */
+	const uint8_t *ahead, *ahead_end;
+	size_t ahead_found, ahead_done;
+	const uint8_t *ahead_p[CON_LIVE_AHEAD];
+	size_t ahead_len[CON_LIVE_AHEAD];
 } con_live_t;
 
 /* A CLOCK_MONOTONIC time in ms. */

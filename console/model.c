@@ -55,6 +55,10 @@
 
 #include "weft/wire.h"
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 void con_model_init(con_model_t *m, const char *target)
 {
 	memset(m, 0, sizeof(*m));
@@ -108,30 +112,74 @@ static void strs_grow(con_model_t *m)
 	m->strs_cap = cap;
 }
 
-/* A reference to the table's copy of @s ("" is not counted); @hint
- * the entry this caller found last. */
-static const char *str_ref_in(con_model_t *m, const char *s,
-			      struct con_str_s **hint)
+/*
+ * Site strings by their pointers (str_ref_in()): a pointer into a
+ * model's sites names the same string until those sites change, and
+ * every change (a frame's sites, a copy, a restore) is preceded by
+ * con_sites_changed().  One counter for every model: the console feeds
+ * its models from one thread.
+ */
+uint64_t con_model_sites_gen = 1;
+
+void con_sites_changed(void)
 {
-	uint32_t h;
+	con_model_sites_gen++;
+}
+
+/* Hint @h's entry is @site's string (a pointer into a model's sites). */
+static bool hint_is_site(const con_model_t *m, int h, const char *site)
+{
+	const struct con_str_s *e = m->str_hint[h];
+
+	return site && e && e->site == site &&
+	       e->site_gen == con_model_sites_gen;
+}
+
+static void hint_take(con_model_t *m, int h, struct con_str_s *e,
+		      const char *site)
+{
+	m->str_hint[h] = e;
+	if (site) {
+		e->site = site;
+		e->site_gen = con_model_sites_gen;
+	}
+}
+
+/*
+ * A reference to the table's copy of @s ("" is not counted); @h the
+ * caller's hint (the entry it found last); @site @s itself when it is a
+ * spawn site's string in m->sites, else NULL: a site's string met again
+ * (every task of the site names it) is found by its pointer, with no
+ * compare (issue 21: strcmp() was 3% of a live console's time at 60,000
+ * tasks a second, two a task).
+ */
+static const char *str_ref_in(con_model_t *m, const char *s, int h,
+			      const char *site)
+{
+	uint32_t hv;
 	struct con_str_s *e;
 	size_t len;
 
 	if (!s || !s[0])
 		return con_empty;
+	if (hint_is_site(m, h, site)) {
+		m->str_hint[h]->refs++;
+		return m->str_hint[h]->s;
+	}
 	/* The one this caller found last first: tasks come in runs of
 	 * the same name and file (40,000 a second named "http-conn"). */
-	e = *hint;
+	e = m->str_hint[h];
 	if (e && !strcmp(e->s, s)) {
 		e->refs++;
+		hint_take(m, h, e, site);
 		return e->s;
 	}
-	h = str_hash(s);
+	hv = str_hash(s);
 	if (m->strs_cap)
-		for (e = m->strs[h & (m->strs_cap - 1)]; e; e = e->next)
-			if (e->hash == h && !strcmp(e->s, s)) {
+		for (e = m->strs[hv & (m->strs_cap - 1)]; e; e = e->next)
+			if (e->hash == hv && !strcmp(e->s, s)) {
 				e->refs++;
-				*hint = e;
+				hint_take(m, h, e, site);
 				return e->s;
 			}
 	if (m->nstrs + 1 > m->strs_cap / 2 * 3 / 2)
@@ -139,18 +187,20 @@ static const char *str_ref_in(con_model_t *m, const char *s,
 	len = strlen(s);
 	e = con_xmalloc(sizeof(*e) + len + 1);
 	memcpy(e->s, s, len + 1);
-	e->hash = h;
+	e->site = NULL;
+	e->site_gen = 0;
+	e->hash = hv;
 	e->refs = 1;
-	e->next = m->strs[h & (m->strs_cap - 1)];
-	m->strs[h & (m->strs_cap - 1)] = e;
+	e->next = m->strs[hv & (m->strs_cap - 1)];
+	m->strs[hv & (m->strs_cap - 1)] = e;
 	m->nstrs++;
-	*hint = e;
+	hint_take(m, h, e, site);
 	return e->s;
 }
 
 static const char *str_ref(con_model_t *m, const char *s)
 {
-	return str_ref_in(m, s, &m->str_hint[CON_STR_HINTS - 1]);
+	return str_ref_in(m, s, CON_STR_HINTS - 1, NULL);
 }
 
 /* Drops a reference taken by str_ref(); the last one frees the copy. */
@@ -186,13 +236,21 @@ void con_model_str_unref(con_model_t *m, const char *s)
 	str_unref(m, s);
 }
 
-/* @hint: the caller's slot in str_hint (a task's name, file, place). */
-static void str_set(con_model_t *m, const char **dst, const char *src, int hint)
+/* @hint: the caller's slot in str_hint (a task's name, file, place);
+ * @site: as str_ref_in()'s. */
+static void str_set(con_model_t *m, const char **dst, const char *src, int hint,
+		    const char *site)
 {
-	if (!strcmp(*dst, src ? src : ""))
+	const char *to = src ? src : "";
+
+	/* Equal: the site's entry, or by compare (the first bytes first:
+	 * a task's place is "" twice for most tasks, a call saved). */
+	if (hint_is_site(m, hint, site) ?
+		    *dst == m->str_hint[hint]->s :
+		    (*dst)[0] == to[0] && (!to[0] || !strcmp(*dst, to)))
 		return;
 	str_unref(m, *dst);
-	*dst = str_ref_in(m, src, &m->str_hint[hint]);
+	*dst = str_ref_in(m, src, hint, site);
 }
 
 /*
@@ -201,22 +259,43 @@ static void str_set(con_model_t *m, const char **dst, const char *src, int hint)
  * retired record goes on the free list, taken first).  The slabs stay
  * until the model goes: a process that had 1,000,000 tasks keeps their
  * room (the pointers into them must not move).
+ *
+ * A retired record's first word links the free list; its second points
+ * FREE_AHEAD records further down (NULL: fewer there), so that taking a
+ * record fetches the one FREE_AHEAD takes later: retired records are
+ * cold (retention let them go a batch ago), and fetching only the next
+ * one left each record's first read waiting (issue 21: 6% of a live
+ * console's time at 60,000 tasks a second).  The free list's records are
+ * pushed in bursts (a retention batch), the ones below the top just
+ * written, so finding that record is three reads of warm lines.
  */
+#define FREE_AHEAD 4
+
+/* A retired record's links (memcpy: the record is a con_task_t). */
+struct free_rec {
+	con_task_t *next, *ahead;
+};
+
+static struct free_rec free_get(const con_task_t *t)
+{
+	struct free_rec f;
+
+	memcpy(&f, (const void *)t, sizeof(f));
+	return f;
+}
+
 con_task_t *con_model_task_alloc(con_model_t *m)
 {
 	con_task_t *t = m->free_tasks;
 
 	if (t) {
-		/* The link is the record's first word (a pointer's size). */
-		memcpy(&m->free_tasks, (const void *)t, sizeof(void *));
-		/* The next one fetched meanwhile: retired records are cold
-		 * (retention let them go a batch ago), and each link is
-		 * read from the one before (issue 21: 14% of the console's
-		 * time went to these misses at 50,000 tasks a second). */
-		if (m->free_tasks)
+		struct free_rec f = free_get(t);
+
+		m->free_tasks = f.next;
+		if (f.ahead)
 			for (size_t b = 0; b < sizeof(con_task_t); b += 64)
-				__builtin_prefetch(
-					(const char *)m->free_tasks + b, 1);
+				__builtin_prefetch((const char *)f.ahead + b,
+						   1);
 	} else {
 		if (!m->nslabs || m->slab_used == CON_TASK_SLAB) {
 			if (m->nslabs == m->slabs_cap) {
@@ -238,12 +317,19 @@ con_task_t *con_model_task_alloc(con_model_t *m)
 
 void con_model_task_free(con_model_t *m, con_task_t *t)
 {
+	struct free_rec f = { .next = m->free_tasks, .ahead = m->free_tasks };
+
+	static_assert(sizeof(con_task_t) >= sizeof(struct free_rec),
+		      "a free record holds its links");
 	str_unref(m, t->name);
 	str_unref(m, t->file);
 	str_unref(m, t->parked_file);
 	free(t->hist);
 	free(t->waited);
-	memcpy((void *)t, &m->free_tasks, sizeof(void *));
+	/* FREE_AHEAD - 1 links below the old top: FREE_AHEAD below t. */
+	for (int i = 1; i < FREE_AHEAD && f.ahead; i++)
+		f.ahead = free_get(f.ahead).next;
+	memcpy((void *)t, &f, sizeof(f));
 	m->free_tasks = t;
 }
 
@@ -330,8 +416,18 @@ static void hash_rebuild_at(con_model_t *m, size_t want)
 		memset(m->hash, 0, cap * sizeof(*m->hash));
 	}
 	m->hash_tombs = 0;
-	for (size_t i = 0; i < m->ntasks; i++)
+	/* Each record's id, then its slot, fetched ahead: tasks[] is in
+	 * no order, and every record and slot was a miss (issue 21: 3% of
+	 * a live console's time at 60,000 tasks a second, a rebuild every
+	 * 100,000 tasks gone). */
+	for (size_t i = 0; i < m->ntasks; i++) {
+		if (i + 16 < m->ntasks)
+			__builtin_prefetch(m->tasks[i + 16]);
+		if (i + 8 < m->ntasks)
+			__builtin_prefetch(
+				&m->hash[slot_of(m->tasks[i + 8]->id, cap)], 1);
 		con_model_hash_put(m, i);
+	}
 }
 
 /* Rebuild the index for ntasks at a load of at most a half. */
@@ -551,26 +647,28 @@ static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
 
 static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
-	Weft__V1__Task named;
+	con_task_names_t named;
 	con_task_t *t;
 	bool was_finished;
 	uint64_t finished;
 
 	if (!x || !x->id)
 		return;
-	x = con_sites_name(m, x, &named); /* its site's strings */
+	con_sites_name(m, x, &named); /* its site's strings */
 	t = task_get(m, x->id);
 	was_finished = t->finished_ns != 0;
 	finished = t->finished_ns;
 	t->parent = x->parent;
 	/* The first name seen stays (an update may omit it). */
-	if (x->name && x->name[0])
-		str_set(m, &t->name, x->name, 0);
-	if (x->file && x->file[0])
-		str_set(m, &t->file, x->file, 1);
-	if (x->line)
-		t->line = x->line;
-	t->state_size = x->state_size;
+	if (named.name && named.name[0])
+		str_set(m, &t->name, named.name, 0,
+			named.from_site ? named.name : NULL);
+	if (named.file && named.file[0])
+		str_set(m, &t->file, named.file, 1,
+			named.from_site ? named.file : NULL);
+	if (named.line)
+		t->line = named.line;
+	t->state_size = named.state_size;
 	t->kind = (uint8_t)x->kind;
 	t->state = x->state <= WEFT_TASK_DONE ? (uint8_t)x->state : 0;
 	t->last_worker = (uint16_t)x->last_worker;
@@ -589,7 +687,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->warnings = x->warnings;
 	t->locks_held = x->locks_held;
 	/* Every record carries it (it changes): set, cleared too. */
-	str_set(m, &t->parked_file, x->parked_file, 2);
+	str_set(m, &t->parked_file, x->parked_file, 2, NULL);
 	t->parked_line = x->parked_line;
 	t->idle_since_ns = t->state == WEFT_TASK_IDLE ? x->idle_since_ns : 0;
 	/* Every record carries these too; a task done waits on nothing. */
@@ -773,6 +871,7 @@ void con_model_update(con_model_t *m, const Weft__V1__Update *u)
 {
 	if (!u)
 		return;
+	con_sites_changed();
 	(void)weft_wire_sites_add_update(&m->sites, u); /* before its tasks */
 	update_head(m, u);
 	for (size_t i = 0; i < u->n_tasks; i++)
@@ -788,6 +887,23 @@ int con_model_task_raw(con_model_t *m, weft_wire_task_raw_t *scratch,
 	if (!rc)
 		task_set(m, &scratch->msg);
 	return rc;
+}
+
+void con_model_task_raw_ahead(const con_model_t *m, const uint8_t *p,
+			      size_t len, int stage)
+{
+	uint64_t id = 0;
+
+	/* Field 1 (the id), a varint, first: as the server writes it. */
+	if (len < 2 || p[0] != 0x08)
+		return;
+	for (size_t i = 1; i < len && i < 10; i++) {
+		id |= (uint64_t)(p[i] & 0x7f) << (7 * (i - 1));
+		if (!(p[i] & 0x80)) {
+			con_model_task_prefetch(m, id, stage);
+			return;
+		}
+	}
 }
 
 static void watch_put(con_model_t *m, const weft_event_t *e)
@@ -830,6 +946,31 @@ const weft_event_t *con_model_watch_event(const con_model_t *m, size_t back)
 	return &m->watch[(m->nwatch - 1 - back) % CON_WATCH_EVENTS];
 }
 
+/*
+ * @n events into the ring at @to.  On x86-64 with streaming stores,
+ * which write whole lines without reading them first and leave the
+ * cache alone: the ring (2 MiB) has left the cache by the time its
+ * slots come round, only a task's watch (con_model_watch()) reads it
+ * back, and memcpy() waited on every line it wrote (issue 21: 7% of a
+ * live console's time at 60,000 tasks a second), then kept the lines in
+ * the cache in place of the tasks'.  The slots are 16-byte aligned
+ * (malloc()'s, events of 32 bytes).
+ */
+static void events_put(weft_event_t *to, const weft_event_t *ev, size_t n)
+{
+#if defined(__x86_64__)
+	__m128i *d = (__m128i *)(void *)to;
+	const __m128i *s = (const __m128i *)(const void *)ev;
+
+	for (size_t i = 0; i < 2 * n; i++)
+		_mm_stream_si128(d + i, _mm_loadu_si128(s + i));
+	/* Orders them before what follows, as plain stores would be. */
+	_mm_sfence();
+#else
+	memcpy(to, ev, n * sizeof(*ev));
+#endif
+}
+
 void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 {
 	m->events += n;
@@ -857,7 +998,7 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 			run = m->recent_cap - m->nrecent;
 		if (run > n - i)
 			run = n - i;
-		memcpy(&m->recent[at], &ev[i], run * sizeof(*ev));
+		events_put(&m->recent[at], &ev[i], run);
 		m->nrecent += run;
 		i += run;
 	}

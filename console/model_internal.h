@@ -16,8 +16,14 @@ struct con_str_s {
 	struct con_str_s *next;
 	uint32_t hash;
 	uint32_t refs;
+	/* The spawn site's string (in a model's sites) last found to be
+	 * this one, and con_model_sites_gen then: model.c's str_ref_in(). */
+	const char *site;
+	uint64_t site_gen;
 	char s[];
 };
+/* One more at every con_sites_changed(). */
+extern uint64_t con_model_sites_gen;
 const char *con_model_str_ref(con_model_t *m, const char *s);
 void con_model_str_unref(con_model_t *m, const char *s);
 /* The empty string the table hands out uncounted. */

@@ -417,11 +417,14 @@ void con_model_retain(con_model_t *m)
 		con_task_t *t;
 
 		/* The run's next ones fetched ahead: each is a lookup in a
-		 * cold index, tasks[] and record. */
+		 * cold index, tasks[] and record.  Far enough ahead that the
+		 * record is in when its finish time is read (at 8, 4 and 2
+		 * ahead, that read was half of this function's time). */
 		for (int s = 0; s < 3; s++)
-			if (m->fin_lo + (8u >> s) < m->fin_hi)
+			if (m->fin_lo + (32u >> s) < m->fin_hi)
 				con_model_task_prefetch(
-					m, m->fin[m->fin_lo + (8u >> s)].id, s);
+					m, m->fin[m->fin_lo + (32u >> s)].id,
+					s);
 		e = fin_first(m);
 		t = fin_task(m, e);
 
@@ -463,8 +466,27 @@ void con_model_retain(con_model_t *m)
 				m->dirty[kept++] = m->dirty[i];
 		m->ndirty = kept;
 	}
-	for (size_t i = 0; i < ngone; i++)
+	for (size_t i = 0; i < ngone; i++) {
+		/*
+		 * Fetched ahead, as the selection fetches: the records gone
+		 * (2.5 MiB for a batch of 12,500, out of the cache since it
+		 * picked them) and the last tasks, which take their places,
+		 * then the index slots of both.  Each was a miss in turn:
+		 * two thirds of this function's time replaying a trace of
+		 * 60,000 tasks a second.  The last task at step i + d is
+		 * about tasks[ntasks - 1 - d]: a guess, only a prefetch.
+		 */
+		if (i + 16 < ngone)
+			__builtin_prefetch(gone[i + 16], 1);
+		if (m->ntasks > 16)
+			__builtin_prefetch(m->tasks[m->ntasks - 17]);
+		if (i + 8 < ngone)
+			con_model_task_prefetch(m, gone[i + 8]->id, 0);
+		if (m->ntasks > 8)
+			con_model_task_prefetch(m, m->tasks[m->ntasks - 9]->id,
+						0);
 		task_delete(m, gone[i]);
+	}
 	free(gone);
 	con_model_hash_tidy(m);
 }

@@ -247,11 +247,76 @@ static void test_console_sites_kept_by_checkpoints(void **state)
 	weft_wire_buf_fini(&second);
 }
 
+/*
+ * Update @k of a stream whose site 3 changes its strings each update
+ * (the same lengths: the new copies may take the old ones' addresses):
+ * task 10 + @k, named by it, and the site.
+ */
+static void put_site_changed(weft_wire_buf_t *b, unsigned k)
+{
+	static const char *const names[] = { "three", "THREE", "Three" };
+	static const char *const files[] = { "3.c", "4.c", "5.c" };
+	weft_probe_stats_t st = { .now_ns = (2 + k) * SEC, .workers = 2 };
+	weft_probe_task_t t = { .id = 10 + k,
+				.site = 3,
+				.polls = 1,
+				.spawned_ns = SEC };
+	const weft_probe_task_t *tp[1] = { &t };
+	weft_probe_update_t u = { .stats = &st, .tasks = tp, .ntasks = 1 };
+	weft_wire_site_t site = { .id = 3,
+				  .name = names[k],
+				  .file = files[k],
+				  .line = 33 + k,
+				  .state_size = 300 };
+
+	assert_int_equal(weft_wire_update_append_sites(b, &u, &site, 1, 0, 0,
+						       NULL),
+			 0);
+}
+
+/*
+ * A site sent again with other strings names the tasks after it with
+ * them: the model finds a site's strings by their addresses in its sites
+ * (model.c's str_ref_in()), which a site sent again frees and copies.
+ */
+static void test_console_sites_changed_strings(void **state)
+{
+	static const char *const names[] = { "three", "THREE", "Three" };
+	static const char *const files[] = { "3.c", "4.c", "5.c" };
+	weft_wire_buf_t b = { 0 };
+	con_model_t live, frames;
+
+	(void)state;
+	put_header(&b);
+	for (unsigned k = 0; k < 3; k++)
+		put_site_changed(&b, k);
+	con_model_init(&live, "live");
+	con_model_init(&frames, "replay");
+	feed_live(&live, &b);
+	feed_frames(&frames, &b);
+	for (unsigned k = 0; k < 3; k++) {
+		const con_model_t *all[] = { &live, &frames };
+
+		for (size_t i = 0; i < 2; i++) {
+			const con_task_t *t = con_model_task(all[i], 10 + k);
+
+			assert_non_null(t);
+			assert_string_equal(t->name, names[k]);
+			assert_string_equal(t->file, files[k]);
+			assert_int_equal(t->line, 33 + k);
+		}
+	}
+	con_model_fini(&live);
+	con_model_fini(&frames);
+	weft_wire_buf_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_console_sites_live_and_replay),
 		cmocka_unit_test(test_console_sites_kept_by_checkpoints),
+		cmocka_unit_test(test_console_sites_changed_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
