@@ -631,20 +631,6 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h)
 		con_model_workers_fit(m, h->workers);
 }
 
-static void hist_set(weft_hist_t *h, const Weft__V1__Histogram *m)
-{
-	size_t n = m->n_buckets < WEFT_HIST_BUCKETS ? m->n_buckets :
-						      WEFT_HIST_BUCKETS;
-
-	memset(h, 0, sizeof(*h));
-	if (m->buckets)
-		memcpy(h->buckets, m->buckets, n * sizeof(h->buckets[0]));
-	h->count = m->count;
-	h->sum_ns = m->sum_ns;
-	h->max_ns = m->max_ns;
-	h->outliers = m->outliers;
-}
-
 static void task_set(con_model_t *m, const Weft__V1__Task *x)
 {
 	con_task_names_t named;
@@ -707,9 +693,9 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	if ((x->poll_hist || x->sched_hist) && !t->hist)
 		t->hist = con_xcalloc(2, sizeof(*t->hist));
 	if (x->poll_hist)
-		hist_set(&t->hist[0], x->poll_hist);
+		weft_wire_hist_get(&t->hist[0], x->poll_hist);
 	if (x->sched_hist)
-		hist_set(&t->hist[1], x->sched_hist);
+		weft_wire_hist_get(&t->hist[1], x->sched_hist);
 	if (t->finished_ns &&
 	    (!m->oldest_finished_ns || t->finished_ns < m->oldest_finished_ns))
 		m->oldest_finished_ns = t->finished_ns;

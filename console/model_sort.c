@@ -28,16 +28,6 @@ void con_model_set_filter(con_model_t *m, const char *filter)
 	m->list_rebuild = true;
 }
 
-static bool contains_ci(const char *hay, const char *needle)
-{
-	size_t n = strlen(needle);
-
-	for (; *hay; hay++)
-		if (!strncasecmp(hay, needle, n))
-			return true;
-	return !n;
-}
-
 /*
  * @filter in @site ("app.c:12"), any case, not followed by a digit when
  * it ends in one: "app.c:12" is the site app.c:12 (or dir/app.c:12),
@@ -71,10 +61,10 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 	if (t->waiting_on && t->state != WEFT_TASK_DONE) {
 		const con_resource_t *r = con_model_resource(m, t->waiting_on);
 
-		if (r && (contains_ci(r->name, m->filter) ||
-			  contains_ci(r->file, m->filter) ||
-			  contains_ci(weft_resource_kind_name(r->kind),
-				      m->filter)))
+		if (r && (con_contains_ci(r->name, m->filter) ||
+			  con_contains_ci(r->file, m->filter) ||
+			  con_contains_ci(weft_resource_kind_name(r->kind),
+					  m->filter)))
 			return true;
 	}
 	if (t->file[0] && strchr(m->filter, ':')) {
@@ -84,16 +74,11 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 		if (site_contains(site, m->filter))
 			return true;
 	}
-	return contains_ci(t->name, m->filter) ||
-	       contains_ci(t->file, m->filter) ||
-	       contains_ci(t->parked_file, m->filter) ||
-	       contains_ci(con_task_status_name(t), m->filter) ||
+	return con_contains_ci(t->name, m->filter) ||
+	       con_contains_ci(t->file, m->filter) ||
+	       con_contains_ci(t->parked_file, m->filter) ||
+	       con_contains_ci(con_task_status_name(t), m->filter) ||
 	       !strcmp(id, m->filter);
-}
-
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
 }
 
 int con_model_task_cmp(const void *pa, const void *pb, void *arg)
@@ -108,55 +93,55 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 		c = strcmp(a->name, b->name);
 		break;
 	case CON_COL_STATE:
-		c = cmp_u64(a->state, b->state);
+		c = con_cmp_u64(a->state, b->state);
 		break;
 	case CON_COL_WORKER:
-		c = cmp_u64(a->last_worker, b->last_worker);
+		c = con_cmp_u64(a->last_worker, b->last_worker);
 		break;
 	case CON_COL_POLLS:
-		c = cmp_u64(a->polls, b->polls);
+		c = con_cmp_u64(a->polls, b->polls);
 		break;
 	case CON_COL_BUSY:
-		c = cmp_u64(a->busy_ns, b->busy_ns);
+		c = con_cmp_u64(a->busy_ns, b->busy_ns);
 		break;
 	case CON_COL_SCHED:
-		c = cmp_u64(a->scheduled_ns, b->scheduled_ns);
+		c = con_cmp_u64(a->scheduled_ns, b->scheduled_ns);
 		break;
 	case CON_COL_IDLE:
-		c = cmp_u64(con_task_idle_ns(m, a), con_task_idle_ns(m, b));
+		c = con_cmp_u64(con_task_idle_ns(m, a), con_task_idle_ns(m, b));
 		break;
 	case CON_COL_WAKES:
-		c = cmp_u64(a->wakes, b->wakes);
+		c = con_cmp_u64(a->wakes, b->wakes);
 		break;
 	case CON_COL_MAXPOLL:
-		c = cmp_u64(a->max_poll_ns, b->max_poll_ns);
+		c = con_cmp_u64(a->max_poll_ns, b->max_poll_ns);
 		break;
 	case CON_COL_WARN:
-		c = cmp_u64((uint64_t)__builtin_popcount(a->warnings),
-			    (uint64_t)__builtin_popcount(b->warnings));
+		c = con_cmp_u64((uint64_t)__builtin_popcount(a->warnings),
+				(uint64_t)__builtin_popcount(b->warnings));
 		break;
 	case CON_COL_PARKED:
 		c = strcmp(a->parked_file, b->parked_file);
 		if (!c)
-			c = cmp_u64(a->parked_line, b->parked_line);
+			c = con_cmp_u64(a->parked_line, b->parked_line);
 		break;
 	case CON_COL_WAITING:
 		/* Tasks waiting on one resource side by side; those waiting
 		 * on nothing first. */
-		c = cmp_u64(a->state != WEFT_TASK_DONE ? a->waiting_on : 0,
-			    b->state != WEFT_TASK_DONE ? b->waiting_on : 0);
+		c = con_cmp_u64(a->state != WEFT_TASK_DONE ? a->waiting_on : 0,
+				b->state != WEFT_TASK_DONE ? b->waiting_on : 0);
 		break;
 	case CON_COL_LOCATION:
 		c = strcmp(a->file, b->file);
 		if (!c)
-			c = cmp_u64(a->line, b->line);
+			c = con_cmp_u64(a->line, b->line);
 		break;
 	case CON_COL_ID:
 	default:
 		break;
 	}
 	if (!c)
-		c = cmp_u64(a->id, b->id);
+		c = con_cmp_u64(a->id, b->id);
 	return m->sort_invert ? -c : c;
 }
 
