@@ -901,6 +901,129 @@ static void test_res_pool_culprit_late(void **state)
 					 "task 62"));
 }
 
+/* ------------------------------------- where a long poll's time went */
+
+#define MS 1000000ull
+
+/* A window sample read between @from_ms and @at_ms (ms), its thread's
+ * CPU time @on_ms and ended waits @off_ms. */
+static worker_window_t sample_at(double from_ms, double at_ms, double on_ms,
+				 double off_ms)
+{
+	return (worker_window_t){ .at_ns = (uint64_t)(from_ms * MS),
+				  .sched_from_ns = (uint64_t)(from_ms * MS),
+				  .sched_at_ns = (uint64_t)(at_ms * MS),
+				  .on_cpu_ns = (uint64_t)(on_ms * MS),
+				  .off_cpu_ns = (uint64_t)(off_ms * MS),
+				  .off_cpu_read = true };
+}
+
+/*
+ * A poll still running, a 4 ms computation on a CPU shared with eleven
+ * threads: it ran 1.4 ms from 1 ms, waited 7.6 ms, ran 1.4 ms, and has
+ * waited since 11.4 ms; looked at 55 ms in, four samples saw it
+ * unchanged.  Runnable now, its time off a CPU is not its own: only its
+ * CPU time is (from the newest sample, the wait's part before it read
+ * as "asleep in the kernel", 33 ms of its own, and blamed it).  Asleep
+ * now (a blocking call), that time is its own.
+ */
+static void test_split_runnable_not_blamed(void **state)
+{
+	worker_window_t win[] = {
+		sample_at(0, 0.01, 100, 50),       /* before the poll */
+		sample_at(6, 6.01, 101.4, 50),     /* waiting since 2.4 */
+		sample_at(16, 16.01, 102.8, 57.6), /* waiting since 11.4 */
+		sample_at(26, 26.01, 102.8, 57.6),
+		sample_at(36, 36.01, 102.8, 57.6),
+		sample_at(46, 46.01, 102.8, 57.6),
+	};
+	weft__sched_look_t now = { .on_ns = (uint64_t)(102.8 * MS),
+				   .off_ns = (uint64_t)(57.6 * MS),
+				   .at_ns = 55 * MS,
+				   .runnable = true };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_int_equal(sp.to_ns, 54 * MS);
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+	assert_in_range(sp.cpu_ns, 2 * MS, 3 * MS);
+	/* Asleep now: the time neither on a CPU nor in a wait that ended
+	 * is its own. */
+	now.runnable = false;
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
+					     &now, &sp));
+	assert_true(sp.to_ns - sp.wait_ns > 30 * MS);
+	/* Ended, its waits all in run_delay: judged on them alone. */
+	now.off_ns = (uint64_t)(101.2 * MS);
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, false,
+					     &now, &sp));
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+}
+
+/*
+ * An ended poll of a 4 ms computation held off a hogged CPU, 20 ms long:
+ * it ran 1.4 ms, waited 9.6, ran 1.4, waited 6.6, ran 1.0.  The sample
+ * of the pass before it had its time (0.5 ms before the poll) taken
+ * before the pass folded its events in and was read only 11.5 ms into
+ * the poll, after the first wait: it is not the poll's "before" (from
+ * it, the poll had 6.6 ms of waiting and 13.4 of its own, and was
+ * blamed).
+ */
+static void test_split_sample_read_in_poll(void **state)
+{
+	/* Times from 100 ms: the poll is at 101 to 121. */
+	worker_window_t win[] = {
+		sample_at(90, 90.01, 100, 50),
+		sample_at(100.5, 112.5, 101.4, 59.6), /* pass time before */
+	};
+	weft__sched_look_t now = { .on_ns = (uint64_t)(103.8 * MS),
+				   .off_ns = (uint64_t)(66.2 * MS),
+				   .at_ns = 122 * MS,
+				   .runnable = false };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 2, 101 * MS, 20 * MS, false,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+	assert_in_range(sp.wait_ns, 15 * MS, 17 * MS);
+}
+
+/*
+ * A poll the runtime monitor saw end (nobody listening): 12 ms, of
+ * which 3.5 ms waiting for a CPU.  Its own 8.5 ms are under the 10 ms
+ * threshold: it was not long but for the OS, and its task is not blamed
+ * (no long-poll warning; no preempted one either, the wait being the
+ * smaller part).  The same poll with 1 ms of waiting is its task's.
+ */
+static void test_long_poll_own_under_threshold(void **state)
+{
+	weft__task_info_t info = { .id = 7, .name = "short-own" };
+	uint64_t t0 = weft_now_ns();
+	weft__poll_split_t sp = { .from_ns = t0,
+				  .to_ns = t0 + 12 * MS,
+				  .cpu_ns = (uint64_t)(8.5 * MS),
+				  .wait_ns = (uint64_t)(3.5 * MS) };
+	uint64_t seq;
+
+	(void)state;
+	assert_int_equal(p->config.long_poll_ns, 10 * MS);
+	seq = p->warn_seq;
+	weft__probe_monitor_long_poll(&info, 0, t0, 12 * MS, true, &sp);
+	assert_int_equal(p->warn_seq, seq);
+	sp.cpu_ns = 11 * MS;
+	sp.wait_ns = 1 * MS;
+	weft__probe_monitor_long_poll(&info, 0, t0, 12 * MS, true, &sp);
+	assert_int_equal(p->warn_seq, seq + 1);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].kind,
+			 WEFT_WARN_LONG_POLL);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -909,6 +1032,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
 						setup, teardown),
 		cmocka_unit_test(test_conv_copy_exact),
+		cmocka_unit_test(test_split_runnable_not_blamed),
+		cmocka_unit_test(test_split_sample_read_in_poll),
+		cmocka_unit_test_setup_teardown(
+			test_long_poll_own_under_threshold, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

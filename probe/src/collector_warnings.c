@@ -332,7 +332,10 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 		pthread_mutex_unlock(&p->lock);
 		return true;
 	}
-	if (!ended && own < p->config.long_poll_ns) {
+	/* Its own part under the threshold: not the task's (as on_poll()
+	 * in collector_events.c judges); a poll still running is looked
+	 * at again. */
+	if (own < p->config.long_poll_ns) {
 		pthread_mutex_unlock(&p->lock);
 		return false;
 	}
