@@ -993,37 +993,6 @@ static void test_split_sample_read_in_poll(void **state)
 	assert_in_range(sp.wait_ns, 15 * MS, 17 * MS);
 }
 
-/*
- * A poll the runtime monitor saw end (nobody listening): 12 ms, of
- * which 3.5 ms waiting for a CPU.  Its own 8.5 ms are under the 10 ms
- * threshold: it was not long but for the OS, and its task is not blamed
- * (no long-poll warning; no preempted one either, the wait being the
- * smaller part).  The same poll with 1 ms of waiting is its task's.
- */
-static void test_long_poll_own_under_threshold(void **state)
-{
-	weft__task_info_t info = { .id = 7, .name = "short-own" };
-	uint64_t t0 = weft_now_ns();
-	weft__poll_split_t sp = { .from_ns = t0,
-				  .to_ns = t0 + 12 * MS,
-				  .cpu_ns = (uint64_t)(8.5 * MS),
-				  .wait_ns = (uint64_t)(3.5 * MS) };
-	uint64_t seq;
-
-	(void)state;
-	assert_int_equal(p->config.long_poll_ns, 10 * MS);
-	seq = p->warn_seq;
-	weft__probe_monitor_long_poll(&info, 0, t0, 12 * MS, true, &sp);
-	assert_int_equal(p->warn_seq, seq);
-	sp.cpu_ns = 11 * MS;
-	sp.wait_ns = 1 * MS;
-	weft__probe_monitor_long_poll(&info, 0, t0, 12 * MS, true, &sp);
-	assert_int_equal(p->warn_seq, seq + 1);
-	assert_int_equal(p->warnings[seq % WARN_KEEP].kind,
-			 WEFT_WARN_LONG_POLL);
-	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1034,8 +1003,6 @@ int main(void)
 		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),
-		cmocka_unit_test_setup_teardown(
-			test_long_poll_own_under_threshold, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

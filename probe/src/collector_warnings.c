@@ -332,10 +332,12 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 		pthread_mutex_unlock(&p->lock);
 		return true;
 	}
-	/* Its own part under the threshold: not the task's (as on_poll()
-	 * in collector_events.c judges); a poll still running is looked
-	 * at again. */
-	if (own < p->config.long_poll_ns) {
+	/*
+	 * An ended poll's own part under the threshold is still said, where
+	 * the collector's on_poll() says nothing: the monitor's length is a
+	 * lower bound (first look to last), and so is its own part.
+	 */
+	if (!ended && own < p->config.long_poll_ns) {
 		pthread_mutex_unlock(&p->lock);
 		return false;
 	}

@@ -176,8 +176,7 @@ struct weft__task_info_s;
  * @worker run past the long-poll threshold since @start_ns: for @dur_ns
  * so far (@ended false: never-yielded) or in all (@ended: long-poll);
  * @split, where its time went (or NULL: not known).  Return: whether a
- * warning was raised (none where the poll's own part, without its waits
- * for a CPU, is under the threshold).
+ * warning was raised (none while running and mostly the OS's doing).
  * Raised with the collector's warnings, so the next subscriber gets it.
  * Takes probe.lock: not from a worker.
  */
