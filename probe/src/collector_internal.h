@@ -187,6 +187,10 @@ typedef struct worker_window_s {
 typedef struct worker_rec_s {
 	worker_window_t window[WINDOW];
 	uint64_t yield_warned;
+	/* The poll past the threshold the passes have looked at (its raw
+	 * start), and how many passes have (collector_workers.c). */
+	uint64_t look_started;
+	uint32_t look_passes;
 	uint64_t storm_warned;
 	uint64_t preempt_warned;
 	/*
