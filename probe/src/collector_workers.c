@@ -386,10 +386,12 @@ static char thread_state(int32_t tid)
  * moment with the state of another.  A thread that ran in every try is
  * running.  A running thread's schedstat lags its CPU clock (by up to a
  * tick): the clock is taken where it is the later.  The /proc stat file
- * is opened for this look alone: a poll still running past the
- * threshold, at most once a pass a worker.
+ * is opened for this look alone, and only for a poll still running
+ * (@state) past the threshold, at most once a pass a worker: an ended
+ * poll's split needs no state.
  */
-static bool sched_look(struct probe *p, unsigned i, weft__sched_look_t *l)
+static bool sched_look(struct probe *p, unsigned i, bool state,
+		       weft__sched_look_t *l)
 {
 	int32_t tid = weft__runtime_worker_tid(p->rt, i);
 	clockid_t clk = (clockid_t)weft__runtime_worker_cpu_clock(p->rt, i);
@@ -402,7 +404,7 @@ static bool sched_look(struct probe *p, unsigned i, weft__sched_look_t *l)
 			c0 = cpu_clock_ns(clk);
 		if (!sched_read(p, p->rt, i, &l->on_ns, &l->off_ns))
 			return false;
-		l->runnable = tid && thread_state(tid) == 'R';
+		l->runnable = state && tid && thread_state(tid) == 'R';
 		if (clk < 0)
 			c1 = cpu_clock_ns(clk);
 		l->at_ns = weft_now_ns();
@@ -519,7 +521,7 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	weft__sched_look_t now;
 
 	if (!p->rt || worker >= p->stats.workers || !dur_ns ||
-	    !sched_look(p, worker, &now))
+	    !sched_look(p, worker, running, &now))
 		return false;
 	return weft__collector_split_of(p->wk[worker].window, p->window_fill,
 					start_ns, dur_ns, running, &now, out);
