@@ -993,6 +993,32 @@ static void test_split_sample_read_in_poll(void **state)
 	assert_in_range(sp.wait_ns, 15 * MS, 17 * MS);
 }
 
+/*
+ * A 15 ms computation on a hogged CPU, ended: its worker was woken for
+ * it 60 ms before the sample before it and queued behind other threads
+ * until 110 ms; the poll ran from 110 to 150 ms, 15 ms on a CPU and 25
+ * waiting.  That first wait ended into run_delay whole, its 60 ms before
+ * the sample too: the stretch's waiting is never more than its room
+ * beside its CPU time (without that, 95 ms of waiting in a 51 ms stretch
+ * left the poll 5.5 ms of its own, and its long poll unsaid).
+ */
+static void test_split_wait_before_sample(void **state)
+{
+	worker_window_t win[] = { sample_at(100, 100.01, 200, 50) };
+	weft__sched_look_t now = { .on_ns = 215 * MS,
+				   .off_ns = 145 * MS,
+				   .at_ns = 151 * MS,
+				   .runnable = false };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 1, 110 * MS, 40 * MS, false,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_true(sp.to_ns - sp.wait_ns >= 10 * MS);
+	assert_in_range(sp.wait_ns, 20 * MS, 30 * MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1003,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),
+		cmocka_unit_test(test_split_wait_before_sample),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
