@@ -1019,6 +1019,31 @@ static void test_split_wait_before_sample(void **state)
 	assert_in_range(sp.wait_ns, 20 * MS, 30 * MS);
 }
 
+/*
+ * The runtime monitor (nobody listening) looks at a poll still running
+ * 16 ms in with nothing known of where its time went: not told yet (a
+ * 1 ms poll the OS stretched was blamed for never yielding, at load 8),
+ * looked at again; 45 ms in, four thresholds past, it is told.
+ */
+static void test_monitor_unknown_split_waits(void **state)
+{
+	weft__task_info_t info = { .id = 7, .name = "stretched" };
+	uint64_t t0 = weft_now_ns(), seq;
+
+	(void)state;
+	assert_int_equal(p->config.long_poll_ns, 10 * MS);
+	seq = p->warn_seq;
+	assert_false(weft__probe_monitor_long_poll(&info, 0, t0, 16 * MS, false,
+						   NULL));
+	assert_int_equal(p->warn_seq, seq);
+	assert_true(weft__probe_monitor_long_poll(&info, 0, t0, 45 * MS, false,
+						  NULL));
+	assert_int_equal(p->warn_seq, seq + 1);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].kind,
+			 WEFT_WARN_NEVER_YIELDED);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1030,6 +1055,8 @@ int main(void)
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),
 		cmocka_unit_test(test_split_wait_before_sample),
+		cmocka_unit_test_setup_teardown(
+			test_monitor_unknown_split_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
