@@ -901,6 +901,149 @@ static void test_res_pool_culprit_late(void **state)
 					 "task 62"));
 }
 
+/* ------------------------------------- where a long poll's time went */
+
+#define MS 1000000ull
+
+/* A window sample read between @from_ms and @at_ms (ms), its thread's
+ * CPU time @on_ms and ended waits @off_ms. */
+static worker_window_t sample_at(double from_ms, double at_ms, double on_ms,
+				 double off_ms)
+{
+	return (worker_window_t){ .at_ns = (uint64_t)(from_ms * MS),
+				  .sched_from_ns = (uint64_t)(from_ms * MS),
+				  .sched_at_ns = (uint64_t)(at_ms * MS),
+				  .on_cpu_ns = (uint64_t)(on_ms * MS),
+				  .off_cpu_ns = (uint64_t)(off_ms * MS),
+				  .off_cpu_read = true };
+}
+
+/*
+ * A poll still running, a 4 ms computation on a CPU shared with eleven
+ * threads: it ran 1.4 ms from 1 ms, waited 7.6 ms, ran 1.4 ms, and has
+ * waited since 11.4 ms; looked at 55 ms in, four samples saw it
+ * unchanged.  Runnable now, its time off a CPU is not its own: only its
+ * CPU time is (from the newest sample, the wait's part before it read
+ * as "asleep in the kernel", 33 ms of its own, and blamed it).  Asleep
+ * now (a blocking call), that time is its own.
+ */
+static void test_split_runnable_not_blamed(void **state)
+{
+	worker_window_t win[] = {
+		sample_at(0, 0.01, 100, 50),       /* before the poll */
+		sample_at(6, 6.01, 101.4, 50),     /* waiting since 2.4 */
+		sample_at(16, 16.01, 102.8, 57.6), /* waiting since 11.4 */
+		sample_at(26, 26.01, 102.8, 57.6),
+		sample_at(36, 36.01, 102.8, 57.6),
+		sample_at(46, 46.01, 102.8, 57.6),
+	};
+	weft__sched_look_t now = { .on_ns = (uint64_t)(102.8 * MS),
+				   .off_ns = (uint64_t)(57.6 * MS),
+				   .at_ns = 55 * MS,
+				   .runnable = true };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_int_equal(sp.to_ns, 54 * MS);
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+	assert_in_range(sp.cpu_ns, 2 * MS, 3 * MS);
+	/* Asleep now: the time neither on a CPU nor in a wait that ended
+	 * is its own. */
+	now.runnable = false;
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
+					     &now, &sp));
+	assert_true(sp.to_ns - sp.wait_ns > 30 * MS);
+	/* Ended, its waits all in run_delay: judged on them alone. */
+	now.off_ns = (uint64_t)(101.2 * MS);
+	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, false,
+					     &now, &sp));
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+}
+
+/*
+ * An ended poll of a 4 ms computation held off a hogged CPU, 20 ms long:
+ * it ran 1.4 ms, waited 9.6, ran 1.4, waited 6.6, ran 1.0.  The sample
+ * of the pass before it had its time (0.5 ms before the poll) taken
+ * before the pass folded its events in and was read only 11.5 ms into
+ * the poll, after the first wait: it is not the poll's "before" (from
+ * it, the poll had 6.6 ms of waiting and 13.4 of its own, and was
+ * blamed).
+ */
+static void test_split_sample_read_in_poll(void **state)
+{
+	/* Times from 100 ms: the poll is at 101 to 121. */
+	worker_window_t win[] = {
+		sample_at(90, 90.01, 100, 50),
+		sample_at(100.5, 112.5, 101.4, 59.6), /* pass time before */
+	};
+	weft__sched_look_t now = { .on_ns = (uint64_t)(103.8 * MS),
+				   .off_ns = (uint64_t)(66.2 * MS),
+				   .at_ns = 122 * MS,
+				   .runnable = false };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 2, 101 * MS, 20 * MS, false,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+	assert_in_range(sp.wait_ns, 15 * MS, 17 * MS);
+}
+
+/*
+ * A 15 ms computation on a hogged CPU, ended: its worker was woken for
+ * it 60 ms before the sample before it and queued behind other threads
+ * until 110 ms; the poll ran from 110 to 150 ms, 15 ms on a CPU and 25
+ * waiting.  That first wait ended into run_delay whole, its 60 ms before
+ * the sample too: the stretch's waiting is never more than its room
+ * beside its CPU time (without that, 95 ms of waiting in a 51 ms stretch
+ * left the poll 5.5 ms of its own, and its long poll unsaid).
+ */
+static void test_split_wait_before_sample(void **state)
+{
+	worker_window_t win[] = { sample_at(100, 100.01, 200, 50) };
+	weft__sched_look_t now = { .on_ns = 215 * MS,
+				   .off_ns = 145 * MS,
+				   .at_ns = 151 * MS,
+				   .runnable = false };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_true(weft__collector_split_of(win, 1, 110 * MS, 40 * MS, false,
+					     &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_true(sp.to_ns - sp.wait_ns >= 10 * MS);
+	assert_in_range(sp.wait_ns, 20 * MS, 30 * MS);
+}
+
+/*
+ * The runtime monitor (nobody listening) looks at a poll still running
+ * 16 ms in with nothing known of where its time went: not told yet (a
+ * 1 ms poll the OS stretched was blamed for never yielding, at load 8),
+ * looked at again; 45 ms in, four thresholds past, it is told.
+ */
+static void test_monitor_unknown_split_waits(void **state)
+{
+	weft__task_info_t info = { .id = 7, .name = "stretched" };
+	uint64_t t0 = weft_now_ns(), seq;
+
+	(void)state;
+	assert_int_equal(p->config.long_poll_ns, 10 * MS);
+	seq = p->warn_seq;
+	assert_false(weft__probe_monitor_long_poll(&info, 0, t0, 16 * MS, false,
+						   NULL));
+	assert_int_equal(p->warn_seq, seq);
+	assert_true(weft__probe_monitor_long_poll(&info, 0, t0, 45 * MS, false,
+						  NULL));
+	assert_int_equal(p->warn_seq, seq + 1);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].kind,
+			 WEFT_WARN_NEVER_YIELDED);
+	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -909,6 +1052,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
 						setup, teardown),
 		cmocka_unit_test(test_conv_copy_exact),
+		cmocka_unit_test(test_split_runnable_not_blamed),
+		cmocka_unit_test(test_split_sample_read_in_poll),
+		cmocka_unit_test(test_split_wait_before_sample),
+		cmocka_unit_test_setup_teardown(
+			test_monitor_unknown_split_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

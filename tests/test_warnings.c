@@ -1268,5 +1268,9 @@ int main(void)
 	};
 	/* clang-format on */
 
+	/* WEFT_TEST_FILTER=test_preempted* runs those alone (to repeat a
+	 * case under load). */
+	if (getenv("WEFT_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("WEFT_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

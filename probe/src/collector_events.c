@@ -216,11 +216,17 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 			snprintf(l->name, sizeof(l->name), "%s",
 				 t->pub.name ? t->pub.name : "");
 		}
+		/*
+		 * Long by the OS's doing, not the task's: said as such.  A
+		 * poll whose own part is under the threshold and whose wait
+		 * is shorter still is said by neither: it was not long but
+		 * for the OS, so it is not its task's to be blamed for.
+		 */
 		if (weft__collector_by_os(p, own, dur)) {
-			/* Long by the OS's doing, not the task's. */
 			weft__collector_warn_preempted(p, ev->worker, start,
 						       dur, own);
-		} else if (ev->ts > t->last_long_warn + 1000000000u) {
+		} else if (own >= p->config.long_poll_ns &&
+			   ev->ts > t->last_long_warn + 1000000000u) {
 			t->last_long_warn = ev->ts;
 			/* No split to tell the OS's part from the task's
 			 * (no schedstat, a runtime just described): said. */

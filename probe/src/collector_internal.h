@@ -151,10 +151,21 @@ _Static_assert(offsetof(task_rec_t, changed) ==
 typedef struct res_rec_s res_rec_t;
 
 typedef struct worker_window_s {
-	uint64_t at_ns;
+	uint64_t at_ns; /* the pass's time: the counters' rates */
 	weft_worker_metrics_t m;
 	uint64_t off_cpu_ns; /* run_delay, when off_cpu_read */
 	uint64_t on_cpu_ns;  /* schedstat's first field, likewise */
+	/*
+	 * When those two were read: between sched_from_ns and sched_at_ns
+	 * (clock reads right before and after).  The pass's time came
+	 * before its events were folded in, which under load took long
+	 * enough for a poll to begin in between: a sample that seemed to
+	 * come before the poll held part of it, and the poll's CPU time
+	 * read as "asleep in the kernel".  The reader can be held off its
+	 * CPU between the reads, so each use takes the bound that cannot
+	 * blame a task (weft__collector_split_of()).
+	 */
+	uint64_t sched_from_ns, sched_at_ns;
 	bool off_cpu_read;
 } worker_window_t;
 
@@ -176,6 +187,10 @@ typedef struct worker_window_s {
 typedef struct worker_rec_s {
 	worker_window_t window[WINDOW];
 	uint64_t yield_warned;
+	/* The poll past the threshold the passes have looked at (its raw
+	 * start), and how many passes have (collector_workers.c). */
+	uint64_t look_started;
+	uint32_t look_passes;
 	uint64_t storm_warned;
 	uint64_t preempt_warned;
 	/*
@@ -779,6 +794,22 @@ void weft__collector_fold_flush(struct probe *p, uint64_t now);
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 uint64_t start_ns, uint64_t dur_ns,
 				 bool running, weft__poll_split_t *out);
+/* What a look at a worker's thread found (collector_workers.c). */
+typedef struct weft__sched_look_s {
+	uint64_t on_ns;  /* its CPU time */
+	uint64_t off_ns; /* run_delay: its waits for a CPU that ended */
+	uint64_t at_ns;  /* when (weft_now_ns()), both read by then */
+	bool runnable;   /* on a CPU or waiting for one now ('R') */
+} weft__sched_look_t;
+/*
+ * The split of weft__collector_sched_split() from a worker's window
+ * (@fill samples of @win) and a look at its thread now (@now): no
+ * reads, so that tests can hand it both.
+ */
+bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
+			      uint64_t start_ns, uint64_t dur_ns, bool running,
+			      const weft__sched_look_t *now,
+			      weft__poll_split_t *out);
 uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,
 				  uint64_t dur_ns, char *why, size_t len);

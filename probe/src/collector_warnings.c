@@ -332,7 +332,21 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 		pthread_mutex_unlock(&p->lock);
 		return true;
 	}
-	if (!ended && own < p->config.long_poll_ns) {
+	/*
+	 * An ended poll's own part under the threshold is still said, where
+	 * the collector's on_poll() says nothing: the monitor's length is a
+	 * lower bound (first look to last), and so is its own part.
+	 */
+	/*
+	 * Still running with nothing known of where its time went (the
+	 * monitor publishes a split from its second look past the stall
+	 * threshold on; a starved monitor's looks come late): looked at
+	 * again, as the collector does (weft__collector_sample_workers()),
+	 * until four thresholds in.  Told at once, a 1 ms poll the OS
+	 * stretched to 16 ms was blamed for never yielding, at load 8.
+	 */
+	if (!ended && (own < p->config.long_poll_ns ||
+		       (!why[0] && dur_ns < 4 * p->config.long_poll_ns))) {
 		pthread_mutex_unlock(&p->lock);
 		return false;
 	}

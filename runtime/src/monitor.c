@@ -278,20 +278,51 @@ static int open_task_file(int32_t tid, const char *what)
 	return fd < 0 ? -2 : fd;
 }
 
+/* A thread CPU clock's reading (ns), 0 where it cannot be read. */
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	if (clock_gettime(c, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* run_delay, schedstat's second field, read anew (*@delay). */
+static bool delay_read(monitor_seen_t *s, uint64_t *delay)
+{
+	char buf[128], *p;
+	ssize_t n = pread(s->sched_fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	(void)strtoull(buf, &p, 10);
+	*delay = strtoull(p, NULL, 10);
+	return true;
+}
+
 /*
  * The worker thread's CPU time (its CPU clock: exact, where schedstat's
  * first field lags up to a scheduler tick for a running thread), its
  * time queued for a CPU (schedstat's run_delay: exact for the waits
  * that have ended), whether it is waiting for a CPU now ('R' in its
  * /proc stat, and its CPU clock not moving) and when (ns, read right
- * after).  The files are kept open: a pread at
- * 0 reads them anew.  False where any cannot be read.
+ * after).  The parts must agree: the CPU clock before and after the two
+ * file reads, unmoved, means the thread did not run in between, so 'R'
+ * is a wait going on and run_delay has every wait that ended.  Read
+ * apart, a look held off its CPU between the reads (we run at nice 19)
+ * found a thread that ran meanwhile "not waiting" beside a run_delay
+ * read before its wait ended, and the wait read as sleep.  A thread that
+ * ran in every try is running: no wait going on, its ended waits read
+ * after it ran.  The files are kept open: a pread at 0 reads them anew.
+ * False where any cannot be read.
  */
 static bool thread_read(weft_worker_t *w, monitor_seen_t *s, uint64_t *cpu,
 			uint64_t *delay, bool *waiting, uint64_t *at)
 {
 	char buf[512], *p;
-	struct timespec ts;
+	uint64_t c0;
 	ssize_t n;
 
 	if (s->stat_fd == -1) {
@@ -322,33 +353,33 @@ static bool thread_read(weft_worker_t *w, monitor_seen_t *s, uint64_t *cpu,
 	}
 	if (s->stat_fd < 0)
 		return false;
-	if (clock_gettime(s->cpu_clock, &ts))
+	for (int k = 0; k < 3; k++) {
+		c0 = clock_ns(s->cpu_clock);
+		if (!c0 || !delay_read(s, delay))
+			return false;
+		n = pread(s->stat_fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			return false;
+		buf[n] = '\0';
+		/* "tid (comm) S ...": the state follows the last ')'. */
+		p = strrchr(buf, ')');
+		if (!p || p[1] != ' ')
+			return false;
+		*cpu = clock_ns(s->cpu_clock);
+		*at = weft_now_ns();
+		/* 'R' is running or waiting to: the unmoved clock says
+		 * which. */
+		if (*cpu == c0) {
+			*waiting = p[2] == 'R';
+			return true;
+		}
+	}
+	*waiting = false;
+	if (!delay_read(s, delay))
 		return false;
+	*cpu = clock_ns(s->cpu_clock);
 	*at = weft_now_ns();
-	*cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	n = pread(s->sched_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	(void)strtoull(buf, &p, 10);
-	*delay = strtoull(p, NULL, 10);
-	n = pread(s->stat_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* "tid (comm) S ...": the state follows the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return false;
-	/*
-	 * 'R' is running or waiting to: the CPU clock read again tells
-	 * which (a running thread's moved on in the microseconds between).
-	 */
-	*waiting = p[2] == 'R';
-	if (*waiting && !clock_gettime(s->cpu_clock, &ts) &&
-	    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec > *cpu)
-		*waiting = false;
-	return true;
+	return *cpu != 0;
 }
 
 /*
