@@ -439,6 +439,18 @@ struct probe {
 	} * sites;
 	size_t nsites;
 	uint64_t sites_unknown; /* SPAWNs of a site not met */
+	/*
+	 * Await sites met (AWAIT_SITE: collector_events.c), by id, for the
+	 * POLLs that name them (WEFT_POLL_SITE_SHIFT); nawaits slots, grown
+	 * as sites are.  file NULL: not met, and a POLL naming it parks its
+	 * task at a place not known, never at another site.
+	 */
+	struct await_site {
+		const char *file;
+		uint32_t line;
+	} * awaits;
+	size_t nawaits;
+	uint64_t awaits_unknown; /* POLLs naming an await site not met */
 	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
 	struct leak_state *leak;
 	/*
@@ -670,7 +682,7 @@ void weft__collector_free_orphans(struct probe *p);
 /* collector_events.c */
 #define SITE_HAVE_NAME 1u /* its SITE came */
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
-/* Forgets the spawn sites met (the collector stops). */
+/* Forgets the spawn and await sites met (the collector stops). */
 void weft__collector_sites_free(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 			     task_rec_t **last_spawn);
