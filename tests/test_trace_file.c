@@ -260,6 +260,99 @@ static void test_trace_file_records_workload(void **state)
 }
 
 /*
+ * A task that parks at two awaits in turn (issue 21), recorded and read
+ * back: every pending POLL names its site (WEFT_POLL_SITE_SHIFT), each
+ * site announced (AWAIT_SITE) on the ring before the POLL that first
+ * names it, and the sites read back say the right line at each step; no
+ * PARKED_AT.
+ */
+#define ALT_STEPS 20
+
+struct alternator {
+	int weft_pc;
+	int i;
+};
+
+static int alt_line[2];
+
+static weft_poll_t alternator_poll(void *arg, weft_cx_t *cx)
+{
+	struct alternator *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < ALT_STEPS / 2; s->i++) {
+		alt_line[0] = __LINE__; WEFT_YIELD(s, cx);
+		alt_line[1] = __LINE__; WEFT_YIELD(s, cx);
+	}
+	WEFT_ASYNC_END(s);
+}
+
+static void test_trace_file_await_sites(void **state)
+{
+	char *path = tmp_path("awaits.weft");
+	weft_config_t cfg = { .workers = 1 };
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	uint32_t lines[64] = { 0 };
+	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	unsigned steps = 0;
+	weft_join_t *j;
+	uint64_t id;
+	int rc;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	assert_int_equal(weft_spawn_named(rt, "alternator", alternator_poll,
+					  &(struct alternator){ 0 }, &j),
+			 0);
+	id = weft_join_id(j);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			uint32_t site = ev[i].a2 >> WEFT_POLL_SITE_SHIFT;
+
+			if (ev[i].kind == WEFT_EV_AWAIT_SITE) {
+				assert_true(ev[i].task < 64);
+				lines[ev[i].task] = ev[i].a2;
+			}
+			if (ev[i].task != id || ev[i].kind == WEFT_EV_AWAIT_SITE)
+				continue;
+			assert_int_not_equal(ev[i].kind, WEFT_EV_PARKED_AT);
+			if (ev[i].kind != WEFT_EV_POLL ||
+			    (ev[i].a2 & WEFT_POLL_READY))
+				continue;
+			/* Announced before it, on its ring: read first. */
+			assert_true(site > 0 && site < 64);
+			assert_int_equal(lines[site], alt_line[steps % 2]);
+			steps++;
+		}
+		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER)
+			weft_wire_frame_free(f);
+	}
+	assert_int_equal(rc, 0);
+	/* Every pending poll read back (no drops in so few events). */
+	assert_int_equal(steps, ALT_STEPS);
+	weft_trace_reader_close(&r);
+	unlink(path);
+	free(path);
+	free(ev);
+}
+
+/*
  * The disk fills while recording (RLIMIT_FSIZE: writes past 64 KiB fail
  * with EFBIG, the one that crosses it short): the recorder cuts the file
  * back to its last whole record, stops, and weft_trace_stop() says why.
@@ -1001,6 +1094,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_file_records_workload),
+		cmocka_unit_test(test_trace_file_await_sites),
 		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_torn_record_skipped),
