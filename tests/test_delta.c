@@ -107,6 +107,16 @@ static void test_delta_filter_from_subscribe(void **state)
 	ev.kind = WEFT_EV_POLL;
 	ev.task = 4;
 	assert_false(weft__delta_filter_event(&f, &ev));
+	/* An await site's announcement (its task field a site's id) goes
+	 * with the POLLs that may name it: where they go, whatever the
+	 * tasks asked for; not on a worker filtered out. */
+	ev.kind = WEFT_EV_AWAIT_SITE;
+	ev.task = 4;
+	assert_true(weft__delta_filter_event(&f, &ev));
+	ev.worker = 0;
+	assert_false(weft__delta_filter_event(&f, &ev));
+	ev.worker = 1;
+	ev.kind = WEFT_EV_POLL;
 
 	assert_int_equal(weft__delta_filter_copy(&g, &f), 0);
 	assert_true(weft__delta_filter_equal(&f, &g));
