@@ -310,19 +310,19 @@ static void test_probe_parked_at_alternating(void **state)
 	pthread_mutex_init(&s->lock, NULL);
 	weft_notify_init(&a);
 	weft_notify_init(&b);
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){ .on_update =
-								   on_update_last,
-							   .ctx = &r },
-				 &sub),
-			 0);
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){ .events = true,
-							   .on_events =
-								   on_events,
-							   .ctx = s },
-				 &evsub),
-			 0);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .on_update = on_update_last,
+						  .ctx = &r },
+			&sub),
+		0);
+	assert_int_equal(
+		weft_probe_subscribe(
+			&(weft_probe_sub_opts_t){ .events = true,
+						  .on_events = on_events,
+						  .ctx = s },
+			&evsub),
+		0);
 	rt = rt_create(1);
 	pthread_mutex_lock(&r.lock);
 	j = spawn_ok(rt, alt_poll, NULL,

@@ -329,7 +329,8 @@ static void test_trace_file_await_sites(void **state)
 				assert_true(ev[i].task < 64);
 				lines[ev[i].task] = ev[i].a2;
 			}
-			if (ev[i].task != id || ev[i].kind == WEFT_EV_AWAIT_SITE)
+			if (ev[i].task != id ||
+			    ev[i].kind == WEFT_EV_AWAIT_SITE)
 				continue;
 			assert_int_not_equal(ev[i].kind, WEFT_EV_PARKED_AT);
 			if (ev[i].kind != WEFT_EV_POLL ||

@@ -57,7 +57,8 @@ static void await_note(const weft_event_t *e)
 	if (e->task >= nawait_lines) {
 		while (n <= e->task)
 			n *= 2;
-		await_lines = tt_xrealloc(await_lines, n * sizeof(*await_lines));
+		await_lines =
+			tt_xrealloc(await_lines, n * sizeof(*await_lines));
 		memset(await_lines + nawait_lines, 0,
 		       (n - nawait_lines) * sizeof(*await_lines));
 		nawait_lines = n;

@@ -693,8 +693,8 @@ static weft_event_t *await_slot(struct slice *s, uint64_t id, bool **out)
 			n *= 2;
 		/* n is at most 2^21: no overflow. */
 		s->awaits = tt_xrealloc(s->awaits, n * sizeof(*s->awaits));
-		s->awaits_out = tt_xrealloc(s->awaits_out,
-					    n * sizeof(*s->awaits_out));
+		s->awaits_out =
+			tt_xrealloc(s->awaits_out, n * sizeof(*s->awaits_out));
 		memset(s->awaits + s->nawaits, 0,
 		       (n - s->nawaits) * sizeof(*s->awaits));
 		memset(s->awaits_out + s->nawaits, 0,
@@ -711,7 +711,8 @@ static void note_before(struct slice *s, const weft_event_t *ev)
 	weft_event_t *a;
 	bool *out;
 
-	if (ev->kind == WEFT_EV_AWAIT_SITE && (a = await_slot(s, ev->task, &out)))
+	if (ev->kind == WEFT_EV_AWAIT_SITE &&
+	    (a = await_slot(s, ev->task, &out)))
 		*a = *ev;
 }
 
