@@ -105,6 +105,9 @@ struct worker {
 	/* The spawn sites its ring has announced (bit: site index), as a
 	 * runtime's ring announces each before its first SPAWN there. */
 	uint32_t sites_told;
+	/* The await sites its ring announced (AWAIT_SITE), a bit each:
+	 * the waits (id k + 1) and the acceptor's (id NWAIT + 1). */
+	uint32_t awaits_told;
 };
 
 struct gentrace {
