@@ -1424,6 +1424,54 @@ static void test_console_views_detail(void **state)
 }
 
 /*
+ * A pending POLL naming its await site (issue 21): the detail says where
+ * the task parked, by the line the stream's AWAIT_SITE announced; a site
+ * it never announced is not known, never another site's line.
+ */
+static void test_console_views_detail_await_sites(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_DETAIL,
+			    .detail_task = 2 };
+	Weft__V1__Task *ts[] = { task_msg(2, "parker", 3) };
+	weft_event_t ev[] = {
+		/* The task field is the site's id, no task's. */
+		{ .ts = 2 * SEC,
+		  .task = 5,
+		  .a1 = 0x4000,
+		  .a2 = 77,
+		  .kind = WEFT_EV_AWAIT_SITE },
+		{ .ts = 2 * SEC,
+		  .task = 2,
+		  .a1 = 4000,
+		  .a2 = 5u << WEFT_POLL_SITE_SHIFT,
+		  .kind = WEFT_EV_POLL },
+		{ .ts = 2 * SEC + 10,
+		  .task = 2,
+		  .a1 = 3000,
+		  .a2 = 6u << WEFT_POLL_SITE_SHIFT,
+		  .kind = WEFT_EV_POLL },
+	};
+	char *out;
+
+	(void)state;
+	populated(&m);
+	con_model_events(&m, ev, sizeof(ev) / sizeof(ev[0]));
+	feed(&m, 3 * SEC, ts, 1, NULL, 0, NULL, 0);
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "recent events (newest first, 2 seen"));
+	assert_non_null(strstr(out, "polled 4.0us -> pending, parked at line 77"));
+	assert_non_null(strstr(out, "polled 3.0us -> pending, parked (where not "
+				    "known)"));
+	free(out);
+	con_model_fini(&m);
+}
+
+/*
  * View @v of @s, drawn 140 columns wide, holds every string of @has and
  * none of @hasnt (both NULL-terminated, may be NULL).
  */
@@ -3177,6 +3225,7 @@ int main(void)
 		cmocka_unit_test(test_console_model_spike),
 		cmocka_unit_test(test_console_keys_timeline),
 		cmocka_unit_test(test_console_views_detail),
+		cmocka_unit_test(test_console_views_detail_await_sites),
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
