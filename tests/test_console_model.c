@@ -1464,9 +1464,11 @@ static void test_console_views_detail_await_sites(void **state)
 	con_session_watch(&s);
 	out = render(&s, 120, 40);
 	assert_non_null(strstr(out, "recent events (newest first, 2 seen"));
-	assert_non_null(strstr(out, "polled 4.0us -> pending, parked at line 77"));
-	assert_non_null(strstr(out, "polled 3.0us -> pending, parked (where not "
-				    "known)"));
+	assert_non_null(
+		strstr(out, "polled 4.0us -> pending, parked at line 77"));
+	assert_non_null(strstr(out,
+			       "polled 3.0us -> pending, parked (where not "
+			       "known)"));
 	free(out);
 	con_model_fini(&m);
 }
