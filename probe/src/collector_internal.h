@@ -74,7 +74,7 @@ typedef struct task_rec_s {
 	bool retired;     /* off the done list, freed once published */
 	bool in_owned;    /* on the runtime's list (reconcile) */
 	bool end_unseen;  /* finished by reconcile */
-	bool parked_seen; /* a PARKED_AT came: events say where */
+	bool parked_seen; /* a POLL's site or PARKED_AT: events say where */
 	/* outstanding not to be trusted: an early waker count may be lost
 	 * (weft__collector_early_waker()); no lost-waker check. */
 	bool wakers_unsure;
