@@ -266,16 +266,17 @@ static bool filter_worker(const weft_delta_filter_t *f, uint32_t w)
 bool weft__delta_filter_event(const weft_delta_filter_t *f,
 			      const weft_event_t *ev)
 {
-	/*
-	 * An await site's announcement goes with the POLLs that may name
-	 * the site: let through where they are (its worker), whatever the
-	 * tasks asked for (its task field is the site's id, no task's).
-	 */
-	if (ev->kind == WEFT_EV_AWAIT_SITE)
-		return (!f->kinds || (f->kinds >> WEFT_EV_POLL & 1)) &&
-		       filter_worker(f, ev->worker);
 	if (f->kinds && (ev->kind >= 64 || !(f->kinds >> ev->kind & 1)))
 		return false;
+	/*
+	 * An await site's announcement goes with the POLLs that may name
+	 * the site: let through on its worker whatever tasks were asked
+	 * for (its task field is the site's id, no task's).  A stream of
+	 * chosen kinds gets it when it asks for it: its POLLs' sites are
+	 * then not known.
+	 */
+	if (ev->kind == WEFT_EV_AWAIT_SITE)
+		return filter_worker(f, ev->worker);
 	/* RES_NAME, SITE and SITE_LOC are no task's events. */
 	return filter_worker(f, ev->worker) &&
 	       filter_task(f, weft_event_task(ev));
