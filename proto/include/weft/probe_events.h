@@ -207,8 +207,8 @@ typedef enum weft_resource_op_e {
  * (registering with a resource, the common case), up to
  * WEFT_POLL_CLONES_MAX; each has no WAKER_CLONE of its own.  Any other
  * clone (of another task's waker, outside a poll, past the maximum) is a
- * WAKER_CLONE event.  Small enough to keep a2 under 128: one varint byte
- * on the wire.  A reader counts them as it counts WAKER_CLONE, knowing
+ * WAKER_CLONE event.  Small enough to keep a2 under 128 (one varint byte
+ * on the wire) in a POLL that names no await site: most of them.  A reader counts them as it counts WAKER_CLONE, knowing
  * that the POLL, stamped at the poll's end, comes after a drop or wake
  * of such a clone made by another thread during the poll: a task's
  * clones minus its drops can be short until its POLL is read.  0 in a
