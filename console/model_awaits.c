@@ -13,7 +13,10 @@
  * announcements, would know none).  It is the process's, tagged with the
  * hello's pid and start: a model of another process (a console attached
  * again to a restarted one) starts it again, and never reads the other's.
- * The console is one thread: no lock.
+ * The console is one thread: no lock.  The same sites come in Updates
+ * too (weft/wire.h: WEFT_WIRE_AWAIT_SITE_BASE), kept in the model's
+ * sites: con_awaits_line() reads those for a site the events did not
+ * announce to this console.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,5 +66,13 @@ void con_awaits_note(con_model_t *m, const weft_event_t *e)
 
 uint32_t con_awaits_line(const con_model_t *m, uint32_t id)
 {
-	return ours(m) && id < awaits.n ? awaits.lines[id] : 0;
+	const weft_wire_site_t *s;
+
+	if (ours(m) && id < awaits.n && awaits.lines[id])
+		return awaits.lines[id];
+	/* Not announced to this console (it came late, the event was
+	 * dropped, a checkpoint restored after it): the Updates' table,
+	 * which the model keeps, copies and saves as its spawn sites. */
+	s = weft_wire_sites_await(&m->sites, id);
+	return s ? s->line : 0;
 }

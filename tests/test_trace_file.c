@@ -354,6 +354,91 @@ static void test_trace_file_await_sites(void **state)
 }
 
 /*
+ * A recording begun while another subscriber already listens: the rings
+ * announced the alternator's sites (AWAIT_SITE) once, to the listening
+ * period before the file, so the file's POLLs name sites it never saw
+ * announced.  The recording's Updates carry every await site the
+ * collector knows (Site id WEFT_WIRE_AWAIT_SITE_BASE + id): every pending
+ * poll read back still names its line (without them: none did).
+ */
+static void alternate_once(weft_runtime_t *rt, uint64_t *id)
+{
+	weft_join_t *j;
+
+	assert_int_equal(weft_spawn_named(rt, "alternator", alternator_poll,
+					  &(struct alternator){ 0 }, &j),
+			 0);
+	*id = weft_join_id(j);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+}
+
+static void test_trace_file_await_sites_late(void **state)
+{
+	char *path = tmp_path("awaits-late.weft");
+	weft_config_t cfg = { .workers = 1 };
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	weft_probe_sub_opts_t so = { .events = true };
+	unsigned steps = 0, announced = 0;
+	uint32_t sites[ALT_STEPS];
+	weft_probe_sub_t *sub;
+	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	uint64_t id;
+	int rc;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_int_equal(weft_probe_subscribe(&so, &sub), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	alternate_once(rt, &id); /* announced to the subscriber's period */
+	weft_probe_flush();
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	alternate_once(rt, &id);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+	weft_probe_unsubscribe(sub);
+
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			announced += ev[i].kind == WEFT_EV_AWAIT_SITE;
+			if (ev[i].task == id && ev[i].kind == WEFT_EV_POLL &&
+			    !(ev[i].a2 & WEFT_POLL_READY) && steps < ALT_STEPS)
+				sites[steps++] = ev[i].a2 >>
+						 WEFT_POLL_SITE_SHIFT;
+		}
+		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER)
+			weft_wire_frame_free(f);
+	}
+	assert_int_equal(rc, 0);
+	/* The case this is about: nothing announced in the file. */
+	assert_int_equal(announced, 0);
+	assert_int_equal(steps, ALT_STEPS);
+	/* The file's Updates named them (a pass's Update follows its
+	 * events: looked up once the file is read). */
+	for (unsigned k = 0; k < steps; k++) {
+		const weft_wire_site_t *s =
+			weft_wire_sites_await(&r.sites, sites[k]);
+
+		assert_non_null(s);
+		assert_int_equal(s->line, alt_line[k % 2]);
+		assert_non_null(strstr(s->file, "test_trace_file.c"));
+	}
+	weft_trace_reader_close(&r);
+	unlink(path);
+	free(path);
+	free(ev);
+}
+
+/*
  * The disk fills while recording (RLIMIT_FSIZE: writes past 64 KiB fail
  * with EFBIG, the one that crosses it short): the recorder cuts the file
  * back to its last whole record, stops, and weft_trace_stop() says why.
@@ -1096,6 +1181,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_file_records_workload),
 		cmocka_unit_test(test_trace_file_await_sites),
+		cmocka_unit_test(test_trace_file_await_sites_late),
 		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_torn_record_skipped),

@@ -504,6 +504,7 @@ void weft__collector_sites_free(struct probe *p)
 	free(p->awaits);
 	p->awaits = NULL;
 	p->nawaits = 0;
+	p->awaits_known = 0;
 	p->awaits_unknown = 0;
 }
 
@@ -531,6 +532,7 @@ __attribute__((noinline)) static void on_await_site(struct probe *p,
 		p->awaits = s;
 		p->nawaits = n;
 	}
+	p->awaits_known += !p->awaits[ev->task].file;
 	p->awaits[ev->task].file = (const char *)(uintptr_t)ev->a1;
 	p->awaits[ev->task].line = ev->a2;
 }

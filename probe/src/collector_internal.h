@@ -450,6 +450,7 @@ struct probe {
 		uint32_t line;
 	} * awaits;
 	size_t nawaits;
+	uint32_t awaits_known;   /* slots with a file: what a stream sends */
 	uint64_t awaits_unknown; /* POLLs naming an await site not met */
 	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
 	struct leak_state *leak;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trace_tool.h"
+#include "weft/trace_stream.h"
 
 static const char usage[] =
 	"usage: weft-trace dump [--abs] FILE\n"
@@ -77,8 +78,15 @@ static void await_text(const tt_trace_t *t, const weft_event_t *e, uint32_t id,
 {
 	uint32_t line = id < nawait_lines ? await_lines[id] : 0;
 	const tt_task_t *k = tt_task(t, e->task);
+	const weft_wire_site_t *s;
 
-	if (!line)
+	/* Not announced in this file (it began late, a segment after the
+	 * first, a snapshot) or dropped: the Updates' table says it, file
+	 * and line (weft/wire.h: WEFT_WIRE_AWAIT_SITE_BASE). */
+	if (!line && (s = weft_wire_sites_await(
+			      &weft_trace_stream_reader(t->stream)->sites, id)))
+		snprintf(buf, len, " at=%s:%u", s->file, s->line);
+	else if (!line)
 		snprintf(buf, len, " site=unknown");
 	else if (k && k->parked_file && k->parked_line == line)
 		snprintf(buf, len, " at=%s:%u", k->parked_file, line);

@@ -557,14 +557,17 @@ static void write_state(struct slice *s)
 		if (s->workers[i])
 			put_field(&body, 3, s->workers[i], s->worker_len[i]);
 	put_bytes(&body, full, sizeof(full));
-	/* Every site met (a field after the others is read the same). */
-	for (size_t i = 0; i < s->sites.cap; i++) {
-		const weft_wire_site_t *e = &s->sites.v[i];
+	/* Every site met (a field after the others is read the same): the
+	 * spawn sites, then the await sites the window's POLLs may name. */
+	for (size_t i = 0; i < s->sites.cap + s->sites.await_cap; i++) {
+		const weft_wire_site_t *e =
+			i < s->sites.cap ? &s->sites.v[i] :
+					   &s->sites.await[i - s->sites.cap];
 		Weft__V1__Site m = WEFT__V1__SITE__INIT;
 		uint8_t *one;
 		size_t n;
 
-		if (!e->name)
+		if (!e->file)
 			continue;
 		m.id = e->id;
 		m.name = (char *)e->name;
