@@ -121,6 +121,10 @@ struct gentrace {
 	 * its strings; the budget counts the bytes the records would have
 	 * taken with them (saved), so that both forms hold the same run. */
 	bool sites_mode;
+	/* --parked-at: where a task parks as traces said it before
+	 * parkfold: a PARKED_AT after the POLL, no await site in the POLL
+	 * and no AWAIT_SITE (the old form, still read). */
+	bool parked_at_mode;
 	uint64_t saved;
 	uint64_t sites_sent;    /* bit: site index sent */
 	weft_wire_buf_t legacy; /* scratch: an update in the names form */

@@ -468,7 +468,7 @@ static void poll_one(struct worker *w)
 	 * parkfold (runtime/src/task.c); no PARKED_AT.
 	 */
 	site = 0;
-	if (!ready && k != t->parked) {
+	if (!ready && k != t->parked && !g.parked_at_mode) {
 		site = k + 1;
 		if (!(w->awaits_told & 1u << k)) {
 			w->awaits_told |= 1u << k;
@@ -506,6 +506,11 @@ static void poll_one(struct worker *w)
 		t->since = end;
 		if (t->site >= SITE_REQ0)
 			t->steps--;
+		/* The old form: the place in a PARKED_AT of its own. */
+		if (g.parked_at_mode && k != t->parked)
+			wemit(w, end, WEFT_EV_PARKED_AT, t->id,
+			      k < NWAIT ? addr_of_await(k) : addr_of_file(0),
+			      k < NWAIT ? d->line : ACCEPT_LINE);
 		t->parked = (uint8_t)k;
 		if (k < NWAIT) {
 			uint64_t lat = d->latency_ns;
