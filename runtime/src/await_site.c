@@ -19,6 +19,13 @@
  * that a worker whose tasks park at a few places pays two loads and a
  * compare a change of place.  Full (or a key's probe sequence is): 0, no
  * id, and the poll says where with a PARKED_AT, as before.
+ *
+ * Keyed by the address alone, and never forgotten: code unloaded
+ * (dlclose()) and other code loaded at the same address would have its
+ * site found under the old one's id, its polls shown at the old site's
+ * file and line (readers keep an id's place for the process's life).
+ * Not detected: await sites, like spawn names (spawn_rec.c), require code
+ * that is never unloaded (weft/future.h, weft_site_t).
  */
 #include <pthread.h>
 

@@ -225,11 +225,16 @@ typedef enum weft_resource_op_e {
  * runs.  A ring announces a site (AWAIT_SITE: its file and line) before
  * its first POLL naming it in each listening period, so a reader meets
  * the site before any poll of it on that ring; a POLL whose site it never
- * met (the announcement dropped, a reader that came late) parks its task
- * at a place not known, never at another site.  0: the task parks where
- * it did (or the poll was READY), or the site has no id (the runtime's
- * table full, no ring yet, a trace from before): then a PARKED_AT follows
- * the POLL when the place changed, as it always did.
+ * met parks its task at a place not known, never at another site.  A
+ * reader that came late (a file begun mid-run, a rotated segment, a
+ * snapshot, a second client) or lost the announcement learns every site
+ * its collector knows from the Updates' sites (weft/wire.h:
+ * WEFT_WIRE_AWAIT_SITE_BASE), sent as spawn sites are.  0: the task
+ * parks where it did (or the poll was READY), or the site has no id (the
+ * runtime's table full, the thread's ring could not be registered, or
+ * the ring had no room for the announcement; or a trace from before):
+ * then a PARKED_AT follows the POLL when the place changed, as it always
+ * did.
  */
 #define WEFT_POLL_SITE_SHIFT 6
 
