@@ -77,10 +77,43 @@ static void test_await_site_ids_agree(void **state)
 	assert_int_equal(weft__await_site_id(&sites[7]), got[0][7]);
 }
 
+/*
+ * The table full (4,096 ids, await_site.c): a site met after gets no id
+ * (0: its polls say where with a PARKED_AT, as before), and asked again
+ * still none; the sites that had one keep it.  Runs last: the process's
+ * table stays full.
+ */
+static weft_site_t *more; /* reachable: the table keeps its addresses */
+
+static void test_await_site_table_full(void **state)
+{
+	enum { MORE = 5000 };
+	weft_site_t *v = more = calloc(MORE, sizeof(*v));
+	uint32_t *id = calloc(MORE, sizeof(*id));
+	unsigned with = 0;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(id);
+	for (unsigned k = 0; k < MORE; k++) {
+		v[k] = (weft_site_t){ __FILE__, (int)(NSITES + k + 1) };
+		id[k] = weft__await_site_id(&v[k]);
+		with += id[k] != 0;
+	}
+	/* The first test's NSITES and these: every id given, no more. */
+	assert_int_equal(with + NSITES, 4096);
+	assert_int_equal(id[MORE - 1], 0);
+	for (unsigned k = 0; k < MORE; k++)
+		assert_int_equal(weft__await_site_id(&v[k]), id[k]);
+	assert_int_equal(weft__await_site_id(&sites[7]), got[0][7]);
+	free(id);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_await_site_ids_agree),
+		cmocka_unit_test(test_await_site_table_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
