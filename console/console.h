@@ -544,6 +544,10 @@ bool con_model_load(con_model_t *dst, const void *bytes, size_t len);
 void con_saved_free(con_saved_t *s);
 /* A number that changes with the layout con_model_save() writes. */
 uint64_t con_model_save_layout(void);
+/* model_awaits.c: an AWAIT_SITE event of @m's process noted; the line of
+ * its await site @id (0: not met). */
+void con_awaits_note(con_model_t *m, const weft_event_t *e);
+uint32_t con_awaits_line(const con_model_t *m, uint32_t id);
 /* model_sites.c: a model's sites copied (aborts without memory), and
  * saved as bytes (con_xmalloc'ed, *@len) and loaded back (false: the
  * bytes do not read). */

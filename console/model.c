@@ -993,6 +993,8 @@ void con_model_events(con_model_t *m, const weft_event_t *ev, size_t n)
 			watch_put(m, &ev[i]);
 		if (ev[i].kind == WEFT_EV_POLL)
 			con_model_tl_poll(m, &ev[i]);
+		else if (ev[i].kind == WEFT_EV_AWAIT_SITE)
+			con_awaits_note(m, &ev[i]);
 		else if (ev[i].kind == WEFT_EV_BLOCKING_START)
 			m->blocking_started++;
 		else if (ev[i].kind == WEFT_EV_BLOCKING_END)

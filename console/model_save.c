@@ -86,7 +86,7 @@ static char *get_xstr(rd_t *r)
  * NULL), then this size updated.  (LP64 only: the size differs
  * elsewhere.)
  */
-#define CON_MODEL_SAVED_SIZE 1128
+#define CON_MODEL_SAVED_SIZE 1144
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(con_model_t) == CON_MODEL_SAVED_SIZE,
 	      "con_model_t changed: check get_rest() in model_save.c");

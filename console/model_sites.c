@@ -5,7 +5,10 @@
  * line and state_size): copied with a model (con_model_clone()) and
  * saved with it (model_save.c: a checkpoint restored mid-trace must name
  * the tasks of sites announced before it).  Saved as the Update message
- * that would carry them, so the bytes' checks are protobuf-c's.
+ * that would carry them, so the bytes' checks are protobuf-c's.  The
+ * await sites an Update carries too (weft/wire.h:
+ * WEFT_WIRE_AWAIT_SITE_BASE), for the POLLs that name where a task parks:
+ * a checkpoint restored after their announcements knows them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,15 +45,25 @@ void con_sites_name(con_model_t *m, const Weft__V1__Task *x,
 	out->from_site = true;
 }
 
+/* Entry @i of @s's spawn sites, then of its await sites (NULL: past). */
+static const weft_wire_site_t *nth(const weft_wire_sites_t *s, size_t i)
+{
+	if (i < s->cap)
+		return &s->v[i];
+	i -= s->cap;
+	return i < s->await_cap ? &s->await[i] : NULL;
+}
+
 void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src)
 {
+	const weft_wire_site_t *e;
+
 	con_sites_changed();
 	memset(dst, 0, sizeof(*dst));
-	for (size_t i = 0; i < src->cap; i++) {
-		const weft_wire_site_t *e = &src->v[i];
+	for (size_t i = 0; (e = nth(src, i)); i++) {
 		Weft__V1__Site m = WEFT__V1__SITE__INIT;
 
-		if (!e->name)
+		if (!e->file)
 			continue;
 		m.id = e->id;
 		m.line = e->line;
@@ -66,15 +79,16 @@ void con_sites_copy(weft_wire_sites_t *dst, const weft_wire_sites_t *src)
 uint8_t *con_sites_save(const weft_wire_sites_t *s, size_t *len)
 {
 	Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
-	Weft__V1__Site *v = con_xcalloc(s->n + 1, sizeof(*v));
-	Weft__V1__Site **pv = con_xcalloc(s->n + 1, sizeof(*pv));
+	size_t k = s->cap + s->await_cap;
+	Weft__V1__Site *v = con_xcalloc(k + 1, sizeof(*v));
+	Weft__V1__Site **pv = con_xcalloc(k + 1, sizeof(*pv));
+	const weft_wire_site_t *e;
 	uint8_t *out;
 
-	for (size_t i = 0; i < s->cap && u.n_sites < s->n; i++) {
-		const weft_wire_site_t *e = &s->v[i];
+	for (size_t i = 0; (e = nth(s, i)); i++) {
 		Weft__V1__Site *m = &v[u.n_sites];
 
-		if (!e->name)
+		if (!e->file)
 			continue;
 		weft__v1__site__init(m);
 		m->id = e->id;

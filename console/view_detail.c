@@ -295,15 +295,25 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 		/* Its clones of its own waker (once a waker-clone row each). */
 		unsigned cl = (e->a2 >> WEFT_POLL_CLONES_SHIFT) &
 			      WEFT_POLL_CLONES_MAX;
-		char c[32] = "";
+		uint32_t site = e->a2 >> WEFT_POLL_SITE_SHIFT, line;
+		char c[32] = "", at[40] = "";
 
 		if (cl)
 			snprintf(c, sizeof(c), ", %u waker clone%s", cl,
 				 cl > 1 ? "s" : "");
-		text_fit(buf, len, "polled %s -> %s%s%s",
+		/*
+		 * Where it parks now, folded in (a PARKED_AT's text): the
+		 * line of the site, as the stream announced it; not known
+		 * when it did not (before the console came).
+		 */
+		if (site && (line = con_awaits_line(m, site)))
+			snprintf(at, sizeof(at), ", parked at line %u", line);
+		else if (site)
+			snprintf(at, sizeof(at), ", parked (where not known)");
+		text_fit(buf, len, "polled %s -> %s%s%s%s",
 			 con_fmt_ns(a, sizeof(a), e->a1),
 			 e->a2 & WEFT_POLL_READY ? "ready" : "pending",
-			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "", c);
+			 e->a2 & WEFT_POLL_YIELDED ? ", yielded" : "", c, at);
 		break;
 	}
 	case WEFT_EV_WAKE: {
@@ -345,6 +355,12 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 			text_fit(buf, len, "parked at line %u", e->a2);
 		else
 			text_fit(buf, len, "parked (where not known)");
+		break;
+	case WEFT_EV_AWAIT_SITE:
+		/* No task's: a site's announcement (the detail never shows
+		 * one, its task field being the site's id). */
+		text_fit(buf, len, "await site %llu at line %u",
+			 (unsigned long long)e->task, e->a2);
 		break;
 	case WEFT_EV_LOCK_ACQUIRE:
 	case WEFT_EV_LOCK_RELEASE:

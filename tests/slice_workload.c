@@ -7,7 +7,7 @@
  * named "sleeper", each awaiting a weft_notify_t nobody signals until
  * the end (live from the start to the end, with no event in between:
  * only the state at a window's start names them), and one "ticker" that
- * sleeps 2 ms at a time and spawns a short "blip" every tenth tick,
+ * sleeps 2 ms at a time and spawns a short "blip" (one yield) every tenth tick,
  * until SECS have passed since every sleeper was polled, which it says
  * on stdout: "ready NS" (CLOCK_MONOTONIC, the clock of the trace's
  * stamps).  Then the notify is signalled and every task waited for: a
@@ -63,12 +63,19 @@ struct blip {
 	int weft_pc;
 };
 
+/*
+ * Yields once, then ends: a pending poll at an await site announced with
+ * the first blip, long before any window (a slice carries the
+ * announcement again for the window's blips: trace_slice.sh).
+ */
 static weft_poll_t blip_poll(void *arg, weft_cx_t *cx)
 {
-	(void)arg;
-	(void)cx;
+	struct blip *p = arg;
+
+	WEFT_ASYNC_BEGIN(p);
+	WEFT_YIELD(p, cx);
 	atomic_fetch_sub(&blips, 1);
-	return WEFT_READY;
+	WEFT_ASYNC_END(p);
 }
 
 struct ticker {

@@ -448,7 +448,7 @@ ABI_SIZE(weft_wire_hello_t, 504, 8);
 ABI_FIELD(weft_wire_hello_t, msg, 0);
 
 /* weft/trace_reader.h */
-ABI_SIZE(weft_trace_reader_t, 528, 8);
+ABI_SIZE(weft_trace_reader_t, 544, 8);
 ABI_FIELD(weft_trace_reader_t, header, 0);
 ABI_FIELD(weft_trace_reader_t, frames, 8);
 ABI_FIELD(weft_trace_reader_t, truncated, 16);

@@ -231,6 +231,77 @@ static void test_site_old_format_reads(void **state)
 	assert_true(t.warnings & 1u << WEFT_WARN_LARGE_FUTURE);
 }
 
+/* Await sites (issue 21): where a task parks, named in its POLL. */
+static const char await_file[] = "src/await.c";
+
+/* A pending POLL of @task naming await site @id (0: none). */
+static void poll_at(ring_entry_t *e, unsigned at, uint64_t task, uint32_t id)
+{
+	ev(e, at, WEFT_EV_POLL, task, 10, id << WEFT_POLL_SITE_SHIFT);
+}
+
+/*
+ * A task that parks at two awaits in turn: each POLL names the site met
+ * on its ring, and the record says it, step by step; a POLL naming no
+ * site leaves the place as it was.
+ */
+static void test_await_site_names_poll(void **state)
+{
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 80, 0, 0);
+	ev(ring_a, 2, WEFT_EV_AWAIT_SITE, 3, (uintptr_t)await_file, 30);
+	poll_at(ring_a, 2, 80, 3);
+	pass();
+	assert_ptr_equal(task(80).parked_file, await_file);
+	assert_int_equal(task(80).parked_line, 30);
+	ev(ring_b, 3, WEFT_EV_AWAIT_SITE, 4, (uintptr_t)await_file, 40);
+	poll_at(ring_b, 3, 80, 4);
+	pass();
+	assert_int_equal(task(80).parked_line, 40);
+	/* Back at the first, on the other ring: told again there first. */
+	ev(ring_b, 4, WEFT_EV_AWAIT_SITE, 3, (uintptr_t)await_file, 30);
+	poll_at(ring_b, 4, 80, 3);
+	poll_at(ring_b, 5, 80, 0);
+	pass();
+	assert_ptr_equal(task(80).parked_file, await_file);
+	assert_int_equal(task(80).parked_line, 30);
+	/* The site's id is no task's. */
+	pthread_mutex_lock(&p->lock);
+	assert_null(weft__collector_task(p, 3));
+	assert_int_equal(p->awaits_unknown, 0);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * A POLL naming an await site never met (its announcement dropped): the
+ * task parks at a place not known, not at the site met before it nor at
+ * the one it was at; and PARKED_AT, the form before, is read as it was.
+ */
+static void test_await_site_unknown_and_old_form(void **state)
+{
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 81, 0, 0);
+	ev(ring_a, 2, WEFT_EV_POLL, 81, 10, 0);
+	ev(ring_a, 2, WEFT_EV_PARKED_AT, 81, (uintptr_t)await_file, 12);
+	pass();
+	assert_ptr_equal(task(81).parked_file, await_file);
+	assert_int_equal(task(81).parked_line, 12);
+	ev(ring_a, 3, WEFT_EV_AWAIT_SITE, 5, (uintptr_t)await_file, 50);
+	poll_at(ring_a, 4, 81, 6);
+	pass();
+	assert_null(task(81).parked_file);
+	assert_int_equal(task(81).parked_line, 0);
+	/* Past every id a ring can announce: not known either. */
+	poll_at(ring_a, 5, 81, 5);
+	poll_at(ring_a, 6, 81, 100000);
+	pass();
+	assert_null(task(81).parked_file);
+	assert_int_equal(task(81).parked_line, 0);
+	pthread_mutex_lock(&p->lock);
+	assert_int_equal(p->awaits_unknown, 2);
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* A large future's warning from its site, located there. */
 static void test_site_large_future_located(void **state)
 {
@@ -1087,6 +1158,10 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_site_old_format_reads,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_await_site_names_poll,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_await_site_unknown_and_old_form, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_site_large_future_located,
 						setup, teardown),
 	};

@@ -2,7 +2,7 @@
 /*
  * Seeks ahead of the index pass (console/replay_ahead.c, issue 21) on
  * real traces written by weft-bench-gentrace (argv[1]; 24 MB, a
- * checkpoint mark every 2 MiB or more: 9 of them), first opens with no
+ * checkpoint mark every 2 MiB or more: 10 of them), first opens with no
  * side index (WEFT_CONSOLE_INDEX=0): the marks are found (the chain,
  * every one the file holds), a seek to 90% restores from one without
  * indexing on, and the model there has the live tasks (ids, states,
@@ -186,7 +186,7 @@ static void test_console_ahead_seek_matches_full_pass(void **state)
 
 	(void)state;
 	nmk = marks_in(b, len, mk, 64);
-	assert_int_equal(nmk, 9);
+	assert_int_equal(nmk, 10);
 	open_first(&r, trace, &m);
 	assert_false(r.indexed);
 	assert_non_null(r.ahead);

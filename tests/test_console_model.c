@@ -1424,6 +1424,128 @@ static void test_console_views_detail(void **state)
 }
 
 /*
+ * A pending POLL naming its await site (issue 21): the detail says where
+ * the task parked, by the line the stream's AWAIT_SITE announced; a site
+ * it never announced is not known, never another site's line.
+ */
+static void test_console_views_detail_await_sites(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_DETAIL,
+			    .detail_task = 2 };
+	Weft__V1__Task *ts[] = { task_msg(2, "parker", 3) };
+	weft_event_t ev[] = {
+		/* The task field is the site's id, no task's. */
+		{ .ts = 2 * SEC,
+		  .task = 5,
+		  .a1 = 0x4000,
+		  .a2 = 77,
+		  .kind = WEFT_EV_AWAIT_SITE },
+		{ .ts = 2 * SEC,
+		  .task = 2,
+		  .a1 = 4000,
+		  .a2 = 5u << WEFT_POLL_SITE_SHIFT,
+		  .kind = WEFT_EV_POLL },
+		{ .ts = 2 * SEC + 10,
+		  .task = 2,
+		  .a1 = 3000,
+		  .a2 = 6u << WEFT_POLL_SITE_SHIFT,
+		  .kind = WEFT_EV_POLL },
+	};
+	char *out;
+
+	(void)state;
+	populated(&m);
+	con_model_events(&m, ev, sizeof(ev) / sizeof(ev[0]));
+	feed(&m, 3 * SEC, ts, 1, NULL, 0, NULL, 0);
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "recent events (newest first, 2 seen"));
+	assert_non_null(
+		strstr(out, "polled 4.0us -> pending, parked at line 77"));
+	assert_non_null(strstr(out,
+			       "polled 3.0us -> pending, parked (where not "
+			       "known)"));
+	free(out);
+	con_model_fini(&m);
+}
+
+/*
+ * An await site the model learnt from an Update's sites (Site id
+ * WEFT_WIRE_AWAIT_SITE_BASE + 9), not from an AWAIT_SITE event: a model
+ * saved and loaded (a side-index checkpoint) that then reads a POLL
+ * naming it says the line, as the model it was saved from does.
+ * Without the await sites saved with the model: where not known.
+ */
+static void test_console_views_detail_await_sites_saved(void **state)
+{
+	con_model_t m, got;
+	con_saved_t sv;
+	Weft__V1__Update u = WEFT__V1__UPDATE__INIT;
+	Weft__V1__Stats st = WEFT__V1__STATS__INIT;
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Site site = WEFT__V1__SITE__INIT, *sites[] = { &site };
+	/* Enough tasks for the saved counts to pass its checks against
+	 * the bytes (a model of one task has its tables' room larger). */
+	enum { NT = 2000 };
+	Weft__V1__Task **ts = calloc(NT, sizeof(*ts));
+	weft_event_t ev = { .ts = 4 * SEC,
+			    .task = 2,
+			    .a1 = 4000,
+			    .a2 = 9u << WEFT_POLL_SITE_SHIFT,
+			    .kind = WEFT_EV_POLL };
+	con_model_t *models[] = { &m, &got };
+
+	(void)state;
+	assert_non_null(ts);
+	for (unsigned i = 0; i < NT; i++)
+		ts[i] = task_msg(2 + i, "parker", 3);
+	/* A model fed this one Update. */
+	con_model_init(&m, "saved");
+	m.mode = CON_MODE_REPLAY;
+	site.id = WEFT_WIRE_AWAIT_SITE_BASE + 9;
+	site.file = "srv.c";
+	site.line = 88;
+	st.now_ns = 3 * SEC;
+	st.start_ns = 1 * SEC;
+	st.workers = 2;
+	u.stats = &st;
+	u.tasks = ts;
+	u.n_tasks = NT;
+	u.sites = sites;
+	u.n_sites = 1;
+	f.body_case = WEFT__V1__FRAME__BODY_UPDATE;
+	f.update = &u;
+	con_model_frame(&m, &f);
+	for (unsigned i = 0; i < NT; i++)
+		free(ts[i]);
+	free(ts);
+	con_model_save(&sv, &m);
+	assert_true(con_model_load(&got, sv.p, sv.len));
+	con_saved_free(&sv);
+	for (unsigned i = 0; i < 2; i++) {
+		con_session_t s = { .model = models[i],
+				    .once = true,
+				    .ascii = true,
+				    .view = CON_VIEW_DETAIL,
+				    .detail_task = 2 };
+		char *out;
+
+		con_model_events(models[i], &ev, 1);
+		con_session_watch(&s);
+		out = render(&s, 120, 40);
+		assert_non_null(strstr(
+			out, "polled 4.0us -> pending, parked at line 88"));
+		free(out);
+	}
+	con_model_fini(&got);
+	con_model_fini(&m);
+}
+
+/*
  * View @v of @s, drawn 140 columns wide, holds every string of @has and
  * none of @hasnt (both NULL-terminated, may be NULL).
  */
@@ -3177,6 +3299,8 @@ int main(void)
 		cmocka_unit_test(test_console_model_spike),
 		cmocka_unit_test(test_console_keys_timeline),
 		cmocka_unit_test(test_console_views_detail),
+		cmocka_unit_test(test_console_views_detail_await_sites),
+		cmocka_unit_test(test_console_views_detail_await_sites_saved),
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),

@@ -107,6 +107,19 @@ static void test_delta_filter_from_subscribe(void **state)
 	ev.kind = WEFT_EV_POLL;
 	ev.task = 4;
 	assert_false(weft__delta_filter_event(&f, &ev));
+	/* An await site's announcement (its task field a site's id) goes
+	 * whatever the tasks asked for, when its kind is asked for; not on
+	 * a worker filtered out. */
+	ev.kind = WEFT_EV_AWAIT_SITE;
+	ev.task = 4;
+	assert_false(weft__delta_filter_event(&f, &ev)); /* kinds: POLL */
+	f.kinds |= 1ull << WEFT_EV_AWAIT_SITE;
+	assert_true(weft__delta_filter_event(&f, &ev));
+	ev.worker = 0;
+	assert_false(weft__delta_filter_event(&f, &ev));
+	f.kinds &= ~(1ull << WEFT_EV_AWAIT_SITE);
+	ev.worker = 1;
+	ev.kind = WEFT_EV_POLL;
 
 	assert_int_equal(weft__delta_filter_copy(&g, &f), 0);
 	assert_true(weft__delta_filter_equal(&f, &g));

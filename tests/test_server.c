@@ -740,6 +740,116 @@ static void test_server_full_update_split(void **state)
 	xdg_remove();
 }
 
+/*
+ * A second client joining a stream the rings already announce to: the
+ * yielders' await site was announced (AWAIT_SITE) once, to the first
+ * client's listening period, so the late one's events never announce
+ * it; its Updates name it (Site id WEFT_WIRE_AWAIT_SITE_BASE + id), so
+ * every pending POLL it gets that names a site names one it knows.
+ */
+static void test_server_late_client_knows_await_sites(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	struct tclient first, late;
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	weft_wire_sites_t sites = { 0 };
+	uint32_t named[256], heard[8];
+	uint16_t heard_on[8];
+	unsigned nnamed = 0, nheard = 0, unheard = 0, updates = 0;
+	char path[300];
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+
+	(void)state;
+	assert_non_null(ev);
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/late-awaits.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&first, path);
+	tc_expect_header(&first);
+	tc_subscribe(&first, true, true);
+	{
+		struct seen s1 = { 0 };
+
+		tc_count(&first, &s1, 10000, 1, 0);
+		assert_true(s1.updates >= 1);
+	}
+	/* Its site announced to the first, on both workers' rings (likely:
+	 * the test asks for one ring's at least). */
+	workload(rt, 64, 20);
+	weft_probe_flush();
+
+	tc_open(&late, path);
+	tc_expect_header(&late);
+	tc_subscribe(&late, true, true);
+	while (updates < 2 && (f = tc_next(&late, 10000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE) {
+			(void)weft_wire_sites_add_update(&sites, f->update);
+			updates += f->update->stats != NULL;
+		}
+		weft_wire_frame_free(f);
+	}
+	assert_int_equal(updates, 2);
+	workload(rt, 32, 5);
+	weft_probe_flush();
+	/* Its events, and the updates after them: three passes' worth. */
+	for (updates = 0; updates < 3 && (f = tc_next(&late, 10000)) != NULL;) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			updates += f->update->stats != NULL;
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			(void)weft_wire_sites_add_update(&sites, f->update);
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			uint32_t site = ev[i].a2 >> WEFT_POLL_SITE_SHIFT;
+
+			bool was_heard = false;
+
+			if (ev[i].kind == WEFT_EV_AWAIT_SITE && nheard < 8) {
+				heard_on[nheard] = ev[i].worker;
+				heard[nheard++] = (uint32_t)ev[i].task;
+			}
+			if (ev[i].kind != WEFT_EV_POLL || !site ||
+			    nnamed == sizeof(named) / sizeof(*named))
+				continue;
+			for (unsigned k = 0; k < nheard; k++)
+				was_heard |= heard[k] == site &&
+					     heard_on[k] == ev[i].worker;
+			unheard += !was_heard;
+			named[nnamed++] = site;
+		}
+		weft_wire_frame_free(f);
+	}
+	print_message("%u polls naming a site, %u not announced to it\n",
+		      nnamed, unheard);
+	/* The case: polls naming a site their ring never announced to
+	 * this client (it did to the first already).  Most runs: now and
+	 * then (1 in 6 here) the late one hears every ring announce again
+	 * (not known why; the test then shows less, never fails). */
+	assert_true(nnamed >= 4);
+	for (unsigned i = 0; i < nnamed; i++) {
+		const weft_wire_site_t *w =
+			weft_wire_sites_await(&sites, named[i]);
+
+		assert_non_null(w);
+		assert_non_null(strstr(w->file, "yielders.h"));
+		assert_true(w->line > 0);
+	}
+	weft_wire_sites_fini(&sites);
+	free(ev);
+	tc_close(&late);
+	tc_close(&first);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
 
 static int cmp_id(const void *a, const void *b)
 {
@@ -1638,6 +1748,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
+		cmocka_unit_test(test_server_late_client_knows_await_sites),
 		cmocka_unit_test(test_server_full_update_streamed),
 		cmocka_unit_test(test_server_full_update_forgotten_finished),
 		cmocka_unit_test(test_server_stream_resubscribe_paced),

@@ -221,6 +221,190 @@ static void test_trace_file_records_workload(void **state)
 }
 
 /*
+ * A task that parks at two awaits in turn (issue 21), recorded and read
+ * back: every pending POLL names its site (WEFT_POLL_SITE_SHIFT), each
+ * site announced (AWAIT_SITE) on the ring before the POLL that first
+ * names it, and the sites read back say the right line at each step; no
+ * PARKED_AT.
+ */
+#define ALT_STEPS 20
+/* Await site ids: 1 .. the runtime's table (await_site.c's SITE_MAX). */
+#define ALT_SITE_MAX 4096u
+
+struct alternator {
+	int weft_pc;
+	int i;
+};
+
+static int alt_line[2];
+
+static weft_poll_t alternator_poll(void *arg, weft_cx_t *cx)
+{
+	struct alternator *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < ALT_STEPS / 2; s->i++) {
+		alt_line[0] = __LINE__; WEFT_YIELD(s, cx);
+		alt_line[1] = __LINE__; WEFT_YIELD(s, cx);
+	}
+	WEFT_ASYNC_END(s);
+}
+
+static void test_trace_file_await_sites(void **state)
+{
+	char *path = tmp_path("awaits.weft");
+	weft_config_t cfg = { .workers = 1 };
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	/* By id: the runtime numbers at most ALT_SITE_MAX, process-wide
+	 * (other tests' sites come first). */
+	uint32_t lines[ALT_SITE_MAX + 1] = { 0 };
+	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	unsigned steps = 0;
+	weft_join_t *j;
+	uint64_t id;
+	int rc;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	assert_int_equal(weft_spawn_named(rt, "alternator", alternator_poll,
+					  &(struct alternator){ 0 }, &j),
+			 0);
+	id = weft_join_id(j);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			uint32_t site = ev[i].a2 >> WEFT_POLL_SITE_SHIFT;
+
+			if (ev[i].kind == WEFT_EV_AWAIT_SITE) {
+				assert_true(ev[i].task > 0 &&
+					    ev[i].task <= ALT_SITE_MAX);
+				lines[ev[i].task] = ev[i].a2;
+			}
+			if (ev[i].task != id ||
+			    ev[i].kind == WEFT_EV_AWAIT_SITE)
+				continue;
+			assert_int_not_equal(ev[i].kind, WEFT_EV_PARKED_AT);
+			if (ev[i].kind != WEFT_EV_POLL ||
+			    (ev[i].a2 & WEFT_POLL_READY))
+				continue;
+			/* Announced before it, on its ring: read first. */
+			assert_true(site > 0 && site <= ALT_SITE_MAX);
+			assert_int_equal(lines[site], alt_line[steps % 2]);
+			steps++;
+		}
+		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER)
+			weft_wire_frame_free(f);
+	}
+	assert_int_equal(rc, 0);
+	/* Every pending poll read back (no drops in so few events). */
+	assert_int_equal(steps, ALT_STEPS);
+	weft_trace_reader_close(&r);
+	unlink(path);
+	free(path);
+	free(ev);
+}
+
+/*
+ * A recording begun while another subscriber already listens: the rings
+ * announced the alternator's sites (AWAIT_SITE) once, to the listening
+ * period before the file, so the file's POLLs name sites it never saw
+ * announced.  The recording's Updates carry every await site the
+ * collector knows (Site id WEFT_WIRE_AWAIT_SITE_BASE + id): every pending
+ * poll read back still names its line (without them: none did).
+ */
+static void alternate_once(weft_runtime_t *rt, uint64_t *id)
+{
+	weft_join_t *j;
+
+	assert_int_equal(weft_spawn_named(rt, "alternator", alternator_poll,
+					  &(struct alternator){ 0 }, &j),
+			 0);
+	*id = weft_join_id(j);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+}
+
+static void test_trace_file_await_sites_late(void **state)
+{
+	char *path = tmp_path("awaits-late.weft");
+	weft_config_t cfg = { .workers = 1 };
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	weft_probe_sub_opts_t so = { .events = true };
+	unsigned steps = 0, announced = 0;
+	uint32_t sites[ALT_STEPS];
+	weft_probe_sub_t *sub;
+	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	uint64_t id;
+	int rc;
+
+	(void)state;
+	assert_non_null(ev);
+	assert_int_equal(weft_probe_subscribe(&so, &sub), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	alternate_once(rt, &id); /* announced to the subscriber's period */
+	weft_probe_flush();
+	assert_int_equal(weft_trace_start(path, NULL), 0);
+	alternate_once(rt, &id);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+	weft_probe_unsubscribe(sub);
+
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while ((rc = weft_trace_reader_next(&r, &f)) == 1) {
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			announced += ev[i].kind == WEFT_EV_AWAIT_SITE;
+			if (ev[i].task == id && ev[i].kind == WEFT_EV_POLL &&
+			    !(ev[i].a2 & WEFT_POLL_READY) && steps < ALT_STEPS)
+				sites[steps++] = ev[i].a2 >>
+						 WEFT_POLL_SITE_SHIFT;
+		}
+		if (f->body_case != WEFT__V1__FRAME__BODY_HEADER)
+			weft_wire_frame_free(f);
+	}
+	assert_int_equal(rc, 0);
+	/* The case this is about: nothing announced in the file. */
+	assert_int_equal(announced, 0);
+	assert_int_equal(steps, ALT_STEPS);
+	/* The file's Updates named them (a pass's Update follows its
+	 * events: looked up once the file is read). */
+	for (unsigned k = 0; k < steps; k++) {
+		const weft_wire_site_t *s =
+			weft_wire_sites_await(&r.sites, sites[k]);
+
+		assert_non_null(s);
+		assert_int_equal(s->line, alt_line[k % 2]);
+		assert_non_null(strstr(s->file, "test_trace_file.c"));
+	}
+	weft_trace_reader_close(&r);
+	unlink(path);
+	free(path);
+	free(ev);
+}
+
+/*
  * The disk fills while recording (RLIMIT_FSIZE: writes past 64 KiB fail
  * with EFBIG, the one that crosses it short): the recorder cuts the file
  * back to its last whole record, stops, and weft_trace_stop() says why.
@@ -765,6 +949,128 @@ static void test_trace_file_flight_snapshot(void **state)
 	free(path);
 }
 
+/*
+ * The pending polls of task @id in the trace at @path: each names its
+ * await site, known from the file's AWAIT_SITE events or its Updates'
+ * sites, at the alternator's line of its turn.  Returns how many; *@ann:
+ * the file's AWAIT_SITE events of the alternator's two lines.
+ */
+static unsigned alternator_sites(const char *path, uint64_t id, unsigned *ann)
+{
+	weft_event_t *ev = malloc(WEFT_WIRE_BATCH_MAX * sizeof(*ev));
+	uint32_t lines[ALT_SITE_MAX + 1] = { 0 }, sites[ALT_STEPS];
+	weft_trace_reader_t r;
+	Weft__V1__Frame *f;
+	unsigned steps = 0;
+
+	assert_non_null(ev);
+	*ann = 0;
+	assert_int_equal(weft_trace_reader_open(&r, path), 0);
+	while (weft_trace_reader_next(&r, &f) == 1) {
+		int n = 0;
+
+		if (f->body_case == WEFT__V1__FRAME__BODY_EVENTS)
+			n = weft_wire_batch_decode(f->events, ev,
+						   WEFT_WIRE_BATCH_MAX);
+		assert_true(n >= 0);
+		for (int i = 0; i < n; i++) {
+			if (ev[i].kind == WEFT_EV_AWAIT_SITE) {
+				assert_true(ev[i].task > 0 &&
+					    ev[i].task <= ALT_SITE_MAX);
+				lines[ev[i].task] = ev[i].a2;
+				*ann += ev[i].a2 == (uint64_t)alt_line[0] ||
+					ev[i].a2 == (uint64_t)alt_line[1];
+			}
+			if (ev[i].task == id && ev[i].kind == WEFT_EV_POLL &&
+			    !(ev[i].a2 & WEFT_POLL_READY) && steps < ALT_STEPS)
+				sites[steps++] = ev[i].a2 >>
+						 WEFT_POLL_SITE_SHIFT;
+		}
+		if (r.frames > 1)
+			weft_wire_frame_free(f);
+	}
+	assert_int_equal(r.error, 0);
+	for (unsigned k = 0; k < steps; k++) {
+		const weft_wire_site_t *s =
+			weft_wire_sites_await(&r.sites, sites[k]);
+		uint32_t line = sites[k] <= ALT_SITE_MAX ? lines[sites[k]] : 0;
+
+		if (!line && s)
+			line = s->line;
+		assert_int_equal(line, alt_line[k % 2]);
+	}
+	weft_trace_reader_close(&r);
+	free(ev);
+	return steps;
+}
+
+/*
+ * A flight recorder's snapshot, and a rotated file's later segments, hold
+ * the alternator's second run but not the announcements of its sites
+ * (made once, in the first run's records, which fell out of the flight
+ * budget, or went into the first segment): every pending poll still
+ * names its line, from the snapshot's and each segment's full Update.
+ */
+static void test_trace_file_await_sites_flight(void **state)
+{
+	char *path = tmp_path("flight-awaits.weft");
+	weft_trace_opts_t o = { .flight_ms = 200 };
+	weft_config_t cfg = { .workers = 1 };
+	weft_runtime_t *rt;
+	unsigned ann;
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(NULL, &o), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	alternate_once(rt, &id);
+	usleep(600 * 1000); /* the first run's records older than kept */
+	alternate_once(rt, &id);
+	weft_probe_flush();
+	assert_int_equal(weft_trace_snapshot(path), 0);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+	assert_int_equal(alternator_sites(path, id, &ann), ALT_STEPS);
+	assert_int_equal(ann, 0);
+	unlink(path);
+	free(path);
+}
+
+static void test_trace_file_await_sites_rotated(void **state)
+{
+	char *path = tmp_path("rot-awaits.weft");
+	weft_trace_opts_t o = { .max_file_bytes = 16 << 10, .flush_ms = 1 };
+	weft_config_t cfg = { .workers = 1 };
+	weft_runtime_t *rt;
+	unsigned n = 0, ann, found = 0;
+	char seg[300];
+	uint64_t id;
+
+	(void)state;
+	assert_int_equal(weft_trace_start(path, &o), 0);
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	alternate_once(rt, &id);
+	workload_alone(200, 30); /* segments on */
+	alternate_once(rt, &id);
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
+		/* Its polls are in one of the last segments, which never
+		 * saw the announcements (the first run's). */
+		unsigned k = alternator_sites(seg, id, &ann);
+
+		found += k;
+		if (k)
+			assert_int_equal(ann, 0);
+		unlink(seg);
+		n++;
+	}
+	print_message("%u files\n", n);
+	assert_true(n >= 2);
+	assert_int_equal(found, ALT_STEPS);
+	free(path);
+}
+
 /* MARK events with this a1 in a trace file. */
 static unsigned marks_with(const char *path, uint64_t a1)
 {
@@ -962,6 +1268,10 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trace_file_records_workload),
+		cmocka_unit_test(test_trace_file_await_sites),
+		cmocka_unit_test(test_trace_file_await_sites_late),
+		cmocka_unit_test(test_trace_file_await_sites_flight),
+		cmocka_unit_test(test_trace_file_await_sites_rotated),
 		cmocka_unit_test(test_trace_file_full_disk),
 		cmocka_unit_test(test_trace_file_truncated_at_every_offset),
 		cmocka_unit_test(test_trace_file_torn_record_skipped),

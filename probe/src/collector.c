@@ -627,11 +627,30 @@ bool weft__sub_site(uint32_t id, weft_wire_site_t *out)
 	return true;
 }
 
+bool weft__sub_await_site(uint32_t id, weft_wire_site_t *out)
+{
+	const struct probe *p = &weft__probe;
+	const struct await_site *s = id < p->nawaits ? &p->awaits[id] : NULL;
+
+	if (!s || !s->file)
+		return false;
+	*out = (weft_wire_site_t){ .id = WEFT_WIRE_AWAIT_SITE_BASE + id,
+				   .line = s->line,
+				   .file = s->file };
+	return true;
+}
+
+uint32_t weft__sub_await_known(uint32_t *slots)
+{
+	*slots = (uint32_t)weft__probe.nawaits;
+	return weft__probe.awaits_known;
+}
+
 weft_wire_site_t *weft__sub_sites_all(size_t *n)
 {
 	const struct probe *p = &weft__probe;
 	weft_wire_site_t *v = NULL;
-	size_t k = 0;
+	size_t k = p->awaits_known;
 
 	for (size_t i = 1; i < p->nsites; i++)
 		k += p->sites[i].have == (SITE_HAVE_NAME | SITE_HAVE_LOC);
@@ -640,6 +659,11 @@ weft_wire_site_t *weft__sub_sites_all(size_t *n)
 	*n = 0;
 	for (size_t i = 1; v && i < p->nsites; i++)
 		if (weft__sub_site((uint32_t)i, &v[*n]))
+			(*n)++;
+	/* The await sites too: the kept records' POLLs may name one whose
+	 * announcement went out with an older chunk. */
+	for (size_t i = 1; v && i < p->nawaits && *n < k; i++)
+		if (weft__sub_await_site((uint32_t)i, &v[*n]))
 			(*n)++;
 	return v;
 }

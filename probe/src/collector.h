@@ -27,8 +27,15 @@ struct weft_wire_site_s;
  * SITE_LOC both), into *@out; false when not met.  The strings are
  * static: they outlive the callback. */
 bool weft__sub_site(uint32_t id, struct weft_wire_site_s *out);
-/* In a callback: every spawn site met, in a new array (free()) of *@n;
- * NULL (*@n 0) for none or no memory. */
+/* In a callback: await site @id as the collector met it (AWAIT_SITE), as
+ * a Site (id WEFT_WIRE_AWAIT_SITE_BASE + @id, file, line) into *@out;
+ * false when not met. */
+bool weft__sub_await_site(uint32_t id, struct weft_wire_site_s *out);
+/* In a callback: how many await sites the collector met; *@slots: the
+ * ids to look at are 1 .. *@slots - 1. */
+uint32_t weft__sub_await_known(uint32_t *slots);
+/* In a callback: every spawn and await site met, in a new array (free())
+ * of *@n; NULL (*@n 0) for none or no memory. */
 struct weft_wire_site_s *weft__sub_sites_all(size_t *n);
 
 /*

@@ -150,6 +150,31 @@ static inline void poll_clones(task_rec_t *t, const weft_event_t *ev)
 	}
 }
 
+/*
+ * A pending POLL naming await site @id (not 0): where @t parks from now,
+ * as a PARKED_AT after the POLL says it (the folded form of one).  A site
+ * not met (its announcement dropped, or made before this collector came)
+ * parks it at a place not known, never at another site; and leaves the
+ * place to the owned list's next read (parked_seen false:
+ * collector_reconcile.c), which knows it.
+ */
+__attribute__((noinline)) static void poll_parked(struct probe *p,
+						  task_rec_t *t, uint32_t id)
+{
+	const struct await_site *s = id < p->nawaits ? &p->awaits[id] : NULL;
+
+	if (s && s->file) {
+		t->pub.parked_file = s->file;
+		t->pub.parked_line = s->line;
+		t->parked_seen = true;
+		return;
+	}
+	p->awaits_unknown++;
+	t->pub.parked_file = NULL;
+	t->pub.parked_line = 0;
+	t->parked_seen = false;
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -157,6 +182,9 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	weft_hist_t *h = t->pub.polls ? weft__collector_task_hist(p, t) : NULL;
 
 	poll_clones(t, ev);
+	/* Parked elsewhere than after its last pending poll (rare). */
+	if (__builtin_expect(ev->a2 >> WEFT_POLL_SITE_SHIFT, 0))
+		poll_parked(p, t, ev->a2 >> WEFT_POLL_SITE_SHIFT);
 
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
@@ -479,6 +507,40 @@ void weft__collector_sites_free(struct probe *p)
 	p->sites = NULL;
 	p->nsites = 0;
 	p->sites_unknown = 0;
+	free(p->awaits);
+	p->awaits = NULL;
+	p->nawaits = 0;
+	p->awaits_known = 0;
+	p->awaits_unknown = 0;
+}
+
+/*
+ * AWAIT_SITE: an await site met, as its ring announced it before its
+ * first POLL naming it there.  Again (another ring, a new listening
+ * period): the same values, ids being never reused.  Grown as the spawn
+ * sites' table is (site_slot()), to the same bound.
+ */
+__attribute__((noinline)) static void on_await_site(struct probe *p,
+						    const weft_event_t *ev)
+{
+	size_t n = p->nawaits ? p->nawaits : 64;
+	struct await_site *s;
+
+	if (ev->task == 0 || ev->task > WEFT_RING_AWAITS || !ev->a1)
+		return;
+	if (ev->task >= p->nawaits) {
+		while (n <= ev->task)
+			n *= 2;
+		s = realloc(p->awaits, n * sizeof(*s));
+		if (!s)
+			return;
+		memset(s + p->nawaits, 0, (n - p->nawaits) * sizeof(*s));
+		p->awaits = s;
+		p->nawaits = n;
+	}
+	p->awaits_known += !p->awaits[ev->task].file;
+	p->awaits[ev->task].file = (const char *)(uintptr_t)ev->a1;
+	p->awaits[ev->task].line = ev->a2;
 }
 
 /* Site @id's slot, grown to it (NULL: past the bound or no memory). */
@@ -617,9 +679,15 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			weft__collector_early_waker(p, ev->task, -1, 0, 0);
 		return;
 	}
-	/* Spawn sites: their task field is the site's id. */
-	if (ev->kind == WEFT_EV_SITE || ev->kind == WEFT_EV_SITE_LOC) {
-		on_site(p, ev);
+	/* Spawn and await sites: their task field is the site's id. */
+	_Static_assert(WEFT_EV_SITE_LOC == WEFT_EV_SITE + 1 &&
+			       WEFT_EV_AWAIT_SITE == WEFT_EV_SITE + 2,
+		       "the sites' kinds are one range");
+	if (ev->kind >= WEFT_EV_SITE && ev->kind <= WEFT_EV_AWAIT_SITE) {
+		if (ev->kind == WEFT_EV_AWAIT_SITE)
+			on_await_site(p, ev);
+		else
+			on_site(p, ev);
 		return;
 	}
 	/* Resources: their task field may be a resource's id (RES_NAME). */

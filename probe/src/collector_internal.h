@@ -74,7 +74,7 @@ typedef struct task_rec_s {
 	bool retired;     /* off the done list, freed once published */
 	bool in_owned;    /* on the runtime's list (reconcile) */
 	bool end_unseen;  /* finished by reconcile */
-	bool parked_seen; /* a PARKED_AT came: events say where */
+	bool parked_seen; /* a POLL's site or PARKED_AT: events say where */
 	/* outstanding not to be trusted: an early waker count may be lost
 	 * (weft__collector_early_waker()); no lost-waker check. */
 	bool wakers_unsure;
@@ -454,6 +454,19 @@ struct probe {
 	} * sites;
 	size_t nsites;
 	uint64_t sites_unknown; /* SPAWNs of a site not met */
+	/*
+	 * Await sites met (AWAIT_SITE: collector_events.c), by id, for the
+	 * POLLs that name them (WEFT_POLL_SITE_SHIFT); nawaits slots, grown
+	 * as sites are.  file NULL: not met, and a POLL naming it parks its
+	 * task at a place not known, never at another site.
+	 */
+	struct await_site {
+		const char *file;
+		uint32_t line;
+	} * awaits;
+	size_t nawaits;
+	uint32_t awaits_known;   /* slots with a file: what a stream sends */
+	uint64_t awaits_unknown; /* POLLs naming an await site not met */
 	/* Spawn sites and runs of wakes (collector_leak.c); NULL: off. */
 	struct leak_state *leak;
 	/*
@@ -685,7 +698,7 @@ void weft__collector_free_orphans(struct probe *p);
 /* collector_events.c */
 #define SITE_HAVE_NAME 1u /* its SITE came */
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
-/* Forgets the spawn sites met (the collector stops). */
+/* Forgets the spawn and await sites met (the collector stops). */
 void weft__collector_sites_free(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 			     task_rec_t **last_spawn);

@@ -32,10 +32,11 @@ static size_t owned_shard(struct probe *p, unsigned i, weft__task_info_t **buf,
 }
 
 /*
- * Where @t is parked, from the owned list's @info, when no PARKED_AT has
- * said so: it is sent only when the site changes, so a task parked
- * before anyone listened (the one a dump is for: hung since the start)
- * never sends one.  Returns whether the record changed.
+ * Where @t is parked, from the owned list's @info, when no event (a POLL
+ * naming its await site, a PARKED_AT) has said so: it is sent only when
+ * the site changes, so a task parked before anyone listened (the one a
+ * dump is for: hung since the start) never sends one.  Returns whether
+ * the record changed.
  */
 static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
 {
@@ -327,10 +328,11 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 				continue;
 			t->in_owned = true;
 			/*
-			 * A PARKED_AT may be among the drops: the list's
-			 * site is newer than any event folded in so far
-			 * (read after them), and the next event, if one
-			 * comes, is newer still.
+			 * Where it parks (a POLL's site, a PARKED_AT) may
+			 * be among the drops: the list's site is newer
+			 * than any event folded in so far (read after
+			 * them), and the next event, if one comes, is
+			 * newer still.
 			 */
 			t->parked_seen = false;
 			if (parked_take(t, &buf[j]))

@@ -359,7 +359,7 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 
 /*
  * A wait that ended holding it: the acquire, where the task waited (its
- * parked site, which the PARKED_AT after its pending poll set).
+ * parked site, which its pending POLL, or the PARKED_AT after it, set).
  */
 static void on_acquire_waited(struct probe *p, res_rec_t *r,
 			      const weft_event_t *ev)

@@ -268,6 +268,15 @@ bool weft__delta_filter_event(const weft_delta_filter_t *f,
 {
 	if (f->kinds && (ev->kind >= 64 || !(f->kinds >> ev->kind & 1)))
 		return false;
+	/*
+	 * An await site's announcement goes with the POLLs that may name
+	 * the site: let through on its worker whatever tasks were asked
+	 * for (its task field is the site's id, no task's).  A stream of
+	 * chosen kinds gets it when it asks for it: its POLLs' sites are
+	 * then not known.
+	 */
+	if (ev->kind == WEFT_EV_AWAIT_SITE)
+		return filter_worker(f, ev->worker);
 	/* RES_NAME, SITE and SITE_LOC are no task's events. */
 	return filter_worker(f, ev->worker) &&
 	       filter_task(f, weft_event_task(ev));
@@ -422,6 +431,7 @@ void weft__delta_forget(weft_delta_t *d)
 {
 	weft__idset_clear(&d->known);
 	weft__idset_clear(&d->sites_sent);
+	d->awaits_sent = 0;
 }
 
 static bool filter_warning(const weft_delta_filter_t *f,
@@ -529,6 +539,24 @@ static int scratch_tasks(weft_delta_t *d, size_t n)
  * sent it.  False (the strings go out) when the site is not known or no
  * memory is left to list it.
  */
+/* Site @s in the record being built (false: no memory). */
+static bool site_out(weft_delta_t *d, const weft_wire_site_t *s)
+{
+	if (d->nsite_out == d->site_out_cap) {
+		size_t cap = d->site_out_cap ? 2 * d->site_out_cap : 16;
+		weft_wire_site_t *x = realloc(d->site_out, cap * sizeof(*x));
+
+		if (!x)
+			return false;
+		d->site_out = x;
+		d->site_out_cap = cap;
+	}
+	if (weft__idset_add(&d->sites_sent, s->id))
+		return false;
+	d->site_out[d->nsite_out++] = *s;
+	return true;
+}
+
 static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
 {
 	weft_wire_site_t s;
@@ -539,19 +567,33 @@ static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
 		return false;
 	if (weft__idset_has(&d->sites_sent, t->site))
 		return true;
-	if (d->nsite_out == d->site_out_cap) {
-		size_t cap = d->site_out_cap ? 2 * d->site_out_cap : 16;
-		weft_wire_site_t *x = realloc(d->site_out, cap * sizeof(*x));
+	return site_out(d, &s);
+}
 
-		if (!x)
-			return false;
-		d->site_out = x;
-		d->site_out_cap = cap;
-	}
-	if (weft__idset_add(&d->sites_sent, t->site))
-		return false;
-	d->site_out[d->nsite_out++] = s;
-	return true;
+/*
+ * Every await site the collector knows that this stream has not sent, in
+ * the record being built: the POLLs of its events name them by id, and a
+ * reader that came late (a file begun mid-run, a second console, a
+ * snapshot) or lost the AWAIT_SITE that announced one learns them here
+ * (weft/wire.h: WEFT_WIRE_AWAIT_SITE_BASE).  A look at each only when the
+ * collector met a new one since; all again after a full update or a
+ * forget (sites_sent cleared).  No memory: the next record tries again.
+ */
+static void awaits_out(weft_delta_t *d)
+{
+	uint32_t slots = 0, known;
+	weft_wire_site_t s;
+
+	if (!d->await_known || !d->await_site)
+		return;
+	known = d->await_known(&slots);
+	if (known == d->awaits_sent)
+		return;
+	for (uint32_t id = 1; id < slots; id++)
+		if (d->await_site(id, &s) &&
+		    !weft__idset_has(&d->sites_sent, s.id) && !site_out(d, &s))
+			return;
+	d->awaits_sent = known;
 }
 
 /*
@@ -802,6 +844,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 		weft__idset_clear(&d->dirty);
 		weft__idset_clear(&d->known);
 		weft__idset_clear(&d->sites_sent);
+		d->awaits_sent = 0;
 		err = scratch_tasks(d, u->ntasks);
 		if (err)
 			return err;
@@ -860,6 +903,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 		r.workers = d->workers;
 		r.nworkers = nw;
 	}
+	awaits_out(d);
 	r.tasks = d->tasks;
 	r.ntasks = n;
 	r.warnings = d->warn;
@@ -873,6 +917,8 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	 * them. */
 	for (size_t i = 0; err && i < d->nsite_out; i++)
 		weft__idset_remove(&d->sites_sent, d->site_out[i].id);
+	if (err)
+		d->awaits_sent = 0;
 	d->nsite_out = 0;
 	if (err == -ENOMEM)
 		return err;

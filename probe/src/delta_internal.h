@@ -132,6 +132,13 @@ typedef struct weft_delta_s {
 	 * not met (called in weft__delta_pass(), probe.lock held).  NULL:
 	 * records carry their tasks' names (no sites). */
 	bool (*site)(uint32_t id, weft_wire_site_t *out);
+	/* Await site @id as the collector met it (its Site: id
+	 * WEFT_WIRE_AWAIT_SITE_BASE + @id, file and line), into *@out;
+	 * false when not met.  await_known: how many the collector knows,
+	 * and (*@slots) the ids to look at, 1 .. *@slots - 1.  Both NULL:
+	 * no await sites in the records (called as site is). */
+	bool (*await_site)(uint32_t id, weft_wire_site_t *out);
+	uint32_t (*await_known)(uint32_t *slots);
 	/* Set before each pass: the collector's publish
 	 * (weft__sub_publish_seq()), 0: none (records encoded alone). */
 	uint64_t pass_seq;
@@ -139,7 +146,8 @@ typedef struct weft_delta_s {
 	bool memo_user;     /* holds a reference to the shared memo */
 	weft_idset_t dirty; /* changed since the last record */
 	weft_idset_t known; /* name and file already sent */
-	weft_idset_t sites_sent;    /* spawn sites sent (ids) */
+	weft_idset_t sites_sent;    /* spawn and await sites sent (ids) */
+	uint32_t awaits_sent;       /* await_known() when they were all sent */
 	weft_wire_site_t *site_out; /* the record's sites, nsite_out */
 	size_t nsite_out, site_out_cap;
 	weft_probe_warning_t *warn;

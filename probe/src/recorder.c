@@ -688,6 +688,8 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 				1000000u;
 	rec.delta.lookup = rec_lookup;
 	rec.delta.site = weft__sub_site;
+	rec.delta.await_site = weft__sub_await_site;
+	rec.delta.await_known = weft__sub_await_known;
 	if (path) {
 		rec.path = strdup(path);
 		if (!rec.path) {

@@ -40,6 +40,8 @@ enum ring_drop_reason {
 
 /* Spawn site ids a ring's bitmap covers (1 .. WEFT_RING_SITES). */
 #define WEFT_RING_SITES 4096u
+/* Await site ids a ring's bitmap covers (1 .. WEFT_RING_AWAITS). */
+#define WEFT_RING_AWAITS 4096u
 
 typedef struct weft_ring_s {
 	/* Producer side. */
@@ -55,6 +57,12 @@ typedef struct weft_ring_s {
 	 */
 	uint32_t sites_gen;
 	uint64_t sites_told[WEFT_RING_SITES / 64];
+	/*
+	 * The same for await sites (AWAIT_SITE, before the first POLL that
+	 * names one: runtime/src/task.c), in listening period awaits_gen.
+	 */
+	uint32_t awaits_gen;
+	uint64_t awaits_told[WEFT_RING_AWAITS / 64];
 	/* Consumer side. */
 	weft__cacheline_aligned _Atomic uint64_t head;
 	/* Fixed at creation. */

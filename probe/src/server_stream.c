@@ -418,6 +418,8 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	d.max_record = st->delta.max_record;
 	d.lookup = st->delta.lookup;
 	d.site = st->delta.site;
+	d.await_site = st->delta.await_site;
+	d.await_known = st->delta.await_known;
 	if (weft__delta_filter_copy(&d.filter, &st->delta.filter)) {
 		/* No memory: the clients stay owed one; the server asks
 		 * again. */
@@ -774,6 +776,8 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		st->delta.max_record = s->max_record;
 		st->delta.lookup = weft__server_lookup;
 		st->delta.site = weft__sub_site;
+		st->delta.await_site = weft__sub_await_site;
+		st->delta.await_known = weft__sub_await_known;
 		if (weft__delta_filter_copy(&st->delta.filter,
 					    &plan[k].delta.filter)) {
 			sub_ctx_free(x);

@@ -27,26 +27,40 @@ static char *dup(const char *s)
 	return d;
 }
 
+/* Slot @id of the vector *@v of *@cap, grown to it (NULL: no memory). */
+static weft_wire_site_t *slot(weft_wire_site_t **v, size_t *cap, uint32_t id)
+{
+	if (id >= *cap) {
+		size_t n = *cap ? *cap : 64;
+		weft_wire_site_t *x;
+
+		while (n <= id)
+			n *= 2;
+		x = realloc(*v, n * sizeof(*x));
+		if (!x)
+			return NULL;
+		memset(x + *cap, 0, (n - *cap) * sizeof(*x));
+		*v = x;
+		*cap = n;
+	}
+	return &(*v)[id];
+}
+
 int weft_wire_sites_add(weft_wire_sites_t *s, const Weft__V1__Site *m)
 {
 	weft_wire_site_t *e;
 	char *name, *file;
+	bool await = m->id > WEFT_WIRE_AWAIT_SITE_BASE &&
+		     m->id - WEFT_WIRE_AWAIT_SITE_BASE <=
+			     WEFT_WIRE_AWAIT_SITE_MAX;
 
-	if (!m->id || m->id > WEFT_WIRE_SITE_MAX)
+	if (!m->id || (m->id > WEFT_WIRE_SITE_MAX && !await))
 		return -EINVAL;
-	if (m->id >= s->cap) {
-		size_t cap = s->cap ? s->cap : 64;
-		weft_wire_site_t *v;
-
-		while (cap <= m->id)
-			cap *= 2;
-		v = realloc(s->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		memset(v + s->cap, 0, (cap - s->cap) * sizeof(*v));
-		s->v = v;
-		s->cap = cap;
-	}
+	e = await ? slot(&s->await, &s->await_cap,
+			 m->id - WEFT_WIRE_AWAIT_SITE_BASE) :
+		    slot(&s->v, &s->cap, m->id);
+	if (!e)
+		return -ENOMEM;
 	name = dup(m->name);
 	file = dup(m->file);
 	if (!name || !file) {
@@ -54,8 +68,7 @@ int weft_wire_sites_add(weft_wire_sites_t *s, const Weft__V1__Site *m)
 		free(file);
 		return -ENOMEM;
 	}
-	e = &s->v[m->id];
-	if (!e->name)
+	if (!e->name && !await)
 		s->n++;
 	free((char *)e->name);
 	free((char *)e->file);
@@ -80,6 +93,12 @@ const weft_wire_site_t *weft_wire_sites_get(const weft_wire_sites_t *s,
 					    uint32_t id)
 {
 	return id < s->cap && s->v[id].name ? &s->v[id] : NULL;
+}
+
+const weft_wire_site_t *weft_wire_sites_await(const weft_wire_sites_t *s,
+					      uint32_t id)
+{
+	return id < s->await_cap && s->await[id].file ? &s->await[id] : NULL;
 }
 
 bool weft_wire_sites_resolve(weft_wire_sites_t *s, Weft__V1__Task *t)
@@ -107,5 +126,10 @@ void weft_wire_sites_fini(weft_wire_sites_t *s)
 		free((char *)s->v[i].file);
 	}
 	free(s->v);
+	for (size_t i = 0; i < s->await_cap; i++) {
+		free((char *)s->await[i].name);
+		free((char *)s->await[i].file);
+	}
+	free(s->await);
 	memset(s, 0, sizeof(*s));
 }

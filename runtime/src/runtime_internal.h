@@ -264,6 +264,11 @@ const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
 void weft__spawn_rec_fill(weft__spawn_rec_t *rec, weft_runtime_t *rt,
 			  const weft_spawn_t *spec, bool inline_rec);
 
+/* ---------------------------------------------------------- await_site */
+
+/* await_site.c: @site's id (its POLL a2, AWAIT_SITE); 0: none (full). */
+uint32_t weft__await_site_id(const weft_site_t *site);
+
 /* ---------------------------------------------------------- local queue */
 
 #define LOCAL_QUEUE_CAP 256u

@@ -30,8 +30,8 @@ typedef struct weft__task_info_s {
 	 * Where it is parked (weft__task_parked_at()): the await's file and
 	 * line as its last PENDING poll left them; NULL and 0 when not known
 	 * (never parked, or a poll written by hand).  Read here as well as
-	 * from PARKED_AT events, because a task that parked before anyone
-	 * listened never emits one.
+	 * from the events (a POLL's await site, or PARKED_AT), because a
+	 * task that parked before anyone listened never says so again.
 	 */
 	const char *parked_file;
 	int parked_line;

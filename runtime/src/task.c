@@ -462,6 +462,44 @@ task_complete(weft_task_t *t, int status, void *output)
 
 #if WEFT_PROBE
 /*
+ * Announces await site @id (@site) on @r (AWAIT_SITE, stamped @ts) unless
+ * this ring did in this listening period.  Return: whether the collector
+ * will have met the site by this ring's next event; false (the event
+ * dropped) leaves it untold, and the poll says where with a PARKED_AT.
+ *
+ * Per ring, as spawn sites are (site_told()): on one ring the
+ * announcement is always before the POLL that names the site, whatever
+ * order the collector reads the rings in.  Relaxed load of the
+ * generation, for the reason given there: a stale one at worst takes a
+ * site for told that a reader never met, which then shows as a place not
+ * known, never as another site (ids are not reused).
+ */
+static bool await_told(weft_ring_t *r, uint32_t id, const weft_site_t *site,
+		       uint64_t ts)
+{
+	uint32_t gen = load_relaxed(&weft__probe_listen_gen);
+	unsigned i = id - 1u;
+	uint64_t bit = 1ull << (i % 64);
+	weft_event_t ev = { .ts = ts,
+			    .task = id,
+			    .a1 = (uintptr_t)site->file,
+			    .a2 = (uint32_t)site->line,
+			    .worker = weft__probe_worker,
+			    .kind = WEFT_EV_AWAIT_SITE };
+
+	if (__builtin_expect(r->awaits_gen != gen, 0)) {
+		memset(r->awaits_told, 0, sizeof(r->awaits_told));
+		r->awaits_gen = gen;
+	}
+	if (r->awaits_told[i / 64] & bit)
+		return true;
+	if (!weft__ring_push_spsc(r, &ev))
+		return false;
+	r->awaits_told[i / 64] |= bit;
+	return true;
+}
+
+/*
  * A poll while the probe listens: timed, published for the never-yielded
  * check, and followed by the lock checks.  Out of line so that the
  * common path (nobody listening) stays small.
@@ -470,7 +508,11 @@ __attribute__((noinline)) static weft_poll_t
 poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 {
 	uint64_t start = weft__probe_clock(), end;
+	const weft_site_t *site = NULL;
+	bool parked_at = false;
+	weft_ring_t *ring;
 	weft_poll_t r;
+	uint32_t a2;
 
 	/* Relaxed: a hint for the collector's never-yielded check. */
 	store_relaxed(&w->probe_poll_start, start);
@@ -485,23 +527,42 @@ poll_probed(weft_worker_t *w, weft_task_t *t, weft_cx_t *cx)
 	weft__probe_poll_ts = 0;
 	end = weft__probe_clock();
 	store_relaxed(&w->probe_task, 0);
-	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start,
-			    (uint32_t)r |
-				    (cx->yielded ? WEFT_POLL_YIELDED : 0) |
-				    poll_clones << WEFT_POLL_CLONES_SHIFT);
-	/* Locks held across the await: only worth a look if heard. */
+	a2 = (uint32_t)r | (cx->yielded ? WEFT_POLL_YIELDED : 0) |
+	     poll_clones << WEFT_POLL_CLONES_SHIFT;
 	if (r == WEFT_PENDING) {
 		/*
 		 * Where it is parked, when that changed since its last
 		 * PENDING (task_run() stores it next): a task that awaits
-		 * on one line again and again says so once.  A change the
-		 * collector missed (listening started later, the ring was
-		 * full) stays in the task's parked_at, for a walk of the
-		 * live tasks to read.
+		 * on one line again and again says so once.  Said in the
+		 * POLL, by the site's id (WEFT_POLL_SITE_SHIFT), announced
+		 * first on this ring if need be; a site with no id, or one
+		 * the ring had no room to announce: a PARKED_AT after the
+		 * POLL, as before.  A change the collector missed
+		 * (listening started later, the ring was full) stays in the
+		 * task's parked_at, for a walk of the live tasks to read.
 		 */
-		const weft_site_t *site = weft__await_site;
+		site = weft__await_site;
+		if (site != load_relaxed(&t->parked_at)) {
+			uint32_t id = site ? weft__await_site_id(site) : 0;
 
-		if (site != load_relaxed(&t->parked_at))
+			/*
+			 * The POLL is this thread's first event: its ring
+			 * made now, after the poll's stamps (its making is
+			 * not the task's time); NULL: nobody listens.
+			 */
+			ring = weft__probe_ring;
+			if (id && !ring)
+				ring = weft__probe_ring_register();
+			if (id && ring && await_told(ring, id, site, end))
+				a2 |= id << WEFT_POLL_SITE_SHIFT;
+			else
+				parked_at = true;
+		}
+	}
+	weft__probe_emit_at(end, WEFT_EV_POLL, t->id, end - start, a2);
+	/* Locks held across the await: only worth a look if heard. */
+	if (r == WEFT_PENDING) {
+		if (parked_at)
 			weft__probe_emit_at(end, WEFT_EV_PARKED_AT, t->id,
 					    site ? (uintptr_t)site->file : 0,
 					    site ? (uint32_t)site->line : 0);

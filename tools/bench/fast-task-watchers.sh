@@ -13,9 +13,9 @@
 # task-clock of each weft-demo thread and of the console process.
 # Printed: requests and req/s; us a request of the collector thread,
 # the server thread (weft-console), the workers and the console process;
-# the trace's bytes a request, and its Update bytes (the file less its
-# event batches) a task.  Run two trees one after the other, a few
-# rounds interleaved, to compare.  Needs wrk and perf.
+# the trace's bytes a request, its Update bytes (the file less its
+# event batches) a task and its events a task.  Run two trees one after
+# the other, a few rounds interleaved, to compare.  Needs wrk and perf.
 set -euo pipefail
 
 [[ $# -ge 1 ]] || { sed -n '3,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -60,10 +60,12 @@ con=$(awk '/task-clock/ {gsub(",", "", $1); print $1}' "$out/perf-con.txt")
 bytes=$(awk '/^bytes:/ {print $2}' "$out/info.txt")
 batch=$(awk '/^bytes:/ {gsub("\\(", "", $3); print $3}' "$out/info.txt")
 tasks=$(awk '/^tasks named:/ {print $3}' "$out/info.txt")
+events=$(awk '/^events:/ {print $2}' "$out/info.txt")
 echo "requests=$req req/s=$(awk '/Requests\/sec/ {print $2}' "$out/wrk.txt")" \
 	"us/req: collector=$(per "$(ms weft-collector-)")" \
 	"server=$(per "$(ms weft-console-)")" \
 	"workers=$(per "$(ms 'weft-w[0-9]+-')")" \
 	"console=$(per "$con")" \
 	"trace_bytes/req=$(echo "scale=1; $bytes / $req" | bc)" \
-	"update_bytes/task=$(echo "scale=1; ($bytes - $batch) / $tasks" | bc)"
+	"update_bytes/task=$(echo "scale=1; ($bytes - $batch) / $tasks" | bc)" \
+	"events/task=$(echo "scale=2; $events / $tasks" | bc)"

@@ -96,6 +96,8 @@ static const char usage[] =
 	"  --sites       tasks name their spawn site (each site's record once)\n"
 	"                instead of carrying its name and file; N counts the\n"
 	"                bytes they would have taken, so the run is the same\n"
+	"  --parked-at   a pending poll's new place as a PARKED_AT after it\n"
+	"                (the form before await sites folded into the POLL)\n"
 	"  -h, --help    this help\n"
 	"\n"
 	"The last line on stdout: bytes=, events=, tasks= (every task named in\n"
@@ -190,6 +192,8 @@ int main(int argc, char **argv)
 			g.progress = false;
 		} else if (!strcmp(a, "--sites")) {
 			g.sites_mode = true;
+		} else if (!strcmp(a, "--parked-at")) {
+			g.parked_at_mode = true;
 		} else if (a[0] == '-' && a[1]) {
 			die(2, "unknown option '%s' (--help)", a);
 		} else if (g.path) {

@@ -105,6 +105,9 @@ struct worker {
 	/* The spawn sites its ring has announced (bit: site index), as a
 	 * runtime's ring announces each before its first SPAWN there. */
 	uint32_t sites_told;
+	/* The await sites its ring announced (AWAIT_SITE), a bit each:
+	 * the waits (id k + 1) and the acceptor's (id NWAIT + 1). */
+	uint32_t awaits_told;
 };
 
 struct gentrace {
@@ -118,6 +121,10 @@ struct gentrace {
 	 * its strings; the budget counts the bytes the records would have
 	 * taken with them (saved), so that both forms hold the same run. */
 	bool sites_mode;
+	/* --parked-at: where a task parks as traces said it before
+	 * parkfold: a PARKED_AT after the POLL, no await site in the POLL
+	 * and no AWAIT_SITE (the old form, still read). */
+	bool parked_at_mode;
 	uint64_t saved;
 	uint64_t sites_sent;    /* bit: site index sent */
 	weft_wire_buf_t legacy; /* scratch: an update in the names form */

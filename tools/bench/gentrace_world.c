@@ -392,6 +392,7 @@ static void poll_one(struct worker *w)
 	struct task *t = &g.tasks[slot];
 	uint64_t start = w->now, dur = poll_duration(), end;
 	unsigned k = NWAIT;
+	uint32_t site;
 	bool ready, clone;
 
 	if (start - t->since > 500000 &&
@@ -460,9 +461,26 @@ static void poll_one(struct worker *w)
 		    t->site == SITE_TICKER   ? W_TICK :
 					       pick_wait();
 	clone = !ready && (k == W_DB || k == W_UPSTREAM);
+	/*
+	 * Parked elsewhere than after its last pending poll: said in the
+	 * POLL, by the await site's id (k + 1; the acceptor's NWAIT + 1),
+	 * announced first on this worker's ring, as a runtime does since
+	 * parkfold (runtime/src/task.c); no PARKED_AT.
+	 */
+	site = 0;
+	if (!ready && k != t->parked && !g.parked_at_mode) {
+		site = k + 1;
+		if (!(w->awaits_told & 1u << k)) {
+			w->awaits_told |= 1u << k;
+			wemit(w, end, WEFT_EV_AWAIT_SITE, site,
+			      k < NWAIT ? addr_of_await(k) : addr_of_file(0),
+			      k < NWAIT ? waits[k].line : ACCEPT_LINE);
+		}
+	}
 	wemit(w, end, WEFT_EV_POLL, t->id, dur,
 	      (ready ? WEFT_POLL_READY : 0) |
-		      (clone ? 1u << WEFT_POLL_CLONES_SHIFT : 0));
+		      (clone ? 1u << WEFT_POLL_CLONES_SHIFT : 0) |
+		      site << WEFT_POLL_SITE_SHIFT);
 	t->polls++;
 	t->busy_ns += dur;
 	if (dur > t->max_poll_ns)
@@ -488,12 +506,12 @@ static void poll_one(struct worker *w)
 		t->since = end;
 		if (t->site >= SITE_REQ0)
 			t->steps--;
-		if (k != t->parked) {
+		/* The old form: the place in a PARKED_AT of its own. */
+		if (g.parked_at_mode && k != t->parked)
 			wemit(w, end, WEFT_EV_PARKED_AT, t->id,
 			      k < NWAIT ? addr_of_await(k) : addr_of_file(0),
 			      k < NWAIT ? d->line : ACCEPT_LINE);
-			t->parked = (uint8_t)k;
-		}
+		t->parked = (uint8_t)k;
 		if (k < NWAIT) {
 			uint64_t lat = d->latency_ns;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "trace_tool.h"
+#include "weft/trace_stream.h"
 
 static const char usage[] =
 	"usage: weft-trace dump [--abs] FILE\n"
@@ -39,6 +40,60 @@ static const char *res_name(const tt_trace_t *t, uint64_t id, char *buf,
 	return buf;
 }
 
+/*
+ * The await sites met so far (AWAIT_SITE), by id: their lines (0: not
+ * met).  Their files are addresses in the process; a POLL naming one
+ * prints the file from its task's records, as a PARKED_AT does.
+ */
+static uint32_t *await_lines;
+static size_t nawait_lines;
+
+static void await_note(const weft_event_t *e)
+{
+	size_t n = nawait_lines ? nawait_lines : 64;
+
+	/* No runtime numbers 2^20 sites: a bound on a damaged file. */
+	if (e->task == 0 || e->task > (1u << 20))
+		return;
+	if (e->task >= nawait_lines) {
+		while (n <= e->task)
+			n *= 2;
+		await_lines =
+			tt_xrealloc(await_lines, n * sizeof(*await_lines));
+		memset(await_lines + nawait_lines, 0,
+		       (n - nawait_lines) * sizeof(*await_lines));
+		nawait_lines = n;
+	}
+	await_lines[e->task] = e->a2;
+}
+
+/*
+ * " at=FILE:LINE" for a POLL naming await site @id, as PARKED_AT's text:
+ * the file when the task's records say it parks on that line, the line
+ * alone when not; " site=unknown" for a site not met (its announcement
+ * dropped, or before the file began).
+ */
+static void await_text(const tt_trace_t *t, const weft_event_t *e, uint32_t id,
+		       char *buf, size_t len)
+{
+	uint32_t line = id < nawait_lines ? await_lines[id] : 0;
+	const tt_task_t *k = tt_task(t, e->task);
+	const weft_wire_site_t *s;
+
+	/* Not announced in this file (it began late, a segment after the
+	 * first, a snapshot) or dropped: the Updates' table says it, file
+	 * and line (weft/wire.h: WEFT_WIRE_AWAIT_SITE_BASE). */
+	if (!line && (s = weft_wire_sites_await(
+			      &weft_trace_stream_reader(t->stream)->sites, id)))
+		snprintf(buf, len, " at=%s:%u", s->file, s->line);
+	else if (!line)
+		snprintf(buf, len, " site=unknown");
+	else if (k && k->parked_file && k->parked_line == line)
+		snprintf(buf, len, " at=%s:%u", k->parked_file, line);
+	else
+		snprintf(buf, len, " line=%u", line);
+}
+
 static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 		   size_t len)
 {
@@ -51,13 +106,17 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 		/* Clones of its own waker in the poll (no waker-clone each). */
 		unsigned cl = (a2 >> WEFT_POLL_CLONES_SHIFT) &
 			      WEFT_POLL_CLONES_MAX;
-		char c[24] = "";
+		char c[24] = "", at[320] = "";
 
 		if (cl)
 			snprintf(c, sizeof(c), " clones=%u", cl);
-		snprintf(buf, len, "dur=%lluns %s%s%s", a1,
+		/* Where it parks now (a PARKED_AT's, folded in). */
+		if (a2 >> WEFT_POLL_SITE_SHIFT)
+			await_text(t, e, a2 >> WEFT_POLL_SITE_SHIFT, at,
+				   sizeof(at));
+		snprintf(buf, len, "dur=%lluns %s%s%s%s", a1,
 			 a2 & WEFT_POLL_READY ? "ready" : "pending",
-			 a2 & WEFT_POLL_YIELDED ? " yielded" : "", c);
+			 a2 & WEFT_POLL_YIELDED ? " yielded" : "", c, at);
 		break;
 	}
 	case WEFT_EV_WAKE: {
@@ -95,6 +154,12 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 			 (unsigned long long)e->task, a2);
 		break;
 	case WEFT_EV_SITE_LOC:
+		snprintf(buf, len, "site=%llu line=%u",
+			 (unsigned long long)e->task, a2);
+		break;
+	case WEFT_EV_AWAIT_SITE:
+		/* Its task field is the site's id; a1 the file's address in
+		 * the process: the file is in its tasks' records. */
 		snprintf(buf, len, "site=%llu line=%u",
 			 (unsigned long long)e->task, a2);
 		break;
@@ -223,7 +288,7 @@ int tt_verb_dump(int argc, char **argv)
 		else
 			snprintf(w, sizeof(w), "%u", e->worker);
 		/* RES_NAME's task field is its resource's id, SITE's and
-		 * SITE_LOC's a spawn site's. */
+		 * SITE_LOC's a spawn site's, AWAIT_SITE's an await site's. */
 		if (weft_event_task(e))
 			snprintf(task, sizeof(task), "%llu(%s)",
 				 (unsigned long long)e->task,
@@ -231,6 +296,8 @@ int tt_verb_dump(int argc, char **argv)
 					       sizeof(name)));
 		else
 			snprintf(task, sizeof(task), "-");
+		if (e->kind == WEFT_EV_AWAIT_SITE)
+			await_note(e);
 		fields(&t, e, f, sizeof(f));
 		if (abs_time)
 			printf("%llu", (unsigned long long)e->ts);
@@ -239,6 +306,9 @@ int tt_verb_dump(int argc, char **argv)
 		printf(" %s %s %s%s%s\n", w, weft_event_kind_name(e->kind),
 		       task, f[0] ? " " : "", f);
 	}
+	free(await_lines);
+	await_lines = NULL;
+	nawait_lines = 0;
 	if (fflush(stdout) || ferror(stdout)) {
 		tt_free(&t);
 		return 1;

@@ -17,7 +17,10 @@
  * histograms beside its last record, and puts them back together.  A
  * record that names its spawn site instead (Task.site) is named by the
  * site (the Sites met before it), and the state carries every Site met
- * before --from (Update.sites): the window's records may name them.
+ * before --from (Update.sites): the window's records may name them.  So
+ * for await sites: a window's POLL naming one (WEFT_POLL_SITE_SHIFT)
+ * announced before --from carries the announcement (AWAIT_SITE) again,
+ * once, just before it.
  *
  * One pass in time order (trace_model.c), after a look at the first
  * events for the trace's start, which TIMEs count from.  Memory: the
@@ -108,6 +111,16 @@ struct slice {
 	bool opened;     /* the header and the state are written */
 	bool have_header;
 	weft_wire_sites_t sites; /* every Site met so far */
+	/*
+	 * Await sites (AWAIT_SITE events) met before the window, by id
+	 * (kind 0: not met), and whether the output has one yet: a window's
+	 * POLL that names one announced before it gets the announcement
+	 * just before it (stamped as the POLL, on its thread), as the
+	 * window's readers met none.
+	 */
+	weft_event_t *awaits;
+	bool *awaits_out;
+	size_t nawaits;
 	/* The output. */
 	FILE *out;
 	weft_wire_buf_t buf; /* records not yet written */
@@ -544,14 +557,17 @@ static void write_state(struct slice *s)
 		if (s->workers[i])
 			put_field(&body, 3, s->workers[i], s->worker_len[i]);
 	put_bytes(&body, full, sizeof(full));
-	/* Every site met (a field after the others is read the same). */
-	for (size_t i = 0; i < s->sites.cap; i++) {
-		const weft_wire_site_t *e = &s->sites.v[i];
+	/* Every site met (a field after the others is read the same): the
+	 * spawn sites, then the await sites the window's POLLs may name. */
+	for (size_t i = 0; i < s->sites.cap + s->sites.await_cap; i++) {
+		const weft_wire_site_t *e =
+			i < s->sites.cap ? &s->sites.v[i] :
+					   &s->sites.await[i - s->sites.cap];
 		Weft__V1__Site m = WEFT__V1__SITE__INIT;
 		uint8_t *one;
 		size_t n;
 
-		if (!e->name)
+		if (!e->file)
 			continue;
 		m.id = e->id;
 		m.name = (char *)e->name;
@@ -667,6 +683,67 @@ static void slice_frame(void *ctx, const Weft__V1__Frame *f)
 		s->updates++;
 }
 
+/* Await site @id's slot, grown to it; NULL for 0 or past 2^20 (no
+ * runtime numbers that many). */
+static weft_event_t *await_slot(struct slice *s, uint64_t id, bool **out)
+{
+	size_t n = s->nawaits ? s->nawaits : 64;
+
+	if (id == 0 || id > (1u << 20))
+		return NULL;
+	if (id >= s->nawaits) {
+		while (n <= id)
+			n *= 2;
+		/* n is at most 2^21: no overflow. */
+		s->awaits = tt_xrealloc(s->awaits, n * sizeof(*s->awaits));
+		s->awaits_out =
+			tt_xrealloc(s->awaits_out, n * sizeof(*s->awaits_out));
+		memset(s->awaits + s->nawaits, 0,
+		       (n - s->nawaits) * sizeof(*s->awaits));
+		memset(s->awaits_out + s->nawaits, 0,
+		       (n - s->nawaits) * sizeof(*s->awaits_out));
+		s->nawaits = n;
+	}
+	*out = &s->awaits_out[id];
+	return &s->awaits[id];
+}
+
+/* An event before the window: an await site's announcement is kept. */
+static void note_before(struct slice *s, const weft_event_t *ev)
+{
+	weft_event_t *a;
+	bool *out;
+
+	if (ev->kind == WEFT_EV_AWAIT_SITE &&
+	    (a = await_slot(s, ev->task, &out)))
+		*a = *ev;
+}
+
+/* A window event, after the announcement it needs that the window lacks. */
+static void put_event(struct slice *s, const weft_event_t *ev)
+{
+	uint64_t id = ev->kind == WEFT_EV_POLL ?
+			      ev->a2 >> WEFT_POLL_SITE_SHIFT :
+		      ev->kind == WEFT_EV_AWAIT_SITE ? ev->task :
+						       0;
+	weft_event_t *a;
+	bool *out;
+
+	if (id && (a = await_slot(s, id, &out)) && !*out) {
+		*out = true;
+		if (ev->kind == WEFT_EV_POLL && a->kind) {
+			s->ev[s->nev] = *a;
+			s->ev[s->nev].ts = ev->ts;
+			s->ev[s->nev].worker = ev->worker;
+			if (++s->nev == EVENTS_HELD)
+				flush_events(s);
+		}
+	}
+	s->ev[s->nev++] = *ev;
+	if (s->nev == EVENTS_HELD)
+		flush_events(s);
+}
+
 /* ------------------------------------------------------------ the verb */
 
 /* The trace's first event's stamp, which TIMEs count from. */
@@ -778,8 +855,10 @@ int tt_verb_slice(int argc, char **argv)
 	t.on_frame = slice_frame;
 	t.frame_ctx = &s;
 	while (tt_next(&t, &ev)) {
-		if (ev.ts < s.w.from)
+		if (ev.ts < s.w.from) {
+			note_before(&s, &ev);
 			continue;
+		}
 		if (ev.ts > s.w.to) {
 			if (tt_window_past(&s.w, ev.ts)) {
 				tt_window_stop(&t);
@@ -788,9 +867,7 @@ int tt_verb_slice(int argc, char **argv)
 			continue;
 		}
 		open_window(&s);
-		s.ev[s.nev++] = ev;
-		if (s.nev == EVENTS_HELD)
-			flush_events(&s);
+		put_event(&s, &ev);
 	}
 	if (!s.events && !s.nev && t.last_ts < s.w.from)
 		tt_die("slice: %s ends at %.6f s, before --from", path,
@@ -834,6 +911,8 @@ int tt_verb_slice(int argc, char **argv)
 	free(s.worker_len);
 	free(s.stats);
 	free(s.ev);
+	free(s.awaits);
+	free(s.awaits_out);
 	weft_wire_events_fini(&s.enc);
 	weft_wire_sites_fini(&s.sites);
 	weft_wire_buf_fini(&s.buf);

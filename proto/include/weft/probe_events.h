@@ -26,7 +26,8 @@
 	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
 	X(POLL, 4, "poll",                                                    \
 	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED | "    \
-	  "clones of its own waker << WEFT_POLL_CLONES_SHIFT")                \
+	  "clones of its own waker << WEFT_POLL_CLONES_SHIFT | await site "   \
+	  "id << WEFT_POLL_SITE_SHIFT (0: where it parks did not change)")   \
 	X(WAKE, 5, "wake",                                                    \
 	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")           \
 	X(WAKER_CLONE, 6, "waker-clone",                                      \
@@ -60,7 +61,8 @@
 	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own") \
 	X(PARKED_AT, 25, "parked-at",                                         \
 	  "a1=file of the await (static string; 0: not known), a2=line; "     \
-	  "follows a POLL that returned PENDING elsewhere than the last")   \
+	  "follows a POLL that returned PENDING elsewhere than the last, "   \
+	  "when that POLL names no await site (WEFT_POLL_SITE_SHIFT)")       \
 	X(RES_NEW, 26, "resource-new",                                        \
 	  "a1=resource id, a2=kind (weft_resource_kind_t); announces it, at " \
 	  "its init or before its first event after listening began")         \
@@ -97,7 +99,11 @@
 	  "ring's first SPAWN of it in a listening period; SITE_LOC follows") \
 	X(SITE_LOC, 38, "spawn-site-loc",                                     \
 	  "task=the site's id, a1=file (static string), a2=line; follows "    \
-	  "SITE")
+	  "SITE")                                                             \
+	X(AWAIT_SITE, 39, "await-site",                                       \
+	  "task=the await site's id (not a task's), a1=file (static "         \
+	  "string), a2=line; announces an await site on its ring, before "    \
+	  "the ring's first POLL naming it in a listening period")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
@@ -201,8 +207,8 @@ typedef enum weft_resource_op_e {
  * (registering with a resource, the common case), up to
  * WEFT_POLL_CLONES_MAX; each has no WAKER_CLONE of its own.  Any other
  * clone (of another task's waker, outside a poll, past the maximum) is a
- * WAKER_CLONE event.  Small enough to keep a2 under 128: one varint byte
- * on the wire.  A reader counts them as it counts WAKER_CLONE, knowing
+ * WAKER_CLONE event.  Small enough to keep a2 under 128 (one varint byte
+ * on the wire) in a POLL that names no await site: most of them.  A reader counts them as it counts WAKER_CLONE, knowing
  * that the POLL, stamped at the poll's end, comes after a drop or wake
  * of such a clone made by another thread during the poll: a task's
  * clones minus its drops can be short until its POLL is read.  0 in a
@@ -210,6 +216,27 @@ typedef enum weft_resource_op_e {
  */
 #define WEFT_POLL_CLONES_SHIFT 2
 #define WEFT_POLL_CLONES_MAX 15u
+/*
+ * POLL a2, bits 6 and up: a PENDING poll's await site, when the task now
+ * parks elsewhere than after its last pending poll (what PARKED_AT says,
+ * folded into the POLL: one event where there were two).  Await sites
+ * are numbered as spawn sites are: ids of the process, never reused, each
+ * one WEFT_AWAIT's, WEFT_YIELD's or fiber await's place for as long as it
+ * runs.  A ring announces a site (AWAIT_SITE: its file and line) before
+ * its first POLL naming it in each listening period, so a reader meets
+ * the site before any poll of it on that ring; a POLL whose site it never
+ * met parks its task at a place not known, never at another site.  A
+ * reader that came late (a file begun mid-run, a rotated segment, a
+ * snapshot, a second client) or lost the announcement learns every site
+ * its collector knows from the Updates' sites (weft/wire.h:
+ * WEFT_WIRE_AWAIT_SITE_BASE), sent as spawn sites are.  0: the task
+ * parks where it did (or the poll was READY), or the site has no id (the
+ * runtime's table full, the thread's ring could not be registered, or
+ * the ring had no room for the announcement; or a trace from before):
+ * then a PARKED_AT follows the POLL when the place changed, as it always
+ * did.
+ */
+#define WEFT_POLL_SITE_SHIFT 6
 
 /* Set in a WAKE's a2 when the waker was consumed (wake, not wake_by_ref). */
 #define WEFT_WAKE_BY_VAL 0x100u
@@ -257,8 +284,9 @@ _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
  * @e: an event.
  *
  * RES_NAME's task field holds its resource's id, SITE's and SITE_LOC's a
- * spawn site's: a reader that picks a task's events (a filter, a detail
- * view) must not take those for the task of the same number.
+ * spawn site's, AWAIT_SITE's an await site's: a reader that picks a
+ * task's events (a filter, a detail view) must not take those for the
+ * task of the same number.
  *
  * Context: any thread (reads @e only).
  * Return: the task's id, 0 for none.
@@ -266,7 +294,8 @@ _Static_assert(sizeof(weft_event_t) == 32, "events are 32 bytes");
 static inline uint64_t weft_event_task(const weft_event_t *e)
 {
 	return e->kind == WEFT_EV_RES_NAME || e->kind == WEFT_EV_SITE ||
-			       e->kind == WEFT_EV_SITE_LOC ?
+			       e->kind == WEFT_EV_SITE_LOC ||
+			       e->kind == WEFT_EV_AWAIT_SITE ?
 		       0 :
 		       e->task;
 }

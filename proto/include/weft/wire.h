@@ -579,6 +579,19 @@ typedef struct weft_wire_site_s {
 #define WEFT_WIRE_SITE_MAX 65536u
 
 /*
+ * Await sites (the POLLs' WEFT_POLL_SITE_SHIFT ids) travel as Sites too:
+ * await site N is Site id WEFT_WIRE_AWAIT_SITE_BASE + N, with its file
+ * and line and no name.  A stream sends every await site its collector
+ * knows once, and again after a full update, a resync or a new file, as
+ * it sends spawn sites: a reader that came late, or lost the AWAIT_SITE
+ * event that announced one, still learns every site a POLL names.  Past
+ * WEFT_WIRE_SITE_MAX, so readers from before them refuse them (and name
+ * their tasks as ever); WEFT_WIRE_AWAIT_SITE_MAX of them at most.
+ */
+#define WEFT_WIRE_AWAIT_SITE_BASE (1u << 20)
+#define WEFT_WIRE_AWAIT_SITE_MAX 65536u
+
+/*
  * A reader's sites (sites.c): every Site met, by id, its strings copied.
  * Caller-allocated, zeroed to start, weft_wire_sites_fini() at the end.
  * unknown counts the Task records resolved that named a site not met
@@ -587,16 +600,24 @@ typedef struct weft_wire_site_s {
 typedef struct weft_wire_sites_s {
 	weft_wire_site_t *v; /* by id; name NULL: not met */
 	size_t cap;
-	size_t n;         /* sites met */
+	size_t n;         /* spawn sites met */
 	uint64_t unknown; /* records naming a site not met */
+	/* Await sites, by their own id (Site id less
+	 * WEFT_WIRE_AWAIT_SITE_BASE); file NULL: not met. */
+	weft_wire_site_t *await;
+	size_t await_cap;
 } weft_wire_sites_t;
 
 /**
  * weft_wire_sites_add() - keep Site @m (again: its new values).
  *
  * Context: any thread, one at a time per @s; a task may call it.
- * Return: 0; -EINVAL (id 0 or over WEFT_WIRE_SITE_MAX: ignored);
- * -ENOMEM (@s unchanged).
+ * An await site's Site (WEFT_WIRE_AWAIT_SITE_BASE + its id) is kept
+ * apart, for weft_wire_sites_await().
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: 0; -EINVAL (id 0, over WEFT_WIRE_SITE_MAX and not an await
+ * site's: ignored); -ENOMEM (@s unchanged).
  */
 int weft_wire_sites_add(weft_wire_sites_t *s, const Weft__V1__Site *m);
 
@@ -616,6 +637,17 @@ int weft_wire_sites_add_update(weft_wire_sites_t *s, const Weft__V1__Update *u);
  */
 const weft_wire_site_t *weft_wire_sites_get(const weft_wire_sites_t *s,
 					    uint32_t id);
+
+/**
+ * weft_wire_sites_await() - await site @id (a POLL's, not its Site id)
+ * as met in an Update's sites.
+ *
+ * Context: any thread, one at a time per @s; a task may call it.
+ * Return: the site (its file and line; valid until @s changes); NULL
+ * when not met.
+ */
+const weft_wire_site_t *weft_wire_sites_await(const weft_wire_sites_t *s,
+					      uint32_t id);
 
 /**
  * weft_wire_sites_resolve() - Task @t named by its site: a record with

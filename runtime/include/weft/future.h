@@ -249,7 +249,11 @@ static inline weft_poll_t weft_yield_poll(weft_yield_t *y, weft_cx_t *cx)
  * has one, static, so that a pointer to it names the place for the life
  * of the program.  Code in a plugin that is dlclose()d must not leave
  * tasks parked in it (as for a task's name and spawn file: static
- * strings that outlive the task).  A libweft.so loaded with dlopen()
+ * strings that outlive the task).  Nor, while the probe may listen, be
+ * unloaded at all: the probe numbers each site once, by its address, for
+ * the life of the process, so a site of code loaded later at the same
+ * address would be shown at the unloaded one's file and line (as spawn
+ * names already require code that is never unloaded).  A libweft.so loaded with dlopen()
  * needs a little static TLS (its thread-locals are initial-exec, under
  * 200 bytes), which glibc reserves for that.  Fixed for good
  * (weft/common.h): the library reads the callers' static ones.
