@@ -623,6 +623,16 @@ void con_model_hello(con_model_t *m, const Weft__V1__Hello *h)
 {
 	if (!h)
 		return;
+	/*
+	 * Another process (the live console reconnected to a restarted
+	 * one): site ids are each process's own, so the last one's are
+	 * forgotten, not lent to the new one's tasks and parked places.
+	 */
+	if ((m->pid && m->pid != h->pid) ||
+	    (m->start_ns && m->start_ns != h->start_ns)) {
+		con_sites_changed();
+		weft_wire_sites_fini(&m->sites);
+	}
 	set_str(&m->process, h->process_name);
 	set_str(&m->clock, h->clock);
 	m->pid = h->pid;

@@ -23,8 +23,9 @@
 
 #include "console.h"
 
-/* No runtime numbers 2^20 await sites: a bound on a damaged stream. */
-#define AWAITS_MAX (1u << 20)
+/* No runtime numbers more await sites (weft/wire.h): a bound on what a
+ * damaged or hostile stream makes it hold. */
+#define AWAITS_MAX (WEFT_WIRE_AWAIT_SITE_MAX + 1)
 
 static struct {
 	uint32_t pid;

@@ -311,12 +311,50 @@ static void test_console_sites_changed_strings(void **state)
 	weft_wire_buf_fini(&b);
 }
 
+/*
+ * A hello of another process (the live console reconnected to a
+ * restarted one) forgets the sites: ids are each process's own, and a
+ * task of the new one naming site 3 before its Site came is not named
+ * by the old process's site 3.  The same process's hello again keeps
+ * them.
+ */
+static void test_console_sites_another_process(void **state)
+{
+	weft_wire_buf_t first = { 0 }, second = { 0 };
+	Weft__V1__Hello hello = WEFT__V1__HELLO__INIT;
+	con_model_t m;
+
+	(void)state;
+	put_header(&first);
+	put_update(&first, 0);
+	put_update(&second, 1);
+	con_model_init(&m, "live");
+	feed_frames(&m, &first);
+	assert_non_null(weft_wire_sites_get(&m.sites, 3));
+
+	hello.pid = 4242; /* put_header()'s process again */
+	hello.start_ns = 1 * SEC;
+	con_model_hello(&m, &hello);
+	assert_non_null(weft_wire_sites_get(&m.sites, 3));
+
+	hello.pid = 4343; /* another */
+	con_model_hello(&m, &hello);
+	assert_null(weft_wire_sites_get(&m.sites, 3));
+	feed_frames(&m, &second); /* task 4 names site 3, not sent */
+	assert_non_null(con_model_task(&m, 4));
+	assert_true(unnamed(con_model_task(&m, 4)));
+	con_model_fini(&m);
+	weft_wire_buf_fini(&first);
+	weft_wire_buf_fini(&second);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_console_sites_live_and_replay),
 		cmocka_unit_test(test_console_sites_kept_by_checkpoints),
 		cmocka_unit_test(test_console_sites_changed_strings),
+		cmocka_unit_test(test_console_sites_another_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -293,6 +293,27 @@ static void test_sites_unknown_unnamed_counted(void **state)
 		m.id = 0;
 		assert_int_equal(weft_wire_sites_add(&sites, &m), -EINVAL);
 		assert_int_equal(sites.n, 0);
+
+		/* Await sites: ids 1 .. WEFT_WIRE_AWAIT_SITE_MAX past the
+		 * base, as many as a runtime gives; a peer's larger id is
+		 * refused, not a table grown to it. */
+		m.name = "";
+		m.file = "a.c";
+		m.line = 7;
+		m.id = WEFT_WIRE_AWAIT_SITE_BASE;
+		assert_int_equal(weft_wire_sites_add(&sites, &m), -EINVAL);
+		m.id = WEFT_WIRE_AWAIT_SITE_BASE + WEFT_WIRE_AWAIT_SITE_MAX + 1;
+		assert_int_equal(weft_wire_sites_add(&sites, &m), -EINVAL);
+		assert_true(sites.await_cap <= 64);
+		m.id = WEFT_WIRE_AWAIT_SITE_BASE + WEFT_WIRE_AWAIT_SITE_MAX;
+		assert_int_equal(weft_wire_sites_add(&sites, &m), 0);
+		assert_int_equal(weft_wire_sites_await(&sites,
+						       WEFT_WIRE_AWAIT_SITE_MAX)
+					 ->line,
+				 7);
+		assert_null(weft_wire_sites_await(
+			&sites, WEFT_WIRE_AWAIT_SITE_MAX + 1));
+		weft_wire_sites_fini(&sites);
 	}
 	weft_wire_buf_fini(&b);
 }

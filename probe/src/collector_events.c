@@ -520,6 +520,10 @@ void weft__collector_sites_free(struct probe *p)
  * period): the same values, ids being never reused.  Grown as the spawn
  * sites' table is (site_slot()), to the same bound.
  */
+/* Every id a ring announces is one a reader keeps (weft/wire.h). */
+_Static_assert(WEFT_RING_AWAITS <= WEFT_WIRE_AWAIT_SITE_MAX,
+	       "await site ids within readers' bound");
+
 __attribute__((noinline)) static void on_await_site(struct probe *p,
 						    const weft_event_t *ev)
 {

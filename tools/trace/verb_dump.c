@@ -53,7 +53,7 @@ static void await_note(const weft_event_t *e)
 	size_t n = nawait_lines ? nawait_lines : 64;
 
 	/* No runtime numbers 2^20 sites: a bound on a damaged file. */
-	if (e->task == 0 || e->task > (1u << 20))
+	if (e->task == 0 || e->task > WEFT_WIRE_AWAIT_SITE_MAX)
 		return;
 	if (e->task >= nawait_lines) {
 		while (n <= e->task)

@@ -689,7 +689,7 @@ static weft_event_t *await_slot(struct slice *s, uint64_t id, bool **out)
 {
 	size_t n = s->nawaits ? s->nawaits : 64;
 
-	if (id == 0 || id > (1u << 20))
+	if (id == 0 || id > WEFT_WIRE_AWAIT_SITE_MAX)
 		return NULL;
 	if (id >= s->nawaits) {
 		while (n <= id)

@@ -586,10 +586,12 @@ typedef struct weft_wire_site_s {
  * it sends spawn sites: a reader that came late, or lost the AWAIT_SITE
  * event that announced one, still learns every site a POLL names.  Past
  * WEFT_WIRE_SITE_MAX, so readers from before them refuse them (and name
- * their tasks as ever); WEFT_WIRE_AWAIT_SITE_MAX of them at most.
+ * their tasks as ever); WEFT_WIRE_AWAIT_SITE_MAX of them at most (the
+ * runtime's table holds as many: runtime/src/await_site.c), so that
+ * what a peer sends cannot make a reader hold more.
  */
 #define WEFT_WIRE_AWAIT_SITE_BASE (1u << 20)
-#define WEFT_WIRE_AWAIT_SITE_MAX 65536u
+#define WEFT_WIRE_AWAIT_SITE_MAX 4096u
 
 /*
  * A reader's sites (sites.c): every Site met, by id, its strings copied.
@@ -610,8 +612,6 @@ typedef struct weft_wire_sites_s {
 
 /**
  * weft_wire_sites_add() - keep Site @m (again: its new values).
- *
- * Context: any thread, one at a time per @s; a task may call it.
  * An await site's Site (WEFT_WIRE_AWAIT_SITE_BASE + its id) is kept
  * apart, for weft_wire_sites_await().
  *
