@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "replay_internal.h"
+#include "replay_side_format.h"
 
 typedef struct ent_s {
 	char *path;
@@ -194,4 +195,45 @@ void con_replay_cache_trim(const char *keep)
 		days > UINT64_MAX / 86400 ? UINT64_MAX : days * 86400,
 		time(NULL));
 	free(dir);
+}
+
+/* The cache's name for @trace's index (NULL: no cache folder). */
+char *con_side_cache_path(const char *trace)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[4096], *real, *out;
+	const char *base = strrchr(trace, '/');
+	uint64_t h;
+	size_t n;
+
+	if (xdg && *xdg)
+		n = (size_t)snprintf(dir, sizeof(dir), "%s/weft", xdg);
+	else if (home && *home)
+		n = (size_t)snprintf(dir, sizeof(dir), "%s/.cache/weft", home);
+	else
+		return NULL;
+	if (n >= sizeof(dir))
+		return NULL;
+	real = realpath(trace, NULL);
+	h = hash64(HASH0, real ? real : trace, strlen(real ? real : trace));
+	free(real);
+	base = base ? base + 1 : trace;
+	out = con_xmalloc(n + strlen(base) + 64);
+	sprintf(out, "%s/%s-%016llx.weftidx", dir, base, (unsigned long long)h);
+	return out;
+}
+
+/* mkdir -p of @path's folder. */
+void con_side_make_dirs(const char *path)
+{
+	char *d = con_xstrdup(path);
+
+	for (char *p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		(void)mkdir(d, 0700);
+		*p = '/';
+	}
+	free(d);
 }

@@ -148,6 +148,10 @@ int con_side_peek(int fd, con_side_peek_t *pk);
 bool con_side_head_matches(const char *trace, const con_side_peek_t *pk);
 
 /* replay_cache.c */
+/* The cache's name for @trace's index (NULL: no cache folder). */
+char *con_side_cache_path(const char *trace);
+/* mkdir -p of @path's folder. */
+void con_side_make_dirs(const char *path);
 /* The cache's bounds (WEFT_CONSOLE_INDEX_CACHE_MB, _DAYS). */
 #define CON_CACHE_MB 2048
 #define CON_CACHE_DAYS 30

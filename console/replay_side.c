@@ -70,97 +70,7 @@
 #include <unistd.h>
 
 #include "replay_internal.h"
-
-#define SIDE_MAGIC "WEFTIDX"
-#define SIDE_VERSION 2u /* 2: the PATH chunk */
-#define SIDE_HEAD 4096 /* the trace's first bytes hashed; and 4 KiB tails */
-/* Checkpoints this many times their size apart in the trace (the file
- * about 1/16 of the trace's size), but never more than
- * CON_SIDE_EVERY_MAX apart (a seek reads that much at most: about half
- * a second at the model's speed, whatever the model's size). */
-#define CON_SIDE_RATIO 16
-#define CON_SIDE_EVERY_MAX (32ull << 20)
-
-enum { CH_RECS = 1, CH_CKPT, CH_MARK, CH_END, CH_PATH, CH_TOC };
-
-#define TOC_MAGIC "WEFTTOC"
-
-typedef struct side_hdr_s {
-	char magic[8];
-	uint32_t version, pad;
-	uint64_t layout, dev, ino, head_hash, head_len;
-	uint64_t hash; /* of the bytes before it */
-} side_hdr_t;
-
-typedef struct chunk_hdr_s {
-	uint32_t type, pad;
-	uint64_t len, hash; /* the payload's */
-	uint64_t self;      /* of the 24 bytes before */
-} chunk_hdr_t;
-
-typedef struct mark_s {
-	uint64_t next, covered, skipped, tail_hash, ck_off, ck_len, ck_hash;
-} mark_t;
-
-typedef struct end_s {
-	uint64_t covered, size, mtime_s, mtime_ns, truncated, skipped;
-	/* then the error, NUL-ended ("" for none) */
-} end_t;
-
-/* The TOC's payload: this, its records (17 bytes each, as in RECS),
- * its checkpoints (next, off, len, hash: 32 bytes each), the END's
- * error (NUL-ended). */
-typedef struct toc_s {
-	uint64_t nrec, nck, good_end;
-	mark_t mark;
-	end_t end;
-} toc_t;
-
-/* The file's last bytes: where the TOC chunk's header is. */
-typedef struct toc_tail_s {
-	char magic[8];
-	uint64_t off;
-	uint64_t self; /* of the 16 bytes before */
-} toc_tail_t;
-
-/* A 64-bit hash of @n bytes (FNV-1a over 8-byte words, then the tail). */
-static uint64_t hash64(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t w;
-
-	for (; n >= 8; n -= 8, b += 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	for (; n; n--, b++)
-		h = (h ^ *b) * 0x100000001b3ull;
-	return h ^ (h >> 32);
-}
-
-#define HASH0 0xcbf29ce484222325ull
-
-/* The hash of the trace's @len bytes at @off (0 and false when they do
- * not all read). */
-static bool trace_hash(int fd, uint64_t off, size_t len, uint64_t *h)
-{
-	uint8_t buf[SIDE_HEAD];
-
-	if (len > sizeof(buf) ||
-	    pread(fd, buf, len, (off_t)off) != (ssize_t)len)
-		return false;
-	*h = hash64(HASH0, buf, len);
-	return true;
-}
-
-/* The hash of the 4 KiB before @covered (fewer at the start). */
-static bool tail_hash(int fd, uint64_t covered, uint64_t *h)
-{
-	uint64_t len = covered < SIDE_HEAD ? covered : SIDE_HEAD;
-
-	return trace_hash(fd, covered - len, (size_t)len, h);
-}
+#include "replay_side_format.h"
 
 /* ------------------------------------------------------------- names */
 
@@ -172,47 +82,6 @@ static char *str_cat(const char *a, const char *b)
 	memcpy(s, a, la);
 	memcpy(s + la, b, lb + 1);
 	return s;
-}
-
-/* The cache's name for @trace's index (NULL: no cache folder). */
-static char *cache_path(const char *trace)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char dir[4096], *real, *out;
-	const char *base = strrchr(trace, '/');
-	uint64_t h;
-	size_t n;
-
-	if (xdg && *xdg)
-		n = (size_t)snprintf(dir, sizeof(dir), "%s/weft", xdg);
-	else if (home && *home)
-		n = (size_t)snprintf(dir, sizeof(dir), "%s/.cache/weft", home);
-	else
-		return NULL;
-	if (n >= sizeof(dir))
-		return NULL;
-	real = realpath(trace, NULL);
-	h = hash64(HASH0, real ? real : trace, strlen(real ? real : trace));
-	free(real);
-	base = base ? base + 1 : trace;
-	out = con_xmalloc(n + strlen(base) + 64);
-	sprintf(out, "%s/%s-%016llx.weftidx", dir, base, (unsigned long long)h);
-	return out;
-}
-
-/* mkdir -p of @path's folder. */
-static void make_dirs(const char *path)
-{
-	char *d = con_xstrdup(path);
-
-	for (char *p = d + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		(void)mkdir(d, 0700);
-		*p = '/';
-	}
-	free(d);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -919,7 +788,7 @@ static int try_write(con_replay_t *r, const char *path, const struct stat *st,
 
 	/* As readable as the trace, no more (it tells what the trace
 	 * does); the cache's folders the user's own. */
-	make_dirs(path);
+	con_side_make_dirs(path);
 	fd = part_open(part, O_CREAT, st->st_mode & 0666);
 	if (fd < 0) {
 		free(part);
@@ -982,7 +851,7 @@ int con_side_open(con_replay_t *r, const struct stat *st, uint64_t *covered,
 	if (!s->trace_real)
 		s->trace_real = con_xstrdup(r->path);
 	paths[0] = str_cat(r->path, ".weftidx");
-	paths[1] = cache_path(r->path);
+	paths[1] = con_side_cache_path(r->path);
 	/* A whole index, next to the trace or in the cache. */
 	for (int i = 0; i < 2 && !got; i++) {
 		s->in_cache = i == 1;

@@ -302,6 +302,10 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh);
 bool weft__server_resync(weft_server_t *s, const struct client *only);
 void weft__server_sub_drop(weft_server_t *s);
 void weft__server_deliver(weft_server_t *s);
+/* server_deliver.c: @list's records to their streams' clients, and the
+ * @du updates and @de events dropped since told to them. */
+void weft__server_deliver_list(weft_server_t *s, struct item *list, uint64_t du,
+			       uint64_t de);
 void weft__server_stream_have(weft_server_t *s);
 
 /* server_client.c */

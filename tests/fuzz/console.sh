@@ -47,7 +47,7 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 read -ra pc <<<"$(pkg-config --cflags --libs libprotobuf-c)"
 read -ra nc <<<"$(pkg-config --cflags ncursesw)"
 srcs=()
-for f in grid keys live model model_check model_clone model_figures model_groups model_pack model_sites \
+for f in grid keys live model model_check model_clone model_figures model_groups model_index model_pack model_sites \
 	model_awaits model_res model_retain model_save model_sort model_timeline replay replay_ahead replay_cache \
 	replay_ckpt replay_side util view view_detail view_resources view_sites view_spike \
 	view_tasks view_timeline view_warnings view_workers; do
