@@ -42,6 +42,10 @@ static const char usage[] =
 
 /* The spacing of marks: at least this times the last full update. */
 #define CKPT_RATIO 32u
+/* A full update held at most this long: what a server sends past it
+ * goes to the file after the mark, as the rest of a streamed one does
+ * (memory bounded whatever the server sends). */
+#define HOLD_MAX (64u << 20)
 
 static volatile sig_atomic_t stop;
 
@@ -142,7 +146,8 @@ static void put_frame(struct ckpt *k, const tt_live_t *l,
 	const Weft__V1__Update *u =
 		f->body_case == WEFT__V1__FRAME__BODY_UPDATE ? f->update : NULL;
 
-	if (k->held && u && !u->full && !u->stats) {
+	if (k->held && u && !u->full && !u->stats &&
+	    k->buf.len + l->rec_len <= HOLD_MAX) {
 		/* More of the held update (a record past the size cap). */
 		if (weft_wire_buf_reserve(&k->buf, l->rec_len))
 			tt_die("record: out of memory");
