@@ -297,7 +297,20 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
  * A COMPLETE that was only late (pushed after this pass's snapshot) still
  * sets the time and status when it comes, and takes the bit back.  Only
  * with one runtime: the list is p->rt's, and another's tasks are not on
- * it.  Returns false, with nothing settled, without memory.
+ * it.
+ *
+ * Tasks whose every event was dropped, their SPAWN and their POLLs (a
+ * task that parked for good in a burst: the one a user looks for), are
+ * on the list with no record: they get one here, named and placed from
+ * the list as the seed's are (seed_one()), up to RECONCILE_NEW_MAX a
+ * call; a record a POLL made, its SPAWN dropped, is named so too.  Found so, the argument is the seed's (above): an event of the
+ * task still to come, from past this pass's snapshot, finds the record
+ * (a SPAWN after its first POLL is already handled so); its COMPLETE
+ * finishes it.  Such a task was not seen spawned: no lost-waker check.
+ *
+ * Returns false, with nothing settled, without memory; false too, the
+ * rest settled, when more tasks with no record were left than it made
+ * (the next call, a second later, goes on).
  *
  * Which drops: those counted before this pass's snapshot (@drops_before
  * in weft__collector_pass()).  A drop counted during the snapshot can be
@@ -307,11 +320,14 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
  * count is stored with release, after the producer saw the task's
  * earlier events) has that task's events in the next pass's snapshot.
  */
+#define RECONCILE_NEW_MAX 32768u
+
 bool weft__collector_reconcile(struct probe *p, uint64_t now)
 {
 	weft__task_info_t *buf = NULL;
-	size_t cap = 0;
+	size_t cap = 0, made = 0;
 	task_rec_t *t, *next;
+	bool more = false;
 
 	for (t = p->live; t; t = t->lnext)
 		t->in_owned = false;
@@ -324,19 +340,29 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 			return false;
 		}
 		for (size_t j = 0; j < n; j++) {
-			if (!(t = weft__collector_task_find(p, buf[j].id)))
-				continue;
+			t = weft__collector_task_find(p, buf[j].id);
+			if (!t) {
+				/* Every event of it dropped so far (below). */
+				if (made == RECONCILE_NEW_MAX) {
+					more = true;
+					continue;
+				}
+				if (!(t = weft__collector_task_new(p, buf[j].id,
+								   now)))
+					continue;
+				made++;
+			}
 			t->in_owned = true;
 			/*
 			 * Where it parks (a POLL's site, a PARKED_AT) may
 			 * be among the drops: the list's site is newer
 			 * than any event folded in so far (read after
 			 * them), and the next event, if one comes, is
-			 * newer still.
+			 * newer still.  Its name too, when its SPAWN was
+			 * dropped and a POLL made its record.
 			 */
 			t->parked_seen = false;
-			if (parked_take(t, &buf[j]))
-				weft__collector_task_changed(p, t);
+			seed_one(p, t, &buf[j]);
 		}
 	}
 	free(buf);
@@ -353,5 +379,5 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 		t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
 		p->stats.tasks_end_unseen++;
 	}
-	return true;
+	return !more;
 }
