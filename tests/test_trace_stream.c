@@ -820,19 +820,21 @@ static void test_trace_stream_not_a_trace(void **state)
 
 /*
  * A corrupt batch between two good ones: its count (3) does not match
- * its columns (2).  The header and the first batch's frame come out;
- * then -EBADMSG at the corrupt record's start, and again on the next
- * call.  Also the other way round (count 0, columns 2).
+ * its columns (2).  It is skipped, counted as a bad record is (skips,
+ * skipped: its bytes, first_skip: its start), and every other record
+ * read: one bad byte used to stop the stream there, losing the rest of
+ * the file.  Also the other way round (count 0, columns 2), and as the
+ * last record, after a good run.
  */
 static void check_corrupt(uint32_t count)
 {
 	struct trace t;
 	weft_trace_stream_t *s;
-	weft_trace_item_t it;
 	weft_wire_batch_t batch;
 	weft_event_t ev[2];
 	static const uint64_t ts[] = { 500, 600 };
-	uint64_t at;
+	struct drained d;
+	uint64_t at, size;
 
 	build_four_runs(&t); /* header + four good runs */
 	fill_run(ev, 2, 1, ts);
@@ -849,6 +851,7 @@ static void check_corrupt(uint32_t count)
 		b.len = second;
 		at = b.len;
 		assert_int_equal(weft_wire_batch_append(&b, &batch.msg), 0);
+		size = b.len - at;
 		assert_int_equal(weft_wire_buf_reserve(&b, t.b.len - second),
 				 0);
 		memcpy(b.data + b.len, t.b.data + second, t.b.len - second);
@@ -859,17 +862,22 @@ static void check_corrupt(uint32_t count)
 	weft_wire_batch_fini(&batch);
 
 	stream_mem(&s, &t, NULL);
-	assert_int_equal(weft_trace_stream_next(s, &it), 1);
-	assert_int_equal(it.kind, WEFT_TRACE_ITEM_FRAME);
-	assert_int_equal(it.frame->body_case, WEFT__V1__FRAME__BODY_HEADER);
-	assert_int_equal(weft_trace_stream_next(s, &it), -EBADMSG);
-	assert_int_equal(weft_trace_stream_error_offset(s), at);
-	assert_int_equal(weft_trace_stream_next(s, &it), -EBADMSG);
-	assert_int_equal(weft_trace_stream_error_offset(s), at);
+	drain(s, NULL, &d);
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(d.rc_again, 0);
 	assert_int_equal(weft_trace_stream_reader(s)->error, 0);
+	assert_false(weft_trace_stream_reader(s)->truncated);
+	assert_int_equal(weft_trace_stream_reader(s)->skips, 1);
+	assert_int_equal(weft_trace_stream_reader(s)->skipped, size);
+	assert_int_equal(weft_trace_stream_reader(s)->first_skip, at);
+	/* The header and the four good runs, their events all. */
+	assert_int_equal(d.nfr, 5);
+	assert_int_equal(d.fr[1].offset, at + size);
+	assert_events(&d, t.ev, 40);
+	drained_fini(&d);
 	weft_trace_stream_close(s);
 
-	/* Not first: after a good run, whose events are held, not out. */
+	/* Last: after a good run, whose events come out. */
 	{
 		struct trace u;
 		weft_event_t e2[2];
@@ -885,15 +893,17 @@ static void check_corrupt(uint32_t count)
 		assert_int_equal(weft_wire_batch_append(&u.b, &batch.msg), 0);
 		weft_wire_batch_fini(&batch);
 		stream_mem(&s, &u, NULL);
-		assert_int_equal(weft_trace_stream_next(s, &it), 1);
-		assert_int_equal(weft_trace_stream_next(s, &it), 1);
-		assert_int_equal(it.frame->body_case,
-				 WEFT__V1__FRAME__BODY_EVENTS);
-		assert_int_equal(it.offset, u.rec[1]);
-		assert_int_equal(weft_trace_stream_next(s, &it), -EBADMSG);
-		assert_int_equal(weft_trace_stream_error_offset(s), good_end);
-		assert_int_equal(weft_trace_stream_next(s, &it), -EBADMSG);
-		assert_int_equal(weft_trace_stream_error_offset(s), good_end);
+		drain(s, NULL, &d);
+		assert_int_equal(d.rc, 0);
+		assert_int_equal(d.nfr, 2);
+		assert_int_equal(d.fr[1].offset, u.rec[1]);
+		assert_events(&d, u.ev, 10);
+		assert_int_equal(weft_trace_stream_reader(s)->skips, 1);
+		assert_int_equal(weft_trace_stream_reader(s)->first_skip,
+				 good_end);
+		assert_int_equal(weft_trace_stream_reader(s)->skipped,
+				 u.b.len - good_end);
+		drained_fini(&d);
 		weft_trace_stream_close(s);
 		trace_fini(&u);
 	}
@@ -1264,8 +1274,11 @@ static void test_trace_stream_bug_count_without_columns(void **state)
 	assert_int_equal(weft_wire_batch_append(&t.b, &m), 0);
 	stream_mem(&s, &t, NULL);
 	drain(s, NULL, &d);
-	assert_int_equal(d.rc, -EBADMSG);
-	assert_int_equal(weft_trace_stream_error_offset(s), at);
+	/* Skipped, as any batch that does not decode (check_corrupt()). */
+	assert_int_equal(d.rc, 0);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(weft_trace_stream_reader(s)->skips, 1);
+	assert_int_equal(weft_trace_stream_reader(s)->first_skip, at);
 	drained_fini(&d);
 	weft_trace_stream_close(s);
 	trace_fini(&t);

@@ -91,7 +91,7 @@ scenario()
 		fail "could not splice a torn record"
 	"$tool" info "$tmp/torn.weft" >"$tmp/info3.log" ||
 		fail "weft-trace info on a torn file: exit $?"
-	grep -q "^skipped: *$torn bytes of torn records in 1 place" \
+	grep -q "^skipped: *$torn bytes of torn or damaged records in 1 place" \
 		"$tmp/info3.log" || fail "info does not report $torn bytes skipped"
 	[ "$(grep '^frames:' "$tmp/info3.log")" = \
 		"$(grep '^frames:' "$tmp/info2.log")" ] ||

@@ -620,6 +620,7 @@ static int next_item(weft_trace_stream_t *s, weft_trace_item_t *it,
 	Weft__V1__Frame *f;
 	int rc;
 
+again:
 	memset(it, 0, sizeof(*it));
 	weft_trace_reader_frame_free(&s->rd, s->frame);
 	s->frame = NULL;
@@ -658,6 +659,20 @@ static int next_item(weft_trace_stream_t *s, weft_trace_item_t *it,
 	if (f == &s->rd.lean_frame || f->body_case == WEFT__V1__FRAME__BODY_EVENTS) {
 		rc = f == &s->rd.lean_frame ? add_lean_run(s) :
 					      add_run(s, f->events);
+		if (rc == -EBADMSG) {
+			/*
+			 * A record that reads whole but whose columns do not
+			 * agree (a byte changed inside it): skipped and
+			 * counted as a torn one is, and the rest read (one
+			 * bad byte lost the whole file after it).  Its
+			 * frame is freed at the top.
+			 */
+			if (!s->rd.skips)
+				s->rd.first_skip = it->offset;
+			s->rd.skips++;
+			s->rd.skipped += it->size;
+			goto again;
+		}
 		if (rc) {
 			s->error_offset = it->offset;
 			return s->error = rc;

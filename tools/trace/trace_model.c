@@ -857,9 +857,6 @@ static bool next_block(tt_trace_t *t)
 	if (rc < 0) {
 		uint64_t at = weft_trace_stream_error_offset(t->stream);
 
-		if (rc == -EBADMSG && weft_trace_stream_reader(t->stream)->error != rc)
-			tt_die("%s: bad event batch in the record at byte %llu",
-			       t->path, (unsigned long long)at);
 		tt_die("%s: %s (record at byte %llu)", t->path,
 		       weft_trace_reader_strerror(rc), (unsigned long long)at);
 	}
@@ -870,6 +867,14 @@ static bool next_block(tt_trace_t *t)
 	t->skips = weft_trace_stream_reader(t->stream)->skips;
 	t->first_skip = weft_trace_stream_reader(t->stream)->first_skip;
 	t->late = weft_trace_stream_late(t->stream);
+	/* Said whatever the verb prints: its figures lack those records. */
+	if (t->skips)
+		fprintf(stderr,
+			"weft-trace: %s: %llu bytes of bad records skipped "
+			"in %llu place%s, the first at byte %llu\n",
+			t->path, (unsigned long long)t->skipped,
+			(unsigned long long)t->skips, t->skips == 1 ? "" : "s",
+			(unsigned long long)t->first_skip);
 	return false;
 }
 

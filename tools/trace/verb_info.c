@@ -7,9 +7,9 @@
 static const char usage[] =
 	"usage: weft-trace info FILE\n"
 	"Prints the header (process, workers, clock, start), the duration,\n"
-	"frame and event counts and the bytes per event; torn records\n"
-	"skipped (their bytes, where the first was), and whether the file\n"
-	"was cut short.\n";
+	"frame and event counts and the bytes per event; torn or damaged\n"
+	"records skipped (their bytes, where the first was), and whether\n"
+	"the file was cut short.\n";
 
 int tt_verb_info(int argc, char **argv)
 {
@@ -36,7 +36,7 @@ int tt_verb_info(int argc, char **argv)
 	       t.truncated ? " (cut short: read to its last whole record)" :
 			     "");
 	if (t.skips)
-		printf("skipped:     %llu bytes of torn records in %llu "
+		printf("skipped:     %llu bytes of torn or damaged records in %llu "
 		       "place%s, the first at byte %llu (the whole records "
 		       "on both sides read)\n",
 		       (unsigned long long)t.skipped,

@@ -898,8 +898,8 @@ int tt_verb_slice(int argc, char **argv)
 		printf("%s was cut short: read to its last whole record\n",
 		       path);
 	if (t.skips)
-		printf("%s: %llu bytes of torn records skipped\n", path,
-		       (unsigned long long)t.skipped);
+		printf("%s: %llu bytes of torn or damaged records skipped\n",
+		       path, (unsigned long long)t.skipped);
 
 	tt_free(&t);
 	table_free(&s.tasks);

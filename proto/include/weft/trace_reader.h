@@ -8,7 +8,9 @@
  * reported with .truncated set, not as an error.
  *
  * A record in the middle that does not read (torn: a write cut short,
- * with whole records appended behind it) is skipped when a whole record
+ * with whole records appended behind it; or damaged: an event batch
+ * whose columns do not agree, which weft_trace_stream_next() skips and
+ * counts here too) is skipped when a whole record
  * follows it within one record's length (4 MiB and its header): reading
  * goes on from there, and .skipped counts the bytes passed over (.skips
  * the places, .first_skip where the first bad record started).  How a
@@ -36,7 +38,7 @@ typedef struct weft_trace_reader_s {
 	bool truncated;        /* ended inside a record */
 	int error;             /* the error that ended reading, or 0 */
 	uint64_t error_offset; /* where that record starts */
-	uint64_t skipped;      /* bytes skipped over torn records, so far */
+	uint64_t skipped;      /* bytes of torn or bad records, so far */
 	uint64_t skips;        /* places where bytes were skipped */
 	uint64_t first_skip;   /* where the first skipped record starts */
 	/* private */
