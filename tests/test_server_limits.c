@@ -7,7 +7,9 @@
  * another uid is refused on the unix socket; 100 idle TCP peers do not
  * lock the owner out; 200 subscribers that never read hold the process's
  * memory to the budget; a record left unfinished and a subscriber that
- * stopped reading are closed.
+ * stopped reading are closed; a peer changing its subscription in every
+ * frame is closed, and peers that subscribe and leave in a loop make new
+ * subscriptions (full updates for all) at most every 200 ms.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -543,6 +545,137 @@ static void test_server_limits_partial_and_stall(void **state)
 	xdg_remove();
 }
 
+/* ------------------------------------------------------------ churn */
+
+/*
+ * Peers that change what they subscribe to as fast as they can, beside
+ * an honest console, with IDLE_TASKS tasks to describe.  Each new stream
+ * plan is a new probe subscription: a full pass of the collector and a
+ * full update for every client.  Before: one peer changing its
+ * subscription in every frame (525,050 in 2 s) took the collector from
+ * 12.5 to 290.6 ms of CPU over 2 s and sent the honest console 46 full
+ * updates.  Now that peer is closed after its tenth, and new plans are
+ * made at most every 200 ms, however many peers ask (REPLAN_MIN_NS).
+ */
+#define IDLE_TASKS 20000
+#define CHURN_MS 2000
+
+/* Reads @honest for @ms, counting its full updates; @churn (if any)
+ * connects, subscribes and leaves in a loop meanwhile.  Returns the
+ * collector's CPU time over it. */
+static unsigned long long churn_for(int fd, struct tclient *honest,
+				    const char *churn, int ms, unsigned *fulls,
+				    unsigned *cycles)
+{
+	unsigned long long c0 = thread_cpu_ns_of(fd);
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < ms) {
+		Weft__V1__Frame *f;
+
+		if (churn) {
+			struct tclient p;
+
+			tc_open(&p, churn);
+			tc_subscribe_ex(&p, true, *cycles & 1,
+					*cycles & 2 ? 100 : 250, NULL);
+			tc_close(&p);
+			(*cycles)++;
+		}
+		while ((f = tc_next(honest, churn ? 0 : 10)) != NULL) {
+			if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+			    f->update->full && f->update->stats)
+				(*fulls)++;
+			weft_wire_frame_free(f);
+		}
+	}
+	return thread_cpu_ns_of(fd) - c0;
+}
+
+static void test_server_limits_subscribe_churn(void **state)
+{
+	weft_server_opts_t o = { .workers = 2, .slow_kick_ms = 60000 };
+	struct tclient honest, churner;
+	unsigned fulls = 0, cycles = 0, sent = 0;
+	unsigned long long quiet, churned;
+	weft_server_stats_t st;
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	struct idle *tasks;
+	char path[300];
+	int fd;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/churn.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	weft_notify_init(&idle_note);
+	tasks = calloc(IDLE_TASKS, sizeof(*tasks));
+	assert_non_null(tasks);
+	for (int i = 0; i < IDLE_TASKS; i++)
+		assert_int_equal(weft_spawn(rt, idle_poll, &tasks[i], NULL), 0);
+	tc_open(&honest, path);
+	tc_expect_header(&honest);
+	tc_subscribe(&honest, true, false);
+	fd = thread_cpu_wait("weft-collector");
+	assert_true(fd >= 0);
+	/* Settled: the first full update and the seed behind. */
+	(void)churn_for(fd, &honest, NULL, 1500, &fulls, &cycles);
+	fulls = 0;
+	quiet = churn_for(fd, &honest, NULL, CHURN_MS, &fulls, &cycles);
+	assert_int_equal(fulls, 0);
+
+	/* One peer, a new subscription in every frame: closed at its
+	 * eleventh, with the reason. */
+	tc_open(&churner, path);
+	tc_expect_header(&churner);
+	{
+		weft_wire_buf_t b = { 0 };
+
+		for (; sent < 1000; sent++) {
+			Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+			Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+
+			sub.updates = true;
+			sub.events = sent & 1;
+			sub.interval_ms = sent & 2 ? 100 : 250;
+			f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+			f.subscribe = &sub;
+			assert_int_equal(weft_wire_record_append(&b, &f), 0);
+		}
+		/* All at once; what the server reads before it closes. */
+		(void)send(churner.fd, b.data, b.len, MSG_NOSIGNAL);
+		weft_wire_buf_fini(&b);
+	}
+	assert_true(tc_closed_by_server(&churner, 5000));
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.closed_bad, 1);
+	tc_close(&churner);
+
+	/* Peers that connect, subscribe and leave in a loop, each within
+	 * its share: new plans at most every 200 ms (and the tick's 100). */
+	churned = churn_for(fd, &honest, path, CHURN_MS, &fulls, &cycles);
+	print_message("collector over %d ms: %.1f ms quiet, %.1f ms while "
+		      "%u peers came, subscribed and left; full updates to "
+		      "the honest console %u; the peer that changed its "
+		      "subscription in every frame was closed (of %u sent)\n",
+		      CHURN_MS, quiet / 1e6, churned / 1e6, cycles, fulls,
+		      sent);
+	assert_true(cycles > 100);
+	assert_true(fulls <= CHURN_MS / 200 + 2);
+	close(fd);
+	tc_close(&honest);
+	weft__server_destroy(srv);
+	weft_notify_waiters(&idle_note);
+	weft_runtime_destroy(rt);
+	weft_notify_fini(&idle_note);
+	free(tasks);
+	xdg_remove();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_server_limits_other_uid),
 		cmocka_unit_test(test_server_limits_non_readers_rss),
 		cmocka_unit_test(test_server_limits_partial_and_stall),
+		cmocka_unit_test(test_server_limits_subscribe_churn),
 	};
 
 	unsetenv("WEFT_CONSOLE");

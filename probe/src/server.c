@@ -102,6 +102,7 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	weft__server_sweep(s);
+	weft__server_replan_due(s);
 	for (c = s->clients; c; c = next) {
 		size_t have =
 			evbuffer_get_length(bufferevent_get_output(c->bev));

@@ -386,6 +386,28 @@ static void snapshot(struct client *c)
  * than MAX_STREAMS distinct ones is refused.
  * Return: 0, or the reason to close the connection.
  */
+/*
+ * Requests that cost more than their bytes (a subscription made or
+ * changed, events paused or resumed, a flight snapshot: a new plan, a
+ * full update, megabytes out), a client's share of them: DEAR_BURST at
+ * once, then one every DEAR_EVERY_NS (a generic cell rate: dear_tat is
+ * when the client's bucket is next empty).  A console subscribes once a
+ * connection; a peer asking more often is closed, with the reason.
+ */
+#define DEAR_BURST 10u
+#define DEAR_EVERY_NS 500000000ull
+
+static bool dear_request_fits(struct client *c)
+{
+	uint64_t now = weft_now_ns();
+	uint64_t tat = c->dear_tat > now ? c->dear_tat : now;
+
+	if (tat - now > (DEAR_BURST - 1) * DEAR_EVERY_NS)
+		return false;
+	c->dear_tat = tat + DEAR_EVERY_NS;
+	return true;
+}
+
 static const char *client_subscribe(struct client *c, weft_server_request_t *m)
 {
 	weft_server_t *s = c->srv;
@@ -491,6 +513,13 @@ static const char *client_request(void *ctx, weft_server_request_t *r)
 		return NULL;
 	}
 	c->spoke = true;
+	if ((r->op == WEFT_SERVER_REQ_SUBSCRIBE ||
+	     r->op == WEFT_SERVER_REQ_PAUSE ||
+	     r->op == WEFT_SERVER_REQ_RESUME ||
+	     r->op == WEFT_SERVER_REQ_SNAPSHOT) &&
+	    !dear_request_fits(c))
+		return "changes its subscription or asks for snapshots too "
+		       "often (10 at once, then 2 a second)";
 	switch (r->op) {
 	case WEFT_SERVER_REQ_HELLO:
 		return NULL; /* a unix client's, or again: nothing to do */

@@ -155,6 +155,7 @@ struct client {
 	bool spoke;  /* sent a whole request (TCP: the token) */
 	uint64_t accepted_ns;
 	uint64_t partial_since; /* a record unfinished since, or 0 */
+	uint64_t dear_tat;      /* its dear requests' pace (server_client.c) */
 	/*
 	 * Whether its output drains: bytes queued since the last tick and
 	 * what was queued then; output waiting and nothing drained since
@@ -211,6 +212,15 @@ struct weft_server_s {
 	weft_probe_sub_t *sub;
 	struct sub_ctx *sub_ctx;
 	uint64_t last_resync;
+	/*
+	 * The last new subscription or drop (weft__server_sub_reconcile()
+	 * makes one at most every REPLAN_MIN_NS), and one asked for since,
+	 * left to the tick (with @fresh, replan_fresh).
+	 */
+	uint64_t replanned_at;
+	bool replan_due, replan_fresh;
+	/* A resync put off likewise (weft__server_resync()). */
+	bool resync_due;
 	/*
 	 * The active subscription's full update has not been delivered
 	 * yet: a client waiting for it is not resynced (a new subscription
@@ -299,6 +309,9 @@ bool weft__server_client_active(const struct client *c);
 int weft__server_plan_find(const struct stream *plan, unsigned n,
 			   const struct client *c);
 bool weft__server_sub_reconcile(weft_server_t *s, bool fresh);
+#define REPLAN_MIN_NS 200000000ull
+/* A reconcile put off by the pacing, once its time has come (the tick). */
+void weft__server_replan_due(weft_server_t *s);
 bool weft__server_resync(weft_server_t *s, const struct client *only);
 void weft__server_sub_drop(weft_server_t *s);
 void weft__server_deliver(weft_server_t *s);
