@@ -69,17 +69,15 @@ static void self_wake_poll(struct probe *p, task_rec_t *t,
 
 /*
  * What a task woken at @from and first polled at @to waited behind: the
- * long poll (ended, on any worker) that covered most of the wait, if one
- * covered half of it.  Appends ": worker N was in a M ms poll of task
- * ID (name)" or that the OS held the worker, to @d.
+ * long poll (ended, on any worker, *@wi) that covered most of the wait,
+ * if one covered half of it; else NULL.
  */
-static void delay_cause(const struct probe *p, uint64_t from, uint64_t to,
-			char *d, size_t len)
+static const struct worker_long_s *delay_long(const struct probe *p,
+					      uint64_t from, uint64_t to,
+					      unsigned *wi)
 {
 	const struct worker_long_s *best = NULL;
 	uint64_t best_cover = 0;
-	unsigned wi = 0;
-	size_t n = strlen(d);
 
 	for (unsigned i = 0; i < p->nworker_slots; i++) {
 		const struct worker_long_s *l = &p->wk[i].lng;
@@ -90,9 +88,19 @@ static void delay_cause(const struct probe *p, uint64_t from, uint64_t to,
 			continue;
 		best = l;
 		best_cover = b - a;
-		wi = i;
+		*wi = i;
 	}
-	if (!best || best_cover * 2 < to - from)
+	return best && best_cover * 2 >= to - from ? best : NULL;
+}
+
+/* Appends to @d what delay_long() found: ": worker N was in a M ms poll
+ * of task ID (name)", or that the OS held the worker. */
+static void delay_cause(const struct worker_long_s *best, unsigned wi,
+			char *d, size_t len)
+{
+	size_t n = strlen(d);
+
+	if (!best)
 		return;
 	if (best->by_os)
 		snprintf(d + n, len - n,
@@ -111,6 +119,8 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 				      uint64_t delay)
 {
 	uint64_t woken_at = start - delay;
+	const struct worker_long_s *lng;
+	unsigned wi = 0;
 	char d[160];
 
 	if (weft__collector_across_drops(p, woken_at, start)) {
@@ -118,6 +128,19 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 		p->drops_suppressed++;
 		return;
 	}
+	/*
+	 * Behind no long poll (none covered half the wait), on a worker
+	 * the OS held off its CPU most of it: the OS's to answer for, said
+	 * as such, and the task's own warning kept for a wait of its own
+	 * later.  A task spawned while a loaded host (16 spinners on two
+	 * CPUs) held its worker off for 300 ms was warned at its first
+	 * poll, and never again: behind a blocking task 400 ms later, it
+	 * went unsaid.  Behind a long poll, the poll held the worker,
+	 * however the OS slowed it: the warning names it.
+	 */
+	lng = delay_long(p, woken_at, start, &wi);
+	if (!lng && weft__collector_delay_by_os(p, worker, woken_at, delay))
+		return;
 	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
 	/* Folded (most of a wave's): no words needed. */
 	if (!weft__collector_warn_task_row(p, WEFT_WARN_SCHEDULING_DELAY, t,
@@ -125,7 +148,7 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 		return;
 	snprintf(d, sizeof(d), "woken, then waited %.1f ms for a worker",
 		 (double)delay / 1e6);
-	delay_cause(p, woken_at, start, d, sizeof(d));
+	delay_cause(lng, wi, d, sizeof(d));
 	weft__collector_warn(p, WEFT_WARN_SCHEDULING_DELAY, t, worker, start,
 			     delay, "%s", d);
 }

@@ -842,6 +842,18 @@ static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
 }
 
 /*
+ * Whether the OS, not the runtime, made a task woken at @from_ns wait
+ * @delay_ns for @worker to poll it: the worker's thread spent most of
+ * that time waiting for a CPU (its schedstat, as a long poll's split).
+ * If so, said as a worker warning naming no task (PREEMPTED, at most
+ * once a second a worker), and true: the task's scheduling delay is not
+ * its own.  A worker parked through the wait (a wake-up that did not
+ * unpark it) or busy with other polls is the runtime's: false.
+ */
+bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
+				 uint64_t from_ns, uint64_t delay_ns);
+
+/*
  * The OS, not the task, made a poll on @worker long: most of its
  * @dur_ns was spent waiting for a CPU.  A worker warning naming no task,
  * at most once a second a worker.
