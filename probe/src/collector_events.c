@@ -659,8 +659,7 @@ static bool creates_task(uint8_t kind)
  * frame (large-stack-frame-growth), and each event paid a call.
  */
 static inline __attribute__((always_inline)) void
-process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
-	task_rec_t **last_spawn)
+process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
 {
 	task_rec_t *t = NULL;
 
@@ -741,7 +740,6 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			t->pub.idle_since_ns = 0;
 			t->woken_at = ev->ts;
 		}
-		*last_spawn = t;
 		weft__collector_task_changed(p, t);
 		break;
 	case WEFT_EV_SPAWN_INFO:
@@ -844,8 +842,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
  * that between chunks (the subscribers', the rest of the pass) every
  * record is whole.
  */
-void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
-			     task_rec_t **last_spawn)
+void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
 {
 	const weft_event_t *ev = p->chunk, *end = ev + n;
 	task_rec_t **tab = p->table, *fast = NULL;
@@ -867,10 +864,10 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 				p->last_found = t;
 				on_poll(p, t, ev);
 			} else {
-				process(p, ev, lp, last_spawn);
+				process(p, ev, lp);
 			}
 		} else {
-			process(p, ev, lp, last_spawn);
+			process(p, ev, lp);
 		}
 		tab = p->table;
 		mask = p->table_size - 1;

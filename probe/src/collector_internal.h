@@ -700,8 +700,8 @@ void weft__collector_free_orphans(struct probe *p);
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
 /* Forgets the spawn and await sites met (the collector stops). */
 void weft__collector_sites_free(struct probe *p);
-void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
-			     task_rec_t **last_spawn);
+void weft__collector_process(struct probe *p, size_t n,
+			     struct lock_pending *lp);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
 
