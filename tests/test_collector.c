@@ -1207,6 +1207,21 @@ static void test_yield_after_pending_poll(void **state)
 		    (1u << WEFT_WARN_SELF_WAKES));
 }
 
+/*
+ * Yields on a thread that is no worker (no worker record: poll_fast()
+ * leaves each to on_poll(), which counts them all the same).
+ */
+static void test_yields_off_workers_counted(void **state)
+{
+	ring_entry_t *e;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	e = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+	yields_check(e, 42, 40, 40);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1215,6 +1230,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yield_after_pending_poll,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yields_off_workers_counted,
 						setup, teardown),
 		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test(test_split_runnable_not_blamed),

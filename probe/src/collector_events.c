@@ -420,7 +420,7 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	 * path pays nothing for them.
 	 */
 	if (ev->a2 != WEFT_POLL_YIELDED || t->pub.last_worker != worker ||
-	    worker >= nslots || dur >= p->config.long_poll_ns || dur > ts)
+	    dur >= p->config.long_poll_ns || dur > ts)
 		return false;
 	/*
 	 * fast_word as TASK_FAST_WORD: changed (publish() has it listed),
@@ -429,13 +429,15 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	 * Clean, the record is as this path's last poll of it left it:
 	 * its histograms made (t->hist, set from a task's second poll on:
 	 * polls > 0), queued, no wake in a poll, its busy-wait warning
-	 * said.  They are tested here only when it is not.
+	 * said, last polled on a worker with a record (worker slots are
+	 * only ever added in a chunk: @worker, its last, still has one).
+	 * They are tested here only when it is not.
 	 */
 	if (__builtin_expect(t->fast_word != TASK_FAST_WORD, 0)) {
 		if ((t->fast_word &
 		     ~(TASK_FAST_WORD | TASK_FAST_LISTED_BITS)) ||
 		    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
-		    t->wake_in_poll)
+		    t->wake_in_poll || worker >= nslots)
 			return false;
 		/* Marked now if need be (on_poll() would mark it too, at
 		 * this same event: the same place in publish()'s order). */

@@ -90,9 +90,9 @@ typedef struct task_rec_s {
 	 * weft__collector_fast_fold(), which every lookup of the record
 	 * makes).  Clean, nothing but poll_fast() has touched the record
 	 * since that poll, which left it with its histograms, SCHEDULED, no
-	 * wake_in_poll and its busy-wait warning said (none of them changes
-	 * but by an event's lookup, or between chunks): poll_fast() tests
-	 * them only when it is not.  The wake burst's fields: see below.
+	 * wake_in_poll, its busy-wait warning said and last_worker a slot
+	 * of p->wk (none of them changes but by an event's lookup, or
+	 * between chunks): poll_fast() tests them only when it is not.  The wake burst's fields: see below.
 	 */
 	union {
 		struct {
