@@ -449,15 +449,22 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		}
 		if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)))
 			return poll_fast_unsaid(p, t, ev, &wk[worker], h);
+		/*
+		 * Clean from this poll, counted below (fast_n not 0), until
+		 * a lookup folds its counts in; not, if poll_fast_delay()
+		 * leaves it to on_poll().
+		 */
+		t->fast_listed = TASK_FAST_CLEAN;
 	}
-	if (!poll_fast_delay(p, t, &wk[worker], ts, dur, &delay))
+	if (!poll_fast_delay(p, t, &wk[worker], ts, dur, &delay)) {
+		/* On the list, to be tested whole by its next poll. */
+		t->fast_listed = TASK_FAST_LISTED;
 		return false;
+	}
 	/* The counts for weft__collector_fast_fold(). */
 	t->fast_n++;
 	t->fast_dur += dur;
 	t->fast_delay += delay;
-	/* Clean until a lookup folds them in (fast_n is not 0 now). */
-	t->fast_listed = TASK_FAST_CLEAN;
 	weft_hist_add_bucket(&h[1], delay);
 	if (delay > h[1].max_ns)
 		h[1].max_ns = delay;
