@@ -1115,12 +1115,146 @@ static void test_monitor_unknown_split_waits(void **state)
 	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
 }
 
+/*
+ * Task @id's yields on @e's ring, @polls of them, the last READY and
+ * poll @pending (if under @polls) ending pending with no wake in it; a
+ * pass after poll @cut - 1 (if under @polls) and after the last, poll
+ * @cut starting a tick before the one before it ended (a stamp late,
+ * against woken_at: no delay to count).  Every count, sum, maximum and
+ * histogram what on_poll() makes of them, worked out here poll by poll
+ * in each pass's ns.  Returns the record's once bits.
+ */
+static unsigned yields_check(ring_entry_t *e, uint64_t id, unsigned polls,
+			     unsigned pending, unsigned cut)
+{
+	unsigned *from = calloc(polls, sizeof(*from));
+	unsigned *to = calloc(polls, sizeof(*to));
+	uint32_t *flags = calloc(polls, sizeof(*flags));
+	uint64_t woken = 0, sched = 0, busy = 0, maxp = 0, wakes = 0;
+	weft_hist_t ph, sh, h[2];
+	bool queued = true;
+	unsigned at = 1, done = 0;
+	task_rec_t r;
+
+	assert_non_null(from);
+	assert_non_null(to);
+	assert_non_null(flags);
+	memset(&ph, 0, sizeof(ph));
+	memset(&sh, 0, sizeof(sh));
+	ev(e, at, WEFT_EV_SPAWN, id, 0, 0);
+	for (unsigned i = 0; i < polls; i++) {
+		from[i] = i == cut ? at - 1 : at + 1 + i % 3;
+		to[i] = (i == cut ? at : from[i]) + 1 + i % 4;
+		flags[i] = i == polls - 1 ? WEFT_POLL_READY :
+			   i == pending   ? 0 :
+					    WEFT_POLL_YIELDED;
+		poll(e, from[i], to[i], id, flags[i]);
+		at = to[i];
+		if (i + 1 != cut && i + 1 != polls)
+			continue;
+		/* In ns as the pass converted them (the clock's rate is
+		 * refined at each pass's start). */
+		pass();
+		if (!done)
+			woken = ns_at(1);
+		for (; done <= i; done++) {
+			uint64_t dur = ns_at(to[done]) - ns_at(from[done]);
+			uint64_t start = ns_at(from[done]);
+
+			busy += dur;
+			if (dur > maxp)
+				maxp = dur;
+			/* Idle after the pending poll, or started before it
+			 * was woken: no delay to count. */
+			if (queued && start >= woken) {
+				sched += start - woken;
+				if (done > 0)
+					weft_hist_record(&sh, start - woken);
+			}
+			if (done > 0)
+				weft_hist_record(&ph, dur);
+			queued = flags[done] == WEFT_POLL_YIELDED;
+			if (queued) {
+				wakes++;
+				woken = ns_at(to[done]);
+			}
+		}
+	}
+	free(from);
+	free(to);
+	free(flags);
+	assert_true(rec_copy(id, &r, h));
+	assert_int_equal(r.pub.state, WEFT_TASK_DONE);
+	assert_int_equal(r.pub.polls, polls);
+	assert_int_equal(r.pub.wakes, wakes);
+	assert_int_equal(r.pub.self_wakes, wakes);
+	assert_int_equal(r.pub.busy_ns, busy);
+	assert_int_equal(r.pub.scheduled_ns, sched);
+	assert_int_equal(r.pub.max_poll_ns, maxp);
+	assert_memory_equal(&h[0], &ph, sizeof(ph));
+	assert_memory_equal(&h[1], &sh, sizeof(sh));
+	return r.once;
+}
+
+/*
+ * A yielding task on the fast path, its busy-wait warning said (its
+ * record clean: poll_fast() tests only what each poll's event may
+ * change), whose poll then ends pending with no wake in it, and which
+ * yields again in the same chunk: the pending poll's lookup (on_poll())
+ * leaves the record to be tested whole again, so that the yield after
+ * it counts from idle (no delay, none in the histogram), as on_poll()
+ * has it, and queued again from there.
+ */
+static void test_yield_after_pending_poll(void **state)
+{
+	(void)state;
+	/* Said before the pending poll: the polls between were fast. */
+	assert_true(yields_check(ring_a, 41, 40, 30, 40) &
+		    (1u << WEFT_WARN_SELF_WAKES));
+}
+
+/*
+ * A yielding task, its busy-wait warning said, whose first poll in a
+ * chunk (its record tested whole by poll_fast()) is left to on_poll()
+ * (it started before the last one ended), then a pending poll with no
+ * wake, then yields again: the first leaves the record not clean (no
+ * polls of it counted aside, no lookup to make it so), so that the yield
+ * after the pending poll counts from idle, as on_poll() has it.
+ */
+static void test_yield_left_first_in_chunk(void **state)
+{
+	(void)state;
+	assert_true(yields_check(ring_a, 43, 40, 31, 30) &
+		    (1u << WEFT_WARN_SELF_WAKES));
+}
+
+/*
+ * Yields on a thread that is no worker (no worker record: poll_fast()
+ * leaves each to on_poll(), which counts them all the same).
+ */
+static void test_yields_off_workers_counted(void **state)
+{
+	ring_entry_t *e;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	e = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+	yields_check(e, 42, 40, 40, 40);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_yields_counted, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_interleaved_yields_counted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yield_after_pending_poll,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yields_off_workers_counted,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yield_left_first_in_chunk,
 						setup, teardown),
 		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test(test_split_runnable_not_blamed),

@@ -387,7 +387,6 @@ static void warn_drops(struct probe *p, uint64_t now)
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	struct lock_pending lp = { 0 };
-	task_rec_t *last_spawn = NULL;
 	size_t n = 0, got, nheap;
 	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
@@ -425,7 +424,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	while ((got = weft__collector_take_chunk(p, &nheap)) > 0) {
 		pass_events(p, got);
-		weft__collector_process(p, got, &lp, &last_spawn);
+		weft__collector_process(p, got, &lp);
 		n += got;
 	}
 	weft__collector_free_orphans(p);

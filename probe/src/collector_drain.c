@@ -205,6 +205,9 @@ copy_run(const struct weft__probe_clock_conv *cv, weft_event_t *d,
 		memcpy(d, src, m * sizeof(*d));
 		return;
 	}
+	/* Unrolled: the loop's own compare and branch an event (and the
+	 * two pointers' adds) were 4 of its 30 instructions (callgrind). */
+#pragma GCC unroll 4
 	for (; src < e; src++, d++)
 		weft__collector_conv_copy(cv, d, src);
 }

@@ -338,6 +338,72 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 }
 
 /*
+ * What every poll poll_fast() takes checks and sets of its delay and its
+ * worker: false (nothing changed) when on_poll() is to take it.  Sets
+ * *@delay: the poll's start (@ts - @dur, @dur not over @ts) - woken_at.
+ */
+static inline __attribute__((always_inline)) bool
+poll_fast_delay(struct probe *p, task_rec_t *t, worker_rec_t *w, uint64_t ts,
+		uint64_t dur, uint64_t *delay)
+{
+	/* Made here, not with poll_fast()'s tests: kept across them, it
+	 * was spilled and loaded again (callgrind). */
+	uint64_t start = ts - dur, d;
+
+	/*
+	 * start - woken_at, which is under start only when woken_at is set
+	 * (not 0) and not after start: on_poll() counts no delay otherwise.
+	 */
+	d = start - t->woken_at;
+	if (d >= start)
+		return false;
+	/* The once bit of the delay warning, or a delay under it: none to
+	 * raise. */
+	if (d > p->config.sched_delay_ns &&
+	    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
+		return false;
+	if (w->run_open)
+		return false;
+	if (dur > w->max_poll)
+		w->max_poll = dur;
+	/* The state stays SCHEDULED (idle_since_ns stays 0), from the
+	 * poll's end: no wake in it (wake_in_poll 0). */
+	t->woken_at = ts;
+	*delay = d;
+	return true;
+}
+
+/*
+ * A poll poll_fast() takes of a task whose busy-wait warning is not said
+ * yet (its first polls, or chunked work, never said): counted now, and
+ * checked.  Out of the fast loop's way (noinline): its tests are
+ * poll_fast()'s with the once bit's, and its counts on_poll()'s.
+ */
+__attribute__((noinline)) static bool
+poll_fast_unsaid(struct probe *p, task_rec_t *t, const weft_event_t *ev,
+		 worker_rec_t *w, weft_hist_t *h)
+{
+	uint64_t dur = ev->a1, delay;
+
+	if (!poll_fast_delay(p, t, w, ev->ts, dur, &delay))
+		return false;
+	if (dur > t->pub.max_poll_ns)
+		t->pub.max_poll_ns = dur;
+	t->pub.scheduled_ns += delay;
+	weft_hist_add(&h[1], delay);
+	t->pub.polls++;
+	t->pub.busy_ns += dur;
+	weft_hist_add(&h[0], dur);
+	/* self_wake_poll() */
+	t->pub.wakes++;
+	t->pub.self_wakes++;
+	t->self_polls++;
+	t->self_poll_ns += dur;
+	check_self_wakes(p, t, ev);
+	return true;
+}
+
+/*
  * on_poll() for the poll nearly every event of a yielding task is: a
  * yield (the poll ended woken by itself, not READY) of a task known
  * since an earlier poll, queued, on the worker of its last poll, short,
@@ -355,101 +421,87 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
  * (weft__collector_task_find()): the counts and sums that every such
  * poll adds to (polls, wakes, self_wakes, self_polls, busy, scheduled,
  * the histograms' counts and sums) are added up in fast_n, fast_dur and
- * fast_delay and folded in once (weft__collector_fast_fold()).
- * test_collector's test_yields_counted and
- * test_interleaved_yields_counted check it against the events.
+ * fast_delay and folded in once (weft__collector_fast_fold()).  Nor does
+ * anything else change it: until a lookup (or the chunk's end) folds
+ * them in, the record stays as such a poll left it, TASK_FAST_CLEAN,
+ * and the next one tests only what its event may change.
+ * test_collector's test_yields_counted,
+ * test_interleaved_yields_counted and test_yield_after_pending_poll
+ * check it against the events.
  */
 static inline __attribute__((always_inline)) bool
 poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 	  worker_rec_t *wk, unsigned nslots, task_rec_t **fast)
 {
-	uint64_t dur = ev->a1, ts = ev->ts, start, delay;
+	uint64_t dur = ev->a1, ts = ev->ts, delay;
 	weft_hist_t *h = t->hist;
 	unsigned worker = ev->worker;
 
 	/*
-	 * t->hist is set from a task's second poll on (polls never goes
-	 * back), so it says polls > 0.  fast_word: changed (publish() has it
-	 * listed), on the fast list, not finished, no wake of itself in the
-	 * poll, no wake burst (wake_seq) to hold its delay.  a2 exactly
-	 * YIELDED: a yield that cloned its waker (rare) goes to on_poll(),
-	 * which counts the clones (poll_clones()), so that this path pays
-	 * nothing for them.
+	 * a2 exactly YIELDED: a yield that cloned its waker (rare) goes to
+	 * on_poll(), which counts the clones (poll_clones()), so that this
+	 * path pays nothing for them.
 	 */
-	if (ev->a2 != WEFT_POLL_YIELDED || !h ||
-	    t->pub.state != WEFT_TASK_SCHEDULED ||
-	    t->pub.last_worker != worker || worker >= nslots ||
-	    dur >= p->config.long_poll_ns || t->wake_in_poll || dur > ts)
+	if (ev->a2 != WEFT_POLL_YIELDED || t->pub.last_worker != worker ||
+	    dur >= p->config.long_poll_ns || dur > ts)
 		return false;
+	/*
+	 * fast_word as TASK_FAST_WORD: changed (publish() has it listed),
+	 * clean (fast_listed TASK_FAST_CLEAN), not finished, no wake of
+	 * itself in the poll, no wake burst (wake_seq) to hold its delay.
+	 * Clean, the record is as this path's last poll of it left it:
+	 * its histograms made (t->hist, set from a task's second poll on:
+	 * polls > 0), queued, no wake in a poll, its busy-wait warning
+	 * said, last polled on a worker with a record (worker slots are
+	 * only ever added in a chunk: @worker, its last, still has one).
+	 * They are tested here only when it is not.
+	 */
 	if (__builtin_expect(t->fast_word != TASK_FAST_WORD, 0)) {
+		if ((t->fast_word &
+		     ~(TASK_FAST_WORD | TASK_FAST_LISTED_BITS)) ||
+		    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
+		    t->wake_in_poll || worker >= nslots)
+			return false;
 		/* Marked now if need be (on_poll() would mark it too, at
 		 * this same event: the same place in publish()'s order). */
-		if (t->fast_word & ~TASK_FAST_WORD)
-			return false;
 		weft__collector_task_changed(p, t);
-		if (!t->fast_listed) {
-			t->fast_listed = true;
+		if (t->fast_listed == TASK_FAST_UNLISTED) {
+			t->fast_listed = TASK_FAST_LISTED;
 			t->fnext = *fast;
 			*fast = t;
 		}
-	}
-	/* Made here, not with the test above: kept across the block, it
-	 * was spilled and loaded again (callgrind). */
-	start = ts - dur;
-	/*
-	 * start - woken_at, which is under start only when woken_at is set
-	 * (not 0) and not after start: on_poll() counts no delay otherwise.
-	 */
-	delay = start - t->woken_at;
-	if (delay >= start)
-		return false;
-	/* The once bit of the delay warning, or a delay under it: none to
-	 * raise. */
-	if (delay > p->config.sched_delay_ns &&
-	    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
-		return false;
-	if (wk[worker].run_open)
-		return false;
-	if (dur > wk[worker].max_poll)
-		wk[worker].max_poll = dur;
-	/* The state stays SCHEDULED (idle_since_ns stays 0), from the
-	 * poll's end: no wake in it (wake_in_poll 0). */
-	t->woken_at = ts;
-	if (__builtin_expect(t->once & (1u << WEFT_WARN_SELF_WAKES), 1)) {
-		/* The counts for weft__collector_fast_fold(). */
-		t->fast_n++;
-		t->fast_dur += dur;
-		t->fast_delay += delay;
-		weft_hist_add_bucket(&h[1], delay);
-		if (delay > h[1].max_ns)
-			h[1].max_ns = delay;
-		weft_hist_add_bucket(&h[0], dur);
+		if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)))
+			return poll_fast_unsaid(p, t, ev, &wk[worker], h);
 		/*
-		 * max_poll_ns is never under h[0]'s max (every poll counted
-		 * in h[0] is in it, and the first poll too): a poll under
-		 * h[0]'s max is under both, one test for the two.
+		 * Clean from this poll, counted below (fast_n not 0), until
+		 * a lookup folds its counts in; not, if poll_fast_delay()
+		 * leaves it to on_poll().
 		 */
-		if (dur > h[0].max_ns) {
-			h[0].max_ns = dur;
-			if (dur > t->pub.max_poll_ns)
-				t->pub.max_poll_ns = dur;
-		}
-		return true;
+		t->fast_listed = TASK_FAST_CLEAN;
 	}
-	/* Not said yet (fast_n is 0): counted now, and checked. */
-	if (dur > t->pub.max_poll_ns)
-		t->pub.max_poll_ns = dur;
-	t->pub.scheduled_ns += delay;
-	weft_hist_add(&h[1], delay);
-	t->pub.polls++;
-	t->pub.busy_ns += dur;
-	weft_hist_add(&h[0], dur);
-	/* self_wake_poll() */
-	t->pub.wakes++;
-	t->pub.self_wakes++;
-	t->self_polls++;
-	t->self_poll_ns += dur;
-	check_self_wakes(p, t, ev);
+	if (!poll_fast_delay(p, t, &wk[worker], ts, dur, &delay)) {
+		/* On the list, to be tested whole by its next poll. */
+		t->fast_listed = TASK_FAST_LISTED;
+		return false;
+	}
+	/* The counts for weft__collector_fast_fold(). */
+	t->fast_n++;
+	t->fast_dur += dur;
+	t->fast_delay += delay;
+	weft_hist_add_bucket(&h[1], delay);
+	if (delay > h[1].max_ns)
+		h[1].max_ns = delay;
+	weft_hist_add_bucket(&h[0], dur);
+	/*
+	 * max_poll_ns is never under h[0]'s max (every poll counted in h[0]
+	 * is in it, and the first poll too): a poll under h[0]'s max is
+	 * under both, one test for the two.
+	 */
+	if (dur > h[0].max_ns) {
+		h[0].max_ns = dur;
+		if (dur > t->pub.max_poll_ns)
+			t->pub.max_poll_ns = dur;
+	}
 	return true;
 }
 
@@ -682,8 +734,7 @@ static bool creates_task(uint8_t kind)
  * frame (large-stack-frame-growth), and each event paid a call.
  */
 static inline __attribute__((always_inline)) void
-process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
-	task_rec_t **last_spawn)
+process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
 {
 	task_rec_t *t = NULL;
 
@@ -764,7 +815,6 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
 			t->pub.idle_since_ns = 0;
 			t->woken_at = ev->ts;
 		}
-		*last_spawn = t;
 		weft__collector_task_changed(p, t);
 		break;
 	case WEFT_EV_SPAWN_INFO:
@@ -867,8 +917,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp,
  * that between chunks (the subscribers', the rest of the pass) every
  * record is whole.
  */
-void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
-			     task_rec_t **last_spawn)
+void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
 {
 	const weft_event_t *ev = p->chunk, *end = ev + n;
 	task_rec_t **tab = p->table, *fast = NULL;
@@ -890,10 +939,10 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 				p->last_found = t;
 				on_poll(p, t, ev);
 			} else {
-				process(p, ev, lp, last_spawn);
+				process(p, ev, lp);
 			}
 		} else {
-			process(p, ev, lp, last_spawn);
+			process(p, ev, lp);
 		}
 		tab = p->table;
 		mask = p->table_size - 1;
@@ -906,7 +955,7 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
 
 		fast = t->fnext;
 		t->fnext = NULL;
-		t->fast_listed = false;
 		weft__collector_fast_fold(t);
+		t->fast_listed = TASK_FAST_UNLISTED;
 	}
 }

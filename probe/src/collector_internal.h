@@ -82,17 +82,24 @@ typedef struct task_rec_s {
 	/*
 	 * Five of the fields poll_fast() (collector_events.c) tests, in one
 	 * word it compares with one instruction (TASK_FAST_WORD: changed and
-	 * fast_listed, and none of the others).  fast_listed: on the list of
-	 * records with polls poll_fast() took and has not folded in
-	 * (fast_n ...), for the chunk under way.  The wake burst's fields:
-	 * see below.
+	 * fast_listed TASK_FAST_CLEAN, and none of the others).
+	 * fast_listed: TASK_FAST_UNLISTED, or on the list of records with
+	 * polls poll_fast() took, for the chunk under way: LISTED, or CLEAN
+	 * while polls it took are not folded in (fast_n not 0: set by the
+	 * poll that counted one there, cleared by the fold,
+	 * weft__collector_fast_fold(), which every lookup of the record
+	 * makes).  Clean, nothing but poll_fast() has touched the record
+	 * since that poll, which left it with its histograms, SCHEDULED, no
+	 * wake_in_poll, its busy-wait warning said and last_worker a slot
+	 * of p->wk (none of them changes but by an event's lookup, or
+	 * between chunks): poll_fast() tests them only when it is not.  The wake burst's fields: see below.
 	 */
 	union {
 		struct {
 			bool changed;
 			bool in_done;
 			bool self_in_poll; /* woke itself in the poll under way */
-			bool fast_listed;
+			uint8_t fast_listed; /* TASK_FAST_* */
 			uint32_t wake_seq;
 		};
 		uint64_t fast_word;
@@ -132,13 +139,20 @@ typedef struct task_rec_s {
 	uint16_t wake_slot; /* wake_seq: in fast_word, above */
 } task_rec_t;
 
-/* fast_word when changed and fast_listed are set and in_done,
- * self_in_poll, wake_seq are not (bools are 0 or 1: the word has no
- * other bit set). */
+/* task_rec_t's fast_listed. */
+#define TASK_FAST_UNLISTED 0u /* not on the chunk's fast list */
+#define TASK_FAST_CLEAN 1u    /* listed, and as poll_fast() left it */
+#define TASK_FAST_LISTED 2u   /* listed, looked up since */
+
+/* fast_word when changed is set, fast_listed is TASK_FAST_CLEAN and
+ * in_done, self_in_poll, wake_seq are not (bools are 0 or 1: the word
+ * has no other bit set).  TASK_FAST_LISTED_BITS: fast_listed's. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define TASK_FAST_WORD ((uint64_t)1 | (uint64_t)1 << 24)
+#define TASK_FAST_WORD ((uint64_t)1 | (uint64_t)TASK_FAST_CLEAN << 24)
+#define TASK_FAST_LISTED_BITS ((uint64_t)0xff << 24)
 #else
-#define TASK_FAST_WORD ((uint64_t)1 << 56 | (uint64_t)1 << 32)
+#define TASK_FAST_WORD ((uint64_t)1 << 56 | (uint64_t)TASK_FAST_CLEAN << 32)
+#define TASK_FAST_LISTED_BITS ((uint64_t)0xff << 32)
 #endif
 _Static_assert(offsetof(task_rec_t, changed) ==
 			       offsetof(task_rec_t, fast_word) &&
@@ -700,8 +714,8 @@ void weft__collector_free_orphans(struct probe *p);
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
 /* Forgets the spawn and await sites met (the collector stops). */
 void weft__collector_sites_free(struct probe *p);
-void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp,
-			     task_rec_t **last_spawn);
+void weft__collector_process(struct probe *p, size_t n,
+			     struct lock_pending *lp);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
 

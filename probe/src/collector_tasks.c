@@ -63,6 +63,9 @@ __attribute__((noinline)) void weft__collector_fast_fold(task_rec_t *t)
 	t->fast_n = 0;
 	t->fast_dur = 0;
 	t->fast_delay = 0;
+	/* Looked up: poll_fast() tests the record again (fast_n was not 0,
+	 * so it is on the chunk's list). */
+	t->fast_listed = TASK_FAST_LISTED;
 }
 
 /* weft__collector_task() - what the collector knows of task @id, or NULL;

@@ -138,11 +138,15 @@ static inline unsigned weft_hist_index(uint64_t ns)
  * weft_hist_add_bucket() - @ns counted in its bucket (or as an outlier),
  * and nothing else: weft_hist_add() without count, sum_ns and max_ns, for
  * a caller that adds those itself (the collector's, a batch at a time).
- * The buckets as weft_hist_index() says, with its two range tests made
- * one (64 <= @ns < 2^38, one unsigned compare) and the index's arithmetic
- * without the test GCC could not see is never taken (callgrind: 23 -> 15
- * instructions a weft_hist_add(); tests/test_hist.c checks the buckets
- * against weft_hist_index()).
+ * The buckets as weft_hist_index() says, taken from @ns as a double: its
+ * biased exponent (1023 + e, e the top bit's) and the bit below the top
+ * one, the top 13 bits of the double, are 2 * (1023 + e) + that bit, the
+ * bucket (2 * e - 11 + the bit) plus a constant.  One unsigned compare
+ * of the result keeps 64 <= @ns < 2^38 (exact: under 2^53 a double holds
+ * @ns whole; from 2^63, negative as an int64_t, the sign bit makes the
+ * index out of range too).  callgrind: 8 instructions a bucket, against
+ * 10 with a clz, a shift by e - 1 and a range test on @ns;
+ * tests/test_hist.c checks the buckets against weft_hist_index().
  *
  * Context: any thread, one at a time per @h; a task may call it (never
  * blocks).
@@ -150,15 +154,24 @@ static inline unsigned weft_hist_index(uint64_t ns)
 static inline __attribute__((always_inline)) void
 weft_hist_add_bucket(weft_hist_t *h, uint64_t ns)
 {
-	if (__builtin_expect(ns - 64 < ((uint64_t)1 << 38) - 64, 1)) {
-		unsigned e = 63 ^ (unsigned)__builtin_clzll(ns);
+	_Static_assert(sizeof(double) == sizeof(uint64_t) &&
+			       __FLT_RADIX__ == 2 && __DBL_MANT_DIG__ == 53 &&
+			       __DBL_MAX_EXP__ == 1024,
+		       "double is IEEE 754 binary64");
+	/* Type-punned through a union: defined in C11. */
+	union {
+		double f;
+		uint64_t u;
+	} v = { .f = (double)(int64_t)ns };
+	/* Bucket 1 (e 6, the bit 0) at 0: 2 * (1023 + 6). */
+	uint64_t i = (v.u >> 51) - 2 * (1023 + 6);
 
-		h->buckets[2 * e - 13 + (unsigned)(ns >> (e - 1))]++;
-	} else if (ns < 64) {
+	if (__builtin_expect(i < WEFT_HIST_BUCKETS - 1, 1))
+		h->buckets[i + 1]++;
+	else if (ns < 64)
 		h->buckets[0]++;
-	} else {
+	else
 		h->outliers++;
-	}
 }
 
 /**
