@@ -324,17 +324,27 @@ static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_wire_task_memo_t memo;
 static unsigned memo_users;
 
-/* The memo for @d's pass (begun for its publish), or NULL. */
+/*
+ * The memo for @d's pass (begun for its publish), or NULL: none shared,
+ * or @d its only user (the encoder's own, unindexed, costs less than the
+ * memo's index that nobody else would read: callgrind, a recorder
+ * alone).
+ */
 static weft_wire_task_memo_t *memo_for(weft_delta_t *d)
 {
+	unsigned users;
+
 	if (!d->pass_seq)
 		return NULL;
+	pthread_mutex_lock(&memo_lock);
 	if (!d->memo_user) {
-		pthread_mutex_lock(&memo_lock);
 		memo_users++;
-		pthread_mutex_unlock(&memo_lock);
 		d->memo_user = true;
 	}
+	users = memo_users;
+	pthread_mutex_unlock(&memo_lock);
+	if (users < 2)
+		return NULL;
 	weft_wire_task_memo_begin(&memo, d->pass_seq);
 	return &memo;
 }
