@@ -569,15 +569,26 @@ static bool site_out(weft_delta_t *d, const weft_wire_site_t *s)
 
 static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
 {
-	weft_wire_site_t s;
+	const weft_wire_site_t *s = &d->site_last;
 
-	if (!t->site || !d->site || !d->site(t->site, &s) || s.id != t->site ||
-	    s.name != t->name || s.file != t->file || s.line != t->line ||
-	    s.state_size != t->state_size)
+	if (!t->site || !d->site)
 		return false;
-	if (weft__idset_has(&d->sites_sent, t->site))
-		return true;
-	return site_out(d, &s);
+	/* The tasks of a pass come from few sites, one after another
+	 * often (a task per request): the last one's look kept for the
+	 * pass (weft__delta_pass() forgets it). */
+	if (t->site != d->site_last_id) {
+		d->site_last_id = t->site;
+		d->site_last_ok = d->site(t->site, &d->site_last) &&
+				  d->site_last.id == t->site;
+		d->site_last_sent = false;
+	}
+	if (!d->site_last_ok || s->name != t->name || s->file != t->file ||
+	    s->line != t->line || s->state_size != t->state_size)
+		return false;
+	if (!d->site_last_sent)
+		d->site_last_sent = weft__idset_has(&d->sites_sent, t->site) ||
+				    site_out(d, s);
+	return d->site_last_sent;
 }
 
 /*
@@ -838,6 +849,8 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	int err;
 
 	*full = false;
+	/* The sites may have changed since the last pass. */
+	d->site_last_id = 0;
 	err = warn_keep(d, u->warnings, u->nwarnings);
 	if (err)
 		return err;

@@ -148,6 +148,10 @@ typedef struct weft_delta_s {
 	weft_idset_t known; /* name and file already sent */
 	weft_idset_t sites_sent;    /* spawn and await sites sent (ids) */
 	uint32_t awaits_sent;       /* await_known() when they were all sent */
+	uint32_t site_last_id;      /* site_names()'s last look, this pass */
+	weft_wire_site_t site_last; /* what it found */
+	bool site_last_ok;          /* found: site_last is the site's */
+	bool site_last_sent;        /* and in sites_sent */
 	weft_wire_site_t *site_out; /* the record's sites, nsite_out */
 	size_t nsite_out, site_out_cap;
 	weft_probe_warning_t *warn;
