@@ -420,6 +420,7 @@ void weft__delta_fini(weft_delta_t *d)
 		pthread_mutex_unlock(&memo_lock);
 	}
 	weft__idset_fini(&d->dirty);
+	free(d->dirty_ids);
 	weft__idset_fini(&d->known);
 	weft__idset_fini(&d->sites_sent);
 	free(d->site_out);
@@ -522,6 +523,48 @@ static void idset_reset(weft_idset_t *s, size_t used)
 	s->slot = slot;
 	s->cap = want;
 	s->n = 0;
+}
+
+/*
+ * Task @id changed since the last record: in the dirty set, and at the
+ * end of dirty_ids when new to it (the record's tasks in the order they
+ * first changed; a walk of dirty_ids, not of the set's slots, four times
+ * as many).  Return: 0; -ENOMEM (@d unchanged).
+ */
+static int dirty_add(weft_delta_t *d, uint64_t id)
+{
+	size_t n = d->dirty.n;
+	int err;
+
+	if (n == d->dirty_ids_cap) {
+		size_t cap = n ? 2 * n : 64;
+		uint64_t *x = realloc(d->dirty_ids, cap * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		d->dirty_ids = x;
+		d->dirty_ids_cap = cap;
+	}
+	err = weft__idset_add(&d->dirty, id);
+	if (err)
+		return err;
+	if (d->dirty.n != n)
+		d->dirty_ids[n] = id;
+	return 0;
+}
+
+/* After a record: the dirty set empty, its list's memory given back
+ * when far more than was used (as idset_reset()). */
+static void dirty_reset(weft_delta_t *d)
+{
+	size_t used = d->dirty.n;
+
+	idset_reset(&d->dirty, used);
+	if (d->dirty_ids_cap > 256 && d->dirty_ids_cap > 8 * used) {
+		free(d->dirty_ids);
+		d->dirty_ids = NULL;
+		d->dirty_ids_cap = 0;
+	}
 }
 
 static int scratch_tasks(weft_delta_t *d, size_t n)
@@ -879,7 +922,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 		for (size_t i = 0; i < u->ntasks; i++) {
 			if (!filter_task(&d->filter, u->tasks[i]->id))
 				continue;
-			err = weft__idset_add(&d->dirty, u->tasks[i]->id);
+			err = dirty_add(d, u->tasks[i]->id);
 			if (err)
 				return err;
 		}
@@ -891,18 +934,16 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 			return err;
 		hists = due(d, WEFT_DELTA_HIST_EVERY_NS, true, d->last_hist_ns,
 			    now);
-		for (size_t i = 0; i < d->dirty.cap; i++) {
-			const weft_probe_task_t *t;
-
-			if (!d->dirty.slot[i])
-				continue;
+		for (size_t i = 0; i < d->dirty.n; i++) {
+			uint64_t id = d->dirty_ids[i];
 			/* Gone: finished long ago and forgotten. */
-			t = d->lookup ? d->lookup(d->dirty.slot[i]) : NULL;
+			const weft_probe_task_t *t = d->lookup ? d->lookup(id) :
+								 NULL;
+
 			if (t)
 				task_take(d, &n, t, false, hists);
 			else
-				weft__idset_remove(&d->known,
-						   d->dirty.slot[i]);
+				weft__idset_remove(&d->known, id);
 		}
 	}
 	if (d->filter.nwords || d->filter.other_threads) {
@@ -945,7 +986,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	d->nsite_out = 0;
 	if (err == -ENOMEM)
 		return err;
-	idset_reset(&d->dirty, d->dirty.n);
+	dirty_reset(d);
 	res_reset(d);
 	d->nwarn = 0;
 	d->emitted = true;

@@ -158,6 +158,9 @@ typedef struct weft_delta_s {
 	size_t nwarn, warn_cap;
 	uint64_t last_emit_ns, last_hist_ns, prev_now_ns;
 	bool emitted;
+	/* dirty's ids, as first added (dirty.n of them) */
+	uint64_t *dirty_ids;
+	size_t dirty_ids_cap;
 	const weft_probe_task_t **tasks; /* scratch */
 	weft_probe_task_t *copies;       /* scratch: the thinned tasks */
 	size_t tasks_cap;
