@@ -525,18 +525,15 @@ static void idset_reset(weft_idset_t *s, size_t used)
 	s->n = 0;
 }
 
-/*
- * Task @id changed since the last record: in the dirty set, and at the
- * end of dirty_ids when new to it (the record's tasks in the order they
- * first changed; a walk of dirty_ids, not of the set's slots, four times
- * as many).  Return: 0; -ENOMEM (@d unchanged).
- */
+/* Task @id changed since the last record: in the dirty set, and last in
+ * dirty_ids when new to it (a record walks dirty_ids, not the set's two
+ * to eight times as many slots).  Return: 0; -ENOMEM (@d unchanged). */
 static int dirty_add(weft_delta_t *d, uint64_t id)
 {
 	size_t n = d->dirty.n;
 	int err;
 
-	if (n == d->dirty_ids_cap) {
+	if (n >= d->dirty_ids_cap) {
 		size_t cap = n ? 2 * n : 64;
 		uint64_t *x = realloc(d->dirty_ids, cap * sizeof(*x));
 
@@ -553,8 +550,7 @@ static int dirty_add(weft_delta_t *d, uint64_t id)
 	return 0;
 }
 
-/* After a record: the dirty set empty, its list's memory given back
- * when far more than was used (as idset_reset()). */
+/* After a record: the dirty set empty, idset_reset()'s way. */
 static void dirty_reset(weft_delta_t *d)
 {
 	size_t used = d->dirty.n;
