@@ -450,6 +450,99 @@ static void test_delta_interval_and_thin_records(void **state)
 	weft_wire_buf_fini(&b);
 }
 
+struct order {
+	uint64_t id[NT];
+	size_t n;
+};
+
+static void order_fn(const Weft__V1__Update *u, void *ctx)
+{
+	struct order *o = ctx;
+
+	for (size_t i = 0; i < u->n_tasks; i++) {
+		assert_true(o->n < NT);
+		o->id[o->n++] = u->tasks[i]->id;
+	}
+}
+
+/*
+ * A record lists its tasks in the order they first changed since the
+ * last (issue 21: the stream walks the ids as it added them, not the
+ * dirty set's slots): once each, those gone by then (no record left)
+ * left out, across the list's growth; and the next record starts a new
+ * list.
+ */
+static void test_delta_record_in_change_order(void **state)
+{
+	const weft_probe_task_t *ch[NT];
+	weft_probe_stats_t st = { 0 };
+	weft_wire_buf_t b = { 0 };
+	static struct order o;
+	static uint64_t want[NT];
+	weft_probe_task_t gone = { .id = NT + 5, .polls = 1 };
+	size_t nwant = 0, k = 0;
+	weft_delta_t d;
+	weft_probe_update_t u;
+	bool full;
+
+	(void)state;
+	tasks_make();
+	weft__delta_init(&d);
+	d.interval_ns = 100000000; /* 100 ms */
+	d.lookup = lookup;
+	/* The first record goes out at once. */
+	u = pass(&st, 1000000000, ch, 0, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	b.len = 0;
+
+	/* Pass 1: 7, 3, 12, a task gone by the record, then 300 more (the
+	 * list grows past its first 64); pass 2: 3 and 12 again, then 20
+	 * and 1; pass 3 (due): 5 and 7 again. */
+	ch[k++] = &tasks[7];
+	ch[k++] = &tasks[3];
+	ch[k++] = &tasks[12];
+	ch[k++] = &gone;
+	for (uint64_t id = 600; id > 300; id--)
+		ch[k++] = &tasks[id];
+	u = pass(&st, 1020000000, ch, k, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	for (size_t i = 0; i < k; i++)
+		if (ch[i] != &gone)
+			want[nwant++] = ch[i]->id;
+	ch[0] = &tasks[3];
+	ch[1] = &tasks[12];
+	ch[2] = &tasks[20];
+	ch[3] = &tasks[1];
+	u = pass(&st, 1040000000, ch, 4, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 0);
+	want[nwant++] = 20;
+	want[nwant++] = 1;
+	ch[0] = &tasks[5];
+	ch[1] = &tasks[7];
+	u = pass(&st, 1100000000, ch, 2, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	want[nwant++] = 5;
+	o.n = 0;
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, order_fn, &o);
+	assert_int_equal(o.n, nwant);
+	assert_memory_equal(o.id, want, nwant * sizeof(*want));
+	b.len = 0;
+
+	/* The next record: only what changed since, in its order. */
+	ch[0] = &tasks[9];
+	ch[1] = &tasks[2];
+	u = pass(&st, 1200000000, ch, 2, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	o.n = 0;
+	updates_in(&b, WEFT_WIRE_MAX_RECORD, order_fn, &o);
+	assert_int_equal(o.n, 2);
+	assert_int_equal(o.id[0], 9);
+	assert_int_equal(o.id[1], 2);
+
+	weft_wire_buf_fini(&b);
+	weft__delta_fini(&d);
+}
+
 /* The warnings a record carries: the newest 1024 (delta.c's WARN_CAP)
  * of those raised since the stream's last record, oldest first. */
 #define WARN_CAP 1024u
@@ -877,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_delta_idset_matches_model),
 		cmocka_unit_test(test_delta_filter_from_subscribe),
 		cmocka_unit_test(test_delta_interval_and_thin_records),
+		cmocka_unit_test(test_delta_record_in_change_order),
 		cmocka_unit_test(test_delta_shared_streams_in_step),
 		cmocka_unit_test(test_delta_full_update_split),
 		cmocka_unit_test(test_delta_warnings_keep_the_newest),

@@ -31,6 +31,7 @@ static const char site_name[] = "GET /fast-task";
 static const char site_file[] = "tools/demo/demo.c";
 static const char other_name[] = "renamed";
 static bool site_known = true;
+static unsigned site_looks; /* site_of() calls */
 
 static const weft_probe_task_t *lookup(uint64_t id)
 {
@@ -39,6 +40,7 @@ static const weft_probe_task_t *lookup(uint64_t id)
 
 static bool site_of(uint32_t id, weft_wire_site_t *out)
 {
+	site_looks++;
 	if (id != SITE || !site_known)
 		return false;
 	*out = (weft_wire_site_t){ .id = SITE,
@@ -229,6 +231,66 @@ static void test_sites_sent_once_per_stream(void **state)
 	site_known = true;
 
 	assert_int_equal(sites.unknown, 0);
+	weft_wire_sites_fini(&sites);
+	weft_wire_buf_fini(&b);
+	weft__delta_fini(&d);
+}
+
+/*
+ * A pass looks a site up once, however many of its tasks name it (issue
+ * 21: a task per request, each looked up by site_names() before), and
+ * each pass again (a site the collector meets later, or forgets, is
+ * seen in the next); the tasks between them, with no site or named
+ * otherwise, do not spoil the look.
+ */
+static void test_sites_looked_up_once_a_pass(void **state)
+{
+	weft_probe_stats_t st = { 0 };
+	/* Site 7's tasks around one named otherwise and one with none. */
+	const weft_probe_task_t *ch[] = { &tasks[1], &tasks[6], &tasks[2],
+					  &tasks[5], &tasks[3], &tasks[4] };
+	weft_wire_sites_t sites = { 0 };
+	weft_wire_buf_t b = { 0 };
+	weft_delta_t d;
+	weft_probe_update_t u;
+	struct seen s;
+	bool full;
+
+	(void)state;
+	tasks_make();
+	weft__delta_init(&d);
+	d.lookup = lookup;
+	d.site = site_of;
+	site_looks = 0;
+	u = pass(&st, 1000, ch, NT, true);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_int_equal(site_looks, 1);
+	read_records(&b, &sites, &s);
+	assert_int_equal(s.sites, 1);
+	assert_int_equal(s.thin, 4);
+	assert_int_equal(s.named_by_site, 4);
+	assert_string_equal(s.name[6], other_name);
+	assert_string_equal(s.name[5], "seeded");
+	b.len = 0;
+
+	/* The next pass looks again: the site unknown now, the strings go
+	 * out; then known again, thin again (sent already). */
+	site_known = false;
+	u = pass(&st, 2000, ch, NT, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_int_equal(site_looks, 2);
+	read_records(&b, &sites, &s);
+	assert_int_equal(s.thin, 0);
+	assert_string_equal(s.name[1], site_name);
+	b.len = 0;
+	site_known = true;
+	u = pass(&st, 3000, ch, NT, false);
+	assert_int_equal(weft__delta_pass(&d, &u, &b, &full), 1);
+	assert_int_equal(site_looks, 3);
+	read_records(&b, &sites, &s);
+	assert_int_equal(s.sites, 0);
+	assert_int_equal(s.thin, 4);
+
 	weft_wire_sites_fini(&sites);
 	weft_wire_buf_fini(&b);
 	weft__delta_fini(&d);
@@ -465,6 +527,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sites_sent_once_per_stream),
+		cmocka_unit_test(test_sites_looked_up_once_a_pass),
 		cmocka_unit_test(test_sites_unknown_unnamed_counted),
 		cmocka_unit_test(test_sites_raw_walk),
 		cmocka_unit_test(test_sites_trace_reader),

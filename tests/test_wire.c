@@ -1848,6 +1848,136 @@ static void test_wire_update_memo_as_without(void **state)
 	assert_null(memo.slot);
 }
 
+/* Decoded task @m is @t: every field, its waits and site too. */
+static void assert_task_is(const Weft__V1__Task *m, const weft_probe_task_t *t)
+{
+	unsigned nw = t->nwaited < WEFT_TASK_WAITED ? t->nwaited :
+						      WEFT_TASK_WAITED;
+
+	assert_int_equal(m->id, t->id);
+	assert_int_equal(m->parent, t->parent);
+	assert_string_equal(m->name, t->name ? t->name : "");
+	assert_string_equal(m->file, t->file ? t->file : "");
+	assert_int_equal(m->line, t->line);
+	assert_int_equal(m->state_size, t->state_size);
+	assert_int_equal(m->kind, t->kind);
+	assert_int_equal(m->state, t->state);
+	assert_int_equal(m->last_worker, t->last_worker);
+	assert_int_equal(m->status, t->status);
+	assert_int_equal(m->spawned_ns, t->spawned_ns);
+	assert_int_equal(m->finished_ns, t->finished_ns);
+	assert_int_equal(m->polls, t->polls);
+	assert_int_equal(m->busy_ns, t->busy_ns);
+	assert_int_equal(m->scheduled_ns, t->scheduled_ns);
+	assert_int_equal(m->idle_ns, t->idle_ns);
+	assert_int_equal(m->wakes, t->wakes);
+	assert_int_equal(m->self_wakes, t->self_wakes);
+	assert_int_equal(m->waker_clones, t->waker_clones);
+	assert_int_equal(m->waker_drops, t->waker_drops);
+	assert_int_equal(m->max_poll_ns, t->max_poll_ns);
+	assert_int_equal(m->warnings, t->warnings);
+	assert_int_equal(m->locks_held, t->locks_held);
+	assert_string_equal(m->parked_file,
+			    t->parked_file ? t->parked_file : "");
+	assert_int_equal(m->parked_line, t->parked_line);
+	assert_int_equal(m->idle_since_ns, t->idle_since_ns);
+	assert_int_equal(m->waiting_on, t->waiting_on);
+	assert_int_equal(m->waiting_since_ns, t->waiting_since_ns);
+	assert_int_equal(m->waiting_op, t->waiting_op);
+	assert_int_equal(m->site, t->site);
+	assert_int_equal(m->poll_hist != NULL, t->poll_hist != NULL);
+	assert_int_equal(m->sched_hist != NULL, t->sched_hist != NULL);
+	if (t->poll_hist) {
+		assert_int_equal(m->poll_hist->count, t->poll_hist->count);
+		assert_int_equal(m->poll_hist->sum_ns, t->poll_hist->sum_ns);
+		assert_int_equal(m->poll_hist->n_buckets, WEFT_HIST_BUCKETS);
+		for (unsigned i = 0; i < WEFT_HIST_BUCKETS; i++)
+			assert_int_equal(m->poll_hist->buckets[i],
+					 t->poll_hist->buckets[i]);
+	}
+	if (t->sched_hist)
+		assert_int_equal(m->sched_hist->max_ns, t->sched_hist->max_ns);
+	assert_int_equal(m->n_waited, nw);
+	for (unsigned i = 0; i < nw; i++) {
+		assert_int_equal(m->waited[i]->resource, t->waited[i].res);
+		assert_int_equal(m->waited[i]->total_ns, t->waited[i].total_ns);
+		assert_int_equal(m->waited[i]->waits, t->waited[i].waits);
+	}
+}
+
+/*
+ * An update's task bodies written once each into the encoder's own memo
+ * (issue 21: no sizing pass when no memo is shared), and past that
+ * memo's cap (WEFT_WIRE_TASK_MEMO_MAX) sized and written in place as
+ * before: each record decodes to every field of its tasks (waits and
+ * site too, big varints, long strings, histograms) and is what
+ * protobuf-c packs for what it decodes to.
+ */
+static void test_wire_update_own_memo_decodes(void **state)
+{
+	enum { BIG = 3 << 20 }; /* three of these pass the memo's cap */
+	static weft_probe_task_t tasks[REF_TASKS];
+	static const weft_probe_task_t *tp[REF_TASKS];
+	static weft_hist_t hists[2 * REF_TASKS];
+	Weft__V1__Frame *f[REF_TASKS + 1];
+	char *big = malloc(BIG + 1);
+	weft_probe_stats_t st;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'n', BIG);
+	big[BIG] = '\0';
+	for (unsigned round = 0; round < scale_count(300) + 1; round++) {
+		bool huge = round == 0;
+		weft_probe_update_t u = { .stats = &st, .tasks = tp };
+		weft_wire_buf_t b = { 0 };
+		size_t n, k = 0;
+
+		rnd_stats(&st);
+		u.ntasks = huge ? 4 : 1 + rnd_below(REF_TASKS);
+		for (size_t i = 0; i < u.ntasks; i++) {
+			weft_probe_task_t *t = &tasks[i];
+
+			rnd_task(t, &hists[2 * i]);
+			t->nwaited = (uint8_t)rnd_below(WEFT_TASK_WAITED + 2);
+			for (unsigned w = 0; w < WEFT_TASK_WAITED; w++)
+				t->waited[w] = (weft_probe_task_wait_t){
+					.res = rnd_u64(),
+					.total_ns = rnd_u64(),
+					.waits = rnd_u32()
+				};
+			t->site = rnd_u32();
+			/* The first round: tasks of 3 MiB, the third past
+			 * the memo's cap (and every one a record alone). */
+			if (huge)
+				t->name = big;
+			tp[i] = t;
+		}
+		assert_int_equal(weft_wire_update_append(&b, &u, rnd_u64()), 0);
+		n = decode_all(b.data, b.len, b.len, f, REF_TASKS + 1);
+		assert_true(huge ? n == u.ntasks : n == 1);
+		for (size_t i = 0, off = 0; i < n; i++) {
+			size_t len = weft_wire_record_size(f[i]);
+			uint8_t *re = malloc(len);
+
+			assert_non_null(re);
+			assert_int_equal(f[i]->body_case,
+					 WEFT__V1__FRAME__BODY_UPDATE);
+			assert_int_equal(weft_wire_record_pack(f[i], re, len),
+					 (int)len);
+			assert_memory_equal(re, b.data + off, len);
+			off += len;
+			free(re);
+			for (size_t j = 0; j < f[i]->update->n_tasks; j++)
+				assert_task_is(f[i]->update->tasks[j], tp[k++]);
+			weft_wire_frame_free(f[i]);
+		}
+		assert_int_equal(k, u.ntasks);
+		weft_wire_buf_fini(&b);
+	}
+	free(big);
+}
+
 /*
  * An update whose warnings outweigh a record (a new subscriber's history
  * of 1,024 against an 8 KiB cap): the warnings come first in records of
@@ -2145,6 +2275,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wire_update_hand_encoded_as_protobuf_c),
 		cmocka_unit_test(test_wire_update_split_hand_encoded),
 		cmocka_unit_test(test_wire_update_memo_as_without),
+		cmocka_unit_test(test_wire_update_own_memo_decodes),
 		cmocka_unit_test(test_wire_batch_hand_encoded_as_protobuf_c),
 		cmocka_unit_test(test_wire_batch_decode_raw_as_slow_path),
 		cmocka_unit_test(test_wire_events_append_as_protobuf_c),

@@ -324,17 +324,27 @@ static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static weft_wire_task_memo_t memo;
 static unsigned memo_users;
 
-/* The memo for @d's pass (begun for its publish), or NULL. */
+/*
+ * The memo for @d's pass (begun for its publish), or NULL: none shared,
+ * or @d its only user (the encoder's own, unindexed, costs less than the
+ * memo's index that nobody else would read: callgrind, a recorder
+ * alone).
+ */
 static weft_wire_task_memo_t *memo_for(weft_delta_t *d)
 {
+	unsigned users;
+
 	if (!d->pass_seq)
 		return NULL;
+	pthread_mutex_lock(&memo_lock);
 	if (!d->memo_user) {
-		pthread_mutex_lock(&memo_lock);
 		memo_users++;
-		pthread_mutex_unlock(&memo_lock);
 		d->memo_user = true;
 	}
+	users = memo_users;
+	pthread_mutex_unlock(&memo_lock);
+	if (users < 2)
+		return NULL;
 	weft_wire_task_memo_begin(&memo, d->pass_seq);
 	return &memo;
 }
@@ -410,6 +420,7 @@ void weft__delta_fini(weft_delta_t *d)
 		pthread_mutex_unlock(&memo_lock);
 	}
 	weft__idset_fini(&d->dirty);
+	free(d->dirty_ids);
 	weft__idset_fini(&d->known);
 	weft__idset_fini(&d->sites_sent);
 	free(d->site_out);
@@ -514,6 +525,44 @@ static void idset_reset(weft_idset_t *s, size_t used)
 	s->n = 0;
 }
 
+/* Task @id changed since the last record: in the dirty set, and last in
+ * dirty_ids when new to it (a record walks dirty_ids, not the set's two
+ * to eight times as many slots).  Return: 0; -ENOMEM (@d unchanged). */
+static int dirty_add(weft_delta_t *d, uint64_t id)
+{
+	size_t n = d->dirty.n;
+	int err;
+
+	if (n >= d->dirty_ids_cap) {
+		size_t cap = n ? 2 * n : 64;
+		uint64_t *x = realloc(d->dirty_ids, cap * sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		d->dirty_ids = x;
+		d->dirty_ids_cap = cap;
+	}
+	err = weft__idset_add(&d->dirty, id);
+	if (err)
+		return err;
+	if (d->dirty.n != n)
+		d->dirty_ids[n] = id;
+	return 0;
+}
+
+/* After a record: the dirty set empty, idset_reset()'s way. */
+static void dirty_reset(weft_delta_t *d)
+{
+	size_t used = d->dirty.n;
+
+	idset_reset(&d->dirty, used);
+	if (d->dirty_ids_cap > 256 && d->dirty_ids_cap > 8 * used) {
+		free(d->dirty_ids);
+		d->dirty_ids = NULL;
+		d->dirty_ids_cap = 0;
+	}
+}
+
 static int scratch_tasks(weft_delta_t *d, size_t n)
 {
 	const weft_probe_task_t **t;
@@ -559,15 +608,26 @@ static bool site_out(weft_delta_t *d, const weft_wire_site_t *s)
 
 static bool site_names(weft_delta_t *d, const weft_probe_task_t *t)
 {
-	weft_wire_site_t s;
+	const weft_wire_site_t *s = &d->site_last;
 
-	if (!t->site || !d->site || !d->site(t->site, &s) || s.id != t->site ||
-	    s.name != t->name || s.file != t->file || s.line != t->line ||
-	    s.state_size != t->state_size)
+	if (!t->site || !d->site)
 		return false;
-	if (weft__idset_has(&d->sites_sent, t->site))
-		return true;
-	return site_out(d, &s);
+	/* The tasks of a pass come from few sites, one after another
+	 * often (a task per request): the last one's look kept for the
+	 * pass (weft__delta_pass() forgets it). */
+	if (t->site != d->site_last_id) {
+		d->site_last_id = t->site;
+		d->site_last_ok = d->site(t->site, &d->site_last) &&
+				  d->site_last.id == t->site;
+		d->site_last_sent = false;
+	}
+	if (!d->site_last_ok || s->name != t->name || s->file != t->file ||
+	    s->line != t->line || s->state_size != t->state_size)
+		return false;
+	if (!d->site_last_sent)
+		d->site_last_sent = weft__idset_has(&d->sites_sent, t->site) ||
+				    site_out(d, s);
+	return d->site_last_sent;
 }
 
 /*
@@ -828,6 +888,8 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	int err;
 
 	*full = false;
+	/* The sites may have changed since the last pass. */
+	d->site_last_id = 0;
 	err = warn_keep(d, u->warnings, u->nwarnings);
 	if (err)
 		return err;
@@ -856,7 +918,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 		for (size_t i = 0; i < u->ntasks; i++) {
 			if (!filter_task(&d->filter, u->tasks[i]->id))
 				continue;
-			err = weft__idset_add(&d->dirty, u->tasks[i]->id);
+			err = dirty_add(d, u->tasks[i]->id);
 			if (err)
 				return err;
 		}
@@ -868,18 +930,16 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 			return err;
 		hists = due(d, WEFT_DELTA_HIST_EVERY_NS, true, d->last_hist_ns,
 			    now);
-		for (size_t i = 0; i < d->dirty.cap; i++) {
-			const weft_probe_task_t *t;
-
-			if (!d->dirty.slot[i])
-				continue;
+		for (size_t i = 0; i < d->dirty.n; i++) {
+			uint64_t id = d->dirty_ids[i];
 			/* Gone: finished long ago and forgotten. */
-			t = d->lookup ? d->lookup(d->dirty.slot[i]) : NULL;
+			const weft_probe_task_t *t = d->lookup ? d->lookup(id) :
+								 NULL;
+
 			if (t)
 				task_take(d, &n, t, false, hists);
 			else
-				weft__idset_remove(&d->known,
-						   d->dirty.slot[i]);
+				weft__idset_remove(&d->known, id);
 		}
 	}
 	if (d->filter.nwords || d->filter.other_threads) {
@@ -922,7 +982,7 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	d->nsite_out = 0;
 	if (err == -ENOMEM)
 		return err;
-	idset_reset(&d->dirty, d->dirty.n);
+	dirty_reset(d);
 	res_reset(d);
 	d->nwarn = 0;
 	d->emitted = true;

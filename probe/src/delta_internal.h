@@ -148,12 +148,19 @@ typedef struct weft_delta_s {
 	weft_idset_t known; /* name and file already sent */
 	weft_idset_t sites_sent;    /* spawn and await sites sent (ids) */
 	uint32_t awaits_sent;       /* await_known() when they were all sent */
+	uint32_t site_last_id;      /* site_names()'s last look, this pass */
+	weft_wire_site_t site_last; /* what it found */
+	bool site_last_ok;          /* found: site_last is the site's */
+	bool site_last_sent;        /* and in sites_sent */
 	weft_wire_site_t *site_out; /* the record's sites, nsite_out */
 	size_t nsite_out, site_out_cap;
 	weft_probe_warning_t *warn;
 	size_t nwarn, warn_cap;
 	uint64_t last_emit_ns, last_hist_ns, prev_now_ns;
 	bool emitted;
+	/* dirty's ids, as first added (dirty.n of them) */
+	uint64_t *dirty_ids;
+	size_t dirty_ids_cap;
 	const weft_probe_task_t **tasks; /* scratch */
 	weft_probe_task_t *copies;       /* scratch: the thinned tasks */
 	size_t tasks_cap;

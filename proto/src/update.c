@@ -180,6 +180,9 @@ static uint8_t *put_task(uint8_t *p, const weft_probe_task_t *t,
 struct update_scratch {
 	struct task_size *sizes;
 	size_t cap;
+	/* An update's task bodies when no memo is shared: written once
+	 * each (memo_keep(), unindexed), then copied into the record. */
+	weft_wire_task_memo_t own;
 };
 
 static pthread_key_t scratch_key;
@@ -191,6 +194,7 @@ static void scratch_free(void *arg)
 	struct update_scratch *s = arg;
 
 	free(s->sizes);
+	weft_wire_task_memo_fini(&s->own);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -222,6 +226,28 @@ static struct task_size *scratch_sizes(size_t n)
 		}
 	}
 	return s->sizes;
+}
+
+/*
+ * The thread's own memo, emptied for an update: bodies only, no index
+ * (nobody else reads them).  Its bytes given back when far more than the
+ * last updates used (a burst's), as weft_wire_task_memo_begin() does.
+ */
+static weft_wire_task_memo_t *scratch_own(void)
+{
+	weft_wire_task_memo_t *m = &scratch_tls.own;
+
+	if (m->len > m->peak)
+		m->peak = m->len;
+	if (m->bytes_cap > (1u << 20) && m->bytes_cap > 16 * m->peak) {
+		free(m->bytes);
+		m->bytes = NULL;
+		m->bytes_cap = 0;
+		m->peak = 0;
+	}
+	m->peak = m->peak / 2;
+	m->len = 0;
+	return m;
 }
 
 /*
@@ -577,7 +603,7 @@ static bool memo_grow(weft_wire_task_memo_t *m)
  * (task_len()) and encodes it in place.
  */
 static bool memo_keep(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
-		      uint32_t fields, struct task_size *s)
+		      uint32_t fields, struct task_size *s, bool index)
 {
 	size_t bound = task_parts(t, s), j;
 	struct weft_wire_memo_entry *e;
@@ -585,7 +611,7 @@ static bool memo_keep(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 
 	if (m->len + bound > WEFT_WIRE_TASK_MEMO_MAX || bound > UINT32_MAX)
 		return false;
-	if (2 * (m->n + 1) > m->cap && !memo_grow(m))
+	if (index && 2 * (m->n + 1) > m->cap && !memo_grow(m))
 		return false;
 	if (m->len + bound > m->bytes_cap) {
 		size_t cap = m->bytes_cap ? 2 * m->bytes_cap : 64u << 10;
@@ -605,6 +631,13 @@ static bool memo_keep(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 		/* task_parts()'s bound is broken: it wrote past it. */
 		check_written("Task (memo)", m->bytes + m->len, p, bound);
 	}
+	if (!index) {
+		/* The update's own: found by nobody, so not indexed. */
+		s->memo = true;
+		s->memo_off = m->len;
+		m->len += s->body;
+		return true;
+	}
 	for (j = memo_hash(t->id, fields, m->cap); m->slot[j].epoch == m->epoch;
 	     j = (j + 1) & (m->cap - 1))
 		;
@@ -621,14 +654,19 @@ static bool memo_keep(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 	return true;
 }
 
-/* Task @t's sizes in *@s, its bytes from @m (or kept there) if any. */
-static void task_sized(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
-		       struct task_size *s)
+/*
+ * Task @t's sizes in *@s, its bytes from @m (or kept there) if any; with
+ * no @m, its bytes written once into @own (the update's: no sizing pass).
+ */
+static void task_sized(weft_wire_task_memo_t *m, weft_wire_task_memo_t *own,
+		       const weft_probe_task_t *t, struct task_size *s)
 {
 	struct weft_wire_memo_entry *e;
 	uint32_t fields;
 
 	s->memo = false; /* s->strip: the caller's */
+	if (!m && own && memo_keep(own, t, 0, s, false))
+		return;
 	if (!m || !t->id || !m->epoch) {
 		/* Not begun (epoch 0: calloc'ed entries would all match). */
 		task_len(t, s);
@@ -642,7 +680,7 @@ static void task_sized(weft_wire_task_memo_t *m, const weft_probe_task_t *t,
 		s->memo_off = e->off;
 		return;
 	}
-	if (!memo_keep(m, t, fields, s))
+	if (!memo_keep(m, t, fields, s, true))
 		task_len(t, s);
 }
 
@@ -694,6 +732,7 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 				.sites = st,
 				.nsites = nst > 0 ? (size_t)nst : 0 };
 	struct task_size *sz = scratch_sizes(u->ntasks + u->nresources);
+	weft_wire_task_memo_t *own = NULL;
 	size_t nt = u->ntasks;
 	int err;
 
@@ -704,11 +743,18 @@ static int update_append(weft_wire_buf_t *b, const weft_probe_update_t *u,
 				      nst);
 	if (!sz)
 		return -ENOMEM;
+	if (!m && nt) {
+		/* The bodies written once, into the thread's own memo: the
+		 * sizing pass and the write cost as much as that and the
+		 * copy (callgrind, spawn_many_local). */
+		own = scratch_own();
+		e.memo = own;
+	}
 	for (size_t i = 0; i < nt; i++) {
 		const weft_probe_task_t *t = u->tasks[i];
 
 		sz[i].strip = nst >= 0 && t->site;
-		task_sized(m, t, &sz[i]);
+		task_sized(m, own, t, &sz[i]);
 		sz[i].is_new = prev_now_ns && t->spawned_ns > prev_now_ns;
 		sz[i].is_finished = t->finished_ns &&
 				    t->finished_ns > prev_now_ns;
