@@ -207,6 +207,10 @@ typedef struct worker_rec_s {
 	uint32_t look_passes;
 	uint64_t storm_warned;
 	uint64_t preempt_warned;
+	/* A look at its thread for weft__collector_os_held(), one a pass
+	 * (held_pass: p->passes + 1 when read, 0 never). */
+	uint64_t held_pass, held_on, held_off, held_at;
+	bool held_read;
 	/*
 	 * Its last long poll (collector_events.c): what a scheduling delay
 	 * in its time waited behind, named in its warning.  by_os: the OS
@@ -279,6 +283,9 @@ struct probe {
 	 * there; tests set them, probe.lock held).
 	 */
 	uint64_t seed_shards;
+	/* The last reconcile left tasks of the owned list with no record
+	 * (RECONCILE_NEW_MAX made): the next goes on. */
+	bool reconcile_more;
 	/*
 	 * The highest id the seed's first read saw: a COMPLETE of a task not
 	 * known, up to it, while the seed is under way, makes no record (it
@@ -856,13 +863,26 @@ static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
 }
 
 /*
+ * Whether @worker's thread waited for a CPU (run_delay) at least half
+ * of a stretch that holds [@from_ns, @to_ns) and little more: from the
+ * window's sample read before @from_ns to a look at the thread now (one
+ * a pass), only when now is within half the interval's length past
+ * @to_ns.  *@held_ns: that wait, at most the interval.  Judged against
+ * wall time: a thread asleep (parked) is not waiting for a CPU, so a
+ * worker parked through the interval is not the OS's (collector_workers.c).
+ */
+bool weft__collector_os_held(struct probe *p, uint16_t worker,
+			     uint64_t from_ns, uint64_t to_ns,
+			     uint64_t *held_ns);
+
+/*
  * Whether the OS, not the runtime, made a task woken at @from_ns wait
  * @delay_ns for @worker to poll it: the worker's thread spent most of
- * that time waiting for a CPU (its schedstat, as a long poll's split).
- * If so, said as a worker warning naming no task (PREEMPTED, at most
- * once a second a worker), and true: the task's scheduling delay is not
- * its own.  A worker parked through the wait (a wake-up that did not
- * unpark it) or busy with other polls is the runtime's: false.
+ * that time waiting for a CPU (weft__collector_os_held()).  If so, said
+ * as a worker warning naming no task (PREEMPTED, at most once a second a
+ * worker), and true: the task's scheduling delay is not its own.  A
+ * worker parked through the wait (a wake-up that did not unpark it) or
+ * busy with other polls is the runtime's: false.
  */
 bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 				 uint64_t from_ns, uint64_t delay_ns);

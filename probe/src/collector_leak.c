@@ -584,9 +584,11 @@ void weft__collector_leak_pass(struct probe *p, uint64_t now)
 			burst_free(p, b);
 	}
 	quarter = window_ns(p) / (LEAK_SAMPLES - 1);
-	/* Not while a seed adds tasks pass after pass (collector_reconcile.c):
-	 * its sites' counts would rise at every quarter. */
-	if (now < L->sampled_at + quarter || p->seed_shards)
+	/* Not while a seed adds tasks pass after pass, nor a reconcile
+	 * second after second (collector_reconcile.c): their sites' counts
+	 * would rise at every quarter. */
+	if (now < L->sampled_at + quarter || p->seed_shards ||
+	    p->reconcile_more)
 		return;
 	L->sampled_at = now;
 	for (unsigned i = 0; i < L->nused; i++)

@@ -310,7 +310,8 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
  *
  * Returns false, with nothing settled, without memory; false too, the
  * rest settled, when more tasks with no record were left than it made
- * (the next call, a second later, goes on).
+ * (the next call, a second later, goes on; p->reconcile_more holds the
+ * leak sampler meanwhile, as a seed does).
  *
  * Which drops: those counted before this pass's snapshot (@drops_before
  * in weft__collector_pass()).  A drop counted during the snapshot can be
@@ -379,5 +380,6 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 		t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
 		p->stats.tasks_end_unseen++;
 	}
+	p->reconcile_more = more;
 	return !more;
 }

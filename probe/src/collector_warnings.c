@@ -154,14 +154,11 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 				 uint64_t from_ns, uint64_t delay_ns)
 {
-	weft__poll_split_t sp;
-	uint64_t *last;
+	uint64_t held, *last;
 
 	if (!weft__collector_has_worker(p, worker) ||
-	    !weft__collector_sched_split(p, worker, from_ns, delay_ns, false,
-					 &sp) ||
-	    !split_usable(&sp, delay_ns) ||
-	    2 * sp.wait_ns < sp.to_ns - sp.from_ns)
+	    !weft__collector_os_held(p, worker, from_ns, from_ns + delay_ns,
+				     &held))
 		return false;
 	last = &p->wk[worker].preempt_warned;
 	if (*last && from_ns < *last + 1000000000u)
@@ -169,12 +166,9 @@ bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 	*last = from_ns ? from_ns : 1;
 	weft__collector_warn(
 		p, WEFT_WARN_PREEMPTED, NULL, worker, from_ns, delay_ns,
-		"the OS kept worker %u off a CPU about %.1f ms of the %.1f ms "
-		"a task waited for it (other threads, or a CPU quota)",
-		worker,
-		(double)sp.wait_ns * (double)delay_ns /
-			(double)(sp.to_ns - sp.from_ns) / 1e6,
-		(double)delay_ns / 1e6);
+		"the OS kept worker %u off a CPU %.1f ms while a task waited "
+		"%.1f ms for it (other threads, or a CPU quota)",
+		worker, (double)held / 1e6, (double)delay_ns / 1e6);
 	return true;
 }
 

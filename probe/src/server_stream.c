@@ -765,10 +765,20 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 	}
 	if (!n && !s->sub)
 		return false;
-	/* What follows is dear: at most one every REPLAN_MIN_NS. */
+	/*
+	 * What follows is dear: at most one every REPLAN_MIN_NS.  Put off,
+	 * a client stays in its stream only if that still fits what it
+	 * asks: one that changed its filter or interval is sent nothing
+	 * (not the old stream's records, nor a full pass for them) until
+	 * the plan is made.
+	 */
 	if (s->replanned_at && now - s->replanned_at < REPLAN_MIN_NS) {
 		s->replan_due = true;
 		s->replan_fresh |= fresh;
+		for (struct client *c = s->clients; c; c = c->next)
+			c->stream = oldx && weft__server_client_active(c) ?
+					    live_find(oldx, c) :
+					    -1;
 		return false;
 	}
 	s->replanned_at = now;
@@ -864,9 +874,16 @@ void weft__server_replan_due(weft_server_t *s)
 		if (!weft__server_sub_reconcile(s, fresh))
 			s->resync_due = true;
 	}
-	if (s->resync_due && now - s->last_resync >= REPLAN_MIN_NS) {
+	/* Not while a subscription's first, full, pass is to come: its
+	 * clients take that one (the tick resyncs the rest, as ever). */
+	if (s->resync_due && !s->full_pending &&
+	    now - s->last_resync >= REPLAN_MIN_NS) {
 		s->resync_due = false;
-		(void)weft__server_resync(s, NULL);
+		if (weft__server_resync(s, NULL)) {
+			pthread_mutex_lock(&s->stat_lock);
+			s->st.resyncs++;
+			pthread_mutex_unlock(&s->stat_lock);
+		}
 	}
 }
 
