@@ -1091,6 +1091,57 @@ static void test_split_wait_before_sample(void **state)
 }
 
 /*
+ * A task woken at 100 ms and first polled at 420 ms (a 320 ms wait for a
+ * worker), its worker's thread sampled at 90 ms; whether the OS held the
+ * worker (weft__collector_os_held_of()):
+ *   - runnable through the wait, waiting for a CPU 300 ms of it: yes;
+ *   - parked 300 ms of it (a wake that did not unpark it: the runtime's
+ *     fault), then 20 ms waiting for a CPU, looked at 200 ms after with
+ *     178 ms more of waiting: no (judged on that stretch's share of
+ *     runnable time, this read as held 198 ms: review of the change);
+ *   - parked, looked at soon after: no;
+ *   - runnable through it, but looked at too late to tell: no.
+ */
+static void test_os_held_parked_is_not_the_os(void **state)
+{
+	worker_window_t win[] = { sample_at(90, 90.01, 500, 1000) };
+	weft__sched_look_t now = { .on_ns = 525 * MS,
+				   .off_ns = 1300 * MS,
+				   .at_ns = 430 * MS };
+	uint64_t held = 0;
+
+	(void)state;
+	assert_true(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS, &now,
+					       &held));
+	assert_int_equal(held, 300 * MS);
+	/* Parked, then slow to get a CPU, looked at late. */
+	now = (weft__sched_look_t){ .on_ns = 522 * MS,
+				    .off_ns = 1198 * MS,
+				    .at_ns = 620 * MS };
+	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
+						&now, &held));
+	/* Parked, looked at soon after. */
+	now = (weft__sched_look_t){ .on_ns = 501 * MS,
+				    .off_ns = 1020 * MS,
+				    .at_ns = 430 * MS };
+	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
+						&now, &held));
+	/* Held, but looked at more than half the wait after it. */
+	now = (weft__sched_look_t){ .on_ns = 530 * MS,
+				    .off_ns = 1450 * MS,
+				    .at_ns = 590 * MS };
+	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
+						&now, &held));
+	/* No sample before the wake: not known. */
+	win[0] = sample_at(101, 101.01, 500, 1000);
+	now = (weft__sched_look_t){ .on_ns = 525 * MS,
+				    .off_ns = 1300 * MS,
+				    .at_ns = 430 * MS };
+	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
+						&now, &held));
+}
+
+/*
  * The runtime monitor (nobody listening) looks at a poll still running
  * 16 ms in with nothing known of where its time went: not told yet (a
  * 1 ms poll the OS stretched was blamed for never yielding, at load 8),
@@ -1260,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),
 		cmocka_unit_test(test_split_wait_before_sample),
+		cmocka_unit_test(test_os_held_parked_is_not_the_os),
 		cmocka_unit_test_setup_teardown(
 			test_monitor_unknown_split_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,

@@ -844,6 +844,23 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 			      uint64_t start_ns, uint64_t dur_ns, bool running,
 			      const weft__sched_look_t *now,
 			      weft__poll_split_t *out);
+/*
+ * Whether @worker's thread waited for a CPU (run_delay) at least half
+ * of a stretch that holds [@from_ns, @to_ns) and little more: from the
+ * window's sample read before @from_ns to a look at the thread now (one
+ * a pass), only when now is within half the interval's length past
+ * @to_ns.  *@held_ns: that wait, at most the interval.  Judged against
+ * wall time: a thread asleep (parked) is not waiting for a CPU, so a
+ * worker parked through the interval is not the OS's.
+ * weft__collector_os_held_of(): the same from @fill samples of @win and
+ * a look @now, no reads (for tests).
+ */
+bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
+			     uint64_t to_ns, uint64_t *held_ns);
+bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
+				uint64_t from_ns, uint64_t to_ns,
+				const weft__sched_look_t *now,
+				uint64_t *held_ns);
 uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,
 				  uint64_t dur_ns, char *why, size_t len);
@@ -861,19 +878,6 @@ static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
 {
 	return own_ns < p->config.long_poll_ns && dur_ns - own_ns >= own_ns;
 }
-
-/*
- * Whether @worker's thread waited for a CPU (run_delay) at least half
- * of a stretch that holds [@from_ns, @to_ns) and little more: from the
- * window's sample read before @from_ns to a look at the thread now (one
- * a pass), only when now is within half the interval's length past
- * @to_ns.  *@held_ns: that wait, at most the interval.  Judged against
- * wall time: a thread asleep (parked) is not waiting for a CPU, so a
- * worker parked through the interval is not the OS's (collector_workers.c).
- */
-bool weft__collector_os_held(struct probe *p, uint16_t worker,
-			     uint64_t from_ns, uint64_t to_ns,
-			     uint64_t *held_ns);
 
 /*
  * Whether the OS, not the runtime, made a task woken at @from_ns wait

@@ -521,51 +521,66 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 	return true;
 }
 
-bool weft__collector_os_held(struct probe *p, uint16_t worker,
-			     uint64_t from_ns, uint64_t to_ns, uint64_t *held_ns)
+bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
+				uint64_t from_ns, uint64_t to_ns,
+				const weft__sched_look_t *now,
+				uint64_t *held_ns)
 {
-	worker_rec_t *k;
 	const worker_window_t *a = NULL;
 	uint64_t span, off;
 
-	if (!p->rt || worker >= p->stats.workers || to_ns <= from_ns)
+	if (to_ns <= from_ns)
 		return false;
-	k = &p->wk[worker];
 	/* The newest sample read wholly before the interval. */
-	for (unsigned i = 0; i < p->window_fill; i++) {
-		const worker_window_t *x = &k->window[i];
+	for (unsigned i = 0; i < fill; i++) {
+		const worker_window_t *x = &win[i];
 
 		if (x->off_cpu_read && x->sched_at_ns <= from_ns &&
 		    (!a || x->sched_at_ns > a->sched_at_ns))
 			a = x;
 	}
-	if (!a)
-		return false;
-	if (k->held_pass != p->passes + 1) {
-		weft__sched_look_t l;
-
-		k->held_pass = p->passes + 1;
-		k->held_read = sched_look(p, worker, false, &l);
-		k->held_on = l.on_ns;
-		k->held_off = l.off_ns;
-		k->held_at = l.at_ns;
-	}
 	/*
-	 * Little past the interval: the thread's waits after it (on a
-	 * loaded host, most of its time) would otherwise count as the
-	 * interval's, and a worker parked through it, then slow to get a
-	 * CPU, read as held by the OS (review of this change).  Waits are
+	 * And a look little past the interval: the thread's waits after it
+	 * (on a loaded host, most of its time) would otherwise count as
+	 * the interval's, and a worker parked through it, then slow to get
+	 * a CPU, read as held by the OS (review of this change).  Waits are
 	 * added to run_delay as they end: one going on now is not in it.
 	 */
-	if (!k->held_read || k->held_at < to_ns ||
-	    k->held_at - to_ns > (to_ns - from_ns) / 2)
+	if (!a || now->at_ns < to_ns ||
+	    now->at_ns - to_ns > (to_ns - from_ns) / 2)
 		return false;
-	span = k->held_at - a->sched_from_ns;
-	off = k->held_off > a->off_cpu_ns ? k->held_off - a->off_cpu_ns : 0;
+	span = now->at_ns - a->sched_from_ns;
+	off = now->off_ns > a->off_cpu_ns ? now->off_ns - a->off_cpu_ns : 0;
 	if (2 * off < span)
 		return false;
 	*held_ns = off < to_ns - from_ns ? off : to_ns - from_ns;
 	return true;
+}
+
+bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
+			     uint64_t to_ns, uint64_t *held_ns)
+{
+	worker_rec_t *k;
+	weft__sched_look_t now;
+
+	if (!p->rt || worker >= p->stats.workers || to_ns <= from_ns)
+		return false;
+	k = &p->wk[worker];
+	/* One look a pass a worker: a wave of delayed tasks asks often. */
+	if (k->held_pass != p->passes + 1) {
+		k->held_pass = p->passes + 1;
+		k->held_read = sched_look(p, worker, false, &now);
+		k->held_on = now.on_ns;
+		k->held_off = now.off_ns;
+		k->held_at = now.at_ns;
+	}
+	if (!k->held_read)
+		return false;
+	now = (weft__sched_look_t){ .on_ns = k->held_on,
+				    .off_ns = k->held_off,
+				    .at_ns = k->held_at };
+	return weft__collector_os_held_of(k->window, p->window_fill, from_ns,
+					  to_ns, &now, held_ns);
 }
 
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
