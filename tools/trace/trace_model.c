@@ -867,14 +867,6 @@ static bool next_block(tt_trace_t *t)
 	t->skips = weft_trace_stream_reader(t->stream)->skips;
 	t->first_skip = weft_trace_stream_reader(t->stream)->first_skip;
 	t->late = weft_trace_stream_late(t->stream);
-	/* Said whatever the verb prints: its figures lack those records. */
-	if (t->skips)
-		fprintf(stderr,
-			"weft-trace: %s: %llu bytes of bad records skipped "
-			"in %llu place%s, the first at byte %llu\n",
-			t->path, (unsigned long long)t->skipped,
-			(unsigned long long)t->skips, t->skips == 1 ? "" : "s",
-			(unsigned long long)t->first_skip);
 	return false;
 }
 
@@ -974,5 +966,24 @@ void tt_free(tt_trace_t *t)
 	free(t->cmdline);
 	free(t->host);
 	free(t->clock);
+	/*
+	 * Said whatever the verb prints (its figures lack those records),
+	 * and wherever it stopped reading: at the end, or at a time it was
+	 * after (tasks --at).
+	 */
+	if (t->stream && !t->skips_said) {
+		const weft_trace_reader_t *r =
+			weft_trace_stream_reader(t->stream);
+
+		if (r->skips)
+			fprintf(stderr,
+				"weft-trace: %s: %llu bytes of bad records "
+				"skipped in %llu place%s, the first at byte "
+				"%llu\n",
+				t->path, (unsigned long long)r->skipped,
+				(unsigned long long)r->skips,
+				r->skips == 1 ? "" : "s",
+				(unsigned long long)r->first_skip);
+	}
 	weft_trace_stream_close(t->stream);
 }

@@ -125,9 +125,12 @@ typedef struct tt_trace_s {
 	uint64_t bytes;       /* whole records read */
 	uint64_t event_bytes; /* of which EventBatch records */
 	bool truncated;       /* at the end: the file was cut in a record */
-	uint64_t skipped;     /* bytes of torn records skipped */
+	uint64_t skipped;     /* bytes of torn or bad records skipped */
 	uint64_t skips;       /* places where they were */
 	uint64_t first_skip;  /* where the first one started */
+	/* The bad records skipped were said on stderr (tt_free() says
+	 * them once, at the end or wherever the verb stopped). */
+	bool skips_said;
 	uint64_t late;        /* events out of time order beyond the window */
 	uint64_t events_dropped;   /* the last update's count */
 	uint64_t tasks_end_unseen; /* the same: tasks whose end was dropped */

@@ -757,6 +757,7 @@ static uint64_t first_stamp(const char *path)
 	if (!tt_next(&t, &ev))
 		tt_die("slice: %s: no events, nothing to cut", path);
 	ts = t.first_ts;
+	t.skips_said = true; /* by the cut's own pass, which reads them too */
 	tt_free(&t);
 	return ts;
 }
