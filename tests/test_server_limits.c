@@ -655,6 +655,27 @@ static void test_server_limits_subscribe_churn(void **state)
 	assert_int_equal(st.closed_bad, 1);
 	tc_close(&churner);
 
+	/*
+	 * The same subscription again and again (weft-trace record asks so
+	 * for a full update at each checkpoint): not a change, not closed;
+	 * it still takes updates, full ones among them.
+	 */
+	tc_open(&churner, path);
+	tc_expect_header(&churner);
+	for (int i = 0; i < 40; i++)
+		tc_subscribe(&churner, true, false);
+	{
+		struct seen again = { 0 };
+
+		tc_count(&churner, &again, 5000, 5, 0);
+		assert_false(churner.eof);
+		assert_true(again.updates >= 5);
+		assert_true(again.full >= 1);
+	}
+	weft__server_stats(srv, &st);
+	assert_int_equal(st.closed_bad, 1);
+	tc_close(&churner);
+
 	/* Peers that connect, subscribe and leave in a loop, each within
 	 * its share: new plans at most every 200 ms (and the tick's 100). */
 	churned = churn_for(fd, &honest, path, CHURN_MS, &fulls, &cycles);

@@ -397,6 +397,32 @@ static void snapshot(struct client *c)
 #define DEAR_BURST 10u
 #define DEAR_EVERY_NS 500000000ull
 
+/*
+ * Whether @r is one of those: a subscription that changes what @c asks
+ * (the same again asks only for a full update, which the server paces
+ * for all: weft-trace record does so at each checkpoint, and at a small
+ * --checkpoint-every, often), a pause or resume that changes its state,
+ * a snapshot.
+ */
+static bool dear_request(const struct client *c, const weft_server_request_t *r)
+{
+	switch (r->op) {
+	case WEFT_SERVER_REQ_SUBSCRIBE:
+		return !c->subscribed || c->want_updates != r->updates ||
+		       c->want_events != r->events ||
+		       c->interval_ms != r->interval_ms ||
+		       !weft__delta_filter_equal(&c->filter, &r->filter);
+	case WEFT_SERVER_REQ_PAUSE:
+		return !c->paused;
+	case WEFT_SERVER_REQ_RESUME:
+		return c->paused;
+	case WEFT_SERVER_REQ_SNAPSHOT:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool dear_request_fits(struct client *c)
 {
 	uint64_t now = weft_now_ns();
@@ -513,11 +539,7 @@ static const char *client_request(void *ctx, weft_server_request_t *r)
 		return NULL;
 	}
 	c->spoke = true;
-	if ((r->op == WEFT_SERVER_REQ_SUBSCRIBE ||
-	     r->op == WEFT_SERVER_REQ_PAUSE ||
-	     r->op == WEFT_SERVER_REQ_RESUME ||
-	     r->op == WEFT_SERVER_REQ_SNAPSHOT) &&
-	    !dear_request_fits(c))
+	if (dear_request(c, r) && !dear_request_fits(c))
 		return "changes its subscription or asks for snapshots too "
 		       "often (10 at once, then 2 a second)";
 	switch (r->op) {
