@@ -575,11 +575,23 @@ static unsigned long long churn_for(int fd, struct tclient *honest,
 		Weft__V1__Frame *f;
 
 		if (churn) {
+			Weft__V1__Frame sf = WEFT__V1__FRAME__INIT;
+			Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+			weft_wire_buf_t b = { 0 };
 			struct tclient p;
 
+			sub.updates = true;
+			sub.events = *cycles & 1;
+			sub.interval_ms = *cycles & 2 ? 100 : 250;
+			sf.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+			sf.subscribe = &sub;
+			assert_int_equal(weft_wire_record_append(&b, &sf), 0);
 			tc_open(&p, churn);
-			tc_subscribe_ex(&p, true, *cycles & 1,
-					*cycles & 2 ? 100 : 250, NULL);
+			/* Refused when the server has not closed the last
+			 * ones yet (too many clients, a slow build): what it
+			 * sends then fails, which is fine. */
+			(void)send(p.fd, b.data, b.len, MSG_NOSIGNAL);
+			weft_wire_buf_fini(&b);
 			tc_close(&p);
 			(*cycles)++;
 		}
@@ -709,6 +721,9 @@ int main(void)
 		cmocka_unit_test(test_server_limits_subscribe_churn),
 	};
 
+	/* A write to a peer the server closed fails its assert, never
+	 * kills the run. */
+	signal(SIGPIPE, SIG_IGN);
 	unsetenv("WEFT_CONSOLE");
 	unsetenv("WEFT_CONSOLE_BIND");
 	unsetenv("WEFT_CONSOLE_TOKEN");
