@@ -266,6 +266,109 @@ static void test_inject_producers_one_consumer(void **state)
 	free(c.tasks);
 }
 
+/* ------------------------------------------- consumers and a close */
+
+#define CONSUMERS 2u
+
+struct race {
+	struct crowd c;
+	_Atomic unsigned *popped; /* per task: times it came out */
+	atomic_bool stop;
+	atomic_size_t got;
+	atomic_uint unended; /* batches not ended by NULL */
+};
+
+struct popper {
+	struct race *r;
+};
+
+static void *consumer_main(void *arg)
+{
+	struct race *r = arg;
+	size_t max = 1;
+
+	while (!atomic_load(&r->stop)) {
+		size_t n;
+		weft_task_t *t = weft__inject_pop_batch(&r->c.f->q, max, &n);
+
+		max = max % 37 + 1;
+		if (!t) {
+			sched_yield();
+			continue;
+		}
+		for (size_t i = 0; i < n; i++, t = t->queue_next) {
+			size_t idx = (size_t)(t->id >> 32) * r->c.per +
+				     (t->id & 0xffffffffu);
+
+			atomic_fetch_add(&r->popped[idx], 1);
+		}
+		if (t)
+			atomic_fetch_add(&r->unended, 1);
+		atomic_fetch_add(&r->got, n);
+	}
+	return NULL;
+}
+
+/*
+ * Producers and two consumers on their own threads, and a close while the
+ * producers still push: every task comes out exactly once, either popped
+ * (its references untouched) or dropped by the close or by the push that
+ * met the closed queue (one reference less), and len ends at 0.
+ */
+static void test_inject_close_races_pushes(void **state)
+{
+	struct fixture *f = *state;
+	struct race r = { .c = { .f = f, .per = scale_count(40000) } };
+	struct producer p[PRODUCERS];
+	pthread_t th[PRODUCERS], ct[CONSUMERS];
+	size_t total, dropped = 0, popped = 0, bad = 0;
+
+	total = (size_t)PRODUCERS * r.c.per;
+	r.c.tasks = calloc(total, sizeof(weft_task_t));
+	r.popped = calloc(total, sizeof(*r.popped));
+	assert_non_null(r.c.tasks);
+	assert_non_null(r.popped);
+	for (size_t i = 0; i < total; i++) {
+		r.c.tasks[i].id = ((i / r.c.per) << 32) | (i % r.c.per);
+		atomic_store(&r.c.tasks[i].state,
+			     TASK_NOTIFIED | 2 * TASK_REF_ONE);
+	}
+	for (unsigned i = 0; i < CONSUMERS; i++)
+		assert_int_equal(
+			pthread_create(&ct[i], NULL, consumer_main, &r), 0);
+	for (unsigned i = 0; i < PRODUCERS; i++) {
+		p[i] = (struct producer){ &r.c, i };
+		assert_int_equal(
+			pthread_create(&th[i], NULL, producer_main, &p[i]), 0);
+	}
+	/* Close once about a third has come out: the pushes go on. */
+	while (atomic_load(&r.got) < total / 3)
+		sched_yield();
+	weft__inject_close(&f->q);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	atomic_store(&r.stop, true);
+	for (unsigned i = 0; i < CONSUMERS; i++)
+		assert_int_equal(pthread_join(ct[i], NULL), 0);
+	for (size_t i = 0; i < total; i++) {
+		unsigned out = atomic_load(&r.popped[i]);
+		uint64_t refs = refs_of(&r.c.tasks[i]);
+
+		if (out + (2 - refs) != 1)
+			bad++;
+		popped += out;
+		dropped += 2 - refs;
+	}
+	assert_int_equal(bad, 0);
+	assert_int_equal(atomic_load(&r.unended), 0);
+	assert_int_equal(popped + dropped, total);
+	assert_true(popped >= total / 3);
+	assert_int_equal(weft__inject_len(&f->q), 0);
+	assert_true(weft__inject_is_empty(&f->q));
+	free(r.popped);
+	free(r.c.tasks);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +380,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_inject_producers_one_consumer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inject_close_races_pushes,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

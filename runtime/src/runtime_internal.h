@@ -304,13 +304,23 @@ bool weft__local_queue_is_consistent(const local_queue_t *q);
 
 /* ---------------------------------------------------------------- inject */
 
-/* The global (inject) queue: a locked intrusive list with a lock-free len. */
+/*
+ * The global (inject) queue.  Producers push onto a lock-free stack
+ * (incoming); consumers, one at a time under @lock, move it in push order
+ * onto the FIFO head..tail and take from there (inject.c has the
+ * argument).
+ */
 typedef struct inject_s {
-	pthread_mutex_t lock;
+	/* Producers' side: newest first; INJECT_CLOSED once closed. */
+	weft__cacheline_aligned _Atomic(weft_task_t *) incoming;
+	/* Pushed and not yet taken; a hint, never below the true count. */
+	_Atomic size_t len;
+	/* Consumers' side. */
+	weft__cacheline_aligned pthread_mutex_t lock;
 	weft_task_t *head;
 	weft_task_t *tail;
-	bool closed;
-	_Atomic size_t len;
+	/* Tasks on head..tail: written under lock, read as a hint. */
+	_Atomic size_t taken_len;
 } inject_t;
 
 /* inject.c */
