@@ -21,6 +21,15 @@
 #                  RESULTS.md: it changes ping_pong by ~3x on this VM)
 #   TIMEOUT (300)  seconds before one benchmark process is killed
 #   LOG            raw log (default /tmp/weft-compare-<date>.txt)
+#   NEIGHBOUR      set to anything: every (round, shape) also runs beside the
+#                  standard neighbour (weft-bench-neighbour, next to
+#                  WEFT_BENCH; see tools/bench/neighbour.c), started before
+#                  and stopped after that shape's shared group, for every
+#                  runtime alike.  The quiet and the shared group swap order
+#                  from round to round.  The table gains "SHAPE@shared" rows
+#                  and a second table: shared/quiet per runtime.
+#   NEIGHBOUR_ARGS the neighbour's options (default: its own defaults,
+#                  400 requests a second and 1 ms ticks)
 #
 # Why interleaved: on the 2-vCPU VM the core-to-core hand-off cost drifts by
 # ~4x over minutes (the c2c probe, logged before each shape), so runtimes are
@@ -80,6 +89,14 @@ fi
 "$WEFT" --shapes "$(IFS=,; echo "${shapes[*]}")" --help >/dev/null ||
 	die "bad SHAPES"
 
+NB=""
+if [[ -n "${NEIGHBOUR:-}" ]]; then
+	NB="$(dirname "$WEFT")/weft-bench-neighbour"
+	[[ -x "$NB" ]] || die "no $NB (build the weft-bench-neighbour target)"
+	read -r -a nb_args <<<"${NEIGHBOUR_ARGS:-}"
+	"$NB" "${nb_args[@]}" --duration-ms 1 >/dev/null || die "bad NEIGHBOUR_ARGS"
+fi
+
 runtimes=(weft tokio)
 [[ -n "${NOTRIM:-}" ]] && runtimes+=(tokio-notrim)
 runtimes+=(go)
@@ -110,6 +127,37 @@ run_one() {
 	fi
 }
 
+# group ROUND SHAPE quiet|shared: every runtime once on SHAPE; shared runs
+# beside a neighbour started for the group, and their lines (results and
+# failures) name the shape SHAPE@shared.
+group() {
+	local r="$1" shape="$2" how="$3" k nb_pid=
+	local tag=""
+
+	if [[ "$how" == shared ]]; then
+		tag="@shared"
+		"$NB" "${nb_args[@]}" >"$LOG.nb" &
+		nb_pid=$!
+		sleep 0.3 # its threads up and into their rhythm
+	fi
+	echo "## round $r: $shape$tag"
+	calib
+	for ((k = 0; k < n; k++)); do
+		if [[ -n "$tag" ]]; then
+			run_one "${runtimes[(k + r - 1) % n]}" "$shape" |
+				sed -u "s/shape=$shape\b/shape=$shape$tag/"
+		else
+			run_one "${runtimes[(k + r - 1) % n]}" "$shape"
+		fi
+	done
+	if [[ -n "$nb_pid" ]]; then
+		kill -TERM "$nb_pid"
+		wait "$nb_pid" || echo "# FAILED neighbour rc=$? (round $r, $shape)"
+		sed 's/^/# /' "$LOG.nb"
+		rm -f "$LOG.nb"
+	fi
+}
+
 measure() {
 	echo "# weft compare $(date -Is)"
 	echo "# host: $(uname -srm); cpus=$(nproc); $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
@@ -119,14 +167,19 @@ measure() {
 	echo "# go-bench: $GOB (GOMAXPROCS=2)"
 	echo "# ROUNDS=$ROUNDS ITERS=$ITERS WARMUP=$WARMUP shapes=${shapes[*]} runtimes=${runtimes[*]}"
 
+	[[ -n "$NB" ]] && echo "# neighbour: $NB ${nb_args[*]}"
 	n=${#runtimes[@]}
 	for ((r = 1; r <= ROUNDS; r++)); do
 		for shape in "${shapes[@]}"; do
-			echo "## round $r: $shape"
-			calib
-			for ((k = 0; k < n; k++)); do
-				run_one "${runtimes[(k + r - 1) % n]}" "$shape"
-			done
+			if [[ -z "$NB" ]]; then
+				group "$r" "$shape" quiet
+			elif ((r % 2)); then
+				group "$r" "$shape" quiet
+				group "$r" "$shape" shared
+			else
+				group "$r" "$shape" shared
+				group "$r" "$shape" quiet
+			fi
 		done
 	done
 	echo "## end"
@@ -139,7 +192,13 @@ measure() {
 table() {
 	echo "# median over $ROUNDS rounds of each run's median_ns_per_op [lowest-highest round];"
 	echo "# ratio = other/weft of those medians [lowest-highest per-round ratio]; > 1: weft faster"
-	awk -v shapes="${shapes[*]}" -v runtimes="${runtimes[*]}" -v rounds="$ROUNDS" '
+	local -a rows=()
+	for shape in "${shapes[@]}"; do
+		rows+=("$shape")
+		[[ -n "$NB" ]] && rows+=("$shape@shared")
+	done
+	awk -v shapes="${rows[*]}" -v runtimes="${runtimes[*]}" -v rounds="$ROUNDS" \
+	    -v neighbour="${NB:+1}" '
 	function sort(a, m,    i, j, t) {
 		for (i = 2; i <= m; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
@@ -205,6 +264,18 @@ table() {
 		val[kv["shape"], rt, round] = kv["median_ns_per_op"] + 0
 		next
 	}
+	# shared/quiet of (s, rt): the ratio of the medians [lowest-highest round].
+	function sq(s, rt,    a, m, i, sh) {
+		sh = s "@shared"
+		if (!((s, rt) in mv) || !((sh, rt) in mv) || mv[s, rt] <= 0)
+			return "-"
+		m = 0
+		for (i = 1; i <= rounds; i++)
+			if ((s, rt, i) in val && (sh, rt, i) in val && val[s, rt, i] > 0)
+				a[++m] = val[sh, rt, i] / val[s, rt, i]
+		sort(a, m)
+		return sprintf("%.2f [%.2f-%.2f]", mv[sh, rt] / mv[s, rt], a[1], a[m])
+	}
 	END {
 		ns = split(shapes, S, " ")
 		nr = split(runtimes, R, " ")
@@ -221,6 +292,21 @@ table() {
 				if (R[j] != "weft") line = line " " ratio(s, R[j]) " |"
 			c = (s in clo) ? sprintf("%.0f-%.0f", clo[s], chi[s]) : "-"
 			print line " " c " |"
+		}
+		if (!neighbour)
+			exit
+		print ""
+		print "# shared/quiet: each runtime beside the neighbour against alone; < 1.3 is the aim"
+		hdr = "| shape |"; sep = "|---|"
+		for (j = 1; j <= nr; j++) { hdr = hdr " " R[j] " |"; sep = sep "---:|" }
+		print hdr; print sep
+		for (i = 1; i <= ns; i++) {
+			s = S[i]
+			if (s ~ /@shared$/)
+				continue
+			line = "| " s " |"
+			for (j = 1; j <= nr; j++) line = line " " sq(s, R[j]) " |"
+			print line
 		}
 	}' "$1"
 }
