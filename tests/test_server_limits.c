@@ -560,6 +560,21 @@ static void test_server_limits_partial_and_stall(void **state)
 #define IDLE_TASKS 20000
 #define CHURN_MS 2000
 
+/* Appends to @b a Subscribe for updates, the @n-th of a churn: events
+ * and the interval change with @n. */
+static void churn_subscribe_append(weft_wire_buf_t *b, unsigned n)
+{
+	Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
+	Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
+
+	sub.updates = true;
+	sub.events = n & 1;
+	sub.interval_ms = n & 2 ? 100 : 250;
+	f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
+	f.subscribe = &sub;
+	assert_int_equal(weft_wire_record_append(b, &f), 0);
+}
+
 /* Reads @honest for @ms, counting its full updates; @churn (if any)
  * connects, subscribes and leaves in a loop meanwhile.  Returns the
  * collector's CPU time over it. */
@@ -575,17 +590,10 @@ static unsigned long long churn_for(int fd, struct tclient *honest,
 		Weft__V1__Frame *f;
 
 		if (churn) {
-			Weft__V1__Frame sf = WEFT__V1__FRAME__INIT;
-			Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
 			weft_wire_buf_t b = { 0 };
 			struct tclient p;
 
-			sub.updates = true;
-			sub.events = *cycles & 1;
-			sub.interval_ms = *cycles & 2 ? 100 : 250;
-			sf.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
-			sf.subscribe = &sub;
-			assert_int_equal(weft_wire_record_append(&b, &sf), 0);
+			churn_subscribe_append(&b, *cycles);
 			tc_open(&p, churn);
 			/* Refused when the server has not closed the last
 			 * ones yet (too many clients, a slow build): what it
@@ -647,17 +655,8 @@ static void test_server_limits_subscribe_churn(void **state)
 	{
 		weft_wire_buf_t b = { 0 };
 
-		for (; sent < 1000; sent++) {
-			Weft__V1__Frame f = WEFT__V1__FRAME__INIT;
-			Weft__V1__Subscribe sub = WEFT__V1__SUBSCRIBE__INIT;
-
-			sub.updates = true;
-			sub.events = sent & 1;
-			sub.interval_ms = sent & 2 ? 100 : 250;
-			f.body_case = WEFT__V1__FRAME__BODY_SUBSCRIBE;
-			f.subscribe = &sub;
-			assert_int_equal(weft_wire_record_append(&b, &f), 0);
-		}
+		for (; sent < 1000; sent++)
+			churn_subscribe_append(&b, sent);
 		/* All at once; what the server reads before it closes. */
 		(void)send(churner.fd, b.data, b.len, MSG_NOSIGNAL);
 		weft_wire_buf_fini(&b);

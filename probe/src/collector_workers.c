@@ -424,12 +424,28 @@ static bool sched_look(struct probe *p, unsigned i, bool state,
 	return true;
 }
 
+/* The newest sample of @win whose schedstat was read by @at_ns, or NULL. */
+static const worker_window_t *newest_sample_by(const worker_window_t *win,
+					       unsigned fill, uint64_t at_ns)
+{
+	const worker_window_t *a = NULL;
+
+	for (unsigned k = 0; k < fill; k++) {
+		const worker_window_t *x = &win[k];
+
+		if (x->off_cpu_read && x->sched_at_ns <= at_ns &&
+		    (!a || x->sched_at_ns > a->sched_at_ns))
+			a = x;
+	}
+	return a;
+}
+
 bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 			      uint64_t start_ns, uint64_t dur_ns, bool running,
 			      const weft__sched_look_t *now,
 			      weft__poll_split_t *out)
 {
-	const worker_window_t *a = NULL, *b = NULL;
+	const worker_window_t *a, *b = NULL;
 	uint64_t d_on, d_off, wait, cpu, from, span;
 	double share;
 
@@ -440,13 +456,7 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 	 * began before the window's first sample: a runtime just described)
 	 * the oldest read within it, whose stretch holds the poll's end.
 	 */
-	for (unsigned k = 0; k < fill; k++) {
-		const worker_window_t *x = &win[k];
-
-		if (x->off_cpu_read && x->sched_at_ns <= start_ns &&
-		    (!a || x->sched_at_ns > a->sched_at_ns))
-			a = x;
-	}
+	a = newest_sample_by(win, fill, start_ns);
 	for (unsigned k = 0; k < fill; k++) {
 		const worker_window_t *x = &win[k];
 
@@ -526,19 +536,13 @@ bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
 				const weft__sched_look_t *now,
 				uint64_t *held_ns)
 {
-	const worker_window_t *a = NULL;
+	const worker_window_t *a;
 	uint64_t span, off;
 
 	if (to_ns <= from_ns)
 		return false;
 	/* The newest sample read wholly before the interval. */
-	for (unsigned i = 0; i < fill; i++) {
-		const worker_window_t *x = &win[i];
-
-		if (x->off_cpu_read && x->sched_at_ns <= from_ns &&
-		    (!a || x->sched_at_ns > a->sched_at_ns))
-			a = x;
-	}
+	a = newest_sample_by(win, fill, from_ns);
 	/*
 	 * And a look little past the interval: the thread's waits after it
 	 * (on a loaded host, most of its time) would otherwise count as
