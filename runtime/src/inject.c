@@ -19,10 +19,16 @@
  * the stack, only the whole of it.
  *
  * `len` counts pushed tasks not yet taken.  A producer adds before its
- * CAS and a consumer subtracts what it took, so len is never below the
- * true count (never wraps) and may briefly exceed it: it is a hint, for
- * sizing batches and for metrics.  Emptiness, which the lost-wake-up
- * argument needs exact, is read from the stack pointer itself.
+ * CAS and a consumer subtracts only what it took, so len is never below
+ * the true count (never wraps) and may briefly exceed it (a spurious look
+ * or wake-up at worst).  It is also the emptiness test the lost-wake-up
+ * argument uses: a producer's add comes before its push and the seq_cst
+ * fence in weft__idle_worker_to_notify(), so a parker that reads 0 after
+ * its own fence knows every task counted was taken by a running worker.
+ * (Not the stack pointer: a consumer empties it by exchange before it
+ * counts what it moved, and keeps only a batch; a parker that looked
+ * in between saw an empty queue while tasks waited behind a worker busy
+ * elsewhere, the review of this change found.)
  *
  * Once closed (at shutdown) the stack holds INJECT_CLOSED and a push
  * drops the task's queued reference instead of queueing it.  A producer
@@ -40,7 +46,7 @@ void weft__inject_init(inject_t *q)
 	q->head = q->tail = NULL;
 	store_relaxed(&q->incoming, NULL);
 	store_relaxed(&q->len, 0);
-	store_relaxed(&q->taken_len, 0);
+	q->taken_len = 0;
 }
 
 void weft__inject_fini(inject_t *q)
@@ -58,10 +64,14 @@ static void drop_list(weft_task_t *t)
 	}
 }
 
-/* Reverses the list @t (NULL-ended); returns its new first. */
-static weft_task_t *reverse(weft_task_t *t)
+/*
+ * Reverses the list @t (NULL-ended); returns its new first, and its length
+ * in *@n if @n is not NULL.
+ */
+static weft_task_t *reverse_n(weft_task_t *t, size_t *n)
 {
 	weft_task_t *prev = NULL;
+	size_t k = 0;
 
 	while (t) {
 		weft_task_t *next = t->queue_next;
@@ -69,8 +79,16 @@ static weft_task_t *reverse(weft_task_t *t)
 		t->queue_next = prev;
 		prev = t;
 		t = next;
+		k++;
 	}
+	if (n)
+		*n = k;
 	return prev;
+}
+
+static weft_task_t *reverse(weft_task_t *t)
+{
+	return reverse_n(t, NULL);
 }
 
 bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
@@ -84,7 +102,7 @@ bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
 	 * @last leads and @first ends the chain.
 	 */
 	last->queue_next = NULL;
-	if (n > 1)
+	if (first != last)
 		reverse(first);
 	/*
 	 * Relaxed: a hint (see the top).  Counted before the CAS so that a
@@ -125,11 +143,11 @@ bool weft__inject_push(inject_t *q, weft_task_t *t)
 static void take_incoming(inject_t *q)
 {
 	/* Relaxed: only a look; the exchange below does the acquire. */
-	weft_task_t *t = load_relaxed(&q->incoming);
-	size_t n = 0;
+	weft_task_t *newest = load_relaxed(&q->incoming), *oldest;
+	size_t n;
 
 	/* Closed: workers have stopped; leave the mark. */
-	if (!t || t == INJECT_CLOSED)
+	if (!newest || newest == INJECT_CLOSED)
 		return;
 	/*
 	 * Acquire: pairs with the producers' release CAS (an RMW reads the
@@ -137,17 +155,14 @@ static void take_incoming(inject_t *q)
 	 * seen, with its tasks' contents).  Only close() stores the mark,
 	 * and it holds the lock we hold.
 	 */
-	t = exchange_acq_rel(&q->incoming, NULL);
-	t = reverse(t);
+	newest = exchange_acq_rel(&q->incoming, NULL);
+	oldest = reverse_n(newest, &n);
 	if (q->tail)
-		q->tail->queue_next = t;
+		q->tail->queue_next = oldest;
 	else
-		q->head = t;
-	for (; t; t = t->queue_next) {
-		q->tail = t;
-		n++;
-	}
-	store_relaxed(&q->taken_len, load_relaxed(&q->taken_len) + n);
+		q->head = oldest;
+	q->tail = newest;
+	q->taken_len += n;
 }
 
 weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)
@@ -159,9 +174,9 @@ weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)
 	if (max == 0 || weft__inject_is_empty(q))
 		return NULL;
 	pthread_mutex_lock(&q->lock);
-	if (load_relaxed(&q->taken_len) < max)
+	if (q->taken_len < max)
 		take_incoming(q);
-	have = load_relaxed(&q->taken_len);
+	have = q->taken_len;
 	take = have < max ? have : max;
 	if (take == 0) {
 		pthread_mutex_unlock(&q->lock);
@@ -174,8 +189,11 @@ weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)
 	if (!q->head)
 		q->tail = NULL;
 	t->queue_next = NULL;
-	store_relaxed(&q->taken_len, have - take);
-	/* Relaxed: a hint; never below the true count (see the top). */
+	q->taken_len = have - take;
+	/*
+	 * Relaxed: after the tasks left the queue, so never below the true
+	 * count (see the top); a parker's fence orders its read.
+	 */
 	fetch_sub_relaxed(&q->len, take);
 	pthread_mutex_unlock(&q->lock);
 	*n = take;
@@ -203,7 +221,7 @@ void weft__inject_close(inject_t *q)
 	stack = exchange_acq_rel(&q->incoming, INJECT_CLOSED);
 	list = q->head;
 	q->head = q->tail = NULL;
-	store_relaxed(&q->taken_len, 0);
+	q->taken_len = 0;
 	/*
 	 * What we drop leaves len as a take does: a producer that counted
 	 * its tasks and then meets the mark takes its own count back, so
@@ -219,16 +237,12 @@ void weft__inject_close(inject_t *q)
 bool weft__inject_is_empty(const inject_t *q)
 {
 	/*
-	 * Relaxed loads: a parker calls this after its seq_cst fence, which
-	 * with the fence in weft__idle_worker_to_notify() after a push makes
-	 * the store-buffer pattern of idle.c (the pointer, not len, is the
-	 * push's visible store).  Tasks already moved to head..tail are
-	 * another consumer's to finish: a worker that is not parked.
+	 * Relaxed: a parker calls this after its seq_cst fence, which with
+	 * the fence in weft__idle_worker_to_notify() after a push (whose
+	 * count was added before it) makes the store-buffer pattern of
+	 * idle.c.  See the top for why len and not the stack.
 	 */
-	weft_task_t *t = load_relaxed(&((inject_t *)q)->incoming);
-
-	return (!t || t == INJECT_CLOSED) &&
-	       load_relaxed(&((inject_t *)q)->taken_len) == 0;
+	return load_relaxed(&((inject_t *)q)->len) == 0;
 }
 
 size_t weft__inject_len(const inject_t *q)

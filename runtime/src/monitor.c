@@ -159,7 +159,13 @@ static void worker_stuck(monitor_t *m, weft_worker_t *w, weft_task_t *cur,
 	/* Relaxed: a hint; steal_lifo() decides. */
 	if (load_relaxed(&w->lifo) && steal_lifo(rt, w, cur, polls))
 		fetch_add_relaxed(&m->lifo_steals, 1);
-	if (!weft__local_queue_is_empty(&w->queue))
+	/*
+	 * Its queue to a parked worker, and the global queue too: tasks a
+	 * consumer moved there and left (it takes a batch) wait for it
+	 * otherwise, while nobody else is searching.
+	 */
+	if (!weft__local_queue_is_empty(&w->queue) ||
+	    !weft__inject_is_empty(&rt->inject))
 		weft__notify_parked(rt);
 }
 

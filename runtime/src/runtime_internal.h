@@ -313,14 +313,16 @@ bool weft__local_queue_is_consistent(const local_queue_t *q);
 typedef struct inject_s {
 	/* Producers' side: newest first; INJECT_CLOSED once closed. */
 	weft__cacheline_aligned _Atomic(weft_task_t *) incoming;
-	/* Pushed and not yet taken; a hint, never below the true count. */
+	/*
+	 * Pushed and not yet taken: never below the true count, briefly
+	 * above it; zero means empty (inject.c).
+	 */
 	_Atomic size_t len;
 	/* Consumers' side. */
 	weft__cacheline_aligned pthread_mutex_t lock;
 	weft_task_t *head;
 	weft_task_t *tail;
-	/* Tasks on head..tail: written under lock, read as a hint. */
-	_Atomic size_t taken_len;
+	size_t taken_len; /* tasks on head..tail */
 } inject_t;
 
 /* inject.c */
