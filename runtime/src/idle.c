@@ -40,7 +40,7 @@ int weft__idle_init(idle_t *idle, unsigned nworkers)
 	idle->sleepers = calloc(nworkers, sizeof(*idle->sleepers));
 	if (!idle->sleepers)
 		return -ENOMEM;
-	pthread_mutex_init(&idle->lock, NULL);
+	weft__lock_init(&idle->lock);
 	idle->nsleepers = 0;
 	idle->nworkers = nworkers;
 	store_relaxed(&idle->state, nworkers << UNPARK_SHIFT);
@@ -49,7 +49,6 @@ int weft__idle_init(idle_t *idle, unsigned nworkers)
 
 void weft__idle_fini(idle_t *idle)
 {
-	pthread_mutex_destroy(&idle->lock);
 	free(idle->sleepers);
 }
 
@@ -81,11 +80,11 @@ bool weft__idle_to_parked(idle_t *idle, unsigned index, bool searching)
 	uint32_t dec = UNPARK_ONE + (searching ? 1 : 0);
 	uint32_t prev;
 
-	pthread_mutex_lock(&idle->lock);
+	weft__lock(&idle->lock);
 	/* seq_cst: the parker's side of the store-buffer pattern. */
 	prev = fetch_sub_seqcst(&idle->state, dec);
 	idle->sleepers[idle->nsleepers++] = index;
-	pthread_mutex_unlock(&idle->lock);
+	weft__unlock(&idle->lock);
 	return searching && num_searching(prev) == 1;
 }
 
@@ -93,14 +92,14 @@ bool weft__idle_is_parked(idle_t *idle, unsigned index)
 {
 	bool parked = false;
 
-	pthread_mutex_lock(&idle->lock);
+	weft__lock(&idle->lock);
 	for (unsigned i = 0; i < idle->nsleepers; i++) {
 		if (idle->sleepers[i] == index) {
 			parked = true;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&idle->lock);
+	weft__unlock(&idle->lock);
 	return parked;
 }
 
@@ -118,7 +117,7 @@ bool weft__idle_unpark_worker_by_id(idle_t *idle, unsigned index)
 	 * A worker woken by the driver (not by a notifier) takes itself off
 	 * the sleepers list; it is unparked but not searching.
 	 */
-	pthread_mutex_lock(&idle->lock);
+	weft__lock(&idle->lock);
 	for (unsigned i = 0; i < idle->nsleepers; i++) {
 		if (idle->sleepers[i] == index) {
 			idle->sleepers[i] = idle->sleepers[--idle->nsleepers];
@@ -128,7 +127,7 @@ bool weft__idle_unpark_worker_by_id(idle_t *idle, unsigned index)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&idle->lock);
+	weft__unlock(&idle->lock);
 	return found;
 }
 
@@ -152,10 +151,10 @@ int weft__idle_worker_to_notify(idle_t *idle, weft_runtime_t *rt)
 	if (!should_wake(idle, s))
 		return -1;
 
-	pthread_mutex_lock(&idle->lock);
+	weft__lock(&idle->lock);
 	s = load_relaxed(&idle->state);
 	if (!should_wake(idle, s) || idle->nsleepers == 0) {
-		pthread_mutex_unlock(&idle->lock);
+		weft__unlock(&idle->lock);
 		return -1;
 	}
 	/* The woken worker starts out searching and unparked. */
@@ -175,6 +174,6 @@ int weft__idle_worker_to_notify(idle_t *idle, weft_runtime_t *rt)
 	}
 	index = (int)idle->sleepers[pick];
 	idle->sleepers[pick] = idle->sleepers[--idle->nsleepers];
-	pthread_mutex_unlock(&idle->lock);
+	weft__unlock(&idle->lock);
 	return index;
 }

@@ -42,7 +42,7 @@
 
 void weft__inject_init(inject_t *q)
 {
-	pthread_mutex_init(&q->lock, NULL);
+	weft__lock_init(&q->lock);
 	q->head = q->tail = NULL;
 	store_relaxed(&q->incoming, NULL);
 	store_relaxed(&q->len, 0);
@@ -51,7 +51,7 @@ void weft__inject_init(inject_t *q)
 
 void weft__inject_fini(inject_t *q)
 {
-	pthread_mutex_destroy(&q->lock);
+	(void)q; /* its lock holds nothing to free */
 }
 
 static void drop_list(weft_task_t *t)
@@ -173,13 +173,13 @@ weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)
 	*n = 0;
 	if (max == 0 || weft__inject_is_empty(q))
 		return NULL;
-	pthread_mutex_lock(&q->lock);
+	weft__lock(&q->lock);
 	if (q->taken_len < max)
 		take_incoming(q);
 	have = q->taken_len;
 	take = have < max ? have : max;
 	if (take == 0) {
-		pthread_mutex_unlock(&q->lock);
+		weft__unlock(&q->lock);
 		return NULL;
 	}
 	first = t = q->head;
@@ -195,7 +195,7 @@ weft_task_t *weft__inject_pop_batch(inject_t *q, size_t max, size_t *n)
 	 * count (see the top); a parker's fence orders its read.
 	 */
 	fetch_sub_relaxed(&q->len, take);
-	pthread_mutex_unlock(&q->lock);
+	weft__unlock(&q->lock);
 	*n = take;
 	return first;
 }
@@ -213,7 +213,7 @@ void weft__inject_close(inject_t *q)
 {
 	weft_task_t *list, *stack;
 
-	pthread_mutex_lock(&q->lock);
+	weft__lock(&q->lock);
 	/*
 	 * Acquire: as in take_incoming().  Every push after this exchange
 	 * sees the mark and drops its own tasks.
@@ -228,7 +228,7 @@ void weft__inject_close(inject_t *q)
 	 * len ends at 0 and never wraps.
 	 */
 	fetch_sub_relaxed(&q->len, count(list) + count(stack));
-	pthread_mutex_unlock(&q->lock);
+	weft__unlock(&q->lock);
 	/* May free the runtime's shell, @q included: touch it no more. */
 	drop_list(list);
 	drop_list(stack);

@@ -12,7 +12,7 @@ void weft__owned_init(owned_t *o)
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
 		owned_shard_t *s = &o->shards[i];
 
-		pthread_mutex_init(&s->lock, NULL);
+		weft__lock_init(&s->lock);
 		s->head = NULL;
 		s->count = 0;
 		s->closed = false;
@@ -21,8 +21,7 @@ void weft__owned_init(owned_t *o)
 
 void weft__owned_fini(owned_t *o)
 {
-	for (unsigned i = 0; i < OWNED_SHARDS; i++)
-		pthread_mutex_destroy(&o->shards[i].lock);
+	(void)o; /* the shards' locks hold nothing to free */
 }
 
 static owned_shard_t *shard_of(owned_t *o, const weft_task_t *t)
@@ -34,9 +33,9 @@ bool weft__owned_insert(owned_t *o, weft_task_t *t)
 {
 	owned_shard_t *s = shard_of(o, t);
 
-	pthread_mutex_lock(&s->lock);
+	weft__lock(&s->lock);
 	if (s->closed) {
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 		return false;
 	}
 	t->owned_prev = NULL;
@@ -45,7 +44,7 @@ bool weft__owned_insert(owned_t *o, weft_task_t *t)
 		s->head->owned_prev = t;
 	s->head = t;
 	s->count++;
-	pthread_mutex_unlock(&s->lock);
+	weft__unlock(&s->lock);
 	return true;
 }
 
@@ -65,9 +64,9 @@ void weft__owned_remove(owned_t *o, weft_task_t *t)
 {
 	owned_shard_t *s = shard_of(o, t);
 
-	pthread_mutex_lock(&s->lock);
+	weft__lock(&s->lock);
 	unlink_locked(s, t);
-	pthread_mutex_unlock(&s->lock);
+	weft__unlock(&s->lock);
 }
 
 void weft__owned_close(owned_t *o)
@@ -75,9 +74,9 @@ void weft__owned_close(owned_t *o)
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
 		owned_shard_t *s = &o->shards[i];
 
-		pthread_mutex_lock(&s->lock);
+		weft__lock(&s->lock);
 		s->closed = true;
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 	}
 }
 
@@ -87,11 +86,11 @@ weft_task_t *weft__owned_pop(owned_t *o)
 		owned_shard_t *s = &o->shards[i];
 		weft_task_t *t;
 
-		pthread_mutex_lock(&s->lock);
+		weft__lock(&s->lock);
 		t = s->head;
 		if (t)
 			unlink_locked(s, t);
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 		if (t)
 			return t;
 	}
@@ -113,7 +112,7 @@ weft_task_t *weft__owned_take_idle(owned_t *o)
 		owned_shard_t *s = &o->shards[i];
 		weft_task_t *t, *next;
 
-		pthread_mutex_lock(&s->lock);
+		weft__lock(&s->lock);
 		for (t = s->head; t; t = next) {
 			next = t->owned_next;
 			if (!weft__task_claim_idle(t))
@@ -122,7 +121,7 @@ weft_task_t *weft__owned_take_idle(owned_t *o)
 			t->owned_next = taken;
 			taken = t;
 		}
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 	}
 	return taken;
 }
@@ -152,7 +151,7 @@ bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
 		owned_shard_t *s = &o->shards[i];
 
-		pthread_mutex_lock(&s->lock);
+		weft__lock(&s->lock);
 		for (weft_task_t *c = s->head; c; c = c->owned_next) {
 			if (c != t)
 				continue;
@@ -163,10 +162,10 @@ bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 			out->state_size = c->rec->state_size;
 			out->kind = c->rec->kind;
 			describe_parked(c, out);
-			pthread_mutex_unlock(&s->lock);
+			weft__unlock(&s->lock);
 			return true;
 		}
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 	}
 	return false;
 }
@@ -178,9 +177,9 @@ uint64_t weft__owned_count(owned_t *o)
 	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
 		owned_shard_t *s = &o->shards[i];
 
-		pthread_mutex_lock(&s->lock);
+		weft__lock(&s->lock);
 		n += s->count;
-		pthread_mutex_unlock(&s->lock);
+		weft__unlock(&s->lock);
 	}
 	return n;
 }
@@ -198,7 +197,7 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	owned_shard_t *s = &o->shards[shard % OWNED_SHARDS];
 	size_t n = 0;
 
-	pthread_mutex_lock(&s->lock);
+	weft__lock(&s->lock);
 	if (s->count <= cap) {
 		for (weft_task_t *t = s->head; t; t = t->owned_next, n++) {
 			out[n].id = t->id;
@@ -212,7 +211,7 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	} else {
 		n = s->count;
 	}
-	pthread_mutex_unlock(&s->lock);
+	weft__unlock(&s->lock);
 	return n;
 }
 

@@ -21,6 +21,7 @@
 #include "weft/weft.h"
 
 #include "atomic_internal.h"
+#include "lock_internal.h"
 #include "blocking_internal.h"
 #include "driver_internal.h"
 #include "probe_internal.h"
@@ -319,7 +320,7 @@ typedef struct inject_s {
 	 */
 	_Atomic size_t len;
 	/* Consumers' side. */
-	weft__cacheline_aligned pthread_mutex_t lock;
+	weft__cacheline_aligned weft__lock_t lock;
 	weft_task_t *head;
 	weft_task_t *tail;
 	size_t taken_len; /* tasks on head..tail */
@@ -342,7 +343,7 @@ size_t weft__inject_len(const inject_t *q);
 
 /* Every live task, for shutdown; sharded by task id. */
 typedef struct owned_shard_s {
-	weft__cacheline_aligned pthread_mutex_t lock;
+	weft__cacheline_aligned weft__lock_t lock;
 	weft_task_t *head;
 	uint64_t count;
 	bool closed;
@@ -391,7 +392,7 @@ bool weft__parker_in_driver(parker_t *p);
  */
 typedef struct idle_s {
 	weft__cacheline_aligned _Atomic uint32_t state;
-	pthread_mutex_t lock;
+	weft__lock_t lock;
 	unsigned *sleepers;
 	unsigned nsleepers;
 	unsigned nworkers;

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime's own short locks: the owned list's shards, the global
+ * queue's consumers, the idle list.  A futex word (Drepper's "mutex 2",
+ * as Rust's standard mutex): 0 free, 1 held, 2 held and maybe waited
+ * for.  Taking a free lock is one CAS and releasing it one exchange,
+ * where a glibc mutex costs ~50 instructions each way (its type, owner
+ * and robust-list checks: counted with callgrind, a quarter of a local
+ * spawn-and-run).  Contended, it spins a little, then sleeps on the
+ * futex, so that a holder the OS preempted does not burn the other CPU.
+ * Not recursive, no owner, no error checks: for a few lines of critical
+ * section that call nothing that takes another.
+ */
+#ifndef WEFT_LOCK_INTERNAL_H
+#define WEFT_LOCK_INTERNAL_H
+
+#include <stdint.h>
+
+#include "atomic_internal.h"
+
+typedef struct weft__lock_s {
+	_Atomic uint32_t state;
+} weft__lock_t;
+
+#define WEFT__LOCK_INIT                                                        \
+	{                                                                      \
+		0                                                              \
+	}
+
+void weft__lock_slow(weft__lock_t *l);
+void weft__lock_wake(weft__lock_t *l);
+
+static inline void weft__lock_init(weft__lock_t *l)
+{
+	store_relaxed(&l->state, 0);
+}
+
+static inline void weft__lock(weft__lock_t *l)
+{
+	uint32_t z = 0;
+
+	/*
+	 * Acquire: what the last holder wrote before its release exchange
+	 * (weft__unlock()) is seen in the critical section.
+	 */
+	if (__builtin_expect(atomic_compare_exchange_weak_explicit(
+				     &l->state, &z, 1, memory_order_acquire,
+				     memory_order_relaxed),
+			     1))
+		return;
+	weft__lock_slow(l);
+}
+
+static inline void weft__unlock(weft__lock_t *l)
+{
+	/*
+	 * Release: the critical section's writes before the lock is free.
+	 * 2: someone may sleep on the futex; wake one.
+	 */
+	if (atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)
+		weft__lock_wake(l);
+}
+
+#endif /* WEFT_LOCK_INTERNAL_H */
