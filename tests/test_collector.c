@@ -381,6 +381,46 @@ static void test_no_sched_delay_across_drops(void **state)
 	assert_int_equal(delay_warnings(21), 1);
 }
 
+/*
+ * A wake burst that wakes a task still in its poll (it went on after it
+ * registered for the wake): the wait from that poll's end to its next poll
+ * is the burst's, as its fellows' are, and is not warned on its own.  The
+ * CI's TSan phase once warned such a victim ("woken, then waited 532.1 ms
+ * for a worker") beside the burst naming its waker: the end of the poll
+ * the wake came in forgot which burst the wake belonged to.
+ */
+static void test_burst_wake_in_poll_is_the_bursts(void **state)
+{
+	const uint64_t waker = 99, first = 100, n = 12;
+	uint32_t saved = p->config.wake_burst;
+
+	(void)state;
+	p->config.wake_burst = 8;
+	ev(ring_b, 1, WEFT_EV_SPAWN, waker, 0, 0);
+	for (uint64_t i = 0; i < n; i++)
+		ev(ring_a, 1, WEFT_EV_SPAWN, first + i, 0, 0);
+	/* All but the first wait from polls ended before the burst... */
+	for (unsigned i = 1; i < n; i++)
+		poll(ring_a, 1 + i, 2 + i, first + i, 0);
+	/* ...the first from one the burst's wake comes in (20 to 40). */
+	poll(ring_a, 20, 40, first, 0);
+	/* The waker's poll, 30 to 35, wakes them all (stamped at its start). */
+	for (uint64_t i = 0; i < n; i++)
+		ev(ring_b, 30, WEFT_EV_WAKE, first + i, waker,
+		   WEFT_WAKE_BY_VAL);
+	poll(ring_b, 30, 35, waker, WEFT_POLL_READY);
+	pass();
+	/* Polled seconds later, every one of them. */
+	for (unsigned i = 0; i < n; i++)
+		poll(ring_a, LATE + i, LATE + i + 1, first + i,
+		     WEFT_POLL_READY);
+	pass();
+	pass();
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(delay_warnings(first + i), 0);
+	p->config.wake_burst = saved;
+}
+
 /* ------------------------------------------------- a yielding task */
 
 /* Tick @at as the collector takes it, in ns. */
@@ -1348,6 +1388,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_await_site_unknown_and_old_form, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_burst_wake_in_poll_is_the_bursts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_site_large_future_located,
 						setup, teardown),
 	};

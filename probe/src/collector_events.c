@@ -230,7 +230,13 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 			weft__collector_warn_sched_delay(p, t, ev->worker,
 							 start, delay);
 	}
-	t->wake_seq = 0;
+	/*
+	 * The wake this poll answered is spent; one that came in the poll
+	 * (the task queued again from its end, below) keeps its run: the
+	 * wait to the next poll is that burst's, as its fellows' are.
+	 */
+	if (!t->wake_in_poll || t->wake_in_poll < start)
+		t->wake_seq = 0;
 	{
 		uint16_t before = t->pub.polls ? t->pub.last_worker :
 						 t->spawn_worker;
