@@ -8,6 +8,7 @@
  */
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lock_internal.h"
 #include "test_helpers.h"
@@ -86,10 +87,51 @@ static void test_lock_exact_count_with_sleepers(void **state)
 	assert_int_equal(atomic_load(&s.lock.state), 0);
 }
 
+struct waiter {
+	weft__lock_t *l;
+	atomic_int got;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	weft__lock(w->l);
+	atomic_store(&w->got, 1);
+	weft__unlock(w->l);
+	return NULL;
+}
+
+/*
+ * The sleeping path, every run: a waiter behind a holder that does not
+ * let go marks the word 2 (held, waited for) once its spin is over; the
+ * holder's unlock then wakes it, and it takes the lock.
+ */
+static void test_lock_waiter_marks_and_is_woken(void **state)
+{
+	weft__lock_t l = WEFT__LOCK_INIT;
+	struct waiter w = { .l = &l };
+	pthread_t th;
+	int ms;
+
+	(void)state;
+	weft__lock(&l);
+	assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+	for (ms = 0; ms < 10000 && atomic_load(&l.state) != 2; ms++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&l.state), 2);
+	assert_int_equal(atomic_load(&w.got), 0);
+	weft__unlock(&l);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(atomic_load(&w.got), 1);
+	assert_int_equal(atomic_load(&l.state), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lock_states),
+		cmocka_unit_test(test_lock_waiter_marks_and_is_woken),
 		cmocka_unit_test(test_lock_exact_count_with_sleepers),
 	};
 

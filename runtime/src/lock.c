@@ -14,13 +14,15 @@
 void weft__lock_slow(weft__lock_t *l)
 {
 	for (int i = 0; i < SPINS; i++) {
-		uint32_t z = 0;
-
 		/* Relaxed look first, so that spinning does not own the line. */
-		if (load_relaxed(&l->state) == 0 &&
-		    atomic_compare_exchange_weak_explicit(&l->state, &z, 1,
-							  memory_order_acquire,
-							  memory_order_relaxed))
+		uint32_t z = load_relaxed(&l->state);
+
+		/* Sleepers already: queue behind them, do not barge. */
+		if (z == 2)
+			break;
+		if (z == 0 && atomic_compare_exchange_weak_explicit(
+				      &l->state, &z, 1, memory_order_acquire,
+				      memory_order_relaxed))
 			return;
 		cpu_relax();
 	}

@@ -122,7 +122,7 @@ static const weft__spawn_rec_t *lookup(uint64_t h, const weft_runtime_t *rt,
 }
 
 /*
- * Each thread's last records, by its poll function's address: a loop
+ * Each thread's last records, by poll function, file and line: a loop
  * that spawns from one site (the common case: a task per request, per
  * connection, per item) finds its record with one compare of the key
  * instead of the hash and the probe (~100 instructions of a ~780
@@ -138,7 +138,11 @@ static const weft__spawn_rec_t *get_slow(weft_runtime_t *rt,
 const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
 					     const weft_spawn_t *spec)
 {
-	unsigned i = (unsigned)((uintptr_t)spec->poll >> 4) & (MEMO - 1);
+	/* The file and line too: every fiber's poll function is one. */
+	unsigned i =
+		(unsigned)((uintptr_t)spec->poll >> 4 ^
+			   (uintptr_t)spec->file >> 3 ^ (unsigned)spec->line) &
+		(MEMO - 1);
 	const weft__spawn_rec_t *r = memo[i];
 
 	if (r && key_equal(r, rt, spec))
