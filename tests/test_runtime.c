@@ -662,6 +662,70 @@ static void test_runtime_wake_between_shutdown_and_epoch(void **state)
 	tcount_fini(&naps);
 }
 
+/*
+ * A thread that is not a worker wakes a task by value (its only
+ * reference goes to the global queue) while destroy runs: destroy may
+ * drop the task and, with it, free the runtime's shell before the
+ * waker's notify reads it.  The window between the push and the notify
+ * is widened to 20 ms with the test hook, and destroy runs in it: under
+ * ASan, a use after free without the hold weft__schedule_handed() takes.
+ */
+struct parked_waker {
+	weft_waker_t waker;
+	tcount_t parked;
+};
+
+static weft_poll_t park_waker_poll(void *arg, weft_cx_t *cx)
+{
+	struct parked_waker **pw = arg;
+
+	(*pw)->waker = weft_waker_clone(weft_cx_waker(cx));
+	tcount_add(&(*pw)->parked, 1);
+	return WEFT_PENDING;
+}
+
+static tcount_t in_gap;
+
+static void handed_gap(void)
+{
+	tcount_add(&in_gap, 1);
+	usleep(20000);
+}
+
+static void *wake_by_val_main(void *arg)
+{
+	struct parked_waker *pw = arg;
+
+	weft_waker_wake(&pw->waker); /* by value: the clone is spent */
+	return NULL;
+}
+
+static void test_runtime_foreign_wake_beside_destroy(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < 5; i++) {
+		weft_runtime_t *rt = rt_create(1);
+		struct parked_waker pw;
+		struct parked_waker *ppw = &pw;
+		pthread_t th;
+
+		tcount_init(&pw.parked);
+		tcount_init(&in_gap);
+		assert_int_equal(weft_spawn(rt, park_waker_poll, &ppw, NULL),
+				 0);
+		tcount_wait(&pw.parked, 1);
+		weft__handed_gap_hook = handed_gap;
+		assert_int_equal(
+			pthread_create(&th, NULL, wake_by_val_main, &pw), 0);
+		tcount_wait(&in_gap, 1);
+		weft_runtime_destroy(rt); /* inside the waker's window */
+		assert_int_equal(pthread_join(th, NULL), 0);
+		weft__handed_gap_hook = NULL;
+		tcount_fini(&in_gap);
+		tcount_fini(&pw.parked);
+	}
+}
+
 static void test_runtime_shutdown_with_pending_tasks(void **state)
 {
 	enum { NJOINS = 10 };
@@ -1174,12 +1238,14 @@ int main(void)
 		cmocka_unit_test(test_runtime_block_on_in_worker_fails),
 		cmocka_unit_test(test_runtime_shutdown_with_pending_tasks),
 		cmocka_unit_test(test_runtime_wake_between_shutdown_and_epoch),
+		cmocka_unit_test(test_runtime_foreign_wake_beside_destroy),
 		cmocka_unit_test(test_runtime_metrics_counts),
 		cmocka_unit_test(test_runtime_live_tasks_exclude_finished),
 		cmocka_unit_test(test_runtime_busy_without_parking),
 		cmocka_unit_test(
 			test_runtime_destroy_frees_worker_blocked_on_idle_task),
-		cmocka_unit_test(test_runtime_destroy_leaves_endless_poll_behind),
+		cmocka_unit_test(
+			test_runtime_destroy_leaves_endless_poll_behind),
 		cmocka_unit_test(test_runtime_spawn_short_forms),
 	};
 

@@ -625,6 +625,11 @@ static inline void weft__monitor_kick(weft_runtime_t *rt)
 /* worker.c */
 void *weft__worker_main(void *arg);
 void weft__schedule(weft_task_t *t, bool is_yield);
+/* weft__schedule() of a task whose only reference the caller hands over. */
+void weft__schedule_handed(weft_task_t *t);
+/* worker.c: called, if set, between a foreign push and its notify.  For
+ * tests that widen that window. */
+extern __attribute__((visibility("hidden"))) void (*weft__handed_gap_hook)(void);
 void weft__notify_parked(weft_runtime_t *rt);
 uint64_t weft__next_task_id(weft_worker_t *w);
 

@@ -179,7 +179,7 @@ static inline void wake_by_val(weft_task_t *t)
 	switch (notify_by_val(t)) {
 	case TASK_ACTION_SUBMIT:
 		count_remote_wake(t);
-		weft__schedule(t, false);
+		weft__schedule_handed(t);
 		break;
 	case TASK_ACTION_DEALLOC:
 		task_dealloc(t);

@@ -71,6 +71,10 @@ void weft__notify_parked(weft_runtime_t *rt)
 		weft__parker_unpark(&rt->workers[index].parker);
 }
 
+/* Tests only (test_runtime): run between a remote push and its notify, to
+ * widen that window.  NULL otherwise. */
+void (*weft__handed_gap_hook)(void);
+
 static void schedule_remote(weft_runtime_t *rt, weft_task_t *t)
 {
 	weft_worker_t *w = weft__cur_worker;
@@ -81,8 +85,43 @@ static void schedule_remote(weft_runtime_t *rt, weft_task_t *t)
 	 * A closed queue (shutdown) drops the task's reference, which may
 	 * free the task and with it the runtime's shell: touch nothing after.
 	 */
-	if (weft__inject_push(&rt->inject, t))
+	if (weft__inject_push(&rt->inject, t)) {
+		if (__builtin_expect(weft__handed_gap_hook != NULL, 0))
+			weft__handed_gap_hook();
 		weft__notify_parked(rt);
+	}
+}
+
+/*
+ * From a thread that is not one of @t's runtime's workers, the push hands
+ * the caller's only reference to the global queue: destroy may then close
+ * the queue, drop it, finish, and with the task's end free the runtime's
+ * shell before the notify that follows the push reads it.  So the shell
+ * is held across, as a foreign task allocation holds it
+ * (rt->task_balance; weft__runtime_shell_release() frees it if destroy
+ * finished meanwhile).  A worker needs no hold: destroy joins the
+ * workers before it closes the queue.  (Found by the review of the
+ * lock-free global queue; the mutex version had the same gap.)
+ */
+void weft__schedule_handed(weft_task_t *t)
+{
+	weft_worker_t *w = weft__cur_worker;
+	weft_runtime_t *rt;
+
+	if (w && w->rt == weft__task_rt(t)) {
+		weft__schedule(t, false);
+		return;
+	}
+	rt = weft__task_rt(t);
+	/*
+	 * Relaxed: the shell lives through this add (until destroy makes
+	 * the balance it stands whatever; after, our task counts in it
+	 * until its free, and we hold the task); the release in
+	 * weft__runtime_shell_release() orders our last use before a free.
+	 */
+	atomic_fetch_add_explicit(&rt->task_balance, 1, memory_order_relaxed);
+	weft__schedule(t, false);
+	weft__runtime_shell_release(rt, 1);
 }
 
 /* Returns false when the push overflowed into the global queue. */
