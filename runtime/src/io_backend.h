@@ -21,6 +21,7 @@
 #ifndef WEFT_IO_BACKEND_H
 #define WEFT_IO_BACKEND_H
 
+#include <errno.h>
 #include <stdint.h>
 
 /* Readiness bits, as the driver keeps them. */
@@ -78,6 +79,7 @@ int weft__io_uring_del(io_backend_t *b, int fd);
 int weft__io_uring_poll(io_backend_t *b, io_event_t *ev, int max,
 			int64_t timeout_ns);
 void weft__io_uring_free(io_backend_t *b);
+int weft__io_uring_wake(io_backend_t *b);
 #endif
 
 /*
@@ -120,6 +122,21 @@ static inline int weft__io_backend_poll(io_backend_t *b, io_event_t *ev,
 		return weft__io_uring_poll(b, ev, max, timeout_ns);
 #endif
 	return weft__io_epoll_poll(b, ev, max, timeout_ns);
+}
+
+/*
+ * Wakes a poll blocked in another thread, if the backend has a way of its
+ * own (io_uring: a NOP); any thread.  Return: 0, or -EOPNOTSUPP (epoll:
+ * the driver registers an eventfd and writes it instead).
+ */
+static inline int weft__io_backend_wake(io_backend_t *b)
+{
+#ifdef WEFT_HAVE_URING
+	if (b->kind == IO_BACKEND_URING)
+		return weft__io_uring_wake(b);
+#endif
+	(void)b;
+	return -EOPNOTSUPP;
 }
 
 static inline void weft__io_backend_free(io_backend_t *b)

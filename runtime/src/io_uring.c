@@ -14,18 +14,34 @@
  * token stays allocated, so a CQE never names freed memory; then the
  * poller frees it (removed) or arms it again (anything else).
  *
+ * Waking the poller: an IORING_OP_NOP, whose CQE the kernel posts in the
+ * submitting thread's own io_uring_enter, the driver's unpark uses instead
+ * of an eventfd.  (A poll's wake-up runs as task work of the thread that
+ * submitted the poll: the eventfd's poll would be owned by the thread that
+ * created the runtime, which would have to wake, or be interrupted, to
+ * post each wake's CQE.)  At most one wake is in flight (wake_pending).
+ *
+ * Who arms a poll: the thread that adds the fd, at once, so that the
+ * registration takes effect before add returns.  Its wake-ups then run as
+ * that thread's task work (an extra wake-up when it has parked since).
+ * A POLL_REMOVE completes in the same task work, so del from another
+ * thread than add's leaves the file open (and a socket not closed) after
+ * the caller's close() until that thread runs it: microseconds when it is
+ * running, a wake-up when it is parked.  Arming on the poller instead
+ * would make that the common case (every del from a worker): a listener
+ * so closed still took a connection in test_net's connect_refused.
+ *
  * Threads.  The SQ ring is single-producer: every SQE is prepared and
- * submitted under b->lock, by whichever thread calls add or del (they
- * submit at once, so a registration takes effect before add returns and a
- * removal before del returns, and the fd may be closed right after: an
- * armed poll holds a reference to the file, so the socket would otherwise
- * stay open), and by the poller for its re-arms (batched: one submit per
- * poll call).  The CQ ring is the poller's alone: the driver's holder, one
- * thread at a time (the driver lock orders one holder's CQ head before the
- * next's).  Waiting never touches the SQ ring: io_uring_enter with
- * to_submit 0.  No IORING_SETUP_SINGLE_ISSUER: many threads submit.
- * Token fields: data is atomic (the poller reads it without the lock);
- * armed, removed, the fd table and the list are b->lock's.
+ * submitted under b->lock: by add and del, at once (del's POLL_REMOVE so
+ * that the fd may be closed right after: an armed poll holds a reference
+ * to the file, and the socket would otherwise stay open), by any thread
+ * waking the poller, and by the poller for its re-arms (batched: one
+ * submit per poll).  The CQ ring is the poller's alone: the driver's
+ * holder, one thread at a time (the driver lock orders one holder's CQ
+ * head before the next's).  Waiting never touches the SQ ring:
+ * io_uring_enter with to_submit 0.  No IORING_SETUP_SINGLE_ISSUER: many
+ * threads submit.  Token fields: data is atomic (the poller reads it
+ * without the lock); the rest, the fd table and the list are b->lock's.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -58,9 +74,9 @@ struct ureg {
 	 */
 	_Atomic(void *) data;
 	int fd;
-	bool armed;               /* a poll request is in flight; lock */
-	bool removed;             /* del ran: free at the last CQE; lock */
-	struct ureg *prev, *next; /* every token not yet freed; lock */
+	bool armed;               /* a poll request is in flight */
+	bool removed;             /* del ran: free at the last CQE */
+	struct ureg *prev, *next; /* every token not yet freed */
 };
 
 struct io_uring_s {
@@ -73,7 +89,13 @@ struct io_uring_s {
 	int nfds;
 	struct ureg *all; /* lock */
 	_Atomic bool resubmit; /* the last submit failed: see submit_locked() */
+	/* A wake NOP is in flight or in the CQ ring, not yet reaped. */
+	_Atomic bool wake_pending;
 };
+
+/* The user_data of a wake NOP; 0 is a failed remove's.  Neither a token. */
+static char wake_tag;
+#define WAKE_DATA ((void *)&wake_tag)
 
 static struct io_uring_s *uring_of(io_backend_t *b)
 {
@@ -177,6 +199,41 @@ static int grow_locked(struct io_uring_s *b, int fd)
 	return 0;
 }
 
+/* Submits a wake NOP.  Under the lock, after winning wake_pending. */
+static void submit_wake_locked(struct io_uring_s *b)
+{
+	struct io_uring_sqe *sqe = get_sqe(b);
+
+	if (!sqe)
+		weft_panic("io_uring: no SQE for a wake");
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, WAKE_DATA);
+	submit_locked(b);
+}
+
+/*
+ * Wakes the poller, or leaves it to the wake already in flight.  Always
+ * the exchange, never a plain load first: the unparker stores its
+ * parker's state and then looks here, the poller clears wake_pending and
+ * then looks at that state; a plain load could be ordered before the
+ * store (x86 too) and skip a needed wake.  Seq_cst exchange: if it reads
+ * true, the poller's clearing exchange in reap() comes later in
+ * wake_pending's order and reads our true, so that poller sees what we
+ * did before (a parker's state) after it; pairs with the
+ * exchange in reap().
+ */
+int weft__io_uring_wake(io_backend_t *base)
+{
+	struct io_uring_s *b = uring_of(base);
+
+	if (atomic_exchange(&b->wake_pending, true))
+		return 0;
+	pthread_mutex_lock(&b->lock);
+	submit_wake_locked(b);
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
 int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 {
 	struct io_uring_s *b = uring_of(base);
@@ -199,9 +256,9 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 	t->fd = fd;
 	/*
 	 * Release: orders the registration's set-up (the caller's, before
-	 * add) before the poller's acquire load of data in
-	 * weft__io_uring_poll(), which learns of t from a CQE: the kernel
-	 * orders it too, but ThreadSanitizer cannot see through the ring.
+	 * add) before the poller's acquire load of data in reap(), which
+	 * learns of t from a CQE: the kernel orders it too, but
+	 * ThreadSanitizer cannot see through the ring.
 	 */
 	store_release(&t->data, data);
 
@@ -215,17 +272,17 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 		err = -EEXIST;
 		goto out_unlock;
 	}
-	sqe = get_sqe(b);
-	if (!sqe) {
-		err = -EAGAIN;
-		goto out_unlock;
-	}
-	arm_locked(sqe, t);
 	b->by_fd[fd] = t;
 	t->next = b->all;
 	if (b->all)
 		b->all->prev = t;
 	b->all = t;
+	sqe = get_sqe(b);
+	if (!sqe) {
+		err = -EAGAIN;
+		goto out_unlink;
+	}
+	arm_locked(sqe, t);
 	/*
 	 * Submitted now, under the lock: a poller blocked in the ring sees
 	 * the first CQE (the fd's current readiness, which the kernel checks
@@ -235,6 +292,12 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 	submit_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	return 0;
+
+out_unlink:
+	b->by_fd[fd] = NULL;
+	b->all = t->next;
+	if (t->next)
+		t->next->prev = NULL;
 
 out_unlock:
 	pthread_mutex_unlock(&b->lock);
@@ -351,10 +414,9 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 	return res > 0 ? to_ready((uint32_t)res) : 0;
 }
 
-int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
-			int64_t timeout_ns)
+/* The CQEs ready now, as events into @ev (at most @max). */
+static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 {
-	struct io_uring_s *b = uring_of(base);
 	struct io_uring_cqe *cqes[MAX_EVENTS];
 	struct {
 		struct ureg *t;
@@ -363,29 +425,22 @@ int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
 	int n = 0, nended = 0;
 	unsigned got;
 
-	if (max > MAX_EVENTS)
-		max = MAX_EVENTS;
-	if (timeout_ns > (int64_t)1000000000 * 3600)
-		timeout_ns = (int64_t)1000000000 * 3600;
-	if (load_relaxed(&b->resubmit)) {
-		pthread_mutex_lock(&b->lock);
-		submit_locked(b);
-		pthread_mutex_unlock(&b->lock);
-	}
 	got = io_uring_peek_batch_cqe(&b->ring, cqes, (unsigned)max);
-	if (!got && timeout_ns != 0) {
-		int err = wait_cqe(b, timeout_ns);
-
-		if (err < 0 && err != -ETIME && err != -EINTR)
-			return err;
-		got = io_uring_peek_batch_cqe(&b->ring, cqes, (unsigned)max);
-	}
 	for (unsigned i = 0; i < got; i++) {
-		struct ureg *t = io_uring_cqe_get_data(cqes[i]);
+		void *ud = io_uring_cqe_get_data(cqes[i]);
+		struct ureg *t = ud;
 		void *data;
 
-		if (!t)
+		if (!ud)
 			continue; /* a remove that found the poll ended */
+		if (ud == WAKE_DATA) {
+			/*
+			 * Seq_cst: pairs with the exchange in
+			 * weft__io_uring_wake().
+			 */
+			atomic_exchange(&b->wake_pending, false);
+			continue;
+		}
 		if (!(cqes[i]->flags & IORING_CQE_F_MORE)) {
 			ended[nended].t = t;
 			ended[nended++].res = cqes[i]->res;
@@ -419,6 +474,31 @@ int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
 		submit_locked(b);
 		pthread_mutex_unlock(&b->lock);
 	}
+	return n;
+}
+
+int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
+			int64_t timeout_ns)
+{
+	struct io_uring_s *b = uring_of(base);
+	int n;
+
+	if (max > MAX_EVENTS)
+		max = MAX_EVENTS;
+	if (timeout_ns > (int64_t)1000000000 * 3600)
+		timeout_ns = (int64_t)1000000000 * 3600;
+	if (load_relaxed(&b->resubmit)) {
+		pthread_mutex_lock(&b->lock);
+		submit_locked(b);
+		pthread_mutex_unlock(&b->lock);
+	}
+	if (timeout_ns != 0 && !io_uring_cq_ready(&b->ring)) {
+		int err = wait_cqe(b, timeout_ns);
+
+		if (err < 0 && err != -ETIME && err != -EINTR)
+			return err;
+	}
+	n = reap(b, ev, max);
 	return n;
 }
 
