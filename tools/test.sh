@@ -23,7 +23,7 @@
 # with WEFT_IO=uring (skipped, saying why in one line, where the kernel
 # refuses io_uring); valgrind runs epoll only (it stops every thread while
 # one waits in io_uring_enter); probe-off runs with the runtime's own
-# choice (WEFT_IO unset: io_uring where the kernel has it).
+# choice (WEFT_IO unset: epoll for now, runtime/src/io_backend.c).
 #
 #   --quick         the normal phase only
 #   --phase PHASE   one phase: normal, tsan, asan, valgrind, probe-off, or install

@@ -49,8 +49,8 @@ typedef struct io_event_s {
 /* io_backend.c */
 /*
  * Creates the backend $WEFT_IO asks for: "epoll", "uring", or "auto"
- * (unset or empty is "auto": io_uring where liburing was built in and the
- * kernel has what io_uring.c needs, epoll otherwise).
+ * (unset or empty is "auto": epoll for now; io_backend.c says when it will
+ * take io_uring).
  * Return: 0; -EOPNOTSUPP when WEFT_IO=uring and io_uring cannot be used
  * (said in one line on stderr); -ENOMEM; another -errno from the backend.
  */

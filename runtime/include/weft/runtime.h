@@ -54,9 +54,9 @@ typedef struct weft_config_s {
  * Context: any thread but a probe subscriber's callback (-EDEADLK there:
  * it attaches to the probe); a task may call it (it starts threads, and
  * waits for nothing else).
- * The I/O backend is $WEFT_IO's: "auto" (unset or empty) takes io_uring
- * where the library was built with liburing and the kernel has what it
- * needs, epoll otherwise; "epoll" forces epoll; "uring" forces io_uring.
+ * The I/O backend is $WEFT_IO's: "auto" (unset or empty) is epoll while
+ * the io_uring backend is slower (see the README); "epoll" forces epoll;
+ * "uring" forces io_uring.
  *
  * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included, or
  * a reserved word not zero); -EOPNOTSUPP when $WEFT_IO is "uring" and
