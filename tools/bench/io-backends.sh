@@ -114,7 +114,7 @@ run()
 }
 
 declare -A E=() H=() P50=() P99=()
-list=($servers)
+read -r -a list <<<"$servers"
 for r in $(seq "$ROUNDS"); do
 	# Rotate: round r starts at server (r-1) mod n.
 	n=${#list[@]}
