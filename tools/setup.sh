@@ -20,6 +20,8 @@ PACKAGES=(
 	protobuf-compiler
 	libevent-dev
 	libcmocka-dev
+	# the io_uring I/O backend (runtime/src/io_uring.c)
+	liburing-dev
 	clang
 	clang-format
 	valgrind

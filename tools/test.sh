@@ -18,6 +18,13 @@
 #             -Werror, WEFT_PROBE=OFF: the unit tests with every probe
 #             site compiled out
 #
+# The I/O backend: the normal, tsan and asan phases run their tests with
+# WEFT_IO=epoll, then the tests labelled net again, in the same build,
+# with WEFT_IO=uring (skipped, saying why in one line, where the kernel
+# refuses io_uring); valgrind runs epoll only (it stops every thread while
+# one waits in io_uring_enter); probe-off runs with the runtime's own
+# choice (WEFT_IO unset: epoll for now, runtime/src/io_backend.c).
+#
 #   --quick         the normal phase only
 #   --phase PHASE   one phase: normal, tsan, asan, valgrind, probe-off, or install
 #                   (tools/install-test.sh on build/test-normal; the full
@@ -127,6 +134,21 @@ run_ctest()
 		-j "$JOBS" "$@"
 }
 
+# run_net_uring DIR CTEST_ARGS...: the net tests again on io_uring, or one
+# line saying why not (test_io_backend --uring-available asks the kernel).
+run_net_uring()
+{
+	local dir=$1 why
+	shift
+
+	if ! why=$("$dir/tests/test_io_backend" --uring-available); then
+		echo "tools/test.sh: io_uring repeat skipped: $why"
+		return 0
+	fi
+	banner "phase $current: tests labelled net again, WEFT_IO=uring"
+	WEFT_IO=uring run_ctest "$dir" -L net "$@"
+}
+
 build_normal()
 {
 	configure_and_build build/test-normal -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -137,7 +159,8 @@ phase_normal()
 {
 	begin normal "RelWithDebInfo, -Werror, every test (build/test-normal)"
 	build_normal
-	run_ctest build/test-normal
+	WEFT_IO=epoll run_ctest build/test-normal
+	run_net_uring build/test-normal
 	end
 }
 
@@ -146,7 +169,8 @@ phase_tsan()
 	begin tsan "ThreadSanitizer, tests labelled concurrency (build/test-tsan)"
 	configure_and_build build/test-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=thread
-	run_ctest build/test-tsan -L concurrency
+	WEFT_IO=epoll run_ctest build/test-tsan -L concurrency
+	run_net_uring build/test-tsan -L concurrency
 	end
 }
 
@@ -155,7 +179,8 @@ phase_asan()
 	begin asan "ASan + UBSan, tests not labelled tsan-only or big (build/test-asan)"
 	configure_and_build build/test-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=address
-	run_ctest build/test-asan -LE 'tsan-only|big'
+	WEFT_IO=epoll run_ctest build/test-asan -LE 'tsan-only|big'
+	run_net_uring build/test-asan -LE 'tsan-only|big'
 	end
 }
 
@@ -186,7 +211,7 @@ phase_valgrind()
 	[[ -f "$dart" ]] || printf 'MemoryCheckType: Valgrind\n' >"$dart"
 	rm -f build/test-normal/Testing/Temporary/MemoryChecker.*.log
 	# Task memory recycling would hide a use after free from valgrind.
-	if ! WEFT_TASK_CACHE=0 run_ctest build/test-normal -L valgrind -T memcheck \
+	if ! WEFT_IO=epoll WEFT_TASK_CACHE=0 run_ctest build/test-normal -L valgrind -T memcheck \
 		--overwrite MemoryCheckCommand="$(command -v valgrind)" \
 		--overwrite MemoryCheckCommandOptions="$VALGRIND_OPTIONS"; then
 		show_memcheck_errors

@@ -38,9 +38,16 @@ int weft__driver_init(driver_t *d)
 		err = -errno;
 		goto out_free_backend;
 	}
-	err = weft__io_backend_add(d->backend, d->event_fd, &d->event_fd);
-	if (err)
-		goto out_close_eventfd;
+	/*
+	 * The eventfd is the wake of a backend that has none of its own
+	 * (weft__io_backend_wake(): epoll); io_uring wakes with a NOP.
+	 */
+	if (d->backend->kind == IO_BACKEND_EPOLL) {
+		err = weft__io_backend_add(d->backend, d->event_fd,
+					   &d->event_fd);
+		if (err)
+			goto out_close_eventfd;
+	}
 	store_relaxed(&d->locked, false);
 	store_relaxed(&d->nregs, 0);
 	store_relaxed(&d->ntimers, 0);
@@ -158,6 +165,8 @@ void weft__driver_unpark(driver_t *d)
 {
 	uint64_t one = 1;
 
+	if (weft__io_backend_wake(d->backend) == 0)
+		return;
 	/* EAGAIN means the counter is already non-zero: a wake is pending. */
 	if (write(d->event_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		weft_panic("driver: eventfd write: %d", errno);

@@ -16,7 +16,9 @@
  * I/O registrations are freed only by the driver holder at the start of a
  * turn, so an event returned by the backend never points to freed memory:
  * deregistration removes the fd from the backend first, and the events of
- * a turn are all handled before the next turn begins.
+ * a turn are all handled before the next turn begins.  (The io_uring
+ * backend keeps its own token per fd until the kernel's last CQE for it,
+ * and drops the events of a removed one: io_uring.c.)
  *
  * Shutdown closes registered fds: the driver keeps every live registration
  * on a list (under release_lock).  weft__driver_fini() detaches what is

@@ -16,15 +16,16 @@
 
 #define MAX_EVENTS 256
 
-struct io_backend_s {
+struct io_epoll_s {
+	io_backend_t base; /* first: io_backend.h's dispatch */
 	int epfd;
 	int have_pwait2; /* 1 yes, 0 no, -1 unknown */
 	struct epoll_event events[MAX_EVENTS];
 };
 
-int weft__io_backend_create(io_backend_t **out)
+int weft__io_epoll_create(io_backend_t **out)
 {
-	io_backend_t *b = malloc(sizeof(*b));
+	struct io_epoll_s *b = malloc(sizeof(*b));
 
 	if (!b)
 		return -ENOMEM;
@@ -35,24 +36,32 @@ int weft__io_backend_create(io_backend_t **out)
 		free(b);
 		return err;
 	}
+	b->base.kind = IO_BACKEND_EPOLL;
 	b->have_pwait2 = -1;
-	*out = b;
+	*out = &b->base;
 	return 0;
 }
 
-int weft__io_backend_add(io_backend_t *b, int fd, void *data)
+static struct io_epoll_s *epoll_of(io_backend_t *b)
+{
+	return (struct io_epoll_s *)b;
+}
+
+int weft__io_epoll_add(io_backend_t *b, int fd, void *data)
 {
 	struct epoll_event ev = {
 		.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 		.data.ptr = data,
 	};
 
-	return epoll_ctl(b->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+	return epoll_ctl(epoll_of(b)->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno :
+								      0;
 }
 
-int weft__io_backend_del(io_backend_t *b, int fd)
+int weft__io_epoll_del(io_backend_t *b, int fd)
 {
-	return epoll_ctl(b->epfd, EPOLL_CTL_DEL, fd, NULL) ? -errno : 0;
+	return epoll_ctl(epoll_of(b)->epfd, EPOLL_CTL_DEL, fd, NULL) ? -errno :
+								       0;
 }
 
 static uint32_t to_ready(uint32_t e)
@@ -77,7 +86,7 @@ static uint32_t to_ready(uint32_t e)
 #define SYS_epoll_pwait2 441
 #endif
 
-static int wait_events(io_backend_t *b, int max, int64_t timeout_ns)
+static int wait_events(struct io_epoll_s *b, int max, int64_t timeout_ns)
 {
 	int n;
 
@@ -102,9 +111,10 @@ static int wait_events(io_backend_t *b, int max, int64_t timeout_ns)
 			  (int)((timeout_ns + 999999) / 1000000));
 }
 
-int weft__io_backend_poll(io_backend_t *b, io_event_t *ev, int max,
-			  int64_t timeout_ns)
+int weft__io_epoll_poll(io_backend_t *base, io_event_t *ev, int max,
+			int64_t timeout_ns)
 {
+	struct io_epoll_s *b = epoll_of(base);
 	int n;
 
 	if (max > MAX_EVENTS)
@@ -121,8 +131,10 @@ int weft__io_backend_poll(io_backend_t *b, io_event_t *ev, int max,
 	return n;
 }
 
-void weft__io_backend_free(io_backend_t *b)
+void weft__io_epoll_free(io_backend_t *base)
 {
+	struct io_epoll_s *b = epoll_of(base);
+
 	close(b->epfd);
 	free(b);
 }

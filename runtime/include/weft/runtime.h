@@ -54,9 +54,15 @@ typedef struct weft_config_s {
  * Context: any thread but a probe subscriber's callback (-EDEADLK there:
  * it attaches to the probe); a task may call it (it starts threads, and
  * waits for nothing else).
+ * The I/O backend is $WEFT_IO's: "auto" (unset or empty) is epoll while
+ * the io_uring backend is slower (see the README); "epoll" forces epoll;
+ * "uring" forces io_uring.
+ *
  * Return: 0; -EINVAL for a bad configuration ($WEFT_WORKERS included, or
- * a reserved word not zero); -ENOMEM; -EAGAIN when a thread cannot be
- * started; -EDEADLK (from a probe subscriber's callback).
+ * a reserved word not zero); -EOPNOTSUPP when $WEFT_IO is "uring" and
+ * io_uring cannot be used (not built in, or refused by the kernel or its
+ * seccomp policy; said in one line on stderr); -ENOMEM; -EAGAIN when a
+ * thread cannot be started; -EDEADLK (from a probe subscriber's callback).
  */
 WEFT_EXTERN int weft_runtime_create(const weft_config_t *config,
 				    weft_runtime_t **out);
