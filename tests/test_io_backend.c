@@ -156,6 +156,15 @@ static void refusals(const struct backend_case *c)
 	assert_int_equal(weft__io_backend_add(b, file, &tag), -EPERM);
 	close(file);
 	assert_int_equal(weft__io_backend_add(b, file, &tag), -EBADF);
+	/*
+	 * A device with no poll (/dev/null, as a daemon's stdin): epoll
+	 * refuses it; io_uring's poll would end and be armed again every
+	 * turn, a busy poller (the review of the io_uring backend).
+	 */
+	file = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(file >= 0);
+	assert_int_equal(weft__io_backend_add(b, file, &tag), -EPERM);
+	close(file);
 	weft__io_backend_free(b);
 }
 

@@ -8,7 +8,7 @@
  *
  * A registration is a token (struct ureg), the user_data of its poll
  * request.  The kernel ends a multishot poll with a CQE without
- * IORING_CQE_F_MORE: when we remove it (POLL_REMOVE, from del), when the
+ * IORING_CQE_F_MORE: when we cancel it (ASYNC_CANCEL, from del), when the
  * thread that submitted it exits (the kernel cancels a task's requests),
  * or when the CQ ring overflowed.  Until that last CQE is handled the
  * token stays allocated, so a CQE never names freed memory; then the
@@ -24,15 +24,18 @@
  * Who arms a poll: the thread that adds the fd, at once, so that the
  * registration takes effect before add returns.  Its wake-ups then run as
  * that thread's task work (an extra wake-up when it has parked since).
- * A POLL_REMOVE completes in the same task work, so del from another
- * thread than add's leaves the file open (and a socket not closed) after
- * the caller's close() until that thread runs it: microseconds when it is
- * running, a wake-up when it is parked.  Arming on the poller instead
- * would make that the common case (every del from a worker): a listener
- * so closed still took a connection in test_net's connect_refused.
+ * Cancelling from another thread than add's may find a wake-up's task
+ * work queued on that thread and not yet run; the cancel marks the poll
+ * anyway and it ends there, so the file may stay open after the caller's
+ * close() until that thread runs: microseconds when it is running, a
+ * wake-up when it is parked.  (A POLL_REMOVE, used first, failed with
+ * -EALREADY in that window and left the poll armed for good: see del.)
+ * Arming on the poller instead would make cross-thread dels the common
+ * case: a listener so closed still took a connection in test_net's
+ * connect_refused (seen with POLL_REMOVE).
  *
  * Threads.  The SQ ring is single-producer: every SQE is prepared and
- * submitted under b->lock: by add and del, at once (del's POLL_REMOVE so
+ * submitted under b->lock: by add and del, at once (del's cancel so
  * that the fd may be closed right after: an armed poll holds a reference
  * to the file, and the socket would otherwise stay open), by any thread
  * waking the poller, and by the poller for its re-arms (batched: one
@@ -49,6 +52,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 #include "atomic_internal.h"
@@ -93,7 +97,7 @@ struct io_uring_s {
 	_Atomic bool wake_pending;
 };
 
-/* The user_data of a wake NOP; 0 is a failed remove's.  Neither a token. */
+/* The user_data of a wake NOP; 0 is a failed cancel's.  Neither a token. */
 static char wake_tag;
 #define WAKE_DATA ((void *)&wake_tag)
 
@@ -250,6 +254,24 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 		return -errno;
 	if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
 		return -EPERM;
+	/*
+	 * A device may have no poll at all (/dev/null as stdin): epoll
+	 * refuses it, while a poll request would end at once with every
+	 * bit set, be armed again, and end again, each turn (a busy
+	 * poller; the review of this backend).  Asked of epoll itself, on
+	 * a scratch instance; sockets, pipes and the like skip the look.
+	 */
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		struct epoll_event e = { .events = EPOLLIN };
+
+		if (ep < 0)
+			return -errno;
+		err = epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
+		close(ep);
+		if (err)
+			return err;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -334,14 +356,20 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	}
 	/*
 	 * The poll's last CQE frees t (weft__io_uring_poll()).  If that CQE
-	 * is already in the CQ ring (the poll ended on its own), the remove
+	 * is already in the CQ ring (the poll ended on its own), the cancel
 	 * finds nothing and fails with -ENOENT, a CQE of user_data 0 that
-	 * the poller skips.
+	 * the poller skips.  A cancel, not a POLL_REMOVE: a remove fails
+	 * with -EALREADY while a wake-up's task work for the poll is queued
+	 * and not yet run (on the thread that armed it), and the poll then
+	 * stayed armed for good, holding the file: a closed socket never
+	 * sent its FIN, a closed listener kept accepting (the review of this
+	 * backend, reproduced with a pipe on this kernel).  A cancel marks
+	 * the poll cancelled even then; it ends with -ECANCELED.
 	 */
 	sqe = get_sqe(b);
 	if (!sqe)
-		weft_panic("io_uring: no SQE for a poll remove");
-	io_uring_prep_poll_remove(sqe, (__u64)(uintptr_t)t);
+		weft_panic("io_uring: no SQE for a poll cancel");
+	io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
 	io_uring_sqe_set_data(sqe, NULL);
 	sqe->flags |= (__u8)b->remove_flags;
 	/* Failed, it waits in the ring for the poller's next submit. */
@@ -432,7 +460,7 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 		void *data;
 
 		if (!ud)
-			continue; /* a remove that found the poll ended */
+			continue; /* a cancel that found the poll ended */
 		if (ud == WAKE_DATA) {
 			/*
 			 * Seq_cst: pairs with the exchange in
