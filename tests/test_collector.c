@@ -387,11 +387,13 @@ static void test_no_sched_delay_across_drops(void **state)
  * is the burst's, as its fellows' are, and is not warned on its own.  The
  * CI's TSan phase once warned such a victim ("woken, then waited 532.1 ms
  * for a worker") beside the burst naming its waker: the end of the poll
- * the wake came in forgot which burst the wake belonged to.
+ * the wake came in forgot which burst the wake belonged to.  Its twin
+ * wakes itself in the poll that answered the burst's wake: the wait after
+ * that is its own, and a burst long over must not hide it.
  */
 static void test_burst_wake_in_poll_is_the_bursts(void **state)
 {
-	const uint64_t waker = 99, first = 100, n = 12;
+	const uint64_t waker = 99, first = 100, n = 12, twin = 200;
 	uint32_t saved = p->config.wake_burst;
 
 	(void)state;
@@ -399,18 +401,30 @@ static void test_burst_wake_in_poll_is_the_bursts(void **state)
 	ev(ring_b, 1, WEFT_EV_SPAWN, waker, 0, 0);
 	for (uint64_t i = 0; i < n; i++)
 		ev(ring_a, 1, WEFT_EV_SPAWN, first + i, 0, 0);
+	ev(ring_a, 1, WEFT_EV_SPAWN, twin, 0, 0);
 	/* All but the first wait from polls ended before the burst... */
 	for (unsigned i = 1; i < n; i++)
 		poll(ring_a, 1 + i, 2 + i, first + i, 0);
+	poll(ring_a, 14, 15, twin, 0);
 	/* ...the first from one the burst's wake comes in (20 to 40). */
 	poll(ring_a, 20, 40, first, 0);
 	/* The waker's poll, 30 to 35, wakes them all (stamped at its start). */
 	for (uint64_t i = 0; i < n; i++)
 		ev(ring_b, 30, WEFT_EV_WAKE, first + i, waker,
 		   WEFT_WAKE_BY_VAL);
+	ev(ring_b, 30, WEFT_EV_WAKE, twin, waker, WEFT_WAKE_BY_VAL);
 	poll(ring_b, 30, 35, waker, WEFT_POLL_READY);
+	/*
+	 * The twin: its poll after the burst (50 to 60) answers the burst's
+	 * wake and wakes itself; the wait from its end is its own, not the
+	 * burst's, and is warned.
+	 */
+	ev(ring_a, 55, WEFT_EV_WAKE, twin, twin, 0);
+	poll(ring_a, 50, 60, twin, 0);
 	pass();
-	/* Polled seconds later, every one of them. */
+	/* Polled seconds later, every one of them, the twin first (while
+	 * the burst is still kept). */
+	poll(ring_a, LATE - 2, LATE - 1, twin, WEFT_POLL_READY);
 	for (unsigned i = 0; i < n; i++)
 		poll(ring_a, LATE + i, LATE + i + 1, first + i,
 		     WEFT_POLL_READY);
@@ -418,6 +432,7 @@ static void test_burst_wake_in_poll_is_the_bursts(void **state)
 	pass();
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(delay_warnings(first + i), 0);
+	assert_int_equal(delay_warnings(twin), 1);
 	p->config.wake_burst = saved;
 }
 

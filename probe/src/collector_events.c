@@ -231,11 +231,14 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 							 start, delay);
 	}
 	/*
-	 * The wake this poll answered is spent; one that came in the poll
-	 * (the task queued again from its end, below) keeps its run: the
-	 * wait to the next poll is that burst's, as its fellows' are.
+	 * The wake this poll answered is spent; one of the run that came in
+	 * the poll (the task queued again from its end, below) keeps it:
+	 * the wait to the next poll is that burst's, as its fellows' are.
+	 * Not when the wake in the poll was its own, after a burst's wake
+	 * the poll answered: that run ended before the poll began.
 	 */
-	if (!t->wake_in_poll || t->wake_in_poll < start)
+	if (t->wake_seq && (!t->wake_in_poll || t->wake_in_poll < start ||
+			    !weft__collector_burst_reaches(p, t, start)))
 		t->wake_seq = 0;
 	{
 		uint16_t before = t->pub.polls ? t->pub.last_worker :

@@ -953,6 +953,14 @@ void weft__collector_burst_poll_end(struct probe *p, const weft_event_t *ev);
  * not yet warned.  True where that warning is the burst's to say (folded
  * into it, or held until the waking poll ends).
  */
+/*
+ * Whether the run of wakes t->wake_seq names reaches @start_ns: still
+ * open, or a burst whose last wake (its waking poll's end) is not before
+ * it.  A poll of @t that began later answered its wake; one that began
+ * earlier may have been woken by it.
+ */
+bool weft__collector_burst_reaches(struct probe *p, const task_rec_t *t,
+				   uint64_t start_ns);
 bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev, uint64_t delay_ns,
 				 bool over);

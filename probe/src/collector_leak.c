@@ -501,6 +501,25 @@ void weft__collector_burst_poll_end(struct probe *p, const weft_event_t *ev)
 	run_close(p, r);
 }
 
+bool weft__collector_burst_reaches(struct probe *p, const task_rec_t *t,
+				   uint64_t start_ns)
+{
+	struct leak_state *L = p->leak;
+	const struct wake_run *r;
+
+	if (!L || !t->wake_seq ||
+	    (t->wake_slot >= L->nruns && t->wake_slot != WEFT_EVENT_NO_WORKER))
+		return false;
+	r = run_of(L, t->wake_slot);
+	/* Still open: its waking poll goes on, its end not yet known. */
+	if (r->seq == t->wake_seq)
+		return true;
+	for (unsigned i = 0; L->nbursts && i < BURST_SLOTS; i++)
+		if (L->bursts[i].seq == t->wake_seq)
+			return L->bursts[i].last_ts >= start_ns;
+	return false;
+}
+
 bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev, uint64_t delay_ns,
 				 bool over)

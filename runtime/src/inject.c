@@ -86,11 +86,6 @@ static weft_task_t *reverse_n(weft_task_t *t, size_t *n)
 	return prev;
 }
 
-static weft_task_t *reverse(weft_task_t *t)
-{
-	return reverse_n(t, NULL);
-}
-
 bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
 			     weft_task_t *last, size_t n)
 {
@@ -103,7 +98,7 @@ bool weft__inject_push_batch(inject_t *q, weft_task_t *first,
 	 */
 	last->queue_next = NULL;
 	if (first != last)
-		reverse(first);
+		reverse_n(first, NULL);
 	/*
 	 * Relaxed: a hint (see the top).  Counted before the CAS so that a
 	 * consumer never subtracts a task not yet counted.

@@ -22,7 +22,14 @@
 #define WEFT_IO_BACKEND_H
 
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
+
+/* Linux's, named by <poll.h> only under _GNU_SOURCE, which not every
+ * includer of this header defines (io_epoll.c checks it is epoll's). */
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000
+#endif
 
 /* Readiness bits, as the driver keeps them. */
 #define IO_READABLE 0x01u
@@ -40,6 +47,28 @@ enum io_backend_kind {
 typedef struct io_backend_s {
 	enum io_backend_kind kind;
 } io_backend_t;
+
+/*
+ * The readiness bits of poll(2)'s events, which io_uring's poll reports
+ * and epoll's share (io_epoll.c checks that they are the same values).
+ */
+static inline uint32_t weft__io_ready_of(uint32_t e)
+{
+	uint32_t r = 0;
+
+	if (e & (POLLIN | POLLPRI))
+		r |= IO_READABLE;
+	if (e & POLLOUT)
+		r |= IO_WRITABLE;
+	if (e & POLLRDHUP)
+		r |= IO_READ_CLOSED | IO_READABLE;
+	if (e & POLLHUP)
+		r |= IO_READ_CLOSED | IO_WRITE_CLOSED | IO_READABLE |
+		     IO_WRITABLE;
+	if (e & POLLERR)
+		r |= IO_ERROR | IO_READABLE | IO_WRITABLE;
+	return r;
+}
 
 typedef struct io_event_s {
 	void *data;

@@ -64,23 +64,11 @@ int weft__io_epoll_del(io_backend_t *b, int fd)
 								       0;
 }
 
-static uint32_t to_ready(uint32_t e)
-{
-	uint32_t r = 0;
-
-	if (e & (EPOLLIN | EPOLLPRI))
-		r |= IO_READABLE;
-	if (e & EPOLLOUT)
-		r |= IO_WRITABLE;
-	if (e & EPOLLRDHUP)
-		r |= IO_READ_CLOSED | IO_READABLE;
-	if (e & EPOLLHUP)
-		r |= IO_READ_CLOSED | IO_WRITE_CLOSED | IO_READABLE |
-		     IO_WRITABLE;
-	if (e & EPOLLERR)
-		r |= IO_ERROR | IO_READABLE | IO_WRITABLE;
-	return r;
-}
+/* epoll's event bits are poll(2)'s: one mapping serves both backends. */
+_Static_assert(EPOLLIN == POLLIN && EPOLLPRI == POLLPRI &&
+		       EPOLLOUT == POLLOUT && EPOLLRDHUP == POLLRDHUP &&
+		       EPOLLHUP == POLLHUP && EPOLLERR == POLLERR,
+	       "epoll's event bits are poll's");
 
 #ifndef SYS_epoll_pwait2
 #define SYS_epoll_pwait2 441
@@ -126,7 +114,7 @@ int weft__io_epoll_poll(io_backend_t *base, io_event_t *ev, int max,
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n; i++) {
 		ev[i].data = b->events[i].data.ptr;
-		ev[i].ready = to_ready(b->events[i].events);
+		ev[i].ready = weft__io_ready_of(b->events[i].events);
 	}
 	return n;
 }

@@ -378,24 +378,6 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	return 0;
 }
 
-static uint32_t to_ready(uint32_t e)
-{
-	uint32_t r = 0;
-
-	if (e & (POLLIN | POLLPRI))
-		r |= IO_READABLE;
-	if (e & POLLOUT)
-		r |= IO_WRITABLE;
-	if (e & POLLRDHUP)
-		r |= IO_READ_CLOSED | IO_READABLE;
-	if (e & POLLHUP)
-		r |= IO_READ_CLOSED | IO_WRITE_CLOSED | IO_READABLE |
-		     IO_WRITABLE;
-	if (e & POLLERR)
-		r |= IO_ERROR | IO_READABLE | IO_WRITABLE;
-	return r;
-}
-
 /*
  * Blocks for a CQE up to @timeout_ns (-1: forever), passed exactly
  * (IORING_ENTER_EXT_ARG: no timeout SQE).  Return: 0 or -errno (-ETIME on
@@ -439,7 +421,7 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 		return IO_ERROR | IO_READABLE | IO_WRITABLE;
 	arm_locked(sqe, t);
 	/* A poll ended by an overflow says what it saw last. */
-	return res > 0 ? to_ready((uint32_t)res) : 0;
+	return res > 0 ? weft__io_ready_of((uint32_t)res) : 0;
 }
 
 /* The CQEs ready now, as events into @ev (at most @max). */
@@ -481,7 +463,8 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 		data = load_acquire(&t->data);
 		if (data && cqes[i]->res > 0) {
 			ev[n].data = data;
-			ev[n++].ready = to_ready((uint32_t)cqes[i]->res);
+			ev[n++].ready =
+				weft__io_ready_of((uint32_t)cqes[i]->res);
 		}
 	}
 	io_uring_cq_advance(&b->ring, got);

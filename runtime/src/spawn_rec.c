@@ -121,38 +121,7 @@ static const weft__spawn_rec_t *lookup(uint64_t h, const weft_runtime_t *rt,
 	return NULL;
 }
 
-/*
- * Each thread's last records, by poll function, file and line: a loop
- * that spawns from one site (the common case: a task per request, per
- * connection, per item) finds its record with one compare of the key
- * instead of the hash and the probe (~100 instructions of a ~780
- * instruction spawn-and-run under callgrind).  Records are never freed
- * nor changed once published, so a thread may keep pointers to them.
- */
-#define MEMO 4u
-static WEFT_TLS const weft__spawn_rec_t *memo[MEMO];
-
-static const weft__spawn_rec_t *get_slow(weft_runtime_t *rt,
-					 const weft_spawn_t *spec);
-
-const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
-					     const weft_spawn_t *spec)
-{
-	/* The file and line too: every fiber's poll function is one. */
-	unsigned i =
-		(unsigned)((uintptr_t)spec->poll >> 4 ^
-			   (uintptr_t)spec->file >> 3 ^ (unsigned)spec->line) &
-		(MEMO - 1);
-	const weft__spawn_rec_t *r = memo[i];
-
-	if (r && key_equal(r, rt, spec))
-		return r;
-	r = get_slow(rt, spec);
-	if (r)
-		memo[i] = r;
-	return r;
-}
-
+/* The table's record for @rt and @spec (weft__spawn_rec_get()). */
 static const weft__spawn_rec_t *get_slow(weft_runtime_t *rt,
 					 const weft_spawn_t *spec)
 {
@@ -189,5 +158,34 @@ static const weft__spawn_rec_t *get_slow(weft_runtime_t *rt,
 	r = rec;
 out_unlock:
 	pthread_mutex_unlock(&insert_lock);
+	return r;
+}
+
+/*
+ * Each thread's last records, by poll function, file and line: a loop
+ * that spawns from one site (the common case: a task per request, per
+ * connection, per item) finds its record with one compare of the key
+ * instead of the hash and the probe (~100 instructions of a ~780
+ * instruction spawn-and-run under callgrind).  Records are never freed
+ * nor changed once published, so a thread may keep pointers to them.
+ */
+#define MEMO 4u
+static WEFT_TLS const weft__spawn_rec_t *memo[MEMO];
+
+const weft__spawn_rec_t *weft__spawn_rec_get(weft_runtime_t *rt,
+					     const weft_spawn_t *spec)
+{
+	/* The file and line too: every fiber's poll function is one. */
+	unsigned i =
+		(unsigned)((uintptr_t)spec->poll >> 4 ^
+			   (uintptr_t)spec->file >> 3 ^ (unsigned)spec->line) &
+		(MEMO - 1);
+	const weft__spawn_rec_t *r = memo[i];
+
+	if (r && key_equal(r, rt, spec))
+		return r;
+	r = get_slow(rt, spec);
+	if (r)
+		memo[i] = r;
 	return r;
 }

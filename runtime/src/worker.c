@@ -106,13 +106,12 @@ static void schedule_remote(weft_runtime_t *rt, weft_task_t *t)
 void weft__schedule_handed(weft_task_t *t)
 {
 	weft_worker_t *w = weft__cur_worker;
-	weft_runtime_t *rt;
+	weft_runtime_t *rt = weft__task_rt(t);
 
-	if (w && w->rt == weft__task_rt(t)) {
+	if (w && w->rt == rt) {
 		weft__schedule(t, false);
 		return;
 	}
-	rt = weft__task_rt(t);
 	/*
 	 * Relaxed: the shell lives through this add (until destroy makes
 	 * the balance it stands whatever; after, our task counts in it
