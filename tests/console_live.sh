@@ -169,19 +169,7 @@ interactive()
 
 	# Resize: drawn again at the new size.
 	tm resize-window -t con -x 90 -y 24
-	end=$((SECONDS + 20))
-	while ((SECONDS < end)); do
-		capture
-		[[ $(wc -l <"$tmp/screen.txt") -eq 24 && "$(tail -n 1 "$tmp/screen.txt")" == *"q quit"* ]] && break
-		sleep 0.1
-	done
-	[[ $(wc -l <"$tmp/screen.txt") -eq 24 && "$(tail -n 1 "$tmp/screen.txt")" == *"q quit"* ]] || {
-		cat "$tmp/screen.txt" >&2
-		fail "after a resize to 90x24 the status line is not on row 24"
-	}
-	while IFS= read -r line; do
-		[[ ${#line} -le 90 ]] || fail "a line is wider than the resized window"
-	done <"$tmp/screen.txt"
+	wait_resized 90 24
 
 	# Every view at every small size, live (console_sizes.sh).
 	every_size

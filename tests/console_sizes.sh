@@ -14,6 +14,31 @@
 # written out of place ends it: the issue 19 heap overflow of a one-row
 # terminal).  At 120x3 the header and the status line show.
 
+# wait_resized W H: after a resize to WxH, wait (up to 10 s) for the
+# console's redraw: H rows, the header on row 1, the status line on row
+# H, no line wider than W.  tmux keeps the bottom rows of a shrunken
+# pane, so the old status line lands on row H before the console has
+# drawn anything: the header on row 1 is what tells the redraw apart.
+# shellcheck disable=SC2154
+wait_resized()
+{
+	local w=$1 h=$2 line ok
+	for _ in $(seq 100); do
+		capture
+		ok=1
+		[[ $(wc -l <"$tmp/screen.txt") -eq $h ]] || ok=0
+		[[ "$(head -n 1 "$tmp/screen.txt")" == *"weft-console"* ]] || ok=0
+		[[ "$(tail -n 1 "$tmp/screen.txt")" == *"q quit"* ]] || ok=0
+		while IFS= read -r line; do # ${#line}: characters (UTF-8 locale)
+			[[ ${#line} -le $w ]] || ok=0
+		done <"$tmp/screen.txt"
+		((ok)) && return 0
+		sleep 0.1
+	done
+	cat "$tmp/screen.txt" >&2
+	fail "after a resize to ${w}x$h: no header on row 1, status on row $h, lines within $w"
+}
+
 # $tmp: the caller's scratch directory.
 # shellcheck disable=SC2154
 every_size()

@@ -102,6 +102,8 @@ rc=0
 [[ $rc -eq 2 ]] || fail "an unknown view exits $rc, not 2"
 
 # Interactive, in tmux.
+# shellcheck source=tests/console_sizes.sh
+. "$(dirname "${BASH_SOURCE[0]}")/console_sizes.sh"
 tm()
 {
 	tmux -L "$sock" "$@"
@@ -178,27 +180,12 @@ wait_for "STEALS-IN" "workers view again"
 
 # Resize: the screen is drawn again at the new size.
 tm resize-window -t con -x 90 -y 24
-for _ in $(seq 50); do
-	capture
-	lines=$(wc -l <"$tmp/screen.txt")
-	last=$(tail -n 1 "$tmp/screen.txt")
-	[[ $lines -eq 24 && "$last" == *"q quit"* ]] && break
-	sleep 0.1
-done
-[[ $lines -eq 24 && "$last" == *"q quit"* ]] || {
-	cat "$tmp/screen.txt" >&2
-	fail "after a resize to 90x24 the status line is not on row 24"
-}
-grep -q "REPLAY" "$tmp/screen.txt" || { cat "$tmp/screen.txt" >&2; fail "no header after the resize"; }
-while IFS= read -r line; do # ${#line}: characters (UTF-8 locale)
-	[[ ${#line} -le 90 ]] || fail "a line is wider than the resized window"
-done <"$tmp/screen.txt"
+wait_resized 90 24
+grep -q "REPLAY" "$tmp/screen.txt" || { cat "$tmp/screen.txt" >&2; fail "no REPLAY mode after the resize"; }
 check_workers "$tmp/screen.txt" "workers after resize"
 
 # Every view at every small size (the header once read row 1 of a 1-row
 # grid: a heap overflow under ASan), then back: still drawing.
-# shellcheck source=tests/console_sizes.sh
-. "$(dirname "${BASH_SOURCE[0]}")/console_sizes.sh"
 every_size
 check_workers "$tmp/screen.txt" "workers after the small sizes"
 
