@@ -918,6 +918,65 @@ static void test_trace_file_rotation_bounded(void **state)
 	free(path);
 }
 
+/*
+ * A burst that one pass drains, two or three files' worth of marks
+ * (about 5 bytes each): every file with events holds an update (the one
+ * its rotation asked for, naming the sleeper; the last, the stop's), so
+ * that each read alone names what it shows, and none passes the limit by
+ * more than FILE_WAIT_MAX (4) times it and a flush.  Before, the drain
+ * filled file after file with its events before the pass's update came,
+ * and the files between held events alone
+ * (test_trace_file_await_sites_rotated failed so under TSan).
+ */
+static void test_trace_file_rotation_waits_for_update(void **state)
+{
+	enum { MAX = 16 << 10 };
+	char *path = tmp_path("rotw.weft");
+	char seg[300];
+	weft_trace_opts_t o = { .max_file_bytes = MAX, .flush_ms = 1 };
+	weft_config_t cfg = { .workers = 1 };
+	weft_trace_reader_t r;
+	weft_runtime_t *rt;
+	struct summary s;
+	struct stat st;
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(weft_runtime_create(&cfg, &rt), 0);
+	spawn_sleepers(rt, 1);
+	assert_int_equal(weft_trace_start(path, &o), 0);
+	weft_probe_flush(); /* the first file's update */
+	for (uint32_t i = 0; i < 8000; i++)
+		weft_probe_mark(1, i + 1);
+	weft_probe_flush();
+	assert_int_equal(weft_trace_stop(), 0);
+	weft_runtime_destroy(rt);
+	for (unsigned i = 0; segment(seg, sizeof(seg), path, i); i++) {
+		assert_int_equal(stat(seg, &st), 0);
+		assert_int_equal(weft_trace_reader_open(&r, seg), 0);
+		s = read_trace(&r);
+		weft_trace_reader_close(&r);
+		print_message("file %u: %lld bytes, %llu updates, %llu "
+			      "events\n",
+			      i, (long long)st.st_size,
+			      (unsigned long long)s.updates,
+			      (unsigned long long)s.events);
+		assert_int_equal(s.error, 0);
+		/* The last one too, if it has events: the stop's final
+		 * update (a file begun just before the stop may have none,
+		 * and nothing to name). */
+		if (s.events) {
+			assert_true(s.updates >= 1);
+			assert_true(s.sleeper);
+		}
+		assert_true(st.st_size <= 5 * MAX);
+		unlink(seg);
+		n++;
+	}
+	assert_true(n >= 2);
+	free(path);
+}
+
 static void test_trace_file_flight_snapshot(void **state)
 {
 	char *path = tmp_path("flight.weft");
@@ -1278,6 +1337,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_file_rotates),
 		cmocka_unit_test(test_trace_file_rotates_after_burst),
 		cmocka_unit_test(test_trace_file_rotation_bounded),
+		cmocka_unit_test(test_trace_file_rotation_waits_for_update),
 		cmocka_unit_test(test_trace_file_flight_snapshot),
 		cmocka_unit_test(test_trace_file_flight_by_seconds),
 		cmocka_unit_test(test_trace_file_not_a_trace),

@@ -46,9 +46,10 @@ extern "C" {
 /* Caller-filled and may grow (weft/common.h): reserved_ must be zero. */
 typedef struct weft_trace_opts_s {
 	/* Start a new file (path.1, path.2, ...) once this many bytes are
-	 * written (a file passes it by what one flush wrote); 0 for no
-	 * limit.  Every file starts with a header, and names the tasks it
-	 * mentions. */
+	 * written and the file holds an update (a file passes it by what
+	 * one flush wrote, or, waiting for its update, by the collector's
+	 * pass, up to 4 times it); 0 for no limit.  Every file starts with
+	 * a header, and names the tasks it mentions. */
 	uint64_t max_file_bytes;
 	/* Keep at most this many files, deleting the oldest; 0 keeps all. */
 	unsigned max_files;
