@@ -422,6 +422,9 @@ static void test_io_uring_refused_for_good_panics(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(out[1], STDERR_FILENO);
+		/* 200 ms, not 5 s: the same path, in a fraction of the
+		 * suite's time. */
+		weft__io_uring_test_submit_bound_ns = 200000000;
 		refuse_submits(1 << 30, -EAGAIN);
 		weft__io_backend_wake(b);
 		_exit(0);
@@ -440,6 +443,133 @@ static void test_io_uring_refused_for_good_panics(void **state)
 	assert_non_null(strstr(text, "submit refused"));
 	assert_non_null(strstr(text, strerror(EAGAIN)));
 	weft__io_backend_free(b);
+}
+
+/*
+ * The driver's holder does not wake itself.  Inside its own turn it wakes
+ * the tasks its events ready, and the notify may pick its own parker
+ * (PARKED_DRIVER, on the sleepers list): that wake is not needed (the
+ * turn is returning) and used to submit a NOP from the poller itself,
+ * into submit_locked()'s retries when refused (the review of these
+ * fixes: a 5 s back-off holding the driver, then a panic), and to leave
+ * a stale wake that ended the next park at once.  One worker, eight
+ * socketpair echoes waiting on a read: after the writes, the poller
+ * thread submits nothing (the hook counts its submits).
+ */
+static atomic_int holder_tid, holder_submits;
+static atomic_bool counting;
+
+static int counting_submit(void)
+{
+	if (atomic_load(&counting) &&
+	    (int)syscall(SYS_gettid) == atomic_load(&holder_tid))
+		atomic_fetch_add(&holder_submits, 1);
+	return 0;
+}
+
+static int note_holder(void)
+{
+	atomic_store(&holder_tid, (int)syscall(SYS_gettid));
+	return 0;
+}
+
+struct echo_task {
+	weft_fd_t *f;
+};
+
+static weft_poll_t echo_once_poll(void *arg, weft_cx_t *cx)
+{
+	struct echo_task *e = *(struct echo_task **)arg;
+	char buf[64];
+
+	for (;;) {
+		weft_fd_ready_t ready;
+		ssize_t n;
+
+		if (weft_fd_poll_ready(e->f, WEFT_FD_READ, cx, &ready) ==
+		    WEFT_PENDING)
+			return WEFT_PENDING;
+		n = read(weft_fd_fd(e->f), buf, sizeof(buf));
+		if (n < 0 && errno == EAGAIN) {
+			weft_fd_clear_ready(e->f, ready);
+			continue;
+		}
+		if (n > 0)
+			assert_int_equal(
+				write(weft_fd_fd(e->f), buf, (size_t)n), n);
+		return WEFT_READY;
+	}
+}
+
+static void test_io_uring_holder_does_not_wake_itself(void **state)
+{
+	enum { N = 8 };
+	const char *was = getenv("WEFT_IO");
+	char *saved = was ? strdup(was) : NULL;
+	struct echo_task e[N], *ep[N];
+	weft_join_t *j[N];
+	weft_runtime_t *rt;
+	int sv[N][2];
+	char buf[8];
+
+	(void)state;
+	setenv("WEFT_IO", "uring", 1);
+	/* Before the worker starts: it reads them in its polls. */
+	atomic_store(&holder_tid, 0);
+	atomic_store(&counting, false);
+	weft__io_uring_wait_hook = note_holder;
+	weft__io_uring_submit_hook = counting_submit;
+	assert_int_equal(
+		weft_runtime_create(&(weft_config_t){ .workers = 1 }, &rt), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC,
+					    0, sv[i]),
+				 0);
+		assert_int_equal(fcntl(sv[i][0], F_SETFL, O_NONBLOCK), 0);
+		assert_int_equal(weft_fd_register(rt, sv[i][0], &e[i].f), 0);
+		ep[i] = &e[i];
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){ .poll = echo_once_poll,
+							 .state = &ep[i],
+							 .size = sizeof(ep[i]),
+							 .name = "echo" },
+					&j[i]),
+			0);
+	}
+	/* The tasks pend on their reads, the worker parks in the driver. */
+	for (int k = 0; k < 200 && !atomic_load(&holder_tid); k++)
+		usleep(5000);
+	usleep(20000);
+	assert_true(atomic_load(&holder_tid) != 0);
+	atomic_store(&holder_submits, 0);
+	atomic_store(&counting, true);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(write(sv[i][1], "ping", 4), 4);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+		assert_int_equal(read(sv[i][1], buf, sizeof(buf)), 4);
+	}
+	atomic_store(&counting, false);
+	print_message("the holder's submits while its events woke the "
+		      "echoes: %d\n",
+		      atomic_load(&holder_submits));
+	assert_int_equal(atomic_load(&holder_submits), 0);
+	for (int i = 0; i < N; i++) {
+		weft_fd_deregister(e[i].f);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	weft_runtime_destroy(rt);
+	/* After the worker is gone (the teardown clears them too). */
+	weft__io_uring_submit_hook = NULL;
+	weft__io_uring_wait_hook = NULL;
+	if (saved)
+		setenv("WEFT_IO", saved, 1);
+	else
+		unsetenv("WEFT_IO");
+	free(saved);
 }
 
 /* ------------------------------------------------- 2. error ends */
@@ -793,6 +923,7 @@ int main(void)
 		CASE(test_io_uring_add_despite_refused_submits),
 		CASE(test_io_uring_del_despite_refused_submits),
 		CASE(test_io_uring_refused_for_good_panics),
+		CASE(test_io_uring_holder_does_not_wake_itself),
 		CASE(test_io_uring_error_end_armed_again),
 		CASE(test_io_uring_error_ends_then_final),
 		CASE(test_io_uring_lost_cqes_report_every_fd),

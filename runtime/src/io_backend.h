@@ -123,6 +123,9 @@ extern __attribute__((
 	visibility("hidden"))) unsigned weft__io_uring_test_sq_entries;
 extern __attribute__((
 	visibility("hidden"))) unsigned weft__io_uring_test_cq_entries;
+/* Tests only: the bound of a refused submit's retries, in ns; 0: 5 s. */
+extern __attribute__((visibility("hidden")))
+uint64_t weft__io_uring_test_submit_bound_ns;
 /*
  * Tests only: cancels @fd's poll and has its end reported as @res (an
  * error the kernel will not give on demand).  Return: 0; -ENOENT (not

@@ -47,15 +47,18 @@
  * without the lock); error_ends is the poller's; the rest, the fd table
  * and the list are b->lock's.
  *
- * When the kernel refuses a submit (-EAGAIN: short of memory; -EBUSY: the
- * CQ ring overflowed and must be reaped first) the SQEs stay queued in
- * the ring.  A thread other than the poller retries at once, backing off
- * (a yield, then sleeps growing to 1 ms) with the lock dropped between
- * tries, for up to 5 s, then panics: the poller may be blocked in the
- * ring with no timeout and would never submit them (a wake NOP so lost
- * would be lost for good: wake_pending stays set).  The poller never
- * spins (only it resolves -EBUSY, by reaping): it keeps b->resubmit set
- * and waits at most 1 ms per poll until a submit goes through.
+ * When the kernel refuses a submit, or takes only some of the SQEs
+ * (short of memory: -EAGAIN, or a count short of what was queued; the
+ * -EBUSY of an overflow backlog went in 5.13, older than this backend
+ * needs) the rest stay queued in the ring.  A thread other than the
+ * poller retries at once, backing off (a yield, then sleeps growing to
+ * 1 ms) with the lock dropped between tries, for up to 5 s, then panics:
+ * the poller may be blocked in the ring with no timeout and would never
+ * submit them (a wake NOP so lost would be lost for good: wake_pending
+ * stays set).  The poller never spins: it keeps b->resubmit set and
+ * waits at most 1 ms per poll until a submit goes through.  (The poller
+ * does not wake itself: weft__parker_unpark() skips the wake of the
+ * caller's own parker, whose driver turn is under way.)
  *
  * Arming again: an ended poll is queued on the rearm list, and the poller
  * arms from it as the CQ ring has room, none while the kernel holds
@@ -162,6 +165,7 @@ static struct io_uring_s *uring_of(io_backend_t *b)
 int (*weft__io_uring_submit_hook)(void);
 int (*weft__io_uring_wait_hook)(void);
 unsigned weft__io_uring_test_sq_entries;
+uint64_t weft__io_uring_test_submit_bound_ns;
 unsigned weft__io_uring_test_cq_entries;
 
 int weft__io_uring_create(io_backend_t **out)
@@ -207,9 +211,10 @@ out_free:
 }
 
 /*
- * Submits what is queued, once.  A failure (-EAGAIN, -EBUSY) leaves the
- * SQEs in the ring and sets b->resubmit, which also stays set while a
- * re-arm is pending.  Under the lock.  Return: 0 or that -errno.
+ * Submits what is queued, once.  A failure (-EAGAIN, or SQEs left: a
+ * partial submit) leaves the SQEs in the ring and sets b->resubmit, which
+ * also stays set while a re-arm is pending.  Under the lock.  Return: 0
+ * or that -errno.
  */
 static int submit_once_locked(struct io_uring_s *b)
 {
@@ -222,6 +227,13 @@ static int submit_once_locked(struct io_uring_s *b)
 			ret = io_uring_submit(&b->ring);
 		while (ret == -EINTR);
 	}
+	/*
+	 * A partial submit is a refusal too: the kernel stops at the first
+	 * request it cannot allocate and says how many it took, -EAGAIN
+	 * only when it took none (the review of these fixes).
+	 */
+	if (ret >= 0 && io_uring_sq_ready(&b->ring))
+		ret = -EAGAIN;
 	/*
 	 * Relaxed: a hint the poller reads before it takes the lock; the
 	 * poller's own stores it sees in program order, and another
@@ -255,6 +267,9 @@ static void backoff(unsigned round)
  */
 static void submit_locked(struct io_uring_s *b)
 {
+	uint64_t bound = weft__io_uring_test_submit_bound_ns ?
+				 weft__io_uring_test_submit_bound_ns :
+				 SUBMIT_BOUND_NS;
 	uint64_t end = 0;
 
 	for (unsigned round = 0;; round++) {
@@ -263,10 +278,10 @@ static void submit_locked(struct io_uring_s *b)
 		if (!err)
 			return;
 		if (!end)
-			end = weft_now_ns() + SUBMIT_BOUND_NS;
+			end = weft_now_ns() + bound;
 		else if (weft_now_ns() >= end)
-			weft_panic("io_uring: submit refused for 5 s (%s)",
-				   strerror(-err));
+			weft_panic("io_uring: submit refused for %.1f s (%s)",
+				   (double)bound / 1e9, strerror(-err));
 		pthread_mutex_unlock(&b->lock);
 		backoff(round);
 		pthread_mutex_lock(&b->lock);
@@ -627,6 +642,17 @@ static void retry_locked(struct io_uring_s *b)
  */
 static void mark_lost(struct io_uring_s *b)
 {
+	/*
+	 * A wake NOP's CQE may be among the dropped: taken as come, or
+	 * wake_pending would stay set and every later wake be skipped.
+	 * Seq_cst, as reap()'s; the poller returns from this poll anyway.
+	 * (A poll's last CQE may be among them too: that token stays
+	 * marked armed with no poll in the kernel, and its fd is not
+	 * watched again.  Not handled yet: it needs each armed poll
+	 * checked, e.g. a cancel tagged per token whose -ENOENT says the
+	 * end was lost.)
+	 */
+	atomic_exchange(&b->wake_pending, false);
 	pthread_mutex_lock(&b->lock);
 	for (struct ureg *t = b->all; t; t = t->next)
 		t->lost = true;
@@ -642,7 +668,11 @@ static int report_lost(struct io_uring_s *b, io_event_t *ev, int max)
 
 	pthread_mutex_lock(&b->lock);
 	for (t = b->all; t && n < max; t = t->next) {
-		/* Relaxed: del stores it under the lock too. */
+		/*
+		 * Relaxed: t was linked into b->all under the lock after
+		 * add's release store of data, and del's store of NULL is
+		 * under the lock too.
+		 */
 		void *data = load_relaxed(&t->data);
 
 		if (!t->lost)
