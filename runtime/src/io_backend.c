@@ -37,7 +37,7 @@ static const char *const io_choices[] = { "auto", "epoll", "uring", NULL };
 int weft__io_backend_create(io_backend_t **out)
 {
 	int choice = weft__knob_choice("WEFT_IO", io_choices, IO_CHOICE_AUTO);
-	int err;
+	const char *why;
 
 	if (choice == IO_CHOICE_EPOLL ||
 	    (choice == IO_CHOICE_AUTO && !URING_BY_DEFAULT))
@@ -47,21 +47,18 @@ int weft__io_backend_create(io_backend_t **out)
 		return weft__io_epoll_create(out);
 #endif
 #ifdef WEFT_HAVE_URING
-	err = weft__io_uring_create(out);
+	int err = weft__io_uring_create(out);
+
 	if (!err)
 		return 0;
+	why = strerror(-err);
 #else
-	err = -ENOSYS;
+	why = "not built in: liburing not found, or WEFT_URING=OFF";
 #endif
 	if (choice == IO_CHOICE_AUTO)
 		return weft__io_epoll_create(out);
 	fprintf(stderr, "weft: WEFT_IO=uring: io_uring unavailable (%s)\n",
-#ifdef WEFT_HAVE_URING
-		strerror(-err)
-#else
-		"not built in: liburing was not found"
-#endif
-	);
+		why);
 	return -EOPNOTSUPP;
 }
 

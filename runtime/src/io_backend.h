@@ -109,6 +109,29 @@ int weft__io_uring_poll(io_backend_t *b, io_event_t *ev, int max,
 			int64_t timeout_ns);
 void weft__io_uring_free(io_backend_t *b);
 int weft__io_uring_wake(io_backend_t *b);
+/*
+ * Tests only (test_io_uring), to make the kernel's rare failures on
+ * demand; NULL or 0 otherwise.  A negative return of submit_hook is that
+ * submit's result (nothing submitted), of wait_hook that wait's.  The
+ * entries, if set, size the next rings created.
+ */
+extern __attribute__((visibility("hidden"))) int (*weft__io_uring_submit_hook)(
+	void);
+extern __attribute__((visibility("hidden"))) int (*weft__io_uring_wait_hook)(
+	void);
+extern __attribute__((
+	visibility("hidden"))) unsigned weft__io_uring_test_sq_entries;
+extern __attribute__((
+	visibility("hidden"))) unsigned weft__io_uring_test_cq_entries;
+/* Tests only: the bound of a refused submit's retries, in ns; 0: 5 s. */
+extern __attribute__((visibility("hidden")))
+uint64_t weft__io_uring_test_submit_bound_ns;
+/*
+ * Tests only: cancels @fd's poll and has its end reported as @res (an
+ * error the kernel will not give on demand).  Return: 0; -ENOENT (not
+ * registered or not armed).
+ */
+int weft__io_uring_test_end_poll(io_backend_t *b, int fd, int res);
 #endif
 
 /*

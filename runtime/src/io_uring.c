@@ -44,16 +44,44 @@
  * head before the next's).  Waiting never touches the SQ ring:
  * io_uring_enter with to_submit 0.  No IORING_SETUP_SINGLE_ISSUER: many
  * threads submit.  Token fields: data is atomic (the poller reads it
- * without the lock); the rest, the fd table and the list are b->lock's.
+ * without the lock); error_ends is the poller's; the rest, the fd table
+ * and the list are b->lock's.
+ *
+ * When the kernel refuses a submit, or takes only some of the SQEs
+ * (short of memory: -EAGAIN, or a count short of what was queued; the
+ * -EBUSY of an overflow backlog went in 5.13, older than this backend
+ * needs) the rest stay queued in the ring.  A thread other than the
+ * poller retries at once, backing off (a yield, then sleeps growing to
+ * 1 ms) with the lock dropped between tries, for up to 5 s, then panics:
+ * the poller may be blocked in the ring with no timeout and would never
+ * submit them (a wake NOP so lost would be lost for good: wake_pending
+ * stays set).  The poller never spins: it keeps b->resubmit set and
+ * waits at most 1 ms per poll until a submit goes through.  (The poller
+ * does not wake itself: weft__parker_unpark() skips the wake of the
+ * caller's own parker, whose driver turn is under way.)
+ *
+ * Arming again: an ended poll is queued on the rearm list, and the poller
+ * arms from it as the CQ ring has room, none while the kernel holds
+ * overflowed CQEs (retry_locked() says why); the rest wait, the poller
+ * waiting at most 1 ms meanwhile.  A poll ended by an error is armed
+ * again too (the driver clears an error its syscall does not see, and
+ * would then wait for an edge no poll reports), up to MAX_ERROR_ENDS
+ * ends in a row: the last is reported as final (closed both ways, error)
+ * and not armed again.  A wait that says the kernel dropped CQEs
+ * (-EBADR) has every live fd reported ready once; another wait error
+ * costs a 1 ms sleep, so that it cannot spin the driver.
  */
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "atomic_internal.h"
 #include "io_backend.h"
@@ -62,6 +90,14 @@
 #define MAX_EVENTS 256
 #define SQ_ENTRIES 256
 #define CQ_ENTRIES 4096
+
+/* How long a thread other than the poller retries a refused submit. */
+#define SUBMIT_BOUND_NS 5000000000ull
+/* The longest back-off between two such tries, and the poller's longest
+ * wait while something is left to submit or to arm. */
+#define RETRY_NS 1000000
+/* Error ends in a row after which a poll is not armed again. */
+#define MAX_ERROR_ENDS 3
 
 /* What every poll asks for (POLLERR and POLLHUP the kernel adds). */
 #define POLL_MASK (POLLIN | POLLPRI | POLLOUT | POLLRDHUP)
@@ -80,19 +116,38 @@ struct ureg {
 	int fd;
 	bool armed;               /* a poll request is in flight */
 	bool removed;             /* del ran: free at the last CQE */
+	bool rearm;               /* on the rearm list */
+	bool lost;                /* to report as ready: CQEs were dropped */
+	/* Error ends in a row (reset by a readiness CQE): the poller's. */
+	unsigned char error_ends;
+	int inject_res; /* weft__io_uring_test_end_poll()'s result, or 0 */
+	struct ureg *rearm_next;  /* lock */
 	struct ureg *prev, *next; /* every token not yet freed */
 };
 
 struct io_uring_s {
 	io_backend_t base; /* first: io_backend.h's dispatch */
 	struct io_uring ring;
+	unsigned cq_entries;
 	unsigned remove_flags; /* IOSQE_CQE_SKIP_SUCCESS where the kernel has it */
 
 	pthread_mutex_t lock; /* the SQ ring, the tokens' armed and removed */
 	struct ureg **by_fd;  /* the live token of each fd, or NULL; lock */
 	int nfds;
 	struct ureg *all; /* lock */
-	_Atomic bool resubmit; /* the last submit failed: see submit_locked() */
+	/*
+	 * Ended polls to arm again, oldest first: retry_locked() says when.
+	 * Lock.
+	 */
+	struct ureg *rearm_head, *rearm_tail;
+	/*
+	 * The last submit failed, or a poll waits on the rearm list: the
+	 * poller retries and waits at most RETRY_NS meanwhile.  Written
+	 * under the lock.
+	 */
+	_Atomic bool resubmit;
+	bool lost_pending;    /* tokens' lost set: the poller's */
+	bool said_wait_error; /* the poller's */
 	/* A wake NOP is in flight or in the CQ ring, not yet reaped. */
 	_Atomic bool wake_pending;
 };
@@ -106,18 +161,30 @@ static struct io_uring_s *uring_of(io_backend_t *b)
 	return (struct io_uring_s *)b;
 }
 
+/* Tests only (test_io_uring): io_backend.h.  NULL or 0 otherwise. */
+int (*weft__io_uring_submit_hook)(void);
+int (*weft__io_uring_wait_hook)(void);
+unsigned weft__io_uring_test_sq_entries;
+uint64_t weft__io_uring_test_submit_bound_ns;
+unsigned weft__io_uring_test_cq_entries;
+
 int weft__io_uring_create(io_backend_t **out)
 {
 	struct io_uring_params p = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP,
-		.cq_entries = CQ_ENTRIES,
+		.cq_entries = weft__io_uring_test_cq_entries ?
+				      weft__io_uring_test_cq_entries :
+				      CQ_ENTRIES,
 	};
+	unsigned sq_entries = weft__io_uring_test_sq_entries ?
+				      weft__io_uring_test_sq_entries :
+				      SQ_ENTRIES;
 	struct io_uring_s *b = calloc(1, sizeof(*b));
 	int err;
 
 	if (!b)
 		return -ENOMEM;
-	err = io_uring_queue_init_params(SQ_ENTRIES, &b->ring, &p);
+	err = io_uring_queue_init_params(sq_entries, &b->ring, &p);
 	if (err)
 		goto out_free;
 	/*
@@ -128,6 +195,7 @@ int weft__io_uring_create(io_backend_t **out)
 		err = -EOPNOTSUPP;
 		goto out_exit;
 	}
+	b->cq_entries = p.cq_entries;
 	if (p.features & IORING_FEAT_CQE_SKIP)
 		b->remove_flags = IOSQE_CQE_SKIP_SUCCESS;
 	pthread_mutex_init(&b->lock, NULL);
@@ -143,30 +211,114 @@ out_free:
 }
 
 /*
- * Submits what is queued.  A failure (-EAGAIN, -EBUSY: the kernel short of
- * memory) leaves the SQEs in the ring: b->resubmit asks the poller to try
- * again at its next poll.  Return: 0 or that -errno.
+ * Submits what is queued, once.  A failure (-EAGAIN, or SQEs left: a
+ * partial submit) leaves the SQEs in the ring and sets b->resubmit, which
+ * also stays set while a re-arm is pending.  Under the lock.  Return: 0
+ * or that -errno.
  */
-static int submit_locked(struct io_uring_s *b)
+static int submit_once_locked(struct io_uring_s *b)
 {
-	int ret;
+	int ret = 0;
 
-	do
-		ret = io_uring_submit(&b->ring);
-	while (ret == -EINTR);
-	/* Relaxed: a hint read by the poller, which then takes the lock. */
-	store_relaxed(&b->resubmit, ret < 0);
+	if (__builtin_expect(weft__io_uring_submit_hook != NULL, 0))
+		ret = weft__io_uring_submit_hook();
+	if (ret >= 0) {
+		do
+			ret = io_uring_submit(&b->ring);
+		while (ret == -EINTR);
+	}
+	/*
+	 * A partial submit is a refusal too: the kernel stops at the first
+	 * request it cannot allocate and says how many it took, -EAGAIN
+	 * only when it took none (the review of these fixes).
+	 */
+	if (ret >= 0 && io_uring_sq_ready(&b->ring))
+		ret = -EAGAIN;
+	/*
+	 * Relaxed: a hint the poller reads before it takes the lock; the
+	 * poller's own stores it sees in program order, and another
+	 * thread's failure that thread retries itself.
+	 */
+	store_relaxed(&b->resubmit, ret < 0 || b->rearm_head);
 	return ret < 0 ? ret : 0;
 }
 
-/* A free SQE; NULL only if the kernel refuses to take the queued ones. */
-static struct io_uring_sqe *get_sqe(struct io_uring_s *b)
+/* Before the @round-th retry: a yield, then sleeps from 10 us to 1 ms. */
+static void backoff(unsigned round)
+{
+	long ns = 10000;
+
+	if (round == 0) {
+		sched_yield();
+		return;
+	}
+	while (--round && ns < RETRY_NS)
+		ns *= 2;
+	if (ns > RETRY_NS)
+		ns = RETRY_NS;
+	nanosleep(&(struct timespec){ .tv_nsec = ns }, NULL);
+}
+
+/*
+ * Submits what is queued, for a thread other than the poller (add, del,
+ * wake): retried until it goes through, the lock dropped during each
+ * back-off (the caller's state must be whole by then: every queued SQE
+ * complete), for up to SUBMIT_BOUND_NS, then a panic.  Under the lock.
+ */
+static void submit_locked(struct io_uring_s *b)
+{
+	uint64_t bound = weft__io_uring_test_submit_bound_ns ?
+				 weft__io_uring_test_submit_bound_ns :
+				 SUBMIT_BOUND_NS;
+	uint64_t end = 0;
+
+	for (unsigned round = 0;; round++) {
+		int err = submit_once_locked(b);
+
+		if (!err)
+			return;
+		if (!end)
+			end = weft_now_ns() + bound;
+		else if (weft_now_ns() >= end)
+			weft_panic("io_uring: submit refused for %.1f s (%s)",
+				   (double)bound / 1e9, strerror(-err));
+		pthread_mutex_unlock(&b->lock);
+		backoff(round);
+		pthread_mutex_lock(&b->lock);
+	}
+}
+
+/*
+ * A free SQE, for a thread other than the poller: submits the queued
+ * ones to free one, with submit_locked()'s retries, so it may drop the
+ * lock (never once it returns the SQE).  Never NULL: submit_locked()
+ * panics at its bound.  Under the lock.
+ */
+static struct io_uring_sqe *get_sqe_locked(struct io_uring_s *b)
+{
+	struct io_uring_sqe *sqe;
+
+	while (!(sqe = io_uring_get_sqe(&b->ring)))
+		submit_locked(b);
+	return sqe;
+}
+
+/* A free SQE for the poller, one submit tried: NULL if none. */
+static struct io_uring_sqe *poller_sqe_locked(struct io_uring_s *b)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
 
-	if (!sqe && submit_locked(b) == 0)
+	if (!sqe && submit_once_locked(b) == 0)
 		sqe = io_uring_get_sqe(&b->ring);
 	return sqe;
+}
+
+/* An SQE taken and not needed: a NOP whose CQE, if any, is skipped. */
+static void prep_unused(struct io_uring_s *b, struct io_uring_sqe *sqe)
+{
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	sqe->flags |= (__u8)b->remove_flags;
 }
 
 static void arm_locked(struct io_uring_sqe *sqe, struct ureg *t)
@@ -206,10 +358,8 @@ static int grow_locked(struct io_uring_s *b, int fd)
 /* Submits a wake NOP.  Under the lock, after winning wake_pending. */
 static void submit_wake_locked(struct io_uring_s *b)
 {
-	struct io_uring_sqe *sqe = get_sqe(b);
+	struct io_uring_sqe *sqe = get_sqe_locked(b);
 
-	if (!sqe)
-		weft_panic("io_uring: no SQE for a wake");
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data(sqe, WAKE_DATA);
 	submit_locked(b);
@@ -285,43 +435,35 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 	store_release(&t->data, data);
 
 	pthread_mutex_lock(&b->lock);
+	/* First: it may drop the lock, the checks below must not. */
+	sqe = get_sqe_locked(b);
 	if (fd >= b->nfds) {
 		err = grow_locked(b, fd);
 		if (err)
-			goto out_unlock;
+			goto out_unused;
 	}
 	if (b->by_fd[fd]) {
 		err = -EEXIST;
-		goto out_unlock;
+		goto out_unused;
 	}
 	b->by_fd[fd] = t;
 	t->next = b->all;
 	if (b->all)
 		b->all->prev = t;
 	b->all = t;
-	sqe = get_sqe(b);
-	if (!sqe) {
-		err = -EAGAIN;
-		goto out_unlink;
-	}
 	arm_locked(sqe, t);
 	/*
 	 * Submitted now, under the lock: a poller blocked in the ring sees
 	 * the first CQE (the fd's current readiness, which the kernel checks
-	 * as it arms the poll) without anyone waking it.  A failed submit
-	 * leaves the SQE queued (see submit_locked()); t is armed either way.
+	 * as it arms the poll) without anyone waking it.  Retried until the
+	 * kernel takes it (submit_locked()).
 	 */
 	submit_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	return 0;
 
-out_unlink:
-	b->by_fd[fd] = NULL;
-	b->all = t->next;
-	if (t->next)
-		t->next->prev = NULL;
-
-out_unlock:
+out_unused:
+	prep_unused(b, sqe);
 	pthread_mutex_unlock(&b->lock);
 	free(t);
 	return err;
@@ -334,8 +476,11 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	struct ureg *t;
 
 	pthread_mutex_lock(&b->lock);
+	/* First: it may drop the lock, the look-up below must not. */
+	sqe = get_sqe_locked(b);
 	t = fd >= 0 && fd < b->nfds ? b->by_fd[fd] : NULL;
 	if (!t) {
+		prep_unused(b, sqe);
 		pthread_mutex_unlock(&b->lock);
 		return -ENOENT;
 	}
@@ -350,7 +495,10 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	store_relaxed(&t->data, NULL);
 	t->removed = true;
 	if (!t->armed) {
-		unlink_free_locked(b, t);
+		prep_unused(b, sqe);
+		/* On the rearm list, retry_locked() frees it. */
+		if (!t->rearm)
+			unlink_free_locked(b, t);
 		pthread_mutex_unlock(&b->lock);
 		return 0;
 	}
@@ -366,13 +514,9 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	 * backend, reproduced with a pipe on this kernel).  A cancel marks
 	 * the poll cancelled even then; it ends with -ECANCELED.
 	 */
-	sqe = get_sqe(b);
-	if (!sqe)
-		weft_panic("io_uring: no SQE for a poll cancel");
 	io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
 	io_uring_sqe_set_data(sqe, NULL);
 	sqe->flags |= (__u8)b->remove_flags;
-	/* Failed, it waits in the ring for the poller's next submit. */
 	submit_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	return 0;
@@ -394,34 +538,156 @@ static int wait_cqe(struct io_uring_s *b, int64_t timeout_ns)
 		.ts = timeout_ns < 0 ? 0 : (uint64_t)(uintptr_t)&ts,
 	};
 
+	if (__builtin_expect(weft__io_uring_wait_hook != NULL, 0)) {
+		int err = weft__io_uring_wait_hook();
+
+		if (err < 0)
+			return err;
+	}
 	return io_uring_enter2((unsigned)b->ring.ring_fd, 0, 1,
 			       IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
 			       (sigset_t *)&arg, sizeof(arg));
 }
 
+/* Queues @t to be armed again (retry_locked()).  Under the lock. */
+static void queue_rearm_locked(struct io_uring_s *b, struct ureg *t)
+{
+	t->rearm = true;
+	t->rearm_next = NULL;
+	if (b->rearm_tail)
+		b->rearm_tail->rearm_next = t;
+	else
+		b->rearm_head = t;
+	b->rearm_tail = t;
+}
+
 /*
- * A poll's last CQE (no IORING_CQE_F_MORE): free a removed token, arm
- * the others again, except after an error other than the cancel of an
- * exiting submitter: arming again could fail the same way every turn.
- * Under the lock.  Return: an event's readiness bits, or 0.
+ * A poll's last CQE (no IORING_CQE_F_MORE): free a removed token, queue
+ * the others to be armed again.  An error end is reported (IO_ERROR) and armed again
+ * too, except the MAX_ERROR_ENDS-th in a row: arming could fail the same
+ * way each turn, so that one is final (closed both ways), and the task
+ * sees its syscall's error or end of file.  The cancel of an exiting
+ * submitter (-ECANCELED) is no error.  Under the lock.  Return: an
+ * event's readiness bits, or 0.
  */
 static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 {
-	struct io_uring_sqe *sqe;
+	uint32_t ready = 0;
 
 	t->armed = false;
 	if (t->removed) {
 		unlink_free_locked(b, t);
 		return 0;
 	}
-	if (res < 0 && res != -ECANCELED)
-		return IO_ERROR | IO_READABLE | IO_WRITABLE;
-	sqe = get_sqe(b);
-	if (!sqe)
-		return IO_ERROR | IO_READABLE | IO_WRITABLE;
-	arm_locked(sqe, t);
-	/* A poll ended by an overflow says what it saw last. */
-	return res > 0 ? weft__io_ready_of((uint32_t)res) : 0;
+	if (t->inject_res && res == -ECANCELED)
+		res = t->inject_res;
+	t->inject_res = 0;
+	if (res < 0 && res != -ECANCELED) {
+		if (++t->error_ends >= MAX_ERROR_ENDS)
+			return IO_ERROR | IO_READ_CLOSED | IO_WRITE_CLOSED |
+			       IO_READABLE | IO_WRITABLE;
+		ready = IO_ERROR | IO_READABLE | IO_WRITABLE;
+	} else if (res > 0) {
+		/* A poll ended by an overflow says what it saw last. */
+		t->error_ends = 0;
+		ready = weft__io_ready_of((uint32_t)res);
+	}
+	queue_rearm_locked(b, t);
+	return ready;
+}
+
+/*
+ * The poller's retries: the queued re-arms, then the queued SQEs.  A
+ * poll armed again posts its fd's readiness at once, so no more are
+ * armed than the CQ ring has room for, and none while the kernel holds
+ * overflowed CQEs: it then posts every new CQE to its overflow list too
+ * (order kept), so a multishot poll armed then ends at once, again each
+ * turn, for as long as that list is not empty: a storm that never
+ * settled (test_io_uring, a CQ ring of 8).  The rest wait for a later
+ * poll.  Under the lock.
+ */
+static void retry_locked(struct io_uring_s *b)
+{
+	unsigned room = io_uring_cq_has_overflow(&b->ring) ?
+				0 :
+				b->cq_entries - io_uring_cq_ready(&b->ring);
+
+	while (b->rearm_head && room) {
+		struct ureg *t = b->rearm_head;
+		struct io_uring_sqe *sqe = NULL;
+
+		if (!t->removed) {
+			sqe = poller_sqe_locked(b);
+			if (!sqe)
+				break;
+		}
+		b->rearm_head = t->rearm_next;
+		if (!b->rearm_head)
+			b->rearm_tail = NULL;
+		t->rearm = false;
+		if (t->removed) {
+			unlink_free_locked(b, t);
+			continue;
+		}
+		arm_locked(sqe, t);
+		room--;
+	}
+	submit_once_locked(b);
+}
+
+/*
+ * After the kernel dropped CQEs (-EBADR: an overflow it had no memory to
+ * keep): every live token may have missed an edge, so each is reported
+ * ready once, and its task tries its syscall again.  Marks them.
+ */
+static void mark_lost(struct io_uring_s *b)
+{
+	/*
+	 * A wake NOP's CQE may be among the dropped: taken as come, or
+	 * wake_pending would stay set and every later wake be skipped.
+	 * Seq_cst, as reap()'s; the poller returns from this poll anyway.
+	 * (A poll's last CQE may be among them too: that token stays
+	 * marked armed with no poll in the kernel, and its fd is not
+	 * watched again.  Not handled yet: it needs each armed poll
+	 * checked, e.g. a cancel tagged per token whose -ENOENT says the
+	 * end was lost.)
+	 */
+	atomic_exchange(&b->wake_pending, false);
+	pthread_mutex_lock(&b->lock);
+	for (struct ureg *t = b->all; t; t = t->next)
+		t->lost = true;
+	pthread_mutex_unlock(&b->lock);
+	b->lost_pending = true;
+}
+
+/* The marked tokens, as events into @ev (at most @max): how many. */
+static int report_lost(struct io_uring_s *b, io_event_t *ev, int max)
+{
+	struct ureg *t;
+	int n = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (t = b->all; t && n < max; t = t->next) {
+		/*
+		 * Relaxed: t was linked into b->all under the lock after
+		 * add's release store of data, and del's store of NULL is
+		 * under the lock too.
+		 */
+		void *data = load_relaxed(&t->data);
+
+		if (!t->lost)
+			continue;
+		t->lost = false;
+		if (data) {
+			ev[n].data = data;
+			ev[n++].ready = IO_READABLE | IO_WRITABLE;
+		}
+	}
+	while (t && !t->lost)
+		t = t->next;
+	b->lost_pending = t != NULL;
+	pthread_mutex_unlock(&b->lock);
+	return n;
 }
 
 /* The CQEs ready now, as events into @ev (at most @max). */
@@ -461,6 +727,8 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 		 * with the release in weft__io_uring_add().
 		 */
 		data = load_acquire(&t->data);
+		if (cqes[i]->res > 0)
+			t->error_ends = 0;
 		if (data && cqes[i]->res > 0) {
 			ev[n].data = data;
 			ev[n++].ready =
@@ -468,6 +736,13 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 		}
 	}
 	io_uring_cq_advance(&b->ring, got);
+	/*
+	 * Overflowed CQEs into the room just made (liburing flushes only an
+	 * empty ring): until none is left, no poll is armed again.
+	 */
+	if (io_uring_cq_has_overflow(&b->ring))
+		io_uring_enter((unsigned)b->ring.ring_fd, 0, 0,
+			       IORING_ENTER_GETEVENTS, NULL);
 	if (nended) {
 		pthread_mutex_lock(&b->lock);
 		for (int i = 0; i < nended; i++) {
@@ -481,8 +756,8 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 				ev[n++].ready = ready;
 			}
 		}
-		/* The re-arms, batched: one submit for the turn. */
-		submit_locked(b);
+		/* The re-arms, batched: one submit for the turn, tried once. */
+		retry_locked(b);
 		pthread_mutex_unlock(&b->lock);
 	}
 	return n;
@@ -498,19 +773,65 @@ int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
 		max = MAX_EVENTS;
 	if (timeout_ns > (int64_t)1000000000 * 3600)
 		timeout_ns = (int64_t)1000000000 * 3600;
+	/* Relaxed: submit_once_locked() says why. */
 	if (load_relaxed(&b->resubmit)) {
 		pthread_mutex_lock(&b->lock);
-		submit_locked(b);
+		retry_locked(b);
 		pthread_mutex_unlock(&b->lock);
 	}
+	if (b->lost_pending)
+		timeout_ns = 0;
 	if (timeout_ns != 0 && !io_uring_cq_ready(&b->ring)) {
-		int err = wait_cqe(b, timeout_ns);
+		int err;
 
-		if (err < 0 && err != -ETIME && err != -EINTR)
+		/* Something left to submit or arm: back soon, not never. */
+		if (load_relaxed(&b->resubmit) &&
+		    (timeout_ns < 0 || timeout_ns > RETRY_NS))
+			timeout_ns = RETRY_NS;
+		err = wait_cqe(b, timeout_ns);
+		if (err == -EBADR) {
+			mark_lost(b);
+		} else if (err < 0 && err != -ETIME && err != -EINTR) {
+			/* Not at once again: the driver calls straight back. */
+			if (!b->said_wait_error) {
+				fprintf(stderr,
+					"weft: io_uring: waiting failed (%s), "
+					"retrying every 1 ms\n",
+					strerror(-err));
+				b->said_wait_error = true;
+			}
+			nanosleep(&(struct timespec){ .tv_nsec = RETRY_NS },
+				  NULL);
 			return err;
+		}
 	}
 	n = reap(b, ev, max);
+	if (b->lost_pending && n < max)
+		n += report_lost(b, ev + n, max - n);
 	return n;
+}
+
+int weft__io_uring_test_end_poll(io_backend_t *base, int fd, int res)
+{
+	struct io_uring_s *b = uring_of(base);
+	struct io_uring_sqe *sqe;
+	struct ureg *t;
+
+	pthread_mutex_lock(&b->lock);
+	sqe = get_sqe_locked(b);
+	t = fd >= 0 && fd < b->nfds ? b->by_fd[fd] : NULL;
+	if (!t || !t->armed) {
+		prep_unused(b, sqe);
+		pthread_mutex_unlock(&b->lock);
+		return -ENOENT;
+	}
+	t->inject_res = res;
+	io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
+	io_uring_sqe_set_data(sqe, NULL);
+	sqe->flags |= (__u8)b->remove_flags;
+	submit_locked(b);
+	pthread_mutex_unlock(&b->lock);
+	return 0;
 }
 
 void weft__io_uring_free(io_backend_t *base)

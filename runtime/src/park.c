@@ -117,6 +117,15 @@ void weft__parker_unpark(parker_t *p)
 		futex_wake(&p->state, 1);
 		break;
 	case PARK_PARKED_DRIVER:
+		/*
+		 * Our own parker: we are its thread, inside its driver turn
+		 * (waking what the turn's events readied), which is
+		 * returning: the exchange above is all it needs.  A wake
+		 * would cost an eventfd write or an io_uring submit from
+		 * the poller itself, and end the next park at once.
+		 */
+		if (weft__cur_worker && p == &weft__cur_worker->parker)
+			break;
 		weft__driver_unpark(p->driver);
 		break;
 	}
