@@ -181,10 +181,14 @@ static void test_trace_ckpt_marks_written(void **state)
 }
 
 /* Rotated files (3 MiB each): each has its own marks, at offsets in it,
- * its first with no previous one, before its first update. */
+ * its first with no previous one, before its first update.  The last may
+ * have none if it is short of a checkpoint's 1 MiB: a file begun just
+ * before the stop, whose rotation came on an update (a file ends only
+ * once it holds one), and which the stop ended before the full update
+ * its rotation asked for (seen under TSan). */
 static void test_trace_ckpt_rotated_files(void **state)
 {
-	char *path = tmp_path("rot.weft"), seg[300];
+	char *path = tmp_path("rot.weft"), seg[300], next[300];
 	weft_trace_opts_t o = { .update_ms = 20, .max_file_bytes = 3u << 20 };
 	size_t files = 0, total = 0;
 	struct stat st;
@@ -208,7 +212,9 @@ static void test_trace_ckpt_rotated_files(void **state)
 		b = slurp(seg, &len);
 		check_file(b, len, &marks, &with_tasks);
 		print_message("file %u: %zu bytes, %zu marks\n", i, len, marks);
-		assert_true(marks >= 1);
+		snprintf(next, sizeof(next), "%s.%u", path, i + 1);
+		if (!marks) /* the last, short of a checkpoint */
+			assert_true(stat(next, &st) != 0 && len < (1u << 20));
 		total += marks;
 		files++;
 		free(b);
