@@ -9,9 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* recorder.c: WEFT_TRACE=path starts recording, once per process
+/* recorder_env.c: WEFT_TRACE=path starts recording, once per process
  * (weft_runtime_create() calls it); a failure is reported on stderr. */
 void weft__trace_env_start(void);
+
+/* recorder.c: weft_trace_stop(), and whether the error it returns was
+ * already said on stderr (*@said). */
+int weft__trace_stop_said(bool *said);
 
 struct weft_wire_buf_s;
 /* recorder.c: the flight recorder's snapshot (what weft_trace_snapshot()
