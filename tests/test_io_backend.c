@@ -26,6 +26,7 @@
 
 #include "runtime_internal.h"
 #include "test_helpers.h"
+#include "io_backend_helpers.h"
 
 typedef int (*create_fn)(io_backend_t **out);
 
@@ -50,70 +51,11 @@ static const struct backend_case uring_case = { "uring",
 /* The backend of @c; the test skips where the kernel refuses it. */
 static io_backend_t *backend_new(const struct backend_case *c)
 {
-	const char *want = getenv("WEFT_IO");
-	io_backend_t *b = NULL;
-	int err;
+	io_backend_t *b = io_backend_or_skip(
+		c->create, c->name, c->create != weft__io_epoll_create);
 
-	if (c->create != weft__io_epoll_create) {
-		/* valgrind stops every thread while one waits in the ring. */
-		if (on_valgrind()) {
-			print_message("%s: not under valgrind, skipped\n",
-				      c->name);
-			skip();
-		}
-		if (want && !strcmp(want, "epoll")) {
-			print_message("%s: WEFT_IO=epoll, skipped\n", c->name);
-			skip();
-		}
-	}
-	err = c->create(&b);
-	if (err == -EPERM || err == -ENOSYS || err == -EOPNOTSUPP) {
-		print_message("%s: refused here (%s), skipped\n", c->name,
-			      strerror(-err));
-		skip();
-	}
-	assert_int_equal(err, 0);
 	assert_string_equal(weft__io_backend_name(b), c->name);
 	return b;
-}
-
-/* Polls until an event for @data comes (at most 5 s): its bits. */
-static uint32_t wait_for(io_backend_t *b, void *data)
-{
-	io_event_t ev[16];
-	uint64_t end = weft_now_ns() + 5000000000ull;
-
-	while (weft_now_ns() < end) {
-		int n = weft__io_backend_poll(b, ev, 16, 100000000);
-
-		assert_true(n >= 0);
-		for (int i = 0; i < n; i++)
-			if (ev[i].data == data)
-				return ev[i].ready;
-	}
-	fail_msg("no event in 5 s");
-	return 0;
-}
-
-/* Polls without blocking, twice: whether any event names @data. */
-static bool any_event_for(io_backend_t *b, void *data)
-{
-	io_event_t ev[16];
-	bool seen = false;
-
-	for (int round = 0; round < 2; round++) {
-		int n = weft__io_backend_poll(b, ev, 16, 0);
-
-		assert_true(n >= 0);
-		for (int i = 0; i < n; i++)
-			seen |= ev[i].data == data;
-	}
-	return seen;
-}
-
-static void pipe_nb(int p[2])
-{
-	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
 }
 
 static void edges(const struct backend_case *c)

@@ -36,6 +36,7 @@
 
 #include "runtime_internal.h"
 #include "test_helpers.h"
+#include "io_backend_helpers.h"
 
 #include "weft/fd.h"
 
@@ -190,64 +191,7 @@ static int uring_refused_in_one_line(void)
 /* The backend for a case; skips where io_uring is not to be tested. */
 static io_backend_t *uring_new(void)
 {
-	const char *want = getenv("WEFT_IO");
-	io_backend_t *b = NULL;
-	int err;
-
-	if (on_valgrind()) {
-		print_message("not under valgrind, skipped\n");
-		skip();
-	}
-	if (want && !strcmp(want, "epoll")) {
-		print_message("WEFT_IO=epoll, skipped\n");
-		skip();
-	}
-	err = weft__io_uring_create(&b);
-	if (err == -EPERM || err == -ENOSYS || err == -EOPNOTSUPP) {
-		print_message("refused here (%s), skipped\n", strerror(-err));
-		skip();
-	}
-	assert_int_equal(err, 0);
-	return b;
-}
-
-/* Polls until an event for @data comes (at most 5 s): its bits. */
-static uint32_t wait_for(io_backend_t *b, void *data)
-{
-	io_event_t ev[16];
-	uint64_t end = weft_now_ns() + 5000000000ull;
-
-	while (weft_now_ns() < end) {
-		int n = weft__io_backend_poll(b, ev, 16, 100000000);
-
-		assert_true(n >= 0);
-		for (int i = 0; i < n; i++)
-			if (ev[i].data == data)
-				return ev[i].ready;
-	}
-	fail_msg("no event in 5 s");
-	return 0;
-}
-
-/* Polls without blocking, twice: whether any event names @data. */
-static bool any_event_for(io_backend_t *b, void *data)
-{
-	io_event_t ev[16];
-	bool seen = false;
-
-	for (int round = 0; round < 2; round++) {
-		int n = weft__io_backend_poll(b, ev, 16, 0);
-
-		assert_true(n >= 0);
-		for (int i = 0; i < n; i++)
-			seen |= ev[i].data == data;
-	}
-	return seen;
-}
-
-static void pipe_nb(int p[2])
-{
-	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	return io_backend_or_skip(weft__io_uring_create, "uring", true);
 }
 
 /* The submit hook: refuses the next submit_fails submits with fail_err. */
