@@ -19,6 +19,11 @@
 # /tmp/anchors-uring/build; tokio is skipped without it).  Servers on 2
 # workers.  Prints every round, then per server the median and per pair
 # the median of the rounds' ratios [min-max].  Progress on stderr.
+#
+# CEILING=1 adds weft-bench-io-ceiling's servers (no runtime: a thread a
+# CPU with its own listener and its own io_uring, or epoll; see
+# tools/bench/io_ceiling.c) as ceiluring and ceilepoll: what the kernel
+# allows here, against which weft's and Tokio's figures are read.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,7 +35,7 @@ ANCHORS="${ANCHORS:-/tmp/anchors-uring/build}"
 
 case "${1:-}" in
 -h | --help)
-	sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -44,13 +49,18 @@ if [ -z "${NO_BUILD:-}" ]; then
 	cmake -S "$REPO" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
 		-DWEFT_BUILD_TESTS=OFF >/dev/null
 	nice -n 10 cmake --build "$BUILD" -j2 --target weft-bench \
-		weft-loadgen >/dev/null
+		weft-loadgen weft-bench-io-ceiling >/dev/null
 fi
 bench=$BUILD/tools/bench/weft-bench
 loadgen=$BUILD/tools/bench/weft-loadgen
 tokio=$ANCHORS/cargo-target/release/tokio-bench
+ceiling=$BUILD/tools/bench/weft-bench-io-ceiling
 servers="epoll uring"
 [ -x "$tokio" ] && servers="$servers tokio" || say "no $tokio: tokio skipped"
+if [ -n "${CEILING:-}" ]; then
+	[ -x "$ceiling" ] || die "no $ceiling (build weft-bench-io-ceiling)"
+	servers="$servers ceiluring ceilepoll"
+fi
 
 pid=
 cleanup()
@@ -79,6 +89,9 @@ start()
 {
 	case $1 in
 	tokio) "$tokio" "$2" "$3" >/dev/null 2>&1 & ;;
+	ceiluring | ceilepoll)
+		"$ceiling" "${1#ceil}" "${2%-server}" "$3" >/dev/null 2>&1 &
+		;;
 	*) WEFT_IO=$1 "$bench" "$2" "$3" --workers 2 >/dev/null 2>&1 & ;;
 	esac
 	pid=$!
@@ -148,7 +161,10 @@ for key, name in names.items():
     a = arrs.get(key, {})
     meds = '  '.join(f'{s} {statistics.median(a[s]):,.1f}' for s in servers if s in a)
     print(f'{name}: median {meds}')
-    pairs = [('uring', 'tokio'), ('uring', 'epoll'), ('epoll', 'tokio')]
+    pairs = [('uring', 'tokio'), ('uring', 'epoll'), ('epoll', 'tokio'),
+             ('ceiluring', 'tokio'), ('ceilepoll', 'tokio'),
+             ('ceiluring', 'ceilepoll'), ('uring', 'ceiluring'),
+             ('epoll', 'ceilepoll')]
     for x, y in pairs:
         if x in a and y in a:
             rs = [p / q for p, q in zip(a[x], a[y]) if q]
