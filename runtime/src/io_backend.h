@@ -128,9 +128,13 @@ extern __attribute__((visibility("hidden")))
 uint64_t weft__io_uring_test_submit_bound_ns;
 /*
  * Tests only: cancels @fd's poll and has its end reported as @res (an
- * error the kernel will not give on demand).  Return: 0; -ENOENT (not
+ * error the kernel will not give on demand), or, with @res
+ * WEFT__IO_URING_TEST_DROP_END, its end's CQE skipped as if the kernel
+ * had dropped it (the poll stays marked armed; a wait's -EBADR, from
+ * wait_hook, then says CQEs were dropped).  Return: 0; -ENOENT (not
  * registered or not armed).
  */
+#define WEFT__IO_URING_TEST_DROP_END 1
 int weft__io_uring_test_end_poll(io_backend_t *b, int fd, int res);
 #endif
 

@@ -68,8 +68,10 @@
  * would then wait for an edge no poll reports), up to MAX_ERROR_ENDS
  * ends in a row: the last is reported as final (closed both ways, error)
  * and not armed again.  A wait that says the kernel dropped CQEs
- * (-EBADR) has every live fd reported ready once; another wait error
- * costs a 1 ms sleep, so that it cannot spin the driver.
+ * (-EBADR) has every live fd reported ready once, and each poll asked
+ * whether its end was among them (a cancel, check_send_locked()): one
+ * that is gone is armed again.  Another wait error costs a 1 ms sleep,
+ * so that it cannot spin the driver.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -121,6 +123,16 @@ struct ureg {
 	/* Error ends in a row (reset by a readiness CQE): the poller's. */
 	unsigned char error_ends;
 	int inject_res; /* weft__io_uring_test_end_poll()'s result, or 0 */
+	bool inject_drop; /* tests: its end's CQE taken as dropped; lock */
+	/*
+	 * After dropped CQEs (-EBADR), whether the poll's end was among
+	 * them: a check (a cancel of the poll) is due, or in flight, of
+	 * round check_gen (mod CHECK_GENS).  A token checking is neither
+	 * armed again nor freed until its check's CQE.  Lock.
+	 */
+	bool check_due;
+	bool checking;
+	unsigned char check_gen;
 	struct ureg *rearm_next;  /* lock */
 	struct ureg *prev, *next; /* every token not yet freed */
 };
@@ -147,6 +159,8 @@ struct io_uring_s {
 	 */
 	_Atomic bool resubmit;
 	bool lost_pending;    /* tokens' lost set: the poller's */
+	bool checks_due;      /* some token's check_due is set; lock */
+	unsigned check_gen;   /* rounds of checks so far; lock */
 	bool said_wait_error; /* the poller's */
 	/* A wake NOP is in flight or in the CQ ring, not yet reaped. */
 	_Atomic bool wake_pending;
@@ -155,6 +169,21 @@ struct io_uring_s {
 /* The user_data of a wake NOP; 0 is a failed cancel's.  Neither a token. */
 static char wake_tag;
 #define WAKE_DATA ((void *)&wake_tag)
+
+/*
+ * A check's user_data: its token (16-byte aligned, token_new()), bit 0
+ * set, its round in bits 1-3.  Rounds tell a check's CQE from an older
+ * one's, which comes first (a cancel's CQE is posted as it is
+ * submitted, in order) and is then ignored.
+ */
+#define TOKEN_ALIGN 16
+#define CHECK_GENS 8
+#define CHECK_TAG 1u
+
+static uint64_t check_data(const struct ureg *t, unsigned gen)
+{
+	return (uint64_t)(uintptr_t)t | CHECK_TAG | (gen % CHECK_GENS) << 1;
+}
 
 static struct io_uring_s *uring_of(io_backend_t *b)
 {
@@ -239,7 +268,7 @@ static int submit_once_locked(struct io_uring_s *b)
 	 * poller's own stores it sees in program order, and another
 	 * thread's failure that thread retries itself.
 	 */
-	store_relaxed(&b->resubmit, ret < 0 || b->rearm_head);
+	store_relaxed(&b->resubmit, ret < 0 || b->rearm_head || b->checks_due);
 	return ret < 0 ? ret : 0;
 }
 
@@ -422,9 +451,11 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 		if (err)
 			return err;
 	}
-	t = calloc(1, sizeof(*t));
+	t = aligned_alloc(TOKEN_ALIGN, (sizeof(*t) + TOKEN_ALIGN - 1) &
+					       ~(size_t)(TOKEN_ALIGN - 1));
 	if (!t)
 		return -ENOMEM;
+	memset(t, 0, sizeof(*t));
 	t->fd = fd;
 	/*
 	 * Release: orders the registration's set-up (the caller's, before
@@ -496,8 +527,11 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	t->removed = true;
 	if (!t->armed) {
 		prep_unused(b, sqe);
-		/* On the rearm list, retry_locked() frees it. */
-		if (!t->rearm)
+		/*
+		 * On the rearm list, retry_locked() frees it; checking, its
+		 * check's CQE (check_done_locked()).
+		 */
+		if (!t->rearm && !t->checking)
 			unlink_free_locked(b, t);
 		pthread_mutex_unlock(&b->lock);
 		return 0;
@@ -576,7 +610,9 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 
 	t->armed = false;
 	if (t->removed) {
-		unlink_free_locked(b, t);
+		/* Checking: freed at its check's CQE. */
+		if (!t->checking)
+			unlink_free_locked(b, t);
 		return 0;
 	}
 	if (t->inject_res && res == -ECANCELED)
@@ -597,6 +633,55 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 }
 
 /*
+ * The checks due (mark_lost()), as the SQ ring has room, submitted once;
+ * the rest wait for retry_locked().  A check is a cancel of the token's
+ * poll, tagged (check_data()) so that its CQE comes back whatever its
+ * result: 0 or -EALREADY, the poll was live and its end comes; -ENOENT,
+ * the poll is gone, and if its end never came it was dropped
+ * (check_done_locked()).  Under the lock; the poller's.
+ */
+static void check_send_locked(struct io_uring_s *b)
+{
+	struct ureg *t;
+
+	for (t = b->all; t; t = t->next) {
+		struct io_uring_sqe *sqe;
+
+		if (!t->check_due)
+			continue;
+		sqe = poller_sqe_locked(b);
+		if (!sqe)
+			break;
+		io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
+		io_uring_sqe_set_data64(sqe, check_data(t, b->check_gen));
+		t->check_due = false;
+		t->checking = true;
+		t->check_gen = (unsigned char)(b->check_gen % CHECK_GENS);
+	}
+	b->checks_due = t != NULL;
+	submit_once_locked(b);
+}
+
+/*
+ * A check's CQE, of round @gen, result @res: a poll that is gone and
+ * whose end never came ends now (reported ready with the rest of the
+ * lost, and armed again); a removed token is freed once nothing of it is
+ * in flight.  Under the lock.  Return: poll_ended_locked()'s bits, or 0.
+ */
+static uint32_t check_done_locked(struct io_uring_s *b, struct ureg *t,
+				  unsigned gen, int res)
+{
+	if (!t->checking || gen != t->check_gen)
+		return 0; /* an older round's, answered by this one */
+	t->checking = false;
+	if (res == -ENOENT && t->armed)
+		return poll_ended_locked(b, t, 0);
+	if (t->removed && !t->armed && !t->rearm)
+		unlink_free_locked(b, t);
+	return 0;
+}
+
+/*
  * The poller's retries: the queued re-arms, then the queued SQEs.  A
  * poll armed again posts its fd's readiness at once, so no more are
  * armed than the CQ ring has room for, and none while the kernel holds
@@ -612,10 +697,18 @@ static void retry_locked(struct io_uring_s *b)
 				0 :
 				b->cq_entries - io_uring_cq_ready(&b->ring);
 
+	if (b->checks_due)
+		check_send_locked(b);
 	while (b->rearm_head && room) {
 		struct ureg *t = b->rearm_head;
 		struct io_uring_sqe *sqe = NULL;
 
+		/*
+		 * Its check's CQE is on its way (a cancel's comes as it is
+		 * submitted): the rest wait that moment too, in order.
+		 */
+		if (t->checking)
+			break;
 		if (!t->removed) {
 			sqe = poller_sqe_locked(b);
 			if (!sqe)
@@ -646,16 +739,23 @@ static void mark_lost(struct io_uring_s *b)
 	 * A wake NOP's CQE may be among the dropped: taken as come, or
 	 * wake_pending would stay set and every later wake be skipped.
 	 * Seq_cst, as reap()'s; the poller returns from this poll anyway.
-	 * (A poll's last CQE may be among them too: that token stays
-	 * marked armed with no poll in the kernel, and its fd is not
-	 * watched again.  Not handled yet: it needs each armed poll
-	 * checked, e.g. a cancel tagged per token whose -ENOENT says the
-	 * end was lost.)
+	 * A poll's last CQE may be among them too: its token would stay
+	 * marked armed with no poll in the kernel, its fd not watched
+	 * again.  So each armed poll is checked (check_send_locked()),
+	 * and each checking one again, as its check's CQE may be among
+	 * them (this round's check then answers for it).
 	 */
 	atomic_exchange(&b->wake_pending, false);
 	pthread_mutex_lock(&b->lock);
-	for (struct ureg *t = b->all; t; t = t->next)
+	b->check_gen++;
+	for (struct ureg *t = b->all; t; t = t->next) {
 		t->lost = true;
+		if (t->armed || t->checking) {
+			t->check_due = true;
+			b->checks_due = true;
+		}
+	}
+	check_send_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	b->lost_pending = true;
 }
@@ -690,6 +790,13 @@ static int report_lost(struct io_uring_s *b, io_event_t *ev, int max)
 	return n;
 }
 
+/* Tests: @t's end taken as one the kernel dropped (still armed). */
+static uint32_t drop_end_locked(struct ureg *t)
+{
+	t->inject_drop = false;
+	return 0;
+}
+
 /* The CQEs ready now, as events into @ev (at most @max). */
 static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 {
@@ -697,6 +804,7 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 	struct {
 		struct ureg *t;
 		int res;
+		int check; /* a check's round + 1, or 0: a poll's end */
 	} ended[MAX_EVENTS];
 	int n = 0, nended = 0;
 	unsigned got;
@@ -717,9 +825,20 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 			atomic_exchange(&b->wake_pending, false);
 			continue;
 		}
+		if ((uintptr_t)ud & CHECK_TAG) {
+			/* In order with the ends: an end, then its check. */
+			ended[nended].t =
+				(struct ureg *)((uintptr_t)ud &
+						~(uintptr_t)(TOKEN_ALIGN - 1));
+			ended[nended].res = cqes[i]->res;
+			ended[nended++].check =
+				(int)(((uintptr_t)ud >> 1) % CHECK_GENS) + 1;
+			continue;
+		}
 		if (!(cqes[i]->flags & IORING_CQE_F_MORE)) {
 			ended[nended].t = t;
-			ended[nended++].res = cqes[i]->res;
+			ended[nended].res = cqes[i]->res;
+			ended[nended++].check = 0;
 			continue;
 		}
 		/*
@@ -749,7 +868,16 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 			struct ureg *t = ended[i].t;
 			/* Read before poll_ended_locked() may free t. */
 			void *data = load_relaxed(&t->data);
-			uint32_t ready = poll_ended_locked(b, t, ended[i].res);
+			uint32_t ready;
+
+			if (ended[i].check)
+				ready = check_done_locked(
+					b, t, (unsigned)ended[i].check - 1,
+					ended[i].res);
+			else if (__builtin_expect(t->inject_drop, 0))
+				ready = drop_end_locked(t);
+			else
+				ready = poll_ended_locked(b, t, ended[i].res);
 
 			if (ready && data) {
 				ev[n].data = data;
@@ -825,7 +953,10 @@ int weft__io_uring_test_end_poll(io_backend_t *base, int fd, int res)
 		pthread_mutex_unlock(&b->lock);
 		return -ENOENT;
 	}
-	t->inject_res = res;
+	if (res == WEFT__IO_URING_TEST_DROP_END)
+		t->inject_drop = true;
+	else
+		t->inject_res = res;
 	io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
 	io_uring_sqe_set_data(sqe, NULL);
 	sqe->flags |= (__u8)b->remove_flags;
