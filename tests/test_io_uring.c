@@ -237,6 +237,7 @@ struct poller {
 	io_backend_t *b;
 	void *want;
 	atomic_bool stop, done;
+	atomic_int tid;
 	uint32_t ready;
 	pthread_t th;
 };
@@ -245,6 +246,8 @@ static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
 	io_event_t ev[16];
+
+	atomic_store(&p->tid, (int)syscall(SYS_gettid));
 
 	while (!atomic_load(&p->stop)) {
 		int n = weft__io_backend_poll(p->b, ev, 16, -1);
@@ -259,13 +262,44 @@ static void *poller_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Whether thread @tid is blocked in io_uring_enter(): the kernel's own
+ * word (/proc/self/task/TID/syscall: the number of the call it sleeps
+ * in, "running" when on a CPU), not a guess from a sleep.
+ */
+static bool in_uring_enter(int tid)
+{
+	char path[64], line[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	return atol(line) == SYS_io_uring_enter &&
+	       line[strspn(line, "0123456789")] == ' ';
+}
+
+/*
+ * Starts the poller and waits until it blocks in the ring (up to 5 s),
+ * so that what a case does next meets a poller that must be woken.
+ */
 static void poller_start(struct poller *p, io_backend_t *b, void *want)
 {
+	uint64_t end = weft_now_ns() + 5000000000ull;
+
 	memset(p, 0, sizeof(*p));
 	p->b = b;
 	p->want = want;
 	assert_int_equal(pthread_create(&p->th, NULL, poller_main, p), 0);
-	usleep(20000); /* into its wait */
+	while (!atomic_load(&p->tid) || !in_uring_enter(atomic_load(&p->tid))) {
+		if (weft_now_ns() > end)
+			fail_msg("the poller never blocked in the ring");
+		usleep(1000);
+	}
 }
 
 /* Whether the poller has finished within 2 s; joins it if so. */
