@@ -68,10 +68,12 @@
  * would then wait for an edge no poll reports), up to MAX_ERROR_ENDS
  * ends in a row: the last is reported as final (closed both ways, error)
  * and not armed again.  A wait that says the kernel dropped CQEs
- * (-EBADR) has every live fd reported ready once, and each poll asked
- * whether its end was among them (a cancel, check_send_locked()): one
- * that is gone is armed again.  Another wait error costs a 1 ms sleep,
- * so that it cannot spin the driver.
+ * (-EBADR) has every live fd reported ready once, and the ring made
+ * anew (rebuild_locked()): a poll whose last CQE was among the dropped
+ * is gone from the kernel while its token still says armed, and no
+ * answer the old ring can give tells it from a live one on every kernel
+ * this backend runs on.  Another wait error costs a 1 ms sleep, so that
+ * it cannot spin the driver.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -124,15 +126,6 @@ struct ureg {
 	unsigned char error_ends;
 	int inject_res; /* weft__io_uring_test_end_poll()'s result, or 0 */
 	bool inject_drop; /* tests: its end's CQE taken as dropped; lock */
-	/*
-	 * After dropped CQEs (-EBADR), whether the poll's end was among
-	 * them: a check (a cancel of the poll) is due, or in flight, of
-	 * round check_gen (mod CHECK_GENS).  A token checking is neither
-	 * armed again nor freed until its check's CQE.  Lock.
-	 */
-	bool check_due;
-	bool checking;
-	unsigned char check_gen;
 	struct ureg *rearm_next;  /* lock */
 	struct ureg *prev, *next; /* every token not yet freed */
 };
@@ -159,8 +152,10 @@ struct io_uring_s {
 	 */
 	_Atomic bool resubmit;
 	bool lost_pending;    /* tokens' lost set: the poller's */
-	bool checks_due;      /* some token's check_due is set; lock */
-	unsigned check_gen;   /* rounds of checks so far; lock */
+	/* The ring is to be made anew (rebuild_locked()): the poller's. */
+	bool rebuild_due;
+	bool said_rebuild_error; /* the poller's */
+	unsigned sq_entries;     /* as created, for a rebuild */
 	bool said_wait_error; /* the poller's */
 	/* A wake NOP is in flight or in the CQ ring, not yet reaped. */
 	_Atomic bool wake_pending;
@@ -169,21 +164,6 @@ struct io_uring_s {
 /* The user_data of a wake NOP; 0 is a failed cancel's.  Neither a token. */
 static char wake_tag;
 #define WAKE_DATA ((void *)&wake_tag)
-
-/*
- * A check's user_data: its token (16-byte aligned, token_new()), bit 0
- * set, its round in bits 1-3.  Rounds tell a check's CQE from an older
- * one's, which comes first (a cancel's CQE is posted as it is
- * submitted, in order) and is then ignored.
- */
-#define TOKEN_ALIGN 16
-#define CHECK_GENS 8
-#define CHECK_TAG 1u
-
-static uint64_t check_data(const struct ureg *t, unsigned gen)
-{
-	return (uint64_t)(uintptr_t)t | CHECK_TAG | (gen % CHECK_GENS) << 1;
-}
 
 static struct io_uring_s *uring_of(io_backend_t *b)
 {
@@ -197,14 +177,23 @@ unsigned weft__io_uring_test_sq_entries;
 uint64_t weft__io_uring_test_submit_bound_ns;
 unsigned weft__io_uring_test_cq_entries;
 
-int weft__io_uring_create(io_backend_t **out)
+/* A ring of @sq_entries and the backend's CQ size into @ring, its params
+ * into @p.  Return: 0 or -errno. */
+static int ring_init(struct io_uring *ring, unsigned sq_entries,
+		     struct io_uring_params *p)
 {
-	struct io_uring_params p = {
+	*p = (struct io_uring_params){
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP,
 		.cq_entries = weft__io_uring_test_cq_entries ?
 				      weft__io_uring_test_cq_entries :
 				      CQ_ENTRIES,
 	};
+	return io_uring_queue_init_params(sq_entries, ring, p);
+}
+
+int weft__io_uring_create(io_backend_t **out)
+{
+	struct io_uring_params p;
 	unsigned sq_entries = weft__io_uring_test_sq_entries ?
 				      weft__io_uring_test_sq_entries :
 				      SQ_ENTRIES;
@@ -213,7 +202,8 @@ int weft__io_uring_create(io_backend_t **out)
 
 	if (!b)
 		return -ENOMEM;
-	err = io_uring_queue_init_params(sq_entries, &b->ring, &p);
+	b->sq_entries = sq_entries;
+	err = ring_init(&b->ring, sq_entries, &p);
 	if (err)
 		goto out_free;
 	/*
@@ -268,7 +258,7 @@ static int submit_once_locked(struct io_uring_s *b)
 	 * poller's own stores it sees in program order, and another
 	 * thread's failure that thread retries itself.
 	 */
-	store_relaxed(&b->resubmit, ret < 0 || b->rearm_head || b->checks_due);
+	store_relaxed(&b->resubmit, ret < 0 || b->rearm_head);
 	return ret < 0 ? ret : 0;
 }
 
@@ -451,11 +441,9 @@ int weft__io_uring_add(io_backend_t *base, int fd, void *data)
 		if (err)
 			return err;
 	}
-	t = aligned_alloc(TOKEN_ALIGN, (sizeof(*t) + TOKEN_ALIGN - 1) &
-					       ~(size_t)(TOKEN_ALIGN - 1));
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	memset(t, 0, sizeof(*t));
 	t->fd = fd;
 	/*
 	 * Release: orders the registration's set-up (the caller's, before
@@ -527,11 +515,8 @@ int weft__io_uring_del(io_backend_t *base, int fd)
 	t->removed = true;
 	if (!t->armed) {
 		prep_unused(b, sqe);
-		/*
-		 * On the rearm list, retry_locked() frees it; checking, its
-		 * check's CQE (check_done_locked()).
-		 */
-		if (!t->rearm && !t->checking)
+		/* On the rearm list, retry_locked() frees it. */
+		if (!t->rearm)
 			unlink_free_locked(b, t);
 		pthread_mutex_unlock(&b->lock);
 		return 0;
@@ -610,9 +595,7 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 
 	t->armed = false;
 	if (t->removed) {
-		/* Checking: freed at its check's CQE. */
-		if (!t->checking)
-			unlink_free_locked(b, t);
+		unlink_free_locked(b, t);
 		return 0;
 	}
 	if (t->inject_res && res == -ECANCELED)
@@ -633,55 +616,6 @@ static uint32_t poll_ended_locked(struct io_uring_s *b, struct ureg *t, int res)
 }
 
 /*
- * The checks due (mark_lost()), as the SQ ring has room, submitted once;
- * the rest wait for retry_locked().  A check is a cancel of the token's
- * poll, tagged (check_data()) so that its CQE comes back whatever its
- * result: 0 or -EALREADY, the poll was live and its end comes; -ENOENT,
- * the poll is gone, and if its end never came it was dropped
- * (check_done_locked()).  Under the lock; the poller's.
- */
-static void check_send_locked(struct io_uring_s *b)
-{
-	struct ureg *t;
-
-	for (t = b->all; t; t = t->next) {
-		struct io_uring_sqe *sqe;
-
-		if (!t->check_due)
-			continue;
-		sqe = poller_sqe_locked(b);
-		if (!sqe)
-			break;
-		io_uring_prep_cancel64(sqe, (__u64)(uintptr_t)t, 0);
-		io_uring_sqe_set_data64(sqe, check_data(t, b->check_gen));
-		t->check_due = false;
-		t->checking = true;
-		t->check_gen = (unsigned char)(b->check_gen % CHECK_GENS);
-	}
-	b->checks_due = t != NULL;
-	submit_once_locked(b);
-}
-
-/*
- * A check's CQE, of round @gen, result @res: a poll that is gone and
- * whose end never came ends now (reported ready with the rest of the
- * lost, and armed again); a removed token is freed once nothing of it is
- * in flight.  Under the lock.  Return: poll_ended_locked()'s bits, or 0.
- */
-static uint32_t check_done_locked(struct io_uring_s *b, struct ureg *t,
-				  unsigned gen, int res)
-{
-	if (!t->checking || gen != t->check_gen)
-		return 0; /* an older round's, answered by this one */
-	t->checking = false;
-	if (res == -ENOENT && t->armed)
-		return poll_ended_locked(b, t, 0);
-	if (t->removed && !t->armed && !t->rearm)
-		unlink_free_locked(b, t);
-	return 0;
-}
-
-/*
  * The poller's retries: the queued re-arms, then the queued SQEs.  A
  * poll armed again posts its fd's readiness at once, so no more are
  * armed than the CQ ring has room for, and none while the kernel holds
@@ -697,18 +631,10 @@ static void retry_locked(struct io_uring_s *b)
 				0 :
 				b->cq_entries - io_uring_cq_ready(&b->ring);
 
-	if (b->checks_due)
-		check_send_locked(b);
 	while (b->rearm_head && room) {
 		struct ureg *t = b->rearm_head;
 		struct io_uring_sqe *sqe = NULL;
 
-		/*
-		 * Its check's CQE is on its way (a cancel's comes as it is
-		 * submitted): the rest wait that moment too, in order.
-		 */
-		if (t->checking)
-			break;
 		if (!t->removed) {
 			sqe = poller_sqe_locked(b);
 			if (!sqe)
@@ -729,6 +655,64 @@ static void retry_locked(struct io_uring_s *b)
 }
 
 /*
+ * The ring made anew after dropped CQEs (mark_lost()).  A poll whose last
+ * CQE was dropped is gone while its token says armed, so its fd would
+ * never be watched again; asking the old ring (a cancel of each poll,
+ * whose -ENOENT says gone) is not sound on every kernel this backend
+ * runs on: before the cancel hash went under the ring's lock (6.12), a
+ * poll could leave the hash before its end was posted, and a -ENOENT
+ * then came before an end still on its way (the review of that
+ * attempt).  A new ring knows nothing of the old: the old one is closed
+ * (the kernel cancels its requests; none of its CQEs is read again),
+ * every removed token is freed (its end would have come from the old
+ * ring), every live one queued to be armed on the new ring, paced by
+ * its CQ's room (retry_locked()).  SQEs queued on the old ring and not
+ * yet submitted go with it: adds are armed again from the list, dels'
+ * and test cancels are moot, a wake NOP's poller is awake (this one).
+ * Without memory for a new ring, said once, rebuild_due stays set and
+ * the next poll tries again.  Under the lock, on the poller.
+ */
+static void rebuild_locked(struct io_uring_s *b)
+{
+	struct io_uring fresh;
+	struct io_uring_params p;
+	struct ureg *t, *next;
+	int err;
+
+	err = ring_init(&fresh, b->sq_entries, &p);
+	if (err) {
+		if (!b->said_rebuild_error) {
+			fprintf(stderr,
+				"weft: io_uring: the kernel dropped events and "
+				"a new ring could not be made (%s); trying "
+				"again each turn\n",
+				strerror(-err));
+			b->said_rebuild_error = true;
+		}
+		return;
+	}
+	io_uring_queue_exit(&b->ring);
+	b->ring = fresh;
+	b->cq_entries = p.cq_entries;
+	b->rearm_head = b->rearm_tail = NULL;
+	for (t = b->all; t; t = next) {
+		next = t->next;
+		t->rearm = false;
+		t->armed = false;
+		if (t->removed) {
+			unlink_free_locked(b, t);
+			continue;
+		}
+		t->error_ends = 0;
+		t->inject_res = 0;
+		t->inject_drop = false;
+		queue_rearm_locked(b, t);
+	}
+	b->rebuild_due = false;
+	retry_locked(b);
+}
+
+/*
  * After the kernel dropped CQEs (-EBADR: an overflow it had no memory to
  * keep): every live token may have missed an edge, so each is reported
  * ready once, and its task tries its syscall again.  Marks them.
@@ -739,23 +723,15 @@ static void mark_lost(struct io_uring_s *b)
 	 * A wake NOP's CQE may be among the dropped: taken as come, or
 	 * wake_pending would stay set and every later wake be skipped.
 	 * Seq_cst, as reap()'s; the poller returns from this poll anyway.
-	 * A poll's last CQE may be among them too: its token would stay
-	 * marked armed with no poll in the kernel, its fd not watched
-	 * again.  So each armed poll is checked (check_send_locked()),
-	 * and each checking one again, as its check's CQE may be among
-	 * them (this round's check then answers for it).
+	 * A poll's last CQE may be among them too: the ring is made anew
+	 * (rebuild_locked()), now or, short of memory, at a later poll.
 	 */
 	atomic_exchange(&b->wake_pending, false);
 	pthread_mutex_lock(&b->lock);
-	b->check_gen++;
-	for (struct ureg *t = b->all; t; t = t->next) {
+	for (struct ureg *t = b->all; t; t = t->next)
 		t->lost = true;
-		if (t->armed || t->checking) {
-			t->check_due = true;
-			b->checks_due = true;
-		}
-	}
-	check_send_locked(b);
+	b->rebuild_due = true;
+	rebuild_locked(b);
 	pthread_mutex_unlock(&b->lock);
 	b->lost_pending = true;
 }
@@ -790,13 +766,6 @@ static int report_lost(struct io_uring_s *b, io_event_t *ev, int max)
 	return n;
 }
 
-/* Tests: @t's end taken as one the kernel dropped (still armed). */
-static uint32_t drop_end_locked(struct ureg *t)
-{
-	t->inject_drop = false;
-	return 0;
-}
-
 /* The CQEs ready now, as events into @ev (at most @max). */
 static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 {
@@ -804,7 +773,6 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 	struct {
 		struct ureg *t;
 		int res;
-		int check; /* a check's round + 1, or 0: a poll's end */
 	} ended[MAX_EVENTS];
 	int n = 0, nended = 0;
 	unsigned got;
@@ -825,20 +793,9 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 			atomic_exchange(&b->wake_pending, false);
 			continue;
 		}
-		if ((uintptr_t)ud & CHECK_TAG) {
-			/* In order with the ends: an end, then its check. */
-			ended[nended].t =
-				(struct ureg *)((uintptr_t)ud &
-						~(uintptr_t)(TOKEN_ALIGN - 1));
-			ended[nended].res = cqes[i]->res;
-			ended[nended++].check =
-				(int)(((uintptr_t)ud >> 1) % CHECK_GENS) + 1;
-			continue;
-		}
 		if (!(cqes[i]->flags & IORING_CQE_F_MORE)) {
 			ended[nended].t = t;
-			ended[nended].res = cqes[i]->res;
-			ended[nended++].check = 0;
+			ended[nended++].res = cqes[i]->res;
 			continue;
 		}
 		/*
@@ -868,14 +825,10 @@ static int reap(struct io_uring_s *b, io_event_t *ev, int max)
 			struct ureg *t = ended[i].t;
 			/* Read before poll_ended_locked() may free t. */
 			void *data = load_relaxed(&t->data);
-			uint32_t ready;
+			uint32_t ready = 0;
 
-			if (ended[i].check)
-				ready = check_done_locked(
-					b, t, (unsigned)ended[i].check - 1,
-					ended[i].res);
-			else if (__builtin_expect(t->inject_drop, 0))
-				ready = drop_end_locked(t);
+			if (__builtin_expect(t->inject_drop, 0))
+				t->inject_drop = false; /* as if dropped */
 			else
 				ready = poll_ended_locked(b, t, ended[i].res);
 
@@ -901,6 +854,11 @@ int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
 		max = MAX_EVENTS;
 	if (timeout_ns > (int64_t)1000000000 * 3600)
 		timeout_ns = (int64_t)1000000000 * 3600;
+	if (__builtin_expect(b->rebuild_due, 0)) {
+		pthread_mutex_lock(&b->lock);
+		rebuild_locked(b);
+		pthread_mutex_unlock(&b->lock);
+	}
 	/* Relaxed: submit_once_locked() says why. */
 	if (load_relaxed(&b->resubmit)) {
 		pthread_mutex_lock(&b->lock);
