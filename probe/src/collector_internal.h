@@ -719,12 +719,17 @@ void weft__collector_free_orphans(struct probe *p);
 /* collector_events.c */
 #define SITE_HAVE_NAME 1u /* its SITE came */
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
-/* Forgets the spawn and await sites met (the collector stops). */
-void weft__collector_sites_free(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n,
 			     struct lock_pending *lp);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
+
+/* collector_sites.c */
+/* Forgets the spawn and await sites met (the collector stops). */
+void weft__collector_sites_free(struct probe *p);
+/* AWAIT_SITE, and SITE or SITE_LOC: the site into its table. */
+void weft__collector_on_await_site(struct probe *p, const weft_event_t *ev);
+void weft__collector_on_site(struct probe *p, const weft_event_t *ev);
 
 /* collector_resources.c */
 /* A RES_* event, into the resources and the tasks that wait. */
