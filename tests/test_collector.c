@@ -1349,6 +1349,244 @@ static void test_yields_off_workers_counted(void **state)
 	yields_check(e, 42, 40, 40, 40);
 }
 
+/*
+ * A yield list's polls as the collector counts them, for the fast path's
+ * two one-compare tests below: each poll @from to @to (ticks), its a2,
+ * on ring_b when @on_b.
+ */
+struct yq {
+	unsigned from, to;
+	uint32_t a2;
+	bool on_b;
+};
+
+/* The figures on_poll() makes of a yield list's polls, as they come. */
+struct yq_want {
+	uint64_t woken, sched, busy, maxp;
+	unsigned n;
+	weft_hist_t ph, sh;
+};
+
+/*
+ * @q's polls from @w->n to @to (of a task spawned at tick 1, every poll
+ * but the last a yield: queued from its end) into @w, in ns as the pass
+ * just run converted them (the clock's rate is refined at each pass's
+ * start: each pass's polls are folded in after it).
+ */
+static void yq_fold(struct yq_want *w, const struct yq *q, unsigned to)
+{
+	if (!w->n)
+		w->woken = ns_at(1);
+	for (; w->n < to; w->n++) {
+		const struct yq *x = &q[w->n];
+		uint64_t dur = ns_at(x->to) - ns_at(x->from);
+		uint64_t delay = ns_at(x->from) - w->woken;
+
+		w->busy += dur;
+		w->sched += delay;
+		if (dur > w->maxp)
+			w->maxp = dur;
+		if (w->n > 0) {
+			weft_hist_record(&w->ph, dur);
+			weft_hist_record(&w->sh, delay);
+		}
+		w->woken = ns_at(x->to);
+	}
+}
+
+/* @w against the record of @id. */
+static void yq_check(uint64_t id, const struct yq_want *w)
+{
+	weft_hist_t h[2];
+	task_rec_t r;
+
+	assert_true(rec_copy(id, &r, h));
+	assert_int_equal(r.pub.polls, w->n);
+	assert_int_equal(r.pub.wakes, w->n - 1);
+	assert_int_equal(r.pub.self_wakes, w->n - 1);
+	assert_int_equal(r.pub.busy_ns, w->busy);
+	assert_int_equal(r.pub.scheduled_ns, w->sched);
+	assert_int_equal(r.pub.max_poll_ns, w->maxp);
+	assert_memory_equal(&h[0], &w->ph, sizeof(h[0]));
+	assert_memory_equal(&h[1], &w->sh, sizeof(h[1]));
+}
+
+/* @q's polls (and nothing else) pushed, each after the one before. */
+static unsigned yq_push(uint64_t id, struct yq *q, unsigned n, unsigned at,
+			const unsigned *durs, unsigned ndurs)
+{
+	for (unsigned i = 0; i < n; i++) {
+		q[i].from = at + 1;
+		q[i].to = q[i].from + durs[i % ndurs];
+		poll(q[i].on_b ? ring_b : ring_a, q[i].from, q[i].to, id,
+		     q[i].a2);
+		at = q[i].to;
+	}
+	return at;
+}
+
+/*
+ * The chunk's loop tells a poll poll_fast() may take from every other
+ * event by one compare of the event's last word (kind, a2, worker) with
+ * the record's fast_key.  A yielding task, its busy-wait warning said
+ * (the fast path's clean record), whose yields then carry clones of its
+ * waker, an await site not met, or come from the other worker, and an
+ * event of another kind with the same a2 and worker: each is on_poll()'s
+ * or process()'s, and counts as such (clones, the site not known, the
+ * move), and the polls' figures are whole.
+ */
+static void test_yield_word_tells_polls(void **state)
+{
+	enum { ID = 60, N = 40 };
+	static const unsigned durs[] = { 1, 2, 1, 3 };
+	struct yq q[N];
+	struct yq_want w = { 0 };
+	uint64_t unknown;
+	unsigned at = 1;
+	task_rec_t r;
+	weft_hist_t h[2];
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	unknown = p->awaits_unknown;
+	pthread_mutex_unlock(&p->lock);
+	memset(q, 0, sizeof(q));
+	ev(ring_a, 1, WEFT_EV_SPAWN, ID, 0, 0);
+	for (unsigned i = 0; i < N; i++) {
+		q[i].a2 = i == N - 1 ? WEFT_POLL_READY : WEFT_POLL_YIELDED;
+		/* From poll 34 on, worker 1's. */
+		q[i].on_b = i >= 34;
+	}
+	/* Past the warning (16 self-wakes): two clones, then a site. */
+	q[24].a2 |= 2u << WEFT_POLL_CLONES_SHIFT;
+	q[28].a2 |= 7u << WEFT_POLL_SITE_SHIFT;
+	at = yq_push(ID, q, 30, at, durs, 4);
+	/* A clone of its waker, a2 and worker as a yield's. */
+	ev(ring_a, at, WEFT_EV_WAKER_CLONE, ID, 0, WEFT_POLL_YIELDED);
+	yq_push(ID, q + 30, N - 30, at, durs, 4);
+	pass();
+	yq_fold(&w, q, N);
+	yq_check(ID, &w);
+	assert_true(rec_copy(ID, &r, h));
+	assert_true(r.once & (1u << WEFT_WARN_SELF_WAKES));
+	assert_int_equal(r.pub.waker_clones, 3);
+	assert_int_equal(r.moved, 1);
+	assert_int_equal(r.pub.last_worker, 1);
+	assert_int_equal(r.pub.state, WEFT_TASK_DONE);
+	pthread_mutex_lock(&p->lock);
+	unknown = p->awaits_unknown - unknown;
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(unknown, 1);
+}
+
+/*
+ * poll_fast() tests a poll's duration against its worker's gate
+ * (p->wk_gate: under long_poll_ns and the worker's max_poll, no wake
+ * run open), set by the polls it took past it.  A yielding task whose
+ * polls reach new maxima in a chunk: the worker's max_poll follows each.
+ * Then the threshold of a long poll lowered under polls shorter than
+ * that max (the gates start each chunk again): every one of them is a
+ * long poll (the worker's last long poll names it), and the figures are
+ * whole.
+ */
+static void test_yield_gate_long_and_max(void **state)
+{
+	enum { ID = 61, N1 = 30, N = 40 };
+	static const unsigned durs1[] = { 1, 2, 1, 1, 1, 1, 1, 1, 1, 1,
+					  1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+					  1, 3, 2, 1, 4, 1, 6, 2, 1, 1 };
+	static const unsigned durs2[] = { 5, 1 };
+	uint64_t saved = p->config.long_poll_ns, maxp, lng_task;
+	uint64_t lng_start, lng_end, wmax;
+	struct yq q[N];
+	struct yq_want w = { 0 };
+	unsigned at = 1, last = 0;
+
+	(void)state;
+	memset(q, 0, sizeof(q));
+	for (unsigned i = 0; i < N; i++)
+		q[i].a2 = i == N - 1 ? WEFT_POLL_READY : WEFT_POLL_YIELDED;
+	ev(ring_a, 1, WEFT_EV_SPAWN, ID, 0, 0);
+	at = yq_push(ID, q, N1, at, durs1, N1);
+	pass();
+	yq_fold(&w, q, N1);
+	maxp = w.maxp;
+	pthread_mutex_lock(&p->lock);
+	wmax = p->wk[0].max_poll;
+	lng_task = p->wk[0].lng.task;
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(wmax, maxp);
+	assert_int_equal(lng_task, 0);
+	/* Long from 3.5 ticks: the 5-tick polls, under the 6-tick max. */
+	p->config.long_poll_ns = (ns_at(100 + 7) - ns_at(100)) / 2;
+	yq_push(ID, q + N1, N - N1, at, durs2, 2);
+	for (unsigned i = N1; i < N; i++)
+		if (q[i].to - q[i].from == 5)
+			last = i;
+	pass();
+	yq_fold(&w, q, N);
+	pthread_mutex_lock(&p->lock);
+	wmax = p->wk[0].max_poll;
+	lng_task = p->wk[0].lng.task;
+	lng_start = p->wk[0].lng.start;
+	lng_end = p->wk[0].lng.end;
+	pthread_mutex_unlock(&p->lock);
+	p->config.long_poll_ns = saved;
+	assert_int_equal(wmax, maxp);
+	assert_int_equal(lng_task, ID);
+	assert_int_equal(lng_start, ns_at(q[last].from));
+	assert_int_equal(lng_end, ns_at(q[last].to));
+	yq_check(ID, &w);
+}
+
+/*
+ * A wake run opened on a worker zeroes its gate (collector_leak.c): the
+ * yield of a task whose poll woke others, its record clean, is then
+ * on_poll()'s, whose end of the waking poll closes the run.  Taken by
+ * poll_fast() under the gate its earlier polls set, the run would stay
+ * open past its waker's poll.
+ */
+static void test_yield_gate_wake_run(void **state)
+{
+	enum { ID = 62, N = 30, WAKES_AT = 26, WOKEN = 3 };
+	static const unsigned durs[] = { 1, 2, 1, 3 };
+	struct yq q[N];
+	struct yq_want w = { 0 };
+	unsigned at = 1;
+	bool open;
+
+	(void)state;
+	memset(q, 0, sizeof(q));
+	for (unsigned i = 0; i < N; i++)
+		q[i].a2 = WEFT_POLL_YIELDED;
+	ev(ring_a, 1, WEFT_EV_SPAWN, ID, 0, 0);
+	for (uint64_t k = 0; k < WOKEN; k++)
+		ev(ring_b, 1, WEFT_EV_SPAWN, 300 + k, 0, 0);
+	at = yq_push(ID, q, WAKES_AT, at, durs, 4);
+	/* Poll WAKES_AT wakes the others (stamped at its start). */
+	for (uint64_t k = 0; k < WOKEN; k++)
+		ev(ring_a, at + 1, WEFT_EV_WAKE, 300 + k, ID, 0);
+	yq_push(ID, q + WAKES_AT, N - WAKES_AT, at, durs, 4);
+	pass();
+	pthread_mutex_lock(&p->lock);
+	open = p->wk[0].run_open;
+	pthread_mutex_unlock(&p->lock);
+	assert_false(open);
+	/* Its figures (every poll a yield, none ended yet). */
+	yq_fold(&w, q, N);
+	{
+		task_rec_t r;
+		weft_hist_t h[2];
+
+		assert_true(rec_copy(ID, &r, h));
+		assert_int_equal(r.pub.polls, N);
+		assert_int_equal(r.pub.busy_ns, w.busy);
+		assert_int_equal(r.pub.scheduled_ns, w.sched);
+		assert_memory_equal(&h[0], &w.ph, sizeof(h[0]));
+		assert_memory_equal(&h[1], &w.sh, sizeof(h[1]));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1362,6 +1600,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yield_left_first_in_chunk,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yield_word_tells_polls,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yield_gate_long_and_max,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yield_gate_wake_run, setup,
+						teardown),
 		cmocka_unit_test(test_conv_copy_exact),
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),

@@ -253,6 +253,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	t->pub.polls++;
 	t->pub.busy_ns += dur;
 	t->pub.last_worker = ev->worker;
+	t->fast_key = weft__collector_poll_key(ev->worker);
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
 	if (h)
@@ -347,18 +348,47 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 }
 
 /*
+ * A poll poll_fast() is taking whose duration @dur is not under its
+ * worker's gate (p->wk_gate): false (nothing changed) when it is long or
+ * the worker has a wake run open (on_poll() takes it then); else the
+ * worker's max_poll raised to it if need be, and the gate set again.
+ * Out of line: once a worker a chunk, and at a new maximum.
+ */
+__attribute__((noinline)) static bool
+poll_fast_gate(struct probe *p, uint64_t *gates, unsigned worker, uint64_t dur)
+{
+	worker_rec_t *w = &p->wk[worker];
+	uint64_t g, lng = p->config.long_poll_ns;
+
+	if (dur >= lng || w->run_open)
+		return false;
+	if (dur > w->max_poll)
+		w->max_poll = dur;
+	g = w->max_poll + 1;
+	gates[worker] = g < lng ? g : lng;
+	return true;
+}
+
+/*
  * What every poll poll_fast() takes checks and sets of its delay and its
- * worker: false (nothing changed) when on_poll() is to take it.  Sets
- * *@delay: the poll's start (@ts - @dur, @dur not over @ts) - woken_at.
+ * worker (@worker, a slot of p->wk; @gates: p->wk_gate): false (nothing
+ * changed) when on_poll() is to take it, as it is for @dur over @ts or
+ * long.  Sets *@delay: the poll's start (@ts - @dur) - woken_at.
  */
 static inline __attribute__((always_inline)) bool
-poll_fast_delay(struct probe *p, task_rec_t *t, worker_rec_t *w, uint64_t ts,
-		uint64_t dur, uint64_t *delay)
+poll_fast_delay(struct probe *p, task_rec_t *t, uint64_t *gates,
+		unsigned worker, uint64_t ts, uint64_t dur, uint64_t *delay)
 {
-	/* Made here, not with poll_fast()'s tests: kept across them, it
-	 * was spilled and loaded again (callgrind). */
-	uint64_t start = ts - dur, d;
+	uint64_t start, d;
 
+	/*
+	 * Made here, not with poll_fast()'s tests: kept across them, it
+	 * was spilled and loaded again (callgrind).  A duration over its
+	 * stamp (on_poll() takes its start as 0) is the subtraction's
+	 * borrow: a compare and a branch fewer than a test of its own.
+	 */
+	if (__builtin_sub_overflow(ts, dur, &start))
+		return false;
 	/*
 	 * start - woken_at, which is under start only when woken_at is set
 	 * (not 0) and not after start: on_poll() counts no delay otherwise.
@@ -371,13 +401,21 @@ poll_fast_delay(struct probe *p, task_rec_t *t, worker_rec_t *w, uint64_t ts,
 	if (d > p->config.sched_delay_ns &&
 	    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
 		return false;
-	if (w->run_open)
+	/*
+	 * Under the worker's gate: not long, not over its max_poll, no run
+	 * open on it (three tests and a worker record's address each poll
+	 * before, 6 instructions in the profile).
+	 */
+	if (__builtin_expect(dur >= gates[worker], 0) &&
+	    !poll_fast_gate(p, gates, worker, dur))
 		return false;
-	if (dur > w->max_poll)
-		w->max_poll = dur;
-	/* The state stays SCHEDULED (idle_since_ns stays 0), from the
-	 * poll's end: no wake in it (wake_in_poll 0). */
-	t->woken_at = ts;
+	/*
+	 * The state stays SCHEDULED (idle_since_ns stays 0), from the
+	 * poll's end: no wake in it (wake_in_poll 0).  The end as start +
+	 * @dur (@ts, with no borrow above): kept to here, @ts was spilled
+	 * to the stack and loaded back twice (callgrind).
+	 */
+	t->woken_at = start + dur;
 	*delay = d;
 	return true;
 }
@@ -390,11 +428,11 @@ poll_fast_delay(struct probe *p, task_rec_t *t, worker_rec_t *w, uint64_t ts,
  */
 __attribute__((noinline)) static bool
 poll_fast_unsaid(struct probe *p, task_rec_t *t, const weft_event_t *ev,
-		 worker_rec_t *w, weft_hist_t *h)
+		 uint64_t *gates, weft_hist_t *h)
 {
 	uint64_t dur = ev->a1, delay;
 
-	if (!poll_fast_delay(p, t, w, ev->ts, dur, &delay))
+	if (!poll_fast_delay(p, t, gates, ev->worker, ev->ts, dur, &delay))
 		return false;
 	if (dur > t->pub.max_poll_ns)
 		t->pub.max_poll_ns = dur;
@@ -421,16 +459,19 @@ poll_fast_unsaid(struct probe *p, task_rec_t *t, const weft_event_t *ev,
  * (nothing done but the task marked changed and listed) when it is none
  * of those, and on_poll() takes it.  Inline in the loop
  * (weft__collector_process()), with no call nor on_poll()'s frame.
- * @wk, @nslots: p->wk and p->nworker_slots, which only a slow event
- * changes.  @fast: the chunk's list of records with polls taken here
- * (task_rec_t's fast_listed), which the loop folds in at its end.
+ * @gates: p->wk_gate (the count of worker slots is read where a record
+ * is not clean: held in a register too, it pushed the poll's stamp to
+ * the stack).  @fast: the chunk's
+ * list of records with polls taken here (task_rec_t's fast_listed),
+ * which the loop folds in at its end.
  *
  * Once the task's busy-wait warning is said, nothing of the chunk reads
  * its counts but a lookup of its record, which folds them in
  * (weft__collector_task_find()): the counts and sums that every such
  * poll adds to (polls, wakes, self_wakes, self_polls, busy, scheduled,
- * the histograms' counts and sums) are added up in fast_n, fast_dur and
- * fast_delay and folded in once (weft__collector_fast_fold()).  Nor does
+ * the histograms' counts and sums) are added up in fast_n and fast_delay
+ * (their time from woken_at and fast_base) and folded in once
+ * (weft__collector_fast_fold()).  Nor does
  * anything else change it: until a lookup (or the chunk's end) folds
  * them in, the record stays as such a poll left it, TASK_FAST_CLEAN,
  * and the next one tests only what its event may change.
@@ -440,20 +481,20 @@ poll_fast_unsaid(struct probe *p, task_rec_t *t, const weft_event_t *ev,
  */
 static inline __attribute__((always_inline)) bool
 poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
-	  worker_rec_t *wk, unsigned nslots, task_rec_t **fast)
+	  uint64_t *gates, task_rec_t **fast)
 {
 	uint64_t dur = ev->a1, ts = ev->ts, delay;
 	weft_hist_t *h = t->hist;
 	unsigned worker = ev->worker;
 
 	/*
-	 * a2 exactly YIELDED: a yield that cloned its waker (rare) goes to
-	 * on_poll(), which counts the clones (poll_clones()), so that this
-	 * path pays nothing for them.
+	 * The caller compared the event's word with t->fast_key: a POLL, a2
+	 * exactly YIELDED (a yield that cloned its waker, rare, goes to
+	 * on_poll(), which counts the clones, poll_clones(), so that this
+	 * path pays nothing for them), on the worker of its last poll.
+	 * Whether it is long is its worker's gate's to say
+	 * (poll_fast_delay()).
 	 */
-	if (ev->a2 != WEFT_POLL_YIELDED || t->pub.last_worker != worker ||
-	    dur >= p->config.long_poll_ns || dur > ts)
-		return false;
 	/*
 	 * fast_word as TASK_FAST_WORD: changed (publish() has it listed),
 	 * clean (fast_listed TASK_FAST_CLEAN), not finished, no wake of
@@ -469,7 +510,7 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 		if ((t->fast_word &
 		     ~(TASK_FAST_WORD | TASK_FAST_LISTED_BITS)) ||
 		    !h || t->pub.state != WEFT_TASK_SCHEDULED ||
-		    t->wake_in_poll || worker >= nslots)
+		    t->wake_in_poll || worker >= p->nworker_slots)
 			return false;
 		/* Marked now if need be (on_poll() would mark it too, at
 		 * this same event: the same place in publish()'s order). */
@@ -480,22 +521,24 @@ poll_fast(struct probe *p, task_rec_t *t, const weft_event_t *ev,
 			*fast = t;
 		}
 		if (!(t->once & (1u << WEFT_WARN_SELF_WAKES)))
-			return poll_fast_unsaid(p, t, ev, &wk[worker], h);
+			return poll_fast_unsaid(p, t, ev, gates, h);
 		/*
 		 * Clean from this poll, counted below (fast_n not 0), until
 		 * a lookup folds its counts in; not, if poll_fast_delay()
-		 * leaves it to on_poll().
+		 * leaves it to on_poll().  fast_n is 0 here (a fold, or
+		 * nothing counted, made it not clean): the sums start from
+		 * woken_at now (task_rec_t's fast_base).
 		 */
 		t->fast_listed = TASK_FAST_CLEAN;
+		t->fast_base = t->woken_at;
 	}
-	if (!poll_fast_delay(p, t, &wk[worker], ts, dur, &delay)) {
+	if (!poll_fast_delay(p, t, gates, worker, ts, dur, &delay)) {
 		/* On the list, to be tested whole by its next poll. */
 		t->fast_listed = TASK_FAST_LISTED;
 		return false;
 	}
 	/* The counts for weft__collector_fast_fold(). */
 	t->fast_n++;
-	t->fast_dur += dur;
 	t->fast_delay += delay;
 	weft_hist_add_bucket(&h[1], delay);
 	if (delay > h[1].max_ns)
@@ -585,95 +628,7 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 
 /* ----------------------------------------------------------- spawn sites */
 
-void weft__collector_sites_free(struct probe *p)
-{
-	free(p->sites);
-	p->sites = NULL;
-	p->nsites = 0;
-	p->sites_unknown = 0;
-	free(p->awaits);
-	p->awaits = NULL;
-	p->nawaits = 0;
-	p->awaits_known = 0;
-	p->awaits_unknown = 0;
-}
-
-/*
- * AWAIT_SITE: an await site met, as its ring announced it before its
- * first POLL naming it there.  Again (another ring, a new listening
- * period): the same values, ids being never reused.  Grown as the spawn
- * sites' table is (site_slot()), to the same bound.
- */
-/* Every id a ring announces is one a reader keeps (weft/wire.h). */
-_Static_assert(WEFT_RING_AWAITS <= WEFT_WIRE_AWAIT_SITE_MAX,
-	       "await site ids within readers' bound");
-
-__attribute__((noinline)) static void on_await_site(struct probe *p,
-						    const weft_event_t *ev)
-{
-	size_t n = p->nawaits ? p->nawaits : 64;
-	struct await_site *s;
-
-	if (ev->task == 0 || ev->task > WEFT_RING_AWAITS || !ev->a1)
-		return;
-	if (ev->task >= p->nawaits) {
-		while (n <= ev->task)
-			n *= 2;
-		s = realloc(p->awaits, n * sizeof(*s));
-		if (!s)
-			return;
-		memset(s + p->nawaits, 0, (n - p->nawaits) * sizeof(*s));
-		p->awaits = s;
-		p->nawaits = n;
-	}
-	p->awaits_known += !p->awaits[ev->task].file;
-	p->awaits[ev->task].file = (const char *)(uintptr_t)ev->a1;
-	p->awaits[ev->task].line = ev->a2;
-}
-
-/* Site @id's slot, grown to it (NULL: past the bound or no memory). */
-__attribute__((noinline)) static struct spawn_site *site_slot(struct probe *p,
-							      uint64_t id)
-{
-	size_t n = p->nsites ? p->nsites : 64;
-	struct spawn_site *s;
-
-	if (id == 0 || id > WEFT_RING_SITES)
-		return NULL;
-	if (id < p->nsites)
-		return &p->sites[id];
-	while (n <= id)
-		n *= 2;
-	s = realloc(p->sites, n * sizeof(*s));
-	if (!s)
-		return NULL;
-	memset(s + p->nsites, 0, (n - p->nsites) * sizeof(*s));
-	p->sites = s;
-	p->nsites = n;
-	return &s[id];
-}
-
-/*
- * SITE or SITE_LOC: a site met, as its ring announced it before its
- * first SPAWN there.  Again (another ring, a new listening period): the
- * same values, ids being never reused.
- */
-static void on_site(struct probe *p, const weft_event_t *ev)
-{
-	struct spawn_site *s = site_slot(p, ev->task);
-
-	if (!s)
-		return;
-	if (ev->kind == WEFT_EV_SITE) {
-		s->name = (const char *)(uintptr_t)ev->a1;
-		s->state_size = ev->a2;
-		s->have |= SITE_HAVE_NAME;
-	} else {
-		s->file = (const char *)(uintptr_t)ev->a1;
-		s->line = ev->a2;
-		s->have |= SITE_HAVE_LOC;
-	}
-}
+/* The sites' tables, as the rings announce them: collector_sites.c. */
 
 static void warn_large_future(struct probe *p, task_rec_t *t,
 			      const weft_event_t *ev)
@@ -772,9 +727,9 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
 		       "the sites' kinds are one range");
 	if (ev->kind >= WEFT_EV_SITE && ev->kind <= WEFT_EV_AWAIT_SITE) {
 		if (ev->kind == WEFT_EV_AWAIT_SITE)
-			on_await_site(p, ev);
+			weft__collector_on_await_site(p, ev);
 		else
-			on_site(p, ev);
+			weft__collector_on_site(p, ev);
 		return;
 	}
 	/* Resources: their task field may be a resource's id (RES_NAME). */
@@ -918,29 +873,38 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
  * The pass's chunk of @n events, into the records.  A poll whose task
  * heads its hash bucket (nearly every one: hash_of()) and that
  * poll_fast() takes is done there; every other event, and a poll
- * poll_fast() leaves, goes through process().  The table, its mask and
- * the worker records are held in locals, taken again after each event
- * process() took (which may grow them): kept in p, each fast event loaded
- * them again, a store to a record being free to alias them.  At the end,
- * the counts poll_fast() kept aside are folded into their records, so
- * that between chunks (the subscribers', the rest of the pass) every
- * record is whole.
+ * poll_fast() leaves, goes through process().  The table and its mask
+ * are held in locals, taken again after each event process() took (which
+ * may grow them): kept in p, each fast event loaded them again, a store
+ * to a record being free to alias them.  The workers' gates (p->wk_gate)
+ * are read from p at each poll (held in a local too, they pushed a poll's
+ * delay to the stack), and start each chunk at 0: the config and the
+ * workers' max_poll may have changed since the last.  At the end, the counts
+ * poll_fast() kept aside are folded into their records, so that between
+ * chunks (the subscribers', the rest of the pass) every record is whole.
  */
 void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
 {
 	const weft_event_t *ev = p->chunk, *end = ev + n;
 	task_rec_t **tab = p->table, *fast = NULL;
 	size_t mask = p->table_size - 1;
-	worker_rec_t *wk = p->wk;
-	unsigned nslots = p->nworker_slots;
 
+	if (p->nworker_slots)
+		memset(p->wk_gate, 0, p->nworker_slots * sizeof(*p->wk_gate));
 	for (; ev < end; ev++) {
 		if (ev->kind == WEFT_EV_POLL) {
 			/* Task 0 is no record's: it finds none here. */
 			task_rec_t *t = tab[ev->task & mask];
 
 			if (t && t->pub.id == ev->task) {
-				if (poll_fast(p, t, ev, wk, nslots, &fast))
+				/*
+				 * Its a2, worker and flags in one compare
+				 * with fast_key (the word holds its kind
+				 * too): a yield poll_fast() may take.
+				 */
+				if (weft__collector_event_word(ev) ==
+					    t->fast_key &&
+				    poll_fast(p, t, ev, p->wk_gate, &fast))
 					continue;
 				/* As weft__collector_task_get() finds it. */
 				if (t->fast_n)
@@ -955,8 +919,6 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
 		}
 		tab = p->table;
 		mask = p->table_size - 1;
-		wk = p->wk;
-		nslots = p->nworker_slots;
 	}
 	/* No record is freed in a chunk: the list's are all there. */
 	while (fast) {

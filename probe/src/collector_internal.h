@@ -112,10 +112,23 @@ typedef struct task_rec_s {
 	 * self_poll_ns, nor to the histograms' counts and sums (their buckets
 	 * and maxima are).  weft__collector_fast_fold() adds them: on the
 	 * record's next lookup (weft__collector_task_find()) and at the
-	 * chunk's end, before anything else reads them.
+	 * chunk's end, before anything else reads them.  Their time is not
+	 * summed a poll: each such poll starts where its delay from the last
+	 * one's end (woken_at) ends, and ends where the next one's delay
+	 * starts, so that their delays and times add up to woken_at less
+	 * fast_base, woken_at when the record went clean (TASK_FAST_CLEAN:
+	 * fast_n is 0 until then), and their time is that less fast_delay.
 	 */
 	uint32_t fast_n;
-	uint64_t fast_dur, fast_delay;
+	uint64_t fast_base, fast_delay;
+	/*
+	 * The last eight bytes of the one POLL poll_fast() may take of this
+	 * task (weft__collector_poll_key(): a2 exactly WEFT_POLL_YIELDED,
+	 * worker pub.last_worker, kind POLL, no flags), set wherever
+	 * last_worker is: the chunk's loop tells such a poll from every
+	 * other event with one compare of the event's word.
+	 */
+	uint64_t fast_key;
 	struct task_rec_s *fnext; /* the fast list, while fast_listed */
 	uint32_t self_polls;      /* polls that ended woken by themselves */
 	uint64_t self_poll_ns;    /* and their time */
@@ -160,6 +173,32 @@ _Static_assert(offsetof(task_rec_t, changed) ==
 			       offsetof(task_rec_t, fast_word) + 3 &&
 		       sizeof(bool) == 1,
 	       "task_rec_t's fast_word starts with changed");
+
+/*
+ * An event's a2, worker, kind and flags as one word (they are its last
+ * eight bytes), read through memcpy: the same bytes whatever the byte
+ * order, compared with a word made the same way.
+ */
+static inline uint64_t weft__collector_event_word(const weft_event_t *ev)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)ev + offsetof(weft_event_t, a2), sizeof(w));
+	return w;
+}
+
+/* task_rec_t's fast_key for a task last polled on @worker. */
+static inline uint64_t weft__collector_poll_key(uint16_t worker)
+{
+	const weft_event_t e = { .a2 = WEFT_POLL_YIELDED,
+				 .worker = worker,
+				 .kind = WEFT_EV_POLL };
+
+	return weft__collector_event_word(&e);
+}
+_Static_assert(offsetof(weft_event_t, a2) + sizeof(uint64_t) ==
+		       sizeof(weft_event_t),
+	       "an event's a2, worker, kind and flags are its last word");
 
 /* One resource as the collector tracks it (collector_resources.c). */
 typedef struct res_rec_s res_rec_t;
@@ -356,6 +395,18 @@ struct probe {
 	weft_probe_worker_t *workers;
 	worker_rec_t *wk;
 	unsigned nworker_slots;
+	/*
+	 * poll_fast()'s one test of a poll's duration against its worker
+	 * (collector_events.c), a word a slot (nworker_slots long, grown
+	 * with wk): a duration under it is under long_poll_ns, not over the
+	 * worker's max_poll, and the worker has no wake run open.  Never
+	 * above min(max_poll + 1, long_poll_ns), and 0 while run_open: 0 at
+	 * each chunk's start (the config, and max_poll reset between
+	 * chunks) and when a run opens (collector_leak.c), raised by a
+	 * poll poll_fast() took past it.  Under that bound a poll merely
+	 * takes the longer way, which sets it again.
+	 */
+	uint64_t *wk_gate;
 	/* Their schedstat files open, and how many may be (0: not yet
 	 * known; collector_workers.c). */
 	unsigned sched_open;
@@ -665,11 +716,14 @@ weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
 			  weft_event_t *d, const weft_event_t *s)
 {
 	__extension__ typedef unsigned __int128 u128;
-	uint64_t raw = s->ts, a1 = s->a1, dt = raw - cv->base_tsc;
+	uint64_t raw = s->ts, a1 = s->a1, dt;
+	/* The subtraction's borrow is the test: compared apart, the two
+	 * cost a move and a compare more (callgrind). */
+	bool before = __builtin_sub_overflow(raw, cv->base_tsc, &dt);
 	u128 P, A;
 
 	*d = *s;
-	if (__builtin_expect(raw < cv->base_tsc, 0)) {
+	if (__builtin_expect(before, 0)) {
 		weft__probe_clock_conv_event(cv, d);
 		return;
 	}
@@ -682,7 +736,10 @@ weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
 	if (s->kind != WEFT_EV_POLL && s->kind != WEFT_EV_BLOCKING_END)
 		return;
 	if (__builtin_expect(a1 > dt, 0)) {
-		d->a1 = d->ts - weft__probe_clock_conv_ts(cv, raw - a1);
+		/* raw as dt + base_tsc: with raw live to here, the stamp's
+		 * subtraction took a copy of it first (callgrind). */
+		d->a1 = d->ts -
+			weft__probe_clock_conv_ts(cv, dt + cv->base_tsc - a1);
 		return;
 	}
 	A = (u128)a1 * cv->ns_per_tick_q32;
@@ -719,12 +776,17 @@ void weft__collector_free_orphans(struct probe *p);
 /* collector_events.c */
 #define SITE_HAVE_NAME 1u /* its SITE came */
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
-/* Forgets the spawn and await sites met (the collector stops). */
-void weft__collector_sites_free(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n,
 			     struct lock_pending *lp);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
+
+/* collector_sites.c */
+/* Forgets the spawn and await sites met (the collector stops). */
+void weft__collector_sites_free(struct probe *p);
+/* AWAIT_SITE, and SITE or SITE_LOC: the site into its table. */
+void weft__collector_on_await_site(struct probe *p, const weft_event_t *ev);
+void weft__collector_on_site(struct probe *p, const weft_event_t *ev);
 
 /* collector_resources.c */
 /* A RES_* event, into the resources and the tasks that wait. */

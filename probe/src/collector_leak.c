@@ -477,6 +477,9 @@ void weft__collector_burst_wake(struct probe *p, task_rec_t *t,
 		if (slot != WEFT_EVENT_NO_WORKER) {
 			r->flagged = true;
 			p->wk[slot].run_open = true;
+			/* poll_fast() of a poll on it tests run_open again
+			 * (p->wk_gate). */
+			p->wk_gate[slot] = 0;
 		}
 	}
 	r->woken++;

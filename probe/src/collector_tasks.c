@@ -44,10 +44,12 @@ static void table_grow(struct probe *p)
  */
 __attribute__((noinline)) void weft__collector_fast_fold(task_rec_t *t)
 {
-	uint64_t n = t->fast_n, dur = t->fast_dur, delay = t->fast_delay;
+	uint64_t n = t->fast_n, delay = t->fast_delay, dur;
 
 	if (!n)
 		return;
+	/* Their delays and times end at woken_at (task_rec_t's fast_base). */
+	dur = t->woken_at - t->fast_base - delay;
 	t->pub.polls += n;
 	t->pub.wakes += n;
 	t->pub.self_wakes += n;
@@ -61,7 +63,6 @@ __attribute__((noinline)) void weft__collector_fast_fold(task_rec_t *t)
 	t->hist[1].count += n;
 	t->hist[1].sum_ns += delay;
 	t->fast_n = 0;
-	t->fast_dur = 0;
 	t->fast_delay = 0;
 	/* Looked up: poll_fast() tests the record again (fast_n was not 0,
 	 * so it is on the chunk's list). */
@@ -256,6 +257,7 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	t->pub.spawned_ns = now;
 	t->pub.state = WEFT_TASK_IDLE;
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
+	t->fast_key = weft__collector_poll_key(WEFT_EVENT_NO_WORKER);
 	t->spawn_worker = WEFT_EVENT_NO_WORKER;
 	/*
 	 * Not idle_since_ns: a record made here is a task heard of first

@@ -131,6 +131,7 @@ int weft__collector_workers_fit(struct probe *p, unsigned n)
 	unsigned cap = p->nworker_slots, old = p->nworker_slots;
 	weft_probe_worker_t *w;
 	worker_rec_t *wk;
+	uint64_t *gate;
 
 	if (n <= cap)
 		return 0;
@@ -152,8 +153,14 @@ int weft__collector_workers_fit(struct probe *p, unsigned n)
 	if (!wk)
 		return -ENOMEM; /* workers[] larger, nworker_slots kept */
 	p->wk = wk;
+	gate = realloc(p->wk_gate, cap * sizeof(*gate));
+	if (!gate)
+		return -ENOMEM; /* workers[], wk[] larger, nworker_slots kept */
+	p->wk_gate = gate;
 	memset(&w[old], 0, (cap - old) * sizeof(*w));
 	memset(&wk[old], 0, (cap - old) * sizeof(*wk));
+	/* 0: a new slot's first poll takes the longer way (p->wk_gate). */
+	memset(&gate[old], 0, (cap - old) * sizeof(*gate));
 	p->nworker_slots = cap;
 	return 0;
 }
@@ -183,8 +190,10 @@ void weft__collector_workers_free(struct probe *p)
 {
 	free(p->workers);
 	free(p->wk);
+	free(p->wk_gate);
 	p->workers = NULL;
 	p->wk = NULL;
+	p->wk_gate = NULL;
 	p->nworker_slots = 0;
 	p->stats.workers = 0; /* none described until the next sample */
 }
