@@ -9,6 +9,7 @@
  * context with a waker of the test's own (to look at the metrics at the
  * instant a task's completion is published).
  */
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -1004,6 +1005,71 @@ static void test_runtime_busy_without_parking(void **state)
 	weft_runtime_destroy(rt);
 }
 
+/*
+ * Rendezvous of @n tasks that each hold their worker (no await) until all
+ * @n run at once, or 5 s: every one needs a worker of its own.
+ */
+struct meet {
+	_Atomic unsigned *here;
+	unsigned n;
+	_Atomic bool *late;
+};
+
+static weft_poll_t meet_poll(void *arg, weft_cx_t *cx)
+{
+	struct meet *m = arg;
+	uint64_t end = weft_now_ns() + 5000000000ull;
+
+	(void)cx;
+	atomic_fetch_add(m->here, 1);
+	while (atomic_load(m->here) < m->n) {
+		if (weft_now_ns() > end) {
+			atomic_store(m->late, true);
+			break;
+		}
+		sched_yield();
+	}
+	return WEFT_READY;
+}
+
+/*
+ * Tasks queued while a worker searched reach a worker of their own.  All
+ * the workers parked, main spawns one task a worker at once: the first
+ * spawn wakes one worker, the others find it searching and wake nobody,
+ * so the worker that finds the batch must wake another while work is
+ * left (the last searcher's wake, now only with work pending), and that
+ * one the next.  Each task holds its worker until all run: one left
+ * queued behind a held worker is a hang (5 s, then the case fails).  No
+ * monitor: it would hand the queued task on after its stall threshold
+ * and hide a missing wake.
+ */
+static void test_runtime_queued_work_reaches_every_worker(void **state)
+{
+	setenv("WEFT_MONITOR", "0", 1);
+	for (unsigned nw = 2; nw <= 4; nw += 2) {
+		weft_runtime_t *rt = rt_create(nw);
+		_Atomic unsigned here = 0;
+		_Atomic bool late = false;
+		weft_join_t *j[4];
+
+		(void)state;
+		usleep(20000); /* every worker parked */
+		for (unsigned i = 0; i < nw; i++) {
+			struct meet m = { &here, nw, &late };
+
+			j[i] = spawn_ok(rt, meet_poll, NULL, &m, sizeof(m),
+					true);
+		}
+		for (unsigned i = 0; i < nw; i++) {
+			assert_int_equal(weft_join_wait(j[i], NULL), 0);
+			weft_join_drop(j[i]);
+		}
+		assert_false(atomic_load(&late));
+		weft_runtime_destroy(rt);
+	}
+	unsetenv("WEFT_MONITOR");
+}
+
 static void test_runtime_live_tasks_exclude_finished(void **state)
 {
 	weft_runtime_t *rt = rt_create(1);
@@ -1242,6 +1308,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_metrics_counts),
 		cmocka_unit_test(test_runtime_live_tasks_exclude_finished),
 		cmocka_unit_test(test_runtime_busy_without_parking),
+		cmocka_unit_test(test_runtime_queued_work_reaches_every_worker),
 		cmocka_unit_test(
 			test_runtime_destroy_frees_worker_blocked_on_idle_task),
 		cmocka_unit_test(
