@@ -772,6 +772,38 @@ static void test_io_uring_lost_cqes_while_refused(void **state)
 	weft__io_backend_free(b);
 }
 
+/*
+ * A rebuild that must wait (no ring to be had: here a CQ size the kernel
+ * refuses), a wake submitted on the old ring meanwhile: the late rebuild
+ * takes that wake with the old ring, and the wakes after it still reach
+ * a poller blocked in the new one (before the fix wake_pending stayed
+ * set and every later wake was skipped: the review's case).
+ */
+static void test_io_uring_wake_across_late_rebuild(void **state)
+{
+	io_backend_t *b = uring_new();
+	struct poller p;
+	io_event_t ev[16];
+
+	(void)state;
+	weft__io_uring_test_cq_entries = 1; /* the rebuild's ring: refused */
+	wait_err = -EBADR;
+	atomic_store(&wait_fails, 1);
+	weft__io_uring_wait_hook = failing_wait;
+	assert_true(weft__io_backend_poll(b, ev, 16, 100000000) >= 0);
+	weft__io_uring_wait_hook = NULL;
+	weft__io_uring_test_cq_entries = 0;
+	/* Its NOP on the old ring, its CQE not reaped. */
+	assert_int_equal(weft__io_backend_wake(b), 0);
+	/* The next poll rebuilds, then blocks in the new ring. */
+	poller_start(&p, b, NULL);
+	atomic_store(&p.stop, true);
+	assert_int_equal(weft__io_backend_wake(b), 0);
+	if (!poller_done(&p))
+		fail_msg("the wake never reached the poller");
+	weft__io_backend_free(b);
+}
+
 /* A wait that keeps failing: 1 ms between tries, said once on stderr. */
 static void test_io_uring_wait_error_backs_off(void **state)
 {
@@ -1020,6 +1052,7 @@ int main(void)
 		CASE(test_io_uring_lost_cqes_report_every_fd),
 		CASE(test_io_uring_lost_end_armed_again),
 		CASE(test_io_uring_lost_cqes_while_refused),
+		CASE(test_io_uring_wake_across_late_rebuild),
 		CASE(test_io_uring_wait_error_backs_off),
 		CASE(test_io_uring_cq_overflow_armed_again),
 		CASE(test_io_uring_kernel_refusing),

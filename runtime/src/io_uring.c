@@ -666,7 +666,11 @@ static void retry_locked(struct io_uring_s *b)
  * (the kernel cancels its requests; none of its CQEs is read again),
  * every removed token is freed (its end would have come from the old
  * ring), every live one queued to be armed on the new ring, paced by
- * its CQ's room (retry_locked()).  SQEs queued on the old ring and not
+ * its CQ's room (retry_locked()).  The old ring's polls let go of their
+ * files a moment later, as its exit work runs (a listener closed just
+ * then may still take a connection, as with a cross-thread del), and
+ * the polls armed again are the poller's: their wake-ups run as its task
+ * work until each fd is added again.  SQEs queued on the old ring and not
  * yet submitted go with it: adds are armed again from the list, dels'
  * and test cancels are moot, a wake NOP's poller is awake (this one).
  * Without memory for a new ring, said once, rebuild_due stays set and
@@ -693,6 +697,16 @@ static void rebuild_locked(struct io_uring_s *b)
 	}
 	io_uring_queue_exit(&b->ring);
 	b->ring = fresh;
+	/*
+	 * A wake NOP may have gone with the old ring, or its CQE: taken as
+	 * come (seq_cst, as reap()'s), and the poll that rebuilt does not
+	 * block after (weft__io_uring_poll()), so the waker's store is seen
+	 * as a reaped NOP's would be.  Else wake_pending would stay set and
+	 * every later wake be skipped (the review of the rebuild: a wake
+	 * between mark_lost()'s clear and its lock, or one submitted while
+	 * a rebuild waited for memory).
+	 */
+	atomic_exchange(&b->wake_pending, false);
 	b->cq_entries = p.cq_entries;
 	b->rearm_head = b->rearm_tail = NULL;
 	for (t = b->all; t; t = next) {
@@ -858,6 +872,9 @@ int weft__io_uring_poll(io_backend_t *base, io_event_t *ev, int max,
 		pthread_mutex_lock(&b->lock);
 		rebuild_locked(b);
 		pthread_mutex_unlock(&b->lock);
+		/* It took any wake in flight (rebuild_locked()): no block. */
+		if (!b->rebuild_due)
+			timeout_ns = 0;
 	}
 	/* Relaxed: submit_once_locked() says why. */
 	if (load_relaxed(&b->resubmit)) {
