@@ -318,6 +318,7 @@ static void parse_args(struct options *o, int argc, char **argv)
 	o->warmup = DEFAULT_WARMUP;
 	o->workers = DEFAULT_WORKERS;
 	o->progress = isatty(STDERR_FILENO);
+	o->probe_events = false; /* counters, as --help says */
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -368,7 +369,7 @@ static void wait_start_file(void)
 int main(int argc, char **argv)
 {
 	weft_config_t config = { 0 };
-	struct options o;
+	struct options o = { 0 };
 	struct bench b = { 0 };
 	size_t i;
 	int rc;
