@@ -1193,6 +1193,48 @@ static void test_runtime_destroy_frees_worker_blocked_on_idle_task(void **state)
 }
 
 /*
+ * The same, the idle task's last poll still ending as destroy first looks
+ * for idle tasks (it says it is parked inside the poll, then takes 50 ms
+ * to return): it becomes idle only after that look, and destroy must look
+ * again while it waits for the workers.  It looked once, and the blocked
+ * worker waited for good (seen in CI, where the race was a preemption).
+ */
+static weft_poll_t holder_late_poll(void *p, weft_cx_t *cx)
+{
+	(void)cx;
+	tcount_add(((holder_idle_t *)p)->polled, 1);
+	usleep(50000);
+	return WEFT_PENDING; /* never woken: idle until cancelled */
+}
+
+static void test_runtime_destroy_cancels_task_gone_idle_late(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+	sem_t sem;
+	tcount_t polled, started;
+	holder_idle_t h = { .sem = &sem, .polled = &polled };
+	sem_waiter_t wt = { .sem = &sem, .started = &started };
+	int rc;
+
+	(void)state;
+	sem_init(&sem, 0, 0);
+	tcount_init(&polled);
+	tcount_init(&started);
+	spawn_ok(rt, holder_late_poll, holder_idle_drop, &h, sizeof(h), false);
+	tcount_wait(&polled, 1);
+	spawn_ok(rt, sem_waiter_poll, NULL, &wt, sizeof(wt), false);
+	tcount_wait(&started, 1);
+	/* The holder is still in its poll: the first look cannot take it. */
+	rc = weft_runtime_destroy_timeout(rt, 3ull * 1000000000u);
+	if (rc)
+		sem_post(&sem); /* let the worker left behind go */
+	assert_int_equal(rc, 0);
+	tcount_fini(&polled);
+	tcount_fini(&started);
+	sem_destroy(&sem);
+}
+
+/*
  * A poll that never returns by the deadline: destroy gives up on its
  * worker with -ETIMEDOUT and keeps the runtime's memory, so that the poll
  * can still return (here once the test posts) and its worker exit.
@@ -1331,6 +1373,8 @@ int main(void)
 			monitor_env_reset),
 		cmocka_unit_test(
 			test_runtime_destroy_frees_worker_blocked_on_idle_task),
+		cmocka_unit_test(
+			test_runtime_destroy_cancels_task_gone_idle_late),
 		cmocka_unit_test(
 			test_runtime_destroy_leaves_endless_poll_behind),
 		cmocka_unit_test(test_runtime_spawn_short_forms),

@@ -218,13 +218,59 @@ static weft_runtime_t *abandoned;
 #define DESTROY_WAIT_NS (5ull * 1000000000u)
 
 /* Joins @w's thread by @deadline (CLOCK_REALTIME); false if still busy. */
+/*
+ * Cancels every task of @rt not being polled (shutdown: the owned list is
+ * closed), so that a worker blocked on what one of them holds (a lock its
+ * drop releases) is let go.
+ */
+static void cancel_idle(weft_runtime_t *rt)
+{
+	weft_task_t *t;
+
+	for (t = weft__owned_take_idle(&rt->owned); t;) {
+		weft_task_t *next = t->owned_next;
+
+		weft__task_cancel_claimed(t);
+		t = next;
+	}
+}
+
+/* How often destroy looks again for tasks gone idle while it joins. */
+#define JOIN_STEP_NS 10000000
+
 static bool join_worker(weft_worker_t *w, const struct timespec *deadline)
 {
 	weft__task_info_t info;
 	bool named;
 
-	if (pthread_timedjoin_np(w->thread, NULL, deadline) == 0)
-		return true;
+	/*
+	 * In steps, cancelling the tasks gone idle since the last look: a
+	 * task whose poll was ending as destroy first looked (it had said,
+	 * inside that poll, that it was parked) becomes idle only after,
+	 * and a worker blocked on what it holds would wait for good (seen
+	 * in test_runtime's destroy_frees_worker_blocked_on_idle_task).
+	 */
+	for (;;) {
+		struct timespec step;
+
+		clock_gettime(CLOCK_REALTIME, &step);
+		step.tv_nsec += JOIN_STEP_NS;
+		if (step.tv_nsec >= 1000000000) {
+			step.tv_sec++;
+			step.tv_nsec -= 1000000000;
+		}
+		if (step.tv_sec > deadline->tv_sec ||
+		    (step.tv_sec == deadline->tv_sec &&
+		     step.tv_nsec >= deadline->tv_nsec)) {
+			if (pthread_timedjoin_np(w->thread, NULL, deadline) ==
+			    0)
+				return true;
+			break;
+		}
+		if (pthread_timedjoin_np(w->thread, NULL, &step) == 0)
+			return true;
+		cancel_idle(w->rt);
+	}
 	/*
 	 * Relaxed: what it was polling, for the message.  The poll may end
 	 * (and free the task) any moment: looked up on the owned list, not
@@ -300,12 +346,7 @@ int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
 	 * let go instead of hanging the join.
 	 */
 	weft__owned_close(&rt->owned);
-	for (t = weft__owned_take_idle(&rt->owned); t;) {
-		weft_task_t *next = t->owned_next;
-
-		weft__task_cancel_claimed(t);
-		t = next;
-	}
+	cancel_idle(rt);
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		left += !join_worker(&rt->workers[i], &deadline);
 	/* After the workers: it turns the driver for one stuck meanwhile. */
