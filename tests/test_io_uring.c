@@ -451,40 +451,12 @@ static int note_holder(void)
 	return 0;
 }
 
-struct echo_task {
-	weft_fd_t *f;
-};
-
-static weft_poll_t echo_once_poll(void *arg, weft_cx_t *cx)
-{
-	struct echo_task *e = *(struct echo_task **)arg;
-	char buf[64];
-
-	for (;;) {
-		weft_fd_ready_t ready;
-		ssize_t n;
-
-		if (weft_fd_poll_ready(e->f, WEFT_FD_READ, cx, &ready) ==
-		    WEFT_PENDING)
-			return WEFT_PENDING;
-		n = read(weft_fd_fd(e->f), buf, sizeof(buf));
-		if (n < 0 && errno == EAGAIN) {
-			weft_fd_clear_ready(e->f, ready);
-			continue;
-		}
-		if (n > 0)
-			assert_int_equal(
-				write(weft_fd_fd(e->f), buf, (size_t)n), n);
-		return WEFT_READY;
-	}
-}
-
 static void test_io_uring_holder_does_not_wake_itself(void **state)
 {
 	enum { N = 8 };
 	const char *was = getenv("WEFT_IO");
 	char *saved;
-	struct echo_task e[N], *ep[N];
+	struct echo e[N], *ep[N];
 	weft_join_t *j[N];
 	weft_runtime_t *rt;
 	int sv[N][2];
@@ -509,11 +481,12 @@ static void test_io_uring_holder_does_not_wake_itself(void **state)
 					    0, sv[i]),
 				 0);
 		assert_int_equal(fcntl(sv[i][0], F_SETFL, O_NONBLOCK), 0);
+		e[i] = (struct echo){ 0 };
 		assert_int_equal(weft_fd_register(rt, sv[i][0], &e[i].f), 0);
 		ep[i] = &e[i];
 		assert_int_equal(
 			weft_spawn_with(rt,
-					&(weft_spawn_t){ .poll = echo_once_poll,
+					&(weft_spawn_t){ .poll = echo_poll,
 							 .state = &ep[i],
 							 .size = sizeof(ep[i]),
 							 .name = "echo" },
@@ -532,6 +505,7 @@ static void test_io_uring_holder_does_not_wake_itself(void **state)
 	for (int i = 0; i < N; i++) {
 		assert_int_equal(weft_join_wait(j[i], NULL), 0);
 		weft_join_drop(j[i]);
+		assert_int_equal(e[i].err, 0);
 		assert_int_equal(read(sv[i][1], buf, sizeof(buf)), 4);
 	}
 	atomic_store(&counting, false);

@@ -1169,27 +1169,46 @@ static weft_poll_t sem_waiter_poll(void *p, weft_cx_t *cx)
 	return WEFT_READY;
 }
 
-static void test_runtime_destroy_frees_worker_blocked_on_idle_task(void **state)
+/*
+ * An idle holder (@holder_poll, whose drop posts a semaphore) and a task
+ * blocking its worker on that semaphore; then destroy, given @timeout_ns.
+ * Returns destroy's result, the worker left behind let go if it failed.
+ */
+static int destroy_beside_blocked_worker(weft_poll_cb holder_poll,
+					 uint64_t timeout_ns)
 {
+	/* Static: a worker left behind may still be in sem_wait() on it. */
+	static sem_t sem;
 	weft_runtime_t *rt = rt_create(2);
-	sem_t sem;
 	tcount_t polled, started;
 	holder_idle_t h = { .sem = &sem, .polled = &polled };
 	sem_waiter_t wt = { .sem = &sem, .started = &started };
+	int rc;
 
-	(void)state;
 	sem_init(&sem, 0, 0);
 	tcount_init(&polled);
 	tcount_init(&started);
-	spawn_ok(rt, holder_idle_poll, holder_idle_drop, &h, sizeof(h), false);
+	spawn_ok(rt, holder_poll, holder_idle_drop, &h, sizeof(h), false);
 	tcount_wait(&polled, 1);
 	spawn_ok(rt, sem_waiter_poll, NULL, &wt, sizeof(wt), false);
 	tcount_wait(&started, 1);
-	assert_int_equal(weft_runtime_destroy_timeout(rt, 60ull * 1000000000u),
-			 0);
+	rc = weft_runtime_destroy_timeout(rt, timeout_ns);
+	if (rc) {
+		sem_post(&sem); /* let the worker left behind go */
+		return rc;
+	}
 	tcount_fini(&polled);
 	tcount_fini(&started);
 	sem_destroy(&sem);
+	return 0;
+}
+
+static void test_runtime_destroy_frees_worker_blocked_on_idle_task(void **state)
+{
+	(void)state;
+	assert_int_equal(destroy_beside_blocked_worker(holder_idle_poll,
+						       60ull * 1000000000u),
+			 0);
 }
 
 /*
@@ -1209,29 +1228,11 @@ static weft_poll_t holder_late_poll(void *p, weft_cx_t *cx)
 
 static void test_runtime_destroy_cancels_task_gone_idle_late(void **state)
 {
-	weft_runtime_t *rt = rt_create(2);
-	sem_t sem;
-	tcount_t polled, started;
-	holder_idle_t h = { .sem = &sem, .polled = &polled };
-	sem_waiter_t wt = { .sem = &sem, .started = &started };
-	int rc;
-
 	(void)state;
-	sem_init(&sem, 0, 0);
-	tcount_init(&polled);
-	tcount_init(&started);
-	spawn_ok(rt, holder_late_poll, holder_idle_drop, &h, sizeof(h), false);
-	tcount_wait(&polled, 1);
-	spawn_ok(rt, sem_waiter_poll, NULL, &wt, sizeof(wt), false);
-	tcount_wait(&started, 1);
 	/* The holder is still in its poll: the first look cannot take it. */
-	rc = weft_runtime_destroy_timeout(rt, 3ull * 1000000000u);
-	if (rc)
-		sem_post(&sem); /* let the worker left behind go */
-	assert_int_equal(rc, 0);
-	tcount_fini(&polled);
-	tcount_fini(&started);
-	sem_destroy(&sem);
+	assert_int_equal(destroy_beside_blocked_worker(holder_late_poll,
+						       3ull * 1000000000u),
+			 0);
 }
 
 /*

@@ -40,6 +40,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_hello.h"
+
 #ifdef WEFT_HAVE_URING
 #include <liburing.h>
 #endif
@@ -50,12 +52,6 @@
 #define NBUFS 1024 /* provided buffers a ring (a power of two) */
 #define BGID 1
 
-static const char http_resp[] = "HTTP/1.1 200 OK\r\n"
-				"Content-Type: text/plain\r\n"
-				"Content-Length: 13\r\n"
-				"\r\n"
-				"Hello, World!";
-#define HTTP_RESP_LEN (sizeof(http_resp) - 1)
 /* Replies to a read holding up to this many requests go in one send. */
 #define HTTP_BATCH 16
 static char http_batch[HTTP_BATCH * HTTP_RESP_LEN];
@@ -118,6 +114,13 @@ static unsigned count_requests(uint8_t *state, const char *p, size_t n)
 
 /* ---------------------------------------------------------------- epoll */
 
+/* A reply, said to be short if it is (a 64-byte loopback write never is). */
+static void write_all(int fd, const char *p, size_t len)
+{
+	if (write(fd, p, len) != (ssize_t)len)
+		fprintf(stderr, "weft-bench-io-ceiling: short write\n");
+}
+
 static void *epoll_thread(void *arg)
 {
 	static _Thread_local uint8_t state[MAX_FD];
@@ -157,27 +160,27 @@ static void *epoll_thread(void *arg)
 			}
 			for (;;) {
 				ssize_t r = read(fd, buf, sizeof(buf));
-				const char *out = buf;
-				size_t len = (size_t)r;
+				unsigned k;
 
 				if (r <= 0) {
 					if (r == 0 || errno != EAGAIN)
 						close(fd);
 					break;
 				}
-				if (http) {
-					unsigned k = count_requests(
-						&state[fd], buf, (size_t)r);
-
-					if (k > HTTP_BATCH)
-						k = HTTP_BATCH;
-					out = http_batch;
-					len = k * HTTP_RESP_LEN;
+				if (!http) {
+					write_all(fd, buf, (size_t)r);
+					continue;
 				}
-				if (len && write(fd, out, len) != (ssize_t)len)
-					fprintf(stderr,
-						"weft-bench-io-ceiling: "
-						"short write\n");
+				/* Every request answered, a batch a write. */
+				k = count_requests(&state[fd], buf, (size_t)r);
+				while (k) {
+					unsigned m =
+						k < HTTP_BATCH ? k : HTTP_BATCH;
+
+					write_all(fd, http_batch,
+						  m * HTTP_RESP_LEN);
+					k -= m;
+				}
 			}
 		}
 	}
@@ -239,29 +242,34 @@ static void on_recv(struct uthread *u, struct io_uring_cqe *cqe, int fd)
 	if (cqe->res > 0) {
 		unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 		const char *in = u->bufs + (size_t)bid * BUF_SIZE;
-		struct io_uring_sqe *sqe = sqe_get(&u->ring);
+		struct io_uring_sqe *sqe;
+		unsigned k;
 
 		if (!http) {
 			/* The buffer goes back once its send completes. */
+			sqe = sqe_get(&u->ring);
 			io_uring_prep_send(sqe, fd, in, (size_t)cqe->res,
 					   MSG_NOSIGNAL);
 			io_uring_sqe_set_data64(sqe, ud(OP_SEND, bid, fd));
 		} else {
-			unsigned k = count_requests(&u->state[fd], in,
-						    (size_t)cqe->res);
-
+			/*
+			 * Every request answered, a batch a send, linked so
+			 * that they go out in order.
+			 */
+			k = count_requests(&u->state[fd], in, (size_t)cqe->res);
 			buf_give(u, bid);
-			if (k > HTTP_BATCH)
-				k = HTTP_BATCH;
-			if (k) {
+			while (k) {
+				unsigned m = k < HTTP_BATCH ? k : HTTP_BATCH;
+
+				sqe = sqe_get(&u->ring);
 				io_uring_prep_send(sqe, fd, http_batch,
-						   k * HTTP_RESP_LEN,
+						   m * HTTP_RESP_LEN,
 						   MSG_NOSIGNAL);
 				io_uring_sqe_set_data64(sqe,
 							ud(OP_SEND, NBUFS, fd));
-			} else {
-				io_uring_prep_nop(sqe);
-				io_uring_sqe_set_data64(sqe, 0);
+				k -= m;
+				if (k)
+					sqe->flags |= IOSQE_IO_LINK;
 			}
 		}
 	} else if (cqe->res != -ENOBUFS) {

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "http_hello.h"
 #include "http_parse.h"
 #include "tcp_listen.h"
 #include "tool_util.h"
@@ -37,13 +38,6 @@
 #define HTTP_MAX_HEADER 8192
 #define SERVER_WORKERS 2
 #define SERVER_MAX_WORKERS 1024
-
-static const char http_resp[] = "HTTP/1.1 200 OK\r\n"
-				"Content-Type: text/plain\r\n"
-				"Content-Length: 13\r\n"
-				"\r\n"
-				"Hello, World!";
-#define HTTP_RESP_LEN (sizeof(http_resp) - 1)
 
 /*
  * Responses are all the same bytes, so the answers to a batch of
