@@ -386,7 +386,6 @@ static void warn_drops(struct probe *p, uint64_t now)
 
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
-	struct lock_pending lp = { 0 };
 	size_t n = 0, got, nheap;
 	uint64_t dt_ns = p->last_pass_ns ? now - p->last_pass_ns : 0;
 	uint64_t polls0 = 0, steals0 = 0, polls1 = 0, steals1 = 0;
@@ -424,7 +423,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	while ((got = weft__collector_take_chunk(p, &nheap)) > 0) {
 		pass_events(p, got);
-		weft__collector_process(p, got, &lp);
+		weft__collector_process(p, got);
 		n += got;
 	}
 	weft__collector_free_orphans(p);
@@ -596,6 +595,7 @@ void weft__collector_stop(struct probe *p)
 	weft__collector_res_stop(p);
 	weft__collector_sites_free(p);
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
+	memset(p->lock_pends, 0, sizeof(p->lock_pends));
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);
 		weft_wire_buf_fini(&p->records->buf);

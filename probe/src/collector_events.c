@@ -698,7 +698,7 @@ static bool creates_task(uint8_t kind)
  * frame (large-stack-frame-growth), and each event paid a call.
  */
 static inline __attribute__((always_inline)) void
-process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
+process(struct probe *p, const weft_event_t *ev)
 {
 	task_rec_t *t = NULL;
 
@@ -846,20 +846,11 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
 	case WEFT_EV_LOCK_HELD_PENDING:
 		if (!t)
 			break;
-		lp->valid = true;
-		lp->t = t;
-		lp->name = (const char *)(uintptr_t)ev->a1;
-		lp->held_ns = (uint64_t)ev->a2 * 1000u;
-		lp->at = ev->ts;
-		lp->worker = ev->worker;
+		weft__collector_lock_heard(p, ev);
 		t->pub.locks_held++;
 		break;
 	case WEFT_EV_LOCK_SITE:
-		if (lp->valid) {
-			weft__collector_lock_pending(
-				p, lp, (const char *)(uintptr_t)ev->a1, ev->a2);
-			lp->valid = false;
-		}
+		weft__collector_lock_site(p, ev);
 		break;
 	case WEFT_EV_LOCK_HELD_END:
 		weft__collector_lock_released(p, ev);
@@ -883,7 +874,7 @@ process(struct probe *p, const weft_event_t *ev, struct lock_pending *lp)
  * poll_fast() kept aside are folded into their records, so that between
  * chunks (the subscribers', the rest of the pass) every record is whole.
  */
-void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
+void weft__collector_process(struct probe *p, size_t n)
 {
 	const weft_event_t *ev = p->chunk, *end = ev + n;
 	task_rec_t **tab = p->table, *fast = NULL;
@@ -912,10 +903,10 @@ void weft__collector_process(struct probe *p, size_t n, struct lock_pending *lp)
 				p->last_found = t;
 				on_poll(p, t, ev);
 			} else {
-				process(p, ev, lp);
+				process(p, ev);
 			}
 		} else {
-			process(p, ev, lp);
+			process(p, ev);
 		}
 		tab = p->table;
 		mask = p->table_size - 1;

@@ -228,6 +228,7 @@ typedef struct worker_window_s {
 #define WARN_KEEP 1024         /* warnings kept */
 #define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
 #define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
+#define LOCK_PENDS 16          /* LOCK_HELD_PENDINGs awaiting their LOCK_SITE */
 #define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
 
@@ -554,6 +555,21 @@ struct probe {
 		uint16_t worker;
 		uint64_t at, held_ns; /* when heard pending, held so far then */
 	} lock_holds[LOCK_HOLDS];
+	/*
+	 * A LOCK_HELD_PENDING waits here, by task, for its LOCK_SITE: the
+	 * two are pushed one after the other, so a pass may snapshot the
+	 * ring between them and take the site only in the next pass.
+	 * Kept in the pass, the pair was lost then, and with it the
+	 * warning (a worker preempted between the pushes: a CI run under
+	 * ASan).  One per ring at most is waiting at a pass's end.
+	 */
+	struct lock_pending {
+		uint64_t task; /* 0: a free slot */
+		const char *name;
+		uint64_t held_ns;
+		uint64_t at;
+		uint16_t worker;
+	} lock_pends[LOCK_PENDS];
 };
 
 extern struct probe weft__probe;
@@ -757,16 +773,6 @@ weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
  */
 #define CHUNK_EVENTS 4096
 
-/* Pending lock-held records waiting for their LOCK_SITE. */
-struct lock_pending {
-	task_rec_t *t;
-	const char *name;
-	uint64_t held_ns;
-	uint64_t at;
-	uint16_t worker;
-	bool valid;
-};
-
 /* collector_drain.c */
 size_t weft__collector_snapshot(struct probe *p);
 bool weft__collector_flush_offered(void);
@@ -776,8 +782,7 @@ void weft__collector_free_orphans(struct probe *p);
 /* collector_events.c */
 #define SITE_HAVE_NAME 1u /* its SITE came */
 #define SITE_HAVE_LOC 2u  /* its SITE_LOC came */
-void weft__collector_process(struct probe *p, size_t n,
-			     struct lock_pending *lp);
+void weft__collector_process(struct probe *p, size_t n);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
 
@@ -861,11 +866,12 @@ bool weft__collector_warn_task_row(struct probe *p, uint8_t kind, task_rec_t *t,
 				   uint16_t worker, uint64_t at,
 				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
-/* A weft_mutex_t held across an await (@lp, taken at @file:@line): its
- * warning when released, or a second on if still held. */
-void weft__collector_lock_pending(struct probe *p,
-				  const struct lock_pending *lp,
-				  const char *file, uint32_t line);
+/* LOCK_HELD_PENDING: kept (p->lock_pends) until its LOCK_SITE. */
+void weft__collector_lock_heard(struct probe *p, const weft_event_t *ev);
+/* LOCK_SITE: a weft_mutex_t held across an await, with its pending's
+ * name and hold so far: its warning when released, or a second on if
+ * still held. */
+void weft__collector_lock_site(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_check(struct probe *p, uint64_t now);
 /* The folds whose window closed by @now, said (once a pass). */

@@ -468,17 +468,51 @@ static void lock_warn(struct probe *p, struct lock_hold_s *h, uint64_t at,
 	h->task = 0;
 }
 
-void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp,
-				  const char *file, uint32_t line)
+void weft__collector_lock_heard(struct probe *p, const weft_event_t *ev)
 {
-	struct lock_hold_s *free_slot = NULL, *oldest = NULL;
+	struct lock_pending *slot = NULL;
 
+	/*
+	 * A slot of the same task first (a site lost to a drop leaves its
+	 * pending behind), then a free one, else the oldest: one slot per
+	 * ring at most is in use at a pass's end, LOCK_PENDS past any
+	 * runtime but a large one's every worker preempted at once.
+	 */
+	for (unsigned i = 0; i < LOCK_PENDS; i++) {
+		struct lock_pending *lp = &p->lock_pends[i];
+
+		if (lp->task == ev->task) {
+			slot = lp;
+			break;
+		}
+		if (!slot || (slot->task && (!lp->task || lp->at < slot->at)))
+			slot = lp;
+	}
+	*slot = (struct lock_pending){ .task = ev->task,
+				       .name = (const char *)(uintptr_t)ev->a1,
+				       .held_ns = (uint64_t)ev->a2 * 1000u,
+				       .at = ev->ts,
+				       .worker = ev->worker };
+}
+
+void weft__collector_lock_site(struct probe *p, const weft_event_t *ev)
+{
+	const char *file = (const char *)(uintptr_t)ev->a1;
+	uint32_t line = ev->a2;
+	struct lock_hold_s *free_slot = NULL, *oldest = NULL;
+	struct lock_pending *lp = NULL;
+
+	for (unsigned i = 0; i < LOCK_PENDS && !lp; i++)
+		if (ev->task && p->lock_pends[i].task == ev->task)
+			lp = &p->lock_pends[i];
+	if (!lp)
+		return;
 	/*
 	 * No line: a raw pthread mutex (the LD_PRELOAD shim), whose
 	 * release is never told.  Said now, as far as it is known.
 	 */
 	if (!line) {
-		struct lock_hold_s h = { .task = lp->t->pub.id,
+		struct lock_hold_s h = { .task = lp->task,
 					 .name = lp->name,
 					 .file = file,
 					 .worker = lp->worker,
@@ -486,14 +520,17 @@ void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp
 					 .held_ns = lp->held_ns };
 
 		lock_warn(p, &h, lp->at, lp->held_ns, false, 0);
+		lp->task = 0;
 		return;
 	}
 	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
 		struct lock_hold_s *h = &p->lock_holds[i];
 
 		/* Pending again in the same hold: the first said when. */
-		if (h->task == lp->t->pub.id && h->name == lp->name)
+		if (h->task == lp->task && h->name == lp->name) {
+			lp->task = 0;
 			return;
+		}
 		if (!h->task && !free_slot)
 			free_slot = h;
 		if (h->task && (!oldest || h->at < oldest->at))
@@ -506,13 +543,14 @@ void weft__collector_lock_pending(struct probe *p, const struct lock_pending *lp
 			  false, 0);
 		free_slot = oldest;
 	}
-	*free_slot = (struct lock_hold_s){ .task = lp->t->pub.id,
+	*free_slot = (struct lock_hold_s){ .task = lp->task,
 					   .name = lp->name,
 					   .file = file,
 					   .line = line,
 					   .worker = lp->worker,
 					   .at = lp->at,
 					   .held_ns = lp->held_ns };
+	lp->task = 0;
 }
 
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev)
