@@ -251,6 +251,7 @@ typedef struct con_worker_s {
 	uint32_t index;
 	uint32_t state; /* 0 polling, 1 searching, 2 parked */
 	uint64_t current_task;
+	uint64_t poll_started_ns;          /* current_task's poll: since when */
 	Weft__V1__WorkerCounters counters; /* copied; no pointers inside */
 	double polls_per_s;
 	double steals_per_s;
@@ -622,10 +623,20 @@ void con_model_resort(con_model_t *m);
 bool con_model_task_matches(const con_model_t *m, const con_task_t *t);
 void con_model_header(const con_model_t *m, con_header_t *h);
 const char *con_task_state_name(unsigned state);
-/* What the views show for @t's state: its state's name, "cancelled" for
- * a task that ended cancelled (aborted, or idle at the runtime's
- * destroy: status -ECANCELED). */
-const char *con_task_status_name(const con_task_t *t);
+/* What the views show for @t's state: its state's name, "running" for a
+ * task a worker is polling (con_task_polled_by()), "cancelled" for a task
+ * that ended cancelled (aborted, or idle at the runtime's destroy: status
+ * -ECANCELED). */
+const char *con_task_status_name(const con_model_t *m, const con_task_t *t);
+/*
+ * The worker polling @t as of the latest update, or NULL.  A task's own
+ * record tells where its last poll left it (idle, queued): one stuck in
+ * a poll (a blocking call, a deadlock, a loop) is told by the worker
+ * that is in it, including a poll begun before anything listened, once
+ * the runtime's monitor has seen it past the long-poll threshold.
+ */
+const con_worker_t *con_task_polled_by(const con_model_t *m,
+				       const con_task_t *t);
 /*
  * con_task_idle_ns() - @t's idle time as of the model's latest update:
  * the stretches a wake ended, and the one under way while it is idle

@@ -596,6 +596,7 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	w->index = x->index;
 	w->state = x->state <= 2 ? x->state : 0;
 	w->current_task = x->current_task;
+	w->poll_started_ns = x->current_task ? x->poll_started_ns : 0;
 	if (x->counters) {
 		w->counters = *x->counters;
 		w->counters.base = (ProtobufCMessage){ 0 };

@@ -64,8 +64,22 @@ const char *con_task_state_name(unsigned state)
 	return state < 4 ? names[state] : "?";
 }
 
-const char *con_task_status_name(const con_task_t *t)
+const con_worker_t *con_task_polled_by(const con_model_t *m,
+				       const con_task_t *t)
 {
+	if (t->state == WEFT_TASK_DONE)
+		return NULL;
+	for (size_t i = 0; i < m->nworkers; i++)
+		if (m->workers[i].seen && m->workers[i].state == 0 &&
+		    m->workers[i].current_task == t->id)
+			return &m->workers[i];
+	return NULL;
+}
+
+const char *con_task_status_name(const con_model_t *m, const con_task_t *t)
+{
+	if (con_task_polled_by(m, t))
+		return "running";
 	/*
 	 * The COMPLETE event carries the task's status, and the collector
 	 * and the updates pass it on: a cancelled task is done too, but

@@ -77,7 +77,7 @@ bool con_model_task_matches(const con_model_t *m, const con_task_t *t)
 	return con_contains_ci(t->name, m->filter) ||
 	       con_contains_ci(t->file, m->filter) ||
 	       con_contains_ci(t->parked_file, m->filter) ||
-	       con_contains_ci(con_task_status_name(t), m->filter) ||
+	       con_contains_ci(con_task_status_name(m, t), m->filter) ||
 	       !strcmp(id, m->filter);
 }
 

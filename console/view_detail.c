@@ -482,6 +482,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	const con_model_t *m = s->model;
 	uint64_t id = detail_id(s);
 	const con_task_t *t = id ? con_model_task(m, id) : NULL;
+	const con_worker_t *pw;
 	char a[16], b[16], c[16], d[16], wk[8];
 	int y = top, x, half, left;
 
@@ -497,15 +498,31 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			" task %llu  %s  (%s, %s)  parent %llu",
 			(unsigned long long)t->id,
 			t->name[0] ? t->name : "(unnamed)",
-			t->kind ? "fiber" : "future", con_task_status_name(t),
+			t->kind ? "fiber" : "future",
+			con_task_status_name(m, t),
 			(unsigned long long)t->parent);
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"spawned at %s:%u   state %u bytes   last worker %s",
 			t->file[0] ? t->file : "?", t->line, t->state_size,
 			con_fmt_worker(wk, sizeof(wk), t->last_worker));
-	/* Where its last pending poll stopped. */
+	/* In a poll now (stuck?), or where its last pending poll stopped. */
 	if (t->state == WEFT_TASK_DONE)
 		;
+	else if ((pw = con_task_polled_by(m, t)))
+		con_grid_printf(
+			g, 1, y++, CON_ROLE_BAD,
+			"in a poll on worker %u for %s (its last await "
+			"%s:%u)",
+			pw->index,
+			con_fmt_ns(a, sizeof(a),
+				   pw->poll_started_ns &&
+						   m->now_ns >
+							   pw->poll_started_ns ?
+					   m->now_ns - pw->poll_started_ns :
+					   0),
+			t->parked_line && t->parked_file[0] ? t->parked_file :
+							      "?",
+			t->parked_line);
 	else if (t->parked_line)
 		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL, "parked at %s:%u%s",
 				t->parked_file[0] ? t->parked_file : "?",

@@ -214,7 +214,7 @@ static void task_row(const con_model_t *m, uint64_t id, bool waiter, char *buf,
 		snprintf(since, sizeof(since), "-");
 	snprintf(buf, len, "task %-7llu %-16s %-9s %s%s  spawned at %s:%u",
 		 (unsigned long long)id, t->name[0] ? t->name : "-",
-		 con_task_status_name(t), waiter ? "waiting " : "",
+		 con_task_status_name(m, t), waiter ? "waiting " : "",
 		 waiter ? since : "", t->file[0] ? t->file : "?", t->line);
 }
 

@@ -71,6 +71,9 @@ uint64_t con_tasks_selected(const con_session_t *s)
 static void cell_text(const con_model_t *m, const con_task_t *t,
 		      con_task_col_t c, char *buf, size_t len)
 {
+	const con_worker_t *w;
+	char since[16];
+
 	switch (c) {
 	case CON_COL_ID:
 		snprintf(buf, len, "%llu", (unsigned long long)t->id);
@@ -79,10 +82,12 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 		snprintf(buf, len, "%s", t->name[0] ? t->name : "-");
 		break;
 	case CON_COL_STATE:
-		snprintf(buf, len, "%s", con_task_status_name(t));
+		snprintf(buf, len, "%s", con_task_status_name(m, t));
 		break;
 	case CON_COL_WORKER:
-		con_fmt_worker(buf, len, t->last_worker);
+		con_fmt_worker(buf, len,
+			       (w = con_task_polled_by(m, t)) ? w->index :
+								t->last_worker);
 		break;
 	case CON_COL_POLLS:
 		snprintf(buf, len, "%llu", (unsigned long long)t->polls);
@@ -106,7 +111,18 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 		snprintf(buf, len, "%d", __builtin_popcount(t->warnings));
 		break;
 	case CON_COL_PARKED:
-		if (t->parked_line && t->state != WEFT_TASK_DONE)
+		/* In a poll now: not parked, whatever its last await was. */
+		if ((w = con_task_polled_by(m, t)))
+			snprintf(
+				buf, len, "in a poll %s",
+				con_fmt_ns(
+					since, sizeof(since),
+					w->poll_started_ns &&
+							m->now_ns >
+								w->poll_started_ns ?
+						m->now_ns - w->poll_started_ns :
+						0));
+		else if (t->parked_line && t->state != WEFT_TASK_DONE)
 			snprintf(buf, len, "%s:%u",
 				 t->parked_file[0] ? t->parked_file : "?",
 				 t->parked_line);

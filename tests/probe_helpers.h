@@ -41,6 +41,8 @@ struct sink {
 	uint64_t steals;
 	double max_polls_per_s;   /* over every update's workers */
 	weft_probe_stats_t stats; /* the latest update's (clock unset) */
+	/* The latest update's workers in a poll: task, since (ns). */
+	uint64_t polling[8], polling_since[8];
 	/* Keep the warnings from before it subscribed (the first update's
 	 * history): most tests count only their own. */
 	bool history;
@@ -74,6 +76,12 @@ static inline void sink_update(void *ctx, const weft_probe_update_t *u)
 	s->stats = *u->stats;
 	s->stats.clock = NULL;
 	s->steals = 0;
+	for (size_t i = 0; i < u->nworkers && i < 8; i++) {
+		s->polling[i] = u->workers[i].state == 0 ?
+					u->workers[i].current_task :
+					0;
+		s->polling_since[i] = u->workers[i].poll_started_ns;
+	}
 	for (size_t i = 0; i < u->nworkers; i++) {
 		s->steals += u->workers[i].counters.steals;
 		if (u->workers[i].polls_per_s > s->max_polls_per_s)

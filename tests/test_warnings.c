@@ -364,6 +364,114 @@ static void test_long_polls_before_attach(void **state)
 	sink_free(s, sub);
 }
 
+/* A poll that blocks its worker on a pipe until the test writes to it. */
+struct blocked_read {
+	int fd;
+	atomic_bool *in_poll;
+};
+
+static weft_poll_t blocked_read_poll(void *arg, weft_cx_t *cx)
+{
+	struct blocked_read *b = arg;
+	char c;
+
+	(void)cx;
+	atomic_store(b->in_poll, true);
+	assert_int_equal(read(b->fd, &c, 1), 1);
+	return WEFT_READY;
+}
+
+/* The worker polling @task in @s's latest update, or -1. */
+static int sink_polling(struct sink *s, uint64_t task, uint64_t *since)
+{
+	int w = -1;
+
+	pthread_mutex_lock(&s->lock);
+	for (int i = 0; i < 8; i++)
+		if (s->polling[i] == task) {
+			w = i;
+			*since = s->polling_since[i];
+		}
+	pthread_mutex_unlock(&s->lock);
+	return w;
+}
+
+/*
+ * A console attached to a hung process: a task stuck in a blocking read
+ * since before anything listened.  Its own record says where its last
+ * poll left it (it has none yet: never polled as far as the events go),
+ * so the worker says it: polling that task, since about when it began
+ * (the runtime monitor saw it; its POLL event will never come, the poll
+ * being untimed).  When the read returns, its long poll is told with its
+ * length, by the monitor, though someone now listens.
+ */
+static void test_hang_before_attach_shown(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	int fds[2];
+	atomic_bool in_poll = false;
+	struct blocked_read b = { .in_poll = &in_poll };
+	weft_probe_sub_t *sub;
+	weft_probe_warning_t w;
+	uint64_t since = 0, t0;
+	struct sink *s;
+	weft_join_t *j;
+	int worker = -1;
+
+	(void)state;
+	assert_false(weft_probe_listening());
+	assert_int_equal(pipe(fds), 0);
+	b.fd = fds[0];
+	assert_int_equal(weft_spawn_named(rt, "stuck-read", blocked_read_poll,
+					  &b, &j),
+			 0);
+	while (!atomic_load(&in_poll))
+		usleep(1000);
+	t0 = weft_now_ns();
+	usleep(50000);
+	s = sink_new_history(false, true, &sub);
+	/* Once the monitor has seen it past the threshold (nice 19: slow
+	 * under load), and a pass has sampled the workers. */
+	for (int i = 0; i < 500 && worker < 0; i++) {
+		weft_probe_flush();
+		worker = sink_polling(s, weft_join_id(j), &since);
+		if (worker < 0)
+			usleep(10000);
+	}
+	usleep(50000);
+	/* Let go before any assertion: a worker left blocked would hang
+	 * the runtime's destroy in the teardown. */
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	assert_true(worker >= 0);
+	/* The monitor's first look: within its poll, at or after its
+	 * start, before the 50 ms wait ended. */
+	assert_true(since > 0 && since < t0 + WEFT_MSEC(50));
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	/* The monitor's next look sees it end. */
+	for (int i = 0;
+	     i < 500 && !sink_find(s, WEFT_WARN_LONG_POLL, weft_join_id(j), &w);
+	     i++) {
+		usleep(10000);
+		weft_probe_flush();
+	}
+	if (!sink_find(s, WEFT_WARN_LONG_POLL, weft_join_id(j), &w))
+		print_warnings(s);
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, weft_join_id(j), &w));
+	assert_false(w.history);
+	assert_string_equal(w.task_name, "stuck-read");
+	assert_true(w.value_ns >= WEFT_MSEC(50));
+	assert_non_null(strstr(w.detail, "seen by the runtime monitor"));
+	/* And the worker has moved on. */
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_int_equal(sink_polling(s, weft_join_id(j), &since), -1);
+	weft_join_drop(j);
+	close(fds[0]);
+	close(fds[1]);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 static weft_poll_t handler_blocks_poll(void *arg, weft_cx_t *cx)
 {
 	(void)arg, (void)cx;
@@ -1258,6 +1366,7 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
 		cmocka_unit_test_teardown(test_lock_held_before_attach, teardown),
+		cmocka_unit_test_teardown(test_hang_before_attach_shown, teardown),
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),

@@ -642,7 +642,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		worker_window_t *cur = &k->window[pos];
 		worker_window_t *o = &k->window[old];
 		double dt;
-		uint64_t polls, task, started;
+		uint64_t polls, task, started, unheard, since;
 
 		weft_worker_metrics(rt, i, &cur->m);
 		cur->sched_from_ns = weft_now_ns();
@@ -692,7 +692,20 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		w->current_task = task;
 		w->poll_started_ns = task ? weft__probe_clock_to_ns(started) :
 					    0;
+		/*
+		 * A poll that began before anyone listened: not ours to
+		 * time nor tell (the runtime monitor tells it), but the
+		 * worker is in it, on that task (a console attached to a
+		 * hung process shows where), once the monitor has seen it
+		 * run past the threshold.
+		 */
 		w->state = task ? 0 : cur->m.parks > cur->m.unparks ? 2 : 1;
+		if (!task &&
+		    weft__runtime_worker_unheard(rt, i, &unheard, &since)) {
+			w->current_task = unheard;
+			w->poll_started_ns = since;
+			w->state = 0;
+		}
 		if (task && w->poll_started_ns &&
 		    now > w->poll_started_ns + p->config.long_poll_ns &&
 		    k->yield_warned != started) {

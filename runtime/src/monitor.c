@@ -226,6 +226,30 @@ static const weft__poll_split_t *newest_split(weft_runtime_t *rt, unsigned i,
 	return out;
 }
 
+/*
+ * Publishes @s's poll, long and unheard, for the collector's view of the
+ * workers (weft__runtime_worker_unheard() reads it), or takes it back
+ * (@s NULL).  A seqlock whose count is the poll's own count (never 0,
+ * different for each poll): cleared first, then the task and its start,
+ * then the count again.
+ */
+static void unheard_publish(weft_worker_t *w, const monitor_seen_t *s)
+{
+	store_relaxed(&w->unheard_polls, 0);
+	if (!s)
+		return;
+	/*
+	 * Release fence: a reader that reads the stores below also reads
+	 * the 0 above on its second look (its acquire fence), so a torn
+	 * copy is never taken for this poll's.
+	 */
+	atomic_thread_fence(memory_order_release);
+	store_relaxed(&w->unheard_task, s->info.id);
+	store_relaxed(&w->unheard_since, s->first_seen);
+	/* Release: the task and start above go with this count. */
+	store_release(&w->unheard_polls, s->polls);
+}
+
 static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 			      monitor_seen_t *s, weft_task_t *cur, uint64_t now)
 {
@@ -234,8 +258,17 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 		s->last_seen = now;
 	else
 		s->last_seen = s->first_seen;
-	if (s->warned || !m->long_poll_ns ||
-	    s->last_seen - s->first_seen < m->long_poll_ns || weft__probe_on())
+	/*
+	 * A poll the collector times (the probe listened when it began)
+	 * is the collector's to tell; this one is ours, also while someone
+	 * listens now: it began before (a console attached to a hung
+	 * process), and its end makes no POLL event.  Relaxed: a hint, read
+	 * again at each look (the worker stores it just before the poll).
+	 */
+	s->unheard = !load_relaxed(&rt->workers[i].probe_task);
+	if (!s->unheard || !m->long_poll_ns ||
+	    s->last_seen - s->first_seen < m->long_poll_ns ||
+	    (s->warned && s->published))
 		return;
 	if (!s->named) {
 		s->named = weft__owned_describe(&rt->owned, cur, &s->info);
@@ -249,7 +282,11 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 		     load_relaxed(&rt->workers[i].c.polls) != s->polls))
 			s->named = false;
 	}
-	if (s->named) {
+	if (s->named && !s->published) {
+		unheard_publish(&rt->workers[i], s);
+		s->published = true;
+	}
+	if (s->named && !s->warned) {
 		weft__poll_split_t split;
 
 		/* Not said while mostly the OS's doing: looked at again. */
@@ -266,7 +303,12 @@ static void long_poll_ended(weft_runtime_t *rt, unsigned i, monitor_seen_t *s)
 	weft__poll_split_t split;
 
 	s->named = false;
-	if (!weft__probe_on())
+	if (s->published) {
+		unheard_publish(&rt->workers[i], NULL);
+		s->published = false;
+	}
+	/* Heard at its start, its POLL event tells it. */
+	if (s->unheard)
 		weft__probe_monitor_long_poll(
 			&s->info, (uint16_t)i, s->first_seen,
 			s->last_seen - s->first_seen, true,

@@ -617,6 +617,29 @@ void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
 	*started = load_relaxed(&w->probe_poll_start);
 }
 
+bool weft__runtime_worker_unheard(weft_runtime_t *rt, unsigned i,
+				  uint64_t *task, uint64_t *since_ns)
+{
+	weft_worker_t *w = &rt->workers[i];
+	/* Acquire: the task and start read next are this count's (pairs
+	 * with unheard_publish()'s release, monitor.c). */
+	uint64_t polls = load_acquire(&w->unheard_polls);
+
+	if (!polls)
+		return false;
+	*task = load_relaxed(&w->unheard_task);
+	*since_ns = load_relaxed(&w->unheard_since);
+	/*
+	 * Acquire fence, then the count again: had the monitor begun to
+	 * write another poll's meanwhile, its clearing of the count is
+	 * seen here (unheard_publish()'s release fence).  Then still the
+	 * worker's poll (relaxed: a hint, as weft__runtime_worker_poll()).
+	 */
+	atomic_thread_fence(memory_order_acquire);
+	return load_relaxed(&w->unheard_polls) == polls &&
+	       load_relaxed(&w->c.polls) == polls && load_relaxed(&w->cur);
+}
+
 int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i)
 {
 	/* Acquire: pairs with the release in weft__worker_main() (the tid

@@ -485,6 +485,15 @@ struct weft_worker_s {
 	 * wait; split_pos the next slot, split_n the slots filled. */
 	_Atomic uint64_t split[WEFT__POLL_SPLITS][5];
 	_Atomic uint32_t split_pos, split_n;
+	/*
+	 * A long poll that began while nobody listened (no POLL event will
+	 * end it), published by the monitor for the collector's workers
+	 * (weft__runtime_worker_unheard()): its task, when the monitor
+	 * first saw it (weft_now_ns()), and the worker's poll count then,
+	 * which is also the sequence (0: none).  Written by the monitor
+	 * alone.
+	 */
+	_Atomic uint64_t unheard_polls, unheard_task, unheard_since;
 };
 
 /* ---------------------------------------------------------------- monitor */
@@ -502,6 +511,13 @@ typedef struct monitor_seen_s {
 	 */
 	uint64_t first_seen, last_seen;
 	bool named;
+	/*
+	 * unheard: the last look found the poll not published for the
+	 * collector (w->probe_task 0: it began while nobody listened, and
+	 * no POLL event will end it), so the monitor tells it; published:
+	 * it is in w->unheard_*.
+	 */
+	bool unheard, published;
 	weft__task_info_t info;
 	/*
 	 * Where a stuck poll's time goes (monitor.c): the worker thread's

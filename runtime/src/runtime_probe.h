@@ -59,6 +59,16 @@ void weft__runtime_worker_poll(weft_runtime_t *rt, unsigned i, uint64_t *task,
 			       uint64_t *started);
 
 /*
+ * Worker @i's poll in progress that began while nobody listened (no POLL
+ * event will end it), once the runtime monitor has seen it run past the
+ * long-poll threshold: its task's id and when the monitor first saw it
+ * (weft_now_ns(), a lower bound of its length).  False if there is none
+ * (or the worker has moved on since).
+ */
+bool weft__runtime_worker_unheard(weft_runtime_t *rt, unsigned i,
+				  uint64_t *task, uint64_t *since_ns);
+
+/*
  * Where one long poll's time went, as the runtime monitor read the
  * worker thread's CPU clock and schedstat (monitor.c) over a stretch of
  * it: on a CPU, waiting for one (runnable, the OS ran something else),

@@ -56,9 +56,17 @@ typedef struct row_s {
 	struct row_s *next; /* hash chain */
 } row_t;
 
+/* A worker in a poll, as the latest update's worker records say. */
+typedef struct polling_s {
+	uint64_t task, since_ns;
+	uint32_t worker;
+} polling_t;
+
 struct table {
 	row_t **b;
 	size_t nb, n;
+	polling_t *polling; /* the workers in a poll */
+	size_t npolling;
 	uint64_t now;       /* the time the table stands at */
 	enum sort_by sort;
 	tt_restab_t res;    /* the resources, as the updates say */
@@ -178,6 +186,25 @@ static void apply_update(struct table *t, const Weft__V1__Frame *f,
 
 	for (size_t i = 0; i < u->n_resources; i++)
 		tt_res_note(&t->res, u->resources[i]);
+	/*
+	 * The workers in a poll: a task's own record says where its last
+	 * poll left it, so one stuck in a poll (a blocking call, a
+	 * deadlock) reads idle there, parked at an await it has left.
+	 */
+	if (u->n_workers) {
+		t->polling = tt_xrealloc(t->polling,
+					 u->n_workers * sizeof(*t->polling));
+		t->npolling = 0;
+		for (size_t i = 0; i < u->n_workers; i++)
+			if (u->workers[i]->state == 0 &&
+			    u->workers[i]->current_task)
+				t->polling[t->npolling++] = (polling_t){
+					.task = u->workers[i]->current_task,
+					.since_ns =
+						u->workers[i]->poll_started_ns,
+					.worker = u->workers[i]->index
+				};
+	}
 	while ((m = weft_trace_tasks_next(ti)))
 		apply_task(t, m);
 }
@@ -236,6 +263,37 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns)
 		snprintf(buf, len, "%.1fus", (double)ns / 1e3);
 }
 
+/* The worker polling @r now, or NULL. */
+static const polling_t *polled(const struct table *t, const row_t *r)
+{
+	for (size_t i = 0; i < t->npolling; i++)
+		if (t->polling[i].task == r->id)
+			return &t->polling[i];
+	return NULL;
+}
+
+/* PARKED AT: its last await's file:line, or the poll it is in. */
+static void parked_text(const struct table *t, const row_t *r, char *buf,
+			size_t len)
+{
+	const polling_t *p = polled(t, r);
+	char d[16];
+
+	if (p) {
+		fmt_ns(d, sizeof(d),
+		       p->since_ns && t->now > p->since_ns ?
+			       t->now - p->since_ns :
+			       0);
+		snprintf(buf, len, "in a poll %s on worker %u", d, p->worker);
+	} else if (r->parked_line) {
+		snprintf(buf, len, "%s:%u",
+			 r->parked_file[0] ? r->parked_file : "?",
+			 r->parked_line);
+	} else {
+		snprintf(buf, len, "-");
+	}
+}
+
 static const struct table *sort_tab;
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -269,7 +327,7 @@ static int print_table(struct table *t)
 	row_t **rows = t->n ? tt_xmalloc(t->n * sizeof(*rows)) : NULL;
 	int wname = 4, wspawn = 10, wparked = 9;
 	size_t n = 0;
-	char buf[64];
+	char buf[64], parked[4096];
 
 	for (size_t i = 0; i < t->nb; i++)
 		for (row_t *r = t->b[i]; r; r = r->next)
@@ -287,12 +345,8 @@ static int print_table(struct table *t)
 					 (int)strlen(r->file) :
 				 1;
 		wspawn = w > wspawn ? w : wspawn;
-		w = r->parked_line ?
-			    snprintf(buf, sizeof(buf), ":%u", r->parked_line) +
-				    (int)strlen(r->parked_file[0] ?
-							r->parked_file :
-							"?") :
-			    1;
+		parked_text(t, r, parked, sizeof(parked));
+		w = (int)strlen(parked);
 		wparked = w > wparked ? w : wparked;
 	}
 	printf("%10s  %-*s  %-9s  %9s  %-*s  %-*s  %s\n", "ID", wname, "NAME",
@@ -300,9 +354,10 @@ static int print_table(struct table *t)
 	       "PARKED AT", "WAITING ON");
 	for (size_t i = 0; i < n; i++) {
 		const row_t *r = rows[i];
-		char idle[16], spawn[4096], parked[4096], waiting[320];
+		bool in_poll = polled(t, r) != NULL;
+		char idle[16], spawn[4096], waiting[320];
 
-		if (r->state != WEFT_TASK_IDLE)
+		if (r->state != WEFT_TASK_IDLE || in_poll)
 			snprintf(idle, sizeof(idle), "-");
 		else if (!r->idle_since_ns)
 			snprintf(idle, sizeof(idle), "?");
@@ -313,16 +368,12 @@ static int print_table(struct table *t)
 				 r->line);
 		else
 			snprintf(spawn, sizeof(spawn), "-");
-		if (r->parked_line)
-			snprintf(parked, sizeof(parked), "%s:%u",
-				 r->parked_file[0] ? r->parked_file : "?",
-				 r->parked_line);
-		else
-			snprintf(parked, sizeof(parked), "-");
+		parked_text(t, r, parked, sizeof(parked));
 		printf("%10llu  %-*s  %-9s  %9s  %-*s  %-*s  %s\n",
 		       (unsigned long long)r->id, wname,
-		       r->name[0] ? r->name : "-", state_name(r->state), idle,
-		       wspawn, spawn, wparked, parked,
+		       r->name[0] ? r->name : "-",
+		       in_poll ? "running" : state_name(r->state), idle, wspawn,
+		       spawn, wparked, parked,
 		       waiting_text(t, r, waiting, sizeof(waiting)));
 	}
 	free(rows);
@@ -337,6 +388,7 @@ static void table_free(struct table *t)
 			row_free(r);
 		}
 	free(t->b);
+	free(t->polling);
 	tt_res_free(&t->res);
 }
 
