@@ -1063,6 +1063,44 @@ static void test_res_pool_culprit_late(void **state)
 					 "task 62"));
 }
 
+/*
+ * Two pool threads (no worker index: one "other" thread to the
+ * collector) each start a job.  A pass takes task 64's RES_ACQUIRE alone
+ * (its thread preempted before the RES_SITE and RES_LABEL pushed right
+ * after it), then task 65's whole start from the other thread; the next
+ * pass takes 64's site and label.  Both jobs are named where they were
+ * submitted.  (Tied to the other threads' last acquire, 65's, 64's site
+ * and label found no holder and were lost: its job showed "unnamed".)
+ */
+static void test_res_pool_site_in_next_pass(void **state)
+{
+	unsigned t0 = 3 * LATE, ms = ms_ticks(1);
+	ring_entry_t *ring_c, *ring_d;
+	weft_probe_warning_t w;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
+	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 64, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 65, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 66, 0, 0);
+	ev(ring_a, t0, WEFT_EV_RES_NEW, 0, 112, WEFT_RES_BLOCKING_POOL);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_ACQUIRE, 64, 112, 1);
+	pool_job_start(ring_d, t0 + 2, 65, 112);
+	ev(ring_a, t0 + 3, WEFT_EV_RES_WAIT, 66, 112, WEFT_RES_OP_JOB);
+	pass_at(t0 + 3);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_SITE, 64, (uintptr_t) "export.c", 7);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_LABEL, 64, (uintptr_t) "nightly", 0);
+	pass_at(t0 + 300 * ms);
+	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 64, &w));
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "its 2 threads ran 1 x \"nightly\" "
+					 "(export.c:7) of task 64"));
+	assert_non_null(strstr(w.detail, "1 x \"slow-report\" (routes.c:12)"));
+}
+
 /* ------------------------------------- where a long poll's time went */
 
 #define MS 1000000ull
@@ -1672,6 +1710,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_res_pool_convoy_over,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_pool_culprit_late,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_pool_site_in_next_pass,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_site_names_spawn, setup,
 						teardown),

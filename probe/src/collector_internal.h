@@ -229,6 +229,7 @@ typedef struct worker_window_s {
 #define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
 #define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
 #define LOCK_PENDS 16          /* LOCK_HELD_PENDINGs awaiting their LOCK_SITE */
+#define OTHER_ACQ_RES 4        /* resources the other threads acquired, kept */
 #define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
 
@@ -514,6 +515,15 @@ struct probe {
 	uint64_t res_checked_at;
 	uint64_t res_rate_at;
 	struct res_acq_s other_last_acq; /* the other threads' */
+	/*
+	 * The resources the other threads acquired last, distinct: those
+	 * threads (the blocking pool's) share other_last_acq, so a RES_SITE
+	 * whose RES_ACQUIRE a pass took before another thread's (its thread
+	 * preempted between the pushes) looks for its holder in these, by
+	 * task (site_holder(), collector_resources.c).
+	 */
+	uint64_t other_acq_res[OTHER_ACQ_RES];
+	unsigned other_acq_next;
 	/*
 	 * Spawn sites met (SITE, SITE_LOC: collector_events.c), by id, for
 	 * the SPAWNs that name them; nsites slots (grown to the largest id

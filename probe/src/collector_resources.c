@@ -315,6 +315,16 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	return true;
 }
 
+/* Resource @id acquired by a thread that is not a worker: kept among
+ * p->other_acq_res, if not there yet. */
+static void other_acquired(struct probe *p, uint64_t id)
+{
+	for (unsigned i = 0; i < OTHER_ACQ_RES; i++)
+		if (p->other_acq_res[i] == id)
+			return;
+	p->other_acq_res[p->other_acq_next++ % OTHER_ACQ_RES] = id;
+}
+
 static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 		       uint32_t n)
 {
@@ -328,6 +338,8 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 	r->rate_acq++;
 	last->task = ev->task;
 	last->res = r->pub.id;
+	if (last == &p->other_last_acq)
+		other_acquired(p, r->pub.id);
 	/* Released already (its release came first): a hold, over. */
 	if (early_take(r, WEFT_EV_RES_RELEASE, ev->task, ev->ts, &end)) {
 		if ((h = res_hist(r, 1)))
@@ -420,27 +432,56 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	return true;
 }
 
-/* RES_SITE, RES_LABEL: of the holder the last RES_ACQUIRE on this
- * emitting thread made (the newest hold of that task). */
-static void on_site(struct probe *p, const weft_event_t *ev)
+/*
+ * The holder a RES_SITE or RES_LABEL (@ev) is of: the newest hold of its
+ * task in the resource the last RES_ACQUIRE on this emitting thread
+ * named.  The threads that are not workers share that last acquire, and
+ * the two pushes of one of them may be a pass apart with another's
+ * acquire merged in between: then the newest hold of its task that has
+ * none of what @ev says yet, among the resources they acquired last.
+ * Not by stamp: the clock's rate is refined between passes, so the
+ * acquire's stamp and its site's, one raw stamp, may not convert to the
+ * same ns.  NULL: none (its acquire lost, or released already).
+ */
+static res_holder_t *site_holder(struct probe *p, const weft_event_t *ev)
 {
-	struct res_acq_s *last = weft__collector_has_worker(p, ev->worker) ?
-					 &p->wk[ev->worker].res_last_acq :
-					 &p->other_last_acq;
+	bool worker = weft__collector_has_worker(p, ev->worker);
+	struct res_acq_s *last = worker ? &p->wk[ev->worker].res_last_acq :
+					  &p->other_last_acq;
 	res_rec_t *r;
 
-	if (last->task != ev->task || !(r = res_find(p, last->res)))
-		return;
-	for (uint32_t k = r->nh; k-- > 0;) {
-		if (r->holders[k].task != ev->task)
+	if (last->task == ev->task && (r = res_find(p, last->res))) {
+		for (uint32_t k = r->nh; k-- > 0;)
+			if (r->holders[k].task == ev->task)
+				return &r->holders[k];
+		return NULL;
+	}
+	for (unsigned i = 0; !worker && i < OTHER_ACQ_RES; i++) {
+		if (!p->other_acq_res[i] ||
+		    !(r = res_find(p, p->other_acq_res[i])))
 			continue;
-		if (ev->kind == WEFT_EV_RES_LABEL) {
-			r->holders[k].label = (const char *)(uintptr_t)ev->a1;
-		} else {
-			r->holders[k].file = (const char *)(uintptr_t)ev->a1;
-			r->holders[k].line = ev->a2;
-		}
-		break;
+		for (uint32_t k = r->nh; k-- > 0;)
+			if (r->holders[k].task == ev->task &&
+			    !(ev->kind == WEFT_EV_RES_LABEL ?
+				      (const void *)r->holders[k].label :
+				      (const void *)r->holders[k].file))
+				return &r->holders[k];
+	}
+	return NULL;
+}
+
+/* RES_SITE, RES_LABEL: of the holder its RES_ACQUIRE made. */
+static void on_site(struct probe *p, const weft_event_t *ev)
+{
+	res_holder_t *h = site_holder(p, ev);
+
+	if (!h)
+		return;
+	if (ev->kind == WEFT_EV_RES_LABEL) {
+		h->label = (const char *)(uintptr_t)ev->a1;
+	} else {
+		h->file = (const char *)(uintptr_t)ev->a1;
+		h->line = ev->a2;
 	}
 }
 
@@ -634,6 +675,8 @@ void weft__collector_res_stop(struct probe *p)
 	p->res_checked_at = 0;
 	p->res_rate_at = 0;
 	p->other_last_acq = (struct res_acq_s){ 0 };
+	memset(p->other_acq_res, 0, sizeof(p->other_acq_res));
+	p->other_acq_next = 0;
 	for (unsigned i = 0; i < p->nworker_slots; i++)
 		p->wk[i].res_last_acq = (struct res_acq_s){ 0 };
 }
