@@ -997,6 +997,72 @@ static void test_lock_site_in_next_pass(void **state)
 	assert_non_null(strstr(w.detail, "\"accounts\" (taken at b.c:4)"));
 }
 
+/*
+ * A lock's release read before its site: task 9's LOCK_HELD_PENDING and
+ * the LOCK_HELD_END of its next poll, on the other worker, taken by one
+ * pass, the LOCK_SITE pushed between them only by the next (the
+ * collector read the first ring's tail between the two pushes, the
+ * second's after the release); and task 10's release read a pass before
+ * its pending and site.  Each is warned as released, with its hold and
+ * who blocked, and neither is left held: no "still held" a second on.
+ * Nor is task 11's, pending twice in one hold and released between its
+ * second pending and that one's site.  (The release that found no hold
+ * was dropped: no warning at the release, and a second on a false
+ * "still held"; the second pending's site made a hold of its own.)
+ */
+static void test_lock_released_before_site(void **state)
+{
+	unsigned t0 = 4 * LATE;
+	weft_probe_warning_t w;
+
+	(void)state;
+	ev(ring_a, t0, WEFT_EV_SPAWN, 9, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 10, 0, 0);
+	poll(ring_a, t0 + 10, t0 + 12, 9, 0);
+	ev(ring_a, t0 + 12, WEFT_EV_LOCK_HELD_PENDING, 9, (uintptr_t) "ledger",
+	   5);
+	ev(ring_b, t0 + 20, WEFT_EV_LOCK_HELD_END, 9, (uintptr_t) "ledger", 2);
+	ev(ring_b, t0 + 22, WEFT_EV_LOCK_HELD_END, 10, (uintptr_t) "journal",
+	   1);
+	pass_at(t0 + 23);
+	ev(ring_a, t0 + 12, WEFT_EV_LOCK_SITE, 9, (uintptr_t) "a.c", 3);
+	poll(ring_a, t0 + 13, t0 + 14, 10, 0);
+	ev(ring_a, t0 + 14, WEFT_EV_LOCK_HELD_PENDING, 10,
+	   (uintptr_t) "journal", 4);
+	ev(ring_a, t0 + 14, WEFT_EV_LOCK_SITE, 10, (uintptr_t) "j.c", 8);
+	pass_at(t0 + 24);
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 9, &w));
+	assert_non_null(strstr(w.detail, "\"ledger\" (taken at a.c:3) "
+					 "across an await: held"));
+	assert_non_null(strstr(w.detail, "2 tasks or threads blocked"));
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 10, &w));
+	assert_non_null(strstr(w.detail, "\"journal\" (taken at j.c:8) "
+					 "across an await: held"));
+	/* Task 11 pending twice in one hold, released between its second
+	 * pending and that pending's site. */
+	ev(ring_a, t0 + 30, WEFT_EV_SPAWN, 11, 0, 0);
+	poll(ring_a, t0 + 30, t0 + 31, 11, 0);
+	ev(ring_a, t0 + 31, WEFT_EV_LOCK_HELD_PENDING, 11, (uintptr_t) "vault",
+	   1);
+	ev(ring_a, t0 + 31, WEFT_EV_LOCK_SITE, 11, (uintptr_t) "v.c", 2);
+	poll(ring_a, t0 + 32, t0 + 33, 11, 0);
+	ev(ring_a, t0 + 33, WEFT_EV_LOCK_HELD_PENDING, 11, (uintptr_t) "vault",
+	   3);
+	ev(ring_b, t0 + 35, WEFT_EV_LOCK_HELD_END, 11, (uintptr_t) "vault", 0);
+	pass_at(t0 + 36);
+	ev(ring_a, t0 + 33, WEFT_EV_LOCK_SITE, 11, (uintptr_t) "v.c", 2);
+	pass_at(t0 + 37);
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 11, &w));
+	assert_non_null(strstr(w.detail, "across an await: held"));
+	pass_at(t0 + 37 + ms_ticks(2000));
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 11, &w));
+	assert_null(strstr(w.detail, "still held"));
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 9, &w));
+	assert_null(strstr(w.detail, "still held"));
+	assert_true(warning_on(WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, 10, &w));
+	assert_null(strstr(w.detail, "still held"));
+}
+
 static void pool_job_start(ring_entry_t *e, unsigned at, uint64_t task,
 			   uint64_t pool)
 {
@@ -1728,6 +1794,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_site_large_future_located,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_site_in_next_pass,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_released_before_site,
 						setup, teardown),
 	};
 

@@ -596,6 +596,7 @@ void weft__collector_stop(struct probe *p)
 	weft__collector_sites_free(p);
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	memset(p->lock_pends, 0, sizeof(p->lock_pends));
+	memset(p->lock_early, 0, sizeof(p->lock_early));
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);
 		weft_wire_buf_fini(&p->records->buf);

@@ -229,6 +229,7 @@ typedef struct worker_window_s {
 #define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
 #define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
 #define LOCK_PENDS 16          /* LOCK_HELD_PENDINGs awaiting their LOCK_SITE */
+#define LOCK_EARLY 4           /* LOCK_HELD_ENDs read before their LOCK_SITE */
 #define OTHER_ACQ_RES 4        /* resources the other threads acquired, kept */
 #define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */
@@ -580,6 +581,19 @@ struct probe {
 		uint64_t at;
 		uint16_t worker;
 	} lock_pends[LOCK_PENDS];
+	/*
+	 * A LOCK_HELD_END that found no hold: its site not read yet (the
+	 * release, on another ring, read by a pass that had the pending
+	 * and not the site pushed after it, or neither).  Kept for the
+	 * site to find, which says the warning then, as released.
+	 */
+	struct lock_early {
+		uint64_t task; /* 0: a free slot */
+		const char *name;
+		uint64_t at;
+		uint32_t blocked;
+	} lock_early[LOCK_EARLY];
+	unsigned lock_early_next;
 };
 
 extern struct probe weft__probe;

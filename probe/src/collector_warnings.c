@@ -523,6 +523,27 @@ void weft__collector_lock_site(struct probe *p, const weft_event_t *ev)
 		lp->task = 0;
 		return;
 	}
+	/* Released already: said now, as its release would have. */
+	for (unsigned i = 0; i < LOCK_EARLY; i++) {
+		struct lock_early *e = &p->lock_early[i];
+		struct lock_hold_s h;
+
+		if (e->task != lp->task || e->name != lp->name ||
+		    e->at < lp->at)
+			continue;
+		h = (struct lock_hold_s){ .task = lp->task,
+					  .name = lp->name,
+					  .file = file,
+					  .line = line,
+					  .worker = lp->worker,
+					  .at = lp->at,
+					  .held_ns = lp->held_ns };
+		lock_warn(p, &h, e->at, e->at - lp->at + lp->held_ns, true,
+			  e->blocked);
+		e->task = 0;
+		lp->task = 0;
+		return;
+	}
 	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
 		struct lock_hold_s *h = &p->lock_holds[i];
 
@@ -565,8 +586,26 @@ void weft__collector_lock_released(struct probe *p, const weft_event_t *ev)
 		lock_warn(p, h, ev->ts,
 			  (ev->ts > h->at ? ev->ts - h->at : 0) + h->held_ns,
 			  true, ev->a2);
+		/*
+		 * Pending again in this hold, its site not read yet: it
+		 * must not make a hold of its own, released as it is.
+		 */
+		for (unsigned k = 0; k < LOCK_PENDS; k++) {
+			struct lock_pending *lp = &p->lock_pends[k];
+
+			if (lp->task == ev->task && lp->name == name &&
+			    lp->at <= ev->ts)
+				lp->task = 0;
+		}
 		return;
 	}
+	/* No hold: its site is yet to come (weft__collector_lock_site()). */
+	if (ev->task)
+		p->lock_early[p->lock_early_next++ % LOCK_EARLY] =
+			(struct lock_early){ .task = ev->task,
+					     .name = name,
+					     .at = ev->ts,
+					     .blocked = ev->a2 };
 }
 
 /* Held a second on and not yet released: said now, "still held". */
