@@ -1167,6 +1167,40 @@ static void test_res_pool_site_in_next_pass(void **state)
 	assert_non_null(strstr(w.detail, "1 x \"slow-report\" (routes.c:12)"));
 }
 
+/*
+ * The same with jobs a plain thread submitted (task 0): each a hold of
+ * its own, not one the task's.  The site and label that come a pass
+ * late are the first job's, not the second's, named already.  (Taken by
+ * the newest hold of task 0, the second job was named the first's, and
+ * the first showed "unnamed".)
+ */
+static void test_res_pool_site_of_plain_thread(void **state)
+{
+	unsigned t0 = 5 * LATE, ms = ms_ticks(1);
+	ring_entry_t *ring_c, *ring_d;
+	weft_probe_warning_t w;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
+	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 67, 0, 0);
+	ev(ring_a, t0, WEFT_EV_RES_NEW, 0, 113, WEFT_RES_BLOCKING_POOL);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_ACQUIRE, 0, 113, 1);
+	pool_job_start(ring_d, t0 + 2, 0, 113);
+	ev(ring_a, t0 + 3, WEFT_EV_RES_WAIT, 67, 113, WEFT_RES_OP_JOB);
+	pass_at(t0 + 3);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_SITE, 0, (uintptr_t) "export.c", 7);
+	ev(ring_c, t0 + 1, WEFT_EV_RES_LABEL, 0, (uintptr_t) "nightly", 0);
+	pass_at(t0 + 300 * ms);
+	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 0, &w));
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "its 2 threads ran 1 x \"nightly\" "
+					 "(export.c:7) of a plain thread, 1 x "
+					 "\"slow-report\" (routes.c:12)"));
+}
+
 /* ------------------------------------- where a long poll's time went */
 
 #define MS 1000000ull
@@ -1779,6 +1813,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_pool_site_in_next_pass,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_res_pool_site_of_plain_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_site_names_spawn, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_site_dropped_is_unknown,

@@ -433,40 +433,57 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 }
 
 /*
- * The holder a RES_SITE or RES_LABEL (@ev) is of: the newest hold of its
- * task in the resource the last RES_ACQUIRE on this emitting thread
- * named.  The threads that are not workers share that last acquire, and
- * the two pushes of one of them may be a pass apart with another's
- * acquire merged in between: then the newest hold of its task that has
- * none of what @ev says yet, among the resources they acquired last.
- * Not by stamp: the clock's rate is refined between passes, so the
- * acquire's stamp and its site's, one raw stamp, may not convert to the
- * same ns.  NULL: none (its acquire lost, or released already).
+ * @r's newest hold of @ev's task that has none of what @ev (a RES_SITE
+ * or RES_LABEL) says yet; else, if @any, its newest hold of that task.
+ * A task's holds of a resource are one entry, but a plain thread's
+ * (task 0) are an entry an acquire: of two pool jobs plain threads
+ * submitted, the first's site, come late, is not the second's, named
+ * already.
+ */
+static res_holder_t *holder_of(res_rec_t *r, const weft_event_t *ev, bool any)
+{
+	res_holder_t *newest = NULL;
+
+	for (uint32_t k = r->nh; k-- > 0;) {
+		res_holder_t *h = &r->holders[k];
+
+		if (h->task != ev->task)
+			continue;
+		if (!(ev->kind == WEFT_EV_RES_LABEL ? (const void *)h->label :
+						      (const void *)h->file))
+			return h;
+		if (!newest)
+			newest = h;
+	}
+	return any ? newest : NULL;
+}
+
+/*
+ * The holder a RES_SITE or RES_LABEL (@ev) is of: a hold of its task in
+ * the resource the last RES_ACQUIRE on this emitting thread named.  The
+ * threads that are not workers share that last acquire, and the two
+ * pushes of one of them may be a pass apart with another's acquire
+ * merged in between: then a hold of its task that has none of what @ev
+ * says yet, among the resources they acquired last.  Not by stamp: the
+ * clock's rate is refined between passes, so the acquire's stamp and its
+ * site's, one raw stamp, may not convert to the same ns.  NULL: none
+ * (its acquire lost, or released already).
  */
 static res_holder_t *site_holder(struct probe *p, const weft_event_t *ev)
 {
 	bool worker = weft__collector_has_worker(p, ev->worker);
 	struct res_acq_s *last = worker ? &p->wk[ev->worker].res_last_acq :
 					  &p->other_last_acq;
+	res_holder_t *h;
 	res_rec_t *r;
 
-	if (last->task == ev->task && (r = res_find(p, last->res))) {
-		for (uint32_t k = r->nh; k-- > 0;)
-			if (r->holders[k].task == ev->task)
-				return &r->holders[k];
-		return NULL;
-	}
-	for (unsigned i = 0; !worker && i < OTHER_ACQ_RES; i++) {
-		if (!p->other_acq_res[i] ||
-		    !(r = res_find(p, p->other_acq_res[i])))
-			continue;
-		for (uint32_t k = r->nh; k-- > 0;)
-			if (r->holders[k].task == ev->task &&
-			    !(ev->kind == WEFT_EV_RES_LABEL ?
-				      (const void *)r->holders[k].label :
-				      (const void *)r->holders[k].file))
-				return &r->holders[k];
-	}
+	if (last->task == ev->task && (r = res_find(p, last->res)))
+		return holder_of(r, ev, true);
+	for (unsigned i = 0; !worker && i < OTHER_ACQ_RES; i++)
+		if (p->other_acq_res[i] &&
+		    (r = res_find(p, p->other_acq_res[i])) &&
+		    (h = holder_of(r, ev, false)))
+			return h;
 	return NULL;
 }
 
