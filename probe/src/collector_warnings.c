@@ -608,15 +608,25 @@ void weft__collector_lock_released(struct probe *p, const weft_event_t *ev)
 					     .blocked = ev->a2 };
 }
 
-/* Held a second on and not yet released: said now, "still held". */
+/*
+ * Held a second on and not yet released: said now, "still held".  Not
+ * across drops: its release may be what was dropped, and "still held"
+ * of a lock released long before is a wrong warning, where a missed one
+ * is only missed (as the lost-waker check and a wait's are).
+ */
 void weft__collector_lock_check(struct probe *p, uint64_t now)
 {
 	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
 		struct lock_hold_s *h = &p->lock_holds[i];
 
-		if (h->task && now > h->at + 1000000000ull)
-			lock_warn(p, h, now, now - h->at + h->held_ns, false,
-				  0);
+		if (!h->task || now <= h->at + 1000000000ull)
+			continue;
+		if (weft__collector_across_drops(p, h->at, now)) {
+			h->task = 0;
+			p->drops_suppressed++;
+			continue;
+		}
+		lock_warn(p, h, now, now - h->at + h->held_ns, false, 0);
 	}
 }
 
