@@ -1236,6 +1236,55 @@ static void test_res_pool_site_of_plain_thread(void **state)
 					 "\"slow-report\" (routes.c:12)"));
 }
 
+/*
+ * A pool job whose release a full ring dropped stays a holder: it may
+ * have ended in the drops.  A convoy after them is the jobs seen running
+ * since: the warning names task 70's, not the ghost of task 68's, nor
+ * counts it among the threads.  (The ghost, the oldest hold, was the
+ * warning's task: "held" ever longer, named in every warning after.)
+ */
+static void test_res_pool_holder_across_drops(void **state)
+{
+	weft_event_t x = { .task = 68,
+			   .a1 = 114,
+			   .a2 = 1,
+			   .worker = WEFT_EVENT_NO_WORKER,
+			   .kind = WEFT_EV_RES_RELEASE };
+	unsigned t0 = 6 * LATE, ms = ms_ticks(1);
+	ring_entry_t *ring_c, *ring_d;
+	weft_probe_warning_t w;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
+	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+	ev(ring_a, 50, WEFT_EV_SPAWN, 68, 0, 0);
+	ev(ring_a, 50, WEFT_EV_RES_NEW, 0, 114, WEFT_RES_BLOCKING_POOL);
+	ev(ring_c, 51, WEFT_EV_RES_ACQUIRE, 68, 114, 1);
+	ev(ring_c, 51, WEFT_EV_RES_LABEL, 68, (uintptr_t) "ghost", 0);
+	pass_at(52);
+	/* Ring c fills; the job's release at 61 does not fit. */
+	for (unsigned i = 0; i < 1024; i++)
+		ev(ring_c, 60, WEFT_EV_MARK, 0, i, 0);
+	x.ts = base + 61ull * TICK;
+	assert_false(weft__ring_push_spsc(&ring_c->ring, &x));
+	pass_at(62);
+	/* Seconds on, a convoy behind task 70's job. */
+	ev(ring_a, t0, WEFT_EV_SPAWN, 69, 0, 0);
+	ev(ring_a, t0, WEFT_EV_SPAWN, 70, 0, 0);
+	pool_job_start(ring_d, t0 + 1, 70, 114);
+	ev(ring_a, t0 + 2, WEFT_EV_RES_WAIT, 69, 114, WEFT_RES_OP_JOB);
+	pass_at(t0 + 3);
+	pass_at(t0 + 300 * ms);
+	assert_false(warning_on(WEFT_WARN_BLOCKING_QUEUE, 68, &w));
+	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 70, &w));
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "its 1 thread ran 1 x "
+					 "\"slow-report\" (routes.c:12) of "
+					 "task 70"));
+}
+
 /* ------------------------------------- where a long poll's time went */
 
 #define MS 1000000ull
@@ -1870,6 +1919,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_lock_held_across_drops_unsaid, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_res_pool_holder_across_drops, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

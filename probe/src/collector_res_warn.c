@@ -220,13 +220,19 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 
 	for (uint32_t i = 0; i < r->nh; i++) {
 		const res_holder_t *h = &r->holders[i];
-		const task_rec_t *ht =
-			h->task ? weft__collector_task_find(p, h->task) : NULL;
-		const char *tname = ht ? ht->pub.name : NULL;
-		const char *tfile = ht ? ht->pub.file : NULL;
-		uint32_t tline = ht ? ht->pub.line : 0;
+		const task_rec_t *ht;
+		const char *tname, *tfile;
+		uint32_t tline;
 		unsigned k;
 
+		/* Held across drops: it may have ended in them (its
+		 * release dropped), a job no thread runs. */
+		if (weft__collector_across_drops(p, h->since, now))
+			continue;
+		ht = h->task ? weft__collector_task_find(p, h->task) : NULL;
+		tname = ht ? ht->pub.name : NULL;
+		tfile = ht ? ht->pub.file : NULL;
+		tline = ht ? ht->pub.line : 0;
 		for (k = 0; k < ng; k++)
 			if (g[k].label == h->label && g[k].file == h->file &&
 			    g[k].line == h->line && g[k].tname == tname &&
@@ -352,9 +358,14 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	if (r->pub.kind != WEFT_RES_MPSC && waiting && !r->nh &&
 	    !r->win_hold_end && now - oldest < RES_WARN_EVERY_NS)
 		return;
-	/* A hold going on now may be the longest. */
+	/*
+	 * A hold going on now may be the longest; not one across drops,
+	 * whose release may be among them (as a wait's end, above): held
+	 * "ever longer", it would be every warning's culprit.
+	 */
 	for (uint32_t i = 0; i < r->nh; i++)
-		if (now > r->holders[i].since)
+		if (now > r->holders[i].since &&
+		    !weft__collector_across_drops(p, r->holders[i].since, now))
 			window_holder(r, &r->holders[i],
 				      now - r->holders[i].since, now);
 	if (!r->win_waits)
