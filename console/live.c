@@ -246,7 +246,11 @@ static int live_open(con_live_t *l, bool subscribe)
 	l->attempts++;
 	fd = weft_wire_connect(l->target);
 	if (fd < 0) {
-		set_error(l, "cannot connect: %s", strerror(-fd));
+		char why[512];
+
+		set_error(l, "cannot connect: %s",
+			  weft_wire_connect_why(l->target, fd, why,
+						sizeof(why)));
 		return fd;
 	}
 	if (subscribe) {

@@ -498,6 +498,13 @@ int con_run_replay(con_session_t *s, const con_opts_t *o)
 				"weft-console: %s: %llu bytes of torn records "
 				"skipped\n",
 				o->replay, (unsigned long long)rp.skipped);
+		/* As weft-trace tasks --at says it: not silently its end. */
+		if (o->have_after && rp.indexed && pos > rp.last_ns)
+			fprintf(stderr,
+				"weft-console: %s ends before --after (%.3f "
+				"s); shown at its end\n",
+				o->replay,
+				(double)(rp.last_ns - rp.first_ns) / 1e9);
 		con_once_print(s, o->width, stdout);
 		if (s->view == CON_VIEW_DETAIL && s->detail_task &&
 		    !con_model_task(&m, s->detail_task))

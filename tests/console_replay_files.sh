@@ -87,4 +87,8 @@ grep -Eq "torn records skipped|record at byte" "$tmp/err" || { cat "$tmp/err" >&
 { cat "$tmp/header.weft"; head -c 4096 /dev/zero; } >"$tmp/then-zeros.weft"
 replays "a record that does not decode" "$tmp/then-zeros.weft"
 grep -q "record at byte" "$tmp/err" || { cat "$tmp/err" >&2; fail "the bad record not said"; }
+# --after past the end: shown at its end, and said so.
+"$console" --once --view workers --after 3600s --replay "$trace" </dev/null \
+	>"$tmp/out" 2>"$tmp/err" || fail "--after past the end: exit $?"
+grep -q "ends before --after" "$tmp/err" || { cat "$tmp/err" >&2; fail "--after past the end not said"; }
 echo "console_replay_files: ok"

@@ -143,6 +143,12 @@ bad "missing file" info "$tmp/nonexistent.weft"
 bad "garbage" info "$tmp/garbage"
 bad "empty file" stats "$tmp/empty"
 bad "cut inside the header" dump "$tmp/short"
+head -c 20 "$trace" >"$tmp/first20"
+bad "cut inside its first record" stats "$tmp/first20"
+expect "cut inside its first record" 'no whole record in its 20 bytes' "$tmp/err.txt"
+# A pid past any pid_max: no such process, said so (not ENOENT's words).
+bad "no such process" tasks 99999999
+expect "no such process" 'no process with pid 99999999' "$tmp/err.txt"
 bad "unknown verb" frobnicate "$trace"
 bad "unknown option" info --bogus "$trace"
 bad "export without --chrome" export "$trace" -o "$tmp/x.json"

@@ -184,6 +184,35 @@ int weft_wire_connect(const char *target)
 	return weft_wire_connect_unix(path);
 }
 
+const char *weft_wire_connect_why(const char *target, int err, char *buf,
+				  size_t len)
+{
+	char dir[256];
+	char *end;
+	long pid = strtol(target, &end, 10);
+
+	if (!*target || *end || pid <= 0 ||
+	    (err != -ENOENT && err != -ECONNREFUSED)) {
+		snprintf(buf, len, "%s", strerror(-err));
+		return buf;
+	}
+	/* EPERM: a process of another user's, there all the same. */
+	if (kill((pid_t)pid, 0) && errno == ESRCH)
+		snprintf(buf, len, "no process with pid %ld", pid);
+	else if (err == -ECONNREFUSED)
+		snprintf(buf, len,
+			 "its probe socket refuses connections (a process "
+			 "gone left it, and pid %ld is another)",
+			 pid);
+	else
+		snprintf(buf, len,
+			 "process %ld has no probe socket in %s (not a weft "
+			 "program, its probe off, or another user's)",
+			 pid,
+			 weft_wire_socket_dir(dir, sizeof(dir), 0) ? "?" : dir);
+	return buf;
+}
+
 int weft_wire_send(int fd, const Weft__V1__Frame *f)
 {
 	weft_wire_buf_t b = { 0 };

@@ -78,9 +78,13 @@ int tt_live_connect(tt_live_t *l, const char *target, bool die)
 		       target);
 	if (fd < 0) {
 		tt_live_close(l);
-		if (die)
+		if (die) {
+			char why[512];
+
 			tt_die("cannot connect to %s: %s", target,
-			       strerror(-fd));
+			       weft_wire_connect_why(target, fd, why,
+						     sizeof(why)));
+		}
 		return fd;
 	}
 	l->fd = fd;

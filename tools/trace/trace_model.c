@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "weft/trace_stream.h"
@@ -860,8 +861,15 @@ static bool next_block(tt_trace_t *t)
 		tt_die("%s: %s (record at byte %llu)", t->path,
 		       weft_trace_reader_strerror(rc), (unsigned long long)at);
 	}
-	if (!t->frames)
-		tt_die("%s: empty file, not a weft trace", t->path);
+	if (!t->frames) {
+		struct stat st;
+
+		if (stat(t->path, &st) || !st.st_size)
+			tt_die("%s: empty file, not a weft trace", t->path);
+		tt_die("%s: no whole record in its %lld bytes, not a weft "
+		       "trace (or cut inside its first record)",
+		       t->path, (long long)st.st_size);
+	}
 	t->truncated = weft_trace_stream_reader(t->stream)->truncated;
 	t->skipped = weft_trace_stream_reader(t->stream)->skipped;
 	t->skips = weft_trace_stream_reader(t->stream)->skips;

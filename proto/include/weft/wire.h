@@ -884,6 +884,19 @@ int weft_wire_socket_dir(char *buf, size_t len, int create);
 int weft_wire_connect(const char *target);
 int weft_wire_connect_unix(const char *path);
 
+/*
+ * client.c: weft_wire_connect_why() - why weft_wire_connect(@target)
+ * failed with @err, in words for a one-line error: for a pid, whether
+ * there is no such process, or it has no probe socket (not a weft
+ * program, its probe off, another user's), or its socket refuses (a
+ * process gone that left it); else strerror(-@err).
+ *
+ * Context: any thread; it may call kill(2) with signal 0 and stat(2).
+ * Return: @buf.
+ */
+const char *weft_wire_connect_why(const char *target, int err, char *buf,
+				  size_t len);
+
 /* The longest console token a client sends and a server takes. */
 #define WEFT_WIRE_TOKEN_MAX 128
 
