@@ -231,6 +231,48 @@ static void test_site_old_format_reads(void **state)
 	assert_true(t.warnings & 1u << WEFT_WARN_LARGE_FUTURE);
 }
 
+/*
+ * Tiny tasks (one poll under 2 us), most from one spawn site: the warning
+ * names that site, its task name and a task of it, so that the user
+ * knows which spawn to batch; a few from another site do not hide it.
+ */
+static void test_tiny_tasks_name_their_site(void **state)
+{
+	weft_probe_warning_t w = { 0 };
+	bool found = false;
+	uint64_t id = 1000;
+	unsigned at = 1;
+
+	(void)state;
+	site(ring_a, at, 5, site_name, site_file, 42, 96);
+	site(ring_a, at, 6, other_name, other_file, 7, 64);
+	for (unsigned i = 0; i < 12000; i++, id++, at++) {
+		spawn(ring_a, at, id, i % 10 ? 5 : 6, 0);
+		ev(ring_a, at, WEFT_EV_POLL, id, 1, WEFT_POLL_READY);
+		ev(ring_a, at, WEFT_EV_COMPLETE, id, 0, 0);
+		if (i % 300 == 299)
+			pass();
+	}
+	pthread_mutex_lock(&p->lock);
+	/* The warning's check: more than 10,000, 10 s on. */
+	weft__collector_pass(p, now_ns += 11000000000ull);
+	for (uint64_t q = 0; q < p->warn_seq && q < WARN_KEEP; q++)
+		if (p->warnings[q].kind == WEFT_WARN_TINY_TASKS) {
+			w = p->warnings[q];
+			found = true;
+		}
+	pthread_mutex_unlock(&p->lock);
+	assert_true(found);
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "12000 tasks ran one poll"));
+	assert_non_null(strstr(w.detail, "10800 of them \"handler\" spawned "
+					 "at handler.c:42"));
+	assert_ptr_equal(w.task_name, site_name);
+	assert_ptr_equal(w.file, site_file);
+	assert_int_equal(w.line, 42);
+	assert_true(w.task >= 1000 && w.task < id && w.task % 10 != 0);
+}
+
 /* Await sites (issue 21): where a task parks, named in its POLL. */
 static const char await_file[] = "src/await.c";
 
@@ -1914,6 +1956,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_site_large_future_located,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_site_in_next_pass,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tiny_tasks_name_their_site,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_released_before_site,
 						setup, teardown),

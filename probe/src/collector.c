@@ -384,6 +384,71 @@ static void warn_drops(struct probe *p, uint64_t now)
 			     p->config.ring_capacity, cause, also);
 }
 
+void weft__collector_tiny(struct probe *p, const task_rec_t *t)
+{
+	struct tiny_site *s = p->tiny_sites, *min = s;
+	const size_t n = sizeof(p->tiny_sites) / sizeof(*s);
+
+	p->tiny_count++;
+	for (size_t i = 0; i < n; i++, s++) {
+		if (s->count && s->file == t->pub.file &&
+		    s->line == t->pub.line && s->name == t->pub.name)
+			break;
+		if (s->count < min->count)
+			min = s;
+	}
+	/* Not kept: in place of the least (Space-Saving: its count on). */
+	if (s == p->tiny_sites + n) {
+		s = min;
+		s->file = t->pub.file;
+		s->name = t->pub.name;
+		s->line = t->pub.line;
+	}
+	s->count++;
+	s->task = t->pub.id;
+}
+
+/*
+ * Tiny tasks: said with the spawn site most of them came from, when one
+ * did (a spawn in a loop over records is the usual cause), so that the
+ * warning names the spawn to batch and a task of it.
+ */
+static void warn_tiny(struct probe *p, uint64_t now)
+{
+	const struct tiny_site *top = NULL;
+	weft_probe_warning_t *w;
+
+	for (size_t i = 0; i < sizeof(p->tiny_sites) / sizeof(*top); i++)
+		if (!top || p->tiny_sites[i].count > top->count)
+			top = &p->tiny_sites[i];
+	if (top && top->file && top->count * 2 > p->tiny_count) {
+		weft__collector_warn(
+			p, WEFT_WARN_TINY_TASKS, NULL, WEFT_EVENT_NO_WORKER,
+			now, 0,
+			"%llu tasks ran one poll under 2 us, %llu of them "
+			"\"%s\" spawned at %s:%u: spawning costs more than "
+			"their work; batch them",
+			(unsigned long long)p->tiny_count,
+			(unsigned long long)top->count,
+			top->name ? top->name : "?", weft__base_name(top->file),
+			top->line);
+		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+		w->task = top->task;
+		w->task_name = top->name;
+		w->file = top->file;
+		w->line = top->line;
+	} else {
+		weft__collector_warn(
+			p, WEFT_WARN_TINY_TASKS, NULL, WEFT_EVENT_NO_WORKER,
+			now, 0,
+			"%llu tasks ran one poll under 2 us: spawning costs "
+			"more than their work; batch them",
+			(unsigned long long)p->tiny_count);
+	}
+	p->tiny_count = 0;
+	memset(p->tiny_sites, 0, sizeof(p->tiny_sites));
+}
+
 void weft__collector_pass(struct probe *p, uint64_t now)
 {
 	size_t n = 0, got, nheap;
@@ -464,13 +529,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	if (p->tiny_count > 10000 && now > p->tiny_warned_at + 10000000000ull) {
 		p->tiny_warned_at = now;
-		weft__collector_warn(
-			p, WEFT_WARN_TINY_TASKS, NULL, WEFT_EVENT_NO_WORKER,
-			now, 0,
-			"%llu tasks ran one poll under 2 us: spawning costs more "
-			"than their work; batch them",
-			(unsigned long long)p->tiny_count);
-		p->tiny_count = 0;
+		warn_tiny(p, now);
 	}
 
 	if (p->rt) {
@@ -596,6 +655,10 @@ void weft__collector_stop(struct probe *p)
 	weft__collector_sites_free(p);
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	memset(p->lock_pends, 0, sizeof(p->lock_pends));
+	/* A listening period's tiny tasks are its own. */
+	p->tiny_count = 0;
+	p->tiny_warned_at = 0;
+	memset(p->tiny_sites, 0, sizeof(p->tiny_sites));
 	memset(p->lock_early, 0, sizeof(p->lock_early));
 	if (p->records) {
 		weft_wire_events_fini(&p->records->enc);

@@ -316,7 +316,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.state = WEFT_TASK_DONE;
 		t->pub.idle_since_ns = 0;
 		if (dur < 2000 && t->pub.polls == 1)
-			p->tiny_count++;
+			weft__collector_tiny(p, t);
 	} else if (ev->a2 & WEFT_POLL_YIELDED) {
 		/* Back in a queue from the poll's end (a wake in the poll
 		 * came first, and counts from when it came). */

@@ -493,6 +493,17 @@ struct probe {
 	uint64_t last_pass_ns;
 	uint64_t tiny_count;
 	uint64_t tiny_warned_at;
+	/*
+	 * The spawn sites of those tiny tasks, the most frequent kept
+	 * (Space-Saving, TINY_SITES counters: a site with more than a
+	 * TINY_SITES-th of them is among them), so that the warning names
+	 * the spawn to batch: its file and line, name, and a task of it.
+	 */
+	struct tiny_site {
+		const char *file, *name;
+		uint32_t line;
+		uint64_t count, task;
+	} tiny_sites[4];
 	bool oversub_warned;
 	double fill;         /* the fullest ring at the last snapshot, 0..1 */
 	uint64_t last_dt_ns; /* from the pass before the last to the last */
@@ -809,6 +820,8 @@ void weft__collector_free_orphans(struct probe *p);
 void weft__collector_process(struct probe *p, size_t n);
 void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 				 const weft_event_t *ev);
+/* A task that ran one poll under 2 us: counted, by spawn site. */
+void weft__collector_tiny(struct probe *p, const task_rec_t *t);
 
 /* collector_sites.c */
 /* Forgets the spawn and await sites met (the collector stops). */
