@@ -592,10 +592,25 @@ static void worker_set(con_model_t *m, const Weft__V1__Worker *x)
 	}
 	con_model_workers_fit(m, x->index + 1);
 	w = &m->workers[x->index];
+	/*
+	 * The task it polls shows running (con_task_status_name()): the
+	 * one it polled before and the one now are resorted and filtered
+	 * again, their own records unchanged (a hung task's never is).
+	 */
+	if (w->current_task != (x->state == 0 ? x->current_task : 0)) {
+		con_task_t *t;
+
+		if (w->current_task &&
+		    (t = (con_task_t *)con_model_task(m, w->current_task)))
+			mark_dirty(m, t);
+		if (x->state == 0 && x->current_task &&
+		    (t = (con_task_t *)con_model_task(m, x->current_task)))
+			mark_dirty(m, t);
+	}
 	w->seen = true;
 	w->index = x->index;
 	w->state = x->state <= 2 ? x->state : 0;
-	w->current_task = x->current_task;
+	w->current_task = w->state == 0 ? x->current_task : 0;
 	w->poll_started_ns = x->current_task ? x->poll_started_ns : 0;
 	if (x->counters) {
 		w->counters = *x->counters;

@@ -476,6 +476,26 @@ static int waited_draw(con_grid_t *g, const con_model_t *m, const con_task_t *t,
 	return y;
 }
 
+/* A task in a poll now: on which worker, for how long, its last await. */
+static void polled_draw(con_grid_t *g, int y, const con_model_t *m,
+			const con_task_t *t, const con_worker_t *pw)
+{
+	char a[16], last[320];
+	uint64_t ran = pw->poll_started_ns && m->now_ns > pw->poll_started_ns ?
+			       m->now_ns - pw->poll_started_ns :
+			       0;
+
+	if (t->parked_line)
+		snprintf(last, sizeof(last), " (its last await %s:%u)",
+			 t->parked_file[0] ? t->parked_file : "?",
+			 t->parked_line);
+	else
+		last[0] = '\0';
+	con_grid_printf(g, 1, y, CON_ROLE_BAD,
+			"in a poll on worker %u for %s%s", pw->index,
+			con_fmt_ns(a, sizeof(a), ran), last);
+}
+
 static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			int rows)
 {
@@ -509,20 +529,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	if (t->state == WEFT_TASK_DONE)
 		;
 	else if ((pw = con_task_polled_by(m, t)))
-		con_grid_printf(
-			g, 1, y++, CON_ROLE_BAD,
-			"in a poll on worker %u for %s (its last await "
-			"%s:%u)",
-			pw->index,
-			con_fmt_ns(a, sizeof(a),
-				   pw->poll_started_ns &&
-						   m->now_ns >
-							   pw->poll_started_ns ?
-					   m->now_ns - pw->poll_started_ns :
-					   0),
-			t->parked_line && t->parked_file[0] ? t->parked_file :
-							      "?",
-			t->parked_line);
+		polled_draw(g, y++, m, t, pw);
 	else if (t->parked_line)
 		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL, "parked at %s:%u%s",
 				t->parked_file[0] ? t->parked_file : "?",

@@ -670,6 +670,49 @@ static void test_console_model_filter(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * A task a worker polls shows running (from the worker's record, its own
+ * unchanged: a hung task's never changes), and the filter follows it in
+ * and out, as the workers' records say (found by review: the filter was
+ * looked at again only for tasks whose own record changed).
+ */
+static void test_console_model_filter_running(void **state)
+{
+	con_model_t m;
+	Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+			 w1 = WEFT__V1__WORKER__INIT;
+	Weft__V1__Worker *ws[] = { &w0, &w1 };
+	Weft__V1__Task *ts[] = { task_msg(1, "stuck", 5),
+				 task_msg(2, "other", 9) };
+
+	(void)state;
+	con_model_init(&m, "test");
+	w0.state = 2;
+	w1.index = 1;
+	w1.state = 2;
+	feed(&m, 2 * SEC, ts, 2, ws, 2, NULL, 0);
+	con_model_set_filter(&m, "running");
+	con_model_resort(&m);
+	assert_int_equal(m.nlist, 0);
+	/* Worker 0 now polls task 1 (no task record: no events). */
+	w0.state = 0;
+	w0.current_task = 1;
+	w0.poll_started_ns = 1 * SEC;
+	feed(&m, 3 * SEC, NULL, 0, ws, 2, NULL, 0);
+	con_model_resort(&m);
+	assert_string_equal(con_task_status_name(&m, con_model_task(&m, 1)),
+			    "running");
+	assert_int_equal(m.nlist, 1);
+	assert_int_equal(m.list[0]->id, 1);
+	/* And out again when the worker parks. */
+	w0.state = 2;
+	w0.current_task = 0;
+	feed(&m, 4 * SEC, NULL, 0, ws, 2, NULL, 0);
+	con_model_resort(&m);
+	assert_int_equal(m.nlist, 0);
+	con_model_fini(&m);
+}
+
 static Weft__V1__Warning *warning_msg(uint64_t seq, uint32_t kind,
 				      uint64_t task)
 {
@@ -3280,6 +3323,7 @@ int main(void)
 		cmocka_unit_test(test_console_model_many_tasks),
 		cmocka_unit_test(test_console_model_sort),
 		cmocka_unit_test(test_console_model_filter),
+		cmocka_unit_test(test_console_model_filter_running),
 		cmocka_unit_test(test_console_model_warnings_newest_first),
 		cmocka_unit_test(test_console_model_warning_history),
 		cmocka_unit_test(test_console_model_timeline),

@@ -27,6 +27,7 @@
 #include "weft/mutex.h"
 
 #include "collector_internal.h"
+#include "lockshim_hooks.h"
 
 /* ------------------------------------------------------------- warnings */
 
@@ -396,6 +397,78 @@ static int sink_polling(struct sink *s, uint64_t task, uint64_t *since)
 	return w;
 }
 
+/* Sleeps in the tail of a timed poll of hook_task: after the worker
+ * cleared its published poll (probe_task), before it clears cur. */
+static _Atomic uint64_t hook_task;
+
+static void slow_tail_hook(uint64_t task)
+{
+	if (task && task == atomic_load(&hook_task))
+		usleep(30000);
+}
+
+struct spin_once {
+	int n;
+	unsigned ms;
+};
+
+/* First poll: spins, wakes itself, PENDING; then READY. */
+static weft_poll_t spin_once_poll(void *arg, weft_cx_t *cx)
+{
+	struct spin_once *s = arg;
+
+	if (s->n++ == 0) {
+		spin_cpu_ns(WEFT_MSEC(s->ms));
+		weft_waker_wake_by_ref(weft_cx_waker(cx));
+		return WEFT_PENDING;
+	}
+	return WEFT_READY;
+}
+
+/*
+ * A timed long poll (begun while listening) whose worker is held in the
+ * poll's tail, after it stopped publishing the poll and before it left
+ * it (here the raw-lock hook's 30 ms; a preemption does the same): the
+ * runtime monitor looks then, and must not take it for a poll nobody
+ * times and tell it a second time (found by review).
+ */
+static void test_timed_poll_told_once(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_join_t *j;
+	uint64_t id;
+	unsigned lp = 0, ny = 0;
+
+	(void)state;
+	s = sink_new(true, &sub);
+	usleep(20000); /* the workers switch to their timed loops */
+	weft_probe_set_raw_lock_hook(slow_tail_hook);
+	assert_int_equal(weft_spawn_named(rt, "tail", spin_once_poll,
+					  &(struct spin_once){ .ms = 30 }, &j),
+			 0);
+	/* Known after the spawn; the first poll's tail comes 30 ms on. */
+	id = weft_join_id(j);
+	atomic_store(&hook_task, id);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	for (int i = 0; i < 30; i++) {
+		weft_probe_flush();
+		usleep(10000);
+	}
+	lp = sink_count(s, WEFT_WARN_LONG_POLL, id);
+	ny = sink_count(s, WEFT_WARN_NEVER_YIELDED, id);
+	if (lp > 1 || ny > 1)
+		print_warnings(s);
+	weft_probe_set_raw_lock_hook(NULL);
+	atomic_store(&hook_task, 0);
+	weft_join_drop(j);
+	rt_done(rt);
+	sink_free(s, sub);
+	assert_in_range(lp, 0, 1);
+	assert_in_range(ny, 0, 1);
+}
+
 /*
  * A console attached to a hung process: a task stuck in a blocking read
  * since before anything listened.  Its own record says where its last
@@ -429,7 +502,10 @@ static void test_hang_before_attach_shown(void **state)
 		usleep(1000);
 	t0 = weft_now_ns();
 	usleep(50000);
-	s = sink_new_history(false, true, &sub);
+	/* Events: listening, as a console is (its long poll is told all
+	 * the same, by the monitor, the poll being untimed). */
+	s = sink_new_history(true, true, &sub);
+	assert_true(weft_probe_listening());
 	/* Once the monitor has seen it past the threshold (nice 19: slow
 	 * under load), and a pass has sampled the workers. */
 	for (int i = 0; i < 500 && worker < 0; i++) {
@@ -1367,6 +1443,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_long_polls_before_attach, teardown),
 		cmocka_unit_test_teardown(test_lock_held_before_attach, teardown),
 		cmocka_unit_test_teardown(test_hang_before_attach_shown, teardown),
+		cmocka_unit_test_teardown(test_timed_poll_told_once, teardown),
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),

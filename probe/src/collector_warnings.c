@@ -346,7 +346,12 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 	uint32_t line;
 	uint8_t kind;
 
-	pthread_mutex_lock(&p->lock);
+	/*
+	 * Never waits for the collector's pass (it may hold the lock a
+	 * long while: a first full update): the monitor looks again.
+	 */
+	if (pthread_mutex_trylock(&p->lock))
+		return false;
 	own = poll_why(split, dur_ns, why, sizeof(why));
 	if (ended && weft__collector_by_os(p, own, dur_ns)) {
 		weft__collector_warn_preempted(p, worker, start_ns, dur_ns, own);

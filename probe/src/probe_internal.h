@@ -175,10 +175,11 @@ struct weft__task_info_s;
  * The runtime's monitor saw, while no events flowed, task @t's poll on
  * @worker run past the long-poll threshold since @start_ns: for @dur_ns
  * so far (@ended false: never-yielded) or in all (@ended: long-poll);
- * @split, where its time went (or NULL: not known).  Return: whether a
- * warning was raised (none while running and mostly the OS's doing).
- * Raised with the collector's warnings, so the next subscriber gets it.
- * Takes probe.lock: not from a worker.
+ * @split, where its time went (or NULL: not known).  Return: whether it
+ * was taken (raised, folded, or said as the OS's); false while running
+ * and mostly the OS's doing so far, or when probe.lock is busy (only
+ * tried: the monitor asks again at its next look).  Raised with the
+ * collector's warnings, so the next subscriber gets it.
  */
 struct weft__poll_split_s;
 bool weft__probe_monitor_long_poll(const struct weft__task_info_s *t,

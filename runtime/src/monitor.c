@@ -243,7 +243,7 @@ static void unheard_publish(weft_worker_t *w, const monitor_seen_t *s)
 	 * the 0 above on its second look (its acquire fence), so a torn
 	 * copy is never taken for this poll's.
 	 */
-	atomic_thread_fence(memory_order_release);
+	fence_release();
 	store_relaxed(&w->unheard_task, s->info.id);
 	store_relaxed(&w->unheard_since, s->first_seen);
 	/* Release: the task and start above go with this count. */
@@ -265,7 +265,9 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 	 * process), and its end makes no POLL event.  Relaxed: a hint, read
 	 * again at each look (the worker stores it just before the poll).
 	 */
-	s->unheard = !load_relaxed(&rt->workers[i].probe_task);
+	if (load_relaxed(&rt->workers[i].probe_task))
+		s->heard = true;
+	s->unheard = !s->heard;
 	if (!s->unheard || !m->long_poll_ns ||
 	    s->last_seen - s->first_seen < m->long_poll_ns ||
 	    (s->warned && s->published))
@@ -297,6 +299,15 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 	}
 }
 
+/* An ended poll's warning, unless the probe's lock is busy: kept then. */
+static void end_try(unsigned i, monitor_seen_t *s)
+{
+	if (weft__probe_monitor_long_poll(
+		    &s->end_info, (uint16_t)i, s->end_start, s->end_dur, true,
+		    s->end_split_ok ? &s->end_split : NULL))
+		s->end_pending = false;
+}
+
 /* Its length: at least from the first look that saw it to the last. */
 static void long_poll_ended(weft_runtime_t *rt, unsigned i, monitor_seen_t *s)
 {
@@ -308,11 +319,16 @@ static void long_poll_ended(weft_runtime_t *rt, unsigned i, monitor_seen_t *s)
 		s->published = false;
 	}
 	/* Heard at its start, its POLL event tells it. */
-	if (s->unheard)
-		weft__probe_monitor_long_poll(
-			&s->info, (uint16_t)i, s->first_seen,
-			s->last_seen - s->first_seen, true,
-			newest_split(rt, i, s, &split));
+	if (!s->unheard)
+		return;
+	s->end_pending = true;
+	s->end_info = s->info;
+	s->end_start = s->first_seen;
+	s->end_dur = s->last_seen - s->first_seen;
+	s->end_split_ok = newest_split(rt, i, s, &split) != NULL;
+	if (s->end_split_ok)
+		s->end_split = split;
+	end_try(i, s);
 }
 
 /* Opens /proc/self/task/TID/@what; -2 where it cannot. */
@@ -543,12 +559,17 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 		weft_task_t *cur = load_acquire(&w->cur);
 		uint64_t polls = load_relaxed(&w->c.polls);
 
+#if WEFT_PROBE
+		if (s->end_pending)
+			end_try(i, s);
+#endif
 		if (!cur || cur != s->cur || polls != s->polls) {
 #if WEFT_PROBE
 			if (s->named)
 				long_poll_ended(rt, i, s);
 			s->split_first = s->split_published = false;
 			s->warned = false;
+			s->heard = false;
 			/*
 			 * Read after the loads above, not @now: a poll that
 			 * began between @now and them (the monitor runs at

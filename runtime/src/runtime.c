@@ -635,9 +635,15 @@ bool weft__runtime_worker_unheard(weft_runtime_t *rt, unsigned i,
 	 * seen here (unheard_publish()'s release fence).  Then still the
 	 * worker's poll (relaxed: a hint, as weft__runtime_worker_poll()).
 	 */
-	atomic_thread_fence(memory_order_acquire);
-	return load_relaxed(&w->unheard_polls) == polls &&
-	       load_relaxed(&w->c.polls) == polls && load_relaxed(&w->cur);
+	fence_acquire();
+	if (load_relaxed(&w->unheard_polls) != polls)
+		return false;
+	/*
+	 * cur first (acquire, as the monitor reads it): the count's bump
+	 * for a poll comes before its cur's release store, so a cur of the
+	 * next poll is read with the next count, and refused.
+	 */
+	return load_acquire(&w->cur) && load_relaxed(&w->c.polls) == polls;
 }
 
 int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i)

@@ -512,13 +512,24 @@ typedef struct monitor_seen_s {
 	uint64_t first_seen, last_seen;
 	bool named;
 	/*
-	 * unheard: the last look found the poll not published for the
-	 * collector (w->probe_task 0: it began while nobody listened, and
-	 * no POLL event will end it), so the monitor tells it; published:
-	 * it is in w->unheard_*.
+	 * heard: a look found the poll published for the collector
+	 * (w->probe_task set: timed, its POLL event tells it), sticky for
+	 * the poll, since a timed poll clears probe_task before its worker
+	 * clears cur; unheard: no look did (it began while nobody listened,
+	 * and no POLL event will end it), so the monitor tells it;
+	 * published: it is in w->unheard_*.
 	 */
-	bool unheard, published;
+	bool heard, unheard, published;
 	weft__task_info_t info;
+	/*
+	 * An unheard long poll ended, its warning not yet taken (the
+	 * probe's lock was busy: a collector's pass), tried again at the
+	 * next looks.
+	 */
+	bool end_pending, end_split_ok;
+	weft__task_info_t end_info;
+	uint64_t end_start, end_dur;
+	weft__poll_split_t end_split;
 	/*
 	 * Where a stuck poll's time goes (monitor.c): the worker thread's
 	 * /proc stat and schedstat (fds; stat_fd -1: not open yet, -2:

@@ -189,8 +189,12 @@ static void apply_update(struct table *t, const Weft__V1__Frame *f,
 	/*
 	 * The workers in a poll: a task's own record says where its last
 	 * poll left it, so one stuck in a poll (a blocking call, a
-	 * deadlock) reads idle there, parked at an await it has left.
+	 * deadlock) reads idle there, parked at an await it has left.  The
+	 * workers come in an update's first part, the one with stats: none
+	 * there, none polls (the runtime went).
 	 */
+	if (u->stats)
+		t->npolling = 0;
 	if (u->n_workers) {
 		t->polling = tt_xrealloc(t->polling,
 					 u->n_workers * sizeof(*t->polling));
@@ -266,7 +270,7 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns)
 /* The worker polling @r now, or NULL. */
 static const polling_t *polled(const struct table *t, const row_t *r)
 {
-	for (size_t i = 0; i < t->npolling; i++)
+	for (size_t i = 0; i < t->npolling && r->state != WEFT_TASK_DONE; i++)
 		if (t->polling[i].task == r->id)
 			return &t->polling[i];
 	return NULL;
