@@ -1157,6 +1157,71 @@ static void test_warns_lost_waker(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * Lost before anyone listened: no waker events were heard, but the
+ * runtime's count of the task's references says nothing holds a waker
+ * of it, and the listener's first pass says so, once.  Its twin waits on
+ * a oneshot (a waker held) and is not blamed; nor is a lost one whose
+ * join handle was dropped (one reference fewer to count).
+ */
+static void test_lost_waker_before_attach(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	weft_oneshot_tx_t *tx;
+	weft_oneshot_rx_t *rx;
+	weft_join_t *jb, *jg, *jd;
+	weft_probe_sub_t *sub;
+	weft_probe_warning_t w;
+	uint64_t bad, good, dropped;
+	struct sink *s;
+
+	(void)state;
+	assert_false(weft_probe_listening());
+	assert_int_equal(weft_oneshot_create(&tx, &rx), 0);
+	assert_int_equal(
+		weft_spawn_named(rt, "lost", lost_poll, (char *)NULL, &jb), 0);
+	assert_int_equal(weft_spawn_named(rt, "waiting", waiter_poll,
+					  &(struct waiter){ .rx = rx }, &jg),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "lost-unjoined", lost_poll,
+					  (char *)NULL, &jd),
+			 0);
+	bad = weft_join_id(jb);
+	good = weft_join_id(jg);
+	dropped = weft_join_id(jd);
+	weft_join_drop(jd);
+	usleep(100000); /* each polled once, and idle */
+	s = sink_new_history(true, true, &sub);
+	for (int i = 0;
+	     i < 200 && (!sink_count(s, WEFT_WARN_LOST_WAKER, bad) ||
+			 !sink_count(s, WEFT_WARN_LOST_WAKER, dropped));
+	     i++) {
+		weft_probe_flush();
+		usleep(10000);
+	}
+	if (sink_count(s, WEFT_WARN_LOST_WAKER, bad) != 1)
+		print_warnings(s);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, dropped), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, good), 0);
+	assert_true(sink_find(s, WEFT_WARN_LOST_WAKER, bad, &w));
+	assert_string_equal(w.task_name, "lost");
+	assert_non_null(strstr(w.detail, "no waker"));
+	/* A second of checks on: still once. */
+	for (int i = 0; i < 12; i++) {
+		usleep(100000);
+		weft_probe_flush();
+	}
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, good), 0);
+	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
+	assert_int_equal(weft_join_wait(jg, NULL), 0);
+	weft_join_drop(jg);
+	weft_join_drop(jb);
+	rt_done(rt); /* cancels the lost ones */
+	sink_free(s, sub);
+}
+
 /* Self-wakes over half of wakes (a busy yield loop) and a large future. */
 struct yields {
 	int weft_pc;
@@ -1447,6 +1512,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),
+		cmocka_unit_test_teardown(test_lost_waker_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_self_wakes_and_large_future, teardown),
 		cmocka_unit_test_teardown(test_warns_scheduling_delay, teardown),
 		cmocka_unit_test_teardown(test_steal_storm_rule, teardown),

@@ -53,19 +53,33 @@ static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
 /* @t named from the owned list's @info (a record just made, or one heard
  * of first by its events, whose name the events do not carry). */
 static void seed_one(struct probe *p, task_rec_t *t,
-		     const weft__task_info_t *info)
+		     const weft__task_info_t *info, uint64_t now)
 {
 	if (parked_take(t, info))
 		weft__collector_task_changed(p, t);
-	if (t->pub.name || t->pub.file)
-		return;
-	t->pub.name = info->name;
-	t->pub.file = info->file;
-	t->pub.line = (uint32_t)info->line;
-	t->pub.state_size = info->state_size;
-	t->pub.kind = info->kind;
-	weft__collector_leak_spawned(p, t);
-	weft__collector_task_changed(p, t);
+	if (!t->pub.name && !t->pub.file) {
+		t->pub.name = info->name;
+		t->pub.file = info->file;
+		t->pub.line = (uint32_t)info->line;
+		t->pub.state_size = info->state_size;
+		t->pub.kind = info->kind;
+		weft__collector_leak_spawned(p, t);
+		weft__collector_task_changed(p, t);
+	}
+	/*
+	 * Lost its waker before anyone listened: the events that would
+	 * tell it (clones and drops) went unheard, but the runtime's own
+	 * count says it.  Said once a record.
+	 */
+	if (info->no_waker && !(t->once & (1u << WEFT_WARN_LOST_WAKER))) {
+		t->once |= 1u << WEFT_WARN_LOST_WAKER;
+		weft__collector_warn_task(
+			p, WEFT_WARN_LOST_WAKER, t, WEFT_EVENT_NO_WORKER, now,
+			0,
+			"pending with no waker left: it will never be polled "
+			"again (no waker of it in the runtime when this "
+			"listener came)");
+	}
 }
 
 /*
@@ -199,7 +213,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 			}
 			t = weft__collector_task_get(p, p->seed_buf[j].id, now);
 			if (t)
-				seed_one(p, t, &p->seed_buf[j]);
+				seed_one(p, t, &p->seed_buf[j], now);
 		}
 	}
 	if (!heap) {
@@ -210,7 +224,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 		task_rec_t *t = weft__collector_task_get(p, heap[j].id, now);
 
 		if (t)
-			seed_one(p, t, &heap[j]);
+			seed_one(p, t, &heap[j], now);
 	}
 	free(heap);
 	p->seed_shards = ~(uint64_t)0 >> (64 - WEFT__TASK_SHARDS);
@@ -244,7 +258,7 @@ static void seed_take(struct probe *p, uint64_t now, uint64_t budget)
 				if (!(t = weft__collector_task_new(p, id, now)))
 					continue;
 			}
-			seed_one(p, t, &p->seed_buf[j]);
+			seed_one(p, t, &p->seed_buf[j], now);
 		}
 		if (j < n)
 			return; /* this shard again, whole, next pass */
@@ -363,7 +377,7 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 			 * dropped and a POLL made its record.
 			 */
 			t->parked_seen = false;
-			seed_one(p, t, &buf[j]);
+			seed_one(p, t, &buf[j], now);
 		}
 	}
 	free(buf);

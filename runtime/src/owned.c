@@ -134,9 +134,20 @@ weft_task_t *weft__owned_take_idle(owned_t *o)
 static void describe_parked(weft_task_t *t, weft__task_info_t *out)
 {
 	const weft_site_t *site = weft__task_parked_at(t);
+	/*
+	 * Relaxed: one word, a consistent view of it; a hint for the
+	 * probe.  Idle (not running, queued, done or being cancelled) with
+	 * only the owned list's reference and the join handle's: no waker
+	 * holds one, and only a waker (or the task's own poll, which it
+	 * will never get) can make another.
+	 */
+	uint64_t st = load_relaxed(&t->state);
 
 	out->parked_file = site ? site->file : NULL;
 	out->parked_line = site ? site->line : 0;
+	out->no_waker = !(st & (TASK_RUNNING | TASK_NOTIFIED | TASK_COMPLETE |
+				TASK_CANCELLED)) &&
+			task_refs(st) == 1 + !!(st & TASK_JOIN_INTEREST);
 }
 
 /*

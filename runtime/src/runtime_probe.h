@@ -35,6 +35,13 @@ typedef struct weft__task_info_s {
 	 */
 	const char *parked_file;
 	int parked_line;
+	/*
+	 * Idle, and no waker of it left: nothing but the owned list (and
+	 * its join handle) holds a reference, so nothing can wake it, ever
+	 * (a waker is a counted reference: every one the runtime stores is
+	 * a clone).  Read from the one state word, so a consistent view.
+	 */
+	bool no_waker;
 } weft__task_info_t;
 
 /*
