@@ -287,7 +287,8 @@ ABI_FIELD(weft_probe_warning_t, at_ns, 48);
 ABI_FIELD(weft_probe_warning_t, value_ns, 56);
 ABI_FIELD(weft_probe_warning_t, history, 64);
 ABI_FIELD(weft_probe_warning_t, detail, 65);
-ABI_RESERVED(weft_probe_warning_t, 232, 4);
+ABI_FIELD(weft_probe_warning_t, count, 232);
+ABI_RESERVED(weft_probe_warning_t, 240, 3);
 
 ABI_SIZE(weft_probe_stats_t, 216, 8);
 ABI_FIELD(weft_probe_stats_t, now_ns, 0);

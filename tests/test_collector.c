@@ -6,6 +6,7 @@
  * one pass holding what happened after events that another ring hands
  * over only in the next pass.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -982,6 +983,193 @@ static void pass_at(unsigned at)
 	weft__collector_pass(
 		p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* ------------------------------------------------ folds said whole */
+
+static const char fold_name[] = "burst", fold_file[] = "src/burst.c";
+
+/*
+ * The rows of @kind raised since warning @from, and the warnings they
+ * stand for: a fold's row ("N more from ...") N, any other row itself.
+ */
+static void said_since(uint64_t from, uint8_t kind, unsigned *rows,
+		       unsigned long long *said)
+{
+	bool counts_right = true;
+
+	*rows = 0;
+	*said = 0;
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = from; s < p->warn_seq; s++) {
+		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
+		unsigned long long more;
+
+		if (w->kind != kind)
+			continue;
+		(*rows)++;
+		if (sscanf(w->detail, "%llu more ", &more) == 1 &&
+		    strstr(w->detail, "(folded)")) {
+			*said += more;
+			counts_right &= w->count == more;
+		} else {
+			*said += 1;
+			counts_right &= w->count <= 1;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	/* Each row's count field says what its text says. */
+	assert_true(counts_right);
+}
+
+static uint64_t warn_seq_now(void)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&p->lock);
+	s = p->warn_seq;
+	pthread_mutex_unlock(&p->lock);
+	return s;
+}
+
+/* A pass at tick @at that serves a weft_probe_flush(). */
+static void flush_pass_at(unsigned at)
+{
+	pthread_mutex_lock(&p->lock);
+	p->flush_requested = 1;
+	weft__collector_pass(
+		p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
+	p->flush_requested = 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* @n tasks from @first of site 6 (fold_name at fold_file:35), each one
+ * poll of 15 ms, one after the other from tick @at; the tick after. */
+static unsigned burst_of(unsigned at, uint64_t first, unsigned n)
+{
+	unsigned ms15 = ms_ticks(15);
+
+	for (unsigned i = 0; i < n; i++) {
+		spawn(ring_a, at, first + i, 6, 0);
+		poll(ring_a, at, at + ms15, first + i, WEFT_POLL_READY);
+		at += ms15 + 1;
+	}
+	return at;
+}
+
+/*
+ * 20 handlers each block a 15 ms poll, and the process stops well within
+ * the fold's second (burst.c of the outside tester, RUN_MS=0): five
+ * rows, the other fifteen counted in the fold.  A flush says the fold
+ * (the recorder flushes at its stop, at exit), and its window goes on:
+ * five more in it are folded again, and the collector's stop says them.
+ * The stats count every long poll, not the rows (a fold's row is no
+ * warning of its own).  The fold's row was said only once its window
+ * closed in a later pass: the fifteen were lost to a trace and to the
+ * stats of a process that stopped first.
+ */
+static void test_fold_said_at_flush_and_stop(void **state)
+{
+	uint64_t from = warn_seq_now(), count0, count1, stats0, stats1;
+	unsigned rows, at;
+	unsigned long long said;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	count0 = p->warn_kind_count[WEFT_WARN_LONG_POLL];
+	stats0 = p->stats.warnings;
+	pthread_mutex_unlock(&p->lock);
+	site(ring_a, 1, 6, fold_name, fold_file, 35, 64);
+	at = burst_of(2, 400, 20);
+	pass_at(at);
+	said_since(from, WEFT_WARN_LONG_POLL, &rows, &said);
+	assert_int_equal(rows, 5);
+	assert_int_equal(said, 5);
+
+	flush_pass_at(at + 1);
+	said_since(from, WEFT_WARN_LONG_POLL, &rows, &said);
+	assert_int_equal(rows, 6);
+	assert_int_equal(said, 20);
+	pthread_mutex_lock(&p->lock);
+	count1 = p->warn_kind_count[WEFT_WARN_LONG_POLL];
+	stats1 = p->stats.warnings;
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(count1 - count0, 20);
+	assert_int_equal(stats1 - stats0, 20);
+
+	at = burst_of(at + 2, 420, 5);
+	pass_at(at);
+	said_since(from, WEFT_WARN_LONG_POLL, &rows, &said);
+	assert_int_equal(rows, 6);
+	assert_int_equal(said, 20);
+	pthread_mutex_lock(&p->lock);
+	weft__collector_stop(p);
+	assert_int_equal(weft__collector_start(p), 0);
+	count1 = p->warn_kind_count[WEFT_WARN_LONG_POLL];
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(count1 - count0, 25);
+	said_since(from, WEFT_WARN_LONG_POLL, &rows, &said);
+	assert_int_equal(rows, 7);
+	assert_int_equal(said, 25);
+}
+
+/*
+ * One task, six polls of 150 ms, 500 ms apart (cpu_loop.c of the outside
+ * tester): one long-poll row a second for the task, the others counted
+ * in its fold and said, so that the rows stand for all six.  Those past
+ * the task's limit were dropped, counted nowhere: three of six said.
+ */
+static void test_long_polls_past_task_limit_counted(void **state)
+{
+	uint64_t from = warn_seq_now(), count0, count1;
+	unsigned rows, at = 2, ms150 = ms_ticks(150), ms500 = ms_ticks(500);
+	unsigned long long said;
+
+	(void)state;
+	pthread_mutex_lock(&p->lock);
+	count0 = p->warn_kind_count[WEFT_WARN_LONG_POLL];
+	pthread_mutex_unlock(&p->lock);
+	site(ring_a, 1, 7, other_name, other_file, 12, 64);
+	spawn(ring_a, 1, 500, 7, 0);
+	for (unsigned i = 0; i < 6; i++) {
+		poll(ring_a, at, at + ms150, 500, i == 5 ? WEFT_POLL_READY : 0);
+		at += ms150;
+		pass_at(at + 1);
+		at += ms500;
+	}
+	flush_pass_at(at);
+	said_since(from, WEFT_WARN_LONG_POLL, &rows, &said);
+	assert_in_range(rows, 4, 6);
+	assert_int_equal(said, 6);
+	pthread_mutex_lock(&p->lock);
+	count1 = p->warn_kind_count[WEFT_WARN_LONG_POLL];
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(count1 - count0, 6);
+}
+
+/*
+ * The OS holds worker 0 off its CPU in three polls 100 ms apart: one
+ * PREEMPTED row a second a worker, the others counted and said by the
+ * flush.  They were dropped uncounted.
+ */
+static void test_preempted_past_limit_counted(void **state)
+{
+	uint64_t from = warn_seq_now(), t0;
+	unsigned rows;
+	unsigned long long said;
+
+	(void)state;
+	pass_at(1);
+	pthread_mutex_lock(&p->lock);
+	t0 = weft__probe_clock_to_ns(base + TICK);
+	for (unsigned i = 0; i < 3; i++)
+		weft__collector_warn_preempted(p, 0, t0 + i * 100000000ull,
+					       30000000, 2000000);
+	pthread_mutex_unlock(&p->lock);
+	flush_pass_at(2 + ms_ticks(300));
+	said_since(from, WEFT_WARN_PREEMPTED, &rows, &said);
+	assert_int_equal(rows, 2);
+	assert_int_equal(said, 3);
 }
 
 /* The last warning of @kind raised on @task: found or not. */
@@ -1965,6 +2153,13 @@ int main(void)
 			test_lock_held_across_drops_unsaid, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_res_pool_holder_across_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_fold_said_at_flush_and_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_long_polls_past_task_limit_counted, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_preempted_past_limit_counted, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -515,7 +515,12 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	weft__collector_res_check(p, now);
 	weft__collector_lock_check(p, now);
 	weft__collector_leak_pass(p, now);
-	weft__collector_fold_flush(p, now);
+	/*
+	 * A pass that serves a flush says what the folds counted so far:
+	 * the flusher (a recorder that stops, at exit) is to have every
+	 * warning raised by now, and may be gone before the window closes.
+	 */
+	weft__collector_fold_flush(p, now, p->flush_requested != 0);
 	if (drops_before > p->drops_reconciled && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
 		p->reconciled_at = now;
@@ -545,7 +550,8 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	p->stats.events = p->events_total;
 	p->stats.events_dropped = p->drops_total;
-	p->stats.warnings = p->warn_seq + p->folded_total;
+	/* Every warning, not the rows: a fold's row is none of its own. */
+	p->stats.warnings = weft__collector_warnings_total(p);
 	p->stats.clock = weft__probe_clock_describe();
 	if (dt_ns) {
 		double dt = (double)dt_ns / 1e9;
@@ -624,6 +630,11 @@ int weft__collector_start(struct probe *p)
 
 void weft__collector_stop(struct probe *p)
 {
+	/*
+	 * What the folds counted, said: kept for a subscriber to come, and
+	 * not said by a collector started later as if it were its own.
+	 */
+	weft__collector_fold_stop(p);
 	/* Not left open for a runtime nobody may describe again. */
 	weft__collector_sched_close_all(p);
 	weft__collector_leak_stop(p);

@@ -286,8 +286,14 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		if (weft__collector_by_os(p, own, dur)) {
 			weft__collector_warn_preempted(p, ev->worker, start,
 						       dur, own);
-		} else if (own >= p->config.long_poll_ns &&
-			   ev->ts > t->last_long_warn + 1000000000u) {
+		} else if (own >= p->config.long_poll_ns && t->last_long_warn &&
+			   ev->ts <= t->last_long_warn + 1000000000u) {
+			/* One row a second a task; the rest counted in its
+			 * fold and said there, none lost. */
+			weft__collector_warn_task_held(p, WEFT_WARN_LONG_POLL,
+						       t, ev->worker, start,
+						       dur);
+		} else if (own >= p->config.long_poll_ns) {
 			t->last_long_warn = ev->ts;
 			/* No split to tell the OS's part from the task's
 			 * (no schedstat, a runtime just described): said. */

@@ -420,8 +420,9 @@ struct probe {
 	/*
 	 * Floods folded (collector_warnings.c): per kind and spawn site, the
 	 * first FOLD_FREE warnings of a window are rows, the rest counted
-	 * and said in one row when the window closes.  folded_total: the
-	 * warnings those rows stand for, beyond themselves.
+	 * and said in one row when the window closes, at a flush and at the
+	 * collector's stop.  folded_total: the warnings those rows stand
+	 * for.
 	 */
 	struct fold_s {
 		uint8_t kind;
@@ -911,8 +912,25 @@ void weft__collector_lock_heard(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_site(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev);
 void weft__collector_lock_check(struct probe *p, uint64_t now);
-/* The folds whose window closed by @now, said (once a pass). */
-void weft__collector_fold_flush(struct probe *p, uint64_t now);
+/*
+ * The folds whose window closed by @now, said (once a pass); @all: every
+ * fold's count so far too, its window going on (a pass that serves a
+ * flush: what the subscribers are to have by its end).
+ */
+void weft__collector_fold_flush(struct probe *p, uint64_t now, bool all);
+/* The collector stops: every fold's count said (kept for a subscriber
+ * to come, and in the counts), the folds cleared. */
+void weft__collector_fold_stop(struct probe *p);
+/* Every warning raised so far, folded ones included: stats.warnings. */
+uint64_t weft__collector_warnings_total(const struct probe *p);
+/*
+ * A warning of @kind about @t held back by a rate limit of the task's
+ * own (one long-poll row a second a task): @t marked, and counted in its
+ * fold, said with the fold's row.
+ */
+void weft__collector_warn_task_held(struct probe *p, uint8_t kind,
+				    task_rec_t *t, uint16_t worker, uint64_t at,
+				    uint64_t value);
 /*
  * A poll of @dur_ns on @worker (of p->rt) that began at @start_ns (ns)
  * ran past the long-poll threshold: where its time went, if the monitor

@@ -151,6 +151,9 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 	return poll_why(found, dur_ns, why, len);
 }
 
+static void preempted_held(struct probe *p, uint16_t worker, uint64_t at,
+			   uint64_t value);
+
 bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 				 uint64_t from_ns, uint64_t delay_ns)
 {
@@ -161,8 +164,10 @@ bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 				     &held))
 		return false;
 	last = &p->wk[worker].preempt_warned;
-	if (*last && from_ns < *last + 1000000000u)
+	if (*last && from_ns < *last + 1000000000u) {
+		preempted_held(p, worker, from_ns, delay_ns);
 		return true;
+	}
 	*last = from_ns ? from_ns : 1;
 	weft__collector_warn(
 		p, WEFT_WARN_PREEMPTED, NULL, worker, from_ns, delay_ns,
@@ -180,8 +185,10 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 				 &p->wk[worker].preempt_warned :
 				 NULL;
 
-	if (last && *last && start_ns < *last + 1000000000u)
+	if (last && *last && start_ns < *last + 1000000000u) {
+		preempted_held(p, worker, start_ns, dur_ns - own_ns);
 		return;
+	}
 	if (last)
 		*last = start_ns ? start_ns : 1;
 	weft__collector_warn(
@@ -201,46 +208,69 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
  * keyed by its kind and the task's spawn site: the first FOLD_FREE of a
  * FOLD_WINDOW_NS window are rows as ever, the rest are counted, and one
  * row says them when the window closes ("1,997 more from tasks spawned
- * at X, 312.4 ms each on average").  Nothing is lost: the header counts
- * the rows plus what they say they folded (stats.warnings).
+ * at X, 312.4 ms each on average"; its count field 1,997).  Nothing is
+ * lost: what a fold counted is said also when the window has not closed
+ * but the subscribers must have it now (a flush, which a recorder makes
+ * at its stop, at exit) or nobody will hear of it later (the collector's
+ * stop), and the header counts every warning, not the rows
+ * (stats.warnings).  A rate limit of a task's or a worker's own (one
+ * long-poll row a second a task) counts what it holds back in the same
+ * fold.
  */
 #define FOLD_FREE 5
 #define FOLD_WINDOW_NS 1000000000ull
 
-/* The row that says a fold's warnings; the fold starts over. */
-static void fold_say(struct probe *p, struct fold_s *f)
+/*
+ * The row that says what a fold counted so far; the count starts over
+ * and the window goes on (a flush says a fold in the middle of a flood:
+ * the rest of the flood is still folded).
+ */
+static void fold_tell(struct probe *p, struct fold_s *f)
 {
 	weft_probe_warning_t *w;
 	double avg = f->folded ? (double)f->value_sum / (double)f->folded : 0;
 
-	if (f->folded && f->file && f->file[0]) {
+	if (!f->folded)
+		return;
+	if (f->kind == WEFT_WARN_PREEMPTED && !f->file && !f->name)
+		weft__collector_warn(
+			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
+			"%llu more on worker %u: the OS kept it off a CPU "
+			"%.1f ms each on average (folded)",
+			(unsigned long long)f->folded, f->line, avg / 1e6);
+	else if (f->file && f->file[0])
 		weft__collector_warn(
 			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
 			"%llu more from tasks spawned at %s:%u, %.1f ms each "
 			"on average (folded)",
-			(unsigned long long)f->folded,
-			weft__base_name(f->file), f->line,
-			avg / 1e6);
-	} else if (f->folded) {
+			(unsigned long long)f->folded, weft__base_name(f->file),
+			f->line, avg / 1e6);
+	else
 		weft__collector_warn(
 			p, f->kind, NULL, f->worker, f->last_at, (uint64_t)avg,
 			"%llu more from tasks named %s, %.1f ms each on "
 			"average (folded)",
 			(unsigned long long)f->folded,
 			f->name ? f->name : "(none)", avg / 1e6);
-	}
-	if (f->folded) {
-		/* The row says warnings counted as they were folded. */
-		if (f->kind < WEFT_WARN_MAX)
-			p->warn_kind_count[f->kind]--;
-		w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	/* The row says warnings counted as they were folded. */
+	if (f->kind < WEFT_WARN_MAX)
+		p->warn_kind_count[f->kind]--;
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	w->count = f->folded;
+	if (f->file || f->name) {
 		w->task = f->last_task;
 		w->task_name = f->name;
 		w->file = f->file;
 		w->line = f->line;
-		p->folded_total += f->folded;
 	}
+	p->folded_total += f->folded;
 	f->folded = f->value_sum = 0;
+}
+
+/* The row that says a fold's warnings; the fold starts over. */
+static void fold_say(struct probe *p, struct fold_s *f)
+{
+	fold_tell(p, f);
 	f->raised = 0;
 }
 
@@ -273,6 +303,29 @@ static struct fold_s *fold_of(struct probe *p, uint8_t kind, const char *name,
 	return stale;
 }
 
+/* A warning its fold counts, no row of its own. */
+static void fold_count(struct probe *p, struct fold_s *f, uint8_t kind,
+		       uint64_t task, uint16_t worker, uint64_t at,
+		       uint64_t value)
+{
+	f->folded++;
+	if (kind < WEFT_WARN_MAX)
+		p->warn_kind_count[kind]++;
+	f->value_sum += value;
+	f->last_at = at;
+	f->last_task = task;
+	f->worker = worker;
+}
+
+/* Its window closed by @at: said, and one begins at @at. */
+static void fold_window(struct probe *p, struct fold_s *f, uint64_t at)
+{
+	if (at > f->window_start + FOLD_WINDOW_NS) {
+		fold_say(p, f);
+		f->window_start = at;
+	}
+}
+
 /*
  * A warning of @kind about task @task (spawned at @file:@line, named
  * @name): true where it is a row of its own, false where its fold counts
@@ -284,35 +337,75 @@ static bool fold_row(struct probe *p, uint8_t kind, const char *name,
 {
 	struct fold_s *f = fold_of(p, kind, name, file, line, at);
 
-	if (at > f->window_start + FOLD_WINDOW_NS) {
-		fold_say(p, f);
-		f->window_start = at;
-	}
+	fold_window(p, f, at);
 	if (f->raised < FOLD_FREE) {
 		f->raised++;
 		return true;
 	}
-	f->folded++;
-	if (kind < WEFT_WARN_MAX)
-		p->warn_kind_count[kind]++;
-	f->value_sum += value;
-	f->last_at = at;
-	f->last_task = task;
-	f->worker = worker;
+	fold_count(p, f, kind, task, worker, at, value);
 	return false;
 }
 
-void weft__collector_fold_flush(struct probe *p, uint64_t now)
+void weft__collector_fold_flush(struct probe *p, uint64_t now, bool all)
 {
 	for (unsigned i = 0; i < FOLD_SLOTS; i++) {
 		struct fold_s *f = &p->folds[i];
 
-		if (f->kind && now > f->window_start + FOLD_WINDOW_NS &&
+		if (!f->kind)
+			continue;
+		if (now > f->window_start + FOLD_WINDOW_NS &&
 		    (f->folded || f->raised)) {
 			fold_say(p, f);
 			f->window_start = now;
+		} else if (all) {
+			fold_tell(p, f);
 		}
 	}
+}
+
+void weft__collector_fold_stop(struct probe *p)
+{
+	for (unsigned i = 0; i < FOLD_SLOTS; i++)
+		if (p->folds[i].kind)
+			fold_tell(p, &p->folds[i]);
+	memset(p->folds, 0, sizeof(p->folds));
+}
+
+uint64_t weft__collector_warnings_total(const struct probe *p)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < WEFT_WARN_MAX; k++)
+		n += p->warn_kind_count[k];
+	return n;
+}
+
+void weft__collector_warn_task_held(struct probe *p, uint8_t kind,
+				    task_rec_t *t, uint16_t worker, uint64_t at,
+				    uint64_t value)
+{
+	struct fold_s *f =
+		fold_of(p, kind, t->pub.name, t->pub.file, t->pub.line, at);
+
+	t->pub.warnings |= 1u << kind;
+	weft__collector_task_changed(p, t);
+	fold_window(p, f, at);
+	fold_count(p, f, kind, t->pub.id, worker, at, value);
+}
+
+/*
+ * A worker's PREEMPTED past its rate limit (one a second a worker):
+ * counted in a fold of the worker's (no site, its number for a line),
+ * said as "N more on worker W".
+ */
+static void preempted_held(struct probe *p, uint16_t worker, uint64_t at,
+			   uint64_t value)
+{
+	struct fold_s *f =
+		fold_of(p, WEFT_WARN_PREEMPTED, NULL, NULL, worker, at);
+
+	fold_window(p, f, at);
+	fold_count(p, f, WEFT_WARN_PREEMPTED, 0, worker, at, value);
 }
 
 bool weft__collector_warn_task_row(struct probe *p, uint8_t kind,

@@ -208,7 +208,7 @@ size_t weft__upd_warning_len(const weft_probe_warning_t *w)
 	       str_len(6, cstr_len(w->file)) + uint_len(7, w->line) +
 	       uint_len(8, w->at_ns) + uint_len(9, w->value_ns) +
 	       str_len(10, strnlen(w->detail, sizeof(w->detail))) +
-	       uint_len(11, w->history);
+	       uint_len(11, w->history) + uint_len(12, w->count);
 }
 
 uint8_t *weft__upd_put_warning(uint8_t *p, const weft_probe_warning_t *w)
@@ -224,7 +224,8 @@ uint8_t *weft__upd_put_warning(uint8_t *p, const weft_probe_warning_t *w)
 	p = put_uint(p, 8, w->at_ns);
 	p = put_uint(p, 9, w->value_ns);
 	p = put_str(p, 10, w->detail, strnlen(w->detail, sizeof(w->detail)));
-	return put_uint(p, 11, w->history);
+	p = put_uint(p, 11, w->history);
+	return put_uint(p, 12, w->count);
 }
 
 /* Stats */

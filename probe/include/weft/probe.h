@@ -95,6 +95,12 @@ WEFT_EXTERN bool weft_probe_listening(void);
  * weft_probe_flush() - make the collector drain and publish now, and wait
  * until it has (tests use this instead of sleeping).
  *
+ * The pass says what the folds of warnings have counted so far (a
+ * flood's "N more from tasks spawned at ..." row) without waiting for
+ * their second to end: a subscriber that flushes before it unsubscribes
+ * (the trace recorder does, at its stop and at exit) has every warning
+ * raised by then.
+ *
  * Context: any thread but a probe subscriber's callback (those run under
  * the probe's lock: there it returns at once, the pass it runs in being
  * the flush); it blocks for the collector's next pass (returns at once when no collector runs), so a task

@@ -293,7 +293,15 @@ typedef struct weft_probe_warning_s {
 	uint64_t value_ns;     /* how long (poll, hold, delay), where it applies */
 	bool history;          /* raised before the subscriber subscribed */
 	char detail[160];      /* human text, e.g. the lock's name and where taken */
-	uint64_t reserved_[4]; /* zero (weft/common.h) */
+	/*
+	 * The warnings this row stands for: 0 for itself alone (read as 1).
+	 * A fold's row ("N more from tasks spawned at ... (folded)") says N
+	 * warnings not raised as rows of their own, and is no warning
+	 * itself: its count is N.  Counting warnings, add max(count, 1) a
+	 * row.
+	 */
+	uint64_t count;
+	uint64_t reserved_[3]; /* zero (weft/common.h) */
 } weft_probe_warning_t;
 
 /* Runtime-wide figures for one collector pass.  May grow (weft/common.h). */
@@ -306,7 +314,7 @@ typedef struct weft_probe_stats_s {
 	uint64_t global_queue_depth;
 	uint64_t events;        /* drained since start */
 	uint64_t events_dropped;
-	uint64_t warnings;
+	uint64_t warnings; /* raised since start, folded ones included */
 	double events_per_s;
 	double polls_per_s;
 	double steals_per_s;
