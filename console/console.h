@@ -316,6 +316,8 @@ typedef struct con_warning_s {
 	uint64_t value_ns;
 	char *detail;
 	bool history; /* raised before this console attached */
+	/* The warnings it stands for: 0 itself (a fold's "N more" row N). */
+	uint64_t count;
 } con_warning_t;
 
 /* Task list columns, in display order (sortable by any). */
@@ -386,6 +388,9 @@ typedef struct con_model_s {
 	con_warning_t *warnings; /* oldest first */
 	size_t nwarnings;
 	uint64_t warnings_discarded;
+	/* The warnings every row added stood for (the header's count where
+	 * the stats say fewer: a trace recorded before they counted folds). */
+	uint64_t warnings_said;
 	uint64_t tl_first; /* bucket number of the oldest timeline bucket */
 	uint64_t tl_last;  /* newest bucket number (0: none yet) */
 	/* private: the bucket with the strip's longest poll (0: none), and

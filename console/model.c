@@ -686,6 +686,8 @@ static void warning_add(con_model_t *m, const Weft__V1__Warning *x)
 	w->value_ns = x->value_ns;
 	w->detail = con_xstrdup(x->detail);
 	w->history = x->history;
+	w->count = x->count;
+	m->warnings_said += x->count ? x->count : 1;
 }
 
 /* An update's stats: before its tasks (they read now_ns). */

@@ -23,7 +23,10 @@ void con_model_header(const con_model_t *m, con_header_t *h)
 	h->target = m->target;
 	h->workers = m->nworkers;
 	h->mode = m->mode;
-	h->warnings = m->nwarnings + m->warnings_discarded;
+	/* Warnings, not rows: a fold's row stands for the N it says. */
+	h->warnings = m->warnings_said;
+	if (h->warnings < m->nwarnings + m->warnings_discarded)
+		h->warnings = m->nwarnings + m->warnings_discarded;
 	if (!m->have_stats)
 		return;
 	if (m->now_ns > m->start_ns && m->start_ns)

@@ -86,7 +86,7 @@ static char *get_xstr(rd_t *r)
  * NULL), then this size updated.  (LP64 only: the size differs
  * elsewhere.)
  */
-#define CON_MODEL_SAVED_SIZE 1144
+#define CON_MODEL_SAVED_SIZE 1152
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(con_model_t) == CON_MODEL_SAVED_SIZE,
 	      "con_model_t changed: check get_rest() in model_save.c");
@@ -136,7 +136,7 @@ uint64_t con_model_save_layout(void)
  * field.  A field added to con_warning_t goes in put_warning() too.
  */
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(con_warning_t) == 80,
+static_assert(sizeof(con_warning_t) == 88,
 	      "con_warning_t changed: check put_warning() in model_save.c");
 #endif
 
@@ -156,6 +156,7 @@ static void put_warning(buf_t *b, const con_warning_t *w)
 	c.value_ns = w->value_ns;
 	c.detail = w->detail;
 	c.history = w->history;
+	c.count = w->count;
 	put_raw(b, &c, sizeof(c));
 }
 

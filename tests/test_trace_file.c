@@ -10,7 +10,9 @@
  * from the environment: tests/trace_tools.sh); `--full-disk` and
  * `--splice-torn` serve tests/trace_full_disk.sh; `--spinner PATH IDLE_MS`
  * records a worker that is parked for IDLE_MS, then spins on a task that
- * wakes itself (tests/trace_tools.sh reads its busy % and poll %).
+ * wakes itself (tests/trace_tools.sh reads its busy % and poll %);
+ * `--burst N` runs N tasks of one spawn site, one after the other, each
+ * blocking its poll 15 ms, and returns at once (tests/trace_folds.sh).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -1323,6 +1325,39 @@ static int splice_torn_mode(const char *in, const char *out)
 	return 0;
 }
 
+static weft_poll_t blocker_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	usleep(15000); /* a blocking call on a worker */
+	return WEFT_READY;
+}
+
+/*
+ * @n handlers of one spawn site, each a 15 ms blocking poll, on one
+ * worker, then the process ends at once: the long polls past the fold's
+ * first five are still counted in its window when the recorder stops at
+ * exit (WEFT_TRACE=path).
+ */
+static void burst_mode(unsigned n)
+{
+	weft_runtime_t *rt = rt_create(1);
+
+	for (unsigned i = 0; i < n; i++) {
+		weft_join_t *j = NULL;
+		weft_spawn_t spec = {
+			.poll = blocker_poll,
+			.name = "blocker",
+			.file = __FILE__,
+			.line = __LINE__,
+		};
+
+		assert_int_equal(weft_spawn_with(rt, &spec, &j), 0);
+		assert_int_equal(join_wait_drop(j, NULL), 0);
+	}
+	weft_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1343,6 +1378,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_trace_file_not_a_trace),
 	};
 
+	if (argc == 3 && !strcmp(argv[1], "--burst")) {
+		burst_mode((unsigned)atoi(argv[2]));
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "--workload")) {
 		workload_alone(200, 50);
 		return 0;

@@ -71,6 +71,16 @@ if(TARGET weft-trace)
     LABELS "unit;probe")
 endif()
 
+# Folded warnings whole in a trace whose process ends inside the fold's
+# second, and weft-trace counting warnings, not rows.
+if(TARGET weft-trace)
+  add_test(NAME trace_folds
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_folds.sh
+            $<TARGET_FILE:test_trace_file> $<TARGET_FILE:weft-trace>)
+  set_tests_properties(trace_folds PROPERTIES TIMEOUT 120
+    LABELS "unit;probe")
+endif()
+
 # A disk that fills while recording (issue 19): a 1 MiB tmpfs (or
 # RLIMIT_FSIZE where no mount is allowed), the file read whole by
 # weft-trace info after the failure and after continuing; a torn record

@@ -683,31 +683,7 @@ static void update_note(tt_trace_t *t, const Weft__V1__Frame *f)
 			off_cpu_note(t, w->index, w->off_cpu_ns,
 				     u->stats->now_ns);
 	}
-	for (size_t i = 0; i < u->n_warnings; i++) {
-		const Weft__V1__Warning *w = u->warnings[i];
-		tt_warning_t *x;
-
-		t->nwarnings++;
-		if (w->kind < WEFT_WARN_MAX)
-			t->warnings_by_kind[w->kind]++;
-		if (t->nkept == TT_WARNINGS_KEPT)
-			continue;
-		if (!t->warnings)
-			t->warnings = tt_xmalloc(TT_WARNINGS_KEPT *
-						 sizeof(*t->warnings));
-		x = &t->warnings[t->nkept++];
-		x->kind = w->kind;
-		x->worker = w->worker;
-		x->task = w->task;
-		x->at_ns = w->at_ns;
-		x->value_ns = w->value_ns;
-		x->detail = tt_xstrdup(w->detail);
-		/* The name now: it is forgotten a while after the task ends. */
-		x->label = NULL;
-		if (w->task && tt_task(t, w->task) &&
-		    tt_task(t, w->task)->name[0])
-			x->label = tt_xstrdup(tt_task(t, w->task)->name);
-	}
+	tt_warnings_note(t, u);
 }
 
 void tt_open(tt_trace_t *t, const char *path, bool file_order)

@@ -7,8 +7,11 @@
  * A record with dropped_ns set is a resource's last: it leaves the live
  * table.  Nothing is trusted: id 0 is ignored, strings cut at 256 bytes,
  * lists at WEFT_RES_LIST, histograms at WEFT_HIST_BUCKETS, and past
- * TT_RES_MAX live resources new ones are only counted.
+ * TT_RES_MAX live resources new ones are only counted.  Then the
+ * warnings, counted as warnings, not rows: a fold's row stands for the N
+ * it says.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,4 +261,57 @@ void tt_res_free(tt_restab_t *r)
 		res_free_one(r->gone[i]);
 	free(r->b);
 	memset(r, 0, sizeof(*r));
+}
+
+/* ------------------------------------------------------------ warnings */
+
+uint64_t tt_warning_count(const Weft__V1__Warning *w)
+{
+	unsigned long long n;
+	char tail;
+
+	if (w->count)
+		return w->count;
+	/*
+	 * A trace recorded before rows carried their count: a fold's row
+	 * says it first ("15 more from tasks spawned at ... (folded)").
+	 */
+	if (w->detail && strstr(w->detail, "(folded)") &&
+	    sscanf(w->detail, "%llu more%c", &n, &tail) == 2 && tail == ' ' &&
+	    n)
+		return n;
+	return 1;
+}
+
+void tt_warnings_note(tt_trace_t *t, const Weft__V1__Update *u)
+{
+	for (size_t i = 0; i < u->n_warnings; i++) {
+		const Weft__V1__Warning *w = u->warnings[i];
+		uint64_t said = tt_warning_count(w);
+		tt_warning_t *x;
+
+		t->nwarnings++;
+		t->said += said;
+		if (w->kind < WEFT_WARN_MAX) {
+			t->warnings_by_kind[w->kind]++;
+			t->said_by_kind[w->kind] += said;
+		}
+		if (t->nkept == TT_WARNINGS_KEPT)
+			continue;
+		if (!t->warnings)
+			t->warnings = tt_xmalloc(TT_WARNINGS_KEPT *
+						 sizeof(*t->warnings));
+		x = &t->warnings[t->nkept++];
+		x->kind = w->kind;
+		x->worker = w->worker;
+		x->task = w->task;
+		x->at_ns = w->at_ns;
+		x->value_ns = w->value_ns;
+		x->detail = tt_xstrdup(w->detail);
+		/* The name now: it is forgotten a while after the task ends. */
+		x->label = NULL;
+		if (w->task && tt_task(t, w->task) &&
+		    tt_task(t, w->task)->name[0])
+			x->label = tt_xstrdup(tt_task(t, w->task)->name);
+	}
 }

@@ -174,10 +174,15 @@ typedef struct tt_trace_s {
 	uint64_t forget_at; /* when ended_len: ended[ended_head].at + 1 s */
 	/* Resources, as the updates said. */
 	tt_restab_t res;
-	/* Warnings: the first TT_WARNINGS_KEPT whole, every one counted. */
+	/*
+	 * Warnings: the first TT_WARNINGS_KEPT whole, every one counted.
+	 * nwarnings, warnings_by_kind: the rows; said, said_by_kind: the
+	 * warnings they stand for (a fold's "N more" row N, any other 1).
+	 */
 	tt_warning_t *warnings;
 	size_t nkept, nwarnings;
 	size_t warnings_by_kind[WEFT_WARN_MAX];
+	uint64_t said, said_by_kind[WEFT_WARN_MAX];
 	/*
 	 * Called with every frame as it passes, before the model notes it
 	 * (a verb that keeps more of the updates than the model: tasks).
@@ -233,6 +238,12 @@ void tt_die(const char *fmt, ...)
  * events as they stand in the file, not in time order (a verb that only
  * counts them).
  */
+/* The warnings row @w stands for: its count, or 1 (an older trace's
+ * fold row: the N of its "N more ... (folded)"). */
+uint64_t tt_warning_count(const Weft__V1__Warning *w);
+/* An update's warnings counted, the first TT_WARNINGS_KEPT kept
+ * (trace_res.c). */
+void tt_warnings_note(tt_trace_t *t, const Weft__V1__Update *u);
 void tt_open(tt_trace_t *t, const char *path, bool file_order);
 /*
  * tt_open(), @lean_updates false for a verb that needs an Update frame

@@ -65,7 +65,12 @@ int tt_verb_info(int argc, char **argv)
 		       "finished later)\n",
 		       (unsigned long long)t.tasks_end_unseen);
 	printf("tasks named: %zu\n", t.ntasks);
-	printf("warnings:    %zu\n", t.nwarnings);
+	/* Warnings, not rows (a fold's row stands for the N it says). */
+	if (t.said != t.nwarnings)
+		printf("warnings:    %llu (%zu rows)\n",
+		       (unsigned long long)t.said, t.nwarnings);
+	else
+		printf("warnings:    %zu\n", t.nwarnings);
 	if (t.late)
 		printf("late:        %llu events stamped long before events "
 		       "written ahead of them (out of time order)\n",

@@ -40,7 +40,10 @@ static const char usage[] =
 	"task name and spawn location, the job's name as an address in the\n"
 	"process, jobs, waits, total wait and run time; past 1024 rows the\n"
 	"rest are others), the timer wheel (timers fired per tick: p50,\n"
-	"p99, max) and the warnings (counts by kind, then the first N).\n";
+	"p99, max) and the warnings (counts by kind, then the first N).\n"
+	"A warning count is of warnings, folded ones included: where rows\n"
+	"stand for more than one (\"15 more from tasks spawned at ...\"),\n"
+	"the rows follow in brackets.\n";
 
 /* A row per worker the runtime may have (4,096), the last: other threads. */
 #define MAX_W (4096 + 1)
@@ -433,11 +436,28 @@ int tt_verb_stats(int argc, char **argv)
 	}
 	res_print(&t, top);
 	tt_pool_print(&pool, &t, top);
-	printf("\nwarnings: %zu\n", t.nwarnings);
-	for (unsigned k = 1; k < WEFT_WARN_MAX; k++)
-		if (t.warnings_by_kind[k])
+	/*
+	 * Warnings, not rows: a fold's row stands for the N it says.  Where
+	 * they differ the rows follow in brackets (a line with nothing
+	 * after its count reads as before).
+	 */
+	if (t.said != t.nwarnings)
+		printf("\nwarnings: %llu (%zu rows)\n",
+		       (unsigned long long)t.said, t.nwarnings);
+	else
+		printf("\nwarnings: %zu\n", t.nwarnings);
+	for (unsigned k = 1; k < WEFT_WARN_MAX; k++) {
+		if (!t.warnings_by_kind[k])
+			continue;
+		if (t.said_by_kind[k] != t.warnings_by_kind[k])
+			printf("  %-24s %llu (%zu rows)\n",
+			       weft_warning_kind_name(k),
+			       (unsigned long long)t.said_by_kind[k],
+			       t.warnings_by_kind[k]);
+		else
 			printf("  %-24s %zu\n", weft_warning_kind_name(k),
 			       t.warnings_by_kind[k]);
+	}
 	for (size_t i = 0; i < t.nkept && i < top; i++) {
 		const tt_warning_t *w = &t.warnings[i];
 		char name[64];
