@@ -121,9 +121,16 @@ static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 			 "; %u bursts since the last warning",
 			 p->wk[i].storm_bursts);
 	p->wk[i].storm_warned = now;
-	p->wk[i].storm_bursts = 0;
 	weft__collector_warn(p, WEFT_WARN_STEAL_STORM, top.t, (uint16_t)i, now,
 			     0, "%s", d);
+	/* The row stands for every burst it says, and is counted so. */
+	if (p->wk[i].storm_bursts > 1) {
+		p->warnings[(p->warn_seq - 1) % WARN_KEEP].count =
+			p->wk[i].storm_bursts;
+		p->warn_kind_count[WEFT_WARN_STEAL_STORM] +=
+			p->wk[i].storm_bursts - 1;
+	}
+	p->wk[i].storm_bursts = 0;
 }
 
 int weft__collector_workers_fit(struct probe *p, unsigned n)
@@ -769,11 +776,16 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		worker_rec_t *k = &p->wk[i];
 		bool storm = weft__probe_steal_storm(rate, per_s, n, i);
 
-		/* Every burst counted; the text at most every 5 s. */
+		/*
+		 * Every burst counted; the text at most every 5 s, but at a
+		 * flush (a recorder's stop, at exit) the bursts not yet said
+		 * are said now, or they would be lost with the process.
+		 */
 		if (storm && !k->in_storm)
 			k->storm_bursts++;
 		k->in_storm = storm;
-		if (!k->storm_bursts || now <= k->storm_warned + 5000000000u)
+		if (!k->storm_bursts || (now <= k->storm_warned + 5000000000u &&
+					 !p->flush_requested))
 			continue;
 		warn_storm(p, w, i, n, rate, now);
 	}
