@@ -397,6 +397,52 @@ static int sink_polling(struct sink *s, uint64_t task, uint64_t *since)
 	return w;
 }
 
+/*
+ * A timed long poll (a read on a pipe, 60 ms, listening from the start)
+ * that ends just before its runtime is destroyed, as a hung read let go
+ * at shutdown does: its long poll is told with where its time went
+ * ("asleep in the kernel"), not "not known" for want of the runtime's
+ * records, gone with it.
+ */
+static void test_long_poll_at_destroy_says_why(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_bool in_poll = false;
+	struct blocked_read b = { .in_poll = &in_poll };
+	weft_probe_warning_t w;
+	weft_join_t *j;
+	uint64_t id;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	b.fd = fds[0];
+	usleep(20000); /* the workers switch to their timed loops */
+	assert_int_equal(weft_spawn_named(rt, "read-at-exit", blocked_read_poll,
+					  &b, &j),
+			 0);
+	id = weft_join_id(j);
+	while (!atomic_load(&in_poll))
+		usleep(1000);
+	usleep(60000);
+	assert_int_equal(write(fds[1], "x", 1), 1);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	rt_done(rt); /* at once: no flush of ours before */
+	weft_probe_flush();
+	close(fds[0]);
+	close(fds[1]);
+	if (!sink_find(s, WEFT_WARN_LONG_POLL, id, &w))
+		print_warnings(s);
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, id, &w));
+	print_message("%s\n", w.detail);
+	assert_null(strstr(w.detail, "not known"));
+	assert_non_null(strstr(w.detail, "asleep in the kernel"));
+	sink_free(s, sub);
+}
+
 /* Sleeps in the tail of a timed poll of hook_task: after the worker
  * cleared its published poll (probe_task), before it clears cur. */
 static _Atomic uint64_t hook_task;
@@ -1513,6 +1559,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_lock_held_before_attach, teardown),
 		cmocka_unit_test_teardown(test_hang_before_attach_shown, teardown),
 		cmocka_unit_test_teardown(test_timed_poll_told_once, teardown),
+		cmocka_unit_test_teardown(test_long_poll_at_destroy_says_why,
+					  teardown),
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),

@@ -624,6 +624,13 @@ void weft__probe_runtime_detach(weft_runtime_t *rt)
 {
 	struct probe *p = &weft__probe;
 
+	/*
+	 * Its last events folded in while it is still the one described:
+	 * a long poll that ended just before the destroy (a hung read let
+	 * go at shutdown) is told with where its time went, which only the
+	 * runtime's workers' records say; after, it read "not known".
+	 */
+	weft_probe_flush();
 	/* Its connections close and its socket goes, if it is ours. */
 	weft__server_env_stop(rt);
 	weft__metrics_env_stop(rt);
