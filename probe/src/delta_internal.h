@@ -142,6 +142,10 @@ typedef struct weft_delta_s {
 	/* Set before each pass: the collector's publish
 	 * (weft__sub_publish_seq()), 0: none (records encoded alone). */
 	uint64_t pass_seq;
+	/* Out: what the warnings of the last full record took in it, which
+	 * are its own and no task's (a recorder that sizes its next full
+	 * update by this one's per task leaves them out: recorder.c). */
+	size_t full_warn_bytes;
 	/* private */
 	bool memo_user;     /* holds a reference to the shared memo */
 	weft_idset_t dirty; /* changed since the last record */

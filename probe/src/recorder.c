@@ -569,7 +569,17 @@ static void on_update(void *ctx, const weft_probe_update_t *u)
 		if (rc > 0 && !flight_mode())
 			rec.file_updated = true;
 		if (rc > 0 && full) {
-			rec.last_full_bytes = b->len - before;
+			size_t len = b->len - before;
+
+			/* Its tasks' bytes: not the warnings kept since the
+			 * last update that it carried too (a new
+			 * subscription's history, a burst's), which the next
+			 * full one will not, and which, taken for one task's,
+			 * kept the next file from a full update. */
+			rec.last_full_bytes =
+				len > rec.delta.full_warn_bytes ?
+					len - rec.delta.full_warn_bytes :
+					0;
 			rec.last_full_tasks = u->ntasks;
 			/* In a file, after its mark (b is rec.out, written
 			 * at file_bytes). */
