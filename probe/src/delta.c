@@ -870,35 +870,6 @@ static void res_reset(weft_delta_t *d)
 }
 
 /*
- * What @r's warnings take in its record: a record of them alone less an
- * empty one.  Encoded again only for a full update that carries some (a
- * new subscriber's history, a burst's), which is rare: 0 if that fails.
- */
-static size_t warn_bytes(const weft_delta_t *d, const weft_probe_update_t *r)
-{
-	weft_probe_update_t w = { .stats = r->stats,
-				  .warnings = r->warnings,
-				  .nwarnings = r->nwarnings };
-	weft_probe_update_t e = { .stats = r->stats };
-	weft_wire_buf_t b = { 0 };
-	size_t with = 0, without = 0;
-
-	if (!weft_wire_update_append_sites(&b, &w, NULL, 0, d->prev_now_ns,
-					   d->max_record, NULL)) {
-		with = b.len;
-		b.len = 0;
-		if (!weft_wire_update_append_sites(&b, &e, NULL, 0,
-						   d->prev_now_ns,
-						   d->max_record, NULL))
-			without = b.len;
-		else
-			with = 0;
-	}
-	weft_wire_buf_fini(&b);
-	return with > without ? with - without : 0;
-}
-
-/*
  * weft__delta_pass() - fold one collector pass into @d; when the interval
  * has passed (or the pass is full), append its Update record(s) to @out.
  * @full: set when what was appended is a full update.
@@ -999,7 +970,8 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 	r.nwarnings = d->nwarn;
 	r.resources = d->res_out;
 	r.nresources = res_take(d, hists);
-	d->full_warn_bytes = u->full && r.nwarnings ? warn_bytes(d, &r) : 0;
+	d->full_warn_bytes =
+		u->full && r.nwarnings ? weft__delta_warn_bytes(d, &r) : 0;
 	err = weft_wire_update_append_sites(out, &r, d->site_out, d->nsite_out,
 					    d->prev_now_ns, d->max_record,
 					    memo_for(d));

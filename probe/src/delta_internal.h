@@ -205,4 +205,9 @@ void weft__delta_forget(weft_delta_t *d);
 const weft_event_t *weft__delta_events(weft_delta_t *d, const weft_event_t *ev,
 				       size_t *n);
 
+/* delta_warn.c: what @r's warnings take in its record (a record of them
+ * alone less an empty one); 0 if that cannot be encoded. */
+size_t weft__delta_warn_bytes(const weft_delta_t *d,
+			      const weft_probe_update_t *r);
+
 #endif /* WEFT_DELTA_INTERNAL_H */
