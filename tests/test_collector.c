@@ -1394,6 +1394,22 @@ static void test_res_pool_culprit_late(void **state)
 					 "task 62"));
 }
 
+/* Two rings of threads that are not workers (the blocking pool's). */
+static void pool_rings(ring_entry_t **c, ring_entry_t **d)
+{
+	pthread_mutex_lock(&p->lock);
+	*c = ring_add(WEFT_EVENT_NO_WORKER);
+	*d = ring_add(WEFT_EVENT_NO_WORKER);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* The site and label of @task's "nightly" job (export.c:7), at @at. */
+static void nightly_site(ring_entry_t *e, unsigned at, uint64_t task)
+{
+	ev(e, at, WEFT_EV_RES_SITE, task, (uintptr_t) "export.c", 7);
+	ev(e, at, WEFT_EV_RES_LABEL, task, (uintptr_t) "nightly", 0);
+}
+
 /*
  * Two pool threads (no worker index: one "other" thread to the
  * collector) each start a job.  A pass takes task 64's RES_ACQUIRE alone
@@ -1410,10 +1426,7 @@ static void test_res_pool_site_in_next_pass(void **state)
 	weft_probe_warning_t w;
 
 	(void)state;
-	pthread_mutex_lock(&p->lock);
-	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
-	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
-	pthread_mutex_unlock(&p->lock);
+	pool_rings(&ring_c, &ring_d);
 	ev(ring_a, t0, WEFT_EV_SPAWN, 64, 0, 0);
 	ev(ring_a, t0, WEFT_EV_SPAWN, 65, 0, 0);
 	ev(ring_a, t0, WEFT_EV_SPAWN, 66, 0, 0);
@@ -1422,8 +1435,7 @@ static void test_res_pool_site_in_next_pass(void **state)
 	pool_job_start(ring_d, t0 + 2, 65, 112);
 	ev(ring_a, t0 + 3, WEFT_EV_RES_WAIT, 66, 112, WEFT_RES_OP_JOB);
 	pass_at(t0 + 3);
-	ev(ring_c, t0 + 1, WEFT_EV_RES_SITE, 64, (uintptr_t) "export.c", 7);
-	ev(ring_c, t0 + 1, WEFT_EV_RES_LABEL, 64, (uintptr_t) "nightly", 0);
+	nightly_site(ring_c, t0 + 1, 64);
 	pass_at(t0 + 300 * ms);
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 64, &w));
 	print_message("%s\n", w.detail);
@@ -1446,18 +1458,14 @@ static void test_res_pool_site_of_plain_thread(void **state)
 	weft_probe_warning_t w;
 
 	(void)state;
-	pthread_mutex_lock(&p->lock);
-	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
-	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
-	pthread_mutex_unlock(&p->lock);
+	pool_rings(&ring_c, &ring_d);
 	ev(ring_a, t0, WEFT_EV_SPAWN, 67, 0, 0);
 	ev(ring_a, t0, WEFT_EV_RES_NEW, 0, 113, WEFT_RES_BLOCKING_POOL);
 	ev(ring_c, t0 + 1, WEFT_EV_RES_ACQUIRE, 0, 113, 1);
 	pool_job_start(ring_d, t0 + 2, 0, 113);
 	ev(ring_a, t0 + 3, WEFT_EV_RES_WAIT, 67, 113, WEFT_RES_OP_JOB);
 	pass_at(t0 + 3);
-	ev(ring_c, t0 + 1, WEFT_EV_RES_SITE, 0, (uintptr_t) "export.c", 7);
-	ev(ring_c, t0 + 1, WEFT_EV_RES_LABEL, 0, (uintptr_t) "nightly", 0);
+	nightly_site(ring_c, t0 + 1, 0);
 	pass_at(t0 + 300 * ms);
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 0, &w));
 	print_message("%s\n", w.detail);
@@ -1485,10 +1493,7 @@ static void test_res_pool_holder_across_drops(void **state)
 	weft_probe_warning_t w;
 
 	(void)state;
-	pthread_mutex_lock(&p->lock);
-	ring_c = ring_add(WEFT_EVENT_NO_WORKER);
-	ring_d = ring_add(WEFT_EVENT_NO_WORKER);
-	pthread_mutex_unlock(&p->lock);
+	pool_rings(&ring_c, &ring_d);
 	ev(ring_a, 50, WEFT_EV_SPAWN, 68, 0, 0);
 	ev(ring_a, 50, WEFT_EV_RES_NEW, 0, 114, WEFT_RES_BLOCKING_POOL);
 	ev(ring_c, 51, WEFT_EV_RES_ACQUIRE, 68, 114, 1);

@@ -597,7 +597,7 @@ void weft__collector_lock_site(struct probe *p, const weft_event_t *ev)
 {
 	const char *file = (const char *)(uintptr_t)ev->a1;
 	uint32_t line = ev->a2;
-	struct lock_hold_s *free_slot = NULL, *oldest = NULL;
+	struct lock_hold_s *free_slot = NULL, *oldest = NULL, h;
 	struct lock_pending *lp = NULL;
 
 	for (unsigned i = 0; i < LOCK_PENDS && !lp; i++)
@@ -605,71 +605,52 @@ void weft__collector_lock_site(struct probe *p, const weft_event_t *ev)
 			lp = &p->lock_pends[i];
 	if (!lp)
 		return;
+	/* The hold, whatever becomes of it below; its pending is taken. */
+	h = (struct lock_hold_s){ .task = lp->task,
+				  .name = lp->name,
+				  .file = file,
+				  .line = line,
+				  .worker = lp->worker,
+				  .at = lp->at,
+				  .held_ns = lp->held_ns };
+	lp->task = 0;
 	/*
 	 * No line: a raw pthread mutex (the LD_PRELOAD shim), whose
 	 * release is never told.  Said now, as far as it is known.
 	 */
 	if (!line) {
-		struct lock_hold_s h = { .task = lp->task,
-					 .name = lp->name,
-					 .file = file,
-					 .worker = lp->worker,
-					 .at = lp->at,
-					 .held_ns = lp->held_ns };
-
-		lock_warn(p, &h, lp->at, lp->held_ns, false, 0);
-		lp->task = 0;
+		lock_warn(p, &h, h.at, h.held_ns, false, 0);
 		return;
 	}
 	/* Released already: said now, as its release would have. */
 	for (unsigned i = 0; i < LOCK_EARLY; i++) {
 		struct lock_early *e = &p->lock_early[i];
-		struct lock_hold_s h;
 
-		if (e->task != lp->task || e->name != lp->name ||
-		    e->at < lp->at)
+		if (e->task != h.task || e->name != h.name || e->at < h.at)
 			continue;
-		h = (struct lock_hold_s){ .task = lp->task,
-					  .name = lp->name,
-					  .file = file,
-					  .line = line,
-					  .worker = lp->worker,
-					  .at = lp->at,
-					  .held_ns = lp->held_ns };
-		lock_warn(p, &h, e->at, e->at - lp->at + lp->held_ns, true,
+		lock_warn(p, &h, e->at, e->at - h.at + h.held_ns, true,
 			  e->blocked);
 		e->task = 0;
-		lp->task = 0;
 		return;
 	}
 	for (unsigned i = 0; i < LOCK_HOLDS; i++) {
-		struct lock_hold_s *h = &p->lock_holds[i];
+		struct lock_hold_s *k = &p->lock_holds[i];
 
 		/* Pending again in the same hold: the first said when. */
-		if (h->task == lp->task && h->name == lp->name) {
-			lp->task = 0;
+		if (k->task == h.task && k->name == h.name)
 			return;
-		}
-		if (!h->task && !free_slot)
-			free_slot = h;
-		if (h->task && (!oldest || h->at < oldest->at))
-			oldest = h;
+		if (!k->task && !free_slot)
+			free_slot = k;
+		if (k->task && (!oldest || k->at < oldest->at))
+			oldest = k;
 	}
 	if (!free_slot) {
 		/* Full: the oldest is said now, as far as it is known. */
-		lock_warn(p, oldest, lp->at, lp->at - oldest->at +
-						     oldest->held_ns,
+		lock_warn(p, oldest, h.at, h.at - oldest->at + oldest->held_ns,
 			  false, 0);
 		free_slot = oldest;
 	}
-	*free_slot = (struct lock_hold_s){ .task = lp->task,
-					   .name = lp->name,
-					   .file = file,
-					   .line = line,
-					   .worker = lp->worker,
-					   .at = lp->at,
-					   .held_ns = lp->held_ns };
-	lp->task = 0;
+	*free_slot = h;
 }
 
 void weft__collector_lock_released(struct probe *p, const weft_event_t *ev)
