@@ -1563,8 +1563,8 @@ static void test_split_runnable_not_blamed(void **state)
 	weft__poll_split_t sp;
 
 	(void)state;
-	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
-					     &now, &sp));
+	assert_true(weft__collector_split_of(win, 6, NULL, 1 * MS, 54 * MS,
+					     true, &now, &sp));
 	assert_int_equal(sp.from_ns, 0);
 	assert_int_equal(sp.to_ns, 54 * MS);
 	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
@@ -1572,13 +1572,13 @@ static void test_split_runnable_not_blamed(void **state)
 	/* Asleep now: the time neither on a CPU nor in a wait that ended
 	 * is its own. */
 	now.runnable = false;
-	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, true,
-					     &now, &sp));
+	assert_true(weft__collector_split_of(win, 6, NULL, 1 * MS, 54 * MS,
+					     true, &now, &sp));
 	assert_true(sp.to_ns - sp.wait_ns > 30 * MS);
 	/* Ended, its waits all in run_delay: judged on them alone. */
 	now.off_ns = (uint64_t)(101.2 * MS);
-	assert_true(weft__collector_split_of(win, 6, 1 * MS, 54 * MS, false,
-					     &now, &sp));
+	assert_true(weft__collector_split_of(win, 6, NULL, 1 * MS, 54 * MS,
+					     false, &now, &sp));
 	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
 }
 
@@ -1605,8 +1605,8 @@ static void test_split_sample_read_in_poll(void **state)
 	weft__poll_split_t sp;
 
 	(void)state;
-	assert_true(weft__collector_split_of(win, 2, 101 * MS, 20 * MS, false,
-					     &now, &sp));
+	assert_true(weft__collector_split_of(win, 2, NULL, 101 * MS, 20 * MS,
+					     false, &now, &sp));
 	assert_int_equal(sp.from_ns, 0);
 	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
 	assert_in_range(sp.wait_ns, 15 * MS, 17 * MS);
@@ -1631,11 +1631,44 @@ static void test_split_wait_before_sample(void **state)
 	weft__poll_split_t sp;
 
 	(void)state;
-	assert_true(weft__collector_split_of(win, 1, 110 * MS, 40 * MS, false,
-					     &now, &sp));
+	assert_true(weft__collector_split_of(win, 1, NULL, 110 * MS, 40 * MS,
+					     false, &now, &sp));
 	assert_int_equal(sp.from_ns, 0);
 	assert_true(sp.to_ns - sp.wait_ns >= 10 * MS);
 	assert_in_range(sp.wait_ns, 20 * MS, 30 * MS);
+}
+
+/*
+ * A worker's first poll, before the collector's first sample of it (a
+ * runtime made while the probe listens): a 4 ms computation from 2 to
+ * 19 ms on a hogged CPU, its thread born at 1 ms.  Its schedstat, zero
+ * at its birth, is the sample before the poll: 13 ms of the 17 waited
+ * for a CPU, not the task's.  Without the birth there is no split, and
+ * the poll read "not known" and was blamed.
+ */
+static void test_split_from_birth(void **state)
+{
+	worker_window_t born = sample_at(1, 1, 0, 0);
+	/* A sample read at 1.5 ms, as if 12 ms had been waited by then. */
+	worker_window_t win[] = { sample_at(1.5, 1.5, 0, 12) };
+	weft__sched_look_t now = { .on_ns = 4 * MS,
+				   .off_ns = 13 * MS,
+				   .at_ns = 20 * MS,
+				   .runnable = false };
+	weft__poll_split_t sp;
+
+	(void)state;
+	assert_false(weft__collector_split_of(NULL, 0, NULL, 2 * MS, 17 * MS,
+					      false, &now, &sp));
+	assert_true(weft__collector_split_of(NULL, 0, &born, 2 * MS, 17 * MS,
+					     false, &now, &sp));
+	assert_int_equal(sp.from_ns, 0);
+	assert_in_range(sp.wait_ns, 12 * MS, 14 * MS);
+	assert_true(sp.to_ns - sp.wait_ns < 10 * MS);
+	/* A sample of the window before the poll comes first. */
+	assert_true(weft__collector_split_of(win, 1, &born, 2 * MS, 17 * MS,
+					     false, &now, &sp));
+	assert_true(sp.wait_ns <= 1 * MS);
 }
 
 /*
@@ -2103,6 +2136,7 @@ int main(void)
 		cmocka_unit_test(test_split_runnable_not_blamed),
 		cmocka_unit_test(test_split_sample_read_in_poll),
 		cmocka_unit_test(test_split_wait_before_sample),
+		cmocka_unit_test(test_split_from_birth),
 		cmocka_unit_test(test_os_held_parked_is_not_the_os),
 		cmocka_unit_test_setup_teardown(
 			test_monitor_unknown_split_waits, setup, teardown),

@@ -960,11 +960,13 @@ typedef struct weft__sched_look_s {
 } weft__sched_look_t;
 /*
  * The split of weft__collector_sched_split() from a worker's window
- * (@fill samples of @win) and a look at its thread now (@now): no
- * reads, so that tests can hand it both.
+ * (@fill samples of @win), its thread's birth (@born: schedstat zero
+ * there, or NULL) and a look at its thread now (@now): no reads, so that
+ * tests can hand them all.
  */
 bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
-			      uint64_t start_ns, uint64_t dur_ns, bool running,
+			      const worker_window_t *born, uint64_t start_ns,
+			      uint64_t dur_ns, bool running,
 			      const weft__sched_look_t *now,
 			      weft__poll_split_t *out);
 /*

@@ -457,7 +457,8 @@ static const worker_window_t *newest_sample_by(const worker_window_t *win,
 }
 
 bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
-			      uint64_t start_ns, uint64_t dur_ns, bool running,
+			      const worker_window_t *born, uint64_t start_ns,
+			      uint64_t dur_ns, bool running,
 			      const weft__sched_look_t *now,
 			      weft__poll_split_t *out)
 {
@@ -468,11 +469,17 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 	if (!dur_ns)
 		return false;
 	/*
-	 * The newest sample read before the poll began; else (a poll that
-	 * began before the window's first sample: a runtime just described)
-	 * the oldest read within it, whose stretch holds the poll's end.
+	 * The newest sample read before the poll began; else the thread's
+	 * birth, when the poll began before the window's first sample (a
+	 * runtime made while the probe listens: its first polls run before
+	 * the collector's first pass reads its workers, and at start-up on
+	 * a loaded host a 4 ms computation held off its CPU to 16 ms was
+	 * blamed, "not known" where its time went); else the oldest read
+	 * within it, whose stretch holds the poll's end.
 	 */
 	a = newest_sample_by(win, fill, start_ns);
+	if (!a && born && born->sched_at_ns <= start_ns)
+		a = born;
 	for (unsigned k = 0; k < fill; k++) {
 		const worker_window_t *x = &win[k];
 
@@ -608,12 +615,31 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 bool running, weft__poll_split_t *out)
 {
 	weft__sched_look_t now;
+	worker_window_t born = { .off_cpu_read = true };
 
-	if (!p->rt || worker >= p->stats.workers || !dur_ns ||
+	/*
+	 * Its records, not the window's count of workers: a poll folded in
+	 * before the first sample of a runtime (stats.workers 0) is split
+	 * from its thread's birth.
+	 */
+	if (!p->rt || worker >= weft_runtime_workers(p->rt) ||
+	    !weft__collector_has_worker(p, worker) || !dur_ns ||
 	    !sched_look(p, worker, running, &now))
 		return false;
-	return weft__collector_split_of(p->wk[worker].window, p->window_fill,
-					start_ns, dur_ns, running, &now, out);
+	/*
+	 * Schedstat is zero at a thread's birth: a sample, before every
+	 * poll of the thread.  Only for a young thread (a second): what a
+	 * long life averages says nothing of one poll's wait.  A poll that
+	 * begins before the first pass after a late attach has none.
+	 */
+	born.sched_from_ns = weft__runtime_worker_born(p->rt, worker);
+	born.sched_at_ns = born.sched_from_ns;
+	return weft__collector_split_of(
+		p->wk[worker].window, p->window_fill,
+		born.sched_at_ns && start_ns < born.sched_at_ns + 1000000000u ?
+			&born :
+			NULL,
+		start_ns, dur_ns, running, &now, out);
 }
 
 void weft__collector_sample_workers(struct probe *p, uint64_t now)

@@ -148,6 +148,7 @@ int weft_runtime_create(const weft_config_t *config, weft_runtime_t **out)
 	for (started = 0; started < cfg.workers; started++) {
 		weft_worker_t *w = &rt->workers[started];
 
+		w->born_ns = weft_now_ns();
 		if (pthread_create(&w->thread, NULL, weft__worker_main, w)) {
 			err = -EAGAIN;
 			goto out_stop_workers;
@@ -651,6 +652,12 @@ int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i)
 	/* Acquire: pairs with the release in weft__worker_main() (the tid
 	 * stored last, after the thread's CPU clock). */
 	return load_acquire(&rt->workers[i].tid);
+}
+
+uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i)
+{
+	/* Written before the thread and the runtime's publication. */
+	return rt->workers[i].born_ns;
 }
 
 int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i)

@@ -475,6 +475,12 @@ struct weft_worker_s {
 	_Atomic int32_t tid;
 	_Atomic int32_t cpu_clock;
 	/*
+	 * weft_now_ns() just before its thread was made: its schedstat (CPU
+	 * time and run_delay) is zero from then.  Written before
+	 * pthread_create(), read once the runtime is published.
+	 */
+	uint64_t born_ns;
+	/*
 	 * The last long poll's split (runtime_probe.h), written by the
 	 * monitor alone, read by the probe: a seqlock, odd while written.
 	 * Fields are relaxed atomics so that a reader racing a write

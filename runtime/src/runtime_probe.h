@@ -109,6 +109,12 @@ unsigned weft__runtime_poll_splits(weft_runtime_t *rt, unsigned i,
 int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i);
 
 /*
+ * When worker @i's thread was made (weft_now_ns(), taken just before):
+ * its schedstat reads zero there, a sample before its first poll.
+ */
+uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i);
+
+/*
  * Worker @i's thread CPU clock (a clockid_t, negative), 0 until its
  * thread runs or if it has none.
  */
