@@ -1370,6 +1370,63 @@ static void test_server_stop_leaves_the_next(void **state)
 	xdg_remove();
 }
 
+/* One poll of 30 ms of computing: a long poll. */
+static weft_poll_t long_poll_once(void *arg, weft_cx_t *cx)
+{
+	uint64_t t0 = weft_now_ns();
+
+	(void)arg;
+	(void)cx;
+	while (weft_now_ns() - t0 < WEFT_MSEC(30))
+		;
+	return WEFT_READY;
+}
+
+/*
+ * A console attached when its process's runtime goes: what the last
+ * pass said reaches it before the close.  A long poll that ends just
+ * before the destroy is told by the destroy's own pass; the server then
+ * closed its connections with that update still queued, and the console
+ * never heard of the poll (a service whose fault comes at its end).
+ */
+static void test_server_last_pass_at_destroy(void **state)
+{
+	struct tclient c;
+	weft_runtime_t *rt;
+	Weft__V1__Frame *f;
+	weft_join_t *j;
+	uint64_t task;
+	bool told = false;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	tc_open(&c, weft__server_unix_path(weft__server_default()));
+	tc_expect_header(&c);
+	tc_subscribe(&c, true, true); /* as weft-console does */
+	/* Its first update: subscribed. */
+	f = tc_next(&c, 10000);
+	assert_non_null(f);
+	weft_wire_frame_free(f);
+	j = spawn_ok(rt, long_poll_once, NULL, NULL, 0, true);
+
+	task = weft_join_id(j);
+	assert_int_equal(join_wait_drop(j, NULL), 0);
+	weft_runtime_destroy(rt);
+	while ((f = tc_next(&c, 10000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			for (size_t i = 0; i < f->update->n_warnings; i++)
+				told |= f->update->warnings[i]->task == task &&
+					f->update->warnings[i]->kind ==
+						WEFT_WARN_LONG_POLL;
+		weft_wire_frame_free(f);
+	}
+	assert_true(c.eof);
+	assert_true(told);
+	tc_close(&c);
+	xdg_remove();
+}
+
 #ifdef WEFT_TRACE_TOOL
 static int run(char *const argv[])
 {
@@ -1782,6 +1839,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_client_never_reads),
 		cmocka_unit_test(test_server_tcp),
 		cmocka_unit_test(test_server_stop_leaves_the_next),
+		cmocka_unit_test(test_server_last_pass_at_destroy),
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),

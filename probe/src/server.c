@@ -175,12 +175,50 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	weft__server_stream_have(s); /* what drained since */
 }
+/*
+ * The server stops (its runtime's destroy, which has just had the
+ * collector's last pass said: weft__probe_runtime_detach()): what is
+ * queued for the clients goes to them, as far as each one's socket takes
+ * it now.  Without, a console attached when its process's runtime went
+ * never heard what the last pass said (a long poll that ended just
+ * before: a service whose fault comes at its end).  No waiting: a write
+ * that would block is the last for that client (one not reading loses
+ * the rest, as it would have); the output is bounded per client and in
+ * all, so this is too.  A TCP peer's unread requests are read first and
+ * its side shut for writing, so that the close sends no reset that could
+ * drop what is in flight.
+ */
+static void flush_at_stop(weft_server_t *s)
+{
+	char junk[4096];
+
+	weft__server_deliver(s);
+	weft__server_sweep(s);
+	for (struct client *c = s->clients; c; c = c->next) {
+		struct evbuffer *out = bufferevent_get_output(c->bev);
+		evutil_socket_t fd = bufferevent_getfd(c->bev);
+
+		if (fd < 0)
+			continue;
+		while (evbuffer_get_length(out) && evbuffer_write(out, fd) > 0)
+			;
+		if (!c->tcp)
+			continue;
+		for (int k = 0;
+		     k < 16 && recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0;
+		     k++)
+			;
+		shutdown(fd, SHUT_WR);
+	}
+}
+
 static void *server_main(void *arg)
 {
 	weft_server_t *s = arg;
 
 	pthread_setname_np(pthread_self(), "weft-console");
 	event_base_dispatch(s->base);
+	flush_at_stop(s);
 	while (s->clients)
 		weft__server_client_close(s->clients, NULL, false);
 	if (s->sub)
@@ -510,6 +548,15 @@ void weft__server_destroy(weft_server_t *s)
 {
 	if (!s)
 		return;
+	/*
+	 * The last pass to every client, due or not (their interval would
+	 * have held it back, then the close dropped it): what the rings
+	 * hold now, and, at a runtime's destroy, what its last polls said.
+	 * Queued by the time the flush returns; the thread sends it on its
+	 * way out (flush_at_stop()).
+	 */
+	atomic_store_explicit(&s->final, true, memory_order_release);
+	weft_probe_flush();
 	event_active(s->stop_ev, EV_READ, 0);
 	pthread_join(s->thread, NULL);
 	server_free(s);

@@ -174,6 +174,12 @@ struct weft_server_s {
 	struct evconnlistener *unix_l, *tcp_l;
 	struct event *wake_ev, *stop_ev, *tick_ev;
 	/*
+	 * Stopping (weft__server_destroy()): the pass that serves its flush
+	 * is sent to every stream, due or not.  Release by the destroyer
+	 * before its flush, acquire by the collector's update callback.
+	 */
+	atomic_bool final;
+	/*
 	 * accept(2) failing (out of descriptors): both listeners paused,
 	 * resumed by accept_resume_ev; one line logged a second at most,
 	 * with how many failed since the last.

@@ -474,6 +474,8 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 	 * a full update streamed for seconds to every console).
 	 */
 	bool resync = u->full && x->had_full;
+	/* Acquire: pairs with weft__server_destroy()'s release. */
+	bool final = atomic_load_explicit(&x->srv->final, memory_order_acquire);
 	weft_probe_update_t delta;
 
 	if (u->full && !x->had_full) {
@@ -496,6 +498,8 @@ static void srv_on_update(void *ctx, const weft_probe_update_t *u)
 
 		if (!st->updates || weft__server_stream_gone(st))
 			continue;
+		if (final)
+			st->delta.final = true;
 		/* The full record first: its clients take the pass's own
 		 * record after it (its warnings, and the delta's pending). */
 		if (resync && resync_take(x, k)) {
