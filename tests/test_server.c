@@ -40,6 +40,8 @@
 #include "weft/wire.h"
 
 extern char **environ;
+/* argv[0]: test_server_last_pass_at_exit() runs this binary as a child. */
+static const char *self_path;
 
 /* ------------------------------------------------------------ tests */
 
@@ -1370,15 +1372,22 @@ static void test_server_stop_leaves_the_next(void **state)
 	xdg_remove();
 }
 
-/* One poll of 30 ms of computing: a long poll. */
+/*
+ * One poll of 30 ms of the thread's own CPU time: a long poll however
+ * the OS shares the CPUs (a wall-clock spin on a loaded machine is
+ * rightly said to be the OS's doing).
+ */
 static weft_poll_t long_poll_once(void *arg, weft_cx_t *cx)
 {
-	uint64_t t0 = weft_now_ns();
+	struct timespec a, b;
 
 	(void)arg;
 	(void)cx;
-	while (weft_now_ns() - t0 < WEFT_MSEC(30))
-		;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + b.tv_nsec - a.tv_nsec <
+	       30000000L);
 	return WEFT_READY;
 }
 
@@ -1424,6 +1433,95 @@ static void test_server_last_pass_at_destroy(void **state)
 	assert_true(c.eof);
 	assert_true(told);
 	tc_close(&c);
+	xdg_remove();
+}
+
+/*
+ * This binary run as "test_server --exit-child": a runtime with its
+ * default server, "ready" on stdout, and at a byte on stdin a long poll,
+ * then exit(0) with the runtime still up (main returns, as many
+ * programs do).
+ */
+static int exit_child(void)
+{
+	weft_config_t cfg = { .workers = 2 };
+	weft_runtime_t *rt;
+	weft_join_t *j;
+	char b;
+
+	if (weft_runtime_create(&cfg, &rt))
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	if (read(0, &b, 1) != 1)
+		return 1;
+	j = spawn_ok(rt, long_poll_once, NULL, NULL, 0, true);
+	join_wait_drop(j, NULL);
+	exit(0);
+}
+
+/*
+ * The same when the process exits with its runtime up: at exit the
+ * server sends the last pass, then closes (it only removed its socket,
+ * and the console heard nothing of the poll).
+ */
+static void test_server_last_pass_at_exit(void **state)
+{
+	int in[2], out[2], status;
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)self_path, "--exit-child", NULL };
+	char line[16] = { 0 }, target[32];
+	struct tclient c = { 0 };
+	Weft__V1__Frame *f;
+	bool told = false;
+	pid_t pid;
+	int fd;
+
+	(void)state;
+	xdg_make();
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addclose(&fa, in[1]);
+	posix_spawn_file_actions_addclose(&fa, out[0]);
+	assert_int_equal(posix_spawn(&pid, self_path, &fa, NULL, argv, environ),
+			 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	assert_true(read(out[0], line, sizeof(line) - 1) > 0);
+	assert_non_null(strstr(line, "ready"));
+	snprintf(target, sizeof(target), "%d", (int)pid);
+	fd = weft_wire_connect(target);
+	assert_true(fd >= 0);
+	c.fd = fd;
+	weft_wire_decoder_init(&c.dec, 0);
+	f = tc_next(&c, 10000);
+	assert_non_null(f);
+	assert_int_equal(f->body_case, WEFT__V1__FRAME__BODY_HEADER);
+	assert_int_equal(f->header->hello->pid, (uint32_t)pid);
+	weft_wire_frame_free(f);
+	tc_subscribe(&c, true, true);
+	f = tc_next(&c, 10000);
+	assert_non_null(f);
+	weft_wire_frame_free(f);
+	assert_int_equal(write(in[1], "x", 1), 1);
+	while ((f = tc_next(&c, 10000)) != NULL) {
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+			for (size_t i = 0; i < f->update->n_warnings; i++)
+				told |= f->update->warnings[i]->kind ==
+					WEFT_WARN_LONG_POLL;
+		weft_wire_frame_free(f);
+	}
+	assert_true(c.eof);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(told);
+	tc_close(&c);
+	close(in[1]);
+	close(out[0]);
 	xdg_remove();
 }
 
@@ -1840,6 +1938,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_tcp),
 		cmocka_unit_test(test_server_stop_leaves_the_next),
 		cmocka_unit_test(test_server_last_pass_at_destroy),
+		cmocka_unit_test(test_server_last_pass_at_exit),
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
@@ -1856,6 +1955,9 @@ int main(int argc, char **argv)
 #endif
 	};
 
+	self_path = argv[0];
+	if (argc > 1 && !strcmp(argv[1], "--exit-child"))
+		return exit_child();
 	unsetenv("WEFT_CONSOLE");
 	unsetenv("WEFT_CONSOLE_BIND");
 	/* TEST_FILTER=test_server_tcp runs one case (by hand). */

@@ -49,6 +49,7 @@
 #include "bind.h"
 #include "knob.h"
 #include "collector.h"
+#include "probe_internal.h"
 #include "server_state_internal.h"
 
 #define CLIENT_BUF_DEFAULT (8u << 20)
@@ -200,8 +201,15 @@ static void flush_at_stop(weft_server_t *s)
 
 		if (fd < 0)
 			continue;
+		/*
+		 * A socket bufferevent keeps its output's start frozen but
+		 * in its own write callback (libevent's bufferevent_sock.c):
+		 * thawed for these writes, frozen again after.
+		 */
+		evbuffer_unfreeze(out, 1);
 		while (evbuffer_get_length(out) && evbuffer_write(out, fd) > 0)
 			;
+		evbuffer_freeze(out, 1);
 		if (!c->tcp)
 			continue;
 		for (int k = 0;
@@ -608,13 +616,31 @@ static pid_t exit_pid;
 
 static void remove_at_exit(void)
 {
+	weft_server_t *s = NULL;
+
 	pthread_mutex_lock(&env_lock);
 	/* Not in a forked child: the socket is its parent's. */
 	if (getpid() == exit_pid) {
 		weft__unlink_if_same(exit_path, &exit_id);
 		weft__server_token_unlink(exit_token_path, exit_token);
+		/*
+		 * A process that exits with its runtime still up (main
+		 * returns): its consoles get what the last pass said, then
+		 * the close, as at a destroy.  Not from the collector (the
+		 * flush would return at once and the server's unsubscribe
+		 * would join it) nor from the server's own thread.
+		 */
+		if (env_srv && !weft__in_collector &&
+		    !pthread_equal(pthread_self(), env_srv->thread)) {
+			s = env_srv;
+			env_srv = NULL;
+			env_rt = NULL;
+		}
 	}
+	exit_path[0] = '\0';
+	exit_token_path[0] = '\0';
 	pthread_mutex_unlock(&env_lock);
+	weft__server_destroy(s);
 }
 
 /*
