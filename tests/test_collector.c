@@ -1672,6 +1672,27 @@ static void test_split_from_birth(void **state)
 }
 
 /*
+ * The same at a worker's start: a task woken at 5 ms waits to 25 ms for
+ * a worker the OS held off its CPU 18 ms of that, before the collector's
+ * first sample of it; the thread's birth at 1 ms is the sample before.
+ */
+static void test_os_held_from_birth(void **state)
+{
+	worker_window_t born = sample_at(1, 1, 0, 0);
+	weft__sched_look_t now = { .on_ns = 3 * MS,
+				   .off_ns = 18 * MS,
+				   .at_ns = 27 * MS };
+	uint64_t held = 0;
+
+	(void)state;
+	assert_false(weft__collector_os_held_of(NULL, 0, NULL, 5 * MS, 25 * MS,
+						&now, &held));
+	assert_true(weft__collector_os_held_of(NULL, 0, &born, 5 * MS, 25 * MS,
+					       &now, &held));
+	assert_int_equal(held, 18 * MS);
+}
+
+/*
  * A task woken at 100 ms and first polled at 420 ms (a 320 ms wait for a
  * worker), its worker's thread sampled at 90 ms; whether the OS held the
  * worker (weft__collector_os_held_of()):
@@ -1692,34 +1713,34 @@ static void test_os_held_parked_is_not_the_os(void **state)
 	uint64_t held = 0;
 
 	(void)state;
-	assert_true(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS, &now,
-					       &held));
+	assert_true(weft__collector_os_held_of(win, 1, NULL, 100 * MS, 420 * MS,
+					       &now, &held));
 	assert_int_equal(held, 300 * MS);
 	/* Parked, then slow to get a CPU, looked at late. */
 	now = (weft__sched_look_t){ .on_ns = 522 * MS,
 				    .off_ns = 1198 * MS,
 				    .at_ns = 620 * MS };
-	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
-						&now, &held));
+	assert_false(weft__collector_os_held_of(win, 1, NULL, 100 * MS,
+						420 * MS, &now, &held));
 	/* Parked, looked at soon after. */
 	now = (weft__sched_look_t){ .on_ns = 501 * MS,
 				    .off_ns = 1020 * MS,
 				    .at_ns = 430 * MS };
-	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
-						&now, &held));
+	assert_false(weft__collector_os_held_of(win, 1, NULL, 100 * MS,
+						420 * MS, &now, &held));
 	/* Held, but looked at more than half the wait after it. */
 	now = (weft__sched_look_t){ .on_ns = 530 * MS,
 				    .off_ns = 1450 * MS,
 				    .at_ns = 590 * MS };
-	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
-						&now, &held));
+	assert_false(weft__collector_os_held_of(win, 1, NULL, 100 * MS,
+						420 * MS, &now, &held));
 	/* No sample before the wake: not known. */
 	win[0] = sample_at(101, 101.01, 500, 1000);
 	now = (weft__sched_look_t){ .on_ns = 525 * MS,
 				    .off_ns = 1300 * MS,
 				    .at_ns = 430 * MS };
-	assert_false(weft__collector_os_held_of(win, 1, 100 * MS, 420 * MS,
-						&now, &held));
+	assert_false(weft__collector_os_held_of(win, 1, NULL, 100 * MS,
+						420 * MS, &now, &held));
 }
 
 /*
@@ -2137,6 +2158,7 @@ int main(void)
 		cmocka_unit_test(test_split_sample_read_in_poll),
 		cmocka_unit_test(test_split_wait_before_sample),
 		cmocka_unit_test(test_split_from_birth),
+		cmocka_unit_test(test_os_held_from_birth),
 		cmocka_unit_test(test_os_held_parked_is_not_the_os),
 		cmocka_unit_test_setup_teardown(
 			test_monitor_unknown_split_waits, setup, teardown),

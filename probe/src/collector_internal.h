@@ -983,8 +983,8 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
 			     uint64_t to_ns, uint64_t *held_ns);
 bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
-				uint64_t from_ns, uint64_t to_ns,
-				const weft__sched_look_t *now,
+				const worker_window_t *born, uint64_t from_ns,
+				uint64_t to_ns, const weft__sched_look_t *now,
 				uint64_t *held_ns);
 uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 				  uint64_t start_ns, uint64_t raw_start,

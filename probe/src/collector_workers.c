@@ -555,8 +555,8 @@ bool weft__collector_split_of(const worker_window_t *win, unsigned fill,
 }
 
 bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
-				uint64_t from_ns, uint64_t to_ns,
-				const weft__sched_look_t *now,
+				const worker_window_t *born, uint64_t from_ns,
+				uint64_t to_ns, const weft__sched_look_t *now,
 				uint64_t *held_ns)
 {
 	const worker_window_t *a;
@@ -564,8 +564,11 @@ bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
 
 	if (to_ns <= from_ns)
 		return false;
-	/* The newest sample read wholly before the interval. */
+	/* The newest sample read wholly before the interval; else the
+	 * thread's birth (weft__collector_split_of()). */
 	a = newest_sample_by(win, fill, from_ns);
+	if (!a && born && born->sched_at_ns <= from_ns)
+		a = born;
 	/*
 	 * And a look little past the interval: the thread's waits after it
 	 * (on a loaded host, most of its time) would otherwise count as
@@ -584,13 +587,36 @@ bool weft__collector_os_held_of(const worker_window_t *win, unsigned fill,
 	return true;
 }
 
+/*
+ * Worker @worker's thread at its birth, as a sample in *@b: schedstat is
+ * zero there, before every poll of the thread.  Only for a young thread
+ * (a second before @at_ns): what a long life averages says nothing of
+ * one poll's wait.  NULL otherwise (a poll that begins before the first
+ * pass after a late attach has no sample before it).
+ */
+static const worker_window_t *born_sample(struct probe *p, uint16_t worker,
+					  uint64_t at_ns, worker_window_t *b)
+{
+	uint64_t t = weft__runtime_worker_born(p->rt, worker);
+
+	if (!t || at_ns >= t + 1000000000u)
+		return NULL;
+	*b = (worker_window_t){ .sched_from_ns = t,
+				.sched_at_ns = t,
+				.off_cpu_read = true };
+	return b;
+}
+
 bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
 			     uint64_t to_ns, uint64_t *held_ns)
 {
 	worker_rec_t *k;
 	weft__sched_look_t now;
+	worker_window_t born;
 
-	if (!p->rt || worker >= p->stats.workers || to_ns <= from_ns)
+	/* Its records, not the window's count: see sched_split below. */
+	if (!p->rt || worker >= weft_runtime_workers(p->rt) ||
+	    !weft__collector_has_worker(p, worker) || to_ns <= from_ns)
 		return false;
 	k = &p->wk[worker];
 	/* One look a pass a worker: a wave of delayed tasks asks often. */
@@ -606,8 +632,10 @@ bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
 	now = (weft__sched_look_t){ .on_ns = k->held_on,
 				    .off_ns = k->held_off,
 				    .at_ns = k->held_at };
-	return weft__collector_os_held_of(k->window, p->window_fill, from_ns,
-					  to_ns, &now, held_ns);
+	return weft__collector_os_held_of(k->window, p->window_fill,
+					  born_sample(p, worker, from_ns,
+						      &born),
+					  from_ns, to_ns, &now, held_ns);
 }
 
 bool weft__collector_sched_split(struct probe *p, uint16_t worker,
@@ -615,7 +643,7 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 				 bool running, weft__poll_split_t *out)
 {
 	weft__sched_look_t now;
-	worker_window_t born = { .off_cpu_read = true };
+	worker_window_t born;
 
 	/*
 	 * Its records, not the window's count of workers: a poll folded in
@@ -626,20 +654,9 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	    !weft__collector_has_worker(p, worker) || !dur_ns ||
 	    !sched_look(p, worker, running, &now))
 		return false;
-	/*
-	 * Schedstat is zero at a thread's birth: a sample, before every
-	 * poll of the thread.  Only for a young thread (a second): what a
-	 * long life averages says nothing of one poll's wait.  A poll that
-	 * begins before the first pass after a late attach has none.
-	 */
-	born.sched_from_ns = weft__runtime_worker_born(p->rt, worker);
-	born.sched_at_ns = born.sched_from_ns;
-	return weft__collector_split_of(
-		p->wk[worker].window, p->window_fill,
-		born.sched_at_ns && start_ns < born.sched_at_ns + 1000000000u ?
-			&born :
-			NULL,
-		start_ns, dur_ns, running, &now, out);
+	return weft__collector_split_of(p->wk[worker].window, p->window_fill,
+					born_sample(p, worker, start_ns, &born),
+					start_ns, dur_ns, running, &now, out);
 }
 
 void weft__collector_sample_workers(struct probe *p, uint64_t now)
