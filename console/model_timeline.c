@@ -56,11 +56,16 @@ static void tl_advance(con_model_t *m, uint64_t b)
  * (full, and shorter than the shortest kept) is one comparison. */
 static void tl_top_add(con_tl_top_t *t, const weft_event_t *e)
 {
-	con_poll_t p = { .end_ns = e->ts,
-			 .dur_ns = e->a1,
-			 .task = e->task,
-			 .worker = e->worker };
+	con_poll_t p;
 	size_t min = 0;
+
+	/* Its tail padding too: checkpoints save the bucket as it is in
+	 * memory (model_save.c), and every byte written must be defined. */
+	memset(&p, 0, sizeof(p));
+	p.end_ns = e->ts;
+	p.dur_ns = e->a1;
+	p.task = e->task;
+	p.worker = e->worker;
 
 	t->polls++;
 	if (t->ntop < CON_TL_TOP) {
