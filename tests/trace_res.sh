@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# usage: tests/trace_res.sh TEST_WIRE WEFT_TRACE
+# usage: tests/trace_res.sh TEST_WIRE WEFT_TRACE [TASKS_WORKLOAD]
 #
 # weft-trace and resources (issue 18), on a trace written by
 # `test_wire --write-resources` (no runtime: the probe does not emit
@@ -12,7 +12,7 @@
 # names the RES_* events' fields.
 set -euo pipefail
 
-test_wire=$1 tool=$2
+test_wire=$1 tool=$2 workload=${3:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-trace-res.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -102,4 +102,22 @@ grep -q 'resource-release 1(holder) res=7 count=2 (semaphore permits)' \
 	"$tmp/dump.txt" || fail "RES_RELEASE"
 grep -q 'resource-owner 1(holder) res=6' "$tmp/dump.txt" || fail "RES_OWNER"
 grep -q 'resource-drop - res=7' "$tmp/dump.txt" || fail "RES_DROP"
+# Waits by design are not contention: a real runtime's tasks parked on a
+# notify and asleep on the timer wheel (tasks_workload) wait long, with
+# no holder; stats ranks neither among the most contended.
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/design.weft" "$workload" 3 2 0.3 >/dev/null ||
+		fail "tasks_workload failed"
+	"$tool" stats "$tmp/design.weft" >"$tmp/design.txt" ||
+		fail "stats on design failed"
+	sed -n '/^resources:/,/^$/p' "$tmp/design.txt" >"$tmp/design.res"
+	cat "$tmp/design.res"
+	grep -q '^  (2 not ranked: timers, fds' "$tmp/design.res" ||
+		fail "design: the waits by design not said"
+	grep -q '^  (none: no lock' "$tmp/design.res" ||
+		fail "design: something ranked"
+	if grep -Eq '^  (notify|timer-wheel) ' "$tmp/design.res"; then
+		fail "design: a notify or the timer wheel ranked as contended"
+	fi
+fi
 echo "trace_res: ok"

@@ -250,17 +250,32 @@ static void res_tasks(const tt_trace_t *t, const char *what,
 static void res_print(const tt_trace_t *t, unsigned long top)
 {
 	const tt_resource_t **res;
-	size_t n;
+	size_t n, by_design = 0;
 
 	if (!t->res.seen)
 		return;
 	res = tt_xmalloc((top ? top : 1) * sizeof(*res));
 	n = tt_res_top(&t->res, res, top);
+	for (size_t i = 0; i < t->res.nb; i++)
+		for (const tt_resource_t *x = t->res.b[i]; x; x = x->next)
+			by_design += !tt_res_contends(x->kind);
+	for (size_t i = 0; i < t->res.ngone; i++)
+		by_design += !tt_res_contends(t->res.gone[i]->kind);
 	printf("\nresources: %llu seen, %llu dropped%s; the most contended "
 	       "(by total wait):\n",
 	       (unsigned long long)t->res.seen,
 	       (unsigned long long)t->res.dropped,
 	       t->res.discarded ? " (more not kept)" : "");
+	if (by_design)
+		printf("  (%zu not ranked: timers, fds, messages and "
+		       "notifies are waited on by design, with no holder)\n",
+		       by_design);
+	if (!n) {
+		printf("  (none: no lock, semaphore, pool or full channel "
+		       "kept a task waiting)\n");
+		free(res);
+		return;
+	}
 	printf("  %-28s %5s %5s %9s %9s %9s %8s %8s %8s %8s\n", "RESOURCE",
 	       "HOLD", "WAIT", "ACQUIRES", "WAITS", "WAITED", "P50", "P99",
 	       "MAX", "HOLD P99");
