@@ -646,9 +646,17 @@ const con_worker_t *con_task_polled_by(const con_model_t *m,
  * con_task_idle_ns() - @t's idle time as of the model's latest update:
  * the stretches a wake ended, and the one under way while it is idle
  * (counted from the end of its last pending poll, not from its next
- * wake, so a task parked for good shows it).
+ * wake, so a task parked for good shows it).  A task shown running
+ * (con_task_polled_by()) has none under way: its stretch ends where the
+ * worker's poll of it began.
  */
 uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t);
+/* The state the views show for @t as a number to sort by: its own, but
+ * WEFT_TASK_RUNNING while a worker polls it, and WEFT_TASK_DONE + 1
+ * for "cancelled" (con_task_status_name()). */
+unsigned con_task_shown_state(const con_model_t *m, const con_task_t *t);
+/* The worker the views show for @t: the one polling it, else its last. */
+uint32_t con_task_shown_worker(const con_model_t *m, const con_task_t *t);
 /* A worker index as the views print it: "-" for none (a warning about
  * no worker, a task never polled: WEFT_EVENT_NO_WORKER). */
 const char *con_fmt_worker(char *buf, size_t len, uint32_t worker);

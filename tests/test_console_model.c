@@ -1659,6 +1659,87 @@ static void test_console_views_busy_and_poll(void **state)
 }
 
 /*
+ * A task its own record calls idle while a worker is in a poll of it (a
+ * hung poll: the record is where its last poll left it) is shown
+ * running, on that worker: its idle time stops where that poll began,
+ * and sorting by STATE, WORKER or IDLE goes by what is shown.
+ */
+static void test_console_model_running_not_idle(void **state)
+{
+	con_model_t m;
+	con_session_t s = {
+		.model = &m, .once = true, .ascii = true, .view = CON_VIEW_TASKS
+	};
+	Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+			 w1 = WEFT__V1__WORKER__INIT;
+	Weft__V1__Worker *ws[] = { &w0, &w1 };
+	Weft__V1__Task *ts[] = { task_msg(1, "hung", 3),
+				 task_msg(2, "parked", 3),
+				 task_msg(3, "queued", 3) };
+	const con_task_t *hung;
+	char *out;
+
+	(void)state;
+	con_model_init(&m, "test");
+	/* Idle from 1.5 s; worker 0 in a poll of it since 1.8 s. */
+	ts[0]->idle_ns = 100 * MS;
+	ts[0]->idle_since_ns = 1500 * MS;
+	ts[0]->last_worker = 5;
+	ts[1]->idle_since_ns = 1900 * MS;
+	ts[1]->last_worker = 1;
+	ts[2]->state = WEFT_TASK_SCHEDULED;
+	ts[2]->last_worker = 3;
+	w0.state = 0;
+	w0.current_task = 1;
+	w0.poll_started_ns = 1800 * MS;
+	w1.index = 1;
+	w1.state = 2;
+	feed(&m, 2 * SEC, ts, 3, ws, 2, NULL, 0);
+	hung = con_model_task(&m, 1);
+	assert_non_null(hung);
+	assert_string_equal(con_task_status_name(&m, hung), "running");
+	assert_int_equal(con_task_idle_ns(&m, hung), 400 * MS);
+	/* Three seconds on, still in that poll: not a nanosecond more. */
+	feed(&m, 5 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_int_equal(con_task_idle_ns(&m, hung), 400 * MS);
+	assert_int_equal(con_task_idle_ns(&m, con_model_task(&m, 2)),
+			 3100 * MS);
+	out = render(&s, 160, 10);
+	assert_non_null(strstr(out, "hung          running     0 "));
+	assert_non_null(strstr(out, "400ms"));
+	free(out);
+	/* By state: idle, scheduled, running. */
+	con_model_set_sort(&m, CON_COL_STATE, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 2);
+	assert_int_equal(m.list[1]->id, 3);
+	assert_int_equal(m.list[2]->id, 1);
+	/* By worker: 0 (polling it), 1, 3 (their last). */
+	con_model_set_sort(&m, CON_COL_WORKER, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 1);
+	assert_int_equal(m.list[1]->id, 2);
+	assert_int_equal(m.list[2]->id, 3);
+	/* By idle: queued (0), hung (400 ms), parked (3.1 s). */
+	con_model_set_sort(&m, CON_COL_IDLE, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 3);
+	assert_int_equal(m.list[1]->id, 1);
+	assert_int_equal(m.list[2]->id, 2);
+	/* The poll ended (pending): idle again from its end, 5.2 s. */
+	w0.state = 2;
+	w0.current_task = 0;
+	ts[0] = task_msg(1, "hung", 4);
+	ts[0]->idle_ns = 400 * MS;
+	ts[0]->idle_since_ns = 5200 * MS;
+	feed(&m, 5500 * MS, ts, 1, ws, 2, NULL, 0);
+	hung = con_model_task(&m, 1);
+	assert_string_equal(con_task_status_name(&m, hung), "idle");
+	assert_int_equal(con_task_idle_ns(&m, hung), 700 * MS);
+	con_model_fini(&m);
+}
+
+/*
  * Nothing prints WEFT_EVENT_NO_WORKER as a number (a warning about no
  * worker, a task never polled), and a task that ended cancelled reads
  * "cancelled", not "done".
@@ -3347,6 +3428,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_detail_await_sites_saved),
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
+		cmocka_unit_test(test_console_model_running_not_idle),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
 		cmocka_unit_test(test_console_model_groups),
