@@ -2062,6 +2062,81 @@ static void feed_res(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
 }
 
 /*
+ * A deadlock as the detail tells it: the holder's "locks held" counts
+ * what it holds now (a weft_mutex_t taken and not released, by its
+ * events; an async mutex listing it among its holders), each with the
+ * whole count waiting on it (two here, not the one a list of the first
+ * might suggest); and "warnings" lists a warning row that names the
+ * task though its record carries no bit for it yet.
+ */
+static void test_console_views_detail_deadlock(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_DETAIL,
+			    .detail_task = 1 };
+	Weft__V1__Task *ts[] = { task_msg(1, "dl-a", 2), task_msg(2, "dl-b", 2),
+				 task_msg(3, "dl-c", 1) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(10, WEFT_RES_MUTEX, "table-a", "app.c", 5),
+		res_msg(11, WEFT_RES_MUTEX, "table-b", "app.c", 6),
+	};
+	uint64_t h10[] = { 1 }, w10[] = { 3, 2 }, h11[] = { 2 }, w11[] = { 1 };
+	Weft__V1__Warning *x = warning_msg(4, WEFT_WARN_NEVER_YIELDED, 1);
+	weft_event_t ev[] = {
+		{ .ts = 2 * SEC,
+		  .task = 1,
+		  .a1 = 0x55,
+		  .kind = WEFT_EV_LOCK_ACQUIRE },
+	};
+	char *out;
+
+	(void)state;
+	ts[0]->waiting_on = 11;
+	ts[1]->waiting_on = 10;
+	ts[2]->waiting_on = 10;
+	rs[0]->holders = h10;
+	rs[0]->n_holders = 1;
+	rs[0]->nholders = 1;
+	rs[0]->waiters = w10;
+	rs[0]->n_waiters = 2;
+	rs[0]->nwaiters = 2;
+	rs[1]->holders = h11;
+	rs[1]->n_holders = 1;
+	rs[1]->nholders = 1;
+	rs[1]->waiters = w11;
+	rs[1]->n_waiters = 1;
+	rs[1]->nwaiters = 1;
+	con_model_init(&m, "test");
+	con_model_events(&m, ev, 1);
+	feed_res(&m, 3 * SEC, ts, 3, rs, 2);
+	/* The warning row; task 1's record (warnings 0) is unchanged. */
+	feed(&m, 3 * SEC, NULL, 0, NULL, 0, &x, 1);
+	free(x);
+	assert_int_equal(con_model_task(&m, 1)->warnings, 0);
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "locks held 2"));
+	assert_non_null(strstr(out, "held now: lock 0x55"));
+	assert_non_null(strstr(out, "held now: mutex table-a  (2 waiting on "
+				    "it)"));
+	assert_null(strstr(out, "table-b  ("));
+	assert_non_null(strstr(out, "warnings: never-yielded"));
+	assert_null(strstr(out, "warnings: none"));
+	free(out);
+	/* A waiter holds nothing. */
+	s.detail_task = 3;
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "locks held 0"));
+	assert_null(strstr(out, "held now"));
+	free(out);
+	con_model_fini(&m);
+}
+
+/*
  * Resources into the model: by id, merged (the first name stays),
  * untrusted input bounded (id 0 refused, lists cut to WEFT_RES_LIST,
  * counts raised to their lists, long names cut, NaN rates 0), histograms
@@ -3429,6 +3504,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_model_running_not_idle),
+		cmocka_unit_test(test_console_views_detail_deadlock),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
 		cmocka_unit_test(test_console_model_groups),
