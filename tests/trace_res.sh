@@ -56,7 +56,7 @@ cat >"$tmp/pool.want" <<'EOF'
 blocking pool: 6 jobs run, 5 waited for a thread; at the end 1 running, 0 queued
   queue wait: p50 3.0ms, p99 6.0ms, max 6.0ms, total 17.0ms
   1 waits ended unserved (cancelled or closed)
-  top submitters (by run time; a job's name is its address in the process):
+  top submitters (by run time; a job's name as a warning named it, else its address in the process):
   SUBMITTER            SPAWNED AT               JOB              JOBS  WAITS    WAITED       RUN
   holder               app.c:101                0xa000              2      1     6.0ms    30.0ms
   producer             app.c:104                0xb000              2      2     5.0ms     5.0ms
@@ -102,6 +102,25 @@ grep -q 'resource-release 1(holder) res=7 count=2 (semaphore permits)' \
 	"$tmp/dump.txt" || fail "RES_RELEASE"
 grep -q 'resource-owner 1(holder) res=6' "$tmp/dump.txt" || fail "RES_OWNER"
 grep -q 'resource-drop - res=7' "$tmp/dump.txt" || fail "RES_DROP"
+# A job's name, where a warning says it: a real runtime's pool of one
+# thread with six 80 ms jobs named "render-pdf" queued by one task (a
+# convoy, warned as blocking-queue); the JOB column reads the name, not
+# the address the events carry.
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/pool.weft" "$workload" 0 0 0.1 6 >/dev/null ||
+		fail "tasks_workload with jobs failed"
+	"$tool" stats "$tmp/pool.weft" >"$tmp/jobs.txt" ||
+		fail "stats on jobs failed"
+	sed -n '/^blocking pool:/,$p' "$tmp/jobs.txt"
+	grep -q '^  blocking-queue .*"render-pdf"' "$tmp/jobs.txt" ||
+		fail "jobs: no blocking-queue warning naming render-pdf"
+	grep -Eq '^  pdf-submitter +[^ ]+ +render-pdf +6 ' "$tmp/jobs.txt" ||
+		fail "jobs: the JOB column does not name render-pdf"
+	if grep -Eq '^  pdf-submitter .* 0x[0-9a-f]+ ' "$tmp/jobs.txt"; then
+		fail "jobs: an address for a named job"
+	fi
+fi
+
 # Waits by design are not contention: a real runtime's tasks parked on a
 # notify and asleep on the timer wheel (tasks_workload) wait long, with
 # no holder; stats ranks neither among the most contended.

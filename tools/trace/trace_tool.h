@@ -325,6 +325,7 @@ typedef struct tt_pool_sub_s {
 	uint32_t line;
 	uint64_t task;     /* the first submitting task seen */
 	uint64_t label;    /* the job's name: an address in the process */
+	uint32_t job_line; /* where its first job was submitted, 0: unknown */
 	uint64_t jobs, waits, wait_ns, run_ns;
 } tt_pool_sub_t;
 
