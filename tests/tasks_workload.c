@@ -17,7 +17,9 @@
  * tasks_workload PARKED DONE SECS JOBS: a task named "pdf-submitter" as
  * well, that queues JOBS blocking jobs named "render-pdf" of 80 ms each
  * on a pool of one thread (a convoy: each waits for the ones before)
- * and awaits them; counted with the finishers.
+ * and awaits them; counted with the finishers.  JOBS as "Nd": N jobs of
+ * 700 ms, detached, and the submitter ends at once (its jobs outlive
+ * it: the pool's holder is a task that has ended).
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -71,11 +73,14 @@ static weft_poll_t finisher_poll(void *arg, weft_cx_t *cx)
 #define JOBS_MAX 16
 
 static unsigned njobs;
+static bool detach;
 
 static void *render(void *arg)
 {
 	(void)arg;
-	nanosleep(&(struct timespec){ .tv_nsec = 80 * 1000000 }, NULL);
+	nanosleep(&(struct timespec){ .tv_nsec =
+					      (detach ? 700 : 80) * 1000000l },
+		  NULL);
 	return NULL;
 }
 
@@ -96,12 +101,13 @@ static weft_poll_t submitter_poll(void *arg, weft_cx_t *cx)
 					      .file = __FILE__,
 					      .line = __LINE__ };
 
-		if (weft_spawn_blocking_with(NULL, &spec, &s->h[s->i])) {
+		if (weft_spawn_blocking_with(NULL, &spec,
+					     detach ? NULL : &s->h[s->i])) {
 			fprintf(stderr, "tasks_workload: no job\n");
 			exit(1);
 		}
 	}
-	for (s->i = 0; s->i < njobs; s->i++) {
+	for (s->i = 0; s->i < njobs && !detach; s->i++) {
 		WEFT_AWAIT(s, weft_blocking_poll(s->h[s->i], cx, NULL));
 		weft_blocking_drop(s->h[s->i]);
 	}
@@ -151,7 +157,10 @@ int main(int argc, char **argv)
 	ndone = (unsigned)strtoul(argv[2], NULL, 10);
 	secs = strtod(argv[3], NULL);
 	if (argc == 5) {
-		njobs = (unsigned)strtoul(argv[4], NULL, 10);
+		char *end;
+
+		njobs = (unsigned)strtoul(argv[4], &end, 10);
+		detach = *end == 'd';
 		if (njobs > JOBS_MAX)
 			njobs = JOBS_MAX;
 		cfg.max_blocking_threads = 1;

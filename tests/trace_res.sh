@@ -121,6 +121,19 @@ if [ -n "$workload" ]; then
 	fi
 fi
 
+# A holder that ended long before the trace did (its detached jobs
+# outlive it, the last 700 ms after it ended more than a second before):
+# named as it was, not "task N".
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/gone.weft" "$workload" 0 0 1.3 2d >/dev/null ||
+		fail "tasks_workload with detached jobs failed"
+	"$tool" stats "$tmp/gone.weft" >"$tmp/gone.txt" ||
+		fail "stats on gone failed"
+	sed -n '/^resources:/,/^$/p' "$tmp/gone.txt"
+	grep -Eq '^      longest hold .* by task [0-9]+ \(pdf-submitter\)$' \
+		"$tmp/gone.txt" || fail "gone: the holder not named"
+fi
+
 # Waits by design are not contention: a real runtime's tasks parked on a
 # notify and asleep on the timer wheel (tasks_workload) wait long, with
 # no holder; stats ranks neither among the most contended.

@@ -104,6 +104,9 @@ typedef struct tt_restab_s {
 	size_t ngone;
 } tt_restab_t;
 
+/* Names of tasks forgotten kept for labels at the end (tt_trace_t). */
+#define TT_GONE_NAMES 1024
+
 /* Warnings kept whole (the first ones); past that, only counted. */
 #define TT_WARNINGS_KEPT 1024
 
@@ -168,6 +171,14 @@ typedef struct tt_trace_s {
 	uint8_t *task_counts; /* private: tasks by their ids' low bits */
 	size_t ntasks;
 	size_t live_tasks;
+	/* The names of the last TT_GONE_NAMES tasks forgotten (a ring,
+	 * gone_next the next slot): a resource's holder at the end, a
+	 * pool job's submitter, may have ended long before. */
+	struct tt_gone_name_s {
+		uint64_t id;
+		char name[40];
+	} * gone_names;
+	size_t gone_next;
 	/* Tasks ended, in time order, forgotten two windows later. */
 	struct tt_ended_s *ended;
 	size_t ended_head, ended_len, ended_cap;
@@ -263,6 +274,15 @@ void tt_free(tt_trace_t *t);
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 			  size_t len);
+/*
+ * tt_task_label(), but a task the trace no longer knows (forgotten a
+ * second after it ended: a holder in a resource's last record, a pool
+ * job's submitter) takes its name as it was forgotten (the last
+ * TT_GONE_NAMES), else the name a kept warning about it carried.  For
+ * the end of a verb: it reads those tables whole.
+ */
+const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
+				 size_t len);
 void tt_print_drops(FILE *out, const tt_trace_t *t);
 
 /* trace_res.c */

@@ -234,9 +234,8 @@ static void res_tasks(const tt_trace_t *t, const char *what,
 
 	printf("      %s %u:", what, whole);
 	for (unsigned i = 0; i < n; i++)
-		printf("%s %llu (%s)", i ? "," : "",
-		       (unsigned long long)ids[i],
-		       tt_task_label(t, ids[i], name, sizeof(name)));
+		printf("%s %llu (%s)", i ? "," : "", (unsigned long long)ids[i],
+		       tt_task_label_warned(t, ids[i], name, sizeof(name)));
 	if (whole > n)
 		printf(", +%u more", whole - n);
 	putchar('\n');
@@ -298,8 +297,8 @@ static void res_print(const tt_trace_t *t, unsigned long top)
 			printf("      longest hold %s by task %llu (%s)\n",
 			       tt_dur(a, sizeof(a), x->longest_hold_ns),
 			       (unsigned long long)x->longest_holder,
-			       tt_task_label(t, x->longest_holder, name,
-					     sizeof(name)));
+			       tt_task_label_warned(t, x->longest_holder, name,
+						    sizeof(name)));
 		if (x->nholders)
 			res_tasks(t, "holders", x->holders, x->nholders_kept,
 				  x->nholders);
