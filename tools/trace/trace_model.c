@@ -241,28 +241,6 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 	return buf;
 }
 
-const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
-				 size_t len)
-{
-	const tt_task_t *k = tt_task(t, id);
-
-	if (k && k->name[0])
-		return tt_task_label(t, id, buf, len);
-	/* Forgotten since it ended: its name then, or the one a warning
-	 * about it kept. */
-	for (size_t i = TT_GONE_NAMES; id && t->gone_names && i-- > 0;)
-		if (t->gone_names[i].id == id) {
-			snprintf(buf, len, "%s", t->gone_names[i].name);
-			return buf;
-		}
-	for (size_t i = t->nkept; id && i-- > 0;)
-		if (t->warnings[i].task == id && t->warnings[i].label) {
-			snprintf(buf, len, "%s", t->warnings[i].label);
-			return buf;
-		}
-	return tt_task_label(t, id, buf, len);
-}
-
 static size_t str_hash(const char *s, size_t n)
 {
 	size_t h = 0xcbf29ce484222325ull;

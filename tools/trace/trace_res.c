@@ -7,7 +7,9 @@
  * A record with dropped_ns set is a resource's last: it leaves the live
  * table.  Nothing is trusted: id 0 is ignored, strings cut at 256 bytes,
  * lists at WEFT_RES_LIST, histograms at WEFT_HIST_BUCKETS, and past
- * TT_RES_MAX live resources new ones are only counted.  Then the
+ * TT_RES_MAX live resources new ones are only counted.  The names of
+ * their holders and waiters, forgotten tasks included
+ * (tt_task_label_warned()).  Then the
  * warnings, counted as warnings, not rows: a fold's row stands for the N
  * it says.
  */
@@ -279,6 +281,28 @@ void tt_res_free(tt_restab_t *r)
 		res_free_one(r->gone[i]);
 	free(r->b);
 	memset(r, 0, sizeof(*r));
+}
+
+const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
+				 size_t len)
+{
+	const tt_task_t *k = tt_task(t, id);
+
+	if (k && k->name[0])
+		return tt_task_label(t, id, buf, len);
+	/* Forgotten since it ended: its name then, or the one a warning
+	 * about it kept. */
+	for (size_t i = TT_GONE_NAMES; id && t->gone_names && i-- > 0;)
+		if (t->gone_names[i].id == id) {
+			snprintf(buf, len, "%s", t->gone_names[i].name);
+			return buf;
+		}
+	for (size_t i = t->nkept; id && i-- > 0;)
+		if (t->warnings[i].task == id && t->warnings[i].label) {
+			snprintf(buf, len, "%s", t->warnings[i].label);
+			return buf;
+		}
+	return tt_task_label(t, id, buf, len);
 }
 
 /* ------------------------------------------------------------ warnings */

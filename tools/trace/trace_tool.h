@@ -274,15 +274,6 @@ void tt_free(tt_trace_t *t);
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 			  size_t len);
-/*
- * tt_task_label(), but a task the trace no longer knows (forgotten a
- * second after it ended: a holder in a resource's last record, a pool
- * job's submitter) takes its name as it was forgotten (the last
- * TT_GONE_NAMES), else the name a kept warning about it carried.  For
- * the end of a verb: it reads those tables whole.
- */
-const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
-				 size_t len);
 void tt_print_drops(FILE *out, const tt_trace_t *t);
 
 /* trace_res.c */
@@ -300,6 +291,15 @@ bool tt_res_contends(unsigned kind);
 size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
 		  size_t max);
 void tt_res_free(tt_restab_t *r);
+/*
+ * tt_task_label(), but a task the trace no longer knows (forgotten a
+ * second after it ended: a holder in a resource's last record, a pool
+ * job's submitter) takes its name as it was forgotten (the last
+ * TT_GONE_NAMES), else the name a kept warning about it carried.  For
+ * the end of a verb: it reads those tables whole.
+ */
+const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
+				 size_t len);
 
 /*
  * trace_durs.c: durations (or counts) for percentiles, each kept up to
