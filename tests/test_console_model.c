@@ -2136,6 +2136,80 @@ static void test_console_views_detail_deadlock(void **state)
 	con_model_fini(&m);
 }
 
+/* The role of the first cell of @text in @g, or -1 when not there. */
+static int role_of(const con_grid_t *g, const char *text)
+{
+	size_t n = strlen(text);
+
+	for (int y = 0; y < g->h; y++)
+		for (int x = 0; x + (int)n <= g->w; x++) {
+			size_t k = 0;
+
+			while (k < n && g->cells[y * g->w + x + (int)k].ch ==
+						(wchar_t)text[k])
+				k++;
+			if (k == n)
+				return g->cells[y * g->w + x].role;
+		}
+	return -1;
+}
+
+/*
+ * Waits by design do not stand out as contention: a listener in accept
+ * (an fd) and a sleeper (the timer wheel) have waiters and no holder;
+ * their rows read normal, a lock's with waiters a warning.
+ */
+static void test_console_views_resources_by_design(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_RESOURCES };
+	Weft__V1__Task *ts[] = { task_msg(1, "acceptor", 1),
+				 task_msg(2, "sleeper", 1),
+				 task_msg(3, "locker", 1) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(7, WEFT_RES_IO, "listen-fd", NULL, 0),
+		res_msg(8, WEFT_RES_TIMER_WHEEL, "timer wheel", NULL, 0),
+		res_msg(9, WEFT_RES_MUTEX, "cache", "app.c", 20),
+	};
+	uint64_t w7[] = { 1 }, w8[] = { 2 }, w9[] = { 3 };
+	con_grid_t g;
+
+	(void)state;
+	rs[0]->waiters = w7;
+	rs[1]->waiters = w8;
+	rs[2]->waiters = w9;
+	for (int i = 0; i < 3; i++) {
+		rs[i]->n_waiters = 1;
+		rs[i]->nwaiters = 1;
+		rs[i]->oldest_wait_ns = 1 * SEC;
+	}
+	con_model_init(&m, "test");
+	feed_res(&m, 3 * SEC, ts, 3, rs, 3);
+	con_session_resort(&s);
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "listen-fd"), CON_ROLE_NORMAL);
+	assert_int_equal(role_of(&g, "timer wheel"), CON_ROLE_NORMAL);
+	assert_int_equal(role_of(&g, "cache"), CON_ROLE_WARN);
+	con_grid_fini(&g);
+	/* One resource's page: its oldest wait is said, not as a warning. */
+	s.view = CON_VIEW_RESOURCE;
+	s.detail_res = 8;
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "the oldest wait began"), CON_ROLE_NORMAL);
+	con_grid_fini(&g);
+	s.detail_res = 9;
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "the oldest wait began"), CON_ROLE_WARN);
+	con_grid_fini(&g);
+	con_model_fini(&m);
+}
+
 /*
  * Resources into the model: by id, merged (the first name stays),
  * untrusted input bounded (id 0 refused, lists cut to WEFT_RES_LIST,
@@ -3505,6 +3579,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_busy_and_poll),
 		cmocka_unit_test(test_console_model_running_not_idle),
 		cmocka_unit_test(test_console_views_detail_deadlock),
+		cmocka_unit_test(test_console_views_resources_by_design),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
 		cmocka_unit_test(test_console_model_groups),
