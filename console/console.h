@@ -646,9 +646,17 @@ const con_worker_t *con_task_polled_by(const con_model_t *m,
  * con_task_idle_ns() - @t's idle time as of the model's latest update:
  * the stretches a wake ended, and the one under way while it is idle
  * (counted from the end of its last pending poll, not from its next
- * wake, so a task parked for good shows it).
+ * wake, so a task parked for good shows it).  A task shown running
+ * (con_task_polled_by()) has none under way: its stretch ends where the
+ * worker's poll of it began.
  */
 uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t);
+/* The state the views show for @t as a number to sort by: its own, but
+ * WEFT_TASK_RUNNING while a worker polls it, and WEFT_TASK_DONE + 1
+ * for "cancelled" (con_task_status_name()). */
+unsigned con_task_shown_state(const con_model_t *m, const con_task_t *t);
+/* The worker the views show for @t: the one polling it, else its last. */
+uint32_t con_task_shown_worker(const con_model_t *m, const con_task_t *t);
 /* A worker index as the views print it: "-" for none (a warning about
  * no worker, a task never polled: WEFT_EVENT_NO_WORKER). */
 const char *con_fmt_worker(char *buf, size_t len, uint32_t worker);
@@ -668,6 +676,11 @@ void con_model_res_set(con_model_t *m, const Weft__V1__Resource *x);
 /* Drop dropped resources older than retain_ns (called by update). */
 void con_model_res_retain(con_model_t *m);
 void con_model_res_free_all(con_model_t *m);
+/* Whether waiting on a resource of @kind is contention (a waiter waits
+ * for a holder: a lock, permits, a pool's thread, a full channel's
+ * receiver), not a wait by design (a timer, an fd, a message, a
+ * notify): only contention stands out. */
+bool con_res_contends(unsigned kind);
 /* "cache" or "demo.c:88" or "#17": a resource's name, as views print it. */
 const char *con_res_label(const con_resource_t *r, char *buf, size_t len);
 const char *con_res_col_label(con_res_col_t col);

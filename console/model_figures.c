@@ -109,12 +109,39 @@ const char *con_worker_state_name(unsigned state)
 	return state < 3 ? names[state] : "?";
 }
 
+/*
+ * A task shown running (a worker is in a poll of it) is not idle, whatever
+ * its own record says: its stretch ended when that poll began (not known:
+ * none counted), and stays so while the poll goes on.
+ */
 uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t)
 {
-	if (t->state != WEFT_TASK_IDLE || !t->idle_since_ns ||
-	    m->now_ns <= t->idle_since_ns)
+	const con_worker_t *w;
+	uint64_t end = m->now_ns;
+
+	if (t->state != WEFT_TASK_IDLE || !t->idle_since_ns)
 		return t->idle_ns;
-	return t->idle_ns + (m->now_ns - t->idle_since_ns);
+	if ((w = con_task_polled_by(m, t)))
+		end = w->poll_started_ns;
+	if (end <= t->idle_since_ns)
+		return t->idle_ns;
+	return t->idle_ns + (end - t->idle_since_ns);
+}
+
+unsigned con_task_shown_state(const con_model_t *m, const con_task_t *t)
+{
+	if (con_task_polled_by(m, t))
+		return WEFT_TASK_RUNNING;
+	if (t->state == WEFT_TASK_DONE && t->status == -ECANCELED)
+		return WEFT_TASK_DONE + 1; /* "cancelled", after done */
+	return t->state;
+}
+
+uint32_t con_task_shown_worker(const con_model_t *m, const con_task_t *t)
+{
+	const con_worker_t *w = con_task_polled_by(m, t);
+
+	return w ? w->index : t->last_worker;
 }
 
 const char *con_task_col_label(con_task_col_t col)

@@ -93,10 +93,12 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 		c = strcmp(a->name, b->name);
 		break;
 	case CON_COL_STATE:
-		c = con_cmp_u64(a->state, b->state);
+		c = con_cmp_u64(con_task_shown_state(m, a),
+				con_task_shown_state(m, b));
 		break;
 	case CON_COL_WORKER:
-		c = con_cmp_u64(a->last_worker, b->last_worker);
+		c = con_cmp_u64(con_task_shown_worker(m, a),
+				con_task_shown_worker(m, b));
 		break;
 	case CON_COL_POLLS:
 		c = con_cmp_u64(a->polls, b->polls);

@@ -12,8 +12,12 @@
  * PENDING as a lock-held-across-await warning whose detail names the
  * lock and where it was taken (the events carry only the addresses of
  * those strings), so the lines come from the task's warnings, newest
- * first, one per lock and site.  Events: the model's watched task
- * (con_session_watch), newest first.
+ * first, one per lock and site.  The locks it holds now ("locks held"):
+ * the weft_mutex_t its watched events took and did not release, and the
+ * lock resources (async mutex, semaphore) listing it among their
+ * holders, each with the whole count waiting on it.  Its warnings: its
+ * record's bits and the kinds of the rows kept that name it.  Events:
+ * the model's watched task (con_session_watch), newest first.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -130,25 +134,29 @@ static bool lock_name(const con_model_t *m, const con_task_t *t, uint64_t lock,
 	return false;
 }
 
-/*
- * Locks the task holds now, by its recent events: taken and not yet
- * released (only what the watched events still show).  Returns the rows
- * used.
- */
-static int held_now_draw(const con_model_t *m, const con_task_t *t,
-			 con_grid_t *g, int y, int rows)
-{
-	struct {
-		uint64_t lock, since;
-	} held[8];
-	int nheld = 0, used = 0;
+/* A weft_mutex_t taken, by its address, and since when. */
+struct held_lock {
+	uint64_t lock, since;
+};
 
+/*
+ * Locks (weft_mutex_t) the task holds now, by its recent events: taken
+ * and not yet released (only what the watched events still show), at
+ * most @max into @held.  Returns how many.
+ */
+static int held_now(const con_model_t *m, const con_task_t *t,
+		    struct held_lock *held, int max)
+{
+	int nheld = 0;
+
+	if (t->state == WEFT_TASK_DONE)
+		return 0;
 	for (size_t i = CON_WATCH_EVENTS; i-- > 0;) {
 		const weft_event_t *e = con_model_watch_event(m, i);
 
 		if (!e || e->task != t->id)
 			continue;
-		if (e->kind == WEFT_EV_LOCK_ACQUIRE && nheld < 8) {
+		if (e->kind == WEFT_EV_LOCK_ACQUIRE && nheld < max) {
 			held[nheld].lock = e->a1;
 			held[nheld++].since = e->ts;
 		} else if (e->kind == WEFT_EV_LOCK_RELEASE) {
@@ -159,6 +167,79 @@ static int held_now_draw(const con_model_t *m, const con_task_t *t,
 				}
 		}
 	}
+	return nheld;
+}
+
+/* Whether holding a resource of @kind is holding a lock. */
+static bool lock_kind(unsigned kind)
+{
+	return kind == WEFT_RES_MUTEX || kind == WEFT_RES_SEMAPHORE ||
+	       kind == WEFT_RES_SYNC_MUTEX;
+}
+
+/*
+ * The @i-th lock resource (async mutex, semaphore) listing @t among its
+ * holders, as the resources' last records say; NULL past the last.
+ */
+static const con_resource_t *res_held(const con_model_t *m, const con_task_t *t,
+				      size_t i)
+{
+	if (t->state == WEFT_TASK_DONE)
+		return NULL;
+	for (size_t k = 0; k < m->nres; k++) {
+		const con_resource_t *r = m->res[k];
+
+		if (r->dropped_ns || !lock_kind(r->kind))
+			continue;
+		for (uint8_t h = 0; h < r->nholders_kept; h++)
+			if (r->holders[h] == t->id) {
+				if (!i--)
+					return r;
+				break;
+			}
+	}
+	return NULL;
+}
+
+/* The locks @t holds now: weft_mutex_t by its events, and the lock
+ * resources that list it among their holders. */
+static unsigned locks_now(const con_model_t *m, const con_task_t *t)
+{
+	struct held_lock held[8];
+	unsigned n = (unsigned)held_now(m, t, held, 8);
+
+	for (size_t i = 0; res_held(m, t, i); i++)
+		n++;
+	return n;
+}
+
+/*
+ * The warning kinds raised on @t: its record's bits, and the kinds of
+ * the warning rows kept that name it (a row may come before, or without,
+ * a record of its task carrying the bit).
+ */
+static uint32_t warned_kinds(const con_model_t *m, const con_task_t *t)
+{
+	uint32_t bits = t->warnings;
+
+	for (size_t i = 0; i < m->nwarnings; i++)
+		if (m->warnings[i].task == t->id && m->warnings[i].kind < 32)
+			bits |= 1u << m->warnings[i].kind;
+	return bits;
+}
+
+/*
+ * Locks the task holds now: the weft_mutex_t by its recent events, and
+ * the lock resources listing it among their holders, with how many wait
+ * on each.  Returns the rows used.
+ */
+static int held_now_draw(const con_model_t *m, const con_task_t *t,
+			 con_grid_t *g, int y, int rows)
+{
+	struct held_lock held[8];
+	int nheld = held_now(m, t, held, 8), used = 0;
+	const con_resource_t *r;
+
 	for (int k = 0; k < nheld && used < rows; k++) {
 		char name[96], site[96], dur[16];
 		uint64_t now = m->now_ns > held[k].since ? m->now_ns :
@@ -174,6 +255,16 @@ static int held_now_draw(const con_model_t *m, const con_task_t *t,
 			con_grid_printf(g, 3, y + used++, CON_ROLE_WARN,
 					"held now: lock %#llx  for %s",
 					(unsigned long long)held[k].lock, dur);
+	}
+	for (size_t i = 0; (r = res_held(m, t, i)) && used < rows; i++) {
+		char label[CON_RES_STR_MAX + 16];
+
+		con_grid_printf(g, 3, y + used++,
+				r->nwaiters ? CON_ROLE_WARN : CON_ROLE_NORMAL,
+				"held now: %s %s  (%u waiting on it)",
+				weft_resource_kind_name(r->kind),
+				con_res_label(r, label, sizeof(label)),
+				r->nwaiters);
 	}
 	return used;
 }
@@ -505,6 +596,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	const con_worker_t *pw;
 	char a[16], b[16], c[16], d[16], wk[8];
 	int y = top, x, half, left;
+	uint32_t warned;
 
 	if (!t) {
 		con_grid_put(g, 1, y, CON_ROLE_DIM,
@@ -572,7 +664,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"wakes %llu (self %llu)   locks held %u",
 			(unsigned long long)t->wakes,
-			(unsigned long long)t->self_wakes, t->locks_held);
+			(unsigned long long)t->self_wakes, locks_now(m, t));
 	/*
 	 * Clones less drops are not the wakers held: a wake by value uses
 	 * a clone up with no drop (weft_probe_task_t), and how many did is
@@ -585,14 +677,15 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			(unsigned long long)t->waker_clones,
 			(unsigned long long)t->waker_drops);
 	x = con_grid_put(g, 1, y, CON_ROLE_NORMAL, "warnings:");
-	if (!t->warnings)
+	warned = warned_kinds(m, t);
+	if (!warned)
 		con_grid_put(g, x + 1, y, CON_ROLE_GOOD, "none");
 	for (unsigned k = 1; k < 32; k++)
-		if (t->warnings & (1u << k))
+		if (warned & (1u << k))
 			x = con_grid_printf(g, x + 1, y, CON_ROLE_BAD, "%s",
 					    weft_warning_kind_name(k));
 	y += 2;
-	if (t->locks_held || takes_locks(m, t)) {
+	if (t->locks_held || takes_locks(m, t) || res_held(m, t, 0)) {
 		y += locks_draw(m, t, g, y, LOCK_ROWS + 2);
 		y++;
 	}

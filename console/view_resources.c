@@ -4,7 +4,9 @@
  * filtered), one row per resource: kind, name (or where it was
  * initialised), holders and waiters now, acquires per second, wait p50,
  * p99 and max, hold p99; the sort column's label carries an arrow.  A
- * resource with waiters stands out; a dropped one is dim.  Enter opens
+ * resource with waiters stands out when they contend (con_res_contends():
+ * a sleeper on the timer wheel, a listener in accept do not); a dropped
+ * one is dim.  Enter opens
  * the resource: its figures, then its holders and its waiters (the
  * first WEFT_RES_LIST of each, as the probe lists them), one row per
  * task; Enter there opens that task's detail.
@@ -117,7 +119,8 @@ static void resources_draw(const con_session_t *s, con_grid_t *g, int top,
 		bool sel = !s->once && i == s->sel[CON_VIEW_RESOURCES];
 		con_role_t role = sel           ? CON_ROLE_SELECTED :
 				  r->dropped_ns ? CON_ROLE_DIM :
-				  r->nwaiters   ? CON_ROLE_WARN :
+				  r->nwaiters && con_res_contends(r->kind) ?
+						  CON_ROLE_WARN :
 						  CON_ROLE_NORMAL;
 
 		if (sel)
@@ -259,7 +262,9 @@ static void resource_draw(const con_session_t *s, con_grid_t *g, int top,
 				con_fmt_ns(d, sizeof(d), r->hold_p99));
 	if (r->oldest_wait_ns && m->now_ns > r->oldest_wait_ns &&
 	    y < top + rows)
-		con_grid_printf(g, 1, y++, CON_ROLE_WARN,
+		con_grid_printf(g, 1, y++,
+				con_res_contends(r->kind) ? CON_ROLE_WARN :
+							    CON_ROLE_NORMAL,
 				"the oldest wait began %s ago",
 				con_fmt_ns(a, sizeof(a),
 					   m->now_ns - r->oldest_wait_ns));

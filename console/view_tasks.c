@@ -85,9 +85,7 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 		snprintf(buf, len, "%s", con_task_status_name(m, t));
 		break;
 	case CON_COL_WORKER:
-		con_fmt_worker(buf, len,
-			       (w = con_task_polled_by(m, t)) ? w->index :
-								t->last_worker);
+		con_fmt_worker(buf, len, con_task_shown_worker(m, t));
 		break;
 	case CON_COL_POLLS:
 		snprintf(buf, len, "%llu", (unsigned long long)t->polls);

@@ -13,6 +13,13 @@
  *
  * Its probe server is on (the default): weft-trace tasks PID reads it.
  * With WEFT_TRACE=path it records from its start.
+ *
+ * tasks_workload PARKED DONE SECS JOBS: a task named "pdf-submitter" as
+ * well, that queues JOBS blocking jobs named "render-pdf" of 80 ms each
+ * on a pool of one thread (a convoy: each waits for the ones before)
+ * and awaits them; counted with the finishers.  JOBS as "Nd": N jobs of
+ * 700 ms, detached, and the submitter ends at once (its jobs outlive
+ * it: the pool's holder is a task that has ended).
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "weft/blocking.h"
 #include "weft/sync_async.h"
 #include "weft/weft.h"
 
@@ -62,6 +70,51 @@ static weft_poll_t finisher_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(f);
 }
 
+#define JOBS_MAX 16
+
+static unsigned njobs;
+static bool detach;
+
+static void *render(void *arg)
+{
+	(void)arg;
+	nanosleep(&(struct timespec){ .tv_nsec =
+					      (detach ? 700 : 80) * 1000000l },
+		  NULL);
+	return NULL;
+}
+
+struct submitter {
+	int weft_pc;
+	unsigned i;
+	weft_blocking_t *h[JOBS_MAX];
+};
+
+static weft_poll_t submitter_poll(void *arg, weft_cx_t *cx)
+{
+	struct submitter *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	for (s->i = 0; s->i < njobs; s->i++) {
+		weft_blocking_spec_t spec = { .fn = render,
+					      .name = "render-pdf",
+					      .file = __FILE__,
+					      .line = __LINE__ };
+
+		if (weft_spawn_blocking_with(NULL, &spec,
+					     detach ? NULL : &s->h[s->i])) {
+			fprintf(stderr, "tasks_workload: no job\n");
+			exit(1);
+		}
+	}
+	for (s->i = 0; s->i < njobs && !detach; s->i++) {
+		WEFT_AWAIT(s, weft_blocking_poll(s->h[s->i], cx, NULL));
+		weft_blocking_drop(s->h[s->i]);
+	}
+	atomic_fetch_add(&ended, 1);
+	WEFT_ASYNC_END(s);
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -95,13 +148,23 @@ int main(int argc, char **argv)
 	double secs;
 	struct timespec t0, t;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: tasks_workload PARKED DONE SECS\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr,
+			"usage: tasks_workload PARKED DONE SECS [JOBS]\n");
 		return 2;
 	}
 	nparked = (unsigned)strtoul(argv[1], NULL, 10);
 	ndone = (unsigned)strtoul(argv[2], NULL, 10);
 	secs = strtod(argv[3], NULL);
+	if (argc == 5) {
+		char *end;
+
+		njobs = (unsigned)strtoul(argv[4], &end, 10);
+		detach = *end == 'd';
+		if (njobs > JOBS_MAX)
+			njobs = JOBS_MAX;
+		cfg.max_blocking_threads = 1;
+	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -114,6 +177,11 @@ int main(int argc, char **argv)
 		spawn(rt, parked_poll, sizeof(struct parked), "parked");
 	for (unsigned i = 0; i < ndone; i++)
 		spawn(rt, finisher_poll, sizeof(struct finisher), "finisher");
+	if (njobs) {
+		spawn(rt, submitter_poll, sizeof(struct submitter),
+		      "pdf-submitter");
+		ndone++;
+	}
 	while (atomic_load(&polled) < nparked)
 		nap();
 	printf("ready %d\n", getpid());

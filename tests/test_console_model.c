@@ -1659,6 +1659,87 @@ static void test_console_views_busy_and_poll(void **state)
 }
 
 /*
+ * A task its own record calls idle while a worker is in a poll of it (a
+ * hung poll: the record is where its last poll left it) is shown
+ * running, on that worker: its idle time stops where that poll began,
+ * and sorting by STATE, WORKER or IDLE goes by what is shown.
+ */
+static void test_console_model_running_not_idle(void **state)
+{
+	con_model_t m;
+	con_session_t s = {
+		.model = &m, .once = true, .ascii = true, .view = CON_VIEW_TASKS
+	};
+	Weft__V1__Worker w0 = WEFT__V1__WORKER__INIT,
+			 w1 = WEFT__V1__WORKER__INIT;
+	Weft__V1__Worker *ws[] = { &w0, &w1 };
+	Weft__V1__Task *ts[] = { task_msg(1, "hung", 3),
+				 task_msg(2, "parked", 3),
+				 task_msg(3, "queued", 3) };
+	const con_task_t *hung;
+	char *out;
+
+	(void)state;
+	con_model_init(&m, "test");
+	/* Idle from 1.5 s; worker 0 in a poll of it since 1.8 s. */
+	ts[0]->idle_ns = 100 * MS;
+	ts[0]->idle_since_ns = 1500 * MS;
+	ts[0]->last_worker = 5;
+	ts[1]->idle_since_ns = 1900 * MS;
+	ts[1]->last_worker = 1;
+	ts[2]->state = WEFT_TASK_SCHEDULED;
+	ts[2]->last_worker = 3;
+	w0.state = 0;
+	w0.current_task = 1;
+	w0.poll_started_ns = 1800 * MS;
+	w1.index = 1;
+	w1.state = 2;
+	feed(&m, 2 * SEC, ts, 3, ws, 2, NULL, 0);
+	hung = con_model_task(&m, 1);
+	assert_non_null(hung);
+	assert_string_equal(con_task_status_name(&m, hung), "running");
+	assert_int_equal(con_task_idle_ns(&m, hung), 400 * MS);
+	/* Three seconds on, still in that poll: not a nanosecond more. */
+	feed(&m, 5 * SEC, NULL, 0, ws, 2, NULL, 0);
+	assert_int_equal(con_task_idle_ns(&m, hung), 400 * MS);
+	assert_int_equal(con_task_idle_ns(&m, con_model_task(&m, 2)),
+			 3100 * MS);
+	out = render(&s, 160, 10);
+	assert_non_null(strstr(out, "hung          running     0 "));
+	assert_non_null(strstr(out, "400ms"));
+	free(out);
+	/* By state: idle, scheduled, running. */
+	con_model_set_sort(&m, CON_COL_STATE, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 2);
+	assert_int_equal(m.list[1]->id, 3);
+	assert_int_equal(m.list[2]->id, 1);
+	/* By worker: 0 (polling it), 1, 3 (their last). */
+	con_model_set_sort(&m, CON_COL_WORKER, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 1);
+	assert_int_equal(m.list[1]->id, 2);
+	assert_int_equal(m.list[2]->id, 3);
+	/* By idle: queued (0), hung (400 ms), parked (3.1 s). */
+	con_model_set_sort(&m, CON_COL_IDLE, false);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 3);
+	assert_int_equal(m.list[1]->id, 1);
+	assert_int_equal(m.list[2]->id, 2);
+	/* The poll ended (pending): idle again from its end, 5.2 s. */
+	w0.state = 2;
+	w0.current_task = 0;
+	ts[0] = task_msg(1, "hung", 4);
+	ts[0]->idle_ns = 400 * MS;
+	ts[0]->idle_since_ns = 5200 * MS;
+	feed(&m, 5500 * MS, ts, 1, ws, 2, NULL, 0);
+	hung = con_model_task(&m, 1);
+	assert_string_equal(con_task_status_name(&m, hung), "idle");
+	assert_int_equal(con_task_idle_ns(&m, hung), 700 * MS);
+	con_model_fini(&m);
+}
+
+/*
  * Nothing prints WEFT_EVENT_NO_WORKER as a number (a warning about no
  * worker, a task never polled), and a task that ended cancelled reads
  * "cancelled", not "done".
@@ -1978,6 +2059,155 @@ static void feed_res(con_model_t *m, uint64_t now, Weft__V1__Task **tasks,
 		free(tasks[i]);
 	for (size_t i = 0; i < nr; i++)
 		free(res[i]);
+}
+
+/*
+ * A deadlock as the detail tells it: the holder's "locks held" counts
+ * what it holds now (a weft_mutex_t taken and not released, by its
+ * events; an async mutex listing it among its holders), each with the
+ * whole count waiting on it (two here, not the one a list of the first
+ * might suggest); and "warnings" lists a warning row that names the
+ * task though its record carries no bit for it yet.
+ */
+static void test_console_views_detail_deadlock(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_DETAIL,
+			    .detail_task = 1 };
+	Weft__V1__Task *ts[] = { task_msg(1, "dl-a", 2), task_msg(2, "dl-b", 2),
+				 task_msg(3, "dl-c", 1) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(10, WEFT_RES_MUTEX, "table-a", "app.c", 5),
+		res_msg(11, WEFT_RES_MUTEX, "table-b", "app.c", 6),
+	};
+	uint64_t h10[] = { 1 }, w10[] = { 3, 2 }, h11[] = { 2 }, w11[] = { 1 };
+	Weft__V1__Warning *x = warning_msg(4, WEFT_WARN_NEVER_YIELDED, 1);
+	weft_event_t ev[] = {
+		{ .ts = 2 * SEC,
+		  .task = 1,
+		  .a1 = 0x55,
+		  .kind = WEFT_EV_LOCK_ACQUIRE },
+	};
+	char *out;
+
+	(void)state;
+	ts[0]->waiting_on = 11;
+	ts[1]->waiting_on = 10;
+	ts[2]->waiting_on = 10;
+	rs[0]->holders = h10;
+	rs[0]->n_holders = 1;
+	rs[0]->nholders = 1;
+	rs[0]->waiters = w10;
+	rs[0]->n_waiters = 2;
+	rs[0]->nwaiters = 2;
+	rs[1]->holders = h11;
+	rs[1]->n_holders = 1;
+	rs[1]->nholders = 1;
+	rs[1]->waiters = w11;
+	rs[1]->n_waiters = 1;
+	rs[1]->nwaiters = 1;
+	con_model_init(&m, "test");
+	con_model_events(&m, ev, 1);
+	feed_res(&m, 3 * SEC, ts, 3, rs, 2);
+	/* The warning row; task 1's record (warnings 0) is unchanged. */
+	feed(&m, 3 * SEC, NULL, 0, NULL, 0, &x, 1);
+	free(x);
+	assert_int_equal(con_model_task(&m, 1)->warnings, 0);
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "locks held 2"));
+	assert_non_null(strstr(out, "held now: lock 0x55"));
+	assert_non_null(strstr(out, "held now: mutex table-a  (2 waiting on "
+				    "it)"));
+	assert_null(strstr(out, "table-b  ("));
+	assert_non_null(strstr(out, "warnings: never-yielded"));
+	assert_null(strstr(out, "warnings: none"));
+	free(out);
+	/* A waiter holds nothing. */
+	s.detail_task = 3;
+	con_session_watch(&s);
+	out = render(&s, 120, 40);
+	assert_non_null(strstr(out, "locks held 0"));
+	assert_null(strstr(out, "held now"));
+	free(out);
+	con_model_fini(&m);
+}
+
+/* The role of the first cell of @text in @g, or -1 when not there. */
+static int role_of(const con_grid_t *g, const char *text)
+{
+	size_t n = strlen(text);
+
+	for (int y = 0; y < g->h; y++)
+		for (int x = 0; x + (int)n <= g->w; x++) {
+			size_t k = 0;
+
+			while (k < n && g->cells[y * g->w + x + (int)k].ch ==
+						(wchar_t)text[k])
+				k++;
+			if (k == n)
+				return g->cells[y * g->w + x].role;
+		}
+	return -1;
+}
+
+/*
+ * Waits by design do not stand out as contention: a listener in accept
+ * (an fd) and a sleeper (the timer wheel) have waiters and no holder;
+ * their rows read normal, a lock's with waiters a warning.
+ */
+static void test_console_views_resources_by_design(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m,
+			    .once = true,
+			    .ascii = true,
+			    .view = CON_VIEW_RESOURCES };
+	Weft__V1__Task *ts[] = { task_msg(1, "acceptor", 1),
+				 task_msg(2, "sleeper", 1),
+				 task_msg(3, "locker", 1) };
+	Weft__V1__Resource *rs[] = {
+		res_msg(7, WEFT_RES_IO, "listen-fd", NULL, 0),
+		res_msg(8, WEFT_RES_TIMER_WHEEL, "timer wheel", NULL, 0),
+		res_msg(9, WEFT_RES_MUTEX, "cache", "app.c", 20),
+	};
+	uint64_t w7[] = { 1 }, w8[] = { 2 }, w9[] = { 3 };
+	con_grid_t g;
+
+	(void)state;
+	rs[0]->waiters = w7;
+	rs[1]->waiters = w8;
+	rs[2]->waiters = w9;
+	for (int i = 0; i < 3; i++) {
+		rs[i]->n_waiters = 1;
+		rs[i]->nwaiters = 1;
+		rs[i]->oldest_wait_ns = 1 * SEC;
+	}
+	con_model_init(&m, "test");
+	feed_res(&m, 3 * SEC, ts, 3, rs, 3);
+	con_session_resort(&s);
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "listen-fd"), CON_ROLE_NORMAL);
+	assert_int_equal(role_of(&g, "timer wheel"), CON_ROLE_NORMAL);
+	assert_int_equal(role_of(&g, "cache"), CON_ROLE_WARN);
+	con_grid_fini(&g);
+	/* One resource's page: its oldest wait is said, not as a warning. */
+	s.view = CON_VIEW_RESOURCE;
+	s.detail_res = 8;
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "the oldest wait began"), CON_ROLE_NORMAL);
+	con_grid_fini(&g);
+	s.detail_res = 9;
+	con_grid_init(&g, 140, 20, true);
+	con_screen_draw(&s, &g);
+	assert_int_equal(role_of(&g, "the oldest wait began"), CON_ROLE_WARN);
+	con_grid_fini(&g);
+	con_model_fini(&m);
 }
 
 /*
@@ -3347,6 +3577,9 @@ int main(void)
 		cmocka_unit_test(test_console_views_detail_await_sites_saved),
 		cmocka_unit_test(test_console_views_blocking_pool),
 		cmocka_unit_test(test_console_views_busy_and_poll),
+		cmocka_unit_test(test_console_model_running_not_idle),
+		cmocka_unit_test(test_console_views_detail_deadlock),
+		cmocka_unit_test(test_console_views_resources_by_design),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
 		cmocka_unit_test(test_console_model_groups),

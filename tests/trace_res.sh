@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# usage: tests/trace_res.sh TEST_WIRE WEFT_TRACE
+# usage: tests/trace_res.sh TEST_WIRE WEFT_TRACE [TASKS_WORKLOAD]
 #
 # weft-trace and resources (issue 18), on a trace written by
 # `test_wire --write-resources` (no runtime: the probe does not emit
@@ -12,7 +12,7 @@
 # names the RES_* events' fields.
 set -euo pipefail
 
-test_wire=$1 tool=$2
+test_wire=$1 tool=$2 workload=${3:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/weft-trace-res.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -56,7 +56,7 @@ cat >"$tmp/pool.want" <<'EOF'
 blocking pool: 6 jobs run, 5 waited for a thread; at the end 1 running, 0 queued
   queue wait: p50 3.0ms, p99 6.0ms, max 6.0ms, total 17.0ms
   1 waits ended unserved (cancelled or closed)
-  top submitters (by run time; a job's name is its address in the process):
+  top submitters (by run time; a job's name as a warning named it, else its address in the process):
   SUBMITTER            SPAWNED AT               JOB              JOBS  WAITS    WAITED       RUN
   holder               app.c:101                0xa000              2      1     6.0ms    30.0ms
   producer             app.c:104                0xb000              2      2     5.0ms     5.0ms
@@ -102,4 +102,54 @@ grep -q 'resource-release 1(holder) res=7 count=2 (semaphore permits)' \
 	"$tmp/dump.txt" || fail "RES_RELEASE"
 grep -q 'resource-owner 1(holder) res=6' "$tmp/dump.txt" || fail "RES_OWNER"
 grep -q 'resource-drop - res=7' "$tmp/dump.txt" || fail "RES_DROP"
+# A job's name, where a warning says it: a real runtime's pool of one
+# thread with six 80 ms jobs named "render-pdf" queued by one task (a
+# convoy, warned as blocking-queue); the JOB column reads the name, not
+# the address the events carry.
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/pool.weft" "$workload" 0 0 0.1 6 >/dev/null ||
+		fail "tasks_workload with jobs failed"
+	"$tool" stats "$tmp/pool.weft" >"$tmp/jobs.txt" ||
+		fail "stats on jobs failed"
+	sed -n '/^blocking pool:/,$p' "$tmp/jobs.txt"
+	grep -q '^  blocking-queue .*"render-pdf"' "$tmp/jobs.txt" ||
+		fail "jobs: no blocking-queue warning naming render-pdf"
+	grep -Eq '^  pdf-submitter +[^ ]+ +render-pdf +6 ' "$tmp/jobs.txt" ||
+		fail "jobs: the JOB column does not name render-pdf"
+	if grep -Eq '^  pdf-submitter .* 0x[0-9a-f]+ ' "$tmp/jobs.txt"; then
+		fail "jobs: an address for a named job"
+	fi
+fi
+
+# A holder that ended long before the trace did (its detached jobs
+# outlive it, the last 700 ms after it ended more than a second before):
+# named as it was, not "task N".
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/gone.weft" "$workload" 0 0 1.3 2d >/dev/null ||
+		fail "tasks_workload with detached jobs failed"
+	"$tool" stats "$tmp/gone.weft" >"$tmp/gone.txt" ||
+		fail "stats on gone failed"
+	sed -n '/^resources:/,/^$/p' "$tmp/gone.txt"
+	grep -Eq '^      longest hold .* by task [0-9]+ \(pdf-submitter\)$' \
+		"$tmp/gone.txt" || fail "gone: the holder not named"
+fi
+
+# Waits by design are not contention: a real runtime's tasks parked on a
+# notify and asleep on the timer wheel (tasks_workload) wait long, with
+# no holder; stats ranks neither among the most contended.
+if [ -n "$workload" ]; then
+	WEFT_TRACE="$tmp/design.weft" "$workload" 3 2 0.3 >/dev/null ||
+		fail "tasks_workload failed"
+	"$tool" stats "$tmp/design.weft" >"$tmp/design.txt" ||
+		fail "stats on design failed"
+	sed -n '/^resources:/,/^$/p' "$tmp/design.txt" >"$tmp/design.res"
+	cat "$tmp/design.res"
+	grep -q '^  (2 not ranked: timers, fds' "$tmp/design.res" ||
+		fail "design: the waits by design not said"
+	grep -q '^  (none: no lock' "$tmp/design.res" ||
+		fail "design: something ranked"
+	if grep -Eq '^  (notify|timer-wheel) ' "$tmp/design.res"; then
+		fail "design: a notify or the timer wheel ranked as contended"
+	fi
+fi
 echo "trace_res: ok"

@@ -132,7 +132,8 @@ endif()
 if(TARGET weft-trace)
   add_test(NAME trace_res
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_res.sh
-            $<TARGET_FILE:test_wire> $<TARGET_FILE:weft-trace>)
+            $<TARGET_FILE:test_wire> $<TARGET_FILE:weft-trace>
+            $<TARGET_FILE:tasks_workload>)
   set_tests_properties(trace_res PROPERTIES TIMEOUT 60 LABELS unit)
 endif()
 

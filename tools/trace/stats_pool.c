@@ -26,8 +26,10 @@
  * submitting task's name and spawn location as the trace knows them then,
  * with the job's name.  The first TT_POOL_SUBMITTERS rows are kept; jobs
  * of any other submitter are summed as "others".  A job's name is a
- * string's address in the traced process: the trace does not carry its
- * text, so it is printed as that address (the same name, the same
+ * string's address in the traced process: the events do not carry its
+ * text.  A blocking-queue warning does, with the job's submit line
+ * (RES_SITE) and its task: a row whose submitter and line one names
+ * prints that text, any other the address (the same name, the same
  * address).
  *
  * Timers: each TIMER_FIRE is one turn of a driver's wheel that fired a2
@@ -43,7 +45,8 @@ enum { J_WAITED, J_ACQUIRED, J_STARTED };
 
 struct pool_job {
 	uint64_t res, wait_ns, acq_ts, start_ts, label;
-	uint32_t sub; /* UINT32_MAX: others */
+	uint32_t line; /* where it was submitted (RES_SITE), 0: not known */
+	uint32_t sub;  /* UINT32_MAX: others */
 	uint8_t state;
 	bool waited;
 };
@@ -303,6 +306,8 @@ static void job_begin(tt_pool_t *p, const tt_trace_t *t, uint64_t task,
 		j->sub = sub_find(p, task, buf, "", 0, j->label);
 	}
 	s = sub_at(p, j->sub);
+	if (!s->job_line)
+		s->job_line = j->line;
 	s->jobs++;
 	if (j->waited) {
 		s->waits++;
@@ -396,6 +401,21 @@ static void on_label(tt_pool_t *p, const weft_event_t *e)
 		}
 }
 
+static void on_site(tt_pool_t *p, const weft_event_t *e)
+{
+	pool_task_t *k = task_get(p, e->task, false);
+
+	if (!k)
+		return;
+	/* The acquire it follows: the same stamp. */
+	for (size_t i = 0; i < k->jn; i++)
+		if (k->j[i].state == J_ACQUIRED && !k->j[i].line &&
+		    k->j[i].acq_ts == e->ts) {
+			k->j[i].line = (uint32_t)e->a2;
+			return;
+		}
+}
+
 static void on_start(tt_pool_t *p, const tt_trace_t *t,
 		     const weft_event_t *e)
 {
@@ -481,6 +501,9 @@ void tt_pool_note(tt_pool_t *p, const tt_trace_t *t, const weft_event_t *e)
 	case WEFT_EV_RES_LABEL:
 		on_label(p, e);
 		break;
+	case WEFT_EV_RES_SITE:
+		on_site(p, e);
+		break;
 	case WEFT_EV_RES_RELEASE:
 		if (!p->seen_start && is_pool(p, t, e->a1))
 			on_release(p, t, e);
@@ -524,22 +547,88 @@ static int sub_cmp(const void *a, const void *b)
 	return x->label < y->label ? -1 : x->label > y->label;
 }
 
-static void sub_row(const tt_pool_sub_t *s, const char *name,
-		    const char *site)
+/*
+ * Whether the blocking-queue warning's detail @d names the job of a row
+ * (collector_res_warn.c: `"NAME" (FILE:LINE) of task T (...)`, `... of
+ * TNAME tasks`, `... of a plain thread`): submitted at line @line (0:
+ * not known, any), by task @task (0: a plain thread) named @tname.  Its
+ * NAME into @out.
+ */
+static bool label_in(const char *d, uint32_t line, uint64_t task,
+		     const char *tname, char *out, size_t len)
 {
-	char label[24], a[16], b[16];
+	for (const char *q = strchr(d, '"'); q; q = strchr(q + 1, '"')) {
+		const char *e = strchr(q + 1, '"'), *close, *who, *colon;
+		char want[48];
+		bool ok;
 
-	if (s->label)
-		snprintf(label, sizeof(label), "0x%llx",
-			 (unsigned long long)s->label);
-	else
-		snprintf(label, sizeof(label), "-");
+		if (!e)
+			break;
+		if (strncmp(e, "\" (", 3) || !(close = strstr(e, ") of "))) {
+			q = e;
+			continue;
+		}
+		who = close + 5;
+		colon = close;
+		while (colon > e && *colon != ':')
+			colon--;
+		ok = !line ||
+		     (*colon == ':' && strtoul(colon + 1, NULL, 10) == line);
+		if (ok && task) {
+			snprintf(want, sizeof(want), "task %llu (",
+				 (unsigned long long)task);
+			ok = !strncmp(who, want, strlen(want)) ||
+			     (tname[0] && !strncmp(who, tname, strlen(tname)) &&
+			      !strncmp(who + strlen(tname), " tasks", 6));
+		} else if (ok) {
+			ok = !strncmp(who, "a plain thread", 14);
+		}
+		if (ok && e > q + 1 && strncmp(q + 1, "unnamed", 7)) {
+			snprintf(out, len, "%.*s", (int)(e - q - 1), q + 1);
+			return true;
+		}
+		q = e;
+	}
+	return false;
+}
+
+/*
+ * The job name of @s: the events carry its address only, so the text is
+ * taken where the trace has it, a blocking-queue warning that names a
+ * job of the same submitter and site (the same address is the same
+ * string: every row with it reads the same); else the address.
+ */
+static const char *job_name(const tt_trace_t *t, const tt_pool_sub_t *s,
+			    char *buf, size_t len)
+{
+	if (!s->label) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	for (size_t i = 0; t && i < t->nkept; i++) {
+		const tt_warning_t *w = &t->warnings[i];
+
+		if (w->kind == WEFT_WARN_BLOCKING_QUEUE && w->detail &&
+		    label_in(w->detail, s->job_line, s->task, s->name, buf,
+			     len))
+			return buf;
+	}
+	snprintf(buf, len, "0x%llx", (unsigned long long)s->label);
+	return buf;
+}
+
+static void sub_row(const tt_trace_t *t, const tt_pool_sub_t *s,
+		    const char *name, const char *site)
+{
+	char label[64], a[16], b[16];
+
+	job_name(t, s, label, sizeof(label));
 	printf("  %-20s %-24s %-14s %6llu %6llu %9s %9s\n", name, site, label,
 	       (unsigned long long)s->jobs, (unsigned long long)s->waits,
 	       tt_dur(a, sizeof(a), s->wait_ns), tt_dur(b, sizeof(b), s->run_ns));
 }
 
-static void pool_print(tt_pool_t *p, unsigned long top)
+static void pool_print(tt_pool_t *p, const tt_trace_t *t, unsigned long top)
 {
 	const tt_pool_sub_t **all;
 	size_t running = 0, queued = 0, n;
@@ -578,8 +667,8 @@ static void pool_print(tt_pool_t *p, unsigned long top)
 	for (size_t i = 0; i < n; i++)
 		all[i] = &p->subs[i];
 	qsort(all, n, sizeof(*all), sub_cmp);
-	printf("  top submitters (by run time; a job's name is its address "
-	       "in the process):\n");
+	printf("  top submitters (by run time; a job's name as a warning "
+	       "named it, else its address in the process):\n");
 	printf("  %-20s %-24s %-14s %6s %6s %9s %9s\n", "SUBMITTER",
 	       "SPAWNED AT", "JOB", "JOBS", "WAITS", "WAITED", "RUN");
 	for (size_t i = 0; i < n && i < top; i++) {
@@ -599,7 +688,7 @@ static void pool_print(tt_pool_t *p, unsigned long top)
 			at = site + len - 24;
 			*at = '~';
 		}
-		sub_row(all[i], all[i]->name[0] ? all[i]->name : "-", at);
+		sub_row(t, all[i], all[i]->name[0] ? all[i]->name : "-", at);
 	}
 	if (n > top) {
 		tt_pool_sub_t rest = { .label = 0 };
@@ -611,18 +700,17 @@ static void pool_print(tt_pool_t *p, unsigned long top)
 			rest.run_ns += all[i]->run_ns;
 		}
 		printf("  ... %zu more submitters:\n", n - (size_t)top);
-		sub_row(&rest, "(the rest)", "");
+		sub_row(t, &rest, "(the rest)", "");
 	}
 	if (p->others.jobs)
-		sub_row(&p->others, "others", "(past 1024 rows)");
+		sub_row(t, &p->others, "others", "(past 1024 rows)");
 	free(all);
 }
 
 void tt_pool_print(tt_pool_t *p, const tt_trace_t *t, unsigned long top)
 {
-	(void)t;
 	if (p->any)
-		pool_print(p, top);
+		pool_print(p, t, top);
 	if (p->fired.n)
 		printf("\ntimer wheel: %zu ticks fired %llu timers; per tick "
 		       "p50 %llu, p99 %llu, max %llu%s\n",

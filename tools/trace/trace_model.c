@@ -241,7 +241,6 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 	return buf;
 }
 
-
 static size_t str_hash(const char *s, size_t n)
 {
 	size_t h = 0xcbf29ce484222325ull;
@@ -425,6 +424,14 @@ static void task_forget(tt_trace_t *t, uint64_t id)
 		return;
 	node = t->tasks[i].node;
 	k = task_node(t, node);
+	if (k->name[0]) {
+		/* Its name, for a label at the end (tt_task_label_warned()). */
+		struct tt_gone_name_s *g =
+			&t->gone_names[t->gone_next++ % TT_GONE_NAMES];
+
+		g->id = id;
+		snprintf(g->name, sizeof(g->name), "%s", k->name);
+	}
 	task_unslot(t, i);
 	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
 	task_memo_set(t, id, NULL);
@@ -708,6 +715,8 @@ void tt_open_opts(tt_trace_t *t, const char *path, bool file_order,
 	t->tasks = tt_big_calloc(t->ntask_slots * sizeof(*t->tasks));
 	t->task_memo = tt_big_calloc(TASK_MEMO * sizeof(*t->task_memo));
 	t->task_counts = tt_big_calloc(TASK_COUNTS);
+	t->gone_names = tt_xmalloc(TT_GONE_NAMES * sizeof(*t->gone_names));
+	memset(t->gone_names, 0, TT_GONE_NAMES * sizeof(*t->gone_names));
 	rc = weft_trace_stream_open(&t->stream, path, &o);
 	if (rc)
 		tt_die("%s: %s", path, strerror(-rc));
@@ -939,6 +948,7 @@ void tt_free(tt_trace_t *t)
 	tt_big_free(t->task_memo, TASK_MEMO * sizeof(*t->task_memo));
 	tt_big_free(t->task_counts, TASK_COUNTS);
 	free(t->ended);
+	free(t->gone_names);
 	free(t->spare);
 	free(t->worker_drops);
 	free(t->off_cpu);

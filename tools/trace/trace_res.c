@@ -7,7 +7,9 @@
  * A record with dropped_ns set is a resource's last: it leaves the live
  * table.  Nothing is trusted: id 0 is ignored, strings cut at 256 bytes,
  * lists at WEFT_RES_LIST, histograms at WEFT_HIST_BUCKETS, and past
- * TT_RES_MAX live resources new ones are only counted.  Then the
+ * TT_RES_MAX live resources new ones are only counted.  The names of
+ * their holders and waiters, forgotten tasks included
+ * (tt_task_label_warned()).  Then the
  * warnings, counted as warnings, not rows: a fold's row stands for the N
  * it says.
  */
@@ -87,12 +89,24 @@ static char *str_cut(const char *s)
 }
 
 /*
- * Whether waiting on @kind is contention: a sleep waits on the timer wheel
- * and an idle connection on its fd by design, however long.
+ * Whether waiting on @kind is contention: a waiter waits for a holder to
+ * let go (a lock, permits, a pool's thread, room a channel's receiver
+ * makes).  A sleep waits on the timer wheel, a listener in accept or an
+ * idle connection on its fd, a receiver for a message or a notify: by
+ * design, however long, with no holder to blame.
  */
-static bool contends(unsigned kind)
+bool tt_res_contends(unsigned kind)
 {
-	return kind != WEFT_RES_TIMER_WHEEL && kind != WEFT_RES_IO;
+	switch (kind) {
+	case WEFT_RES_MUTEX:
+	case WEFT_RES_SEMAPHORE:
+	case WEFT_RES_SYNC_MUTEX:
+	case WEFT_RES_BLOCKING_POOL:
+	case WEFT_RES_MPSC:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /*
@@ -103,8 +117,8 @@ static int res_cmp(const tt_resource_t *a, const tt_resource_t *b)
 {
 	uint64_t pa, pb;
 
-	if (contends(a->kind) != contends(b->kind))
-		return contends(a->kind) ? -1 : 1;
+	if (tt_res_contends(a->kind) != tt_res_contends(b->kind))
+		return tt_res_contends(a->kind) ? -1 : 1;
 	if (a->wait.sum_ns != b->wait.sum_ns)
 		return a->wait.sum_ns > b->wait.sum_ns ? -1 : 1;
 	pa = weft_hist_percentile(&a->wait, 99);
@@ -240,9 +254,15 @@ size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out, size_t max)
 	all = tt_xmalloc((r->n + r->ngone) * sizeof(*all));
 	for (size_t i = 0; i < r->nb; i++)
 		for (const tt_resource_t *x = r->b[i]; x; x = x->next)
-			all[n++] = x;
+			if (tt_res_contends(x->kind))
+				all[n++] = x;
 	for (size_t i = 0; i < r->ngone; i++)
-		all[n++] = r->gone[i];
+		if (tt_res_contends(r->gone[i]->kind))
+			all[n++] = r->gone[i];
+	if (!n) {
+		free(all);
+		return 0;
+	}
 	qsort(all, n, sizeof(*all), top_cmp);
 	k = n < max ? n : max;
 	memcpy(out, all, k * sizeof(*out));
@@ -261,6 +281,28 @@ void tt_res_free(tt_restab_t *r)
 		res_free_one(r->gone[i]);
 	free(r->b);
 	memset(r, 0, sizeof(*r));
+}
+
+const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
+				 size_t len)
+{
+	const tt_task_t *k = tt_task(t, id);
+
+	if (k && k->name[0])
+		return tt_task_label(t, id, buf, len);
+	/* Forgotten since it ended: its name then, or the one a warning
+	 * about it kept. */
+	for (size_t i = TT_GONE_NAMES; id && t->gone_names && i-- > 0;)
+		if (t->gone_names[i].id == id) {
+			snprintf(buf, len, "%s", t->gone_names[i].name);
+			return buf;
+		}
+	for (size_t i = t->nkept; id && i-- > 0;)
+		if (t->warnings[i].task == id && t->warnings[i].label) {
+			snprintf(buf, len, "%s", t->warnings[i].label);
+			return buf;
+		}
+	return tt_task_label(t, id, buf, len);
 }
 
 /* ------------------------------------------------------------ warnings */

@@ -104,6 +104,9 @@ typedef struct tt_restab_s {
 	size_t ngone;
 } tt_restab_t;
 
+/* Names of tasks forgotten kept for labels at the end (tt_trace_t). */
+#define TT_GONE_NAMES 1024
+
 /* Warnings kept whole (the first ones); past that, only counted. */
 #define TT_WARNINGS_KEPT 1024
 
@@ -168,6 +171,14 @@ typedef struct tt_trace_s {
 	uint8_t *task_counts; /* private: tasks by their ids' low bits */
 	size_t ntasks;
 	size_t live_tasks;
+	/* The names of the last TT_GONE_NAMES tasks forgotten (a ring,
+	 * gone_next the next slot): a resource's holder at the end, a
+	 * pool job's submitter, may have ended long before. */
+	struct tt_gone_name_s {
+		uint64_t id;
+		char name[40];
+	} * gone_names;
+	size_t gone_next;
 	/* Tasks ended, in time order, forgotten two windows later. */
 	struct tt_ended_s *ended;
 	size_t ended_head, ended_len, ended_cap;
@@ -271,11 +282,24 @@ void tt_res_note(tt_restab_t *r, const Weft__V1__Resource *m);
 const tt_resource_t *tt_res_find(const tt_restab_t *r, uint64_t id);
 /* "mutex cache", "mpsc demo.c:88", "mutex #17" (no name, no file). */
 const char *tt_res_label(const tt_resource_t *x, char *buf, size_t len);
+/* Whether waits on a resource of @kind are for a holder (contention), not
+ * by design (a timer, an fd, a message). */
+bool tt_res_contends(unsigned kind);
 /* The most contended resources, live and dropped (total wait, then
- * wait p99, then acquires), at most @max into @out; returns how many. */
+ * wait p99, then acquires), at most @max into @out; returns how many.
+ * Only kinds that contend (tt_res_contends()) are ranked. */
 size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
 		  size_t max);
 void tt_res_free(tt_restab_t *r);
+/*
+ * tt_task_label(), but a task the trace no longer knows (forgotten a
+ * second after it ended: a holder in a resource's last record, a pool
+ * job's submitter) takes its name as it was forgotten (the last
+ * TT_GONE_NAMES), else the name a kept warning about it carried.  For
+ * the end of a verb: it reads those tables whole.
+ */
+const char *tt_task_label_warned(const tt_trace_t *t, uint64_t id, char *buf,
+				 size_t len);
 
 /*
  * trace_durs.c: durations (or counts) for percentiles, each kept up to
@@ -321,6 +345,7 @@ typedef struct tt_pool_sub_s {
 	uint32_t line;
 	uint64_t task;     /* the first submitting task seen */
 	uint64_t label;    /* the job's name: an address in the process */
+	uint32_t job_line; /* where its first job was submitted, 0: unknown */
 	uint64_t jobs, waits, wait_ns, run_ns;
 } tt_pool_sub_t;
 

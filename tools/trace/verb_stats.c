@@ -37,8 +37,9 @@ static const char usage[] =
 	"holders and waiters at the end, acquires, wait p50/p99/max, hold\n"
 	"p99; when the trace has resources), the blocking pool (jobs run,\n"
 	"queue wait p50/p99/max, the N submitters whose jobs ran longest:\n"
-	"task name and spawn location, the job's name as an address in the\n"
-	"process, jobs, waits, total wait and run time; past 1024 rows the\n"
+	"task name and spawn location, the job's name (as a blocking-queue\n"
+	"warning named it, else its address in the process), jobs, waits,\n"
+	"total wait and run time; past 1024 rows the\n"
 	"rest are others), the timer wheel (timers fired per tick: p50,\n"
 	"p99, max) and the warnings (counts by kind, then the first N).\n"
 	"A warning count is of warnings, folded ones included: where rows\n"
@@ -233,9 +234,8 @@ static void res_tasks(const tt_trace_t *t, const char *what,
 
 	printf("      %s %u:", what, whole);
 	for (unsigned i = 0; i < n; i++)
-		printf("%s %llu (%s)", i ? "," : "",
-		       (unsigned long long)ids[i],
-		       tt_task_label(t, ids[i], name, sizeof(name)));
+		printf("%s %llu (%s)", i ? "," : "", (unsigned long long)ids[i],
+		       tt_task_label_warned(t, ids[i], name, sizeof(name)));
 	if (whole > n)
 		printf(", +%u more", whole - n);
 	putchar('\n');
@@ -250,17 +250,32 @@ static void res_tasks(const tt_trace_t *t, const char *what,
 static void res_print(const tt_trace_t *t, unsigned long top)
 {
 	const tt_resource_t **res;
-	size_t n;
+	size_t n, by_design = 0;
 
 	if (!t->res.seen)
 		return;
 	res = tt_xmalloc((top ? top : 1) * sizeof(*res));
 	n = tt_res_top(&t->res, res, top);
+	for (size_t i = 0; i < t->res.nb; i++)
+		for (const tt_resource_t *x = t->res.b[i]; x; x = x->next)
+			by_design += !tt_res_contends(x->kind);
+	for (size_t i = 0; i < t->res.ngone; i++)
+		by_design += !tt_res_contends(t->res.gone[i]->kind);
 	printf("\nresources: %llu seen, %llu dropped%s; the most contended "
 	       "(by total wait):\n",
 	       (unsigned long long)t->res.seen,
 	       (unsigned long long)t->res.dropped,
 	       t->res.discarded ? " (more not kept)" : "");
+	if (by_design)
+		printf("  (%zu not ranked: timers, fds, messages and "
+		       "notifies are waited on by design, with no holder)\n",
+		       by_design);
+	if (!n) {
+		printf("  (none: no lock, semaphore, pool or full channel "
+		       "kept a task waiting)\n");
+		free(res);
+		return;
+	}
 	printf("  %-28s %5s %5s %9s %9s %9s %8s %8s %8s %8s\n", "RESOURCE",
 	       "HOLD", "WAIT", "ACQUIRES", "WAITS", "WAITED", "P50", "P99",
 	       "MAX", "HOLD P99");
@@ -282,8 +297,8 @@ static void res_print(const tt_trace_t *t, unsigned long top)
 			printf("      longest hold %s by task %llu (%s)\n",
 			       tt_dur(a, sizeof(a), x->longest_hold_ns),
 			       (unsigned long long)x->longest_holder,
-			       tt_task_label(t, x->longest_holder, name,
-					     sizeof(name)));
+			       tt_task_label_warned(t, x->longest_holder, name,
+						    sizeof(name)));
 		if (x->nholders)
 			res_tasks(t, "holders", x->holders, x->nholders_kept,
 				  x->nholders);
