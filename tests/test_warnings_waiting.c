@@ -280,6 +280,102 @@ static void test_no_task_leak_when_tasks_finish(void **state)
 	reqs = NULL;
 }
 
+/*
+ * Sessions that live longer than the window, each asleep on a timer to
+ * its end: tasks in flight grow for seconds under a ramping load, all
+ * pending since their first poll, and none is a leak: a task asleep on
+ * a timer has its wake scheduled (an outside tester's 5 s sessions read
+ * "tasks leak: 417 live ... parked at leak.c:27", the sleep).
+ */
+static atomic_int sessions_done;
+
+struct session {
+	int weft_pc;
+	bool sleeping;
+	weft_sleep_t sl;
+};
+
+static void session_drop(void *arg)
+{
+	struct session *t = arg;
+
+	if (t->sleeping)
+		weft_sleep_fini(&t->sl);
+}
+
+static weft_poll_t session_poll(void *arg, weft_cx_t *cx)
+{
+	struct session *t = arg;
+
+	WEFT_ASYNC_BEGIN(t);
+	weft_sleep_init(&t->sl, WEFT_MSEC(2500));
+	t->sleeping = true;
+	WEFT_AWAIT(t, weft_sleep_poll(&t->sl, cx));
+	t->sleeping = false;
+	weft_sleep_fini(&t->sl);
+	atomic_fetch_add(&sessions_done, 1);
+	WEFT_ASYNC_END(t);
+}
+
+/* Opens sessions, more every 40 batches, until told to stop. */
+static weft_poll_t sessions_poll(void *arg, weft_cx_t *cx)
+{
+	struct server *s = arg;
+
+	WEFT_ASYNC_BEGIN(s);
+	while (!atomic_load(s->stop)) {
+		for (int k = 0; k < 2 + s->batches / 40; k++, s->nreq++)
+			MUST(weft_spawn_drop(NULL, "session", session_poll,
+					     session_drop,
+					     (&(struct session){ 0 }),
+					     NULL) == 0);
+		s->batches++;
+		weft_sleep_init(&s->sl, WEFT_MSEC(5));
+		WEFT_AWAIT(s, weft_sleep_poll(&s->sl, cx));
+		weft_sleep_fini(&s->sl);
+	}
+	weft_cx_return(cx, (void *)(intptr_t)s->nreq);
+	WEFT_ASYNC_END(s);
+}
+
+static void test_no_task_leak_for_long_sleepers(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	atomic_int stop = 0;
+	weft_join_t *j;
+	void *out;
+	int nreq;
+
+	(void)state;
+	atomic_store(&sessions_done, 0);
+	assert_int_equal(weft_spawn_named(rt, "server", sessions_poll,
+					  (&(struct server){ .stop = &stop }),
+					  &j),
+			 0);
+	/* Three windows of sessions older than half of one, none ended. */
+	for (int ms = 0; ms < 2300; ms += 50) {
+		usleep(50000);
+		weft_probe_flush();
+	}
+	atomic_store(&stop, 1);
+	assert_int_equal(weft_join_wait(j, &out), 0);
+	weft_join_drop(j);
+	nreq = (int)(intptr_t)out;
+	weft_probe_flush();
+	if (kind_count(s, WEFT_WARN_TASK_LEAK))
+		print_warnings(s);
+	assert_int_equal(kind_count(s, WEFT_WARN_TASK_LEAK), 0);
+	assert_true(nreq >= 1000);
+	/* Every session ends on its timer. */
+	for (int i = 0; i < 1000 && atomic_load(&sessions_done) < nreq; i++)
+		usleep(10000);
+	assert_int_equal(atomic_load(&sessions_done), nreq);
+	rt_done(rt);
+	sink_free(s, sub);
+}
+
 /* ----------------------------------------------------------- wake burst */
 
 #define WAVE 20000
@@ -524,6 +620,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_warns_task_leak, teardown),
 		cmocka_unit_test_teardown(test_no_task_leak_when_tasks_finish,
 					  teardown),
+		cmocka_unit_test_teardown(test_no_task_leak_for_long_sleepers,
+					  teardown),
 		cmocka_unit_test_teardown(test_warns_wake_burst, teardown),
 		cmocka_unit_test_teardown(test_no_wake_burst_for_one_watcher,
 					  teardown),
@@ -531,5 +629,8 @@ int main(void)
 					  teardown),
 	};
 
+	/* WEFT_TEST_FILTER=test_no_task* runs those alone. */
+	if (getenv("WEFT_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("WEFT_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

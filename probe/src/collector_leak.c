@@ -15,7 +15,8 @@
  * what it cannot do is keep its tasks: so a suspect's list is walked
  * from its oldest (at most once a second, at most LEAK_WALK tasks) and
  * it is a leak only if most of the tasks it had half a window ago are
- * still there, and most of those are pending since their first poll.
+ * still there, and most of those are pending since their first poll,
+ * waiting for something other than a timer (whose wake is scheduled).
  * Said once, then again with a doubling pause while it goes on.
  *
  * Wake burst.  A WAKE's a1 is the task whose poll woke it (0: none), and
@@ -274,6 +275,14 @@ static void site_walk(struct probe *p, struct leak_site *s, uint64_t now)
 			break; /* younger than half a window: the rest too */
 		walked++;
 		if (t->pub.state != WEFT_TASK_IDLE || t->pub.polls > 1)
+			continue;
+		/*
+		 * Asleep on a timer: its wake is scheduled, its end likely
+		 * (a session that lives longer than the window is no leak:
+		 * an outside tester's 5 s sessions were said to be one).
+		 */
+		if (t->pub.waiting_on &&
+		    (t->pub.waiting_op & WEFT_RES_OP_MASK) == WEFT_RES_OP_SLEEP)
 			continue;
 		pending++;
 		for (k = 0; k < ntally; k++)
