@@ -141,6 +141,17 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 	lng = delay_long(p, woken_at, start, &wi);
 	if (!lng && weft__collector_delay_by_os(p, worker, woken_at, delay))
 		return;
+	/*
+	 * Nor when it waited in the queue of a worker the OS held off its
+	 * CPU, until another stole it: the polling worker was not the one
+	 * held (an outside tester's fixed twin under load: a task sat in
+	 * worker 1's queue while worker 1 went 55 ms without a CPU, then
+	 * worker 0 stole it, and the task was said to have waited).
+	 */
+	if (!lng && t->woken_on != worker &&
+	    t->woken_on != WEFT_EVENT_NO_WORKER &&
+	    weft__collector_delay_by_os(p, t->woken_on, woken_at, delay))
+		return;
 	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
 	/* Folded (most of a wave's): no words needed. */
 	if (!weft__collector_warn_task_row(p, WEFT_WARN_SCHEDULING_DELAY, t,
@@ -330,10 +341,13 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.idle_since_ns = 0;
 		t->woken_at = t->wake_in_poll >= start ? t->wake_in_poll :
 							 ev->ts;
+		t->woken_on = ev->worker;
 	} else if (t->wake_in_poll >= start) {
+		/* Woken while it ran: its worker queues it at the end. */
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->pub.idle_since_ns = 0;
 		t->woken_at = t->wake_in_poll;
+		t->woken_on = ev->worker;
 	} else {
 		/*
 		 * Idle from the poll's end: published as idle_since_ns, so a
@@ -587,6 +601,7 @@ static void on_wake(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		t->pub.state = WEFT_TASK_SCHEDULED;
 		t->pub.idle_since_ns = 0;
 		t->woken_at = ev->ts;
+		t->woken_on = ev->worker;
 		/*
 		 * It may be in a poll we have not seen end (a task taken for
 		 * idle by a misjudged poll): if so, that poll's record ends
@@ -784,6 +799,7 @@ process(struct probe *p, const weft_event_t *ev)
 			t->pub.state = WEFT_TASK_SCHEDULED;
 			t->pub.idle_since_ns = 0;
 			t->woken_at = ev->ts;
+			t->woken_on = ev->worker;
 		}
 		weft__collector_task_changed(p, t);
 		break;

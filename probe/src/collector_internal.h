@@ -80,6 +80,13 @@ typedef struct task_rec_s {
 	bool wakers_unsure;
 	uint16_t once;    /* warnings raised once per task */
 	/*
+	 * The worker whose ring told its last wake or spawn (its queue the
+	 * task waited in, unless stolen), WEFT_EVENT_NO_WORKER for another
+	 * thread's (the inject queue).  Not kept by poll_fast(): a yield's
+	 * requeue is the polling worker's, as its wake was.
+	 */
+	uint16_t woken_on;
+	/*
 	 * Five of the fields poll_fast() (collector_events.c) tests, in one
 	 * word it compares with one instruction (TASK_FAST_WORD: changed and
 	 * fast_listed TASK_FAST_CLEAN, and none of the others).

@@ -259,6 +259,7 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
 	t->fast_key = weft__collector_poll_key(WEFT_EVENT_NO_WORKER);
 	t->spawn_worker = WEFT_EVENT_NO_WORKER;
+	t->woken_on = WEFT_EVENT_NO_WORKER;
 	/*
 	 * Not idle_since_ns: a record made here is a task heard of first
 	 * now (spawned, or seeded from the owned list, parked since before
