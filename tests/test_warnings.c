@@ -1286,6 +1286,31 @@ static void test_warns_lost_waker(void **state)
 }
 
 /*
+ * Lost just before its process stops: the runtime's destroy comes 400 ms
+ * after the loss, before the check's second; its pass (a flush) says it.
+ */
+static void test_lost_waker_at_destroy(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_join_t *jb;
+	uint64_t bad;
+
+	(void)state;
+	assert_int_equal(
+		weft_spawn_named(rt, "lost", lost_poll, (char *)NULL, &jb), 0);
+	bad = weft_join_id(jb);
+	usleep(400000);
+	weft_join_drop(jb);
+	rt_done(rt); /* cancels the lost one */
+	if (sink_count(s, WEFT_WARN_LOST_WAKER, bad) != 1)
+		print_warnings(s);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	sink_free(s, sub);
+}
+
+/*
  * Lost before anyone listened: no waker events were heard, but the
  * runtime's count of the task's references says nothing holds a waker
  * of it, and the listener's first pass says so, once.  Its twin waits on
@@ -1643,6 +1668,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_monitor_flood_folded, teardown),
 		cmocka_unit_test_teardown(test_warns_never_yielded, teardown),
 		cmocka_unit_test_teardown(test_warns_lost_waker, teardown),
+		cmocka_unit_test_teardown(test_lost_waker_at_destroy, teardown),
 		cmocka_unit_test_teardown(test_lost_waker_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_self_wakes_and_large_future, teardown),
 		cmocka_unit_test_teardown(test_warns_scheduling_delay, teardown),

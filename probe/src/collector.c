@@ -510,7 +510,9 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		polls1 += p->workers[i].counters.polls;
 		steals1 += p->workers[i].counters.steals;
 	}
-	if (p->passes % 10 == 0)
+	/* And at a flush: a process about to stop (its destroy, its exit, a
+	 * recorder's stop) has no next second to wait for. */
+	if (p->passes % 10 == 0 || p->flush_requested)
 		weft__collector_check_idle_tasks(p, now);
 	weft__collector_res_check(p, now);
 	weft__collector_lock_check(p, now);

@@ -718,11 +718,16 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 		    t->pub.polls == 0 ||
 		    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
 			continue;
-		if (!t->lost_check_at) {
+		/*
+		 * A second seen so (a clone told on a ring read a pass late
+		 * has come by then); at a flush, whose pass drained every
+		 * ring, 200 ms idle: a task lost just before its process
+		 * stopped (a destroy, an exit) was never said.
+		 */
+		if (!t->lost_check_at)
 			t->lost_check_at = now;
-			continue;
-		}
-		if (now - t->lost_check_at < 1000000000u)
+		if (now - t->lost_check_at < 1000000000u &&
+		    !(p->flush_requested && now > t->idle_since + 200000000u))
 			continue;
 		if (weft__collector_across_drops(p, t->pub.spawned_ns, now)) {
 			/* A waker's clone may be what was dropped. */
