@@ -152,6 +152,62 @@ static void test_lock_held_before_attach(void **state)
 	sink_free(s, sub);
 }
 
+/* Takes the lock once in its poll (its worker blocks while held). */
+static weft_poll_t lock_taker_poll(void *arg, weft_cx_t *cx)
+{
+	weft_mutex_t *m = *(weft_mutex_t **)arg;
+
+	(void)cx;
+	weft_mutex_lock(m);
+	weft_mutex_unlock(m);
+	return WEFT_READY;
+}
+
+/*
+ * A task whose poll blocks on a weft_mutex_t another task holds across
+ * a 60 ms await: its long poll names the lock it waited for, where it
+ * said "asleep in the kernel (a blocking call)" (an outside tester).
+ */
+static void test_long_poll_names_lock_waited(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s = sink_new(true, &sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_probe_warning_t w;
+	weft_join_t *jh, *jw;
+	weft_mutex_t m, *mp = &m;
+	uint64_t waiter;
+
+	(void)state;
+	weft_mutex_init(&m, "stats_mu");
+	assert_int_equal(
+		weft_spawn_named(rt, "recorder", sleepy_locker_poll,
+				 (&(struct sleepy_locker){
+					 .m = &m, .across = true, .ms = 60 }),
+				 &jh),
+		0);
+	/* Held (its await under way) before the waiter comes. */
+	while (!__atomic_load_n(&m.state, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	jw = spawn_ok(rt, lock_taker_poll, NULL, &mp, sizeof(mp), true);
+	waiter = weft_join_id(jw);
+	assert_int_equal(join_wait_drop(jw, NULL), 0);
+	assert_int_equal(join_wait_drop(jh, NULL), 0);
+	weft_probe_flush();
+	/* Seen while it waits (never yielded), or at its end. */
+	if (!sink_find(s, WEFT_WARN_LONG_POLL, waiter, &w) &&
+	    !sink_find(s, WEFT_WARN_NEVER_YIELDED, waiter, &w))
+		print_warnings(s);
+	assert_true(sink_find(s, WEFT_WARN_LONG_POLL, waiter, &w) ||
+		    sink_find(s, WEFT_WARN_NEVER_YIELDED, waiter, &w));
+	assert_non_null(strstr(w.detail, "waiting"));
+	assert_non_null(strstr(w.detail, "\"stats_mu\""));
+	assert_null(strstr(w.detail, "a blocking call"));
+	rt_done(rt);
+	weft_mutex_fini(&m);
+	sink_free(s, sub);
+}
+
 /* A plain thread that takes the lock once (it blocks while held). */
 static void *lock_once(void *arg)
 {
@@ -1652,6 +1708,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_warns_lock_held_across_await, teardown),
 		cmocka_unit_test_teardown(test_lock_held_real_hold_time, teardown),
+		cmocka_unit_test_teardown(test_long_poll_names_lock_waited, teardown),
 		cmocka_unit_test_teardown(test_warns_long_poll, teardown),
 		cmocka_unit_test_teardown(test_long_poll_says_why, teardown),
 		cmocka_unit_test_teardown(test_flood_folded, teardown),

@@ -209,6 +209,30 @@ __attribute__((noinline)) static void poll_parked(struct probe *p,
 	t->parked_seen = false;
 }
 
+/*
+ * A long poll of @t on @worker, [@start, @end], that blocked on a
+ * weft_mutex_t for most of its own time (@own): *@why names the lock
+ * and the wait, where it said "asleep in the kernel (a blocking call)".
+ * The task's poll did block its worker; the lock is what it waited for.
+ */
+static void lock_wait_why(struct probe *p, const task_rec_t *t, uint16_t worker,
+			  uint64_t start, uint64_t end, uint64_t own, char *why,
+			  size_t len)
+{
+	const struct worker_lock_wait_s *l;
+
+	if (!weft__collector_has_worker(p, worker))
+		return;
+	l = &p->wk[worker].lock_wait;
+	if (l->task != t->pub.id || l->at < start || l->at > end ||
+	    2 * l->wait_ns < own)
+		return;
+	snprintf(why, len,
+		 ": waiting %.1f ms for lock \"%s\" (a weft_mutex_t "
+		 "another thread held)",
+		 (double)l->wait_ns / 1e6, l->name ? l->name : "?");
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -277,6 +301,9 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		char why[160], d[sizeof(why) + 64];
 		uint64_t own = weft__collector_poll_why(p, ev->worker, start, 0,
 							dur, why, sizeof(why));
+
+		lock_wait_why(p, t, ev->worker, start, ev->ts, own, why,
+			      sizeof(why));
 
 		if (weft__collector_has_worker(p, ev->worker)) {
 			struct worker_long_s *l = &p->wk[ev->worker].lng;
@@ -876,6 +903,18 @@ process(struct probe *p, const weft_event_t *ev)
 		break;
 	case WEFT_EV_LOCK_HELD_END:
 		weft__collector_lock_released(p, ev);
+		break;
+	case WEFT_EV_LOCK_ACQUIRE:
+		/* Waited a millisecond or more: see on_poll(). */
+		if (ev->a2 >= 1000 && ev->task &&
+		    weft__collector_has_worker(p, ev->worker))
+			p->wk[ev->worker].lock_wait =
+				(struct worker_lock_wait_s){
+					.task = ev->task,
+					.at = ev->ts,
+					.wait_ns = (uint64_t)ev->a2 * 1000,
+					.name = (const char *)(uintptr_t)ev->a1
+				};
 		break;
 	default:
 		break;

@@ -270,6 +270,15 @@ typedef struct worker_rec_s {
 		bool by_os;
 		char name[40];
 	} lng;
+	/*
+	 * Its last wait for a weft_mutex_t (a LOCK_ACQUIRE that waited a
+	 * millisecond or more): the poll it came in names the lock as what
+	 * blocked its worker (collector_events.c).
+	 */
+	struct worker_lock_wait_s {
+		uint64_t task, at, wait_ns;
+		const char *name;
+	} lock_wait;
 	/* Steal-storm bursts (passes entering the storm) since the last
 	 * warning, and whether the last pass was in one: every burst is
 	 * counted in a warning, only the text is rate-limited. */

@@ -761,6 +761,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 		    k->yield_warned != started) {
 			uint64_t so_far = now - w->poll_started_ns, own;
 			char why[160], d[sizeof(why) + 64];
+			const char *lock;
 			task_rec_t *t;
 
 			if (k->look_started != started) {
@@ -772,6 +773,13 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 						       w->poll_started_ns,
 						       started, so_far, why,
 						       sizeof(why));
+			lock = weft__runtime_worker_lock_waiting(rt, i);
+			/* Blocked on a weft_mutex_t now: that is its wait. */
+			if (lock)
+				snprintf(why, sizeof(why),
+					 ": waiting for lock \"%s\" (a "
+					 "weft_mutex_t another thread holds)",
+					 lock);
 			/*
 			 * Its own part under the threshold so far: looked
 			 * at again (weft__collector_by_os()).  So is a poll

@@ -85,7 +85,9 @@ static void unheard_release(weft_mutex_t *m, weft_task_t *t,
 			    uint32_t blocked);
 #endif
 
-static void taken(weft_mutex_t *m, const char *file, int line)
+/* @waited_us: how long the taker blocked for it (0: not, or not known). */
+static void taken(weft_mutex_t *m, const char *file, int line,
+		  uint32_t waited_us)
 {
 	weft_task_t *t = weft__current_task();
 
@@ -110,19 +112,45 @@ static void taken(weft_mutex_t *m, const char *file, int line)
 		m->held_next = t->held_locks;
 		t->held_locks = m;
 	}
-	WEFT_PROBE_EVENT(LOCK_ACQUIRE, m->owner_task, (uintptr_t)m->name, 0);
+	WEFT_PROBE_EVENT(LOCK_ACQUIRE, m->owner_task, (uintptr_t)m->name,
+			 waited_us);
 }
 
 void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 {
-	uint32_t c = 0;
+	uint32_t c = 0, waited_us = 0;
 
 	/* Acquire: as in lock_slow(). */
 	if (!atomic_compare_exchange_strong_explicit(word(m), &c, 1,
 						     memory_order_acquire,
-						     memory_order_relaxed))
+						     memory_order_relaxed)) {
+#if WEFT_PROBE
+		/*
+		 * Timed while someone listens: a task's poll blocked here is
+		 * waiting for this lock, which its long-poll warning names
+		 * (else "a blocking call").  Two clock reads on the slow
+		 * path only.
+		 */
+		uint64_t t0 = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
+		weft_worker_t *wk = t0 ? weft__cur_worker : NULL;
+
+		/* Relaxed: a hint for the collector (runtime_internal.h). */
+		if (wk)
+			store_relaxed(&wk->lock_waiting,
+				      m->name ? m->name : "?");
 		lock_slow(m, c);
-	taken(m, file, line);
+		if (wk)
+			store_relaxed(&wk->lock_waiting, NULL);
+		if (t0) {
+			uint64_t us = (weft__probe_clock_ns() - t0) / 1000;
+
+			waited_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+		}
+#else
+		lock_slow(m, c);
+#endif
+	}
+	taken(m, file, line, waited_us);
 }
 
 bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file, int line)
@@ -133,7 +161,7 @@ bool weft_mutex_trylock_at(weft_mutex_t *m, const char *file, int line)
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return false;
-	taken(m, file, line);
+	taken(m, file, line, 0);
 	return true;
 }
 

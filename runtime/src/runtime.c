@@ -660,6 +660,12 @@ uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i)
 	return rt->workers[i].born_ns;
 }
 
+const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i)
+{
+	/* Relaxed: a hint (see the field). */
+	return load_relaxed(&rt->workers[i].lock_waiting);
+}
+
 int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i)
 {
 	/* Acquire on the tid first: the clock was stored before it. */

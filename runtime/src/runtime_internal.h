@@ -481,6 +481,13 @@ struct weft_worker_s {
 	 */
 	uint64_t born_ns;
 	/*
+	 * The weft_mutex_t its thread blocks on now (its name), NULL when
+	 * none: a poll stuck there is said to wait for that lock.  Relaxed
+	 * stores by the worker around the wait (mutex.c), relaxed loads by
+	 * the collector: a hint read at a look, ordering nothing.
+	 */
+	_Atomic(const char *) lock_waiting;
+	/*
 	 * The last long poll's split (runtime_probe.h), written by the
 	 * monitor alone, read by the probe: a seqlock, odd while written.
 	 * Fields are relaxed atomics so that a reader racing a write

@@ -115,6 +115,12 @@ int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i);
 uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i);
 
 /*
+ * The name of the weft_mutex_t worker @i's thread blocks on now ("?" for
+ * one without a name), NULL when none.
+ */
+const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i);
+
+/*
  * Worker @i's thread CPU clock (a clockid_t, negative), 0 until its
  * thread runs or if it has none.
  */

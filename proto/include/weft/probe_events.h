@@ -16,93 +16,91 @@
 #include "weft/common.h"
 
 #define WEFT_EVENT_KINDS(X)                                                    \
-	X(SPAWN, 1, "spawn",                                                  \
-	  "a1=parent task, a2=kind | site id << WEFT_SPAWN_SITE_SHIFT (0: "   \
-	  "no site, SPAWN_INFO and SPAWN_LOC follow)")                        \
-	X(SPAWN_INFO, 2, "spawn-info",                                        \
-	  "a1=name (static string), a2=state size; follows a SPAWN of no "    \
-	  "site")                                                             \
-	X(SPAWN_LOC, 3, "spawn-loc",                                          \
-	  "a1=file (static string), a2=line; follows SPAWN_INFO")             \
-	X(POLL, 4, "poll",                                                    \
-	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED | "    \
-	  "clones of its own waker << WEFT_POLL_CLONES_SHIFT | await site "   \
-	  "id << WEFT_POLL_SITE_SHIFT (0: where it parks did not change)")   \
-	X(WAKE, 5, "wake",                                                    \
-	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")           \
-	X(WAKER_CLONE, 6, "waker-clone",                                      \
-	  "a clone not counted in a POLL (WEFT_POLL_CLONES_SHIFT)")           \
-	X(WAKER_DROP, 7, "waker-drop", "")                                    \
-	X(SCHEDULE, 8, "schedule", "a2=where the task went")                  \
-	X(STEAL, 9, "steal", "a1=victim worker, a2=tasks stolen")             \
-	X(PARK, 10, "park", "a2=where (futex or driver)")                     \
-	X(UNPARK, 11, "unpark", "a2=reason")                                  \
-	X(OVERFLOW, 12, "overflow", "a2=tasks moved to the global queue")     \
-	X(COMPLETE, 13, "complete", "a2=status")                              \
-	X(LOCK_ACQUIRE, 14, "lock-acquire",                                   \
-	  "a1=lock, a2=wait ns")                                              \
-	X(LOCK_RELEASE, 15, "lock-release", "a1=lock, a2=held ns")            \
-	X(LOCK_HELD_PENDING, 16, "lock-held-across-await",                    \
-	  "a1=lock, a2=held ns so far")                                       \
-	X(BLOCKING_START, 17, "blocking-start",                               \
-	  "task=spawner (0: none), a1=the job's name (static string, 0: "   \
-	  "none)")                                                            \
-	X(BLOCKING_END, 18, "blocking-end",                                   \
-	  "task=spawner (0: none), ts=end, a1=duration")                      \
-	X(TIMER_FIRE, 19, "timer-fire", "a2=timers fired")                    \
-	X(IO_READY, 20, "io-ready", "a1=fd, a2=readiness")                    \
-	X(GLOBAL_DEPTH, 21, "global-depth",                                   \
-	  "a2=global queue depth (sampled)")                                  \
-	X(LOCAL_DEPTH, 22, "local-depth",                                     \
-	  "a2=local queue depth (sampled)")                                   \
-	X(LOCK_SITE, 23, "lock-site",                                         \
-	  "a1=file where taken (static string), a2=line (0: a raw pthread "  \
-	  "mutex, whose release is not told); follows a LOCK_*")              \
-	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own") \
-	X(PARKED_AT, 25, "parked-at",                                         \
-	  "a1=file of the await (static string; 0: not known), a2=line; "     \
-	  "follows a POLL that returned PENDING elsewhere than the last, "   \
-	  "when that POLL names no await site (WEFT_POLL_SITE_SHIFT)")       \
-	X(RES_NEW, 26, "resource-new",                                        \
-	  "a1=resource id, a2=kind (weft_resource_kind_t); announces it, at " \
-	  "its init or before its first event after listening began")         \
-	X(RES_NAME, 27, "resource-name",                                      \
-	  "task=the resource's id (not a task's), a1=its name or the file "  \
-	  "it was initialised in (static string), a2=line (0: a1 is a name)") \
-	X(RES_WAIT, 28, "resource-wait",                                      \
-	  "task=waiter, a1=resource id, a2=op (weft_resource_op_t): the "     \
-	  "task queued on it")                                                \
-	X(RES_WAIT_END, 29, "resource-wait-end",                              \
-	  "task=waiter, a1=resource id, a2=op | WEFT_RES_CANCELLED, _CLOSED " \
-	  "or _ACQUIRED: its wait ended (served unless flagged)")             \
-	X(RES_ACQUIRE, 30, "resource-acquire",                                \
-	  "task=new holder, a1=resource id, a2=count (permits)")              \
-	X(RES_RELEASE, 31, "resource-release",                                \
-	  "task=releasing task (0: none), a1=resource id, a2=count")          \
-	X(RES_OWNER, 32, "resource-owner",                                    \
-	  "task=the task it serves now (a channel's receiver), a1=resource " \
-	  "id")                                                               \
-	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised") \
-	X(RES_SITE, 34, "resource-site",                                      \
-	  "task=holder, a1=file of the await that acquired it (static "       \
-	  "string), a2=line; follows a RES_ACQUIRE")                         \
-	X(RES_LABEL, 35, "resource-label",                                    \
-	  "task=holder, a1=what it holds it for (static string: a blocking "  \
-	  "job's name); follows a RES_ACQUIRE")                               \
-	X(LOCK_HELD_END, 36, "lock-held-end",                                 \
-	  "task=the holder, a1=lock (as in its LOCK_HELD_PENDING), "          \
-	  "a2=threads that began to block on it meanwhile: a weft_mutex_t "   \
-	  "held across an await was released")                               \
-	X(SITE, 37, "spawn-site",                                             \
-	  "task=the site's id (not a task's), a1=name (static string), "      \
-	  "a2=state size; announces a spawn site on its ring, before the "    \
-	  "ring's first SPAWN of it in a listening period; SITE_LOC follows") \
-	X(SITE_LOC, 38, "spawn-site-loc",                                     \
-	  "task=the site's id, a1=file (static string), a2=line; follows "    \
-	  "SITE")                                                             \
-	X(AWAIT_SITE, 39, "await-site",                                       \
-	  "task=the await site's id (not a task's), a1=file (static "         \
-	  "string), a2=line; announces an await site on its ring, before "    \
+	X(SPAWN, 1, "spawn",                                                   \
+	  "a1=parent task, a2=kind | site id << WEFT_SPAWN_SITE_SHIFT (0: "    \
+	  "no site, SPAWN_INFO and SPAWN_LOC follow)")                         \
+	X(SPAWN_INFO, 2, "spawn-info",                                         \
+	  "a1=name (static string), a2=state size; follows a SPAWN of no "     \
+	  "site")                                                              \
+	X(SPAWN_LOC, 3, "spawn-loc",                                           \
+	  "a1=file (static string), a2=line; follows SPAWN_INFO")              \
+	X(POLL, 4, "poll",                                                     \
+	  "ts=end, a1=duration, a2=WEFT_POLL_READY | WEFT_POLL_YIELDED | "     \
+	  "clones of its own waker << WEFT_POLL_CLONES_SHIFT | await site "    \
+	  "id << WEFT_POLL_SITE_SHIFT (0: where it parks did not change)")     \
+	X(WAKE, 5, "wake",                                                     \
+	  "a1=waking task (0: none), a2=source | WEFT_WAKE_BY_VAL")            \
+	X(WAKER_CLONE, 6, "waker-clone",                                       \
+	  "a clone not counted in a POLL (WEFT_POLL_CLONES_SHIFT)")            \
+	X(WAKER_DROP, 7, "waker-drop", "")                                     \
+	X(SCHEDULE, 8, "schedule", "a2=where the task went")                   \
+	X(STEAL, 9, "steal", "a1=victim worker, a2=tasks stolen")              \
+	X(PARK, 10, "park", "a2=where (futex or driver)")                      \
+	X(UNPARK, 11, "unpark", "a2=reason")                                   \
+	X(OVERFLOW, 12, "overflow", "a2=tasks moved to the global queue")      \
+	X(COMPLETE, 13, "complete", "a2=status")                               \
+	X(LOCK_ACQUIRE, 14, "lock-acquire",                                    \
+	  "a1=lock, a2=us the taker blocked for it (0: none, or not timed)")   \
+	X(LOCK_RELEASE, 15, "lock-release", "a1=lock, a2=held ns")             \
+	X(LOCK_HELD_PENDING, 16, "lock-held-across-await",                     \
+	  "a1=lock, a2=held ns so far")                                        \
+	X(BLOCKING_START, 17, "blocking-start",                                \
+	  "task=spawner (0: none), a1=the job's name (static string, 0: "      \
+	  "none)")                                                             \
+	X(BLOCKING_END, 18, "blocking-end",                                    \
+	  "task=spawner (0: none), ts=end, a1=duration")                       \
+	X(TIMER_FIRE, 19, "timer-fire", "a2=timers fired")                     \
+	X(IO_READY, 20, "io-ready", "a1=fd, a2=readiness")                     \
+	X(GLOBAL_DEPTH, 21, "global-depth", "a2=global queue depth (sampled)") \
+	X(LOCAL_DEPTH, 22, "local-depth", "a2=local queue depth (sampled)")    \
+	X(LOCK_SITE, 23, "lock-site",                                          \
+	  "a1=file where taken (static string), a2=line (0: a raw pthread "    \
+	  "mutex, whose release is not told); follows a LOCK_*")               \
+	X(MARK, 24, "mark", "an application's own mark: a1, a2 are its own")   \
+	X(PARKED_AT, 25, "parked-at",                                          \
+	  "a1=file of the await (static string; 0: not known), a2=line; "      \
+	  "follows a POLL that returned PENDING elsewhere than the last, "     \
+	  "when that POLL names no await site (WEFT_POLL_SITE_SHIFT)")         \
+	X(RES_NEW, 26, "resource-new",                                         \
+	  "a1=resource id, a2=kind (weft_resource_kind_t); announces it, at "  \
+	  "its init or before its first event after listening began")          \
+	X(RES_NAME, 27, "resource-name",                                       \
+	  "task=the resource's id (not a task's), a1=its name or the file "    \
+	  "it was initialised in (static string), a2=line (0: a1 is a name)")  \
+	X(RES_WAIT, 28, "resource-wait",                                       \
+	  "task=waiter, a1=resource id, a2=op (weft_resource_op_t): the "      \
+	  "task queued on it")                                                 \
+	X(RES_WAIT_END, 29, "resource-wait-end",                               \
+	  "task=waiter, a1=resource id, a2=op | WEFT_RES_CANCELLED, _CLOSED "  \
+	  "or _ACQUIRED: its wait ended (served unless flagged)")              \
+	X(RES_ACQUIRE, 30, "resource-acquire",                                 \
+	  "task=new holder, a1=resource id, a2=count (permits)")               \
+	X(RES_RELEASE, 31, "resource-release",                                 \
+	  "task=releasing task (0: none), a1=resource id, a2=count")           \
+	X(RES_OWNER, 32, "resource-owner",                                     \
+	  "task=the task it serves now (a channel's receiver), a1=resource "   \
+	  "id")                                                                \
+	X(RES_DROP, 33, "resource-drop", "a1=resource id: it was finalised")   \
+	X(RES_SITE, 34, "resource-site",                                       \
+	  "task=holder, a1=file of the await that acquired it (static "        \
+	  "string), a2=line; follows a RES_ACQUIRE")                           \
+	X(RES_LABEL, 35, "resource-label",                                     \
+	  "task=holder, a1=what it holds it for (static string: a blocking "   \
+	  "job's name); follows a RES_ACQUIRE")                                \
+	X(LOCK_HELD_END, 36, "lock-held-end",                                  \
+	  "task=the holder, a1=lock (as in its LOCK_HELD_PENDING), "           \
+	  "a2=threads that began to block on it meanwhile: a weft_mutex_t "    \
+	  "held across an await was released")                                 \
+	X(SITE, 37, "spawn-site",                                              \
+	  "task=the site's id (not a task's), a1=name (static string), "       \
+	  "a2=state size; announces a spawn site on its ring, before the "     \
+	  "ring's first SPAWN of it in a listening period; SITE_LOC follows")  \
+	X(SITE_LOC, 38, "spawn-site-loc",                                      \
+	  "task=the site's id, a1=file (static string), a2=line; follows "     \
+	  "SITE")                                                              \
+	X(AWAIT_SITE, 39, "await-site",                                        \
+	  "task=the await site's id (not a task's), a1=file (static "          \
+	  "string), a2=line; announces an await site on its ring, before "     \
 	  "the ring's first POLL naming it in a listening period")
 
 typedef enum weft_event_kind_e {
