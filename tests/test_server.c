@@ -1524,6 +1524,137 @@ static int run_to(char *const argv[], const char *out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* This thread's CPU time, ns. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One poll that computes 25 ms (CPU time: not the OS's doing), then done. */
+static weft_poll_t spin_once_poll(void *arg, weft_cx_t *cx)
+{
+	uint64_t t0 = cpu_ns();
+
+	(void)arg;
+	(void)cx;
+	while (cpu_ns() - t0 < WEFT_MSEC(25))
+		;
+	return WEFT_READY;
+}
+
+/* The warnings the probe keeps, so far (its lock held). */
+static uint64_t warnings_kept(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&weft__probe.lock);
+	n = weft__probe.warn_seq;
+	pthread_mutex_unlock(&weft__probe.lock);
+	return n;
+}
+
+/* `weft-trace record` of this process to @out for @dur, a workload on. */
+static void record_for(weft_runtime_t *rt, const char *out, const char *dur)
+{
+	char target[320];
+	struct bg_load w = { .rt = rt };
+	pthread_t th;
+	int rc;
+
+	snprintf(target, sizeof(target), "unix:%s",
+		 weft__server_unix_path(weft__server_default()));
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
+	{
+		char *argv[] = { WEFT_TRACE_TOOL,
+				 "record",
+				 target,
+				 "-o",
+				 (char *)out,
+				 "--duration",
+				 (char *)dur,
+				 "--quiet",
+				 NULL };
+
+		rc = run(argv);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(rc, 0);
+}
+
+/* Whether a line of file @path holds @what. */
+static bool file_has(const char *path, const char *what)
+{
+	char line[1024];
+	bool found = false;
+	FILE *fp = fopen(path, "r");
+
+	assert_non_null(fp);
+	while (!found && fgets(line, sizeof(line), fp))
+		found = strstr(line, what) != NULL;
+	fclose(fp);
+	return found;
+}
+
+/*
+ * A file recorded from outside, after a task that blocked its worker
+ * had ended: the monitor's long-poll warning of it comes in the file as
+ * history (raised before the recording), and no update of the file
+ * names the task (it was gone before).  weft-trace stats names it as
+ * the console does, by the name the warning carries, not "task N".
+ */
+static void test_server_record_names_warned_tasks(void **state)
+{
+	char out[300], txt[300], want[96];
+	weft_runtime_t *rt;
+	weft_join_t *j;
+	uint64_t id;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	assert_int_equal(weft_spawn_with(rt,
+					 &(weft_spawn_t){
+						 .poll = spin_once_poll,
+						 .name = "early-spinner",
+						 .file = __FILE__,
+						 .line = __LINE__,
+					 },
+					 &j),
+			 0);
+	id = weft_join_id(j);
+	assert_int_equal(join_wait_drop(j, NULL), 0);
+	/* The monitor tells it from its look after the poll ended. */
+	for (int i = 0; i < 500 && !warnings_kept(); i++)
+		usleep(10000);
+	assert_true(warnings_kept() > 0);
+
+	snprintf(out, sizeof(out), "%s/early.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
+	record_for(rt, out, "300ms");
+	{
+		char *argv[] = { WEFT_TRACE_TOOL, "stats", "--top",
+				 "1000",          out,     NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	snprintf(want, sizeof(want), "task %llu early-spinner ",
+		 (unsigned long long)id);
+	if (!file_has(txt, want)) {
+		char *argv[] = { "/bin/cat", txt, NULL };
+
+		run(argv);
+		fail_msg("stats does not say \"%s\"", want);
+	}
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 /* `weft-trace list` names this process; `weft-trace snapshot` writes
  * its flight recorder out (and fails cleanly when there is none). */
 static void test_server_list_and_snapshot(void **state)
@@ -1795,6 +1926,7 @@ int main(int argc, char **argv)
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
+		cmocka_unit_test(test_server_record_names_warned_tasks),
 #endif
 	};
 
