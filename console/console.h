@@ -872,6 +872,12 @@ const con_view_t *con_view_get(con_view_id_t id);
 const con_view_t *con_view_by_name(const char *name);
 /* The whole screen: header, tabs, the view, the status line, help. */
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
+/*
+ * Where the times a view shows count from: live, the process's start
+ * (the header's "up"); a replay, the file's start, as its position does
+ * (a file recorded from outside begins long after the process did).
+ */
+uint64_t con_time_base(const con_session_t *s);
 /* con_model_resort(), the spawn-site groups too when they show. */
 void con_session_resort(con_session_t *s);
 /* --once's text: the view as a grid @width wide, printed; the Tasks

@@ -1600,22 +1600,26 @@ static bool file_has(const char *path, const char *what)
 }
 
 /*
- * A file recorded from outside, after a task that blocked its worker
- * had ended: the monitor's long-poll warning of it comes in the file as
- * history (raised before the recording), and no update of the file
- * names the task (it was gone before).  weft-trace stats names it as
- * the console does, by the name the warning carries, not "task N".
+ * A task "early-spinner" that blocks its worker 25 ms in one poll and
+ * ends, with nobody listening; returns its id once the runtime's
+ * monitor has told its long poll (kept for the next subscriber).
  */
-static void test_server_record_names_warned_tasks(void **state)
+static uint64_t early_spinner(weft_runtime_t *rt)
 {
-	char out[300], txt[300], want[96];
-	weft_runtime_t *rt;
+	weft_probe_sub_opts_t o = { .events = false };
+	weft_probe_sub_t *sub;
+	uint64_t id, before;
 	weft_join_t *j;
-	uint64_t id;
 
-	(void)state;
-	xdg_make();
-	rt = rt_with_server();
+	/*
+	 * What earlier cases of this process left in its rings (this
+	 * thread's, an ended thread's) taken now, by a pass of a listener
+	 * of its own: the recording is to begin at its attach.
+	 */
+	assert_int_equal(weft_probe_subscribe(&o, &sub), 0);
+	weft_probe_flush();
+	weft_probe_unsubscribe(sub);
+	before = warnings_kept();
 	assert_int_equal(weft_spawn_with(rt,
 					 &(weft_spawn_t){
 						 .poll = spin_once_poll,
@@ -1628,10 +1632,29 @@ static void test_server_record_names_warned_tasks(void **state)
 	id = weft_join_id(j);
 	assert_int_equal(join_wait_drop(j, NULL), 0);
 	/* The monitor tells it from its look after the poll ended. */
-	for (int i = 0; i < 500 && !warnings_kept(); i++)
+	for (int i = 0; i < 500 && warnings_kept() == before; i++)
 		usleep(10000);
-	assert_true(warnings_kept() > 0);
+	assert_true(warnings_kept() > before);
+	return id;
+}
 
+/*
+ * A file recorded from outside, after a task that blocked its worker
+ * had ended: the monitor's long-poll warning of it comes in the file as
+ * history (raised before the recording), and no update of the file
+ * names the task (it was gone before).  weft-trace stats names it as
+ * the console does, by the name the warning carries, not "task N".
+ */
+static void test_server_record_names_warned_tasks(void **state)
+{
+	char out[300], txt[300], want[96];
+	weft_runtime_t *rt;
+	uint64_t id;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	id = early_spinner(rt);
 	snprintf(out, sizeof(out), "%s/early.weft", xdg);
 	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
 	record_for(rt, out, "300ms");
@@ -1901,6 +1924,66 @@ static void test_server_peer_bounds(void **state)
 	xdg_remove();
 }
 
+#ifdef WEFT_CONSOLE_TOOL
+/*
+ * The same file replayed in the console: the warning, about a poll
+ * that ran before the recording began, reads on the replay's timeline
+ * (which counts from the file's start, as its position does), before
+ * its start: a negative AT, not the process's uptime then (a time
+ * inside or past the file's span, for a process recorded long after it
+ * started).
+ */
+static void test_server_record_warning_before_file(void **state)
+{
+	char out[300], txt[300], line[1024];
+	bool found = false;
+	weft_runtime_t *rt;
+	FILE *fp;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	(void)early_spinner(rt);
+	/* The process well older than its warning's age at the attach. */
+	usleep(300000);
+	snprintf(out, sizeof(out), "%s/early.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
+	record_for(rt, out, "300ms");
+	setenv("WEFT_CONSOLE_INDEX", "0", 1);
+	{
+		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out,
+				 "--once",          "--view",   "warnings",
+				 "--width",         "200",      NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	unsetenv("WEFT_CONSOLE_INDEX");
+	fp = fopen(txt, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		double at;
+		char unit[4];
+
+		if (!strstr(line, "early-spinner"))
+			continue;
+		found = true;
+		/* "*   -312ms  long-poll ..." (history), at least 300 ms
+		 * before the file's start. */
+		if (sscanf(line + 1, "%lf%3[a-z]", &at, unit) != 2 ||
+		    !(at < 0) ||
+		    (strcmp(unit, "s") &&
+		     !(strcmp(unit, "ms") == 0 && at <= -300)))
+			fail_msg("not before the file's start: %s", line);
+	}
+	fclose(fp);
+	assert_true(found);
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+#endif
+
 /* An argument: run only the tests whose names match it (cmocka's
  * pattern: * and ?). */
 int main(int argc, char **argv)
@@ -1927,6 +2010,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
 		cmocka_unit_test(test_server_record_names_warned_tasks),
+#endif
+#ifdef WEFT_CONSOLE_TOOL
+		cmocka_unit_test(test_server_record_warning_before_file),
 #endif
 	};
 
