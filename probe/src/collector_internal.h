@@ -1035,6 +1035,10 @@ struct leak_said {
 	double per_s;     /* growth over the window */
 	uint64_t window_ns;
 	uint64_t oldest, oldest_age_ns;
+	/* The oldest's SPAWN not seen (live before the probe listened, or
+	 * its SPAWN dropped): its age is from when it was first heard of,
+	 * a lower bound. */
+	bool oldest_unseen;
 	const char *oldest_name;
 	const char *parked_file; /* where most pending ones are parked */
 	uint32_t parked_line, parked_n;
