@@ -1982,6 +1982,69 @@ static void test_server_record_warning_before_file(void **state)
 	weft_runtime_destroy(rt);
 	xdg_remove();
 }
+/*
+ * Tasks live since before the attach, in the console's replay of a file
+ * recorded from outside: their spawn site's OLDEST is a lower bound (the
+ * runtime keeps no spawn time; the probe first heard of them at the
+ * attach), and reads so (">"), not as their age.
+ */
+static void test_server_record_oldest_a_lower_bound(void **state)
+{
+	char out[300], txt[300], line[1024];
+	weft_runtime_t *rt;
+	weft_join_t *j[4];
+	bool found = false;
+	FILE *fp;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){
+						.poll = idle_poll,
+						.size = sizeof(struct idle),
+						.name = "old-idler",
+						.file = __FILE__,
+						.line = __LINE__,
+					},
+					&j[i]),
+			0);
+	/* Older than the recording by far. */
+	usleep(500000);
+	snprintf(out, sizeof(out), "%s/old.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/old.txt", xdg);
+	record_for(rt, out, "300ms");
+	setenv("WEFT_CONSOLE_INDEX", "0", 1);
+	{
+		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out, "--once",
+				 "--view", "sites", "--width", "200",
+				 "--ascii", NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	unsetenv("WEFT_CONSOLE_INDEX");
+	fp = fopen(txt, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, "old-idler")) {
+			found = true;
+			if (!strstr(line, " >"))
+				fail_msg("OLDEST not a lower bound: %s", line);
+		}
+	fclose(fp);
+	assert_true(found);
+	weft_notify_waiters(&idle_note);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(join_wait_drop(j[i], NULL), 0);
+	weft_notify_fini(&idle_note);
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
 #endif
 
 /* An argument: run only the tests whose names match it (cmocka's
@@ -2013,6 +2076,7 @@ int main(int argc, char **argv)
 #endif
 #ifdef WEFT_CONSOLE_TOOL
 		cmocka_unit_test(test_server_record_warning_before_file),
+		cmocka_unit_test(test_server_record_oldest_a_lower_bound),
 #endif
 	};
 

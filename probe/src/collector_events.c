@@ -763,6 +763,7 @@ process(struct probe *p, const weft_event_t *ev)
 		if (!t)
 			break;
 		t->seen_spawn = true;
+		t->pub.spawn_unseen = 0;
 		t->spawn_worker = ev->worker;
 		t->pub.parent = ev->a1;
 		t->pub.kind = (uint8_t)(ev->a2 & WEFT_SPAWN_KIND_MASK);

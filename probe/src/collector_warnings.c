@@ -749,7 +749,9 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
  * oldest whose SPAWN was not seen (live before the probe listened: the
  * runtime keeps no spawn time, issue 21's small idle tasks have no room
  * for one) is aged from when the probe first heard of it: "oldest over
- * 3.9 s", a lower bound (the detail's 160 bytes leave room for no more).
+ * 3.9 s", a lower bound (the detail's 160 bytes leave room for no more),
+ * and no value (a figure shown bare, the console's VALUE, would be read
+ * as the age).
  */
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 {
@@ -764,7 +766,7 @@ void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 			 l->parked_line);
 	weft__collector_warn(
 		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
-		l->oldest_age_ns,
+		l->oldest_unseen ? 0 : l->oldest_age_ns,
 		"%s: %u live (+%.0f/s over %.1f s); %u old ones pending since "
 		"their first poll%s; oldest %s%.1f s (task %llu)",
 		l->said_live ? "still leaking" : "tasks leak", l->live,
