@@ -133,6 +133,9 @@ typedef struct con_task_s {
 	uint8_t state; /* weft_task_state_t */
 	uint8_t waiting_op;
 	uint8_t nwaited;
+	/* Its spawn not seen (Task.spawn_unseen): spawned_ns is when the
+	 * probe first heard of it, its age a lower bound. */
+	bool spawn_unseen : 1;
 	/* private: the model's bookkeeping */
 	bool dirty : 1;  /* in the model's dirty vector */
 	bool listed : 1; /* in the model's list */
@@ -221,6 +224,7 @@ typedef struct con_group_s {
 	uint32_t idle, scheduled, running, live;
 	uint64_t oldest_spawned_ns;
 	uint64_t oldest_id;
+	bool oldest_unseen;      /* its age a lower bound (con_task_t) */
 	const char *parked_file; /* the most common; "" and 0: none known */
 	uint32_t parked_line;
 	uint32_t parked_count; /* how many of its tasks are parked there */
@@ -885,6 +889,12 @@ const con_view_t *con_view_get(con_view_id_t id);
 const con_view_t *con_view_by_name(const char *name);
 /* The whole screen: header, tabs, the view, the status line, help. */
 void con_screen_draw(const con_session_t *s, con_grid_t *g);
+/*
+ * Where the times a view shows count from: live, the process's start
+ * (the header's "up"); a replay, the file's start, as its position does
+ * (a file recorded from outside begins long after the process did).
+ */
+uint64_t con_time_base(const con_session_t *s);
 /* con_model_resort(), the spawn-site groups too when they show. */
 void con_session_resort(con_session_t *s);
 /* --once's text: the view as a grid @width wide, printed; the Tasks

@@ -537,6 +537,7 @@ static void task_set(con_model_t *m, const Weft__V1__Task *x)
 	t->last_worker = (uint16_t)x->last_worker;
 	t->status = x->status;
 	t->spawned_ns = x->spawned_ns;
+	t->spawn_unseen = x->spawn_unseen;
 	t->finished_ns = x->finished_ns;
 	t->polls = x->polls;
 	t->busy_ns = x->busy_ns;

@@ -182,6 +182,7 @@ static void group_fill(con_group_t *g, const con_task_t *const *t, size_t i,
 	g->name = oldest->name;
 	g->oldest_spawned_ns = oldest->spawned_ns;
 	g->oldest_id = oldest->id;
+	g->oldest_unseen = oldest->spawn_unseen;
 	/* The longest run of one parked-at line (known ones only); a tie
 	 * goes to the first in file, then line order. */
 	for (size_t k = i, r; k < j; k = r) {

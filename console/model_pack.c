@@ -142,6 +142,7 @@ static uint64_t str_num(ptrmap_t *t, buf_t *strs, const char *s)
 #define PK_DOOMED 4u
 #define PK_HIST 8u
 #define PK_WAITED 16u
+#define PK_SPAWN_UNSEEN 32u
 
 /* A time after the spawn: 0 stays 0 (not known). */
 static uint64_t since(uint64_t t, uint64_t spawned)
@@ -231,7 +232,8 @@ static void put_task(buf_t *b, const con_task_t *t, prev_t *pv, ptrmap_t *tab,
 	v[F_NWAITED] = t->nwaited;
 	v[F_FLAGS] = (t->dirty ? PK_DIRTY : 0) | (t->listed ? PK_LISTED : 0) |
 		     (t->doomed ? PK_DOOMED : 0) | (t->hist ? PK_HIST : 0) |
-		     (t->waited ? PK_WAITED : 0);
+		     (t->waited ? PK_WAITED : 0) |
+		     (t->spawn_unseen ? PK_SPAWN_UNSEEN : 0);
 	for (int i = 0; i < F_MAX; i++)
 		if (i < F_STICKY ? v[i] != 0 : v[i] != pv->v[i])
 			mask |= 1ull << i;
@@ -314,6 +316,7 @@ static bool get_task(rd_t *r, con_model_t *m, con_task_t *t, prev_t *pv,
 	t->dirty = v[F_FLAGS] & PK_DIRTY;
 	t->listed = v[F_FLAGS] & PK_LISTED;
 	t->doomed = v[F_FLAGS] & PK_DOOMED;
+	t->spawn_unseen = v[F_FLAGS] & PK_SPAWN_UNSEEN;
 	if (v[F_FLAGS] & PK_HIST) {
 		t->hist = con_xmalloc(2 * sizeof(*t->hist));
 		get_hist(r, &t->hist[0]);

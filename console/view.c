@@ -212,6 +212,11 @@ static void draw_status(const con_session_t *s, con_grid_t *g)
 		     "  i invert  Enter detail  Esc back");
 }
 
+uint64_t con_time_base(const con_session_t *s)
+{
+	return s->rp ? s->rp->first_ns : s->model->start_ns;
+}
+
 void con_screen_draw(const con_session_t *s, con_grid_t *g)
 {
 	const con_view_t *v = con_view_get(s->view);

@@ -488,8 +488,9 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 }
 
 /* The newest events that fit in @rows at @y. */
-static void events_draw(const con_model_t *m, con_grid_t *g, int y, int rows)
+static void events_draw(const con_session_t *s, con_grid_t *g, int y, int rows)
 {
+	const con_model_t *m = s->model;
 	const weft_event_t *first = con_model_watch_event(m, 0);
 	int used = 0;
 
@@ -511,15 +512,16 @@ static void events_draw(const con_model_t *m, con_grid_t *g, int y, int rows)
 			break;
 		event_text(m, e, what, sizeof(what));
 		con_fmt_worker(wk, sizeof(wk), e->worker);
-		con_grid_printf(
-			g, 3, y + used++,
-			e->kind == WEFT_EV_LOCK_HELD_PENDING ? CON_ROLE_BAD :
-							       CON_ROLE_NORMAL,
-			"%11.6f  w%-3s %-12s %s",
-			(double)(e->ts > m->start_ns ? e->ts - m->start_ns :
-						       0) /
-				1e9,
-			wk, weft_event_kind_name(e->kind), what);
+		con_grid_printf(g, 3, y + used++,
+				e->kind == WEFT_EV_LOCK_HELD_PENDING ?
+					CON_ROLE_BAD :
+					CON_ROLE_NORMAL,
+				"%11.6f  w%-3s %-12s %s",
+				(double)(e->ts > con_time_base(s) ?
+						 e->ts - con_time_base(s) :
+						 0) /
+					1e9,
+				wk, weft_event_kind_name(e->kind), what);
 	}
 }
 
@@ -704,7 +706,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 		y++;
 	}
 	if (y < top + rows - 1)
-		events_draw(m, g, y, top + rows - y);
+		events_draw(s, g, y, top + rows - y);
 }
 
 const con_view_t con_view_detail = {

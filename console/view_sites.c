@@ -74,10 +74,18 @@ static void cell_text(const con_model_t *m, const con_group_t *g,
 		snprintf(buf, len, "%u", g->live);
 		break;
 	case CON_GCOL_OLDEST:
-		if (g->oldest_spawned_ns && m->now_ns > g->oldest_spawned_ns)
-			con_fmt_ns(buf, len, m->now_ns - g->oldest_spawned_ns);
-		else
+		/* A task live before the probe listened: older than that
+		 * (">3.9s"), its spawn time unknown. */
+		if (g->oldest_spawned_ns && m->now_ns > g->oldest_spawned_ns) {
+			char age[16];
+
+			con_fmt_ns(age, sizeof(age),
+				   m->now_ns - g->oldest_spawned_ns);
+			snprintf(buf, len, "%s%s", g->oldest_unseen ? ">" : "",
+				 age);
+		} else {
 			snprintf(buf, len, "-");
+		}
 		break;
 	case CON_GCOL_PARKED:
 		if (g->parked_line)

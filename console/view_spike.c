@@ -34,13 +34,14 @@ static void spike_draw(const con_session_t *s, con_grid_t *g, int top, int rows)
 	char at[16], len[16];
 	int y = top;
 
-	con_grid_printf(g, 1, y++, CON_ROLE_TITLE,
-			"polls in the %llums at %s from the start: %llu, "
-			"the %zu longest first (Enter: the task, Esc: back)",
-			CON_TL_BUCKET_NS / 1000000ull,
-			con_fmt_ns(at, sizeof(at),
-				   t0 > m->start_ns ? t0 - m->start_ns : 0),
-			(unsigned long long)polls, n);
+	con_grid_printf(
+		g, 1, y++, CON_ROLE_TITLE,
+		"polls in the %llums at %s from the start: %llu, "
+		"the %zu longest first (Enter: the task, Esc: back)",
+		CON_TL_BUCKET_NS / 1000000ull,
+		con_fmt_ns(at, sizeof(at),
+			   t0 > con_time_base(s) ? t0 - con_time_base(s) : 0),
+		(unsigned long long)polls, n);
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
 	con_grid_printf(g, 0, y++, CON_ROLE_COLUMN,
 			" %8s %7s %-16s %3s %11s  %s", "POLL", "TASK", "NAME",
@@ -68,16 +69,16 @@ static void spike_draw(const con_session_t *s, con_grid_t *g, int top, int rows)
 			snprintf(loc, sizeof(loc), "%s:%u", t->file, t->line);
 		else
 			snprintf(loc, sizeof(loc), "%s", t ? "-" : "(gone)");
-		con_grid_printf(g, 0, y, r,
-				" %8s %7llu %-16.16s %3u %11.6f  %s",
-				con_fmt_ns(len, sizeof(len), p[i].dur_ns),
-				(unsigned long long)p[i].task,
-				t && t->name[0] ? t->name : "-", p[i].worker,
-				(double)(p[i].end_ns > m->start_ns ?
-						 p[i].end_ns - m->start_ns :
-						 0) /
-					1e9,
-				loc);
+		con_grid_printf(
+			g, 0, y, r, " %8s %7llu %-16.16s %3u %11.6f  %s",
+			con_fmt_ns(len, sizeof(len), p[i].dur_ns),
+			(unsigned long long)p[i].task,
+			t && t->name[0] ? t->name : "-", p[i].worker,
+			(double)(p[i].end_ns > con_time_base(s) ?
+					 p[i].end_ns - con_time_base(s) :
+					 0) /
+				1e9,
+			loc);
 	}
 }
 

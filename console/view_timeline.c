@@ -49,12 +49,12 @@ static void cursor_draw(const con_session_t *s, con_grid_t *g, int y)
 	uint64_t t0 = b * CON_TL_BUCKET_NS;
 	int x;
 
-	x = con_grid_printf(g, 1, y, CON_ROLE_TITLE,
-			    "cursor: %s from the start%s  %llu polls",
-			    con_fmt_ns(at, sizeof(at),
-				       t0 > m->start_ns ? t0 - m->start_ns : 0),
-			    s->tl_cursor ? "" : " (newest)",
-			    (unsigned long long)polls);
+	x = con_grid_printf(
+		g, 1, y, CON_ROLE_TITLE,
+		"cursor: %s from the start%s  %llu polls",
+		con_fmt_ns(at, sizeof(at),
+			   t0 > con_time_base(s) ? t0 - con_time_base(s) : 0),
+		s->tl_cursor ? "" : " (newest)", (unsigned long long)polls);
 	if (n) {
 		const con_task_t *t = con_model_task(m, top[0].task);
 

@@ -28,11 +28,35 @@ static con_role_t kind_role(uint32_t kind)
 	}
 }
 
+/*
+ * When @w's event was, on the timeline the screen counts in.  Live: the
+ * process's uptime (the header's "up").  A replay: from the file's start,
+ * as its position ("0s / 3.0s") and weft-trace's times count, whatever
+ * the process's age when it was recorded (weft-trace record attaches to
+ * a process running for hours); a warning about what came before the
+ * file began (raised before the recording, or a poll begun before it
+ * and told after) is before its start, and reads so: "-1.50s".
+ */
+static const char *warning_at(const con_session_t *s, const con_warning_t *w,
+			      char *buf, size_t len)
+{
+	uint64_t base = con_time_base(s);
+
+	if (s->rp && w->at_ns && w->at_ns < base) {
+		char ago[16];
+
+		con_fmt_ns(ago, sizeof(ago), base - w->at_ns);
+		snprintf(buf, len, "-%s", ago);
+		return buf;
+	}
+	return con_fmt_ns(buf, len, w->at_ns > base ? w->at_ns - base : 0);
+}
+
 static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 			  int rows)
 {
 	const con_model_t *m = s->model;
-	unsigned history = 0;
+	unsigned history = 0, before = 0;
 	int y = top;
 
 	con_grid_fill_row(g, y, CON_ROLE_COLUMN);
@@ -49,8 +73,8 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 
 		if (sel)
 			con_grid_fill_row(g, y, r);
-		con_fmt_ns(at, sizeof(at),
-			   w->at_ns > m->start_ns ? w->at_ns - m->start_ns : 0);
+		warning_at(s, w, at, sizeof(at));
+		before += at[0] == '-';
 		snprintf(task, sizeof(task), "%llu %s",
 			 (unsigned long long)w->task, w->task_name);
 		/* '*': raised before this console attached (legend below). */
@@ -70,7 +94,13 @@ static void warnings_draw(const con_session_t *s, con_grid_t *g, int top,
 		con_grid_put(g, 1, y, CON_ROLE_GOOD, "(no warnings)");
 	else if (history && y < top + rows)
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
-			     "(* raised before this console attached)");
+			     s->rp ? "(* raised before the recording began)" :
+				     "(* raised before this console attached)");
+	if (m->nwarnings && s->rp && y < top + rows)
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     before ? "(AT: from the file's start; "
+				      "-: before it began)" :
+				      "(AT: from the file's start)");
 	if (m->nwarnings && m->warnings_discarded && y < top + rows)
 		con_grid_printf(g, 1, y, CON_ROLE_DIM,
 				"(%llu older warnings discarded)",

@@ -1228,6 +1228,57 @@ static void test_lock_site_in_next_pass(void **state)
 }
 
 /*
+ * A large future whose SPAWN_INFO and SPAWN_LOC a pass split (the ring
+ * read between the two pushes): task 7's warning is published with its
+ * location, once the next pass reads it, not before without it, and
+ * another ring's warning raised in between takes nothing of it.  Task
+ * 8's SPAWN_LOC never comes (dropped): its warning is said by the end
+ * of the pass after, unlocated.  (Said at the SPAWN_INFO, the warning
+ * went out with no location; the location patched into the kept copy
+ * later reached no subscriber.)
+ */
+static void test_large_future_loc_in_next_pass(void **state)
+{
+	weft_probe_warning_t w;
+	uint64_t n;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 7, 0, 0);
+	ev(ring_a, 1, WEFT_EV_SPAWN_INFO, 7, (uintptr_t)other_name, 8192);
+	ev(ring_b, 1, WEFT_EV_SPAWN, 8, 0, 0);
+	ev(ring_b, 1, WEFT_EV_SPAWN_INFO, 8, (uintptr_t)site_name, 4096);
+	pass();
+	/* Published: nothing of either without its location. */
+	assert_false(warning_on(WEFT_WARN_LARGE_FUTURE, 7, &w) &&
+		     w.file == NULL);
+	assert_false(warning_on(WEFT_WARN_LARGE_FUTURE, 8, &w));
+	ev(ring_b, 2, WEFT_EV_SPAWN, 9, 0, 0);
+	ev(ring_b, 2, WEFT_EV_SPAWN_INFO, 9, (uintptr_t)site_name, 2048);
+	ev(ring_b, 2, WEFT_EV_SPAWN_LOC, 9, (uintptr_t)site_file, 5);
+	ev(ring_a, 3, WEFT_EV_SPAWN_LOC, 7, (uintptr_t)other_file, 11);
+	pass();
+	assert_true(warning_on(WEFT_WARN_LARGE_FUTURE, 7, &w));
+	assert_ptr_equal(w.file, other_file);
+	assert_int_equal(w.line, 11);
+	assert_non_null(strstr(w.detail, "8192 bytes"));
+	assert_true(warning_on(WEFT_WARN_LARGE_FUTURE, 9, &w));
+	assert_ptr_equal(w.file, site_file);
+	/* Task 8's, unlocated, by the end of the pass after its own. */
+	assert_true(warning_on(WEFT_WARN_LARGE_FUTURE, 8, &w));
+	assert_null(w.file);
+	assert_non_null(strstr(w.detail, "4096 bytes"));
+	/* Each once. */
+	pthread_mutex_lock(&p->lock);
+	n = p->warn_kind_count[WEFT_WARN_LARGE_FUTURE];
+	pthread_mutex_unlock(&p->lock);
+	pass();
+	pthread_mutex_lock(&p->lock);
+	n = p->warn_kind_count[WEFT_WARN_LARGE_FUTURE] - n;
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(n, 0);
+}
+
+/*
  * A lock's release read before its site: task 9's LOCK_HELD_PENDING and
  * the LOCK_HELD_END of its next poll, on the other worker, taken by one
  * pass, the LOCK_SITE pushed between them only by the next (the
@@ -2206,6 +2257,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_site_in_next_pass,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_large_future_loc_in_next_pass, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiny_tasks_name_their_site,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_released_before_site,

@@ -1679,6 +1679,160 @@ static int run_to(char *const argv[], const char *out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* This thread's CPU time, ns. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One poll that computes 25 ms (CPU time: not the OS's doing), then done. */
+static weft_poll_t spin_once_poll(void *arg, weft_cx_t *cx)
+{
+	uint64_t t0 = cpu_ns();
+
+	(void)arg;
+	(void)cx;
+	while (cpu_ns() - t0 < WEFT_MSEC(25))
+		;
+	return WEFT_READY;
+}
+
+/* The warnings the probe keeps, so far (its lock held). */
+static uint64_t warnings_kept(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&weft__probe.lock);
+	n = weft__probe.warn_seq;
+	pthread_mutex_unlock(&weft__probe.lock);
+	return n;
+}
+
+/* `weft-trace record` of this process to @out for @dur, a workload on. */
+static void record_for(weft_runtime_t *rt, const char *out, const char *dur)
+{
+	char target[320];
+	struct bg_load w = { .rt = rt };
+	pthread_t th;
+	int rc;
+
+	snprintf(target, sizeof(target), "unix:%s",
+		 weft__server_unix_path(weft__server_default()));
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
+	{
+		char *argv[] = { WEFT_TRACE_TOOL,
+				 "record",
+				 target,
+				 "-o",
+				 (char *)out,
+				 "--duration",
+				 (char *)dur,
+				 "--quiet",
+				 NULL };
+
+		rc = run(argv);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(rc, 0);
+}
+
+/* Whether a line of file @path holds @what. */
+static bool file_has(const char *path, const char *what)
+{
+	char line[1024];
+	bool found = false;
+	FILE *fp = fopen(path, "r");
+
+	assert_non_null(fp);
+	while (!found && fgets(line, sizeof(line), fp))
+		found = strstr(line, what) != NULL;
+	fclose(fp);
+	return found;
+}
+
+/*
+ * A task "early-spinner" that blocks its worker 25 ms in one poll and
+ * ends, with nobody listening; returns its id once the runtime's
+ * monitor has told its long poll (kept for the next subscriber).
+ */
+static uint64_t early_spinner(weft_runtime_t *rt)
+{
+	weft_probe_sub_opts_t o = { .events = false };
+	weft_probe_sub_t *sub;
+	uint64_t id, before;
+	weft_join_t *j;
+
+	/*
+	 * What earlier cases of this process left in its rings (this
+	 * thread's, an ended thread's) taken now, by a pass of a listener
+	 * of its own: the recording is to begin at its attach.
+	 */
+	assert_int_equal(weft_probe_subscribe(&o, &sub), 0);
+	weft_probe_flush();
+	weft_probe_unsubscribe(sub);
+	before = warnings_kept();
+	assert_int_equal(weft_spawn_with(rt,
+					 &(weft_spawn_t){
+						 .poll = spin_once_poll,
+						 .name = "early-spinner",
+						 .file = __FILE__,
+						 .line = __LINE__,
+					 },
+					 &j),
+			 0);
+	id = weft_join_id(j);
+	assert_int_equal(join_wait_drop(j, NULL), 0);
+	/* The monitor tells it from its look after the poll ended. */
+	for (int i = 0; i < 500 && warnings_kept() == before; i++)
+		usleep(10000);
+	assert_true(warnings_kept() > before);
+	return id;
+}
+
+/*
+ * A file recorded from outside, after a task that blocked its worker
+ * had ended: the monitor's long-poll warning of it comes in the file as
+ * history (raised before the recording), and no update of the file
+ * names the task (it was gone before).  weft-trace stats names it as
+ * the console does, by the name the warning carries, not "task N".
+ */
+static void test_server_record_names_warned_tasks(void **state)
+{
+	char out[300], txt[300], want[96];
+	weft_runtime_t *rt;
+	uint64_t id;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	id = early_spinner(rt);
+	snprintf(out, sizeof(out), "%s/early.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
+	record_for(rt, out, "300ms");
+	{
+		char *argv[] = { WEFT_TRACE_TOOL, "stats", "--top",
+				 "1000",          out,     NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	snprintf(want, sizeof(want), "task %llu early-spinner ",
+		 (unsigned long long)id);
+	if (!file_has(txt, want)) {
+		char *argv[] = { "/bin/cat", txt, NULL };
+
+		run(argv);
+		fail_msg("stats does not say \"%s\"", want);
+	}
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 /* `weft-trace list` names this process; `weft-trace snapshot` writes
  * its flight recorder out (and fails cleanly when there is none). */
 static void test_server_list_and_snapshot(void **state)
@@ -1925,6 +2079,129 @@ static void test_server_peer_bounds(void **state)
 	xdg_remove();
 }
 
+#ifdef WEFT_CONSOLE_TOOL
+/*
+ * The same file replayed in the console: the warning, about a poll
+ * that ran before the recording began, reads on the replay's timeline
+ * (which counts from the file's start, as its position does), before
+ * its start: a negative AT, not the process's uptime then (a time
+ * inside or past the file's span, for a process recorded long after it
+ * started).
+ */
+static void test_server_record_warning_before_file(void **state)
+{
+	char out[300], txt[300], line[1024];
+	bool found = false;
+	weft_runtime_t *rt;
+	FILE *fp;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	(void)early_spinner(rt);
+	/* The process well older than its warning's age at the attach. */
+	usleep(300000);
+	snprintf(out, sizeof(out), "%s/early.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
+	record_for(rt, out, "300ms");
+	setenv("WEFT_CONSOLE_INDEX", "0", 1);
+	{
+		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out,
+				 "--once",          "--view",   "warnings",
+				 "--width",         "200",      NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	unsetenv("WEFT_CONSOLE_INDEX");
+	fp = fopen(txt, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		double at;
+		char unit[4];
+
+		if (!strstr(line, "early-spinner"))
+			continue;
+		found = true;
+		/* "*   -312ms  long-poll ..." (history), at least 300 ms
+		 * before the file's start. */
+		if (sscanf(line + 1, "%lf%3[a-z]", &at, unit) != 2 ||
+		    !(at < 0) ||
+		    (strcmp(unit, "s") &&
+		     !(strcmp(unit, "ms") == 0 && at <= -300)))
+			fail_msg("not before the file's start: %s", line);
+	}
+	fclose(fp);
+	assert_true(found);
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+/*
+ * Tasks live since before the attach, in the console's replay of a file
+ * recorded from outside: their spawn site's OLDEST is a lower bound (the
+ * runtime keeps no spawn time; the probe first heard of them at the
+ * attach), and reads so (">"), not as their age.
+ */
+static void test_server_record_oldest_a_lower_bound(void **state)
+{
+	char out[300], txt[300], line[1024];
+	weft_runtime_t *rt;
+	weft_join_t *j[4];
+	bool found = false;
+	FILE *fp;
+
+	(void)state;
+	xdg_make();
+	weft_notify_init(&idle_note);
+	rt = rt_with_server();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(
+			weft_spawn_with(rt,
+					&(weft_spawn_t){
+						.poll = idle_poll,
+						.size = sizeof(struct idle),
+						.name = "old-idler",
+						.file = __FILE__,
+						.line = __LINE__,
+					},
+					&j[i]),
+			0);
+	/* Older than the recording by far. */
+	usleep(500000);
+	snprintf(out, sizeof(out), "%s/old.weft", xdg);
+	snprintf(txt, sizeof(txt), "%s/old.txt", xdg);
+	record_for(rt, out, "300ms");
+	setenv("WEFT_CONSOLE_INDEX", "0", 1);
+	{
+		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out, "--once",
+				 "--view", "sites", "--width", "200",
+				 "--ascii", NULL };
+
+		assert_int_equal(run_to(argv, txt), 0);
+	}
+	unsetenv("WEFT_CONSOLE_INDEX");
+	fp = fopen(txt, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp))
+		if (strstr(line, "old-idler")) {
+			found = true;
+			if (!strstr(line, " >"))
+				fail_msg("OLDEST not a lower bound: %s", line);
+		}
+	fclose(fp);
+	assert_true(found);
+	weft_notify_waiters(&idle_note);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(join_wait_drop(j[i], NULL), 0);
+	weft_notify_fini(&idle_note);
+	unlink(txt);
+	unlink(out);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+#endif
+
 /* An argument: run only the tests whose names match it (cmocka's
  * pattern: * and ?). */
 int main(int argc, char **argv)
@@ -1952,6 +2229,11 @@ int main(int argc, char **argv)
 #ifdef WEFT_TRACE_TOOL
 		cmocka_unit_test(test_server_record_tool),
 		cmocka_unit_test(test_server_list_and_snapshot),
+		cmocka_unit_test(test_server_record_names_warned_tasks),
+#endif
+#ifdef WEFT_CONSOLE_TOOL
+		cmocka_unit_test(test_server_record_warning_before_file),
+		cmocka_unit_test(test_server_record_oldest_a_lower_bound),
 #endif
 	};
 

@@ -492,6 +492,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		n += got;
 	}
 	weft__collector_free_orphans(p);
+	weft__collector_large_pends_said(p);
 	p->events_total += n;
 
 	/*
@@ -668,6 +669,7 @@ void weft__collector_stop(struct probe *p)
 	weft__collector_sites_free(p);
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	memset(p->lock_pends, 0, sizeof(p->lock_pends));
+	memset(p->large_pends, 0, sizeof(p->large_pends));
 	/* A listening period's tiny tasks are its own. */
 	p->tiny_count = 0;
 	p->tiny_warned_at = 0;

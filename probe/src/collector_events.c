@@ -690,6 +690,63 @@ static void warn_large_future(struct probe *p, task_rec_t *t,
 }
 
 /*
+ * A large future's SPAWN_INFO: its warning waits for the SPAWN_LOC
+ * pushed right after it, which a pass may read only the next time (the
+ * ring read between the two pushes): said at once, it went out with no
+ * location, and the location patched into the kept copy later reached
+ * no subscriber.  Kept by task (p->large_pends) meanwhile; said at once,
+ * unlocated, when no slot is free.
+ */
+static void large_future_pend(struct probe *p, task_rec_t *t,
+			      const weft_event_t *ev)
+{
+	if (t->pub.file) {
+		warn_large_future(p, t, ev);
+		return;
+	}
+	for (unsigned i = 0; i < LARGE_PENDS; i++)
+		if (!p->large_pends[i].task ||
+		    p->large_pends[i].task == t->pub.id) {
+			p->large_pends[i].task = t->pub.id;
+			p->large_pends[i].ends = 0;
+			return;
+		}
+	warn_large_future(p, t, ev);
+}
+
+/* @t's SPAWN_LOC: its large future's warning, if it waits, said now. */
+static void large_future_located(struct probe *p, task_rec_t *t,
+				 const weft_event_t *ev)
+{
+	for (unsigned i = 0; i < LARGE_PENDS; i++)
+		if (p->large_pends[i].task == t->pub.id) {
+			p->large_pends[i].task = 0;
+			warn_large_future(p, t, ev);
+			return;
+		}
+}
+
+void weft__collector_large_pends_said(struct probe *p)
+{
+	for (unsigned i = 0; i < LARGE_PENDS; i++) {
+		struct large_pending *l = &p->large_pends[i];
+		task_rec_t *t;
+
+		/* The end of its own pass, then of the next. */
+		if (!l->task || ++l->ends < 2)
+			continue;
+		t = weft__collector_task_find(p, l->task);
+		if (t) {
+			weft_event_t ev = { .ts = t->pub.spawned_ns,
+					    .worker = t->spawn_worker };
+
+			warn_large_future(p, t, &ev);
+		}
+		l->task = 0;
+	}
+}
+
+/*
  * A SPAWN's site (@site, not 0): @t named and located by it, if met.  A
  * site not met leaves @t as it was (unnamed, or named by the owned list's
  * seed): a dropped announcement costs its tasks their names, never gives
@@ -805,6 +862,7 @@ process(struct probe *p, const weft_event_t *ev)
 		if (!t)
 			break;
 		t->seen_spawn = true;
+		t->pub.spawn_unseen = 0;
 		t->spawn_worker = ev->worker;
 		t->pub.parent = ev->a1;
 		t->pub.kind = (uint8_t)(ev->a2 & WEFT_SPAWN_KIND_MASK);
@@ -836,7 +894,7 @@ process(struct probe *p, const weft_event_t *ev)
 		t->pub.name = (const char *)(uintptr_t)ev->a1;
 		t->pub.state_size = ev->a2;
 		if (ev->a2 >= p->config.large_future_bytes)
-			warn_large_future(p, t, ev);
+			large_future_pend(p, t, ev);
 		break;
 	case WEFT_EV_SPAWN_LOC:
 		if (!t)
@@ -844,16 +902,7 @@ process(struct probe *p, const weft_event_t *ev)
 		t->pub.file = (const char *)(uintptr_t)ev->a1;
 		t->pub.line = ev->a2;
 		weft__collector_leak_spawned(p, t);
-		/* LARGE_FUTURE was raised before the location was known. */
-		if (t->pub.warnings & (1u << WEFT_WARN_LARGE_FUTURE)) {
-			weft_probe_warning_t *w =
-				&p->warnings[(p->warn_seq - 1) % WARN_KEEP];
-
-			if (w->task == t->pub.id) {
-				w->file = t->pub.file;
-				w->line = t->pub.line;
-			}
-		}
+		large_future_located(p, t, ev);
 		break;
 	case WEFT_EV_PARKED_AT:
 		/*

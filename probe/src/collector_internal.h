@@ -236,6 +236,7 @@ typedef struct worker_window_s {
 #define FOLD_SLOTS 64          /* kinds and spawn sites folded at once */
 #define LOCK_HOLDS 64          /* locks held across awaits, awaiting release */
 #define LOCK_PENDS 16          /* LOCK_HELD_PENDINGs awaiting their LOCK_SITE */
+#define LARGE_PENDS 16 /* large futures' SPAWN_INFOs awaiting SPAWN_LOC */
 #define LOCK_EARLY 4           /* LOCK_HELD_ENDs read before their LOCK_SITE */
 #define OTHER_ACQ_RES 4        /* resources the other threads acquired, kept */
 #define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
@@ -610,6 +611,18 @@ struct probe {
 		uint16_t worker;
 	} lock_pends[LOCK_PENDS];
 	/*
+	 * A large future's SPAWN_INFO whose SPAWN_LOC (pushed right after
+	 * it) is not read yet: its warning waits for the location, as a
+	 * lock's pending waits for its site, across a pass that read the
+	 * ring between the two pushes.  Said without it by the end of the
+	 * pass after (its SPAWN_LOC dropped), or at once when the slots are
+	 * full.  task 0: a free slot.
+	 */
+	struct large_pending {
+		uint64_t task;
+		unsigned ends; /* pass ends since its SPAWN_INFO */
+	} large_pends[LARGE_PENDS];
+	/*
 	 * A LOCK_HELD_END that found no hold: its site not read yet (the
 	 * release, on another ring, read by a pass that had the pending
 	 * and not the site pushed after it, or neither).  Kept for the
@@ -920,6 +933,10 @@ bool weft__collector_warn_task_row(struct probe *p, uint8_t kind, task_rec_t *t,
 				   uint16_t worker, uint64_t at,
 				   uint64_t value);
 void weft__collector_check_idle_tasks(struct probe *p, uint64_t now);
+/* A large future's warning kept (p->large_pends) for its SPAWN_LOC, and
+ * those whose SPAWN_LOC did not come by the pass after, said without it
+ * (collector_events.c). */
+void weft__collector_large_pends_said(struct probe *p);
 /* LOCK_HELD_PENDING: kept (p->lock_pends) until its LOCK_SITE. */
 void weft__collector_lock_heard(struct probe *p, const weft_event_t *ev);
 /* LOCK_SITE: a weft_mutex_t held across an await, with its pending's
@@ -1053,6 +1070,10 @@ struct leak_said {
 	double per_s;     /* growth over the window */
 	uint64_t window_ns;
 	uint64_t oldest, oldest_age_ns;
+	/* The oldest's SPAWN not seen (live before the probe listened, or
+	 * its SPAWN dropped): its age is from when it was first heard of,
+	 * a lower bound. */
+	bool oldest_unseen;
 	const char *oldest_name;
 	const char *parked_file; /* where most pending ones are parked */
 	uint32_t parked_line, parked_n;

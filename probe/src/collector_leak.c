@@ -316,6 +316,7 @@ static void site_walk(struct probe *p, struct leak_site *s, uint64_t now)
 	l.oldest = s->head->pub.id;
 	l.oldest_name = s->head->pub.name;
 	l.oldest_age_ns = now - s->head->pub.spawned_ns;
+	l.oldest_unseen = !s->head->seen_spawn;
 	if (ntally) {
 		l.parked_file = tally[best].file;
 		l.parked_line = tally[best].line;

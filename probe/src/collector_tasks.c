@@ -255,6 +255,8 @@ weft__collector_task_new(struct probe *p, uint64_t id, uint64_t now)
 		return NULL;
 	t->pub.id = id;
 	t->pub.spawned_ns = now;
+	/* Until its SPAWN says when (collector_events.c). */
+	t->pub.spawn_unseen = 1;
 	t->pub.state = WEFT_TASK_IDLE;
 	t->pub.last_worker = WEFT_EVENT_NO_WORKER;
 	t->fast_key = weft__collector_poll_key(WEFT_EVENT_NO_WORKER);

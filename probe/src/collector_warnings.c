@@ -750,7 +750,13 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
  * A spawn site whose live tasks keep growing and stay pending
  * (collector_leak.c decides; this says it).  Its own pace, not a fold's:
  * once, then again after a pause that doubles while it goes on.  The
- * warning names the oldest task; its file and line are the site's.
+ * warning names the oldest task; its file and line are the site's.  An
+ * oldest whose SPAWN was not seen (live before the probe listened: the
+ * runtime keeps no spawn time, issue 21's small idle tasks have no room
+ * for one) is aged from when the probe first heard of it: "oldest over
+ * 3.9 s", a lower bound (the detail's 160 bytes leave room for no more),
+ * and no value (a figure shown bare, the console's VALUE, would be read
+ * as the age).
  */
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 {
@@ -765,12 +771,12 @@ void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 			 l->parked_line);
 	weft__collector_warn(
 		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
-		l->oldest_age_ns,
+		l->oldest_unseen ? 0 : l->oldest_age_ns,
 		"%s: %u live (+%.0f/s over %.1f s); %u old ones pending since "
-		"their first poll%s; oldest %.1f s (task %llu)",
+		"their first poll%s; oldest %s%.1f s (task %llu)",
 		l->said_live ? "still leaking" : "tasks leak", l->live,
 		l->per_s, (double)l->window_ns / 1e9, l->pending, parked,
-		(double)l->oldest_age_ns / 1e9,
+		l->oldest_unseen ? "over " : "", (double)l->oldest_age_ns / 1e9,
 		(unsigned long long)l->oldest);
 	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 	w->task = l->oldest;

@@ -66,7 +66,7 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
 	    str_len(26, s->parked) + uint_len(27, t->parked_line) +
 	    uint_len(28, t->idle_since_ns) + uint_len(29, t->waiting_on) +
 	    uint_len(30, t->waiting_since_ns) + uint_len(31, t->waiting_op) +
-	    uint_len(33, t->site);
+	    uint_len(33, t->site) + uint_len(34, t->spawn_unseen);
 	if (t->poll_hist) {
 		s->hist[0] = hist_len(t->poll_hist);
 		n += sub_len(24, s->hist[0]);
@@ -91,7 +91,7 @@ static size_t task_len(const weft_probe_task_t *t, struct task_size *s)
  */
 static size_t task_parts(const weft_probe_task_t *t, struct task_size *s)
 {
-	size_t n = 33 * 12; /* 32 fields, their tags and varints */
+	size_t n = 34 * 12; /* 33 fields, their tags and varints */
 
 	s->name = s->strip ? 0 : cstr_len(t->name);
 	s->file = s->strip ? 0 : cstr_len(t->file);
@@ -159,7 +159,8 @@ static uint8_t *put_task_body(uint8_t *p, const weft_probe_task_t *t,
 		p = put_uint(p, 2, t->waited[i].total_ns);
 		p = put_uint(p, 3, t->waited[i].waits);
 	}
-	return put_uint(p, 33, t->site);
+	p = put_uint(p, 33, t->site);
+	return put_uint(p, 34, t->spawn_unseen);
 }
 
 /* Update.tasks: one task, from @m's bytes when s->memo. */

@@ -447,6 +447,13 @@ static int task_decode(weft_wire_task_raw_t *t, const uint8_t *p, size_t len,
 		case 33:
 			U32(m->site);
 			break;
+		case 34: {
+			uint32_t b;
+
+			U32(b);
+			m->spawn_unseen = b != 0;
+			break;
+		}
 		default:
 			return REFUSED;
 		}

@@ -350,10 +350,18 @@ void tt_warnings_note(tt_trace_t *t, const Weft__V1__Update *u)
 		x->at_ns = w->at_ns;
 		x->value_ns = w->value_ns;
 		x->detail = tt_xstrdup(w->detail);
-		/* The name now: it is forgotten a while after the task ends. */
+		/*
+		 * The name the warning carries, as the console shows it: a
+		 * warning kept from before the stream began (Warning.history:
+		 * a file recorded from outside) is often about a task that
+		 * ended before, which no update of the file names.  Else the
+		 * name now: it is forgotten a while after the task ends.
+		 */
 		x->label = NULL;
-		if (w->task && tt_task(t, w->task) &&
-		    tt_task(t, w->task)->name[0])
+		if (w->task && w->task_name && w->task_name[0])
+			x->label = tt_xstrdup(w->task_name);
+		else if (w->task && tt_task(t, w->task) &&
+			 tt_task(t, w->task)->name[0])
 			x->label = tt_xstrdup(tt_task(t, w->task)->name);
 	}
 }

@@ -178,6 +178,13 @@ typedef struct weft_probe_task_s {
 	 * resources it waited on longest, longest first.
 	 */
 	uint8_t nwaited;
+	/*
+	 * 1: its spawn was not seen (live before the probe listened, or
+	 * its SPAWN dropped): spawned_ns is when the probe first heard of
+	 * it, and its age a lower bound.  (The runtime keeps no spawn time:
+	 * a task's header has no room for one.)
+	 */
+	uint8_t spawn_unseen;
 	weft_probe_task_wait_t waited[WEFT_TASK_WAITED];
 	/* NULL until the task has been polled twice (saves memory). */
 	const weft_hist_t *poll_hist;
