@@ -1688,14 +1688,15 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* One poll that computes 25 ms (CPU time: not the OS's doing), then done. */
+/* One poll that computes 60 ms (CPU time: not the OS's doing), then done:
+ * past four thresholds, told by the monitor with or without a split. */
 static weft_poll_t spin_once_poll(void *arg, weft_cx_t *cx)
 {
 	uint64_t t0 = cpu_ns();
 
 	(void)arg;
 	(void)cx;
-	while (cpu_ns() - t0 < WEFT_MSEC(25))
+	while (cpu_ns() - t0 < WEFT_MSEC(60))
 		;
 	return WEFT_READY;
 }
@@ -1755,7 +1756,7 @@ static bool file_has(const char *path, const char *what)
 }
 
 /*
- * A task "early-spinner" that blocks its worker 25 ms in one poll and
+ * A task "early-spinner" that blocks its worker 60 ms in one poll and
  * ends, with nobody listening; returns its id once the runtime's
  * monitor has told its long poll (kept for the next subscriber).
  */
@@ -1812,7 +1813,7 @@ static void test_server_record_names_warned_tasks(void **state)
 	id = early_spinner(rt);
 	snprintf(out, sizeof(out), "%s/early.weft", xdg);
 	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
-	record_for(rt, out, "300ms");
+	record_for(rt, out, "1s");
 	{
 		char *argv[] = { WEFT_TRACE_TOOL, "stats", "--top",
 				 "1000",          out,     NULL };
@@ -2103,7 +2104,7 @@ static void test_server_record_warning_before_file(void **state)
 	usleep(300000);
 	snprintf(out, sizeof(out), "%s/early.weft", xdg);
 	snprintf(txt, sizeof(txt), "%s/early.txt", xdg);
-	record_for(rt, out, "300ms");
+	record_for(rt, out, "1s");
 	setenv("WEFT_CONSOLE_INDEX", "0", 1);
 	{
 		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out,
@@ -2171,7 +2172,7 @@ static void test_server_record_oldest_a_lower_bound(void **state)
 	usleep(500000);
 	snprintf(out, sizeof(out), "%s/old.weft", xdg);
 	snprintf(txt, sizeof(txt), "%s/old.txt", xdg);
-	record_for(rt, out, "300ms");
+	record_for(rt, out, "1s");
 	setenv("WEFT_CONSOLE_INDEX", "0", 1);
 	{
 		char *argv[] = { WEFT_CONSOLE_TOOL, "--replay", out, "--once",
