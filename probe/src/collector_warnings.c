@@ -719,13 +719,17 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 		    (t->once & (1u << WEFT_WARN_LOST_WAKER)))
 			continue;
 		/*
-		 * A second seen so (a clone told on a ring read a pass late
-		 * has come by then); at a flush, whose pass drained every
-		 * ring, 200 ms idle: a task lost just before its process
-		 * stopped (a destroy, an exit) was never said.
+		 * Seen so by two checks a second apart (a clone told on a
+		 * ring read after the drop's, in one pass's snapshot, has come
+		 * by the second); at a flush, by two checks of two passes,
+		 * the task idle 200 ms: a task lost just before its process
+		 * stopped (a destroy, an exit) was never said.  The first
+		 * sighting is never enough (review of this change).
 		 */
-		if (!t->lost_check_at)
+		if (!t->lost_check_at) {
 			t->lost_check_at = now;
+			continue;
+		}
 		if (now - t->lost_check_at < 1000000000u &&
 		    !(p->flush_requested && now > t->idle_since + 200000000u))
 			continue;

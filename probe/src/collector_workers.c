@@ -762,6 +762,7 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 			uint64_t so_far = now - w->poll_started_ns, own;
 			char why[160], d[sizeof(why) + 64];
 			const char *lock;
+			uint64_t lock_since, lock_now;
 			task_rec_t *t;
 
 			if (k->look_started != started) {
@@ -773,9 +774,16 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 						       w->poll_started_ns,
 						       started, so_far, why,
 						       sizeof(why));
-			lock = weft__runtime_worker_lock_waiting(rt, i);
-			/* Blocked on a weft_mutex_t now: that is its wait. */
-			if (lock)
+			lock = weft__runtime_worker_lock_waiting(rt, i,
+								 &lock_since);
+			lock_now = weft_now_ns();
+			/*
+			 * Blocked on a weft_mutex_t now, for half its own time
+			 * or more: that is its wait (a lock just begun after a
+			 * long read is not what blocked it: review).
+			 */
+			if (lock && lock_now > lock_since &&
+			    2 * (lock_now - lock_since) >= own)
 				snprintf(why, sizeof(why),
 					 ": waiting for lock \"%s\" (a "
 					 "weft_mutex_t another thread holds)",

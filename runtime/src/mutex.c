@@ -135,9 +135,11 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		weft_worker_t *wk = t0 ? weft__cur_worker : NULL;
 
 		/* Relaxed: a hint for the collector (runtime_internal.h). */
-		if (wk)
+		if (wk) {
+			store_relaxed(&wk->lock_wait_since, t0);
 			store_relaxed(&wk->lock_waiting,
 				      m->name ? m->name : "?");
+		}
 		lock_slow(m, c);
 		if (wk)
 			store_relaxed(&wk->lock_waiting, NULL);

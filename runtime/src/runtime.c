@@ -660,10 +660,15 @@ uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i)
 	return rt->workers[i].born_ns;
 }
 
-const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i)
+const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i,
+					      uint64_t *since_ns)
 {
-	/* Relaxed: a hint (see the field). */
-	return load_relaxed(&rt->workers[i].lock_waiting);
+	/* Relaxed: a hint (see the field); a since of a wait before is
+	 * older, so the wait reads longer at worst for one look. */
+	const char *name = load_relaxed(&rt->workers[i].lock_waiting);
+
+	*since_ns = load_relaxed(&rt->workers[i].lock_wait_since);
+	return name;
 }
 
 int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i)

@@ -487,6 +487,8 @@ struct weft_worker_s {
 	 * the collector: a hint read at a look, ordering nothing.
 	 */
 	_Atomic(const char *) lock_waiting;
+	/* Since when (weft__probe_clock_ns()), stored before the name. */
+	_Atomic uint64_t lock_wait_since;
 	/*
 	 * The last long poll's split (runtime_probe.h), written by the
 	 * monitor alone, read by the probe: a seqlock, odd while written.

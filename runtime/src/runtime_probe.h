@@ -116,9 +116,11 @@ uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i);
 
 /*
  * The name of the weft_mutex_t worker @i's thread blocks on now ("?" for
- * one without a name), NULL when none.
+ * one without a name), NULL when none; *@since_ns: since when
+ * (CLOCK_MONOTONIC ns).
  */
-const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i);
+const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i,
+					      uint64_t *since_ns);
 
 /*
  * Worker @i's thread CPU clock (a clockid_t, negative), 0 until its

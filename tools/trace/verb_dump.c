@@ -241,8 +241,10 @@ static void fields(const tt_trace_t *t, const weft_event_t *e, char *buf,
 		snprintf(buf, len, "res=%llu%s", a1,
 			 res_name(t, a1, nm, sizeof(nm)));
 		break;
-	case WEFT_EV_LOCK_RELEASE:
 	case WEFT_EV_LOCK_ACQUIRE:
+		snprintf(buf, len, "a1=%#llx waited_us=%u", a1, a2);
+		break;
+	case WEFT_EV_LOCK_RELEASE:
 	case WEFT_EV_LOCK_HELD_PENDING:
 		snprintf(buf, len, "a1=%#llx ns=%u", a1, a2);
 		break;
