@@ -1461,6 +1461,68 @@ static int exit_child(void)
 }
 
 /*
+ * This binary run as "test_server --fork-exit": recording from start-up
+ * (WEFT_TRACE, set by the test), it forks a child that exits at once;
+ * the child's exit must not wait on the parent's recording (its collector
+ * is not in the child), then the parent exits too.
+ */
+static int fork_exit_child(void)
+{
+	weft_config_t cfg = { .workers = 2 };
+	weft_runtime_t *rt;
+	int status;
+	pid_t pid;
+
+	if (weft_runtime_create(&cfg, &rt))
+		return 1;
+	pid = fork();
+	if (pid == 0)
+		exit(0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 1;
+	weft_runtime_destroy(rt);
+	return WEXITSTATUS(status);
+}
+
+/* A forked child of a recording process exits (it hung in its flush). */
+static void test_server_forked_child_exits(void **state)
+{
+	char *argv[] = { (char *)self_path, "--fork-exit", NULL };
+	char path[300], env[320];
+	char *envp[] = { env, "WEFT_CONSOLE=0", NULL };
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	xdg_make();
+	snprintf(path, sizeof(path), "%s/fork.weft", xdg);
+	snprintf(env, sizeof(env), "WEFT_TRACE=%s", path);
+	posix_spawnattr_t at;
+
+	/* Its own process group: a hung grandchild is killed with it. */
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	assert_int_equal(posix_spawn(&pid, self_path, NULL, &at, argv, envp),
+			 0);
+	posix_spawnattr_destroy(&at);
+	for (int i = 0; i < 1000; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		usleep(10000);
+	}
+	if (waitpid(pid, &status, WNOHANG) == 0) {
+		kill(-pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		fail_msg("the forked child's exit hung");
+	}
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	unlink(path);
+	xdg_remove();
+}
+
+/*
  * The same when the process exits with its runtime up: at exit the
  * server sends the last pass, then closes (it only removed its socket,
  * and the console heard nothing of the poll).
@@ -2217,6 +2279,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_server_stop_leaves_the_next),
 		cmocka_unit_test(test_server_last_pass_at_destroy),
 		cmocka_unit_test(test_server_last_pass_at_exit),
+		cmocka_unit_test(test_server_forked_child_exits),
 		cmocka_unit_test(test_server_first_update_is_the_first_full),
 		cmocka_unit_test(test_server_interval_and_filter),
 		cmocka_unit_test(test_server_full_update_split),
@@ -2241,6 +2304,8 @@ int main(int argc, char **argv)
 	self_path = argv[0];
 	if (argc > 1 && !strcmp(argv[1], "--exit-child"))
 		return exit_child();
+	if (argc > 1 && !strcmp(argv[1], "--fork-exit"))
+		return fork_exit_child();
 	unsetenv("WEFT_CONSOLE");
 	unsetenv("WEFT_CONSOLE_BIND");
 	/* TEST_FILTER=test_server_tcp runs one case (by hand). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "knob.h"
 #include "recorder_internal.h"
@@ -48,13 +49,24 @@ static unsigned env_seconds_ms(const char *name)
 
 /* WEFT_TRACE's path (the environment's string: it stays). */
 static const char *env_path;
+/* The recording process: a forked child's exit is not its stop. */
+static pid_t env_pid;
 
 /* At exit, an error no line said yet (memory, close(2)) is said too:
  * nobody else would hear of it. */
 static void stop_at_exit(void)
 {
 	bool said = false;
-	int err = weft__trace_stop_said(&said);
+	int err;
+
+	/*
+	 * Not in a forked child that exits: the recording (its file, its
+	 * collector thread) is the parent's, and the child's flush would
+	 * wait for a collector that is not there (review).
+	 */
+	if (getpid() != env_pid)
+		return;
+	err = weft__trace_stop_said(&said);
 
 	if (err && err != -ENOENT && !said)
 		fprintf(stderr, "weft: WEFT_TRACE=%s: %s; records were lost\n",
@@ -81,6 +93,7 @@ static void env_start(void)
 	}
 	/* Stops (and writes out the buffer) at exit; a crash keeps what
 	 * was flushed. */
+	env_pid = getpid();
 	atexit(stop_at_exit);
 }
 
