@@ -202,12 +202,12 @@ enum {
 
 /*
  * The cycle @c[0..n) (each waits for what the next holds, the last for
- * what the first holds) told into @d, a task at a time: "holds mutex
- * "a" (acquired at x.c:15), waits for mutex "b"; task 2 name (line 41)
- * holds ...", with as much as @drop leaves.  The first task's name and
- * spawn site are the warning's own, and the file of a site the same as
- * the one before is not said again.  Return: its length (as
- * snprintf's).
+ * what the first holds) told into @d, a task at a time: "(x.c:40) holds
+ * mutex "a" (acquired at line 15), waits for mutex "b"; task 2 name
+ * (line 41) holds ...", with as much as @drop leaves.  The first task's
+ * id and name are the warning's own (the tools say them before the
+ * detail), and the file of a site the same as the one before is not said
+ * again.  Return: its length (as snprintf's).
  */
 static size_t tell(struct probe *p, const struct dl_node *v, const uint32_t *c,
 		   uint32_t n, unsigned drop, char *d, size_t size)
@@ -226,10 +226,19 @@ static size_t tell(struct probe *p, const struct dl_node *v, const uint32_t *c,
 			  !(drop & DL_NO_KINDS) || i == 0);
 		res_short(want, sizeof(want), a->r, !(drop & DL_NO_KINDS));
 		if (i == 0) {
-			/* The warning's task: named by the warning. */
+			/*
+			 * The warning's task: the tools say its id and name
+			 * before the detail, which says where it was
+			 * spawned.
+			 */
 			spawn[0] = '\0';
-			if (t && t->pub.file)
-				last = weft__base_name(t->pub.file);
+			if (!(drop & DL_NO_SPAWN) && t && t->pub.file) {
+				char site[80];
+
+				site_short(site, sizeof(site), t->pub.file,
+					   t->pub.line, &last);
+				snprintf(spawn, sizeof(spawn), "(%s)", site);
+			}
 		} else if (drop & DL_NO_SPAWN) {
 			snprintf(spawn, sizeof(spawn), "task %llu %s",
 				 (unsigned long long)a->task, task_label(t));
@@ -252,8 +261,8 @@ static size_t tell(struct probe *p, const struct dl_node *v, const uint32_t *c,
 		}
 		len += (size_t)snprintf(d + len, size - len,
 					"%s%s%sholds %s%s, waits for %s",
-					i ? "; " : "", spawn, i ? " " : "",
-					held, acq, want);
+					i ? "; " : "", spawn,
+					spawn[0] ? " " : "", held, acq, want);
 	}
 	return len;
 }
