@@ -198,6 +198,7 @@ enum {
 	DL_NO_ACQUIRE = 2, /* not where each lock was taken */
 	DL_NO_SPAWN = 4,   /* not where each task was spawned */
 	DL_SHORT = 8,      /* "at" for "acquired at" */
+	DL_NO_SPAWN1 = 16, /* not where the first task was spawned */
 };
 
 /*
@@ -220,7 +221,8 @@ static size_t tell(struct probe *p, const struct dl_node *v, const uint32_t *c,
 		const struct dl_node *prev = &v[c[(i + n - 1) % n]];
 		const task_rec_t *t = weft__collector_task_find(p, a->task);
 		const res_holder_t *h = holder_is(prev->r, a->task);
-		char held[160], acq[96], want[160], spawn[96];
+		/* Cut to the detail when said. */
+		char held[160], acq[128], want[160], spawn[256];
 
 		res_short(held, sizeof(held), prev->r,
 			  !(drop & DL_NO_KINDS) || i == 0);
@@ -232,7 +234,8 @@ static size_t tell(struct probe *p, const struct dl_node *v, const uint32_t *c,
 			 * spawned.
 			 */
 			spawn[0] = '\0';
-			if (!(drop & DL_NO_SPAWN) && t && t->pub.file) {
+			if (!(drop & (DL_NO_SPAWN | DL_NO_SPAWN1)) && t &&
+			    t->pub.file) {
 				char site[80];
 
 				site_short(site, sizeof(site), t->pub.file,
@@ -274,14 +277,15 @@ static void say_cycle(struct probe *p, const struct dl_node *v,
 		0,
 		DL_NO_KINDS,
 		DL_NO_KINDS | DL_SHORT,
+		DL_NO_KINDS | DL_SHORT | DL_NO_SPAWN1,
 		DL_NO_KINDS | DL_SHORT | DL_NO_SPAWN,
 		DL_NO_KINDS | DL_NO_ACQUIRE | DL_NO_SPAWN,
 	};
 	/*
 	 * The warning's detail holds 159 characters: the most that fits,
 	 * leaving out the kinds of the locks named again, then shorter
-	 * words, then the spawn sites (the warning's task has its own),
-	 * then where the locks were taken.
+	 * words, then the first task's spawn site (the warning's own),
+	 * then the others', then where the locks were taken.
 	 */
 	enum { FIT = sizeof(((weft_probe_warning_t *)0)->detail) - 1 };
 	char d[1024], tail[48], age[32];
