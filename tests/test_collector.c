@@ -1528,6 +1528,44 @@ static void test_res_deadlock_only_cycles(void **state)
 	assert_int_equal(warnings_of(WEFT_WARN_DEADLOCK), before + 1);
 }
 
+/*
+ * A cycle whose waits began before events were dropped: a release or a
+ * wait's end may be among those lost, and nothing is said of it, however
+ * long it seems to last.
+ */
+static void test_res_deadlock_across_drops(void **state)
+{
+	weft_event_t x = { .task = 91,
+			   .a1 = 139,
+			   .a2 = 1,
+			   .worker = 1,
+			   .kind = WEFT_EV_RES_RELEASE };
+	unsigned t0 = 3 * LATE, ms = ms_ticks(1);
+	unsigned before = warnings_of(WEFT_WARN_DEADLOCK);
+
+	(void)state;
+	site(ring_a, 50, 9, "teller", bank_file, 50, 64);
+	spawn(ring_a, 50, 91, 9, 0);
+	spawn(ring_a, 50, 92, 9, 0);
+	res_named(50, 139, WEFT_RES_MUTEX, "h");
+	res_named(50, 140, WEFT_RES_MUTEX, "i");
+	res_take(51, 91, 139, 30);
+	res_take(51, 92, 140, 31);
+	ev(ring_a, 52, WEFT_EV_RES_WAIT, 91, 140, WEFT_RES_OP_ACQUIRE);
+	ev(ring_a, 52, WEFT_EV_RES_WAIT, 92, 139, WEFT_RES_OP_ACQUIRE);
+	pass_at(53);
+	/* Ring b fills; 91's release at 61 does not fit. */
+	for (unsigned i = 0; i < 1024; i++)
+		ev(ring_b, 60, WEFT_EV_MARK, 0, i, 0);
+	x.ts = base + 61ull * TICK;
+	assert_false(weft__ring_push_spsc(&ring_b->ring, &x));
+	pass_at(62);
+	pass_at(t0 + 300 * ms);
+	pass_at(t0 + 600 * ms);
+	pass_at(t0 + 900 * ms);
+	assert_int_equal(warnings_of(WEFT_WARN_DEADLOCK), before);
+}
+
 /* Two rings of threads that are not workers (the blocking pool's). */
 static void pool_rings(ring_entry_t **c, ring_entry_t **d)
 {
@@ -2358,6 +2396,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_res_deadlock_cycle, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_deadlock_only_cycles,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_res_deadlock_across_drops,
 						setup, teardown),
 	};
 
