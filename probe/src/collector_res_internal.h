@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the collector keeps of a resource, shared by its two files:
+ * What the collector keeps of a resource, shared by its files:
  * collector_resources.c (the RES_* events into these records, the lists
- * published) and collector_res_warn.c (the waiting side's warnings, the
- * sweeps).  Under probe.lock, on the collector thread, as all the
+ * published), collector_res_warn.c (the waiting side's warnings, the
+ * sweeps) and collector_deadlock.c (cycles of tasks waiting for each
+ * other's locks).  Under probe.lock, on the collector thread, as all the
  * collector's state.
  */
 #ifndef WEFT_COLLECTOR_RES_INTERNAL_H

@@ -5,7 +5,9 @@
  * past WEFT_CONTENTION), channel-full (senders of a bounded channel kept
  * as long), blocking-queue (pool jobs kept as long waiting for a busy
  * thread); and the sweeps of waiters and holders whose task is gone.
- * Looked at every 250 ms (weft__collector_res_check()).
+ * A wait that goes on is said again each time it has doubled, with its
+ * age.  Looked at every 250 ms (weft__collector_res_check()), the
+ * deadlocks too (collector_deadlock.c).
  */
 #include <stdio.h>
 
