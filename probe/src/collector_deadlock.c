@@ -22,15 +22,23 @@
  * hold across dropped events, no semaphore released by a task that did
  * not hold it (a signal: its waiters may be served by anyone), no holder
  * that is not a task or is not listed.  Bounded: at most DL_MAX waits a
- * look, on the collector thread under probe.lock, as all its state.
+ * look, each on a resource of at most DL_HOLDERS holders (the stuck set
+ * in at most DL_MAX rounds of DL_MAX x DL_HOLDERS searches, one or two
+ * in practice), on the collector thread under probe.lock, as all its
+ * state.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "collector_res_internal.h"
 
-/* Waits looked at in one check, at most (the rest: no deadlock said). */
+/* Waits looked at in one check, at most (the rest are taken as not
+ * stuck: a cycle through them is not said, nor one through their tasks'
+ * holds). */
 #define DL_MAX 256u
+/* Holders of one resource, at most, for its waits to be looked at (a
+ * semaphore held by more: its waits are taken as not stuck). */
+#define DL_HOLDERS 16u
 
 struct dl_node {
 	uint64_t task;
@@ -88,7 +96,7 @@ static bool wait_usable(struct probe *p, const res_rec_t *r,
 	    task_gone(p, w->task))
 		return false;
 	/* Every holder listed, each a task, none held across drops. */
-	if (!r->nh || r->pub.nholders != r->nh)
+	if (!r->nh || r->nh > DL_HOLDERS || r->pub.nholders != r->nh)
 		return false;
 	for (uint32_t k = 0; k < r->nh; k++)
 		if (!r->holders[k].task ||
@@ -109,12 +117,12 @@ static uint32_t collect(struct probe *p, struct dl_node *v, uint64_t now)
 			for (uint32_t k = 0; k < r->nw; k++) {
 				res_waiter_t *w = &r->waiters[k];
 
-				if (!wait_usable(p, r, w, now)) {
+				/* Past DL_MAX, not looked at: their tasks
+				 * are taken as not stuck. */
+				if (n == DL_MAX || !wait_usable(p, r, w, now)) {
 					w->dl = 0;
 					continue;
 				}
-				if (n == DL_MAX)
-					return 0;
 				v[n++] = (struct dl_node){ .task = w->task,
 							   .r = r,
 							   .w = w,
