@@ -22,6 +22,7 @@ static con_role_t kind_role(uint32_t kind)
 	case WEFT_WARN_LONG_POLL:
 	case WEFT_WARN_LOST_WAKER:
 	case WEFT_WARN_EVENTS_DROPPED:
+	case WEFT_WARN_DEADLOCK:
 		return CON_ROLE_BAD;
 	default:
 		return CON_ROLE_WARN;

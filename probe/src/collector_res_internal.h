@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the collector keeps of a resource, shared by its two files:
+ * What the collector keeps of a resource, shared by its files:
  * collector_resources.c (the RES_* events into these records, the lists
- * published) and collector_res_warn.c (the waiting side's warnings, the
- * sweeps).  Under probe.lock, on the collector thread, as all the
+ * published), collector_res_warn.c (the waiting side's warnings, the
+ * sweeps) and collector_deadlock.c (cycles of tasks waiting for each
+ * other's locks).  Under probe.lock, on the collector thread, as all the
  * collector's state.
  */
 #ifndef WEFT_COLLECTOR_RES_INTERNAL_H
 #define WEFT_COLLECTOR_RES_INTERNAL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,10 +43,16 @@ typedef struct res_holder_s {
 	const char *label; /* what for (RES_LABEL: a blocking job's name) */
 } res_holder_t;
 
+/* res_waiter_t.dl (collector_deadlock.c): the wait was in the set of
+ * deadlocked waits at the last look; a cycle through it was said. */
+#define RES_DL_SEEN 0x1u
+#define RES_DL_SAID 0x2u
+
 typedef struct res_waiter_s {
 	uint64_t task;
 	uint64_t since;
 	uint8_t op;
+	uint8_t dl; /* RES_DL_* */
 } res_waiter_t;
 
 struct res_rec_s {
@@ -67,6 +75,11 @@ struct res_rec_s {
 	uint32_t win_hold_line;
 	uint64_t warned_at;
 	uint64_t ongoing_warned; /* the oldest wait already warned of */
+	uint64_t ongoing_said_ns; /* its age then: said again at twice it */
+	/* Releases by tasks not listed as holders (a semaphore used as a
+	 * signal, or a release read before its acquire): its waiters may be
+	 * served by a task that holds nothing, no deadlock to call. */
+	uint32_t unheld_releases;
 	/* Ends seen before their starts (early_note()). */
 	struct res_early {
 		uint64_t task, ts;
@@ -153,6 +166,46 @@ static inline void window_open(res_rec_t *r, uint64_t since)
 	r->win_hold_line = 0;
 }
 
+/* Where: "demo.c:40", "demo.c" or "?". */
+static inline void fmt_site(char *buf, size_t len, const char *file,
+			    uint32_t line)
+{
+	if (file && line)
+		snprintf(buf, len, "%s:%u", weft__base_name(file), line);
+	else if (file)
+		snprintf(buf, len, "%s", weft__base_name(file));
+	else
+		snprintf(buf, len, "?");
+}
+
+/* "mutex \"cache\"" or "mutex demo.c:40" (where it was initialised). */
+static inline void fmt_res(char *buf, size_t len, const res_rec_t *r)
+{
+	char site[80];
+
+	if (r->pub.name) {
+		snprintf(buf, len, "%s \"%s\"",
+			 weft_resource_kind_name(r->pub.kind), r->pub.name);
+		return;
+	}
+	fmt_site(site, sizeof(site), r->pub.file, r->pub.line);
+	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind), site);
+}
+
+static inline const char *task_label(const task_rec_t *t)
+{
+	return t && t->pub.name ? t->pub.name : "unnamed";
+}
+
+/* A duration for a warning: "10.7 ms" below a second, "4.6 s" past. */
+static inline void fmt_dur(char *buf, size_t len, uint64_t ns)
+{
+	if (ns < 1000000000ull)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.1f s", (double)ns / 1e9);
+}
+
 static inline void holder_drop(res_rec_t *r, uint32_t i)
 {
 	memmove(&r->holders[i], &r->holders[i + 1],
@@ -161,5 +214,8 @@ static inline void holder_drop(res_rec_t *r, uint32_t i)
 	if (r->pub.nholders)
 		r->pub.nholders--;
 }
+
+/* collector_deadlock.c */
+void weft__collector_res_deadlocks(struct probe *p, uint64_t now);
 
 #endif /* WEFT_COLLECTOR_RES_INTERNAL_H */

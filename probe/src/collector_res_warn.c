@@ -5,7 +5,9 @@
  * past WEFT_CONTENTION), channel-full (senders of a bounded channel kept
  * as long), blocking-queue (pool jobs kept as long waiting for a busy
  * thread); and the sweeps of waiters and holders whose task is gone.
- * Looked at every 250 ms (weft__collector_res_check()).
+ * A wait that goes on is said again each time it has doubled, with its
+ * age.  Looked at every 250 ms (weft__collector_res_check()), the
+ * deadlocks too (collector_deadlock.c).
  */
 #include <stdio.h>
 
@@ -49,35 +51,6 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 
 /* --------------------------------------------------------- warnings */
 
-static void fmt_site(char *buf, size_t len, const char *file, uint32_t line)
-{
-	if (file && line)
-		snprintf(buf, len, "%s:%u", weft__base_name(file), line);
-	else if (file)
-		snprintf(buf, len, "%s", weft__base_name(file));
-	else
-		snprintf(buf, len, "?");
-}
-
-/* "mutex \"cache\"" or "mutex demo.c:40" (where it was initialised). */
-static void fmt_res(char *buf, size_t len, const res_rec_t *r)
-{
-	char site[80];
-
-	if (r->pub.name) {
-		snprintf(buf, len, "%s \"%s\"",
-			 weft_resource_kind_name(r->pub.kind), r->pub.name);
-		return;
-	}
-	fmt_site(site, sizeof(site), r->pub.file, r->pub.line);
-	snprintf(buf, len, "%s %s", weft_resource_kind_name(r->pub.kind), site);
-}
-
-static const char *task_label(const task_rec_t *t)
-{
-	return t && t->pub.name ? t->pub.name : "unnamed";
-}
-
 /*
  * Raised on the guilty task when it is known (folded with its spawn
  * site's others, as every task's warnings are), else on none.
@@ -99,10 +72,12 @@ static void res_warn(struct probe *p, uint8_t kind, task_rec_t *t, uint64_t now,
  * window, or a hold going on now), with where it acquired it.
  */
 static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
-			    uint64_t waiting_now)
+			    uint64_t waiting_now, uint64_t oldest)
 {
 	/* Cut to the warning's detail when raised. */
-	char what[160], acq[96], held[48], d[512];
+	char what[160], acq[96], held[48], d[512], max[32], hold[32];
+	char waits[64];
+	size_t len;
 	task_rec_t *t = r->win_hold_task ?
 				weft__collector_task_find(p, r->win_hold_task) :
 				NULL;
@@ -114,13 +89,23 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 			 (unsigned long long)r->win_hold_task, task_label(t));
 	else
 		snprintf(held, sizeof(held), "a task not seen");
+	fmt_dur(max, sizeof(max), r->win_max_wait);
+	fmt_dur(hold, sizeof(hold), r->win_hold_ns);
+	/* A wait going on: its age now, however often said before. */
+	len = (size_t)snprintf(waits, sizeof(waits), ", %llu now",
+			       (unsigned long long)waiting_now);
+	if (waiting_now && oldest && now > oldest) {
+		char age[32];
+
+		fmt_dur(age, sizeof(age), now - oldest);
+		snprintf(waits + len, sizeof(waits) - len, ", waiting %s", age);
+	}
 	snprintf(d, sizeof(d),
-		 "%s: %llu waits > %.0f ms (max %.1f ms, %llu now); held "
-		 "longest by %s, %.1f ms, acquired at %s",
+		 "%s: %llu waits > %.0f ms (max %s%s); held longest by %s, "
+		 "%s, acquired at %s",
 		 what, (unsigned long long)r->win_waits,
-		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6, (unsigned long long)waiting_now,
-		 held, (double)r->win_hold_ns / 1e6, acq);
+		 (double)p->config.contention_ns / 1e6, max, waits, held, hold,
+		 acq);
 	res_warn(p, WEFT_WARN_CONTENTION, t, now, r->win_max_wait, d);
 }
 
@@ -322,6 +307,7 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 {
 	uint64_t oldest = 0, waiting = 0;
+	bool fresh;
 
 	/* The waits going on now count too: a convoy that never ends. */
 	for (uint32_t i = 0; i < r->nw; i++) {
@@ -337,14 +323,20 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 			oldest = w->since;
 	}
 	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
-	if (oldest && oldest != r->ongoing_warned &&
-	    now - oldest > r->win_max_wait) {
+	/*
+	 * A wait going on is said once, then again each time it has
+	 * doubled since (at most every RES_WARN_EVERY_NS): a hang reads as
+	 * long as it is, not as the threshold it first passed.
+	 */
+	fresh = oldest && (oldest != r->ongoing_warned ||
+			   now - oldest >= 2 * r->ongoing_said_ns);
+	if (fresh && now - oldest > r->win_max_wait) {
 		/* A wait still going on is longer than any that ended. */
 		if (!r->win_waits)
 			window_open(r, oldest);
 		r->win_max_wait = now - oldest;
 	}
-	if (!r->win_waits && !(oldest && oldest != r->ongoing_warned))
+	if (!r->win_waits && !fresh)
 		return;
 	if (r->warned_at && now < r->warned_at + RES_WARN_EVERY_NS)
 		return;
@@ -375,9 +367,10 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	else if (r->pub.kind == WEFT_RES_BLOCKING_POOL)
 		warn_blocking_queue(p, r, now, waiting);
 	else
-		warn_contention(p, r, now, waiting);
+		warn_contention(p, r, now, waiting, oldest);
 	r->warned_at = now;
 	r->ongoing_warned = oldest;
+	r->ongoing_said_ns = oldest ? now - oldest : 0;
 	/* The holds said stay, for a next window whose first wait they made
 	 * (window_open()). */
 	r->win_waits = r->win_max_wait = 0;
@@ -415,4 +408,5 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 				res_check_one(p, r, now);
 		}
 	}
+	weft__collector_res_deadlocks(p, now);
 }

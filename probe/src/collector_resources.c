@@ -342,6 +342,9 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 		other_acquired(p, r->pub.id);
 	/* Released already (its release came first): a hold, over. */
 	if (early_take(r, WEFT_EV_RES_RELEASE, ev->task, ev->ts, &end)) {
+		/* Its release, counted unheld, was this hold's. */
+		if (r->unheld_releases)
+			r->unheld_releases--;
 		if ((h = res_hist(r, 1)))
 			weft_hist_record(h, end - ev->ts);
 		return;
@@ -409,11 +412,14 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		    r->holders[0].since <= ev->ts) {
 			i = 0;
 		} else {
-			if (r->pub.nholders > r->nh)
+			if (r->pub.nholders > r->nh) {
 				r->pub.nholders--; /* one not listed */
-			else if (ev->task)
+				return true;
+			}
+			if (ev->task)
 				early_note(r, WEFT_EV_RES_RELEASE, ev->task,
 					   ev->ts);
+			r->unheld_releases++;
 			return true;
 		}
 	}

@@ -42,7 +42,8 @@ extern "C" {
 	X(BLOCKING_QUEUE, 14, "blocking-queue")                               \
 	X(CHANNEL_FULL, 15, "channel-full")                                   \
 	X(TASK_LEAK, 16, "task-leak")                                         \
-	X(WAKE_BURST, 17, "wake-burst")
+	X(WAKE_BURST, 17, "wake-burst")                                       \
+	X(DEADLOCK, 18, "deadlock")
 
 typedef enum weft_warning_kind_e {
 #define WEFT_X_ENUM(name, value, label) WEFT_WARN_##name = value,
