@@ -43,11 +43,9 @@ static const char *warning_at(const con_session_t *s, const con_warning_t *w,
 {
 	uint64_t base = con_time_base(s);
 
-	if (s->rp && w->at_ns && w->at_ns < base) {
-		char ago[16];
-
-		con_fmt_ns(ago, sizeof(ago), base - w->at_ns);
-		snprintf(buf, len, "-%s", ago);
+	if (s->rp && w->at_ns && w->at_ns < base && len > 1) {
+		buf[0] = '-';
+		con_fmt_ns(buf + 1, len - 1, base - w->at_ns);
 		return buf;
 	}
 	return con_fmt_ns(buf, len, w->at_ns > base ? w->at_ns - base : 0);
