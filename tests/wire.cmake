@@ -128,13 +128,15 @@ if(TARGET weft-trace)
 endif()
 
 # weft-trace and resources (issue 18): tasks, stats and dump on a trace
-# test_wire writes (no probe needed).
+# test_wire writes, then on tasks_workload's recordings (a named job
+# convoy, detached jobs, waits by design): the probe is needed.
 if(TARGET weft-trace)
   add_test(NAME trace_res
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_res.sh
             $<TARGET_FILE:test_wire> $<TARGET_FILE:weft-trace>
             $<TARGET_FILE:tasks_workload>)
-  set_tests_properties(trace_res PROPERTIES TIMEOUT 60 LABELS unit)
+  set_tests_properties(trace_res PROPERTIES TIMEOUT 60
+    LABELS "unit;probe")
 endif()
 
 # libFuzzer smoke run (clang): the record decoder and the trace-file
