@@ -1489,7 +1489,16 @@ static void test_server_forked_child_exits(void **state)
 {
 	char *argv[] = { (char *)self_path, "--fork-exit", NULL };
 	char path[300], env[320];
-	char *envp[] = { env, "WEFT_CONSOLE=0", NULL };
+	/*
+	 * No leak check in it: LeakSanitizer's, at the grandchild's exit,
+	 * takes ASan's allocator lock, which a thread of the parent (its
+	 * collector, allocating) can hold at the fork; nothing releases it
+	 * in the child, and the check waits for ever (seen 3 runs in 3 of
+	 * the asan build, the grandchild in __lsan::LockAllocator()).  The
+	 * hang this test is for is ours, in the exit handlers before it.
+	 */
+	char *envp[] = { env, "WEFT_CONSOLE=0", "ASAN_OPTIONS=detect_leaks=0",
+			 NULL };
 	int status = 0;
 	pid_t pid;
 

@@ -89,6 +89,56 @@ static bool named_here(const Weft__V1__Update *u, const Weft__V1__Task *t)
 }
 
 /*
+ * Tasks of a mark's full update not named there, and the sites a file
+ * has named so far.  Such a task is one whose POLLs the collector's pass
+ * read before its SPAWN: a pass reads the rings one after another, each
+ * up to the tail it sees, and the POLLs sat in a ring read after the
+ * spawner's (collector_events.c).  Its record says its spawn is unseen,
+ * and the next pass folds the SPAWN in, changing the record: a later
+ * update of the file names it.  Its SPAWN dropped by a full ring, the
+ * runtime's owned list names it within a second or so
+ * (collector_reconcile.c).
+ */
+struct unnamed {
+	uint64_t id[64];
+	size_t n;
+	uint64_t since_ns; /* the mark's time */
+	uint32_t site[256];
+	size_t nsites;
+};
+
+static bool site_known(const struct unnamed *u, uint32_t id)
+{
+	for (size_t i = 0; i < u->nsites; i++)
+		if (u->site[i] == id)
+			return true;
+	return false;
+}
+
+/* The sites @up names, and the pending tasks it names. */
+static void unnamed_update(struct unnamed *u, const Weft__V1__Update *up)
+{
+	for (size_t i = 0; i < up->n_sites; i++)
+		if (up->sites[i]->name && *up->sites[i]->name &&
+		    !site_known(u, up->sites[i]->id)) {
+			assert_true(u->nsites < 256);
+			u->site[u->nsites++] = up->sites[i]->id;
+		}
+	for (size_t i = 0; i < up->n_tasks; i++) {
+		const Weft__V1__Task *t = up->tasks[i];
+
+		if (!(t->name && *t->name) &&
+		    !(t->site && site_known(u, t->site)))
+			continue;
+		for (size_t j = 0; j < u->n; j++)
+			if (u->id[j] == t->id) {
+				u->id[j] = u->id[--u->n];
+				break;
+			}
+	}
+}
+
+/*
  * The marks of one file (@len bytes at @b): each at its own offset, the
  * first before the file's first update and with no previous one, the
  * others naming the one before, 1 MiB apart at least; each followed by a
@@ -105,6 +155,8 @@ static void check_file(const uint8_t *b, size_t len, size_t *marks,
 	size_t updates_before = 0;
 	uint64_t full_end = 0;
 	bool want_full = false, at_end = true;
+	struct unnamed un = { .n = 0 };
+	uint64_t last_ns = 0;
 	int rc;
 
 	*marks = *with_tasks = 0;
@@ -131,9 +183,21 @@ static void check_file(const uint8_t *b, size_t len, size_t *marks,
 			/* None known yet is a full update too (the first,
 			 * before the runtime spawned any). */
 			*with_tasks += f->update->n_tasks > 0;
-			for (size_t i = 0; i < f->update->n_tasks; i++)
-				assert_true(named_here(f->update,
-						       f->update->tasks[i]));
+			for (size_t i = 0; i < f->update->n_tasks; i++) {
+				const Weft__V1__Task *t = f->update->tasks[i];
+
+				if (named_here(f->update, t))
+					continue;
+				print_message("task %llu unnamed at the mark "
+					      "(spawn unseen: %d)\n",
+					      (unsigned long long)t->id,
+					      t->spawn_unseen);
+				assert_true(t->spawn_unseen);
+				if (!un.n)
+					un.since_ns = c.time_ns;
+				assert_true(un.n < 64);
+				un.id[un.n++] = t->id;
+			}
 			want_full = false;
 		}
 		if (f->body_case == WEFT__V1__FRAME__BODY_CHECKPOINT) {
@@ -153,11 +217,21 @@ static void check_file(const uint8_t *b, size_t len, size_t *marks,
 			full_end = at + WEFT_WIRE_CKPT_LEN + c.full_bytes;
 			at_end = false;
 		}
-		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE)
+		if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE) {
 			updates_before++;
+			unnamed_update(&un, f->update);
+			if (f->update->stats)
+				last_ns = f->update->stats->now_ns;
+		}
 		weft_trace_reader_frame_free(&r, f);
 	}
 	assert_int_equal(rc, 0);
+	/* Each named later, unless the file ended first (2 s: a dropped
+	 * SPAWN waits for the owned list, read a second after a drop). */
+	if (un.n)
+		print_message("%zu unnamed at the file's end, %.3f s after\n",
+			      un.n, (double)(last_ns - un.since_ns) / 1e9);
+	assert_true(!un.n || last_ns - un.since_ns < 2000000000u);
 	assert_true(at_end || full_end == len);
 	assert_false(r.truncated);
 	assert_int_equal(r.skipped, 0);
@@ -185,7 +259,12 @@ static void test_trace_ckpt_marks_written(void **state)
  * have none if it is short of a checkpoint's 1 MiB: a file begun just
  * before the stop, whose rotation came on an update (a file ends only
  * once it holds one), and which the stop ended before the full update
- * its rotation asked for (seen under TSan). */
+ * its rotation asked for (seen under TSan).  How many more than its
+ * first a file has is not fixed: a mark comes with the first update past
+ * 1 MiB, and a collector that falls behind (two ASan builds at once on 2
+ * CPUs) writes 1.5 MiB of events a pass or more, so that 3 MiB files
+ * held one mark or two (test_trace_ckpt_marks_written counts them in
+ * one file). */
 static void test_trace_ckpt_rotated_files(void **state)
 {
 	char *path = tmp_path("rot.weft"), seg[300], next[300];
@@ -221,7 +300,7 @@ static void test_trace_ckpt_rotated_files(void **state)
 		unlink(seg);
 	}
 	assert_true(files >= 2);
-	assert_true(total >= files + 1);
+	assert_true(total >= files - 1);
 	free(path);
 }
 
