@@ -1192,6 +1192,60 @@ static bool warning_on(uint8_t kind, uint64_t task, weft_probe_warning_t *out)
 }
 
 /*
+ * Polls of 40 ms on worker 0.  Task 600's spent 38 ms in a blocking-pool
+ * submission (its RT_WAIT stamped at its start, as blocking.c does):
+ * the runtime's time, not the task's, said as a worker warning naming no
+ * task.  Task 601's waited 10 ms of its 40: still its own long poll.
+ * Task 602's wait came in an earlier, short poll: its long one is its
+ * own.  (An outside tester's pool program used as it should be had its
+ * handler blamed for "a blocking call" under load: the worker slept on
+ * the pool's lock, held by a pool thread the OS kept off a CPU.)
+ */
+static void test_rt_wait_not_blamed(void **state)
+{
+	uint64_t from = warn_seq_now();
+	unsigned ms = ms_ticks(1), at = 2, rows = 0;
+	weft_probe_warning_t w;
+
+	(void)state;
+	site(ring_a, 1, 7, other_name, other_file, 12, 64);
+	spawn(ring_a, 1, 600, 7, 0);
+	spawn(ring_a, 1, 601, 7, 0);
+	spawn(ring_a, 1, 602, 7, 0);
+	ev(ring_a, at + ms, WEFT_EV_RT_WAIT, 600, WEFT_RT_WAIT_POOL_SUBMIT,
+	   38000);
+	poll(ring_a, at, at + 40 * ms, 600, 0);
+	at += 41 * ms;
+	ev(ring_a, at + ms, WEFT_EV_RT_WAIT, 601, WEFT_RT_WAIT_POOL_SUBMIT,
+	   10000);
+	poll(ring_a, at, at + 40 * ms, 601, 0);
+	at += 41 * ms;
+	ev(ring_a, at, WEFT_EV_RT_WAIT, 602, WEFT_RT_WAIT_POOL_SUBMIT, 1000);
+	poll(ring_a, at, at + 2 * ms, 602, 0);
+	at += 3 * ms;
+	poll(ring_a, at, at + 40 * ms, 602, 0);
+	pass_at(at + 41 * ms);
+	assert_false(warning_on(WEFT_WARN_LONG_POLL, 600, &w));
+	assert_true(warning_on(WEFT_WARN_LONG_POLL, 601, &w));
+	assert_true(warning_on(WEFT_WARN_LONG_POLL, 602, &w));
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = from; s < p->warn_seq; s++) {
+		const weft_probe_warning_t *x = &p->warnings[s % WARN_KEEP];
+
+		if (x->kind != WEFT_WARN_PREEMPTED)
+			continue;
+		rows++;
+		assert_int_equal(x->task, 0);
+		assert_int_equal(x->worker, 0);
+		assert_non_null(strstr(x->detail, "spent 38.0 ms of a 40.0 ms "
+						  "poll in the runtime's "
+						  "blocking-pool submission"));
+	}
+	pthread_mutex_unlock(&p->lock);
+	assert_int_equal(rows, 1);
+}
+
+/*
  * A lock held across an await whose two events a pass split: task 7's
  * LOCK_HELD_PENDING taken by one pass, its LOCK_SITE (pushed right after
  * it, as a worker does) only by the next, with task 8's pair, stamped
@@ -2446,6 +2500,8 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_preempted_past_limit_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rt_wait_not_blamed, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_res_deadlock_cycle, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_deadlock_only_cycles,

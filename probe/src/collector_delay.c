@@ -46,7 +46,12 @@ static void delay_cause(const struct worker_long_s *best, unsigned wi,
 
 	if (!best)
 		return;
-	if (best->by_os)
+	if (best->by_rt)
+		snprintf(d + n, len - n,
+			 ": worker %u was in the runtime's blocking-pool "
+			 "submission (a %.1f ms poll)",
+			 wi, (double)(best->end - best->start) / 1e6);
+	else if (best->by_os)
 		snprintf(d + n, len - n,
 			 ": the OS held worker %u off its CPU (a %.1f ms poll)",
 			 wi, (double)(best->end - best->start) / 1e6);

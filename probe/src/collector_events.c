@@ -136,6 +136,46 @@ static void lock_wait_why(struct probe *p, const task_rec_t *t, uint16_t worker,
 		 (double)l->wait_ns / 1e6, l->name ? l->name : "?");
 }
 
+/*
+ * How long @t's poll on @worker, begun at @start, waited for the
+ * runtime's own locks (RT_WAIT, told before the POLL on the same ring):
+ * all told since the worker's last long poll when the first of them
+ * began in this one, else the last when it did.  The worker's tally
+ * starts again.
+ */
+static uint64_t rt_wait_in(struct probe *p, const task_rec_t *t,
+			   uint16_t worker, uint64_t start)
+{
+	struct worker_rt_wait_s *r;
+	uint64_t ns = 0;
+
+	if (!weft__collector_has_worker(p, worker))
+		return 0;
+	r = &p->wk[worker].rt_wait;
+	if (r->task == t->pub.id)
+		ns = r->first >= start ? r->ns :
+		     r->last >= start  ? r->last_ns :
+					 0;
+	*r = (struct worker_rt_wait_s){ 0 };
+	return ns;
+}
+
+static void on_rt_wait(struct probe *p, const weft_event_t *ev)
+{
+	struct worker_rt_wait_s *r;
+	uint64_t ns = (uint64_t)ev->a2 * 1000, from = ev->ts; /* its start */
+
+	if (!ev->task || !weft__collector_has_worker(p, ev->worker))
+		return;
+	r = &p->wk[ev->worker].rt_wait;
+	if (r->task != ev->task)
+		*r = (struct worker_rt_wait_s){ .task = ev->task,
+						.first = from };
+	r->last = from;
+	r->last_ns = ns;
+	r->ns += ns;
+}
+
 static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 {
 	uint64_t dur = ev->a1, start = ev->ts - (dur < ev->ts ? dur : ev->ts);
@@ -204,7 +244,18 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		char why[160], d[sizeof(why) + 64];
 		uint64_t own = weft__collector_poll_why(p, ev->worker, start, 0,
 							dur, why, sizeof(why));
+		/*
+		 * Its waits for the runtime's own locks are not its own:
+		 * asleep on a futex, they read as its own time in the
+		 * split (the OS's part is what it spent runnable).
+		 */
+		uint64_t rt = rt_wait_in(p, t, ev->worker, start);
+		bool by_rt = rt && own >= p->config.long_poll_ns &&
+			     own - (rt < own ? rt : own) <
+				     p->config.long_poll_ns;
 
+		if (by_rt)
+			own -= rt;
 		lock_wait_why(p, t, ev->worker, start, ev->ts, own, why,
 			      sizeof(why));
 
@@ -214,7 +265,8 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 			l->task = t->pub.id;
 			l->start = start;
 			l->end = ev->ts;
-			l->by_os = weft__collector_by_os(p, own, dur);
+			l->by_os = by_rt || weft__collector_by_os(p, own, dur);
+			l->by_rt = by_rt;
 			snprintf(l->name, sizeof(l->name), "%s",
 				 t->pub.name ? t->pub.name : "");
 		}
@@ -223,8 +275,13 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		 * poll whose own part is under the threshold and whose wait
 		 * is shorter still is said by neither: it was not long but
 		 * for the OS, so it is not its task's to be blamed for.
+		 * Nor one long by the runtime's lock waits.
 		 */
-		if (weft__collector_by_os(p, own, dur)) {
+		if (by_rt) {
+			weft__collector_warn_rt_wait(p, ev->worker, start, dur,
+						     own, rt,
+						     WEFT_RT_WAIT_POOL_SUBMIT);
+		} else if (weft__collector_by_os(p, own, dur)) {
 			weft__collector_warn_preempted(p, ev->worker, start,
 						       dur, own);
 		} else if (own >= p->config.long_poll_ns && t->last_long_warn &&
@@ -855,6 +912,9 @@ process(struct probe *p, const weft_event_t *ev)
 		break;
 	case WEFT_EV_LOCK_HELD_END:
 		weft__collector_lock_released(p, ev);
+		break;
+	case WEFT_EV_RT_WAIT:
+		on_rt_wait(p, ev);
 		break;
 	case WEFT_EV_LOCK_ACQUIRE:
 		/* Waited a millisecond or more: see on_poll(). */

@@ -269,6 +269,7 @@ typedef struct worker_rec_s {
 	struct worker_long_s {
 		uint64_t task, start, end;
 		bool by_os;
+		bool by_rt; /* and by_os: the runtime's submission's wait */
 		char name[40];
 	} lng;
 	/*
@@ -280,6 +281,15 @@ typedef struct worker_rec_s {
 		uint64_t task, at, wait_ns;
 		const char *name;
 	} lock_wait;
+	/*
+	 * Its waits for the runtime's own locks (RT_WAIT) since its last
+	 * long poll: of @task, the first and last begun at @first and @last
+	 * (ns), @ns in all, the last @last_ns.  A poll's own time less them
+	 * is the task's (collector_events.c).
+	 */
+	struct worker_rt_wait_s {
+		uint64_t task, first, last, ns, last_ns;
+	} rt_wait;
 	/* Steal-storm bursts (passes entering the storm) since the last
 	 * warning, and whether the last pass was in one: every burst is
 	 * counted in a warning, only the text is rate-limited. */
@@ -1057,6 +1067,19 @@ bool weft__collector_delay_by_os(struct probe *p, uint16_t worker,
 void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 				    uint64_t start_ns, uint64_t dur_ns,
 				    uint64_t own_ns);
+
+/*
+ * A poll on @worker long by the runtime's doing: @rt_ns of it waiting
+ * for a lock of the runtime's own (@what, WEFT_RT_WAIT_*), the task's
+ * own part (@own_ns, less the OS's) under the threshold.  A worker
+ * warning naming no task, PREEMPTED's kind and rate (once a second a
+ * worker): the lock's holder was a thread the OS kept off a CPU, or one
+ * starting a thread.
+ */
+void weft__collector_warn_rt_wait(struct probe *p, uint16_t worker,
+				  uint64_t start_ns, uint64_t dur_ns,
+				  uint64_t own_ns, uint64_t rt_ns,
+				  uint32_t what);
 
 /* ------------------------------------- task leaks and wake bursts */
 

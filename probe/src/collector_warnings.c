@@ -200,6 +200,31 @@ void weft__collector_warn_preempted(struct probe *p, uint16_t worker,
 		(double)own_ns / 1e6);
 }
 
+void weft__collector_warn_rt_wait(struct probe *p, uint16_t worker,
+				  uint64_t start_ns, uint64_t dur_ns,
+				  uint64_t own_ns, uint64_t rt_ns, uint32_t what)
+{
+	uint64_t *last = weft__collector_has_worker(p, worker) ?
+				 &p->wk[worker].preempt_warned :
+				 NULL;
+
+	(void)what; /* the pool's lock is the one told so far */
+	if (last && *last && start_ns < *last + 1000000000u) {
+		preempted_held(p, worker, start_ns, rt_ns);
+		return;
+	}
+	if (last)
+		*last = start_ns ? start_ns : 1;
+	weft__collector_warn(
+		p, WEFT_WARN_PREEMPTED, NULL, worker, start_ns, rt_ns,
+		"worker %u spent %.1f ms of a %.1f ms poll in the runtime's "
+		"blocking-pool submission (its lock or condvar held by a pool "
+		"thread the OS kept off a CPU, or a thread's start); the "
+		"task's own %.1f ms is under the threshold",
+		worker, (double)rt_ns / 1e6, (double)dur_ns / 1e6,
+		(double)own_ns / 1e6);
+}
+
 /*
  * Floods, folded.  A wave that woke 20,000 tasks raised a scheduling
  * delay for each, and a service whose every handler blocks a long poll

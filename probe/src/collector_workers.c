@@ -782,6 +782,20 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 			 * or more: that is its wait (a lock just begun after a
 			 * long read is not what blocked it: review).
 			 */
+			/*
+			 * Blocked on the runtime's own lock: that wait is
+			 * not the task's (blocking.c).  Its own part less it
+			 * under the threshold, looked at again.
+			 */
+			if (lock == weft__pool_lock_name &&
+			    lock_now > lock_since) {
+				uint64_t waited = lock_now - lock_since;
+
+				if (own - (waited < own ? waited : own) <
+				    p->config.long_poll_ns)
+					own = 0;
+				lock = NULL;
+			}
 			if (lock && lock_now > lock_since &&
 			    2 * (lock_now - lock_since) >= own)
 				snprintf(why, sizeof(why),

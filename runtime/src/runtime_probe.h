@@ -115,9 +115,16 @@ int32_t weft__runtime_worker_tid(weft_runtime_t *rt, unsigned i);
 uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i);
 
 /*
+ * The blocking pool's lock as weft__runtime_worker_lock_waiting() names
+ * it: a lock of the runtime's own, told by this pointer.  A task's poll
+ * waiting for it is not blocked by the task (blocking.c).
+ */
+extern const char weft__pool_lock_name[];
+
+/*
  * The name of the weft_mutex_t worker @i's thread blocks on now ("?" for
- * one without a name), NULL when none; *@since_ns: since when
- * (CLOCK_MONOTONIC ns).
+ * one without a name; weft__pool_lock_name for the runtime's), NULL when
+ * none; *@since_ns: since when (CLOCK_MONOTONIC ns).
  */
 const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i,
 					      uint64_t *since_ns);

@@ -101,7 +101,10 @@
 	X(AWAIT_SITE, 39, "await-site",                                        \
 	  "task=the await site's id (not a task's), a1=file (static "          \
 	  "string), a2=line; announces an await site on its ring, before "     \
-	  "the ring's first POLL naming it in a listening period")
+	  "the ring's first POLL naming it in a listening period")             \
+	X(RT_WAIT, 40, "runtime-wait",                                         \
+	  "a1=what (WEFT_RT_WAIT_*), a2=us; stamped at its start: a task's "   \
+	  "poll blocked in the runtime's own work (a lock, a thread's start)")
 
 typedef enum weft_event_kind_e {
 #define WEFT_X_ENUM(name, value, label, doc) WEFT_EV_##name = value,
@@ -182,6 +185,9 @@ typedef enum weft_resource_op_e {
  */
 #define WEFT_SPAWN_KIND_MASK 0xffu
 #define WEFT_SPAWN_SITE_SHIFT 8
+
+/* What a poll's thread waited for in the runtime (WEFT_EV_RT_WAIT a1). */
+#define WEFT_RT_WAIT_POOL_SUBMIT 1u /* a blocking-pool submission */
 
 /* Sources of a wake (WEFT_EV_WAKE a2). */
 #define WEFT_WAKE_SOURCES(X)                                                   \
