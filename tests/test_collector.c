@@ -1815,6 +1815,26 @@ static worker_window_t sample_at(double from_ms, double at_ms, double on_ms,
 }
 
 /*
+ * A poll's own part less its time in the runtime's work, where the split
+ * took its waits for a CPU out already (a review's cases): 40 ms, 18 of
+ * them runnable, 38 in a submission: 2 ms its own, not 22 - 38 wrapped.
+ * 45 ms, 20 runnable (all in a 20 ms submission), 25 computing: 25 its
+ * own, not 5.  No split (own = dur): the submission's whole.
+ */
+static void test_rt_wait_less_cpu_waits(void **state)
+{
+	(void)state;
+	assert_int_equal(weft__collector_own_less_rt(22 * MS, 40 * MS, 38 * MS),
+			 2 * MS);
+	assert_int_equal(weft__collector_own_less_rt(25 * MS, 45 * MS, 20 * MS),
+			 25 * MS);
+	assert_int_equal(weft__collector_own_less_rt(40 * MS, 40 * MS, 38 * MS),
+			 2 * MS);
+	assert_int_equal(weft__collector_own_less_rt(3 * MS, 40 * MS, 50 * MS),
+			 0);
+}
+
+/*
  * A poll still running, a 4 ms computation on a CPU shared with eleven
  * threads: it ran 1.4 ms from 1 ms, waited 7.6 ms, ran 1.4 ms, and has
  * waited since 11.4 ms; looked at 55 ms in, four samples saw it
@@ -2502,6 +2522,7 @@ int main(void)
 			test_preempted_past_limit_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rt_wait_not_blamed, setup,
 						teardown),
+		cmocka_unit_test(test_rt_wait_less_cpu_waits),
 		cmocka_unit_test_setup_teardown(test_res_deadlock_cycle, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_deadlock_only_cycles,

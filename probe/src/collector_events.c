@@ -245,17 +245,16 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 		uint64_t own = weft__collector_poll_why(p, ev->worker, start, 0,
 							dur, why, sizeof(why));
 		/*
-		 * Its waits for the runtime's own locks are not its own:
-		 * asleep on a futex, they read as its own time in the
-		 * split (the OS's part is what it spent runnable).
+		 * Its time in the runtime's own work is not its own: asleep
+		 * on a futex, it reads as its own in the split.
 		 */
 		uint64_t rt = rt_wait_in(p, t, ev->worker, start);
+		uint64_t own_t = weft__collector_own_less_rt(own, dur, rt);
 		bool by_rt = rt && own >= p->config.long_poll_ns &&
-			     own - (rt < own ? rt : own) <
-				     p->config.long_poll_ns;
+			     own_t < p->config.long_poll_ns;
 
 		if (by_rt)
-			own -= rt;
+			own = own_t;
 		lock_wait_why(p, t, ev->worker, start, ev->ts, own, why,
 			      sizeof(why));
 

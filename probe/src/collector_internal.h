@@ -1041,6 +1041,23 @@ void weft__collector_sched_close_all(struct probe *p);
  * told only when its own part passes the threshold (any wait puts one
  * just past it under): the caller looks again.
  */
+/*
+ * A poll's own part (@own_ns of its @dur_ns: less what it waited for a
+ * CPU) less @rt_ns it spent in the runtime's own work (RT_WAIT, wall
+ * time).  That work's wait for a CPU is out of @own_ns already, and the
+ * poll's every such wait may have fallen in it: only what @rt_ns holds
+ * past them is taken (never more than @own_ns; a review found the plain
+ * difference wrapped, and took the wait twice).
+ */
+static inline uint64_t
+weft__collector_own_less_rt(uint64_t own_ns, uint64_t dur_ns, uint64_t rt_ns)
+{
+	uint64_t held = dur_ns > own_ns ? dur_ns - own_ns : 0;
+	uint64_t off = rt_ns > held ? rt_ns - held : 0;
+
+	return own_ns > off ? own_ns - off : 0;
+}
+
 static inline bool weft__collector_by_os(const struct probe *p, uint64_t own_ns,
 					 uint64_t dur_ns)
 {

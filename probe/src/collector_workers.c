@@ -778,24 +778,32 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 								 &lock_since);
 			lock_now = weft_now_ns();
 			/*
+			 * In the runtime's own work now (blocking.c), or
+			 * done with some in this poll (its RT_WAITs folded
+			 * in): that time is not the task's.  Its own part
+			 * less it under the threshold, looked at again.
+			 */
+			{
+				uint64_t in_rt = 0;
+
+				if (k->rt_wait.task == task &&
+				    k->rt_wait.first >= w->poll_started_ns)
+					in_rt = k->rt_wait.ns;
+				if (lock == weft__pool_lock_name) {
+					if (lock_now > lock_since)
+						in_rt += lock_now - lock_since;
+					lock = NULL;
+				}
+				if (in_rt && weft__collector_own_less_rt(
+						     own, so_far, in_rt) <
+						     p->config.long_poll_ns)
+					own = 0;
+			}
+			/*
 			 * Blocked on a weft_mutex_t now, for half its own time
 			 * or more: that is its wait (a lock just begun after a
 			 * long read is not what blocked it: review).
 			 */
-			/*
-			 * Blocked on the runtime's own lock: that wait is
-			 * not the task's (blocking.c).  Its own part less it
-			 * under the threshold, looked at again.
-			 */
-			if (lock == weft__pool_lock_name &&
-			    lock_now > lock_since) {
-				uint64_t waited = lock_now - lock_since;
-
-				if (own - (waited < own ? waited : own) <
-				    p->config.long_poll_ns)
-					own = 0;
-				lock = NULL;
-			}
 			if (lock && lock_now > lock_since &&
 			    2 * (lock_now - lock_since) >= own)
 				snprintf(why, sizeof(why),

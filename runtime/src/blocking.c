@@ -394,9 +394,9 @@ static void rt_timed_begin(struct rt_timed *t)
 		t->wk = weft__cur_worker;
 		t->raw0 = weft__probe_clock();
 		t->ns0 = weft__probe_clock_ns();
-		/* Relaxed: a hint for the collector (runtime_internal.h). */
+		/* Since, then the name (release): runtime_internal.h. */
 		store_relaxed(&t->wk->lock_wait_since, t->ns0);
-		store_relaxed(&t->wk->lock_waiting, weft__pool_lock_name);
+		store_release(&t->wk->lock_waiting, weft__pool_lock_name);
 	}
 #endif
 }

@@ -134,10 +134,10 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		uint64_t t0 = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
 		weft_worker_t *wk = t0 ? weft__cur_worker : NULL;
 
-		/* Relaxed: a hint for the collector (runtime_internal.h). */
+		/* Since, then the name (release): runtime_internal.h. */
 		if (wk) {
 			store_relaxed(&wk->lock_wait_since, t0);
-			store_relaxed(&wk->lock_waiting,
+			store_release(&wk->lock_waiting,
 				      m->name ? m->name : "?");
 		}
 		lock_slow(m, c);

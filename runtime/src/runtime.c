@@ -663,9 +663,9 @@ uint64_t weft__runtime_worker_born(weft_runtime_t *rt, unsigned i)
 const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i,
 					      uint64_t *since_ns)
 {
-	/* Relaxed: a hint (see the field); a since of a wait before is
-	 * older, so the wait reads longer at worst for one look. */
-	const char *name = load_relaxed(&rt->workers[i].lock_waiting);
+	/* Acquire: the since stored before this name, or a later one
+	 * (see the field). */
+	const char *name = load_acquire(&rt->workers[i].lock_waiting);
 
 	*since_ns = load_relaxed(&rt->workers[i].lock_wait_since);
 	return name;

@@ -482,9 +482,14 @@ struct weft_worker_s {
 	uint64_t born_ns;
 	/*
 	 * The weft_mutex_t its thread blocks on now (its name), NULL when
-	 * none: a poll stuck there is said to wait for that lock.  Relaxed
-	 * stores by the worker around the wait (mutex.c), relaxed loads by
-	 * the collector: a hint read at a look, ordering nothing.
+	 * none: a poll stuck there is said to wait for that lock; or the
+	 * runtime's own pool lock, whose time is not the task's
+	 * (blocking.c).  Stored by the worker around the wait, the since
+	 * first (relaxed) and the name with release; loaded by the
+	 * collector, the name with acquire, then the since: a name read
+	 * comes with its own since or a later one, never an older wait's
+	 * (which would read long and, for the pool's lock, excuse a poll:
+	 * review).  A hint otherwise, ordering nothing else.
 	 */
 	_Atomic(const char *) lock_waiting;
 	/* Since when (weft__probe_clock_ns()), stored before the name. */
