@@ -680,11 +680,6 @@ void con_model_res_set(con_model_t *m, const Weft__V1__Resource *x);
 /* Drop dropped resources older than retain_ns (called by update). */
 void con_model_res_retain(con_model_t *m);
 void con_model_res_free_all(con_model_t *m);
-/* Whether waiting on a resource of @kind is contention (a waiter waits
- * for a holder: a lock, permits, a pool's thread, a full channel's
- * receiver), not a wait by design (a timer, an fd, a message, a
- * notify): only contention stands out. */
-bool con_res_contends(unsigned kind);
 /* "cache" or "demo.c:88" or "#17": a resource's name, as views print it. */
 const char *con_res_label(const con_resource_t *r, char *buf, size_t len);
 const char *con_res_col_label(con_res_col_t col);

@@ -233,20 +233,6 @@ void con_model_res_retain(con_model_t *m)
 
 /* ------------------------------------------------------------- list */
 
-bool con_res_contends(unsigned kind)
-{
-	switch (kind) {
-	case WEFT_RES_MUTEX:
-	case WEFT_RES_SEMAPHORE:
-	case WEFT_RES_SYNC_MUTEX:
-	case WEFT_RES_BLOCKING_POOL:
-	case WEFT_RES_MPSC:
-		return true;
-	default:
-		return false;
-	}
-}
-
 const char *con_res_label(const con_resource_t *r, char *buf, size_t len)
 {
 	if (r->name[0])

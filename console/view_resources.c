@@ -4,7 +4,7 @@
  * filtered), one row per resource: kind, name (or where it was
  * initialised), holders and waiters now, acquires per second, wait p50,
  * p99 and max, hold p99; the sort column's label carries an arrow.  A
- * resource with waiters stands out when they contend (con_res_contends():
+ * resource with waiters stands out when they contend (weft_resource_kind_contends():
  * a sleeper on the timer wheel, a listener in accept do not); a dropped
  * one is dim.  Enter opens
  * the resource: its figures, then its holders and its waiters (the
@@ -117,11 +117,12 @@ static void resources_draw(const con_session_t *s, con_grid_t *g, int top,
 	     i < m->nres_list && y < top + rows; i++, y++) {
 		const con_resource_t *r = m->res_list[i];
 		bool sel = !s->once && i == s->sel[CON_VIEW_RESOURCES];
-		con_role_t role = sel           ? CON_ROLE_SELECTED :
-				  r->dropped_ns ? CON_ROLE_DIM :
-				  r->nwaiters && con_res_contends(r->kind) ?
-						  CON_ROLE_WARN :
-						  CON_ROLE_NORMAL;
+		con_role_t role =
+			sel           ? CON_ROLE_SELECTED :
+			r->dropped_ns ? CON_ROLE_DIM :
+			r->nwaiters && weft_resource_kind_contends(r->kind) ?
+					CON_ROLE_WARN :
+					CON_ROLE_NORMAL;
 
 		if (sel)
 			con_grid_fill_row(g, y, role);
@@ -263,8 +264,9 @@ static void resource_draw(const con_session_t *s, con_grid_t *g, int top,
 	if (r->oldest_wait_ns && m->now_ns > r->oldest_wait_ns &&
 	    y < top + rows)
 		con_grid_printf(g, 1, y++,
-				con_res_contends(r->kind) ? CON_ROLE_WARN :
-							    CON_ROLE_NORMAL,
+				weft_resource_kind_contends(r->kind) ?
+					CON_ROLE_WARN :
+					CON_ROLE_NORMAL,
 				"the oldest wait began %s ago",
 				con_fmt_ns(a, sizeof(a),
 					   m->now_ns - r->oldest_wait_ns));

@@ -41,6 +41,20 @@ const char *weft_resource_kind_name(unsigned kind)
 	return "?";
 }
 
+bool weft_resource_kind_contends(unsigned kind)
+{
+	switch (kind) {
+	case WEFT_RES_MUTEX:
+	case WEFT_RES_SEMAPHORE:
+	case WEFT_RES_SYNC_MUTEX:
+	case WEFT_RES_BLOCKING_POOL:
+	case WEFT_RES_MPSC:
+		return true;
+	default:
+		return false;
+	}
+}
+
 const char *weft_resource_op_name(unsigned op)
 {
 	switch (op & WEFT_RES_OP_MASK) {

@@ -89,27 +89,6 @@ static char *str_cut(const char *s)
 }
 
 /*
- * Whether waiting on @kind is contention: a waiter waits for a holder to
- * let go (a lock, permits, a pool's thread, room a channel's receiver
- * makes).  A sleep waits on the timer wheel, a listener in accept or an
- * idle connection on its fd, a receiver for a message or a notify: by
- * design, however long, with no holder to blame.
- */
-bool tt_res_contends(unsigned kind)
-{
-	switch (kind) {
-	case WEFT_RES_MUTEX:
-	case WEFT_RES_SEMAPHORE:
-	case WEFT_RES_SYNC_MUTEX:
-	case WEFT_RES_BLOCKING_POOL:
-	case WEFT_RES_MPSC:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
  * Contention order: the kinds that contend first, then total wait, then
  * wait p99, then acquires, then id.
  */
@@ -117,8 +96,9 @@ static int res_cmp(const tt_resource_t *a, const tt_resource_t *b)
 {
 	uint64_t pa, pb;
 
-	if (tt_res_contends(a->kind) != tt_res_contends(b->kind))
-		return tt_res_contends(a->kind) ? -1 : 1;
+	if (weft_resource_kind_contends(a->kind) !=
+	    weft_resource_kind_contends(b->kind))
+		return weft_resource_kind_contends(a->kind) ? -1 : 1;
 	if (a->wait.sum_ns != b->wait.sum_ns)
 		return a->wait.sum_ns > b->wait.sum_ns ? -1 : 1;
 	pa = weft_hist_percentile(&a->wait, 99);
@@ -254,10 +234,10 @@ size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out, size_t max)
 	all = tt_xmalloc((r->n + r->ngone) * sizeof(*all));
 	for (size_t i = 0; i < r->nb; i++)
 		for (const tt_resource_t *x = r->b[i]; x; x = x->next)
-			if (tt_res_contends(x->kind))
+			if (weft_resource_kind_contends(x->kind))
 				all[n++] = x;
 	for (size_t i = 0; i < r->ngone; i++)
-		if (tt_res_contends(r->gone[i]->kind))
+		if (weft_resource_kind_contends(r->gone[i]->kind))
 			all[n++] = r->gone[i];
 	if (!n) {
 		free(all);

@@ -282,12 +282,9 @@ void tt_res_note(tt_restab_t *r, const Weft__V1__Resource *m);
 const tt_resource_t *tt_res_find(const tt_restab_t *r, uint64_t id);
 /* "mutex cache", "mpsc demo.c:88", "mutex #17" (no name, no file). */
 const char *tt_res_label(const tt_resource_t *x, char *buf, size_t len);
-/* Whether waits on a resource of @kind are for a holder (contention), not
- * by design (a timer, an fd, a message). */
-bool tt_res_contends(unsigned kind);
 /* The most contended resources, live and dropped (total wait, then
  * wait p99, then acquires), at most @max into @out; returns how many.
- * Only kinds that contend (tt_res_contends()) are ranked. */
+ * Only kinds that contend (weft_resource_kind_contends()) are ranked. */
 size_t tt_res_top(const tt_restab_t *r, const tt_resource_t **out,
 		  size_t max);
 void tt_res_free(tt_restab_t *r);

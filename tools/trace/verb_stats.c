@@ -258,9 +258,9 @@ static void res_print(const tt_trace_t *t, unsigned long top)
 	n = tt_res_top(&t->res, res, top);
 	for (size_t i = 0; i < t->res.nb; i++)
 		for (const tt_resource_t *x = t->res.b[i]; x; x = x->next)
-			by_design += !tt_res_contends(x->kind);
+			by_design += !weft_resource_kind_contends(x->kind);
 	for (size_t i = 0; i < t->res.ngone; i++)
-		by_design += !tt_res_contends(t->res.gone[i]->kind);
+		by_design += !weft_resource_kind_contends(t->res.gone[i]->kind);
 	printf("\nresources: %llu seen, %llu dropped%s; the most contended "
 	       "(by total wait):\n",
 	       (unsigned long long)t->res.seen,

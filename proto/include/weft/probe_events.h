@@ -323,6 +323,20 @@ WEFT_EXTERN const char *weft_event_kind_name(unsigned kind);
  */
 WEFT_EXTERN const char *weft_resource_kind_name(unsigned kind);
 /**
+ * weft_resource_kind_contends() - whether a wait on @kind is contention.
+ *
+ * A waiter on a lock, permits, a pool's thread or room a channel's
+ * receiver makes waits for a holder to let go: contention, which views
+ * set apart.  A sleep waits on the timer wheel, a listener in accept or an
+ * idle connection on its fd, a receiver for a message or a notify: by
+ * design, however long, with no holder to blame.
+ *
+ * Context: any thread; a task may call it (never blocks).
+ * Return: true for a kind whose waits are contention; false otherwise,
+ * an unknown kind included.
+ */
+WEFT_EXTERN bool weft_resource_kind_contends(unsigned kind);
+/**
  * weft_resource_op_name() - "acquire", "send", ...; "?" if unknown.
  *
  * Context: any thread; a task may call it (never blocks).
