@@ -202,7 +202,7 @@ warn contention 'GET /convoy' 'mutex "demo-session": [0-9]+ waits > ' ||
 	fail "no contention warning on \"demo-session\" for GET /convoy"
 # ... and the full pool, naming the reports that held its threads.
 warn blocking-queue 'GET /report' \
-	'pool full: [0-9]+ jobs waited > .* ran [0-9]+ x "slow-report" \(demo_wait\.c:[0-9]+\) of (task [0-9]+ \(GET /report\)|GET /report tasks)' ||
+	'pool full: [0-9]+ jobs waited > .* on its threads: [0-9]+ x "slow-report" \(demo_wait\.c:[0-9]+\) of (task [0-9]+ \(GET /report\)|GET /report tasks)' ||
 	fail "no blocking-queue warning naming \"slow-report\" of GET /report"
 
 "$trace" export --chrome "$tmp/demo.weft" -o "$tmp/demo.json" ||

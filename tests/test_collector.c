@@ -1494,7 +1494,7 @@ static void test_res_pool_culprit_late(void **state)
 	pass_at(t0 + 300 * ms);
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 62, &w));
 	print_message("%s\n", w.detail);
-	assert_non_null(strstr(w.detail, "its 1 thread ran 1 x "
+	assert_non_null(strstr(w.detail, "on its threads: 1 x "
 					 "\"slow-report\" (routes.c:12) of "
 					 "task 62"));
 }
@@ -1716,7 +1716,7 @@ static void test_res_pool_site_in_next_pass(void **state)
 	pass_at(t0 + 300 * ms);
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 64, &w));
 	print_message("%s\n", w.detail);
-	assert_non_null(strstr(w.detail, "its 2 threads ran 1 x \"nightly\" "
+	assert_non_null(strstr(w.detail, "on its threads: 1 x \"nightly\" "
 					 "(export.c:7) of task 64"));
 	assert_non_null(strstr(w.detail, "1 x \"slow-report\" (routes.c:12)"));
 }
@@ -1746,7 +1746,7 @@ static void test_res_pool_site_of_plain_thread(void **state)
 	pass_at(t0 + 300 * ms);
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 0, &w));
 	print_message("%s\n", w.detail);
-	assert_non_null(strstr(w.detail, "its 2 threads ran 1 x \"nightly\" "
+	assert_non_null(strstr(w.detail, "on its threads: 1 x \"nightly\" "
 					 "(export.c:7) of a plain thread, 1 x "
 					 "\"slow-report\" (routes.c:12)"));
 }
@@ -1792,7 +1792,7 @@ static void test_res_pool_holder_across_drops(void **state)
 	assert_false(warning_on(WEFT_WARN_BLOCKING_QUEUE, 68, &w));
 	assert_true(warning_on(WEFT_WARN_BLOCKING_QUEUE, 70, &w));
 	print_message("%s\n", w.detail);
-	assert_non_null(strstr(w.detail, "its 1 thread ran 1 x "
+	assert_non_null(strstr(w.detail, "on its threads: 1 x "
 					 "\"slow-report\" (routes.c:12) of "
 					 "task 70"));
 }
