@@ -183,6 +183,9 @@ typedef struct con_resource_s {
 	uint64_t oldest_wait_ns;
 	uint64_t longest_holder;
 	uint64_t longest_hold_ns;
+	/* The longest holder's name when the record came (interned; "" not
+	 * known): the model forgets a task a while after it ends. */
+	const char *longest_holder_name;
 	/* From the histograms, when they came: wait p50, p99, max; hold
 	 * p99 (0 until then). */
 	uint64_t wait_p50, wait_p99, wait_max, hold_p99;

@@ -484,11 +484,17 @@ bool con_model_unpack(con_model_t *dst, const con_packed_t *p)
 	caps[1] = (size_t)get_var(&r);
 	ndirty = (size_t)get_var(&r);
 	caps[2] = (size_t)get_var(&r);
-	/* Each task takes a byte at least: counts past the blob are lies. */
+	/*
+	 * Each task takes a byte at least: counts past the blob are lies.
+	 * Capacities past what it could fill are cut to that, not refused:
+	 * a model whose tasks had mostly ended and been let go keeps its
+	 * arrays' size, and its restore failed.
+	 */
+	for (int k = 0; k < 3; k++)
+		if (caps[k] > 2 * p->len + 64)
+			caps[k] = 2 * p->len + 64;
 	if (r.bad || ntasks > p->len || ntasks > caps[0] || nlist > caps[1] ||
-	    ndirty > caps[2] || caps[0] > 2 * p->len + 64 ||
-	    caps[1] > 2 * p->len + 64 || caps[2] > 2 * p->len + 64 ||
-	    nlist > ntasks || ndirty > ntasks) {
+	    ndirty > caps[2] || nlist > ntasks || ndirty > ntasks) {
 		free(strs);
 		con_model_fini(dst);
 		return false;

@@ -70,6 +70,7 @@ static void res_free(con_model_t *m, con_resource_t *r)
 {
 	con_model_str_unref(m, r->name);
 	con_model_str_unref(m, r->file);
+	con_model_str_unref(m, r->longest_holder_name);
 	free(r->hist);
 	free(r);
 }
@@ -108,6 +109,7 @@ static con_resource_t *res_get(con_model_t *m, uint64_t id)
 	r->id = id;
 	r->name = con_model_empty;
 	r->file = con_model_empty;
+	r->longest_holder_name = con_model_empty;
 	m->res[m->nres++] = r;
 	if (2 * m->nres + 2 > m->res_hash_cap) {
 		res_hash_rebuild(m);
@@ -182,6 +184,27 @@ void con_model_res_set(con_model_t *m, const Weft__V1__Resource *x)
 				    x->acquires_per_s :
 				    0; /* NaN, negative: 0 */
 	r->oldest_wait_ns = x->oldest_wait_ns;
+	/*
+	 * Its name now, while its task is known (an update's tasks come
+	 * before its resources): the view said "by task 1" and no more of
+	 * one the model had forgotten since it ended (an outside tester).
+	 */
+	if (x->longest_holder != r->longest_holder ||
+	    !r->longest_holder_name[0]) {
+		const con_task_t *t =
+			x->longest_holder ?
+				con_model_task(m, x->longest_holder) :
+				NULL;
+
+		if ((t && t->name[0]) ||
+		    x->longest_holder != r->longest_holder) {
+			con_model_str_unref(m, r->longest_holder_name);
+			r->longest_holder_name =
+				t && t->name[0] ?
+					con_model_str_ref(m, t->name) :
+					con_model_empty;
+		}
+	}
 	r->longest_holder = x->longest_holder;
 	r->longest_hold_ns = x->longest_hold_ns;
 	if ((x->wait_hist || x->hold_hist) && !r->hist)
@@ -408,6 +431,8 @@ void con_model_res_clone(con_model_t *dst, const con_model_t *src)
 		*r = *s;
 		r->name = con_model_str_ref(dst, s->name);
 		r->file = con_model_str_ref(dst, s->file);
+		r->longest_holder_name =
+			con_model_str_ref(dst, s->longest_holder_name);
 		r->hist = con_xmemdup(s->hist, 2 * sizeof(*r->hist));
 		dst->res[i] = r;
 	}

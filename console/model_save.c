@@ -199,6 +199,7 @@ static void put_rest(buf_t *b, const con_model_t *m)
 		put_raw(b, r, sizeof(*r));
 		put_str(b, r->name);
 		put_str(b, r->file);
+		put_str(b, r->longest_holder_name);
 		if (r->hist)
 			put_raw(b, r->hist, 2 * sizeof(*r->hist));
 	}
@@ -283,6 +284,8 @@ static bool get_res(rd_t *r, con_model_t *m, size_t nres, size_t nres_list)
 		ok = ok && !null && recs[i].name;
 		recs[i].file = get_str(r, &null);
 		ok = ok && !null && recs[i].file;
+		recs[i].longest_holder_name = get_str(r, &null);
+		ok = ok && !null && recs[i].longest_holder_name;
 		if (ok && had_hist) {
 			recs[i].hist = con_xmalloc(2 * sizeof(*recs[i].hist));
 			ok = get_copy(r, recs[i].hist,
@@ -291,6 +294,7 @@ static bool get_res(rd_t *r, con_model_t *m, size_t nres, size_t nres_list)
 		tmp.res[tmp.nres++] = &recs[i];
 		if (!ok) {
 			recs[i].name = recs[i].file = "";
+			recs[i].longest_holder_name = "";
 		}
 	}
 	tmp.res_hash_cap = nres ? 1 : 0;

@@ -277,7 +277,8 @@ static void resource_draw(const con_session_t *s, con_grid_t *g, int top,
 				"longest hold %s, by task %llu %s",
 				con_fmt_ns(a, sizeof(a), r->longest_hold_ns),
 				(unsigned long long)r->longest_holder,
-				t && t->name[0] ? t->name : "");
+				t && t->name[0] ? t->name :
+						  r->longest_holder_name);
 	}
 	if (r->owner && y < top + rows) {
 		const con_task_t *t = con_model_task(m, r->owner);

@@ -2211,6 +2211,65 @@ static void test_console_views_resources_by_design(void **state)
 }
 
 /*
+ * A resource's longest holder is named after the model forgot it: task 4
+ * ("holder") held it longest, then ended and was let go; the view still
+ * says its name (it said "by task 4" and no more).  A new longest holder
+ * the model never knew is not given the old one's name.
+ */
+static void test_console_model_res_holder_forgotten(void **state)
+{
+	Weft__V1__Task *a[] = { task_msg(4, "holder", 1) };
+	Weft__V1__Resource *x[1];
+	const con_resource_t *r;
+	con_model_t m;
+
+	(void)state;
+	con_model_init(&m, "test");
+	m.retain_ns = 1;
+	a[0]->state = WEFT_TASK_DONE;
+	a[0]->finished_ns = 1 * SEC;
+	x[0] = res_msg(1, WEFT_RES_MUTEX, "cache", "app.c", 10);
+	x[0]->longest_holder = 4;
+	x[0]->longest_hold_ns = 7000000;
+	feed_res(&m, 1 * SEC, a, 1, x, 1);
+	for (int i = 0; i < 2; i++) {
+		x[0] = res_msg(1, WEFT_RES_MUTEX, NULL, NULL, 0);
+		x[0]->longest_holder = 4;
+		x[0]->longest_hold_ns = 7000000;
+		feed_res(&m, (3 + 2 * (uint64_t)i) * SEC, NULL, 0, x, 1);
+	}
+	assert_null(con_model_task(&m, 4));
+	r = con_model_resource(&m, 1);
+	assert_non_null(r);
+	assert_string_equal(r->longest_holder_name, "holder");
+	/* A clone and a saved copy keep it (their strings their own). */
+	{
+		con_model_t c, got;
+		con_saved_t sv;
+
+		con_model_clone(&c, &m);
+		con_model_save(&sv, &m);
+		assert_true(con_model_load(&got, sv.p, sv.len));
+		con_saved_free(&sv);
+		assert_string_equal(
+			con_model_resource(&c, 1)->longest_holder_name,
+			"holder");
+		assert_string_equal(
+			con_model_resource(&got, 1)->longest_holder_name,
+			"holder");
+		con_model_fini(&c);
+		con_model_fini(&got);
+	}
+	x[0] = res_msg(1, WEFT_RES_MUTEX, NULL, NULL, 0);
+	x[0]->longest_holder = 9;
+	x[0]->longest_hold_ns = 9000000;
+	feed_res(&m, 6 * SEC, NULL, 0, x, 1);
+	assert_string_equal(r->longest_holder_name, "");
+	assert_true(con_model_is_consistent(&m));
+	con_model_fini(&m);
+}
+
+/*
  * Resources into the model: by id, merged (the first name stays),
  * untrusted input bounded (id 0 refused, lists cut to WEFT_RES_LIST,
  * counts raised to their lists, long names cut, NaN rates 0), histograms
@@ -3559,6 +3618,7 @@ int main(void)
 		cmocka_unit_test(test_console_model_timeline),
 		cmocka_unit_test(test_console_model_malformed_ignored),
 		cmocka_unit_test(test_console_model_resources),
+		cmocka_unit_test(test_console_model_res_holder_forgotten),
 		cmocka_unit_test(test_console_views_resources),
 		cmocka_unit_test(test_console_views_every_size),
 		cmocka_unit_test(test_console_views_render),
