@@ -382,7 +382,7 @@ ABI_SIZE(weft_interval_t, 80, 8);
 ABI_SIZE(weft_countdown_t, 64 + MTX, 8);
 
 /* weft/mutex.h */
-ABI_SIZE(weft_mutex_t, 64, 8);
+ABI_SIZE(weft_mutex_t, 104, 8); /* + a weft_resource_t: a SYNC_MUTEX resource */
 
 /* weft/resource.h */
 ABI_SIZE(weft_resource_t, 40, 8);

@@ -29,6 +29,7 @@
 #include "weft/mutex.h"
 
 #include "probe_internal.h"
+#include "resource_internal.h"
 #include "runtime_internal.h"
 
 /* The header's plain word, as the atomic it is (same size and alignment). */
@@ -44,11 +45,13 @@ void weft_mutex_init(weft_mutex_t *m, const char *name)
 {
 	memset(m, 0, sizeof(*m));
 	m->name = name;
+	weft__res_init(&m->res, WEFT_RES_SYNC_MUTEX, NULL, 0);
+	m->res.name = name;
 }
 
 void weft_mutex_fini(weft_mutex_t *m)
 {
-	(void)m;
+	weft__res_fini(&m->res);
 }
 
 /* across_task's top bit: its LOCK_HELD_PENDING was emitted. */
@@ -114,6 +117,9 @@ static void taken(weft_mutex_t *m, const char *file, int line,
 	}
 	WEFT_PROBE_EVENT(LOCK_ACQUIRE, m->owner_task, (uintptr_t)m->name,
 			 waited_us);
+	/* Its holder as a resource's (deadlocks, the resources view). */
+	if (WEFT_PROBE_ON())
+		weft__res_acquired(&m->res, m->owner_task, file, line, NULL);
 }
 
 void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
@@ -134,15 +140,31 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		uint64_t t0 = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
 		weft_worker_t *wk = t0 ? weft__cur_worker : NULL;
 
+		uint64_t task = t0 ? weft__cur_task_id : 0, res = 0;
+
 		/* Since, then the name (release): runtime_internal.h. */
 		if (wk) {
 			store_relaxed(&wk->lock_wait_since, t0);
 			store_release(&wk->lock_waiting,
 				      m->name ? m->name : "?");
 		}
+		/*
+		 * A task's wait, as on an async mutex: the collector's
+		 * wait-for graph then has it (two tasks that take two
+		 * weft_mutex_t in opposite orders block their workers for
+		 * good, and nothing said why).  Stamped with the clock:
+		 * it begins and ends within one poll.
+		 */
+		if (task)
+			res = weft__res_emit_clock(&m->res, WEFT_EV_RES_WAIT,
+						   task, WEFT_RES_OP_ACQUIRE);
 		lock_slow(m, c);
 		if (wk)
 			store_relaxed(&wk->lock_waiting, NULL);
+		if (res && WEFT_PROBE_ON())
+			weft__probe_emit_at(weft__probe_clock(),
+					    WEFT_EV_RES_WAIT_END, task, res,
+					    WEFT_RES_OP_ACQUIRE);
 		if (t0) {
 			uint64_t us = (weft__probe_clock_ns() - t0) / 1000;
 
@@ -215,6 +237,7 @@ void weft_mutex_unlock(weft_mutex_t *m)
 	}
 #endif
 	WEFT_PROBE_EVENT(LOCK_RELEASE, m->owner_task, (uintptr_t)m->name, 0);
+	WEFT_RES_EVENT(&m->res, RES_RELEASE, m->owner_task, 1);
 	m->owner_task = 0;
 	/* Release: our critical section before the next holder's acquire. */
 	if (atomic_exchange_explicit(word(m), 0, memory_order_release) == 2)

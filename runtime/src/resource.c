@@ -203,6 +203,17 @@ uint64_t weft__res_emit(weft_resource_t *r, uint8_t kind, uint64_t task,
 	return res_emit_slow(r, kind, task, a2);
 }
 
+uint64_t weft__res_emit_clock(weft_resource_t *r, uint8_t kind, uint64_t task,
+			      uint32_t a2)
+{
+	uint64_t ts = weft__probe_clock(), id = heard_now(r);
+
+	if (!id)
+		id = heard(r, ts);
+	weft__probe_emit_at(ts, kind, task, id, a2);
+	return id;
+}
+
 void weft__res_emit_acquire(weft_resource_t *r, uint64_t task, uint32_t n)
 {
 	uint64_t ts = weft__probe_clock(), id = heard_now(r);

@@ -49,6 +49,16 @@ __attribute__((noinline)) uint64_t weft__res_emit(weft_resource_t *r,
 							uint32_t a2);
 
 /*
+ * weft__res_emit() stamped with the clock, not with the poll's start as
+ * a wait's events are: a wait that blocks its thread within one poll (a
+ * weft_mutex_t's) begins and ends inside it.
+ */
+__attribute__((noinline)) uint64_t weft__res_emit_clock(weft_resource_t *r,
+							uint8_t kind,
+							uint64_t task,
+							uint32_t a2);
+
+/*
  * RES_ACQUIRE of @n by @task, then RES_SITE naming the await this poll
  * evaluated last, when there is one: for an acquire future's READY (not
  * a try_lock, whose site would be some earlier await's).

@@ -21,6 +21,7 @@
 #define WEFT_MUTEX_H
 
 #include "weft/common.h"
+#include "weft/resource.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,9 @@ typedef struct weft_mutex_s {
 	/* private: held across an await by this task (its top bit: the
 	 * probe heard it, LOCK_HELD_PENDING) */
 	uint64_t across_task;
+	/* private: the probe's resource (SYNC_MUTEX): its holders and
+	 * waiters while someone listens, as the async primitives' */
+	weft_resource_t res;
 } weft_mutex_t;
 
 /**
