@@ -315,6 +315,14 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	return true;
 }
 
+/* A lock of one holder at a time: an async mutex, a weft_mutex_t (a
+ * review found the sync one left out, two holders listed a pass). */
+static bool one_holder(const res_rec_t *r)
+{
+	return r->pub.kind == WEFT_RES_MUTEX ||
+	       r->pub.kind == WEFT_RES_SYNC_MUTEX;
+}
+
 /* Resource @id acquired by a thread that is not a worker: kept among
  * p->other_acq_res, if not there yet. */
 static void other_acquired(struct probe *p, uint64_t id)
@@ -351,9 +359,10 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 	}
 	/*
 	 * A mutex has one holder: any other listed is stale (its release
-	 * lost, or taken for another's).
+	 * lost, or read a pass after this acquire: rings are read one after
+	 * another).
 	 */
-	if (r->pub.kind == WEFT_RES_MUTEX) {
+	if (one_holder(r)) {
 		r->nh = 0;
 		r->pub.nholders = 0;
 	}
@@ -408,7 +417,7 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		 * by a task that never held them (a semaphore used as a
 		 * signal): nobody's.
 		 */
-		if (r->pub.kind == WEFT_RES_MUTEX && r->nh == 1 &&
+		if (one_holder(r) && r->nh == 1 &&
 		    r->holders[0].since <= ev->ts) {
 			i = 0;
 		} else {
