@@ -1249,6 +1249,102 @@ static void test_deadlock_sync_mutex(void **state)
 	rsink_free(r, sub);
 }
 
+/*
+ * A task that holds a weft_mutex_t @ms in one poll (a slow computation
+ * under it) while another blocks its worker taking it: a contention
+ * warning names the holder, where it took the lock, and how long; the
+ * waiter's own warning named only the lock.  Twin: held 1 ms, nothing.
+ */
+struct sync_hold {
+	weft_mutex_t *m;
+	unsigned ms;
+	_Atomic int *held;
+};
+
+static weft_poll_t sync_hold_poll(void *arg, weft_cx_t *cx)
+{
+	struct sync_hold *h = arg;
+
+	(void)cx;
+	weft_mutex_lock(h->m);
+	atomic_store(h->held, 1);
+	usleep(h->ms * 1000);
+	weft_mutex_unlock(h->m);
+	return WEFT_READY;
+}
+
+static weft_poll_t sync_take_poll(void *arg, weft_cx_t *cx)
+{
+	struct sync_hold *h = arg;
+
+	(void)cx;
+	while (!atomic_load(h->held))
+		sched_yield();
+	weft_mutex_lock(h->m);
+	weft_mutex_unlock(h->m);
+	return WEFT_READY;
+}
+
+static void run_sync_hold(unsigned ms, uint64_t *holder)
+{
+	static weft_mutex_t m;
+	static _Atomic int held;
+	weft_runtime_t *rt = rt_new(3);
+	struct sync_hold h = { .m = &m, .ms = ms, .held = &held };
+	weft_join_t *j[2];
+
+	atomic_store(&held, 0);
+	weft_mutex_init(&m, "stats_mu");
+	assert_int_equal(weft_spawn_named(rt, "refresher", sync_hold_poll, &h,
+					  &j[0]),
+			 0);
+	assert_int_equal(
+		weft_spawn_named(rt, "reader", sync_take_poll, &h, &j[1]), 0);
+	*holder = weft_join_id(j[0]);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(weft_join_wait(j[i], NULL), 0);
+		weft_join_drop(j[i]);
+	}
+	usleep(300000);
+	weft_probe_flush();
+	weft_probe_flush();
+	rt_done(rt);
+	weft_mutex_fini(&m);
+}
+
+static void test_contention_sync_mutex(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w[16];
+	char who[64];
+	uint64_t holder;
+	size_t n;
+
+	(void)state;
+	run_sync_hold(400, &holder);
+	n = rsink_warnings(r, WEFT_WARN_CONTENTION, "sync-mutex \"stats_mu\"",
+			   w, 16);
+	if (n < 1)
+		print_warnings(&r->s);
+	assert_in_range(n, 1, 2);
+	print_message("%s\n", w[0].detail);
+	snprintf(who, sizeof(who), "held longest by task %llu (refresher)",
+		 (unsigned long long)holder);
+	assert_non_null(strstr(w[0].detail, who));
+	assert_non_null(strstr(w[0].detail, "acquired at test_resources.c:"));
+	assert_int_equal(w[0].task, holder);
+	rsink_free(r, sub);
+
+	r = rsink_new(&sub);
+	run_sync_hold(1, &holder);
+	n = rsink_warnings(r, WEFT_WARN_CONTENTION, NULL, w, 16);
+	if (n)
+		print_warnings(&r->s);
+	assert_int_equal(n, 0);
+	rsink_free(r, sub);
+}
+
 /* ------------------------------------- quiet: nothing while unheard */
 
 /*
@@ -1280,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_deadlock_twin),
 		cmocka_unit_test(test_deadlock_sync_mutex),
+		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_twin),
 		cmocka_unit_test(test_blocking_queue),

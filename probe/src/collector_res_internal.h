@@ -140,6 +140,7 @@ static inline bool waits_count(const res_rec_t *r, uint8_t op)
 {
 	switch (r->pub.kind) {
 	case WEFT_RES_MUTEX:
+	case WEFT_RES_SYNC_MUTEX:
 	case WEFT_RES_SEMAPHORE:
 		return op == WEFT_RES_OP_ACQUIRE;
 	case WEFT_RES_MPSC:

@@ -403,6 +403,7 @@ void weft__collector_res_check(struct probe *p, uint64_t now)
 			    (r->nh && r->pub.kind == WEFT_RES_SEMAPHORE))
 				res_sweep(p, r);
 			if (r->pub.kind != WEFT_RES_MUTEX &&
+			    r->pub.kind != WEFT_RES_SYNC_MUTEX &&
 			    r->pub.kind != WEFT_RES_SEMAPHORE &&
 			    r->pub.kind != WEFT_RES_MPSC &&
 			    r->pub.kind != WEFT_RES_BLOCKING_POOL)
