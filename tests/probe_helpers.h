@@ -100,6 +100,7 @@ static inline bool notable(const weft_event_t *e)
 		return e->task && e->a1 == e->task;
 	case WEFT_EV_BLOCKING_START:
 	case WEFT_EV_BLOCKING_END:
+	case WEFT_EV_MARK:
 		return true;
 	default:
 		return false;

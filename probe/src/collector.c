@@ -614,6 +614,7 @@ int weft__collector_start(struct probe *p)
 	/* Without it (no memory) no task-leak or wake-burst warnings. */
 	weft__collector_leak_start(p);
 	p->flush_rings = weft__collector_flush_offered();
+	weft__collector_rings_forget(p);
 	p->ntasks = 0;
 	p->last_found = NULL;
 	p->live = NULL;

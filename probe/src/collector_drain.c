@@ -41,6 +41,40 @@ static void heap_down(struct seg_s **h, size_t n, size_t j)
 }
 
 /*
+ * What the rings hold when a collector starts is an earlier listening
+ * period's: events a site pushed after the last collector's last pass (it
+ * saw someone listening just before the last one left), or pushed while
+ * subscribers had no collector (one that failed to start).  Not this
+ * period's to tell: an outside tester saw them reach the next attach.
+ * Rings registered meanwhile are taken in first, as a pass takes them
+ * (acquire: their entries whole).  Under probe.lock, before the new
+ * period's first event can be pushed (listening is raised after this).
+ * Each ring's head is moved to its tail (acquire: the slots before it
+ * written; release on head: our "reads" done, pairs with the producer's
+ * acquire on a full ring), and its drops so far taken as seen.
+ */
+void weft__collector_rings_forget(struct probe *p)
+{
+	ring_entry_t **pp = &p->rings;
+	ring_entry_t *fresh = atomic_exchange_explicit(
+		&weft__probe_new_rings, NULL, memory_order_acquire);
+
+	while (*pp)
+		pp = &(*pp)->next;
+	while (fresh) {
+		ring_entry_t *next = fresh->next;
+
+		fresh->next = *pp;
+		*pp = fresh;
+		fresh = next;
+	}
+	for (ring_entry_t *e = p->rings; e; e = e->next) {
+		store_release(&e->ring.head, load_acquire(&e->ring.tail));
+		e->drops_seen = weft__ring_drops(&e->ring);
+	}
+}
+
+/*
  * Snapshots every ring: one run per ring from its head to the tail it has
  * now (p->segs, p->heap).  Rings of threads gone are flagged (e->last) to
  * be freed once their run is taken.  Returns the number of runs, or 0

@@ -849,6 +849,8 @@ weft__collector_conv_copy(const struct weft__probe_clock_conv *cv,
 #define CHUNK_EVENTS 4096
 
 /* collector_drain.c */
+/* A collector's start: what the rings hold is dropped (collector_drain.c). */
+void weft__collector_rings_forget(struct probe *p);
 size_t weft__collector_snapshot(struct probe *p);
 bool weft__collector_flush_offered(void);
 size_t weft__collector_take_chunk(struct probe *p, size_t *nheap);
