@@ -395,7 +395,8 @@ ABI_SIZE(weft_semaphore_t, 64 + MTX, 8);
 ABI_SIZE(weft_semaphore_acquire_t, 96, 8);
 ABI_FIELD(weft_semaphore_acquire_t, status, 88);
 
-ABI_SIZE(weft_async_mutex_t, 64 + MTX, 8);
+/* + the holder, for a collector that starts while a task waits */
+ABI_SIZE(weft_async_mutex_t, 72 + MTX, 8);
 
 ABI_SIZE(weft_async_mutex_lock_t, 96, 8);
 

@@ -234,9 +234,11 @@ static void wait_joins(weft_join_t **j, size_t n)
  * Tasks queued on a held lock show it as what they wait on; the lock
  * shows its holder and its waiters, under the name it was given.  The
  * lock was made before anyone listened: it is announced at its first
- * event.
+ * event.  @late: nobody listens until every task queued (a console
+ * attached to a process hung on a lock): the runtime's own list of
+ * waits (lock_wait.c) tells them, and the holder, all the same.
  */
-static void test_waiting_on(void **state)
+static void run_waiting_on(bool late)
 {
 	enum { N = 5 };
 	weft_async_mutex_t m;
@@ -250,11 +252,11 @@ static void test_waiting_on(void **state)
 	uint64_t ids[N], hid;
 	bool seen = false;
 
-	(void)state;
 	weft_async_mutex_init(&m);
 	weft_async_mutex_name(&m, "cache lock");
 	weft_notify_init(&go);
-	r = rsink_new(&sub);
+	if (!late)
+		r = rsink_new(&sub);
 	rt = rt_new(2);
 	assert_int_equal(weft_spawn_named(rt, "holder", holder_poll,
 					  (&(struct holder){ .m = &m,
@@ -271,6 +273,13 @@ static void test_waiting_on(void **state)
 						  &lj[i]),
 				 0);
 		ids[i] = weft_join_id(lj[i]);
+	}
+	if (late) {
+		/* Queued, all of them: the permit count says nothing of
+		 * the queue, so a while. */
+		usleep(200000);
+		assert_false(weft_probe_listening());
+		r = rsink_new(&sub);
 	}
 	for (int k = 0; k < 200 && !seen; k++) {
 		usleep(10000);
@@ -306,11 +315,14 @@ static void test_waiting_on(void **state)
 	wait_joins(lj, N);
 	weft_probe_flush();
 	weft_probe_flush();
-	/* Served: nobody waits, nobody holds, N + 1 acquires. */
+	/*
+	 * Served: nobody waits, nobody holds, N + 1 acquires (N: the
+	 * holder's was before anyone listened), each wait ended.
+	 */
 	assert_true(rsink_res(r, "cache lock", 0, &res));
 	assert_int_equal(res.nwaiters, 0);
 	assert_int_equal(res.nholders, 0);
-	assert_int_equal(res.acquires, N + 1);
+	assert_int_equal(res.acquires, late ? N : N + 1);
 	assert_int_equal(res.waits, N);
 	assert_int_equal(res.longest_holder, hid);
 	for (int i = 0; i < N; i++) {
@@ -325,7 +337,90 @@ static void test_waiting_on(void **state)
 	weft_probe_flush();
 	assert_true(rsink_res(r, "cache lock", 0, &res));
 	assert_true(res.dropped_ns > 0);
+	if (late) {
+		/* A lock held and waited on is not a deadlock. */
+		if (sink_count(&r->s, WEFT_WARN_DEADLOCK, 0))
+			print_warnings(&r->s);
+		assert_int_equal(sink_count(&r->s, WEFT_WARN_DEADLOCK, 0), 0);
+	}
 	rsink_free(r, sub);
+}
+
+static void test_waiting_on(void **state)
+{
+	(void)state;
+	run_waiting_on(false);
+}
+
+static void test_waiting_on_before_attach(void **state)
+{
+	(void)state;
+	run_waiting_on(true);
+}
+
+/*
+ * Waits read while no events flow would never end: a collector run for a
+ * subscriber of updates alone takes none of the runtime's list of waits,
+ * and one that events reach later finds the lock free (a review found
+ * the waits read then kept, and a deadlock could be made of them).
+ */
+static void test_waits_not_read_unheard(void **state)
+{
+	enum { N = 3 };
+	weft_async_mutex_t m;
+	weft_notify_t go;
+	weft_probe_sub_t *usub, *sub;
+	struct rsink *u = calloc(1, sizeof(*u)), *r;
+	weft_runtime_t *rt;
+	weft_join_t *hj, *lj[N];
+	weft_probe_resource_t res = { 0 };
+
+	(void)state;
+	assert_non_null(u);
+	pthread_mutex_init(&u->s.lock, NULL);
+	weft_async_mutex_init(&m);
+	weft_async_mutex_name(&m, "unheard lock");
+	weft_notify_init(&go);
+	rt = rt_new(2);
+	assert_int_equal(
+		weft_spawn_named(rt, "holder", holder_poll,
+				 (&(struct holder){ .m = &m, .go = &go }), &hj),
+		0);
+	for (int i = 0; i < 2000 && weft_semaphore_available(&m.sem); i++)
+		usleep(1000);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(weft_spawn_named(rt, "locker", locker_poll,
+						  (&(struct locker){ .m = &m }),
+						  &lj[i]),
+				 0);
+	usleep(100000);
+	/* Updates alone: the collector runs, no event flows. */
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){
+					 .on_update = rsink_update, .ctx = u },
+				 &usub),
+			 0);
+	assert_false(weft_probe_listening());
+	usleep(300000);
+	weft_notify_one(&go);
+	weft_join_wait(hj, NULL);
+	weft_join_drop(hj);
+	wait_joins(lj, N);
+	/* Events now: nobody waits for the lock, nobody holds it. */
+	r = rsink_new(&sub);
+	weft_probe_flush();
+	weft_probe_flush();
+	if (rsink_res(r, "unheard lock", 0, &res))
+		print_message("nwaiters %u nholders %u\n", res.nwaiters,
+			      res.nholders);
+	assert_true(!rsink_res(r, "unheard lock", 0, &res) ||
+		    (res.nwaiters == 0 && res.nholders == 0));
+	assert_int_equal(sink_count(&r->s, WEFT_WARN_DEADLOCK, 0), 0);
+	rsink_free(r, sub);
+	rsink_free(u, usub);
+	rt_done(rt);
+	weft_async_mutex_fini(&m);
+	weft_notify_fini(&go);
 }
 
 /* --------------------------------------------- contention: the convoy */
@@ -997,6 +1092,25 @@ static size_t rsink_warnings(struct rsink *r, unsigned kind, const char *what,
 }
 
 /*
+ * A listener that comes late: when late.on, subscribed 300 ms after a
+ * run's tasks were spawned (a deadlock formed by then), into late.r.
+ */
+static struct {
+	bool on;
+	struct rsink *r;
+	weft_probe_sub_t *sub;
+} late;
+
+static void late_attach(void)
+{
+	if (!late.on)
+		return;
+	usleep(300000);
+	assert_false(weft_probe_listening());
+	late.r = rsink_new(&late.sub);
+}
+
+/*
  * Two transfers, either both taking "acct_a" then "acct_b" (@crossed
  * false) or the second the other way round, for @ms; then the tasks are
  * aborted (a deadlock never ends by itself).  Their ids go to @ids.
@@ -1025,6 +1139,7 @@ static void run_transfers(bool crossed, int rounds, unsigned ms, uint64_t *ids)
 			 0);
 	for (int i = 0; i < 2; i++)
 		ids[i] = weft_join_id(j[i]);
+	late_attach();
 	usleep(ms * 1000);
 	weft_probe_flush();
 	weft_probe_flush();
@@ -1127,6 +1242,51 @@ static void test_deadlock_twin(void **state)
 	rsink_free(r, sub);
 }
 
+/*
+ * A deadlock formed before anyone listened, the one a console is
+ * attached to find: it made no event, and nothing was said (an outside
+ * tester).  The runtime's own list of waits tells it: one warning naming
+ * both tasks, the lock each holds and the one each waits for.  Its twin
+ * is test_waiting_on_before_attach() (waits and a holder, no cycle).
+ */
+static void test_deadlock_before_attach(void **state)
+{
+	weft_probe_warning_t w[16];
+	char other[64];
+	weft_probe_task_t t;
+	uint64_t ids[2];
+	size_t n;
+
+	(void)state;
+	late.on = true;
+	run_transfers(true, 1, 2500, ids);
+	late.on = false;
+	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 16);
+	if (n != 1)
+		print_warnings(&late.r->s);
+	assert_int_equal(n, 1);
+	print_message("%s\n", w[0].detail);
+	/* Raised on one task of the cycle, the other named in it. */
+	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
+	assert_non_null(w[0].task_name);
+	assert_string_equal(w[0].task_name, w[0].task == ids[0] ?
+						    "transfer_ab" :
+						    "transfer_ba");
+	snprintf(other, sizeof(other), "; task %llu transfer_%s ",
+		 (unsigned long long)(w[0].task == ids[0] ? ids[1] : ids[0]),
+		 w[0].task == ids[0] ? "ba" : "ab");
+	assert_non_null(strstr(w[0].detail, other));
+	assert_non_null(strstr(w[0].detail, "\"acct_a\""));
+	assert_non_null(strstr(w[0].detail, "\"acct_b\""));
+	assert_non_null(strstr(w[0].detail, "waits for "));
+	/* Its real age: the wait began 300 ms before anyone listened. */
+	assert_true(w[0].value_ns > WEFT_MSEC(300));
+	for (int i = 0; i < 2; i++)
+		assert_true(sink_task(&late.r->s, ids[i], &t) &&
+			    t.waiting_on == 0); /* aborted since */
+	rsink_free(late.r, late.sub);
+}
+
 /* ------------------------- deadlock: two weft_mutex_t, opposite orders */
 
 /*
@@ -1191,6 +1351,7 @@ static void run_sync_transfers(bool crossed, unsigned ms, uint64_t *ids)
 			 0);
 	for (int i = 0; i < 2; i++)
 		ids[i] = weft_join_id(j[i]);
+	late_attach();
 	usleep(ms * 1000);
 	weft_probe_flush();
 	weft_probe_flush();
@@ -1247,6 +1408,34 @@ static void test_deadlock_sync_mutex(void **state)
 		print_warnings(&r->s);
 	assert_int_equal(sink_count(&r->s, WEFT_WARN_DEADLOCK, 0), 0);
 	rsink_free(r, sub);
+}
+
+/* The same, formed before anyone listened (two workers blocked in the
+ * kernel since): the runtime's list of waits tells it. */
+static void test_deadlock_sync_before_attach(void **state)
+{
+	weft_probe_warning_t w[16];
+	char other[64];
+	uint64_t ids[2];
+	size_t n;
+
+	(void)state;
+	late.on = true;
+	run_sync_transfers(true, 2500, ids);
+	late.on = false;
+	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 16);
+	if (n != 1)
+		print_warnings(&late.r->s);
+	assert_int_equal(n, 1);
+	print_message("%s\n", w[0].detail);
+	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
+	snprintf(other, sizeof(other), "; task %llu sync_%s ",
+		 (unsigned long long)(w[0].task == ids[0] ? ids[1] : ids[0]),
+		 w[0].task == ids[0] ? "ba" : "ab");
+	assert_non_null(strstr(w[0].detail, other));
+	assert_non_null(strstr(w[0].detail, "\"ledger_a\""));
+	assert_non_null(strstr(w[0].detail, "\"ledger_b\""));
+	rsink_free(late.r, late.sub);
 }
 
 /*
@@ -1375,11 +1564,15 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quiet),
 		cmocka_unit_test(test_waiting_on),
+		cmocka_unit_test(test_waiting_on_before_attach),
+		cmocka_unit_test(test_waits_not_read_unheard),
 		cmocka_unit_test(test_contention),
 		cmocka_unit_test(test_contention_twin),
 		cmocka_unit_test(test_deadlock),
 		cmocka_unit_test(test_deadlock_twin),
 		cmocka_unit_test(test_deadlock_sync_mutex),
+		cmocka_unit_test(test_deadlock_before_attach),
+		cmocka_unit_test(test_deadlock_sync_before_attach),
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_twin),

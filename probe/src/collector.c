@@ -464,6 +464,7 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	if (p->need_seed && p->rt) {
 		p->need_seed = false;
 		weft__collector_seed_tasks(p, now);
+		p->waits_gen = 0;
 	} else if (p->seed_shards) {
 		/* The runtime seeded went: nothing more of it to name. */
 		if (p->rt)
@@ -473,6 +474,16 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	}
 	/* Asked for (weft__sub_seed_whole()), done by the seed above. */
 	p->seed_whole = false;
+	/*
+	 * The runtime's lock waits, once a listening period: only while
+	 * events flow, which end what is read (a wait's end, a holder's
+	 * release); read in a period without them, they would stay.
+	 */
+	if (p->rt && weft__probe_on() &&
+	    load_relaxed(&weft__probe_listen_gen) != p->waits_gen) {
+		p->waits_gen = load_relaxed(&weft__probe_listen_gen);
+		weft__collector_seed_waits(p, now);
+	}
 	nheap = p->nsegs_pass = weft__collector_snapshot(p);
 	/*
 	 * The window the drops just counted fell in: after the last pass

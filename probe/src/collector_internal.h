@@ -344,6 +344,9 @@ struct probe {
 	pthread_t thread;
 	bool running;
 	bool need_seed; /* name the runtime's live tasks next pass */
+	/* The listening generation whose lock waits were read from the
+	 * runtime (weft__collector_seed_waits()), 0: none yet. */
+	uint32_t waits_gen;
 	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
@@ -875,6 +878,11 @@ void weft__collector_on_site(struct probe *p, const weft_event_t *ev);
 /* collector_resources.c */
 /* A RES_* event, into the resources and the tasks that wait. */
 void weft__collector_res_event(struct probe *p, const weft_event_t *ev);
+/* A task's wait for a lock that began before this listening period
+ * (weft__runtime_lock_waits()), and the lock's holder, into the records. */
+void weft__collector_res_seed_wait(struct probe *p,
+				   const weft__lock_wait_info_t *w,
+				   uint64_t now);
 /* The waiting side's warnings (contention, channel-full), every 250 ms. */
 void weft__collector_res_check(struct probe *p, uint64_t now);
 /*
@@ -915,6 +923,9 @@ void weft__collector_workers_free(struct probe *p);
 
 /* collector_reconcile.c */
 void weft__collector_seed_tasks(struct probe *p, uint64_t now);
+/* The runtime's tasks waiting for a lock since before this listening
+ * period, with the locks' holders (after weft__collector_seed_tasks()). */
+void weft__collector_seed_waits(struct probe *p, uint64_t now);
 /* The rest of a seed begun by weft__collector_seed_tasks(), a part a
  * pass (p->seed_shards set); @dt_ns: since the last pass. */
 void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns);

@@ -233,6 +233,48 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	p->seed_room = SIZE_MAX; /* until the subscribers say */
 }
 
+/*
+ * Waits for a lock that began before this listening period: a deadlock
+ * formed before a console attached (two tasks parked on each other's
+ * mutex) made no event, and the wait-for graph would never hold it.  The
+ * runtime keeps every task's wait for a lock (lock_wait.c); read here,
+ * once a listening period (p->waits_gen: those told in it skipped),
+ * after the tasks' seed, before the pass's snapshot (runtime_probe.h says why
+ * that order keeps each wait and hold right), each into the resource's
+ * records as its events would have made it.  Bounded: at most
+ * SEED_WAITS_MAX waits (the deadlock check looks at 256).
+ */
+#define SEED_WAITS_MAX 65536u
+
+void weft__collector_seed_waits(struct probe *p, uint64_t now)
+{
+	uint32_t gen = p->waits_gen;
+	weft__lock_wait_info_t *buf = NULL;
+	size_t cap = 0, total = 0;
+
+	for (unsigned i = 0; i < WEFT__LOCK_WAIT_SHARDS; i++) {
+		size_t n;
+
+		while ((n = weft__runtime_lock_waits(p->rt, i, gen, buf, cap)) >
+		       cap) {
+			weft__lock_wait_info_t *nb;
+			size_t ncap = n + n / 2 + 8;
+
+			if (total + n > SEED_WAITS_MAX ||
+			    !(nb = realloc(buf, ncap * sizeof(*nb)))) {
+				n = 0;
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		for (size_t j = 0; j < n; j++)
+			weft__collector_res_seed_wait(p, &buf[j], now);
+		total += n;
+	}
+	free(buf);
+}
+
 /* Up to @budget more records, a shard after another (see above). */
 static void seed_take(struct probe *p, uint64_t now, uint64_t budget)
 {

@@ -41,6 +41,10 @@ typedef struct res_holder_s {
 	uint32_t line; /* where it acquired it (RES_SITE), 0: not known */
 	const char *file;
 	const char *label; /* what for (RES_LABEL: a blocking job's name) */
+	/* Read from the runtime's lock, not from an acquire
+	 * (weft__collector_res_seed_wait()): any release of the lock ends
+	 * it, whatever its stamp. */
+	bool seeded;
 } res_holder_t;
 
 /* res_waiter_t.dl (collector_deadlock.c): the wait was in the set of

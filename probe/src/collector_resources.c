@@ -229,6 +229,8 @@ static bool early_take(res_rec_t *r, uint8_t kind, uint64_t task, uint64_t ts,
 	return false;
 }
 
+static bool one_holder(const res_rec_t *r);
+
 static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 {
 	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
@@ -236,8 +238,12 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 
 	if (early_take(r, WEFT_EV_RES_WAIT_END, ev->task, ev->ts, &end))
 		return false;
-	/* A countdown's waiter polls again and again: listed once. */
-	if (r->pub.kind == WEFT_RES_COUNTDOWN)
+	/*
+	 * A countdown's waiter polls again and again: listed once.  A lock
+	 * is waited for once by a task at a time: a second RES_WAIT is the
+	 * one its seed read already (weft__lock_wait_told()).
+	 */
+	if (r->pub.kind == WEFT_RES_COUNTDOWN || one_holder(r))
 		for (uint32_t i = 0; i < r->nw; i++)
 			if (r->waiters[i].task == ev->task)
 				return false;
@@ -418,7 +424,7 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		 * signal): nobody's.
 		 */
 		if (one_holder(r) && r->nh == 1 &&
-		    r->holders[0].since <= ev->ts) {
+		    (r->holders[0].since <= ev->ts || r->holders[0].seeded)) {
 			i = 0;
 		} else {
 			if (r->pub.nholders > r->nh) {
@@ -515,6 +521,59 @@ static void on_site(struct probe *p, const weft_event_t *ev)
 		h->file = (const char *)(uintptr_t)ev->a1;
 		h->line = ev->a2;
 	}
+}
+
+/*
+ * A wait for lock @w->res that began before this listening period, read
+ * from the runtime's slots (lock_wait.c) before this pass's snapshot: as
+ * its RES_NEW, RES_NAME and RES_WAIT would have made it, stamped with its
+ * real start, and the lock's holder read with it as a hold from @now
+ * when no holder is listed (an ACQUIRE of it folded in already, or its
+ * seed for another waiter, is newer; its release, still to come, ends
+ * it: runtime_probe.h, or any release of it: a guard moved to another
+ * task, its clear read late).  The acquire is not counted, nor its site
+ * known.  A wait listed already (a second seed, its RES_WAIT read too) is
+ * left as it is (on_wait()).
+ */
+void weft__collector_res_seed_wait(struct probe *p,
+				   const weft__lock_wait_info_t *w,
+				   uint64_t now)
+{
+	weft_event_t ev = { .ts = w->since_ns && w->since_ns < now ?
+					  w->since_ns :
+					  now,
+			    .task = w->task,
+			    .a1 = w->res,
+			    .a2 = w->op,
+			    .worker = WEFT_EVENT_NO_WORKER,
+			    .kind = WEFT_EV_RES_WAIT };
+	res_rec_t *r = res_get(p, w->res, now);
+
+	if (!r || r->pub.dropped_ns)
+		return;
+	r->pub.kind = w->kind;
+	if (w->file && !r->pub.file) {
+		r->pub.file = w->file;
+		r->pub.line = w->line ? w->line : 1;
+	}
+	if (w->name)
+		r->pub.name = w->name;
+	/*
+	 * Its holder listed as it is, a task with no record made for it:
+	 * one that ended holding the lock (or not seeded yet) is no live
+	 * task, and the wait-for graph leaves out holders it does not know.
+	 */
+	if (w->holder && !r->nh &&
+	    track_grow((void **)&r->holders, &r->caph, r->nh,
+		       sizeof(*r->holders))) {
+		r->holders[r->nh++] = (res_holder_t){ .task = w->holder,
+						      .since = now,
+						      .count = 1,
+						      .seeded = true };
+		r->pub.nholders++;
+	}
+	on_wait(p, r, &ev);
+	res_changed(p, r);
 }
 
 void weft__collector_res_event(struct probe *p, const weft_event_t *ev)

@@ -28,6 +28,7 @@
 
 #include "weft/mutex.h"
 
+#include "lock_wait_internal.h"
 #include "probe_internal.h"
 #include "resource_internal.h"
 #include "runtime_internal.h"
@@ -96,7 +97,8 @@ static void taken(weft_mutex_t *m, const char *file, int line,
 
 	m->file = file;
 	m->line = line;
-	m->owner_task = t ? t->id : 0;
+	/* Relaxed atomic: a collector reads it (lock_wait.c holder_of()). */
+	__atomic_store_n(&m->owner_task, t ? t->id : 0, __ATOMIC_RELAXED);
 	/* Relaxed: see lock_slow(). */
 	__atomic_store_n(&m->blocked, 0, __ATOMIC_RELAXED);
 	/*
@@ -155,10 +157,17 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		 * good, and nothing said why).  Stamped with the clock:
 		 * it begins and ends within one poll.
 		 */
+		uint32_t gen = load_relaxed(&weft__probe_listen_gen), slot;
+
 		if (task)
 			res = weft__res_emit_clock(&m->res, WEFT_EV_RES_WAIT,
 						   task, WEFT_RES_OP_ACQUIRE);
+		/* Kept for a collector that starts while it lasts. */
+		slot = weft__lock_wait_begin(&m->res, WEFT_RES_SYNC_MUTEX,
+					     WEFT_RES_OP_ACQUIRE,
+					     weft__lock_wait_told(res, gen));
 		lock_slow(m, c);
+		weft__lock_wait_end(slot, WEFT_RES_OP_ACQUIRE);
 		if (wk)
 			store_relaxed(&wk->lock_waiting, NULL);
 		if (res && WEFT_PROBE_ON())
@@ -236,9 +245,17 @@ void weft_mutex_unlock(weft_mutex_t *m)
 		m->across_task = 0;
 	}
 #endif
-	WEFT_PROBE_EVENT(LOCK_RELEASE, m->owner_task, (uintptr_t)m->name, 0);
-	WEFT_RES_EVENT(&m->res, RES_RELEASE, m->owner_task, 1);
-	m->owner_task = 0;
+	{
+		uint64_t owner = m->owner_task;
+
+		/*
+		 * Cleared before the RES_RELEASE is pushed: a collector that
+		 * folded that event in reads the clear (lock_wait.c).
+		 */
+		__atomic_store_n(&m->owner_task, 0, __ATOMIC_RELAXED);
+		WEFT_PROBE_EVENT(LOCK_RELEASE, owner, (uintptr_t)m->name, 0);
+		WEFT_RES_EVENT(&m->res, RES_RELEASE, owner, 1);
+	}
 	/* Release: our critical section before the next holder's acquire. */
 	if (atomic_exchange_explicit(word(m), 0, memory_order_release) == 2)
 		syscall(SYS_futex, (uint32_t *)word(m), FUTEX_WAKE_PRIVATE, 1,
@@ -250,7 +267,8 @@ unsigned weft__probe_locks_at_pending(weft_task_t *t)
 	unsigned n = 0;
 
 	for (weft_mutex_t *m = t->held_locks; m; m = m->held_next) {
-		if (m->owner_task != t->id)
+		/* Relaxed: its guard may have moved to another thread. */
+		if (__atomic_load_n(&m->owner_task, __ATOMIC_RELAXED) != t->id)
 			continue;
 		n++;
 #if WEFT_PROBE
@@ -288,7 +306,7 @@ unsigned weft__probe_locks_at_pending(weft_task_t *t)
 void weft__mutex_pending_unheard(weft_task_t *t)
 {
 	for (weft_mutex_t *m = t->held_locks; m; m = m->held_next)
-		if (m->owner_task == t->id)
+		if (__atomic_load_n(&m->owner_task, __ATOMIC_RELAXED) == t->id)
 			m->across_task = t->id;
 }
 

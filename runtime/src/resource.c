@@ -20,7 +20,7 @@ static _Atomic uint64_t res_next;
  * once: one CAS wins, the other takes the winner's id (relaxed: the id is
  * a name, ordering nothing).
  */
-static uint64_t res_id(weft_resource_t *r)
+uint64_t weft__res_id(weft_resource_t *r)
 {
 	uint64_t id = __atomic_load_n(&r->id, __ATOMIC_RELAXED), want;
 
@@ -52,7 +52,7 @@ static void announce(weft_resource_t *r, uint64_t id, uint64_t ts)
 /* @r's id, announced first if this listening period has not heard it. */
 static __attribute__((noinline)) uint64_t heard(weft_resource_t *r, uint64_t ts)
 {
-	uint64_t id = res_id(r);
+	uint64_t id = weft__res_id(r);
 
 	if (needs_announce(r))
 		announce(r, id, ts);
@@ -113,7 +113,7 @@ void weft__res_name(weft_resource_t *r, const char *name)
 	    __atomic_load_n(&r->gen, __ATOMIC_RELAXED) ==
 		    load_relaxed(&weft__probe_listen_gen))
 		weft__probe_emit_at(weft__probe_clock(), WEFT_EV_RES_NAME,
-				    res_id(r), (uintptr_t)name, 0);
+				    weft__res_id(r), (uintptr_t)name, 0);
 #endif
 }
 

@@ -34,6 +34,9 @@ static inline void weft__res_init(weft_resource_t *r, uint8_t kind,
 				.kind = kind };
 }
 
+/* @r's id, given it now if it has none (never 0). */
+uint64_t weft__res_id(weft_resource_t *r);
+
 /* Names @r (a static string); re-announces it if it was announced. */
 void weft__res_name(weft_resource_t *r, const char *name);
 

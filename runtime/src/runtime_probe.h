@@ -135,6 +135,43 @@ const char *weft__runtime_worker_lock_waiting(weft_runtime_t *rt, unsigned i,
  */
 int32_t weft__runtime_worker_cpu_clock(weft_runtime_t *rt, unsigned i);
 
+/*
+ * A task's wait for a lock that the probe did not hear begin: one that
+ * began before this listening period (lock_wait.c).  @holder: the lock's
+ * holder when read (0: none, or a plain thread); @since_ns: when the wait
+ * began (weft_now_ns()); the rest names the lock as its RES_NEW and
+ * RES_NAME would.
+ */
+typedef struct weft__lock_wait_info_s {
+	uint64_t task;
+	uint64_t res; /* the lock's resource id */
+	uint64_t holder;
+	uint64_t since_ns;
+	const char *name;
+	const char *file;
+	uint32_t line;
+	uint8_t kind; /* WEFT_RES_MUTEX or WEFT_RES_SYNC_MUTEX */
+	uint8_t op;
+} weft__lock_wait_info_t;
+
+/*
+ * Runtime @rt's tasks waiting for a lock whose RES_WAIT listening
+ * generation @gen did not hear, in slot shard @shard, into @out when they
+ * fit in @cap (each then adopted: its end emits RES_WAIT_END), and in any
+ * case how many (more than @cap: nothing written, nothing adopted).
+ *
+ * A wait read here is live when read; one whose end is not adopted ended
+ * before.  A holder read here whose release was folded in already is not
+ * read (its store of 0 comes before its RES_RELEASE's push, which the
+ * collector took with acquire); one whose release is still to come is
+ * released by it.  So the caller folds these in before its next snapshot
+ * of the rings.
+ */
+#define WEFT__LOCK_WAIT_SHARDS 8u
+size_t weft__runtime_lock_waits(weft_runtime_t *rt, unsigned shard,
+				uint32_t gen, weft__lock_wait_info_t *out,
+				size_t cap);
+
 /* The id of the task being polled on this thread, 0 if none (worker.c). */
 extern WEFT_TLS uint64_t weft__cur_task_id;
 

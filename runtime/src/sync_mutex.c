@@ -19,6 +19,7 @@ void weft_async_mutex_init_at(weft_async_mutex_t *m, const char *file,
 {
 	/* One permit never exceeds the maximum. */
 	(void)weft_semaphore_init_at(&m->sem, 1, file, line);
+	m->holder = 0;
 	/* Not yet shared: the probe sees a mutex, not a semaphore. */
 	m->sem.res.kind = WEFT_RES_MUTEX;
 }
@@ -41,7 +42,10 @@ void weft_async_mutex_fini(weft_async_mutex_t *m)
 
 bool weft_async_mutex_try_lock(weft_async_mutex_t *m)
 {
-	return weft_semaphore_try_acquire(&m->sem, 1);
+	if (!weft_semaphore_try_acquire(&m->sem, 1))
+		return false;
+	weft__mutex_holder_set(&m->sem);
+	return true;
 }
 
 void weft_async_mutex_unlock(weft_async_mutex_t *m)
@@ -49,6 +53,7 @@ void weft_async_mutex_unlock(weft_async_mutex_t *m)
 	if (weft_semaphore_available(&m->sem) != 0)
 		weft_panic("async mutex %p unlocked while not locked",
 			   (void *)m);
+	weft__mutex_holder_clear(&m->sem);
 	weft_semaphore_release(&m->sem, 1);
 }
 
@@ -61,7 +66,8 @@ void weft_async_mutex_lock_init(weft_async_mutex_lock_t *lk,
 weft_poll_t weft_async_mutex_lock_poll(weft_async_mutex_lock_t *lk,
 				       weft_cx_t *cx)
 {
-	/* Never closed, so READY always means locked. */
+	/* Never closed, so READY always means locked (and the semaphore
+	 * set the holder: weft__mutex_holder_set()). */
 	return weft_semaphore_acquire_poll(&lk->acq, cx);
 }
 

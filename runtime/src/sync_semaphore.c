@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 
+#include "lock_wait_internal.h"
 #include "resource_internal.h"
 #include "sync_internal.h"
 
@@ -266,6 +267,8 @@ static weft_poll_t acquire_done_told(weft_semaphore_acquire_t *acq,
 #else
 	(void)told;
 #endif
+	if (status == 0)
+		weft__mutex_holder_set(acq->sem);
 	acq->phase = ACQ_DONE;
 	acq->status = status;
 	weft__coop_progress();
@@ -282,6 +285,7 @@ static weft_poll_t acquire_slow(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 {
 	weft_semaphore_t *sem = acq->sem;
 	uint64_t cur, next, take;
+	uint32_t gen = 0;
 
 	pthread_mutex_lock(&sem->lock);
 	cur = __atomic_load_n(&sem->state, __ATOMIC_RELAXED);
@@ -311,11 +315,24 @@ static weft_poll_t acquire_slow(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	acq->waiter.aux = take;
 	acq->waiter.state = W_WAITING;
 	acq->waiter.waker = weft_waker_clone(weft_cx_waker(cx));
+#if WEFT_PROBE
+	gen = load_relaxed(&weft__probe_listen_gen);
+#endif
 	/* Before it is linked: a releaser may end the wait at once. */
 	WEFT_RES_WAIT(&sem->res, &acq->waiter, WEFT_RES_OP_ACQUIRE);
 	waitq_push_back(&sem->head, &sem->tail, &acq->waiter);
 	acq->phase = ACQ_QUEUED;
 	pthread_mutex_unlock(&sem->lock);
+	/*
+	 * A mutex's wait, kept for a collector that starts while it lasts
+	 * (lock_wait.c), out of the semaphore's lock (a leaf).  After it is
+	 * linked is early enough: this task is in this poll, so its wait's
+	 * end (a later poll, or its future's fini) comes after.
+	 */
+	if (sem->res.kind == WEFT_RES_MUTEX)
+		acq->waiter.slot = weft__lock_wait_begin(
+			&sem->res, WEFT_RES_MUTEX, WEFT_RES_OP_ACQUIRE,
+			weft__lock_wait_told(acq->waiter.res, gen));
 	return WEFT_PENDING;
 }
 
@@ -348,6 +365,11 @@ static weft_poll_t acquire_queued(weft_semaphore_acquire_t *acq, weft_cx_t *cx)
 	 * holder's) before our return.
 	 */
 	pthread_mutex_unlock(&sem->lock);
+	/* The lock is ours (or the wait is over): the slot goes first. */
+	weft__lock_wait_end(acq->waiter.slot,
+			    WEFT_RES_OP_ACQUIRE |
+				    (state == W_READY ? 0 : WEFT_RES_CLOSED));
+	acq->waiter.slot = 0;
 	/* Its RES_WAIT was told: its end says the acquire too. */
 	told = acq->waiter.res != 0 && WEFT_PROBE_ON();
 	WEFT_RES_WAIT_END(&acq->waiter,
@@ -386,6 +408,10 @@ void weft_semaphore_acquire_fini(weft_semaphore_acquire_t *acq)
 		goto out;
 	WEFT_RES_WAIT_END(&acq->waiter,
 			  WEFT_RES_OP_ACQUIRE | WEFT_RES_CANCELLED);
+	/* Still queued or handed the lock: the semaphore is alive. */
+	weft__lock_wait_end(acq->waiter.slot,
+			    WEFT_RES_OP_ACQUIRE | WEFT_RES_CANCELLED);
+	acq->waiter.slot = 0;
 	pthread_mutex_lock(&sem->lock);
 	switch (acq->waiter.state) {
 	case W_WAITING:

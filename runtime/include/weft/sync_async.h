@@ -61,7 +61,7 @@ struct weft_waiter_s {
 	uint64_t value; /* what is still needed, or what was assigned */
 	uint64_t aux;
 	uint32_t state; /* the primitive's waiter state */
-	uint32_t reserved_;
+	uint32_t slot;  /* a mutex's: its wait's slot for the probe */
 	/* While the probe listens: the waiting task, the resource's id. */
 	uint64_t task;
 	uint64_t res;
@@ -244,6 +244,9 @@ WEFT_EXTERN void weft_semaphore_acquire_fini(weft_semaphore_acquire_t *acq);
  */
 typedef struct weft_async_mutex_s {
 	weft_semaphore_t sem;
+	/* The task holding it, 0 if none or not a task (atomic): a console
+	 * attaching later finds a deadlock formed before it came. */
+	uint64_t holder;
 } weft_async_mutex_t;
 
 /**
