@@ -238,6 +238,16 @@ typedef struct worker_window_s {
 #define LOCK_PENDS 16          /* LOCK_HELD_PENDINGs awaiting their LOCK_SITE */
 #define LARGE_PENDS 16 /* large futures' SPAWN_INFOs awaiting SPAWN_LOC */
 #define LOCK_EARLY 4           /* LOCK_HELD_ENDs read before their LOCK_SITE */
+/*
+ * How far an early LOCK_HELD_END may read as before its hold's pending
+ * and still be its end: the two are stamped in raw ticks and converted
+ * in different passes, between which the clock's rate is refined, so
+ * one moment converts to two ns a little apart (test_collector's
+ * test_lock_released_before_site failed 4 runs in 20 so).  A release of
+ * an earlier hold of the same task and lock, left early, is older by
+ * far more than this.
+ */
+#define LOCK_EARLY_SLACK_NS 1000000u
 #define OTHER_ACQ_RES 4        /* resources the other threads acquired, kept */
 #define STEAL_TRACKED 32       /* victims counted per thief (Space-Saving) */
 #define PROBE_MAX_WORKERS 4096 /* the runtime's bound (runtime.c) */

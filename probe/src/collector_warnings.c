@@ -651,9 +651,11 @@ void weft__collector_lock_site(struct probe *p, const weft_event_t *ev)
 	for (unsigned i = 0; i < LOCK_EARLY; i++) {
 		struct lock_early *e = &p->lock_early[i];
 
-		if (e->task != h.task || e->name != h.name || e->at < h.at)
+		if (e->task != h.task || e->name != h.name ||
+		    e->at + LOCK_EARLY_SLACK_NS < h.at)
 			continue;
-		lock_warn(p, &h, e->at, e->at - h.at + h.held_ns, true,
+		lock_warn(p, &h, e->at,
+			  (e->at > h.at ? e->at - h.at : 0) + h.held_ns, true,
 			  e->blocked);
 		e->task = 0;
 		return;
