@@ -1281,6 +1281,24 @@ static void test_deadlock_before_attach(void **state)
 	assert_non_null(strstr(w[0].detail, "waits for "));
 	/* Its real age: the wait began 300 ms before anyone listened. */
 	assert_true(w[0].value_ns > WEFT_MSEC(300));
+	/*
+	 * The waits, said as contention, name each lock's holder from the
+	 * first: a hold that began unheard is said as one (an async mutex
+	 * keeps no clock), never "a task not seen" nor "acquired at ?".
+	 */
+	n = rsink_warnings(late.r, WEFT_WARN_CONTENTION, NULL, w, 16);
+	if (n < 2)
+		print_warnings(&late.r->s);
+	assert_true(n >= 2);
+	for (size_t i = 0; i < n; i++) {
+		print_message("%s\n", w[i].detail);
+		assert_true(w[i].task == ids[0] || w[i].task == ids[1]);
+		assert_non_null(strstr(w[i].detail, "held longest by task "));
+		assert_non_null(
+			strstr(w[i].detail, ", since before anyone listened"));
+		assert_null(strstr(w[i].detail, "not seen"));
+		assert_null(strstr(w[i].detail, "acquired at ?"));
+	}
 	for (int i = 0; i < 2; i++)
 		assert_true(sink_task(&late.r->s, ids[i], &t) &&
 			    t.waiting_on == 0); /* aborted since */

@@ -45,6 +45,8 @@ typedef struct res_holder_s {
 	 * (weft__collector_res_seed_wait()): any release of the lock ends
 	 * it, whatever its stamp. */
 	bool seeded;
+	/* Seeded, its start not known: @since is when it was read. */
+	bool since_unknown;
 } res_holder_t;
 
 /* res_waiter_t.dl (collector_deadlock.c): the wait was in the set of
@@ -77,6 +79,7 @@ struct res_rec_s {
 	const char *win_hold_file;
 	const char *win_hold_label; /* a blocking job's name */
 	uint32_t win_hold_line;
+	bool win_hold_unknown; /* began before anyone listened: at least */
 	uint64_t warned_at;
 	uint64_t ongoing_warned; /* the oldest wait already warned of */
 	uint64_t ongoing_said_ns; /* its age then: said again at twice it */
@@ -138,6 +141,7 @@ static inline void window_holder(res_rec_t *r, const res_holder_t *h,
 	r->win_hold_file = h->file;
 	r->win_hold_label = h->label;
 	r->win_hold_line = h->line;
+	r->win_hold_unknown = h->since_unknown;
 }
 
 static inline bool waits_count(const res_rec_t *r, uint8_t op)
@@ -169,6 +173,7 @@ static inline void window_open(res_rec_t *r, uint64_t since)
 	r->win_hold_task = r->win_hold_ns = r->win_hold_end = 0;
 	r->win_hold_file = r->win_hold_label = NULL;
 	r->win_hold_line = 0;
+	r->win_hold_unknown = false;
 }
 
 /* Where: "demo.c:40", "demo.c" or "?". */

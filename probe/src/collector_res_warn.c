@@ -75,7 +75,7 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 			    uint64_t waiting_now, uint64_t oldest)
 {
 	/* Cut to the warning's detail when raised. */
-	char what[160], acq[96], held[48], d[512], max[32], hold[32];
+	char what[160], acq[112], held[48], d[640], max[32], hold[64];
 	char waits[64];
 	size_t len;
 	task_rec_t *t = r->win_hold_task ?
@@ -83,14 +83,35 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 				NULL;
 
 	fmt_res(what, sizeof(what), r);
-	fmt_site(acq, sizeof(acq), r->win_hold_file, r->win_hold_line);
+	/* Where it was acquired, when known. */
+	acq[0] = 0;
+	if (r->win_hold_file) {
+		size_t k = (size_t)snprintf(acq, sizeof(acq), ", acquired at ");
+
+		fmt_site(acq + k, sizeof(acq) - k, r->win_hold_file,
+			 r->win_hold_line);
+	}
 	if (r->win_hold_task)
 		snprintf(held, sizeof(held), "task %llu (%s)",
 			 (unsigned long long)r->win_hold_task, task_label(t));
 	else
 		snprintf(held, sizeof(held), "a task not seen");
 	fmt_dur(max, sizeof(max), r->win_max_wait);
-	fmt_dur(hold, sizeof(hold), r->win_hold_ns);
+	/* A hold that began before anyone listened: what was seen of it. */
+	if (r->win_hold_unknown) {
+		char seen[24];
+
+		fmt_dur(seen, sizeof(seen), r->win_hold_ns);
+		if (r->win_hold_ns >= 1000000)
+			snprintf(hold, sizeof(hold),
+				 "since before anyone listened (at least %s)",
+				 seen);
+		else
+			snprintf(hold, sizeof(hold),
+				 "since before anyone listened");
+	} else {
+		fmt_dur(hold, sizeof(hold), r->win_hold_ns);
+	}
 	/* A wait going on: its age now, however often said before. */
 	len = (size_t)snprintf(waits, sizeof(waits), ", %llu now",
 			       (unsigned long long)waiting_now);
@@ -102,7 +123,7 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 	}
 	snprintf(d, sizeof(d),
 		 "%s: %llu waits > %.0f ms (max %s%s); held longest by %s, "
-		 "%s, acquired at %s",
+		 "%s%s",
 		 what, (unsigned long long)r->win_waits,
 		 (double)p->config.contention_ns / 1e6, max, waits, held, hold,
 		 acq);
@@ -359,7 +380,8 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	 * "ever longer", it would be every warning's culprit.
 	 */
 	for (uint32_t i = 0; i < r->nh; i++)
-		if (now > r->holders[i].since &&
+		if ((now > r->holders[i].since ||
+		     r->holders[i].since_unknown) &&
 		    !weft__collector_across_drops(p, r->holders[i].since, now))
 			window_holder(r, &r->holders[i],
 				      now - r->holders[i].since, now);

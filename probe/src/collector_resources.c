@@ -527,8 +527,9 @@ static void on_site(struct probe *p, const weft_event_t *ev)
  * A wait for lock @w->res that began before this listening period, read
  * from the runtime's slots (lock_wait.c) before this pass's snapshot: as
  * its RES_NEW, RES_NAME and RES_WAIT would have made it, stamped with its
- * real start, and the lock's holder read with it as a hold from @now
- * when no holder is listed (an ACQUIRE of it folded in already, or its
+ * real start, and the lock's holder read with it as a hold from its
+ * start (a weft_mutex_t's) or else from @now, at least, when no holder
+ * is listed (an ACQUIRE of it folded in already, or its
  * seed for another waiter, is newer; its release, still to come, ends
  * it: runtime_probe.h, or any release of it: a guard moved to another
  * task, its clear read late).  The acquire is not counted, nor its site
@@ -566,10 +567,15 @@ void weft__collector_res_seed_wait(struct probe *p,
 	if (w->holder && !r->nh &&
 	    track_grow((void **)&r->holders, &r->caph, r->nh,
 		       sizeof(*r->holders))) {
-		r->holders[r->nh++] = (res_holder_t){ .task = w->holder,
-						      .since = now,
-						      .count = 1,
-						      .seeded = true };
+		bool known = w->holder_since_ns && w->holder_since_ns <= now;
+
+		r->holders[r->nh++] =
+			(res_holder_t){ .task = w->holder,
+					.since = known ? w->holder_since_ns :
+							 now,
+					.count = 1,
+					.seeded = true,
+					.since_unknown = !known };
 		r->pub.nholders++;
 	}
 	on_wait(p, r, &ev);

@@ -150,8 +150,9 @@ void weft__lock_wait_end(uint32_t h, uint32_t a2)
  * holder's store is ordered for the collector by the holder's events
  * (weft__runtime_lock_waits() in runtime_probe.h).
  */
-static uint64_t holder_of(weft_resource_t *r, uint8_t kind)
+static uint64_t holder_of(weft_resource_t *r, uint8_t kind, uint64_t *since)
 {
+	*since = 0;
 	switch (kind) {
 	case WEFT_RES_MUTEX: {
 		weft_semaphore_t *sem = container_of(r, weft_semaphore_t, res);
@@ -160,10 +161,19 @@ static uint64_t holder_of(weft_resource_t *r, uint8_t kind)
 
 		return __atomic_load_n(&m->holder, __ATOMIC_RELAXED);
 	}
-	case WEFT_RES_SYNC_MUTEX:
-		return __atomic_load_n(
-			&container_of(r, weft_mutex_t, res)->owner_task,
-			__ATOMIC_RELAXED);
+	case WEFT_RES_SYNC_MUTEX: {
+		weft_mutex_t *m = container_of(r, weft_mutex_t, res);
+		/* Acquire: pairs with taken()'s release (mutex.c). */
+		uint64_t task =
+			__atomic_load_n(&m->owner_task, __ATOMIC_ACQUIRE);
+
+		/* Its hold's start (CLOCK_MONOTONIC ns, as weft_now_ns()),
+		 * this holder's or a later one's. */
+		if (task)
+			*since =
+				__atomic_load_n(&m->taken_at, __ATOMIC_RELAXED);
+		return task;
+	}
 	default:
 		return 0;
 	}
@@ -174,6 +184,7 @@ size_t weft__runtime_lock_waits(weft_runtime_t *rt, unsigned shard,
 				size_t cap)
 {
 	struct shard_s *s = &shards[shard % SHARDS];
+	uint64_t holder, held_since;
 	size_t n = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -197,10 +208,12 @@ size_t weft__runtime_lock_waits(weft_runtime_t *rt, unsigned shard,
 		    v->adopted_gen == gen)
 			continue;
 		v->adopted_gen = gen;
+		holder = holder_of(r, v->kind, &held_since);
 		out[n++] = (weft__lock_wait_info_t){
 			.task = v->task,
 			.res = weft__res_id(r),
-			.holder = holder_of(r, v->kind),
+			.holder = holder,
+			.holder_since_ns = held_since,
 			.since_ns = v->since_ns,
 			/* Relaxed: see resource.c announce(). */
 			.name = __atomic_load_n(&r->name, __ATOMIC_RELAXED),

@@ -97,21 +97,26 @@ static void taken(weft_mutex_t *m, const char *file, int line,
 
 	m->file = file;
 	m->line = line;
-	/* Relaxed atomic: a collector reads it (lock_wait.c holder_of()). */
-	__atomic_store_n(&m->owner_task, t ? t->id : 0, __ATOMIC_RELAXED);
 	/* Relaxed: see lock_slow(). */
 	__atomic_store_n(&m->blocked, 0, __ATOMIC_RELAXED);
 	/*
 	 * ns (not the TSC): the hold time is computed on this thread.  Read
 	 * whether or not anyone listens, so that a lock held across an
 	 * await has its real hold time in the warning raised when
-	 * it is released (unheard_release()).
+	 * it is released (unheard_release()).  Atomic, before the owner:
+	 * a collector reads both (lock_wait.c holder_of()).
 	 */
 #if WEFT_PROBE
-	m->taken_at = weft__probe_clock_ns();
+	__atomic_store_n(&m->taken_at, weft__probe_clock_ns(),
+			 __ATOMIC_RELAXED);
 #else
 	m->taken_at = 0;
 #endif
+	/*
+	 * Release: a collector that reads this owner (acquire) reads this
+	 * hold's start above, not an older one's.
+	 */
+	__atomic_store_n(&m->owner_task, t ? t->id : 0, __ATOMIC_RELEASE);
 	m->held_next = NULL;
 	if (t) {
 		m->held_next = t->held_locks;

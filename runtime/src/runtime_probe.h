@@ -146,6 +146,9 @@ typedef struct weft__lock_wait_info_s {
 	uint64_t task;
 	uint64_t res; /* the lock's resource id */
 	uint64_t holder;
+	/* When it took the lock (weft_now_ns()), 0 if not known (an async
+	 * mutex keeps no clock on its fast path). */
+	uint64_t holder_since_ns;
 	uint64_t since_ns;
 	const char *name;
 	const char *file;
