@@ -46,6 +46,7 @@ typedef struct ticker_s {
 	weft_sleep_t sleep;
 	_Atomic uint64_t *worst;
 	_Atomic unsigned *late; /* ticks more than the bound late */
+	_Atomic unsigned *trapped; /* ticks 15 ms late or more */
 	uint64_t bound;
 } ticker_t;
 
@@ -71,6 +72,8 @@ static weft_poll_t ticker_poll(void *p, weft_cx_t *cx)
 				atomic_store(st->worst, lateness);
 			if (lateness > st->bound)
 				atomic_fetch_add(st->late, 1);
+			if (lateness >= 15 * MS)
+				atomic_fetch_add(st->trapped, 1);
 		}
 		weft_sleep_fini(&st->sleep);
 		st->ticks++;
@@ -119,12 +122,13 @@ static bool ticker_beside_blocker(void)
 {
 	weft_runtime_t *rt = rt_create(2);
 	_Atomic uint64_t worst = 0;
-	_Atomic unsigned late = 0;
+	_Atomic unsigned late = 0, trapped = 0;
 	_Atomic bool stop = false;
 	unsigned n = scale_count(300);
 	ticker_t tk = { .n = n,
 			.worst = &worst,
 			.late = &late,
+			.trapped = &trapped,
 			.bound = 4 * MS * slowdown() };
 	blocker_t bl = { .stop = &stop };
 	weft_join_t *jt, *jb;
@@ -135,11 +139,17 @@ static bool ticker_beside_blocker(void)
 	atomic_store(&stop, true);
 	assert_int_equal(join_wait_drop(jb, NULL), 0);
 	weft_runtime_destroy(rt);
-	print_message("ticker: %u ticks, worst %.2f ms late, %u over %.0f ms\n",
+	print_message("ticker: %u ticks, worst %.2f ms late, %u over %.0f ms, "
+		      "%u over 15 ms\n",
 		      n, (double)atomic_load(&worst) / MS, atomic_load(&late),
-		      (double)tk.bound / MS);
-	return atomic_load(&late) <= n / 100 &&
-	       atomic_load(&worst) < 14 * MS * slowdown();
+		      (double)tk.bound / MS, atomic_load(&trapped));
+	/*
+	 * Behind the blocker (no monitor) a tick waits out its 20 ms calls,
+	 * tick after tick (without a monitor the run never ends).  A loaded
+	 * host makes a few ticks late by preemption (6-15 of 300 over 4 ms,
+	 * the worst 21 ms, beside two busy loops): counted, not the worst.
+	 */
+	return atomic_load(&late) <= n / 10 && atomic_load(&trapped) <= n / 50;
 }
 
 /*
@@ -223,7 +233,7 @@ static weft_poll_t waker_task_poll(void *p, weft_cx_t *cx)
 static bool woken_task_not_trapped(void)
 {
 	weft_runtime_t *rt = rt_create(2);
-	unsigned rounds = scale_count(20), over = 0;
+	unsigned rounds = scale_count(20), over = 0, trapped = 0;
 	uint64_t bound = 2 * MS * slowdown(), worst = 0;
 
 	for (unsigned i = 0; i < rounds; i++) {
@@ -251,6 +261,8 @@ static bool woken_task_not_trapped(void)
 			worst = d;
 		if (d > bound)
 			over++;
+		if (d >= 8 * MS)
+			trapped++;
 		tcount_fini(&tr.ready);
 		tcount_fini(&tr.done);
 		pthread_mutex_destroy(&tr.lock);
@@ -259,8 +271,12 @@ static bool woken_task_not_trapped(void)
 	print_message("woken before a 10 ms block: worst %.2f ms in %u rounds, "
 		      "%u over %.0f ms\n",
 		      (double)worst / MS, rounds, over, (double)bound / MS);
-	/* The median within the bound, the worst not far off. */
-	return over <= rounds / 2 && worst < 5 * MS * slowdown();
+	/*
+	 * The median within the bound, and few rounds trapped: one left in
+	 * the waker's slot runs after its 10 ms block, every round.  Not the
+	 * worst: a loaded host preempts a round or two past 5 ms.
+	 */
+	return over <= rounds / 2 && trapped <= rounds / 4;
 }
 
 static void test_woken_task_not_trapped(void **state)
@@ -570,5 +586,8 @@ int main(void)
 		cmocka_unit_test(test_block_in_place_hands_work_on),
 	};
 
+	/* TEST_FILTER=test_woken_task_not_trapped runs one case (by hand). */
+	if (getenv("TEST_FILTER"))
+		cmocka_set_test_filter(getenv("TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
