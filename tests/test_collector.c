@@ -2055,14 +2055,48 @@ static void test_monitor_unknown_split_waits(void **state)
 	assert_int_equal(p->config.long_poll_ns, 10 * MS);
 	seq = p->warn_seq;
 	assert_false(weft__probe_monitor_long_poll(&info, 0, t0, 16 * MS, false,
-						   NULL));
+						   NULL, NULL, 0));
 	assert_int_equal(p->warn_seq, seq);
 	assert_true(weft__probe_monitor_long_poll(&info, 0, t0, 45 * MS, false,
-						  NULL));
+						  NULL, NULL, 0));
 	assert_int_equal(p->warn_seq, seq + 1);
 	assert_int_equal(p->warnings[seq % WARN_KEEP].kind,
 			 WEFT_WARN_NEVER_YIELDED);
 	assert_int_equal(p->warnings[seq % WARN_KEEP].task, 7);
+}
+
+/*
+ * The monitor saw an ended poll's thread blocked on weft_mutex_t
+ * "stats_mu" for most of it (nobody listening): said as that wait, not
+ * as "a blocking call" (an outside tester's program, a console attached
+ * late, blamed the lock's waiter for a blocking call).  A lock seen for
+ * a short part of a long poll is not its reason.
+ */
+static void test_monitor_names_lock_waited(void **state)
+{
+	weft__task_info_t info = { .id = 8, .name = "reporter" };
+	weft__poll_split_t split = {
+		.from_ns = 0, .to_ns = 60 * MS, .cpu_ns = 1 * MS, .wait_ns = 0
+	};
+	uint64_t t0 = weft_now_ns(), seq = p->warn_seq;
+	const weft_probe_warning_t *w;
+
+	(void)state;
+	assert_true(weft__probe_monitor_long_poll(&info, 0, t0, 60 * MS, true,
+						  &split, "stats_mu", 55 * MS));
+	assert_int_equal(p->warn_seq, seq + 1);
+	w = &p->warnings[seq % WARN_KEEP];
+	assert_int_equal(w->kind, WEFT_WARN_LONG_POLL);
+	print_message("%s\n", w->detail);
+	assert_non_null(strstr(w->detail, "waiting for lock \"stats_mu\""));
+	assert_null(strstr(w->detail, "blocking call"));
+	info.id = 9;
+	info.name = "reader";
+	assert_true(weft__probe_monitor_long_poll(&info, 0, t0, 60 * MS, true,
+						  &split, "stats_mu", 5 * MS));
+	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
+	print_message("%s\n", w->detail);
+	assert_null(strstr(w->detail, "waiting for lock"));
 }
 
 /*
@@ -2459,6 +2493,8 @@ int main(void)
 		cmocka_unit_test(test_os_held_parked_is_not_the_os),
 		cmocka_unit_test_setup_teardown(
 			test_monitor_unknown_split_waits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_monitor_names_lock_waited,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wake_after_poll_queues,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -452,10 +452,10 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 				     detail);
 }
 
-bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
-				   uint16_t worker, uint64_t start_ns,
-				   uint64_t dur_ns, bool ended,
-				   const weft__poll_split_t *split)
+bool weft__probe_monitor_long_poll(const weft__task_info_t *t, uint16_t worker,
+				   uint64_t start_ns, uint64_t dur_ns,
+				   bool ended, const weft__poll_split_t *split,
+				   const char *lock, uint64_t lock_ns)
 {
 	struct probe *p = &weft__probe;
 	weft_probe_warning_t *w;
@@ -471,6 +471,17 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t,
 	if (pthread_mutex_trylock(&p->lock))
 		return false;
 	own = poll_why(split, dur_ns, why, sizeof(why));
+	/*
+	 * Blocked on a weft_mutex_t for half its own time or more: that is
+	 * its wait, said as the collector says it (collector_workers.c),
+	 * not "a blocking call" (an outside tester's mutex program, a
+	 * console attached late).
+	 */
+	if (lock && 2 * lock_ns >= own)
+		snprintf(why, sizeof(why),
+			 ": waiting for lock \"%s\" (a weft_mutex_t another "
+			 "thread holds)",
+			 lock);
 	if (ended && weft__collector_by_os(p, own, dur_ns)) {
 		weft__collector_warn_preempted(p, worker, start_ns, dur_ns, own);
 		pthread_mutex_unlock(&p->lock);

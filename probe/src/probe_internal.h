@@ -175,7 +175,9 @@ struct weft__task_info_s;
  * The runtime's monitor saw, while no events flowed, task @t's poll on
  * @worker run past the long-poll threshold since @start_ns: for @dur_ns
  * so far (@ended false: never-yielded) or in all (@ended: long-poll);
- * @split, where its time went (or NULL: not known).  Return: whether it
+ * @split, where its time went (or NULL: not known); @lock, the
+ * weft_mutex_t its thread was seen blocked on (NULL: none) for at least
+ * @lock_ns of it.  Return: whether it
  * was taken (raised, folded, or said as the OS's); false while running
  * and mostly the OS's doing so far, or when probe.lock is busy (only
  * tried: the monitor asks again at its next look).  Raised with the
@@ -185,7 +187,8 @@ struct weft__poll_split_s;
 bool weft__probe_monitor_long_poll(const struct weft__task_info_s *t,
 				   uint16_t worker, uint64_t start_ns,
 				   uint64_t dur_ns, bool ended,
-				   const struct weft__poll_split_s *split);
+				   const struct weft__poll_split_s *split,
+				   const char *lock, uint64_t lock_ns);
 
 /*
  * The same for a lock: with nobody listening, task @t held weft_mutex_t

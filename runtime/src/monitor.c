@@ -267,6 +267,20 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 	 */
 	if (load_relaxed(&rt->workers[i].probe_task))
 		s->heard = true;
+	/*
+	 * Blocked on a weft_mutex_t now (mutex.c names it on its slow path
+	 * whether or not anyone listens): how long, at the longest look.
+	 * Acquire: the since stored before the name is this wait's.
+	 */
+	{
+		const char *lock = load_acquire(&rt->workers[i].lock_waiting);
+		uint64_t since = load_relaxed(&rt->workers[i].lock_wait_since);
+
+		if (lock && now > since && now - since > s->lock_ns) {
+			s->lock = lock;
+			s->lock_ns = now - since;
+		}
+	}
 	s->unheard = !s->heard;
 	if (!s->unheard || !m->long_poll_ns ||
 	    s->last_seen - s->first_seen < m->long_poll_ns ||
@@ -295,7 +309,7 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 		s->warned = weft__probe_monitor_long_poll(
 			&s->info, (uint16_t)i, s->first_seen,
 			s->last_seen - s->first_seen, false,
-			newest_split(rt, i, s, &split));
+			newest_split(rt, i, s, &split), s->lock, s->lock_ns);
 	}
 }
 
@@ -304,7 +318,8 @@ static void end_try(unsigned i, monitor_seen_t *s)
 {
 	if (weft__probe_monitor_long_poll(
 		    &s->end_info, (uint16_t)i, s->end_start, s->end_dur, true,
-		    s->end_split_ok ? &s->end_split : NULL))
+		    s->end_split_ok ? &s->end_split : NULL, s->end_lock,
+		    s->end_lock_ns))
 		s->end_pending = false;
 }
 
@@ -325,6 +340,8 @@ static void long_poll_ended(weft_runtime_t *rt, unsigned i, monitor_seen_t *s)
 	s->end_info = s->info;
 	s->end_start = s->first_seen;
 	s->end_dur = s->last_seen - s->first_seen;
+	s->end_lock = s->lock;
+	s->end_lock_ns = s->lock_ns;
 	s->end_split_ok = newest_split(rt, i, s, &split) != NULL;
 	if (s->end_split_ok)
 		s->end_split = split;
@@ -570,6 +587,8 @@ static uint64_t sample(monitor_t *m, weft_runtime_t *rt, uint64_t now)
 			s->split_first = s->split_published = false;
 			s->warned = false;
 			s->heard = false;
+			s->lock = NULL;
+			s->lock_ns = 0;
 			/*
 			 * Read after the loads above, not @now: a poll that
 			 * began between @now and them (the monitor runs at

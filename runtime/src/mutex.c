@@ -145,12 +145,20 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		 * path only.
 		 */
 		uint64_t t0 = WEFT_PROBE_ON() ? weft__probe_clock_ns() : 0;
-		weft_worker_t *wk = t0 ? weft__cur_worker : NULL;
+		bool listening = t0 != 0;
+		weft_worker_t *wk = weft__cur_worker;
 
 		uint64_t task = t0 ? weft__cur_task_id : 0, res = 0;
 
-		/* Since, then the name (release): runtime_internal.h. */
+		/*
+		 * Since, then the name (release): runtime_internal.h.  Also
+		 * while nobody listens: the runtime monitor's warning of a
+		 * poll blocked here names the lock (a clock read more, on
+		 * the slow path).
+		 */
 		if (wk) {
+			if (!t0)
+				t0 = weft__probe_clock_ns();
 			store_relaxed(&wk->lock_wait_since, t0);
 			store_release(&wk->lock_waiting,
 				      m->name ? m->name : "?");
@@ -179,7 +187,7 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 			weft__probe_emit_at(weft__probe_clock(),
 					    WEFT_EV_RES_WAIT_END, task, res,
 					    WEFT_RES_OP_ACQUIRE);
-		if (t0) {
+		if (listening) {
 			uint64_t us = (weft__probe_clock_ns() - t0) / 1000;
 
 			waited_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;

@@ -562,6 +562,13 @@ typedef struct monitor_seen_s {
 	bool split_first, split_published, warned;
 	uint64_t cpu0, delay0, at0, cpu_prev, delay_prev, at_prev;
 	uint64_t split_start;
+	/*
+	 * The weft_mutex_t a look saw the worker blocked on in this poll
+	 * (NULL: none), and for how long at the longest; the same for the
+	 * ended poll's warning kept.
+	 */
+	const char *lock, *end_lock;
+	uint64_t lock_ns, end_lock_ns;
 } monitor_seen_t;
 
 typedef struct monitor_s {
