@@ -1243,6 +1243,43 @@ static void test_deadlock_twin(void **state)
 }
 
 /*
+ * The late listener (late.r) heard one deadlock of tasks @ids, spawned
+ * as "@task_ab" and "@task_ba" ("@task" "_ab", ...), over locks "@lock_a"
+ * and "@lock_b": raised on one task of the cycle, the other named in it,
+ * each lock named, with its real age (the waits began 300 ms before
+ * anyone listened).
+ */
+static void late_deadlock_said(const uint64_t ids[2], const char *task,
+			       const char *lock)
+{
+	weft_probe_warning_t w[16];
+	char want[64];
+	bool first;
+	size_t n;
+
+	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 16);
+	if (n != 1)
+		print_warnings(&late.r->s);
+	assert_int_equal(n, 1);
+	print_message("%s\n", w[0].detail);
+	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
+	first = w[0].task == ids[0];
+	assert_non_null(w[0].task_name);
+	snprintf(want, sizeof(want), "%s_%s", task, first ? "ab" : "ba");
+	assert_string_equal(w[0].task_name, want);
+	snprintf(want, sizeof(want), "; task %llu %s_%s ",
+		 (unsigned long long)ids[first ? 1 : 0], task,
+		 first ? "ba" : "ab");
+	assert_non_null(strstr(w[0].detail, want));
+	snprintf(want, sizeof(want), "\"%s_a\"", lock);
+	assert_non_null(strstr(w[0].detail, want));
+	snprintf(want, sizeof(want), "\"%s_b\"", lock);
+	assert_non_null(strstr(w[0].detail, want));
+	assert_non_null(strstr(w[0].detail, "waits for "));
+	assert_true(w[0].value_ns > WEFT_MSEC(300));
+}
+
+/*
  * A deadlock formed before anyone listened, the one a console is
  * attached to find: it made no event, and nothing was said (an outside
  * tester).  The runtime's own list of waits tells it: one warning naming
@@ -1252,7 +1289,6 @@ static void test_deadlock_twin(void **state)
 static void test_deadlock_before_attach(void **state)
 {
 	weft_probe_warning_t w[16];
-	char other[64];
 	weft_probe_task_t t;
 	uint64_t ids[2];
 	size_t n;
@@ -1261,26 +1297,7 @@ static void test_deadlock_before_attach(void **state)
 	late.on = true;
 	run_transfers(true, 1, 2500, ids);
 	late.on = false;
-	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 16);
-	if (n != 1)
-		print_warnings(&late.r->s);
-	assert_int_equal(n, 1);
-	print_message("%s\n", w[0].detail);
-	/* Raised on one task of the cycle, the other named in it. */
-	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
-	assert_non_null(w[0].task_name);
-	assert_string_equal(w[0].task_name, w[0].task == ids[0] ?
-						    "transfer_ab" :
-						    "transfer_ba");
-	snprintf(other, sizeof(other), "; task %llu transfer_%s ",
-		 (unsigned long long)(w[0].task == ids[0] ? ids[1] : ids[0]),
-		 w[0].task == ids[0] ? "ba" : "ab");
-	assert_non_null(strstr(w[0].detail, other));
-	assert_non_null(strstr(w[0].detail, "\"acct_a\""));
-	assert_non_null(strstr(w[0].detail, "\"acct_b\""));
-	assert_non_null(strstr(w[0].detail, "waits for "));
-	/* Its real age: the wait began 300 ms before anyone listened. */
-	assert_true(w[0].value_ns > WEFT_MSEC(300));
+	late_deadlock_said(ids, "transfer", "acct");
 	/*
 	 * The waits, said as contention, name each lock's holder from the
 	 * first: a hold that began unheard is said as one (an async mutex
@@ -1432,27 +1449,13 @@ static void test_deadlock_sync_mutex(void **state)
  * kernel since): the runtime's list of waits tells it. */
 static void test_deadlock_sync_before_attach(void **state)
 {
-	weft_probe_warning_t w[16];
-	char other[64];
 	uint64_t ids[2];
-	size_t n;
 
 	(void)state;
 	late.on = true;
 	run_sync_transfers(true, 2500, ids);
 	late.on = false;
-	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 16);
-	if (n != 1)
-		print_warnings(&late.r->s);
-	assert_int_equal(n, 1);
-	print_message("%s\n", w[0].detail);
-	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
-	snprintf(other, sizeof(other), "; task %llu sync_%s ",
-		 (unsigned long long)(w[0].task == ids[0] ? ids[1] : ids[0]),
-		 w[0].task == ids[0] ? "ba" : "ab");
-	assert_non_null(strstr(w[0].detail, other));
-	assert_non_null(strstr(w[0].detail, "\"ledger_a\""));
-	assert_non_null(strstr(w[0].detail, "\"ledger_b\""));
+	late_deadlock_said(ids, "sync", "ledger");
 	rsink_free(late.r, late.sub);
 }
 

@@ -154,13 +154,12 @@ static uint64_t holder_of(weft_resource_t *r, uint8_t kind, uint64_t *since)
 {
 	*since = 0;
 	switch (kind) {
-	case WEFT_RES_MUTEX: {
-		weft_semaphore_t *sem = container_of(r, weft_semaphore_t, res);
-		weft_async_mutex_t *m =
-			container_of(sem, weft_async_mutex_t, sem);
-
-		return __atomic_load_n(&m->holder, __ATOMIC_RELAXED);
-	}
+	case WEFT_RES_MUTEX:
+		return __atomic_load_n(
+			&weft__async_mutex_of(
+				 container_of(r, weft_semaphore_t, res))
+				 ->holder,
+			__ATOMIC_RELAXED);
 	case WEFT_RES_SYNC_MUTEX: {
 		weft_mutex_t *m = container_of(r, weft_mutex_t, res);
 		/* Acquire: pairs with taken()'s release (mutex.c). */

@@ -270,13 +270,16 @@ static void long_poll_running(monitor_t *m, weft_runtime_t *rt, unsigned i,
 	/*
 	 * Blocked on a weft_mutex_t now (mutex.c names it on its slow path
 	 * whether or not anyone listens): how long, at the longest look.
+	 * Not the blocking pool's own lock, named there while someone
+	 * listens (blocking.c): the runtime's wait, no weft_mutex_t.
 	 * Acquire: the since stored before the name is this wait's.
 	 */
 	{
 		const char *lock = load_acquire(&rt->workers[i].lock_waiting);
 		uint64_t since = load_relaxed(&rt->workers[i].lock_wait_since);
 
-		if (lock && now > since && now - since > s->lock_ns) {
+		if (lock && lock != weft__pool_lock_name && now > since &&
+		    now - since > s->lock_ns) {
 			s->lock = lock;
 			s->lock_ns = now - since;
 		}

@@ -117,46 +117,38 @@ static inline void wake_list_wake(wake_list_t *wl)
 
 /* ------------------------------------------------------------- mutex */
 
+/* The async mutex @sem is the semaphore of (its res.kind WEFT_RES_MUTEX). */
+static inline weft_async_mutex_t *weft__async_mutex_of(weft_semaphore_t *sem)
+{
+	return (weft_async_mutex_t *)(void *)((char *)sem -
+					      offsetof(weft_async_mutex_t,
+						       sem));
+}
+
 /*
  * An async mutex's holder (weft_async_mutex_t.holder), for a collector
  * that starts while a task waits for the lock (lock_wait.c): the current
- * task, set once @sem (a mutex's) is acquired, by the acquire future's
- * READY or a try_lock.  Cleared (weft__mutex_holder_clear()) before the
- * unlock's release and its RES_RELEASE, so that a collector that folded
- * that event in reads the clear (the ring's release and acquire order
- * it).  Relaxed: a hint for the collector, ordering nothing else.  A TLS
- * read and a store each lock; none with the probe compiled out.
+ * task, set once @sem, a mutex's, is acquired (the acquire future's READY,
+ * a try_lock); weft_async_mutex_unlock() clears it before its release and
+ * RES_RELEASE, so that a collector that folded that event in reads the
+ * clear (the ring's release and acquire order it).  Relaxed: a hint for
+ * the collector, ordering nothing else.  A plain semaphore pays the
+ * compare only; a mutex a TLS read and a store; none with the probe
+ * compiled out.
  */
-static inline void weft__mutex_holder_store(weft_semaphore_t *sem,
-					    uint64_t task)
-{
-#if WEFT_PROBE
-	weft_async_mutex_t *m =
-		(weft_async_mutex_t *)(void *)((char *)sem -
-					       offsetof(weft_async_mutex_t,
-							sem));
-
-	if (sem->res.kind == WEFT_RES_MUTEX)
-		__atomic_store_n(&m->holder, task, __ATOMIC_RELAXED);
-#else
-	(void)sem, (void)task;
-#endif
-}
-
 static inline void weft__mutex_holder_set(weft_semaphore_t *sem)
 {
+#if WEFT_PROBE
 	weft_task_t *t;
 
-	/* A plain semaphore pays the compare only. */
 	if (sem->res.kind != WEFT_RES_MUTEX)
 		return;
 	t = weft__current_task();
-	weft__mutex_holder_store(sem, t ? t->id : 0);
-}
-
-static inline void weft__mutex_holder_clear(weft_semaphore_t *sem)
-{
-	weft__mutex_holder_store(sem, 0);
+	__atomic_store_n(&weft__async_mutex_of(sem)->holder, t ? t->id : 0,
+			 __ATOMIC_RELAXED);
+#else
+	(void)sem;
+#endif
 }
 
 #endif /* WEFT_SYNC_INTERNAL_H */

@@ -53,7 +53,10 @@ void weft_async_mutex_unlock(weft_async_mutex_t *m)
 	if (weft_semaphore_available(&m->sem) != 0)
 		weft_panic("async mutex %p unlocked while not locked",
 			   (void *)m);
-	weft__mutex_holder_clear(&m->sem);
+#if WEFT_PROBE
+	/* Before the release: weft__mutex_holder_set(). */
+	__atomic_store_n(&m->holder, 0, __ATOMIC_RELAXED);
+#endif
 	weft_semaphore_release(&m->sem, 1);
 }
 
