@@ -1052,6 +1052,7 @@ static void test_server_full_update_forgotten_finished(void **state)
 				     .on_events = noop_events,
 				     .on_update = noop_update };
 	uint64_t *fin = calloc(CAP, sizeof(*fin)), retain;
+	size_t retain_max;
 	bool *done = calloc(FIN, sizeof(*done));
 	weft_join_t **j = calloc(FIN, sizeof(*j));
 	size_t nfin = 0, ndone = 0, tombs = 0;
@@ -1074,6 +1075,11 @@ static void test_server_full_update_forgotten_finished(void **state)
 	snprintf(path, sizeof(path), "%s/forgotten.sock", xdg);
 	o.unix_path = path;
 	assert_int_equal(weft__server_create(&o, &srv), 0);
+	/* Every finished task kept until retain_ns, below, forgets them. */
+	pthread_mutex_lock(&weft__probe.lock);
+	retain_max = weft__probe.config.retain_max;
+	weft__probe.config.retain_max = 2 * CAP;
+	pthread_mutex_unlock(&weft__probe.lock);
 	/* The collector runs, with events, while the client is away (else
 	 * it would not see them finish: it is seeded from the runtime's
 	 * live tasks when it starts, and learns the rest from events). */
@@ -1169,6 +1175,9 @@ static void test_server_full_update_forgotten_finished(void **state)
 		      "as tombstones\n",
 		      ndone, (size_t)FIN, tombs);
 	assert_int_equal(ndone, FIN);
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.config.retain_max = retain_max;
+	pthread_mutex_unlock(&weft__probe.lock);
 	tc_close(&c);
 	weft_probe_unsubscribe(keeper);
 	weft__server_destroy(srv);

@@ -112,6 +112,23 @@ static const weft__knob_t ring_knob = {
 	.max = 1u << 26,
 };
 
+/*
+ * Finished tasks the collector keeps for a console that attaches later
+ * (each is up to about 1.1 KB: its record, and its histograms if it was
+ * polled twice).  100,000 held 115 MB in a service ending 65,000 tasks a
+ * second, and the first seconds of a recording paid to fault that memory
+ * in (perf, weft-demo /fast-task: clear_page and the fault path, a third
+ * of the collector's time); a console keeps its own once attached.
+ */
+static const weft__knob_t retain_knob = {
+	.name = "WEFT_PROBE_RETAIN",
+	.kind = WEFT__KNOB_COUNT,
+	.unit = "tasks",
+	.def = 10000,
+	.min = 0,
+	.max = 1u << 24,
+};
+
 /* Tasks one poll may wake before it is a wake burst. */
 static const weft__knob_t wake_burst_knob = {
 	.name = "WEFT_WAKE_BURST",
@@ -146,7 +163,7 @@ static void config_load(void)
 	/* At most every 20 ms; sooner while rings fill (collector.c). */
 	c->interval_ns = env_ms("WEFT_PROBE_INTERVAL", 20);
 	c->retain_ns = 6ull * 1000000000u;
-	c->retain_max = 100000;
+	c->retain_max = weft__knob(&retain_knob);
 	c->large_future_bytes = 1024;
 	c->ring_capacity = weft__knob(&ring_knob);
 	c->wake_burst = (uint32_t)weft__knob(&wake_burst_knob);
