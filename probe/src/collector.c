@@ -665,8 +665,9 @@ void weft__collector_stop(struct probe *p)
 	p->changed = NULL;
 	p->nchanged = 0;
 	p->live = NULL;
-	p->done_head = p->done_tail = NULL;
-	p->ndone = 0;
+	free(p->done);
+	p->done = NULL;
+	p->done_cap = p->done_first = p->ndone = 0;
 	free(p->chunk);
 	p->chunk = NULL;
 	free(p->segs);

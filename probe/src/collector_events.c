@@ -622,13 +622,7 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 			weft__collector_leak_done(p, t);
 		weft__collector_live_remove(p, t);
 		t->in_done = true;
-		t->dnext = NULL;
-		if (p->done_tail)
-			p->done_tail->dnext = t;
-		else
-			p->done_head = t;
-		p->done_tail = t;
-		p->ndone++;
+		weft__collector_done_push(p, t);
 	}
 	weft__collector_task_changed(p, t);
 }
