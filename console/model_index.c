@@ -103,7 +103,8 @@ size_t con_model_hash_slot(const con_model_t *m, uint64_t id)
 	return j;
 }
 
-void con_model_task_prefetch(const con_model_t *m, uint64_t id, int stage)
+CON_NOIPA void con_model_task_prefetch(const con_model_t *m, uint64_t id,
+				       int stage)
 {
 	size_t j = slot_of(id, m->hash_cap);
 	uint32_t v;

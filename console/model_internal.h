@@ -43,7 +43,15 @@ void con_model_hash_tidy(con_model_t *m);
 /* What looking task @id up reads, fetched ahead a stage at a time (0:
  * its slot in the index, 1: its place in tasks[], 2: its record), each
  * stage a few lookups after the one before it. */
-void con_model_task_prefetch(const con_model_t *m, uint64_t id, int stage);
+/* noipa: having no effect GCC can see, it is pure to it; a caller that
+ * could see its body (LTO) would drop the call, prefetches and all. */
+#if defined(__clang__)
+#define CON_NOIPA __attribute__((noinline))
+#else
+#define CON_NOIPA __attribute__((noipa))
+#endif
+CON_NOIPA void con_model_task_prefetch(const con_model_t *m, uint64_t id,
+				       int stage);
 /* The index's slot holding task @id (it must be there). */
 size_t con_model_hash_slot(const con_model_t *m, uint64_t id);
 /* A task finished at @at: into the retention heap (model_retain.c). */
