@@ -703,6 +703,21 @@ const weft_probe_task_t *weft__sub_task(uint64_t id)
 	return weft__collector_task(&weft__probe, id);
 }
 
+void weft__sub_task_ahead(uint64_t id)
+{
+	const struct probe *p = &weft__probe;
+	const task_rec_t *t;
+
+	if (!p->table || !p->table_size)
+		return;
+	/* The bucket's first record: nearly always @id's (the table is at
+	 * least as large as the run of ids it holds). */
+	t = p->table[weft__collector_hash_of(p, id)];
+	if (t)
+		for (size_t o = 0; o < sizeof(t->pub); o += 64)
+			__builtin_prefetch((const char *)&t->pub + o);
+}
+
 bool weft__sub_site(uint32_t id, weft_wire_site_t *out)
 {
 	const struct probe *p = &weft__probe;

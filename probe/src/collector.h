@@ -21,6 +21,8 @@
 
 /* In a callback: what the collector knows of task @id, or NULL. */
 const weft_probe_task_t *weft__sub_task(uint64_t id);
+/* In a callback: fetches what weft__sub_task(@id) will read. */
+void weft__sub_task_ahead(uint64_t id);
 
 struct weft_wire_site_s;
 /* In a callback: spawn site @id as the collector met it (its SITE and

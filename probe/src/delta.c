@@ -945,6 +945,12 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 			    now);
 		for (size_t i = 0; i < d->dirty.n; i++) {
 			uint64_t id = d->dirty_ids[i];
+
+			/* The record eight on, out of cache since its pass
+			 * (perf, /fast-task: the lookup's walk waited on
+			 * each, 6% of the collector's samples). */
+			if (d->lookup_ahead && i + 8 < d->dirty.n)
+				d->lookup_ahead(d->dirty_ids[i + 8]);
 			/* Gone: finished long ago and forgotten. */
 			const weft_probe_task_t *t = d->lookup ? d->lookup(id) :
 								 NULL;

@@ -128,6 +128,8 @@ typedef struct weft_delta_s {
 	/* The collector's record of task @id now, or NULL (called in
 	 * weft__delta_pass(), probe.lock held). */
 	const weft_probe_task_t *(*lookup)(uint64_t id);
+	/* Optional: fetches what lookup(@id) will read (a few ids ahead). */
+	void (*lookup_ahead)(uint64_t id);
 	/* Spawn site @id as the collector met it, into *@out; false when
 	 * not met (called in weft__delta_pass(), probe.lock held).  NULL:
 	 * records carry their tasks' names (no sites). */

@@ -717,6 +717,7 @@ static int start(const char *path, const weft_trace_opts_t *opts, bool append)
 						   UPDATE_DEFAULT_MS) *
 				1000000u;
 	rec.delta.lookup = rec_lookup;
+	rec.delta.lookup_ahead = weft__sub_task_ahead;
 	rec.delta.site = weft__sub_site;
 	rec.delta.await_site = weft__sub_await_site;
 	rec.delta.await_known = weft__sub_await_known;

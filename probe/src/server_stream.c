@@ -418,6 +418,7 @@ static void stream_resync(struct sub_ctx *x, unsigned k,
 	d.interval_ns = st->delta.interval_ns;
 	d.max_record = st->delta.max_record;
 	d.lookup = st->delta.lookup;
+	d.lookup_ahead = st->delta.lookup_ahead;
 	d.site = st->delta.site;
 	d.await_site = st->delta.await_site;
 	d.await_known = st->delta.await_known;
@@ -808,6 +809,7 @@ bool weft__server_sub_reconcile(weft_server_t *s, bool fresh)
 		st->delta.interval_ns = (uint64_t)st->interval_ms * 1000000u;
 		st->delta.max_record = s->max_record;
 		st->delta.lookup = weft__server_lookup;
+		st->delta.lookup_ahead = weft__sub_task_ahead;
 		st->delta.site = weft__sub_site;
 		st->delta.await_site = weft__sub_await_site;
 		st->delta.await_known = weft__sub_await_known;
