@@ -270,99 +270,6 @@ static void test_collector_wakers_early_lost(void **state)
 	assert_int_equal(lost_warnings(85), 0);
 }
 
-/* Events flowing (@on) or not; @period: a new listening period, as a
- * subscriber of events arriving when nobody listened starts one. */
-static void listening_set(bool on, bool period)
-{
-	if (period)
-		atomic_fetch_add(&weft__probe_listen_gen, 1);
-	atomic_store(&weft__probe_listening, on ? 1u : 0u);
-}
-
-/* The SCHEDULING_DELAY warnings raised so far that name @task. */
-static unsigned delay_warnings(uint64_t task)
-{
-	unsigned n = 0;
-
-	pthread_mutex_lock(&p->lock);
-	for (uint64_t s = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
-	     s < p->warn_seq; s++) {
-		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
-
-		n += w->kind == WEFT_WARN_SCHEDULING_DELAY && w->task == task;
-	}
-	pthread_mutex_unlock(&p->lock);
-	return n;
-}
-
-/*
- * Nobody listened for a while, the collector running on (a subscriber
- * of updates alone): 191 cloned a waker then, unheard, and the drop of
- * another is heard after: the count says none left, but one is.  Not a
- * lost waker.  Its twin, spawned after the gap, clones one and drops it,
- * all heard: lost.
- */
-static void test_collector_wakers_not_lost_across_gap(void **state)
-{
-	unsigned later = ms_ticks(1200);
-
-	(void)state;
-	listening_set(true, true);
-	ev(ring_a, 1, WEFT_EV_SPAWN, 191, 0, 0);
-	poll_pending(ring_a, 2, 10, 191, 1);
-	passes_at(11);
-	listening_set(false, false);
-	passes_at(12);
-	listening_set(true, true);
-	ev(ring_b, 13, WEFT_EV_WAKER_DROP, 191, 0, 0);
-	passes_at(14);
-	ev(ring_a, 15, WEFT_EV_SPAWN, 192, 0, 0);
-	poll_pending(ring_a, 16, 20, 192, 1);
-	ev(ring_b, 21, WEFT_EV_WAKER_DROP, 192, 0, 0);
-	passes_at(22);
-	passes_at(22 + later);
-	passes_at(22 + 2 * later);
-	assert_int_equal(task(191).state, WEFT_TASK_IDLE);
-	assert_int_equal(lost_warnings(191), 0);
-	assert_int_equal(lost_warnings(192), 1);
-	listening_set(false, false);
-}
-
-/*
- * 193 was woken, heard; polled and woken again in a gap in listening,
- * unheard; polled 300 ms after the first wake, heard: not a wait of 300
- * ms for a worker.  Its twin, woken after the gap and polled as late, is.
- */
-static void test_collector_no_delay_across_gap(void **state)
-{
-	unsigned late = ms_ticks(300), start;
-
-	(void)state;
-	listening_set(true, true);
-	ev(ring_a, 1, WEFT_EV_SPAWN, 193, 0, 0);
-	poll_pending(ring_a, 2, 3, 193, 0);
-	ev(ring_b, 10, WEFT_EV_WAKE, 193, 0, 0);
-	passes_at(11);
-	assert_int_equal(task(193).state, WEFT_TASK_SCHEDULED);
-	listening_set(false, false);
-	passes_at(12);
-	listening_set(true, true);
-	passes_at(13);
-	poll_pending(ring_a, late, late + 1, 193, 0);
-	passes_at(late + 2);
-	assert_int_equal(task(193).polls, 2);
-	assert_int_equal(delay_warnings(193), 0);
-
-	start = late + 3;
-	ev(ring_a, start, WEFT_EV_SPAWN, 194, 0, 0);
-	poll_pending(ring_a, start + 1, start + 2, 194, 0);
-	ev(ring_b, start + 3, WEFT_EV_WAKE, 194, 0, 0);
-	poll_pending(ring_a, start + 3 + late, start + 4 + late, 194, 0);
-	passes_at(start + 5 + late);
-	assert_int_equal(delay_warnings(194), 1);
-	listening_set(false, false);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,11 +284,6 @@ int main(void)
 			test_collector_wakers_spawn_late, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_collector_wakers_early_lost, setup, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_collector_wakers_not_lost_across_gap, setup,
-			teardown),
-		cmocka_unit_test_setup_teardown(
-			test_collector_no_delay_across_gap, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

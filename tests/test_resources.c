@@ -423,122 +423,6 @@ static void test_waits_not_read_unheard(void **state)
 	weft_notify_fini(&go);
 }
 
-/* Locks @m, lets it go, then waits on @stay: alive after its wait. */
-struct stayer {
-	int weft_pc;
-	weft_async_mutex_t *m;
-	weft_async_mutex_lock_t lk;
-	weft_notify_t *stay;
-	weft_notified_t nd;
-};
-
-static weft_poll_t stayer_poll(void *arg, weft_cx_t *cx)
-{
-	struct stayer *l = arg;
-
-	WEFT_ASYNC_BEGIN(l);
-	weft_async_mutex_lock_init(&l->lk, l->m);
-	WEFT_AWAIT(l, weft_async_mutex_lock_poll(&l->lk, cx));
-	weft_async_mutex_lock_fini(&l->lk);
-	weft_async_mutex_unlock(l->m);
-	weft_notified_init(&l->nd, l->stay);
-	WEFT_AWAIT(l, weft_notified_poll(&l->nd, cx));
-	weft_notified_fini(&l->nd);
-	WEFT_ASYNC_END(l);
-}
-
-/*
- * Waits heard, then ended while nobody listened, with the collector
- * running on for a subscriber of updates alone: their ends were never
- * told.  When events flow again, the lock must not list them, nor its
- * holder, nor the tasks show it as what they wait on, nor a contention
- * be said of it: the waiters are alive, waiting on something else.
- */
-static void test_waits_ended_unheard(void **state)
-{
-	enum { N = 3 };
-	weft_async_mutex_t m;
-	weft_notify_t go, stay;
-	weft_probe_sub_t *usub, *sub1, *sub2;
-	struct rsink *u = calloc(1, sizeof(*u)), *r1, *r2;
-	weft_runtime_t *rt;
-	weft_join_t *hj, *lj[N];
-	weft_probe_resource_t res = { 0 };
-	struct stayer st[N];
-
-	(void)state;
-	assert_non_null(u);
-	pthread_mutex_init(&u->s.lock, NULL);
-	weft_async_mutex_init(&m);
-	weft_async_mutex_name(&m, "gap lock");
-	weft_notify_init(&go);
-	weft_notify_init(&stay);
-	rt = rt_new(2);
-	/* Updates alone keep the collector running through the gap. */
-	assert_int_equal(weft_probe_subscribe(
-				 &(weft_probe_sub_opts_t){
-					 .on_update = rsink_update, .ctx = u },
-				 &usub),
-			 0);
-	r1 = rsink_new(&sub1);
-	assert_int_equal(
-		weft_spawn_named(rt, "holder", holder_poll,
-				 (&(struct holder){ .m = &m, .go = &go }), &hj),
-		0);
-	for (int i = 0; i < 2000 && weft_semaphore_available(&m.sem); i++)
-		usleep(1000);
-	for (int i = 0; i < N; i++) {
-		st[i] = (struct stayer){ .m = &m, .stay = &stay };
-		assert_int_equal(
-			weft_spawn_with(rt,
-					&(weft_spawn_t){ .poll = stayer_poll,
-							 .state = &st[i],
-							 .size = sizeof(st[i]),
-							 .name = "stayer" },
-					&lj[i]),
-			0);
-	}
-	/* Heard waiting. */
-	for (int i = 0; i < 200; i++) {
-		weft_probe_flush();
-		if (rsink_res(r1, "gap lock", 0, &res) && res.nwaiters == N)
-			break;
-		usleep(10000);
-	}
-	assert_int_equal(res.nwaiters, N);
-	/* Nobody listens while the lock is let go and every wait ends. */
-	rsink_free(r1, sub1);
-	assert_false(weft_probe_listening());
-	weft_notify_one(&go);
-	weft_join_wait(hj, NULL);
-	weft_join_drop(hj);
-	for (int i = 0; i < 200 && !weft_semaphore_available(&m.sem); i++)
-		usleep(1000);
-	usleep(100000);
-	/* Events again. */
-	r2 = rsink_new(&sub2);
-	for (int i = 0; i < 4; i++) {
-		weft_probe_flush();
-		usleep(150000);
-	}
-	weft_probe_flush();
-	assert_true(rsink_res(r2, "gap lock", 0, &res));
-	print_message("after the gap: nwaiters %u nholders %u\n", res.nwaiters,
-		      res.nholders);
-	assert_int_equal(res.nwaiters, 0);
-	assert_int_equal(res.nholders, 0);
-	assert_int_equal(sink_count(&r2->s, WEFT_WARN_CONTENTION, 0), 0);
-	assert_int_equal(sink_count(&r2->s, WEFT_WARN_DEADLOCK, 0), 0);
-	weft_notify_waiters(&stay);
-	wait_joins(lj, N);
-	rsink_free(r2, sub2);
-	rsink_free(u, usub);
-	rt_done(rt);
-	weft_async_mutex_fini(&m);
-	weft_notify_fini(&go);
-	weft_notify_fini(&stay);
-}
-
 /* --------------------------------------------- contention: the convoy */
 
 #define CONVOY_TASKS 60
@@ -1703,7 +1587,6 @@ int main(void)
 		cmocka_unit_test(test_waiting_on),
 		cmocka_unit_test(test_waiting_on_before_attach),
 		cmocka_unit_test(test_waits_not_read_unheard),
-		cmocka_unit_test(test_waits_ended_unheard),
 		cmocka_unit_test(test_contention),
 		cmocka_unit_test(test_contention_twin),
 		cmocka_unit_test(test_deadlock),

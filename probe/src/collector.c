@@ -475,19 +475,6 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	/* Asked for (weft__sub_seed_whole()), done by the seed above. */
 	p->seed_whole = false;
 	/*
-	 * A gap in listening, the collector running on: what it learned of
-	 * waits and holds before it is forgotten, before the runtime's lock
-	 * waits are read again below.
-	 */
-	if (weft__probe_on()) {
-		uint32_t gen = load_relaxed(&weft__probe_listen_gen);
-
-		if (p->heard_gen && gen != p->heard_gen)
-			weft__collector_unheard_gap(p, now);
-		p->heard_gen = gen;
-		p->heard_ns = now;
-	}
-	/*
 	 * The runtime's lock waits, once a listening period: only while
 	 * events flow, which end what is read (a wait's end, a holder's
 	 * release); read in a period without them, they would stay.
@@ -646,8 +633,6 @@ int weft__collector_start(struct probe *p)
 	p->nearly = 0;
 	p->early_pass = p->early_unsure_until = 0;
 	p->need_seed = true;
-	p->heard_gen = 0;
-	p->heard_ns = p->gap_from_ns = p->gap_to_ns = 0;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;
 	p->window_fill = 0;

@@ -77,10 +77,6 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 		p->drops_suppressed++;
 		return;
 	}
-	/* Or not heard: nobody listened between (the wake it was polled
-	 * for came in the gap, this one long before). */
-	if (weft__collector_across_gap(p, woken_at, start))
-		return;
 	/*
 	 * Behind no long poll (none covered half the wait), on a worker
 	 * the OS held off its CPU most of it: the OS's to answer for, said

@@ -357,18 +357,6 @@ struct probe {
 	 * runtime (weft__collector_seed_waits()), 0: none yet. */
 	uint32_t waits_gen;
 	/*
-	 * The listening generation of the last pass that ran while events
-	 * flowed (0: none yet), and that pass's time.  A later pass that
-	 * finds them flowing in another generation follows a gap: nobody
-	 * listened for a while, and the collector ran on (a subscriber of
-	 * updates alone kept it), hearing nothing.  What it knew then may
-	 * have ended unheard (weft__collector_unheard_gap()); gap_from_ns
-	 * and gap_to_ns are the last such gap.
-	 */
-	uint32_t heard_gen;
-	uint64_t heard_ns;
-	uint64_t gap_from_ns, gap_to_ns;
-	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
 	 * way); the next to read; the buffer read into, kept meanwhile.
@@ -703,16 +691,6 @@ static inline bool weft__collector_across_drops(const struct probe *p,
 	return p->drop_to_ns && from <= p->drop_to_ns && to >= p->drop_from_ns;
 }
 
-/*
- * Whether a gap in listening (heard_gen) fell between @from and @to: a
- * wake or a waker's drop in it was never heard.
- */
-static inline bool weft__collector_across_gap(const struct probe *p,
-					      uint64_t from, uint64_t to)
-{
-	return p->gap_to_ns && from <= p->gap_to_ns && to >= p->gap_from_ns;
-}
-
 /* collector.c */
 int weft__collector_start(struct probe *p);
 void weft__collector_stop(struct probe *p);
@@ -789,15 +767,6 @@ void weft__collector_task_free(struct probe *p, task_rec_t *t);
 void *weft__collector_pool_get(struct pool *pl, size_t size);
 void weft__collector_pool_fini(struct pool *pl);
 void weft__collector_retire(struct probe *p, uint64_t now);
-/*
- * A gap in listening ended at @now (heard_gen): the waits and holds the
- * resources list, the tasks' WAITING ON, and the locks held across an
- * awaits were heard before it and may have ended in it unheard: all
- * forgotten, as a collector started now would not know them (the
- * runtime's lock waits are read again).  A scheduling delay or a lost
- * waker across the gap is not said (weft__collector_across_gap()).
- */
-void weft__collector_unheard_gap(struct probe *p, uint64_t now);
 /* @t, just finished (in_done set), last in the done ring. */
 void weft__collector_done_push(struct probe *p, task_rec_t *t);
 

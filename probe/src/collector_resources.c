@@ -753,40 +753,6 @@ void weft__collector_res_published(struct probe *p)
 	p->nres_changed = 0;
 }
 
-void weft__collector_unheard_gap(struct probe *p, uint64_t now)
-{
-	p->gap_from_ns = p->heard_ns;
-	p->gap_to_ns = now;
-	for (size_t i = 0; i < p->res_table_size; i++)
-		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
-			if (!r->nw && !r->nh && !r->pub.nwaiters &&
-			    !r->pub.nholders && !r->nearly)
-				continue;
-			r->nw = r->nh = 0;
-			r->pub.nwaiters = r->pub.nholders = 0;
-			memset(r->early, 0, sizeof(r->early));
-			r->nearly = 0;
-			r->ongoing_warned = 0;
-			res_changed(p, r);
-		}
-	/* What acquired last, for a RES_SITE to come: none now. */
-	p->other_last_acq = (struct res_acq_s){ 0 };
-	memset(p->other_acq_res, 0, sizeof(p->other_acq_res));
-	for (unsigned i = 0; i < p->nworker_slots; i++)
-		p->wk[i].res_last_acq = (struct res_acq_s){ 0 };
-	memset(p->lock_holds, 0, sizeof(p->lock_holds));
-	/* The tasks' own view of their waits: the live ones (a finished
-	 * task waits on nothing). */
-	for (task_rec_t *t = p->live; t; t = t->lnext) {
-		if (!t->pub.waiting_on)
-			continue;
-		t->pub.waiting_on = 0;
-		t->pub.waiting_since_ns = 0;
-		t->pub.waiting_op = 0;
-		weft__collector_task_changed(p, t);
-	}
-}
-
 void weft__collector_res_stop(struct probe *p)
 {
 	for (size_t i = 0; i < p->res_table_size; i++) {

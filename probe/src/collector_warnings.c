@@ -777,11 +777,6 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 			p->drops_suppressed++;
 			continue;
 		}
-		/* Or was not heard: nobody listened for a while. */
-		if (weft__collector_across_gap(p, t->pub.spawned_ns, now)) {
-			t->once |= 1u << WEFT_WARN_LOST_WAKER;
-			continue;
-		}
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
 		weft__collector_warn_task(
 			p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker, now,
