@@ -437,7 +437,10 @@ struct probe {
 	 */
 	struct done_ent {
 		task_rec_t *t;
-		uint64_t finished_ns; /* its finished_ns when it finished */
+		/* Its finished_ns when it finished (a late COMPLETE may
+		 * lower the record's since: retired up to a pass late, never
+		 * early). */
+		uint64_t finished_ns;
 	} * done;
 	size_t done_cap, done_first;
 	size_t ndone; /* in done */
