@@ -13,104 +13,6 @@
 /* Warnings kept between two records of a stream (the oldest go first). */
 #define WARN_CAP 1024u
 
-/* ------------------------------------------------------------ id sets */
-
-static size_t id_hash(uint64_t id, size_t cap)
-{
-	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
-}
-
-bool weft__idset_has(const weft_idset_t *s, uint64_t id)
-{
-	if (!s->cap || !id)
-		return false;
-	for (size_t i = id_hash(id, s->cap);; i = (i + 1) & (s->cap - 1)) {
-		if (s->slot[i] == id)
-			return true;
-		if (!s->slot[i])
-			return false;
-	}
-}
-
-static int idset_grow(weft_idset_t *s)
-{
-	size_t ncap = s->cap ? 2 * s->cap : 64;
-	uint64_t *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->cap; i++) {
-		uint64_t id = s->slot[i];
-		size_t j;
-
-		if (!id)
-			continue;
-		for (j = id_hash(id, ncap); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = id;
-	}
-	free(s->slot);
-	s->slot = ns;
-	s->cap = ncap;
-	return 0;
-}
-
-/* Return: 0 (added or there already); -ENOMEM. */
-int weft__idset_add(weft_idset_t *s, uint64_t id)
-{
-	size_t i;
-
-	if (!id)
-		return 0;
-	/* At most half full: probes stay short. */
-	if (2 * (s->n + 1) > s->cap && idset_grow(s))
-		return -ENOMEM;
-	for (i = id_hash(id, s->cap); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == id)
-			return 0;
-	s->slot[i] = id;
-	s->n++;
-	return 0;
-}
-
-/* Removes @id: backward-shift deletion keeps every probe chain whole. */
-void weft__idset_remove(weft_idset_t *s, uint64_t id)
-{
-	size_t i, j, mask = s->cap - 1;
-
-	if (!s->cap || !id)
-		return;
-	for (i = id_hash(id, s->cap); s->slot[i] != id; i = (i + 1) & mask)
-		if (!s->slot[i])
-			return;
-	s->slot[i] = 0;
-	s->n--;
-	for (j = (i + 1) & mask; s->slot[j]; j = (j + 1) & mask) {
-		size_t home = id_hash(s->slot[j], s->cap);
-
-		/* Move slot j into the hole at i unless its home lies
-		 * cyclically in (i, j]. */
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			s->slot[i] = s->slot[j];
-			s->slot[j] = 0;
-			i = j;
-		}
-	}
-}
-
-void weft__idset_clear(weft_idset_t *s)
-{
-	if (s->cap)
-		memset(s->slot, 0, s->cap * sizeof(*s->slot));
-	s->n = 0;
-}
-
-void weft__idset_fini(weft_idset_t *s)
-{
-	free(s->slot);
-	memset(s, 0, sizeof(*s));
-}
-
 /* ------------------------------------------------------------ filters */
 
 static int u64_cmp(const void *a, const void *b)
@@ -747,7 +649,7 @@ static int res_index_build(weft_delta_t *d, size_t n)
 		memset(d->res_index, 0, cap * sizeof(*d->res_index));
 	}
 	for (size_t i = 0; i < d->nres; i++) {
-		size_t j = id_hash(d->res[i].r.id, cap);
+		size_t j = weft__idset_hash(d->res[i].r.id, cap);
 
 		while (d->res_index[j])
 			j = (j + 1) & (cap - 1);
@@ -768,8 +670,8 @@ static int res_keep(weft_delta_t *d, const weft_probe_resource_t *r)
 	if (!r->id)
 		return 0;
 	if (d->res_index_cap)
-		for (j = id_hash(r->id, d->res_index_cap); d->res_index[j];
-		     j = (j + 1) & (d->res_index_cap - 1))
+		for (j = weft__idset_hash(r->id, d->res_index_cap);
+		     d->res_index[j]; j = (j + 1) & (d->res_index_cap - 1))
 			if (d->res[d->res_index[j] - 1].r.id == r->id)
 				goto out_copy;
 	if (d->nres == d->res_cap) {
@@ -793,7 +695,7 @@ static int res_keep(weft_delta_t *d, const weft_probe_resource_t *r)
 	if (2 * (d->nres + 1) > d->res_index_cap &&
 	    res_index_build(d, d->nres + 1))
 		return -ENOMEM;
-	for (j = id_hash(r->id, d->res_index_cap); d->res_index[j];
+	for (j = weft__idset_hash(r->id, d->res_index_cap); d->res_index[j];
 	     j = (j + 1) & (d->res_index_cap - 1))
 		;
 	d->res_index[j] = (uint32_t)++d->nres;
@@ -927,8 +829,10 @@ int weft__delta_pass(weft_delta_t *d, const weft_probe_update_t *u,
 			if (i + 8 < u->ntasks)
 				__builtin_prefetch(&u->tasks[i + 8]->id);
 			if (i + 4 < u->ntasks && d->dirty.cap)
-				__builtin_prefetch(&d->dirty.slot[id_hash(
-					u->tasks[i + 4]->id, d->dirty.cap)]);
+				__builtin_prefetch(
+					&d->dirty.slot[weft__idset_hash(
+						u->tasks[i + 4]->id,
+						d->dirty.cap)]);
 			if (!filter_task(&d->filter, u->tasks[i]->id))
 				continue;
 			err = dirty_add(d, u->tasks[i]->id);

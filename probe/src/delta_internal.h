@@ -181,7 +181,13 @@ typedef struct weft_delta_s {
 	size_t events_cap;
 } weft_delta_t;
 
-/* delta.c: sets of ids */
+/* A task id's home slot in a set of @cap slots (a power of two). */
+static inline size_t weft__idset_hash(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+/* delta_idset.c: sets of ids */
 bool weft__idset_has(const weft_idset_t *s, uint64_t id);
 int weft__idset_add(weft_idset_t *s, uint64_t id);
 void weft__idset_remove(weft_idset_t *s, uint64_t id);
