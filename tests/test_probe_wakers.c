@@ -379,6 +379,14 @@ static weft_poll_t cloner_poll(void *arg, weft_cx_t *cx)
 	}
 	while (atomic_load(&dropper.dropped) < target)
 		usleep(100);
+	/*
+	 * The poll ends well after the last drop, not within the
+	 * nanoseconds by which two threads' clock reads may come out of
+	 * order (a TSan run in CI found the last drop's stamp past the
+	 * POLL's, the drops done before the loop first looked).
+	 */
+	if (c->drop)
+		usleep(500);
 	atomic_fetch_add(c->parked, 1);
 	return WEFT_PENDING;
 }
