@@ -55,7 +55,8 @@ read -ra targets <<<"${FUZZ_TARGETS:-fuzz_record fuzz_trace_file fuzz_server_inp
 declare -A corpus
 for t in "${targets[@]}"; do
 	"$cc" "${flags[@]}" "$here/$t.c" "$root"/proto/src/*.c \
-		"$root/probe/src/delta.c" "$root/probe/src/delta_warn.c" \
+		"$root/probe/src/delta.c" "$root/probe/src/delta_idset.c" \
+		"$root/probe/src/delta_warn.c" \
 		"$root/probe/src/server_input.c" "$out/gen/weft.pb-c.c" \
 		"${pc[@]}" -o "$out/$t"
 	# The seeds apart, the corpus kept between runs (corpus.sh).
