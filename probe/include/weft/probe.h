@@ -118,7 +118,7 @@ typedef struct weft_probe_config_s {
 	uint64_t sched_delay_ns;      /* WEFT_SCHED_DELAY (ms), default 50 ms */
 	uint64_t interval_ns;         /* collector pass, default 20 ms */
 	uint64_t retain_ns;           /* finished tasks kept, default 6 s */
-	size_t retain_max; /* and at most: WEFT_PROBE_RETAIN, 10,000 */
+	size_t retain_max;            /* at most WEFT_PROBE_RETAIN (10,000) */
 	size_t ring_capacity;         /* events per thread ring */
 	uint32_t large_future_bytes;  /* default 1024 */
 	/* Waits on a lock, semaphore or full channel past this are
