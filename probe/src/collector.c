@@ -522,12 +522,18 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 		polls1 += p->workers[i].counters.polls;
 		steals1 += p->workers[i].counters.steals;
 	}
-	/* And at a flush: a process about to stop (its destroy, its exit, a
-	 * recorder's stop) has no next second to wait for. */
-	if (p->passes % 10 == 0 || p->flush_requested)
-		weft__collector_check_idle_tasks(p, now);
-	weft__collector_res_check(p, now);
-	weft__collector_lock_check(p, now);
+	/*
+	 * And at a flush: a process about to stop (its destroy, its exit, a
+	 * recorder's stop) has no next second to wait for.  Not in a gap in
+	 * listening: a waker cloned, a wait ended or a lock let go in it is
+	 * not heard, and what was heard before would be judged alone.
+	 */
+	if (!p->gap_open) {
+		if (p->passes % 10 == 0 || p->flush_requested)
+			weft__collector_check_idle_tasks(p, now);
+		weft__collector_res_check(p, now);
+		weft__collector_lock_check(p, now);
+	}
 	weft__collector_leak_pass(p, now);
 	/*
 	 * A pass that serves a flush says what the folds counted so far:
@@ -535,11 +541,22 @@ void weft__collector_pass(struct probe *p, uint64_t now)
 	 * warning raised by now, and may be gone before the window closes.
 	 */
 	weft__collector_fold_flush(p, now, p->flush_requested != 0);
-	if (drops_before > p->drops_reconciled && p->rt &&
+	/*
+	 * After a gap in listening too, at once (weft__collector_gap()): the
+	 * first screen of a console that ends it is to show none of the
+	 * tasks that ended in it.  A runtime that cannot be reconciled (none
+	 * described, or more than one) has none to settle.
+	 */
+	if (p->gap_reconcile && (!p->rt || p->nruntimes != 1))
+		p->gap_reconcile = false;
+	if ((drops_before > p->drops_reconciled || p->gap_reconcile) && p->rt &&
 	    p->nruntimes == 1 && now >= p->reconciled_at + 1000000000u) {
 		p->reconciled_at = now;
-		if (weft__collector_reconcile(p, now))
+		if (weft__collector_reconcile(
+			    p, now, drops_before > p->drops_reconciled)) {
 			p->drops_reconciled = drops_before;
+			p->gap_reconcile = false;
+		}
 	}
 	if (p->drops_total > p->drops_warned_at &&
 	    now > p->stats.now_ns + 0) {
@@ -633,6 +650,7 @@ int weft__collector_start(struct probe *p)
 	p->nearly = 0;
 	p->early_pass = p->early_unsure_until = 0;
 	p->need_seed = true;
+	p->gap_open = p->gap_reconcile = false;
 	p->stats.start_ns = weft__probe_clock_ns();
 	p->last_pass_ns = 0;
 	p->window_fill = 0;
@@ -641,6 +659,41 @@ int weft__collector_start(struct probe *p)
 	p->stats.collector_cpu = 0;
 	p->stats.collector_cpu_ns = 0;
 	return 0;
+}
+
+void weft__collector_gap(struct probe *p, uint64_t now)
+{
+	p->gap_open = false;
+	/*
+	 * Events a site pushed after the pass that followed the fall (it
+	 * saw the old listening just before): not the new period's to
+	 * tell, as at a collector's start.
+	 */
+	weft__collector_rings_forget(p);
+	memset(p->early, 0, sizeof(p->early));
+	p->nearly = 0;
+	/*
+	 * A waker cloned or dropped in the gap: the count may be wrong
+	 * either way (a lost waker said of a task that has one).  A wake in
+	 * it, and the polls after: the next poll's wait for a worker is not
+	 * known (woken_at 0 counts none).
+	 */
+	for (task_rec_t *t = p->live; t; t = t->lnext) {
+		t->wakers_unsure = true;
+		t->woken_at = 0;
+	}
+	weft__collector_res_gap(p);
+	/* A weft_mutex_t held across an await: its release may be in it. */
+	memset(p->lock_holds, 0, sizeof(p->lock_holds));
+	/*
+	 * Not a window of drops: the lock waits read again keep their real
+	 * starts, from before it, and a deadlock formed in it (a console
+	 * attached to a hung program) is to be said (a review found it
+	 * missed so).  The reconcile at once, not a second after the last.
+	 */
+	(void)now;
+	p->gap_reconcile = true;
+	p->reconciled_at = 0;
 }
 
 void weft__collector_stop(struct probe *p)

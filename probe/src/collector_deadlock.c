@@ -92,15 +92,14 @@ static bool wait_usable(struct probe *p, const res_rec_t *r,
 			const res_waiter_t *w, uint64_t now)
 {
 	if (!w->task || w->op != WEFT_RES_OP_ACQUIRE || now < w->since ||
-	    weft__collector_across_drops(p, w->since, now) ||
-	    task_gone(p, w->task))
+	    res_unsure(p, w->unsure, w->since, now) || task_gone(p, w->task))
 		return false;
 	/* Every holder listed, each a task, none held across drops. */
 	if (!r->nh || r->nh > DL_HOLDERS || r->pub.nholders != r->nh)
 		return false;
 	for (uint32_t k = 0; k < r->nh; k++)
-		if (!r->holders[k].task ||
-		    weft__collector_across_drops(p, r->holders[k].since, now))
+		if (!r->holders[k].task || res_unsure(p, r->holders[k].unsure,
+						      r->holders[k].since, now))
 			return false;
 	return true;
 }

@@ -357,6 +357,18 @@ struct probe {
 	 * runtime (weft__collector_seed_waits()), 0: none yet. */
 	uint32_t waits_gen;
 	/*
+	 * A gap in listening: the last subscriber of events left while the
+	 * collector runs on (a subscriber of updates alone keeps it), so
+	 * it hears nothing until one comes again (weft__collector_gap()).
+	 * Meanwhile no warning is raised of what it heard before: its ends
+	 * come unheard.  gap_from_ns: the last pass before listening fell
+	 * (events after it may be unfolded), gap_passes: p->passes then.
+	 * gap_reconcile: the owned list to be read at the next pass (tasks
+	 * that ended or began in the gap).  Under probe.lock.
+	 */
+	bool gap_open, gap_reconcile;
+	uint64_t gap_from_ns, gap_passes;
+	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
 	 * way); the next to read; the buffer read into, kept meanwhile.
@@ -697,6 +709,17 @@ static inline bool weft__collector_across_drops(const struct probe *p,
 /* collector.c */
 int weft__collector_start(struct probe *p);
 void weft__collector_stop(struct probe *p);
+/*
+ * Events flow again after a gap in listening (gap_open), at @now; before
+ * listening rises, under probe.lock.  What was heard before the gap and
+ * may have ended in it is forgotten or marked unsure: the rings' events
+ * from before (a site that saw the old listening, late), the tasks'
+ * waker counts and wakes, the locks' waits and holds (read again from
+ * the runtime at the next pass), the other resources' (kept, unsure).
+ * The tasks that ended or began in it are settled from the owned list
+ * at the next pass (weft__collector_reconcile()).
+ */
+void weft__collector_gap(struct probe *p, uint64_t now);
 void weft__collector_pass(struct probe *p, uint64_t now);
 uint64_t weft__collector_interval(struct probe *p);
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);
@@ -911,6 +934,8 @@ void weft__collector_res_seed_wait(struct probe *p,
 				   uint64_t now);
 /* The waiting side's warnings (contention, channel-full), every 250 ms. */
 void weft__collector_res_check(struct probe *p, uint64_t now);
+/* The resources' part of weft__collector_gap(). */
+void weft__collector_res_gap(struct probe *p);
 /*
  * The resources to publish, every known one (@all) or the changed ones,
  * as a malloc'ed array (*@out, NULL when none): how many.
@@ -959,7 +984,9 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns);
 #define SEED_INTERVAL_NS 20000000u
 /* Its buffer freed, nothing left to seed (the collector stops). */
 void weft__collector_seed_stop(struct probe *p);
-bool weft__collector_reconcile(struct probe *p, uint64_t now);
+/* @dropped: drops to settle (the tasks it finishes are marked so), not
+ * only a gap in listening. */
+bool weft__collector_reconcile(struct probe *p, uint64_t now, bool dropped);
 
 /* collector_warnings.c */
 void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,

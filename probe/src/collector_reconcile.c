@@ -2,7 +2,7 @@
 /*
  * The collector and the runtime's owned list: naming the tasks spawned
  * before anyone listened, and finishing those whose end a full ring
- * dropped.
+ * dropped or that ended in a gap in listening (weft__collector_gap()).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -379,7 +379,7 @@ void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)
  */
 #define RECONCILE_NEW_MAX 32768u
 
-bool weft__collector_reconcile(struct probe *p, uint64_t now)
+bool weft__collector_reconcile(struct probe *p, uint64_t now, bool dropped)
 {
 	weft__task_info_t *buf = NULL;
 	size_t cap = 0, made = 0;
@@ -433,7 +433,9 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now)
 			continue;
 		weft__collector_on_complete(p, t, &end);
 		t->end_unseen = true;
-		t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
+		/* Or ended in a gap in listening: unheard, nothing dropped. */
+		if (dropped)
+			t->pub.warnings |= 1u << WEFT_WARN_EVENTS_DROPPED;
 		p->stats.tasks_end_unseen++;
 	}
 	p->reconcile_more = more;

@@ -47,6 +47,9 @@ typedef struct res_holder_s {
 	bool seeded;
 	/* Seeded, its start not known: @since is when it was read. */
 	bool since_unknown;
+	/* Heard before a gap in listening: its release may have come in
+	 * it, unheard (weft__collector_res_gap()). */
+	bool unsure;
 } res_holder_t;
 
 /* res_waiter_t.dl (collector_deadlock.c): the wait was in the set of
@@ -59,6 +62,9 @@ typedef struct res_waiter_s {
 	uint64_t since;
 	uint8_t op;
 	uint8_t dl; /* RES_DL_* */
+	/* Heard before a gap in listening: its end may have come in it,
+	 * unheard (weft__collector_res_gap()). */
+	bool unsure;
 } res_waiter_t;
 
 struct res_rec_s {
@@ -117,6 +123,19 @@ static inline void res_free(res_rec_t *r)
 	free(r->holders);
 	free(r->waiters);
 	free(r);
+}
+
+/*
+ * Whether a wait or hold begun at @since, seen at @now, may have ended
+ * unheard: across dropped events, or heard before a gap in listening
+ * (@unsure).  Its end may be what was lost, and "still waiting" or
+ * "still held" of one long over is a wrong warning, where a missed one
+ * is only missed.
+ */
+static inline bool res_unsure(const struct probe *p, bool unsure,
+			      uint64_t since, uint64_t now)
+{
+	return unsure || weft__collector_across_drops(p, since, now);
 }
 
 /* Whether task @id is gone (finished, or no longer known). */

@@ -14,17 +14,35 @@
 #include "collector_res_internal.h"
 
 /*
+ * Whether task @task, listed as waiting on @id since before a gap in
+ * listening, may still: it shows that wait (one it began after, or whose
+ * end it heard, shows another, or none).  A task waiting on two at once
+ * (a receive under a timeout's sleep) shows one: the other is let go,
+ * missed rather than listed wrong.
+ */
+static bool unsure_waits(struct probe *p, uint64_t task, uint64_t id)
+{
+	const task_rec_t *t = weft__collector_task_find(p, task);
+
+	return t && t->pub.waiting_on == id;
+}
+
+/*
  * Waiters and holders whose task is gone: a countdown or a channel left
  * in a select, a semaphore's permits consumed (never released) by tasks
  * that finished, events lost to full rings.  A mutex keeps a holder that
- * finished: a lock a finished task still holds is worth seeing.
+ * finished: a lock a finished task still holds is worth seeing.  And
+ * waiters heard before a gap in listening that wait on something else
+ * now (unsure_waits()).
  */
 static void res_sweep(struct probe *p, res_rec_t *r)
 {
 	bool changed = false;
 
 	for (uint32_t i = 0; i < r->nw;) {
-		if (task_gone(p, r->waiters[i].task)) {
+		if (task_gone(p, r->waiters[i].task) ||
+		    (r->waiters[i].unsure &&
+		     !unsure_waits(p, r->waiters[i].task, r->pub.id))) {
 			memmove(&r->waiters[i], &r->waiters[i + 1],
 				(r->nw - i - 1) * sizeof(*r->waiters));
 			r->nw--;
@@ -233,7 +251,7 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 
 		/* Held across drops: it may have ended in them (its
 		 * release dropped), a job no thread runs. */
-		if (weft__collector_across_drops(p, h->since, now))
+		if (res_unsure(p, h->unsure, h->since, now))
 			continue;
 		ht = h->task ? weft__collector_task_find(p, h->task) : NULL;
 		tname = ht ? ht->pub.name : NULL;
@@ -340,7 +358,7 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		/* Across drops, its end may be among the lost events. */
 		if (!waits_count(r, w->op) || now < w->since ||
 		    now - w->since <= p->config.contention_ns ||
-		    weft__collector_across_drops(p, w->since, now))
+		    res_unsure(p, w->unsure, w->since, now))
 			continue;
 		waiting++;
 		if (!oldest || w->since < oldest)
@@ -382,7 +400,8 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	for (uint32_t i = 0; i < r->nh; i++)
 		if ((now > r->holders[i].since ||
 		     r->holders[i].since_unknown) &&
-		    !weft__collector_across_drops(p, r->holders[i].since, now))
+		    !res_unsure(p, r->holders[i].unsure, r->holders[i].since,
+				now))
 			window_holder(r, &r->holders[i],
 				      now - r->holders[i].since, now);
 	if (!r->win_waits)

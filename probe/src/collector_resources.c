@@ -239,6 +239,24 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	if (early_take(r, WEFT_EV_RES_WAIT_END, ev->task, ev->ts, &end))
 		return false;
 	/*
+	 * A task waits once at a time: a wait of its own heard before a gap
+	 * in listening (unsure) ended in it, unheard; this one takes its
+	 * place.  Added beside it, the next end would take the old one and
+	 * leave this one waiting for good (a review: "1 waits > 10 ms,
+	 * waiting 2.0 s" of a wait of a tick).
+	 */
+	for (uint32_t i = 0; ev->task && i < r->nw; i++) {
+		res_waiter_t *w = &r->waiters[i];
+
+		if (w->task != ev->task || !w->unsure)
+			continue;
+		*w = (res_waiter_t){ .task = ev->task,
+				     .since = ev->ts,
+				     .op = op };
+		task_waits(p, ev->task, r->pub.id, ev->ts, op);
+		return true;
+	}
+	/*
 	 * A countdown's waiter polls again and again: listed once.  A lock
 	 * is waited for once by a task at a time: a second RES_WAIT is the
 	 * one its seed read already (weft__lock_wait_told()).
@@ -268,18 +286,27 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 {
 	uint8_t op = (uint8_t)(ev->a2 & WEFT_RES_OP_MASK);
 	uint64_t since = 0, waited;
-	bool found = false;
+	bool found = false, unsure = false;
+	uint32_t at = UINT32_MAX;
 	weft_hist_t *h;
 
+	/* Its wait heard since a gap in listening first, if one heard
+	 * before it is listed too (on_wait() replaces those, but a wait
+	 * read again from the runtime is not one). */
 	for (uint32_t i = 0; i < r->nw; i++) {
 		if (r->waiters[i].task != ev->task)
 			continue;
-		since = r->waiters[i].since;
-		memmove(&r->waiters[i], &r->waiters[i + 1],
-			(r->nw - i - 1) * sizeof(*r->waiters));
+		at = i;
+		if (!r->waiters[i].unsure)
+			break;
+	}
+	if (at != UINT32_MAX) {
+		since = r->waiters[at].since;
+		unsure = r->waiters[at].unsure;
+		memmove(&r->waiters[at], &r->waiters[at + 1],
+			(r->nw - at - 1) * sizeof(*r->waiters));
 		r->nw--;
 		found = true;
-		break;
 	}
 	task_waited(p, ev->task, r->pub.id, found ? since : 0, ev->ts);
 	if (!found) {
@@ -308,7 +335,7 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	 * lost, and the probe's fault is no holder's.
 	 */
 	if (waited > p->config.contention_ns && waits_count(r, op) &&
-	    weft__collector_across_drops(p, since, ev->ts)) {
+	    res_unsure(p, unsure, since, ev->ts)) {
 		p->drops_suppressed++;
 	} else if (waited > p->config.contention_ns && waits_count(r, op) &&
 		   since != r->ongoing_warned) {
@@ -373,11 +400,24 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 		r->pub.nholders = 0;
 	}
 	for (uint32_t k = 0; k < r->nh; k++) {
-		if (r->holders[k].task == ev->task && ev->task) {
-			/* More permits for a holder: one entry. */
-			r->holders[k].count += n;
+		res_holder_t *hk = &r->holders[k];
+
+		if (hk->task != ev->task || !ev->task)
+			continue;
+		/*
+		 * Held before a gap in listening (unsure): its permits may
+		 * have gone back in it, unheard.  This hold starts afresh,
+		 * or the old start would make it "held" since before the gap.
+		 */
+		if (hk->unsure) {
+			*hk = (res_holder_t){ .task = ev->task,
+					      .since = ev->ts,
+					      .count = n };
 			return;
 		}
+		/* More permits for a holder: one entry. */
+		hk->count += n;
+		return;
 	}
 	r->pub.nholders++;
 	if (track_grow((void **)&r->holders, &r->caph, r->nh,
@@ -751,6 +791,94 @@ void weft__collector_res_published(struct probe *p)
 	}
 	p->res_changed = NULL;
 	p->nres_changed = 0;
+}
+
+/*
+ * What was heard of waits and holds before a gap in listening may have
+ * ended in it, unheard.  A lock's (an async mutex's, a weft_mutex_t's)
+ * are forgotten, and the tasks' WAITING ON them: the runtime keeps every
+ * task's wait for a lock, and the next pass reads them again, each with
+ * the lock's holder (a new listening generation: weft__collector_seed_waits()).
+ * A lock held with nobody waiting is forgotten with them: missed, not
+ * wrong (its release, unheld, is nobody's, and a lock's waits stay in the
+ * deadlock check).  The others (a semaphore's permits, a channel's or a
+ * notify's waiters, the timer wheel's sleepers, whose WAITING ON the leak
+ * check counts on) cannot be read back: kept, each marked unsure, so that
+ * no warning is raised of them (res_unsure()).  The ends that came before
+ * their starts are forgotten: the starts still to come went with the
+ * rings' old events (weft__collector_gap()), and one kept would cancel
+ * the same task's next wait or hold.
+ */
+/*
+ * A resource not a lock, across a gap: its waits and holds of tasks kept,
+ * unsure (a task's next wait or hold there replaces its own, one gone is
+ * swept: res_sweep()); a semaphore's holders kept, or a release after the
+ * gap would count as a non-holder's and take the semaphore out of the
+ * deadlock check.  Those of plain threads (task 0: a blocking pool's
+ * jobs, its queue's waits), which nothing can tell apart or sweep, and
+ * the other kinds' holders, forgotten: their ends, if still to come, are
+ * nobody's.
+ */
+static void res_gap_keep(struct probe *p, res_rec_t *r)
+{
+	uint32_t nw = 0, nh = 0, gone;
+
+	for (uint32_t k = 0; k < r->nw; k++)
+		if (r->waiters[k].task) {
+			r->waiters[nw] = r->waiters[k];
+			r->waiters[nw++].unsure = true;
+		}
+	for (uint32_t k = 0; k < r->nh; k++)
+		if (r->holders[k].task && r->pub.kind == WEFT_RES_SEMAPHORE) {
+			r->holders[nh] = r->holders[k];
+			r->holders[nh++].unsure = true;
+		}
+	if (nw == r->nw && nh == r->nh)
+		return;
+	gone = r->nw - nw;
+	r->pub.nwaiters -= gone < r->pub.nwaiters ? gone : r->pub.nwaiters;
+	gone = r->nh - nh;
+	r->pub.nholders -= gone < r->pub.nholders ? gone : r->pub.nholders;
+	r->nw = nw;
+	r->nh = nh;
+	res_changed(p, r);
+}
+
+void weft__collector_res_gap(struct probe *p)
+{
+	for (size_t i = 0; i < p->res_table_size; i++)
+		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext) {
+			memset(r->early, 0, sizeof(r->early));
+			r->nearly = 0;
+			if (!one_holder(r)) {
+				res_gap_keep(p, r);
+				continue;
+			}
+			if (!r->nw && !r->nh && !r->pub.nwaiters &&
+			    !r->pub.nholders)
+				continue;
+			r->nw = r->nh = 0;
+			r->pub.nwaiters = r->pub.nholders = 0;
+			r->ongoing_warned = 0;
+			res_changed(p, r);
+		}
+	/* What acquired last, for a RES_SITE to come: none now. */
+	p->other_last_acq = (struct res_acq_s){ 0 };
+	memset(p->other_acq_res, 0, sizeof(p->other_acq_res));
+	for (unsigned i = 0; i < p->nworker_slots; i++)
+		p->wk[i].res_last_acq = (struct res_acq_s){ 0 };
+	for (task_rec_t *t = p->live; t; t = t->lnext) {
+		res_rec_t *r = t->pub.waiting_on ?
+				       res_find(p, t->pub.waiting_on) :
+				       NULL;
+
+		if (!r || !one_holder(r))
+			continue;
+		t->pub.waiting_on = 0;
+		t->pub.waiting_since_ns = 0;
+		t->pub.waiting_op = 0;
+		weft__collector_task_changed(p, t);
+	}
 }
 
 void weft__collector_res_stop(struct probe *p)

@@ -768,7 +768,7 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 			t->lost_check_at = now;
 			continue;
 		}
-		if (now - t->lost_check_at < 1000000000u &&
+		if (now < t->lost_check_at + 1000000000u &&
 		    !(p->flush_requested && now > t->idle_since + 200000000u))
 			continue;
 		if (weft__collector_across_drops(p, t->pub.spawned_ns, now)) {

@@ -447,6 +447,24 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 
 	pthread_mutex_lock(&p->lock);
 	config_load();
+	/*
+	 * Events again after a gap in listening, with no pass since it
+	 * began: what the rings held then (the old period's last events,
+	 * the ends of waits and holds among them) is folded first, by a
+	 * pass of the collector's, as a flush has it done.  The lock is
+	 * let go meanwhile: looked at again (another subscriber may have
+	 * come and gone, a new gap begun), and what follows looks at the
+	 * state it finds.
+	 */
+	while (opts->events && p->running && p->gap_open &&
+	       p->passes == p->gap_passes) {
+		uint64_t ticket = ++p->flush_ticket;
+
+		p->flush_requested = ticket;
+		collector_wake_up();
+		while (p->running && p->flush_done < ticket)
+			pthread_cond_wait(&p->cond, &p->lock);
+	}
 	if (!p->running) {
 		err = weft__collector_start(p);
 		if (!err) {
@@ -495,8 +513,11 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 		 * its id alone, that task unnamed (never with another
 		 * site's name).
 		 */
-		if (load_relaxed(&weft__probe_listening) == 0)
+		if (load_relaxed(&weft__probe_listening) == 0) {
+			if (p->gap_open)
+				weft__collector_gap(p, weft_now_ns());
 			fetch_add_relaxed(&weft__probe_listen_gen, 1);
+		}
 		fetch_add_relaxed(&weft__probe_listening, 1);
 		/* The workers' loops switch to timing their polls. */
 		weft__loop_restart();
@@ -526,7 +547,19 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 		}
 	}
 	if (sub->opts.events) {
-		fetch_sub_relaxed(&weft__probe_listening, 1);
+		/*
+		 * The last one: a gap in listening begins, if the collector
+		 * runs on (a subscriber of updates alone); a collector that
+		 * stops and starts again forgets it (weft__collector_start()).
+		 */
+		if (fetch_sub_relaxed(&weft__probe_listening, 1) == 1 &&
+		    p->running) {
+			p->gap_open = true;
+			p->gap_from_ns = p->last_pass_ns;
+			p->gap_passes = p->passes;
+			/* A pass soon, for the old period's last events. */
+			weft__ring_half_full();
+		}
 		weft__loop_restart();
 	}
 	/*

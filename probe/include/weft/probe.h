@@ -52,7 +52,10 @@ typedef struct weft_probe_sub_opts_s {
  *
  * Context: any thread but a probe subscriber's callback (those run under
  * the probe's lock, which this takes: -EDEADLK there); a task may call it
- * (the first one starts the collector thread, and waits for nothing).
+ * (the first one starts the collector thread, and waits for nothing; one
+ * that asks for events when nobody else does, while subscribers of
+ * updates alone keep the collector running, may wait for one pass of it,
+ * as weft_probe_flush() does, so that what it heard before is settled).
  * Return: 0; -EINVAL (NULL argument, or a reserved word not zero);
  * -EDEADLK (called from a probe subscriber's callback);
  * -ENOMEM; -EAGAIN (collector thread); -ENOTSUP in a build without the
