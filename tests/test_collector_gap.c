@@ -105,6 +105,28 @@ static uint32_t res_waiters(uint64_t id)
 	return n;
 }
 
+/* Resource @id's record: its listed waiters and holders, the counts it
+ * publishes, its releases taken for a non-holder's. */
+struct res_view {
+	uint32_t nw, nh, nwaiters, nholders, unheld;
+};
+
+static struct res_view res_view(uint64_t id)
+{
+	struct res_view v = { UINT32_MAX, UINT32_MAX, 0, 0, 0 };
+
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->res_table_size; i++)
+		for (res_rec_t *r = p->res_table[i]; r; r = r->hnext)
+			if (r->pub.id == id)
+				v = (struct res_view){ r->nw, r->nh,
+						       r->pub.nwaiters,
+						       r->pub.nholders,
+						       r->unheld_releases };
+	pthread_mutex_unlock(&p->lock);
+	return v;
+}
+
 static unsigned lost_warnings(uint64_t task)
 {
 	return warnings(WEFT_WARN_LOST_WAKER, task);
@@ -319,6 +341,114 @@ static void test_gap_twin_still_said(void **state)
 	assert_int_equal(res_waiters(203), 2);
 }
 
+/*
+ * 50 waits to send on channel 300, heard; its wait ends in a gap.  After
+ * it 50 runs on (polled, pending) without waiting there again: the
+ * channel stops listing it, and 50 stops showing it, at the next sweep
+ * (a review found both kept for good).  Its twin 51, waiting there after
+ * the gap, stays listed.
+ */
+static void test_gap_unsure_let_go_when_run(void **state)
+{
+	unsigned q = ms_ticks(300);
+	struct res_view v;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 50, 0, 0);
+	ev(ring_a, 1, WEFT_EV_SPAWN, 51, 0, 0);
+	ev(ring_a, 1, WEFT_EV_RES_NEW, 0, 300, WEFT_RES_MPSC);
+	ev(ring_a, 2, WEFT_EV_RES_WAIT, 50, 300, WEFT_RES_OP_SEND);
+	passes_at(3);
+	assert_int_equal(task(50).waiting_on, 300);
+	gap_fall();
+	passes_at(4);
+	gap_rise(5);
+	ev(ring_a, 6, WEFT_EV_RES_WAIT, 51, 300, WEFT_RES_OP_SEND);
+	passes_at(7);
+	/* Still listed: nothing says otherwise yet. */
+	v = res_view(300);
+	assert_int_equal(v.nw, 2);
+	poll_pending(ring_a, 8, 9, 50, 0);
+	passes_at(10);
+	passes_at(10 + q);
+	passes_at(10 + 2 * q);
+	v = res_view(300);
+	assert_int_equal(v.nw, 1);
+	assert_int_equal(v.nwaiters, 1);
+	assert_int_equal(task(50).waiting_on, 0);
+	assert_int_equal(task(51).waiting_on, 300);
+}
+
+/*
+ * 41 holds two permits of semaphore 205, heard; it lets them go in a gap,
+ * unheard, and lives on.  After the gap the semaphore lists no holder,
+ * and when 41 gives back permits it took before (its release, heard, of
+ * a hold the gap made it forget) they are not a non-holder's: the
+ * semaphore stays in the deadlock check.  A third release is.
+ */
+static void test_gap_semaphore_holder_forgotten(void **state)
+{
+	struct res_view v;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_SPAWN, 41, 0, 0);
+	ev(ring_a, 1, WEFT_EV_RES_NEW, 0, 205, WEFT_RES_SEMAPHORE);
+	ev(ring_a, 2, WEFT_EV_RES_ACQUIRE, 41, 205, 2);
+	passes_at(3);
+	v = res_view(205);
+	assert_int_equal(v.nh, 1);
+	gap_fall();
+	passes_at(4);
+	gap_rise(5);
+	passes_at(6);
+	v = res_view(205);
+	assert_int_equal(v.nh, 0);
+	assert_int_equal(v.nholders, 0);
+	ev(ring_a, 7, WEFT_EV_RES_RELEASE, 41, 205, 2);
+	passes_at(8);
+	assert_int_equal(res_view(205).unheld, 0);
+	ev(ring_a, 9, WEFT_EV_RES_RELEASE, 41, 205, 1);
+	passes_at(10);
+	assert_int_equal(res_view(205).unheld, 1);
+}
+
+/*
+ * 70 tasks sleep (the timer wheel lists 64 of them and counts 70), heard;
+ * in a gap each wakes and parks on something unheard.  After it the wheel
+ * counts only those it lists (a review found the 6 past the list counted
+ * for good), and none once each was polled again.
+ */
+static void test_gap_timer_wheel_counts(void **state)
+{
+	unsigned q = ms_ticks(300);
+	struct res_view v;
+
+	(void)state;
+	ev(ring_a, 1, WEFT_EV_RES_NEW, 0, 310, WEFT_RES_TIMER_WHEEL);
+	for (uint64_t id = 1000; id < 1070; id++) {
+		ev(ring_a, 1, WEFT_EV_SPAWN, id, 0, 0);
+		ev(ring_a, 2, WEFT_EV_RES_WAIT, id, 310, WEFT_RES_OP_SLEEP);
+	}
+	passes_at(3);
+	v = res_view(310);
+	assert_int_equal(v.nwaiters, 70);
+	gap_fall();
+	passes_at(4);
+	gap_rise(5);
+	passes_at(6);
+	v = res_view(310);
+	assert_int_equal(v.nwaiters, v.nw);
+	assert_true(v.nw <= 64);
+	for (uint64_t id = 1000; id < 1070; id++)
+		poll_pending(ring_a, 7, 8, id, 0);
+	passes_at(9);
+	passes_at(9 + q);
+	passes_at(9 + 2 * q);
+	v = res_view(310);
+	assert_int_equal(v.nw, 0);
+	assert_int_equal(v.nwaiters, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +466,12 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap_twin_still_said, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_gap_unsure_let_go_when_run,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_gap_semaphore_holder_forgotten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap_timer_wheel_counts,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1117,6 +1117,126 @@ static void test_waits_ended_unheard_quick(void **state)
 	run_waits_ended_unheard(true);
 }
 
+/* Waits on @first, then on @second. */
+struct parker {
+	int weft_pc;
+	weft_notify_t *first, *second;
+	weft_notified_t nd;
+};
+
+static weft_poll_t parker_poll(void *arg, weft_cx_t *cx)
+{
+	struct parker *k = arg;
+
+	WEFT_ASYNC_BEGIN(k);
+	weft_notified_init(&k->nd, k->first);
+	WEFT_AWAIT(k, weft_notified_poll(&k->nd, cx));
+	weft_notified_fini(&k->nd);
+	weft_notified_init(&k->nd, k->second);
+	WEFT_AWAIT(k, weft_notified_poll(&k->nd, cx));
+	weft_notified_fini(&k->nd);
+	WEFT_ASYNC_END(k);
+}
+
+/* Waits on @go, then keeps its worker @ms in one poll. */
+struct spinner {
+	int weft_pc;
+	weft_notify_t *go;
+	weft_notified_t nd;
+	unsigned ms;
+};
+
+static weft_poll_t spinner_poll(void *arg, weft_cx_t *cx)
+{
+	struct spinner *z = arg;
+	uint64_t until;
+
+	WEFT_ASYNC_BEGIN(z);
+	weft_notified_init(&z->nd, z->go);
+	WEFT_AWAIT(z, weft_notified_poll(&z->nd, cx));
+	weft_notified_fini(&z->nd);
+	until = weft_now_ns() + WEFT_MSEC(z->ms);
+	while (weft_now_ns() < until)
+		;
+	WEFT_ASYNC_END(z);
+}
+
+/*
+ * A task woken, heard (queued), then polled in a gap in listening, unheard,
+ * where it parks again: after the gap it is idle, not "scheduled" for good
+ * (the owned list's word, read at the reconcile the gap asks for).  One
+ * worker, kept busy by a spinner while the wake is heard.
+ */
+static void test_gap_parked_not_scheduled(void **state)
+{
+	weft_notify_t first, second, go;
+	weft_probe_sub_t *usub, *sub1, *sub2;
+	struct rsink *u = calloc(1, sizeof(*u)), *r1, *r2;
+	struct parker k = { .first = &first, .second = &second };
+	struct spinner z = { .go = &go, .ms = 300 };
+	weft_join_t *kj, *zj;
+	weft_probe_task_t t = { 0 };
+	weft_runtime_t *rt;
+	uint64_t id;
+
+	(void)state;
+	assert_non_null(u);
+	pthread_mutex_init(&u->s.lock, NULL);
+	weft_notify_init(&first);
+	weft_notify_init(&second);
+	weft_notify_init(&go);
+	rt = rt_new(1);
+	assert_int_equal(weft_probe_subscribe(
+				 &(weft_probe_sub_opts_t){
+					 .on_update = rsink_update, .ctx = u },
+				 &usub),
+			 0);
+	r1 = rsink_new(&sub1);
+	assert_int_equal(weft_spawn_named(rt, "parker", parker_poll, &k, &kj),
+			 0);
+	assert_int_equal(weft_spawn_named(rt, "spinner", spinner_poll, &z, &zj),
+			 0);
+	id = weft_join_id(kj);
+	for (int i = 0; i < 200; i++) {
+		weft_probe_task_t zt;
+
+		weft_probe_flush();
+		if (sink_task(&r1->s, id, &t) && t.polls >= 1 &&
+		    t.state == WEFT_TASK_IDLE &&
+		    sink_task(&r1->s, weft_join_id(zj), &zt) && zt.polls >= 1)
+			break;
+		usleep(10000);
+	}
+	/* The worker busy; the wake heard, the poll after it not yet. */
+	weft_notify_one(&go);
+	usleep(50000);
+	weft_notify_one(&first);
+	weft_probe_flush();
+	weft_probe_flush();
+	assert_true(sink_task(&r1->s, id, &t));
+	assert_int_equal(t.state, WEFT_TASK_SCHEDULED);
+	rsink_free(r1, sub1);
+	assert_int_equal(weft_join_wait(zj, NULL), 0);
+	weft_join_drop(zj);
+	usleep(100000);
+	r2 = rsink_new(&sub2);
+	for (int i = 0; i < 3; i++) {
+		weft_probe_flush();
+		usleep(20000);
+	}
+	assert_true(sink_task(&r2->s, id, &t));
+	assert_int_equal(t.state, WEFT_TASK_IDLE);
+	weft_notify_one(&second);
+	assert_int_equal(weft_join_wait(kj, NULL), 0);
+	weft_join_drop(kj);
+	rsink_free(r2, sub2);
+	rsink_free(u, usub);
+	rt_done(rt);
+	weft_notify_fini(&first);
+	weft_notify_fini(&second);
+	weft_notify_fini(&go);
+}
+
 /* Subscribers of events that come and go until told to stop. */
 static _Atomic bool churn_stop;
 
@@ -1550,18 +1670,12 @@ static void late_deadlock_said(const uint64_t ids[2], const char *task,
 }
 
 /*
- * A deadlock formed before anyone listened, the one a console is
- * attached to find: it made no event, and nothing was said (an outside
- * tester).  The runtime's own list of waits tells it: one warning naming
- * both tasks, the lock each holds and the one each waits for.  Its twin
- * is test_waiting_on_before_attach() (waits and a holder, no cycle).
- */
-/*
- * The same deadlock formed in a gap in listening: a subscriber of updates
- * alone keeps the collector running after the last of events left, and
- * one of events comes when the tasks are stuck.  Said as at a first
- * attach: the waits read back keep their real starts (a review found
- * them taken for a window of drops, never said).
+ * The deadlock of test_deadlock_before_attach(), formed in a gap in
+ * listening: a subscriber of updates alone keeps the collector running
+ * after the last of events left, and one of events comes when the tasks
+ * are stuck.  Said as at a first attach: the waits read back keep their
+ * real starts (a review found them taken for a window of drops, never
+ * said).
  */
 static void test_deadlock_in_gap(void **state)
 {
@@ -1588,6 +1702,13 @@ static void test_deadlock_in_gap(void **state)
 	rsink_free(u, usub);
 }
 
+/*
+ * A deadlock formed before anyone listened, the one a console is
+ * attached to find: it made no event, and nothing was said (an outside
+ * tester).  The runtime's own list of waits tells it: one warning naming
+ * both tasks, the lock each holds and the one each waits for.  Its twin
+ * is test_waiting_on_before_attach() (waits and a holder, no cycle).
+ */
 static void test_deadlock_before_attach(void **state)
 {
 	weft_probe_warning_t w[16];
@@ -1892,6 +2013,7 @@ int main(void)
 		cmocka_unit_test(test_waits_ended_unheard),
 		cmocka_unit_test(test_waits_ended_unheard_quick),
 		cmocka_unit_test(test_gap_churn),
+		cmocka_unit_test(test_gap_parked_not_scheduled),
 		cmocka_unit_test(test_contention),
 		cmocka_unit_test(test_contention_twin),
 		cmocka_unit_test(test_deadlock),

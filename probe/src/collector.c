@@ -683,6 +683,7 @@ void weft__collector_gap(struct probe *p, uint64_t now)
 		t->woken_at = 0;
 	}
 	weft__collector_res_gap(p);
+	weft__collector_leak_gap(p);
 	/* A weft_mutex_t held across an await: its release may be in it. */
 	memset(p->lock_holds, 0, sizeof(p->lock_holds));
 	/*

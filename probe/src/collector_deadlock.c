@@ -98,8 +98,8 @@ static bool wait_usable(struct probe *p, const res_rec_t *r,
 	if (!r->nh || r->nh > DL_HOLDERS || r->pub.nholders != r->nh)
 		return false;
 	for (uint32_t k = 0; k < r->nh; k++)
-		if (!r->holders[k].task || res_unsure(p, r->holders[k].unsure,
-						      r->holders[k].since, now))
+		if (!r->holders[k].task ||
+		    weft__collector_across_drops(p, r->holders[k].since, now))
 			return false;
 	return true;
 }

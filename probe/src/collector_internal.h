@@ -715,7 +715,8 @@ void weft__collector_stop(struct probe *p);
  * may have ended in it is forgotten or marked unsure: the rings' events
  * from before (a site that saw the old listening, late), the tasks'
  * waker counts and wakes, the locks' waits and holds (read again from
- * the runtime at the next pass), the other resources' (kept, unsure).
+ * the runtime at the next pass), the other resources' holds (forgotten)
+ * and waits (kept, unsure).
  * The tasks that ended or began in it are settled from the owned list
  * at the next pass (weft__collector_reconcile()).
  */
@@ -1234,6 +1235,8 @@ bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
 				 bool over);
 /* Once a pass: sites sampled and judged, bursts said, runs closed. */
 void weft__collector_leak_pass(struct probe *p, uint64_t now);
+/* A gap in listening ended: the sites' samples start again. */
+void weft__collector_leak_gap(struct probe *p);
 
 /* collector_events.c: @t waited @delay_ns for a worker, from its wake to
  * its poll's @start; raises the scheduling-delay warning. */

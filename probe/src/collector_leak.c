@@ -584,6 +584,20 @@ bool weft__collector_burst_delay(struct probe *p, task_rec_t *t,
 	return true;
 }
 
+/*
+ * A gap in listening ends: the live counts sampled before it and after
+ * are not a series (tasks that ended in it, unheard, counted live until
+ * the reconcile), nor the tasks a walk would find pending.  Each site's
+ * samples start again.
+ */
+void weft__collector_leak_gap(struct probe *p)
+{
+	struct leak_state *L = p->leak;
+
+	for (unsigned i = 0; L && i < L->nused; i++)
+		L->sites[L->used[i]].nsamples = 0;
+}
+
 void weft__collector_leak_pass(struct probe *p, uint64_t now)
 {
 	struct leak_state *L = p->leak;
@@ -620,7 +634,7 @@ void weft__collector_leak_pass(struct probe *p, uint64_t now)
 	 * second after second (collector_reconcile.c): their sites' counts
 	 * would rise at every quarter. */
 	if (now < L->sampled_at + quarter || p->seed_shards ||
-	    p->reconcile_more)
+	    p->reconcile_more || p->gap_open)
 		return;
 	L->sampled_at = now;
 	for (unsigned i = 0; i < L->nused; i++)

@@ -50,6 +50,30 @@ static bool parked_take(task_rec_t *t, const weft__task_info_t *info)
 	return true;
 }
 
+/*
+ * Left queued or running by a poll not heard (its POLL dropped, or run in
+ * a gap in listening), and idle now by the owned list's @info: idle, from
+ * now at least.  The list is read after this pass's snapshot, so an
+ * event of the task still to come (a wake, a poll) is newer, and takes
+ * the record on from idle as it would have (a poll with no wait for a
+ * worker counted: missed, not wrong).  Without this, a task woken before
+ * a gap and parked in it showed "scheduled" for good.
+ */
+static void idle_take(struct probe *p, task_rec_t *t,
+		      const weft__task_info_t *info, uint64_t now)
+{
+	if (!info->idle || (t->pub.state != WEFT_TASK_SCHEDULED &&
+			    t->pub.state != WEFT_TASK_RUNNING))
+		return;
+	t->pub.state = WEFT_TASK_IDLE;
+	t->idle_since = now;
+	t->pub.idle_since_ns = now;
+	t->woken_at = 0;
+	t->wake_in_poll = 0;
+	t->lost_check_at = 0;
+	weft__collector_task_changed(p, t);
+}
+
 /* @t named from the owned list's @info (a record just made, or one heard
  * of first by its events, whose name the events do not carry). */
 static void seed_one(struct probe *p, task_rec_t *t,
@@ -420,6 +444,7 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now, bool dropped)
 			 */
 			t->parked_seen = false;
 			seed_one(p, t, &buf[j], now);
+			idle_take(p, t, &buf[j], now);
 		}
 	}
 	free(buf);

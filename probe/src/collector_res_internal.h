@@ -47,9 +47,6 @@ typedef struct res_holder_s {
 	bool seeded;
 	/* Seeded, its start not known: @since is when it was read. */
 	bool since_unknown;
-	/* Heard before a gap in listening: its release may have come in
-	 * it, unheard (weft__collector_res_gap()). */
-	bool unsure;
 } res_holder_t;
 
 /* res_waiter_t.dl (collector_deadlock.c): the wait was in the set of
@@ -63,8 +60,10 @@ typedef struct res_waiter_s {
 	uint8_t op;
 	uint8_t dl; /* RES_DL_* */
 	/* Heard before a gap in listening: its end may have come in it,
-	 * unheard (weft__collector_res_gap()). */
+	 * unheard (weft__collector_res_gap()); @polls: its task's polls
+	 * then (one more since, and it is let go: res_sweep()). */
 	bool unsure;
+	uint32_t polls;
 } res_waiter_t;
 
 struct res_rec_s {
@@ -93,6 +92,10 @@ struct res_rec_s {
 	 * signal, or a release read before its acquire): its waiters may be
 	 * served by a task that holds nothing, no deadlock to call. */
 	uint32_t unheld_releases;
+	/* Permits held before a gap in listening, their holders forgotten
+	 * (weft__collector_res_gap()): releases by non-holders up to this
+	 * many are theirs, not counted unheld. */
+	uint32_t gap_permits;
 	/* Ends seen before their starts (early_note()). */
 	struct res_early {
 		uint64_t task, ts;

@@ -14,17 +14,27 @@
 #include "collector_res_internal.h"
 
 /*
- * Whether task @task, listed as waiting on @id since before a gap in
- * listening, may still: it shows that wait (one it began after, or whose
- * end it heard, shows another, or none).  A task waiting on two at once
- * (a receive under a timeout's sleep) shows one: the other is let go,
- * missed rather than listed wrong.
+ * Whether @w, a wait on @id heard before a gap in listening, may still go
+ * on: its task shows it (one it began after, or whose end it heard, shows
+ * another, or none), and has not been polled since (a review: a task that
+ * ran on, waiting on nothing the probe knows, kept it for good).  If not,
+ * the task's WAITING ON it goes with it.  A task polled while still
+ * waiting, or waiting on two at once (a receive under a timeout's sleep),
+ * loses it too: missed rather than listed wrong.
  */
-static bool unsure_waits(struct probe *p, uint64_t task, uint64_t id)
+static bool unsure_waits(struct probe *p, const res_waiter_t *w, uint64_t id)
 {
-	const task_rec_t *t = weft__collector_task_find(p, task);
+	task_rec_t *t = weft__collector_task_find(p, w->task);
 
-	return t && t->pub.waiting_on == id;
+	if (!t || t->pub.waiting_on != id)
+		return false;
+	if ((uint32_t)t->pub.polls == w->polls)
+		return true;
+	t->pub.waiting_on = 0;
+	t->pub.waiting_since_ns = 0;
+	t->pub.waiting_op = 0;
+	weft__collector_task_changed(p, t);
+	return false;
 }
 
 /*
@@ -42,7 +52,7 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 	for (uint32_t i = 0; i < r->nw;) {
 		if (task_gone(p, r->waiters[i].task) ||
 		    (r->waiters[i].unsure &&
-		     !unsure_waits(p, r->waiters[i].task, r->pub.id))) {
+		     !unsure_waits(p, &r->waiters[i], r->pub.id))) {
 			memmove(&r->waiters[i], &r->waiters[i + 1],
 				(r->nw - i - 1) * sizeof(*r->waiters));
 			r->nw--;
@@ -251,7 +261,7 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 
 		/* Held across drops: it may have ended in them (its
 		 * release dropped), a job no thread runs. */
-		if (res_unsure(p, h->unsure, h->since, now))
+		if (weft__collector_across_drops(p, h->since, now))
 			continue;
 		ht = h->task ? weft__collector_task_find(p, h->task) : NULL;
 		tname = ht ? ht->pub.name : NULL;
@@ -400,8 +410,7 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	for (uint32_t i = 0; i < r->nh; i++)
 		if ((now > r->holders[i].since ||
 		     r->holders[i].since_unknown) &&
-		    !res_unsure(p, r->holders[i].unsure, r->holders[i].since,
-				now))
+		    !weft__collector_across_drops(p, r->holders[i].since, now))
 			window_holder(r, &r->holders[i],
 				      now - r->holders[i].since, now);
 	if (!r->win_waits)

@@ -404,17 +404,6 @@ static void on_acquire(struct probe *p, res_rec_t *r, const weft_event_t *ev,
 
 		if (hk->task != ev->task || !ev->task)
 			continue;
-		/*
-		 * Held before a gap in listening (unsure): its permits may
-		 * have gone back in it, unheard.  This hold starts afresh,
-		 * or the old start would make it "held" since before the gap.
-		 */
-		if (hk->unsure) {
-			*hk = (res_holder_t){ .task = ev->task,
-					      .since = ev->ts,
-					      .count = n };
-			return;
-		}
 		/* More permits for a holder: one entry. */
 		hk->count += n;
 		return;
@@ -474,7 +463,13 @@ static bool on_release(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 			if (ev->task)
 				early_note(r, WEFT_EV_RES_RELEASE, ev->task,
 					   ev->ts);
-			r->unheld_releases++;
+			/* A holder's forgotten in a gap in listening: no
+			 * signal of a semaphore used as one. */
+			if (r->gap_permits)
+				r->gap_permits -=
+					n < r->gap_permits ? n : r->gap_permits;
+			else
+				r->unheld_releases++;
 			return true;
 		}
 	}
@@ -801,46 +796,51 @@ void weft__collector_res_published(struct probe *p)
  * the lock's holder (a new listening generation: weft__collector_seed_waits()).
  * A lock held with nobody waiting is forgotten with them: missed, not
  * wrong (its release, unheld, is nobody's, and a lock's waits stay in the
- * deadlock check).  The others (a semaphore's permits, a channel's or a
- * notify's waiters, the timer wheel's sleepers, whose WAITING ON the leak
- * check counts on) cannot be read back: kept, each marked unsure, so that
- * no warning is raised of them (res_unsure()).  The ends that came before
+ * deadlock check).  The other waits (a semaphore's, a channel's, a
+ * notify's, the timer wheel's sleepers, whose WAITING ON the leak check
+ * counts on) cannot be read back: kept, each marked unsure, so that no
+ * warning is raised of them (res_unsure()); their holds are forgotten
+ * (res_gap_keep()).  The ends that came before
  * their starts are forgotten: the starts still to come went with the
  * rings' old events (weft__collector_gap()), and one kept would cancel
  * the same task's next wait or hold.
  */
 /*
- * A resource not a lock, across a gap: its waits and holds of tasks kept,
- * unsure (a task's next wait or hold there replaces its own, one gone is
- * swept: res_sweep()); a semaphore's holders kept, or a release after the
- * gap would count as a non-holder's and take the semaphore out of the
- * deadlock check.  Those of plain threads (task 0: a blocking pool's
- * jobs, its queue's waits), which nothing can tell apart or sweep, and
- * the other kinds' holders, forgotten: their ends, if still to come, are
- * nobody's.
+ * A resource not a lock, across a gap: its task waits kept, unsure (no
+ * warning of them; a task's next wait there replaces its own, one whose
+ * task ran or shows another wait since is let go: res_sweep()), each with
+ * its task's polls then.  Its holders forgotten: a hold still going on is
+ * missed, not listed for good when its release came in the gap.  A
+ * semaphore's permits so forgotten are counted (gap_permits), so that
+ * their releases to come are not taken for a non-holder's, which would
+ * take it out of the deadlock check.  The waits of plain threads (task 0:
+ * a blocking pool's queue), which nothing can tell apart or sweep,
+ * forgotten too.  The counts are the lists' now: waiters past the lists'
+ * bounds (the timer wheel keeps 64) are forgotten, their ends to come
+ * noted as early ends that no start takes (a later start is later).
  */
 static void res_gap_keep(struct probe *p, res_rec_t *r)
 {
-	uint32_t nw = 0, nh = 0, gone;
+	uint32_t nw = 0;
 
-	for (uint32_t k = 0; k < r->nw; k++)
-		if (r->waiters[k].task) {
-			r->waiters[nw] = r->waiters[k];
-			r->waiters[nw++].unsure = true;
-		}
-	for (uint32_t k = 0; k < r->nh; k++)
-		if (r->holders[k].task && r->pub.kind == WEFT_RES_SEMAPHORE) {
-			r->holders[nh] = r->holders[k];
-			r->holders[nh++].unsure = true;
-		}
-	if (nw == r->nw && nh == r->nh)
+	for (uint32_t k = 0; k < r->nw; k++) {
+		task_rec_t *t;
+
+		if (!r->waiters[k].task)
+			continue;
+		t = weft__collector_task_find(p, r->waiters[k].task);
+		r->waiters[nw] = r->waiters[k];
+		r->waiters[nw].unsure = true;
+		r->waiters[nw++].polls = t ? (uint32_t)t->pub.polls : 0;
+	}
+	if (r->pub.kind == WEFT_RES_SEMAPHORE)
+		for (uint32_t k = 0; k < r->nh; k++)
+			r->gap_permits += r->holders[k].count;
+	if (nw == r->nw && r->nh == 0 && r->pub.nwaiters == nw &&
+	    r->pub.nholders == 0)
 		return;
-	gone = r->nw - nw;
-	r->pub.nwaiters -= gone < r->pub.nwaiters ? gone : r->pub.nwaiters;
-	gone = r->nh - nh;
-	r->pub.nholders -= gone < r->pub.nholders ? gone : r->pub.nholders;
-	r->nw = nw;
-	r->nh = nh;
+	r->nw = r->pub.nwaiters = nw;
+	r->nh = r->pub.nholders = 0;
 	res_changed(p, r);
 }
 

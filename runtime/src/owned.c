@@ -145,8 +145,9 @@ static void describe_parked(weft_task_t *t, weft__task_info_t *out)
 
 	out->parked_file = site ? site->file : NULL;
 	out->parked_line = site ? site->line : 0;
-	out->no_waker = !(st & (TASK_RUNNING | TASK_NOTIFIED | TASK_COMPLETE |
-				TASK_CANCELLED)) &&
+	out->idle = !(st & (TASK_RUNNING | TASK_NOTIFIED | TASK_COMPLETE |
+			    TASK_CANCELLED));
+	out->no_waker = out->idle &&
 			task_refs(st) == 1 + !!(st & TASK_JOIN_INTEREST);
 }
 

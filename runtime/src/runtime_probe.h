@@ -42,6 +42,13 @@ typedef struct weft__task_info_s {
 	 * a clone).  Read from the one state word, so a consistent view.
 	 */
 	bool no_waker;
+	/*
+	 * Pending and not queued, running, done or being cancelled: parked
+	 * until a wake, when read (the same word).  The probe corrects a
+	 * record left queued or running by a poll it did not hear (dropped,
+	 * or in a gap in listening).
+	 */
+	bool idle;
 } weft__task_info_t;
 
 /*
