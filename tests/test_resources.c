@@ -1779,6 +1779,13 @@ static weft_poll_t sync_xfer_poll(void *arg, weft_cx_t *cx)
 }
 
 /* Two such tasks for @ms, then the deadlock (if @crossed) broken. */
+/* How run_sync_transfers() makes its locks. */
+static enum {
+	SYNC_INIT,   /* weft_mutex_init() */
+	SYNC_STATIC, /* WEFT_MUTEX_INITIALIZER */
+	SYNC_ZEROED, /* never initialised */
+} sync_made;
+
 static void run_sync_transfers(bool crossed, unsigned ms, uint64_t *ids)
 {
 	static weft_mutex_t a, b;
@@ -1799,8 +1806,16 @@ static void run_sync_transfers(bool crossed, unsigned ms, uint64_t *ids)
 
 	atomic_store(&held, 0);
 	atomic_store(&broken, 0);
-	weft_mutex_init(&a, "ledger_a");
-	weft_mutex_init(&b, "ledger_b");
+	if (sync_made == SYNC_INIT) {
+		weft_mutex_init(&a, "ledger_a");
+		weft_mutex_init(&b, "ledger_b");
+	} else if (sync_made == SYNC_STATIC) {
+		a = (weft_mutex_t)WEFT_MUTEX_INITIALIZER("ledger_a");
+		b = (weft_mutex_t)WEFT_MUTEX_INITIALIZER("ledger_b");
+	} else {
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+	}
 	assert_int_equal(weft_spawn_named(rt, "sync_ab", sync_xfer_poll, &x[0],
 					  &j[0]),
 			 0);
@@ -1866,6 +1881,41 @@ static void test_deadlock_sync_mutex(void **state)
 		print_warnings(&r->s);
 	assert_int_equal(sink_count(&r->s, WEFT_WARN_DEADLOCK, 0), 0);
 	rsink_free(r, sub);
+}
+
+/*
+ * The same with locks made as a static is (WEFT_MUTEX_INITIALIZER), or
+ * never initialised (zeroed: a lock all the same): the deadlock is said,
+ * the locks named or not.  Before, a zeroed one was no mutex to the probe
+ * and its waits were never in the wait-for graph.
+ */
+static void test_deadlock_sync_static(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r;
+	weft_probe_warning_t w[16];
+	uint64_t ids[2];
+	size_t n;
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		r = rsink_new(&sub);
+		sync_made = k ? SYNC_ZEROED : SYNC_STATIC;
+		run_sync_transfers(true, 2500, ids);
+		sync_made = SYNC_INIT;
+		n = rsink_warnings(r, WEFT_WARN_DEADLOCK, NULL, w, 16);
+		if (n != 1)
+			print_warnings(&r->s);
+		assert_int_equal(n, 1);
+		print_message("%s\n", w[0].detail);
+		assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
+		assert_non_null(strstr(w[0].detail, "waits for "));
+		if (!k) {
+			assert_non_null(strstr(w[0].detail, "\"ledger_a\""));
+			assert_non_null(strstr(w[0].detail, "\"ledger_b\""));
+		}
+		rsink_free(r, sub);
+	}
 }
 
 /* The same, formed before anyone listened (two workers blocked in the
@@ -2021,6 +2071,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock_sync_mutex),
 		cmocka_unit_test(test_deadlock_before_attach),
 		cmocka_unit_test(test_deadlock_in_gap),
+		cmocka_unit_test(test_deadlock_sync_static),
 		cmocka_unit_test(test_deadlock_sync_before_attach),
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),

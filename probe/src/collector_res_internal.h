@@ -96,6 +96,9 @@ struct res_rec_s {
 	 * (weft__collector_res_gap()): releases by non-holders up to this
 	 * many are theirs, not counted unheld. */
 	uint32_t gap_permits;
+	/* Its waiters heard before a gap in listening (unsure), still
+	 * listed: on_wait() looks for the task's own only while any are. */
+	uint32_t nunsure;
 	/* Ends seen before their starts (early_note()). */
 	struct res_early {
 		uint64_t task, ts;

@@ -53,6 +53,7 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 		if (task_gone(p, r->waiters[i].task) ||
 		    (r->waiters[i].unsure &&
 		     !unsure_waits(p, &r->waiters[i], r->pub.id))) {
+			r->nunsure -= r->waiters[i].unsure;
 			memmove(&r->waiters[i], &r->waiters[i + 1],
 				(r->nw - i - 1) * sizeof(*r->waiters));
 			r->nw--;

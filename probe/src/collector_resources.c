@@ -245,11 +245,12 @@ static bool on_wait(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	 * leave this one waiting for good (a review: "1 waits > 10 ms,
 	 * waiting 2.0 s" of a wait of a tick).
 	 */
-	for (uint32_t i = 0; ev->task && i < r->nw; i++) {
+	for (uint32_t i = 0; r->nunsure && ev->task && i < r->nw; i++) {
 		res_waiter_t *w = &r->waiters[i];
 
 		if (w->task != ev->task || !w->unsure)
 			continue;
+		r->nunsure--;
 		*w = (res_waiter_t){ .task = ev->task,
 				     .since = ev->ts,
 				     .op = op };
@@ -303,6 +304,7 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 	if (at != UINT32_MAX) {
 		since = r->waiters[at].since;
 		unsure = r->waiters[at].unsure;
+		r->nunsure -= unsure;
 		memmove(&r->waiters[at], &r->waiters[at + 1],
 			(r->nw - at - 1) * sizeof(*r->waiters));
 		r->nw--;
@@ -833,6 +835,7 @@ static void res_gap_keep(struct probe *p, res_rec_t *r)
 		r->waiters[nw].unsure = true;
 		r->waiters[nw++].polls = t ? (uint32_t)t->pub.polls : 0;
 	}
+	r->nunsure = nw;
 	if (r->pub.kind == WEFT_RES_SEMAPHORE)
 		for (uint32_t k = 0; k < r->nh; k++)
 			r->gap_permits += r->holders[k].count;

@@ -42,6 +42,26 @@ static _Atomic uint32_t *word(weft_mutex_t *m)
 	return (_Atomic uint32_t *)&m->state;
 }
 
+_Static_assert(WEFT__MUTEX_RES_KIND == WEFT_RES_SYNC_MUTEX,
+	       "WEFT_MUTEX_INITIALIZER's resource kind");
+
+/*
+ * @m's resource, with its kind: one made by weft_mutex_init() or
+ * WEFT_MUTEX_INITIALIZER has it; one zeroed (a static never initialised,
+ * which works as a lock) is given it at its first event, so that the
+ * probe names it a mutex and its waits enter the wait-for graph.  Only
+ * while the probe listens.  Relaxed: every thread stores the same value,
+ * which orders nothing; announce() (resource.c) reads it so.
+ */
+static weft_resource_t *mutex_res(weft_mutex_t *m)
+{
+	if (__builtin_expect(!__atomic_load_n(&m->res.kind, __ATOMIC_RELAXED),
+			     0))
+		__atomic_store_n(&m->res.kind, (uint8_t)WEFT_RES_SYNC_MUTEX,
+				 __ATOMIC_RELAXED);
+	return &m->res;
+}
+
 void weft_mutex_init(weft_mutex_t *m, const char *name)
 {
 	memset(m, 0, sizeof(*m));
@@ -126,7 +146,8 @@ static void taken(weft_mutex_t *m, const char *file, int line,
 			 waited_us);
 	/* Its holder as a resource's (deadlocks, the resources view). */
 	if (WEFT_PROBE_ON())
-		weft__res_acquired(&m->res, m->owner_task, file, line, NULL);
+		weft__res_acquired(mutex_res(m), m->owner_task, file, line,
+				   NULL);
 }
 
 void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
@@ -173,8 +194,9 @@ void weft_mutex_lock_at(weft_mutex_t *m, const char *file, int line)
 		uint32_t gen = load_relaxed(&weft__probe_listen_gen), slot;
 
 		if (task)
-			res = weft__res_emit_clock(&m->res, WEFT_EV_RES_WAIT,
-						   task, WEFT_RES_OP_ACQUIRE);
+			res = weft__res_emit_clock(mutex_res(m),
+						   WEFT_EV_RES_WAIT, task,
+						   WEFT_RES_OP_ACQUIRE);
 		/* Kept for a collector that starts while it lasts. */
 		slot = weft__lock_wait_begin(&m->res, WEFT_RES_SYNC_MUTEX,
 					     WEFT_RES_OP_ACQUIRE,
@@ -267,7 +289,7 @@ void weft_mutex_unlock(weft_mutex_t *m)
 		 */
 		__atomic_store_n(&m->owner_task, 0, __ATOMIC_RELAXED);
 		WEFT_PROBE_EVENT(LOCK_RELEASE, owner, (uintptr_t)m->name, 0);
-		WEFT_RES_EVENT(&m->res, RES_RELEASE, owner, 1);
+		WEFT_RES_EVENT(mutex_res(m), RES_RELEASE, owner, 1);
 	}
 	/* Release: our critical section before the next holder's acquire. */
 	if (atomic_exchange_explicit(word(m), 0, memory_order_release) == 2)

@@ -40,7 +40,10 @@ static void announce(weft_resource_t *r, uint64_t id, uint64_t ts)
 	/* Relaxed: a name set on another thread shows at its own emit. */
 	const char *name = __atomic_load_n(&r->name, __ATOMIC_RELAXED);
 
-	weft__probe_emit_at(ts, WEFT_EV_RES_NEW, 0, id, r->kind);
+	/* Relaxed: a zeroed weft_mutex_t's is stored at its first event
+	 * (mutex.c mutex_res()), the same value by every thread. */
+	weft__probe_emit_at(ts, WEFT_EV_RES_NEW, 0, id,
+			    __atomic_load_n(&r->kind, __ATOMIC_RELAXED));
 	if (r->file)
 		weft__probe_emit_at(ts, WEFT_EV_RES_NAME, id,
 				    (uintptr_t)r->file, r->line ? r->line : 1);

@@ -48,6 +48,25 @@ typedef struct weft_mutex_s {
 	weft_resource_t res;
 } weft_mutex_t;
 
+/* The resource kind of a weft_mutex_t (WEFT_RES_SYNC_MUTEX, checked in
+ * mutex.c): this header does not include the probe's. */
+#define WEFT__MUTEX_RES_KIND 10
+
+/*
+ * WEFT_MUTEX_INITIALIZER() - a weft_mutex_t ready to use, named @nm (a
+ * static string, or NULL), as weft_mutex_init() makes it:
+ *
+ *	static weft_mutex_t stats_mu = WEFT_MUTEX_INITIALIZER("stats");
+ *
+ * A zeroed one (a static never initialised) works too, unnamed.
+ */
+#define WEFT_MUTEX_INITIALIZER(nm)                                             \
+	{                                                                      \
+		.name = (nm),                                                  \
+		.res = {.name = (nm),                                          \
+			.kind = WEFT__MUTEX_RES_KIND }                         \
+	}
+
 /**
  * weft_mutex_init() - @name is a static string shown by the tools.
  *
