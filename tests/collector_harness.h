@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hand-built event streams of test_collector.c and
- * test_collector_wakers.c: the collector run on the test's thread (no
+ * The hand-built event streams of test_collector.c,
+ * test_collector_wakers.c and test_collector_gap.c: the collector run on the test's thread (no
  * collector thread, no runtime), two rings, events pushed at chosen
  * ticks, passes run by the test.
  */
@@ -74,6 +74,49 @@ static inline void ev(ring_entry_t *e, unsigned at, uint8_t kind, uint64_t task,
 			   .kind = kind };
 
 	assert_true(weft__ring_push_spsc(&e->ring, &x));
+}
+
+/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
+static inline unsigned ms_ticks(unsigned ms)
+{
+	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
+		      weft__probe_clock_to_ns(base);
+
+	/* ns per 10^9 units: units per ms = 10^15 / ns. */
+	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
+}
+
+/* A pending poll of @task from tick @from to tick @to that cloned its
+ * own waker @clones times. */
+static inline void poll_pending(ring_entry_t *e, unsigned from, unsigned to,
+				uint64_t task, uint32_t clones)
+{
+	ev(e, to, WEFT_EV_POLL, task, (uint64_t)(to - from) * TICK,
+	   clones << WEFT_POLL_CLONES_SHIFT);
+}
+
+/* Ten passes whose clock reads tick @at: the checks run in them. */
+static inline void passes_at(unsigned at)
+{
+	pthread_mutex_lock(&p->lock);
+	for (int i = 0; i < 10; i++)
+		weft__collector_pass(
+			p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Task @id's record as published (it must have one). */
+static inline weft_probe_task_t task(uint64_t id)
+{
+	const weft_probe_task_t *t;
+	weft_probe_task_t out;
+
+	pthread_mutex_lock(&p->lock);
+	t = weft__collector_task(p, id);
+	assert_non_null(t);
+	out = *t;
+	pthread_mutex_unlock(&p->lock);
+	return out;
 }
 
 #endif

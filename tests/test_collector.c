@@ -45,19 +45,6 @@ static void pass(void)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static weft_probe_task_t task(uint64_t id)
-{
-	const weft_probe_task_t *t;
-	weft_probe_task_t out;
-
-	pthread_mutex_lock(&p->lock);
-	t = weft__collector_task(p, id);
-	assert_non_null(t);
-	out = *t;
-	pthread_mutex_unlock(&p->lock);
-	return out;
-}
-
 /* In order, a wake after a pending poll queues the task. */
 static void test_wake_after_poll_queues(void **state)
 {
@@ -965,16 +952,6 @@ static void test_steals_past_64(void **state)
 }
 
 /* ------------------------------------------------- blocking-queue */
-
-/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
-static unsigned ms_ticks(unsigned ms)
-{
-	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
-		      weft__probe_clock_to_ns(base);
-
-	/* ns per 10^9 units: units per ms = 10^15 / ns. */
-	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
-}
 
 /* A pass whose clock reads tick @at (warnings look at it). */
 static void pass_at(unsigned at)

@@ -32,47 +32,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A pending poll of @task from tick @from to tick @to that cloned its
- * own waker @clones times. */
-static void poll_pending(ring_entry_t *e, unsigned from, unsigned to,
-			 uint64_t task, uint32_t clones)
-{
-	ev(e, to, WEFT_EV_POLL, task, (uint64_t)(to - from) * TICK,
-	   clones << WEFT_POLL_CLONES_SHIFT);
-}
-
-/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
-static unsigned ms_ticks(unsigned ms)
-{
-	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
-		      weft__probe_clock_to_ns(base);
-
-	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
-}
-
-/* Ten passes whose clock reads tick @at: the checks run in them. */
-static void passes_at(unsigned at)
-{
-	pthread_mutex_lock(&p->lock);
-	for (int i = 0; i < 10; i++)
-		weft__collector_pass(
-			p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
-	pthread_mutex_unlock(&p->lock);
-}
-
-static weft_probe_task_t task(uint64_t id)
-{
-	const weft_probe_task_t *t;
-	weft_probe_task_t out;
-
-	pthread_mutex_lock(&p->lock);
-	t = weft__collector_task(p, id);
-	assert_non_null(t);
-	out = *t;
-	pthread_mutex_unlock(&p->lock);
-	return out;
-}
-
 /* The warnings of @kind raised so far that name @task (0: any). */
 static unsigned warnings(uint8_t kind, uint64_t task)
 {
@@ -142,18 +101,15 @@ static unsigned delay_warnings(uint64_t task)
 static void gap_fall(void)
 {
 	pthread_mutex_lock(&p->lock);
-	p->gap_open = true;
-	p->gap_from_ns = p->last_pass_ns;
-	p->gap_passes = p->passes;
+	weft__collector_gap_open(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* And rises again at tick @at, as a subscriber of events coming does. */
-static void gap_rise(unsigned at)
+/* And rises again, as a subscriber of events coming does. */
+static void gap_rise(void)
 {
 	pthread_mutex_lock(&p->lock);
-	weft__collector_gap(
-		p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
+	weft__collector_gap(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -174,7 +130,7 @@ static void test_gap_waker_not_lost(void **state)
 	passes_at(11);
 	gap_fall();
 	passes_at(12);
-	gap_rise(12);
+	gap_rise();
 	ev(ring_b, 13, WEFT_EV_WAKER_DROP, 191, 0, 0);
 	passes_at(14);
 	after = 14 + ms_ticks(5);
@@ -208,7 +164,7 @@ static void test_gap_not_judged_in_it(void **state)
 	passes_at(11 + 2 * later);
 	passes_at(11 + 3 * later);
 	assert_int_equal(lost_warnings(195), 0);
-	gap_rise(12 + 3 * later);
+	gap_rise();
 	after = 12 + 3 * later + ms_ticks(5);
 	ev(ring_a, after, WEFT_EV_SPAWN, 196, 0, 0);
 	poll_pending(ring_a, after + 1, after + 2, 196, 0);
@@ -236,7 +192,7 @@ static void test_gap_no_delay_across(void **state)
 	assert_int_equal(task(193).state, WEFT_TASK_SCHEDULED);
 	gap_fall();
 	passes_at(12);
-	gap_rise(13);
+	gap_rise();
 	passes_at(13);
 	poll_pending(ring_a, late, late + 1, 193, 0);
 	passes_at(late + 2);
@@ -274,7 +230,7 @@ static void run_unsure_pairing(uint64_t id, uint8_t kind, uint8_t op,
 	passes_at(4);
 	gap_fall();
 	passes_at(5);
-	gap_rise(6);
+	gap_rise();
 	ev(ring_a, 7, WEFT_EV_RES_WAIT, 40, id, op);
 	/* Served: a semaphore's permit held from here (no RES_ACQUIRE). */
 	ev(ring_a, 8, WEFT_EV_RES_WAIT_END, 40, id,
@@ -329,7 +285,7 @@ static void test_gap_twin_still_said(void **state)
 	passes_at(3);
 	gap_fall();
 	passes_at(4);
-	gap_rise(5);
+	gap_rise();
 	ev(ring_a, 6, WEFT_EV_RES_ACQUIRE, 43, 203, 1);
 	ev(ring_a, 7, WEFT_EV_RES_WAIT, 42, 203, WEFT_RES_OP_ACQUIRE);
 	ev(ring_a, 7, WEFT_EV_RES_WAIT, 44, 203, WEFT_RES_OP_ACQUIRE);
@@ -362,7 +318,7 @@ static void test_gap_unsure_let_go_when_run(void **state)
 	assert_int_equal(task(50).waiting_on, 300);
 	gap_fall();
 	passes_at(4);
-	gap_rise(5);
+	gap_rise();
 	ev(ring_a, 6, WEFT_EV_RES_WAIT, 51, 300, WEFT_RES_OP_SEND);
 	passes_at(7);
 	/* Still listed: nothing says otherwise yet. */
@@ -399,7 +355,7 @@ static void test_gap_semaphore_holder_forgotten(void **state)
 	assert_int_equal(v.nh, 1);
 	gap_fall();
 	passes_at(4);
-	gap_rise(5);
+	gap_rise();
 	passes_at(6);
 	v = res_view(205);
 	assert_int_equal(v.nh, 0);
@@ -434,7 +390,7 @@ static void test_gap_timer_wheel_counts(void **state)
 	assert_int_equal(v.nwaiters, 70);
 	gap_fall();
 	passes_at(4);
-	gap_rise(5);
+	gap_rise();
 	passes_at(6);
 	v = res_view(310);
 	assert_int_equal(v.nwaiters, v.nw);

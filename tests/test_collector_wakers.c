@@ -30,47 +30,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A pending poll of @task from tick @from to tick @to that cloned its
- * own waker @clones times. */
-static void poll_pending(ring_entry_t *e, unsigned from, unsigned to,
-			 uint64_t task, uint32_t clones)
-{
-	ev(e, to, WEFT_EV_POLL, task, (uint64_t)(to - from) * TICK,
-	   clones << WEFT_POLL_CLONES_SHIFT);
-}
-
-/* Ticks (of TICK clock units) in @ms milliseconds of this clock. */
-static unsigned ms_ticks(unsigned ms)
-{
-	uint64_t ns = weft__probe_clock_to_ns(base + 1000000000ull) -
-		      weft__probe_clock_to_ns(base);
-
-	return (unsigned)((uint64_t)ms * 1000000000000000ull / ns / TICK);
-}
-
-/* Ten passes whose clock reads tick @at: the idle check runs in one. */
-static void passes_at(unsigned at)
-{
-	pthread_mutex_lock(&p->lock);
-	for (int i = 0; i < 10; i++)
-		weft__collector_pass(
-			p, weft__probe_clock_to_ns(base + (uint64_t)at * TICK));
-	pthread_mutex_unlock(&p->lock);
-}
-
-static weft_probe_task_t task(uint64_t id)
-{
-	const weft_probe_task_t *t;
-	weft_probe_task_t out;
-
-	pthread_mutex_lock(&p->lock);
-	t = weft__collector_task(p, id);
-	assert_non_null(t);
-	out = *t;
-	pthread_mutex_unlock(&p->lock);
-	return out;
-}
-
 static unsigned lost_warnings(uint64_t task)
 {
 	unsigned n = 0;

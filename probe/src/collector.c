@@ -661,7 +661,13 @@ int weft__collector_start(struct probe *p)
 	return 0;
 }
 
-void weft__collector_gap(struct probe *p, uint64_t now)
+void weft__collector_gap_open(struct probe *p)
+{
+	p->gap_open = true;
+	p->gap_passes = p->passes;
+}
+
+void weft__collector_gap(struct probe *p)
 {
 	p->gap_open = false;
 	/*
@@ -692,7 +698,6 @@ void weft__collector_gap(struct probe *p, uint64_t now)
 	 * attached to a hung program) is to be said (a review found it
 	 * missed so).  The reconcile at once, not a second after the last.
 	 */
-	(void)now;
 	p->gap_reconcile = true;
 	p->reconciled_at = 0;
 }

@@ -361,13 +361,13 @@ struct probe {
 	 * collector runs on (a subscriber of updates alone keeps it), so
 	 * it hears nothing until one comes again (weft__collector_gap()).
 	 * Meanwhile no warning is raised of what it heard before: its ends
-	 * come unheard.  gap_from_ns: the last pass before listening fell
-	 * (events after it may be unfolded), gap_passes: p->passes then.
+	 * come unheard.  gap_passes: p->passes when listening fell (none
+	 * since: the old period's last events may be unfolded).
 	 * gap_reconcile: the owned list to be read at the next pass (tasks
 	 * that ended or began in the gap).  Under probe.lock.
 	 */
 	bool gap_open, gap_reconcile;
-	uint64_t gap_from_ns, gap_passes;
+	uint64_t gap_passes;
 	/*
 	 * A seed under way over several passes (collector_reconcile.c):
 	 * bit i, owned-list shard i is still to be read (0: no seed under
@@ -709,8 +709,10 @@ static inline bool weft__collector_across_drops(const struct probe *p,
 /* collector.c */
 int weft__collector_start(struct probe *p);
 void weft__collector_stop(struct probe *p);
+/* Listening fell to 0, the collector running on: a gap opens. */
+void weft__collector_gap_open(struct probe *p);
 /*
- * Events flow again after a gap in listening (gap_open), at @now; before
+ * Events flow again after a gap in listening (gap_open); before
  * listening rises, under probe.lock.  What was heard before the gap and
  * may have ended in it is forgotten or marked unsure: the rings' events
  * from before (a site that saw the old listening, late), the tasks'
@@ -720,7 +722,7 @@ void weft__collector_stop(struct probe *p);
  * The tasks that ended or began in it are settled from the owned list
  * at the next pass (weft__collector_reconcile()).
  */
-void weft__collector_gap(struct probe *p, uint64_t now);
+void weft__collector_gap(struct probe *p);
 void weft__collector_pass(struct probe *p, uint64_t now);
 uint64_t weft__collector_interval(struct probe *p);
 const weft_probe_task_t *weft__collector_task(struct probe *p, uint64_t id);

@@ -424,6 +424,21 @@ static void *collector_main(void *arg)
 	return NULL;
 }
 
+/*
+ * With probe.lock held and the collector running: asks for a pass and
+ * waits until one has served it (or the collector is gone), the lock let
+ * go meanwhile.
+ */
+static void flush_locked(struct probe *p)
+{
+	uint64_t ticket = ++p->flush_ticket;
+
+	p->flush_requested = ticket;
+	collector_wake_up();
+	while (p->running && p->flush_done < ticket)
+		pthread_cond_wait(&p->cond, &p->lock);
+}
+
 int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 			 weft_probe_sub_t **out)
 {
@@ -457,14 +472,8 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 	 * state it finds.
 	 */
 	while (opts->events && p->running && p->gap_open &&
-	       p->passes == p->gap_passes) {
-		uint64_t ticket = ++p->flush_ticket;
-
-		p->flush_requested = ticket;
-		collector_wake_up();
-		while (p->running && p->flush_done < ticket)
-			pthread_cond_wait(&p->cond, &p->lock);
-	}
+	       p->passes == p->gap_passes)
+		flush_locked(p);
 	if (!p->running) {
 		err = weft__collector_start(p);
 		if (!err) {
@@ -515,7 +524,7 @@ int weft_probe_subscribe(const weft_probe_sub_opts_t *opts,
 		 */
 		if (load_relaxed(&weft__probe_listening) == 0) {
 			if (p->gap_open)
-				weft__collector_gap(p, weft_now_ns());
+				weft__collector_gap(p);
 			fetch_add_relaxed(&weft__probe_listen_gen, 1);
 		}
 		fetch_add_relaxed(&weft__probe_listening, 1);
@@ -554,9 +563,7 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 		 */
 		if (fetch_sub_relaxed(&weft__probe_listening, 1) == 1 &&
 		    p->running) {
-			p->gap_open = true;
-			p->gap_from_ns = p->last_pass_ns;
-			p->gap_passes = p->passes;
+			weft__collector_gap_open(p);
 			/* A pass soon, for the old period's last events. */
 			weft__ring_half_full();
 		}
@@ -604,21 +611,13 @@ void weft_probe_unsubscribe(weft_probe_sub_t *sub)
 void weft_probe_flush(void)
 {
 	struct probe *p = &weft__probe;
-	uint64_t ticket;
 
 	/* A callback: the pass it runs in is the flush there is. */
 	if (weft__in_collector)
 		return;
 	pthread_mutex_lock(&p->lock);
-	if (!p->running) {
-		pthread_mutex_unlock(&p->lock);
-		return;
-	}
-	ticket = ++p->flush_ticket;
-	p->flush_requested = ticket;
-	collector_wake_up();
-	while (p->running && p->flush_done < ticket)
-		pthread_cond_wait(&p->cond, &p->lock);
+	if (p->running)
+		flush_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
