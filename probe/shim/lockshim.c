@@ -6,13 +6,22 @@
  *	LD_PRELOAD=libweft-lockshim.so ./service
  *
  * It interposes pthread_mutex_lock/trylock/unlock.  A lock taken while a
- * task is being polled (weft_probe_current_task() != 0) is remembered in a
- * small per-thread table with the task, the caller's address and the time;
- * when the worker finishes a poll that returned PENDING it calls our hook,
- * which reports every mutex that task still holds (the probe raises "lock
- * held across await", as for weft_mutex_t).  libweft's own locks pass
- * through too but are never held when a poll returns, so they are never
- * reported.
+ * task is being polled (weft_probe_current_task() != 0) is remembered in
+ * the taking thread's table with the task, the caller's address and the
+ * time; when the worker finishes a poll that returned PENDING it calls
+ * our hook, which reports every mutex that task still holds in the
+ * thread's table (the probe raises "lock held across await", as for
+ * weft_mutex_t).  libweft's own locks pass through too but are never held
+ * when a poll returns, so they are never reported.
+ *
+ * An unlock forgets the hold wherever it was remembered: the task that
+ * holds a lock across an await is often polled next on another worker and
+ * unlocks there.  A hold left behind in the first worker's table would be
+ * blamed on the next task there that takes the same lock (its own unlock
+ * would forget the stale hold, not its own), and reported as held for
+ * ever.  So the tables are global (one claimed per thread that takes a
+ * lock in a task), and an unlock that does not find the lock in its own
+ * thread's table looks in the others'.
  *
  * Names and sites are interned once ("pthread_mutex_t 0x5581...",
  * "handler+0x2c (demo)") in bounded tables that live as long as the
@@ -34,21 +43,44 @@
 #include "weft/time.h"
 
 #define HELD_MAX 16
+#define TABLES_MAX 256
 #define INTERN_MAX 4096
 
+/*
+ * A thread's holds.  Only the owning thread writes a slot's task, caller
+ * and at_ns, and reads them; any thread may forget a hold by swapping its
+ * m for NULL (an unlock elsewhere, see above).  So m is the one field
+ * shared, and relaxed: no thread reads another's fields through it, and a
+ * hold taken on one thread and released on another was handed over by the
+ * runtime's queues (a release there, an acquire here), which orders this
+ * thread's store of m before the other's look.  A slot once NULL stays
+ * NULL until its owner fills it.
+ */
 struct held {
-	pthread_mutex_t *m;
+	_Atomic(pthread_mutex_t *) m;
 	uint64_t task;
 	const void *caller;
 	uint64_t at_ns;
 };
 
+struct table {
+	_Atomic bool claimed;
+	struct held slot[HELD_MAX];
+};
+
+static struct table tables[TABLES_MAX];
+/* Tables claimed at least once (the ones an unlock looks in), and holds
+ * remembered in all (0: an unlock of a lock not in its own table looks no
+ * further).  Relaxed: hints whose staleness the argument above covers. */
+static _Atomic unsigned tables_hw;
+static _Atomic unsigned holds;
+static pthread_key_t table_key;
+
 static int (*real_lock)(pthread_mutex_t *);
 static int (*real_trylock)(pthread_mutex_t *);
 static int (*real_unlock)(pthread_mutex_t *);
 
-static _Thread_local struct held held[HELD_MAX];
-static _Thread_local unsigned nheld;
+static _Thread_local struct table *mine;
 static _Thread_local int busy; /* re-entry from our own calls */
 
 /* ------------------------------------------------------------ interning */
@@ -110,18 +142,83 @@ static const char *intern(const void *key, int is_site)
 	return s ? s : (is_site ? "(unknown site)" : "pthread_mutex_t");
 }
 
+/* -------------------------------------------------------------- tables */
+
+/* Forgets slot @h's hold if it still is @m's; true if this call did. */
+static bool forget(struct held *h, pthread_mutex_t *m)
+{
+	pthread_mutex_t *want = m;
+
+	if (!__atomic_compare_exchange_n(&h->m, &want, NULL, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return false;
+	__atomic_fetch_sub(&holds, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* At the thread's exit: its holds forgotten, its table free again. */
+static void table_release(void *arg)
+{
+	struct table *t = arg;
+
+	for (unsigned i = 0; i < HELD_MAX; i++) {
+		pthread_mutex_t *m =
+			__atomic_load_n(&t->slot[i].m, __ATOMIC_RELAXED);
+
+		if (m)
+			forget(&t->slot[i], m);
+	}
+	mine = NULL;
+	__atomic_store_n(&t->claimed, false, __ATOMIC_RELEASE);
+}
+
+/* This thread's table, claimed on first use; NULL when all are taken. */
+static struct table *table(void)
+{
+	if (mine)
+		return mine;
+	for (unsigned i = 0; i < TABLES_MAX; i++) {
+		bool no = false;
+		unsigned hw;
+
+		/* Acquire: the last owner's forgetting (table_release()). */
+		if (!__atomic_compare_exchange_n(&tables[i].claimed, &no, true,
+						 false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		hw = __atomic_load_n(&tables_hw, __ATOMIC_RELAXED);
+		while (hw < i + 1 &&
+		       !__atomic_compare_exchange_n(&tables_hw, &hw, i + 1,
+						    false, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED))
+			;
+		mine = &tables[i];
+		busy++;
+		pthread_setspecific(table_key, mine);
+		busy--;
+		return mine;
+	}
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- hook */
 
 static void at_pending(uint64_t task)
 {
-	uint64_t now = weft_now_ns();
+	uint64_t now;
 
-	for (unsigned i = 0; i < nheld; i++) {
-		if (held[i].task != task)
+	if (!mine || !__atomic_load_n(&holds, __ATOMIC_RELAXED))
+		return;
+	now = weft_now_ns();
+	for (unsigned i = 0; i < HELD_MAX; i++) {
+		struct held *h = &mine->slot[i];
+		pthread_mutex_t *m = __atomic_load_n(&h->m, __ATOMIC_RELAXED);
+
+		if (!m || h->task != task)
 			continue;
-		weft_probe_report_lock_held(task, intern(held[i].m, 0),
-					    intern(held[i].caller, 1),
-					    now - held[i].at_ns);
+		weft_probe_report_lock_held(task, intern(m, 0),
+					    intern(h->caller, 1),
+					    now - h->at_ns);
 	}
 }
 
@@ -130,19 +227,61 @@ __attribute__((constructor)) static void shim_init(void)
 	real_lock = dlsym(RTLD_NEXT, "pthread_mutex_lock");
 	real_trylock = dlsym(RTLD_NEXT, "pthread_mutex_trylock");
 	real_unlock = dlsym(RTLD_NEXT, "pthread_mutex_unlock");
+	pthread_key_create(&table_key, table_release);
 	weft_probe_set_raw_lock_hook(at_pending);
 }
 
 static void taken(pthread_mutex_t *m, const void *caller)
 {
+	struct table *t;
 	uint64_t task;
 
 	if (busy)
 		return;
 	task = weft_probe_current_task();
-	if (!task || nheld == HELD_MAX)
+	if (!task || !(t = table()))
 		return;
-	held[nheld++] = (struct held){ m, task, caller, weft_now_ns() };
+	for (unsigned i = 0; i < HELD_MAX; i++) {
+		struct held *h = &t->slot[i];
+
+		if (__atomic_load_n(&h->m, __ATOMIC_RELAXED))
+			continue;
+		h->task = task;
+		h->caller = caller;
+		h->at_ns = weft_now_ns();
+		__atomic_store_n(&h->m, m, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&holds, 1, __ATOMIC_RELAXED);
+		return;
+	}
+}
+
+/*
+ * @m is about to be unlocked: its hold forgotten, in this thread's table
+ * first, else in any.  Before the real unlock, so that a hold another
+ * thread takes next is never the one forgotten.
+ */
+static void released(pthread_mutex_t *m)
+{
+	unsigned hw;
+
+	if (!__atomic_load_n(&holds, __ATOMIC_RELAXED))
+		return;
+	if (mine)
+		for (unsigned i = 0; i < HELD_MAX; i++)
+			if (__atomic_load_n(&mine->slot[i].m,
+					    __ATOMIC_RELAXED) == m &&
+			    forget(&mine->slot[i], m))
+				return;
+	hw = __atomic_load_n(&tables_hw, __ATOMIC_RELAXED);
+	for (unsigned t = 0; t < hw; t++) {
+		if (&tables[t] == mine)
+			continue;
+		for (unsigned i = 0; i < HELD_MAX; i++)
+			if (__atomic_load_n(&tables[t].slot[i].m,
+					    __ATOMIC_RELAXED) == m &&
+			    forget(&tables[t].slot[i], m))
+				return;
+	}
 }
 
 __attribute__((visibility("default"))) int
@@ -176,11 +315,6 @@ pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (!real_unlock)
 		real_unlock = dlsym(RTLD_NEXT, "pthread_mutex_unlock");
-	for (unsigned i = 0; i < nheld; i++) {
-		if (held[i].m == m) {
-			held[i] = held[--nheld];
-			break;
-		}
-	}
+	released(m);
 	return real_unlock(m);
 }
