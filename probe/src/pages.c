@@ -118,6 +118,13 @@ void *weft__pages_map(size_t bytes, bool prefault)
 	return buf;
 }
 
+void weft__pages_populate(void *p, size_t bytes)
+{
+	/* Not written to: the ring may hold events the collector reads. */
+	if (p)
+		(void)madvise(p, bytes, MADV_POPULATE_WRITE);
+}
+
 void weft__pages_unmap(void *p, size_t bytes)
 {
 	if (p)

@@ -14,6 +14,9 @@
  */
 void *weft__pages_map(size_t bytes, bool prefault);
 void weft__pages_unmap(void *p, size_t bytes);
+/* Faults in @bytes at @p mapped by weft__pages_map() without prefault,
+ * keeping what they hold (MADV_POPULATE_WRITE; nothing before 5.14). */
+void weft__pages_populate(void *p, size_t bytes);
 /* The huge page size weft__pages_map() uses (2 MiB), or 0 if the kernel
  * offers none. */
 size_t weft__pages_huge(void);

@@ -29,6 +29,7 @@
 #include "lockshim_hooks.h"
 #include "collector_internal.h"
 #include "metrics_internal.h"
+#include "pages_internal.h"
 #include "recorder_internal.h"
 #include "runtime_internal.h"
 #include "server_internal.h"
@@ -219,10 +220,14 @@ void weft__probe_emit_slow(uint8_t kind, uint64_t task, uint64_t a1,
 	weft__probe_emit(kind, task, a1, a2);
 }
 
+/* This worker's ring was made inside a poll, not populated. */
+static WEFT_TLS bool ring_lazy;
+
 weft_ring_t *weft__probe_ring_register(void)
 {
 	ring_entry_t *e;
 	size_t cap;
+	bool populate;
 
 	/* Only while listening: no rings for threads that never emit. */
 	if (!weft__probe_on())
@@ -241,10 +246,17 @@ weft_ring_t *weft__probe_ring_register(void)
 	/*
 	 * A worker's ring is populated now: it emits on every poll.  Other
 	 * threads (the blocking pool's, the application's) emit a few events
-	 * and fault in what they use.
+	 * and fault in what they use.  Not inside a poll (one under way when
+	 * a console attached, emitting its first event): 8 MiB of small
+	 * pages took milliseconds there, hundreds beside busy neighbours,
+	 * and the runtime monitor, which times a poll that began before
+	 * anyone listened, blamed the task for them (a long poll "computing
+	 * on a CPU").  That ring is populated after the poll
+	 * (weft__probe_ring_ready()), and faults in meanwhile.
 	 */
-	if (weft__ring_init(&e->ring, cap,
-			    weft__probe_worker != WEFT_EVENT_NO_WORKER)) {
+	populate = weft__probe_worker != WEFT_EVENT_NO_WORKER &&
+		   !weft__cur_task_id;
+	if (weft__ring_init(&e->ring, cap, populate)) {
 		free(e);
 		return NULL;
 	}
@@ -261,6 +273,7 @@ weft_ring_t *weft__probe_ring_register(void)
 		memory_order_relaxed))
 		;
 	weft__probe_ring = &e->ring;
+	ring_lazy = weft__probe_worker != WEFT_EVENT_NO_WORKER && !populate;
 	pthread_setspecific(ring_key, e);
 	/*
 	 * Made inside a timed poll (a console attached while the worker
@@ -272,6 +285,21 @@ weft_ring_t *weft__probe_ring_register(void)
 	if (weft__probe_poll_ts)
 		weft__probe_poll_ts = weft__probe_clock();
 	return &e->ring;
+}
+
+void weft__probe_ring_ready(void)
+{
+	weft_ring_t *r = weft__probe_ring;
+
+	if (!r) {
+		(void)weft__probe_ring_register();
+		return;
+	}
+	if (ring_lazy) {
+		ring_lazy = false;
+		weft__pages_populate(r->buf, weft__ring_capacity(r) *
+						     sizeof(weft_event_t));
+	}
 }
 
 void weft__probe_thread_start(uint16_t worker)

@@ -161,6 +161,12 @@ void weft__mutex_pending_unheard(struct weft_task_s *t);
 
 /* probe.c */
 weft_ring_t *weft__probe_ring_register(void);
+/*
+ * A worker about to poll with the probe listening, between polls: its
+ * ring made now, and populated (weft__probe_ring_register() populates
+ * none inside a poll), so that no poll pays for it.
+ */
+void weft__probe_ring_ready(void);
 void weft__probe_runtime_attach(struct weft_runtime_s *rt);
 void weft__probe_runtime_detach(struct weft_runtime_s *rt);
 void weft__probe_runtime_gone(void);

@@ -624,9 +624,11 @@ void *weft__worker_main(void *arg)
 		 * weft__probe_on()'s asm: ordered after the epoch's acquire
 		 * by the memory model, not by the compiler's habits.
 		 */
-		if (load_relaxed(&weft__probe_listening) != 0)
+		if (load_relaxed(&weft__probe_listening) != 0) {
+			/* Its ring made between polls, not in one. */
+			weft__probe_ring_ready();
 			worker_loop(w, epoch, false);
-		else
+		} else
 			worker_loop(w, epoch, true);
 	}
 #else
