@@ -59,12 +59,14 @@ static void rsink_update(void *ctx, const weft_probe_update_t *u)
 	pthread_mutex_unlock(&r->s.lock);
 }
 
-static struct rsink *rsink_new(weft_probe_sub_t **sub)
+/* @history: warnings raised before it came counted too. */
+static struct rsink *rsink_new_history(weft_probe_sub_t **sub, bool history)
 {
 	struct rsink *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
 	pthread_mutex_init(&r->s.lock, NULL);
+	r->s.history = history;
 	assert_int_equal(weft_probe_subscribe(
 				 &(weft_probe_sub_opts_t){
 					 .events = true,
@@ -74,6 +76,11 @@ static struct rsink *rsink_new(weft_probe_sub_t **sub)
 				 sub),
 			 0);
 	return r;
+}
+
+static struct rsink *rsink_new(weft_probe_sub_t **sub)
+{
+	return rsink_new_history(sub, false);
 }
 
 static void rsink_free(struct rsink *r, weft_probe_sub_t *sub)
@@ -1487,6 +1494,7 @@ static size_t rsink_warnings(struct rsink *r, unsigned kind, const char *what,
  */
 static struct {
 	bool on;
+	bool again; /* then nobody, then another (late_again()) */
 	struct rsink *r;
 	weft_probe_sub_t *sub;
 } late;
@@ -1498,6 +1506,22 @@ static void late_attach(void)
 	usleep(300000);
 	assert_false(weft_probe_listening());
 	late.r = rsink_new(&late.sub);
+}
+
+/*
+ * When late.again, after the late listener's run: it leaves, and with
+ * nobody listening, another comes (into late.r) and stays a second.
+ */
+static void late_again(void)
+{
+	if (!late.on || !late.again)
+		return;
+	rsink_free(late.r, late.sub);
+	assert_false(weft_probe_listening());
+	late.r = rsink_new_history(&late.sub, true);
+	usleep(1000000);
+	weft_probe_flush();
+	weft_probe_flush();
 }
 
 /*
@@ -1533,6 +1557,7 @@ static void run_transfers(bool crossed, int rounds, unsigned ms, uint64_t *ids)
 	usleep(ms * 1000);
 	weft_probe_flush();
 	weft_probe_flush();
+	late_again();
 	for (int i = 0; i < 2; i++) {
 		weft_join_abort(j[i]);
 		weft_join_wait(j[i], NULL);
@@ -1920,6 +1945,37 @@ static void test_deadlock_sync_static(void **state)
 
 /* The same, formed before anyone listened (two workers blocked in the
  * kernel since): the runtime's list of waits tells it. */
+/*
+ * test_deadlock_before_attach()'s deadlock, then nobody listening, then
+ * another listener: the collector, started anew, finds the cycle again;
+ * the warning said to the first is in the second's history, said once
+ * (it was said again at every attach).
+ */
+static void test_deadlock_said_once_across_attaches(void **state)
+{
+	uint64_t ids[2];
+	weft_probe_warning_t w[64];
+	size_t n, mine = 0;
+
+	(void)state;
+	late.on = late.again = true;
+	run_transfers(true, 1, 1000, ids);
+	late.on = late.again = false;
+	/* The history has the earlier tests' too. */
+	n = rsink_warnings(late.r, WEFT_WARN_DEADLOCK, NULL, w, 64);
+	for (size_t i = 0; i < n; i++)
+		if (w[i].task == ids[0] || w[i].task == ids[1]) {
+			print_message("%s%s\n", w[i].detail,
+				      w[i].history ? " (history)" : "");
+			assert_true(w[i].history);
+			mine++;
+		}
+	if (mine != 1)
+		print_warnings(&late.r->s);
+	assert_int_equal(mine, 1);
+	rsink_free(late.r, late.sub);
+}
+
 static void test_deadlock_sync_before_attach(void **state)
 {
 	uint64_t ids[2];
@@ -2073,6 +2129,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock_in_gap),
 		cmocka_unit_test(test_deadlock_sync_static),
 		cmocka_unit_test(test_deadlock_sync_before_attach),
+		cmocka_unit_test(test_deadlock_said_once_across_attaches),
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_twin),

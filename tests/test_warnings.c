@@ -1423,6 +1423,25 @@ static void test_lost_waker_before_attach(void **state)
 	}
 	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
 	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, good), 0);
+	/*
+	 * Nobody listening, then another console: the collector, started
+	 * anew, finds the lost task again, and the warning said to the
+	 * first is in the second's history, once (it was said again at
+	 * every attach).
+	 */
+	sink_free(s, sub);
+	assert_false(weft_probe_listening());
+	s = sink_new_history(true, true, &sub);
+	for (int i = 0; i < 30; i++) {
+		weft_probe_flush();
+		usleep(10000);
+	}
+	if (sink_count(s, WEFT_WARN_LOST_WAKER, bad) != 1)
+		print_warnings(s);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, bad), 1);
+	assert_int_equal(sink_count(s, WEFT_WARN_LOST_WAKER, dropped), 1);
+	assert_true(sink_find(s, WEFT_WARN_LOST_WAKER, bad, &w));
+	assert_true(w.history);
 	assert_int_equal(weft_oneshot_send(tx, NULL), 0);
 	assert_int_equal(weft_join_wait(jg, NULL), 0);
 	weft_join_drop(jg);

@@ -1036,6 +1036,17 @@ void weft__collector_fold_stop(struct probe *p);
 /* Every warning raised so far, folded ones included: stats.warnings. */
 uint64_t weft__collector_warnings_total(const struct probe *p);
 /*
+ * A warning of @kind about task @task among those kept whose detail
+ * begins with @detail's first @n bytes (0: any detail).  For the states
+ * that last (a lost waker, a deadlock): a collector that forgot what it
+ * heard (nobody listening between two consoles, a gap) finds them again,
+ * and must not say them again.
+ */
+bool weft__collector_said(const struct probe *p, uint8_t kind, uint64_t task,
+			  const char *detail, size_t n);
+/* Such a warning found again: @t marked with it, as when it was said. */
+void weft__collector_said_again(struct probe *p, uint8_t kind, task_rec_t *t);
+/*
  * A warning of @kind about @t held back by a rate limit of the task's
  * own (one long-poll row a second a task): @t marked, and counted in its
  * fold, said with the fold's row.

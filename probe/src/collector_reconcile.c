@@ -97,6 +97,12 @@ static void seed_one(struct probe *p, task_rec_t *t,
 	 */
 	if (info->no_waker && !(t->once & (1u << WEFT_WARN_LOST_WAKER))) {
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
+		/* Said to an earlier listener, found again. */
+		if (weft__collector_said(p, WEFT_WARN_LOST_WAKER, t->pub.id,
+					 NULL, 0)) {
+			weft__collector_said_again(p, WEFT_WARN_LOST_WAKER, t);
+			return;
+		}
 		weft__collector_warn_task(
 			p, WEFT_WARN_LOST_WAKER, t, WEFT_EVENT_NO_WORKER, now,
 			0,

@@ -405,6 +405,28 @@ uint64_t weft__collector_warnings_total(const struct probe *p)
 	return n;
 }
 
+bool weft__collector_said(const struct probe *p, uint8_t kind, uint64_t task,
+			  const char *detail, size_t n)
+{
+	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
+
+	for (size_t i = 1; i <= k; i++) {
+		const weft_probe_warning_t *w =
+			&p->warnings[(p->warn_seq - i) % WARN_KEEP];
+
+		if (w->kind == kind && w->task == task &&
+		    (!n || !strncmp(w->detail, detail, n)))
+			return true;
+	}
+	return false;
+}
+
+void weft__collector_said_again(struct probe *p, uint8_t kind, task_rec_t *t)
+{
+	t->pub.warnings |= 1u << kind;
+	weft__collector_task_changed(p, t);
+}
+
 void weft__collector_warn_task_held(struct probe *p, uint8_t kind,
 				    task_rec_t *t, uint16_t worker, uint64_t at,
 				    uint64_t value)
@@ -778,6 +800,11 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 			continue;
 		}
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
+		if (weft__collector_said(p, WEFT_WARN_LOST_WAKER, t->pub.id,
+					 NULL, 0)) {
+			weft__collector_said_again(p, WEFT_WARN_LOST_WAKER, t);
+			continue;
+		}
 		weft__collector_warn_task(
 			p, WEFT_WARN_LOST_WAKER, t, t->pub.last_worker, now,
 			now - t->idle_since,
