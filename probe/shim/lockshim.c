@@ -20,15 +20,22 @@
  * blamed on the next task there that takes the same lock (its own unlock
  * would forget the stale hold, not its own), and reported as held for
  * ever.  So the tables are global (one claimed per thread that takes a
- * lock in a task), and an unlock that does not find the lock in its own
- * thread's table looks in the others'.
+ * lock in a task), and a task's unlock that does not find its hold in
+ * its own thread's table looks in the others' for the hold of the same
+ * task.  Only the same task's: an unlock the shim did not see the lock of
+ * (pthread_cond_wait() relocks inside glibc; a thread outside any task)
+ * or one that fails (EPERM: an error-checking mutex unlocked by another
+ * thread) must not forget another task's hold.  Threads outside tasks
+ * never look further than their own table.
  *
  * Names and sites are interned once ("pthread_mutex_t 0x5581...",
  * "handler+0x2c (demo)") in bounded tables that live as long as the
  * process, because the probe's records point at them.
  *
  * Cost: every pthread mutex operation in the process goes through a few
- * more instructions; use it while hunting, not by default.
+ * more instructions, and while a task holds a lock, a task's unlock of
+ * one not in its own thread's table reads the others' (16 slots a worker
+ * that took a lock); use it while hunting, not by default.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -47,18 +54,20 @@
 #define INTERN_MAX 4096
 
 /*
- * A thread's holds.  Only the owning thread writes a slot's task, caller
- * and at_ns, and reads them; any thread may forget a hold by swapping its
- * m for NULL (an unlock elsewhere, see above).  So m is the one field
- * shared, and relaxed: no thread reads another's fields through it, and a
- * hold taken on one thread and released on another was handed over by the
- * runtime's queues (a release there, an acquire here), which orders this
- * thread's store of m before the other's look.  A slot once NULL stays
- * NULL until its owner fills it.
+ * A thread's holds.  Only the owning thread writes a slot, and only it
+ * reads caller and at_ns; any thread may read m and task, and forget a
+ * hold by swapping its m for NULL (its task's unlock elsewhere, see
+ * above).  Relaxed, both: a hold taken on one thread and released on
+ * another was handed over by the runtime's queues (a release there, an
+ * acquire here), which orders the owner's stores before the other's
+ * look.  A slot once NULL stays NULL until its owner fills it, and the
+ * unlocking task holds the mutex while it looks: no new hold of it can
+ * be filled in meanwhile (one the shim did not see end may be there: its
+ * task differs, and it is left alone).
  */
 struct held {
 	_Atomic(pthread_mutex_t *) m;
-	uint64_t task;
+	_Atomic uint64_t task;
 	const void *caller;
 	uint64_t at_ns;
 };
@@ -75,6 +84,7 @@ static struct table tables[TABLES_MAX];
 static _Atomic unsigned tables_hw;
 static _Atomic unsigned holds;
 static pthread_key_t table_key;
+static bool key_ok;
 
 static int (*real_lock)(pthread_mutex_t *);
 static int (*real_trylock)(pthread_mutex_t *);
@@ -181,8 +191,10 @@ static struct table *table(void)
 		bool no = false;
 		unsigned hw;
 
-		/* Acquire: the last owner's forgetting (table_release()). */
-		if (!__atomic_compare_exchange_n(&tables[i].claimed, &no, true,
+		/* Acquire: the last owner's forgetting (table_release()).
+		 * Looked at first: a full array is no write a lock. */
+		if (__atomic_load_n(&tables[i].claimed, __ATOMIC_RELAXED) ||
+		    !__atomic_compare_exchange_n(&tables[i].claimed, &no, true,
 						 false, __ATOMIC_ACQUIRE,
 						 __ATOMIC_RELAXED))
 			continue;
@@ -194,7 +206,9 @@ static struct table *table(void)
 			;
 		mine = &tables[i];
 		busy++;
-		pthread_setspecific(table_key, mine);
+		/* Without the key it is never released: kept for good. */
+		if (key_ok)
+			(void)pthread_setspecific(table_key, mine);
 		busy--;
 		return mine;
 	}
@@ -214,7 +228,7 @@ static void at_pending(uint64_t task)
 		struct held *h = &mine->slot[i];
 		pthread_mutex_t *m = __atomic_load_n(&h->m, __ATOMIC_RELAXED);
 
-		if (!m || h->task != task)
+		if (!m || __atomic_load_n(&h->task, __ATOMIC_RELAXED) != task)
 			continue;
 		weft_probe_report_lock_held(task, intern(m, 0),
 					    intern(h->caller, 1),
@@ -227,7 +241,7 @@ __attribute__((constructor)) static void shim_init(void)
 	real_lock = dlsym(RTLD_NEXT, "pthread_mutex_lock");
 	real_trylock = dlsym(RTLD_NEXT, "pthread_mutex_trylock");
 	real_unlock = dlsym(RTLD_NEXT, "pthread_mutex_unlock");
-	pthread_key_create(&table_key, table_release);
+	key_ok = !pthread_key_create(&table_key, table_release);
 	weft_probe_set_raw_lock_hook(at_pending);
 }
 
@@ -246,41 +260,64 @@ static void taken(pthread_mutex_t *m, const void *caller)
 
 		if (__atomic_load_n(&h->m, __ATOMIC_RELAXED))
 			continue;
-		h->task = task;
+		__atomic_store_n(&h->task, task, __ATOMIC_RELAXED);
 		h->caller = caller;
 		h->at_ns = weft_now_ns();
-		__atomic_store_n(&h->m, m, __ATOMIC_RELAXED);
+		/* Counted first: a look that sees the hold sees a count. */
 		__atomic_fetch_add(&holds, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->m, m, __ATOMIC_RELAXED);
 		return;
 	}
 }
 
 /*
- * @m is about to be unlocked: its hold forgotten, in this thread's table
- * first, else in any.  Before the real unlock, so that a hold another
+ * @m is about to be unlocked: its hold forgotten.  In this thread's table
+ * the unlocking task's hold first, else any hold of @m there (a task
+ * that unlocks another's on the same thread: a recursive mutex, a lock
+ * handed over); then, for a task, its own hold in the other threads'
+ * tables (see above).  Before the real unlock, so that a hold another
  * thread takes next is never the one forgotten.
  */
 static void released(pthread_mutex_t *m)
 {
+	struct held *other = NULL;
+	uint64_t task;
 	unsigned hw;
 
 	if (!__atomic_load_n(&holds, __ATOMIC_RELAXED))
 		return;
-	if (mine)
-		for (unsigned i = 0; i < HELD_MAX; i++)
-			if (__atomic_load_n(&mine->slot[i].m,
-					    __ATOMIC_RELAXED) == m &&
-			    forget(&mine->slot[i], m))
+	task = weft_probe_current_task();
+	if (mine) {
+		for (unsigned i = 0; i < HELD_MAX; i++) {
+			struct held *h = &mine->slot[i];
+
+			if (__atomic_load_n(&h->m, __ATOMIC_RELAXED) != m)
+				continue;
+			if (__atomic_load_n(&h->task, __ATOMIC_RELAXED) ==
+				    task &&
+			    forget(h, m))
 				return;
+			if (!other)
+				other = h;
+		}
+		if (other && forget(other, m))
+			return;
+	}
+	if (!task)
+		return;
 	hw = __atomic_load_n(&tables_hw, __ATOMIC_RELAXED);
 	for (unsigned t = 0; t < hw; t++) {
 		if (&tables[t] == mine)
 			continue;
-		for (unsigned i = 0; i < HELD_MAX; i++)
-			if (__atomic_load_n(&tables[t].slot[i].m,
-					    __ATOMIC_RELAXED) == m &&
-			    forget(&tables[t].slot[i], m))
+		for (unsigned i = 0; i < HELD_MAX; i++) {
+			struct held *h = &tables[t].slot[i];
+
+			if (__atomic_load_n(&h->m, __ATOMIC_RELAXED) == m &&
+			    __atomic_load_n(&h->task, __ATOMIC_RELAXED) ==
+				    task &&
+			    forget(h, m))
 				return;
+		}
 	}
 }
 
