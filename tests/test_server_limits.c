@@ -545,6 +545,99 @@ static void test_server_limits_partial_and_stall(void **state)
 	xdg_remove();
 }
 
+/* ------------------------------------------------------- a slow reader */
+
+/*
+ * A subscriber of updates and events that reads 16 KiB every 10 ms
+ * (1.6 MB/s, a console starved of CPU) while the workload makes far more
+ * events than that: its updates come in time all the same (the events it
+ * cannot read are not sent), not seconds late behind 8 MiB of events.
+ * How late: the wall time since its first update less the probe's, at
+ * each update.
+ */
+static void test_server_limits_slow_reader_stays_current(void **state)
+{
+	weft_server_opts_t o = { .workers = 2 };
+	struct bg_load w = { .tasks = 8, .polls = 2000 };
+	weft_wire_decoder_t dec;
+	struct tclient slow;
+	weft_server_t *srv;
+	weft_runtime_t *rt;
+	struct timespec t0;
+	uint64_t first_now = 0, first_wall = 0, lag, worst = 0, skipped = 0;
+	unsigned updates = 0;
+	static uint8_t buf[16384];
+	char path[300];
+	pthread_t th;
+	int small = 16384;
+
+	(void)state;
+	xdg_make();
+	rt = rt_with_server();
+	snprintf(path, sizeof(path), "%s/slow.sock", xdg);
+	o.unix_path = path;
+	assert_int_equal(weft__server_create(&o, &srv), 0);
+	tc_open(&slow, path);
+	setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	tc_expect_header(&slow);
+	tc_subscribe(&slow, true, true);
+	weft_wire_decoder_init(&dec, 0);
+	w.rt = rt;
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &w), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < 4000) {
+		ssize_t n = read(slow.fd, buf, sizeof(buf));
+		size_t at = 0;
+
+		assert_true(n > 0);
+		while (at < (size_t)n) {
+			Weft__V1__Frame *f = NULL;
+			size_t used;
+			int rc = weft_wire_decoder_feed(
+				&dec, buf + at, (size_t)n - at, &used, &f);
+
+			assert_true(rc >= 0);
+			at += used;
+			if (rc != WEFT_WIRE_FRAME || !f)
+				continue;
+			if (f->body_case == WEFT__V1__FRAME__BODY_UPDATE &&
+			    f->update->stats) {
+				uint64_t wall = weft_now_ns();
+				uint64_t now = f->update->stats->now_ns;
+
+				if (!updates++) {
+					first_now = now;
+					first_wall = wall;
+				}
+				lag = (wall - first_wall) > (now - first_now) ?
+					      (wall - first_wall) -
+						      (now - first_now) :
+					      0;
+				/* After the first second: the pace known. */
+				if (ms_since(&t0) > 1000 && lag > worst)
+					worst = lag;
+				skipped += f->update->events_not_sent;
+			}
+			weft_wire_frame_free(f);
+		}
+		usleep(10000);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	print_message("%u updates, %llu events not sent, the latest at most "
+		      "%.0f ms late after the first second\n",
+		      updates, (unsigned long long)skipped,
+		      (double)worst / 1e6);
+	assert_true(updates >= 5);
+	assert_true(skipped > 0);
+	assert_true(worst < WEFT_MSEC(1000) * slowdown());
+	weft_wire_decoder_fini(&dec);
+	tc_close(&slow);
+	weft__server_destroy(srv);
+	weft_runtime_destroy(rt);
+	xdg_remove();
+}
+
 /* ------------------------------------------------------------ churn */
 
 /*
@@ -718,6 +811,7 @@ int main(void)
 		cmocka_unit_test(test_server_limits_non_readers_rss),
 		cmocka_unit_test(test_server_limits_partial_and_stall),
 		cmocka_unit_test(test_server_limits_subscribe_churn),
+		cmocka_unit_test(test_server_limits_slow_reader_stays_current),
 	};
 
 	/* A write to a peer the server closed fails its assert, never

@@ -110,6 +110,24 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 		bool drained = !have || have < c->tick_have + c->added;
 
 		next = c->next;
+		/*
+		 * Its pace, where its output waited the whole tick (some at
+		 * its start, some at its end): what it read then is what it
+		 * can read.  A tick it emptied its output in says only that
+		 * it keeps up; the pace known stays.
+		 */
+		if (c->tick_at && now > c->tick_at && c->tick_have && have &&
+		    c->tick_have + c->added >= have) {
+			uint64_t bps =
+				(uint64_t)(c->tick_have + c->added - have) *
+				1000000000u / (now - c->tick_at);
+
+			c->drain_bps = c->drain_bps ? (c->drain_bps + bps) / 2 :
+						      bps;
+			if (!c->drain_bps)
+				c->drain_bps = 1; /* it read nothing: known */
+		}
+		c->tick_at = now;
 		c->tick_have = have;
 		c->added = 0;
 		if (!c->spoke && now - c->accepted_ns > s->handshake_ns) {

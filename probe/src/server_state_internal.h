@@ -163,6 +163,13 @@ struct client {
 	 */
 	size_t added, tick_have;
 	uint64_t stall_since;
+	/*
+	 * The pace it reads at, bytes a second, over the last tick whose
+	 * output never ran empty (0: not known yet), and that tick's time:
+	 * events that would take it over EVENTS_LAG_NS to reach are not
+	 * sent (server_client.c, events_behind()).
+	 */
+	uint64_t drain_bps, tick_at;
 	/* To be closed by weft__server_sweep(), for this reason (set where
 	 * closing at once would free a client a caller still walks). */
 	const char *drop_why;
