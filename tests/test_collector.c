@@ -1541,13 +1541,13 @@ static void test_res_deadlock_cycle(void **state)
 	assert_int_equal(warnings_of(WEFT_WARN_DEADLOCK), before + 1);
 	assert_true(warning_on(WEFT_WARN_DEADLOCK, 80, &w));
 	print_message("%s\n", w.detail);
-	/* Whole, it would not fit in 159 characters: its sites left out,
-	 * every task and lock said. */
+	/* Whole, it would not fit in 159 characters: where the locks were
+	 * taken left out, every task, where spawned, and lock said. */
 	assert_string_equal(w.detail,
 			    "holds mutex \"a\", waits for \"b\"; task 81 "
-			    "teller holds \"b\", waits for \"c\"; task 82 "
-			    "teller holds \"c\", waits for \"a\"; waiting "
-			    "600.0 ms");
+			    "teller (bank.c:50) holds \"b\", waits for \"c\"; "
+			    "task 82 teller (line 50) holds \"c\", waits for "
+			    "\"a\"; waiting 600.0 ms");
 	assert_true(w.value_ns >= 590000000ull);
 	pass_at(t0 + 900 * ms);
 	pass_at(t0 + 1500 * ms);

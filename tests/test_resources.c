@@ -1598,18 +1598,19 @@ static void test_deadlock(void **state)
 	assert_non_null(w[0].file);
 	assert_non_null(strstr(w[0].file, "test_resources.c"));
 	/*
-	 * Its detail, 159 characters, says each lock's kind once, "at" for
-	 * "acquired at", a site in the file of the one before by its line;
-	 * and here, the spawn sites left out for the rest to fit
-	 * (collector_deadlock.c say_cycle()).
+	 * Its detail, 159 characters, says each lock's kind once, where
+	 * each task was spawned, a site in the file of the one before by
+	 * its line; and here, where the locks were taken left out for the
+	 * rest to fit (collector_deadlock.c say_cycle()).
 	 */
-	snprintf(other, sizeof(other), "; task %llu transfer_ba holds ",
+	snprintf(other, sizeof(other), "; task %llu transfer_ba (line ",
 		 (unsigned long long)ids[1]);
 	assert_non_null(strstr(w[0].detail, other));
-	assert_non_null(strstr(w[0].detail, "holds mutex \"acct_a\" (at "
-					    "test_resources.c:"));
-	assert_non_null(strstr(w[0].detail, "waits for \"acct_b\"; "));
-	assert_non_null(strstr(w[0].detail, "holds \"acct_b\" (at line "));
+	assert_ptr_equal(strstr(w[0].detail, "(test_resources.c:"),
+			 w[0].detail);
+	assert_non_null(strstr(w[0].detail, ") holds mutex \"acct_a\", "
+					    "waits for \"acct_b\"; "));
+	assert_non_null(strstr(w[0].detail, ") holds \"acct_b\", waits "));
 	assert_non_null(strstr(w[0].detail, "waits for \"acct_a\"; waiting "));
 	assert_non_null(strstr(w[0].detail, "; waiting "));
 	assert_true(w[0].value_ns > WEFT_MSEC(250));
@@ -1891,7 +1892,7 @@ static void test_deadlock_sync_mutex(void **state)
 	assert_int_equal(n, 1);
 	print_message("%s\n", w[0].detail);
 	assert_true(w[0].task == ids[0] || w[0].task == ids[1]);
-	snprintf(other, sizeof(other), "task %llu sync_%s holds ",
+	snprintf(other, sizeof(other), "task %llu sync_%s (",
 		 (unsigned long long)(w[0].task == ids[0] ? ids[1] : ids[0]),
 		 w[0].task == ids[0] ? "ba" : "ab");
 	assert_non_null(strstr(w[0].detail, other));

@@ -284,15 +284,20 @@ static void say_cycle(struct probe *p, const struct dl_node *v,
 		0,
 		DL_NO_KINDS,
 		DL_NO_KINDS | DL_SHORT,
-		DL_NO_KINDS | DL_SHORT | DL_NO_SPAWN1,
-		DL_NO_KINDS | DL_SHORT | DL_NO_SPAWN,
-		DL_NO_KINDS | DL_NO_ACQUIRE | DL_NO_SPAWN,
+		DL_NO_KINDS | DL_SHORT | DL_NO_ACQUIRE,
+		DL_NO_KINDS | DL_SHORT | DL_NO_ACQUIRE | DL_NO_SPAWN1,
+		DL_NO_KINDS | DL_SHORT | DL_NO_ACQUIRE | DL_NO_SPAWN,
 	};
 	/*
 	 * The warning's detail holds 159 characters: the most that fits,
 	 * leaving out the kinds of the locks named again, then shorter
-	 * words, then the first task's spawn site (the warning's own),
-	 * then the others', then where the locks were taken.
+	 * words, then where the locks were taken, then the first task's
+	 * spawn site (the warning's own, which the tools show beside it),
+	 * then the others'.  Where each task was spawned says which code
+	 * to look at; where each lock was taken is in the task's detail
+	 * (the locks it holds), a key away.  An outside audit found a
+	 * two-task cycle said with the locks' sites and no task's, and a
+	 * three-task one with neither.
 	 */
 	enum { FIT = sizeof(((weft_probe_warning_t *)0)->detail) - 1 };
 	char d[1024], tail[48], age[32];
