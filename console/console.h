@@ -658,6 +658,14 @@ const con_worker_t *con_task_polled_by(const con_model_t *m,
  * worker's poll of it began.
  */
 uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t);
+/*
+ * con_task_idle_unknown() - whether @t is idle since before anyone
+ * listened (known from the runtime's list, not from its events): its
+ * idle time is not known, shown "?" and sorted as the longest (an
+ * outside audit: a task hung since before the attach showed "IDLE 0" and
+ * sorted last, where a user looking for it looks least).
+ */
+bool con_task_idle_unknown(const con_model_t *m, const con_task_t *t);
 /* The state the views show for @t as a number to sort by: its own, but
  * WEFT_TASK_RUNNING while a worker polls it, and WEFT_TASK_DONE + 1
  * for "cancelled" (con_task_status_name()). */

@@ -128,6 +128,12 @@ uint64_t con_task_idle_ns(const con_model_t *m, const con_task_t *t)
 	return t->idle_ns + (end - t->idle_since_ns);
 }
 
+bool con_task_idle_unknown(const con_model_t *m, const con_task_t *t)
+{
+	return t->spawn_unseen && t->state == WEFT_TASK_IDLE &&
+	       !t->idle_since_ns && !t->idle_ns && !con_task_polled_by(m, t);
+}
+
 unsigned con_task_shown_state(const con_model_t *m, const con_task_t *t)
 {
 	if (con_task_polled_by(m, t))

@@ -110,7 +110,11 @@ int con_model_task_cmp(const void *pa, const void *pb, void *arg)
 		c = con_cmp_u64(a->scheduled_ns, b->scheduled_ns);
 		break;
 	case CON_COL_IDLE:
-		c = con_cmp_u64(con_task_idle_ns(m, a), con_task_idle_ns(m, b));
+		c = con_cmp_u64(
+			con_task_idle_unknown(m, a) ? UINT64_MAX :
+						      con_task_idle_ns(m, a),
+			con_task_idle_unknown(m, b) ? UINT64_MAX :
+						      con_task_idle_ns(m, b));
 		break;
 	case CON_COL_WAKES:
 		c = con_cmp_u64(a->wakes, b->wakes);

@@ -661,7 +661,10 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 			(unsigned long long)t->polls,
 			con_fmt_ns(a, sizeof(a), t->busy_ns),
 			con_fmt_ns(b, sizeof(b), t->scheduled_ns),
-			con_fmt_ns(c, sizeof(c), con_task_idle_ns(m, t)),
+			con_task_idle_unknown(m, t) ?
+				"? (since before anyone listened)" :
+				con_fmt_ns(c, sizeof(c),
+					   con_task_idle_ns(m, t)),
 			con_fmt_ns(d, sizeof(d), t->max_poll_ns));
 	con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 			"wakes %llu (self %llu)   locks held %u",

@@ -97,7 +97,10 @@ static void cell_text(const con_model_t *m, const con_task_t *t,
 		con_fmt_ns(buf, len, t->scheduled_ns);
 		break;
 	case CON_COL_IDLE:
-		con_fmt_ns(buf, len, con_task_idle_ns(m, t));
+		if (con_task_idle_unknown(m, t))
+			snprintf(buf, len, "?");
+		else
+			con_fmt_ns(buf, len, con_task_idle_ns(m, t));
 		break;
 	case CON_COL_WAKES:
 		snprintf(buf, len, "%llu", (unsigned long long)t->wakes);

@@ -1826,6 +1826,48 @@ static void test_console_views_parked_at(void **state)
 	con_model_fini(&m);
 }
 
+/*
+ * A task idle since before anyone listened (known from the runtime's
+ * list: spawn_unseen, no idle stretch heard): its idle time is shown
+ * "?", and it sorts as the longest idle, above one heard idle for 2 s.
+ * Once heard parking, its time is known again.
+ */
+static void test_console_views_idle_unknown(void **state)
+{
+	con_model_t m;
+	con_session_t s = { .model = &m, .once = true, .ascii = true };
+	Weft__V1__Task *ts[] = { task_msg(7, "hung", 0),
+				 task_msg(8, "slow", 3) };
+	const con_task_t *t;
+
+	(void)state;
+	ts[0]->spawn_unseen = 1;
+	ts[1]->idle_since_ns = 1 * SEC;
+	con_model_init(&m, "test");
+	feed(&m, 3 * SEC, ts, 2, NULL, 0, NULL, 0);
+	t = con_model_task(&m, 7);
+	assert_non_null(t);
+	assert_true(con_task_idle_unknown(&m, t));
+	assert_false(con_task_idle_unknown(&m, con_model_task(&m, 8)));
+	con_model_set_sort(&m, CON_COL_IDLE, true);
+	con_model_resort(&m);
+	assert_int_equal(m.list[0]->id, 7);
+	assert_view(&s, CON_VIEW_TASKS, (const char *[]){ "hung", NULL }, NULL);
+	s.detail_task = 7;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "idle ? (since before anyone listened)",
+				      NULL },
+		    NULL);
+	ts[0] = task_msg(7, "hung", 1);
+	ts[0]->spawn_unseen = 1;
+	ts[0]->idle_since_ns = 2 * SEC;
+	feed(&m, 4 * SEC, ts, 1, NULL, 0, NULL, 0);
+	t = con_model_task(&m, 7);
+	assert_false(con_task_idle_unknown(&m, t));
+	assert_int_equal(con_task_idle_ns(&m, t), 2 * SEC);
+	con_model_fini(&m);
+}
+
 /* A task of spawn site @file:@line, parked at @pfile:@pline (0: none). */
 static Weft__V1__Task *site_task(uint64_t id, const char *name,
 				 const char *file, uint32_t line,
@@ -3642,6 +3684,7 @@ int main(void)
 		cmocka_unit_test(test_console_views_resources_by_design),
 		cmocka_unit_test(test_console_views_no_worker_and_cancelled),
 		cmocka_unit_test(test_console_views_parked_at),
+		cmocka_unit_test(test_console_views_idle_unknown),
 		cmocka_unit_test(test_console_model_groups),
 		cmocka_unit_test(test_console_replay_same_as_frames),
 		cmocka_unit_test(test_console_replay_cut_and_malformed),
