@@ -1782,26 +1782,34 @@ static void test_deadlock_before_attach(void **state)
  * them in one order, no wait for the peer.
  */
 struct sync_xfer {
+	int weft_pc;
 	weft_mutex_t *first, *second;
 	_Atomic int *held;
 	_Atomic int *broken; /* the first task's: its @first let go for it */
 	bool crossed;
+	bool await; /* a 5 ms sleep holding @first, before taking @second */
+	weft_sleep_t sl;
 };
 
 static weft_poll_t sync_xfer_poll(void *arg, weft_cx_t *cx)
 {
 	struct sync_xfer *x = arg;
 
-	(void)cx;
+	WEFT_ASYNC_BEGIN(x);
 	weft_mutex_lock(x->first);
 	atomic_fetch_add(x->held, 1);
+	if (x->await) {
+		weft_sleep_init(&x->sl, WEFT_MSEC(5));
+		WEFT_AWAIT(x, weft_sleep_poll(&x->sl, cx));
+		weft_sleep_fini(&x->sl);
+	}
 	while (x->crossed && atomic_load(x->held) < 2)
 		sched_yield();
 	weft_mutex_lock(x->second);
 	weft_mutex_unlock(x->second);
 	if (!x->broken || !atomic_load(x->broken))
 		weft_mutex_unlock(x->first);
-	return WEFT_READY;
+	WEFT_ASYNC_END(x);
 }
 
 /* Two such tasks for @ms, then the deadlock (if @crossed) broken. */
@@ -1811,6 +1819,8 @@ static enum {
 	SYNC_STATIC, /* WEFT_MUTEX_INITIALIZER */
 	SYNC_ZEROED, /* never initialised */
 } sync_made;
+/* Each task sleeps holding its first lock (struct sync_xfer's await). */
+static bool sync_await;
 
 static void run_sync_transfers(bool crossed, unsigned ms, uint64_t *ids)
 {
@@ -1822,11 +1832,13 @@ static void run_sync_transfers(bool crossed, unsigned ms, uint64_t *ids)
 		  .second = &b,
 		  .held = &held,
 		  .broken = &broken,
-		  .crossed = crossed },
+		  .crossed = crossed,
+		  .await = sync_await },
 		{ .first = crossed ? &b : &a,
 		  .second = crossed ? &a : &b,
 		  .held = &held,
-		  .crossed = crossed },
+		  .crossed = crossed,
+		  .await = sync_await },
 	};
 	weft_join_t *j[2];
 
@@ -1974,6 +1986,47 @@ static void test_deadlock_said_once_across_attaches(void **state)
 	if (mine != 1)
 		print_warnings(&late.r->s);
 	assert_int_equal(mine, 1);
+	rsink_free(late.r, late.sub);
+}
+
+/*
+ * The deadlock of test_deadlock_sync_before_attach(), each task having
+ * slept holding its first weft_mutex_t before it blocked on its second:
+ * a lock held across an await before anyone listened, whose unlock never
+ * comes.  Heard at a late attach (each lock has a waiter, whose wait the
+ * runtime kept), said once a holder: "still held (since before anyone
+ * listened)" (an outside audit: said only in a recording from the start).
+ */
+static void test_sync_held_across_await_before_attach(void **state)
+{
+	weft_probe_warning_t w[16];
+	uint64_t ids[2];
+	size_t n;
+
+	(void)state;
+	late.on = true;
+	sync_await = true;
+	run_sync_transfers(true, 1500, ids);
+	sync_await = false;
+	late.on = false;
+	for (int i = 0; i < 2; i++) {
+		unsigned mine = 0;
+
+		n = rsink_warnings(late.r, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+				   "since before anyone listened", w, 16);
+		for (size_t k = 0; k < n; k++)
+			if (w[k].task == ids[i]) {
+				print_message("%s\n", w[k].detail);
+				assert_non_null(
+					strstr(w[k].detail, "still held"));
+				assert_non_null(
+					strstr(w[k].detail, "\"ledger_"));
+				mine++;
+			}
+		if (mine != 1)
+			print_warnings(&late.r->s);
+		assert_int_equal(mine, 1);
+	}
 	rsink_free(late.r, late.sub);
 }
 
@@ -2131,6 +2184,7 @@ int main(void)
 		cmocka_unit_test(test_deadlock_sync_static),
 		cmocka_unit_test(test_deadlock_sync_before_attach),
 		cmocka_unit_test(test_deadlock_said_once_across_attaches),
+		cmocka_unit_test(test_sync_held_across_await_before_attach),
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_twin),

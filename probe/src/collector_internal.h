@@ -1044,6 +1044,14 @@ uint64_t weft__collector_warnings_total(const struct probe *p);
  */
 bool weft__collector_said(const struct probe *p, uint8_t kind, uint64_t task,
 			  const char *detail, size_t n);
+/*
+ * A weft_mutex_t whose holder returned PENDING holding it before anyone
+ * listened, read with a wait for it (weft__collector_seed_waits()): the
+ * hold across an await said, still held.  Its unlock, if it comes, says
+ * it again with its length (mutex.c unheard_release()).
+ */
+void weft__collector_seed_across(struct probe *p,
+				 const weft__lock_wait_info_t *w, uint64_t now);
 /* Such a warning found again: @t marked with it, as when it was said. */
 void weft__collector_said_again(struct probe *p, uint8_t kind, task_rec_t *t);
 /*

@@ -615,6 +615,8 @@ void weft__collector_res_seed_wait(struct probe *p,
 					.since_unknown = !known };
 		r->pub.nholders++;
 	}
+	if (w->holder && w->holder_across && w->kind == WEFT_RES_SYNC_MUTEX)
+		weft__collector_seed_across(p, w, now);
 	on_wait(p, r, &ev);
 	res_changed(p, r);
 }

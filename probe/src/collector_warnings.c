@@ -585,6 +585,38 @@ bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 	return true;
 }
 
+void weft__collector_seed_across(struct probe *p,
+				 const weft__lock_wait_info_t *w, uint64_t now)
+{
+	task_rec_t *t = weft__collector_task_find(p, w->holder);
+	uint64_t held = w->holder_since_ns && w->holder_since_ns < now ?
+				now - w->holder_since_ns :
+				0;
+	char d[160];
+	int n;
+
+	n = snprintf(d, sizeof(d), "held lock \"%s\" across an await",
+		     w->name ? w->name : "?");
+	/* Once a hold: its other waiters, the next listener. */
+	if (n < 0 || (size_t)n >= sizeof(d) ||
+	    weft__collector_said(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, w->holder,
+				 d, (size_t)n))
+		return;
+	snprintf(d + n, sizeof(d) - (size_t)n,
+		 ", %.2f ms so far, still held (since before anyone "
+		 "listened)",
+		 (double)held / 1e6);
+	if (t) {
+		weft__collector_warn_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+					  t, WEFT_EVENT_NO_WORKER, now, held,
+					  d);
+		return;
+	}
+	weft__collector_warn(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, NULL,
+			     WEFT_EVENT_NO_WORKER, now, held, "%s", d);
+	p->warnings[(p->warn_seq - 1) % WARN_KEEP].task = w->holder;
+}
+
 /* The warning of a lock held across an await, said once. */
 static void lock_warn(struct probe *p, struct lock_hold_s *h, uint64_t at,
 		      uint64_t held, bool released, uint32_t blocked)

@@ -150,9 +150,11 @@ void weft__lock_wait_end(uint32_t h, uint32_t a2)
  * holder's store is ordered for the collector by the holder's events
  * (weft__runtime_lock_waits() in runtime_probe.h).
  */
-static uint64_t holder_of(weft_resource_t *r, uint8_t kind, uint64_t *since)
+static uint64_t holder_of(weft_resource_t *r, uint8_t kind, uint64_t *since,
+			  bool *across)
 {
 	*since = 0;
+	*across = false;
 	switch (kind) {
 	case WEFT_RES_MUTEX:
 		return __atomic_load_n(
@@ -168,9 +170,16 @@ static uint64_t holder_of(weft_resource_t *r, uint8_t kind, uint64_t *since)
 
 		/* Its hold's start (CLOCK_MONOTONIC ns, as weft_now_ns()),
 		 * this holder's or a later one's. */
-		if (task)
+		if (task) {
+			uint64_t a = __atomic_load_n(&m->across_task,
+						     __ATOMIC_RELAXED);
+
 			*since =
 				__atomic_load_n(&m->taken_at, __ATOMIC_RELAXED);
+			/* Its holder returned PENDING holding it, unheard
+			 * (mutex.c weft__mutex_pending_unheard()). */
+			*across = a == task;
+		}
 		return task;
 	}
 	default:
@@ -184,6 +193,7 @@ size_t weft__runtime_lock_waits(weft_runtime_t *rt, unsigned shard,
 {
 	struct shard_s *s = &shards[shard % SHARDS];
 	uint64_t holder, held_since;
+	bool across;
 	size_t n = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -207,12 +217,13 @@ size_t weft__runtime_lock_waits(weft_runtime_t *rt, unsigned shard,
 		    v->adopted_gen == gen)
 			continue;
 		v->adopted_gen = gen;
-		holder = holder_of(r, v->kind, &held_since);
+		holder = holder_of(r, v->kind, &held_since, &across);
 		out[n++] = (weft__lock_wait_info_t){
 			.task = v->task,
 			.res = weft__res_id(r),
 			.holder = holder,
 			.holder_since_ns = held_since,
+			.holder_across = across,
 			.since_ns = v->since_ns,
 			/* Relaxed: see resource.c announce(). */
 			.name = __atomic_load_n(&r->name, __ATOMIC_RELAXED),

@@ -12,6 +12,10 @@
 
 #include "weft/resource.h"
 
+/* weft_mutex_t's across_task top bit (mutex.c): its hold across an await
+ * was heard (LOCK_HELD_PENDING emitted). */
+#define WEFT__MUTEX_ACROSS_HEARD ((uint64_t)1 << 63)
+
 #if WEFT_PROBE
 /*
  * The listening generation a RES_WAIT is emitted in, read before it is

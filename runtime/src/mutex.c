@@ -75,8 +75,13 @@ void weft_mutex_fini(weft_mutex_t *m)
 	weft__res_fini(&m->res);
 }
 
-/* across_task's top bit: its LOCK_HELD_PENDING was emitted. */
-#define ACROSS_HEARD ((uint64_t)1 << 63)
+/*
+ * across_task's top bit: its LOCK_HELD_PENDING was emitted.  across_task
+ * is the holder's to write (relaxed: a collector reads it, lock_wait.c
+ * holder_of(), to tell a hold across an await that began before anyone
+ * listened; it orders nothing).
+ */
+#define ACROSS_HEARD WEFT__MUTEX_ACROSS_HEARD
 
 static void lock_slow(weft_mutex_t *m, uint32_t c)
 {
@@ -257,8 +262,12 @@ void weft_mutex_unlock(weft_mutex_t *m)
 	}
 	m->held_next = NULL;
 #if WEFT_PROBE
-	if (__builtin_expect(m->across_task != 0, 0)) {
-		uint64_t across = m->across_task & ~ACROSS_HEARD;
+	if (__builtin_expect(__atomic_load_n(&m->across_task,
+					     __ATOMIC_RELAXED) != 0,
+			     0)) {
+		uint64_t was =
+			__atomic_load_n(&m->across_task, __ATOMIC_RELAXED);
+		uint64_t across = was & ~ACROSS_HEARD;
 		/* Relaxed: see lock_slow(). */
 		uint32_t blocked =
 			__atomic_exchange_n(&m->blocked, 0, __ATOMIC_RELAXED);
@@ -270,14 +279,13 @@ void weft_mutex_unlock(weft_mutex_t *m)
 		 * straight into the probe's warnings.
 		 */
 		if (across == m->owner_task) {
-			if ((m->across_task & ACROSS_HEARD) &&
-			    weft__probe_on())
+			if ((was & ACROSS_HEARD) && weft__probe_on())
 				weft__probe_emit(WEFT_EV_LOCK_HELD_END, across,
 						 (uintptr_t)m->name, blocked);
 			else
 				unheard_release(m, t, blocked);
 		}
-		m->across_task = 0;
+		__atomic_store_n(&m->across_task, 0, __ATOMIC_RELAXED);
 	}
 #endif
 	{
@@ -311,7 +319,8 @@ unsigned weft__probe_locks_at_pending(weft_task_t *t)
 			uint64_t now = weft__probe_clock();
 
 			/* Its release says the rest (LOCK_HELD_END). */
-			m->across_task = t->id | ACROSS_HEARD;
+			__atomic_store_n(&m->across_task, t->id | ACROSS_HEARD,
+					 __ATOMIC_RELAXED);
 			uint64_t held_ns = m->taken_at
 				? weft__probe_clock_ns() - m->taken_at
 				: 0;
@@ -342,13 +351,16 @@ void weft__mutex_pending_unheard(weft_task_t *t)
 {
 	for (weft_mutex_t *m = t->held_locks; m; m = m->held_next)
 		if (__atomic_load_n(&m->owner_task, __ATOMIC_RELAXED) == t->id)
-			m->across_task = t->id;
+			__atomic_store_n(&m->across_task, t->id,
+					 __ATOMIC_RELAXED);
 }
 
 /* The unlock of a lock held across an await, with nobody listening. */
 static void unheard_release(weft_mutex_t *m, weft_task_t *t, uint32_t blocked)
 {
-	weft__task_info_t info = { .id = m->across_task & ~ACROSS_HEARD };
+	weft__task_info_t info = { .id = __atomic_load_n(&m->across_task,
+							 __ATOMIC_RELAXED) &
+					 ~ACROSS_HEARD };
 	weft_worker_t *w = weft__cur_worker;
 	uint64_t now = weft__probe_clock_ns();
 

@@ -156,6 +156,9 @@ typedef struct weft__lock_wait_info_s {
 	/* When it took the lock (weft_now_ns()), 0 if not known (an async
 	 * mutex keeps no clock on its fast path). */
 	uint64_t holder_since_ns;
+	/* The holder returned PENDING holding it (a weft_mutex_t held
+	 * across an await), unheard: nobody listened then. */
+	bool holder_across;
 	uint64_t since_ns;
 	const char *name;
 	const char *file;
