@@ -991,6 +991,20 @@ void weft__collector_seed_stop(struct probe *p);
  * only a gap in listening. */
 bool weft__collector_reconcile(struct probe *p, uint64_t now, bool dropped);
 
+/*
+ * The runtime whose threads a worker index names, for what the OS says
+ * of them (CPU clocks, schedstat, poll splits): p->rt while it is the
+ * only one attached.  With more, an event's worker index names a worker
+ * of each (events carry no runtime), and reading p->rt's thread for
+ * another's poll blamed a spinning task's poll on "a blocking call" (an
+ * outside audit, two runtimes of four workers): none, and the warnings
+ * say where the time went is not known.
+ */
+static inline weft_runtime_t *weft__collector_os_rt(const struct probe *p)
+{
+	return p->nattached == 1 ? p->rt : NULL;
+}
+
 /* collector_warnings.c */
 void weft__collector_warn(struct probe *p, uint8_t kind, const task_rec_t *t,
 			  uint16_t worker, uint64_t at, uint64_t value,

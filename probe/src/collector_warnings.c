@@ -114,8 +114,10 @@ uint64_t weft__collector_poll_why(struct probe *p, uint16_t worker,
 	const weft__poll_split_t *found = NULL;
 	unsigned n = 0;
 
-	if (p->rt && worker < weft_runtime_workers(p->rt))
-		n = weft__runtime_poll_splits(p->rt, worker, sp);
+	weft_runtime_t *rt = weft__collector_os_rt(p);
+
+	if (rt && worker < weft_runtime_workers(rt))
+		n = weft__runtime_poll_splits(rt, worker, sp);
 	for (unsigned k = 0; k < n && !found; k++) {
 		uint64_t s;
 

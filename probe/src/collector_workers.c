@@ -615,7 +615,8 @@ bool weft__collector_os_held(struct probe *p, uint16_t worker, uint64_t from_ns,
 	worker_window_t born;
 
 	/* Its records, not the window's count: see sched_split below. */
-	if (!p->rt || worker >= weft_runtime_workers(p->rt) ||
+	if (!weft__collector_os_rt(p) ||
+	    worker >= weft_runtime_workers(p->rt) ||
 	    !weft__collector_has_worker(p, worker) || to_ns <= from_ns)
 		return false;
 	k = &p->wk[worker];
@@ -650,7 +651,8 @@ bool weft__collector_sched_split(struct probe *p, uint16_t worker,
 	 * before the first sample of a runtime (stats.workers 0) is split
 	 * from its thread's birth.
 	 */
-	if (!p->rt || worker >= weft_runtime_workers(p->rt) ||
+	if (!weft__collector_os_rt(p) ||
+	    worker >= weft_runtime_workers(p->rt) ||
 	    !weft__collector_has_worker(p, worker) || !dur_ns ||
 	    !sched_look(p, worker, running, &now))
 		return false;
@@ -872,15 +874,29 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 	}
 	free(rate);
 	if (!p->oversub_warned) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		static long cpus;
+		unsigned all = 0;
 
-		p->oversub_warned = true;
-		if (cpus > 0 && n > (unsigned)cpus)
+		/*
+		 * Every runtime's workers, each pass until said (an outside
+		 * audit: two runtimes of four said "4 workers", and two of
+		 * two nothing, the second made after the first pass).
+		 */
+		if (!cpus)
+			cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		for (size_t r = 0; r < p->nattached; r++)
+			all += weft_runtime_workers(p->runtimes[r]);
+		if (all < n)
+			all = n;
+		p->oversub_warned = cpus > 0 && all > (unsigned)cpus;
+		if (p->oversub_warned)
 			weft__collector_warn(
 				p, WEFT_WARN_OVERSUBSCRIBED, NULL,
 				WEFT_EVENT_NO_WORKER, now, 0,
-				"%u workers on %ld CPUs: expect lower throughput",
-				n, cpus);
+				"%u workers on %ld CPUs%s: expect lower "
+				"throughput",
+				all, cpus,
+				p->nattached > 1 ? " (all runtimes)" : "");
 	}
 	p->window_pos = (pos + 1) % WINDOW;
 	if (p->window_fill < WINDOW)
