@@ -321,16 +321,20 @@ static void say_cycle(struct probe *p, const struct dl_node *v,
 		memcpy(d + len, "...", 4);
 		len += 3;
 	}
-	/* The same cycle said before, to an earlier listener (the tail's
-	 * age aside): found again after a gap, not said again. */
+	snprintf(d + len, sizeof(d) - len, "%s", tail);
+	/*
+	 * The same cycle said before, to an earlier listener, its age
+	 * aside (the text up to the tail's "; waiting ", so that a cycle
+	 * whose text begins another's is not taken for it): found again
+	 * after a gap, not said again.
+	 */
 	t = weft__collector_task_find(p, v[c[0]].task);
 	if (weft__collector_said(p, WEFT_WARN_DEADLOCK, t ? t->pub.id : 0, d,
-				 len)) {
+				 len + strlen("; waiting "))) {
 		if (t)
 			weft__collector_said_again(p, WEFT_WARN_DEADLOCK, t);
 		return;
 	}
-	snprintf(d + len, sizeof(d) - len, "%s", tail);
 	if (t)
 		weft__collector_warn_task(p, WEFT_WARN_DEADLOCK, t,
 					  WEFT_EVENT_NO_WORKER, now,

@@ -597,16 +597,34 @@ void weft__collector_seed_across(struct probe *p,
 	char d[160];
 	int n;
 
-	n = snprintf(d, sizeof(d), "held lock \"%s\" across an await",
+	n = snprintf(d, sizeof(d), "held lock \"%s\" across an await, ",
 		     w->name ? w->name : "?");
-	/* Once a hold: its other waiters, the next listener. */
-	if (n < 0 || (size_t)n >= sizeof(d) ||
-	    weft__collector_said(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, w->holder,
-				 d, (size_t)n))
+	if (n < 0 || (size_t)n >= sizeof(d))
 		return;
+	/*
+	 * Once a hold (its other waiters, the next listener): the same
+	 * lock's name, holder and start (the warning's time less its
+	 * value), so that a later hold of it, or another lock of the
+	 * same name, is said.
+	 */
+	for (size_t i = 1;
+	     i <= (p->warn_seq < WARN_KEEP ? p->warn_seq : WARN_KEEP); i++) {
+		const weft_probe_warning_t *o =
+			&p->warnings[(p->warn_seq - i) % WARN_KEEP];
+		uint64_t start = o->at_ns - o->value_ns;
+
+		if (o->kind == WEFT_WARN_LOCK_HELD_ACROSS_AWAIT &&
+		    o->task == w->holder && !strncmp(o->detail, d, (size_t)n) &&
+		    start + 1000000u >= now - held &&
+		    start <= now - held + 1000000u) {
+			if (t)
+				weft__collector_said_again(
+					p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, t);
+			return;
+		}
+	}
 	snprintf(d + n, sizeof(d) - (size_t)n,
-		 ", %.2f ms so far, still held (since before anyone "
-		 "listened)",
+		 "%.2f ms so far, still held (since before anyone listened)",
 		 (double)held / 1e6);
 	if (t) {
 		weft__collector_warn_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
