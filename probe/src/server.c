@@ -111,12 +111,11 @@ static void srv_tick_cb(evutil_socket_t fd, short what, void *arg)
 
 		next = c->next;
 		/*
-		 * Its pace, where its output waited the whole tick (some at
-		 * its start, some at its end): what it read then is what it
-		 * can read.  A tick it emptied its output in says only that
-		 * it keeps up; the pace known stays.
+		 * Its pace, over a tick its output never ran empty in (what
+		 * it read then is what it can read): for events_behind().
 		 */
-		if (c->tick_at && now > c->tick_at && c->tick_have && have &&
+		if (c->tick_at && now > c->tick_at &&
+		    c->emptied_at < c->tick_at && c->tick_have && have &&
 		    c->tick_have + c->added >= have) {
 			uint64_t bps =
 				(uint64_t)(c->tick_have + c->added - have) *

@@ -193,6 +193,78 @@ static bool budget_make_room(struct client *c, size_t total, size_t len)
 }
 
 /*
+ * Events for a client that is behind are not sent: counted as not sent,
+ * as those over the bound are.  Its output bound (8 MiB) is seconds of
+ * reading for a console on a saturated host, and its updates queue
+ * behind the events: a console attached to a busy-waiting task (24 M
+ * events a second) showed the state of its first 130 ms for the next
+ * 1.5 s and more, while the collector published on time.
+ *
+ * Behind: its oldest byte not read was queued over EVENTS_STALE_NS ago
+ * (a reader that keeps up, however much one delivery queues, has read
+ * all but the newest), and what waits would take it over EVENTS_LAG_NS
+ * at the pace it read at while behind (srv_tick_cb()).  That pace not
+ * known (a new subscriber, whose first deliveries can queue 8 MiB before
+ * a tick; a reader never behind for a whole tick), over
+ * EVENTS_UNKNOWN_MAX waiting: a delivery of more than that is 170,000
+ * events or more, past what a console decodes in the time it has.
+ * Under EVENTS_LAG_MIN waiting they go regardless.
+ */
+#define EVENTS_STALE_NS 50000000ull
+#define EVENTS_LAG_NS 250000000ull
+#define EVENTS_LAG_MIN ((size_t)256 << 10)
+#define EVENTS_UNKNOWN_MAX ((size_t)1 << 20)
+
+/* Drops @c's marks of bytes it has read (@have of them wait). */
+static void lag_read(struct client *c, size_t have)
+{
+	uint64_t read = c->queued - have;
+
+	while (c->lag_n && c->lag[c->lag_head].total <= read) {
+		c->lag_head = (c->lag_head + 1) % LAG_MARKS;
+		c->lag_n--;
+	}
+}
+
+/* @len bytes queued for @c at @now (@have waited before them). */
+static void lag_note(struct client *c, size_t have, size_t len, uint64_t now)
+{
+	struct lag_mark *last;
+
+	lag_read(c, have);
+	c->queued += len;
+	if (c->lag_n) {
+		last = &c->lag[(c->lag_head + c->lag_n - 1) % LAG_MARKS];
+		/* The window goes on; or all marks in use: the last one
+		 * grows (its start stays, so its bytes seem older). */
+		if (now - last->at < LAG_MARK_NS || c->lag_n == LAG_MARKS) {
+			last->total = c->queued;
+			return;
+		}
+	}
+	c->lag[(c->lag_head + c->lag_n++) % LAG_MARKS] =
+		(struct lag_mark){ .total = c->queued, .at = now };
+}
+
+static bool events_behind(struct client *c, size_t len)
+{
+	size_t have = evbuffer_get_length(bufferevent_get_output(c->bev));
+	uint64_t now;
+
+	lag_read(c, have);
+	if (have + len <= EVENTS_LAG_MIN)
+		return false;
+	now = weft_now_ns();
+	if (!c->drain_bps)
+		return have + len > EVENTS_UNKNOWN_MAX;
+	if (!c->lag_n || now - c->lag[c->lag_head].at <= EVENTS_STALE_NS)
+		return false;
+	/* have is under the output bounds (GiBs at most): no overflow. */
+	return (uint64_t)(have + len) * 1000000000u / c->drain_bps >
+	       EVENTS_LAG_NS;
+}
+
+/*
  * Queues @data for @c if it fits its bound and the bound of all clients
  * together.  A full update larger than the bound itself goes in while at
  * most half the bound is queued (otherwise a client of a process with
@@ -256,6 +328,7 @@ static bool client_send_ex(struct client *c, const void *data, size_t len,
 		return false;
 	}
 	c->added += len;
+	lag_note(c, have, len, weft_now_ns());
 	if (c->srv->delivering)
 		c->srv->out_total += len;
 	stat_buffered(c->srv, have + len);
@@ -281,35 +354,6 @@ bool weft__server_client_send(struct client *c, const void *data, size_t len,
 }
 
 /* A delivered events record, by reference; bounded.  Return: queued. */
-/*
- * Events that would wait behind more than EVENTS_LAG_NS of @c's output,
- * at the pace it last read at (srv_tick_cb()), are not sent: counted as
- * not sent, as those over the bound are.  Its output bound (8 MiB) is
- * seconds of reading for a console on a saturated host, and its updates
- * queue behind the events: a console attached to a busy-waiting task
- * (24 M events a second) showed the state of its first 130 ms for the
- * next 1.5 s and more, while the collector published on time.  Under
- * EVENTS_LAG_MIN queued, or its pace not known, they go as before.
- */
-#define EVENTS_LAG_NS 250000000ull
-#define EVENTS_LAG_MIN ((size_t)256 << 10)
-
-static bool events_behind(struct client *c, size_t len)
-{
-	size_t have = evbuffer_get_length(bufferevent_get_output(c->bev));
-
-	if (have + len <= EVENTS_LAG_MIN)
-		return false;
-	/* Its pace not known yet (its first tick): at most a few times
-	 * the least; a pass can queue 8 MiB before a tick comes. */
-	if (!c->drain_bps)
-		return have + len > EVENTS_LAG_MIN * 4;
-	/* have is under buf_max (a size_t of at most 2^32 and some): no
-	 * overflow in 64 bits. */
-	return (uint64_t)(have + len) * 1000000000u / c->drain_bps >
-	       EVENTS_LAG_NS;
-}
-
 bool weft__server_client_send_item(struct client *c, struct item *it)
 {
 	if (events_behind(c, it->buf.len))
@@ -643,6 +687,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	struct client *c = arg;
 
 	(void)bev;
+	c->emptied_at = weft_now_ns();
 	if (c->subscribed && c->want_updates)
 		weft__server_stream_have(c->srv);
 }

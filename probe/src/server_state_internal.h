@@ -41,6 +41,9 @@ struct evconnlistener;
 
 /* Distinct (interval, filter) pairs among the clients at once. */
 #define MAX_STREAMS 8
+/* A client's marks of when its output was queued (struct client). */
+#define LAG_MARKS 32
+#define LAG_MARK_NS 10000000ull
 /* No gen: no full record, or no backlog, known (gens count from 0). */
 #define GEN_NONE UINT64_MAX
 
@@ -164,12 +167,24 @@ struct client {
 	size_t added, tick_have;
 	uint64_t stall_since;
 	/*
-	 * The pace it reads at, bytes a second, over the last tick whose
-	 * output never ran empty (0: not known yet), and that tick's time:
-	 * events that would take it over EVENTS_LAG_NS to reach are not
-	 * sent (server_client.c, events_behind()).
+	 * When its output's bytes were queued: marks of (bytes queued in
+	 * all after a LAG_MARK_NS window of sends, the window's start),
+	 * oldest first, those it has read past dropped (it has read what
+	 * was queued less what waits).  The oldest mark left dates the
+	 * oldest byte it has not read: events are not sent to a client
+	 * that far behind (server_client.c, events_behind()).
 	 */
-	uint64_t drain_bps, tick_at;
+	struct lag_mark {
+		uint64_t total, at;
+	} lag[LAG_MARKS];
+	unsigned lag_head, lag_n;
+	uint64_t queued;
+	/*
+	 * The pace it reads at while behind, bytes a second: over the last
+	 * tick its output never ran empty in (0: not known yet); the tick's
+	 * time, and when its output last ran empty (client_write_cb()).
+	 */
+	uint64_t drain_bps, tick_at, emptied_at;
 	/* To be closed by weft__server_sweep(), for this reason (set where
 	 * closing at once would free a client a caller still walks). */
 	const char *drop_why;
