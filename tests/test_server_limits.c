@@ -553,7 +553,7 @@ static void test_server_limits_partial_and_stall(void **state)
  * events than that: its updates come in time all the same (the events it
  * cannot read are not sent), not seconds late behind 8 MiB of events.
  * How late: the wall time since its first update less the probe's, at
- * each update.
+ * each update (the collector's own delays on a loaded host included).
  */
 static void test_server_limits_slow_reader_stays_current(void **state)
 {
@@ -628,9 +628,14 @@ static void test_server_limits_slow_reader_stays_current(void **state)
 		      "%.0f ms late after the first second\n",
 		      updates, (unsigned long long)skipped,
 		      (double)worst / 1e6);
-	assert_true(updates >= 5);
+	/*
+	 * Before: 1 update in the 4 s (the rest behind 8 MiB of events).
+	 * Now 30-odd on a quiet host, 19 in a loaded CI, where the lag,
+	 * which counts the collector's own delays too, reached 2.1 s.
+	 */
+	assert_true(updates >= 8);
 	assert_true(skipped > 0);
-	assert_true(worst < WEFT_MSEC(1000) * slowdown());
+	assert_true(worst < WEFT_MSEC(3000) * slowdown());
 	weft_wire_decoder_fini(&dec);
 	tc_close(&slow);
 	weft__server_destroy(srv);
