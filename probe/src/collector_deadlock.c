@@ -330,7 +330,7 @@ static void say_cycle(struct probe *p, const struct dl_node *v,
 	 */
 	t = weft__collector_task_find(p, v[c[0]].task);
 	if (weft__collector_said(p, WEFT_WARN_DEADLOCK, t ? t->pub.id : 0, d,
-				 len + strlen("; waiting "))) {
+				 len + strlen("; waiting "), 0)) {
 		if (t)
 			weft__collector_said_again(p, WEFT_WARN_DEADLOCK, t);
 		return;

@@ -1051,13 +1051,14 @@ void weft__collector_fold_stop(struct probe *p);
 uint64_t weft__collector_warnings_total(const struct probe *p);
 /*
  * A warning of @kind about task @task among those kept whose detail
- * begins with @detail's first @n bytes (0: any detail).  For the states
+ * begins with @detail's first @n bytes (0: any detail) and, @start not
+ * 0, whose stretch began then (its time less its value, within 1 ms).  For the states
  * that last (a lost waker, a deadlock): a collector that forgot what it
  * heard (nobody listening between two consoles, a gap) finds them again,
  * and must not say them again.
  */
 bool weft__collector_said(const struct probe *p, uint8_t kind, uint64_t task,
-			  const char *detail, size_t n);
+			  const char *detail, size_t n, uint64_t start);
 /*
  * A weft_mutex_t whose holder returned PENDING holding it before anyone
  * listened, read with a wait for it (weft__collector_seed_waits()): the

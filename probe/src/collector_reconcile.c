@@ -99,7 +99,7 @@ static void seed_one(struct probe *p, task_rec_t *t,
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
 		/* Said to an earlier listener, found again. */
 		if (weft__collector_said(p, WEFT_WARN_LOST_WAKER, t->pub.id,
-					 NULL, 0)) {
+					 NULL, 0, 0)) {
 			weft__collector_said_again(p, WEFT_WARN_LOST_WAKER, t);
 			return;
 		}

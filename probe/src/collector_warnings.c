@@ -408,16 +408,19 @@ uint64_t weft__collector_warnings_total(const struct probe *p)
 }
 
 bool weft__collector_said(const struct probe *p, uint8_t kind, uint64_t task,
-			  const char *detail, size_t n)
+			  const char *detail, size_t n, uint64_t start)
 {
 	size_t k = p->warn_seq < WARN_KEEP ? (size_t)p->warn_seq : WARN_KEEP;
 
 	for (size_t i = 1; i <= k; i++) {
 		const weft_probe_warning_t *w =
 			&p->warnings[(p->warn_seq - i) % WARN_KEEP];
+		uint64_t from = w->at_ns - w->value_ns;
 
 		if (w->kind == kind && w->task == task &&
-		    (!n || !strncmp(w->detail, detail, n)))
+		    (!n || !strncmp(w->detail, detail, n)) &&
+		    (!start ||
+		     (from + 1000000u >= start && from <= start + 1000000u)))
 			return true;
 	}
 	return false;
@@ -603,25 +606,15 @@ void weft__collector_seed_across(struct probe *p,
 		return;
 	/*
 	 * Once a hold (its other waiters, the next listener): the same
-	 * lock's name, holder and start (the warning's time less its
-	 * value), so that a later hold of it, or another lock of the
-	 * same name, is said.
+	 * lock's name, holder and start, so that a later hold of it, or
+	 * another lock of the same name, is said.
 	 */
-	for (size_t i = 1;
-	     i <= (p->warn_seq < WARN_KEEP ? p->warn_seq : WARN_KEEP); i++) {
-		const weft_probe_warning_t *o =
-			&p->warnings[(p->warn_seq - i) % WARN_KEEP];
-		uint64_t start = o->at_ns - o->value_ns;
-
-		if (o->kind == WEFT_WARN_LOCK_HELD_ACROSS_AWAIT &&
-		    o->task == w->holder && !strncmp(o->detail, d, (size_t)n) &&
-		    start + 1000000u >= now - held &&
-		    start <= now - held + 1000000u) {
-			if (t)
-				weft__collector_said_again(
-					p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, t);
-			return;
-		}
+	if (weft__collector_said(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, w->holder,
+				 d, (size_t)n, now - held)) {
+		if (t)
+			weft__collector_said_again(
+				p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT, t);
+		return;
 	}
 	snprintf(d + n, sizeof(d) - (size_t)n,
 		 "%.2f ms so far, still held (since before anyone listened)",
@@ -853,7 +846,7 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 		}
 		t->once |= 1u << WEFT_WARN_LOST_WAKER;
 		if (weft__collector_said(p, WEFT_WARN_LOST_WAKER, t->pub.id,
-					 NULL, 0)) {
+					 NULL, 0, 0)) {
 			weft__collector_said_again(p, WEFT_WARN_LOST_WAKER, t);
 			continue;
 		}

@@ -628,8 +628,9 @@ void *weft__worker_main(void *arg)
 			/* Its ring made between polls, not in one. */
 			weft__probe_ring_ready();
 			worker_loop(w, epoch, false);
-		} else
+		} else {
 			worker_loop(w, epoch, true);
+		}
 	}
 #else
 	worker_loop(w, 0, true);
