@@ -5,7 +5,8 @@
  * keeping what it holds), take_idle taking exactly the tasks it can claim
  * (not those running or complete) and marking them, describe and
  * shard_info copying what the probe shows of a task, and inserts and
- * removes on several threads at once.
+ * removes on several threads at once; a shard's walk let go in parts,
+ * changed between them, alone and beside threads that churn it.
  *
  * The tasks are fake: zeroed weft_task_t headers with an id, a name and
  * a state word.  Only weft__task_claim_idle() (take_idle) reads the state;
@@ -291,6 +292,252 @@ static void test_owned_threads_churn(void **state)
 	assert_int_equal(left, NFAKE / 2);
 }
 
+/* ------------------------------------------------ a shard walked in parts */
+
+#define BIG 2000u /* one shard's tasks: several parts of a walk */
+#define EXTRA 64u /* inserted while it walks */
+#define BIG_SHARD 5u
+
+struct big {
+	owned_t *o;
+	weft_task_t *tasks; /* BIG + EXTRA */
+	weft__spawn_rec_t rec;
+	bool removed[BIG + EXTRA];
+	bool walked[BIG + EXTRA]; /* copied by the walk before the hook ran */
+	unsigned hook_calls, added;
+	bool lock_was_held;
+};
+
+static struct big *g_big;
+
+static unsigned big_index(uint64_t id)
+{
+	assert_int_equal(id % OWNED_SHARDS, BIG_SHARD);
+	return (unsigned)(id / OWNED_SHARDS);
+}
+
+/*
+ * Between two parts of the walk: the shard's lock must be free (taken
+ * here, with a CAS, not waited for); then the next task the walk would
+ * copy, one further on and one it already copied leave the list, and a
+ * new task joins it.
+ */
+static void big_hook(owned_shard_t *s)
+{
+	struct big *b = g_big;
+	uint32_t z = 0;
+	weft_task_t *next, *ahead, *behind;
+	unsigned k;
+
+	b->hook_calls++;
+	if (!atomic_compare_exchange_strong(&s->lock.state, &z, 1)) {
+		b->lock_was_held = true;
+		return;
+	}
+	next = s->walk_at;
+	ahead = next ? next->owned_next : NULL;
+	ahead = ahead ? ahead->owned_next : NULL;
+	/* Copied already: behind the walk, toward the head. */
+	behind = next ? next->owned_prev : NULL;
+	atomic_store(&s->lock.state, 0);
+	if (!next)
+		return;
+	/* Every task the walk has passed, with next: the one before it. */
+	for (weft_task_t *t = s->head; t && t != next; t = t->owned_next)
+		b->walked[big_index(t->id)] = true;
+	weft__owned_remove(b->o, next);
+	b->removed[big_index(next->id)] = true;
+	if (ahead) {
+		weft__owned_remove(b->o, ahead);
+		b->removed[big_index(ahead->id)] = true;
+	}
+	if (behind) {
+		weft__owned_remove(b->o, behind);
+		b->removed[big_index(behind->id)] = true;
+	}
+	if (b->added < EXTRA) {
+		k = BIG + b->added++;
+		assert_true(weft__owned_insert(b->o, &b->tasks[k]));
+	}
+}
+
+static struct big *big_new(owned_t *o)
+{
+	struct big *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	b->o = o;
+	b->tasks = calloc(BIG + EXTRA, sizeof(weft_task_t));
+	assert_non_null(b->tasks);
+	b->rec.name = "big";
+	b->rec.file = "test_owned.c";
+	for (unsigned i = 0; i < BIG + EXTRA; i++) {
+		b->tasks[i].id = (uint64_t)i * OWNED_SHARDS + BIG_SHARD;
+		b->tasks[i].rec = &b->rec;
+		atomic_store(&b->tasks[i].state, TASK_REF_ONE);
+	}
+	for (unsigned i = 0; i < BIG; i++)
+		assert_true(weft__owned_insert(o, &b->tasks[i]));
+	return b;
+}
+
+/*
+ * A shard of 2,000 tasks is walked in parts, its lock let go between
+ * them (an audit's dispatcher waited out whole walks of 4,700, asleep,
+ * 20-85 ms a poll).  Changed between the parts, the walk still copies
+ * exactly the tasks on the list when it began and still on it when it
+ * came to them, each once: not the next one removed under it, nor one
+ * removed further on, nor one inserted; one removed after it was copied
+ * stays copied.
+ */
+static void test_owned_shard_walk_lets_go(void **state)
+{
+	struct fixture *f = *state;
+	struct big *b = big_new(f->o);
+	weft__task_info_t *out = calloc(BIG + EXTRA, sizeof(*out));
+	bool seen[BIG + EXTRA] = { false };
+	size_t n;
+
+	assert_non_null(out);
+	g_big = b;
+	weft__owned_walk_hook = big_hook;
+	/* Too small a buffer: the count, no walk. */
+	assert_int_equal(weft__owned_shard_info(f->o, BIG_SHARD, out, 10), BIG);
+	assert_int_equal(b->hook_calls, 0);
+	n = weft__owned_shard_info(f->o, BIG_SHARD, out, BIG + EXTRA);
+	weft__owned_walk_hook = NULL;
+
+	assert_false(b->lock_was_held);
+	/* 2,000 tasks, 64 a part, two fewer at each: about 30 parts. */
+	assert_true(b->hook_calls >= 20);
+	assert_true(b->added >= 6);
+	for (size_t k = 0; k < n; k++) {
+		unsigned i = big_index(out[k].id);
+
+		assert_false(seen[i]); /* once */
+		seen[i] = true;
+		assert_string_equal(out[k].name, "big");
+	}
+	for (unsigned i = 0; i < BIG + EXTRA; i++) {
+		bool want = i < BIG && (!b->removed[i] || b->walked[i]);
+
+		if (seen[i] != want)
+			fail_msg("task %u (removed %d, walked %d): copied %d",
+				 i, b->removed[i], b->walked[i], seen[i]);
+	}
+	/* The walk left no cursor behind; the list holds what it should. */
+	assert_null(f->o->shards[BIG_SHARD].walk_at);
+	{
+		unsigned gone = 0;
+
+		for (unsigned i = 0; i < BIG + EXTRA; i++)
+			gone += b->removed[i];
+		assert_int_equal(weft__owned_count(f->o),
+				 BIG + b->added - gone);
+	}
+	free(out);
+	free(b->tasks);
+	free(b);
+}
+
+struct walk_churn {
+	struct big *b;
+	unsigned index;
+	unsigned rounds;
+};
+
+/* Thread @index inserts and removes the odd tasks i with i / 2 % 2 ==
+ * index, over and over, on the shard being walked. */
+static atomic_uint g_parts;
+
+static void count_hook(owned_shard_t *s)
+{
+	(void)s;
+	atomic_fetch_add(&g_parts, 1);
+}
+
+static void *walk_churn_main(void *arg)
+{
+	struct walk_churn *c = arg;
+
+	for (unsigned r = 0; r < c->rounds; r++) {
+		for (unsigned i = 1 + 2 * c->index; i < BIG; i += 4)
+			if (!weft__owned_insert(c->b->o, &c->b->tasks[i]))
+				return (void *)1;
+		for (unsigned i = 1 + 2 * c->index; i < BIG; i += 4)
+			weft__owned_remove(c->b->o, &c->b->tasks[i]);
+	}
+	return NULL;
+}
+
+/*
+ * Walks of a 1,000-task shard in parts while two threads insert and
+ * remove 1,000 more on it: every walk copies each of the tasks that
+ * stay (the even ones) exactly once and no task twice.  Under
+ * ThreadSanitizer: the cursor is read and moved only under the lock.
+ */
+static void test_owned_shard_walk_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct big *b = calloc(1, sizeof(*b));
+	weft__task_info_t *out = calloc(BIG, sizeof(*out));
+	struct walk_churn c[2];
+	pthread_t th[2];
+	unsigned walks = scale_count(200);
+
+	assert_non_null(b);
+	assert_non_null(out);
+	b->o = f->o;
+	b->tasks = calloc(BIG + EXTRA, sizeof(weft_task_t));
+	assert_non_null(b->tasks);
+	b->rec.name = "big";
+	for (unsigned i = 0; i < BIG; i++) {
+		b->tasks[i].id = (uint64_t)i * OWNED_SHARDS + BIG_SHARD;
+		b->tasks[i].rec = &b->rec;
+		atomic_store(&b->tasks[i].state, TASK_REF_ONE);
+		if (i % 2 == 0)
+			assert_true(weft__owned_insert(f->o, &b->tasks[i]));
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		c[i] = (struct walk_churn){ b, i, scale_count(2000) };
+		assert_int_equal(pthread_create(&th[i], NULL, walk_churn_main,
+						&c[i]),
+				 0);
+	}
+	atomic_store(&g_parts, 0);
+	weft__owned_walk_hook = count_hook;
+	for (unsigned w = 0; w < walks; w++) {
+		bool seen[BIG] = { false };
+		unsigned even = 0;
+		size_t n = weft__owned_shard_info(f->o, BIG_SHARD, out, BIG);
+
+		assert_true(n <= BIG);
+		for (size_t k = 0; k < n; k++) {
+			unsigned i = big_index(out[k].id);
+
+			assert_false(seen[i]);
+			seen[i] = true;
+			even += i % 2 == 0;
+		}
+		assert_int_equal(even, BIG / 2);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		void *ret;
+
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	weft__owned_walk_hook = NULL;
+	/* The 1,000 that stay, 64 a part: 15 times let go a walk at least. */
+	assert_true(atomic_load(&g_parts) >= walks * 15);
+	assert_int_equal(weft__owned_count(f->o), BIG / 2);
+	while (weft__owned_pop(f->o))
+		;
+	free(out);
+	free(b->tasks);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +551,10 @@ int main(void)
 			test_owned_describe_and_shard_info, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owned_threads_churn, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_owned_shard_walk_lets_go,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owned_shard_walk_threads,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,11 @@
  * doubly linked list under its own mutex.  The list holds one reference on
  * each task it contains.
  */
+#include <sched.h>
+
 #include "runtime_internal.h"
+
+void (*weft__owned_walk_hook)(owned_shard_t *s);
 
 void weft__owned_init(owned_t *o)
 {
@@ -15,8 +19,10 @@ void weft__owned_init(owned_t *o)
 		weft__lock_init(&s->lock);
 		s->head = NULL;
 		s->count = 0;
+		s->walk_at = NULL;
 		s->closed = false;
 	}
+	weft__lock_init(&o->walk_lock);
 }
 
 void weft__owned_fini(owned_t *o)
@@ -50,6 +56,8 @@ bool weft__owned_insert(owned_t *o, weft_task_t *t)
 
 static void unlink_locked(owned_shard_t *s, weft_task_t *t)
 {
+	if (s->walk_at == t)
+		s->walk_at = t->owned_next;
 	if (t->owned_prev)
 		t->owned_prev->owned_next = t->owned_next;
 	else
@@ -196,34 +204,93 @@ uint64_t weft__owned_count(owned_t *o)
 	return n;
 }
 
+/* Tasks a walk copies under the shard's lock before letting it go. */
+#define WALK_PART 64u
+
+/*
+ * The walk lets @s's lock go between two parts, and lets in whoever
+ * sleeps on it: a bare unlock and lock again would take it back before
+ * a woken waiter ran, and a spawn on this shard would wait out the whole
+ * walk, asleep (an audit's dispatcher spawning 1,000 tasks a poll, with
+ * 300,000 live: 20-85 ms polls, blamed on it as "asleep in the kernel",
+ * at every pass that read the list).  The waiter's own wake-up is the
+ * price, a few microseconds, paid by the walker.
+ */
+static void walk_let_in(owned_shard_t *s)
+{
+	/* Relaxed: ours, held; 2 says someone may sleep on it. */
+	bool waited = load_relaxed(&s->lock.state) == 2;
+
+	weft__unlock(&s->lock);
+	if (weft__owned_walk_hook)
+		weft__owned_walk_hook(s);
+	/*
+	 * Relaxed: only whether another took it (a waiter woken, or a
+	 * spinner) before we take it again; the lock below orders the rest.
+	 * Spins a little (the waiter is on another CPU), then yields (it
+	 * may be queued on ours), for at most a few hundred microseconds.
+	 */
+	for (unsigned i = 0; waited && i < 300 && !load_relaxed(&s->lock.state);
+	     i++) {
+		if (i < 100)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+	weft__lock(&s->lock);
+}
+
 /*
  * Copies what the probe shows of shard @shard's tasks into @out (at most
- * @cap of them) and returns how many the shard holds, which may be more
- * than @cap (the caller grows its buffer and asks again).  A copy under
- * the lock, a few nanoseconds a task, so that spawns on this shard wait
- * as little as they can: a listener's first pass, not the runtime, pays.
+ * @cap of them) and returns how many, or, when the shard holds more than
+ * @cap, how many it holds (nothing copied: the caller grows its buffer
+ * and asks again).
+ *
+ * A walk of the list under the lock, letting it go every WALK_PART tasks
+ * (walk_let_in()), so that a spawn or a completion on this shard waits
+ * tens of microseconds at most, whatever the shard holds: a listener's
+ * first pass, not the runtime, pays.  While the lock is free, s->walk_at
+ * holds the next task to copy, and an unlink of it moves it on
+ * (unlink_locked()); inserts go to the head, behind the walk.  So the
+ * walk copies every task on the list when it began and still on it when
+ * the walk came to it, each once, and no task inserted since: at most
+ * the count it began with, which is at most @cap.  The callers' argument
+ * (collector_reconcile.c) needs just that: a task on the list when the
+ * walk began and not copied has left the list (completed).
  */
 size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 			      weft__task_info_t *out, size_t cap)
 {
 	owned_shard_t *s = &o->shards[shard % OWNED_SHARDS];
+	weft_task_t *t;
 	size_t n = 0;
 
+	weft__lock(&o->walk_lock);
 	weft__lock(&s->lock);
-	if (s->count <= cap) {
-		for (weft_task_t *t = s->head; t; t = t->owned_next, n++) {
-			out[n].id = t->id;
-			out[n].name = t->rec->name;
-			out[n].file = t->rec->file;
-			out[n].line = t->rec->line;
-			out[n].state_size = t->rec->state_size;
-			out[n].kind = t->rec->kind;
-			describe_parked(t, &out[n]);
-		}
-	} else {
+	if (s->count > cap) {
 		n = s->count;
+		goto out;
 	}
+	for (t = s->head; t && n < cap; t = t->owned_next, n++) {
+		if (n && n % WALK_PART == 0) {
+			s->walk_at = t;
+			walk_let_in(s);
+			t = s->walk_at;
+			s->walk_at = NULL;
+			if (!t)
+				break;
+		}
+		out[n].id = t->id;
+		out[n].name = t->rec->name;
+		out[n].file = t->rec->file;
+		out[n].line = t->rec->line;
+		out[n].state_size = t->rec->state_size;
+		out[n].kind = t->rec->kind;
+		describe_parked(t, &out[n]);
+	}
+out:
 	weft__unlock(&s->lock);
+	weft__unlock(&o->walk_lock);
 	return n;
 }
 

@@ -346,12 +346,25 @@ typedef struct owned_shard_s {
 	weft__cacheline_aligned weft__lock_t lock;
 	weft_task_t *head;
 	uint64_t count;
+	/*
+	 * The probe's walk (weft__owned_shard_info()), while it has let the
+	 * lock go: the next task it copies, NULL at the end or with no walk.
+	 * An unlink of that task moves it on.
+	 */
+	weft_task_t *walk_at;
 	bool closed;
 } owned_shard_t;
 
 typedef struct owned_s {
 	owned_shard_t shards[OWNED_SHARDS];
+	/* One walk at a time: a shard has one walk_at. */
+	weft__lock_t walk_lock;
 } owned_t;
+
+/* owned.c: called, if set, between two parts of a shard's walk, its lock
+ * free.  For tests that change the shard there. */
+extern __attribute__((visibility("hidden"))) void (*weft__owned_walk_hook)(
+	owned_shard_t *s);
 
 /* owned.c */
 void weft__owned_init(owned_t *o);
