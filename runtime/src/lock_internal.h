@@ -17,6 +17,7 @@
 #ifndef WEFT_LOCK_INTERNAL_H
 #define WEFT_LOCK_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "atomic_internal.h"
@@ -76,6 +77,20 @@ static inline void weft__unlock(weft__lock_t *l)
 	lock_tsan(__tsan_mutex_post_unlock(l, 0));
 	if (was == 2)
 		weft__lock_wake(l);
+}
+
+/* weft__unlock(), saying whether it woke a waiter (or may have: 2). */
+static inline bool weft__unlock_woke(weft__lock_t *l)
+{
+	uint32_t was;
+
+	lock_tsan(__tsan_mutex_pre_unlock(l, 0));
+	/* Release, as weft__unlock(). */
+	was = atomic_exchange_explicit(&l->state, 0, memory_order_release);
+	lock_tsan(__tsan_mutex_post_unlock(l, 0));
+	if (was == 2)
+		weft__lock_wake(l);
+	return was == 2;
 }
 
 #endif /* WEFT_LOCK_INTERNAL_H */

@@ -5,7 +5,7 @@
  * doubly linked list under its own mutex.  The list holds one reference on
  * each task it contains.
  */
-#include <sched.h>
+#include <pthread.h>
 
 #include "runtime_internal.h"
 
@@ -22,12 +22,13 @@ void weft__owned_init(owned_t *o)
 		s->walk_at = NULL;
 		s->closed = false;
 	}
-	weft__lock_init(&o->walk_lock);
+	pthread_mutex_init(&o->walk_lock, NULL);
 }
 
 void weft__owned_fini(owned_t *o)
 {
-	(void)o; /* the shards' locks hold nothing to free */
+	/* The shards' locks hold nothing to free. */
+	pthread_mutex_destroy(&o->walk_lock);
 }
 
 static owned_shard_t *shard_of(owned_t *o, const weft_task_t *t)
@@ -207,36 +208,38 @@ uint64_t weft__owned_count(owned_t *o)
 /* Tasks a walk copies under the shard's lock before letting it go. */
 #define WALK_PART 64u
 
+/* Pauses the walk waits, at most, for a woken waiter to take the lock. */
+#define WALK_LET_IN_SPINS 256u
+
 /*
  * The walk lets @s's lock go between two parts, and lets in whoever
  * sleeps on it: a bare unlock and lock again would take it back before
  * a woken waiter ran, and a spawn on this shard would wait out the whole
  * walk, asleep (an audit's dispatcher spawning 1,000 tasks a poll, with
  * 300,000 live: 20-85 ms polls, blamed on it as "asleep in the kernel",
- * at every pass that read the list).  The waiter's own wake-up is the
- * price, a few microseconds, paid by the walker.
+ * at every pass that read the list).  When the unlock woke someone, the
+ * walker spins a few microseconds for it to take the lock (it runs on
+ * another CPU) and then goes on whatever happened: it never yields, as
+ * one yield on a loaded CPU can cost a whole time slice a part, and the
+ * collector holds the probe's lock through its pass (a review measured
+ * 0.2-1.8 s walks of 2,000 tasks with a loop of yields here).  A waiter
+ * that misses its turn sleeps again and is woken at the next part.
  */
 static void walk_let_in(owned_shard_t *s)
 {
-	/* Relaxed: ours, held; 2 says someone may sleep on it. */
-	bool waited = load_relaxed(&s->lock.state) == 2;
+	bool woke = weft__unlock_woke(&s->lock);
 
-	weft__unlock(&s->lock);
 	if (weft__owned_walk_hook)
 		weft__owned_walk_hook(s);
 	/*
-	 * Relaxed: only whether another took it (a waiter woken, or a
-	 * spinner) before we take it again; the lock below orders the rest.
-	 * Spins a little (the waiter is on another CPU), then yields (it
-	 * may be queued on ours), for at most a few hundred microseconds.
+	 * Relaxed: only whether another took it since; the lock below
+	 * orders the rest.  A waiter that took it and let it go already is
+	 * missed: a few microseconds spun for nothing.
 	 */
-	for (unsigned i = 0; waited && i < 300 && !load_relaxed(&s->lock.state);
-	     i++) {
-		if (i < 100)
-			cpu_relax();
-		else
-			sched_yield();
-	}
+	for (unsigned i = 0;
+	     woke && i < WALK_LET_IN_SPINS && !load_relaxed(&s->lock.state);
+	     i++)
+		cpu_relax();
 	weft__lock(&s->lock);
 }
 
@@ -251,7 +254,8 @@ static void walk_let_in(owned_shard_t *s)
  * tens of microseconds at most, whatever the shard holds: a listener's
  * first pass, not the runtime, pays.  While the lock is free, s->walk_at
  * holds the next task to copy, and an unlink of it moves it on
- * (unlink_locked()); inserts go to the head, behind the walk.  So the
+ * (unlink_locked()); inserts go to the head, behind the walk.  One walk
+ * at a time (o->walk_lock, a mutex: held across the parts' hand-offs).  So the
  * walk copies every task on the list when it began and still on it when
  * the walk came to it, each once, and no task inserted since: at most
  * the count it began with, which is at most @cap.  The callers' argument
@@ -265,7 +269,7 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	weft_task_t *t;
 	size_t n = 0;
 
-	weft__lock(&o->walk_lock);
+	pthread_mutex_lock(&o->walk_lock);
 	weft__lock(&s->lock);
 	if (s->count > cap) {
 		n = s->count;
@@ -290,7 +294,7 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 	}
 out:
 	weft__unlock(&s->lock);
-	weft__unlock(&o->walk_lock);
+	pthread_mutex_unlock(&o->walk_lock);
 	return n;
 }
 

@@ -358,7 +358,7 @@ typedef struct owned_shard_s {
 typedef struct owned_s {
 	owned_shard_t shards[OWNED_SHARDS];
 	/* One walk at a time: a shard has one walk_at. */
-	weft__lock_t walk_lock;
+	pthread_mutex_t walk_lock;
 } owned_t;
 
 /* owned.c: called, if set, between two parts of a shard's walk, its lock

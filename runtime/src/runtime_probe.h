@@ -53,11 +53,14 @@ typedef struct weft__task_info_s {
 
 /*
  * A runtime's live tasks, a shard at a time (ids modulo the shard count):
- * shard @shard's tasks into @out when they fit in @cap, and in any case
- * how many there are (more than @cap: nothing was written; grow and call
- * again).  Each shard is read under its own lock, so a task on the list
- * from before its first event until before its COMPLETE (task.c) is seen
- * in a walk made after its events were taken.
+ * shard @shard's tasks into @out, returning how many were written; or,
+ * when the shard holds more than @cap, how many it holds, nothing
+ * written (grow and call again).  The shard is walked under its lock in
+ * parts, the lock let go between them (owned.c): the walk copies every
+ * task on the list when it began that is still on it when reached, once,
+ * and none inserted since.  A task is on the list from before its first
+ * event until before its COMPLETE (task.c), so one whose events were
+ * taken before the walk began is either copied or has completed.
  */
 #define WEFT__TASK_SHARDS 64u
 size_t weft__runtime_tasks(weft_runtime_t *rt, unsigned shard,
