@@ -35,10 +35,13 @@
 static const char *gentrace;
 static char dir[256], trace[320], idx[340], part[350], cache[300];
 
+static void ref_forget(void);
+
 static void gen(const char *path, const char *bytes, unsigned seed)
 {
 	char cmd[1024];
 
+	ref_forget();
 	snprintf(cmd, sizeof(cmd),
 		 "'%s' '%s' --bytes %s --seed %u --quiet >/dev/null", gentrace,
 		 path, bytes, seed);
@@ -163,12 +166,46 @@ static void seeks(const char *path, bool side, uint64_t *d, int *loaded,
 	unsetenv("WEFT_CONSOLE_INDEX");
 }
 
+/*
+ * The screens with no index, kept for the trace they were made of: the
+ * tests corrupt the index, not the trace, many times over (a replay of
+ * 12 MB takes seconds under ASan).  Another file, or the same rewritten,
+ * has another inode, size or time.
+ */
+static struct {
+	char path[400];
+	struct stat st;
+	uint64_t d[NAT];
+} ref_kept;
+
+static void ref_forget(void)
+{
+	ref_kept.path[0] = '\0';
+}
+
+static void reference(const char *path, uint64_t *d)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	if (strcmp(ref_kept.path, path) || st.st_ino != ref_kept.st.st_ino ||
+	    st.st_dev != ref_kept.st.st_dev ||
+	    st.st_size != ref_kept.st.st_size ||
+	    st.st_mtim.tv_sec != ref_kept.st.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != ref_kept.st.st_mtim.tv_nsec) {
+		seeks(path, false, ref_kept.d, NULL, NULL);
+		snprintf(ref_kept.path, sizeof(ref_kept.path), "%s", path);
+		ref_kept.st = st;
+	}
+	memcpy(d, ref_kept.d, sizeof(ref_kept.d));
+}
+
 static void assert_right(const char *path, int want_loaded)
 {
 	uint64_t ref[NAT], got[NAT], restored;
 	int loaded;
 
-	seeks(path, false, ref, NULL, NULL);
+	reference(path, ref);
 	seeks(path, true, got, &loaded, &restored);
 	if (want_loaded >= 0)
 		assert_int_equal(loaded, want_loaded);

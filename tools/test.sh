@@ -10,8 +10,10 @@
 #   normal    build/test-normal, RelWithDebInfo, -Werror: every test
 #             (ctest -j2), the install_out_of_tree test included
 #   tsan      build/test-tsan, ThreadSanitizer: tests labelled concurrency
-#   asan      build/test-asan, ASan + UBSan: every test not labelled tsan-only
-#             or big (a 200 MB trace read under ASan takes minutes)
+#   asan      build/test-asan, ASan + UBSan: every test not labelled tsan-only,
+#             big (a 200 MB trace read under ASan takes minutes) or fuzz
+#             (the fuzz targets are built by clang with ASan and UBSan
+#             whatever the phase: the normal phase runs the same runs)
 #   valgrind  build/test-normal again, tests labelled valgrind run under
 #             valgrind memcheck (ctest -T memcheck)
 #   probe-off build/test-probe-off, Release (as tools/run.sh builds),
@@ -148,7 +150,9 @@ run_net_uring()
 		return 0
 	fi
 	banner "phase $current: tests labelled net again, WEFT_IO=uring"
-	WEFT_IO=uring run_ctest "$dir" -L net "$@"
+	# WEFT_TEST_NET_REPEAT: a test file that mixes tests of the driver
+	# with others (test_resources) runs only the driver's.
+	WEFT_IO=uring WEFT_TEST_NET_REPEAT=1 run_ctest "$dir" -L net "$@"
 }
 
 build_normal()
@@ -178,11 +182,11 @@ phase_tsan()
 
 phase_asan()
 {
-	begin asan "ASan + UBSan, tests not labelled tsan-only or big (build/test-asan)"
+	begin asan "ASan + UBSan, tests not labelled tsan-only, big or fuzz (build/test-asan)"
 	configure_and_build build/test-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=address
-	WEFT_IO=epoll run_ctest build/test-asan -LE 'tsan-only|big'
-	run_net_uring build/test-asan -LE 'tsan-only|big'
+	WEFT_IO=epoll run_ctest build/test-asan -LE 'tsan-only|big|fuzz'
+	run_net_uring build/test-asan -LE 'tsan-only|big|fuzz'
 	end
 }
 
