@@ -412,6 +412,36 @@ static void test_no_sched_delay_across_drops(void **state)
 }
 
 /*
+ * A victim held longer and longer: said at its first wait over the
+ * threshold, not at one less than twice that, again at one more than
+ * twice it, and not at one as long again.  An audit's victim, behind one
+ * 80 ms poll and then 1.5 s behind a run of them, was said only at the
+ * first (a once bit).
+ */
+static void test_sched_delay_said_again_longer(void **state)
+{
+	static const unsigned waits_ms[] = { 80, 120, 1500, 1500, 3100 };
+	static const unsigned said[] = { 1, 1, 2, 2, 3 };
+	unsigned ms = ms_ticks(1), at = 10;
+
+	(void)state;
+	ev(ring_b, 1, WEFT_EV_SPAWN, 30, 0, 0);
+	poll(ring_b, 2, 3, 30, 0);
+	pass();
+	for (unsigned i = 0; i < 5; i++) {
+		ev(ring_b, at, WEFT_EV_WAKE, 30, 0, 0);
+		at += waits_ms[i] * ms;
+		poll(ring_b, at, at + 1, 30, 0);
+		at += 10;
+		pass();
+		if (delay_warnings(30) != said[i])
+			fail_msg("after a wait of %u ms: %u warnings, not %u",
+				 waits_ms[i], delay_warnings(30), said[i]);
+	}
+	assert_int_equal(task(30).polls, 6);
+}
+
+/*
  * A wake burst that wakes a task still in its poll (it went on after it
  * registered for the wake): the wait from that poll's end to its next poll
  * is the burst's, as its fellows' are, and is not warned on its own.  The
@@ -1292,6 +1322,9 @@ static void test_large_future_loc_in_next_pass(void **state)
 	assert_ptr_equal(w.file, other_file);
 	assert_int_equal(w.line, 11);
 	assert_non_null(strstr(w.detail, "8192 bytes"));
+	/* The text says where too: the row names the task, not the site. */
+	assert_non_null(strstr(w.detail, "(spawned at "));
+	assert_non_null(strstr(w.detail, ":11)"));
 	assert_true(warning_on(WEFT_WARN_LARGE_FUTURE, 9, &w));
 	assert_ptr_equal(w.file, site_file);
 	/* Task 8's, unlocated, by the end of the pass after its own. */
@@ -2484,6 +2517,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_no_sched_delay_across_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_sched_delay_said_again_longer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_late_end_after_drop,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_semaphore_permits,

@@ -239,8 +239,12 @@ static void test_warns_task_leak(void **state)
 	assert_int_not_equal(w.task, 0);
 	assert_int_equal(sscanf(w.detail, "tasks leak: %u live", &live), 1);
 	assert_in_range(live, 256, nreq);
+	/* Its site in the text too. */
 	snprintf(parked, sizeof(parked),
-		 " parked at test_warnings_waiting.c:%d;",
+		 " live from test_warnings_waiting.c:%d (", helper_line);
+	assert_non_null(strstr(w.detail, parked));
+	/* Parked in the same file: its line. */
+	snprintf(parked, sizeof(parked), " parked at line %d;",
 		 atomic_load(&helper_await_line));
 	assert_non_null(strstr(w.detail, parked));
 	assert_non_null(strstr(w.detail, "pending since their first poll"));

@@ -101,7 +101,9 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 	    t->woken_on != WEFT_EVENT_NO_WORKER &&
 	    weft__collector_delay_by_os(p, t->woken_on, woken_at, delay))
 		return;
-	t->once |= 1u << WEFT_WARN_SCHEDULING_DELAY;
+	t->delay_said_us = delay / 1000 < UINT32_MAX ?
+				   (uint32_t)(delay / 1000) :
+				   UINT32_MAX;
 	/* Folded (most of a wave's): no words needed. */
 	if (!weft__collector_warn_task_row(p, WEFT_WARN_SCHEDULING_DELAY, t,
 					   worker, start, delay))

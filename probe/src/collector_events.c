@@ -190,8 +190,7 @@ static void on_poll(struct probe *p, task_rec_t *t, const weft_event_t *ev)
 	if (t->pub.state == WEFT_TASK_SCHEDULED && t->woken_at &&
 	    start >= t->woken_at) {
 		uint64_t delay = start - t->woken_at;
-		bool over = delay > p->config.sched_delay_ns &&
-			    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY));
+		bool over = weft__collector_delay_news(p, t, delay);
 
 		t->pub.scheduled_ns += delay;
 		if (h)
@@ -402,10 +401,8 @@ poll_fast_delay(struct probe *p, task_rec_t *t, uint64_t *gates,
 	d = start - t->woken_at;
 	if (d >= start)
 		return false;
-	/* The once bit of the delay warning, or a delay under it: none to
-	 * raise. */
-	if (d > p->config.sched_delay_ns &&
-	    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
+	/* A delay warning to raise: not here. */
+	if (weft__collector_delay_news(p, t, d))
 		return false;
 	/*
 	 * Under the worker's gate: not long, not over its max_poll, no run
@@ -634,10 +631,18 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 static void warn_large_future(struct probe *p, task_rec_t *t,
 			      const weft_event_t *ev)
 {
-	char d[96];
+	char d[128];
 
-	snprintf(d, sizeof(d), "its future's state is %u bytes",
-		 t->pub.state_size);
+	/* Where it was spawned too: the row names the task, not the site. */
+	if (t->pub.file)
+		snprintf(d, sizeof(d),
+			 "its future's state is %u bytes (spawned at %s:%u): "
+			 "keep big buffers behind a pointer",
+			 t->pub.state_size, weft__base_name(t->pub.file),
+			 t->pub.line);
+	else
+		snprintf(d, sizeof(d), "its future's state is %u bytes",
+			 t->pub.state_size);
 	weft__collector_warn_task(p, WEFT_WARN_LARGE_FUTURE, t, ev->worker,
 				  ev->ts, 0, d);
 }

@@ -68,6 +68,11 @@ typedef struct task_rec_s {
 	 * the spawning worker until the first poll.
 	 */
 	uint32_t moved;
+	/*
+	 * The longest scheduling delay said of it, in us (0: none): the
+	 * next is said only at more than twice that (delay_news()).
+	 */
+	uint32_t delay_said_us;
 	uint64_t moved_at;
 	uint16_t spawn_worker;
 	bool seen_spawn;  /* spawned while we watched */
@@ -1274,7 +1279,22 @@ void weft__collector_leak_pass(struct probe *p, uint64_t now);
 /* A gap in listening ended: the sites' samples start again. */
 void weft__collector_leak_gap(struct probe *p);
 
-/* collector_events.c: @t waited @delay_ns for a worker, from its wake to
+/*
+ * Whether a scheduling delay of @d ns would be news of @t: over the
+ * threshold, and more than twice the longest said of it before.  Once a
+ * task was too little: a victim behind one 80 ms poll, then behind a
+ * run of them for 1.5 s, was said at 80 ms and never again.  Doubling
+ * keeps a task held longer and longer to a few rows (and the fold of
+ * warnings by site keeps a wave of victims to five a second).
+ */
+static inline bool weft__collector_delay_news(const struct probe *p,
+					      const task_rec_t *t, uint64_t d)
+{
+	return d > p->config.sched_delay_ns &&
+	       d / 2 > (uint64_t)t->delay_said_us * 1000u;
+}
+
+/* collector_delay.c: @t waited @delay_ns for a worker, from its wake to
  * its poll's @start; raises the scheduling-delay warning. */
 void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 				      uint16_t worker, uint64_t start,

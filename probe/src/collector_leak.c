@@ -438,8 +438,7 @@ static void run_close(struct probe *p, struct wake_run *r)
 			const struct held *h = &r->held[i];
 			task_rec_t *t = weft__collector_task_find(p, h->task);
 
-			if (t &&
-			    !(t->once & (1u << WEFT_WARN_SCHEDULING_DELAY)))
+			if (t && weft__collector_delay_news(p, t, h->delay))
 				weft__collector_warn_sched_delay(
 					p, t, h->worker, h->start, h->delay);
 		}

@@ -875,23 +875,36 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 {
 	weft_probe_warning_t *w;
-	char parked[96] = "";
+	char parked[96] = "", site[80] = "";
 
-	/* The site is the warning's file:line, the oldest task its task:
-	 * the text says the rest in a row's room. */
-	if (l->parked_file)
+	/*
+	 * The oldest task is the warning's task (its column in a row), the
+	 * site its file:line; the text says the site too (an audit read
+	 * rows with no place in them) and where they are parked, a file
+	 * said once, in a row's room.
+	 */
+	if (l->file)
+		snprintf(site, sizeof(site), " from %s:%u",
+			 weft__base_name(l->file), l->line);
+	else if (l->name)
+		snprintf(site, sizeof(site), " named %s", l->name);
+	if (l->parked_file && l->file &&
+	    !strcmp(weft__base_name(l->parked_file), weft__base_name(l->file)))
+		snprintf(parked, sizeof(parked), ", %u parked at line %u",
+			 l->parked_n, l->parked_line);
+	else if (l->parked_file)
 		snprintf(parked, sizeof(parked), ", %u parked at %s:%u",
 			 l->parked_n, weft__base_name(l->parked_file),
 			 l->parked_line);
 	weft__collector_warn(
 		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
 		l->oldest_unseen ? 0 : l->oldest_age_ns,
-		"%s: %u live (+%.0f/s over %.1f s); %u old ones pending since "
-		"their first poll%s; oldest %s%.1f s (task %llu)",
-		l->said_live ? "still leaking" : "tasks leak", l->live,
+		"%s: %u live%s (+%.0f/s in %.1f s), %u pending since their "
+		"first poll%s; oldest %s%.1f s",
+		l->said_live ? "still leaking" : "tasks leak", l->live, site,
 		l->per_s, (double)l->window_ns / 1e9, l->pending, parked,
-		l->oldest_unseen ? "over " : "", (double)l->oldest_age_ns / 1e9,
-		(unsigned long long)l->oldest);
+		l->oldest_unseen ? "over " : "",
+		(double)l->oldest_age_ns / 1e9);
 	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 	w->task = l->oldest;
 	w->task_name = l->file ? l->oldest_name : l->name;

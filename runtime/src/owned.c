@@ -160,37 +160,6 @@ static void describe_parked(weft_task_t *t, weft__task_info_t *out)
 			task_refs(st) == 1 + !!(st & TASK_JOIN_INTEREST);
 }
 
-/*
- * What @t is, if it is still on the list: a pointer that may be freed any
- * moment (a poll that ends completes it) is compared, never dereferenced,
- * until found under the shard's lock, where the list's reference keeps
- * it (completion takes it off under the same lock).
- */
-bool weft__owned_describe(owned_t *o, const weft_task_t *t,
-			  weft__task_info_t *out)
-{
-	for (unsigned i = 0; i < OWNED_SHARDS; i++) {
-		owned_shard_t *s = &o->shards[i];
-
-		weft__lock(&s->lock);
-		for (weft_task_t *c = s->head; c; c = c->owned_next) {
-			if (c != t)
-				continue;
-			out->id = c->id;
-			out->name = c->rec->name;
-			out->file = c->rec->file;
-			out->line = c->rec->line;
-			out->state_size = c->rec->state_size;
-			out->kind = c->rec->kind;
-			describe_parked(c, out);
-			weft__unlock(&s->lock);
-			return true;
-		}
-		weft__unlock(&s->lock);
-	}
-	return false;
-}
-
 uint64_t weft__owned_count(owned_t *o)
 {
 	uint64_t n = 0;
@@ -262,20 +231,28 @@ static void walk_let_in(owned_shard_t *s)
  * (collector_reconcile.c) needs just that: a task on the list when the
  * walk began and not copied has left the list (completed).
  */
-size_t weft__owned_shard_info(owned_t *o, unsigned shard,
-			      weft__task_info_t *out, size_t cap)
+static void info_of(weft_task_t *t, weft__task_info_t *out)
 {
-	owned_shard_t *s = &o->shards[shard % OWNED_SHARDS];
-	weft_task_t *t;
+	out->id = t->id;
+	out->name = t->rec->name;
+	out->file = t->rec->file;
+	out->line = t->rec->line;
+	out->state_size = t->rec->state_size;
+	out->kind = t->rec->kind;
+	describe_parked(t, out);
+}
+
+/*
+ * Calls @visit on each task of @s's list in turn, in parts, until it
+ * returns true; returns whether it did.  With o->walk_lock and @s's lock
+ * held, as it returns.
+ */
+static bool walk_parts(owned_shard_t *s, bool (*visit)(weft_task_t *, void *),
+		       void *arg)
+{
 	size_t n = 0;
 
-	pthread_mutex_lock(&o->walk_lock);
-	weft__lock(&s->lock);
-	if (s->count > cap) {
-		n = s->count;
-		goto out;
-	}
-	for (t = s->head; t && n < cap; t = t->owned_next, n++) {
+	for (weft_task_t *t = s->head; t; t = t->owned_next, n++) {
 		if (n && n % WALK_PART == 0) {
 			s->walk_at = t;
 			walk_let_in(s);
@@ -284,18 +261,86 @@ size_t weft__owned_shard_info(owned_t *o, unsigned shard,
 			if (!t)
 				break;
 		}
-		out[n].id = t->id;
-		out[n].name = t->rec->name;
-		out[n].file = t->rec->file;
-		out[n].line = t->rec->line;
-		out[n].state_size = t->rec->state_size;
-		out[n].kind = t->rec->kind;
-		describe_parked(t, &out[n]);
+		if (visit(t, arg))
+			return true;
 	}
-out:
+	return false;
+}
+
+struct copy {
+	weft__task_info_t *out;
+	size_t n, cap;
+};
+
+static bool copy_one(weft_task_t *t, void *arg)
+{
+	struct copy *c = arg;
+
+	/* Never more than the count the walk began with (above): cap. */
+	if (c->n == c->cap)
+		return true;
+	info_of(t, &c->out[c->n++]);
+	return false;
+}
+
+size_t weft__owned_shard_info(owned_t *o, unsigned shard,
+			      weft__task_info_t *out, size_t cap)
+{
+	owned_shard_t *s = &o->shards[shard % OWNED_SHARDS];
+	struct copy c = { out, 0, cap };
+
+	pthread_mutex_lock(&o->walk_lock);
+	weft__lock(&s->lock);
+	if (s->count > cap)
+		c.n = s->count;
+	else
+		walk_parts(s, copy_one, &c);
 	weft__unlock(&s->lock);
 	pthread_mutex_unlock(&o->walk_lock);
-	return n;
+	return c.n;
+}
+
+struct find {
+	const weft_task_t *t;
+	weft__task_info_t *out;
+};
+
+static bool find_one(weft_task_t *t, void *arg)
+{
+	struct find *f = arg;
+
+	if (t != f->t)
+		return false;
+	info_of(t, f->out);
+	return true;
+}
+
+/*
+ * What @t is, if it is still on the list: a pointer that may be freed any
+ * moment (a poll that ends completes it) is compared, never dereferenced,
+ * until found under the shard's lock, where the list's reference keeps
+ * it (completion takes it off under the same lock).  Every shard walked
+ * in parts, as the probe's walks are (the runtime monitor asks this of a
+ * long poll, in a process of any number of tasks).  Memory freed and
+ * reused by a task spawned meanwhile onto a shard not walked yet can be
+ * found for it: the callers check that the poll is still the same.
+ */
+bool weft__owned_describe(owned_t *o, const weft_task_t *t,
+			  weft__task_info_t *out)
+{
+	struct find f = { t, out };
+	bool found = false;
+
+	pthread_mutex_lock(&o->walk_lock);
+	for (unsigned i = 0; i < OWNED_SHARDS && !found; i++) {
+		owned_shard_t *s = &o->shards[i];
+
+		weft__lock(&s->lock);
+		found = walk_parts(s, find_one, &f);
+		weft__unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&o->walk_lock);
+	return found;
 }
 
 size_t weft__runtime_tasks(weft_runtime_t *rt, unsigned shard,
