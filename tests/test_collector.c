@@ -1541,6 +1541,41 @@ static unsigned warnings_of(uint8_t kind)
 }
 
 /*
+ * A lock held by a thread, not a task (weft_block_on(), a plain thread:
+ * task 0), while a task waits past the threshold: the contention warning
+ * says a thread held it, where it was taken, not "a task not seen" (an
+ * audit's block_on holder).
+ */
+static void test_res_contention_thread_holder(void **state)
+{
+	unsigned t0 = LATE, ms = ms_ticks(1);
+	unsigned before = warnings_of(WEFT_WARN_CONTENTION);
+	weft_probe_warning_t w;
+	bool found = false;
+
+	(void)state;
+	site(ring_a, t0, 9, "reader", bank_file, 70, 64);
+	spawn(ring_a, t0, 95, 9, 0);
+	res_named(t0, 150, WEFT_RES_MUTEX, "config");
+	res_take(t0 + 1, 0, 150, 33);
+	ev(ring_b, t0 + 2, WEFT_EV_RES_WAIT, 95, 150, WEFT_RES_OP_ACQUIRE);
+	pass_at(t0 + 100 * ms);
+	pass_at(t0 + 200 * ms);
+	assert_true(warnings_of(WEFT_WARN_CONTENTION) > before);
+	pthread_mutex_lock(&p->lock);
+	for (uint64_t s = p->warn_seq; s-- > 0 && !found;) {
+		w = p->warnings[s % WARN_KEEP];
+		found = w.kind == WEFT_WARN_CONTENTION;
+	}
+	pthread_mutex_unlock(&p->lock);
+	assert_true(found);
+	print_message("%s\n", w.detail);
+	assert_non_null(strstr(w.detail, "a thread, not a task"));
+	assert_null(strstr(w.detail, "not seen"));
+	assert_non_null(strstr(w.detail, "bank.c:33"));
+}
+
+/*
  * Three tellers, each holding one lock and waiting for the next's, and a
  * fourth waiting behind the first lock (stuck, but in no cycle): one
  * deadlock warning, on the lowest task of the cycle, naming the other
@@ -2519,6 +2554,8 @@ int main(void)
 			test_no_sched_delay_across_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_sched_delay_said_again_longer, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_res_contention_thread_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_late_end_after_drop,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_res_semaphore_permits,

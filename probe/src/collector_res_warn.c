@@ -120,9 +120,16 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 		fmt_site(acq + k, sizeof(acq) - k, r->win_hold_file,
 			 r->win_hold_line);
 	}
+	/*
+	 * A hold seen of no task (task 0: weft_block_on(), or a plain
+	 * thread's weft_mutex_t) is a thread's; "a task not seen" only when
+	 * no hold was seen at all.
+	 */
 	if (r->win_hold_task)
 		snprintf(held, sizeof(held), "task %llu (%s)",
 			 (unsigned long long)r->win_hold_task, task_label(t));
+	else if (r->win_hold_end)
+		snprintf(held, sizeof(held), "a thread, not a task");
 	else
 		snprintf(held, sizeof(held), "a task not seen");
 	fmt_dur(max, sizeof(max), r->win_max_wait);
