@@ -421,6 +421,95 @@ static void test_long_polls_before_attach(void **state)
 	sink_free(s, sub);
 }
 
+/*
+ * One poll of @ms spinning, then parked, its waker kept in @waker for the
+ * test to wake it when @done.
+ */
+struct spin_park {
+	unsigned ms;
+	atomic_bool spun;
+	atomic_bool done;
+	weft_waker_t waker;
+	pthread_mutex_t lock;
+};
+
+/* The task's state: the spawn copies it, so a pointer to the test's. */
+struct spin_park_ref {
+	struct spin_park *sp;
+};
+
+static weft_poll_t spin_park_poll(void *arg, weft_cx_t *cx)
+{
+	struct spin_park *sp = ((struct spin_park_ref *)arg)->sp;
+	weft_poll_t r = WEFT_PENDING;
+
+	if (!sp->spun) {
+		spin_cpu_ns(WEFT_MSEC(sp->ms));
+		sp->spun = true;
+	}
+	pthread_mutex_lock(&sp->lock);
+	if (atomic_load(&sp->done))
+		r = WEFT_READY;
+	else
+		weft_waker_set(&sp->waker, weft_cx_waker(cx));
+	pthread_mutex_unlock(&sp->lock);
+	return r;
+}
+
+/*
+ * Nobody listening: a task's one long poll, seen by the runtime monitor,
+ * then the task parks for good.  A console that attaches later lists the
+ * warning (as above) and the task it names shows it too (its record's
+ * warnings, the tasks view's WARN column): an audit's late console had
+ * the rows, and "0" in that column.
+ */
+static void test_long_poll_before_attach_marks_task(void **state)
+{
+	weft_runtime_t *rt = rt_new(2);
+	struct spin_park sp = { .ms = 60 * (slowdown() < 4 ? slowdown() : 4) };
+	weft_probe_task_t task;
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_join_t *j;
+	uint64_t id;
+	bool marked = false;
+
+	(void)state;
+	pthread_mutex_init(&sp.lock, NULL);
+	assert_false(weft_probe_listening());
+	assert_int_equal(weft_spawn_named(rt, "spin-then-park", spin_park_poll,
+					  &(struct spin_park_ref){ &sp }, &j),
+			 0);
+	id = weft_join_id(j);
+	/* Its poll over and the monitor's look after it. */
+	for (int i = 0; i < 200 && !atomic_load(&sp.spun); i++)
+		usleep(10000);
+	usleep(50000);
+	s = sink_new_history(false, true, &sub);
+	for (int i = 0; i < 20 && !marked; i++) {
+		weft_probe_flush();
+		marked = sink_task(s, id, &task) &&
+			 task.warnings & (1u << WEFT_WARN_LONG_POLL);
+		if (!marked)
+			usleep(10000);
+	}
+	/* The task ended before any assert (a failed one would leave it
+	 * parked, and the runtime's teardown waiting for it). */
+	pthread_mutex_lock(&sp.lock);
+	atomic_store(&sp.done, true);
+	weft_waker_wake(&sp.waker);
+	pthread_mutex_unlock(&sp.lock);
+	assert_int_equal(weft_join_wait(j, NULL), 0);
+	weft_join_drop(j);
+	if (!marked)
+		print_warnings(s);
+	assert_true(sink_count(s, WEFT_WARN_LONG_POLL, id) >= 1);
+	assert_true(marked);
+	rt_done(rt);
+	sink_free(s, sub);
+	pthread_mutex_destroy(&sp.lock);
+}
+
 /* A poll that blocks its worker on a pipe until the test writes to it. */
 struct blocked_read {
 	int fd;
@@ -1748,6 +1837,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_lost_waker_before_attach, teardown),
 		cmocka_unit_test_teardown(test_warns_self_wakes_and_large_future, teardown),
 		cmocka_unit_test_teardown(test_warns_scheduling_delay, teardown),
+		cmocka_unit_test_teardown(
+			test_long_poll_before_attach_marks_task, teardown),
 		cmocka_unit_test_teardown(test_steal_storm_rule, teardown),
 		cmocka_unit_test_teardown(test_warns_steal_storm, teardown),
 	};

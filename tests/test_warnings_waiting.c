@@ -244,7 +244,7 @@ static void test_warns_task_leak(void **state)
 		 " live from test_warnings_waiting.c:%d (", helper_line);
 	assert_non_null(strstr(w.detail, parked));
 	/* Parked in the same file: its line. */
-	snprintf(parked, sizeof(parked), " parked at line %d;",
+	snprintf(parked, sizeof(parked), " parked at line %d",
 		 atomic_load(&helper_await_line));
 	assert_non_null(strstr(w.detail, parked));
 	assert_non_null(strstr(w.detail, "pending since their first poll"));

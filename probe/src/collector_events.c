@@ -631,7 +631,7 @@ void weft__collector_on_complete(struct probe *p, task_rec_t *t,
 static void warn_large_future(struct probe *p, task_rec_t *t,
 			      const weft_event_t *ev)
 {
-	char d[128];
+	char d[160];
 
 	/* Where it was spawned too: the row names the task, not the site. */
 	if (t->pub.file)

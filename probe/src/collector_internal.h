@@ -1300,6 +1300,8 @@ void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 				      uint16_t worker, uint64_t start,
 				      uint64_t delay);
 /* collector_warnings.c */
+void weft__collector_mark_task(struct probe *p, uint8_t kind, uint64_t id);
+void weft__collector_mark_kept(struct probe *p);
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l);
 void weft__collector_warn_burst(struct probe *p, const struct burst_said *b);
 

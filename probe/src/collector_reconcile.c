@@ -248,6 +248,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 	}
 	if (!heap) {
 		weft__collector_seed_stop(p);
+		weft__collector_mark_kept(p);
 		return;
 	}
 	for (size_t j = 0; j < k; j++) {
@@ -257,6 +258,7 @@ void weft__collector_seed_tasks(struct probe *p, uint64_t now)
 			seed_one(p, t, &heap[j], now);
 	}
 	free(heap);
+	weft__collector_mark_kept(p);
 	p->seed_shards = ~(uint64_t)0 >> (64 - WEFT__TASK_SHARDS);
 	p->seed_next = 0;
 	p->seed_max_id = max_id;
@@ -339,6 +341,8 @@ static void seed_take(struct probe *p, uint64_t now, uint64_t budget)
 	}
 	if (!p->seed_shards)
 		weft__collector_seed_stop(p);
+	/* The records made this pass: the kept warnings of their tasks. */
+	weft__collector_mark_kept(p);
 }
 
 void weft__collector_seed_more(struct probe *p, uint64_t now, uint64_t dt_ns)

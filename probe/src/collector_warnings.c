@@ -479,6 +479,39 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 				     detail);
 }
 
+/*
+ * Kind @kind said of task @id with no record at hand (the runtime
+ * monitor's warnings): its record, if the collector has one, carries it,
+ * as a warning the collector raises does (the tasks view's WARN column).
+ */
+void weft__collector_mark_task(struct probe *p, uint8_t kind, uint64_t id)
+{
+	task_rec_t *t = id && p->table ? weft__collector_task_find(p, id) :
+					 NULL;
+
+	if (!t || t->pub.warnings & (1u << kind))
+		return;
+	t->pub.warnings |= 1u << kind;
+	weft__collector_task_changed(p, t);
+}
+
+/*
+ * The kept warnings' tasks, marked on their records: called when records
+ * were made from the runtime's list (a seed), so that a task warned
+ * before this listener (by the monitor, with nobody listening, or in an
+ * earlier listening period) shows it.  At most WARN_KEEP lookups.
+ */
+void weft__collector_mark_kept(struct probe *p)
+{
+	uint64_t from = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
+
+	for (uint64_t s = from; s < p->warn_seq; s++) {
+		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
+
+		weft__collector_mark_task(p, w->kind, w->task);
+	}
+}
+
 bool weft__probe_monitor_long_poll(const weft__task_info_t *t, uint16_t worker,
 				   uint64_t start_ns, uint64_t dur_ns,
 				   bool ended, const weft__poll_split_t *split,
@@ -554,6 +587,7 @@ bool weft__probe_monitor_long_poll(const weft__task_info_t *t, uint16_t worker,
 	w->task_name = t->name;
 	w->file = t->file;
 	w->line = line;
+	weft__collector_mark_task(p, kind, t->id);
 	pthread_mutex_unlock(&p->lock);
 	return true;
 }
@@ -585,6 +619,8 @@ bool weft__probe_unheard_lock_held(const weft__task_info_t *t,
 		w->task_name = t->name;
 		w->file = t->file;
 		w->line = tline;
+		weft__collector_mark_task(p, WEFT_WARN_LOCK_HELD_ACROSS_AWAIT,
+					  t->id);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return true;
@@ -875,21 +911,23 @@ void weft__collector_check_idle_tasks(struct probe *p, uint64_t now)
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 {
 	weft_probe_warning_t *w;
-	char parked[96] = "", site[80] = "";
+	char parked[96] = "", site[96] = "";
 
 	/*
 	 * The oldest task is the warning's task (its column in a row), the
 	 * site its file:line; the text says the site too (an audit read
-	 * rows with no place in them) and where they are parked, a file
-	 * said once, in a row's room.
+	 * rows with no place in them).  In the order a reader needs them,
+	 * the age before where they are parked: a long text is cut at the
+	 * detail's 159 characters, and the age is told nowhere else when it
+	 * is a lower bound (value 0).  The parked site is its line alone
+	 * when in the site's own file.
 	 */
 	if (l->file)
 		snprintf(site, sizeof(site), " from %s:%u",
 			 weft__base_name(l->file), l->line);
 	else if (l->name)
 		snprintf(site, sizeof(site), " named %s", l->name);
-	if (l->parked_file && l->file &&
-	    !strcmp(weft__base_name(l->parked_file), weft__base_name(l->file)))
+	if (l->parked_file && l->file && !strcmp(l->parked_file, l->file))
 		snprintf(parked, sizeof(parked), ", %u parked at line %u",
 			 l->parked_n, l->parked_line);
 	else if (l->parked_file)
@@ -899,12 +937,12 @@ void weft__collector_warn_leak(struct probe *p, const struct leak_said *l)
 	weft__collector_warn(
 		p, WEFT_WARN_TASK_LEAK, NULL, WEFT_EVENT_NO_WORKER, l->at,
 		l->oldest_unseen ? 0 : l->oldest_age_ns,
-		"%s: %u live%s (+%.0f/s in %.1f s), %u pending since their "
-		"first poll%s; oldest %s%.1f s",
+		"%s: %u live%s (+%.0f/s in %.1f s); oldest %s%.1f s; %u "
+		"pending since their first poll%s",
 		l->said_live ? "still leaking" : "tasks leak", l->live, site,
-		l->per_s, (double)l->window_ns / 1e9, l->pending, parked,
-		l->oldest_unseen ? "over " : "",
-		(double)l->oldest_age_ns / 1e9);
+		l->per_s, (double)l->window_ns / 1e9,
+		l->oldest_unseen ? "over " : "", (double)l->oldest_age_ns / 1e9,
+		l->pending, parked);
 	w = &p->warnings[(p->warn_seq - 1) % WARN_KEEP];
 	w->task = l->oldest;
 	w->task_name = l->file ? l->oldest_name : l->name;

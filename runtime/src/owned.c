@@ -323,7 +323,8 @@ static bool find_one(weft_task_t *t, void *arg)
  * in parts, as the probe's walks are (the runtime monitor asks this of a
  * long poll, in a process of any number of tasks).  Memory freed and
  * reused by a task spawned meanwhile onto a shard not walked yet can be
- * found for it: the callers check that the poll is still the same.
+ * found for it: the monitor checks that the poll is still the same;
+ * destroy asks after weft__owned_close(), when no task joins the list.
  */
 bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 			  weft__task_info_t *out)
@@ -331,15 +332,17 @@ bool weft__owned_describe(owned_t *o, const weft_task_t *t,
 	struct find f = { t, out };
 	bool found = false;
 
-	pthread_mutex_lock(&o->walk_lock);
+	/* The walk's mutex a shard at a time: the monitor, at nice 19, may
+	 * be preempted in here, and the collector waits for it. */
 	for (unsigned i = 0; i < OWNED_SHARDS && !found; i++) {
 		owned_shard_t *s = &o->shards[i];
 
+		pthread_mutex_lock(&o->walk_lock);
 		weft__lock(&s->lock);
 		found = walk_parts(s, find_one, &f);
 		weft__unlock(&s->lock);
+		pthread_mutex_unlock(&o->walk_lock);
 	}
-	pthread_mutex_unlock(&o->walk_lock);
 	return found;
 }
 
