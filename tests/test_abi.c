@@ -161,7 +161,8 @@ ABI_FIELD(weft_probe_config_t, large_future_bytes, 48);
 ABI_FIELD(weft_probe_config_t, contention_ns, 56);
 ABI_FIELD(weft_probe_config_t, wake_burst, 64);
 ABI_FIELD(weft_probe_config_t, task_leak_window_ns, 72);
-ABI_RESERVED(weft_probe_config_t, 80, 8);
+ABI_FIELD(weft_probe_config_t, task_leak_min, 80);
+ABI_RESERVED(weft_probe_config_t, 88, 7);
 
 /* weft/trace.h */
 ABI_SIZE(weft_trace_opts_t, 64, 8);

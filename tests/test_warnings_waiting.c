@@ -254,6 +254,56 @@ static void test_warns_task_leak(void **state)
 	reqs = NULL;
 }
 
+/*
+ * WEFT_TASK_LEAK_MIN lower (here 24, and a 200 ms window): the same leak
+ * is said before its site holds the default's 256 live tasks (a slow
+ * leak of a small service, 2 a second, went unsaid for minutes under the
+ * fixed floor).  The config set as the environment would have.
+ */
+static void test_warns_task_leak_min(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct sink *s;
+	weft_runtime_t *rt;
+	weft_probe_warning_t w = { 0 };
+	uint64_t window;
+	uint32_t min;
+	unsigned live = 0;
+	int nreq;
+
+	(void)state;
+	pthread_mutex_lock(&weft__probe.lock);
+	window = weft__probe.config.task_leak_window_ns;
+	min = weft__probe.config.task_leak_min;
+	weft__probe.config.task_leak_window_ns = WEFT_MSEC(200);
+	weft__probe.config.task_leak_min = 24;
+	pthread_mutex_unlock(&weft__probe.lock);
+	s = sink_new(true, &sub);
+	rt = rt_new(2);
+	reqs = calloc(REQ_MAX, sizeof(*reqs));
+	assert_non_null(reqs);
+	nreq = serve(rt, s, false, 6000);
+	weft_probe_flush();
+	pthread_mutex_lock(&weft__probe.lock);
+	weft__probe.config.task_leak_window_ns = window;
+	weft__probe.config.task_leak_min = min;
+	pthread_mutex_unlock(&weft__probe.lock);
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->nwarn; i++)
+		if (s->warn[i].kind == WEFT_WARN_TASK_LEAK && !w.kind)
+			w = s->warn[i];
+	pthread_mutex_unlock(&s->lock);
+	rt_done(rt);
+	sink_free(s, sub);
+	free(reqs);
+	reqs = NULL;
+	assert_int_equal(w.kind, WEFT_WARN_TASK_LEAK);
+	print_message("%s\n", w.detail);
+	assert_int_equal(sscanf(w.detail, "tasks leak: %u live", &live), 1);
+	assert_in_range(live, 24, 255);
+	assert_true(nreq > 0);
+}
+
 /* The fixed twin: as many requests, hundreds in flight, none left. */
 static void test_no_task_leak_when_tasks_finish(void **state)
 {
@@ -622,6 +672,7 @@ int main(void)
 	setenv("WEFT_TASK_LEAK_WINDOW", "1000", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_warns_task_leak, teardown),
+		cmocka_unit_test_teardown(test_warns_task_leak_min, teardown),
 		cmocka_unit_test_teardown(test_no_task_leak_when_tasks_finish,
 					  teardown),
 		cmocka_unit_test_teardown(test_no_task_leak_for_long_sleepers,

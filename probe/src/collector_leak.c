@@ -10,7 +10,8 @@
  * task.  Every quarter of the window (WEFT_TASK_LEAK_WINDOW, 3 s) each
  * site's live count is sampled; a site is a suspect when over the last
  * window its count grew in three of the four quarters, ending past
- * LEAK_FLOOR.  A busy site whose tasks finish can look like that for a
+ * WEFT_TASK_LEAK_MIN live tasks (LEAK_FLOOR, 256, by default).  A busy
+ * site whose tasks finish can look like that for a
  * window (a random walk goes up three times in four one time in three);
  * what it cannot do is keep its tasks: so a suspect's list is walked
  * from its oldest (at most once a second, at most LEAK_WALK tasks) and
@@ -50,7 +51,7 @@
 
 #define LEAK_SITES 1024    /* table slots (a power of two) */
 #define LEAK_SITES_MAX 768 /* sites tracked at most (3/4 full) */
-#define LEAK_FLOOR 256     /* live tasks before a site may be a leak */
+#define LEAK_FLOOR 256 /* live tasks before a site may be a leak: the default */
 #define LEAK_SAMPLES 5     /* the window's four quarters' ends */
 #define LEAK_WALK 8192     /* a suspect's oldest tasks looked at */
 #define LEAK_WALK_EVERY_NS 1000000000ull
@@ -345,7 +346,9 @@ static void site_sample(struct probe *p, struct leak_site *s, uint64_t now)
 		s->nsamples++;
 		return;
 	}
-	if (s->live < LEAK_FLOOR || v[LEAK_SAMPLES - 1] <= v[0])
+	if (s->live < (p->config.task_leak_min ? p->config.task_leak_min :
+						 LEAK_FLOOR) ||
+	    v[LEAK_SAMPLES - 1] <= v[0])
 		return;
 	for (unsigned i = 0; i + 1 < LEAK_SAMPLES; i++)
 		ups += v[i + 1] > v[i];

@@ -151,6 +151,18 @@ static const weft__knob_t leak_window_knob = {
 	.max = 3600 * 1000,
 };
 
+/* Live tasks a spawn site holds before it may be a task leak: fewer are
+ * a service's ordinary few (connections, workers) more often than a
+ * leak.  8 to 16 M. */
+static const weft__knob_t leak_min_knob = {
+	.name = "WEFT_TASK_LEAK_MIN",
+	.kind = WEFT__KNOB_COUNT,
+	.unit = "tasks",
+	.def = 256,
+	.min = 8,
+	.max = 1u << 24,
+};
+
 /* Under probe.lock. */
 static void config_load(void)
 {
@@ -169,6 +181,7 @@ static void config_load(void)
 	c->ring_capacity = weft__knob(&ring_knob);
 	c->wake_burst = (uint32_t)weft__knob(&wake_burst_knob);
 	c->task_leak_window_ns = weft__knob(&leak_window_knob);
+	c->task_leak_min = (uint32_t)weft__knob(&leak_min_knob);
 	weft__probe_clock_init();
 	weft__probe.config_loaded = true;
 	/* Relaxed: a hint; a thread that reads 0 takes the lock instead. */

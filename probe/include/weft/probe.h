@@ -133,7 +133,11 @@ typedef struct weft_probe_config_s {
 	/* Live tasks of one spawn site growing this long are a leak:
 	 * WEFT_TASK_LEAK_WINDOW (ms), default 3 s. */
 	uint64_t task_leak_window_ns;
-	uint64_t reserved_[8]; /* zero (weft/common.h) */
+	/* Live tasks a site must hold before it may be a leak:
+	 * WEFT_TASK_LEAK_MIN (tasks), default 256. */
+	uint32_t task_leak_min;
+	uint32_t pad_;
+	uint64_t reserved_[7]; /* zero (weft/common.h) */
 } weft_probe_config_t;
 
 /**
