@@ -715,6 +715,14 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				polls ? (double)(cur->m.steals - o->m.steals) /
 						(double)polls :
 					0;
+			/*
+			 * Tasks stolen a poll, as a share of the polls: a
+			 * task stolen and stolen again before its poll counts
+			 * twice, which read "106% of its polls are stolen
+			 * tasks" (an audit).  At most all of them.
+			 */
+			if (w->steal_rate > 1)
+				w->steal_rate = 1;
 			/* Busy time read mid-park can lag a read before it
 			 * (weft_worker_metrics()): no negative stretch. */
 			w->busy_ratio = cur->m.busy_ns > o->m.busy_ns ?
