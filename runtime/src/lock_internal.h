@@ -64,7 +64,11 @@ static inline void weft__lock(weft__lock_t *l)
 	lock_tsan(__tsan_mutex_post_lock(l, 0, 0));
 }
 
-static inline void weft__unlock(weft__lock_t *l)
+/*
+ * Releases @l, and says whether it woke a waiter (or may have: 2, which
+ * a waiter woken before takes the lock as, with nobody asleep).
+ */
+static inline bool weft__unlock_woke(weft__lock_t *l)
 {
 	/*
 	 * Release: the critical section's writes before the lock is free.
@@ -77,20 +81,12 @@ static inline void weft__unlock(weft__lock_t *l)
 	lock_tsan(__tsan_mutex_post_unlock(l, 0));
 	if (was == 2)
 		weft__lock_wake(l);
+	return was == 2;
 }
 
-/* weft__unlock(), saying whether it woke a waiter (or may have: 2). */
-static inline bool weft__unlock_woke(weft__lock_t *l)
+static inline void weft__unlock(weft__lock_t *l)
 {
-	uint32_t was;
-
-	lock_tsan(__tsan_mutex_pre_unlock(l, 0));
-	/* Release, as weft__unlock(). */
-	was = atomic_exchange_explicit(&l->state, 0, memory_order_release);
-	lock_tsan(__tsan_mutex_post_unlock(l, 0));
-	if (was == 2)
-		weft__lock_wake(l);
-	return was == 2;
+	(void)weft__unlock_woke(l);
 }
 
 #endif /* WEFT_LOCK_INTERNAL_H */
