@@ -1299,9 +1299,10 @@ static inline bool weft__collector_delay_news(const struct probe *p,
 void weft__collector_warn_sched_delay(struct probe *p, task_rec_t *t,
 				      uint16_t worker, uint64_t start,
 				      uint64_t delay);
-/* collector_warnings.c */
+/* collector_reconcile.c: the kept warnings marked on task records. */
 void weft__collector_mark_task(struct probe *p, uint8_t kind, uint64_t id);
 void weft__collector_mark_kept(struct probe *p);
+/* collector_warnings.c */
 void weft__collector_warn_leak(struct probe *p, const struct leak_said *l);
 void weft__collector_warn_burst(struct probe *p, const struct burst_said *b);
 

@@ -479,39 +479,6 @@ void weft__collector_warn_task(struct probe *p, uint8_t kind, task_rec_t *t,
 				     detail);
 }
 
-/*
- * Kind @kind said of task @id with no record at hand (the runtime
- * monitor's warnings): its record, if the collector has one, carries it,
- * as a warning the collector raises does (the tasks view's WARN column).
- */
-void weft__collector_mark_task(struct probe *p, uint8_t kind, uint64_t id)
-{
-	task_rec_t *t = id && p->table ? weft__collector_task_find(p, id) :
-					 NULL;
-
-	if (!t || t->pub.warnings & (1u << kind))
-		return;
-	t->pub.warnings |= 1u << kind;
-	weft__collector_task_changed(p, t);
-}
-
-/*
- * The kept warnings' tasks, marked on their records: called when records
- * were made from the runtime's list (a seed), so that a task warned
- * before this listener (by the monitor, with nobody listening, or in an
- * earlier listening period) shows it.  At most WARN_KEEP lookups.
- */
-void weft__collector_mark_kept(struct probe *p)
-{
-	uint64_t from = p->warn_seq > WARN_KEEP ? p->warn_seq - WARN_KEEP : 0;
-
-	for (uint64_t s = from; s < p->warn_seq; s++) {
-		const weft_probe_warning_t *w = &p->warnings[s % WARN_KEEP];
-
-		weft__collector_mark_task(p, w->kind, w->task);
-	}
-}
-
 bool weft__probe_monitor_long_poll(const weft__task_info_t *t, uint16_t worker,
 				   uint64_t start_ns, uint64_t dur_ns,
 				   bool ended, const weft__poll_split_t *split,
