@@ -416,8 +416,14 @@ static void test_server_limits_other_uid(void **state)
  * (its budget from WEFT_CONSOLE_BUFFER_MB, 64 MiB by default), while the
  * service makes events for 4 s (under the 5 s after which a subscriber
  * that does not read is dropped: the budget alone holds it here): the
- * process's RSS stays under 150 MB (the issue saw 550 MB with 64 of
- * them; each may hold 8 MiB).
+ * output stays within the budget, and the process's RSS under 256 MB
+ * (the issue saw 550 MB with 64 of them; each may hold 8 MiB, 1.6 GB for
+ * 200).  The bound was 150 MB until a CI run read 172 MiB: the whole
+ * file's binary (RelWithDebInfo) peaked at 128-184 MiB here, at this
+ * commit as at the one before it, of which 63 MiB output, two workers'
+ * 8 MiB rings, and a malloc arena of the server thread's churning through
+ * 192 closed clients' buffers (65 MiB in one pmap); what else varies by
+ * 50 MiB from run to run is not found yet.
  */
 static void test_server_limits_non_readers_rss(void **state)
 {
@@ -462,7 +468,7 @@ static void test_server_limits_non_readers_rss(void **state)
 		      (unsigned long long)st.stalled);
 	/* The sanitizers' shadow memory is in RSS: the budget alone then. */
 #if !defined(WEFT_TSAN) && !defined(WEFT_ASAN)
-	assert_true(peak < 150ul * 1000 * 1000 / 1024);
+	assert_true(peak < 256ul * 1000 * 1000 / 1024);
 #endif
 	assert_true(st.max_total_buffered <= (64u << 20));
 	for (int i = 0; i < N; i++)
