@@ -120,7 +120,7 @@ static void draw_header(const con_session_t *s, con_grid_t *g)
 			h.workers, (unsigned long long)h.live_tasks,
 			con_fmt_count(p, sizeof(p), h.polls_per_s),
 			con_fmt_count(st, sizeof(st), h.steals_per_s),
-			h.steal_rate * 100.0,
+			(h.steal_rate > 1 ? 1 : h.steal_rate) * 100.0,
 			con_fmt_count(ev, sizeof(ev), h.events_per_s),
 			(unsigned long long)h.dropped, h.collector_cpu * 100.0);
 	/* Row 1's end (0 where there is no row 1: a one-row terminal). */

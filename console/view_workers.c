@@ -87,7 +87,9 @@ static void workers_draw(const con_session_t *s, con_grid_t *g, int top,
 				con_fmt_count(a, sizeof(a), w->polls_per_s),
 				(unsigned long long)w->counters.steals,
 				(unsigned long long)w->stolen_by_others,
-				w->steal_rate * 100.0,
+				/* A task stolen twice counts twice:
+				 * shown as at most every poll. */
+				(w->steal_rate > 1 ? 1 : w->steal_rate) * 100.0,
 				(unsigned long long)w->counters.parks,
 				w->busy_ratio * 100.0, pct, off,
 				con_fmt_ns(b, sizeof(b), w->mean_poll_ns),

@@ -491,6 +491,9 @@ bool weft__collector_reconcile(struct probe *p, uint64_t now, bool dropped)
 		}
 	}
 	free(buf);
+	/* Records made from the list: the kept warnings of their tasks. */
+	if (made)
+		weft__collector_mark_kept(p);
 	for (t = p->live; t; t = next) {
 		weft_event_t end = { .ts = now,
 				     .task = t->pub.id,

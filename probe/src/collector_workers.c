@@ -80,6 +80,12 @@ static struct site most_stolen(struct probe *p, unsigned i, uint64_t now)
 	return best;
 }
 
+/* A rate of tasks stolen a poll as a share of the polls: at most 100. */
+static double share_pct(double rate)
+{
+	return rate > 1 ? 100 : rate * 100;
+}
+
 static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 		       unsigned i, unsigned n, const double *rate, uint64_t now)
 {
@@ -91,11 +97,17 @@ static void warn_storm(struct probe *p, const weft_probe_worker_t *w,
 
 	/* stolen counts STEAL events since start (not windowed; empty in
 	 * counters-only mode). */
+	/*
+	 * Tasks stolen over polls: a task stolen and stolen again before
+	 * its poll counts twice, which read "106% of its polls are stolen
+	 * tasks" (an audit).  Said as at most all of them; the rule above
+	 * reads the rate as it is.
+	 */
 	len = snprintf(d, sizeof(d),
 		       "worker %u: %.0f%% of its polls are stolen tasks "
 		       "(others %.0f%%), %.0f steals/s",
-		       i, w->steal_rate * 100, others_mean(rate, n, i) * 100,
-		       w->steals_per_s);
+		       i, share_pct(w->steal_rate),
+		       share_pct(others_mean(rate, n, i)), w->steals_per_s);
 	if (most && len > 0 && (size_t)len < sizeof(d))
 		len += snprintf(d + len, sizeof(d) - (size_t)len,
 				", mostly from worker %u", victim);
@@ -715,14 +727,6 @@ void weft__collector_sample_workers(struct probe *p, uint64_t now)
 				polls ? (double)(cur->m.steals - o->m.steals) /
 						(double)polls :
 					0;
-			/*
-			 * Tasks stolen a poll, as a share of the polls: a
-			 * task stolen and stolen again before its poll counts
-			 * twice, which read "106% of its polls are stolen
-			 * tasks" (an audit).  At most all of them.
-			 */
-			if (w->steal_rate > 1)
-				w->steal_rate = 1;
 			/* Busy time read mid-park can lag a read before it
 			 * (weft_worker_metrics()): no negative stretch. */
 			w->busy_ratio = cur->m.busy_ns > o->m.busy_ns ?
