@@ -63,7 +63,8 @@ if(TARGET weft-bench-gentrace)
 
     # --once finishes the index pass: a whole side index left, the
     # same text as with none, the first time and the next, to the end
-    # and at six --after points (21 runs: 47 s under ASan).
+    # and at six --after points (21 runs; two points, 9 runs, under a
+    # sanitizer: 47 s under ASan with six).
     add_test(NAME console_once_index
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/console_once_index.sh
               $<TARGET_FILE:weft-bench-gentrace> $<TARGET_FILE:weft-console>)
@@ -139,11 +140,11 @@ if(TARGET weft-console)
   endif()
 
   # libFuzzer on the model's frame input (bytes -> record decoder ->
-  # model -> every view rendered), 20 s, seeded with a recorded trace.
+  # model -> every view rendered), 10 s, seeded with a recorded trace.
   # Skips (77) without clang's libFuzzer.  Longer runs: tests/fuzz/console.sh.
   add_test(NAME fuzz_console
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/console.sh
-            ${CMAKE_CURRENT_BINARY_DIR}/fuzz-console 20
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz-console 10
             $<TARGET_FILE:console_workload>)
   set_tests_properties(fuzz_console PROPERTIES
   ENVIRONMENT "WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus"

@@ -140,18 +140,18 @@ if(TARGET weft-trace)
 endif()
 
 # libFuzzer smoke run (clang): the record decoder and the trace-file
-# reader, 20 s each, in parallel.  Longer runs: see tests/fuzz/run.sh.
+# reader, 10 s each, in parallel.  Longer runs: see tests/fuzz/run.sh.
 add_test(NAME fuzz_wire
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh
-          ${CMAKE_CURRENT_BINARY_DIR}/fuzz 20 $<TARGET_FILE:test_wire>)
+          ${CMAKE_CURRENT_BINARY_DIR}/fuzz 10 $<TARGET_FILE:test_wire>)
 set_tests_properties(fuzz_wire PROPERTIES
   TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
   ENVIRONMENT "FUZZ_TARGETS=fuzz_record fuzz_trace_file;WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus")
 
-# The server's input path (a client's bytes up to dispatch), 20 s.
+# The server's input path (a client's bytes up to dispatch), 10 s.
 add_test(NAME fuzz_server
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh
-          ${CMAKE_CURRENT_BINARY_DIR}/fuzz-server 20)
+          ${CMAKE_CURRENT_BINARY_DIR}/fuzz-server 10)
 set_tests_properties(fuzz_server PROPERTIES
   TIMEOUT 240 LABELS fuzz SKIP_RETURN_CODE 77
   ENVIRONMENT "FUZZ_TARGETS=fuzz_server_input;WEFT_FUZZ_CORPUS=${CMAKE_BINARY_DIR}/fuzz-corpus")

@@ -8,7 +8,8 @@
 # directory under build/, stopping at the first failure:
 #
 #   normal    build/test-normal, RelWithDebInfo, -Werror: every test
-#             (ctest -j2), the install_out_of_tree test included
+#             (ctest -j4 within tests/cpus.json's CPU shares), the
+#             install_out_of_tree test included
 #   tsan      build/test-tsan, ThreadSanitizer: tests labelled concurrency
 #   asan      build/test-asan, ASan + UBSan: every test not labelled tsan-only,
 #             big (a 200 MB trace read under ASan takes minutes) or fuzz
@@ -44,6 +45,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 JOBS=2
+# ctest runs up to twice as many tests as CPUs, within the CPU shares of
+# tests/cpus.json (tests/CMakeLists.txt): 2 slots a test, 1 for a light
+# one that mostly waits; 4 in all.
+SLOTS=$((2 * JOBS))
 
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -125,7 +130,15 @@ configure_and_build()
 	local dir=$1
 	shift
 
-	cmake -S "$root" -B "$dir" "$@"
+	# Ninja where it is (tools/setup.sh installs it); a folder made by
+	# another generator is made again (cmake refuses to switch).
+	local gen="Unix Makefiles"
+	command -v ninja >/dev/null 2>&1 && gen=Ninja
+	if [[ -f "$dir/CMakeCache.txt" ]] &&
+		! grep -qx "CMAKE_GENERATOR:INTERNAL=$gen" "$dir/CMakeCache.txt"; then
+		rm -rf "$dir"
+	fi
+	cmake -G "$gen" -S "$root" -B "$dir" "$@"
 	cmake --build "$dir" -j "$JOBS"
 }
 
@@ -135,7 +148,7 @@ run_ctest()
 	shift
 
 	ctest --test-dir "$dir" --output-on-failure --no-tests=error \
-		-j "$JOBS" "$@"
+		-j "$SLOTS" --resource-spec-file "$dir/tests/cpus.json" "$@"
 }
 
 # run_net_uring DIR CTEST_ARGS...: the net tests again on io_uring, or one
@@ -154,6 +167,10 @@ run_net_uring()
 	# with others (test_resources) runs only the driver's.
 	WEFT_IO=uring WEFT_TEST_NET_REPEAT=1 run_ctest "$dir" -L net "$@"
 }
+
+# The sanitizer builds with line tables only (-g1): what their reports
+# print, at three quarters of -g's build time.
+SAN_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 
 build_normal()
 {
@@ -174,7 +191,7 @@ phase_tsan()
 {
 	begin tsan "ThreadSanitizer, tests labelled concurrency (build/test-tsan)"
 	configure_and_build build/test-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=thread
+		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=thread "${SAN_FLAGS[@]}"
 	WEFT_IO=epoll run_ctest build/test-tsan -L concurrency
 	run_net_uring build/test-tsan -L concurrency
 	end
@@ -184,7 +201,7 @@ phase_asan()
 {
 	begin asan "ASan + UBSan, tests not labelled tsan-only, big or fuzz (build/test-asan)"
 	configure_and_build build/test-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=address
+		-DWEFT_WERROR=OFF -DWEFT_SANITIZE=address "${SAN_FLAGS[@]}"
 	WEFT_IO=epoll run_ctest build/test-asan -LE 'tsan-only|big|fuzz'
 	run_net_uring build/test-asan -LE 'tsan-only|big|fuzz'
 	end
