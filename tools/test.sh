@@ -148,7 +148,7 @@ run_ctest()
 	shift
 
 	ctest --test-dir "$dir" --output-on-failure --no-tests=error \
-		-j "$SLOTS" --resource-spec-file "$dir/tests/cpus.json" "$@"
+		-j "$SLOTS" --resource-spec-file "$root/$dir/tests/cpus.json" "$@"
 }
 
 # run_net_uring DIR CTEST_ARGS...: the net tests again on io_uring, or one
