@@ -536,12 +536,18 @@ static weft_poll_t producer_poll(void *arg, weft_cx_t *cx)
 	WEFT_ASYNC_END(p);
 }
 
+/* The consumer's pace: none, a blocking 6 ms in its poll, or a 15 ms
+ * sleep awaited (parked on the timer wheel) a message: parked far
+ * longer than woken and queued, even on a loaded host. */
+enum { CONSUMER_FAST, CONSUMER_BLOCKS, CONSUMER_SLEEPS };
+
 struct consumer {
 	int weft_pc;
 	weft_mpsc_rx_t *rx;
 	weft_mpsc_recv_t r;
+	weft_sleep_t sl;
 	int v;
-	bool slow;
+	int slow;
 };
 
 /* Polls of the consumers so far (run_channel waits for the first). */
@@ -559,18 +565,22 @@ static weft_poll_t consumer_poll(void *arg, weft_cx_t *cx)
 		weft_mpsc_recv_fini(&c->r);
 		if (c->r.status)
 			break;
-		if (c->slow) {
+		if (c->slow == CONSUMER_BLOCKS) {
 			/* Blocking work in the poll: 6 ms a message. */
 			struct timespec ts = { 0, 6000000 };
 
 			nanosleep(&ts, NULL);
+		} else if (c->slow == CONSUMER_SLEEPS) {
+			weft_sleep_init(&c->sl, WEFT_MSEC(15));
+			WEFT_AWAIT(c, weft_sleep_poll(&c->sl, cx));
+			weft_sleep_fini(&c->sl);
 		}
 	}
 	weft_mpsc_rx_drop(c->rx);
 	WEFT_ASYNC_END(c);
 }
 
-static void run_channel(bool slow, uint64_t *consumer_id)
+static void run_channel(int slow, uint64_t *consumer_id)
 {
 	weft_runtime_t *rt = rt_new(2);
 	unsigned before = atomic_load(&consumer_polls);
@@ -616,6 +626,21 @@ static void run_channel(bool slow, uint64_t *consumer_id)
 	rt_done(rt);
 }
 
+/* The warnings of @kind whose detail holds @what, in order. */
+static size_t rsink_warnings(struct rsink *r, unsigned kind, const char *what,
+			     weft_probe_warning_t *out, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&r->s.lock);
+	for (size_t i = 0; i < r->s.nwarn && n < max; i++)
+		if (r->s.warn[i].kind == kind &&
+		    (!what || strstr(r->s.warn[i].detail, what)))
+			out[n++] = r->s.warn[i];
+	pthread_mutex_unlock(&r->s.lock);
+	return n;
+}
+
 static void test_channel_full(void **state)
 {
 	weft_probe_sub_t *sub;
@@ -625,7 +650,7 @@ static void test_channel_full(void **state)
 	bool found = false;
 
 	(void)state;
-	run_channel(true, &consumer);
+	run_channel(CONSUMER_BLOCKS, &consumer);
 	found = rsink_warning(r, WEFT_WARN_CHANNEL_FULL, &w);
 	if (!found)
 		print_warnings(&r->s);
@@ -637,6 +662,41 @@ static void test_channel_full(void **state)
 	assert_non_null(strstr(w.detail, "mpsc \"jobs\""));
 	assert_non_null(strstr(w.detail, "(consumer)"));
 	assert_true(w.value_ns > 10000000ull);
+	/* And who waits to send: the producers, by where they were spawned
+	 * (all six, or the window's longest if none waits at the look). */
+	assert_non_null(strstr(w.detail, "; waiting: "));
+	assert_non_null(strstr(w.detail, " producer (test_resources.c:"));
+	rsink_free(r, sub);
+}
+
+/*
+ * A receiver slow because it awaits a sleep a message: said parked, and
+ * where (the warning tells a receiver that computes from one that
+ * waits on something else).
+ */
+static void test_channel_full_parked(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w[8];
+	uint64_t consumer;
+	size_t n, parked = 0;
+
+	(void)state;
+	run_channel(CONSUMER_SLEEPS, &consumer);
+	n = rsink_warnings(r, WEFT_WARN_CHANNEL_FULL, NULL, w, 8);
+	if (!n)
+		print_warnings(&r->s);
+	assert_true(n >= 1);
+	for (size_t i = 0; i < n; i++) {
+		print_message("%s\n", w[i].detail);
+		assert_int_equal(w[i].task, consumer);
+		assert_non_null(strstr(w[i].detail, "; waiting: "));
+		/* At the look, asleep (or, rarely, just woken). */
+		parked += strstr(w[i].detail, "(consumer) parked at "
+					      "test_resources.c:") != NULL;
+	}
+	assert_true(parked >= 1);
 	rsink_free(r, sub);
 }
 
@@ -648,7 +708,7 @@ static void test_channel_full_twin(void **state)
 	weft_probe_resource_t res;
 
 	(void)state;
-	run_channel(false, &consumer);
+	run_channel(CONSUMER_FAST, &consumer);
 	if (sink_count(&r->s, WEFT_WARN_CHANNEL_FULL, 0))
 		print_warnings(&r->s);
 	assert_int_equal(sink_count(&r->s, WEFT_WARN_CHANNEL_FULL, 0), 0);
@@ -1473,21 +1533,6 @@ static void xfer_drop(void *arg)
 		weft_async_mutex_unlock(x->first);
 }
 
-/* The warnings of @kind whose detail holds @what, in order. */
-static size_t rsink_warnings(struct rsink *r, unsigned kind, const char *what,
-			     weft_probe_warning_t *out, size_t max)
-{
-	size_t n = 0;
-
-	pthread_mutex_lock(&r->s.lock);
-	for (size_t i = 0; i < r->s.nwarn && n < max; i++)
-		if (r->s.warn[i].kind == kind &&
-		    (!what || strstr(r->s.warn[i].detail, what)))
-			out[n++] = r->s.warn[i];
-	pthread_mutex_unlock(&r->s.lock);
-	return n;
-}
-
 /*
  * A listener that comes late: when late.on, subscribed 300 ms after a
  * run's tasks were spawned (a deadlock formed by then), into late.r.
@@ -2187,6 +2232,7 @@ int main(void)
 		cmocka_unit_test(test_sync_held_across_await_before_attach),
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
+		cmocka_unit_test(test_channel_full_parked),
 		cmocka_unit_test(test_channel_full_twin),
 		cmocka_unit_test(test_blocking_queue),
 		cmocka_unit_test(test_blocking_queue_twin),

@@ -80,6 +80,7 @@ struct res_rec_s {
 	 * when the warning is raised).
 	 */
 	uint64_t win_waits, win_max_wait, win_first_at;
+	uint64_t win_wait_task; /* the longest wait's task */
 	uint64_t win_hold_task, win_hold_ns, win_hold_end;
 	const char *win_hold_file;
 	const char *win_hold_label; /* a blocking job's name */

@@ -167,32 +167,165 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 }
 
 /*
+ * What channel @r's receiver @t is doing now, as far as its events tell,
+ * into @buf: parked (where, on what, for how long), or woken and not
+ * seen since (a poll not ended, or a queue: no event tells which).
+ */
+static void rx_doing(const res_rec_t *r, const task_rec_t *t, uint64_t now,
+		     char *buf, size_t size)
+{
+	char site[80], where[88], dur[32], age[40];
+
+	if (t->pub.state == WEFT_TASK_DONE || t->in_done) {
+		snprintf(buf, size, "has finished");
+		return;
+	}
+	if (t->pub.state != WEFT_TASK_IDLE) {
+		/* Woken: its POLL comes at its end, so a poll running for
+		 * seconds and a wait in a queue read the same (the long-poll
+		 * and scheduling-delay warnings tell them apart). */
+		if (t->woken_at && now > t->woken_at) {
+			fmt_dur(dur, sizeof(dur), now - t->woken_at);
+			snprintf(buf, size, "in a poll or queued for %s", dur);
+		} else {
+			snprintf(buf, size, "in a poll or queued");
+		}
+		return;
+	}
+	if (t->pub.waiting_on == r->pub.id) {
+		/* Full, and its receiver waits for a message: a wake-up lost
+		 * (the lost-waker check names it), or a pass between the
+		 * send's wait and its wake. */
+		snprintf(buf, size, "parked receiving from it");
+		return;
+	}
+	/* Where, if an await site told it; for how long, if known. */
+	where[0] = age[0] = '\0';
+	if (t->pub.parked_file) {
+		fmt_site(site, sizeof(site), t->pub.parked_file,
+			 t->pub.parked_line);
+		snprintf(where, sizeof(where), " at %s", site);
+	}
+	if (t->pub.idle_since_ns && now > t->pub.idle_since_ns) {
+		fmt_dur(dur, sizeof(dur), now - t->pub.idle_since_ns);
+		snprintf(age, sizeof(age), " for %s", dur);
+	}
+	snprintf(buf, size, "parked%s%s", where, age);
+}
+
+/*
+ * The tasks waiting to send on @r, into @buf: the spawn site with the
+ * most of them ("6 producer (svc.c:60)"), and how many others.
+ * Sites are told apart among the first SITES met; the waiters of others
+ * count as others.
+ */
+static void tx_waiting(struct probe *p, const res_rec_t *r, char *buf,
+		       size_t size)
+{
+	enum { SITES = 8 };
+	struct {
+		const task_rec_t *t; /* one of the site's tasks */
+		uint32_t n;
+	} g[SITES];
+	uint32_t ng = 0, n = 0, threads = 0, unseen = 0, best = 0;
+	char site[80];
+	size_t len;
+
+	for (uint32_t i = 0; i < r->nw; i++) {
+		const res_waiter_t *w = &r->waiters[i];
+		const task_rec_t *t;
+		uint32_t k;
+
+		if (!waits_count(r, w->op))
+			continue;
+		n++;
+		if (!w->task) {
+			threads++;
+			continue;
+		}
+		t = weft__collector_task_find(p, w->task);
+		if (!t) {
+			unseen++;
+			continue;
+		}
+		for (k = 0; k < ng; k++)
+			if (g[k].t->pub.name == t->pub.name &&
+			    g[k].t->pub.file == t->pub.file &&
+			    g[k].t->pub.line == t->pub.line)
+				break;
+		if (k == ng) {
+			if (ng == SITES)
+				continue;
+			g[ng].t = t;
+			g[ng++].n = 0;
+		}
+		if (++g[k].n > g[best].n)
+			best = k;
+	}
+	if (!n) {
+		/* The window's waits have ended: its longest's task. */
+		const task_rec_t *t =
+			r->win_wait_task ?
+				weft__collector_task_find(p, r->win_wait_task) :
+				NULL;
+
+		if (!t) {
+			snprintf(buf, size, "none now");
+			return;
+		}
+		fmt_site(site, sizeof(site), t->pub.file, t->pub.line);
+		snprintf(buf, size, "none now, longest task %llu %s (%s)",
+			 (unsigned long long)t->pub.id, task_label(t), site);
+		return;
+	}
+	if (!ng) {
+		snprintf(buf, size, "%u %s", n,
+			 threads == n ? (n == 1 ? "thread" : "threads") :
+			 unseen == n  ? (n == 1 ? "task not seen" :
+						  "tasks not seen") :
+					"threads and tasks not seen");
+		return;
+	}
+	fmt_site(site, sizeof(site), g[best].t->pub.file, g[best].t->pub.line);
+	len = (size_t)snprintf(buf, size, "%u %s (%s)", g[best].n,
+			       task_label(g[best].t), site);
+	if (n > g[best].n && len < size)
+		snprintf(buf + len, size - len, " and %u other%s",
+			 n - g[best].n, n - g[best].n == 1 ? "" : "s");
+}
+
+/*
  * Channel-full: senders kept waiting for room past the threshold.  The
  * warning's task is the channel's receiver (RES_OWNER): it did not keep
- * up.
+ * up.  Said with what it is doing now and who waits to send (an audit:
+ * the senders were not named).
  */
-static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now,
-			      uint64_t waiting_now)
+static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now)
 {
-	/* Cut to the warning's detail when raised. */
-	char what[160], rx[64], d[512];
+	/* Cut to the warning's detail when raised: the receiver first. */
+	char what[160], rx[160], doing[96], tx[160], d[640];
 	task_rec_t *t = r->pub.owner ?
 				weft__collector_task_find(p, r->pub.owner) :
 				NULL;
 
 	fmt_res(what, sizeof(what), r);
-	if (r->pub.owner)
-		snprintf(rx, sizeof(rx), "task %llu (%s)",
-			 (unsigned long long)r->pub.owner, task_label(t));
-	else
+	if (t) {
+		rx_doing(r, t, now, doing, sizeof(doing));
+		snprintf(rx, sizeof(rx), "receiver task %llu (%s) %s",
+			 (unsigned long long)r->pub.owner, task_label(t),
+			 doing);
+	} else if (r->pub.owner) {
+		snprintf(rx, sizeof(rx), "receiver task %llu not seen",
+			 (unsigned long long)r->pub.owner);
+	} else {
 		snprintf(rx, sizeof(rx), "a receiver not yet seen");
+	}
+	tx_waiting(p, r, tx, sizeof(tx));
 	snprintf(d, sizeof(d),
-		 "%s full: %llu sends waited > %.0f ms (max %.1f ms, %llu "
-		 "now); its receiver %s does not keep up",
+		 "%s full: %llu sends > %.0f ms, max %.1f ms; %s; waiting: %s",
 		 what, (unsigned long long)r->win_waits,
 		 (double)p->config.contention_ns / 1e6,
-		 (double)r->win_max_wait / 1e6, (unsigned long long)waiting_now,
-		 rx);
+		 (double)r->win_max_wait / 1e6, rx, tx);
 	res_warn(p, WEFT_WARN_CHANNEL_FULL, t, now, r->win_max_wait, d);
 }
 
@@ -366,7 +499,7 @@ static void warn_blocking_queue(struct probe *p, res_rec_t *r, uint64_t now,
 
 static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 {
-	uint64_t oldest = 0, waiting = 0;
+	uint64_t oldest = 0, oldest_task = 0, waiting = 0;
 	bool fresh;
 
 	/* The waits going on now count too: a convoy that never ends. */
@@ -379,8 +512,10 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		    res_unsure(p, w->unsure, w->since, now))
 			continue;
 		waiting++;
-		if (!oldest || w->since < oldest)
+		if (!oldest || w->since < oldest) {
 			oldest = w->since;
+			oldest_task = w->task;
+		}
 	}
 	r->pub.oldest_wait_ns = r->nw ? r->waiters[0].since : 0;
 	/*
@@ -395,6 +530,7 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 		if (!r->win_waits)
 			window_open(r, oldest);
 		r->win_max_wait = now - oldest;
+		r->win_wait_task = oldest_task;
 	}
 	if (!r->win_waits && !fresh)
 		return;
@@ -424,7 +560,7 @@ static void res_check_one(struct probe *p, res_rec_t *r, uint64_t now)
 	if (!r->win_waits)
 		r->win_waits = waiting;
 	if (r->pub.kind == WEFT_RES_MPSC)
-		warn_channel_full(p, r, now, waiting);
+		warn_channel_full(p, r, now);
 	else if (r->pub.kind == WEFT_RES_BLOCKING_POOL)
 		warn_blocking_queue(p, r, now, waiting);
 	else

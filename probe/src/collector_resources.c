@@ -344,8 +344,10 @@ static bool on_wait_end(struct probe *p, res_rec_t *r, const weft_event_t *ev)
 		if (!r->win_waits)
 			window_open(r, since);
 		r->win_waits++;
-		if (waited > r->win_max_wait)
+		if (waited > r->win_max_wait) {
 			r->win_max_wait = waited;
+			r->win_wait_task = ev->task;
+		}
 	}
 	return true;
 }
