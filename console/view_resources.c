@@ -2,7 +2,8 @@
 /*
  * Resources view: the model's resources (con_model_res_resort: sorted,
  * filtered), one row per resource: kind, name (or where it was
- * initialised), holders and waiters now, acquires per second, wait p50,
+ * initialised), holders and waiters now, acquires per second (of locks,
+ * semaphores and the blocking pool: "-" for the others), wait p50,
  * p99 and max, hold p99; the sort column's label carries an arrow.  A
  * resource with waiters stands out when they contend (weft_resource_kind_contends():
  * a sleeper on the timer wheel, a listener in accept do not); a dropped
@@ -52,6 +53,18 @@ uint64_t con_resources_selected(const con_session_t *s)
 	return i < m->nres_list ? m->res_list[i]->id : 0;
 }
 
+/*
+ * Whether the probe counts @kind's acquires (RES_ACQUIRE: a lock taken,
+ * permits, a pool thread taken by a job).  A channel's sends, a notify's
+ * wakes, a sleep or an fd's readiness are not acquires: their ACQ/S is
+ * "-", not a 0 that reads as idle (an audit).
+ */
+static bool counts_acquires(uint8_t kind)
+{
+	return kind == WEFT_RES_MUTEX || kind == WEFT_RES_SYNC_MUTEX ||
+	       kind == WEFT_RES_SEMAPHORE || kind == WEFT_RES_BLOCKING_POOL;
+}
+
 static void cell_text(const con_resource_t *r, con_res_col_t c, char *buf,
 		      size_t len)
 {
@@ -72,7 +85,10 @@ static void cell_text(const con_resource_t *r, con_res_col_t c, char *buf,
 		snprintf(buf, len, "%u", r->nwaiters);
 		break;
 	case CON_RCOL_RATE:
-		con_fmt_count(buf, len, r->acquires_per_s);
+		if (counts_acquires(r->kind))
+			con_fmt_count(buf, len, r->acquires_per_s);
+		else
+			snprintf(buf, len, "-");
 		break;
 	case CON_RCOL_WAIT_P50:
 	case CON_RCOL_WAIT_P99:
@@ -246,13 +262,18 @@ static void resource_draw(const con_session_t *s, con_grid_t *g, int top,
 	if (r->file[0] && y < top + rows)
 		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 				"initialised at %s:%u", r->file, r->line);
-	if (y < top + rows)
+	if (y < top + rows && counts_acquires(r->kind))
 		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
 				"holders %u   waiters %u   acquires %llu (%s/s)"
 				"   waits ended %llu",
 				r->nholders, r->nwaiters,
 				(unsigned long long)r->acquires,
 				con_fmt_count(a, sizeof(a), r->acquires_per_s),
+				(unsigned long long)r->waits);
+	else if (y < top + rows)
+		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,
+				"holders %u   waiters %u   waits ended %llu",
+				r->nholders, r->nwaiters,
 				(unsigned long long)r->waits);
 	if (r->hist && y < top + rows)
 		con_grid_printf(g, 1, y++, CON_ROLE_NORMAL,

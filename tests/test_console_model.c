@@ -2524,6 +2524,23 @@ static void test_console_views_resources(void **state)
 				      "mutex", "cache", "mpsc", "demo.c:88",
 				      "420", NULL },
 		    NULL);
+	{
+		/* A channel counts no acquires: its ACQ/S "-", not 0 (the
+		 * row: ID KIND NAME HOLD WAIT ACQ/S ...). */
+		char *text, *row, tok[6][32];
+
+		s.view = CON_VIEW_RESOURCES;
+		text = render(&s, 140, 40);
+		row = strstr(text, " 6 mpsc ");
+		assert_non_null(row);
+		assert_int_equal(sscanf(row, "%31s %31s %31s %31s %31s %31s",
+					tok[0], tok[1], tok[2], tok[3], tok[4],
+					tok[5]),
+				 6);
+		assert_string_equal(tok[2], "demo.c:88");
+		assert_string_equal(tok[5], "-");
+		free(text);
+	}
 	/* The help lists r. */
 	s.once = false;
 	s.help = true;
