@@ -719,6 +719,112 @@ static void test_channel_full_twin(void **state)
 	rsink_free(r, sub);
 }
 
+/* ---------------------------- a semaphore's permits leaked, waited on */
+
+/* Takes a permit of @sem; gives it back unless @leak (an error path that
+ * returns early), after @hold_ms. */
+struct permit_user {
+	int weft_pc;
+	weft_semaphore_t *sem;
+	weft_semaphore_acquire_t acq;
+	weft_sleep_t sl;
+	bool leak;
+};
+
+static weft_poll_t permit_user_poll(void *arg, weft_cx_t *cx)
+{
+	struct permit_user *u = arg;
+
+	WEFT_ASYNC_BEGIN(u);
+	weft_semaphore_acquire_init(&u->acq, u->sem, 1);
+	WEFT_AWAIT(u, weft_semaphore_acquire_poll(&u->acq, cx));
+	weft_semaphore_acquire_fini(&u->acq);
+	if (u->leak)
+		return WEFT_READY; /* the permit kept: leaked */
+	weft_sleep_init(&u->sl, WEFT_MSEC(1));
+	WEFT_AWAIT(u, weft_sleep_poll(&u->sl, cx));
+	weft_sleep_fini(&u->sl);
+	weft_semaphore_release(u->sem, 1);
+	WEFT_ASYNC_END(u);
+}
+
+/*
+ * A pool of two permits whose first two users return without giving
+ * theirs back (@leak), then four users that queue for them.  Returns
+ * the warnings of contention on it in @w (at most 8) and the leakers'
+ * ids in @leakers.
+ */
+static size_t run_permits(bool leak, uint64_t leakers[2],
+			  weft_probe_warning_t *w)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_runtime_t *rt = rt_new(2);
+	weft_semaphore_t sem;
+	weft_join_t *lj[2], *uj[4];
+	size_t n;
+
+	weft_semaphore_init(&sem, 2);
+	weft_semaphore_name(&sem, "db-pool");
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			weft_spawn_named(rt, "leaker", permit_user_poll,
+					 (&(struct permit_user){
+						 .sem = &sem, .leak = leak }),
+					 &lj[i]),
+			0);
+		leakers[i] = weft_join_id(lj[i]);
+	}
+	wait_joins(lj, 2);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(
+			weft_spawn_named(rt, "user", permit_user_poll,
+					 (&(struct permit_user){ .sem = &sem }),
+					 &uj[i]),
+			0);
+	/* Queued well past the threshold, and looked at (every 250 ms). */
+	usleep(600000);
+	weft_probe_flush();
+	weft_probe_flush();
+	n = rsink_warnings(r, WEFT_WARN_CONTENTION, "semaphore \"db-pool\"", w,
+			   8);
+	if (leak)
+		weft_semaphore_release(&sem, 2); /* the users may end */
+	wait_joins(uj, 4);
+	rsink_free(r, sub);
+	rt_done(rt);
+	weft_semaphore_fini(&sem);
+	return n;
+}
+
+static void test_semaphore_permits_leaked(void **state)
+{
+	weft_probe_warning_t w[8];
+	uint64_t leakers[2];
+	size_t n;
+
+	(void)state;
+	n = run_permits(true, leakers, w);
+	assert_true(n >= 1);
+	print_message("%s\n", w[0].detail);
+	/* On a task that ended holding a permit, where it took it. */
+	assert_true(w[0].task == leakers[0] || w[0].task == leakers[1]);
+	assert_string_equal(w[0].task_name, "leaker");
+	assert_non_null(strstr(w[0].detail,
+			       "(leaker), which ended holding "
+			       "it; acquired at test_resources.c:"));
+}
+
+/* Its twin: every permit given back; no wait near the threshold. */
+static void test_semaphore_permits_returned(void **state)
+{
+	weft_probe_warning_t w[8];
+	uint64_t leakers[2];
+
+	(void)state;
+	assert_int_equal(run_permits(false, leakers, w), 0);
+}
+
 /* ------------------------------- blocking-queue: a saturated pool */
 
 static void *slow_job(void *arg)
@@ -2234,6 +2340,8 @@ int main(void)
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_parked),
 		cmocka_unit_test(test_channel_full_twin),
+		cmocka_unit_test(test_semaphore_permits_leaked),
+		cmocka_unit_test(test_semaphore_permits_returned),
 		cmocka_unit_test(test_blocking_queue),
 		cmocka_unit_test(test_blocking_queue_twin),
 		cmocka_unit_test(test_oneshot_waited_on),

@@ -40,10 +40,14 @@ static bool unsure_waits(struct probe *p, const res_waiter_t *w, uint64_t id)
 /*
  * Waiters and holders whose task is gone: a countdown or a channel left
  * in a select, a semaphore's permits consumed (never released) by tasks
- * that finished, events lost to full rings.  A mutex keeps a holder that
- * finished: a lock a finished task still holds is worth seeing.  And
- * waiters heard before a gap in listening that wait on something else
- * now (unsure_waits()).
+ * that finished while it serves as a signal, events lost to full rings.
+ * A mutex keeps a holder that finished: a lock a finished task still
+ * holds is worth seeing.  So does a semaphore that nobody has released
+ * permits of without holding them: its permits taken by a task that
+ * finished are leaked, and what its waiters wait for (an audit: a
+ * handler's error path that never released read "held longest by a task
+ * not seen").  And waiters heard before a gap in listening that wait on
+ * something else now (unsure_waits()).
  */
 static void res_sweep(struct probe *p, res_rec_t *r)
 {
@@ -64,7 +68,7 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 			i++;
 		}
 	}
-	if (r->pub.kind == WEFT_RES_SEMAPHORE) {
+	if (r->pub.kind == WEFT_RES_SEMAPHORE && r->unheld_releases) {
 		for (uint32_t i = 0; i < r->nh;) {
 			if (task_gone(p, r->holders[i].task)) {
 				holder_drop(r, i);
@@ -104,7 +108,7 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 			    uint64_t waiting_now, uint64_t oldest)
 {
 	/* Cut to the warning's detail when raised. */
-	char what[160], acq[112], held[48], d[640], max[32], hold[64];
+	char what[160], acq[112], held[112], d[640], max[32], hold[64];
 	char waits[64];
 	size_t len;
 	task_rec_t *t = r->win_hold_task ?
@@ -157,12 +161,26 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 		fmt_dur(age, sizeof(age), now - oldest);
 		snprintf(waits + len, sizeof(waits) - len, ", waiting %s", age);
 	}
-	snprintf(d, sizeof(d),
-		 "%s: %llu waits > %.0f ms (max %s%s); held longest by %s, "
-		 "%s%s",
-		 what, (unsigned long long)r->win_waits,
-		 (double)p->config.contention_ns / 1e6, max, waits, held, hold,
-		 acq);
+	/*
+	 * Still held by a task that finished: a lock or permits it never
+	 * gave back (res_sweep() keeps such holders).  Said so, and where
+	 * it took them; how long is since then, and the wait's age says it.
+	 */
+	if (r->win_hold_task && r->win_hold_end == now &&
+	    (!t || t->in_done || t->pub.state == WEFT_TASK_DONE))
+		snprintf(d, sizeof(d),
+			 "%s: %llu waits > %.0f ms (max %s%s); held by %s, "
+			 "which ended holding it%s%s",
+			 what, (unsigned long long)r->win_waits,
+			 (double)p->config.contention_ns / 1e6, max, waits,
+			 held, acq[0] ? ";" : "", acq[0] ? acq + 1 : "");
+	else
+		snprintf(d, sizeof(d),
+			 "%s: %llu waits > %.0f ms (max %s%s); held longest by "
+			 "%s, %s%s",
+			 what, (unsigned long long)r->win_waits,
+			 (double)p->config.contention_ns / 1e6, max, waits,
+			 held, hold, acq);
 	res_warn(p, WEFT_WARN_CONTENTION, t, now, r->win_max_wait, d);
 }
 
