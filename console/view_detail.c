@@ -649,9 +649,19 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 							   t->waiting_since_ns ?
 					   m->now_ns - t->waiting_since_ns :
 					   0));
+	} else if (t->state == WEFT_TASK_IDLE && !t->idle_since_ns) {
+		/* Parked since before anyone listened: its wait was never
+		 * heard (an audit read "no resource" of a task hung on a
+		 * oneshot).  The runtime keeps only mutex waits. */
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "waiting on: not known (parked since before "
+			     "anyone listened; only mutex waits are kept)");
+	} else if (t->state == WEFT_TASK_IDLE) {
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "waiting on: no resource the probe knows");
 	} else if (t->state != WEFT_TASK_DONE) {
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
-			     "waiting on: no resource");
+			     "waiting on: nothing (woken)");
 	}
 	if (t->nwaited)
 		y = waited_draw(g, m, t, y);

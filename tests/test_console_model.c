@@ -2518,6 +2518,14 @@ static void test_console_views_resources(void **state)
 				      "waited longest on: mutex cache ",
 				      " in 3, mpsc demo.c:88 ", " in 2", NULL },
 		    NULL);
+	/* The holder waits on nothing heard, idle since before anyone
+	 * listened (idle_since 0): not known, not "no resource". */
+	s.detail_task = 1;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "waiting on: not known (parked since "
+				      "before anyone listened",
+				      NULL },
+		    (const char *[]){ "no resource", NULL });
 	s.detail_task = 0;
 	assert_view(&s, CON_VIEW_RESOURCES,
 		    (const char *[]){ "KIND", "HOLD", "WAIT P99", "HOLD P99",

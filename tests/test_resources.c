@@ -539,7 +539,7 @@ static weft_poll_t producer_poll(void *arg, weft_cx_t *cx)
 /* The consumer's pace: none, a blocking 6 ms in its poll, or a 15 ms
  * sleep awaited (parked on the timer wheel) a message: parked far
  * longer than woken and queued, even on a loaded host. */
-enum { CONSUMER_FAST, CONSUMER_BLOCKS, CONSUMER_SLEEPS };
+enum { CONSUMER_FAST, CONSUMER_BLOCKS, CONSUMER_SLEEPS, CONSUMER_LATE };
 
 struct consumer {
 	int weft_pc;
@@ -559,6 +559,13 @@ static weft_poll_t consumer_poll(void *arg, weft_cx_t *cx)
 
 	atomic_fetch_add(&consumer_polls, 1);
 	WEFT_ASYNC_BEGIN(c);
+	if (c->slow == CONSUMER_LATE) {
+		/* Stuck 400 ms before its first receive (waiting on what it
+		 * needs first): the channel fills with no receiver known. */
+		weft_sleep_init(&c->sl, WEFT_MSEC(400));
+		WEFT_AWAIT(c, weft_sleep_poll(&c->sl, cx));
+		weft_sleep_fini(&c->sl);
+	}
 	for (;;) {
 		weft_mpsc_recv_init(&c->r, c->rx, &c->v);
 		WEFT_AWAIT(c, weft_mpsc_recv_poll(&c->r, cx));
@@ -697,6 +704,30 @@ static void test_channel_full_parked(void **state)
 					      "test_resources.c:") != NULL;
 	}
 	assert_true(parked >= 1);
+	rsink_free(r, sub);
+}
+
+/* A receiver stuck before its first receive: the channel cannot name
+ * it (its first receive does), and says so; the senders it names. */
+static void test_channel_full_no_receive(void **state)
+{
+	weft_probe_sub_t *sub;
+	struct rsink *r = rsink_new(&sub);
+	weft_probe_warning_t w[8];
+	uint64_t consumer;
+
+	(void)state;
+	run_channel(CONSUMER_LATE, &consumer);
+	/* The first: raised while the receiver sleeps. */
+	if (!rsink_warnings(r, WEFT_WARN_CHANNEL_FULL, NULL, w, 8)) {
+		print_warnings(&r->s);
+		fail();
+	}
+	print_message("%s\n", w[0].detail);
+	assert_int_equal(w[0].task, 0);
+	assert_non_null(
+		strstr(w[0].detail, "; no receive seen yet; waiting: "));
+	assert_non_null(strstr(w[0].detail, " producer (test_resources.c:"));
 	rsink_free(r, sub);
 }
 
@@ -2339,6 +2370,7 @@ int main(void)
 		cmocka_unit_test(test_contention_sync_mutex),
 		cmocka_unit_test(test_channel_full),
 		cmocka_unit_test(test_channel_full_parked),
+		cmocka_unit_test(test_channel_full_no_receive),
 		cmocka_unit_test(test_channel_full_twin),
 		cmocka_unit_test(test_semaphore_permits_leaked),
 		cmocka_unit_test(test_semaphore_permits_returned),

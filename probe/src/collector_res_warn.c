@@ -231,6 +231,15 @@ static void rx_doing(const res_rec_t *r, const task_rec_t *t, uint64_t now,
 	snprintf(buf, size, "parked%s%s", where, age);
 }
 
+/* Whether any task or thread waits to send on @r now. */
+static bool send_waits(const res_rec_t *r)
+{
+	for (uint32_t i = 0; i < r->nw; i++)
+		if (waits_count(r, r->waiters[i].op))
+			return true;
+	return false;
+}
+
 /*
  * The tasks waiting to send on @r, into @buf: the spawn site with the
  * most of them ("6 producer (svc.c:60)"), and how many others.
@@ -292,7 +301,7 @@ static void tx_waiting(struct probe *p, const res_rec_t *r, char *buf,
 			return;
 		}
 		fmt_site(site, sizeof(site), t->pub.file, t->pub.line);
-		snprintf(buf, size, "none now, longest task %llu %s (%s)",
+		snprintf(buf, size, "none now, longest %llu %s (%s)",
 			 (unsigned long long)t->pub.id, task_label(t), site);
 		return;
 	}
@@ -327,16 +336,23 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now)
 				NULL;
 
 	fmt_res(what, sizeof(what), r);
-	if (t) {
+	/* What it does now only while sends wait: once the window's waits
+	 * have ended, now is not when they waited (an audit saw a wait at
+	 * start-up told with where the receiver was 250 ms later). */
+	doing[0] = '\0';
+	if (t && send_waits(r))
 		rx_doing(r, t, now, doing, sizeof(doing));
-		snprintf(rx, sizeof(rx), "receiver task %llu (%s) %s",
+	if (t) {
+		snprintf(rx, sizeof(rx), "receiver task %llu (%s)%s%s",
 			 (unsigned long long)r->pub.owner, task_label(t),
-			 doing);
+			 doing[0] ? " " : "", doing);
 	} else if (r->pub.owner) {
 		snprintf(rx, sizeof(rx), "receiver task %llu not seen",
 			 (unsigned long long)r->pub.owner);
 	} else {
-		snprintf(rx, sizeof(rx), "a receiver not yet seen");
+		/* The receiver is known by its first receive (RES_OWNER): a
+		 * task stuck before it is not one the channel can name. */
+		snprintf(rx, sizeof(rx), "no receive seen yet");
 	}
 	tx_waiting(p, r, tx, sizeof(tx));
 	snprintf(d, sizeof(d),
