@@ -640,15 +640,21 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 		char what[CON_RES_STR_MAX + 32], since[16];
 
 		con_task_waiting_text(m, t, what, sizeof(what));
+		/* Its wait ends at its next poll: one woken since waits for
+		 * a worker, not on the resource (an audit read "waiting on
+		 * timer-wheel" of a task whose timer had fired, starved). */
 		con_grid_printf(
-			g, 1, y++, CON_ROLE_WARN, "waiting on %s (%s) for %s",
+			g, 1, y++, CON_ROLE_WARN, "waiting on %s (%s) for %s%s",
 			what, weft_resource_op_name(t->waiting_op),
 			con_fmt_ns(since, sizeof(since),
 				   t->waiting_since_ns &&
 						   m->now_ns >
 							   t->waiting_since_ns ?
 					   m->now_ns - t->waiting_since_ns :
-					   0));
+					   0),
+			t->state == WEFT_TASK_SCHEDULED ?
+				"; woken since, queued for a worker" :
+				"");
 	} else if (t->state == WEFT_TASK_IDLE && !t->idle_since_ns) {
 		/* Parked since before anyone listened: its wait was never
 		 * heard (an audit read "no resource" of a task hung on a

@@ -2470,6 +2470,8 @@ static void resourced(con_model_t *m)
 		ts[i]->waiting_since_ns = 2 * SEC;
 		ts[i]->waiting_op = WEFT_RES_OP_ACQUIRE;
 	}
+	/* waiter-b: woken (its wait ends at its next poll), queued. */
+	ts[2]->state = WEFT_TASK_SCHEDULED;
 	ts[3]->waiting_on = 6;
 	ts[3]->waiting_since_ns = 2500 * MS;
 	ts[3]->waiting_op = WEFT_RES_OP_SEND;
@@ -2517,6 +2519,12 @@ static void test_console_views_resources(void **state)
 				      "500",
 				      "waited longest on: mutex cache ",
 				      " in 3, mpsc demo.c:88 ", " in 2", NULL },
+		    NULL);
+	s.detail_task = 3;
+	assert_view(&s, CON_VIEW_DETAIL,
+		    (const char *[]){ "waiting on mutex cache (acquire) for ",
+				      "; woken since, queued for a worker",
+				      NULL },
 		    NULL);
 	/* The holder waits on nothing heard, idle since before anyone
 	 * listened (idle_since 0): not known, not "no resource". */

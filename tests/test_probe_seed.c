@@ -595,6 +595,68 @@ static void test_seed_leak_age_a_lower_bound(void **state)
 	fixture_free(s, w);
 }
 
+/* Holds its worker (a blocking poll) until told: tasks queue behind. */
+static atomic_bool hold_go;
+
+static weft_poll_t hold_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	for (int i = 0; i < 5000 && !atomic_load(&hold_go); i++)
+		usleep(1000);
+	return WEFT_READY;
+}
+
+static weft_poll_t quick_poll(void *arg, weft_cx_t *cx)
+{
+	(void)arg;
+	(void)cx;
+	return WEFT_READY;
+}
+
+/*
+ * A task woken (spawned) and queued behind a worker that a poll holds,
+ * when a listener comes: seeded scheduled, not idle (an audit: a task
+ * starved behind blocked workers showed "idle" to a late console, as if
+ * its wake had never come).
+ */
+static void test_seed_queued_is_scheduled(void **state)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	weft_runtime_t *rt = rt_create(1);
+	weft_join_t *hj, *qj;
+	const weft_probe_task_t *t;
+	uint64_t qid;
+	uint8_t st = WEFT_TASK_DONE;
+
+	(void)state;
+	assert_non_null(s);
+	pthread_mutex_init(&s->lock, NULL);
+	atomic_store(&hold_go, false);
+	hj = spawn_ok(rt, hold_poll, NULL, NULL, 0, true);
+	/* The holder in its poll before the other is spawned. */
+	usleep(50000);
+	qj = spawn_ok(rt, quick_poll, NULL, NULL, 0, true);
+	qid = weft_join_id(qj);
+	listen_seen(s);
+	seed_out();
+	weft_probe_flush();
+	pthread_mutex_lock(&weft__probe.lock);
+	t = weft__collector_task(&weft__probe, qid);
+	if (t)
+		st = t->state;
+	pthread_mutex_unlock(&weft__probe.lock);
+	atomic_store(&hold_go, true);
+	assert_int_equal(join_wait_drop(hj, NULL), 0);
+	assert_int_equal(join_wait_drop(qj, NULL), 0);
+	assert_int_equal(st, WEFT_TASK_SCHEDULED);
+	weft_probe_unsubscribe(cur_sub);
+	cur_sub = NULL;
+	weft_runtime_destroy(rt);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +670,8 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_seed_is_no_leak, teardown),
 		cmocka_unit_test_teardown(test_seed_leak_age_a_lower_bound,
+					  teardown),
+		cmocka_unit_test_teardown(test_seed_queued_is_scheduled,
 					  teardown),
 	};
 

@@ -81,6 +81,17 @@ static void seed_one(struct probe *p, task_rec_t *t,
 {
 	if (parked_take(t, info))
 		weft__collector_task_changed(p, t);
+	/*
+	 * Queued for a worker, and no event of it heard (a record made
+	 * idle by weft__collector_task_new()): scheduled, woken now at
+	 * the latest, so that a wait it goes on with is a lower bound.
+	 */
+	if (info->queued && t->pub.state == WEFT_TASK_IDLE && !t->pub.polls &&
+	    !t->seen_spawn && !t->pub.idle_since_ns && !t->woken_at) {
+		t->pub.state = WEFT_TASK_SCHEDULED;
+		t->woken_at = now;
+		weft__collector_task_changed(p, t);
+	}
 	if (!t->pub.name && !t->pub.file) {
 		t->pub.name = info->name;
 		t->pub.file = info->file;

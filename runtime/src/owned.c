@@ -156,6 +156,8 @@ static void describe_parked(weft_task_t *t, weft__task_info_t *out)
 	out->parked_line = site ? site->line : 0;
 	out->idle = !(st & (TASK_RUNNING | TASK_NOTIFIED | TASK_COMPLETE |
 			    TASK_CANCELLED));
+	out->queued = (st & (TASK_RUNNING | TASK_NOTIFIED | TASK_COMPLETE |
+			     TASK_CANCELLED)) == TASK_NOTIFIED;
 	out->no_waker = out->idle &&
 			task_refs(st) == 1 + !!(st & TASK_JOIN_INTEREST);
 }

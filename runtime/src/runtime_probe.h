@@ -49,6 +49,14 @@ typedef struct weft__task_info_s {
 	 * or in a gap in listening).
 	 */
 	bool idle;
+	/*
+	 * Woken and not yet polled: queued for a worker (not running,
+	 * done or being cancelled), when read (the same word).  A record
+	 * made from the list is scheduled, not idle (an audit: a task
+	 * starved behind two blocked workers showed "idle" to a console
+	 * that attached after its wake).
+	 */
+	bool queued;
 } weft__task_info_t;
 
 /*
