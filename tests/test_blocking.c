@@ -1113,6 +1113,28 @@ static void test_blocking_fs_poll_after_ready(void **state)
 	weft_runtime_destroy(rt);
 }
 
+static void *sleep_300ms(void *arg)
+{
+	(void)arg;
+	usleep(300000);
+	return NULL;
+}
+
+/*
+ * destroy_timeout's limit is the workers' alone: a pool job that runs
+ * past it (run to its end first, without a limit) leaves idle workers
+ * joined, not left behind as "still running".
+ */
+static void test_blocking_destroy_timeout_after_jobs(void **state)
+{
+	weft_runtime_t *rt = rt_create(2);
+
+	(void)state;
+	assert_int_equal(weft_spawn_blocking(rt, sleep_300ms, NULL, NULL), 0);
+	usleep(10000); /* the job under way */
+	assert_int_equal(weft_runtime_destroy_timeout(rt, 100 * 1000000ull), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1131,6 +1153,7 @@ int main(void)
 		cmocka_unit_test(test_blocking_fs_sync),
 		cmocka_unit_test(test_blocking_fs_poll_after_ready),
 		cmocka_unit_test(test_blocking_wake_source),
+		cmocka_unit_test(test_blocking_destroy_timeout_after_jobs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

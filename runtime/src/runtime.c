@@ -315,6 +315,17 @@ int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
 	if (weft__in_collector)
 		weft_panic("weft_runtime_destroy() called from a probe callback: "
 			   "it waits for the probe");
+	/*
+	 * The blocking pool first, while the workers still run: its queued
+	 * and running jobs finish and may still wake tasks.
+	 */
+	weft__blocking_shutdown(&rt->blocking);
+
+	/*
+	 * The workers' time starts now, as documented: the pool's jobs, run
+	 * without a limit, took it before (an audit's 2 s jobs left idle
+	 * workers "still running", behind).
+	 */
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	if (timeout_ns > (uint64_t)INT32_MAX * 1000000000u)
 		timeout_ns = (uint64_t)INT32_MAX * 1000000000u;
@@ -324,12 +335,6 @@ int weft_runtime_destroy_timeout(weft_runtime_t *rt, uint64_t timeout_ns)
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000;
 	}
-
-	/*
-	 * The blocking pool first, while the workers still run: its queued
-	 * and running jobs finish and may still wake tasks.
-	 */
-	weft__blocking_shutdown(&rt->blocking);
 
 	/* Its console connections close and its socket goes, if ours. */
 	weft__probe_runtime_detach(rt);
