@@ -62,6 +62,15 @@ weft_add_test(NAME test_trace_ckpt INTERNAL
   TIMEOUT 120)
 target_include_directories(test_trace_ckpt PRIVATE ${WEFT_PROTO_GEN_DIR})
 
+# Tasks born and finished between updates named by their SPAWN's site.
+if(TARGET weft-trace AND TARGET weft-bench AND WEFT_PROBE)
+  add_test(NAME trace_spawn_names
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_spawn_names.sh
+            $<TARGET_FILE:weft-bench> $<TARGET_FILE:weft-trace>)
+  set_tests_properties(trace_spawn_names PROPERTIES TIMEOUT 60
+    LABELS "unit;probe")
+endif()
+
 if(TARGET weft-trace)
   add_test(NAME trace_tools
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/trace_tools.sh
