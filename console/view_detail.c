@@ -652,7 +652,7 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 							   t->waiting_since_ns ?
 					   m->now_ns - t->waiting_since_ns :
 					   0),
-			t->state == WEFT_TASK_SCHEDULED ?
+			con_task_shown_state(m, t) == WEFT_TASK_SCHEDULED ?
 				"; woken since, queued for a worker" :
 				"");
 	} else if (t->state == WEFT_TASK_IDLE && !t->idle_since_ns) {
@@ -665,9 +665,12 @@ static void detail_draw(const con_session_t *s, con_grid_t *g, int top,
 	} else if (t->state == WEFT_TASK_IDLE) {
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "waiting on: no resource the probe knows");
-	} else if (t->state != WEFT_TASK_DONE) {
+	} else if (con_task_shown_state(m, t) == WEFT_TASK_SCHEDULED) {
 		con_grid_put(g, 1, y++, CON_ROLE_DIM,
 			     "waiting on: nothing (woken)");
+	} else if (t->state != WEFT_TASK_DONE) {
+		con_grid_put(g, 1, y++, CON_ROLE_DIM,
+			     "waiting on: nothing (in a poll)");
 	}
 	if (t->nwaited)
 		y = waited_draw(g, m, t, y);

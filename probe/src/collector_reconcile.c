@@ -83,13 +83,17 @@ static void seed_one(struct probe *p, task_rec_t *t,
 		weft__collector_task_changed(p, t);
 	/*
 	 * Queued for a worker, and no event of it heard (a record made
-	 * idle by weft__collector_task_new()): scheduled, woken now at
-	 * the latest, so that a wait it goes on with is a lower bound.
+	 * idle by weft__collector_task_new()): scheduled.  When it was
+	 * woken is not known (woken_at 0: its next poll counts no wait for
+	 * a worker).  Not the pass's start: the list is read later than
+	 * that (a seed's shards one after another, a reconcile at the
+	 * pass's end), and a task woken in between would be told it
+	 * waited from before its wake (a review).
 	 */
 	if (info->queued && t->pub.state == WEFT_TASK_IDLE && !t->pub.polls &&
-	    !t->seen_spawn && !t->pub.idle_since_ns && !t->woken_at) {
+	    !t->seen_spawn && !t->pub.idle_since_ns) {
 		t->pub.state = WEFT_TASK_SCHEDULED;
-		t->woken_at = now;
+		t->woken_at = 0;
 		weft__collector_task_changed(p, t);
 	}
 	if (!t->pub.name && !t->pub.file) {

@@ -42,13 +42,26 @@ static bool unsure_waits(struct probe *p, const res_waiter_t *w, uint64_t id)
  * in a select, a semaphore's permits consumed (never released) by tasks
  * that finished while it serves as a signal, events lost to full rings.
  * A mutex keeps a holder that finished: a lock a finished task still
- * holds is worth seeing.  So does a semaphore that nobody has released
- * permits of without holding them: its permits taken by a task that
- * finished are leaked, and what its waiters wait for (an audit: a
+ * holds is worth seeing.  So does a semaphore used as a lock
+ * (sem_pairs()): its permits taken by a task that finished are leaked,
+ * and what its waiters wait for (an audit: a
  * handler's error path that never released read "held longest by a task
  * not seen").  And waiters heard before a gap in listening that wait on
  * something else now (unsure_waits()).
  */
+/*
+ * Whether semaphore @r is used as a lock: its holders have released
+ * permits (a hold ended), and nobody has released any without holding
+ * them.  Then a permit kept by a task that finished is leaked.  Not a
+ * token bucket (permits consumed for good, refilled by another task)
+ * nor a signal (released by tasks that never acquired), whose takers
+ * finish holding permits by design (a review).
+ */
+static bool sem_pairs(const res_rec_t *r)
+{
+	return !r->unheld_releases && r->hists && r->hists[1].count;
+}
+
 static void res_sweep(struct probe *p, res_rec_t *r)
 {
 	bool changed = false;
@@ -68,7 +81,7 @@ static void res_sweep(struct probe *p, res_rec_t *r)
 			i++;
 		}
 	}
-	if (r->pub.kind == WEFT_RES_SEMAPHORE && r->unheld_releases) {
+	if (r->pub.kind == WEFT_RES_SEMAPHORE && !sem_pairs(r)) {
 		for (uint32_t i = 0; i < r->nh;) {
 			if (task_gone(p, r->holders[i].task)) {
 				holder_drop(r, i);
@@ -166,14 +179,15 @@ static void warn_contention(struct probe *p, res_rec_t *r, uint64_t now,
 	 * gave back (res_sweep() keeps such holders).  Said so, and where
 	 * it took them; how long is since then, and the wait's age says it.
 	 */
-	if (r->win_hold_task && r->win_hold_end == now &&
-	    (!t || t->in_done || t->pub.state == WEFT_TASK_DONE))
+	if (r->win_hold_task && r->win_hold_end == now && t &&
+	    (t->in_done || t->pub.state == WEFT_TASK_DONE))
 		snprintf(d, sizeof(d),
-			 "%s: %llu waits > %.0f ms (max %s%s); held by %s, "
-			 "which ended holding it%s%s",
+			 "%s: %llu waits > %.0f ms (max %s, %llu now); held by "
+			 "%s, which ended holding it%s%s",
 			 what, (unsigned long long)r->win_waits,
-			 (double)p->config.contention_ns / 1e6, max, waits,
-			 held, acq[0] ? ";" : "", acq[0] ? acq + 1 : "");
+			 (double)p->config.contention_ns / 1e6, max,
+			 (unsigned long long)waiting_now, held,
+			 acq[0] ? ";" : "", acq[0] ? acq + 1 : "");
 	else
 		snprintf(d, sizeof(d),
 			 "%s: %llu waits > %.0f ms (max %s%s); held longest by "
@@ -242,7 +256,7 @@ static bool send_waits(const res_rec_t *r)
 
 /*
  * The tasks waiting to send on @r, into @buf: the spawn site with the
- * most of them ("6 producer (svc.c:60)"), and how many others.
+ * most of them ("6 producer (svc.c:60)"), and how many others ("+2").
  * Sites are told apart among the first SITES met; the waiters of others
  * count as others.
  */
@@ -317,8 +331,7 @@ static void tx_waiting(struct probe *p, const res_rec_t *r, char *buf,
 	len = (size_t)snprintf(buf, size, "%u %s (%s)", g[best].n,
 			       task_label(g[best].t), site);
 	if (n > g[best].n && len < size)
-		snprintf(buf + len, size - len, " and %u other%s",
-			 n - g[best].n, n - g[best].n == 1 ? "" : "s");
+		snprintf(buf + len, size - len, " +%u", n - g[best].n);
 }
 
 /*
@@ -343,11 +356,11 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now)
 	if (t && send_waits(r))
 		rx_doing(r, t, now, doing, sizeof(doing));
 	if (t) {
-		snprintf(rx, sizeof(rx), "receiver task %llu (%s)%s%s",
+		snprintf(rx, sizeof(rx), "receiver %llu (%s)%s%s",
 			 (unsigned long long)r->pub.owner, task_label(t),
 			 doing[0] ? " " : "", doing);
 	} else if (r->pub.owner) {
-		snprintf(rx, sizeof(rx), "receiver task %llu not seen",
+		snprintf(rx, sizeof(rx), "receiver %llu not seen",
 			 (unsigned long long)r->pub.owner);
 	} else {
 		/* The receiver is known by its first receive (RES_OWNER): a
@@ -356,7 +369,7 @@ static void warn_channel_full(struct probe *p, res_rec_t *r, uint64_t now)
 	}
 	tx_waiting(p, r, tx, sizeof(tx));
 	snprintf(d, sizeof(d),
-		 "%s full: %llu sends > %.0f ms, max %.1f ms; %s; waiting: %s",
+		 "%s full: %llu sends > %.0f ms, max %.1f ms; %s; senders %s",
 		 what, (unsigned long long)r->win_waits,
 		 (double)p->config.contention_ns / 1e6,
 		 (double)r->win_max_wait / 1e6, rx, tx);
