@@ -468,6 +468,11 @@ static void event_text(const con_model_t *m, const weft_event_t *e, char *buf,
 	case WEFT_EV_LOCK_SITE:
 		text_fit(buf, len, "the lock was taken at line %u", e->a2);
 		break;
+	case WEFT_EV_RES_SITE:
+		/* a1 is the file's address in the process: the line only
+		 * (an audit saw the raw "resource-site a1=... a2=25"). */
+		text_fit(buf, len, "acquired it at line %u", e->a2);
+		break;
 	case WEFT_EV_BLOCKING_START:
 		text_fit(buf, len, "a blocking job it spawned started");
 		break;

@@ -2534,6 +2534,25 @@ static void test_console_views_resources(void **state)
 				      "before anyone listened",
 				      NULL },
 		    (const char *[]){ "no resource", NULL });
+	{
+		/* The holder's acquire's site event, and a wait for a
+		 * oneshot's value: told in words (an audit read the raw
+		 * "resource-site a1=... a2=25", and "(done)" as finished). */
+		weft_event_t ev = { .ts = 3 * SEC + 1,
+				    .task = 1,
+				    .a1 = 0x1000,
+				    .a2 = 25,
+				    .kind = WEFT_EV_RES_SITE };
+
+		con_model_events(&m, &ev, 1);
+		s.detail_task = 1;
+		con_session_watch(&s);
+		assert_view(&s, CON_VIEW_DETAIL,
+			    (const char *[]){ "acquired it at line 25", NULL },
+			    (const char *[]){ "a1=", NULL });
+		assert_string_equal(weft_resource_op_name(WEFT_RES_OP_DONE),
+				    "completion");
+	}
 	s.detail_task = 0;
 	assert_view(&s, CON_VIEW_RESOURCES,
 		    (const char *[]){ "KIND", "HOLD", "WAIT P99", "HOLD P99",

@@ -139,14 +139,14 @@ typedef enum weft_resource_kind_e {
 
 /* What a waiter waits for (RES_WAIT, RES_WAIT_END a2, low byte). */
 #define WEFT_RESOURCE_OPS(X)                                                   \
-	X(ACQUIRE, 1, "acquire")   /* a lock or permits */                   \
-	X(NOTIFIED, 2, "notified")                                            \
-	X(SEND, 3, "send")         /* room in a full channel */              \
-	X(RECV, 4, "recv")         /* a message */                           \
-	X(JOB, 5, "job")           /* a blocking job, queued for a thread */ \
-	X(DONE, 6, "done")         /* a countdown's zero, a oneshot value */ \
-	X(SLEEP, 7, "sleep")       /* a timer's deadline (the timer wheel) */\
-	X(READABLE, 8, "readable") /* an fd's readiness (io) */              \
+	X(ACQUIRE, 1, "acquire") /* a lock or permits */                       \
+	X(NOTIFIED, 2, "notified")                                             \
+	X(SEND, 3, "send")         /* room in a full channel */                \
+	X(RECV, 4, "recv")         /* a message */                             \
+	X(JOB, 5, "job")           /* a blocking job, queued for a thread */   \
+	X(DONE, 6, "completion")   /* a countdown's zero, a oneshot value */   \
+	X(SLEEP, 7, "sleep")       /* a timer's deadline (the timer wheel) */  \
+	X(READABLE, 8, "readable") /* an fd's readiness (io) */                \
 	X(WRITABLE, 9, "writable")
 
 typedef enum weft_resource_op_e {
