@@ -21,18 +21,6 @@
 #include "trace_tool.h"
 
 /*
- * Interned strings take at most this much (the table and the bytes);
- * past it, a task's strings are its own copies (a file with more
- * distinct names than a program has call sites is no recording).
- */
-#define STRS_BYTES ((size_t)32 << 20)
-
-/* Strings a task owns (tt_task_t.owned). */
-#define OWN_NAME 0x1u
-#define OWN_FILE 0x2u
-#define OWN_PARKED 0x4u
-
-/*
  * How long a task's name outlives its end, in trace time: its last
  * events (a waker dropped after the end) still find it, and it is more
  * than the stream's reorder window, within which they come out.
@@ -241,100 +229,6 @@ const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 	return buf;
 }
 
-static size_t str_hash(const char *s, size_t n)
-{
-	size_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
-
-static void strs_grow(tt_trace_t *t)
-{
-	size_t cap = t->strs_cap ? 2 * t->strs_cap : 1024;
-	char **slot = calloc(cap, sizeof(*slot));
-
-	if (!slot)
-		tt_die("out of memory");
-	for (size_t i = 0; i < t->strs_cap; i++) {
-		size_t j;
-
-		if (!t->strs[i])
-			continue;
-		for (j = str_hash(t->strs[i], strlen(t->strs[i])) & (cap - 1);
-		     slot[j]; j = (j + 1) & (cap - 1))
-			;
-		slot[j] = t->strs[i];
-	}
-	t->strs_bytes += (cap - t->strs_cap) * sizeof(*slot);
-	free(t->strs);
-	t->strs = slot;
-	t->strs_cap = cap;
-}
-
-/* @n bytes at @s, NUL-ended, in memory of their own. */
-static char *copy_n(const char *s, size_t n)
-{
-	char *p = tt_xmalloc(n + 1);
-
-	memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
-}
-
-/*
- * The string of @n bytes at @s (not NUL-ended: a record's bytes),
- * interned: the trace's copy, shared by every task that names it.  Past
- * STRS_BYTES a copy of its own, and *@owned gets @bit.
- */
-static const char *intern(tt_trace_t *t, const char *s, size_t n,
-			  uint8_t *owned, uint8_t bit)
-{
-	size_t len, j, h;
-
-	if (!n)
-		return "";
-	if (!t->strs_cap)
-		strs_grow(t);
-	h = str_hash(s, n);
-	for (j = h & (t->strs_cap - 1); t->strs[j];
-	     j = (j + 1) & (t->strs_cap - 1))
-		if (!strncmp(t->strs[j], s, n) && !t->strs[j][n])
-			return t->strs[j];
-	len = n + 1;
-	if (2 * (t->nstrs + 1) > t->strs_cap) {
-		if (t->strs_bytes + t->strs_cap * sizeof(*t->strs) + len >
-		    STRS_BYTES) {
-			*owned |= bit;
-			return copy_n(s, n);
-		}
-		strs_grow(t);
-		for (j = h & (t->strs_cap - 1); t->strs[j];
-		     j = (j + 1) & (t->strs_cap - 1))
-			;
-	} else if (t->strs_bytes + len > STRS_BYTES) {
-		*owned |= bit;
-		return copy_n(s, n);
-	}
-	t->strs[j] = copy_n(s, n);
-	t->strs_bytes += len;
-	t->nstrs++;
-	return t->strs[j];
-}
-
-/* Frees the strings @k owns (not the interned ones). */
-static void task_strings_free(tt_task_t *k, uint8_t bits)
-{
-	if (k->owned & bits & OWN_NAME)
-		free((char *)k->name);
-	if (k->owned & bits & OWN_FILE)
-		free((char *)k->file);
-	if (k->owned & bits & OWN_PARKED)
-		free((char *)k->parked_file);
-	k->owned &= (uint8_t)~bits;
-}
-
 /* Twice the slots once the live tasks fill three quarters of them. */
 static void tasks_grow(tt_trace_t *t)
 {
@@ -433,7 +327,7 @@ static void task_forget(tt_trace_t *t, uint64_t id)
 		snprintf(g->name, sizeof(g->name), "%s", k->name);
 	}
 	task_unslot(t, i);
-	task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
+	tt__task_strings_free(k, OWN_NAME | OWN_FILE | OWN_PARKED);
 	task_memo_set(t, id, NULL);
 	if (*task_count(t, id) != UINT8_MAX)
 		(*task_count(t, id))--;
@@ -509,10 +403,10 @@ static void parked_note(tt_trace_t *t, tt_task_t *k,
 		     m->parked_len) &&
 	    !k->parked_file[m->parked_len])
 		return;
-	task_strings_free(k, OWN_PARKED);
+	tt__task_strings_free(k, OWN_PARKED);
 	k->parked_file = m->parked_line ?
-				 intern(t, m->parked_file, m->parked_len,
-					&k->owned, OWN_PARKED) :
+				 tt__intern(t, m->parked_file, m->parked_len,
+					    &k->owned, OWN_PARKED) :
 				 NULL;
 	k->parked_line = m->parked_line;
 }
@@ -544,10 +438,10 @@ static void task_note(tt_trace_t *t, const weft_wire_task_brief_t *m)
 		parked_note(t, k, m);
 		if (k->name[0] || !m->name_len)
 			return; /* the first name seen stays */
-		task_strings_free(k, OWN_NAME | OWN_FILE);
+		tt__task_strings_free(k, OWN_NAME | OWN_FILE);
 	}
-	k->name = intern(t, m->name, m->name_len, &k->owned, OWN_NAME);
-	k->file = intern(t, m->file, m->file_len, &k->owned, OWN_FILE);
+	k->name = tt__intern(t, m->name, m->name_len, &k->owned, OWN_NAME);
+	k->file = tt__intern(t, m->file, m->file_len, &k->owned, OWN_FILE);
 	k->line = m->line;
 	if (!k->parked_file)
 		parked_note(t, k, m);
@@ -830,9 +724,9 @@ static __attribute__((noinline)) void spawn_note(tt_trace_t *t,
 	/* Named here alone: where it is parked stays as its records say. */
 	tt_task_t *w = (tt_task_t *)k;
 
-	task_strings_free(w, OWN_NAME | OWN_FILE);
-	w->name = intern(t, m.name, m.name_len, &w->owned, OWN_NAME);
-	w->file = intern(t, m.file, m.file_len, &w->owned, OWN_FILE);
+	tt__task_strings_free(w, OWN_NAME | OWN_FILE);
+	w->name = tt__intern(t, m.name, m.name_len, &w->owned, OWN_NAME);
+	w->file = tt__intern(t, m.file, m.file_len, &w->owned, OWN_FILE);
 	w->line = m.line;
 }
 
@@ -979,8 +873,8 @@ void tt_free(tt_trace_t *t)
 {
 	for (size_t i = 0; i < t->ntask_slots; i++)
 		if (t->tasks[i].node)
-			task_strings_free(task_node(t, t->tasks[i].node),
-					  OWN_NAME | OWN_FILE | OWN_PARKED);
+			tt__task_strings_free(task_node(t, t->tasks[i].node),
+					      OWN_NAME | OWN_FILE | OWN_PARKED);
 	for (size_t i = 0; i < t->ntask_chunks; i++)
 		free(t->task_chunks[i]);
 	free(t->task_chunks);

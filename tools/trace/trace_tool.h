@@ -271,6 +271,21 @@ bool tt_next(tt_trace_t *t, weft_event_t *ev);
 /* Reads to the end, every event passed over (a verb that only counts). */
 void tt_drain(tt_trace_t *t);
 void tt_free(tt_trace_t *t);
+
+/* Strings a task owns (tt_task_t.owned). */
+#define OWN_NAME 0x1u
+#define OWN_FILE 0x2u
+#define OWN_PARKED 0x4u
+
+/*
+ * trace_strs.c, for trace_model.c: the string of @n bytes at @s (not
+ * NUL-ended) interned in @t, or past the pool's bound a copy of its own
+ * (*@owned gets @bit); and the strings @k owns among @bits freed.
+ */
+const char *tt__intern(tt_trace_t *t, const char *s, size_t n, uint8_t *owned,
+		       uint8_t bit);
+void tt__task_strings_free(tt_task_t *k, uint8_t bits);
+
 const tt_task_t *tt_task(const tt_trace_t *t, uint64_t id);
 const char *tt_task_label(const tt_trace_t *t, uint64_t id, char *buf,
 			  size_t len);
